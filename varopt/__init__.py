@@ -1,0 +1,17 @@
+"""varopt: variational inference problems as optimization models.
+
+``import varopt`` registers every implemented solver with Pyomo's ``SolverFactory``
+and with ``cvxpy.Problem.register_solve``.
+"""
+from .errors import InputDataError, InvalidOptionError, ModelStructureError, SolverBugError, VaroptError
+from .program import Program
+from .registry import Solver, get_solver, register_solver, solvers
+from .result import Result
+from .frontends import compile_model
+
+from . import solvers as _solvers  # noqa: F401  (registers the built-in solvers)
+
+__version__ = "0.1.0"
+
+__all__ = ["ModelStructureError", "InvalidOptionError", "InputDataError", "SolverBugError", "VaroptError",
+           "Program", "Result", "Solver", "register_solver", "get_solver", "solvers", "compile_model"]

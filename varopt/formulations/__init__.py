@@ -1,0 +1,1 @@
+"""Ready-made models from the seed papers, with their classical baselines."""

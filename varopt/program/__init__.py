@@ -1,0 +1,6 @@
+"""The compiled program: canonical numpy/scipy representation shared by all solvers."""
+from .terms import ATOM_KINDS, AtomGroup, LseGroup, QuadraticTerms
+from .expression import Expression
+from .program import Constraint, Program
+
+__all__ = ["ATOM_KINDS", "AtomGroup", "LseGroup", "QuadraticTerms", "Expression", "Constraint", "Program"]

@@ -1,0 +1,172 @@
+"""The compiled program: the canonical, numpy/scipy-only form every solver consumes.
+
+::
+
+    minimize    sign * f(x)          (sign = +1; a maximisation is stored negated)
+    subject to  lo_c <= g_c(x) <= hi_c   for every constraint c
+                lb <= x <= ub
+
+``f`` and every ``g_c`` are :class:`~varopt.program.expression.Expression` objects.
+A front-end (Pyomo or CVXPY) builds it; nothing here imports either library.
+
+Sign convention for the sense: ``objective`` is *always minimised*. When the user
+maximised, ``maximize`` is True, ``objective = -user_objective``, and
+:meth:`user_value` converts back (a lower bound of the internal problem becomes an
+upper bound in the user's sense).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .expression import Expression
+
+
+@dataclass
+class Constraint:
+    """``lo <= body(x) <= hi``; equality when ``lo == hi``; ``-inf``/``inf`` for one side."""
+
+    name: str
+    body: Expression
+    lo: float = -np.inf
+    hi: float = np.inf
+
+    @property
+    def sense(self) -> str:
+        if self.lo == self.hi:
+            return "=="
+        if np.isfinite(self.lo) and np.isfinite(self.hi):
+            return "range"
+        return "<=" if np.isfinite(self.hi) else ">="
+
+
+@dataclass
+class Program:
+    names: list
+    lb: np.ndarray
+    ub: np.ndarray
+    objective: Expression
+    constraints: list = field(default_factory=list)
+    maximize: bool = False
+    objective_name: str = "objective"
+    #: optional starting values (NaN where the model gave none)
+    x0: np.ndarray = None
+
+    def __post_init__(self):
+        n = len(self.names)
+        self.lb = np.asarray(self.lb, dtype=float).ravel()
+        self.ub = np.asarray(self.ub, dtype=float).ravel()
+        if self.lb.size != n or self.ub.size != n:
+            raise ValueError("bounds have the wrong length")
+        self.x0 = np.full(n, np.nan) if self.x0 is None else np.asarray(self.x0, dtype=float).ravel()
+        self.index = {name: k for k, name in enumerate(self.names)}
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+    # --- sense ----------------------------------------------------------------------------
+    @property
+    def sign(self) -> float:
+        """+1 when the user minimised, -1 when they maximised."""
+        return -1.0 if self.maximize else 1.0
+
+    def user_value(self, internal_value):
+        """Objective value in the user's sense from a value of the internal (minimised) one."""
+        return None if internal_value is None else self.sign * internal_value
+
+    def user_bounds(self, internal_lower, internal_upper):
+        """(lower, upper) in the user's sense from bounds on the internal minimisation."""
+        if self.maximize:
+            return (None if internal_upper is None else -internal_upper,
+                    None if internal_lower is None else -internal_lower)
+        return internal_lower, internal_upper
+
+    # --- constraint views ---------------------------------------------------------------------
+    def linear_constraints(self):
+        """(A csr, lo, hi, idx): the linear constraints as rows ``lo <= A x + 0 <= hi``.
+
+        Constants of the bodies are moved to the sides; ``idx`` indexes ``self.constraints``.
+        """
+        idx = [k for k, c in enumerate(self.constraints) if c.body.is_linear]
+        if not idx:
+            return sp.csr_matrix((0, self.n)), np.zeros(0), np.zeros(0), []
+        A = sp.csr_matrix(np.vstack([self.constraints[k].body.linear for k in idx]))
+        const = np.array([self.constraints[k].body.constant for k in idx])
+        lo = np.array([self.constraints[k].lo for k in idx]) - const
+        hi = np.array([self.constraints[k].hi for k in idx]) - const
+        return A, lo, hi, idx
+
+    def nonlinear_constraints(self):
+        return [c for c in self.constraints if not c.body.is_linear]
+
+    def constraint_values(self, x) -> np.ndarray:
+        return np.array([c.body.value(x) for c in self.constraints])
+
+    def constraint_jacobian(self, x) -> sp.csr_matrix:
+        if not self.constraints:
+            return sp.csr_matrix((0, self.n))
+        return sp.csr_matrix(np.vstack([c.body.gradient(x) for c in self.constraints]))
+
+    def max_violation(self, x) -> float:
+        """Largest violation of bounds and constraints at x (0 when feasible)."""
+        x = np.asarray(x, dtype=float)
+        v = [np.max(np.maximum(self.lb - x, 0.0), initial=0.0), np.max(np.maximum(x - self.ub, 0.0), initial=0.0)]
+        for c in self.constraints:
+            g = c.body.value(x)
+            v.append(max(c.lo - g, g - c.hi, 0.0))
+        return float(max(v))
+
+    # --- structure queries --------------------------------------------------------------------
+    def interactions(self, include_constraints: bool = True) -> set:
+        """Pairs (i, j), i < j, of variables multiplied together anywhere in the program."""
+        pairs = set(self.objective.interactions())
+        if include_constraints:
+            for c in self.constraints:
+                pairs |= c.body.interactions()
+        return pairs
+
+    def lse_groups(self):
+        """Log-sum-exp groups of the objective (partition functions), in order."""
+        return list(self.objective.lse)
+
+    def separable_rows(self):
+        """Per-sample pieces of the objective: ``[(group, row_count)]`` of atom and lse groups.
+
+        A finite-sum solver samples these rows; the remaining linear and quadratic part is
+        treated as deterministic. Rows may carry a ``label`` (e.g. the data index) that
+        groups several rows into one sample.
+        """
+        return [(g, len(g)) for g in self.objective.groups()]
+
+    def is_convex(self) -> bool:
+        """A sufficient check: every objective group convex and every constraint convex."""
+        def convex_expr(e: Expression, sign: float) -> bool:
+            if sign < 0:
+                if not e.is_linear:
+                    return False
+                return True
+            ok = all(g.is_convex() for g in e.groups())
+            if len(e.quadratic):
+                H = e.quadratic.hessian_matrix.toarray()
+                ok = ok and np.linalg.eigvalsh(H).min() >= -1e-10 * max(1.0, np.abs(H).max())
+            return ok
+
+        if not convex_expr(self.objective, 1.0):
+            return False
+        for c in self.constraints:
+            if c.lo == c.hi and not c.body.is_linear:
+                return False
+            if np.isfinite(c.hi) and not convex_expr(c.body, 1.0):
+                return False
+            if np.isfinite(c.lo) and not convex_expr(c.body, -1.0):
+                return False
+        return True
+
+    def check_point(self, x, name: str = "x") -> np.ndarray:
+        x = np.asarray(x, dtype=float).ravel()
+        if x.size != self.n:
+            raise ValueError(f"{name} has length {x.size}, the program has {self.n} variables")
+        return x

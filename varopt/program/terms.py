@@ -1,0 +1,292 @@
+"""Recognised term groups of a compiled program, each evaluated in a vectorized way.
+
+Every group holds many rows of one kind as arrays, so evaluating, differentiating or
+taking the Hessian of a group is a handful of sparse matrix products (no per-term
+Python loop). ``n`` below is the number of program variables and ``x`` a point.
+
+Catalogue (value of one row ``r``; ``w_r = x[mult[r]]`` when ``mult[r] >= 0``, else 1):
+
+============== ===================================== ===========================
+group / kind    row value                             convex when
+============== ===================================== ===========================
+QuadraticTerms  ``v_k x_i x_j`` (``i <= j``)           ``Q + Q^T`` is PSD
+AtomGroup       ``c_r w_r g(u_r)``, ``u_r = A_r x+b_r`` ``c_r >= 0`` and no ``w``
+  ``xlogx``     ``g(u) = u log u`` (``0 log 0 = 0``)
+  ``neglog``    ``g(u) = -log u``
+  ``exp``       ``g(u) = exp u``
+  ``square``    ``g(u) = u^2``
+  ``quad_over_lin`` ``g(u, v) = u^2 / v`` with ``v = A2_r x + b2_r > 0``
+LseGroup        ``c_g w_g log sum_{k in g} exp(A_k x + b_k)``  ``c_g >= 0``, no ``w``
+============== ===================================== ===========================
+
+A row with a multiplier ``w`` is the product of a variable with a convex atom of other
+variables (``phi * (x - mu)**2``, ``-phi * log(pi)``); GOP needs to see these products.
+Positive weights ``h_k`` of a log-sum-exp (base measures) are stored as ``log h_k`` in
+``b``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+ATOM_KINDS = ("xlogx", "neglog", "exp", "square", "quad_over_lin")
+
+
+def _csr(A, n: int) -> sp.csr_matrix:
+    A = sp.csr_matrix(A, dtype=float)
+    if A.shape[1] != n:
+        raise ValueError(f"affine map has {A.shape[1]} columns, program has {n} variables")
+    A.sum_duplicates()
+    return A
+
+
+def _mult_values(mult: np.ndarray, x: np.ndarray) -> np.ndarray:
+    w = np.ones(mult.shape[0])
+    has = mult >= 0
+    w[has] = x[mult[has]]
+    return w
+
+
+def _mult_matrix(mult: np.ndarray, n: int) -> sp.csr_matrix:
+    """E (n x m) with E[mult_r, r] = 1 for rows that have a multiplier."""
+    has = np.flatnonzero(mult >= 0)
+    return sp.csr_matrix((np.ones(has.size), (mult[has], has)), shape=(n, mult.shape[0]))
+
+
+@dataclass
+class QuadraticTerms:
+    """Sum of ``v_k x_{i_k} x_{j_k}``: bilinear products (``i != j``) and squares (``i == j``)."""
+
+    i: np.ndarray
+    j: np.ndarray
+    v: np.ndarray
+    n: int
+
+    def __post_init__(self):
+        i = np.asarray(self.i, dtype=np.int64)
+        j = np.asarray(self.j, dtype=np.int64)
+        v = np.asarray(self.v, dtype=float)
+        lo, hi = np.minimum(i, j), np.maximum(i, j)
+        M = sp.coo_matrix((v, (lo, hi)), shape=(self.n, self.n)).tocsr()
+        M.sum_duplicates()
+        M.eliminate_zeros()
+        M = M.tocoo()
+        self.i, self.j, self.v = M.row.astype(np.int64), M.col.astype(np.int64), M.data
+
+    @property
+    def upper(self) -> sp.csr_matrix:
+        return sp.csr_matrix((self.v, (self.i, self.j)), shape=(self.n, self.n))
+
+    @property
+    def hessian_matrix(self) -> sp.csr_matrix:
+        """Constant Hessian ``Q + Q^T`` of the sum (so the sum is ``x^T H x / 2``)."""
+        U = self.upper
+        return (U + U.T).tocsr()
+
+    def value(self, x):
+        return float(np.dot(self.v, x[self.i] * x[self.j]))
+
+    def gradient(self, x):
+        return self.hessian_matrix @ x
+
+    def hessian(self, x):
+        return self.hessian_matrix
+
+    def __len__(self):
+        return self.v.size
+
+
+@dataclass
+class AtomGroup:
+    """Rows ``c_r * w_r * g(A_r x + b_r[, A2_r x + b2_r])`` of one convex atom ``kind``."""
+
+    kind: str
+    coef: np.ndarray
+    A: sp.csr_matrix
+    b: np.ndarray
+    mult: np.ndarray = None
+    A2: sp.csr_matrix = None
+    b2: np.ndarray = None
+    #: optional label per row (e.g. the sample index), used by finite-sum samplers
+    label: np.ndarray = None
+
+    def __post_init__(self):
+        if self.kind not in ATOM_KINDS:
+            raise ValueError(f"unknown atom kind {self.kind!r}; known: {ATOM_KINDS}")
+        self.coef = np.asarray(self.coef, dtype=float).ravel()
+        m = self.coef.size
+        n = self.A.shape[1]
+        self.A = _csr(self.A, n)
+        self.b = np.asarray(self.b, dtype=float).ravel()
+        self.mult = (np.full(m, -1, dtype=np.int64) if self.mult is None
+                     else np.asarray(self.mult, dtype=np.int64).ravel())
+        if self.kind == "quad_over_lin":
+            if self.A2 is None:
+                raise ValueError("quad_over_lin needs a second affine map A2, b2")
+            self.A2 = _csr(self.A2, n)
+            self.b2 = np.asarray(self.b2, dtype=float).ravel()
+        if not (self.A.shape[0] == self.b.size == self.mult.size == m):
+            raise ValueError("atom group arrays disagree in length")
+
+    @property
+    def n(self):
+        return self.A.shape[1]
+
+    def __len__(self):
+        return self.coef.size
+
+    # --- the scalar atom and its derivatives, vectorized over rows -------------------
+    def _g(self, x, order: int):
+        """Return g, and (for order >= 1) dg/du, and (order >= 2) d2g/du2 at every row."""
+        u = self.A @ x + self.b
+        k = self.kind
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if k == "xlogx":
+                g = np.where(u > 0, u * np.log(np.where(u > 0, u, 1.0)), np.where(u == 0, 0.0, np.nan))
+                d1 = np.log(u) + 1.0
+                d2 = 1.0 / u
+            elif k == "neglog":
+                g = np.where(u > 0, -np.log(np.where(u > 0, u, 1.0)), np.where(u == 0, np.inf, np.nan))
+                d1 = -1.0 / u
+                d2 = 1.0 / (u * u)
+            elif k == "exp":
+                g = np.exp(u)
+                d1 = d2 = g
+            elif k == "square":
+                g = u * u
+                d1 = 2.0 * u
+                d2 = np.full_like(u, 2.0)
+            else:  # quad_over_lin: g(u, v) = u^2 / v
+                v = self.A2 @ x + self.b2
+                g = np.where(v > 0, u * u / np.where(v > 0, v, 1.0), np.nan)
+                return u, v, g
+        return u, g, d1, d2
+
+    def row_values(self, x):
+        """Per-row value ``c_r w_r g(u_r)`` (length m)."""
+        w = _mult_values(self.mult, x)
+        out = self._g(x, 0)
+        g = out[2] if self.kind == "quad_over_lin" else out[1]
+        return self.coef * w * g
+
+    def value(self, x):
+        return float(np.sum(self.row_values(x)))
+
+    def gradient(self, x):
+        w = _mult_values(self.mult, x)
+        if self.kind == "quad_over_lin":
+            u, v, g = self._g(x, 1)
+            du = 2.0 * u / v
+            dv = -(u / v) ** 2
+            grad = self.A.T @ (self.coef * w * du) + self.A2.T @ (self.coef * w * dv)
+        else:
+            u, g, d1, _ = self._g(x, 1)
+            grad = self.A.T @ (self.coef * w * d1)
+        has = self.mult >= 0
+        if has.any():
+            grad = grad + np.bincount(self.mult[has], weights=(self.coef * g)[has], minlength=self.n)
+        return np.asarray(grad).ravel()
+
+    def hessian(self, x):
+        w = _mult_values(self.mult, x)
+        E = _mult_matrix(self.mult, self.n)
+        if self.kind == "quad_over_lin":
+            u, v, g = self._g(x, 2)
+            cw = self.coef * w
+            huu, huv, hvv = 2.0 / v, -2.0 * u / v ** 2, 2.0 * u ** 2 / v ** 3
+            A, B = self.A, self.A2
+            H = (A.T @ sp.diags(cw * huu) @ A + B.T @ sp.diags(cw * hvv) @ B
+                 + A.T @ sp.diags(cw * huv) @ B + B.T @ sp.diags(cw * huv) @ A)
+            # the multiplier w enters linearly: cross terms c * dg/du * (e_w A_r + A_r^T e_w^T)
+            C = E @ sp.diags(self.coef * 2.0 * u / v) @ A + E @ sp.diags(self.coef * -(u / v) ** 2) @ B
+        else:
+            u, g, d1, d2 = self._g(x, 2)
+            H = self.A.T @ sp.diags(self.coef * w * d2) @ self.A
+            C = E @ sp.diags(self.coef * d1) @ self.A
+        return sp.csr_matrix(H + C + C.T)
+
+    def is_convex(self) -> bool:
+        """True when every row is a convex function of x on the atom's domain."""
+        return bool(np.all(self.mult < 0) and np.all(self.coef >= 0))
+
+
+@dataclass
+class LseGroup:
+    """Rows ``c_g w_g log sum_{k in g} exp(A_k x + b_k)``; ``seg[k]`` is the group of row k.
+
+    ``seg`` is sorted and takes every value ``0 .. G-1``. ``log`` of positive weights
+    (base measures ``h(y)``) is folded into ``b``.
+    """
+
+    A: sp.csr_matrix
+    b: np.ndarray
+    seg: np.ndarray
+    coef: np.ndarray
+    mult: np.ndarray = None
+    label: np.ndarray = None
+
+    def __post_init__(self):
+        self.A = _csr(self.A, self.A.shape[1])
+        self.b = np.asarray(self.b, dtype=float).ravel()
+        self.seg = np.asarray(self.seg, dtype=np.int64).ravel()
+        self.coef = np.asarray(self.coef, dtype=float).ravel()
+        G = self.coef.size
+        if self.seg.size != self.A.shape[0] or self.b.size != self.A.shape[0]:
+            raise ValueError("log-sum-exp arrays disagree in length")
+        if self.seg.size and (np.any(np.diff(self.seg) < 0) or self.seg[0] != 0 or self.seg[-1] != G - 1
+                              or np.unique(self.seg).size != G):
+            raise ValueError("seg must be sorted and cover 0..G-1")
+        self.mult = (np.full(G, -1, dtype=np.int64) if self.mult is None
+                     else np.asarray(self.mult, dtype=np.int64).ravel())
+        self.starts = np.searchsorted(self.seg, np.arange(G))
+
+    @property
+    def n(self):
+        return self.A.shape[1]
+
+    def __len__(self):
+        return self.coef.size
+
+    def _softmax(self, x):
+        s = self.A @ x + self.b
+        mx = np.maximum.reduceat(s, self.starts) if s.size else s
+        e = np.exp(s - mx[self.seg])
+        tot = np.add.reduceat(e, self.starts) if s.size else e
+        lse = mx + np.log(tot)
+        p = e / tot[self.seg]
+        return lse, p
+
+    def group_values(self, x):
+        """Per-group log-sum-exp values (without coefficient and multiplier)."""
+        return self._softmax(x)[0]
+
+    def row_values(self, x):
+        return self.coef * _mult_values(self.mult, x) * self.group_values(x)
+
+    def value(self, x):
+        return float(np.sum(self.row_values(x)))
+
+    def gradient(self, x):
+        lse, p = self._softmax(x)
+        s = self.coef * _mult_values(self.mult, x)
+        grad = self.A.T @ (p * s[self.seg])
+        has = self.mult >= 0
+        if has.any():
+            grad = grad + np.bincount(self.mult[has], weights=(self.coef * lse)[has], minlength=self.n)
+        return np.asarray(grad).ravel()
+
+    def hessian(self, x):
+        lse, p = self._softmax(x)
+        G, K = self.coef.size, self.seg.size
+        s = self.coef * _mult_values(self.mult, x)
+        P = sp.csr_matrix((p, (self.seg, np.arange(K))), shape=(G, K))
+        B = P @ self.A  # row g: E_p[A_k] over the group's softmax
+        H = self.A.T @ sp.diags(p * s[self.seg]) @ self.A - B.T @ sp.diags(s) @ B
+        E = _mult_matrix(self.mult, self.n)
+        C = E @ sp.diags(self.coef) @ B
+        return sp.csr_matrix(H + C + C.T)
+
+    def is_convex(self) -> bool:
+        return bool(np.all(self.mult < 0) and np.all(self.coef >= 0))
