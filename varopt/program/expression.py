@@ -115,6 +115,29 @@ class Expression:
                     pairs.update((min(w, v), max(w, v)) for v in vs if v != w)
         return pairs
 
+    @property
+    def is_quadratic_form(self) -> bool:
+        """Linear, quadratic and multiplier-free ``square`` atoms only: expandable to a QP form."""
+        return not self.lse and all(a.kind == "square" and np.all(a.mult < 0) for a in self.atoms)
+
+    def as_quadratic(self):
+        """Return ``(H, c, k)`` with ``f(x) = x^T H x / 2 + c^T x + k`` (``H`` csr, symmetric).
+
+        Square atoms ``coef (a^T x + b)^2`` are expanded. Raises ``ValueError`` when the
+        expression has other nonlinear terms (check :attr:`is_quadratic_form` first).
+        """
+        if not self.is_quadratic_form:
+            raise ValueError("expression is not a quadratic form")
+        H = self.quadratic.hessian_matrix
+        c = self.linear.copy()
+        k = self.constant
+        for a in self.atoms:
+            D = sp.diags(2.0 * a.coef)
+            H = H + a.A.T @ D @ a.A
+            c = c + a.A.T @ (2.0 * a.coef * a.b)
+            k += float(np.sum(a.coef * a.b * a.b))
+        return sp.csr_matrix(H), np.asarray(c, dtype=float).ravel(), float(k)
+
     def copy(self) -> "Expression":
         import copy
         return copy.deepcopy(self)
