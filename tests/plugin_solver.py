@@ -38,8 +38,16 @@ class ScipyTestSolver(varopt.Solver):
                              "jac": (lambda x, c=c: c.body.gradient(x))})
         bounds = [(None if not np.isfinite(a) else a, None if not np.isfinite(b) else b)
                   for a, b in zip(program.lb, program.ub)]
+        import time
+        t0, history = time.perf_counter(), []
+
+        def record(xk):
+            history.append({"iteration": len(history) + 1, "time": time.perf_counter() - t0,
+                            "objective": program.objective.value(xk), "lower": None, "upper": None})
+
         r = minimize(program.objective.value, x0, jac=program.objective.gradient, bounds=bounds,
-                     constraints=cons, method="SLSQP", tol=opts.tol, options={"maxiter": opts.max_iter})
+                     constraints=cons, method="SLSQP", tol=opts.tol, options={"maxiter": opts.max_iter},
+                     callback=record)
         status = "converged" if r.success else "iteration_limit"
         return Result(solver=self.name, status=status, x=r.x, objective=float(r.fun),
-                      iterations=int(r.nit), message=str(r.message))
+                      iterations=int(r.nit), message=str(r.message), history=history)

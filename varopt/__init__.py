@@ -10,6 +10,9 @@ from .result import Result
 from .frontends import compile_model
 
 from . import solvers as _solvers  # noqa: F401  (registers the built-in solvers)
+from .registry import load_plugins as _load_plugins
+
+_load_plugins()
 
 __version__ = "0.1.0"
 

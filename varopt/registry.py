@@ -84,3 +84,32 @@ class Progress:
         if self.verbose or (self.tty and now - self.t0 > 2.0 and (force or now - self.last >= self.every)):
             print(line, file=sys.stderr, flush=True)
             self.last = now
+
+
+def load_plugins():
+    """Import third-party solver plugins so they register themselves.
+
+    Two discovery mechanisms, run at ``import varopt``:
+
+    * installed packages that declare an entry point in the group ``varopt.solvers``
+      (``[project.entry-points."varopt.solvers"] name = "pkg.module"``);
+    * the environment variable ``VAROPT_PLUGINS``: a comma-separated list of importable
+      module names (handy for scripts, the CLI and tests).
+
+    A plugin that fails to import raises, naming the plugin: a silently missing solver is
+    worse than a loud error.
+    """
+    import importlib
+    import os
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="varopt.solvers"):
+        try:
+            ep.load()
+        except Exception as exc:
+            raise ImportError(f"varopt plugin entry point {ep.name!r} ({ep.value}) failed to load: {exc}") from exc
+    for mod in filter(None, (m.strip() for m in os.environ.get("VAROPT_PLUGINS", "").split(","))):
+        try:
+            importlib.import_module(mod)
+        except Exception as exc:
+            raise ImportError(f"varopt plugin module {mod!r} from VAROPT_PLUGINS failed to import: {exc}") from exc

@@ -1,0 +1,28 @@
+"""Test configuration: make tests/ importable and register the test-only solver plugin."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import plugin_solver  # noqa: E402,F401  (registers 'vo_test_scipy' through the public registry)
+
+#: ../shared/data relative to the repository root
+DATA = (HERE.parent / ".." / "shared" / "data").resolve()
+
+
+def data_dir(name: str) -> Path:
+    """Path of a shared data set, or skip the test with the reason when it is absent."""
+    p = DATA / name
+    if not p.is_dir():
+        pytest.skip(f"shared data set {name!r} not found at {p} (the ../shared/data folder is absent)")
+    return p
+
+
+@pytest.fixture
+def rng():
+    import numpy as np
+    return np.random.default_rng(12345)

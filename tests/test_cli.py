@@ -1,0 +1,73 @@
+"""The ``varopt`` command line, driven in a subprocess with the test plugin loaded via VAROPT_PLUGINS."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+MODELS = HERE / "models"
+
+
+def run_cli(*args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+    env["VAROPT_PLUGINS"] = "plugin_solver"
+    return subprocess.run([sys.executable, "-m", "varopt.cli", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_solvers_lists_plugin_and_builtins():
+    r = run_cli("solvers")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert any(l.startswith("vo_test_scipy ") and "test-only" in l for l in lines)
+    import varopt
+    for name in varopt.solvers():
+        assert any(l.split()[0] == name for l in lines)
+
+
+@pytest.mark.parametrize("model,names", [("pyomo_small.py", ["x", "y[1]", "y[2]"]),
+                                         ("cvxpy_small.py", ["x", "y[0]", "y[1]"])])
+def test_solve_json(model, names):
+    r = run_cli("solve", str(MODELS / model), "--solver", "vo_test_scipy", "--option", "tol=1e-12", "--json")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.strip().splitlines()
+    assert len(out) == 1
+    d = json.loads(out[0])
+    assert set(d) == {"solver", "status", "objective", "lower_bound", "upper_bound", "gap", "iterations",
+                      "wall_time", "variables"}
+    assert d["solver"] == "vo_test_scipy" and d["status"] == "converged"
+    assert sorted(d["variables"]) == sorted(names)
+    # optimum: x - 1 = -(y1 + 2) balance on x + y1 = 0 -> x = 1.5, y1 = -1.5, obj = 0.25 + 0.25
+    assert d["objective"] == pytest.approx(0.5, abs=1e-6)
+    assert d["variables"][names[0]] == pytest.approx(1.5, abs=1e-5)
+
+
+def test_unknown_option_lists_valid_ones():
+    r = run_cli("solve", str(MODELS / "pyomo_small.py"), "--solver", "vo_test_scipy", "--option", "bogus=1")
+    assert r.returncode != 0
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "bogus" in err[0] and "max_iter" in err[0] and "tol" in err[0]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("solve", str(MODELS / "missing.py"), "--solver", "vo_test_scipy"), "not found"),
+    (("solve", str(MODELS / "no_build.py"), "--solver", "vo_test_scipy"), "build()"),
+    (("solve", str(MODELS / "pyomo_small.py"), "--solver", "nope"), "unknown varopt solver"),
+])
+def test_errors_exit_nonzero_with_one_line(args, needle):
+    r = run_cli(*args)
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0]
+
+
+def test_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    f = tmp_path / "h.png"
+    r = run_cli("solve", str(MODELS / "pyomo_small.py"), "--solver", "vo_test_scipy", "--plot", str(f))
+    assert r.returncode == 0, r.stderr
+    assert f.stat().st_size > 1000 and f.read_bytes()[:4] == b"\x89PNG"

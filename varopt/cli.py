@@ -1,0 +1,139 @@
+"""Command-line interface ``varopt``.
+
+``varopt solvers`` lists the registered solvers.
+``varopt solve MODEL.py --solver NAME [--option key=value ...] [--json] [--plot FILE]``
+loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem), compiles it,
+solves it and prints a summary (or exactly one JSON object with ``--json``). Errors exit
+with status 1 (2 for usage errors) and a one-line message on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def _parse_value(text: str):
+    """``key=value`` values: Python literals when they parse (1, 1e-6, True, None, 'a', [..]), else strings."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _load_build(path: str):
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"model file {path!r} not found")
+    spec = importlib.util.spec_from_file_location(f"varopt_user_model_{abs(hash(str(p.resolve())))}", p)
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(p.resolve().parent))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.pop(0)
+    if not hasattr(mod, "build") or not callable(mod.build):
+        raise AttributeError(f"{path} must define a function build() returning a Pyomo model or a CVXPY problem")
+    return mod.build()
+
+
+def _plot(result, path: str):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover
+        raise RuntimeError("--plot needs matplotlib: pip install 'varopt[plot]'") from None
+    hist = result.history
+    if not hist:
+        raise RuntimeError("the solver recorded no history to plot")
+    t = [h.get("time", h.get("iteration", k)) for k, h in enumerate(hist)]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, style in (("upper", "-"), ("lower", "--"), ("objective", ":")):
+        ys = [h.get(key) for h in hist]
+        if any(y is not None for y in ys):
+            ax.step(t, [np.nan if y is None else y for y in ys], style, where="post", label=key)
+    ax.set_xlabel("time (s)" if "time" in hist[0] else "iteration")
+    ax.set_ylabel("objective")
+    ax.set_title(f"varopt {result.solver}: {result.status}")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def cmd_solvers(args) -> int:
+    import varopt
+    for name, cls in sorted(varopt.solvers().items()):
+        print(f"{name:12s} {cls.summary}")
+    return 0
+
+
+def cmd_solve(args) -> int:
+    import varopt
+    options = {}
+    for item in args.option or []:
+        if "=" not in item:
+            raise ValueError(f"--option expects key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        options[k.strip()] = _parse_value(v.strip())
+    solver = varopt.get_solver(args.solver)
+    solver.options.validate(options)  # fail fast, before the model is built
+    model = _load_build(args.model)
+    program, mapping = varopt.compile_model(model)
+    result = solver.solve(program, **options)
+    if result.x is not None:
+        mapping.load(result.x)
+    if args.plot:
+        _plot(result, args.plot)
+    if args.json:
+        d = result.to_dict()
+        keys = ("solver", "status", "objective", "lower_bound", "upper_bound", "gap", "iterations",
+                "wall_time", "variables")
+        print(json.dumps({k: d[k] for k in keys}))
+    else:
+        print(result.summary())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="varopt", description="Solve variational inference problems as optimization models.")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("solvers", help="list the registered solvers")
+    s.set_defaults(func=cmd_solvers)
+    s = sub.add_parser("solve", help="solve MODEL.py (which defines build()) with a varopt solver")
+    s.add_argument("model", help="Python file defining build() -> Pyomo model or CVXPY problem")
+    s.add_argument("--solver", required=True, help="solver name (see 'varopt solvers')")
+    s.add_argument("--option", "-o", action="append", metavar="KEY=VALUE", help="solver option (repeatable)")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    s.add_argument("--plot", metavar="FILE", help="save the bound/objective history plot to FILE")
+    s.set_defaults(func=cmd_solve)
+    return p
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:  # pragma: no cover
+        print("varopt: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one-line message, non-zero exit
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"varopt: error: {type(exc).__name__}: {msg}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
