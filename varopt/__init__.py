@@ -9,7 +9,12 @@ from .registry import Solver, get_solver, register_solver, solvers
 from .result import Result
 from .frontends import compile_model
 
-from . import solvers as _solvers  # noqa: F401  (registers the built-in solvers)
+import importlib as _importlib
+
+# ``from . import solvers`` would return the registry function of the same name without importing
+# the subpackage, so import it explicitly (registers the built-in solvers) and re-bind the function.
+_importlib.import_module(f"{__name__}.solvers")
+from .registry import solvers  # noqa: E402,F811
 from .registry import load_plugins as _load_plugins
 
 _load_plugins()

@@ -1,5 +1,224 @@
-"""Placeholder: replaced by the Pyomo front-end (SolverFactory registration)."""
+"""Pyomo front-end: every registered varopt solver is a Pyomo ``SolverFactory`` solver.
+
+:func:`register` (called by :func:`varopt.register_solver`) registers a Pyomo solver class
+under the varopt solver's ``name`` with ``doc = summary``, so after ``import varopt``::
+
+    opt = pyo.SolverFactory('gop')
+    opt.options['max_iter'] = 200            # or SolverFactory('gop', options={...})
+    results = opt.solve(model, tee=True, time_limit=60)
+    pyo.assert_optimal_termination(results)
+    results.varopt_result                     # the full varopt.Result (user's sense)
+    results.varopt_mapping                    # PyomoMapping: names, vars, load(x)
+
+``solve(model, **options)`` compiles the model (:func:`varopt.frontends.pyomo_compile.compile_pyomo`),
+runs ``varopt.registry.get_solver(name).solve(program, **options)``, writes the solution into
+the model's variables (unless ``load_solutions=False`` or there is no solution, e.g. an
+infeasible problem, in which case the values are left untouched) and returns a standard
+:class:`pyomo.opt.SolverResults`:
+
+* ``results.solver.status`` / ``termination_condition`` from the varopt status:
+
+  ================ ======== =================
+  varopt status     status   termination
+  ================ ======== =================
+  optimal           ok       optimal
+  converged         ok       locallyOptimal
+  iteration_limit   aborted  maxIterations
+  pass_limit        aborted  maxIterations
+  time_limit        aborted  maxTimeLimit
+  infeasible        warning  infeasible
+  unbounded         warning  unbounded
+  error             error    error
+  ================ ======== =================
+
+  so ``pyomo.environ.check_optimal_termination(results)`` is True exactly for
+  ``optimal``/``converged``.
+* ``results.problem.lower_bound`` / ``upper_bound``: the bounds the solver proved, in the
+  user's objective sense; left at Pyomo's defaults (``-inf``/``inf``) when not proven.
+* ``results.problem.sense``, ``name``, ``number_of_variables``, ``number_of_constraints``;
+  ``results.solver.name``, ``wall_time``, ``message``, ``termination_message``.
+* ``results.varopt_result``: the :class:`varopt.result.Result` (objective, bounds, gap,
+  history, solver info); ``results.varopt_mapping``: the variable mapping. These are plain
+  attributes of the results object (not results sections), so they are not printed by
+  ``results.write()``.
+
+Options: the solver's :class:`~varopt.options.OptionSet` becomes the class attribute
+``CONFIG`` (a ``pyomo.common.config.ConfigDict``, one ``ConfigValue`` per option whose
+domain calls ``Option.validate``), plus Pyomo's usual ``tee`` (sets ``verbose``) and
+``load_solutions`` (default True). Unknown options raise
+:class:`~varopt.errors.InvalidOptionError` naming the option and listing the valid ones.
+Options are merged in this order (later wins): ``SolverFactory(name, **kw)`` /
+``options=`` at construction, ``opt.options[...]``, ``solve(..., options={...})``,
+``solve(..., **kw)``.
+"""
+from __future__ import annotations
+
+import math
+
+from ..errors import InvalidOptionError
+
+#: varopt status -> (pyomo SolverStatus name, pyomo TerminationCondition name)
+STATUS_MAP = {
+    "optimal": ("ok", "optimal"),
+    "converged": ("ok", "locallyOptimal"),
+    "iteration_limit": ("aborted", "maxIterations"),
+    "pass_limit": ("aborted", "maxIterations"),
+    "time_limit": ("aborted", "maxTimeLimit"),
+    "infeasible": ("warning", "infeasible"),
+    "unbounded": ("warning", "unbounded"),
+    "error": ("error", "error"),
+}
+
+#: statuses whose point is written back into the model
+_LOADABLE = ("optimal", "converged", "iteration_limit", "pass_limit", "time_limit")
+
+#: Pyomo-level options accepted besides the solver's own
+PYOMO_OPTIONS = ("tee", "load_solutions")
+
+
+class _OptionDomain:
+    """ConfigValue domain that validates through :meth:`varopt.options.Option.validate`."""
+
+    def __init__(self, option):
+        self.option = option
+        self.__name__ = f"varopt option {option.name!r}"
+
+    def __call__(self, value):
+        return self.option.validate(value)
+
+    def domain_name(self):
+        d = self.option.domain
+        if isinstance(d, tuple):
+            return "one of " + ", ".join(map(str, d))
+        return getattr(d, "__name__", str(d))
+
+
+def build_config(solver_cls):
+    """The ``ConfigDict`` of a varopt solver class (its OptionSet plus ``tee``/``load_solutions``)."""
+    from pyomo.common.config import ConfigDict, ConfigValue
+
+    cfg = ConfigDict(description=f"{solver_cls.name}: {solver_cls.summary}")
+    for opt in solver_cls.options:
+        cfg.declare(opt.name, ConfigValue(default=opt.default, domain=_OptionDomain(opt),
+                                           description=opt.doc, doc=f"{opt.doc} (default {opt.default!r})"))
+    cfg.declare("tee", ConfigValue(default=False, domain=bool,
+                                   description="stream solver progress to the terminal (sets verbose)"))
+    cfg.declare("load_solutions", ConfigValue(default=True, domain=bool,
+                                              description="write the solution into the model's variables"))
+    return cfg
+
+
+class VaroptPyomoSolver:
+    """Base of the Pyomo solver classes generated by :func:`register` (see module docstring)."""
+
+    varopt_class = None
+    CONFIG = None
+    name = ""
+
+    def __init__(self, **kwds):
+        from pyomo.common.collections import Bunch
+
+        kwds.pop("solver", None)  # SolverFactory('name:sub') convention; no sub-solvers here
+        self.options = Bunch()
+        self.options.update(kwds.pop("options", None) or {})
+        self.options.update(kwds)
+        self.config = self.CONFIG()
+
+    # --- legacy Pyomo solver API --------------------------------------------------------
+    def available(self, exception_flag=True):
+        return True
+
+    def license_is_valid(self):
+        return True
+
+    def version(self):
+        from .. import __version__
+        return tuple(int(p) for p in __version__.split(".")[:3] if p.isdigit())
+
+    def warm_start_capable(self):
+        return False
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        return False
+
+    # --- options ----------------------------------------------------------------------
+    def _merged_options(self, kwds):
+        opts = dict(self.options)
+        opts.update(kwds.pop("options", None) or {})
+        opts.update(kwds)
+        valid = set(self.varopt_class.options.names()) | set(PYOMO_OPTIONS)
+        unknown = [k for k in opts if k not in valid]
+        if unknown:
+            raise InvalidOptionError(
+                f"unknown option {unknown[0]!r} for solver '{self.name}'; valid options are: "
+                f"{', '.join(sorted(valid))}")
+        options = self.varopt_class.options.options
+        for k, v in opts.items():
+            if k in options:
+                opts[k] = options[k].validate(v)  # raises InvalidOptionError with the option's name
+        config = self.CONFIG(opts)
+        return config, {k: config[k] for k in opts if k in options}
+
+    # --- solve ------------------------------------------------------------------------
+    def solve(self, model, **kwds):
+        from ..registry import get_solver
+        from .pyomo_compile import compile_pyomo
+
+        config, solver_opts = self._merged_options(kwds)
+        self.config = config
+        if config.tee and "verbose" in self.varopt_class.options.options and "verbose" not in solver_opts:
+            solver_opts["verbose"] = True
+        program, mapping = compile_pyomo(model)
+        res = get_solver(self.name).solve(program, **solver_opts)
+        loaded = False
+        if config.load_solutions and res.status in _LOADABLE and res.x is not None:
+            import numpy as np
+            x = np.asarray(res.x, dtype=float).ravel()
+            if x.size == program.n and np.all(np.isfinite(x)):
+                mapping.load(x)
+                loaded = True
+        return self._results(model, program, mapping, res, loaded)
+
+    def _results(self, model, program, mapping, res, loaded):
+        from pyomo.opt import ProblemSense, SolverResults, SolverStatus, TerminationCondition
+
+        results = SolverResults()
+        st, tc = STATUS_MAP[res.status]
+        results.solver.name = self.name
+        results.solver.status = getattr(SolverStatus, st)
+        results.solver.termination_condition = getattr(TerminationCondition, tc)
+        results.solver.wall_time = res.wall_time
+        results.solver.message = res.message or res.status
+        results.solver.termination_message = res.message or res.status
+        prob = results.problem
+        prob.name = model.name
+        prob.sense = ProblemSense.maximize if program.maximize else ProblemSense.minimize
+        prob.number_of_objectives = 1
+        prob.number_of_variables = program.n
+        prob.number_of_constraints = len(program.constraints)
+        if res.lower_bound is not None and not math.isnan(res.lower_bound):
+            prob.lower_bound = float(res.lower_bound)
+        if res.upper_bound is not None and not math.isnan(res.upper_bound):
+            prob.upper_bound = float(res.upper_bound)
+        results.varopt_result = res
+        results.varopt_mapping = mapping
+        results.varopt_loaded = loaded
+        return results
 
 
 def register(cls):
-    pass
+    """Register the varopt solver class ``cls`` with ``pyomo.environ.SolverFactory`` as ``cls.name``."""
+    from pyomo.opt import SolverFactory
+
+    pyomo_cls = type(f"VaroptPyomo_{cls.name}", (VaroptPyomoSolver,), {
+        "varopt_class": cls,
+        "name": cls.name,
+        "CONFIG": build_config(cls),
+        "__doc__": f"{cls.summary}\n\nvaropt solver '{cls.name}' through Pyomo.\n\nOptions:\n"
+                   + cls.options.doc(),
+    })
+    SolverFactory.register(cls.name, doc=cls.summary)(pyomo_cls)
+    return pyomo_cls

@@ -1,0 +1,264 @@
+"""CVXPY front-end: structure errors, names, sense, data errors and ``prob.solve(method=...)``."""
+import math
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cvxpy")
+
+import varopt  # noqa: E402
+from varopt.errors import InputDataError, InvalidOptionError, ModelStructureError  # noqa: E402
+from varopt.frontends import compile_model  # noqa: E402
+from varopt.frontends.cvxpy_compile import compile_cvxpy  # noqa: E402
+from varopt.frontends.cvxpy_plugin import result_of  # noqa: E402
+
+import plugin_solver  # noqa: E402,F401  (registers vo_test_scipy)
+
+
+# --- unsupported structure -------------------------------------------------------------
+def _vars():
+    return cp.Variable(3, name="x"), cp.Variable(name="y")
+
+
+@pytest.mark.parametrize("build, fragment", [
+    (lambda x, y: cp.sum(cp.power(x, 3)), "(x, 3"),
+    (lambda x, y: cp.sum(x / y), "`x / Promote(y"),
+    (lambda x, y: cp.sum(cp.log(x + cp.square(y))), "`log(x + Promote("),
+    (lambda x, y: cp.sum(cp.abs(x)), "`abs(x)`"),
+    (lambda x, y: cp.norm1(x), "`norm1(x)`"),
+    (lambda x, y: cp.sum(cp.exp(cp.multiply(x, y))), "`exp(x * Promote(y"),
+    (lambda x, y: cp.sum(cp.sqrt(x)), "(x, 0.5"),
+    (lambda x, y: cp.sum(cp.inv_pos(x)), "(x, -1"),
+    (lambda x, y: cp.max(x), "`max(x"),
+    (lambda x, y: cp.sum(cp.multiply(cp.exp(x), cp.log(x))), "`exp(x) * log(x)`"),
+    (lambda x, y: y * cp.sum(cp.multiply(x, cp.exp(x))), "degree 3"),
+])
+def test_unsupported_objective_raises_model_structure_error(build, fragment):
+    x, y = _vars()
+    expr = build(x, y)
+    prob = cp.Problem(cp.Minimize(expr))
+    with pytest.raises(ModelStructureError) as info:
+        compile_cvxpy(prob)
+    msg = str(info.value)
+    assert msg.startswith("objective:"), msg
+    # the offending sub-expression is printed as CVXPY prints it
+    assert "cannot compile `" in msg and fragment in msg, msg
+
+
+def test_error_names_the_constraint_and_subexpression():
+    x, y = _vars()
+    prob = cp.Problem(cp.Minimize(cp.sum(x)), [x >= 0, cp.sum(cp.power(x, 3)) + y <= 1])
+    with pytest.raises(ModelStructureError) as info:
+        compile_cvxpy(prob)
+    msg = str(info.value)
+    assert "constraint 1 (" in msg and str(prob.constraints[1]) in msg
+    assert str(cp.power(x, 3)) in msg or "power(x, 3" in msg
+
+
+def test_power_three_message_mentions_exponent():
+    x, _ = _vars()
+    with pytest.raises(ModelStructureError, match="exponent 3"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.sum(cp.power(x, 3)))))
+
+
+def test_division_by_variable_message():
+    x, y = _vars()
+    with pytest.raises(ModelStructureError, match="division by the non-constant"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.sum(x / y))))
+
+
+def test_cone_constraints_and_integer_variables_rejected():
+    X = cp.Variable((2, 2), name="X")
+    with pytest.raises(ModelStructureError, match="constraint 0"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.trace(X)), [X >> 0]))
+    z = cp.Variable(2, integer=True, name="z")
+    with pytest.raises(ModelStructureError, match="integer"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.sum(z))))
+    b = cp.Variable(2, boolean=True, name="b")
+    with pytest.raises(ModelStructureError, match="boolean"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.sum(b))))
+
+
+# --- names, bounds, x0, sense ---------------------------------------------------------------
+def test_names_bounds_start_and_mapping():
+    t = cp.Variable(name="t")
+    x = cp.Variable(2, name="x", nonneg=True)
+    phi = cp.Variable((2, 3), name="phi", nonpos=True)
+    w = cp.Variable(2)  # unnamed: CVXPY's default name
+    phi.value = -np.arange(6.0).reshape(2, 3)
+    prob = cp.Problem(cp.Minimize(t + cp.sum(x) + cp.sum(phi) + cp.sum_squares(w)))
+    prog, mapping = compile_cvxpy(prob)
+    expected = ["t", "x[0]", "x[1]"] + [f"phi[{i},{j}]" for i in range(2) for j in range(3)] \
+        + [f"{w.name()}[0]", f"{w.name()}[1]"]
+    assert sorted(prog.names) == sorted(expected)
+    assert mapping.names == prog.names
+    k = prog.index
+    assert prog.lb[k["x[1]"]] == 0 and prog.ub[k["x[1]"]] == np.inf
+    assert prog.ub[k["phi[1,2]"]] == 0 and prog.lb[k["phi[1,2]"]] == -np.inf
+    assert prog.x0[k["phi[1,2]"]] == -5.0 and prog.x0[k["phi[0,1]"]] == -1.0
+    assert np.isnan(prog.x0[k["t"]])
+    # load writes values with the variables' shapes, phi[i,j] goes to phi.value[i, j]
+    xs = np.arange(prog.n, dtype=float)
+    mapping.load(xs)
+    assert phi.value.shape == (2, 3)
+    assert phi.value[1, 0] == xs[k["phi[1,0]"]]
+    assert np.shape(t.value) == () and float(t.value) == xs[k["t"]]
+    assert np.isclose(prog.objective.value(xs), prob.objective.value)
+
+
+def test_bounds_attribute():
+    x = cp.Variable(3, name="x", bounds=[np.array([-1.0, 0.0, 1.0]), 5.0])
+    prog, _ = compile_cvxpy(cp.Problem(cp.Minimize(cp.sum(x))))
+    assert np.array_equal(prog.lb, [-1.0, 0.0, 1.0]) and np.array_equal(prog.ub, [5.0] * 3)
+
+
+def test_maximize_is_negated_internally():
+    x = cp.Variable(2, name="x")
+    prob = cp.Problem(cp.Maximize(-cp.sum_squares(x - np.array([1.0, 2.0])) + 3.0))
+    prog, mapping = compile_cvxpy(prob)
+    assert prog.maximize
+    pt = np.array([0.5, -1.0])
+    mapping.load(pt)
+    assert np.isclose(prog.objective.value(pt), -prob.objective.value)
+    assert np.isclose(prog.user_value(prog.objective.value(pt)), prob.objective.value)
+
+
+def test_constraint_names_and_bounds():
+    x = cp.Variable(3, name="x")
+    X = cp.Variable((2, 2), name="X")
+    prob = cp.Problem(cp.Minimize(cp.sum(x)), [cp.sum(x) <= 2, x[:2] >= 1, X == np.eye(2)])
+    prog, _ = compile_cvxpy(prob)
+    names = [c.name for c in prog.constraints]
+    assert names == ["c0", "c1[0]", "c1[1]", "c2[0,0]", "c2[0,1]", "c2[1,0]", "c2[1,1]"]
+    c0 = prog.constraints[0]
+    assert c0.hi == 2 and c0.lo == -np.inf and c0.body.constant == 0
+    # x >= 1 is kept as 1 <= x (not -x <= -1)
+    c1 = prog.constraints[1]
+    assert c1.lo == 1 and c1.hi == np.inf and c1.body.linear[prog.index["x[0]"]] == 1
+    eq = {c.name: c for c in prog.constraints}
+    assert eq["c2[0,0]"].lo == eq["c2[0,0]"].hi == 1 and eq["c2[0,1]"].hi == 0
+    # c2[0,1] is X[0,1] == 0: its body reads variable X[0,1]
+    assert eq["c2[0,1]"].body.linear[prog.index["X[0,1]"]] == 1
+
+
+def test_recognised_atom_structure():
+    """The compiled groups are the catalogue kinds (rows not expanded, products visible)."""
+    N, K = 4, 3
+    phi = cp.Variable((N, K), name="phi", nonneg=True)
+    mu = cp.Variable(K, name="mu")
+    pi = cp.Variable(K, name="pi", nonneg=True)
+    d = np.arange(N, dtype=float)[:, None]
+    obj = (cp.sum(cp.multiply(phi, cp.square(d - mu[None, :]))) + cp.sum(cp.multiply(phi, cp.log(phi)))
+           - cp.sum(cp.multiply(phi, cp.log(pi)[None, :])) + cp.sum_squares(mu) + cp.log_sum_exp(mu))
+    prog, _ = compile_cvxpy(cp.Problem(cp.Minimize(obj)))
+    kinds = {a.kind: a for a in prog.objective.atoms}
+    assert len(kinds["square"]) == N * K + K
+    assert int((kinds["square"].mult >= 0).sum()) == N * K
+    assert len(kinds["xlogx"]) == N * K and np.all(kinds["xlogx"].mult < 0)
+    assert len(kinds["neglog"]) == N * K and np.all(kinds["neglog"].mult >= 0)
+    assert len(prog.objective.lse) == 1 and len(prog.objective.lse[0]) == 1
+    pairs = prog.interactions()
+    assert (prog.index["phi[0,0]"], prog.index["mu[0]"]) in {tuple(sorted(p)) for p in pairs}
+
+
+def test_large_problem_compiles_fast_enough():
+    """10^4 rows of sum_squares / logistic compile without per-row Python loops."""
+    import time
+    rng = np.random.default_rng(0)
+    A, y = rng.normal(size=(10_000, 20)), rng.normal(size=10_000)
+    w = cp.Variable(20, name="w")
+    for obj in (cp.sum_squares(A @ w - y), cp.sum(cp.logistic(A @ w))):
+        t0 = time.perf_counter()
+        prog, _ = compile_cvxpy(cp.Problem(cp.Minimize(obj)))
+        elapsed = time.perf_counter() - t0
+        groups = list(prog.objective.groups())
+        assert len(groups) == 1 and len(groups[0]) == 10_000
+        # generous bound (shared machine): a per-row Python loop would take far longer
+        assert elapsed < 20.0
+        pt = rng.normal(size=20) * 0.1
+        w.value = pt
+        assert np.isclose(prog.objective.value(pt), obj.value, rtol=1e-10)
+
+
+# --- data errors -------------------------------------------------------------------------
+def test_nan_data_raises_input_data_error():
+    x = cp.Variable(2, name="x")
+    A = np.array([[1.0, np.nan], [0.0, 1.0]])
+    with pytest.raises(InputDataError, match="objective.*NaN"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.sum_squares(A @ x))))
+    with pytest.raises(InputDataError, match="constraint 0.*inf"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.sum(x)), [x <= np.array([1.0, np.inf])]))
+
+
+def test_parameter_without_value():
+    x = cp.Variable(2, name="x")
+    p = cp.Parameter(2, name="theta")
+    with pytest.raises(InputDataError, match="theta"):
+        compile_cvxpy(cp.Problem(cp.Minimize(p @ x)))
+    p.value = np.array([1.0, 2.0])
+    prog, _ = compile_cvxpy(cp.Problem(cp.Minimize(p @ x)))
+    assert np.array_equal(prog.objective.linear, [1.0, 2.0])
+
+
+# --- prob.solve(method=...) -------------------------------------------------------------------
+def test_solve_method_end_to_end_matches_clarabel():
+    rng = np.random.default_rng(1)
+    A, b = rng.normal(size=(8, 3)), rng.normal(size=8)
+    x = cp.Variable(3, name="x")
+    cons = [cp.sum(x) == 1, x >= -0.2]
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(A @ x - b) + cp.log_sum_exp(x)), cons)
+    ref_val = ref.solve(solver="CLARABEL")
+    x_ref = x.value.copy()
+    x.value = None
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(A @ x - b) + cp.log_sum_exp(x)), cons)
+    val = prob.solve(method="vo_test_scipy")
+    assert prob.status == cp.OPTIMAL_INACCURATE  # 'converged': local method, no proof
+    assert math.isclose(val, ref_val, rel_tol=1e-6)
+    assert math.isclose(prob.value, val)
+    assert np.allclose(x.value, x_ref, atol=1e-4)
+    res = prob.varopt_result
+    assert res is result_of(prob)
+    assert isinstance(res, varopt.Result) and res.solver == "vo_test_scipy" and res.status == "converged"
+    assert math.isclose(res.objective, val)
+    assert prob.solver_stats.solver_name == "vo_test_scipy"
+
+
+def test_solve_method_maximize_in_user_sense():
+    x = cp.Variable(2, name="x")
+    prob = cp.Problem(cp.Maximize(5.0 - cp.sum_squares(x - np.array([1.0, -2.0]))), [x[0] <= 0.5])
+    val = prob.solve(method="vo_test_scipy")
+    assert math.isclose(val, 5.0 - 0.25, rel_tol=1e-7)
+    assert math.isclose(prob.value, 4.75, rel_tol=1e-7)
+    assert np.allclose(x.value, [0.5, -2.0], atol=1e-5)
+    assert result_of(prob).maximize and math.isclose(result_of(prob).objective, 4.75, rel_tol=1e-7)
+
+
+def test_solve_method_nonconvex_product_is_accepted():
+    """A non-DCP bilinear objective solves through method= (no DCP check)."""
+    x, y = cp.Variable(name="x"), cp.Variable(name="y")
+    prob = cp.Problem(cp.Minimize(x * y + cp.square(x - 1) + cp.square(y - 1)), [x >= 0, y >= 0])
+    x.value, y.value = 0.9, 0.8
+    val = prob.solve(method="vo_test_scipy")
+    # stationary point x = y = 2/3 (the function is convex along x = y there)
+    assert np.allclose([x.value, y.value], [2 / 3, 2 / 3], atol=1e-5)
+    assert math.isclose(val, 4 / 9 + 2 / 9, rel_tol=1e-7)
+
+
+def test_unknown_option_lists_valid_ones():
+    x = cp.Variable(name="x")
+    prob = cp.Problem(cp.Minimize(cp.square(x)))
+    with pytest.raises(InvalidOptionError) as info:
+        prob.solve(method="vo_test_scipy", not_an_option=3)
+    msg = str(info.value)
+    assert "not_an_option" in msg and "max_iter" in msg and "tol" in msg
+    with pytest.raises(InvalidOptionError, match="max_iter"):
+        prob.solve(method="vo_test_scipy", max_iter=-1)
+    # verbose and a valid option pass through
+    prob.solve(method="vo_test_scipy", verbose=False, tol=1e-9)
+    assert prob.varopt_result.options["tol"] == 1e-9
+
+
+def test_compile_model_dispatches_to_cvxpy():
+    x = cp.Variable(2, name="x")
+    prog, mapping = compile_model(cp.Problem(cp.Minimize(cp.sum_squares(x))))
+    assert prog.names == ["x[0]", "x[1]"]

@@ -1,0 +1,443 @@
+"""On-line L1-regularised learning (thesis §2.5): models and scikit-learn-style estimators.
+
+Objective (per-example average loss plus L1 penalty, ``alpha = lambda/n`` of eq. 2.56)::
+
+    F(w, b) = (1/n) sum_i loss_i(w, b) + alpha ||w||_1
+    squared:  loss_i = (y_i - a_i^T w - b)^2 / 2                          (2.54-2.56)
+    logistic: loss_i = log(1 + exp(-y_i (a_i^T w + b))),  y_i in {-1, +1}  (2.72-2.74)
+
+Two smooth constrained forms (§2.5.4):
+
+* ``form='split'``: ``w = w+ - w-`` with ``w+, w- >= 0`` and penalty ``alpha 1^T (w+ + w-)`` (2.61):
+  bound constraints only, so an IPSA step costs O(m) (diagonal reduced system 2.62-2.63);
+* ``form='box'``: auxiliary ``u`` with ``-u <= w <= u`` and penalty ``alpha 1^T u`` (2.64):
+  2m linear rows, a 2x2 block per feature in (2.65), also O(m) per step.
+
+Builders: ``*_pyomo`` (Pyomo ``ConcreteModel``), ``*_cvxpy`` (``cvxpy.Problem``) and
+``*_program`` (a :class:`~varopt.program.Program` straight from arrays, for large or sparse
+data). Each sample is one row of a ``square`` atom group (least squares) or one group of a
+log-sum-exp group with entries ``{0, -y_i(a_i^T w + b)}`` (logistic), so the IPSA finite-sum
+oracle sees the samples. The intercept ``b`` is free and not penalised.
+
+Estimators :class:`L1LeastSquares` and :class:`L1LogisticRegression` fit with the ``ipsa`` solver
+(``fit``: passes over the data; ``partial_fit``: one on-line pass over new examples, continuing
+the step-size counter and the primal-dual state).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputDataError
+from ..program import AtomGroup, Constraint, Expression, LseGroup, Program
+
+FORMS = ("split", "box")
+
+
+def _check_X(X, name="X"):
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=float)
+        if not np.all(np.isfinite(X.data)):
+            raise InputDataError(f"{name} contains NaN or inf")
+        return X
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise InputDataError(f"{name} must be a 2-d array, got shape {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise InputDataError(f"{name} contains NaN or inf")
+    return X
+
+
+def _check_y(y, n, name="y"):
+    y = np.asarray(y, dtype=float).ravel()
+    if y.size != n:
+        raise InputDataError(f"{name} has {y.size} entries, X has {n} rows")
+    if not np.all(np.isfinite(y)):
+        raise InputDataError(f"{name} contains NaN or inf")
+    return y
+
+
+def _check_form(form):
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+
+
+def _check_alpha(alpha):
+    alpha = float(alpha)
+    if not np.isfinite(alpha) or alpha < 0:
+        raise InputDataError(f"alpha must be finite and >= 0, got {alpha}")
+    return alpha
+
+
+# --- layout of the variables ---------------------------------------------------------------
+def variable_layout(m, form, fit_intercept):
+    """Names and bounds: split -> (w+_j, w-_j, [b]); box -> (w_j, u_j, [b])."""
+    if form == "split":
+        names = [f"wp[{j}]" for j in range(m)] + [f"wm[{j}]" for j in range(m)]
+        lb = np.zeros(2 * m)
+    else:
+        names = [f"w[{j}]" for j in range(m)] + [f"u[{j}]" for j in range(m)]
+        lb = np.full(2 * m, -np.inf)
+    if fit_intercept:
+        names.append("b")
+        lb = np.append(lb, -np.inf)
+    return names, lb, np.full(lb.size, np.inf)
+
+
+def weights_from_x(x, m, form, fit_intercept):
+    """(w, b) from a program solution vector."""
+    x = np.asarray(x, dtype=float)
+    w = x[:m] - x[m:2 * m] if form == "split" else x[:m].copy()
+    return w, (float(x[2 * m]) if fit_intercept else 0.0)
+
+
+def _design(X, form, fit_intercept):
+    """Matrix D with D x = X w + b in program variables."""
+    n, m = X.shape
+    if sp.issparse(X):
+        blocks = [X, -X if form == "split" else sp.csr_matrix((n, m))]
+        if fit_intercept:
+            blocks.append(sp.csr_matrix(np.ones((n, 1))))
+        return sp.hstack(blocks).tocsr()
+    blocks = [X, -X if form == "split" else np.zeros((n, m))]
+    if fit_intercept:
+        blocks.append(np.ones((n, 1)))
+    return sp.csr_matrix(np.hstack(blocks))
+
+
+def _penalty_and_constraints(m, form, alpha, nvar):
+    lin = np.zeros(nvar)
+    cons = []
+    if form == "split":
+        lin[:2 * m] = alpha
+    else:
+        lin[m:2 * m] = alpha
+        for j in range(m):
+            a = np.zeros(nvar)
+            a[j], a[m + j] = 1.0, 1.0
+            cons.append(Constraint(f"lower[{j}]", Expression(nvar, linear=a), 0.0, np.inf))  # -u <= w
+            a = np.zeros(nvar)
+            a[j], a[m + j] = 1.0, -1.0
+            cons.append(Constraint(f"upper[{j}]", Expression(nvar, linear=a), -np.inf, 0.0))  # w <= u
+    return lin, cons
+
+
+def l1_least_squares_program(X, y, alpha, form="split", fit_intercept=False) -> Program:
+    """Program for ``(1/2n)||y - Xw - b||^2 + alpha ||w||_1`` in the chosen form (2.56, 2.61/2.64)."""
+    _check_form(form)
+    X = _check_X(X)
+    n, m = X.shape
+    y = _check_y(y, n)
+    alpha = _check_alpha(alpha)
+    names, lb, ub = variable_layout(m, form, fit_intercept)
+    D = _design(X, form, fit_intercept)
+    lin, cons = _penalty_and_constraints(m, form, alpha, len(names))
+    # rows (1/2n) (y_i - D_i x)^2: u_i = -D_i x + y_i
+    e = Expression(len(names), linear=lin,
+                   atoms=[AtomGroup("square", np.full(n, 0.5 / n), -D, y, label=np.arange(n))])
+    x0 = np.full(len(names), np.nan)
+    return Program(names, lb, ub, e, cons, objective_name="l1_least_squares", x0=x0)
+
+
+def _logistic_lse(D, y):
+    n = D.shape[0]
+    # group i: log(exp(0) + exp(-y_i D_i x)); rows interleaved (0-row, data row)
+    Dy = sp.diags(-y) @ D
+    Z = sp.csr_matrix((n, D.shape[1]))
+    rows = sp.vstack([Z, Dy]).tocsr()
+    perm = np.empty(2 * n, dtype=np.int64)
+    perm[0::2] = np.arange(n)
+    perm[1::2] = n + np.arange(n)
+    return rows[perm], np.repeat(np.arange(n), 2)
+
+
+def _labels_pm1(y):
+    y = np.asarray(y).ravel()
+    vals = np.unique(y)
+    if not set(vals.tolist()) <= {-1.0, 1.0}:
+        raise InputDataError(f"logistic labels must be -1/+1 here (got {vals[:5]})")
+    return y.astype(float)
+
+
+def l1_logistic_program(X, y, alpha, form="split", fit_intercept=True) -> Program:
+    """Program for ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1``; ``y in {-1, +1}``."""
+    _check_form(form)
+    X = _check_X(X)
+    n, m = X.shape
+    y = _labels_pm1(_check_y(y, n))
+    alpha = _check_alpha(alpha)
+    names, lb, ub = variable_layout(m, form, fit_intercept)
+    D = _design(X, form, fit_intercept)
+    lin, cons = _penalty_and_constraints(m, form, alpha, len(names))
+    rows, seg = _logistic_lse(D, y)
+    g = LseGroup(rows, np.zeros(2 * n), seg, np.full(n, 1.0 / n), label=np.arange(n))
+    return Program(names, lb, ub, Expression(len(names), linear=lin, lse=[g]), cons,
+                   objective_name="l1_logistic")
+
+
+# --- Pyomo and CVXPY builders --------------------------------------------------------------------
+def _dense(X):
+    return X.toarray() if sp.issparse(X) else X
+
+
+def l1_least_squares_pyomo(X, y, alpha, form="split", fit_intercept=False):
+    """Pyomo model of (2.56) in form ``split`` (vars ``wp``, ``wm`` >= 0) or ``box`` (vars ``w``, ``u``,
+    constraints ``lower[j]: w_j + u_j >= 0``, ``upper[j]: w_j - u_j <= 0``); intercept ``b`` if asked."""
+    import pyomo.environ as pyo
+
+    _check_form(form)
+    X = _dense(_check_X(X))
+    n, m = X.shape
+    y = _check_y(y, n)
+    alpha = _check_alpha(alpha)
+    M = pyo.ConcreteModel(name="l1_least_squares")
+    M.J = pyo.RangeSet(0, m - 1)
+    if form == "split":
+        M.wp = pyo.Var(M.J, within=pyo.NonNegativeReals, initialize=1.0)
+        M.wm = pyo.Var(M.J, within=pyo.NonNegativeReals, initialize=1.0)
+        w = {j: M.wp[j] - M.wm[j] for j in range(m)}
+        pen = sum(M.wp[j] + M.wm[j] for j in range(m))
+    else:
+        M.w = pyo.Var(M.J, initialize=0.0)
+        M.u = pyo.Var(M.J, initialize=1.0)
+        M.lower = pyo.Constraint(M.J, rule=lambda M, j: M.w[j] + M.u[j] >= 0)
+        M.upper = pyo.Constraint(M.J, rule=lambda M, j: M.w[j] - M.u[j] <= 0)
+        w = {j: M.w[j] for j in range(m)}
+        pen = sum(M.u[j] for j in range(m))
+    b = 0
+    if fit_intercept:
+        M.b = pyo.Var(initialize=0.0)
+        b = M.b
+    loss = sum((float(y[i]) - sum(float(X[i, j]) * w[j] for j in range(m) if X[i, j] != 0) - b) ** 2
+               for i in range(n))
+    M.obj = pyo.Objective(expr=loss / (2.0 * n) + alpha * pen, sense=pyo.minimize)
+    return M
+
+
+def l1_logistic_pyomo(X, y, alpha, form="split", fit_intercept=True):
+    """Pyomo model of ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1``, ``y in {-1,+1}``."""
+    import pyomo.environ as pyo
+
+    _check_form(form)
+    X = _dense(_check_X(X))
+    n, m = X.shape
+    y = _labels_pm1(_check_y(y, n))
+    alpha = _check_alpha(alpha)
+    M = pyo.ConcreteModel(name="l1_logistic")
+    M.J = pyo.RangeSet(0, m - 1)
+    if form == "split":
+        M.wp = pyo.Var(M.J, within=pyo.NonNegativeReals, initialize=1.0)
+        M.wm = pyo.Var(M.J, within=pyo.NonNegativeReals, initialize=1.0)
+        w = {j: M.wp[j] - M.wm[j] for j in range(m)}
+        pen = sum(M.wp[j] + M.wm[j] for j in range(m))
+    else:
+        M.w = pyo.Var(M.J, initialize=0.0)
+        M.u = pyo.Var(M.J, initialize=1.0)
+        M.lower = pyo.Constraint(M.J, rule=lambda M, j: M.w[j] + M.u[j] >= 0)
+        M.upper = pyo.Constraint(M.J, rule=lambda M, j: M.w[j] - M.u[j] <= 0)
+        w = {j: M.w[j] for j in range(m)}
+        pen = sum(M.u[j] for j in range(m))
+    b = 0
+    if fit_intercept:
+        M.b = pyo.Var(initialize=0.0)
+        b = M.b
+    loss = sum(pyo.log(1 + pyo.exp(-float(y[i]) * (sum(float(X[i, j]) * w[j] for j in range(m) if X[i, j] != 0)
+                                                     + b)))
+               for i in range(n))
+    M.obj = pyo.Objective(expr=loss / n + alpha * pen, sense=pyo.minimize)
+    return M
+
+
+def l1_least_squares_cvxpy(X, y, alpha, form="split", fit_intercept=False):
+    """CVXPY problem of (2.56); returns ``(problem, variables)`` with variables a dict
+    (``wp``, ``wm`` or ``w``, ``u``; ``b``)."""
+    import cvxpy as cp
+
+    _check_form(form)
+    X = _dense(_check_X(X))
+    n, m = X.shape
+    y = _check_y(y, n)
+    alpha = _check_alpha(alpha)
+    v = {}
+    cons = []
+    if form == "split":
+        v["wp"] = cp.Variable(m, nonneg=True, name="wp")
+        v["wm"] = cp.Variable(m, nonneg=True, name="wm")
+        w = v["wp"] - v["wm"]
+        pen = cp.sum(v["wp"] + v["wm"])
+    else:
+        v["w"] = cp.Variable(m, name="w")
+        v["u"] = cp.Variable(m, name="u")
+        cons = [-v["u"] <= v["w"], v["w"] <= v["u"]]
+        w = v["w"]
+        pen = cp.sum(v["u"])
+    pred = X @ w
+    if fit_intercept:
+        v["b"] = cp.Variable(name="b")
+        pred = pred + v["b"]
+    obj = cp.sum(cp.square(y - pred)) / (2.0 * n) + alpha * pen
+    return cp.Problem(cp.Minimize(obj), cons), v
+
+
+def l1_logistic_cvxpy(X, y, alpha, form="split", fit_intercept=True):
+    """CVXPY problem ``(1/n) sum logistic(-y_i (a_i^T w + b)) + alpha ||w||_1``; returns ``(problem, vars)``."""
+    import cvxpy as cp
+
+    _check_form(form)
+    X = _dense(_check_X(X))
+    n, m = X.shape
+    y = _labels_pm1(_check_y(y, n))
+    alpha = _check_alpha(alpha)
+    v = {}
+    cons = []
+    if form == "split":
+        v["wp"] = cp.Variable(m, nonneg=True, name="wp")
+        v["wm"] = cp.Variable(m, nonneg=True, name="wm")
+        w = v["wp"] - v["wm"]
+        pen = cp.sum(v["wp"] + v["wm"])
+    else:
+        v["w"] = cp.Variable(m, name="w")
+        v["u"] = cp.Variable(m, name="u")
+        cons = [-v["u"] <= v["w"], v["w"] <= v["u"]]
+        w = v["w"]
+        pen = cp.sum(v["u"])
+    s = X @ w
+    if fit_intercept:
+        v["b"] = cp.Variable(name="b")
+        s = s + v["b"]
+    obj = cp.sum(cp.logistic(cp.multiply(-y, s))) / n + alpha * pen
+    return cp.Problem(cp.Minimize(obj), cons), v
+
+
+# --- estimators --------------------------------------------------------------------------------
+class _L1Estimator:
+    _loss = None
+    _default_hessian = "identity"
+
+    def __init__(self, alpha=1.0, form="split", fit_intercept=True, passes=1.0, k0=50.0, step_power=1.0,
+                 batch_size=1, sampling="cyclic", hessian=None, sigma=0.5, sigma_power=1.0, seed=0,
+                 solver_options=None):
+        self.alpha = alpha
+        self.form = form
+        self.fit_intercept = fit_intercept
+        self.passes = passes
+        self.k0 = k0
+        self.step_power = step_power
+        self.batch_size = batch_size
+        self.sampling = sampling
+        self.hessian = hessian
+        self.sigma = sigma
+        self.sigma_power = sigma_power
+        self.seed = seed
+        self.solver_options = solver_options
+
+    # sklearn-style parameter access
+    def get_params(self, deep=True):
+        return {k: getattr(self, k) for k in ("alpha", "form", "fit_intercept", "passes", "k0", "step_power",
+                                               "batch_size", "sampling", "hessian", "sigma", "sigma_power",
+                                               "seed", "solver_options")}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise ValueError(f"unknown parameter {k!r}")
+            setattr(self, k, v)
+        return self
+
+    def _program(self, X, y):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _solve(self, X, y, passes, warm):
+        from ..registry import get_solver
+        import varopt.solvers.ipsa  # noqa: F401  (registers 'ipsa')
+
+        _check_form(self.form)
+        P = self._program(X, y)
+        opts = dict(passes=passes, k0=self.k0, step_power=self.step_power, batch_size=self.batch_size,
+                    sampling=self.sampling, hessian=self.hessian or self._default_hessian, sigma=self.sigma,
+                    sigma_power=self.sigma_power, seed=self.seed, history_objective=False)
+        opts.update(self.solver_options or {})
+        if warm:
+            opts.update(x0=self._x, z0=self._z, iteration_offset=self._k)
+        res = get_solver("ipsa").solve(P, **opts)
+        self._x, self._z, self._k = res.x.copy(), res.info["z"].copy(), int(res.info["k"])
+        self.n_features_in_ = X.shape[1]
+        self.coef_, self.intercept_ = weights_from_x(res.x, X.shape[1], self.form, self.fit_intercept)
+        self.n_iter_ = self._k
+        self.result_ = res
+        return self
+
+    def fit(self, X, y):
+        """Fit from scratch: ``passes`` passes of IPSA over (X, y)."""
+        X = _check_X(X)
+        y = self._prepare_y(y, X.shape[0], fit=True)
+        return self._solve(X, y, self.passes, warm=False)
+
+    def partial_fit(self, X, y, classes=None):
+        """One on-line pass over the new examples, continuing from the current state."""
+        X = _check_X(X)
+        if classes is not None and not hasattr(self, "classes_"):
+            self._set_classes(classes)
+        y = self._prepare_y(y, X.shape[0], fit=not hasattr(self, "_x"))
+        warm = hasattr(self, "_x")
+        if warm and X.shape[1] != self.n_features_in_:
+            raise InputDataError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
+        return self._solve(X, y, 1.0, warm=warm)
+
+    def decision_function(self, X):
+        X = _check_X(X)
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("the estimator is not fitted yet")
+        return np.asarray(X @ self.coef_).ravel() + self.intercept_
+
+    def _prepare_y(self, y, n, fit):
+        return _check_y(y, n)
+
+    def _set_classes(self, classes):
+        pass
+
+
+class L1LeastSquares(_L1Estimator):
+    """On-line L1-regularised least squares (the regularised delta rule, 2.62-2.63 / 2.65-2.67):
+    minimises ``(1/2n)||y - Xw - b||^2 + alpha ||w||_1`` with IPSA."""
+
+    def _program(self, X, y):
+        return l1_least_squares_program(X, y, self.alpha, self.form, self.fit_intercept)
+
+    def predict(self, X):
+        return self.decision_function(X)
+
+
+class L1LogisticRegression(_L1Estimator):
+    """On-line L1-regularised logistic regression (§2.5.8): minimises
+    ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1`` with IPSA; default Hessian
+    approximation: the running diagonal of §2.5.8."""
+
+    _default_hessian = "diagonal"
+
+    def _set_classes(self, classes):
+        classes = np.unique(np.asarray(classes))
+        if classes.size != 2:
+            raise InputDataError(f"L1LogisticRegression is binary: got {classes.size} classes")
+        self.classes_ = classes
+
+    def _prepare_y(self, y, n, fit):
+        y = np.asarray(y).ravel()
+        if y.size != n:
+            raise InputDataError(f"y has {y.size} entries, X has {n} rows")
+        if not hasattr(self, "classes_"):
+            self._set_classes(y)
+        bad = ~np.isin(y, self.classes_)
+        if bad.any():
+            raise InputDataError(f"y contains labels {np.unique(y[bad])[:3]} not in classes {self.classes_}")
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def _program(self, X, y):
+        return l1_logistic_program(X, y, self.alpha, self.form, self.fit_intercept)
+
+    def predict_proba(self, X):
+        p1 = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict(self, X, threshold=0.5):
+        return np.where(self.predict_proba(X)[:, 1] >= threshold, self.classes_[1], self.classes_[0])

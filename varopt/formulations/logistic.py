@@ -1,0 +1,277 @@
+"""L2-regularized logistic regression (binary and multinomial) as log-partition objectives.
+
+For labels ``y_i in {0..C-1}`` and features ``x_i`` (with an appended 1 when ``fit_intercept``),
+the negative conditional log-likelihood plus ridge penalty (seed 003, Eq. 1 with ``t lambda / 2``
+replaced by a per-problem ``lam / 2``) is
+
+    f(theta) = sum_i [ log sum_c exp(theta_c^T x_i) - theta_{y_i}^T x_i ] + lam/2 sum_c ||w_c||^2 .
+
+Binary problems use one weight vector and the two-row group ``{0, theta^T x_i}`` (so the
+partition function is ``1 + exp(theta^T x_i)`` and NOTES.md's closed form
+``Sigma = sum_i w(theta^T x_i) x_i x_i^T``, ``w(t) = tanh(t/2)/(2t)`` is what Algorithm 1 returns).
+The intercept is not penalized, as in scikit-learn; scikit-learn's ``C`` maps to ``lam = 1 / C``
+(sklearn minimises ``C * sum_i loss_i + 1/2 ||w||^2``, i.e. ``1/C`` times our objective).
+
+Builders: :func:`logistic_program` (arrays -> Program, no Pyomo/CVXPY), :func:`build_cvxpy`,
+:func:`build_pyomo`; estimator :class:`MajorizeLogisticRegression`; data loaders
+:func:`load_dataset` for the benchmark sets.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputDataError
+from ..program import Program
+from ..program.expression import Expression
+from ..program.terms import LseGroup, QuadraticTerms
+
+DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+
+
+def _check_xy(X, y):
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2:
+        raise InputDataError("X must be a 2-D array (samples x features)")
+    if not np.all(np.isfinite(X)):
+        raise InputDataError("X contains NaN or inf")
+    y = np.asarray(y)
+    if y.shape[0] != X.shape[0]:
+        raise InputDataError(f"y has {y.shape[0]} labels, X has {X.shape[0]} rows")
+    if X.shape[0] == 0:
+        raise InputDataError("X has no samples")
+    return X, y
+
+
+def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None) -> Program:
+    """Program of the (binary when 2 classes, else multinomial) L2-regularized logistic loss.
+
+    Variables: binary ``w_0..w_{d-1}[, b]``; multinomial ``W[c, j]`` row-major then ``b[c]``.
+    """
+    X, y = _check_xy(X, y)
+    classes = np.unique(y) if classes is None else np.asarray(classes)
+    if classes.size < 2:
+        raise InputDataError("logistic regression needs at least two classes in y")
+    yi = np.searchsorted(classes, y)
+    t, d = X.shape
+    Xa = np.hstack([X, np.ones((t, 1))]) if fit_intercept else X
+    p = Xa.shape[1]
+    C = classes.size
+    if C == 2:
+        n = p
+        names = [f"w[{j}]" for j in range(d)] + (["b"] if fit_intercept else [])
+        # group i: rows {0, x_i}
+        rows = np.repeat(np.arange(t), 2)
+        Xs = sp.csr_matrix(Xa)
+        Z = sp.csr_matrix((t, n))
+        # interleave: row 2i = 0, row 2i+1 = x_i
+        A = sp.vstack([Z, Xs]).tocsr()
+        perm = np.empty(2 * t, dtype=np.int64)
+        perm[0::2] = np.arange(t)
+        perm[1::2] = t + np.arange(t)
+        A = A[perm]
+        seg = rows
+        linear = -(Xa.T @ (yi == 1).astype(float))
+        reg_idx = np.arange(d)
+    else:
+        n = C * p
+        names = [f"W[{c},{j}]" for c in range(C) for j in range(d)]
+        if fit_intercept:
+            names += [f"b[{c}]" for c in range(C)]
+        # parameter layout: W (C x d) row-major, then b (C)
+        Xs = sp.csr_matrix(X)
+        blocks = []
+        for c in range(C):
+            cols = np.arange(d) + c * d
+            M = sp.csr_matrix((Xs.data, cols[Xs.indices], Xs.indptr), shape=(t, n))
+            if fit_intercept:
+                M = M + sp.csr_matrix((np.ones(t), (np.arange(t), np.full(t, C * d + c))), shape=(t, n))
+            blocks.append(M)
+        A = sp.vstack(blocks).tocsr()
+        perm = (np.arange(C)[None, :] * t + np.arange(t)[:, None]).ravel()  # sample-major
+        A = A[perm]
+        seg = np.repeat(np.arange(t), C)
+        Y = np.zeros((t, C))
+        Y[np.arange(t), yi] = 1.0
+        linear = -np.concatenate([(Y.T @ X).ravel(), Y.sum(axis=0) if fit_intercept else np.zeros(0)])
+        reg_idx = np.arange(C * d)
+    lse = LseGroup(A=A, b=np.zeros(A.shape[0]), seg=seg, coef=np.ones(t), label=np.arange(t))
+    quad = QuadraticTerms(reg_idx, reg_idx, np.full(reg_idx.size, 0.5 * lam), n)
+    obj = Expression(n, linear=linear, quadratic=quad, lse=[lse])
+    return Program(names, np.full(n, -np.inf), np.full(n, np.inf), obj, objective_name="logistic_loss")
+
+
+def unpack(theta, d: int, n_classes: int, fit_intercept: bool = True):
+    """(coef_, intercept_) in scikit-learn's shapes from a parameter vector of :func:`logistic_program`."""
+    theta = np.asarray(theta)
+    if n_classes == 2:
+        return theta[:d].reshape(1, d), (theta[d:d + 1] if fit_intercept else np.zeros(1))
+    W = theta[:n_classes * d].reshape(n_classes, d)
+    b = theta[n_classes * d:] if fit_intercept else np.zeros(n_classes)
+    return W, b
+
+
+def build_cvxpy(X, y, C: float = 1.0, fit_intercept: bool = True):
+    """CVXPY problem of the same objective with ``lam = 1/C``; returns ``(problem, W, b)``."""
+    import cvxpy as cp
+    X, y = _check_xy(X, y)
+    classes = np.unique(y)
+    yi = np.searchsorted(classes, y)
+    t, d = X.shape
+    lam = 1.0 / C
+    if classes.size == 2:
+        w = cp.Variable(d, name="w")
+        b = cp.Variable(name="b") if fit_intercept else 0.0
+        z = X @ w + b
+        s = 2.0 * (yi == 1) - 1.0
+        loss = cp.sum(cp.logistic(-cp.multiply(s, z)))
+        prob = cp.Problem(cp.Minimize(loss + lam / 2 * cp.sum_squares(w)))
+        return prob, w, b
+    K = classes.size
+    W = cp.Variable((d, K), name="W")
+    b = cp.Variable(K, name="b") if fit_intercept else np.zeros(K)
+    Z = X @ W + (np.ones((t, 1)) @ cp.reshape(b, (1, K), order="C") if fit_intercept else 0)
+    Y = np.zeros((t, K))
+    Y[np.arange(t), yi] = 1.0
+    loss = cp.sum(cp.log_sum_exp(Z, axis=1)) - cp.sum(cp.multiply(Y, Z))
+    prob = cp.Problem(cp.Minimize(loss + lam / 2 * cp.sum_squares(W)))
+    return prob, W, b
+
+
+def build_pyomo(X, y, C: float = 1.0, fit_intercept: bool = True):
+    """Pyomo model of the binary/multinomial objective (``log(1 + exp(.))`` / ``log(sum(exp(.)))``)."""
+    import pyomo.environ as pyo
+    X, y = _check_xy(X, y)
+    classes = np.unique(y)
+    yi = np.searchsorted(classes, y)
+    t, d = X.shape
+    lam = 1.0 / C
+    m = pyo.ConcreteModel()
+    if classes.size == 2:
+        m.w = pyo.Var(range(d), initialize=0.0)
+        m.b = pyo.Var(initialize=0.0)
+        bb = m.b if fit_intercept else 0.0
+        if not fit_intercept:
+            m.b.fix(0.0)
+
+        def z(i):
+            return sum(float(X[i, j]) * m.w[j] for j in range(d)) + bb
+        m.obj = pyo.Objective(expr=sum(pyo.log(1 + pyo.exp(z(i))) - float(yi[i] == 1) * z(i) for i in range(t))
+                              + lam / 2 * sum(m.w[j] ** 2 for j in range(d)), sense=pyo.minimize)
+        return m
+    K = classes.size
+    m.W = pyo.Var(range(K), range(d), initialize=0.0)
+    m.b = pyo.Var(range(K), initialize=0.0)
+    if not fit_intercept:
+        for c in range(K):
+            m.b[c].fix(0.0)
+
+    def z(i, c):
+        return sum(float(X[i, j]) * m.W[c, j] for j in range(d)) + m.b[c]
+    m.obj = pyo.Objective(expr=sum(pyo.log(sum(pyo.exp(z(i, c)) for c in range(K))) - z(i, int(yi[i]))
+                                   for i in range(t))
+                          + lam / 2 * sum(m.W[c, j] ** 2 for c in range(K) for j in range(d)), sense=pyo.minimize)
+    return m
+
+
+class MajorizeLogisticRegression:
+    """scikit-learn-style L2 logistic regression fitted by bound majorization (solver ``majorize``).
+
+    ``C`` has scikit-learn's meaning (``lam = 1 / C``). After :meth:`fit`: ``coef_``
+    (``(1, d)`` binary, ``(C, d)`` multinomial), ``intercept_``, ``classes_``, ``result_``.
+    """
+
+    def __init__(self, C: float = 1.0, fit_intercept: bool = True, tol: float = 1e-8, max_iter: int = 1000,
+                 bound: str = "full", rank: int = 8, verbose: bool = False):
+        self.C, self.fit_intercept, self.tol, self.max_iter = C, fit_intercept, tol, max_iter
+        self.bound, self.rank, self.verbose = bound, rank, verbose
+
+    def fit(self, X, y):
+        from ..registry import get_solver
+        import varopt.solvers.majorize  # noqa: F401  (registers the solver even if varopt/__init__ did not)
+        X, y = _check_xy(X, y)
+        if not self.C > 0:
+            raise InputDataError(f"C must be positive, got {self.C!r}")
+        self.classes_ = np.unique(y)
+        prog = logistic_program(X, y, 1.0 / self.C, self.fit_intercept, self.classes_)
+        self.program_ = prog
+        res = get_solver("majorize").solve(prog, tol=self.tol, max_iter=self.max_iter, bound=self.bound,
+                                           rank=self.rank, verbose=self.verbose)
+        self.result_ = res
+        self.coef_, self.intercept_ = unpack(res.x, X.shape[1], self.classes_.size, self.fit_intercept)
+        self.n_iter_ = res.iterations
+        return self
+
+    def decision_function(self, X):
+        X = np.asarray(X, dtype=float)
+        Z = X @ self.coef_.T + self.intercept_
+        return Z.ravel() if self.classes_.size == 2 else Z
+
+    def predict_proba(self, X):
+        Z = self.decision_function(X)
+        if self.classes_.size == 2:
+            p1 = 0.5 * (1.0 + np.tanh(0.5 * Z))
+            return np.column_stack([1.0 - p1, p1])
+        Z = Z - Z.max(axis=1, keepdims=True)
+        E = np.exp(Z)
+        return E / E.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+
+# --- data ------------------------------------------------------------------------------------------------------
+def _standardize(X):
+    mu = X.mean(axis=0)
+    sd = X.std(axis=0)
+    sd[sd == 0] = 1.0
+    return (X - mu) / sd
+
+
+def _mean_impute(X):
+    X = X.copy()
+    col = np.nanmean(X, axis=0)
+    r, c = np.nonzero(np.isnan(X))
+    X[r, c] = col[c]
+    return X
+
+
+def load_dataset(name: str, data_dir=None, standardize: bool = True):
+    """``(X, y)`` of a benchmark set: sklearn ``breast_cancer``, ``wine``, ``digits``, ``iris`` or
+    ``bupa``, ``heart_statlog``, ``hepatitis`` (mean-imputed), ``srbct`` from ``../shared/data``.
+
+    Features are standardized (zero mean, unit variance; constant columns left at 0) when
+    ``standardize``. Raises FileNotFoundError when a shared data folder is absent.
+    """
+    base = Path(data_dir) if data_dir is not None else DATA
+    if name in ("breast_cancer", "wine", "digits", "iris"):
+        from sklearn import datasets
+        ds = getattr(datasets, f"load_{name}")()
+        X, y = ds.data.astype(float), ds.target
+    elif name == "bupa":
+        raw = np.loadtxt(base / "bupa" / "bupa.data", delimiter=",")
+        X, y = raw[:, :6], raw[:, 6].astype(int)  # column 7 ("selector") as in the 2012-era benchmarks
+    elif name == "heart_statlog":
+        rows = [ln.strip() for ln in open(base / "heart_statlog" / "heart-statlog.arff")
+                if ln.strip() and not ln.startswith(("@", "%"))]
+        vals = [r.split(",") for r in rows]
+        X = np.array([[float(v) for v in r[:-1]] for r in vals])
+        y = np.array([r[-1].strip().strip("'") == "present" for r in vals], dtype=int)
+    elif name == "hepatitis":
+        rows = [ln.strip().split(",") for ln in open(base / "hepatitis" / "hepatitis.data") if ln.strip()]
+        arr = np.array([[np.nan if v == "?" else float(v) for v in r] for r in rows])
+        y = arr[:, 0].astype(int)
+        X = _mean_impute(arr[:, 1:])
+    elif name == "srbct":
+        lines = open(base / "srbct" / "02_SRBCT.tab").read().splitlines()
+        data = [ln.split("\t") for ln in lines[3:] if ln.strip()]
+        X = np.array([[float(v) for v in r[:-1]] for r in data])
+        labels = [r[-1].strip() for r in data]
+        _, y = np.unique(labels, return_inverse=True)
+    else:
+        raise ValueError(f"unknown data set {name!r}")
+    if standardize:
+        X = _standardize(X)
+    return X, np.asarray(y)

@@ -1,0 +1,263 @@
+r"""Block views of a program and the linearised Lagrangian of GOP (seed 004 eqs. (7), (12)-(14)).
+
+For a partition ``z = (x, y)`` every expression ``e`` (objective or constraint body) is split
+into
+
+* ``e_yy(y)``: the rows that depend on ``y`` only and are nonlinear (``y``-``y`` quadratic
+  terms, atoms and log-sum-exp rows of ``y`` alone) -- convex in ``y``, shared by every
+  Lagrangian and handled by the relaxed dual as a QP term / outer approximation;
+* ``e_r(x, y)``: everything else. By the partition conditions ``e_r`` is *affine in y for
+  fixed x* and convex in ``x``.
+
+The Lagrangian of the primal problem at iteration ``k`` (multipliers ``lambda^k`` of the
+constraints that involve ``x``; constraints of ``y`` alone stay in the relaxed dual) is
+
+.. math::  L_k(x, y) = f(x, y) + \sum_c \lambda^k_c (g_c(x, y) - r_c),
+           \qquad r_c = hi_c \text{ if } \lambda_c > 0 \text{ else } lo_c .
+
+Its linearisation in ``x`` around the primal solution ``x^k`` is
+
+.. math::  L_k(x^k, y) + \sum_i g^k_i(y) (x_i - x^k_i),\qquad g^k(y) = g_0 + G_1 y
+
+(``g^k_i`` are the qualifying-constraint functions, seed eq. (13)). Because ``e_r`` is affine in
+``y``, ``L_k(x^k, y) - f_{yy}(y) = const_k + a_k^T y`` exactly, and ``G_1`` is the mixed
+Hessian block ``\partial^2 L / \partial x \partial y`` at ``x^k`` (constant in ``y``).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import ModelStructureError
+from ...program import Expression
+from ...program.terms import AtomGroup, LseGroup, QuadraticTerms
+
+
+def _sub_atom(g: AtomGroup, rows) -> AtomGroup:
+    rows = np.asarray(rows, dtype=np.int64)
+    return AtomGroup(g.kind, g.coef[rows], g.A[rows], g.b[rows], g.mult[rows],
+                     None if g.A2 is None else g.A2[rows], None if g.b2 is None else g.b2[rows],
+                     None if g.label is None else np.asarray(g.label)[rows])
+
+
+def _sub_lse(g: LseGroup, groups) -> LseGroup:
+    groups = np.asarray(groups, dtype=np.int64)
+    mask = np.isin(g.seg, groups)
+    ks = np.flatnonzero(mask)
+    newid = np.full(g.coef.size, -1)
+    newid[groups] = np.arange(groups.size)
+    seg = newid[g.seg[ks]]
+    order = np.argsort(seg, kind="stable")
+    ks = ks[order]
+    return LseGroup(g.A[ks], g.b[ks], seg[order], g.coef[groups], g.mult[groups])
+
+
+def split_expression(e: Expression, is_x: np.ndarray):
+    """Return ``(e_yy, e_r)`` (see the module docstring); both are Expressions over all variables."""
+    n = e.n
+    q = e.quadratic
+    yy = (~is_x[q.i]) & (~is_x[q.j])
+    Qyy = QuadraticTerms(q.i[yy], q.j[yy], q.v[yy], n)
+    Qr = QuadraticTerms(q.i[~yy], q.j[~yy], q.v[~yy], n)
+    atoms_yy, atoms_r, lse_yy, lse_r = [], [], [], []
+    for g in e.atoms:
+        rows_y = []
+        for r in range(len(g)):
+            vs = g.A[r].indices
+            if g.A2 is not None:
+                vs = np.union1d(vs, g.A2[r].indices)
+            if g.mult[r] < 0 and vs.size and not is_x[vs].any():
+                rows_y.append(r)
+        rows_y = np.asarray(rows_y, dtype=np.int64)
+        rest = np.setdiff1d(np.arange(len(g)), rows_y)
+        if rows_y.size:
+            atoms_yy.append(_sub_atom(g, rows_y))
+        if rest.size:
+            atoms_r.append(_sub_atom(g, rest))
+    for g in e.lse:
+        gy = []
+        for r in range(len(g)):
+            lo = g.starts[r]
+            hi = g.starts[r + 1] if r + 1 < len(g.starts) else g.seg.size
+            vs = np.unique(g.A[lo:hi].indices)
+            if g.mult[r] < 0 and vs.size and not is_x[vs].any():
+                gy.append(r)
+        gy = np.asarray(gy, dtype=np.int64)
+        rest = np.setdiff1d(np.arange(len(g)), gy)
+        if gy.size:
+            lse_yy.append(_sub_lse(g, gy))
+        if rest.size:
+            lse_r.append(_sub_lse(g, rest))
+    e_yy = Expression(n, 0.0, np.zeros(n), Qyy, atoms_yy, lse_yy)
+    e_r = Expression(n, e.constant, e.linear.copy(), Qr, atoms_r, lse_r)
+    return e_yy, e_r
+
+
+def restrict(e: Expression, keep: np.ndarray, fixed: np.ndarray, vals: np.ndarray) -> Expression:
+    """Substitute ``z[fixed] = vals`` into ``e``; return an Expression over ``z[keep]`` (in that order).
+
+    Atom rows whose argument becomes constant turn into constants (or linear terms when their
+    multiplier is kept); multipliers that are fixed scale the coefficient.
+    """
+    n = e.n
+    full = np.zeros(n)
+    full[fixed] = vals
+    pos = np.full(n, -1, dtype=np.int64)
+    pos[keep] = np.arange(keep.size)
+    m = keep.size
+    isk = pos >= 0
+    const = e.constant + float(e.linear[fixed] @ vals)
+    lin = e.linear[keep].copy()
+    q = e.quadratic
+    ki, kj = isk[q.i], isk[q.j]
+    both = ki & kj
+    Q = QuadraticTerms(pos[q.i[both]], pos[q.j[both]], q.v[both], m)
+    one_i = ki & ~kj  # x_i kept, x_j fixed
+    np.add.at(lin, pos[q.i[one_i]], q.v[one_i] * full[q.j[one_i]])
+    one_j = kj & ~ki
+    np.add.at(lin, pos[q.j[one_j]], q.v[one_j] * full[q.i[one_j]])
+    none = ~ki & ~kj
+    const += float(np.sum(q.v[none] * full[q.i[none]] * full[q.j[none]]))
+    Akeep = sp.csr_matrix((np.ones(m), (keep, np.arange(m))), shape=(n, m))
+    atoms, lses = [], []
+    for g in e.atoms:
+        A = g.A @ Akeep
+        b = g.b + g.A @ full
+        A2 = b2 = None
+        if g.A2 is not None:
+            A2 = g.A2 @ Akeep
+            b2 = g.b2 + g.A2 @ full
+        mult = g.mult
+        has = mult >= 0
+        coef = g.coef.copy()
+        wfix = has & ~isk[np.where(has, mult, 0)]
+        coef[wfix] *= full[mult[wfix]]
+        newmult = np.where(has & ~wfix, pos[np.where(has, mult, 0)], -1)
+        nnz = np.diff(A.indptr) + (np.diff(A2.indptr) if A2 is not None else 0)
+        constrow = nnz == 0
+        if constrow.any():
+            cg = AtomGroup(g.kind, coef[constrow], sp.csr_matrix((int(constrow.sum()), m)), b[constrow], None,
+                           None if A2 is None else sp.csr_matrix((int(constrow.sum()), m)),
+                           None if b2 is None else b2[constrow])
+            vals_r = cg.row_values(np.zeros(m))
+            cm = newmult[constrow]
+            const += float(np.sum(vals_r[cm < 0]))
+            np.add.at(lin, cm[cm >= 0], vals_r[cm >= 0])
+        keep_rows = np.flatnonzero(~constrow & (coef != 0))
+        if keep_rows.size:
+            atoms.append(AtomGroup(g.kind, coef[keep_rows], A[keep_rows], b[keep_rows], newmult[keep_rows],
+                                   None if A2 is None else A2[keep_rows], None if b2 is None else b2[keep_rows]))
+    for g in e.lse:
+        A = g.A @ Akeep
+        b = g.b + g.A @ full
+        coef = g.coef.copy()
+        has = g.mult >= 0
+        wfix = has & ~isk[np.where(has, g.mult, 0)]
+        coef[wfix] *= full[g.mult[wfix]]
+        newmult = np.where(has & ~wfix, pos[np.where(has, g.mult, 0)], -1)
+        lg = LseGroup(A, b, g.seg, coef, newmult)
+        # groups whose rows are all constant
+        rownnz = np.diff(A.indptr)
+        gnnz = np.add.reduceat(rownnz, lg.starts) if rownnz.size else rownnz
+        cgroups = np.flatnonzero(gnnz == 0)
+        if cgroups.size:
+            vals_g = coef[cgroups] * lg.group_values(np.zeros(m))[cgroups]
+            cm = newmult[cgroups]
+            const += float(np.sum(vals_g[cm < 0]))
+            np.add.at(lin, cm[cm >= 0], vals_g[cm >= 0])
+        kg = np.setdiff1d(np.arange(coef.size), cgroups)
+        if kg.size:
+            lses.append(_sub_lse(lg, kg))
+    return Expression(m, const, lin, Q, atoms, lses)
+
+
+class BlockModel:
+    """Precomputed block structure of a program for a :class:`~.partition.Partition`.
+
+    ``dual_cons``: indices of the constraints that involve ``x`` (dualised in the Lagrangian);
+    ``y_cons``: constraints of ``y`` alone (kept in the relaxed dual, linear ones as rows and
+    nonlinear convex ones through outer approximation).
+    """
+
+    def __init__(self, program, part):
+        self.program = program
+        self.part = part
+        n = program.n
+        self.n = n
+        self.is_x = np.zeros(n, dtype=bool)
+        self.is_x[part.x] = True
+        self.xi, self.yi = part.x, part.y
+        self.nx, self.ny = part.x.size, part.y.size
+        self.conn = part.connected
+        xpos = np.full(n, -1, dtype=np.int64)
+        xpos[self.xi] = np.arange(self.nx)
+        self.xpos = xpos
+        self.conn_local = xpos[self.conn]
+        self.obj_yy, self.obj_r = split_expression(program.objective, self.is_x)
+        self.dual_cons, self.y_cons = [], []
+        self.con_r = []
+        for k, c in enumerate(program.constraints):
+            sup = c.body.support()
+            if sup.size and self.is_x[sup].any():
+                cyy, cr = split_expression(c.body, self.is_x)
+                if len(cyy.quadratic) or cyy.atoms or cyy.lse:
+                    raise ModelStructureError(
+                        f"constraint {c.name}: mixes the primal block with a nonlinear term of the relaxed-dual "
+                        f"block alone; varopt's GOP supports such terms only in the objective or in constraints "
+                        f"of the relaxed-dual variables alone")
+                self.dual_cons.append(k)
+                self.con_r.append(cr)
+            else:
+                self.y_cons.append(k)
+        self.dual_cons = np.asarray(self.dual_cons, dtype=np.int64)
+        cons = program.constraints
+        self.dual_lo = np.array([cons[k].lo for k in self.dual_cons], dtype=float)
+        self.dual_hi = np.array([cons[k].hi for k in self.dual_cons], dtype=float)
+        # linear-in-x check of the dualised constraints (needed by the primal paths)
+        for k, cr in zip(self.dual_cons, self.con_r):
+            e = cons[k].body
+            if any(g for g in e.groups()) or any(self.is_x[a] and self.is_x[b] for a, b in
+                                                 zip(e.quadratic.i.tolist(), e.quadratic.j.tolist())):
+                raise ModelStructureError(
+                    f"constraint {cons[k].name}: nonlinear in the primal block; varopt's GOP primal supports "
+                    f"constraints that are linear in the primal variables for fixed relaxed-dual variables "
+                    f"(bilinear across the blocks is fine)")
+
+    # ------------------------------------------------------------------ primal views
+    def primal_expressions(self, yval):
+        """Objective and dualised constraint bodies restricted to x for ``y = yval``."""
+        f = restrict(self.program.objective, self.xi, self.yi, yval)
+        cons = [restrict(self.program.constraints[k].body, self.xi, self.yi, yval) for k in self.dual_cons]
+        return f, cons
+
+    # ------------------------------------------------------------------ Lagrangian pieces
+    def lagrangian(self, xk, yk, lam, feasibility=False):
+        """Affine data of the linearised Lagrangian at ``x^k`` with multipliers ``lam``.
+
+        Returns ``(const, a, g0, G1)``: ``L_k(x^k, y) = f_yy(y) + const + a^T y`` (without
+        ``f_yy`` when ``feasibility``: the Lagrangian of the feasibility problem has no
+        objective) and ``grad_x L_k(x^k, y) = g0 + G1 y`` (local x order, ``G1`` dense nx x ny).
+        """
+        z = np.zeros(self.n)
+        z[self.xi] = xk
+        exprs = [] if feasibility else [(1.0, self.obj_r, 0.0)]
+        for lam_c, cr, lo, hi in zip(lam, self.con_r, self.dual_lo, self.dual_hi):
+            if lam_c == 0.0:
+                continue
+            rc = hi if lam_c > 0 else lo
+            exprs.append((float(lam_c), cr, rc))
+        const = 0.0
+        a = np.zeros(self.ny)
+        g0 = np.zeros(self.nx)
+        G1 = np.zeros((self.nx, self.ny))
+        for w, e, rc in exprs:
+            er = restrict(e, self.yi, self.xi, xk)
+            if not er.is_linear:
+                raise ModelStructureError("internal: the Lagrangian is not affine in the relaxed-dual block")
+            const += w * (er.constant - rc)
+            a += w * er.linear
+            g0 += w * e.gradient(z)[self.xi]
+            if len(e.quadratic) or e.atoms or e.lse:
+                H = e.hessian(z)
+                G1 += w * H[self.xi][:, self.yi].toarray()
+        return const, a, g0, G1

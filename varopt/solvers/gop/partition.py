@@ -1,0 +1,360 @@
+"""Biconvexity analysis: split the variables into the GOP blocks ``x`` and ``y``.
+
+Seed 004 §2.1 (conditions 1-4) and Floudas (2000) ch. 3. Notation used throughout the
+gop package (see docs/gop.md):
+
+* ``x`` -- the *primal* / enumerated block. The primal problem fixes ``y`` and is convex
+  in ``x``; the relaxed duals set the *connected* ``x`` variables at their bounds.
+* ``y`` -- the *relaxed-dual* block: the variables of the relaxed dual subproblems.
+
+A valid partition needs (checked here, on the compiled :class:`~varopt.program.Program`):
+
+1. every bilinear product ``x_i y_j`` crosses the blocks, or lies inside one block whose
+   quadratic form stays positive semidefinite;
+2. every multiplied atom row ``c w g(A u + b)`` has ``w`` in ``y`` with ``w >= 0`` by its
+   bounds and ``c >= 0`` and all of ``u`` in ``x`` (so the row is convex in ``x``, linear in
+   ``y``, and its ``x``-gradient is linear in ``y``: the qualifying constraints are linear);
+3. no atom without multiplier mixes the blocks (``exp(x + y)`` would make the gradient in
+   ``x`` a nonlinear function of ``y``);
+4. constraints: linear; or biaffine (products across blocks only) with any sense; or a
+   ``<=`` row convex in each block.
+
+The connected variables are the ``x`` variables whose Lagrangian gradient depends on ``y``
+(seed eq. (17)): those with a product partner in ``y``. GOP solves ``2^|connected|``
+relaxed duals per iteration, so the automatic partition minimises ``|connected|``.
+
+Search: variables are nodes of a parity union-find ("same block" / "opposite blocks"
+relations) with two virtual nodes for the forced sides. Each connected component has at
+most two consistent colourings; the count of connected variables is additive over
+components, so choosing the better colouring of each component independently is exact.
+Products inside one block (a bilinear term whose ends are already forced to the same
+side) are accepted when the block's quadratic form stays PSD, else the odd cycle is
+reported.
+"""
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...errors import ModelStructureError
+from ...program.terms import LseGroup
+
+_ATOM_TXT = {"xlogx": "{u}*log({u})", "neglog": "-log({u})", "exp": "exp({u})", "square": "({u})^2",
+             "quad_over_lin": "({u})^2/({v})"}
+
+
+def _affine_txt(names, row_idx, row_val, b=0.0, limit=3):
+    parts = []
+    for j, v in zip(row_idx[:limit], row_val[:limit]):
+        parts.append(names[j] if v == 1 else f"{v:g}*{names[j]}")
+    s = " + ".join(parts) + (" + ..." if len(row_idx) > limit else "")
+    if b:
+        s += f" + {b:g}"
+    return s or f"{b:g}"
+
+
+def _row_txt(names, g, r):
+    if isinstance(g, LseGroup):
+        lo = g.starts[r]
+        hi = g.starts[r + 1] if r + 1 < len(g.starts) else g.seg.size
+        vs = np.unique(g.A[lo:hi].indices)
+        inner = "log-sum-exp(" + ", ".join(names[v] for v in vs[:3]) + (", ..." if vs.size > 3 else "") + ")"
+    else:
+        a = g.A[r]
+        u = _affine_txt(names, a.indices, a.data, g.b[r])
+        v = ""
+        if g.kind == "quad_over_lin":
+            a2 = g.A2[r]
+            v = _affine_txt(names, a2.indices, a2.data, g.b2[r])
+        inner = _ATOM_TXT[g.kind].format(u=u, v=v)
+    w = int(g.mult[r])
+    return (f"{names[w]}*{inner}" if w >= 0 else inner)
+
+
+def _row_vars(g, r):
+    if isinstance(g, LseGroup):
+        lo = g.starts[r]
+        hi = g.starts[r + 1] if r + 1 < len(g.starts) else g.seg.size
+        return np.unique(g.A[lo:hi].indices)
+    vs = g.A[r].indices
+    if g.A2 is not None:
+        vs = np.union1d(vs, g.A2[r].indices)
+    return np.unique(vs)
+
+
+@dataclass
+class Partition:
+    """Result of the analysis (global variable indices)."""
+
+    x: np.ndarray  #: enumerated (primal) block
+    y: np.ndarray  #: relaxed-dual block
+    connected: np.ndarray  #: subset of ``x`` whose Lagrangian gradient depends on ``y``
+    names: list
+    notes: list = field(default_factory=list)
+
+    def describe(self) -> str:
+        def nm(idx, k=6):
+            s = ", ".join(self.names[i] for i in idx[:k])
+            return s + (", ..." if len(idx) > k else "")
+        return (f"x (primal, {len(self.x)}): {nm(self.x)}; y (relaxed dual, {len(self.y)}): {nm(self.y)}; "
+                f"connected ({len(self.connected)}): {nm(self.connected)}")
+
+
+class _Parity:
+    """Union-find with parity; remembers the edges so that conflicts can be explained."""
+
+    def __init__(self, n):
+        self.parent = list(range(n))
+        self.par = [0] * n  # parity to parent
+        self.adj = defaultdict(list)
+
+    def find(self, a):
+        path = []
+        while self.parent[a] != a:
+            path.append(a)
+            a = self.parent[a]
+        root = a
+        # path compression with parity
+        acc = 0
+        for v in reversed(path):
+            acc ^= self.par[v]
+            self.parent[v] = root
+            self.par[v] = acc
+        return root
+
+    def parity(self, a):
+        self.find(a)
+        return self.par[a] if self.parent[a] != a else 0
+
+    def relation(self, a, b):
+        """None if unrelated, else 0 (same block) / 1 (opposite)."""
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            return None
+        return self.parity(a) ^ self.parity(b)
+
+    def union(self, a, b, rel, why):
+        ra, rb = self.find(a), self.find(b)
+        pa, pb = self.parity(a), self.parity(b)
+        if ra == rb:
+            return (pa ^ pb) == rel
+        self.parent[rb] = ra
+        self.par[rb] = pa ^ pb ^ rel
+        self.adj[a].append((b, rel, why))
+        self.adj[b].append((a, rel, why))
+        return True
+
+    def explain(self, a, b):
+        """Descriptions of the recorded edges on a path a -> b."""
+        prev = {a: None}
+        dq = deque([a])
+        while dq:
+            u = dq.popleft()
+            if u == b:
+                break
+            for v, _rel, why in self.adj[u]:
+                if v not in prev:
+                    prev[v] = (u, why)
+                    dq.append(v)
+        out = []
+        u = b
+        while u in prev and prev[u] is not None:
+            u, why = prev[u]
+            out.append(why)
+        return list(reversed(out))
+
+
+def _iter_expressions(program):
+    yield program.objective_name, program.objective, "obj"
+    for c in program.constraints:
+        if c.lo == c.hi:
+            kind = "eq"
+        elif np.isfinite(c.lo) and np.isfinite(c.hi):
+            kind = "range"
+        elif np.isfinite(c.hi):
+            kind = "le"
+        else:
+            kind = "ge"
+        yield c.name, c.body, kind
+
+
+def _join(items):
+    items = list(dict.fromkeys(items))
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def analyze(program, partition=None) -> Partition:
+    """Find (or check, when ``partition`` lists the x-block variables) a GOP partition.
+
+    Raises :class:`ModelStructureError` naming the offending terms when none exists.
+    """
+    n = program.n
+    names = list(program.names)
+    X, Y = n, n + 1  # virtual nodes: forced x side / forced y side
+    uf = _Parity(n + 2)
+    uf.union(X, Y, 1, "(x and y are different blocks)")
+    cross = defaultdict(set)  # i -> partners in a product (bilinear or multiplier)
+    nonlin = np.zeros(n, dtype=bool)  # variable appears in some nonlinear term
+    quad_pending = []  # (i, j, text) bilinear products
+    notes = []
+
+    def fail_cycle(a, b, why, rel):
+        path = uf.explain(a, b)
+        terms = [p for p in path if not p.startswith("(")] + [why]
+        if rel == 1:
+            msg = (f"the products {_join(terms)} cannot be split into two blocks: they form an odd cycle "
+                   f"(each product needs its two factors in different blocks)")
+        else:
+            msg = f"{_join(terms)}: these terms put variables that must be in different blocks into one block"
+        raise ModelStructureError(f"no biconvex partition (GOP, seed 004 §2.1): {msg}")
+
+    for ename, e, kind in _iter_expressions(program):
+        q = e.quadratic
+        for a, b, v in zip(q.i.tolist(), q.j.tolist(), q.v.tolist()):
+            nonlin[a] = nonlin[b] = True
+            if a != b:
+                quad_pending.append((a, b, f"{names[a]}*{names[b]} (in {ename})"))
+        for g in e.groups():
+            for r in range(len(g)):
+                vs = _row_vars(g, r).tolist()
+                w = int(g.mult[r])
+                txt = _row_txt(names, g, r)
+                nonlin[vs] = True
+                if w >= 0:
+                    nonlin[w] = True
+                    if w in vs:
+                        raise ModelStructureError(
+                            f"{ename}: the term {txt} multiplies an atom by one of its own variables "
+                            f"({names[w]}); GOP needs the multiplier and the atom in different blocks")
+                    if not uf.union(w, Y, 0, f"{txt} (needs {names[w]} in the relaxed-dual block)"):
+                        fail_cycle(w, Y, f"{txt} (needs {names[w]} in the relaxed-dual block)", 0)
+                    for v in vs:
+                        why = f"{txt} (needs {names[v]} in the primal block)"
+                        if not uf.union(v, X, 0, why):
+                            fail_cycle(v, X, why, 0)
+                        cross[v].add(w)
+                        cross[w].add(v)
+                elif len(vs) > 1:
+                    for v in vs[1:]:
+                        why = f"{txt} mixes {names[vs[0]]} and {names[v]} (one atom must stay in one block)"
+                        if not uf.union(vs[0], v, 0, why):
+                            fail_cycle(vs[0], v, why, 0)
+
+    if partition is not None:
+        xset = set(partition)
+        for i in range(n):
+            why = f"partition option puts {names[i]} in the {'primal' if i in xset else 'relaxed-dual'} block"
+            if not uf.union(i, X if i in xset else Y, 0, why):
+                fail_cycle(i, X if i in xset else Y, why, 0)
+
+    same_block_products = []
+    for a, b, txt in quad_pending:
+        rel = uf.relation(a, b)
+        if rel is None:
+            uf.union(a, b, 1, txt)
+            cross[a].add(b)
+            cross[b].add(a)
+        elif rel == 1:
+            cross[a].add(b)
+            cross[b].add(a)
+        else:
+            same_block_products.append((a, b, txt))
+
+    # choose the colouring of every free component
+    side = np.full(n, -1)  # 0 = x, 1 = y
+    comps = defaultdict(list)
+    for i in range(n):
+        comps[uf.find(i)].append(i)
+    rootX = uf.find(X)
+    pX = uf.parity(X)
+    for root, members in comps.items():
+        if root == rootX:
+            for i in members:
+                side[i] = 0 if uf.parity(i) == pX else 1
+            continue
+        if len(members) == 1 and not cross[members[0]]:
+            i = members[0]
+            side[i] = 0 if nonlin[i] else 1
+            continue
+        best = None
+        for orient in (0, 1):  # which parity class becomes x
+            xs = [i for i in members if uf.parity(i) == orient]
+            cnt = sum(1 for i in xs if cross[i])
+            key = (cnt, len(xs))
+            if best is None or key < best[0]:
+                best = (key, orient)
+        for i in members:
+            side[i] = 0 if uf.parity(i) == best[1] else 1
+
+    xs = np.flatnonzero(side == 0)
+    ys = np.flatnonzero(side == 1)
+    is_x = side == 0
+    _check_conditions(program, is_x, names, same_block_products)
+    conn = np.array([i for i in xs if any(not is_x[j] for j in cross[i])], dtype=np.int64)
+    if same_block_products:
+        notes.append("products inside one block (PSD checked): " + _join(t for _, _, t in same_block_products[:4]))
+    return Partition(x=xs.astype(np.int64), y=ys.astype(np.int64), connected=conn, names=names, notes=notes)
+
+
+def _block_psd(H, idx):
+    if len(idx) == 0:
+        return True
+    S = H[idx][:, idx].toarray()
+    if not S.any():
+        return True
+    return np.linalg.eigvalsh(S).min() >= -1e-9 * max(1.0, np.abs(S).max())
+
+
+def _check_conditions(program, is_x, names, same_block_products):
+    """GOP conditions 1-4 (seed 004 §2.1) for the chosen blocks; raise with the offending term."""
+    lb = program.lb
+    xs, ys = np.flatnonzero(is_x), np.flatnonzero(~is_x)
+    for ename, e, kind in _iter_expressions(program):
+        biaffine_only = kind in ("eq", "ge", "range")
+        q = e.quadratic
+        H = q.hessian_matrix
+        within = [(a, b) for a, b in zip(q.i.tolist(), q.j.tolist()) if is_x[a] == is_x[b]]
+        if within:
+            a, b = within[0]
+            if biaffine_only:
+                raise ModelStructureError(
+                    f"constraint {ename}: the term {names[a]}*{names[b]} is nonlinear within one GOP block; "
+                    f"equality, >= and range constraints must be affine in each block (seed 004 §2.1, condition 3)")
+            for blk, label in ((xs, "primal"), (ys, "relaxed-dual")):
+                if not _block_psd(H, blk):
+                    bad = [f"{names[a]}*{names[b]}" if a != b else f"{names[a]}^2" for a, b in within
+                           if is_x[a] == (label == "primal")]
+                    raise ModelStructureError(
+                        f"{ename}: the quadratic terms {_join(bad[:4])} are not convex in the {label} block "
+                        f"(Hessian not PSD); " + ("they form an odd cycle of products" if any(a != b for a, b in within)
+                                                  else "a concave square cannot be handled by GOP"))
+        for g in e.groups():
+            kind_txt = "log-sum-exp" if isinstance(g, LseGroup) else g.kind
+            for r in range(len(g)):
+                txt = _row_txt(names, g, r)
+                if biaffine_only:
+                    raise ModelStructureError(
+                        f"constraint {ename}: the term {txt} is nonlinear; equality, >= and range constraints "
+                        f"must be affine in each GOP block (seed 004 §2.1, condition 3)")
+                if g.coef[r] < 0:
+                    raise ModelStructureError(
+                        f"{ename}: the term {txt} enters with a negative coefficient {g.coef[r]:g}, so it is concave "
+                        f"({kind_txt} is convex); GOP needs convexity in each block")
+                w = int(g.mult[r])
+                if w >= 0:
+                    if is_x[w]:
+                        raise ModelStructureError(f"{ename}: the multiplier {names[w]} of {txt} must be in the "
+                                                  f"relaxed-dual block")
+                    if not (lb[w] >= 0):
+                        raise ModelStructureError(
+                            f"{ename}: the multiplier {names[w]} of the convex term {txt} may be negative "
+                            f"(lower bound {lb[w]:g}); declare {names[w]} >= 0 (Pyomo: m.{names[w]}.setlb(0); "
+                            f"CVXPY: add {names[w]} >= 0) so that the product stays convex in the primal block")
+                vs = _row_vars(g, r)
+                if w >= 0 and not np.all(is_x[vs]):
+                    raise ModelStructureError(f"{ename}: the atom of {txt} must lie in the primal block")
+    return True

@@ -1,0 +1,160 @@
+r"""Relaxed dual subproblems (seed 004 eq. (21); Floudas 2000, §3.3).
+
+A node of the GOP tree is a region of ``y`` cut out by the qualifying constraints of its
+ancestors. Its relaxed dual is the LP/QP over the columns ``[y, eta, t]``
+
+.. math::
+
+    \min_{y \in Y}\ \tfrac12 y^T Q_{yy} y + \textstyle\sum_r \eta_r + t \\
+    \text{s.t.}\ t \ge const_{k,B} + a_{k,B}^T y
+      \quad\text{(Lagrangian of every ancestor iteration } k \text{ with its bound combination } B)\\
+    \qquad g^k_i(y) \ge 0 \ (B_i = \text{lower}),\quad g^k_i(y) \le 0 \ (B_i = \text{upper})
+      \quad\text{(qualifying constraints)}\\
+    \qquad \eta_r \ge \text{tangent cuts of } c_r g_r \ (\text{module } cuts),\quad y\text{-only constraints}
+
+Feasibility cuts (from an infeasible primal) enter as ``0 >= const + a^T y`` instead.
+
+Everything a subproblem needs is a plain numpy/scipy payload, so batches of nodes can be
+solved in other processes (``concurrent.futures`` or dask); each batch builds one
+:class:`~varopt.highs.HighsModel` and re-solves it warm for every node (rows of the previous
+node deleted, rows of the next added).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import ModelStructureError, SolverBugError
+from ...highs import HighsModel
+
+
+class RDModel:
+    """A persistent relaxed-dual model: base rows (y-constraints, cuts) + per-node rows."""
+
+    def __init__(self, base):
+        self.base = base
+        self.pieces = base["pieces"]
+        self.ycons = base["ycons"]
+        ncol = self.pieces.ncol
+        self.ncol = ncol
+        self.ny = self.pieces.ny
+        c = np.zeros(ncol)
+        c[self.ny:] = 1.0
+        Q = None
+        if self.pieces.Q is not None:
+            Q = sp.block_diag([self.pieces.Q, sp.csr_matrix((ncol - self.ny, ncol - self.ny))], format="csr")
+        A = base["A"]
+        self.hm = HighsModel(c, A, base["lo"], base["hi"], base["lb"], base["ub"], Q=Q,
+                             options={"presolve": "off", "threads": 1})
+        self.m_base = A.shape[0]
+        self.new_cuts = []  # (A, lo, hi) added while solving, to report to the master
+        # cut management: base rows from index n_perm on are cuts; drop the ones that stayed
+        # inactive for ``max_age`` node solves (they can be re-generated when violated again)
+        self.n_perm = int(base.get("n_perm", self.m_base))
+        self.last_active = np.zeros(self.m_base, dtype=np.int64)
+        self.n_solves = 0
+        self.max_age = int(base.get("max_age", 40))
+
+    def add_base_rows(self, A, lo, hi):
+        if A.shape[0] == 0:
+            return
+        if self.hm.num_rows != self.m_base:
+            raise SolverBugError("base rows added while node rows are present")
+        self.hm.add_rows(A, lo, hi)
+        self.m_base += A.shape[0]
+        self.last_active = np.concatenate([self.last_active, np.full(A.shape[0], self.n_solves)])
+
+    def data(self):
+        """Current base model as a payload for other processes (no node rows may be present)."""
+        d = self.hm.data()
+        return dict(A=d["A"], lo=d["row_lo"], hi=d["row_hi"], lb=d["lb"], ub=d["ub"], pieces=self.pieces,
+                    ycons=self.ycons, n_perm=self.n_perm, max_age=self.max_age)
+
+    def _age_cuts(self):
+        old = np.flatnonzero(self.n_solves - self.last_active[self.n_perm:] > self.max_age) + self.n_perm
+        if old.size > 0.2 * max(1, self.m_base - self.n_perm):
+            self.hm.delete_rows(old)
+            keep = np.ones(self.m_base, dtype=bool)
+            keep[old] = False
+            self.last_active = self.last_active[keep]
+            self.m_base -= old.size
+
+    def solve_node(self, A, lo, hi, oa_tol, feas_tol=1e-9, max_rounds=30):
+        """Solve one node; returns dict(status, value, y). Cuts found are kept (base rows)."""
+        hm = self.hm
+        k = A.shape[0]
+        node_rows = hm.add_rows(A, lo, hi) if k else np.zeros(0, dtype=np.int64)
+        out = None
+        n_cut_rows = 0
+        try:
+            for _ in range(max_rounds):
+                res = hm.solve()
+                self.n_solves += 1
+                if res.status == "infeasible":
+                    out = dict(status="infeasible", value=np.inf, y=None)
+                    break
+                if res.status == "unbounded":
+                    raise ModelStructureError(
+                        "a GOP relaxed dual is unbounded: declare finite bounds on the relaxed-dual variables "
+                        "(or on the variables their convex terms depend on)")
+                if res.status != "optimal":
+                    raise SolverBugError(f"HiGHS failed on a relaxed dual: {res.message}")
+                x = res.x
+                if res.row_duals is not None:
+                    act = np.flatnonzero(np.abs(res.row_duals[:self.m_base]) > 1e-12)
+                    self.last_active[act] = self.n_solves
+                y = x[:self.ny]
+                eta = x[self.ny:self.ny + self.pieces.n_eta]
+                viol = self.pieces.values(y) - eta if self.pieces.n_eta else np.zeros(0)
+                cviol = self.ycons.violations(y) if len(self.ycons) else np.zeros(0)
+                gap = float(np.sum(np.maximum(viol, 0.0)))
+                bad_c = np.flatnonzero(cviol > feas_tol)
+                if gap <= oa_tol and bad_c.size == 0:
+                    out = dict(status="optimal", value=float(res.objective), y=y.copy(), oa_gap=gap)
+                    break
+                rows_A, rows_lo, rows_hi = [], [], []
+                if gap > oa_tol:
+                    # the largest violations first, until the rest is below half the tolerance
+                    order = np.argsort(-viol)
+                    rest = gap - np.cumsum(np.maximum(viol[order], 0.0))
+                    cnt = int(np.searchsorted(-rest, -0.5 * oa_tol)) + 1
+                    sel = np.sort(order[:max(1, cnt)])
+                    sel = sel[viol[sel] > 1e-13]
+                    Ac, loc = self.pieces.cuts(y, sel)
+                    rows_A.append(Ac)
+                    rows_lo.append(loc)
+                    rows_hi.append(np.full(loc.size, np.inf))
+                if bad_c.size:
+                    Ac, hic = self.ycons.cuts(y, bad_c)
+                    rows_A.append(Ac)
+                    rows_lo.append(np.full(hic.size, -np.inf))
+                    rows_hi.append(hic)
+                Acut = sp.vstack(rows_A, format="csr")
+                lcut, hcut = np.concatenate(rows_lo), np.concatenate(rows_hi)
+                hm.add_rows(Acut, lcut, hcut)
+                n_cut_rows += Acut.shape[0]
+                self.last_active = np.concatenate([self.last_active, np.full(Acut.shape[0], self.n_solves)])
+                self.new_cuts.append((Acut, lcut, hcut))
+            else:
+                out = dict(status="optimal", value=float(res.objective), y=y.copy(), oa_gap=gap)
+        finally:
+            if k:
+                hm.delete_rows(np.arange(self.m_base, self.m_base + k))
+            self.m_base += n_cut_rows
+        self._age_cuts()
+        return out
+
+    def take_new_cuts(self):
+        cuts, self.new_cuts = self.new_cuts, []
+        return cuts
+
+
+def solve_batch(payload):
+    """Worker entry point: ``payload = (base, nodes, oa_tol)``; nodes are (A, lo, hi) triples.
+
+    Returns ``(results, cuts)``. Picklable in and out (numpy/scipy objects only).
+    """
+    base, nodes, oa_tol = payload
+    model = RDModel(base)
+    results = [model.solve_node(A, lo, hi, oa_tol) for (A, lo, hi) in nodes]
+    return results, model.take_new_cuts()

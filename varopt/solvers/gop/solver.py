@@ -1,0 +1,534 @@
+r"""GOP: certified global optimization of biconvex programs (seed 004 §2.3; Floudas &
+Visweswaran 1990, 1993; Floudas 2000, ch. 3).
+
+Algorithm (seed 004 §2.3 steps 0-5, as a best-first tree):
+
+0. partition the variables (``x`` primal block, ``y`` relaxed-dual block, :mod:`.partition`),
+   tighten the bounds (:mod:`.bounds`), pick ``y^1`` (``x0`` of the model or a seeded random
+   point projected on the linear constraints of ``y``).
+1. primal problem at ``y^k`` (:mod:`.primal`): upper bound ``UBD`` and multipliers
+   ``lambda^k``; a feasibility problem when the primal is infeasible.
+2.-3. the node whose relaxed-dual solution gave ``y^k`` is replaced by its children: one per
+   combination ``B`` of bounds of the connected variables, each carrying the Lagrangian
+   ``L_k`` linearised at ``x^k`` for ``B`` plus its qualifying constraints, together with the
+   Lagrangians and qualifying constraints of all ancestors (this is exactly seed step 2: the
+   earlier Lagrangians whose qualifying constraints hold in the region). Each child is a
+   relaxed dual LP/QP (:mod:`.relaxed_dual`), solved serially or through an executor.
+4. the open node with the lowest relaxed-dual value gives ``LBD`` and the next ``y^{k+1}``.
+5. stop when ``UBD - LBD <= max(abs_gap, rel_gap |UBD|)``.
+
+Improvement beyond the paper (option ``reduction``): search-space reduction of the connected
+variables with the incumbent, see :func:`GopSolver._reduce` and docs/gop.md.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import heapq
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import InputDataError, InvalidOptionError, ModelStructureError, SolverBugError
+from ...highs import HighsModel, solve_lp
+from ...options import Option, OptionSet, common_options, nonnegative, positive
+from ...registry import Progress, Solver, register_solver
+from ...result import Result
+from .bounds import fbbt, obbt
+from .cuts import ConvexConstraints, ConvexPieces
+from .lagrangian import BlockModel, restrict
+from .partition import analyze
+from .presolve import eliminate_equalities
+from .primal import feasibility_primal, solve_primal
+from .relaxed_dual import RDModel, solve_batch
+
+
+def _partition_domain(v):
+    if isinstance(v, str):
+        return (v,)
+    if isinstance(v, (list, tuple, set, frozenset)):
+        out = tuple(v)
+        if not all(isinstance(s, str) for s in out):
+            raise TypeError("partition must be a variable name or a list of names")
+        return out
+    raise TypeError("partition must be a variable name or a list of names")
+
+
+def _executor_domain(v):
+    if isinstance(v, cf.Executor) or (hasattr(v, "submit") and hasattr(v, "map")):
+        return v
+    raise TypeError("executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor, "
+                    "dask Client.get_executor()) or None")
+
+
+OPTIONS = OptionSet(common_options(max_iter=100000) + [
+    Option("rel_gap", 1e-6, "relative gap (UBD - LBD) / max(|UBD|, 1e-10) at which the optimum is certified",
+           float, nonnegative, "must be >= 0"),
+    Option("abs_gap", 1e-9, "absolute gap UBD - LBD at which the optimum is certified (None: relative only)",
+           float, nonnegative, "must be >= 0"),
+    Option("partition", None, "variables of the primal (enumerated) block: names, or component names such as "
+           "'mu' matching 'mu[0]', 'mu[1]', ...; None chooses the valid partition with the fewest connected "
+           "variables", _partition_domain),
+    Option("executor", None, "concurrent.futures.Executor used to solve the relaxed duals in parallel "
+           "(ProcessPoolExecutor, dask Client.get_executor()); None solves them serially", _executor_domain),
+    Option("bound_tightening", True, "tighten variable bounds by FBBT and OBBT (LPs with HiGHS) before solving",
+           bool),
+    Option("reduction", True, "search-space reduction: tighten the bounds of the connected variables with the "
+           "incumbent every few iterations (improvement beyond the paper)", bool),
+    Option("presolve", True, "eliminate linear equalities of the primal block by substitution (e.g. "
+           "sum(pi) == 1): one connected variable fewer per equality", bool),
+    Option("seed", 0, "seed of the random initial point of the relaxed-dual block (used when the model gives "
+           "no starting values)", int),
+])
+
+
+def _check_finite(program):
+    def bad(name, arr):
+        arr = np.asarray(arr, dtype=float)
+        if arr.size and not np.all(np.isfinite(arr)):
+            raise InputDataError(f"{name} contains NaN or inf")
+
+    def expr(label, e):
+        bad(f"{label}: constant", [e.constant])
+        bad(f"{label}: linear coefficients", e.linear)
+        bad(f"{label}: quadratic coefficients", e.quadratic.v)
+        for g in e.groups():
+            bad(f"{label}: {getattr(g, 'kind', 'log-sum-exp')} coefficients", g.coef)
+            bad(f"{label}: {getattr(g, 'kind', 'log-sum-exp')} affine data", g.A.data)
+            bad(f"{label}: {getattr(g, 'kind', 'log-sum-exp')} offsets", g.b)
+            if getattr(g, "A2", None) is not None:
+                bad(f"{label}: quad_over_lin data", g.A2.data)
+                bad(f"{label}: quad_over_lin offsets", g.b2)
+
+    expr(f"objective {program.objective_name}", program.objective)
+    for c in program.constraints:
+        expr(f"constraint {c.name}", c.body)
+        if np.isnan(c.lo) or np.isnan(c.hi):
+            raise InputDataError(f"constraint {c.name}: NaN bound")
+    if np.isnan(program.lb).any() or np.isnan(program.ub).any():
+        i = int(np.flatnonzero(np.isnan(program.lb) | np.isnan(program.ub))[0])
+        raise InputDataError(f"variable {program.names[i]}: NaN bound")
+
+
+def _resolve_partition(program, names):
+    if names is None:
+        return None
+    idx = set()
+    for nm in names:
+        if nm in program.index:
+            idx.add(program.index[nm])
+            continue
+        hits = [k for k, s in enumerate(program.names) if s.startswith(nm + "[") or s.startswith(nm + ".")]
+        if not hits:
+            raise InvalidOptionError(f"option 'partition': no variable named {nm!r} (variables: "
+                                     f"{', '.join(program.names[:8])}{', ...' if program.n > 8 else ''})")
+        idx.update(hits)
+    return sorted(idx)
+
+
+@dataclass(order=True)
+class _Node:
+    value: float
+    seq: int
+    path: tuple = field(compare=False, default=())  # ((lagrangian index, bound combination B), ...)
+    blo: np.ndarray = field(compare=False, default=None)  # box of the primal block in this region
+    bub: np.ndarray = field(compare=False, default=None)
+    y: np.ndarray = field(compare=False, default=None)
+    oa_gap: float = field(compare=False, default=0.0)
+
+
+@register_solver
+class GopSolver(Solver):
+    name = "gop"
+    summary = "certified global optimization of biconvex programs (primal / relaxed-dual GOP, seed 004)"
+    options = OPTIONS
+
+    # ------------------------------------------------------------------ setup
+    def _solve(self, program, opts) -> Result:
+        t0 = time.perf_counter()
+        _check_finite(program)
+        self.opts = opts
+        self.t0 = t0
+        self.progress = Progress(opts.verbose)
+        xpart = _resolve_partition(program, opts.partition)
+        part = analyze(program, xpart)
+        elim = None
+        if opts.presolve:
+            elim = eliminate_equalities(program, set(part.x.tolist()))
+        if elim is not None:
+            orig = program
+            program = elim.program
+            keep = [program.index[orig.names[i]] for i in part.x if orig.names[i] in program.index]
+            part = analyze(program, keep)
+        res = self._solve_work(program, part, opts)
+        if elim is not None:
+            if res.x is not None:
+                res.x = elim.expand(res.x)
+            res.info["eliminated"] = [f"{v} (by {c})" for v, c in elim.eliminated]
+        return res
+
+    def _solve_work(self, program, part, opts):
+        self.part = part
+        lb, ub = program.lb.copy(), program.ub.copy()
+        A, lo, hi, _ = program.linear_constraints()
+        if np.any(lb > ub):
+            return self._infeasible(program, "a variable has lower bound > upper bound")
+        if opts.bound_tightening:
+            lb, ub, infeas = fbbt(A, lo, hi, lb, ub)
+            if not infeas:
+                need = [j for j in part.connected if not (np.isfinite(lb[j]) and np.isfinite(ub[j]))]
+                need += [j for j in part.connected if j not in need]
+                lb, ub, infeas = obbt(A, lo, hi, lb, ub, sorted(set(need)))
+            if infeas:
+                return self._infeasible(program, "bound tightening over the linear constraints proved infeasibility")
+        for j in part.connected:
+            if not (np.isfinite(lb[j]) and np.isfinite(ub[j])):
+                nm = program.names[j]
+                raise ModelStructureError(
+                    f"GOP needs finite bounds on the connected variable {nm} (it multiplies relaxed-dual variables; "
+                    f"the relaxed duals set it at its bounds, seed 004 eq. (16)); declare bounds on {nm} "
+                    f"(Pyomo: m.{nm}.setlb(...) / m.{nm}.setub(...); CVXPY: add {nm} >= ... and {nm} <= ... "
+                    f"constraints or Variable(bounds=...))")
+        self.program = program
+        self.bm = BlockModel(program, part)
+        bm = self.bm
+        self.lb, self.ub = lb, ub
+        self.xlb, self.xub = lb[bm.xi].copy(), ub[bm.xi].copy()
+        self.ylb, self.yub = lb[bm.yi].copy(), ub[bm.yi].copy()
+        self._build_rd_base()
+        return self._run()
+
+    def _infeasible(self, program, msg):
+        return Result(solver=self.name, status="infeasible", x=None, objective=None,
+                      lower_bound=math.inf, upper_bound=math.inf, message=msg)
+
+    def _build_rd_base(self):
+        bm, program = self.bm, self.program
+        yi, xi = bm.yi, bm.xi
+        e_y = restrict(bm.obj_yy, yi, xi, np.zeros(xi.size))
+        self.pieces = ConvexPieces(e_y, bm.ny, self.ylb, self.yub)
+        ncol = self.pieces.ncol
+        self.ncol = ncol
+        rows, los, his, nl_exprs, nl_his = [], [], [], [], []
+        for k in bm.y_cons:
+            c = program.constraints[k]
+            ey = restrict(c.body, yi, xi, np.zeros(xi.size))
+            if ey.is_linear:
+                rows.append(np.concatenate([ey.linear, np.zeros(ncol - bm.ny)]))
+                los.append(c.lo - ey.constant)
+                his.append(c.hi - ey.constant)
+            else:
+                nl_exprs.append(ey)
+                nl_his.append(c.hi)
+        self.ycons = ConvexConstraints(nl_exprs, nl_his, ncol)
+        A0 = sp.csr_matrix(np.vstack(rows)) if rows else sp.csr_matrix((0, ncol))
+        lo0, hi0 = np.array(los, dtype=float), np.array(his, dtype=float)
+        # initial tangent cuts spread over the range of every atom argument
+        Ac, lc = self.pieces.cuts_at_u([0.0, 0.02, 0.1, 0.3, 0.6, 1.0])
+        self.base_blocks = [(A0, lo0, hi0), (Ac, lc, np.full(lc.size, np.inf))]
+        lbc = np.concatenate([self.ylb, self.pieces.eta_lb, [-np.inf]])
+        ubc = np.concatenate([self.yub, np.full(self.pieces.n_eta, np.inf), [np.inf]])
+        self.col_lb, self.col_ub = lbc, ubc
+        self.rd = RDModel(self._base_payload())
+        self._payload_cache = None
+
+    def _base_payload(self):
+        A = sp.vstack([b[0] for b in self.base_blocks], format="csr") if self.base_blocks else sp.csr_matrix((0, self.ncol))
+        return dict(A=A, lo=np.concatenate([b[1] for b in self.base_blocks]),
+                    hi=np.concatenate([b[2] for b in self.base_blocks]), lb=self.col_lb, ub=self.col_ub,
+                    pieces=self.pieces, ycons=self.ycons, n_perm=self.base_blocks[0][0].shape[0])
+
+    def _add_cuts(self, cuts):
+        for A, lo, hi in cuts:
+            self.rd.add_base_rows(A, lo, hi)
+        if cuts:
+            self._payload_cache = None
+
+    # ------------------------------------------------------------------ initial point
+    def _initial_y(self):
+        program, bm = self.program, self.bm
+        y0 = program.x0[bm.yi].copy()
+        rng = np.random.default_rng(self.opts.seed)
+        miss = ~np.isfinite(y0)
+        if miss.any():
+            lo, hi = self.ylb[miss], self.yub[miss]
+            r = rng.random(miss.sum())
+            guess = np.where(np.isfinite(lo) & np.isfinite(hi), lo + r * (hi - lo),
+                             np.where(np.isfinite(lo), lo + r, np.where(np.isfinite(hi), hi - r, r - 0.5)))
+            y0[miss] = guess
+        y0 = np.clip(y0, self.ylb, self.yub)
+        # l1 projection onto the linear constraints of y alone
+        A0, lo0, hi0 = self.base_blocks[0]
+        ny = bm.ny
+        if A0.shape[0]:
+            Ay = A0[:, :ny]
+            I = sp.identity(ny, format="csr")
+            AA = sp.vstack([sp.hstack([Ay, sp.csr_matrix((Ay.shape[0], 2 * ny))]),
+                            sp.hstack([I, -I, I])], format="csr")
+            rlo = np.concatenate([lo0, y0])
+            rhi = np.concatenate([hi0, y0])
+            c = np.concatenate([np.zeros(ny), np.ones(2 * ny)])
+            lbv = np.concatenate([self.ylb, np.zeros(2 * ny)])
+            ubv = np.concatenate([self.yub, np.full(2 * ny, np.inf)])
+            r = solve_lp(c, AA, rlo, rhi, lbv, ubv)
+            if r.status == "infeasible":
+                return None
+            if r.status == "optimal":
+                y0 = np.clip(r.x[:ny], self.ylb, self.yub)
+        return y0
+
+    # ------------------------------------------------------------------ tolerances
+    def _tol(self, UB):
+        o = self.opts
+        t = o.rel_gap * max(abs(UB), 1e-10) if math.isfinite(UB) else 0.0
+        return max(t, o.abs_gap or 0.0)
+
+    def _oa_tol(self, UB, LB):
+        t = self._tol(UB) if math.isfinite(UB) else self.opts.rel_gap * max(1.0, abs(LB) if math.isfinite(LB) else 1.0)
+        gap = (UB - LB) if (math.isfinite(UB) and math.isfinite(LB)) else math.inf
+        return 0.1 * max(t, min(1e-3 * gap, 1e-2 * max(1.0, abs(UB)) if math.isfinite(UB) else 1.0), 1e-11)
+
+    # ------------------------------------------------------------------ children
+    def _branchable(self):
+        """Connected x variables whose optimal value for fixed y lies on the side of x^k given by
+        the sign of the qualifying constraint (see docs/gop.md, "search-space reduction"):
+        separable in the objective (no product with another x variable, no atom shared with one)
+        and absent from the dualised constraints. Local x indices."""
+        bm, program = self.bm, self.program
+        is_x = bm.is_x
+        bad = set()
+        for k in bm.dual_cons:
+            bad.update(program.constraints[k].body.support().tolist())
+        e = program.objective
+        q = e.quadratic
+        for a, b in zip(q.i.tolist(), q.j.tolist()):
+            if a != b and is_x[a] and is_x[b]:
+                bad.update((a, b))
+        for g in e.groups():
+            if hasattr(g, "starts"):
+                for r in range(len(g)):
+                    lo = g.starts[r]
+                    hi = g.starts[r + 1] if r + 1 < len(g.starts) else g.seg.size
+                    vs = [v for v in np.unique(g.A[lo:hi].indices).tolist() if is_x[v]]
+                    if len(vs) > 1:
+                        bad.update(vs)
+            else:
+                M = g.A if g.A2 is None else (abs(g.A) + abs(g.A2))
+                M = sp.csr_matrix(M)[:, bm.xi]
+                cnt = np.diff(M.indptr)
+                for r in np.flatnonzero(cnt > 1):
+                    bad.update(bm.xi[M[r].indices].tolist())
+        return np.array([i for i in bm.conn_local if bm.xi[i] not in bad], dtype=np.int64)
+
+    def _new_lagrangian(self, lag):
+        """Store Lagrangian data; returns its index. lag = (const, a, g0, G1, xk, feas)."""
+        const, a, g0, G1, xk, feas = lag
+        bm = self.bm
+        conn = np.array([i for i in bm.conn_local if np.any(G1[i] != 0)], dtype=np.int64)
+        nonconn = np.setdiff1d(np.arange(bm.nx), conn)
+        dlo, dhi = self.xlb - xk, self.xub - xk
+        gnc = g0[nonconn]
+        with np.errstate(invalid="ignore"):
+            clo = np.where(gnc == 0, 0.0, gnc * dlo[nonconn])
+            chi = np.where(gnc == 0, 0.0, gnc * dhi[nonconn])
+        tiny = 1e-7 * max(1.0, float(np.abs(g0).max(initial=0)))
+        clo = np.where(np.isinf(clo) & (np.abs(gnc) <= tiny), 0.0, clo)
+        chi = np.where(np.isinf(chi) & (np.abs(gnc) <= tiny), 0.0, chi)
+        base_const = const + float(np.sum(np.minimum(clo, chi)))
+        if not np.isfinite(base_const):
+            raise SolverBugError("GOP: a non-connected primal variable without finite bounds has a nonzero "
+                                 "Lagrangian gradient; declare bounds on the primal variables")
+        ny, ncol = bm.ny, self.ncol
+        c = conn.size
+        Q = np.zeros((c, ncol))
+        Q[:, :ny] = G1[conn]
+        self.lags.append(dict(const=base_const, a=a, g0c=g0[conn], G1c=G1[conn], xkc=xk[conn], conn=conn,
+                              feas=feas, qrows=sp.csr_matrix(Q)))
+        return len(self.lags) - 1
+
+    def _node_rows(self, path, blo, bub):
+        """All rows of a node: for every (k, B) on its path, the Lagrangian row (with the node box)
+        and the qualifying constraints."""
+        ny, ncol = self.bm.ny, self.ncol
+        blocks, los, his = [], [], []
+        for k, B in path:
+            L = self.lags[k]
+            conn = L["conn"]
+            D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
+            cst = L["const"] + float(D @ L["g0c"])
+            a = L["a"] + D @ L["G1c"]
+            row = np.zeros(ncol)
+            if L["feas"]:
+                row[:ny] = a
+                lo0, hi0 = -np.inf, -cst
+            else:
+                row[:ny] = -a
+                row[ncol - 1] = 1.0
+                lo0, hi0 = cst, np.inf
+            blocks.append(sp.csr_matrix(row[None, :]))
+            los.append([lo0])
+            his.append([hi0])
+            if conn.size:
+                blocks.append(L["qrows"])
+                los.append(np.where(B, -np.inf, -L["g0c"]))
+                his.append(np.where(B, -L["g0c"], np.inf))
+        return (sp.vstack(blocks, format="csr"), np.concatenate([np.asarray(v, float) for v in los]),
+                np.concatenate([np.asarray(v, float) for v in his]))
+
+    def _children(self, node, k):
+        """(path, box lo, box hi) of the children of ``node`` for the new Lagrangian ``k``."""
+        L = self.lags[k]
+        conn = L["conn"]
+        c = conn.size
+        out = []
+        br = np.isin(conn, self.branchable) if self.opts.reduction else np.zeros(c, dtype=bool)
+        xk = L["xkc"]
+        for B in itertools.product((False, True), repeat=c):
+            B = np.array(B, dtype=bool)
+            blo, bub = node.blo.copy(), node.bub.copy()
+            for j in np.flatnonzero(br):
+                i = conn[j]
+                # x_i(y) lies between the box end selected by B and x^k (docs/gop.md)
+                if B[j]:
+                    blo[i] = min(max(blo[i], xk[j]), bub[i])
+                else:
+                    bub[i] = max(min(bub[i], xk[j]), blo[i])
+            out.append((node.path + ((k, B),), blo, bub))
+        return out
+
+    def _solve_nodes(self, node_rows, oa_tol):
+        """node_rows: list of full (A, lo, hi) for each node -> list of result dicts."""
+        ex = self.opts.executor
+        if ex is None or len(node_rows) == 1:
+            res = [self.rd.solve_node(A, lo, hi, oa_tol) for (A, lo, hi) in node_rows]
+            self.rd.take_new_cuts()
+            return res
+        nw = getattr(ex, "_max_workers", None) or 2
+        nchunk = min(len(node_rows), max(2, nw))
+        chunks = [node_rows[i::nchunk] for i in range(nchunk)]
+        if self._payload_cache is None:
+            self._payload_cache = self.rd.data()
+        base = self._payload_cache
+        outs = list(ex.map(solve_batch, [(base, ch, oa_tol) for ch in chunks]))
+        results = [None] * len(node_rows)
+        for ci, (res, cuts) in enumerate(outs):
+            for j, r in enumerate(res):
+                results[ci + j * nchunk] = r
+            self._add_cuts(cuts)
+        return results
+
+    # ------------------------------------------------------------------ main loop
+    def _run(self):
+        opts, bm, program = self.opts, self.bm, self.program
+        prog = self.progress
+        t0 = self.t0
+        UB, LB = math.inf, -math.inf
+        best_z = None
+        history = []
+        heap = []
+        seq = itertools.count()
+        n_sub = 0
+        status = None
+        y = self._initial_y()
+        if y is None:
+            return self._infeasible(program, "the linear constraints of the relaxed-dual block are infeasible")
+        node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
+        self.lags = []
+        self.branchable = self._branchable()
+        it = 0
+        msg = ""
+        self.n_primal_infeasible = 0
+        while True:
+            it += 1
+            # ---- step 1: primal at y
+            pr = solve_primal(bm, y, self.xlb, self.xub)
+            feas = False
+            if pr.status == "optimal":
+                z = np.zeros(program.n)
+                z[bm.xi], z[bm.yi] = pr.x, y
+                val = program.objective.value(z)
+                if math.isnan(val):
+                    raise SolverBugError("GOP: the objective is NaN at a primal solution")
+                viol = program.max_violation(z)
+                if viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))) and val < UB:
+                    UB, best_z = float(val), z
+            else:
+                self.n_primal_infeasible += 1
+                pr = feasibility_primal(bm, y, self.xlb, self.xub)
+                feas = True
+            xbar = pr.x.copy()
+            if opts.reduction and self.branchable.size:
+                # linearise the branchable variables at a point in the middle part of the node box so
+                # that every split shrinks the box geometrically (docs/gop.md, "branching point")
+                br = self.branchable
+                w = node.bub[br] - node.blo[br]
+                xbar[br] = np.clip(xbar[br], node.blo[br] + 0.25 * w, node.bub[br] - 0.25 * w)
+            const, a, g0, G1 = bm.lagrangian(xbar, y, pr.lam, feasibility=feas)
+            k = self._new_lagrangian((const, a, g0, G1, xbar, feas))
+            # ---- steps 2-3: children of the selected node
+            kids = self._children(node, k)
+            full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
+            oa_tol = self._oa_tol(UB, node.value)
+            results = self._solve_nodes(full, oa_tol)
+            n_sub += len(results)
+            for ((path, blo, bub), r) in zip(kids, results):
+                if r["status"] != "optimal":
+                    continue  # infeasible region: fathomed
+                v = max(r["value"], node.value)  # children only add constraints
+                if v >= UB:
+                    continue
+                heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
+            # ---- step 4: lowest relaxed dual
+            while True:
+                LB = heap[0].value if heap else (UB if math.isfinite(UB) else math.inf)
+                tol = self._tol(UB)
+                if not heap or UB - LB <= tol:
+                    break
+                top = heap[0]
+                ot = self._oa_tol(UB, LB)
+                if top.oa_gap > ot and top.oa_gap > 1e-12:
+                    # refine a node whose outer approximation was loose before expanding it
+                    heapq.heappop(heap)
+                    rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot)[0]
+                    n_sub += 1
+                    if rr["status"] == "optimal":
+                        v = max(rr["value"], top.value)
+                        if v < UB:
+                            top.value, top.y, top.oa_gap = v, rr["y"], rr.get("oa_gap", 0.0)
+                            top.seq = next(seq)
+                            heapq.heappush(heap, top)
+                    continue
+                break
+            elapsed = time.perf_counter() - t0
+            gap = UB - LB
+            history.append(dict(iteration=it, time=elapsed, lower=LB, upper=UB, objective=UB if math.isfinite(UB) else None,
+                                n_subproblems=len(results), n_open=len(heap)))
+            prog(f"gop it {it:5d}  LBD {LB: .10g}  UBD {UB: .10g}  gap {gap:.3g}  subproblems {len(results)}  open {len(heap)}")
+            if not heap or UB - LB <= self._tol(UB):
+                if math.isfinite(UB):
+                    status = "optimal"
+                    LB = min(LB, UB)
+                else:
+                    status = "infeasible"
+                    msg = "every relaxed-dual region is infeasible"
+                break
+            if it >= opts.max_iter:
+                status, msg = "iteration_limit", f"max_iter={opts.max_iter} reached"
+                break
+            if opts.time_limit is not None and elapsed >= opts.time_limit:
+                status, msg = "time_limit", f"time_limit={opts.time_limit} s reached"
+                break
+            node = heapq.heappop(heap)
+            y = node.y
+        info = dict(partition=self.part.describe(), connected=[program.names[i] for i in self.part.connected],
+                    primal_block=[program.names[i] for i in self.part.x], n_subproblems=n_sub,
+                    infeasible_primals=self.n_primal_infeasible)
+        if status == "infeasible":
+            return Result(solver=self.name, status="infeasible", lower_bound=math.inf, upper_bound=math.inf,
+                          iterations=it, history=history, message=msg, info=info)
+        return Result(solver=self.name, status=status, x=best_z, objective=UB if math.isfinite(UB) else None,
+                      lower_bound=LB, upper_bound=UB if math.isfinite(UB) else None, iterations=it,
+                      history=history, message=msg, info=info)

@@ -1,0 +1,196 @@
+"""The inequality constraints of a program as one vector ``c(x) <= 0`` (thesis eq. 2.2).
+
+Three blocks, each with its own cheap representation, in this order inside ``c``:
+
+1. **bounds** ``lb_i - x_i <= 0`` and ``x_i - ub_i <= 0`` (finite sides only); Jacobian rows
+   ``-e_i`` / ``+e_i``, so ``J^T diag(d) J`` is diagonal and costs O(n);
+2. **linear rows** ``lo <= a^T x <= hi`` -> up to two rows ``lo - a^T x <= 0``, ``a^T x - hi <= 0``;
+   stored as one sparse matrix ``G`` with ``c_lin = G x - h``;
+3. **convex nonlinear constraints** ``body(x) <= hi`` (``body`` convex); Jacobian and Hessian
+   from :class:`~varopt.program.expression.Expression`.
+
+Slacks ``s = -c(x) > 0`` are what the solver keeps; ``J`` is the Jacobian of ``c``.
+Equality constraints are rejected (the thesis, §2.1, leaves them out as well): eliminate
+them in the model, or relax ``a^T x = b`` to ``b - eps <= a^T x <= b + eps``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import ModelStructureError
+from ...program import Expression, Program
+
+
+def _expression_is_convex(e: Expression) -> bool:
+    ok = all(g.is_convex() for g in e.groups())
+    if ok and len(e.quadratic):
+        H = e.quadratic.hessian_matrix.toarray()
+        ok = np.linalg.eigvalsh(H).min() >= -1e-10 * max(1.0, np.abs(H).max())
+    return bool(ok)
+
+
+def _offending_term(e: Expression) -> str:
+    for g in e.groups():
+        if not g.is_convex():
+            kind = getattr(g, "kind", "log-sum-exp")
+            if np.any(g.mult >= 0):
+                return f"a product of a variable with a {kind} atom"
+            return f"a {kind} term with a negative coefficient"
+    return "an indefinite quadratic form"
+
+
+class ConstraintSet:
+    """``c(x) <= 0`` assembled from a :class:`Program` (see module docstring)."""
+
+    def __init__(self, program: Program):
+        n = program.n
+        self.n = n
+        lb, ub = program.lb, program.ub
+        if np.any(np.isnan(lb)) or np.any(np.isnan(ub)):
+            raise ModelStructureError("variable bounds contain NaN")
+        fixed = np.flatnonzero(lb == ub)
+        if fixed.size:
+            raise ModelStructureError(
+                f"variable {program.names[fixed[0]]!r} is fixed (lb == ub): ipsa needs a strict interior; "
+                "substitute fixed variables in the model")
+        if np.any(lb > ub):
+            k = int(np.flatnonzero(lb > ub)[0])
+            raise ModelStructureError(f"variable {program.names[k]!r} has lb > ub: no feasible point")
+        self.lb_idx = np.flatnonzero(np.isfinite(lb))
+        self.ub_idx = np.flatnonzero(np.isfinite(ub))
+        self.lb = lb[self.lb_idx].copy()
+        self.ub = ub[self.ub_idx].copy()
+
+        rows, h, names = [], [], []
+        self.nonlinear = []  # list of (name, Expression, hi)
+        for c in program.constraints:
+            body = c.body
+            if c.lo == c.hi:
+                raise ModelStructureError(
+                    f"constraint {c.name!r} is an equality: ipsa handles inequality constraints c(x) <= 0 "
+                    "only (thesis §2.1); eliminate it in the model or relax it to a range lo <= body <= hi")
+            if body.is_linear:
+                a = body.linear
+                if np.isfinite(c.hi):
+                    rows.append(a)
+                    h.append(c.hi - body.constant)
+                    names.append(f"{c.name} (<= {c.hi:g})")
+                if np.isfinite(c.lo):
+                    rows.append(-a)
+                    h.append(-(c.lo - body.constant))
+                    names.append(f"{c.name} (>= {c.lo:g})")
+                continue
+            if np.isfinite(c.lo):
+                raise ModelStructureError(
+                    f"constraint {c.name!r}: a lower bound on a nonlinear body gives a non-convex constraint "
+                    "c(x) = lo - body(x) <= 0 (ipsa requires convex c)")
+            if not _expression_is_convex(body):
+                raise ModelStructureError(
+                    f"constraint {c.name!r} is not convex: its body contains {_offending_term(body)}; "
+                    "ipsa requires convex c(x) <= 0")
+            if np.isfinite(c.hi):
+                self.nonlinear.append((c.name, body, float(c.hi)))
+        if rows:
+            self.G = sp.csr_matrix(np.vstack(rows))
+            self.h = np.asarray(h, dtype=float)
+            norms = np.sqrt(np.asarray(self.G.multiply(self.G).sum(axis=1)).ravel())
+            if np.any(norms == 0):
+                k = int(np.flatnonzero(norms == 0)[0])
+                if self.h[k] <= 0:
+                    raise ModelStructureError(f"linear constraint {names[k]} has no variables and no strict interior")
+                # a constant row with positive slack is always satisfied: drop it
+            keep = norms > 0
+            self.G, self.h = self.G[keep], self.h[keep]
+            self.row_names = [nm for nm, k in zip(names, keep) if k]
+        else:
+            self.G = sp.csr_matrix((0, n))
+            self.h = np.zeros(0)
+            self.row_names = []
+        self.GT = self.G.T.tocsr()
+        self.n_lb, self.n_ub, self.n_lin, self.n_nl = self.lb_idx.size, self.ub_idx.size, self.G.shape[0], len(self.nonlinear)
+        self.m = self.n_lb + self.n_ub + self.n_lin + self.n_nl
+        o = np.cumsum([0, self.n_lb, self.n_ub, self.n_lin, self.n_nl])
+        self.sl_lb, self.sl_ub, self.sl_lin, self.sl_nl = (slice(o[0], o[1]), slice(o[1], o[2]),
+                                                           slice(o[2], o[3]), slice(o[3], o[4]))
+        # x >= lb on every variable and nothing else (the L1 split form 2.61): J = -I
+        self.lower_only = (self.n_lb == n and self.m == n)
+        self.names = ([f"lower bound of {program.names[i]}" for i in self.lb_idx]
+                      + [f"upper bound of {program.names[i]}" for i in self.ub_idx]
+                      + self.row_names + [f"{nm} (<= {hi:g})" for nm, _, hi in self.nonlinear])
+
+    # --- values -------------------------------------------------------------------------
+    def slack(self, x) -> np.ndarray:
+        """``s = -c(x)`` (positive exactly when x is strictly feasible)."""
+        if self.lower_only:
+            return x - self.lb
+        s = np.empty(self.m)
+        s[self.sl_lb] = x[self.lb_idx] - self.lb
+        s[self.sl_ub] = self.ub - x[self.ub_idx]
+        if self.n_lin:
+            s[self.sl_lin] = self.h - self.G @ x
+        for k, (_, body, hi) in enumerate(self.nonlinear):
+            s[self.sl_nl.start + k] = hi - body.value(x)
+        return s
+
+    def slack_nonlinear(self, x) -> np.ndarray:
+        return np.array([hi - body.value(x) for _, body, hi in self.nonlinear])
+
+    # --- Jacobian products ------------------------------------------------------------------
+    def nonlinear_jacobian(self, x) -> np.ndarray:
+        """Dense ``(n_nl, n)`` Jacobian of the nonlinear block of ``c``."""
+        if not self.n_nl:
+            return np.zeros((0, self.n))
+        return np.vstack([body.gradient(x) for _, body, _ in self.nonlinear])
+
+    def J_dot(self, dx, Jnl=None) -> np.ndarray:
+        """``J dx`` for the whole of ``c``."""
+        if self.lower_only:
+            return -dx
+        out = np.empty(self.m)
+        out[self.sl_lb] = -dx[self.lb_idx]
+        out[self.sl_ub] = dx[self.ub_idx]
+        if self.n_lin:
+            out[self.sl_lin] = self.G @ dx
+        if self.n_nl:
+            out[self.sl_nl] = Jnl @ dx
+        return out
+
+    def JT_dot(self, v, Jnl=None) -> np.ndarray:
+        """``J^T v``."""
+        if self.lower_only:
+            return -v
+        out = np.zeros(self.n)
+        out[self.lb_idx] -= v[self.sl_lb]  # indices are unique (flatnonzero), so no np.add.at needed
+        out[self.ub_idx] += v[self.sl_ub]
+        if self.n_lin:
+            out += self.GT @ v[self.sl_lin]
+        if self.n_nl:
+            out += Jnl.T @ v[self.sl_nl]
+        return out
+
+    def bound_diagonal(self, d) -> np.ndarray:
+        """Diagonal of ``J_b^T diag(d_b) J_b`` for the bound block (length n)."""
+        if self.lower_only:
+            return d
+        out = np.zeros(self.n)
+        out[self.lb_idx] += d[self.sl_lb]
+        out[self.ub_idx] += d[self.sl_ub]
+        return out
+
+    def nonlinear_hessian(self, x, z_nl) -> np.ndarray:
+        """``sum_j z_j Hess c_j(x)`` over the nonlinear block (dense n x n)."""
+        H = np.zeros((self.n, self.n))
+        for zj, (_, body, _) in zip(z_nl, self.nonlinear):
+            H += zj * body.hessian(x).toarray()
+        return H
+
+    def max_primal_step(self, s, Jdx, frac: float) -> float:
+        """Largest ``a`` keeping the linear part (bounds + rows) strictly feasible: ``frac`` times the
+        distance to the boundary along ``dx`` (eqs. 2.68-2.69 for the L1 box form)."""
+        mlin = self.m - self.n_nl
+        d = Jdx[:mlin]
+        pos = d > 0
+        if not pos.any():
+            return np.inf
+        return frac * float((s[:mlin][pos] / d[pos]).min())

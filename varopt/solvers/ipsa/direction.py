@@ -1,0 +1,156 @@
+"""The primal-dual search direction of IPSA via the reduced system (thesis eqs. 2.20-2.21).
+
+With slacks ``s = -c(x) > 0``, duals ``z > 0`` and ``Sigma = C^{-1} Z = -diag(z / s)``,
+block elimination of the primal-dual Newton system (2.16) gives
+
+    (W + J^T diag(z/s) J) dx = -(g + mu J^T (1/s))                 (2.20)
+    dz = mu/s - z + diag(z/s) J dx                                   (2.21)
+
+where ``g`` is the (noisy) gradient, ``W = B + sum_j z_j Hess c_j`` (``B`` the Hessian
+approximation of :mod:`.hessian`) and ``J`` the Jacobian of ``c``. The right-hand side of
+(2.20) is minus the gradient of the barrier function ``f_mu = f - mu sum log s`` (2.4) with
+``g`` in place of ``grad f``.
+
+The matrix ``M = W + J^T diag(z/s) J`` is assembled according to its structure:
+
+* ``diag``: only bounds and a diagonal ``B`` -> ``M`` is diagonal, ``dx = rhs / M`` in O(n)
+  (the L1 split form 2.61/2.62);
+* ``blocks``: linear rows whose sparsity graph splits the variables into small connected
+  components (e.g. the 2x2 blocks of the L1 box form 2.64/2.65) and a diagonal ``B`` ->
+  batched dense solves of the small blocks, O(n) for bounded block size;
+* ``general``: anything else -> dense Cholesky (n <= 1500) or a sparse LU.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.sparse.csgraph import connected_components
+
+from ...errors import SolverBugError
+
+MAX_BLOCK = 16
+
+
+class ReducedSystem:
+    def __init__(self, cons, diagonal_hessian: bool):
+        self.cons = cons
+        n = cons.n
+        self.n = n
+        if diagonal_hessian and cons.n_nl == 0 and cons.n_lin == 0:
+            self.mode = "diag"
+            return
+        if diagonal_hessian and cons.n_nl == 0:
+            G = cons.G
+            P = (abs(G).T @ abs(G)).tocsr()
+            ncomp, lab = connected_components(P + sp.identity(n, format="csr"), directed=False)
+            sizes = np.bincount(lab, minlength=ncomp)
+            if sizes.max() <= MAX_BLOCK:
+                self.mode = "blocks"
+                self._setup_blocks(lab, sizes)
+                return
+        self.mode = "general"
+
+    # --- block-diagonal structure ---------------------------------------------------------
+    def _setup_blocks(self, lab, sizes):
+        n = self.n
+        order = np.argsort(sizes[lab] * (n + 1) + lab, kind="stable")  # group variables by comp size
+        local = np.zeros(n, dtype=np.int64)  # position of a variable inside its block
+        self.groups = []  # (sz, idx (nc, sz), flat offset)
+        comp_to_block = {}
+        offset = 0
+        for sz in np.unique(sizes):
+            if sz == 1:
+                idx = np.flatnonzero(sizes[lab] == 1)[:, None]
+            else:
+                # vectorized grouping: sort the variables of these components by label
+                vs = np.flatnonzero(sizes[lab] == sz)
+                vs = vs[np.argsort(lab[vs], kind="stable")]
+                idx = vs.reshape(-1, sz)
+            for k, row in enumerate(idx):
+                comp_to_block[int(lab[row[0]])] = (len(self.groups), k)
+            local[idx.ravel()] = np.tile(np.arange(sz), idx.shape[0])
+            self.groups.append((int(sz), idx, offset))
+            offset += idx.size * sz
+        self.flat_size = offset
+        # T maps the row weights d (length n_lin) to the entries of G^T diag(d) G inside the blocks
+        G = self.cons.G.tocsr()
+        ent, rowid, val = [], [], []
+        for r in range(G.shape[0]):
+            cols = G.indices[G.indptr[r]:G.indptr[r + 1]]
+            vals = G.data[G.indptr[r]:G.indptr[r + 1]]
+            g, k = comp_to_block[int(lab[cols[0]])]
+            sz, _, off = self.groups[g]
+            base = off + k * sz * sz
+            pos = base + local[cols][:, None] * sz + local[cols][None, :]
+            ent.append(pos.ravel())
+            rowid.append(np.full(pos.size, r))
+            val.append(np.outer(vals, vals).ravel())
+        if ent:
+            T = sp.csr_matrix((np.concatenate(val), (np.concatenate(ent), np.concatenate(rowid))),
+                              shape=(self.flat_size, G.shape[0]))
+        else:
+            T = sp.csr_matrix((self.flat_size, G.shape[0]))
+        T.sum_duplicates()
+        self.T = T
+        self.diag_pos = np.empty(n, dtype=np.int64)
+        for sz, idx, off in self.groups:
+            nc = idx.shape[0]
+            self.diag_pos[idx.ravel()] = (off + (np.arange(nc)[:, None] * sz * sz)
+                                          + np.arange(sz)[None, :] * (sz + 1)).ravel()
+
+    # --- solve ---------------------------------------------------------------------------------
+    def solve(self, B, d, rhs, Wnl=None, Jnl=None):
+        """Solve ``M dx = rhs`` with ``M = B + Wnl + J^T diag(d) J``.
+
+        ``B`` is a vector (diagonal approximation) or an (n, n) dense/sparse matrix.
+        """
+        cons = self.cons
+        bd = cons.bound_diagonal(d)
+        if self.mode == "diag":
+            return rhs / (B + bd)
+        if self.mode == "blocks":
+            flat = self.T @ d[cons.sl_lin] if cons.n_lin else np.zeros(self.flat_size)
+            flat[self.diag_pos] += B + bd
+            dx = np.empty(self.n)
+            for sz, idx, off in self.groups:
+                nc = idx.shape[0]
+                Mb = flat[off:off + nc * sz * sz]
+                if sz == 1:
+                    dx[idx[:, 0]] = rhs[idx[:, 0]] / Mb
+                elif sz == 2:
+                    Mb = Mb.reshape(nc, 4)
+                    a, b, c, e = Mb[:, 0], Mb[:, 1], Mb[:, 2], Mb[:, 3]
+                    r0, r1 = rhs[idx[:, 0]], rhs[idx[:, 1]]
+                    det = a * e - b * c
+                    dx[idx[:, 0]] = (e * r0 - b * r1) / det
+                    dx[idx[:, 1]] = (a * r1 - c * r0) / det
+                else:
+                    dx[idx] = np.linalg.solve(Mb.reshape(nc, sz, sz), rhs[idx][..., None])[..., 0]
+            return dx
+        # general
+        n = self.n
+        dense = n <= 1500
+        if np.ndim(B) == 1:
+            M = np.diag(B + bd) if dense else sp.diags(B + bd)
+        else:
+            M = (B.toarray() if sp.issparse(B) else np.array(B, dtype=float)) if dense else sp.csr_matrix(B)
+            M = M + (np.diag(bd) if dense else sp.diags(bd))
+        if cons.n_lin:
+            dl = d[cons.sl_lin]
+            GtDG = cons.GT @ sp.diags(dl) @ cons.G
+            M = M + (GtDG.toarray() if dense else GtDG)
+        if cons.n_nl:
+            dn = d[cons.sl_nl]
+            extra = Wnl + (Jnl.T * dn) @ Jnl
+            M = M + (extra if dense else sp.csr_matrix(extra))
+        if dense:
+            try:
+                return sla.cho_solve(sla.cho_factor(M, lower=False, check_finite=False), rhs, check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                try:
+                    return np.linalg.solve(M, rhs)
+                except np.linalg.LinAlgError as exc:
+                    raise SolverBugError(f"reduced system (2.20) is singular: {exc}") from None
+        return spla.spsolve(sp.csc_matrix(M), rhs)

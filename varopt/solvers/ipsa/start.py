@@ -1,0 +1,181 @@
+"""A strictly feasible starting point for IPSA (Fig. 2.1 needs ``c(x_0) < 0``).
+
+* A user point (option ``x0``, or the model's initial values) is used when it is strictly
+  feasible; an explicit ``x0`` that is not strictly feasible is an error.
+* **Bounds only**: ``x_i = lb_i + 1`` / ``ub_i - 1`` / ``0`` for one-sided / free variables and
+  the midpoint for boxes narrower than 2 (``x = 1`` for ``x >= 0``, as in the author's code).
+* **Linear rows**: a phase-1 LP through :mod:`varopt.highs` maximises the common normalised
+  slack ``t``: ``max t  s.t.  (G_r x - h_r)/||G_r|| + t <= 0,  lb_i + t <= x_i <= ub_i - t,
+  t <= 1``. ``t* <= 0`` means there is no strict interior (Slater fails) -> error. When cheap
+  (n <= 1000) the LP point is then moved towards the analytic centre by damped Newton steps on
+  ``-sum log s_i(x) + ||x - x_lp||^2 / 2`` (the proximal term keeps it defined on unbounded sets).
+* **Convex nonlinear constraints**: the same max-slack problem with the nonlinear rows
+  ``(body_j(x) - hi_j)/scale_j + t <= 0`` is solved by SLSQP (scipy) from the LP point.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import InputDataError, ModelStructureError
+
+
+def _solve_lp(c, A, lo, hi, lb, ub):
+    try:
+        from ... import highs  # the one HiGHS layer of varopt
+    except ImportError:  # pragma: no cover - the layer is written in parallel
+        highs = None
+    if highs is not None:
+        res = highs.solve_lp(c, A=A, row_lo=lo, row_hi=hi, lb=lb, ub=ub)
+        return res.status, (None if res.x is None else np.asarray(res.x, dtype=float))
+    from scipy.optimize import linprog  # fallback until varopt.highs exists (also HiGHS underneath)
+    A = sp.csr_matrix(A)
+    fin_hi, fin_lo = np.isfinite(hi), np.isfinite(lo)
+    A_ub = sp.vstack([A[fin_hi], -A[fin_lo]]).tocsr()
+    b_ub = np.concatenate([hi[fin_hi], -lo[fin_lo]])
+    r = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=list(zip(np.where(np.isfinite(lb), lb, None),
+                                                          np.where(np.isfinite(ub), ub, None))), method="highs")
+    return ("optimal" if r.status == 0 else "infeasible" if r.status == 2 else "unbounded" if r.status == 3
+            else "error"), r.x
+
+
+def bounds_interior(lb, ub):
+    x = np.zeros(lb.size)
+    fl, fu = np.isfinite(lb), np.isfinite(ub)
+    both = fl & fu
+    only_l, only_u = fl & ~fu, fu & ~fl
+    x[only_l] = lb[only_l] + 1.0
+    x[only_u] = ub[only_u] - 1.0
+    w = ub[both] - lb[both]
+    x[both] = np.where(w > 2.0, lb[both] + 1.0, lb[both] + 0.5 * w)
+    return x
+
+
+def _linear_rows(cons):
+    """All linear constraints (bounds included) as ``Gx <= h`` with unit-norm rows."""
+    n = cons.n
+    I = sp.identity(n, format="csr")
+    G = sp.vstack([-I[cons.lb_idx], I[cons.ub_idx], cons.G]).tocsr()
+    h = np.concatenate([-cons.lb, cons.ub, cons.h])
+    nrm = np.sqrt(np.asarray(G.multiply(G).sum(axis=1)).ravel())
+    return sp.diags(1.0 / nrm) @ G, h / nrm
+
+
+def phase1_linear(cons, names):
+    n = cons.n
+    G, h = _linear_rows(cons)
+    m = G.shape[0]
+    A = sp.hstack([G, sp.csr_matrix(np.ones((m, 1)))]).tocsr()
+    c = np.zeros(n + 1)
+    c[-1] = -1.0
+    lb = np.full(n + 1, -np.inf)
+    ub = np.full(n + 1, np.inf)
+    ub[-1] = 1.0
+    status, xt = _solve_lp(c, A, np.full(m, -np.inf), h, lb, ub)
+    if status == "infeasible":
+        raise ModelStructureError("the linear constraints and bounds are infeasible (phase-1 LP infeasible)")
+    if status != "optimal" or xt is None:
+        raise ModelStructureError(f"phase-1 LP for a strictly feasible start failed (status {status})")
+    t = xt[-1]
+    x = xt[:-1]
+    if t <= 1e-9:
+        s = h - G @ x
+        k = int(np.argmin(s))
+        raise ModelStructureError(
+            f"the constraints have no strict interior (max common slack {t:.3g} <= 0; tight: "
+            f"{cons.names[k] if k < len(cons.names) else 'row ' + str(k)}); ipsa needs Slater's condition "
+            "c(x) < 0 (thesis §2.1): remove implied equalities or relax them")
+    return x, G, h
+
+
+def centre(x, G, h, iters=30):
+    """Damped Newton on ``-sum log(h - Gx) + ||x - x_lp||^2/2`` from a strictly feasible x."""
+    x_lp = x.copy()
+    Gd = G.toarray()
+    for _ in range(iters):
+        s = h - Gd @ x
+        grad = Gd.T @ (1.0 / s) + (x - x_lp)
+        H = (Gd.T * (1.0 / s ** 2)) @ Gd + np.eye(x.size)
+        dx = -np.linalg.solve(H, grad)
+        dec = float(-grad @ dx)
+        if dec < 1e-10:
+            break
+        Gdx = Gd @ dx
+        pos = Gdx > 0
+        a = min(1.0, 0.95 * float(np.min(s[pos] / Gdx[pos]))) if np.any(pos) else 1.0
+        f0 = -np.sum(np.log(s)) + 0.5 * np.sum((x - x_lp) ** 2)
+        while a > 1e-12:
+            xn = x + a * dx
+            sn = h - Gd @ xn
+            if np.all(sn > 0) and -np.sum(np.log(sn)) + 0.5 * np.sum((xn - x_lp) ** 2) <= f0 - 0.25 * a * dec:
+                x = xn
+                break
+            a *= 0.5
+        else:
+            break
+    return x
+
+
+def phase1_nonlinear(cons, x):
+    from scipy.optimize import minimize
+
+    G, h = _linear_rows(cons)
+    Gd = G.toarray()
+    sc = [max(1.0, float(np.linalg.norm(body.gradient(x)))) for _, body, _ in cons.nonlinear]
+
+    def nl(xt):
+        return np.array([(hi - body.value(xt[:-1])) / s - xt[-1] for (_, body, hi), s in zip(cons.nonlinear, sc)])
+
+    def nl_jac(xt):
+        J = np.vstack([-body.gradient(xt[:-1]) / s for (_, body, _), s in zip(cons.nonlinear, sc)])
+        return np.hstack([J, -np.ones((J.shape[0], 1))])
+
+    cons_list = [{"type": "ineq", "fun": nl, "jac": nl_jac}]
+    if Gd.shape[0]:
+        cons_list.append({"type": "ineq", "fun": lambda xt: h - Gd @ xt[:-1] - xt[-1],
+                          "jac": lambda xt: np.hstack([-Gd, -np.ones((Gd.shape[0], 1))])})
+    t0 = min(0.0, float(np.min(nl(np.append(x, 0.0)))))
+    xt0 = np.append(x, t0 - 1.0)
+    res = minimize(lambda xt: -xt[-1], xt0, jac=lambda xt: np.append(np.zeros(x.size), -1.0),
+                   constraints=cons_list, bounds=[(None, None)] * x.size + [(None, 1.0)], method="SLSQP",
+                   options={"maxiter": 500, "ftol": 1e-12})
+    xn = res.x[:-1]
+    return xn
+
+
+def strictly_feasible_start(cons, program, x0=None):
+    """Return a strictly feasible x (see module docstring); raise when there is none."""
+    n = cons.n
+    if x0 is not None:
+        x0 = np.asarray(x0, dtype=float).ravel()
+        if x0.size != n:
+            raise InputDataError(f"x0 has length {x0.size}, the program has {n} variables")
+        if not np.all(np.isfinite(x0)):
+            raise InputDataError("x0 contains NaN or inf")
+        s = cons.slack(x0)
+        if s.size and not np.all(s > 0):
+            k = int(np.argmin(s))
+            raise InputDataError(f"x0 is not strictly feasible: {cons.names[k]} has slack {s[k]:.3g} (needs c(x0) < 0)")
+        return x0
+    px = program.x0
+    if px is not None and np.all(np.isfinite(px)):
+        s = cons.slack(px)
+        if not s.size or np.all(s > 1e-12):
+            return px.copy()
+    if cons.n_lin == 0:
+        x = bounds_interior(program.lb, program.ub)
+    else:
+        x, G, h = phase1_linear(cons, program.names)
+        if n <= 1000:
+            x = centre(x, G, h)
+    if cons.n_nl:
+        s = cons.slack(x)
+        if not np.all(s > 0):
+            x = phase1_nonlinear(cons, x)
+            s = cons.slack(x)
+            if not np.all(s > 0):
+                k = int(np.argmin(s))
+                raise ModelStructureError(
+                    f"could not find a strictly feasible point: {cons.names[k]} has slack {s[k]:.3g}; "
+                    "the constraints may have no strict interior (ipsa needs c(x) < 0 somewhere) -- or pass x0")
+    return x

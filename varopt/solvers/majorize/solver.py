@@ -1,0 +1,307 @@
+"""The ``majorize`` solver: Algorithm 2 of Jebara & Choromanska (NIPS 2012) on a compiled program.
+
+Recognised objective (internal, minimised)::
+
+    f(theta) = k + c^T theta + 1/2 theta^T H theta                (linear, PSD quadratic, square atoms)
+             + sum_{g: c_g > 0} c_g log sum_{k in g} exp(A_k theta + b_k)    (partition functions)
+             + sum_{g: c_g < 0} c_g log sum_{k in g} exp(A_k theta + b_k)    (latent numerators, section 4)
+
+subject to linear constraints and bounds (``theta in Lambda``). Each iteration at ``theta~``:
+Algorithm 1 bounds every positive term (``Sigma_g``), the Jensen bound of section 4 replaces every
+negative one by its tangent plane, giving the majorizer
+
+    m(D) = f(theta~) + u^T D + 1/2 D^T (H + sum_g c_g Sigma_g + rho I) D,   u = grad f(theta~),
+
+and the step minimises ``m`` over ``theta~ + D in Lambda`` (Algorithm 2 step 3: a QP solved by
+varopt.highs; without constraints the closed form ``D = -Sigma^{-1} u`` by Cholesky, or by
+Woodbury when the bound is low rank, Algorithm 4). ``f(theta~ + D) <= m(D) <= m(0) = f(theta~)``
+makes the iteration monotone; the solver checks both inequalities every iteration and raises
+:class:`~varopt.errors.SolverBugError` when ``f`` exceeds the majorizer by more than 1e-12 relative.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from ...errors import InputDataError, InvalidOptionError, ModelStructureError, SolverBugError
+from ...options import Option, OptionSet, common_options, nonnegative, positive
+from ...registry import Progress, Solver, register_solver
+from ...result import Result
+from .bound import compute_bound
+from .lowrank import LowRankSigma, diagonal_dominance
+
+#: relative slack allowed between f(theta_new) and the majorizer (rounding only)
+MONO_TOL = 1e-12
+
+
+def _finite(name, arr, allow_neginf=False):
+    a = arr.data if sp.issparse(arr) else np.asarray(arr, dtype=float)
+    bad = np.isnan(a) | (np.isposinf(a)) | (np.isneginf(a) if not allow_neginf else False)
+    if np.any(bad):
+        raise InputDataError(f"{name} contains NaN or inf")
+
+
+class MajorizeModel:
+    """The program split into the pieces Algorithm 2 needs (checked once)."""
+
+    def __init__(self, program):
+        obj = program.objective
+        oname = program.objective_name
+        n = program.n
+        self.program = program
+        self.n = n
+        for a in obj.atoms:
+            if a.kind != "square":
+                raise ModelStructureError(
+                    f"majorize: {oname!r} has a {a.kind!r} atom ({len(a)} row(s)); only log-sum-exp (partition "
+                    "function) terms, linear terms and convex quadratic regularizers are log-linear/quadratic")
+            if np.any(a.mult >= 0):
+                r = int(np.flatnonzero(a.mult >= 0)[0])
+                raise ModelStructureError(
+                    f"majorize: {oname!r} has a product w*g: variable {program.names[a.mult[r]]!r} times a square "
+                    "atom; products of variables are not supported")
+            if np.any(a.coef < 0):
+                raise ModelStructureError(f"majorize: {oname!r} has a square atom with a negative coefficient "
+                                          "(a concave quadratic); the majorizer would not be convex")
+        for g in obj.lse:
+            if np.any(g.mult >= 0):
+                r = int(np.flatnonzero(g.mult >= 0)[0])
+                raise ModelStructureError(
+                    f"majorize: {oname!r} has a product w*log-sum-exp: variable {program.names[g.mult[r]]!r} "
+                    "multiplies a partition function; only constant coefficients are supported")
+            _finite(f"log-sum-exp features of {oname!r}", g.A)
+            _finite(f"log-sum-exp offsets (log base measure) of {oname!r}", g.b, allow_neginf=True)
+            _finite(f"log-sum-exp coefficients of {oname!r}", g.coef)
+        _finite(f"linear coefficients of {oname!r}", obj.linear)
+        _finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
+        quad_only = obj.copy()
+        quad_only.lse = []
+        self.H, self.c, self.k = quad_only.as_quadratic()
+        _finite(f"square atoms of {oname!r}", self.H)
+        if self.H.nnz:
+            Hd = self.H.toarray() if n <= 3000 else None
+            if Hd is not None:
+                ev = np.linalg.eigvalsh(Hd).min()
+                if ev < -1e-10 * max(1.0, np.abs(Hd).max()):
+                    raise ModelStructureError(
+                        f"majorize: the quadratic part of {oname!r} is not positive semidefinite (min eigenvalue "
+                        f"{ev:.3g}); the majorizer of a nonconvex quadratic is not a QP")
+        # split the log-sum-exp groups by coefficient sign
+        pos, neg = [], []
+        for g in obj.lse:
+            sgn = np.sign(g.coef)
+            for want, store in ((1, pos), (-1, neg)):
+                sel = np.flatnonzero(sgn == want)
+                if sel.size:
+                    store.append((g, sel))
+        self.pos = self._merge(pos)
+        self.neg = self._merge(neg)
+        # constraints
+        for c in program.constraints:
+            if not c.body.is_linear:
+                raise ModelStructureError(
+                    f"majorize: constraint {c.name!r} is nonlinear; Algorithm 2 needs a convex set Lambda given by "
+                    "linear constraints and bounds")
+        self.A, self.lo, self.hi, _ = program.linear_constraints()
+        for nm, arr in (("constraint matrix", self.A), ("variable lower bounds", program.lb),
+                        ("variable upper bounds", program.ub)):
+            a = arr.data if sp.issparse(arr) else arr
+            if np.any(np.isnan(a)):
+                raise InputDataError(f"{nm} contains NaN")
+        self.lb, self.ub = program.lb, program.ub
+        self.constrained = self.A.shape[0] > 0 or np.any(np.isfinite(self.lb)) or np.any(np.isfinite(self.ub))
+        self.convex = self.neg is None
+
+    @staticmethod
+    def _merge(parts):
+        """One (A, b, seg, coef) for the selected groups of several LseGroups."""
+        if not parts:
+            return None
+        As, bs, segs, coefs = [], [], [], []
+        off = 0
+        for g, sel in parts:
+            rows = np.concatenate([np.arange(g.starts[s], g.starts[s + 1] if s + 1 < len(g.starts) else g.seg.size)
+                                   for s in sel]) if sel.size != len(g) else np.arange(g.seg.size)
+            As.append(g.A[rows])
+            bs.append(g.b[rows])
+            _, inv = np.unique(g.seg[rows], return_inverse=True)
+            segs.append(inv + off)
+            coefs.append(g.coef[sel])
+            off += sel.size
+        return (sp.vstack(As).tocsr(), np.concatenate(bs), np.concatenate(segs), np.concatenate(coefs))
+
+    # --- evaluation -------------------------------------------------------------------------------------------
+    def value(self, x):
+        return self.program.objective.value(x)
+
+    def gradient(self, x):
+        return self.program.objective.gradient(x)
+
+
+@register_solver
+class MajorizeSolver(Solver):
+    name = "majorize"
+    summary = "Quadratic bound majorization of log-partition objectives (Jebara & Choromanska 2012)"
+    options = OptionSet(common_options(max_iter=1000) + [
+        Option("tol", 1e-8, "stop when the relative objective change <= tol and the relative parameter change "
+               "<= sqrt(tol)", float, positive, "must be positive"),
+        Option("bound", "full", "curvature of the bound: 'full' (Algorithm 1 Sigma, exact) or 'lowrank' "
+               "(Algorithm 4, V^T S V + D with diagonal absorption)", ("full", "lowrank")),
+        Option("rank", 8, "rank k of the low-rank bound (bound='lowrank')", int, positive, "must be positive"),
+        Option("ridge", 0.0, "proximal term rho/2 ||theta - theta~||^2 added to the majorizer (keeps it a "
+               "majorizer; use when the bound is singular, e.g. no regularization)", float, nonnegative,
+               "must be >= 0"),
+        Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
+               bool),
+        Option("x0", None, "starting point (array of length n); default: the program's x0 or 0",
+               lambda v: np.asarray(v, dtype=float).ravel()),
+    ])
+
+    def _solve(self, program, opts) -> Result:
+        t0 = time.perf_counter()
+        model = MajorizeModel(program)
+        n = program.n
+        prog = Progress(opts.verbose)
+        x = program.x0.copy() if opts.x0 is None else np.array(opts.x0, dtype=float)
+        if x.size != n:
+            raise InvalidOptionError(f"option 'x0' has length {x.size}, the program has {n} variables")
+        x = np.where(np.isnan(x), 0.0, x)
+        if not np.all(np.isfinite(x)):
+            raise InputDataError("starting point x0 contains inf")
+        qp = None
+        if model.constrained:
+            from ... import highs  # the one HiGHS layer
+            qp = highs
+            x = np.clip(x, model.lb, model.ub)
+            if program.max_violation(x) > 1e-9:
+                res = qp.solve_lp(-x, A=model.A if model.A.shape[0] else None,
+                                  row_lo=model.lo if model.A.shape[0] else None,
+                                  row_hi=model.hi if model.A.shape[0] else None,
+                                  lb=model.lb, ub=model.ub, Q=sp.identity(n, format="csr"),
+                                  const=0.5 * float(x @ x))
+                if res.status == "infeasible":
+                    return Result(self.name, "infeasible", message="the linear constraints and bounds are infeasible")
+                if res.status != "optimal":
+                    return Result(self.name, "error", message=f"projection of x0 onto the constraints: {res.status}")
+                x = np.asarray(res.x, dtype=float)
+        f = model.value(x)
+        if not np.isfinite(f):
+            raise InputDataError(f"the objective is not finite at the starting point ({f})")
+        history = [dict(iteration=0, time=time.perf_counter() - t0, lower=None, upper=f, objective=f, step=0.0)]
+        status, message = "iteration_limit", ""
+        it = 0
+        for it in range(1, opts.max_iter + 1):
+            u = model.gradient(x)
+            step, mval, info = self._step(model, x, u, opts, qp)
+            if step is None:
+                status, message = info, "QP subproblem failed"
+                break
+            if mval > 0:
+                # an inexact QP answer worse than D = 0: the majorizer says theta~ is optimal
+                step, mval = np.zeros(n), 0.0
+            x_new = x + step
+            f_new = model.value(x_new)
+            scale = max(1.0, abs(f))
+            if opts.check_bound and f_new > f + mval + MONO_TOL * scale:
+                raise SolverBugError(
+                    f"majorize: the objective {f_new!r} exceeds its majorizer {f + mval!r} at iteration {it} "
+                    f"(relative violation {(f_new - f - mval) / scale:.3g}); the bound is not an upper bound")
+            if f_new > f + MONO_TOL * scale:
+                raise SolverBugError(f"majorize: the objective increased from {f!r} to {f_new!r} at iteration {it}")
+            rel_f = abs(f - f_new) / scale
+            rel_x = float(np.linalg.norm(step)) / max(1.0, float(np.linalg.norm(x)))
+            x, f = x_new, f_new
+            now = time.perf_counter() - t0
+            history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
+                                majorizer_decrease=-mval, **info))
+            prog(f"majorize it {it:5d}  f {f:.12g}  rel df {rel_f:.3g}  rel dx {rel_x:.3g}  t {now:.3g}s")
+            if rel_f <= opts.tol and rel_x <= np.sqrt(opts.tol):
+                status = "optimal" if model.convex else "converged"
+                break
+            if opts.time_limit is not None and now >= opts.time_limit:
+                status = "time_limit"
+                break
+        res = Result(self.name, status, x=x, objective=f, upper_bound=f, iterations=it, history=history,
+                     message=message)
+        res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex)}
+        return res
+
+    # --- one majorization step ----------------------------------------------------------------------------------
+    def _step(self, model, x, u, opts, qp):
+        """Minimise the majorizer ``m(D) = u^T D + 1/2 D^T Sigma D`` over the feasible set; returns (D, m(D), info)."""
+        n = model.n
+        ridge = opts.ridge
+        info = {}
+        parts = None
+        if model.pos is not None:
+            A, b, seg, coef = model.pos
+            parts = compute_bound(A, b, seg, x, coef)
+        if opts.bound == "lowrank":
+            D0 = diagonal_dominance(model.H) + ridge
+            L = LowRankSigma(n, opts.rank, D0)
+            if parts is not None:
+                L.add_rows(parts.R)
+            if not model.constrained:
+                try:
+                    step = -L.solve(u)
+                except np.linalg.LinAlgError:
+                    # singular diagonal: add the smallest proximal term that makes it invertible
+                    L.D = L.D + 1e-8 * max(1.0, float(np.max(L.D, initial=0.0)))
+                    step = -L.solve(u)
+                return step, float(u @ step + 0.5 * step @ L.matvec(step)), info
+            Q = L.dense()
+        else:
+            R = parts.R if parts is not None else None
+            Hdiag = model.H.nnz == 0 or (model.H - sp.diags(model.H.diagonal())).count_nonzero() == 0
+            if (not model.constrained and R is not None and Hdiag and R.shape[0] < n // 2):
+                # exact Woodbury: Sigma = Dg + R^T R with a small number of rows
+                Dg = model.H.diagonal() + ridge
+                if np.all(Dg > 0):
+                    Rd = (R.toarray() if sp.issparse(R) else R)
+                    RD = Rd / Dg
+                    C = np.eye(Rd.shape[0]) + RD @ Rd.T
+                    step = -(u / Dg - RD.T @ np.linalg.solve(C, RD @ u))
+                    Sstep = Dg * step + Rd.T @ (Rd @ step)
+                    return step, float(u @ step + 0.5 * step @ Sstep), info
+            Q = model.H.toarray() if model.H.nnz else np.zeros((n, n))
+            if R is not None:
+                Q = Q + (R.T @ R).toarray()
+            if ridge:
+                Q[np.diag_indices(n)] += ridge
+        if not model.constrained:
+            step = self._psd_solve(Q, -u)
+            return step, float(u @ step + 0.5 * step @ (Q @ step)), info
+        # Algorithm 2 step 3 as a QP in D = theta - theta~
+        Qs = sp.csr_matrix(0.5 * (Q + Q.T))
+        m = model.A.shape[0]
+        Ax = model.A @ x if m else None
+        res = qp.solve_lp(u, A=model.A if m else None, row_lo=(model.lo - Ax) if m else None,
+                          row_hi=(model.hi - Ax) if m else None, lb=model.lb - x, ub=model.ub - x, Q=Qs)
+        if res.status != "optimal":
+            return None, None, res.status if res.status in ("infeasible", "unbounded") else "error"
+        step = np.asarray(res.x, dtype=float)
+        # keep theta inside the box despite QP tolerances
+        step = np.clip(x + step, model.lb, model.ub) - x
+        return step, float(u @ step + 0.5 * step @ (Q @ step)), info
+
+    @staticmethod
+    def _psd_solve(Q, rhs):
+        """Solve ``Q D = rhs`` for PSD ``Q``; a tiny proximal term is added if ``Q`` is singular."""
+        try:
+            c = sla.cho_factor(Q, check_finite=False)
+            sol = sla.cho_solve(c, rhs, check_finite=False)
+            if np.all(np.isfinite(sol)):
+                return sol
+        except np.linalg.LinAlgError:
+            pass
+        scale = max(1.0, float(np.max(np.abs(np.diag(Q)), initial=0.0)))
+        for eps in (1e-12, 1e-10, 1e-8, 1e-6, 1e-4):
+            try:
+                c = sla.cho_factor(Q + eps * scale * np.eye(Q.shape[0]), check_finite=False)
+                return sla.cho_solve(c, rhs, check_finite=False)
+            except np.linalg.LinAlgError:
+                continue
+        raise SolverBugError("majorize: the bound curvature is not positive semidefinite")
