@@ -104,10 +104,10 @@ def errors(datasets, alpha, k0, extra_ipsa_passes=(10,)):
 
 def table(title, errs):
     print(f"\n{title}")
-    print(f"{'method':<24s} {'mean error':>11s} {'std':>8s} {'/ projected gradient':>21s}")
+    print(f"{'method':<24s} {'mean error':>11s} {'std':>8s} {'median':>8s} {'mean / proj. gradient':>22s}")
     pg = errs["projected gradient"].mean()
     for k, v in errs.items():
-        print(f"{k:<24s} {v.mean():11.4f} {v.std():8.4f} {v.mean() / pg:21.3f}")
+        print(f"{k:<24s} {v.mean():11.4f} {v.std():8.4f} {np.median(v):8.4f} {v.mean() / pg:22.3f}")
 
 
 def main(quick=False):

@@ -157,6 +157,13 @@ def test_recognised_atom_structure():
     assert len(kinds["xlogx"]) == N * K and np.all(kinds["xlogx"].mult < 0)
     assert len(kinds["neglog"]) == N * K and np.all(kinds["neglog"].mult >= 0)
     assert len(prog.objective.lse) == 1 and len(prog.objective.lse[0]) == 1
+    # finite-sum labels: the rows of data point n (first axis of phi) share label n
+    for a in (kinds["square"], kinds["xlogx"], kinds["neglog"]):
+        w = a.mult >= 0
+        if w.any():
+            n_of_mult = np.array([int(prog.names[j].split("[")[1].split(",")[0]) for j in a.mult[w]])
+            assert np.array_equal(a.label[w], n_of_mult)
+    assert sorted(kinds["xlogx"].label.tolist()) == sorted(list(range(N)) * K)
     pairs = prog.interactions()
     assert (prog.index["phi[0,0]"], prog.index["mu[0]"]) in {tuple(sorted(p)) for p in pairs}
 

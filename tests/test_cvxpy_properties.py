@@ -155,6 +155,10 @@ def test_values_match_cvxpy(seed, terms, cons, maximize):
             assert close(mine, r_ref, 1e-9), (cons[k], mine, r_ref)
 
 
+def _fd_directional(fun, x, d, h):
+    return (fun(x + h * d) - fun(x - h * d)) / (2 * h)
+
+
 def residual_parts(prog, prob, k):
     """Program constraints of CVXPY constraint ``k`` and the sign/bound giving ``args[0] - args[1]``.
 

@@ -425,3 +425,18 @@ def test_sparse_rows_and_bounds_cost_linear_structure():
     r = ipsa(P, passes=1)
     assert r.info["system"] == "diag" and r.iterations == 200
     assert np.all(r.x > 0)
+
+
+def test_time_limit_and_seeded_uniform_sampling():
+    A, y = random_data(9, n=50, m=4)
+    P = lasso_split_program(A, y, 0.1)
+    r = ipsa(P, passes=10 ** 6, time_limit=0.3)
+    assert r.status == "time_limit" and 0 < r.iterations < 50 * 10 ** 6
+    r1 = ipsa(P, passes=2, sampling="uniform", seed=4)
+    r2 = ipsa(P, passes=2, sampling="uniform", seed=4)
+    r3 = ipsa(P, passes=2, sampling="uniform", seed=5)
+    np.testing.assert_array_equal(r1.x, r2.x)
+    assert not np.array_equal(r1.x, r3.x)
+    h = r1.history[-1]
+    assert h["mu"] > 0 and h["eta"] > 0 and 0 < h["step"] <= h["step_max"]
+    assert r1.info["system"] == "diag" and 0 < r1.info["mean_step_ratio"] <= 1

@@ -20,8 +20,6 @@ def data(seed=0, n=40, m=4):
 
 
 def exact_lasso(X, y, alpha, fit_intercept=False):
-    import cvxpy as cp
-
     prob, v = l1_least_squares_cvxpy(X, y, alpha, "box", fit_intercept)
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
     return v["w"].value, (float(v["b"].value) if fit_intercept else 0.0), prob.value
@@ -194,3 +192,41 @@ def test_baselines_reach_the_lasso_solution_with_many_passes():
     assert np.all(x >= 0) and np.sum(x == 0) >= 4
     with pytest.raises(InputDataError):
         bl.subgradient(X, y[:3], 0.1)
+
+
+def test_pyomo_ball_constraint_with_noisy_oracle_end_to_end():
+    """A convex nonlinear constraint compiled from Pyomo: min c.x s.t. sum x_j^2 <= 2."""
+    import pyomo.environ as pyo
+
+    c = np.array([1.0, -2.0, 0.5])
+    M = pyo.ConcreteModel()
+    M.x = pyo.Var(range(3), initialize=0.0)
+    M.ball = pyo.Constraint(expr=sum(M.x[j] ** 2 for j in range(3)) <= 2.0)
+    M.obj = pyo.Objective(expr=sum(float(c[j]) * M.x[j] for j in range(3)))
+    seen = []
+
+    def cb(it, x, z, s):
+        seen.append(float(np.sum(x ** 2)))
+
+    def noisy(x, rng):
+        return c + 0.2 * rng.normal(size=3)
+
+    res = pyo.SolverFactory("ipsa").solve(M, oracle=noisy, max_iter=3000, k0=1.0, step_power=0.7, callback=cb)
+    x = np.array([pyo.value(M.x[j]) for j in range(3)])
+    x_star = -np.sqrt(2.0) * c / np.linalg.norm(c)
+    assert np.max(np.abs(x - x_star)) < 0.05
+    assert max(seen) < 2.0 and res.varopt_result.iterations == 3000
+
+
+def test_a1a_online_logistic_accuracy():
+    from conftest import data_dir
+    from sklearn.datasets import load_svmlight_file
+
+    d = data_dir("a1a")
+    X, y = load_svmlight_file(str(d / "a1a"), n_features=123)
+    Xt, yt = load_svmlight_file(str(d / "a1a.t"), n_features=123)
+    est = L1LogisticRegression(alpha=1e-3, passes=1, k0=1.0).fit(X, y)
+    acc = np.mean(est.predict(Xt[:5000]) == yt[:5000])
+    base = max(np.mean(yt[:5000] == 1), np.mean(yt[:5000] == -1))
+    assert acc > base + 0.05  # one on-line pass beats the majority class (76 %) clearly
+    assert est.coef_.shape == (123,)

@@ -55,18 +55,40 @@ modify it in place and the next ``solve()`` starts from the previous simplex bas
 HiGHS: ``delete_rows`` shifts the rows after the deleted ones down and returns the map
 ``old index -> new index`` (``-1`` for deleted rows).
 
-QP accuracy
------------
-HiGHS's active-set QP solver adds ``qp_regularization_value * I`` (default 1e-7) to
-``Q``, which perturbs ``x`` and the duals at the 1e-7 level. The layer therefore solves
-QPs with a much smaller regularisation and then *polishes* the active-set solution: with
-the active set ``W`` read off HiGHS's basis it solves the equality-constrained KKT system
-of ``min 1/2 x'Qx + c'x  s.t. rows/columns in W at their bound`` exactly (least squares
-for singular systems) and keeps the polished point only if it is primal feasible, dual
-sign-feasible and has a smaller KKT residual (see :func:`kkt_residual`).
+LP reliability
+--------------
+HiGHS 1.15's presolve wrongly calls some tiny degenerate LPs "infeasible" (found by the
+random status tests). Every "infeasible"/"unbounded" LP answer reached with presolve (cold
+solves; warm solves skip presolve and the simplex answer comes with a ray) is therefore
+confirmed by a phase-1 LP (presolve off); on a contradiction the model is re-solved without
+presolve. Set ``model.verify_status = False`` to skip this (one extra LP solve per such answer).
+
+QP accuracy and reliability
+---------------------------
+HiGHS's active-set QP solver (the only QP solver in HiGHS 1.15) (i) adds
+``qp_regularization_value * I`` (1e-7) to ``Q``, perturbing ``x`` and the duals at the 1e-7
+level, (ii) cycles on some small degenerate QPs, (iii) sometimes calls a singular PSD ``Q``
+"non-convex", and (iv) sometimes returns "optimal" for a point that is not (KKT residual
+O(1)); (ii)-(iv) hit ~10% of random 2..12-variable box-constrained QPs. The layer therefore:
+
+1. *polishes* every QP answer: with the active set ``W`` read off the solution (bounds hit
+   within a tolerance with a dual of the right sign) it solves the equality-constrained KKT
+   system ``[Q_FF -A_WF'; A_WF 0][x_F; y_W] = [-c_F - Q_FC l_C; b_W - A_WC l_C]`` (columns
+   ``C`` fixed at their active bound; least squares when singular) and keeps the polished
+   point if its :func:`kkt_residual` is smaller;
+2. accepts an "optimal" answer only if ``kkt_residual <= 1e-8 * scale`` (scale = 1 + the
+   largest term of the stationarity equation), otherwise retries HiGHS with presolve off
+   and regularisation 1e-5, then 1e-3, and finally solves the QP with Clarabel (interior
+   point, tolerances 1e-10) followed by the same polish. ``res.info`` records the
+   ``attempts``, the ``kkt`` residual and whether the point was ``polished``; an answer that
+   stays above the threshold is flagged ``info["unverified"]`` (status "error" if 1000x above);
+3. confirms "infeasible" by a phase-1 LP and "unbounded" by the LP
+   ``min c'd s.t. Q d = 0, d in the recession cone, -1 <= d <= 1`` having a negative value
+   (for convex Q the QP is unbounded iff it is feasible and such a d exists).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -207,6 +229,24 @@ def _index(name, idx, size):
     return a
 
 
+#: Q is checked for PSD by a dense eigenvalue computation at model build up to this size;
+#: larger Q are checked only when HiGHS calls them non-convex (see ``_min_eig``)
+_PSD_CHECK_DENSE_N = 300
+
+
+def _min_eig(Q):
+    """Smallest eigenvalue of the symmetric sparse ``Q`` (dense for n <= 2000, else Lanczos)."""
+    n = Q.shape[0]
+    if n <= 2000:
+        return float(np.linalg.eigvalsh(Q.toarray())[0])
+    import scipy.sparse.linalg as spla
+    try:
+        return float(spla.eigsh(Q.tocsc().astype(float), k=1, which="SA", tol=1e-8,
+                                return_eigenvectors=False, maxiter=20 * n)[0])
+    except spla.ArpackNoConvergence:
+        return 0.0
+
+
 def _hessian_lower(Q, n, name="Q"):
     """Validate a full symmetric PSD-looking ``Q`` and return its lower triangle (csc) or None."""
     if Q is None:
@@ -224,6 +264,10 @@ def _hessian_lower(Q, n, name="Q"):
     if (d < -1e-12 * scale).any():
         j = int(np.argmin(d))
         raise InputDataError(f"{name}: not positive semidefinite (Q[{j},{j}] = {d[j]:.3g} < 0)")
+    if n <= _PSD_CHECK_DENSE_N:
+        lam = float(np.linalg.eigvalsh(M.toarray())[0])
+        if lam < -1e-9 * scale:
+            raise InputDataError(f"{name}: not positive semidefinite (smallest eigenvalue {lam:.3g})")
     L = sp.tril(M, format="csc")
     L.sum_duplicates()
     L.eliminate_zeros()
@@ -236,12 +280,17 @@ _DEFAULT_OPTIONS = {
     "output_flag": False,
     "log_to_console": False,
     "random_seed": 0,
+    # HiGHS's task scheduler is process-global and fixed at first use; a later model asking
+    # for more threads fails with model status "Not Set". LP simplex and the QP solver are
+    # serial anyway, so the layer runs HiGHS single-threaded.
+    "threads": 1,
 }
 
 #: retries of HiGHS's active-set QP solver when it stops without a decision (it can
 #: report a singular PSD Hessian as "Non-convex" (model status "Not Set") and it can
 #: cycle on small degenerate QPs, ~5% of random 2..12-variable instances in testing)
-_QP_RETRIES = ({"qp_regularization_value": 1e-5}, {"qp_regularization_value": 1e-3})
+_QP_RETRIES = ({"qp_regularization_value": 1e-5, "presolve": "off"},
+               {"qp_regularization_value": 1e-3, "presolve": "off"})
 #: an "optimal" QP answer is accepted when kkt_residual <= _KKT_ACCEPT * _kkt_scale
 _KKT_ACCEPT = 1e-8
 
@@ -290,6 +339,8 @@ class HighsModel:
             user["time_limit"] = float(time_limit)
         self._user_options = {}
         self._set_options(user)
+        #: confirm "infeasible"/"unbounded" answers with a phase-1 LP (see ``_solve_lp``)
+        self.verify_status = True
 
         lp = hp.HighsLp()
         lp.num_col_ = n
@@ -322,6 +373,9 @@ class HighsModel:
                 raise InvalidOptionError(f"unknown HiGHS option {name!r} (see HiGHS's option list)")
             if isinstance(val, (np.floating, np.integer, np.bool_)):
                 val = val.item()
+            if name == "threads" and val not in (0, 1):
+                raise InvalidOptionError("HiGHS option 'threads' must be 1 (or 0) in varopt: HiGHS's "
+                                         "scheduler is process-global and cannot grow after first use")
             if self._h.setOptionValue(name, val) != hp.HighsStatus.kOk:
                 raise InvalidOptionError(f"invalid value {val!r} for HiGHS option {name!r}")
             if hasattr(self, "_user_options"):
@@ -508,7 +562,39 @@ class HighsModel:
         infeasible/unbounded/limit outcomes."""
         if self._L is not None:
             return self._solve_qp()
-        return self._solve_once()
+        return self._solve_lp()
+
+    def _solve_lp(self):
+        """LP solve; "infeasible"/"unbounded" answers are confirmed by a phase-1 LP.
+
+        HiGHS 1.15's presolve calls some tiny degenerate feasible LPs "infeasible" (seen
+        in tests/test_highs.py's random integer LPs, e.g. an unbounded LP with a free
+        column); when phase-1 contradicts the answer the model is re-solved with presolve
+        off (simplex only), which was correct in every case tested.
+        """
+        res = self._solve_once()
+        if not self.verify_status or res.status not in ("infeasible", "unbounded") \
+                or res.model_status == "Primal infeasible or unbounded":
+            return res
+        if self._h.getModelPresolveStatus() == self._hp.HighsPresolveStatus.kNotPresolved:
+            return res  # the simplex decided (warm solves skip presolve): it has a ray
+        feas, it = self._phase1()
+        res.iterations += it
+        if feas is None or (res.status == "infeasible") == (feas is False):
+            return res
+        first = res.model_status
+        saved = self._get_option("presolve")
+        try:
+            self._h.setOptionValue("presolve", "off")
+            self._h.clearSolver()
+            res = self._solve_once()
+        finally:
+            self._h.setOptionValue("presolve", saved)
+        res.iterations += it
+        res.message += f"; HiGHS first said {first!r}, contradicted by phase-1, re-solved without presolve"
+        if (res.status == "infeasible" and feas) or (res.status == "unbounded" and not feas):
+            res.status = "error"
+        return res
 
     def _solve_qp(self):
         """Convex QP, verified (see "QP reliability" in the module docstring).
@@ -522,24 +608,41 @@ class HighsModel:
             # cycling shows up as hitting this limit; legitimate runs need O(n + m) iterations
             self._h.setOptionValue("qp_iteration_limit", int(20 * (self._n + self._m) + 1000))
         d = self.data()
-        tries, iters, best = [], 0, None
-        saved = self._get_option("qp_regularization_value")
+        tries, iters, best, psd_checked = [], 0, None, False
+        saved = {k: self._get_option(k) for k in ("qp_regularization_value", "presolve", "time_limit")}
+        t_end = time.perf_counter() + saved["time_limit"]  # the limit covers all attempts
         try:
             for extra in ({},) + _QP_RETRIES + ("clarabel",):
+                remaining = t_end - time.perf_counter()
+                if remaining <= 0:
+                    if best is None:
+                        best = LPResult("error", message="time limit reached", model_status="Time limit reached")
+                    break
                 if extra == "clarabel":
-                    res = _clarabel_solve(d)
+                    res = _clarabel_solve(d, remaining)
                     if res is None:
                         break
                     tries.append("clarabel: " + res.model_status)
                 else:
                     for k, v in extra.items():
                         self._h.setOptionValue(k, v)
+                    if np.isfinite(remaining):
+                        self._h.setOptionValue("time_limit", float(remaining))
                     res = self._solve_once()
                     tries.append(res.model_status)
                 iters += res.iterations
                 if res.model_status == "Time limit reached":
-                    best = res
+                    if best is None or best.status != "optimal":
+                        best = res
                     break
+                if res.model_status == "Not Set" and self._n > _PSD_CHECK_DENSE_N and not psd_checked:
+                    # HiGHS calls Q non-convex: it is sometimes wrong for singular PSD Q
+                    psd_checked = True
+                    lam = _min_eig(d["Q"])
+                    if lam < -1e-9 * max(1.0, float(abs(d["Q"]).max())):
+                        best = LPResult("error", message=f"Q is not positive semidefinite (smallest "
+                                        f"eigenvalue {lam:.3g})", model_status="Non-convex")
+                        break
                 if res.status == "optimal":
                     self._polish(res, d)
                     kkt = res.info["kkt"]
@@ -562,7 +665,8 @@ class HighsModel:
                 elif best is None:
                     best = res
         finally:
-            self._h.setOptionValue("qp_regularization_value", saved)
+            for k, v in saved.items():
+                self._h.setOptionValue(k, v)
         if best is None:
             best = LPResult("error", message="no QP attempt produced a result")
         if best.status == "optimal" and best.info["kkt"] > _KKT_ACCEPT * _kkt_scale(best, d):
@@ -698,17 +802,16 @@ class HighsModel:
             if best <= 1e-13 * _kkt_scale(res, d):
                 break
             try:
-                cand = _polish_kkt(res, d, tol)
+                cands = _polish_kkt(res, d, tol)
             except (np.linalg.LinAlgError, ValueError, RuntimeError):
                 continue
-            if cand is None:
-                continue
-            r = kkt_residual(cand, *args)
-            if r < best:
-                best = r
-                res.x, res.row_duals, res.col_duals = cand.x, cand.row_duals, cand.col_duals
-                res.row_activity, res.objective = cand.row_activity, cand.objective
-                res.info["polished"] = True
+            for cand in cands:
+                r = kkt_residual(cand, *args)
+                if r < best:
+                    best = r
+                    res.x, res.row_duals, res.col_duals = cand.x, cand.row_duals, cand.col_duals
+                    res.row_activity, res.objective = cand.row_activity, cand.objective
+                    res.info["polished"] = True
         res.info["kkt"] = best
 
 
@@ -724,8 +827,9 @@ def _kkt_scale(res, d):
 
 
 def _active_sets(res, d, tol):
-    """Active rows/columns as (index, bound value): at a bound within ``tol`` (relative)
-    with a dual of the right sign, or with a clearly nonzero dual."""
+    """Active rows/columns as (index, bound value, side): at a bound within ``tol``
+    (relative) with a dual of the right sign, or with a clearly nonzero dual. ``side`` is
+    +1 for a lower bound, -1 for an upper bound, 0 for an equality (lo == hi)."""
     x, act, y, z = res.x, res.row_activity, res.row_duals, res.col_duals
     rlo, rhi, lb, ub = d["row_lo"], d["row_hi"], d["lb"], d["ub"]
 
@@ -738,51 +842,115 @@ def _active_sets(res, d, tol):
         at_hi = np.isfinite(hi) & ~at_lo & ((near_hi & (dual <= tol)) | (dual < -big))
         idx = np.flatnonzero(at_lo | at_hi)
         val = np.where(at_lo, lo, hi)[idx]
-        return idx, val
+        side = np.where(at_lo, 1, -1)[idx]
+        side[lo[idx] == hi[idx]] = 0
+        return idx, val, side
 
-    ri, rv = pick(act, rlo, rhi, y)
-    ci, cv = pick(x, lb, ub, z)
-    return ri, rv, ci, cv
+    return pick(act, rlo, rhi, y) + pick(x, lb, ub, z)
 
 
 def _solve_kkt(K, rhs):
-    """Solve the (possibly singular but consistent) KKT system ``K s = rhs``."""
-    k = rhs.size
-    if k <= 600:
-        sol, *_ = np.linalg.lstsq(K.toarray(), rhs, rcond=None)
-        return sol
+    """Solve the (possibly singular but consistent) KKT system ``K s = rhs``: sparse LU,
+    falling back to least squares (dense SVD when small, LSMR otherwise) when singular."""
     import scipy.sparse.linalg as spla
+    k = rhs.size
+    tol = 1e-10 * max(1.0, float(np.abs(rhs).max(initial=0.0)))
     try:
-        sol = spla.splu(K.tocsc()).solve(rhs)
-        if np.isfinite(sol).all() and np.linalg.norm(K @ sol - rhs, np.inf) <= 1e-9 * max(1.0, np.abs(rhs).max()):
+        with np.errstate(all="ignore"):
+            sol = spla.splu(K.tocsc()).solve(rhs)
+        if np.isfinite(sol).all() and float(np.abs(K @ sol - rhs).max(initial=0.0)) <= tol:
             return sol
     except RuntimeError:  # exactly singular
         pass
+    if k <= 800:
+        sol, *_ = np.linalg.lstsq(K.toarray(), rhs, rcond=None)
+        return sol
     return spla.lsmr(K, rhs, atol=1e-15, btol=1e-15, maxiter=20 * k)[0]
 
 
-def _polish_kkt(res, d, tol):
-    """Solve  [Q_FF  -A_WF'; A_WF  0] [x_F; y_W] = [-c_F - Q_FC l_C; b_W - A_WC l_C]
-    where C are the columns fixed at an active bound l_C, F the others and W the active rows;
-    then z = Q x + c - A'y on C, 0 on F."""
+def _polish_kkt(res, d, tol, max_iter=12):
+    """KKT points on the active set read off ``res`` and on shrunken sets.
+
+    Solves  [Q_FF  -A_WF'; A_WF  0] [x_F; y_W] = [-c_F - Q_FC l_C; b_W - A_WC l_C]
+    where C are the columns fixed at an active bound l_C, F the others and W the active
+    rows; then z = Q x + c - A'y on C, 0 on F. Weakly active constraints (zero dual at the
+    HiGHS point) can get a multiplier of the wrong sign; they are dropped from the set, and
+    constraints the new point violates are added, as in a primal-dual active-set method
+    (at most ``max_iter`` systems, stopping on a repeated set). Returns the candidates.
+    """
+    ri, rv, rs, ci, cv, cs = _active_sets(res, d, tol)
+    rlo, rhi, lb, ub = d["row_lo"], d["row_hi"], d["lb"], d["ub"]
+    out, seen = [], set()
+    for _ in range(max_iter):
+        key = (ri.tobytes(), rs.tobytes(), ci.tobytes(), cs.tobytes())
+        if key in seen:  # the set update cycles
+            break
+        seen.add(key)
+        cand = _kkt_point(res.x, d, ri, rv, ci, cv)
+        if cand is None:
+            break
+        out.append(cand)
+        sc = _kkt_scale(cand, d)
+        eps = 1e-12 * sc
+        yw, zw = cand.row_duals[ri], cand.col_duals[ci]
+        bad_r = ((rs > 0) & (yw < -eps)) | ((rs < 0) & (yw > eps))
+        bad_c = ((cs > 0) & (zw < -eps)) | ((cs < 0) & (zw > eps))
+        if bad_r.any() or bad_c.any():
+            # weakly active constraints with a wrong-sign multiplier: release them
+            ri, rv, rs = ri[~bad_r], rv[~bad_r], rs[~bad_r]
+            ci, cv, cs = ci[~bad_c], cv[~bad_c], cs[~bad_c]
+            continue
+        # multipliers fine: fix the constraints the new point violates at the violated bound
+        ptol = 1e-9 * sc
+        add = False
+        for v, lo, hi, which in ((cand.row_activity, rlo, rhi, "r"), (cand.x, lb, ub, "c")):
+            idx_in = ri if which == "r" else ci
+            with np.errstate(invalid="ignore"):
+                low = np.flatnonzero(v < lo - ptol)
+                high = np.flatnonzero(v > hi + ptol)
+            low = np.setdiff1d(low, idx_in)
+            high = np.setdiff1d(high, idx_in)
+            if low.size + high.size == 0:
+                continue
+            add = True
+            new_i = np.concatenate([low, high])
+            new_v = np.concatenate([lo[low], hi[high]])
+            new_s = np.concatenate([np.ones(low.size, int), -np.ones(high.size, int)])
+            o = np.argsort(np.concatenate([idx_in, new_i]), kind="stable")
+            if which == "r":
+                ri, rv, rs = (np.concatenate([ri, new_i])[o], np.concatenate([rv, new_v])[o],
+                              np.concatenate([rs, new_s])[o])
+            else:
+                ci, cv, cs = (np.concatenate([ci, new_i])[o], np.concatenate([cv, new_v])[o],
+                              np.concatenate([cs, new_s])[o])
+        if not add:
+            break
+    return out
+
+
+def _kkt_point(x0, d, ri, rv, ci, cv):
     A, Q, c = d["A"], d["Q"], d["c"]
     n = c.size
-    ri, rv, ci, cv = _active_sets(res, d, tol)
     free = np.ones(n, dtype=bool)
     free[ci] = False
     fi = np.flatnonzero(free)
-    x = res.x.copy()
+    x = x0.copy()
     x[ci] = cv
     if fi.size + ri.size == 0:
         return None
     Qc = Q.tocsc()
-    Qff = Qc[fi][:, fi] if Q is not None else sp.csr_matrix((fi.size, fi.size))
+    Qff = Qc[fi][:, fi]
     AW = A[ri]
     AWF = AW[:, fi]
     rhs_top = -(c[fi] + (Qc[fi][:, ci] @ cv if ci.size else 0.0))
     rhs_bot = rv - (AW[:, ci] @ cv if (ri.size and ci.size) else 0.0)
     K = sp.bmat([[Qff, -AWF.T], [AWF, None]], format="csc") if ri.size else sp.csc_matrix(Qff)
-    sol = _solve_kkt(K, np.concatenate([rhs_top, rhs_bot]))
+    rhs = np.concatenate([rhs_top, rhs_bot])
+    # solve for the correction to the current point: when Q_FF is singular the least-squares
+    # (minimum-norm) correction keeps x near the solver's point instead of jumping along the
+    # null space through inactive constraints
+    base = np.concatenate([x[fi], np.zeros(ri.size)])
+    sol = base + _solve_kkt(K, rhs - K @ base)
     if not np.isfinite(sol).all():
         return None
     x[fi] = sol[:fi.size]
@@ -795,7 +963,7 @@ def _polish_kkt(res, d, tol):
     return LPResult("optimal", x=x, objective=obj, row_duals=y, col_duals=z, row_activity=A @ x)
 
 
-def _clarabel_solve(d):
+def _clarabel_solve(d, time_limit=INF):
     """Fallback convex QP solve with Clarabel (interior point) in the layer's sign convention.
 
     Clarabel solves ``min 1/2 x'Px + q'x s.t. G x + s = h, s in K`` with stationarity
@@ -836,6 +1004,8 @@ def _clarabel_solve(d):
     st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = 1e-10
     st.tol_ktratio = 1e-8
     st.max_iter = 500
+    if np.isfinite(time_limit):
+        st.time_limit = float(time_limit)
     sol = clarabel.DefaultSolver(P, c, G, h, cones, st).solve()
     status = str(sol.status)
     if "PrimalInfeasible" in status:
@@ -843,7 +1013,8 @@ def _clarabel_solve(d):
     if "DualInfeasible" in status:
         return LPResult("unbounded", message=f"clarabel: {status}", model_status=status)
     if "Solved" not in status:
-        return LPResult("error", message=f"clarabel: {status}", model_status=status)
+        ms = "Time limit reached" if "MaxTime" in status else status
+        return LPResult("error", message=f"clarabel: {status}", model_status=ms)
     x = np.array(sol.x, dtype=float)
     w = np.array(sol.z, dtype=float)
     y = np.zeros(A.shape[0])

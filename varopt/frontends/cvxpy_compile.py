@@ -42,6 +42,12 @@ objective/constraint and the CVXPY sub-expression):
 * ``rel_entr(x, y) = x log x - x log y`` and ``kl_div(x, y) = rel_entr - x + y`` for
   affine ``x``, ``y``.
 
+Every atom row and log-sum-exp group carries a ``label`` (the finite-sum sample it belongs
+to): the index along the first axis of the atom's argument entry, or, for a product
+with a variable array, of the product entry (so in ``cp.multiply(phi, cp.square(y[:, None]
+- mu[None, :]))`` with ``phi`` of shape ``(N, K)`` the rows of data point ``n`` share label
+``n``); for ``log_sum_exp(., axis)`` and ``logistic`` the first-axis index of the output entry.
+
 Constraints ``<=``, ``>=``, ``==`` (and ``Zero``/``NonNeg``/``NonPos``) become one
 :class:`~varopt.program.Constraint` per entry (named ``c{k}`` or ``c{k}[i,j]``, C-style
 index), with the body's constant moved to the bounds: ``g(x) <= h(x)`` becomes
@@ -76,9 +82,9 @@ def _size(shape):
 class _Rows:
     """Atom rows ``w_r g(A_r x + b_r)`` of one kind, shared by nodes (immutable)."""
 
-    __slots__ = ("kind", "A", "b", "mult", "A2", "b2")
+    __slots__ = ("kind", "A", "b", "mult", "A2", "b2", "label")
 
-    def __init__(self, kind, A, b, mult=None, A2=None, b2=None):
+    def __init__(self, kind, A, b, mult=None, A2=None, b2=None, label=None):
         self.kind = kind
         self.A = sp.csr_matrix(A)
         self.b = np.asarray(b, dtype=float).ravel()
@@ -86,37 +92,47 @@ class _Rows:
         self.mult = np.full(R, -1, dtype=np.int64) if mult is None else np.asarray(mult, dtype=np.int64)
         self.A2 = None if A2 is None else sp.csr_matrix(A2)
         self.b2 = None if b2 is None else np.asarray(b2, dtype=float).ravel()
+        self.label = np.zeros(R, dtype=np.int64) if label is None else np.asarray(label, dtype=np.int64)
 
-    def take(self, idx, mult=None):
+    def take(self, idx, mult=None, label=None):
         idx = np.asarray(idx, dtype=np.int64)
         return _Rows(self.kind, self.A[idx], self.b[idx], self.mult[idx] if mult is None else mult,
-                     None if self.A2 is None else self.A2[idx], None if self.b2 is None else self.b2[idx])
+                     None if self.A2 is None else self.A2[idx], None if self.b2 is None else self.b2[idx],
+                     self.label[idx] if label is None else label)
 
 
 class _Lse:
     """Log-sum-exp groups ``w_g log sum_{k: seg_k = g} exp(A_k x + b_k)`` (immutable)."""
 
-    __slots__ = ("A", "b", "seg", "mult", "starts")
+    __slots__ = ("A", "b", "seg", "mult", "starts", "label")
 
-    def __init__(self, A, b, seg, mult=None):
+    def __init__(self, A, b, seg, mult=None, label=None):
         self.A = sp.csr_matrix(A)
         self.b = np.asarray(b, dtype=float).ravel()
         self.seg = np.asarray(seg, dtype=np.int64)
         G = int(self.seg[-1]) + 1 if self.seg.size else 0
         self.mult = np.full(G, -1, dtype=np.int64) if mult is None else np.asarray(mult, dtype=np.int64)
         self.starts = np.searchsorted(self.seg, np.arange(G + 1))
+        self.label = np.zeros(G, dtype=np.int64) if label is None else np.asarray(label, dtype=np.int64)
 
     @property
     def G(self):
         return self.mult.size
 
-    def take_groups(self, groups, mult=None):
+    def take_groups(self, groups, mult=None, label=None):
         """New group set made of copies of ``groups`` (may repeat), in that order."""
         groups = np.asarray(groups, dtype=np.int64)
         cnt = self.starts[groups + 1] - self.starts[groups]
         rows = _ranges(self.starts[groups], cnt)
         seg = np.repeat(np.arange(groups.size), cnt)
-        return _Lse(self.A[rows], self.b[rows], seg, self.mult[groups] if mult is None else mult)
+        return _Lse(self.A[rows], self.b[rows], seg, self.mult[groups] if mult is None else mult,
+                    self.label[groups] if label is None else label)
+
+
+def _first_index(shape):
+    """Index along the first axis of every (F-order) entry of ``shape``: the row's sample label."""
+    m = _size(shape)
+    return np.arange(m, dtype=np.int64) % shape[0] if shape else np.zeros(m, dtype=np.int64)
 
 
 def _ranges(starts, counts):
@@ -340,6 +356,18 @@ class _Tracer:
                                  f"(first at index {where_idx})")
         return val
 
+    def const_matrix(self, expr, shape2d):
+        """A constant operand of ``@`` as a csr matrix of ``shape2d`` (sparse data kept sparse)."""
+        from cvxpy.expressions.constants.constant import Constant
+        if isinstance(expr, Constant) and sp.issparse(expr.value):
+            M = sp.csr_matrix(expr.value, dtype=float)
+            if not np.all(np.isfinite(M.data)):
+                bad = "NaN" if np.isnan(M.data).any() else "inf"
+                raise InputDataError(f"{self.where}: sparse constant of shape {M.shape} contains {bad}")
+            return M.reshape(shape2d) if M.shape != shape2d else M
+        val = np.broadcast_to(self.const_value(expr), _shape(expr)).reshape(shape2d)
+        return sp.csr_matrix(val)
+
     def const_node(self, shape, val):
         val = np.broadcast_to(np.asarray(val, dtype=float), shape)
         return _Node(shape, self.n, c=np.asarray(val).ravel(order="F"))
@@ -467,12 +495,12 @@ class _Tracer:
         p, q = pa
         r = pb[1]
         if not self.has_vars(a):
-            Ca = np.broadcast_to(self.const_value(a), sa).reshape(pa)
-            L = sp.kron(sp.identity(r), sp.csr_matrix(Ca))  # vec(C Y) = (I kron C) vec(Y)
+            Ca = self.const_matrix(a, pa)
+            L = sp.kron(sp.identity(r), Ca, format="csr")  # vec(C Y) = (I kron C) vec(Y)
             return self.trace(b).apply(L, shape)
         if not self.has_vars(b):
-            Cb = np.broadcast_to(self.const_value(b), sb).reshape(pb)
-            L = sp.kron(sp.csr_matrix(Cb.T), sp.identity(p))  # vec(Y C) = (C^T kron I) vec(Y)
+            Cb = self.const_matrix(b, pb)
+            L = sp.kron(Cb.T, sp.identity(p), format="csr")  # vec(Y C) = (C^T kron I) vec(Y)
             return self.trace(a).apply(L, shape)
         # both non-constant: T[i,k,j] = a[i,j] * b[j,k], summed over j
         za, zb = self.trace(a), self.trace(b)
@@ -540,7 +568,7 @@ class _Tracer:
             e, r, w, mult = join(Wc)
             if e.size == 0:
                 continue
-            new = rows.take(r, mult)
+            new = rows.take(r, mult, _first_index(shape)[e])
             K = r.size
             keep = np.arange(K)
             if rows.kind == "neglog":
@@ -571,7 +599,7 @@ class _Tracer:
             e, g, w, mult = join(Vc)
             if e.size == 0:
                 continue
-            out.lse.append((grp.take_groups(g, mult), sp.csr_matrix((w, (e, np.arange(g.size))),
+            out.lse.append((grp.take_groups(g, mult, _first_index(shape)[e]), sp.csr_matrix((w, (e, np.arange(g.size))),
                                                                      shape=(m, g.size))))
         return out
 
@@ -584,7 +612,7 @@ class _Tracer:
 
     def atom_node(self, kind, z, coef, shape, A2=None, b2=None):
         """Node with one ``kind`` row per entry of affine ``z`` and weights ``coef``."""
-        rows = _Rows(kind, z.A, z.c, None, A2, b2)
+        rows = _Rows(kind, z.A, z.c, None, A2, b2, _first_index(z.shape))
         W = sp.diags(np.broadcast_to(np.asarray(coef, dtype=float), (z.m,))).tocsr()
         return _Node(shape, self.n, rows=[(rows, W)])
 
@@ -667,7 +695,7 @@ class _Tracer:
         z = self.affine_arg(expr, expr.args[0])
         pos, m_out = _axis_groups(z.shape, expr.axis)
         order = np.argsort(pos, kind="stable")
-        grp = _Lse(z.A[order], z.c[order], pos[order])
+        grp = _Lse(z.A[order], z.c[order], pos[order], None, _first_index(shape)[:m_out])
         return _Node(shape, self.n, lse=[(grp, sp.identity(m_out, format="csr"))])
 
     def _logistic(self, expr, shape):
@@ -677,7 +705,7 @@ class _Tracer:
         perm = sp.csr_matrix((np.ones(m), (2 * np.arange(m) + 1, np.arange(m))), shape=(2 * m, m))
         A = perm @ z.A
         b = perm @ z.c
-        grp = _Lse(A, b, np.repeat(np.arange(m), 2))
+        grp = _Lse(A, b, np.repeat(np.arange(m), 2), None, _first_index(z.shape))
         return _Node(shape, self.n, lse=[(grp, sp.identity(m, format="csr"))])
 
 
@@ -881,7 +909,8 @@ def _to_expressions(z, n, order_c=False):
             kind, sp.vstack([o.A for o in objs], format="csr"), np.concatenate([o.b for o in objs]),
             np.concatenate([o.mult for o in objs]),
             None if kind != "quad_over_lin" else sp.vstack([o.A2 for o in objs], format="csr"),
-            None if kind != "quad_over_lin" else np.concatenate([o.b2 for o in objs]))
+            None if kind != "quad_over_lin" else np.concatenate([o.b2 for o in objs]),
+            np.concatenate([o.label for o in objs]))
         rowsets.append((allrows, W))
     lsesets = [(g, sp.csr_matrix(V)) for g, V in z.lse if V.nnz]
     empty_q = QuadraticTerms(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), n)
@@ -902,13 +931,13 @@ def _to_expressions(z, n, order_c=False):
             if sl.stop == sl.start:
                 continue
             sub = r.take(W.indices[sl])
-            atoms.append(AtomGroup(r.kind, W.data[sl], sub.A, sub.b, sub.mult, sub.A2, sub.b2))
+            atoms.append(AtomGroup(r.kind, W.data[sl], sub.A, sub.b, sub.mult, sub.A2, sub.b2, sub.label))
         lses = []
         for g, V in lsesets:
             sl = slice(V.indptr[e], V.indptr[e + 1])
             if sl.stop == sl.start:
                 continue
             sub = g.take_groups(V.indices[sl])
-            lses.append(LseGroup(sub.A, sub.b, sub.seg, V.data[sl], sub.mult))
+            lses.append(LseGroup(sub.A, sub.b, sub.seg, V.data[sl], sub.mult, sub.label))
         out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses))
     return out

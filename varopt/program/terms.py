@@ -68,6 +68,9 @@ class QuadraticTerms:
         i = np.asarray(self.i, dtype=np.int64)
         j = np.asarray(self.j, dtype=np.int64)
         v = np.asarray(self.v, dtype=float)
+        if v.size == 0:  # most constraint rows: skip building an empty n x n matrix
+            self.i, self.j, self.v = i, j, v
+            return
         lo, hi = np.minimum(i, j), np.maximum(i, j)
         M = sp.coo_matrix((v, (lo, hi)), shape=(self.n, self.n)).tocsr()
         M.sum_duplicates()

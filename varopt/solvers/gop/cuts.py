@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...program.terms import LseGroup
+from ...program.terms import AtomGroup, LseGroup
 
 _DOM_EPS = {"xlogx": 1e-10, "neglog": 1e-8}
 
@@ -76,11 +76,14 @@ class ConvexPieces:
     def __init__(self, e_y, ny, ylb, yub):
         """``e_y``: Expression over y alone (the objective's y-only nonlinear part)."""
         self.ny = ny
-        self.Q = e_y.quadratic.hessian_matrix if len(e_y.quadratic) else None
+        self.Q = None  # the quadratic part is outer-approximated too, so every relaxed dual is an LP
+        atoms = list(e_y.atoms)
+        if len(e_y.quadratic):
+            atoms.append(_squares(e_y.quadratic.hessian_matrix, ny))
         self.groups = []  # (group, eta offset)
         off = 0
         eta_lb = []
-        for g in e_y.atoms:
+        for g in atoms:
             self.groups.append((g, off))
             off += len(g)
             if g.kind == "quad_over_lin":
@@ -181,6 +184,20 @@ class ConvexPieces:
         if g.kind in _DOM_EPS:
             u0 = np.maximum(u0, _DOM_EPS[g.kind])
         return self._tangent(g, sel, u0)
+
+
+def _squares(H, ny):
+    """``1/2 y^T H y`` (H PSD) as square atoms ``sum_j c_j (l_j^T y)^2``."""
+    H = sp.csr_matrix(H)
+    off = H - sp.diags(H.diagonal())
+    if off.nnz == 0:
+        d = H.diagonal()
+        idx = np.flatnonzero(d)
+        A = sp.csr_matrix((np.ones(idx.size), (np.arange(idx.size), idx)), shape=(idx.size, ny))
+        return AtomGroup("square", 0.5 * d[idx], A, np.zeros(idx.size))
+    w, V = np.linalg.eigh(H.toarray())
+    keep = w > 1e-12 * max(1.0, float(np.abs(w).max()))
+    return AtomGroup("square", 0.5 * w[keep], sp.csr_matrix(V[:, keep].T), np.zeros(int(keep.sum())))
 
 
 def _scaled_rows(A, sel, scale):

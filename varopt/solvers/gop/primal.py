@@ -57,6 +57,12 @@ def solve_primal(bm, yval, xlb, xub) -> PrimalResult:
     if f.is_quadratic_form:
         H, c, k0 = f.as_quadratic()
         Q = H if H.nnz else None
+        if Q is not None and nx <= 60:
+            # small QPs: the interior-point path is exact to ~1e-10 and avoids the QP polish cost
+            try:
+                return _pdip(f, A, lo, hi, xlb, xub)
+            except (ModelStructureError, SolverBugError, np.linalg.LinAlgError):
+                pass
         res = solve_lp(c, A if A.shape[0] else None, lo if A.shape[0] else None, hi if A.shape[0] else None,
                        xlb, xub, Q=Q, const=k0)
         if res.status == "infeasible":

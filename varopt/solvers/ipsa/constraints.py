@@ -189,8 +189,7 @@ class ConstraintSet:
         """Largest ``a`` keeping the linear part (bounds + rows) strictly feasible: ``frac`` times the
         distance to the boundary along ``dx`` (eqs. 2.68-2.69 for the L1 box form)."""
         mlin = self.m - self.n_nl
-        d = Jdx[:mlin]
-        pos = d > 0
-        if not pos.any():
+        if mlin == 0:
             return np.inf
-        return frac * float((s[:mlin][pos] / d[pos]).min())
+        rmax = float((Jdx[:mlin] / s[:mlin]).max())  # = 1 / (distance to the nearest boundary)
+        return frac / rmax if rmax > 0 else np.inf

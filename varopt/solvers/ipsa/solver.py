@@ -144,9 +144,8 @@ def run_ipsa(program: Program, opts) -> Result:
     n = program.n
     cons = ConstraintSet(program)
     m = cons.m
-    prog_oracle = FiniteSumOracle(program.objective)
     if opts.oracle is None:
-        oracle = prog_oracle
+        oracle = FiniteSumOracle(program.objective)
     elif isinstance(opts.oracle, Oracle):
         oracle = opts.oracle
     else:
@@ -185,7 +184,7 @@ def run_ipsa(program: Program, opts) -> Result:
                                      f"rows, {cons.n_nl} nonlinear)")
     hess = _make_hessian(opts.hessian, n, oracle, opts)
     system = ReducedSystem(cons, diagonal_hessian=hess.diagonal)
-    exact = bool(oracle.exact) and not add_prog or (add_prog and oracle.exact)
+    exact = bool(oracle.exact)
 
     k0, p, frac = opts.k0, opts.step_power, opts.step_fraction
     sig0, sigp = opts.sigma, opts.sigma_power
@@ -258,8 +257,7 @@ def run_ipsa(program: Program, opts) -> Result:
                 raise InputDataError(f"ipsa iteration {it + 1}: the gradient oracle returned shape {np.shape(g)}, "
                                      f"expected ({n},)")
         if add_prog:
-            g = g + prog_oracle.gradient(x, None) if prog_oracle.n_samples is None else \
-                g + program.objective.gradient(x)
+            g = g + program.objective.gradient(x)
         if not np.isfinite(g).all():
             bad = int(np.flatnonzero(~np.isfinite(g))[0])
             msg = (f"ipsa iteration {it + 1}: the gradient oracle returned a non-finite value "
@@ -282,8 +280,9 @@ def run_ipsa(program: Program, opts) -> Result:
         if m:
             Jdx = cons.J_dot(dx, Jnl)
             dz = mu / s - z + d * Jdx  # (2.21)
-            neg = dz < 0
-            a_dual = frac * float((z[neg] / -dz[neg]).min()) if neg.any() else np.inf
+            # largest step to z >= 0: 1 / max_i(-dz_i / z_i) (one reduction, no boolean indexing)
+            tmin = float((dz / z).min())
+            a_dual = frac / -tmin if tmin < 0 else np.inf
             a_prim = cons.max_primal_step(s, Jdx, frac)
         else:
             dz = z
@@ -333,7 +332,9 @@ def run_ipsa(program: Program, opts) -> Result:
             record()
         if exact and opts.tol > 0:
             # KKT check with exact gradients: ||grad f + J^T z|| and eta/m relative
-            gx = oracle.gradient(x, batch) if not add_prog else g
+            gx = np.asarray(oracle.gradient(x, batch), dtype=float).ravel()
+            if add_prog:
+                gx = gx + program.objective.gradient(x)
             Jnl2 = cons.nonlinear_jacobian(x) if cons.n_nl else None
             r = gx + (cons.JT_dot(z, Jnl2) if m else 0.0)
             scale = 1.0 + float(np.max(np.abs(gx)))

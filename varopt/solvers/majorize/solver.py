@@ -44,6 +44,17 @@ def _finite(name, arr, allow_neginf=False):
         raise InputDataError(f"{name} contains NaN or inf")
 
 
+def _gram(R) -> np.ndarray:
+    """Dense ``R^T R``: BLAS on a dense copy unless ``R`` is very sparse (sparse x sparse is slow when dense)."""
+    if sp.issparse(R):
+        K, d = R.shape
+        if R.nnz > 0.02 * K * d and K * d <= 2e8:
+            Rd = R.toarray()
+            return Rd.T @ Rd
+        return np.asarray((R.T @ R).toarray())
+    return R.T @ R
+
+
 class MajorizeModel:
     """The program split into the pieces Algorithm 2 needs (checked once)."""
 
@@ -81,7 +92,13 @@ class MajorizeModel:
         quad_only.lse = []
         self.H, self.c, self.k = quad_only.as_quadratic()
         _finite(f"square atoms of {oname!r}", self.H)
-        if self.H.nnz:
+        offdiag = (self.H - sp.diags(self.H.diagonal())).count_nonzero() if self.H.nnz else 0
+        self.H_diagonal = offdiag == 0
+        if self.H_diagonal and np.any(self.H.diagonal() < 0):
+            raise ModelStructureError(
+                f"majorize: the quadratic part of {oname!r} has a negative diagonal (a concave square); "
+                "the majorizer of a nonconvex quadratic is not a QP")
+        if self.H.nnz and not self.H_diagonal:
             Hd = self.H.toarray() if n <= 3000 else None
             if Hd is not None:
                 ev = np.linalg.eigvalsh(Hd).min()
@@ -146,8 +163,8 @@ class MajorizeSolver(Solver):
     name = "majorize"
     summary = "Quadratic bound majorization of log-partition objectives (Jebara & Choromanska 2012)"
     options = OptionSet(common_options(max_iter=1000) + [
-        Option("tol", 1e-8, "stop when the relative objective change <= tol and the relative parameter change "
-               "<= sqrt(tol)", float, positive, "must be positive"),
+        Option("tol", 1e-8, "stop when the relative objective change and its extrapolated remainder "
+               "(df * rate / (1 - rate), linear convergence) are <= tol and the relative parameter change is <= sqrt(tol)", float, positive, "must be positive"),
         Option("bound", "full", "curvature of the bound: 'full' (Algorithm 1 Sigma, exact) or 'lowrank' "
                "(Algorithm 4, V^T S V + D with diagonal absorption)", ("full", "lowrank")),
         Option("rank", 8, "rank k of the low-rank bound (bound='lowrank')", int, positive, "must be positive"),
@@ -193,6 +210,7 @@ class MajorizeSolver(Solver):
         history = [dict(iteration=0, time=time.perf_counter() - t0, lower=None, upper=f, objective=f, step=0.0)]
         status, message = "iteration_limit", ""
         it = 0
+        prev_rel_f = 0.0
         for it in range(1, opts.max_iter + 1):
             u = model.gradient(x)
             step, mval, info = self._step(model, x, u, opts, qp)
@@ -212,13 +230,17 @@ class MajorizeSolver(Solver):
             if f_new > f + MONO_TOL * scale:
                 raise SolverBugError(f"majorize: the objective increased from {f!r} to {f_new!r} at iteration {it}")
             rel_f = abs(f - f_new) / scale
+            # linear convergence: the remaining decrease is about df * rate / (1 - rate)
+            rate = min(rel_f / prev_rel_f, 0.999) if prev_rel_f > 0 else 0.0
+            prev_rel_f = rel_f
+            rest = rel_f * rate / (1.0 - rate)
             rel_x = float(np.linalg.norm(step)) / max(1.0, float(np.linalg.norm(x)))
             x, f = x_new, f_new
             now = time.perf_counter() - t0
             history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
                                 majorizer_decrease=-mval, **info))
             prog(f"majorize it {it:5d}  f {f:.12g}  rel df {rel_f:.3g}  rel dx {rel_x:.3g}  t {now:.3g}s")
-            if rel_f <= opts.tol and rel_x <= np.sqrt(opts.tol):
+            if rel_f <= opts.tol and rest <= opts.tol and rel_x <= np.sqrt(opts.tol):
                 status = "optimal" if model.convex else "converged"
                 break
             if opts.time_limit is not None and now >= opts.time_limit:
@@ -255,7 +277,7 @@ class MajorizeSolver(Solver):
             Q = L.dense()
         else:
             R = parts.R if parts is not None else None
-            Hdiag = model.H.nnz == 0 or (model.H - sp.diags(model.H.diagonal())).count_nonzero() == 0
+            Hdiag = model.H_diagonal
             if (not model.constrained and R is not None and Hdiag and R.shape[0] < n // 2):
                 # exact Woodbury: Sigma = Dg + R^T R with a small number of rows
                 Dg = model.H.diagonal() + ridge
@@ -268,7 +290,7 @@ class MajorizeSolver(Solver):
                     return step, float(u @ step + 0.5 * step @ Sstep), info
             Q = model.H.toarray() if model.H.nnz else np.zeros((n, n))
             if R is not None:
-                Q = Q + (R.T @ R).toarray()
+                Q = Q + _gram(R)
             if ridge:
                 Q[np.diag_indices(n)] += ridge
         if not model.constrained:
@@ -289,7 +311,9 @@ class MajorizeSolver(Solver):
 
     @staticmethod
     def _psd_solve(Q, rhs):
-        """Solve ``Q D = rhs`` for PSD ``Q``; a tiny proximal term is added if ``Q`` is singular."""
+        """Minimiser of ``1/2 D^T Q D - rhs^T D`` for PSD ``Q``: Cholesky, or the minimum-norm solution
+        ``Q^+ rhs`` when ``Q`` is singular (flat directions of the bound, e.g. shifting every class
+        intercept of a softmax). The majorizer value ``-1/2 rhs^T Q^+ rhs <= 0`` keeps the step monotone."""
         try:
             c = sla.cho_factor(Q, check_finite=False)
             sol = sla.cho_solve(c, rhs, check_finite=False)
@@ -297,11 +321,8 @@ class MajorizeSolver(Solver):
                 return sol
         except np.linalg.LinAlgError:
             pass
-        scale = max(1.0, float(np.max(np.abs(np.diag(Q)), initial=0.0)))
-        for eps in (1e-12, 1e-10, 1e-8, 1e-6, 1e-4):
-            try:
-                c = sla.cho_factor(Q + eps * scale * np.eye(Q.shape[0]), check_finite=False)
-                return sla.cho_solve(c, rhs, check_finite=False)
-            except np.linalg.LinAlgError:
-                continue
-        raise SolverBugError("majorize: the bound curvature is not positive semidefinite")
+        lam, U = np.linalg.eigh(0.5 * (Q + Q.T))
+        if lam[-1] < 0 or not np.all(np.isfinite(lam)):
+            raise SolverBugError("majorize: the bound curvature is not positive semidefinite")
+        keep = lam > 1e-12 * max(lam[-1], 1e-300)
+        return U[:, keep] @ ((U[:, keep].T @ rhs) / lam[keep])

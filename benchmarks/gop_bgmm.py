@@ -1,0 +1,104 @@
+"""Benchmark: varopt ``gop`` vs SCIP on Bayesian GMM negative ELBOs (seed 004 §3.2, Table 1).
+
+For every N, K, family: draw data from a K-component mixture (seeded), build ONE Pyomo
+model (``bgmm_pyomo``) and solve it with ``SolverFactory('gop')`` and with SCIP
+(``scip_direct``) under the same time limit and gap; print the time to a certified relative
+gap (or the status and bounds at the time limit), the time ratio SCIP/gop, and check the
+optimum against SCIP when SCIP finishes, else against a dense multistart on the profile
+(``profile_multistart``; 1e-6 relative).
+
+    python benchmarks/gop_bgmm.py --N 10 20 --K 2 --family point --time-limit 60
+    python benchmarks/gop_bgmm.py                 # full grid N in {10,20,50,100,200}, K in {2,3}, both families (long)
+    python benchmarks/gop_bgmm.py --minimal       # the minimal data set only
+
+Timings are wall-clock on whatever machine runs this; on a shared machine they are noisy.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+
+def make_data(N, K, seed=0):
+    """``x_i ~ sum_k (1/K) N(3k, 1)`` (means 0, 3, 6, ...), seeded by (N, K, seed)."""
+    rng = np.random.default_rng([seed, N, K])
+    z = rng.integers(0, K, size=N)
+    return np.round(rng.normal(3.0 * z, 1.0), 3)
+
+
+def run_gop(model, time_limit, rel_gap):
+    import pyomo.environ as pyo
+    t0 = time.perf_counter()
+    res = pyo.SolverFactory("gop").solve(model, rel_gap=rel_gap, time_limit=time_limit)
+    r = res.varopt_result
+    return {"status": r.status, "time": time.perf_counter() - t0, "lower": r.lower_bound,
+            "upper": r.upper_bound, "iters": r.iterations}
+
+
+def fmt(v, spec=".6f"):
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--N", type=int, nargs="+", default=[10, 20, 50, 100, 200])
+    ap.add_argument("--K", type=int, nargs="+", default=[2, 3])
+    ap.add_argument("--family", nargs="+", default=["point", "gaussian"], choices=["point", "gaussian"])
+    ap.add_argument("--variance", default="1.0", help="known variance or 'learned'")
+    ap.add_argument("--prior-precision", type=float, default=0.1)
+    ap.add_argument("--time-limit", type=float, default=300.0)
+    ap.add_argument("--gap", type=float, default=1e-6, help="relative gap for both solvers")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--minimal", action="store_true", help="benchmark MINIMAL_DATA instead of the grid")
+    ap.add_argument("--no-scip", action="store_true", help="skip SCIP (reference: multistart only)")
+    args = ap.parse_args(argv)
+
+    import varopt
+    from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo, profile_multistart, scip_reference
+
+    if "gop" not in varopt.solvers():
+        raise SystemExit("error: solver 'gop' is not registered")
+    variance = args.variance if args.variance == "learned" else float(args.variance)
+    cases = []
+    if args.minimal:
+        for fam in args.family:
+            d = MINIMAL_DATA
+            cases.append(("minimal", np.asarray(d["x"], float), d["K"], fam, d["prior_precision"], d["variance"]))
+    else:
+        for N in args.N:
+            for K in args.K:
+                for fam in args.family:
+                    cases.append((f"N={N}", make_data(N, K, args.seed), K, fam, args.prior_precision, variance))
+
+    hdr = (f"{'data':>8} {'K':>2} {'family':>8} | {'gop status':>10} {'t_gop':>8} {'gop lower':>13} {'gop upper':>13}"
+           f" | {'scip status':>12} {'t_scip':>8} {'scip lower':>13} {'scip upper':>13} | {'t_scip/t_gop':>12}"
+           f" | {'reference':>13} {'agree':>5}")
+    print(hdr)
+    print("-" * len(hdr))
+    for label, x, K, fam, lam, var in cases:
+        model = bgmm_pyomo(x, K, fam, lam, var)
+        g = run_gop(model, args.time_limit, args.gap)
+        if args.no_scip:
+            s = {"status": "skipped", "time": None, "lower": None, "upper": None}
+        else:
+            s = scip_reference(x, K, fam, lam, var, time_limit=args.time_limit, gap=args.gap)
+        if s["status"] == "optimal" and s["upper"] is not None:
+            ref, src = s["upper"], "scip"
+        else:
+            ref, src = profile_multistart(x, K, fam, lam, var, n_starts=4096, n_polish=32)["value"], "ms"
+        agree = abs(g["upper"] - ref) <= 1e-6 * abs(ref) if g["upper"] is not None else False
+        valid = g["lower"] is None or g["lower"] <= ref + 1e-6 * abs(ref)
+        ratio = (s["time"] / g["time"]) if (s["time"] and g["status"] == "optimal") else None
+        print(f"{label:>8} {K:>2} {fam:>8} | {g['status']:>10} {g['time']:8.2f} {fmt(g['lower']):>13} "
+              f"{fmt(g['upper']):>13} | {s['status']:>12} {fmt(s['time'], '8.2f'):>8} {fmt(s['lower']):>13} "
+              f"{fmt(s['upper']):>13} | {fmt(ratio, '12.2f'):>12} | {ref:13.6f}{'*' if src == 'ms' else ' '} "
+              f"{('yes' if agree and valid else 'NO'):>5}", flush=True)
+    print("reference: SCIP optimum when SCIP certified it, else (*) dense multistart on the profile; "
+          "'agree' = gop incumbent within 1e-6 relative and gop lower bound <= reference")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Tests of the ``majorize`` solver (seed 003, Algorithms 1, 2 and 4; section 4)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import varopt
+import varopt.solvers.majorize  # noqa: F401  (registers 'majorize')
+from varopt import get_solver
+from varopt.errors import InputDataError, ModelStructureError
+from varopt.program import Program
+from varopt.program.expression import Expression
+from varopt.program.program import Constraint
+from varopt.program.terms import AtomGroup, LseGroup, QuadraticTerms
+from varopt.solvers.majorize.bound import compute_bound, compute_bound_reference, omega
+from varopt.solvers.majorize.latent import jensen_linear
+from varopt.formulations.logistic import (MajorizeLogisticRegression, build_cvxpy, load_dataset,
+                                          logistic_program)
+
+
+def _data(rng, t=60, d=4, C=2):
+    X = rng.normal(size=(t, d))
+    W = rng.normal(size=(d, C))
+    y = np.argmax(X @ W + rng.gumbel(size=(t, C)), axis=1)
+    return X, y
+
+
+# --- Algorithm 1 ------------------------------------------------------------------------------------------------
+def test_omega_limits():
+    assert omega(np.array([0.0]))[0] == 0.25  # tanh(1/2 log 1) / (2 log 1) = 1/4
+    assert omega(np.array([np.inf]))[0] == 0.0  # z -> 0+
+    r = np.array([1e-4, 1e-3 * (1 - 1e-9), 1e-3, 0.3, 5.0, 700.0, 1e300])
+    exact = np.tanh(r / 2) / (2 * r)
+    assert np.allclose(omega(r), exact, rtol=1e-13, atol=0)
+    assert np.allclose(omega(-r), omega(r))
+
+
+def test_vectorized_bound_equals_algorithm_1(rng):
+    for _ in range(20):
+        n, d = rng.integers(1, 9), rng.integers(1, 5)
+        F = rng.normal(size=(n, d)) * rng.choice([0.1, 1, 10])
+        b = rng.normal(size=n) * 3
+        th = rng.normal(size=d)
+        bp = compute_bound(F, b, np.zeros(n, int), th, want_mu=True)
+        order = np.argsort(-(F @ th + b), kind="stable")
+        lz, mu, S = compute_bound_reference(F[order], b[order], th)
+        assert abs(bp.logz[0] - lz) <= 1e-12 * max(1, abs(lz))
+        assert np.allclose(bp.mu[0], mu, atol=1e-12)
+        assert np.allclose(bp.sigma(), S, atol=1e-12 * max(1, np.abs(S).max()))
+
+
+def test_logistic_closed_form_sigma(rng):
+    """NOTES.md: binary logistic Sigma = sum_i w(theta^T x_i) x_i x_i^T, w(t) = tanh(t/2)/(2t)."""
+    X, y = _data(rng, t=40, d=3)
+    prog = logistic_program(X, y, lam=1.0)
+    g = prog.objective.lse[0]
+    th = rng.normal(size=prog.n) * 2
+    bp = compute_bound(g.A, g.b, g.seg, th)
+    Xa = np.hstack([X, np.ones((40, 1))])
+    tt = Xa @ th
+    w = np.tanh(tt / 2) / (2 * tt)
+    assert np.allclose(bp.sigma(), (Xa * w[:, None]).T @ Xa, rtol=1e-12, atol=1e-12)
+
+
+def test_jensen_bound_is_tangent_lower_bound(rng):
+    A = rng.normal(size=(5, 3))
+    b = rng.normal(size=5)
+    seg = np.array([0, 0, 1, 1, 1])
+    coef = np.array([-1.0, -2.0])
+    th = rng.normal(size=3)
+    g, k = jensen_linear(A, b, seg, coef, th)
+    grp = LseGroup(A=sp.csr_matrix(A), b=b, seg=seg, coef=coef)
+    assert np.isclose(grp.value(th), g @ th + k, atol=1e-12)
+    assert np.allclose(grp.gradient(th), g, atol=1e-12)
+    for _ in range(50):
+        x = th + rng.normal(size=3) * 3
+        assert grp.value(x) <= g @ x + k + 1e-12
+
+
+# --- solver vs CVXPY + Clarabel ---------------------------------------------------------------------------------
+def _rel(a, b):
+    return np.max(np.abs(a - b)) / max(1.0, np.max(np.abs(b)))
+
+
+@pytest.mark.parametrize("C", [2, 3])
+def test_unconstrained_matches_clarabel(rng, C):
+    import cvxpy as cp
+    X, y = _data(rng, t=50, d=3, C=C)
+    prob, W, b = build_cvxpy(X, y, C=0.5)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    ref_val, ref_W = prob.value, np.array(W.value)
+    val = prob.solve(method="majorize", tol=1e-12)
+    assert abs(val - ref_val) <= 1e-6 * abs(ref_val)
+    assert _rel(np.array(W.value), ref_W) <= 1e-5
+
+
+def test_constrained_matches_clarabel(rng):
+    """Linear constraints and bounds (theta in Lambda): Algorithm 2 step 3 as a QP through varopt.highs."""
+    import cvxpy as cp
+    X, y = _data(rng, t=60, d=4, C=2)
+    w = cp.Variable(4)
+    b = cp.Variable()
+    z = X @ w + b
+    s = 2.0 * y - 1.0
+    obj = cp.sum(cp.logistic(-cp.multiply(s, z))) + 0.5 * cp.sum_squares(w)
+    cons = [w >= 0.05, cp.sum(w) <= 0.7, w[0] - w[1] == 0.1]
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    ref_val, ref_w = prob.value, w.value.copy()
+    val = prob.solve(method="majorize", tol=1e-12)
+    assert abs(val - ref_val) <= 1e-6 * abs(ref_val)
+    assert _rel(w.value, ref_w) <= 1e-5
+    assert abs(w.value[0] - w.value[1] - 0.1) <= 1e-7 and np.all(w.value >= 0.05 - 1e-7)
+
+
+def test_pyomo_solverfactory(rng):
+    pyo = pytest.importorskip("pyomo.environ")
+    from varopt.formulations.logistic import build_pyomo
+    X, y = _data(rng, t=30, d=2, C=3)
+    m = build_pyomo(X, y, C=1.0)
+    res = pyo.SolverFactory("majorize").solve(m, tol=1e-12)
+    assert pyo.check_optimal_termination(res)
+    prog = logistic_program(X, y, lam=1.0)
+    ref = get_solver("majorize").solve(prog, tol=1e-12)
+    assert abs(pyo.value(m.obj) - ref.objective) <= 1e-8 * abs(ref.objective)
+
+
+def test_estimator_matches_sklearn():
+    from sklearn.linear_model import LogisticRegression
+    X, y = load_dataset("wine")
+    est = MajorizeLogisticRegression(C=0.05, tol=1e-12).fit(X, y)
+    sk = LogisticRegression(C=0.05, tol=1e-12, max_iter=10000).fit(X, y)
+    assert np.max(np.abs(est.coef_ - sk.coef_)) <= 1e-4
+    assert np.max(np.abs(est.predict_proba(X) - sk.predict_proba(X))) <= 1e-5
+    assert np.mean(est.predict(X) == sk.predict(X)) == 1.0
+
+
+def test_lowrank_reaches_same_optimum(rng):
+    X, y = _data(rng, t=40, d=12, C=3)
+    prog = logistic_program(X, y, lam=2.0)
+    full = get_solver("majorize").solve(prog, tol=1e-12)
+    low = get_solver("majorize").solve(prog, tol=1e-12, bound="lowrank", rank=3, max_iter=5000)
+    assert abs(low.objective - full.objective) <= 1e-7 * abs(full.objective)
+    # shifting every class intercept is a flat direction of the softmax: compare W and centred b
+    def canon(x):
+        return np.concatenate([x[:36], x[36:] - x[36:].mean()])
+    assert _rel(canon(low.x), canon(full.x)) <= 1e-4
+
+
+# --- monotonicity ---------------------------------------------------------------------------------------------
+def _nonincreasing(res):
+    f = np.array([h["objective"] for h in res.history])
+    assert np.all(np.diff(f) <= 1e-12 * np.maximum(1.0, np.abs(f[:-1]))), np.diff(f).max()
+
+
+def test_monotone_convex_constrained_latent(rng):
+    X, y = _data(rng, t=50, d=3, C=3)
+    prog = logistic_program(X, y, lam=0.1)
+    _nonincreasing(get_solver("majorize").solve(prog, max_iter=50))
+    _nonincreasing(get_solver("majorize").solve(prog, max_iter=50, bound="lowrank", rank=2))
+    cons = Constraint("sum", Expression(prog.n, linear=np.ones(prog.n)), -np.inf, 0.5)
+    cprog = Program(prog.names, np.full(prog.n, -1.0), np.full(prog.n, 1.0), prog.objective, [cons])
+    res = get_solver("majorize").solve(cprog, max_iter=50)
+    _nonincreasing(res)
+    assert cprog.max_violation(res.x) <= 1e-7
+    from varopt.formulations.latent_likelihood import latent_program
+    lp = latent_program(X, y, m=2, lam=0.0)
+    x0 = np.random.default_rng(3).normal(size=lp.n) * 0.1
+    res = get_solver("majorize").solve(lp, max_iter=100, x0=x0)
+    _nonincreasing(res)
+    assert res.history[-1]["objective"] < res.history[0]["objective"]
+
+
+# --- bad inputs ---------------------------------------------------------------------------------------------------
+def _lse_prog(n=2, atoms=(), constraints=(), A=None):
+    A = sp.csr_matrix(np.array([[0.0, 0.0], [1.0, 2.0]])) if A is None else A
+    lse = LseGroup(A=A, b=np.zeros(A.shape[0]), seg=np.zeros(A.shape[0], int), coef=np.ones(1))
+    q = QuadraticTerms(np.arange(n), np.arange(n), np.ones(n), n)
+    obj = Expression(n, quadratic=q, lse=[lse], atoms=list(atoms))
+    return Program([f"x{i}" for i in range(n)], np.full(n, -np.inf), np.full(n, np.inf), obj, list(constraints))
+
+
+def test_structure_errors():
+    s = get_solver("majorize")
+    exp_atom = AtomGroup("exp", np.ones(1), sp.csr_matrix([[1.0, 0.0]]), np.zeros(1))
+    with pytest.raises(ModelStructureError, match="'exp'"):
+        s.solve(_lse_prog(atoms=[exp_atom]))
+    qol = AtomGroup("quad_over_lin", np.ones(1), sp.csr_matrix([[1.0, 0.0]]), np.zeros(1),
+                    A2=sp.csr_matrix([[0.0, 1.0]]), b2=np.ones(1))
+    with pytest.raises(ModelStructureError, match="quad_over_lin"):
+        s.solve(_lse_prog(atoms=[qol]))
+    prod = AtomGroup("square", np.ones(1), sp.csr_matrix([[1.0, 0.0]]), np.zeros(1), mult=np.array([1]))
+    with pytest.raises(ModelStructureError, match="w\\*g"):
+        s.solve(_lse_prog(atoms=[prod]))
+    sq = AtomGroup("square", np.ones(1), sp.csr_matrix([[1.0, 0.0]]), np.zeros(1))
+    nl = Constraint("ball", Expression(2, atoms=[sq]), -np.inf, 1.0)
+    with pytest.raises(ModelStructureError, match="ball"):
+        s.solve(_lse_prog(constraints=[nl]))
+
+
+def test_cvxpy_non_loglinear_term_rejected():
+    import cvxpy as cp
+    x = cp.Variable(2)
+    prob = cp.Problem(cp.Minimize(cp.log_sum_exp(x) + cp.sum(cp.exp(x))))
+    with pytest.raises(ModelStructureError):
+        prob.solve(method="majorize")
+
+
+def test_input_errors():
+    s = get_solver("majorize")
+    with pytest.raises(InputDataError, match="NaN"):
+        s.solve(_lse_prog(A=sp.csr_matrix(np.array([[0.0, 0.0], [np.nan, 1.0]]))))
+    with pytest.raises(InputDataError):
+        logistic_program(np.array([[1.0, np.nan]]), np.array([0]), 1.0)
+    with pytest.raises(InputDataError, match="empty Omega"):
+        compute_bound(sp.csr_matrix((0, 2)), np.zeros(0), np.zeros(0, int), np.zeros(2))
+    with pytest.raises(InputDataError, match="empty"):
+        from varopt.formulations.crf import ChainCRF
+        ChainCRF(labels=[]).fit([["a"]], [["B"]])
+
+
+def test_infeasible_constraints():
+    n = 2
+    c1 = Constraint("lo", Expression(n, linear=np.array([1.0, 1.0])), 2.0, np.inf)
+    c2 = Constraint("hi", Expression(n, linear=np.array([1.0, 1.0])), -np.inf, 1.0)
+    res = get_solver("majorize").solve(_lse_prog(constraints=[c1, c2]))
+    assert res.status == "infeasible"
