@@ -76,6 +76,16 @@ def candidates():
                     yield x, lam
 
 
+def refine_candidates():
+    """Stage 2: around the stage-1 winner (8 x 0, 6 x 3, outlier 9, lambda 0.3)."""
+    for n0 in (8, 10, 12):
+        for n1 in (4, 6):
+            for outl in (9.0, 10.0, 11.0, 12.0):
+                x = np.array([0.0] * n0 + [3.0] * n1 + [outl])
+                for lam in (0.3, 0.6, 1.0):
+                    yield x, lam
+
+
 def screen(x, lam, K=2, variance=1.0):
     row = {"x": x, "lam": lam}
     for fam in B.FAMILIES:
@@ -112,12 +122,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--verify", action="store_true", help="only verify MINIMAL_DATA")
     ap.add_argument("--top", type=int, default=10)
+    ap.add_argument("--stage", type=int, choices=(0, 1, 2), default=0,
+                    help="1: the 216-candidate grid only, 2: the refinement grid only, 0: both")
     args = ap.parse_args()
     if not args.verify:
         rows = []
         t0 = time.perf_counter()
-        for x, lam in candidates():
-            rows.append(screen(x, lam))
+        gens = ([candidates()] if args.stage in (0, 1) else []) + ([refine_candidates()] if args.stage in (0, 2) else [])
+        for gen in gens:
+            for x, lam in gen:
+                rows.append(screen(x, lam))
+                r = rows[-1]
+                print(f"  screened x={r['x'].tolist()} lambda={lam}: fails point {r['point'][1]}, "
+                      f"gaussian {r['gaussian'][1]}", flush=True)
         # rank by the failures of the weaker family, then the total, then fewer points
         rows.sort(key=lambda r: (-min(r["point"][1], r["gaussian"][1]),
                                  -(r["point"][1] + r["gaussian"][1]), r["x"].size))

@@ -347,3 +347,47 @@ def test_gop_learned_variance_tiny(family):
     r = solver.solve(m, rel_gap=1e-6, time_limit=60).varopt_result
     assert r.status == "optimal"
     assert r.upper_bound == pytest.approx(ref["value"], rel=1e-6)
+
+
+@pytest.mark.parametrize("family,variance", [(f, v) for f in B.FAMILIES for v in (1.0, "learned")])
+def test_gop_partition_matches_derivation(family, variance):
+    """gop's automatic partition of the compiled model is the one derived in docs/gop_bgmm.md §5:
+    x = (mu, pi[, v]) or (eta, tau, pi[, w]), y = phi, every x variable connected."""
+    pytest.importorskip("pyomo.environ")
+    try:
+        from varopt.frontends import compile_model
+        from varopt.solvers.gop.partition import analyze
+    except ImportError as exc:
+        pytest.skip(f"gop partition analysis not available: {exc}")
+    x = np.array(B.MINIMAL_DATA["x"])
+    K = 2
+    prog, _ = compile_model(B.bgmm_pyomo(x, K, family, 0.3, variance))
+    part = analyze(prog)
+    text = part.describe()
+    xs = ["pi", "mu"] if variance != "learned" else ["pi", "tau", "eta"]
+    if family == "gaussian":
+        xs.append("v" if variance != "learned" else "w")
+    n_x = len(xs) * K - (K - 1 if variance == "learned" else 0)
+    assert f"x (primal, {n_x})" in text and f"connected ({n_x})" in text, text
+    assert f"y (relaxed dual, {x.size * K})" in text and "phi[0,0]" in text.split("y (relaxed dual")[1], text
+
+
+def test_naive_learned_variance_is_rejected_by_gop():
+    """tau * phi * (x - mu)^2 (moment parametrisation) is not biconvex: the model is refused with a
+    ModelStructureError naming the term, which is why bgmm_pyomo uses eta = tau mu (docs §6)."""
+    pyo = pytest.importorskip("pyomo.environ")
+    import varopt
+    from varopt.errors import ModelStructureError
+    if "gop" not in varopt.solvers():
+        pytest.skip("solver 'gop' is not registered yet")
+    x = [0.0, 1.0, 3.0]
+    m = pyo.ConcreteModel()
+    m.phi = pyo.Var(range(3), range(2), bounds=(0, 1), initialize=0.5)
+    m.mu = pyo.Var(range(2), bounds=(0, 3), initialize=1.0)
+    m.tau = pyo.Var(bounds=(0.1, 10), initialize=1.0)
+    m.simplex = pyo.Constraint(range(3), rule=lambda mm, i: mm.phi[i, 0] + mm.phi[i, 1] == 1)
+    m.obj = pyo.Objective(expr=sum(0.5 * m.tau * m.phi[i, k] * (x[i] - m.mu[k]) ** 2
+                                   + m.phi[i, k] * pyo.log(m.phi[i, k]) for i in range(3) for k in range(2))
+                          - 1.5 * pyo.log(m.tau))
+    with pytest.raises(ModelStructureError, match="tau"):
+        pyo.SolverFactory("gop").solve(m, time_limit=5)

@@ -168,20 +168,19 @@ def test_recognised_atom_structure():
     assert (prog.index["phi[0,0]"], prog.index["mu[0]"]) in {tuple(sorted(p)) for p in pairs}
 
 
-def test_large_problem_compiles_fast_enough():
-    """10^4 rows of sum_squares / logistic compile without per-row Python loops."""
-    import time
+def test_large_problem_rows_are_not_expanded():
+    """10^4 rows of sum_squares / logistic compile to one group of 10^4 rows (one per sample).
+
+    (Compile time is measured outside the test suite: no timed asserts here.)
+    """
     rng = np.random.default_rng(0)
     A, y = rng.normal(size=(10_000, 20)), rng.normal(size=10_000)
     w = cp.Variable(20, name="w")
     for obj in (cp.sum_squares(A @ w - y), cp.sum(cp.logistic(A @ w))):
-        t0 = time.perf_counter()
         prog, _ = compile_cvxpy(cp.Problem(cp.Minimize(obj)))
-        elapsed = time.perf_counter() - t0
         groups = list(prog.objective.groups())
         assert len(groups) == 1 and len(groups[0]) == 10_000
-        # generous bound (shared machine): a per-row Python loop would take far longer
-        assert elapsed < 20.0
+        assert np.array_equal(np.sort(groups[0].label), np.arange(10_000))
         pt = rng.normal(size=20) * 0.1
         w.value = pt
         assert np.isclose(prog.objective.value(pt), obj.value, rtol=1e-10)
@@ -269,3 +268,43 @@ def test_compile_model_dispatches_to_cvxpy():
     x = cp.Variable(2, name="x")
     prog, mapping = compile_model(cp.Problem(cp.Minimize(cp.sum_squares(x))))
     assert prog.names == ["x[0]", "x[1]"]
+
+
+@pytest.mark.parametrize("status, cvx_status, value_min", [
+    ("optimal", "optimal", 1.5), ("converged", "optimal_inaccurate", 1.5), ("time_limit", "user_limit", 1.5),
+    ("iteration_limit", "user_limit", 1.5), ("pass_limit", "user_limit", 1.5),
+    ("infeasible", "infeasible", math.inf), ("unbounded", "unbounded", -math.inf), ("error", "solver_error", None),
+])
+@pytest.mark.parametrize("maximize", [False, True])
+def test_status_mapping(monkeypatch, status, cvx_status, value_min, maximize):
+    """Every varopt status maps to a CVXPY status and value (sign of inf in the user's sense)."""
+    import varopt.registry as registry
+    from varopt.frontends.cvxpy_plugin import solve_problem
+    from varopt.options import OptionSet, common_options
+
+    class Fixed(varopt.Solver):
+        name = "vo_fixed_status"
+        options = OptionSet(common_options())
+
+        def _solve(self, program, opts):
+            x = np.array([0.25, 0.5])
+            return varopt.Result(solver=self.name, status=status, x=x, objective=program.objective.value(x))
+
+    monkeypatch.setattr(registry, "get_solver", lambda name: Fixed())
+    x = cp.Variable(2, name="x")
+    f = cp.sum(x) + 0.75
+    prob = cp.Problem(cp.Maximize(f) if maximize else cp.Minimize(f))
+    val = solve_problem(prob, "vo_fixed_status")
+    assert prob.status == cvx_status
+    expected = value_min
+    if maximize and value_min is not None and math.isinf(value_min):
+        expected = -value_min
+    if expected is None:
+        assert val is None and prob.value is None
+    else:
+        assert val == expected and prob.value == expected
+    if cvx_status in ("optimal", "optimal_inaccurate", "user_limit"):
+        assert np.array_equal(x.value, [0.25, 0.5])
+    else:
+        assert x.value is None
+    assert result_of(prob).status == status

@@ -49,7 +49,7 @@ TERMS = {
     "quad_over_lin_var": lambda v: cp.quad_over_lin(v.x - v.c(3), v.q + 0.5),
     "quad_over_lin_const": lambda v: cp.quad_over_lin(v.X, 2.0),
     "exp": lambda v: cp.sum(cp.exp(0.5 * v.x + v.c(3))),
-    "log": lambda v: -cp.sum(cp.log(v.p + 0.5)) + cp.sum(cp.log(v.P)),
+    "log": lambda v: -cp.sum(cp.log(v.p + 0.5)) + cp.sum(cp.log(v.P)) + cp.sum(cp.log1p(v.P[1] - 0.1)),
     "entr": lambda v: cp.sum(cp.entr(v.p)),
     "lse_none": lambda v: cp.log_sum_exp(v.X),
     "lse_axis0": lambda v: v.c(3) @ cp.log_sum_exp(v.X, axis=0),
@@ -76,6 +76,8 @@ TERMS = {
     "sum_axis_mean": lambda v: v.c(3) @ cp.sum(v.X, axis=0) + cp.mean(v.x) - v.c(2) @ cp.sum(v.X, axis=1),
     "parameter": lambda v: cp.sum(cp.multiply(cp.Parameter(3, value=v.c(3)), v.x)),
     "cumsum_probe": lambda v: cp.sum_squares(cp.cumsum(v.x)),
+    "convolve_kron_probe": lambda v: cp.sum_squares(cp.convolve(v.c(2), v.x) + 1.0)
+    + cp.sum(cp.exp(cp.kron(v.c(2, 1), v.X[:, :1]))),
     "neg_div": lambda v: -cp.sum(v.X) / 4.0 + v.s / 2.0,
 }
 NAMES = sorted(TERMS)
@@ -214,3 +216,41 @@ def test_hessians_match_gradient_finite_differences(seed, terms, cons):
                               for ei in np.eye(prog.n)])
         scale = max(1.0, np.abs(fd).max())
         assert np.abs(H - fd).max() <= 1e-5 * scale, (terms, np.abs(H - fd).max())
+
+
+# terms outside the catalogue: each must make compilation fail with ModelStructureError
+BAD = {
+    "cube": lambda v: cp.sum(cp.power(v.x, 3)),
+    "sqrt": lambda v: cp.sum(cp.sqrt(v.p)),
+    "abs": lambda v: cp.sum(cp.abs(v.x)),
+    "norm2": lambda v: cp.norm(v.x, 2),
+    "div_var": lambda v: cp.sum(v.x / v.s),
+    "log_nonaffine": lambda v: cp.sum(cp.log(v.p + cp.square(v.x))),
+    "exp_product": lambda v: cp.sum(cp.exp(cp.multiply(v.x, v.p))),
+    "triple_product": lambda v: cp.sum(cp.multiply(v.p, cp.multiply(v.x, v.x))),
+    "atom_times_atom": lambda v: cp.sum(cp.multiply(cp.exp(v.x), cp.square(v.p))),
+    "max": lambda v: cp.max(v.X),
+    "inv_pos": lambda v: cp.sum(cp.inv_pos(v.p)),
+    "huber": lambda v: cp.sum(cp.huber(v.x)),
+}
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31 - 1), terms=term_lists, bad=st.sampled_from(sorted(BAD)),
+       in_constraint=st.booleans())
+def test_unsupported_terms_raise_model_structure_error(seed, terms, bad, in_constraint):
+    from varopt.errors import ModelStructureError
+    rng = np.random.default_rng(seed)
+    v = Vars(rng)
+    obj = sum(TERMS[t](v) for t in terms)
+    bad_expr = BAD[bad](v)
+    if in_constraint:
+        prob = cp.Problem(cp.Minimize(obj), [v.x >= -1, bad_expr <= 1])
+        where = "constraint 1 ("
+    else:
+        prob = cp.Problem(cp.Minimize(obj + bad_expr))
+        where = "objective:"
+    with pytest.raises(ModelStructureError) as info:
+        compile_cvxpy(prob)
+    assert str(info.value).startswith(where), str(info.value)
+    assert "cannot compile `" in str(info.value)

@@ -473,6 +473,8 @@ def test_input_validation_names_the_argument():
         solve_qp([[-1.0]], [0.0])
     with pytest.raises(InputDataError, match="Q"):
         solve_qp(np.eye(3), [0.0, 0.0])
+    with pytest.raises(InputDataError, match="semidefinite"):  # positive diagonal, indefinite
+        solve_qp(sp.block_diag([[[1.0, 2.0], [2.0, 1.0]], sp.identity(50)]), np.ones(52), lb=-1, ub=1)
     with pytest.raises(InputDataError, match="const"):
         solve_lp([1.0], const=np.inf)
     with pytest.raises(InvalidOptionError, match="no_such_option"):

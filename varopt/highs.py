@@ -127,8 +127,10 @@ class LPResult:
     """Solution of one LP/QP solve in the sign convention of the module docstring.
 
     ``x``, ``row_duals`` (y), ``col_duals`` (z) and ``row_activity`` (A x) are numpy
-    arrays when ``status == "optimal"``; for other statuses they hold HiGHS's last
-    iterate when one exists, else ``None``. ``objective`` includes ``const``.
+    arrays when ``status == "optimal"``; they are ``None`` for "infeasible"/"unbounded", and
+    for "error" they hold HiGHS's last point when it has one. ``objective`` includes
+    ``const``. ``info`` holds QP diagnostics (``attempts``, ``kkt``, ``polished``,
+    ``fallback``, ``unverified``).
     """
     status: str
     x: np.ndarray = None
@@ -229,9 +231,27 @@ def _index(name, idx, size):
     return a
 
 
-#: Q is checked for PSD by a dense eigenvalue computation at model build up to this size;
-#: larger Q are checked only when HiGHS calls them non-convex (see ``_min_eig``)
-_PSD_CHECK_DENSE_N = 300
+#: Q is checked for PSD at model build (Gershgorin, else a dense Cholesky of Q + delta I)
+#: up to this size; larger non-diagonally-dominant Q are checked only when HiGHS calls them
+#: non-convex (see ``_min_eig``)
+_PSD_CHECK_DENSE_N = 800
+
+
+def _is_psd(M, scale):
+    """True if ``M`` (symmetric, sparse) is PSD up to ``1e-9 * scale``, or too big to check."""
+    n = M.shape[0]
+    d = M.diagonal()
+    off = np.asarray(abs(M).sum(axis=1)).ravel() - np.abs(d)
+    if (d >= off).all():  # diagonally dominant with d >= 0 (Gershgorin)
+        return True
+    if n > _PSD_CHECK_DENSE_N:
+        return True
+    import scipy.linalg as sla
+    try:
+        sla.cholesky(M.toarray() + 1e-9 * scale * np.eye(n), lower=True, check_finite=False)
+        return True
+    except sla.LinAlgError:
+        return _min_eig(M) >= -1e-9 * scale
 
 
 def _min_eig(Q):
@@ -264,10 +284,9 @@ def _hessian_lower(Q, n, name="Q"):
     if (d < -1e-12 * scale).any():
         j = int(np.argmin(d))
         raise InputDataError(f"{name}: not positive semidefinite (Q[{j},{j}] = {d[j]:.3g} < 0)")
-    if n <= _PSD_CHECK_DENSE_N:
-        lam = float(np.linalg.eigvalsh(M.toarray())[0])
-        if lam < -1e-9 * scale:
-            raise InputDataError(f"{name}: not positive semidefinite (smallest eigenvalue {lam:.3g})")
+    if not _is_psd(M, scale):
+        lam = _min_eig(M)
+        raise InputDataError(f"{name}: not positive semidefinite (smallest eigenvalue {lam:.3g})")
     L = sp.tril(M, format="csc")
     L.sum_duplicates()
     L.eliminate_zeros()
@@ -936,8 +955,6 @@ def _kkt_point(x0, d, ri, rv, ci, cv):
     fi = np.flatnonzero(free)
     x = x0.copy()
     x[ci] = cv
-    if fi.size + ri.size == 0:
-        return None
     Qc = Q.tocsc()
     Qff = Qc[fi][:, fi]
     AW = A[ri]
@@ -950,7 +967,7 @@ def _kkt_point(x0, d, ri, rv, ci, cv):
     # (minimum-norm) correction keeps x near the solver's point instead of jumping along the
     # null space through inactive constraints
     base = np.concatenate([x[fi], np.zeros(ri.size)])
-    sol = base + _solve_kkt(K, rhs - K @ base)
+    sol = base + _solve_kkt(K, rhs - K @ base) if base.size else base  # empty: every column fixed
     if not np.isfinite(sol).all():
         return None
     x[fi] = sol[:fi.size]

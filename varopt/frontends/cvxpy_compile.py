@@ -25,12 +25,15 @@ Recognised (anything else raises :class:`~varopt.errors.ModelStructureError` nam
 objective/constraint and the CVXPY sub-expression):
 
 * affine atoms listed above, ``+ - *`` by constants, ``/`` by constants, ``@`` with a
-  constant on either side, parameters (as constants);
+  constant on either side, parameters (as constants); any other affine CVXPY atom
+  (``cumsum``, ``diff``, ``convolve``/``kron`` with a constant, ...) on at most
+  ``4000`` input entries, whose matrix is read off its ``numeric`` on unit vectors;
 * ``square``/``power(., 2)``/``sum_squares``/``quad_over_lin(., const)`` of an affine
   argument -> ``square`` rows (one per entry, not expanded);
 * ``quad_over_lin(affine, affine scalar)`` -> ``quad_over_lin`` rows;
 * ``quad_form(affine, constant P)`` -> quadratic terms ``x^T A^T P_s A x`` (+ linear);
-* ``exp`` -> ``exp`` rows; ``log`` -> ``neglog`` rows with coefficient ``-1``;
+* ``exp`` -> ``exp`` rows; ``log`` (and ``log1p(u) = log(1 + u)``) -> ``neglog`` rows with
+  coefficient ``-1``;
   ``entr`` -> ``xlogx`` rows with coefficient ``-1``;
 * ``log_sum_exp(., axis)`` -> a log-sum-exp group per output entry; ``logistic(z)`` ->
   the group ``log(exp 0 + exp z)``;
@@ -412,27 +415,41 @@ class _Tracer:
         return base.apply(L, shape)
 
     def _probe(self, expr, shape):
-        nodes = self.args(expr)
-        sizes = [z.m for z in nodes]
-        total = sum(sizes)
+        """Other affine atoms (cumsum, diff, kron/conv with a constant, ...): probe ``numeric``.
+
+        Constant arguments are fixed at their values; the map is affine in the others, so
+        its matrix is read column by column from unit vectors (small inputs only).
+        """
+        var_args = [k for k, a in enumerate(expr.args) if self.has_vars(a)]
+        vals = [None if k in var_args else np.broadcast_to(self.const_value(a), _shape(a))
+                for k, a in enumerate(expr.args)]
+        nodes = [self.trace(expr.args[k]) for k in var_args]
+        total = sum(z.m for z in nodes)
         if total > _PROBE_LIMIT:
             self.fail(expr, f"linear atom `{type(expr).__name__}` on more than {_PROBE_LIMIT} entries")
-        shapes = [_shape(a) for a in expr.args]
-        zero = [np.zeros(s) for s in shapes]
-        base = np.asarray(expr.numeric(zero), dtype=float).ravel(order="F")
-        if np.any(base != 0):
-            self.fail(expr, "affine atom with a constant offset")
+        shapes = {k: _shape(expr.args[k]) for k in var_args}
+
+        def evaluate(free):
+            v = list(vals)
+            for k in var_args:
+                v[k] = free[k]
+            return np.asarray(expr.numeric(v), dtype=float).reshape(-1, order="F")
+
+        zero = {k: np.zeros(shapes[k]) for k in var_args}
+        base = evaluate(zero)
         cols = []
-        for k, s in enumerate(shapes):
-            for j in range(sizes[k]):
-                v = [zz.copy() for zz in zero]
-                flat = v[k].reshape(-1, order="F")
-                flat[j] = 1.0
-                v[k] = flat.reshape(s, order="F")
-                cols.append(np.asarray(expr.numeric(v), dtype=float).ravel(order="F"))
+        for k in var_args:
+            for j in range(_size(shapes[k])):
+                free = dict(zero)
+                e = np.zeros(_size(shapes[k]))
+                e[j] = 1.0
+                free[k] = e.reshape(shapes[k], order="F")
+                cols.append(evaluate(free) - base)
         L = sp.csr_matrix(np.column_stack(cols))
-        base = nodes[0] if len(nodes) == 1 else _stack(nodes)
-        return base.apply(L, shape)
+        stacked = nodes[0] if len(nodes) == 1 else _stack(nodes)
+        out = stacked.apply(L, shape)
+        out.c = out.c + base
+        return out
 
     def _AddExpression(self, expr, shape):
         nodes = []
@@ -638,6 +655,10 @@ class _Tracer:
 
     def _log(self, expr, shape):
         return self.atom_node("neglog", self.affine_arg(expr, expr.args[0]), -1.0, shape)
+
+    def _log1p(self, expr, shape):
+        z = self.affine_arg(expr, expr.args[0])
+        return self.atom_node("neglog", _Node(z.shape, self.n, z.A, z.c + 1.0), -1.0, shape)
 
     def _entr(self, expr, shape):
         return self.atom_node("xlogx", self.affine_arg(expr, expr.args[0]), -1.0, shape)
@@ -913,6 +934,7 @@ def _to_expressions(z, n, order_c=False):
             np.concatenate([o.label for o in objs]))
         rowsets.append((allrows, W))
     lsesets = [(g, sp.csr_matrix(V)) for g, V in z.lse if V.nnz]
+    # one shared (never mutated) empty term set: building one per constraint costs ~0.1 ms each
     empty_q = QuadraticTerms(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), n)
 
     out = []

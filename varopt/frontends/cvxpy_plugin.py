@@ -11,6 +11,7 @@ Usage::
     x.value                           # variable values are set
     res = prob.varopt_result          # the full varopt.Result (bounds, gap, history, ...)
     res = varopt.frontends.cvxpy_plugin.result_of(prob)   # same, or None if not solved by varopt
+    prob.varopt_program               # the compiled varopt.Program that was solved
 
 ``prob.solve(method=...)`` bypasses CVXPY's DCP analysis: the problem is compiled by
 :func:`varopt.frontends.cvxpy_compile.compile_cvxpy`, so non-convex products such as

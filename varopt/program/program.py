@@ -93,7 +93,11 @@ class Program:
         idx = [k for k, c in enumerate(self.constraints) if c.body.is_linear]
         if not idx:
             return sp.csr_matrix((0, self.n)), np.zeros(0), np.zeros(0), []
-        A = sp.csr_matrix(np.vstack([self.constraints[k].body.linear for k in idx]))
+        # assemble CSR from each row's nonzeros (never a dense m x n stack)
+        cols = [np.flatnonzero(self.constraints[k].body.linear) for k in idx]
+        data = np.concatenate([self.constraints[k].body.linear[c] for k, c in zip(idx, cols)])
+        indptr = np.concatenate([[0], np.cumsum([c.size for c in cols])])
+        A = sp.csr_matrix((data, np.concatenate(cols), indptr), shape=(len(idx), self.n))
         const = np.array([self.constraints[k].body.constant for k in idx])
         lo = np.array([self.constraints[k].lo for k in idx]) - const
         hi = np.array([self.constraints[k].hi for k in idx]) - const

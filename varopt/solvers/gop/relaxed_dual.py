@@ -80,7 +80,28 @@ class RDModel:
             self.m_base -= old.size
 
     def solve_node(self, A, lo, hi, oa_tol, feas_tol=1e-9, max_rounds=30):
-        """Solve one node; returns dict(status, value, y). Cuts found are kept (base rows)."""
+        """Solve one node; returns dict(status, value, y). Cuts found are kept (base rows).
+
+        A node whose path has no optimality row (only feasibility cuts, column ``t`` free in no
+        row) has no finite bound: it is solved for feasibility with ``t`` fixed at 0 and gets the
+        value ``-inf``.
+        """
+        hm = self.hm
+        k = A.shape[0]
+        tcol = self.ncol - 1
+        no_opt = k == 0 or A[:, tcol].nnz == 0
+        if no_opt:
+            hm.set_col_bounds([tcol], 0.0, 0.0)
+            try:
+                out = self._solve(A, lo, hi, oa_tol, feas_tol, max_rounds)
+            finally:
+                hm.set_col_bounds([tcol], None, None)
+            if out["status"] == "optimal":
+                out["value"] = -np.inf
+            return out
+        return self._solve(A, lo, hi, oa_tol, feas_tol, max_rounds)
+
+    def _solve(self, A, lo, hi, oa_tol, feas_tol, max_rounds):
         hm = self.hm
         k = A.shape[0]
         node_rows = hm.add_rows(A, lo, hi) if k else np.zeros(0, dtype=np.int64)

@@ -40,6 +40,34 @@ def _offending_term(e: Expression) -> str:
     return "an indefinite quadratic form"
 
 
+class _Body:
+    """A convex constraint body with cached derivatives: quadratic forms ``k + l^T x + x^T H x / 2``
+    (quadratic terms and square atoms, :meth:`Expression.as_quadratic`) keep their constant Hessian (dense when n <= 1500), other bodies defer to the Expression."""
+
+    def __init__(self, e: Expression):
+        self.e = e
+        # quadratic terms and multiplier-free square atoms expand to k + l^T x + x^T H x / 2
+        self.quad = e.is_quadratic_form
+        if self.quad:
+            H, self.lin, self.k = e.as_quadratic()
+            self.H = H.toarray() if e.n <= 1500 else sp.csr_matrix(H)
+
+    def value(self, x):
+        if self.quad:
+            return float(self.k + self.lin @ x + 0.5 * x @ (self.H @ x))
+        return self.e.value(x)
+
+    def gradient(self, x):
+        if self.quad:
+            return self.lin + self.H @ x
+        return self.e.gradient(x)
+
+    def hessian_dense(self, x):
+        if self.quad:
+            return self.H if isinstance(self.H, np.ndarray) else self.H.toarray()
+        return self.e.hessian(x).toarray()
+
+
 class ConstraintSet:
     """``c(x) <= 0`` assembled from a :class:`Program` (see module docstring)."""
 
@@ -90,7 +118,7 @@ class ConstraintSet:
                     f"constraint {c.name!r} is not convex: its body contains {_offending_term(body)}; "
                     "ipsa requires convex c(x) <= 0")
             if np.isfinite(c.hi):
-                self.nonlinear.append((c.name, body, float(c.hi)))
+                self.nonlinear.append((c.name, _Body(body), float(c.hi)))
         if rows:
             self.G = sp.csr_matrix(np.vstack(rows))
             self.h = np.asarray(h, dtype=float)
@@ -182,7 +210,7 @@ class ConstraintSet:
         """``sum_j z_j Hess c_j(x)`` over the nonlinear block (dense n x n)."""
         H = np.zeros((self.n, self.n))
         for zj, (_, body, _) in zip(z_nl, self.nonlinear):
-            H += zj * body.hessian(x).toarray()
+            H += zj * body.hessian_dense(x)
         return H
 
     def max_primal_step(self, s, Jdx, frac: float) -> float:

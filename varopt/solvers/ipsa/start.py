@@ -89,25 +89,31 @@ def phase1_linear(cons, names):
 
 
 def centre(x, G, h, iters=30):
-    """Damped Newton on ``-sum log(h - Gx) + ||x - x_lp||^2/2`` from a strictly feasible x."""
+    """Damped Newton on ``-sum log(h - Gx) + ||x - x_lp||^2/2`` from a strictly feasible x
+    (sparse products; the n x n Newton matrix is dense, so this runs only for small n)."""
     x_lp = x.copy()
-    Gd = G.toarray()
+    G = sp.csr_matrix(G)
+    GT = G.T.tocsr()
+
+    def phi(xv, sv):
+        return -np.sum(np.log(sv)) + 0.5 * np.sum((xv - x_lp) ** 2)
+
     for _ in range(iters):
-        s = h - Gd @ x
-        grad = Gd.T @ (1.0 / s) + (x - x_lp)
-        H = (Gd.T * (1.0 / s ** 2)) @ Gd + np.eye(x.size)
+        s = h - G @ x
+        grad = GT @ (1.0 / s) + (x - x_lp)
+        H = (GT @ sp.diags(1.0 / s ** 2) @ G).toarray() + np.eye(x.size)
         dx = -np.linalg.solve(H, grad)
         dec = float(-grad @ dx)
         if dec < 1e-10:
             break
-        Gdx = Gd @ dx
+        Gdx = G @ dx
         pos = Gdx > 0
         a = min(1.0, 0.95 * float(np.min(s[pos] / Gdx[pos]))) if np.any(pos) else 1.0
-        f0 = -np.sum(np.log(s)) + 0.5 * np.sum((x - x_lp) ** 2)
+        f0 = phi(x, s)
         while a > 1e-12:
             xn = x + a * dx
-            sn = h - Gd @ xn
-            if np.all(sn > 0) and -np.sum(np.log(sn)) + 0.5 * np.sum((xn - x_lp) ** 2) <= f0 - 0.25 * a * dec:
+            sn = h - G @ xn
+            if np.all(sn > 0) and phi(xn, sn) <= f0 - 0.25 * a * dec:
                 x = xn
                 break
             a *= 0.5

@@ -81,17 +81,21 @@ def chain_bound(S, Tr, want_sigma: bool = True):
         F = np.broadcast_to(eye_tr, (Bn, K, K, D)).copy()
         F += mu_next[:, None, :, :]
         F[:, :, np.arange(K), node(t) + np.arange(K)] += 1.0
-        logz, mu, rows = _alg1_last_axis(la, F, want_sigma)
+        # rows at position t live on node coordinates >= t and on the transitions
+        F = F[..., node(t):]
+        logz, mu_s, rows = _alg1_last_axis(la, F, want_sigma)
         if want_sigma:
-            Rr = rows.reshape(Bn, K * K, D)
-            M += np.einsum("bnd,bne->bde", Rr, Rr, optimize=True)
+            Rr = rows.reshape(Bn, K * K, D - node(t))
+            M[:, node(t):, node(t):] += np.matmul(Rr.transpose(0, 2, 1), Rr)
+        mu = np.zeros((Bn, K, D))
+        mu[..., node(t):] = mu_s
         logz_next, mu_next = logz, mu
     la = S[:, 0, :] + logz_next  # root: y_0
     F = mu_next.copy()
     F[:, np.arange(K), node(0) + np.arange(K)] += 1.0
     logz, mu, rows = _alg1_last_axis(la, F, want_sigma)
     if want_sigma:
-        M += np.einsum("bnd,bne->bde", rows, rows, optimize=True)
+        M += np.matmul(rows.transpose(0, 2, 1), rows)
     return logz, mu, M
 
 

@@ -3,10 +3,13 @@
 The rank-one updates ``r r^T`` of Algorithm 1 (``r = sqrt(omega) l``, the rows of
 :class:`~varopt.solvers.majorize.bound.BoundParts`) are accumulated in an orthonormal basis
 ``V`` (k x d) with diagonal ``S`` (k x k). Each update projects ``r`` on ``V``
-(``p = V r``, residual ``g = r - V^T p``), rotates the rank-k part by the eigenvectors of
-``S + p p^T`` and then drops one direction of the rank ``k + 1`` system — the smallest of the
-k eigenvalues or the residual ``||g||^2``, whichever is smaller. The dropped ``c v v^T`` is
-*absorbed* into the diagonal with supplement Lemma 3,
+(``p = V r``, residual ``g = r - V^T p``), forms the exact rank ``k + 1`` system in the basis
+``[V; g/||g||]`` and drops its smallest eigen-direction (section 6: "discard its smallest
+singular value"). The supplement's case analysis (drop ``g g^T`` or the smallest eigenvalue of
+``S + p p^T``) forgets the cross terms ``V^T p g^T + g p^T V`` of ``r r^T`` and can fail to
+dominate ``Sigma`` (found by the property test); the eigen-decomposition of the full
+``(k+1) x (k+1)`` core is the correct version. The dropped ``c v v^T`` is *absorbed* into the
+diagonal with supplement Lemma 3,
 
     c (x^T v)^2 <= sum_i x_i^2 F_i,    F_i = c |v_i| sum_j |v_j|,
 
@@ -37,51 +40,48 @@ class LowRankSigma:
         self.D += c * av * av.sum()
 
     def add(self, r):
-        """Add ``r r^T`` (one iteration of the inner loop of Algorithm 4)."""
+        """Add ``r r^T`` (one iteration of the inner loop of Algorithm 4).
+
+        ``r = V^T p + g`` with ``p = V r`` and ``g`` orthogonal to ``V``. Note
+        ``r r^T = V^T p p^T V + V^T p g^T + g p^T V + g g^T``: the supplement's derivation omits the
+        cross terms, so (as in the main text) we form the exact rank ``k + 1`` system in the basis
+        ``[V; g / ||g||]`` with core ``[[S + p p^T, ||g|| p], [||g|| p^T, ||g||^2]]``, rotate it to its
+        eigenbasis and absorb the smallest eigen-direction into ``D`` (Lemma 3).
+        """
         r = np.asarray(r, dtype=float).ravel()
         if not np.any(r):
             return
         V = self.V
         p = V @ r
         g = r - V.T @ p
-        gn2 = float(g @ g)
-        # clean the residual once more so V stays orthonormal to rounding
         if V.shape[0]:
+            # re-orthogonalize once so V stays orthonormal to rounding
             corr = V @ g
             g = g - V.T @ corr
             p = p + corr
-            gn2 = float(g @ g)
-        if V.shape[0] < self.k:
-            # still room: extend the basis by the normalised residual
-            M = np.diag(self.S) + np.outer(p, p)
-            if gn2 > 1e-300:
-                gn = np.sqrt(gn2)
-                Vx = np.vstack([V, g / gn])
-                Mx = np.zeros((M.shape[0] + 1, M.shape[0] + 1))
-                Mx[:-1, :-1] = M
-                Mx[:-1, -1] = Mx[-1, :-1] = p * gn
-                Mx[-1, -1] = gn2
-                M, V = Mx, Vx
-            lam, Q = np.linalg.eigh(M)
-            lam = np.maximum(lam, 0.0)
-            self.S, self.V = lam, Q.T @ V
-            return
-        lam, Q = np.linalg.eigh(np.diag(self.S) + np.outer(p, p))
+        gn2 = float(g @ g)
+        M = np.diag(self.S) + np.outer(p, p)
+        rn2 = float(r @ r)
+        if gn2 > 1e-24 * rn2:
+            gn = np.sqrt(gn2)
+            Vx = np.vstack([V, g / gn])
+            Mx = np.zeros((M.shape[0] + 1, M.shape[0] + 1))
+            Mx[:-1, :-1] = M
+            Mx[:-1, -1] = Mx[-1, :-1] = p * gn
+            Mx[-1, -1] = gn2
+            M, V = Mx, Vx
+        elif gn2 > 0:
+            # residual at rounding level: absorb it exactly (g g^T <= diag(|g| sum|g|))
+            self._absorb(1.0, g)
+        lam, Q = np.linalg.eigh(M)
         lam = np.maximum(lam, 0.0)
         V = Q.T @ V
-        j = int(np.argmin(lam))
-        if gn2 <= lam[j]:
-            # case 1: drop the residual direction g (c = ||g||^2)
-            if gn2 > 0:
-                self._absorb(1.0, g)  # c v v^T with c = ||g||^2, v = g/||g||: c|v| sum|v| = |g| sum|g|
-            self.S, self.V = lam, V
-        else:
-            # case 2: drop the smallest eigen-direction, the residual becomes a basis vector
+        if lam.size > self.k:
+            j = int(np.argmin(lam))
             self._absorb(lam[j], V[j])
-            gn = np.sqrt(gn2)
-            V[j] = g / gn
-            lam[j] = gn2
-            self.S, self.V = lam, V
+            keep = np.arange(lam.size) != j
+            lam, V = lam[keep], V[keep]
+        self.S, self.V = lam, V
 
     def add_rows(self, R):
         R = R.tocsr() if sp.issparse(R) else np.asarray(R)
