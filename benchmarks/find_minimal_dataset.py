@@ -6,14 +6,16 @@ shape::
 
     x = [0] * n0 + [d] * n1 + outliers,      K = 2, sigma^2 = 1 (known), lambda in LAMBDAS
 
-and, for each, (1) computes the global optimum of the negative ELBO independently by a
+(stage 1: 216 candidates; stage 2: 72 refinements around the stage-1 winner) and, for
+each, (1) computes the global optimum of the negative ELBO independently by a
 dense multistart on the phi-profiled objective (``profile_multistart``), (2) runs 100
 variational-EM restarts (§3.2 random initialisation, seed 0) and counts the restarts that
 end more than 1e-6 (relative) above the optimum. It prints the candidates ranked by the
 number of failures (both families must fail in most restarts) and then verifies the
 winner with the real ``vem()`` and with SCIP (``scip_direct``) on the Pyomo model.
 
-    python benchmarks/find_minimal_dataset.py            # full search (a few minutes)
+    python benchmarks/find_minimal_dataset.py            # both stages (~30 min on a loaded machine)
+    python benchmarks/find_minimal_dataset.py --stage 2  # the refinement stage only (~6 min + verification)
     python benchmarks/find_minimal_dataset.py --verify   # only re-verify MINIMAL_DATA
 """
 from __future__ import annotations

@@ -19,6 +19,13 @@ The machine is shared: timings are noisy; each timing is the best of ``--repeat`
 """
 from __future__ import annotations
 
+import os
+
+# one BLAS thread for every method (the anchors too): on the shared, oversubscribed 2-core machine
+# multi-threaded BLAS on small matrices is 10x slower and would distort every timing
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import argparse
 import sys
 import time

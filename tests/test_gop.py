@@ -90,9 +90,9 @@ def test_bgmm_small_certified_against_grid():
     # independent check: min over phi in closed form, dense grid + local refinement over (mu, pi)
     from scipy.optimize import minimize
     best = math.inf
-    for m0 in np.linspace(x.min(), x.max(), 25):
-        for m1 in np.linspace(x.min(), x.max(), 25):
-            for p0 in (0.1, 0.3, 0.5, 0.7, 0.9):
+    for m0 in np.linspace(x.min(), x.max(), 7):
+        for m1 in np.linspace(x.min(), x.max(), 7):
+            for p0 in (0.2, 0.5, 0.8):
                 f = lambda t: profile_value(x, t[:2], np.array([t[2], 1 - t[2]]))  # noqa: E731
                 r = minimize(f, [m0, m1, p0], bounds=[(x.min(), x.max())] * 2 + [(1e-3, 1 - 1e-3)], method="L-BFGS-B")
                 best = min(best, r.fun)

@@ -104,9 +104,13 @@ def _clarabel_value(d):
     w, V = np.linalg.eigh(Q)
     B = (V * np.sqrt(np.maximum(w, 0.0))).T  # Q = B'B exactly up to rounding
     prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(B @ x) + d["c"] @ x), cons)
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11,
-               tol_ktratio=1e-9, max_iter=500)
-    assert prob.status == "optimal", prob.status
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        prob.solve(solver="CLARABEL", tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11,
+                   tol_ktratio=1e-9, max_iter=500)
+    # "optimal_inaccurate" = stalled short of these very tight tolerances (still ~1e-9);
+    # the layer's answers are additionally certified by their KKT residual in every test
+    assert prob.status in ("optimal", "optimal_inaccurate"), prob.status
     return prob.value
 
 
@@ -134,6 +138,47 @@ def test_native_sign_convention():
     v = [solve_lp([1.0, 2.0], [[1.0, 1.0]], [b], None, lb=[0, 0]).objective for b in (3.0, 3.001)]
     y = solve_lp([1.0, 2.0], [[1.0, 1.0]], [3.0], None, lb=[0, 0]).row_duals[0]
     assert (v[1] - v[0]) / 0.001 == pytest.approx(y)
+
+
+def _shift_active_bound(d, kind, i, side, t):
+    d = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+    key = {("row", 1): "row_lo", ("row", -1): "row_hi", ("col", 1): "lb", ("col", -1): "ub"}[(kind, side)]
+    eq = d["row_lo"][i] == d["row_hi"][i] if kind == "row" else d["lb"][i] == d["ub"][i]
+    d[key][i] += t
+    if eq:  # an equality moves both bounds
+        other = {"row_lo": "row_hi", "row_hi": "row_lo", "lb": "ub", "ub": "lb"}[key]
+        d[other][i] += t
+    return d
+
+
+@pytest.mark.parametrize("qp", [False, True])
+def test_duals_are_derivatives_of_the_optimal_value(qp):
+    """Sign convention, independently of HiGHS's: for an active bound b with multiplier y,
+    d v*/d b = y whenever the one-sided finite differences agree (nondegenerate)."""
+    rng = np.random.default_rng(99 + qp)
+    checked = 0
+    for t in range(60):
+        d = _random_instance(rng, n_max=8, m_max=6, qp=qp)
+        res = HighsModel(**d).solve()
+        assert res.status == "optimal"
+        h = 1e-5
+        for kind, duals, act, lo, hi in (("row", res.row_duals, res.row_activity, d["row_lo"], d["row_hi"]),
+                                         ("col", res.col_duals, res.x, d["lb"], d["ub"])):
+            for i in np.flatnonzero(np.abs(duals) > 1e-3)[:2]:
+                side = 1 if np.isfinite(lo[i]) and abs(act[i] - lo[i]) <= 1e-7 * max(1, abs(lo[i])) else -1
+                vp = HighsModel(**_shift_active_bound(d, kind, i, side, h)).solve()
+                vm = HighsModel(**_shift_active_bound(d, kind, i, side, -h)).solve()
+                if vp.status != "optimal" or vm.status != "optimal":
+                    continue
+                fwd = (vp.objective - res.objective) / h
+                bwd = (res.objective - vm.objective) / h
+                if abs(fwd - bwd) > 1e-4 * max(1, abs(fwd)):
+                    continue  # degenerate: a kink of v*(b)
+                assert duals[i] == pytest.approx(0.5 * (fwd + bwd), rel=1e-3, abs=1e-3), (t, kind, i, side)
+                if kind == "row" and lo[i] != hi[i]:
+                    assert np.sign(duals[i]) == side  # >= 0 at a lower bound, <= 0 at an upper
+                checked += 1
+    assert checked >= 40
 
 
 def test_const_in_objective():
@@ -186,6 +231,23 @@ def test_qp_on_box_cycling_instances_are_verified():
         assert kkt_residual(res, c, A, -1, 1, -1, 1, B.T @ B) <= 1e-6
 
 
+def test_larger_sparse_qp_matches_clarabel():
+    rng = np.random.default_rng(21)
+    n, m = 150, 80
+    B = sp.random(60, n, density=0.05, random_state=1, format="csr")
+    Q = (B.T @ B).toarray()
+    A = sp.random(m, n, density=0.05, random_state=2, format="csr").toarray()
+    x0 = rng.normal(size=n)
+    d = dict(c=rng.normal(size=n), A=A, row_lo=A @ x0 - 1, row_hi=A @ x0 + rng.exponential(1, m),
+             lb=x0 - 2, ub=x0 + 2, Q=Q)
+    mdl = HighsModel(**d)
+    res = mdl.solve()
+    assert res.status == "optimal"
+    ref = _clarabel_value(d)
+    assert abs(res.objective - ref) <= 1e-7 * max(1, abs(ref))
+    assert mdl.kkt_residual(res) == pytest.approx(_kkt(res, d)) and _kkt(res, d) <= 1e-6
+
+
 def test_sparse_inputs_equal_dense():
     rng = np.random.default_rng(3)
     d = _random_instance(rng, n_max=30, m_max=20, qp=True)
@@ -218,6 +280,29 @@ def test_unbounded_lp_and_qp():
     # same but the direction is blocked by a row: bounded
     r = solve_qp(np.diag([1.0, 0.0]), [0.0, -1.0], [[1.0, 1.0]], [-INF], [2.0])
     assert r.status == "optimal" and r.objective == pytest.approx(-2.5)  # x1 = -1, x2 = 3
+
+
+def test_unbounded_qps_that_highs_calls_optimal():
+    """Rank-1 Q with free columns: HiGHS's QP solver answers "Optimal" for about half of
+    these unbounded QPs; the layer must say "unbounded". Independent check: the Clarabel
+    optimum over the box |x| <= R keeps decreasing linearly in R."""
+    import cvxpy as cp
+    rng = np.random.default_rng(0)
+    lb = np.array([-INF, -INF, -INF, 0.7, -0.6])
+    ub = np.array([-0.6, INF, INF, 2.5, -0.6])
+    for t in range(12):
+        b = rng.normal(size=5)
+        c = rng.normal(size=5)
+        r = solve_qp(np.outer(b, b), c, lb=lb, ub=ub)
+        assert r.status == "unbounded", (t, r.info)
+        vals = []
+        for R in (1e2, 1e3):
+            x = cp.Variable(5)
+            p = cp.Problem(cp.Minimize(0.5 * cp.square(b @ x) + c @ x),
+                           [x >= np.maximum(lb, -R), x <= np.minimum(ub, R)])
+            p.solve(solver="CLARABEL")
+            vals.append(p.value)
+        assert vals[1] < 5 * vals[0] < 0, (t, vals)
 
 
 def test_unbounded_or_infeasible_is_resolved():
@@ -392,6 +477,64 @@ def test_warm_add_and_delete_rows_equal_cold():
     assert np.allclose(back["A"].toarray(), d3["A"]) and np.array_equal(back["row_hi"], d3["row_hi"])
 
 
+@pytest.mark.parametrize("qp", [False, True])
+def test_random_modification_sequences_equal_cold(qp):
+    """Random interleavings of every modification; after each, warm == cold (status and value)."""
+    rng = np.random.default_rng(31 + qp)
+    d = _random_instance(rng, n_max=12, m_max=8, qp=qp)
+    while d["c"].size < 4:
+        d = _random_instance(rng, n_max=12, m_max=8, qp=qp)
+    d = dict(d, A=np.asarray(d["A"], float))
+    mdl = HighsModel(**d)
+    mdl.solve()
+    n = d["c"].size
+    for step in range(40):
+        m = d["A"].shape[0]
+        op = rng.choice(["cost", "col", "row", "add", "del", "coef"])
+        if op == "cost":
+            idx = np.sort(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False))
+            v = rng.normal(size=idx.size)
+            d["c"][idx] = v
+            mdl.set_cost(v, idx)
+        elif op == "col":
+            idx = rng.choice(n, size=int(rng.integers(1, 3)), replace=False)
+            lo = -rng.exponential(2.0, idx.size)
+            hi = lo + rng.exponential(3.0, idx.size)
+            d["lb"][idx], d["ub"][idx] = lo, hi
+            mdl.set_col_bounds(idx, lo, hi)
+        elif op == "row" and m:
+            idx = rng.choice(m, size=1)
+            lo, hi = -rng.exponential(2.0), rng.exponential(2.0)
+            d["row_lo"][idx], d["row_hi"][idx] = lo, hi
+            mdl.set_row_bounds(idx, lo, hi)
+        elif op == "add":
+            G = rng.normal(size=(2, n)) * (rng.random((2, n)) < 0.6)
+            lo, hi = np.array([-INF, -1.0]), np.array([2.0, INF])
+            rows = mdl.add_rows(G, lo, hi)
+            assert list(rows) == [m, m + 1]
+            d["A"] = np.vstack([d["A"], G])
+            d["row_lo"] = np.concatenate([d["row_lo"], lo])
+            d["row_hi"] = np.concatenate([d["row_hi"], hi])
+        elif op == "del" and m:
+            idx = rng.choice(m, size=int(rng.integers(1, min(m, 3) + 1)), replace=False)
+            newpos = mdl.delete_rows(idx)
+            keep = np.setdiff1d(np.arange(m), idx)
+            assert (newpos[keep] == np.arange(keep.size)).all()
+            d["A"], d["row_lo"], d["row_hi"] = d["A"][keep], d["row_lo"][keep], d["row_hi"][keep]
+        elif op == "coef" and m:
+            i, j, v = int(rng.integers(m)), int(rng.integers(n)), float(rng.normal())
+            d["A"][i, j] = v
+            mdl.set_coefficient(i, j, v)
+        warm, cold = mdl.solve(), HighsModel(**d).solve()
+        assert warm.status == cold.status, (step, op, warm.message, cold.message)
+        if cold.status == "optimal":
+            assert warm.objective == pytest.approx(cold.objective, rel=1e-8, abs=1e-8), (step, op)
+            assert _kkt(warm, d) <= 1e-6
+        back = mdl.data()
+        assert np.allclose(back["A"].toarray(), d["A"]) and np.array_equal(back["row_lo"], d["row_lo"])
+        assert np.array_equal(back["c"], d["c"]) and np.array_equal(back["ub"], d["ub"])
+
+
 def test_warm_resolve_uses_fewer_iterations():
     rng, d = _mid_lp(4, n=80, m=60)
     mdl = HighsModel(**d)
@@ -482,8 +625,10 @@ def test_input_validation_names_the_argument():
     with pytest.raises(InvalidOptionError):
         solve_lp([1.0], options={"presolve": "maybe"})
     with pytest.raises(InvalidOptionError, match="threads"):
-        solve_lp([1.0], options={"threads": 2})  # HiGHS's scheduler is process-global
-    assert solve_lp([1.0], lb=0, options={"threads": 1, "presolve": "off"}).status == "optimal"
+        solve_lp([1.0], options={"threads": -1})
+    # HiGHS's scheduler is process-global: differing thread requests must not break solves
+    for th in (1, 2, 0, 1):
+        assert solve_lp([1.0], lb=0, options={"threads": th, "presolve": "off"}).status == "optimal"
     mdl = HighsModel([1.0, 2.0], lb=0)
     with pytest.raises(InputDataError):
         mdl.set_col_bounds([0, 0], 0, 1)  # duplicate

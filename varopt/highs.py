@@ -116,6 +116,25 @@ class HighsError(VaroptError, RuntimeError):
     """HiGHS stopped without a decision (time/iteration limit, numerical failure)."""
 
 
+_BLAS_CONTROLLER = []
+
+
+def _serial_blas():
+    """Context running BLAS/LAPACK single-threaded (dense checks and KKT solves are small;
+    a multi-threaded OpenBLAS on a loaded machine made a 200x200 Cholesky take 0.2 s)."""
+    if not _BLAS_CONTROLLER:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _BLAS_CONTROLLER.append(ThreadpoolController())
+        except ImportError:  # optional: only a speed matter
+            _BLAS_CONTROLLER.append(None)
+    ctl = _BLAS_CONTROLLER[0]
+    if ctl is None:
+        import contextlib
+        return contextlib.nullcontext()
+    return ctl.limit(limits=1, user_api="blas")
+
+
 def _highspy():
     import highspy  # imported lazily so ``import varopt`` stays cheap
     return highspy
@@ -248,7 +267,8 @@ def _is_psd(M, scale):
         return True
     import scipy.linalg as sla
     try:
-        sla.cholesky(M.toarray() + 1e-9 * scale * np.eye(n), lower=True, check_finite=False)
+        with _serial_blas():
+            sla.cholesky(M.toarray() + 1e-9 * scale * np.eye(n), lower=True, check_finite=False)
         return True
     except sla.LinAlgError:
         return _min_eig(M) >= -1e-9 * scale
@@ -258,7 +278,8 @@ def _min_eig(Q):
     """Smallest eigenvalue of the symmetric sparse ``Q`` (dense for n <= 2000, else Lanczos)."""
     n = Q.shape[0]
     if n <= 2000:
-        return float(np.linalg.eigvalsh(Q.toarray())[0])
+        with _serial_blas():
+            return float(np.linalg.eigvalsh(Q.toarray())[0])
     import scipy.sparse.linalg as spla
     try:
         return float(spla.eigsh(Q.tocsc().astype(float), k=1, which="SA", tol=1e-8,
@@ -299,10 +320,6 @@ _DEFAULT_OPTIONS = {
     "output_flag": False,
     "log_to_console": False,
     "random_seed": 0,
-    # HiGHS's task scheduler is process-global and fixed at first use; a later model asking
-    # for more threads fails with model status "Not Set". LP simplex and the QP solver are
-    # serial anyway, so the layer runs HiGHS single-threaded.
-    "threads": 1,
 }
 
 #: retries of HiGHS's active-set QP solver when it stops without a decision (it can
@@ -310,6 +327,11 @@ _DEFAULT_OPTIONS = {
 #: cycle on small degenerate QPs, ~5% of random 2..12-variable instances in testing)
 _QP_RETRIES = ({"qp_regularization_value": 1e-5, "presolve": "off"},
                {"qp_regularization_value": 1e-3, "presolve": "off"})
+#: model statuses that are a user limit, not a failure (no retry)
+_LIMIT_STATUSES = ("Time limit reached", "Iteration limit reached", "Bound on objective reached",
+                   "Target for objective reached", "Solution limit reached", "Interrupted by user",
+                   "Memory limit reached")
+
 #: an "optimal" QP answer is accepted when kkt_residual <= _KKT_ACCEPT * _kkt_scale
 _KKT_ACCEPT = 1e-8
 
@@ -352,11 +374,12 @@ class HighsModel:
         self._n, self._m = n, m
         self._const = const
         self._L = L
+        self._user_options = {}
         self._set_options(dict(_DEFAULT_OPTIONS))
+        self._user_options = {}
         user = dict(options or {})
         if time_limit is not None:
             user["time_limit"] = float(time_limit)
-        self._user_options = {}
         self._set_options(user)
         #: confirm "infeasible"/"unbounded" answers with a phase-1 LP (see ``_solve_lp``)
         self.verify_status = True
@@ -392,13 +415,19 @@ class HighsModel:
                 raise InvalidOptionError(f"unknown HiGHS option {name!r} (see HiGHS's option list)")
             if isinstance(val, (np.floating, np.integer, np.bool_)):
                 val = val.item()
-            if name == "threads" and val not in (0, 1):
-                raise InvalidOptionError("HiGHS option 'threads' must be 1 (or 0) in varopt: HiGHS's "
-                                         "scheduler is process-global and cannot grow after first use")
+            if name == "threads":
+                if isinstance(val, bool) or not isinstance(val, int) or val < 0:
+                    raise InvalidOptionError(f"invalid value {val!r} for HiGHS option 'threads'")
+                # HiGHS's task scheduler is process-global and fixed at first use: a model asking
+                # for a different count than the first one fails (model status "Not Set"), and
+                # only 0 ("use the existing scheduler") always works. The simplex and the QP
+                # solver are serial anyway, so the request is recorded but 0 is passed.
+                self._user_options[name] = val
+                self._h.setOptionValue("threads", 0)
+                continue
             if self._h.setOptionValue(name, val) != hp.HighsStatus.kOk:
                 raise InvalidOptionError(f"invalid value {val!r} for HiGHS option {name!r}")
-            if hasattr(self, "_user_options"):
-                self._user_options[name] = val
+            self._user_options[name] = val
 
     def _get_option(self, name):
         out = self._h.getOptionValue(name)
@@ -575,6 +604,12 @@ class HighsModel:
                     lb=np.array(lp.col_lower_, dtype=float), ub=np.array(lp.col_upper_, dtype=float),
                     Q=Q, const=self._const)
 
+    def kkt_residual(self, res, parts=False):
+        """:func:`kkt_residual` of ``res`` against this model's current data."""
+        d = self.data()
+        return kkt_residual(res, d["c"], d["A"], d["row_lo"], d["row_hi"], d["lb"], d["ub"], d["Q"],
+                            parts=parts)
+
     # ------------------------------------------------------------------ solve
     def solve(self) -> LPResult:
         """Solve (warm if a basis is held) and return an :class:`LPResult`; never raises for
@@ -592,6 +627,23 @@ class HighsModel:
         off (simplex only), which was correct in every case tested.
         """
         res = self._solve_once()
+        if res.status == "error" and res.model_status not in _LIMIT_STATUSES:
+            # e.g. "Unknown" after a warm start from a modified basis: retry cold, then
+            # without presolve
+            first = res.model_status
+            saved = self._get_option("presolve")
+            try:
+                for pres in (saved, "off"):
+                    self._h.setOptionValue("presolve", pres)
+                    self._h.clearSolver()
+                    res2 = self._solve_once()
+                    res2.iterations += res.iterations
+                    res = res2
+                    if res.status != "error" or res.model_status in _LIMIT_STATUSES:
+                        break
+            finally:
+                self._h.setOptionValue("presolve", saved)
+            res.message += f"; HiGHS first stopped with {first!r}, re-solved cold"
         if not self.verify_status or res.status not in ("infeasible", "unbounded") \
                 or res.model_status == "Primal infeasible or unbounded":
             return res
@@ -688,6 +740,17 @@ class HighsModel:
                 self._h.setOptionValue(k, v)
         if best is None:
             best = LPResult("error", message="no QP attempt produced a result")
+        unverified = best.status == "error" or (
+            best.status == "optimal" and best.info["kkt"] > _KKT_ACCEPT * _kkt_scale(best, d))
+        if unverified and best.model_status != "Time limit reached":
+            # HiGHS calls some unbounded QPs "optimal" (KKT residual O(1)) and Clarabel then
+            # stalls: look for a certificate of unboundedness before giving up
+            unb, it = self._recession_check(d)
+            iters += it
+            tries.append("recession check: " + ("unbounded" if unb else "no direction"))
+            if unb:
+                best = LPResult("unbounded", message="no attempt verified optimality; an LP found a "
+                                "recession direction d (Q d = 0, c'd < 0)", model_status="Unbounded")
         if best.status == "optimal" and best.info["kkt"] > _KKT_ACCEPT * _kkt_scale(best, d):
             best.info["unverified"] = True
             best.message += f"; KKT residual {best.info['kkt']:.3g} above the acceptance threshold"
@@ -766,6 +829,12 @@ class HighsModel:
         y = np.array(sol.row_dual, dtype=float) if sol.dual_valid else None
         z = np.array(sol.col_dual, dtype=float) if sol.dual_valid else None
         obj = float(self._h.getInfo().objective_function_value) + self._const
+        finite = all(v is None or np.isfinite(v).all() for v in (x, act, y, z)) and np.isfinite(obj)
+        if status == "optimal" and not finite:
+            # seen from HiGHS 1.15's QP solver: "Optimal" with NaN in x
+            return LPResult("error", x=x, objective=obj, row_duals=y, col_duals=z, row_activity=act,
+                            iterations=iters, message=f"HiGHS said {msg!r} but returned non-finite values",
+                            model_status="Non-finite solution")
         return LPResult(status, x=x, objective=obj, row_duals=y, col_duals=z, row_activity=act,
                         iterations=iters, message=msg, model_status=msg)
 
@@ -815,6 +884,8 @@ class HighsModel:
         d = self.data() if d is None else d
         args = (d["c"], d["A"], d["row_lo"], d["row_hi"], d["lb"], d["ub"], d["Q"])
         best = kkt_residual(res, *args)
+        if not np.isfinite(best):
+            best = INF
         res.info["kkt_before_polish"] = best
         res.info["polished"] = False
         for tol in (1e-9, 1e-7, 1e-5, 1e-3):
@@ -882,7 +953,8 @@ def _solve_kkt(K, rhs):
     except RuntimeError:  # exactly singular
         pass
     if k <= 800:
-        sol, *_ = np.linalg.lstsq(K.toarray(), rhs, rcond=None)
+        with _serial_blas():
+            sol, *_ = np.linalg.lstsq(K.toarray(), rhs, rcond=None)
         return sol
     return spla.lsmr(K, rhs, atol=1e-15, btol=1e-15, maxiter=20 * k)[0]
 
@@ -905,7 +977,7 @@ def _polish_kkt(res, d, tol, max_iter=12):
         if key in seen:  # the set update cycles
             break
         seen.add(key)
-        cand = _kkt_point(res.x, d, ri, rv, ci, cv)
+        cand = _kkt_point(res.x, res.row_duals, d, ri, rv, ci, cv)
         if cand is None:
             break
         out.append(cand)
@@ -947,7 +1019,7 @@ def _polish_kkt(res, d, tol, max_iter=12):
     return out
 
 
-def _kkt_point(x0, d, ri, rv, ci, cv):
+def _kkt_point(x0, y0, d, ri, rv, ci, cv):
     A, Q, c = d["A"], d["Q"], d["c"]
     n = c.size
     free = np.ones(n, dtype=bool)
@@ -963,10 +1035,11 @@ def _kkt_point(x0, d, ri, rv, ci, cv):
     rhs_bot = rv - (AW[:, ci] @ cv if (ri.size and ci.size) else 0.0)
     K = sp.bmat([[Qff, -AWF.T], [AWF, None]], format="csc") if ri.size else sp.csc_matrix(Qff)
     rhs = np.concatenate([rhs_top, rhs_bot])
-    # solve for the correction to the current point: when Q_FF is singular the least-squares
-    # (minimum-norm) correction keeps x near the solver's point instead of jumping along the
-    # null space through inactive constraints
-    base = np.concatenate([x[fi], np.zeros(ri.size)])
+    # solve for the correction to the solver's (x, y): when the system is singular (Q_FF
+    # singular, or degenerate active rows) the minimum-norm correction keeps x near the
+    # solver's point instead of jumping along the null space through inactive constraints,
+    # and keeps y near the solver's sign-feasible multipliers
+    base = np.concatenate([x[fi], y0[ri]])
     sol = base + _solve_kkt(K, rhs - K @ base) if base.size else base  # empty: every column fixed
     if not np.isfinite(sol).all():
         return None

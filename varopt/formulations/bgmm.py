@@ -48,9 +48,9 @@ LOG2PI = math.log(2.0 * math.pi)
 #: repeated observations plus outliers on which variational EM from 100 random restarts
 #: (seed 0) ends at a non-global optimum in most restarts. Use ``bgmm_pyomo(**MINIMAL_DATA)``.
 MINIMAL_DATA = {
-    "x": (0.0,) * 8 + (3.0,) * 6 + (9.0,),
+    "x": (0.0,) * 8 + (3.0,) * 6 + (12.0,),
     "K": 2,
-    "prior_precision": 0.3,
+    "prior_precision": 1.0,
     "variance": 1.0,
 }
 

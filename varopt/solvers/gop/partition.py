@@ -262,7 +262,8 @@ def analyze(program, partition=None) -> Partition:
             cross[a].add(b)
             cross[b].add(a)
         else:
-            same_block_products.append((a, b, txt))
+            path = [t for t in uf.explain(a, b) if not t.startswith("(")]
+            same_block_products.append((a, b, txt, path))
 
     # choose the colouring of every free component
     side = np.full(n, -1)  # 0 = x, 1 = y
@@ -296,7 +297,7 @@ def analyze(program, partition=None) -> Partition:
     _check_conditions(program, is_x, names, same_block_products)
     conn = np.array([i for i in xs if any(not is_x[j] for j in cross[i])], dtype=np.int64)
     if same_block_products:
-        notes.append("products inside one block (PSD checked): " + _join(t for _, _, t in same_block_products[:4]))
+        notes.append("products inside one block (PSD checked): " + _join(t for _, _, t, _ in same_block_products[:4]))
     return Partition(x=xs.astype(np.int64), y=ys.astype(np.int64), connected=conn, names=names, notes=notes)
 
 
@@ -326,6 +327,13 @@ def _check_conditions(program, is_x, names, same_block_products):
                     f"equality, >= and range constraints must be affine in each block (seed 004 §2.1, condition 3)")
             for blk, label in ((xs, "primal"), (ys, "relaxed-dual")):
                 if not _block_psd(H, blk):
+                    for a2, b2, txt, path in same_block_products:
+                        if is_x[a2] == (label == "primal") and path:
+                            terms = [p.split(" (in")[0] for p in path] + [txt.split(" (in")[0]]
+                            raise ModelStructureError(
+                                f"no biconvex partition (GOP, seed 004 §2.1): the products {_join(terms)} form an "
+                                f"odd cycle: {_join(terms[:-1])} force {names[a2]} and {names[b2]} into one block, "
+                                f"where {terms[-1]} is not convex (block Hessian not PSD)")
                     bad = [f"{names[a]}*{names[b]}" if a != b else f"{names[a]}^2" for a, b in within
                            if is_x[a] == (label == "primal")]
                     raise ModelStructureError(

@@ -45,8 +45,12 @@ class RDModel:
             Q = sp.block_diag([self.pieces.Q, sp.csr_matrix((ncol - self.ny, ncol - self.ny))], format="csr")
         A = base["A"]
         self.hm = HighsModel(c, A, base["lo"], base["hi"], base["lb"], base["ub"], Q=Q,
-                             options={"presolve": "off", "threads": 1})
+                             options={"presolve": "off", "threads": 1,
+                                      "primal_feasibility_tolerance": 1e-9,
+                                      "dual_feasibility_tolerance": 1e-9})
         self.m_base = A.shape[0]
+        self.ylb = np.asarray(base["lb"], dtype=float)[:self.ny]
+        self.yub = np.asarray(base["ub"], dtype=float)[:self.ny]
         self.new_cuts = []  # (A, lo, hi) added while solving, to report to the master
         # cut management: base rows from index n_perm on are cuts; drop the ones that stayed
         # inactive for ``max_age`` node solves (they can be re-generated when violated again)
@@ -124,10 +128,14 @@ class RDModel:
                 if res.row_duals is not None:
                     act = np.flatnonzero(np.abs(res.row_duals[:self.m_base]) > 1e-12)
                     self.last_active[act] = self.n_solves
-                y = x[:self.ny]
+                # LP solutions may leave the bounds by ~1e-12 (outside the domain of x log x)
+                y = np.clip(x[:self.ny], self.ylb, self.yub)
                 eta = x[self.ny:self.ny + self.pieces.n_eta]
                 viol = self.pieces.values(y) - eta if self.pieces.n_eta else np.zeros(0)
                 cviol = self.ycons.violations(y) if len(self.ycons) else np.zeros(0)
+                viol = np.where(np.isnan(viol), np.inf, viol)
+                # the LP meets each cut only up to its feasibility tolerance (1e-9)
+                viol = np.where(viol > 2e-9, viol, 0.0)
                 gap = float(np.sum(np.maximum(viol, 0.0)))
                 bad_c = np.flatnonzero(cviol > feas_tol)
                 if gap <= oa_tol and bad_c.size == 0:

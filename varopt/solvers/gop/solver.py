@@ -138,6 +138,7 @@ class _Node:
     bub: np.ndarray = field(compare=False, default=None)
     y: np.ndarray = field(compare=False, default=None)
     oa_gap: float = field(compare=False, default=0.0)
+    refined: int = field(compare=False, default=0)
 
 
 @register_solver
@@ -353,30 +354,31 @@ class GopSolver(Solver):
         """All rows of a node: for every (k, B) on its path, the Lagrangian row (with the node box)
         and the qualifying constraints."""
         ny, ncol = self.bm.ny, self.ncol
-        blocks, los, his = [], [], []
+        nrows = sum(1 + self.lags[k]["conn"].size for k, _ in path)
+        M = np.zeros((nrows, ncol))
+        lo = np.empty(nrows)
+        hi = np.empty(nrows)
+        r = 0
         for k, B in path:
             L = self.lags[k]
             conn = L["conn"]
             D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
             cst = L["const"] + float(D @ L["g0c"])
             a = L["a"] + D @ L["G1c"]
-            row = np.zeros(ncol)
             if L["feas"]:
-                row[:ny] = a
-                lo0, hi0 = -np.inf, -cst
+                M[r, :ny] = a
+                lo[r], hi[r] = -np.inf, -cst
             else:
-                row[:ny] = -a
-                row[ncol - 1] = 1.0
-                lo0, hi0 = cst, np.inf
-            blocks.append(sp.csr_matrix(row[None, :]))
-            los.append([lo0])
-            his.append([hi0])
-            if conn.size:
-                blocks.append(L["qrows"])
-                los.append(np.where(B, -np.inf, -L["g0c"]))
-                his.append(np.where(B, -L["g0c"], np.inf))
-        return (sp.vstack(blocks, format="csr"), np.concatenate([np.asarray(v, float) for v in los]),
-                np.concatenate([np.asarray(v, float) for v in his]))
+                M[r, :ny] = -a
+                M[r, ncol - 1] = 1.0
+                lo[r], hi[r] = cst, np.inf
+            c = conn.size
+            if c:
+                M[r + 1:r + 1 + c, :ny] = L["G1c"]
+                lo[r + 1:r + 1 + c] = np.where(B, -np.inf, -L["g0c"])
+                hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
+            r += 1 + c
+        return sp.csr_matrix(M), lo, hi
 
     def _children(self, node, k):
         """(path, box lo, box hi) of the children of ``node`` for the new Lagrangian ``k``."""
@@ -471,7 +473,10 @@ class GopSolver(Solver):
             # ---- steps 2-3: children of the selected node
             kids = self._children(node, k)
             full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
-            oa_tol = self._oa_tol(UB, node.value)
+            # children get a loose outer approximation (one LP each, cuts only for large errors);
+            # the node selected next is refined to the tight tolerance before it is expanded
+            ot = self._oa_tol(UB, node.value)
+            oa_tol = max(ot, 0.25 * (UB - node.value)) if (math.isfinite(UB) and math.isfinite(node.value)) else max(ot, 1.0)
             results = self._solve_nodes(full, oa_tol)
             n_sub += len(results)
             for ((path, blo, bub), r) in zip(kids, results):
@@ -489,11 +494,12 @@ class GopSolver(Solver):
                     break
                 top = heap[0]
                 ot = self._oa_tol(UB, LB)
-                if top.oa_gap > ot and top.oa_gap > 1e-12:
+                if top.oa_gap > ot and top.oa_gap > 1e-12 and top.refined < 3:
                     # refine a node whose outer approximation was loose before expanding it
                     heapq.heappop(heap)
                     rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot)[0]
                     n_sub += 1
+                    top.refined += 1
                     if rr["status"] == "optimal":
                         v = max(rr["value"], top.value)
                         if v < UB:

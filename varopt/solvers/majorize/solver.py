@@ -30,7 +30,7 @@ from ...errors import InputDataError, InvalidOptionError, ModelStructureError, S
 from ...options import Option, OptionSet, common_options, nonnegative, positive
 from ...registry import Progress, Solver, register_solver
 from ...result import Result
-from .bound import compute_bound
+from .bound import DenseBound, compute_bound
 from .lowrank import LowRankSigma, diagonal_dominance
 
 #: relative slack allowed between f(theta_new) and the majorizer (rounding only)
@@ -88,8 +88,8 @@ class MajorizeModel:
             _finite(f"log-sum-exp coefficients of {oname!r}", g.coef)
         _finite(f"linear coefficients of {oname!r}", obj.linear)
         _finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
-        quad_only = obj.copy()
-        quad_only.lse = []
+        from ...program.expression import Expression
+        quad_only = Expression(n, obj.constant, obj.linear, obj.quadratic, atoms=list(obj.atoms))
         self.H, self.c, self.k = quad_only.as_quadratic()
         _finite(f"square atoms of {oname!r}", self.H)
         offdiag = (self.H - sp.diags(self.H.diagonal())).count_nonzero() if self.H.nnz else 0
@@ -116,6 +116,9 @@ class MajorizeModel:
                     store.append((g, sel))
         self.pos = self._merge(pos)
         self.neg = self._merge(neg)
+        # dense padded features (cached once) when they are small: BLAS instead of sparse products
+        self.dense_bound = (DenseBound(*self.pos) if self.pos is not None and DenseBound.fits(self.pos[0], self.pos[2])
+                            else None)
         # constraints
         for c in program.constraints:
             if not c.body.is_linear:
@@ -173,11 +176,23 @@ class MajorizeSolver(Solver):
                "must be >= 0"),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
+        Option("blas_threads", 0, "BLAS threads during the solve (0: 1 thread when n <= 2000, else the library "
+               "default; oversubscribed threads are very slow on a busy machine for small matrices)", int,
+               nonnegative, "must be >= 0"),
         Option("x0", None, "starting point (array of length n); default: the program's x0 or 0",
                lambda v: np.asarray(v, dtype=float).ravel()),
     ])
 
     def _solve(self, program, opts) -> Result:
+        threads = opts.blas_threads or (1 if program.n <= 2000 else None)
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+            return self._solve_inner(program, opts)
+        with threadpool_limits(limits=threads, user_api="blas"):
+            return self._solve_inner(program, opts)
+
+    def _solve_inner(self, program, opts) -> Result:
         t0 = time.perf_counter()
         model = MajorizeModel(program)
         n = program.n
@@ -257,15 +272,17 @@ class MajorizeSolver(Solver):
         n = model.n
         ridge = opts.ridge
         info = {}
-        parts = None
-        if model.pos is not None:
+        R = None
+        if model.dense_bound is not None:
+            _, R = model.dense_bound.rows(x)
+        elif model.pos is not None:
             A, b, seg, coef = model.pos
-            parts = compute_bound(A, b, seg, x, coef)
+            R = compute_bound(A, b, seg, x, coef).R
         if opts.bound == "lowrank":
             D0 = diagonal_dominance(model.H) + ridge
             L = LowRankSigma(n, opts.rank, D0)
-            if parts is not None:
-                L.add_rows(parts.R)
+            if R is not None:
+                L.add_rows(R)
             if not model.constrained:
                 try:
                     step = -L.solve(u)
@@ -276,7 +293,6 @@ class MajorizeSolver(Solver):
                 return step, float(u @ step + 0.5 * step @ L.matvec(step)), info
             Q = L.dense()
         else:
-            R = parts.R if parts is not None else None
             Hdiag = model.H_diagonal
             if (not model.constrained and R is not None and Hdiag and R.shape[0] < n // 2):
                 # exact Woodbury: Sigma = Dg + R^T R with a small number of rows
