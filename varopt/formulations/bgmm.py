@@ -208,7 +208,8 @@ def _xlogy(a, b):
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(a == 0, 0.0, a * np.log(np.where(b > 0, b, np.nan)))
+        # b = 0 with a > 0 gives -inf (so -phi log pi = +inf); b < 0 is outside the domain (NaN)
+        return np.where(a == 0, 0.0, a * np.log(np.where(b >= 0, b, np.nan)))
 
 
 def _const_terms(N, K, lam, tau, v, family, learned):
@@ -436,11 +437,13 @@ def set_pyomo_params(model, params: dict):
 
 
 def bgmm_cvxpy(x, K: int, family: str = "point", prior_precision: float = 1.0, variance=1.0,
-               bounds: bool = True, pi_min: float = 1e-6):
+               bounds: bool = True, pi_min: float = 1e-6, init: dict | None = None):
     r"""``cvxpy.Problem`` with the same negative-ELBO objective as :func:`bgmm_pyomo` (not DCP).
 
     Variables (``prob.var_dict``): ``phi`` (N, K), ``pi`` (K,), ``mu`` (K,) or ``eta`` (K,),
-    ``tau`` (scalar), and ``v`` / ``w`` (K,) for the gaussian family. Bounds are constraints.
+    ``tau`` (scalar), and ``v`` / ``w`` (K,) for the gaussian family. The box of
+    :func:`bgmm_bounds` is given as variable ``bounds=`` (``bounds=True``), the simplex rows as
+    constraints; starting values (``var.value``) from ``init`` or :func:`default_init`.
     """
     import cvxpy as cp
 
@@ -449,48 +452,55 @@ def bgmm_cvxpy(x, K: int, family: str = "point", prior_precision: float = 1.0, v
     N = xv.size
     learned = _learned(variance)
     bnd = bgmm_bounds(xv, K, family, lam, variance, pi_min)
-    phi = cp.Variable((N, K), name="phi", nonneg=True)
-    pi = cp.Variable(K, name="pi", pos=True)
+    start = default_init(xv, K, family, lam, variance, pi_min)
+    if init is not None:
+        start.update(init)
+
+    def var(name, shape, box):
+        lo, hi = box
+        v = cp.Variable(shape, name=name, bounds=[lo, hi]) if (lo is not None or hi is not None) \
+            else cp.Variable(shape, name=name)
+        v.value = np.asarray(start[name], dtype=float).reshape(shape)
+        return v
+
+    def box(name, domain):
+        return bnd[name] if bounds else domain
+
+    phi = var("phi", (N, K), (0.0, 1.0))
+    pi = var("pi", (K,), (float(pi_min), 1.0))
     ones_n = np.ones((N, 1))
     X = np.repeat(xv[:, None], K, axis=1)
-    cons = [cp.sum(phi, axis=1) == 1, cp.sum(pi) == 1, phi <= 1, pi >= pi_min, pi <= 1]
+    cons = [cp.sum(phi, axis=1) == 1, cp.sum(pi) == 1]
     log_pi = ones_n @ cp.reshape(cp.log(pi), (1, K), order="C")
     assign = cp.sum(-cp.multiply(phi, log_pi)) + cp.sum(-cp.entr(phi))
+    pos = (1e-12, None)  # domain of log v / log tau without finite bounds
     if not learned:
         tau = 1.0 / float(variance)
-        mu = cp.Variable(K, name="mu")
+        mu = var("mu", (K,), box("mu", (None, None)))
         MU = ones_n @ cp.reshape(mu, (1, K), order="C")
         obj = 0.5 * tau * cp.sum(cp.multiply(phi, cp.square(X - MU))) + 0.5 * lam * cp.sum_squares(mu)
         const = 0.5 * N * (LOG2PI - math.log(tau)) + 0.5 * K * (LOG2PI - math.log(lam))
-        if bounds:
-            cons += [mu >= bnd["mu"][0], mu <= bnd["mu"][1]]
         if family == "gaussian":
-            v = cp.Variable(K, name="v", pos=True)
+            v = var("v", (K,), box("v", pos))
             V = ones_n @ cp.reshape(v, (1, K), order="C")
             obj = obj + 0.5 * tau * cp.sum(cp.multiply(phi, V)) + 0.5 * lam * cp.sum(v) - 0.5 * cp.sum(cp.log(v))
             const -= 0.5 * K * (LOG2PI + 1.0)
-            if bounds:
-                cons += [v >= bnd["v"][0], v <= bnd["v"][1]]
     else:
-        tau = cp.Variable(name="tau", pos=True)
-        eta = cp.Variable(K, name="eta")
+        tau = var("tau", (), box("tau", pos))
+        eta = var("eta", (K,), box("eta", (None, None)))
         ETA = ones_n @ cp.reshape(eta, (1, K), order="C")
         qol = cp.hstack([cp.quad_over_lin(eta[k], tau) for k in range(K)])
         QOL = ones_n @ cp.reshape(qol, (1, K), order="C")
-        obj = (cp.sum(cp.multiply(phi, 0.5 * (xv ** 2)[:, None] @ cp.reshape(tau, (1, 1), order="C") @ np.ones((1, K))))
-               - cp.sum(cp.multiply(phi, cp.multiply(X, ETA))) + 0.5 * cp.sum(cp.multiply(phi, QOL))
-               + 0.5 * lam * cp.sum(qol))
+        TAU = (0.5 * xv ** 2)[:, None] @ cp.reshape(tau, (1, 1), order="C") @ np.ones((1, K))
+        obj = (cp.sum(cp.multiply(phi, TAU)) - cp.sum(cp.multiply(phi, cp.multiply(X, ETA)))
+               + 0.5 * cp.sum(cp.multiply(phi, QOL)) + 0.5 * lam * cp.sum(qol))
         const = 0.5 * N * LOG2PI + 0.5 * K * (LOG2PI - math.log(lam))
-        if bounds:
-            cons += [tau >= bnd["tau"][0], tau <= bnd["tau"][1], eta >= bnd["eta"][0], eta <= bnd["eta"][1]]
         if family == "gaussian":
-            w = cp.Variable(K, name="w", pos=True)
+            w = var("w", (K,), box("w", pos))
             W = ones_n @ cp.reshape(w, (1, K), order="C")
             obj = obj + 0.5 * cp.sum(cp.multiply(phi, W)) + 0.5 * lam * cp.sum(w) - 0.5 * cp.sum(cp.log(w)) \
                 - 0.5 * N * cp.log(tau)
             const -= 0.5 * K * (LOG2PI + 1.0)
-            if bounds:
-                cons += [w >= bnd["w"][0], w <= bnd["w"][1]]
         else:
             obj = obj - 0.5 * (N + K) * cp.log(tau)
     return cp.Problem(cp.Minimize(obj + assign + const), cons)
@@ -794,7 +804,7 @@ def profile_multistart(x, K: int, family: str = "point", prior_precision: float 
         if family == "gaussian":
             init["v"] = V[s]
         init["phi"] = np.full((N, K), 1.0 / K)
-        run = vem_single(xv, K, family, lam, variance, init, tol=1e-15, max_iter=20000)
+        run = vem_single(xv, K, family, lam, variance, init, tol=1e-13, max_iter=3000)
         p = run.params
         mu, v, tau = _moments(p, variance, family)
         pi = np.clip(p["pi"], 1e-300, None)

@@ -44,6 +44,42 @@ def _finite(name, arr, allow_neginf=False):
         raise InputDataError(f"{name} contains NaN or inf")
 
 
+def _woodbury_solve(Dg, R, u):
+    """Solve ``(diag(Dg) + R^T R) x = u`` with ``Dg >= 0``, ``R`` (K x n), ``K << n``.
+
+    Coordinates with ``Dg > 0`` (a) use the Woodbury identity
+    ``(Da + Ra^T Ra)^{-1} = Da^{-1} - Da^{-1} Ra^T (I + Ra Da^{-1} Ra^T)^{-1} Ra Da^{-1}``; the few with
+    ``Dg = 0`` (b, e.g. unpenalized intercepts) are eliminated by their Schur complement, solved in the
+    minimum-norm sense (a singular complement is a flat direction of the bound).
+    """
+    a = Dg > 0
+    b = ~a
+    Da, Ra = Dg[a], R[:, a]
+    RaD = Ra / Da
+    C = np.eye(R.shape[0]) + RaD @ Ra.T
+    cf = sla.cho_factor(C, check_finite=False)
+
+    def winv(V):
+        DV = V / Da[:, None]
+        return DV - RaD.T @ sla.cho_solve(cf, Ra @ DV, check_finite=False)
+    x = np.zeros_like(u)
+    if not np.any(b):
+        x[a] = winv(u[a][:, None])[:, 0]
+        return x
+    Rb = R[:, b]
+    X1 = winv(np.column_stack([u[a], Ra.T @ Rb]))
+    xa0, Y = X1[:, 0], X1[:, 1:]
+    RbRa = Rb.T @ Ra
+    Sb = Rb.T @ Rb - RbRa @ Y
+    rhs = u[b] - RbRa @ xa0
+    lam, U = np.linalg.eigh(0.5 * (Sb + Sb.T))
+    keep = lam > 1e-12 * max(lam[-1], 1e-300)
+    xb = U[:, keep] @ ((U[:, keep].T @ rhs) / lam[keep])
+    x[b] = xb
+    x[a] = xa0 - Y @ xb
+    return x
+
+
 def _gram(R) -> np.ndarray:
     """Dense ``R^T R``: BLAS on a dense copy unless ``R`` is very sparse (sparse x sparse is slow when dense)."""
     if sp.issparse(R):
@@ -295,15 +331,12 @@ class MajorizeSolver(Solver):
         else:
             Hdiag = model.H_diagonal
             if (not model.constrained and R is not None and Hdiag and R.shape[0] < n // 2):
-                # exact Woodbury: Sigma = Dg + R^T R with a small number of rows
+                # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT)
                 Dg = model.H.diagonal() + ridge
-                if np.all(Dg > 0):
-                    Rd = (R.toarray() if sp.issparse(R) else R)
-                    RD = Rd / Dg
-                    C = np.eye(Rd.shape[0]) + RD @ Rd.T
-                    step = -(u / Dg - RD.T @ np.linalg.solve(C, RD @ u))
-                    Sstep = Dg * step + Rd.T @ (Rd @ step)
-                    return step, float(u @ step + 0.5 * step @ Sstep), info
+                Rd = R.toarray() if sp.issparse(R) else R
+                step = -_woodbury_solve(Dg, Rd, u)
+                Sstep = Dg * step + Rd.T @ (Rd @ step)
+                return step, float(u @ step + 0.5 * step @ Sstep), info
             Q = model.H.toarray() if model.H.nnz else np.zeros((n, n))
             if R is not None:
                 Q = Q + _gram(R)
