@@ -21,7 +21,6 @@ winner with the real ``vem()`` and with SCIP (``scip_direct``) on the Pyomo mode
 from __future__ import annotations
 
 import argparse
-import itertools
 import time
 
 import numpy as np
@@ -130,7 +129,8 @@ def main():
     if not args.verify:
         rows = []
         t0 = time.perf_counter()
-        gens = ([candidates()] if args.stage in (0, 1) else []) + ([refine_candidates()] if args.stage in (0, 2) else [])
+        gens = (([candidates()] if args.stage in (0, 1) else [])
+                + ([refine_candidates()] if args.stage in (0, 2) else []))
         for gen in gens:
             for x, lam in gen:
                 rows.append(screen(x, lam))

@@ -23,6 +23,7 @@ from scipy.optimize import minimize
 
 import varopt.solvers.majorize  # noqa: F401
 from varopt import get_solver
+from varopt.solvers.majorize.solver import MajorizeModel
 from varopt.formulations.logistic import load_dataset, logistic_program
 
 REL = 1e-4
@@ -58,7 +59,7 @@ def main(argv=None):
         f = prog.objective.value(xk)
         trace.append((s - t0 - over[0], f))
         over[0] += time.perf_counter() - s
-    lres = minimize(prog.objective.value, x0, jac=prog.objective.gradient, method="L-BFGS-B", callback=cb,
+    lres = minimize(MajorizeModel(prog).value_and_gradient, x0, jac=True, method="L-BFGS-B", callback=cb,
                     options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-10})
     full = get_solver("majorize").solve(prog, tol=1e-12, max_iter=a.max_iter)
     runs = {}

@@ -405,11 +405,27 @@ def test_gop_through_cvxpy_matches_reference():
     """The CVXPY builder reaches gop through ``prob.solve(method='gop')`` with the same optimum."""
     pytest.importorskip("cvxpy")
     _gop_factory()
-    x = np.array([0.0, 2.0, 6.0])
-    ref = B.profile_multistart(x, 2, "point", 0.5, 1.0, n_starts=512, n_polish=8)["value"]
-    prob = B.bgmm_cvxpy(x, 2, "point", 0.5, 1.0)
-    val = prob.solve(method="gop", rel_gap=1e-6, time_limit=60)
+    d = B.MINIMAL_DATA
+    x = np.array(d["x"])
+    ref = B.profile_multistart(x, 2, "point", d["prior_precision"], d["variance"], n_starts=1024,
+                               n_polish=8)["value"]
+    prob = B.bgmm_cvxpy(**d)
+    val = prob.solve(method="gop", rel_gap=1e-6, time_limit=100)
     assert prob.status == "optimal"
     assert val == pytest.approx(ref, rel=1e-6)
     p = {k: v.value for k, v in prob.var_dict.items()}
-    assert B.neg_elbo(p, x, "point", 0.5, 1.0) == pytest.approx(val, rel=1e-9)
+    assert B.neg_elbo(p, x, "point", d["prior_precision"], d["variance"]) == pytest.approx(val, rel=1e-9)
+
+
+def test_gop_one_point_data():
+    """N = 1: gop returns a certified optimum of the pi >= pi_min problem, which lies within the
+    documented -N log(1 - K pi_min) of the unrestricted infimum (docs §7)."""
+    pyo, solver = _gop_factory()
+    x = np.array([1.5])
+    K, pi_min = 2, 1e-6
+    ref = B.profile_multistart(x, K, "point", 1.0, 1.0, n_starts=256, n_polish=4)["value"]
+    r = solver.solve(B.bgmm_pyomo(x, K, pi_min=pi_min), rel_gap=1e-6, time_limit=60).varopt_result
+    assert r.status == "optimal"
+    slack = -x.size * math.log(1 - K * pi_min)
+    assert ref - 1e-9 <= r.upper_bound <= ref + slack + 1e-6 * abs(ref)
+    assert r.lower_bound <= ref + slack

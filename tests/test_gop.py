@@ -215,9 +215,26 @@ def test_option_validation():
         gop(prog, no_such_option=1)
 
 
-def test_reduction_option_gives_same_optimum():
-    prog = bgmm_like(np.array([-2.1, -1.9, -1.7, 0.3, 1.8, 2.0, 2.4]))
+def test_reduction_and_presolve_options_give_same_optimum():
+    # separable connected variables (reducible) with a y-only constraint; plain GOP converges too
+    n = 4
+    quad = [(0, 2, 1.0), (1, 3, -2.0), (0, 0, 1.0), (3, 3, 0.5)]
+    con = Constraint("c", Expression(n, 0.0, np.array([0.0, 0.0, 1.0, 1.0])), -np.inf, 1.0)
+    prog = bilinear_program(quad, [-0.6, 0.1, -0.5, 0.2], [-1, -1, -1, -1], [1, 2, 1, 1],
+                            ["x0", "x1", "y0", "y1"], [con])
     a = gop(prog, reduction=True)
-    b = gop(prog, reduction=False, presolve=False, max_iter=20000)
+    b = gop(prog, reduction=False, presolve=False)
     assert a.status == b.status == "optimal"
-    assert abs(a.objective - b.objective) <= 2e-6 * abs(a.objective)
+    assert abs(a.objective - b.objective) <= 2e-6 * max(1.0, abs(a.objective))
+    # brute force over a grid of y (the problem is a convex QP in x for fixed y)
+    g = np.linspace(-1, 1, 201)
+    Y0, Y1 = np.meshgrid(g, g)
+    ok = Y0 + Y1 <= 1.0
+    # min over x0 in [-1, 1] of x0^2 + x0 (y0 - 0.6); min over x1 in [-1, 2] of x1 (0.1 - 2 y1)
+    x0 = np.clip(-(Y0 - 0.6) / 2, -1, 1)
+    f0 = x0 ** 2 + x0 * (Y0 - 0.6)
+    c1 = 0.1 - 2 * Y1
+    f1 = np.minimum(-c1, 2 * c1)
+    F = np.where(ok, f0 + f1 - 0.5 * Y0 + 0.2 * Y1 + 0.5 * Y1 ** 2, np.inf)
+    assert a.objective <= F.min() + 1e-9
+    assert a.objective >= F.min() - 1e-3

@@ -257,3 +257,14 @@ def test_pyomo_latent_likelihood_end_to_end():
     hist = [h["objective"] for h in res.varopt_result.history]
     assert np.all(np.diff(hist) >= -1e-12 * np.abs(hist[:-1]))  # user's sense: maximised, nondecreasing
     assert pyo.value(m.obj) > start
+
+
+def test_woodbury_with_unpenalized_coordinates(rng):
+    from varopt.solvers.majorize.solver import _woodbury_solve
+    n, K = 30, 6
+    R = rng.normal(size=(K, n))
+    Dg = rng.random(n) + 0.1
+    Dg[[3, 17]] = 0.0  # unpenalized (e.g. intercepts)
+    u = rng.normal(size=n)
+    Sig = np.diag(Dg) + R.T @ R
+    assert np.allclose(_woodbury_solve(Dg, R, u), np.linalg.solve(Sig, u), rtol=1e-8, atol=1e-10)

@@ -823,7 +823,10 @@ def profile_multistart(x, K: int, family: str = "point", prior_precision: float 
     if family == "gaussian":
         mp["v"] = q["v"]
     if learned:
-        mp = {"eta": mp["tau"] * q["mu"], "pi": q["pi"], "tau": mp["tau"], **({"w": mp["tau"] * q["v"]} if family == "gaussian" else {})}
+        nat = {"eta": mp["tau"] * q["mu"], "pi": q["pi"], "tau": mp["tau"]}
+        if family == "gaussian":
+            nat["w"] = mp["tau"] * q["v"]
+        mp = nat
     val, phi = profile_neg_elbo(mp, xv, family, lam, variance, return_phi=True)
     mp["phi"] = phi
     return {"value": float(val), "params": mp, "values": np.sort(np.array(polished))}
@@ -939,8 +942,9 @@ def scip_reference(x, K: int, family: str = "point", prior_precision: float = 1.
     if len(res.solution) > 0 or tc in ("optimal", "maxTimeLimit", "feasible"):
         try:
             m.solutions.load_from(res)
-            out["value"] = float(pyo.value(m.neg_elbo))
             out["params"] = pyomo_params(m)
+            # evaluated with 0 log 0 = 0 (Pyomo's log(0) raises when SCIP returns phi = 0)
+            out["value"] = neg_elbo(out["params"], x, family, prior_precision, variance)
         except Exception:  # no incumbent loaded (e.g. time limit before any feasible point)
             pass
     return out

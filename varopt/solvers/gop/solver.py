@@ -440,6 +440,7 @@ class GopSolver(Solver):
         node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
         self.lags = []
         self.branchable = self._branchable()
+        self.alpha = getattr(self, "alpha_override", 0.05)
         it = 0
         msg = ""
         self.n_primal_infeasible = 0
@@ -467,7 +468,7 @@ class GopSolver(Solver):
                 # that every split shrinks the box geometrically (docs/gop.md, "branching point")
                 br = self.branchable
                 w = node.bub[br] - node.blo[br]
-                xbar[br] = np.clip(xbar[br], node.blo[br] + 0.25 * w, node.bub[br] - 0.25 * w)
+                xbar[br] = np.clip(xbar[br], node.blo[br] + self.alpha * w, node.bub[br] - self.alpha * w)
             const, a, g0, G1 = bm.lagrangian(xbar, y, pr.lam, feasibility=feas)
             k = self._new_lagrangian((const, a, g0, G1, xbar, feas))
             # ---- steps 2-3: children of the selected node
