@@ -24,8 +24,7 @@ def test_solvers_lists_plugin_and_builtins():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
     assert any(l.startswith("vo_test_scipy ") and "test-only" in l for l in lines)
-    import varopt
-    for name in varopt.solvers():
+    for name in ("gop", "ipsa", "majorize"):  # built-ins; in-process test plugins are not in the subprocess
         assert any(l.split()[0] == name for l in lines)
 
 

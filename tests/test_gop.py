@@ -238,3 +238,25 @@ def test_reduction_and_presolve_options_give_same_optimum():
     F = np.where(ok, f0 + f1 - 0.5 * Y0 + 0.2 * Y1 + 0.5 * Y1 ** 2, np.inf)
     assert a.objective <= F.min() + 1e-9
     assert a.objective >= F.min() - 1e-3
+
+
+def test_pyomo_solverfactory_haverly1():
+    pyo = pytest.importorskip("pyomo.environ")
+    solver = pyo.SolverFactory("gop")
+    if solver is None or not getattr(solver, "available", lambda: False)():
+        pytest.skip("SolverFactory('gop') is not available (Pyomo front-end missing)")
+    m = pyo.ConcreteModel()
+    m.A, m.B = pyo.Var(bounds=(0, 300)), pyo.Var(bounds=(0, 300))
+    m.Px, m.Py = pyo.Var(bounds=(0, 100)), pyo.Var(bounds=(0, 200))
+    m.Cx, m.Cy = pyo.Var(bounds=(0, 100)), pyo.Var(bounds=(0, 200))
+    m.p = pyo.Var(bounds=(1, 3))
+    m.obj = pyo.Objective(expr=6 * m.A + 16 * m.B + 10 * (m.Cx + m.Cy) - 9 * (m.Px + m.Cx) - 15 * (m.Py + m.Cy))
+    m.bal = pyo.Constraint(expr=m.A + m.B == m.Px + m.Py)
+    m.sul = pyo.Constraint(expr=3 * m.A + m.B == m.p * m.Px + m.p * m.Py)
+    m.qx = pyo.Constraint(expr=m.p * m.Px + 2 * m.Cx <= 2.5 * (m.Px + m.Cx))
+    m.qy = pyo.Constraint(expr=m.p * m.Py + 2 * m.Cy <= 1.5 * (m.Py + m.Cy))
+    m.dx = pyo.Constraint(expr=m.Px + m.Cx <= 100)
+    m.dy = pyo.Constraint(expr=m.Py + m.Cy <= 200)
+    solver.solve(m)
+    # Haverly (1978) problem 1: published global optimum -400
+    assert abs(pyo.value(m.obj) + 400.0) <= 1e-4

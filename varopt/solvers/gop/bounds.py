@@ -7,10 +7,8 @@ bounds; the tighter they are the stronger the relaxed duals.
   row and variable ``j``, ``a_j z_j`` lies in ``[lo, hi] - sum_{k != j} a_k [l_k, u_k]``.
 * OBBT with HiGHS: ``min / max z_j`` over the linear constraints and the box (an LP whose
   feasible set contains every feasible point of the program).
-* Reduction with the incumbent (Visweswaran & Floudas 1996 idea, our variant, see
-  docs/gop.md): ``min / max x_j`` over an LP relaxation in ``(x, y)`` of
-  ``{ f(x, y) <= UBD }`` built from the stored Lagrangian cuts -- implemented in
-  :func:`reduce_with_incumbent`.
+
+The node-wise search-space reduction of GOP is in :mod:`.solver` (docs/gop.md §6).
 """
 from __future__ import annotations
 

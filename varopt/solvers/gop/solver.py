@@ -17,8 +17,9 @@ Algorithm (seed 004 §2.3 steps 0-5, as a best-first tree):
 4. the open node with the lowest relaxed-dual value gives ``LBD`` and the next ``y^{k+1}``.
 5. stop when ``UBD - LBD <= max(abs_gap, rel_gap |UBD|)``.
 
-Improvement beyond the paper (option ``reduction``): search-space reduction of the connected
-variables with the incumbent, see :func:`GopSolver._reduce` and docs/gop.md.
+Improvement beyond the paper (option ``reduction``): node-wise search-space reduction of the
+separable connected variables (docs/gop.md §6); presolve elimination of primal-block equalities
+(option ``presolve``).
 """
 from __future__ import annotations
 
@@ -76,8 +77,9 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + [
            "(ProcessPoolExecutor, dask Client.get_executor()); None solves them serially", _executor_domain),
     Option("bound_tightening", True, "tighten variable bounds by FBBT and OBBT (LPs with HiGHS) before solving",
            bool),
-    Option("reduction", True, "search-space reduction: tighten the bounds of the connected variables with the "
-           "incumbent every few iterations (improvement beyond the paper)", bool),
+    Option("reduction", True, "search-space reduction (improvement beyond the paper, docs/gop.md §6): in every "
+           "relaxed-dual region shrink the box of the separable connected variables to the side of the "
+           "linearisation point selected by the qualifying constraint; False gives plain GOP", bool),
     Option("presolve", True, "eliminate linear equalities of the primal block by substitution (e.g. "
            "sum(pi) == 1): one connected variable fewer per equality", bool),
     Option("seed", 0, "seed of the random initial point of the relaxed-dual block (used when the model gives "
