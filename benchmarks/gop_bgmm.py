@@ -94,7 +94,7 @@ def main(argv=None):
     import varopt
     from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo, profile_multistart, scip_reference
 
-    if "gop" not in varopt.solvers():
+    if "gop" not in varopt.registered_solvers():
         raise SystemExit("error: solver 'gop' is not registered")
     variance = args.variance if args.variance == "learned" else float(args.variance)
     cases = []

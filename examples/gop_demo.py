@@ -41,9 +41,9 @@ def main(argv=None):
     import varopt
     from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo, vem
 
-    if "gop" not in varopt.solvers():
+    if "gop" not in varopt.registered_solvers():
         sys.exit("error: the varopt solver 'gop' is not registered (varopt/solvers/gop missing or "
-                 "failed to import); registered solvers: " + (", ".join(sorted(varopt.solvers())) or "none"))
+                 "failed to import); registered solvers: " + (", ".join(sorted(varopt.registered_solvers())) or "none"))
     solver = pyo.SolverFactory("gop")
     if solver is None or not solver.available(exception_flag=False):
         sys.exit("error: SolverFactory('gop') is not available (the Pyomo front-end is not installed)")

@@ -45,7 +45,7 @@ def test_options_validation():
 
 
 def test_plugin_is_registered_and_builtin_solvers_exist():
-    names = varopt.solvers()
+    names = varopt.registered_solvers()
     assert "vo_test_scipy" in names
     with pytest.raises(KeyError, match="registered"):
         varopt.get_solver("no_such_solver")

@@ -72,7 +72,7 @@ def bilinear_program(quad, lin, lb, ub, names=None, cons=()):
 def test_bgmm_partition_is_mu_pi_vs_phi():
     prog = bgmm_like(np.array([-2.0, -1.5, 0.1, 2.0, 2.5]))
     from importlib import import_module
-    assert "gop" in varopt.registry.solvers()
+    assert "gop" in varopt.registry.registered_solvers()
     analyze = import_module("varopt.solvers.gop.partition").analyze
     p = analyze(prog)
     names = prog.names

@@ -5,16 +5,11 @@ and with ``cvxpy.Problem.register_solve``.
 """
 from .errors import InputDataError, InvalidOptionError, ModelStructureError, SolverBugError, VaroptError
 from .program import Program
-from .registry import Solver, get_solver, register_solver, solvers
+from .registry import Solver, get_solver, register_solver, registered_solvers
 from .result import Result
 from .frontends import compile_model
 
-import importlib as _importlib
-
-# ``from . import solvers`` would return the registry function of the same name without importing
-# the subpackage, so import it explicitly (registers the built-in solvers) and re-bind the function.
-_importlib.import_module(f"{__name__}.solvers")
-from .registry import solvers  # noqa: E402,F811
+from . import solvers  # noqa: E402  (the subpackage: importing it registers the built-in solvers)
 from .registry import load_plugins as _load_plugins
 
 _load_plugins()
@@ -22,4 +17,4 @@ _load_plugins()
 __version__ = "0.1.0"
 
 __all__ = ["ModelStructureError", "InvalidOptionError", "InputDataError", "SolverBugError", "VaroptError",
-           "Program", "Result", "Solver", "register_solver", "get_solver", "solvers", "compile_model"]
+           "Program", "Result", "Solver", "register_solver", "get_solver", "registered_solvers", "compile_model"]

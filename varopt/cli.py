@@ -74,7 +74,7 @@ def _plot(result, path: str):
 
 def cmd_solvers(args) -> int:
     import varopt
-    for name, cls in sorted(varopt.solvers().items()):
+    for name, cls in sorted(varopt.registered_solvers().items()):
         print(f"{name:12s} {cls.summary}")
     return 0
 

@@ -65,7 +65,8 @@ def get_solver(name: str) -> Solver:
         raise KeyError(f"unknown varopt solver {name!r}; registered: {', '.join(sorted(_REGISTRY))}") from None
 
 
-def solvers() -> dict:
+def registered_solvers() -> dict:
+    """Registered solvers: ``{name: Solver subclass}``."""
     return dict(_REGISTRY)
 
 

@@ -334,6 +334,18 @@ def _mstep_params(xv, phi, K, family, lam, variance, pi_min, quantile_means=Fals
     return out
 
 
+
+def _builder_inputs(x, K, family, prior_precision, variance, pi_min, init):
+    """Validated data and arguments, the box of :func:`bgmm_bounds` and the starting point,
+    shared by the Pyomo and CVXPY builders."""
+    xv = check_data(x)
+    K, lam = _check_args(K, family, prior_precision, variance, pi_min)
+    bnd = bgmm_bounds(xv, K, family, lam, variance, pi_min)
+    start = default_init(xv, K, family, lam, variance, pi_min)
+    if init is not None:
+        start.update({k: np.asarray(v, dtype=float) if k != "tau" else float(v) for k, v in init.items()})
+    return xv, K, lam, xv.size, _learned(variance), bnd, start
+
 def bgmm_pyomo(x, K: int, family: str = "point", prior_precision: float = 1.0, variance=1.0,
                bounds: bool = True, pi_min: float = 1e-6, init: dict | None = None):
     r"""Pyomo ``ConcreteModel`` whose objective value IS the negative ELBO (minimised).
@@ -348,14 +360,7 @@ def bgmm_pyomo(x, K: int, family: str = "point", prior_precision: float = 1.0, v
     """
     import pyomo.environ as pyo
 
-    xv = check_data(x)
-    K, lam = _check_args(K, family, prior_precision, variance, pi_min)
-    N = xv.size
-    learned = _learned(variance)
-    bnd = bgmm_bounds(xv, K, family, lam, variance, pi_min)
-    start = default_init(xv, K, family, lam, variance, pi_min)
-    if init is not None:
-        start.update({k: np.asarray(v, dtype=float) if k != "tau" else float(v) for k, v in init.items()})
+    xv, K, lam, N, learned, bnd, start = _builder_inputs(x, K, family, prior_precision, variance, pi_min, init)
 
     m = pyo.ConcreteModel(name=f"bgmm_{family}_{'learned' if learned else 'known'}")
     m.I = pyo.RangeSet(0, N - 1)
@@ -447,14 +452,7 @@ def bgmm_cvxpy(x, K: int, family: str = "point", prior_precision: float = 1.0, v
     """
     import cvxpy as cp
 
-    xv = check_data(x)
-    K, lam = _check_args(K, family, prior_precision, variance, pi_min)
-    N = xv.size
-    learned = _learned(variance)
-    bnd = bgmm_bounds(xv, K, family, lam, variance, pi_min)
-    start = default_init(xv, K, family, lam, variance, pi_min)
-    if init is not None:
-        start.update(init)
+    xv, K, lam, N, learned, bnd, start = _builder_inputs(x, K, family, prior_precision, variance, pi_min, init)
 
     def var(name, shape, box):
         lo, hi = box

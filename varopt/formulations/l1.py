@@ -180,17 +180,14 @@ def _dense(X):
     return X.toarray() if sp.issparse(X) else X
 
 
-def l1_least_squares_pyomo(X, y, alpha, form="split", fit_intercept=False):
-    """Pyomo model of (2.56) in form ``split`` (vars ``wp``, ``wm`` >= 0) or ``box`` (vars ``w``, ``u``,
-    constraints ``lower[j]: w_j + u_j >= 0``, ``upper[j]: w_j - u_j <= 0``); intercept ``b`` if asked."""
+
+def _pyomo_l1_weights(M, m, form, fit_intercept):
+    """Declare the weights of a Pyomo L1 model in one of the two §2.5.4 forms.
+
+    Returns ``(w, pen, b)``: ``w[j]`` as an expression (``wp - wm`` or ``w``), the L1 penalty
+    expression (``sum(wp + wm)`` or ``sum(u)``) and the intercept (a Var, or 0)."""
     import pyomo.environ as pyo
 
-    _check_form(form)
-    X = _dense(_check_X(X))
-    n, m = X.shape
-    y = _check_y(y, n)
-    alpha = _check_alpha(alpha)
-    M = pyo.ConcreteModel(name="l1_least_squares")
     M.J = pyo.RangeSet(0, m - 1)
     if form == "split":
         M.wp = pyo.Var(M.J, within=pyo.NonNegativeReals, initialize=1.0)
@@ -208,6 +205,20 @@ def l1_least_squares_pyomo(X, y, alpha, form="split", fit_intercept=False):
     if fit_intercept:
         M.b = pyo.Var(initialize=0.0)
         b = M.b
+    return w, pen, b
+
+def l1_least_squares_pyomo(X, y, alpha, form="split", fit_intercept=False):
+    """Pyomo model of (2.56) in form ``split`` (vars ``wp``, ``wm`` >= 0) or ``box`` (vars ``w``, ``u``,
+    constraints ``lower[j]: w_j + u_j >= 0``, ``upper[j]: w_j - u_j <= 0``); intercept ``b`` if asked."""
+    import pyomo.environ as pyo
+
+    _check_form(form)
+    X = _dense(_check_X(X))
+    n, m = X.shape
+    y = _check_y(y, n)
+    alpha = _check_alpha(alpha)
+    M = pyo.ConcreteModel(name="l1_least_squares")
+    w, pen, b = _pyomo_l1_weights(M, m, form, fit_intercept)
     loss = sum((float(y[i]) - sum(float(X[i, j]) * w[j] for j in range(m) if X[i, j] != 0) - b) ** 2
                for i in range(n))
     M.obj = pyo.Objective(expr=loss / (2.0 * n) + alpha * pen, sense=pyo.minimize)
@@ -224,23 +235,7 @@ def l1_logistic_pyomo(X, y, alpha, form="split", fit_intercept=True):
     y = _labels_pm1(_check_y(y, n))
     alpha = _check_alpha(alpha)
     M = pyo.ConcreteModel(name="l1_logistic")
-    M.J = pyo.RangeSet(0, m - 1)
-    if form == "split":
-        M.wp = pyo.Var(M.J, within=pyo.NonNegativeReals, initialize=1.0)
-        M.wm = pyo.Var(M.J, within=pyo.NonNegativeReals, initialize=1.0)
-        w = {j: M.wp[j] - M.wm[j] for j in range(m)}
-        pen = sum(M.wp[j] + M.wm[j] for j in range(m))
-    else:
-        M.w = pyo.Var(M.J, initialize=0.0)
-        M.u = pyo.Var(M.J, initialize=1.0)
-        M.lower = pyo.Constraint(M.J, rule=lambda M, j: M.w[j] + M.u[j] >= 0)
-        M.upper = pyo.Constraint(M.J, rule=lambda M, j: M.w[j] - M.u[j] <= 0)
-        w = {j: M.w[j] for j in range(m)}
-        pen = sum(M.u[j] for j in range(m))
-    b = 0
-    if fit_intercept:
-        M.b = pyo.Var(initialize=0.0)
-        b = M.b
+    w, pen, b = _pyomo_l1_weights(M, m, form, fit_intercept)
     loss = sum(pyo.log(1 + pyo.exp(-float(y[i]) * (sum(float(X[i, j]) * w[j] for j in range(m) if X[i, j] != 0)
                                                      + b)))
                for i in range(n))

@@ -491,7 +491,8 @@ class GopSolver(Solver):
                 heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
             # ---- step 4: lowest relaxed dual
             while True:
-                LB = heap[0].value if heap else (UB if math.isfinite(UB) else math.inf)
+                # nodes pushed before the incumbent improved may lie above it: the bound is the smaller
+                LB = min(heap[0].value, UB) if heap else (UB if math.isfinite(UB) else math.inf)
                 tol = self._tol(UB)
                 if not heap or UB - LB <= tol:
                     break
