@@ -243,16 +243,11 @@ def l1_logistic_pyomo(X, y, alpha, form="split", fit_intercept=True):
     return M
 
 
-def l1_least_squares_cvxpy(X, y, alpha, form="split", fit_intercept=False):
-    """CVXPY problem of (2.56); returns ``(problem, variables)`` with variables a dict
-    (``wp``, ``wm`` or ``w``, ``u``; ``b``)."""
+
+def _cvxpy_l1_weights(m, form):
+    """CVXPY weights in one of the two §2.5.4 forms: ``(vars, constraints, w, penalty)``."""
     import cvxpy as cp
 
-    _check_form(form)
-    X = _dense(_check_X(X))
-    n, m = X.shape
-    y = _check_y(y, n)
-    alpha = _check_alpha(alpha)
     v = {}
     cons = []
     if form == "split":
@@ -266,6 +261,19 @@ def l1_least_squares_cvxpy(X, y, alpha, form="split", fit_intercept=False):
         cons = [-v["u"] <= v["w"], v["w"] <= v["u"]]
         w = v["w"]
         pen = cp.sum(v["u"])
+    return v, cons, w, pen
+
+def l1_least_squares_cvxpy(X, y, alpha, form="split", fit_intercept=False):
+    """CVXPY problem of (2.56); returns ``(problem, variables)`` with variables a dict
+    (``wp``, ``wm`` or ``w``, ``u``; ``b``)."""
+    import cvxpy as cp
+
+    _check_form(form)
+    X = _dense(_check_X(X))
+    n, m = X.shape
+    y = _check_y(y, n)
+    alpha = _check_alpha(alpha)
+    v, cons, w, pen = _cvxpy_l1_weights(m, form)
     pred = X @ w
     if fit_intercept:
         v["b"] = cp.Variable(name="b")
@@ -283,19 +291,7 @@ def l1_logistic_cvxpy(X, y, alpha, form="split", fit_intercept=True):
     n, m = X.shape
     y = _labels_pm1(_check_y(y, n))
     alpha = _check_alpha(alpha)
-    v = {}
-    cons = []
-    if form == "split":
-        v["wp"] = cp.Variable(m, nonneg=True, name="wp")
-        v["wm"] = cp.Variable(m, nonneg=True, name="wm")
-        w = v["wp"] - v["wm"]
-        pen = cp.sum(v["wp"] + v["wm"])
-    else:
-        v["w"] = cp.Variable(m, name="w")
-        v["u"] = cp.Variable(m, name="u")
-        cons = [-v["u"] <= v["w"], v["w"] <= v["u"]]
-        w = v["w"]
-        pen = cp.sum(v["u"])
+    v, cons, w, pen = _cvxpy_l1_weights(m, form)
     s = X @ w
     if fit_intercept:
         v["b"] = cp.Variable(name="b")
