@@ -44,17 +44,11 @@ def omega(r):
 
     Even in ``r``; exact series near 0, and for ``|r| -> inf`` it decays like ``1 / (2|r|)``.
     """
-    r = np.asarray(r, dtype=float)
-    a = np.abs(r)
-    out = np.empty_like(a)
-    small = a < _SERIES_CUT
-    big = ~small
-    r2 = a[small] ** 2
-    out[small] = 0.25 - r2 / 48.0 + r2 * r2 / 480.0
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ab = a[big]
-        out[big] = np.where(np.isinf(ab), 0.0, np.tanh(0.5 * ab) / (2.0 * ab))
-    return out
+    a = np.abs(np.asarray(r, dtype=float))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        r2 = a * a
+        # tanh(inf) / inf = 0 is the footnote's limit; the series covers 0 / 0
+        return np.where(a < _SERIES_CUT, 0.25 - r2 / 48.0 + r2 * r2 / 480.0, np.tanh(0.5 * a) / (2.0 * a))
 
 
 @dataclass
@@ -187,62 +181,3 @@ def log_bound_value(logz, mu, Sigma, delta):
     """``log( z exp(1/2 D^T Sigma D + D^T mu) )`` for ``D = theta - theta~``."""
     delta = np.asarray(delta, dtype=float)
     return float(logz + 0.5 * delta @ (Sigma @ delta) + delta @ mu)
-
-
-class DenseBound:
-    """Algorithm 1 for many groups on cached dense padded features — the hot path for small ``d``.
-
-    ``Fpad`` (G, nmax, d) holds the rows of each group (zeros on padding), ``logh`` (G, nmax) their
-    ``log h`` (``-inf`` on padding). :meth:`rows` returns ``log z`` (G,) and the dense rows
-    ``sqrt(c omega) l`` ((G nmax) x d) so that ``sum_g c_g Sigma_g = R^T R`` (a single BLAS GEMM).
-    Same enumeration order (decreasing score) as :func:`compute_bound`.
-    """
-
-    def __init__(self, A, b, seg, coef):
-        A = sp.csr_matrix(A, dtype=float)
-        seg = np.asarray(seg, dtype=np.int64)
-        K, d = A.shape
-        starts = np.flatnonzero(np.r_[True, np.diff(seg) != 0])
-        idx, _ = _padded_index(seg, starts, K)
-        self.idx = idx
-        G, nmax = idx.shape
-        Ad = A.toarray()
-        self.Fpad = np.where((idx >= 0)[..., None], Ad[np.maximum(idx, 0)], 0.0)
-        self.logh = np.where(idx >= 0, np.asarray(b, dtype=float)[np.maximum(idx, 0)], -np.inf)
-        self.coef = np.asarray(coef, dtype=float)
-        self.shape = (G, nmax, d)
-
-    @staticmethod
-    def fits(A, seg, limit=3e7):
-        seg = np.asarray(seg)
-        if seg.size == 0:
-            return False
-        G = int(seg[-1]) + 1
-        nmax = int(np.max(np.bincount(seg)))
-        return G * nmax * A.shape[1] <= limit
-
-    def rows(self, theta):
-        G, nmax, d = self.shape
-        S = np.einsum("gnd,d->gn", self.Fpad, theta) + self.logh
-        S = np.where(self.idx >= 0, S, -np.inf)
-        if np.any(np.isnan(S)) or np.any(S == np.inf):
-            raise InputDataError("scores theta^T f(y) + log h(y) are NaN or +inf (check the features and theta)")
-        order = np.argsort(-S, axis=1, kind="stable")
-        S = np.take_along_axis(S, order, axis=1)
-        F = np.take_along_axis(self.Fpad, order[..., None], axis=1)
-        smax = S[:, :1]
-        with np.errstate(invalid="ignore"):
-            ls = S - smax
-        w = np.exp(ls)
-        cum = np.cumsum(w, axis=1)
-        logz = smax[:, 0] + np.log(cum[:, -1])
-        wF = np.cumsum(w[..., None] * F, axis=1)
-        prefix = np.zeros_like(F)
-        prefix[:, 1:] = wF[:, :-1] / cum[:, :-1, None]
-        r = np.full(S.shape, np.inf)
-        with np.errstate(invalid="ignore"):
-            r[:, 1:] = ls[:, 1:] - np.log(cum[:, :-1])
-        r = np.where(np.isnan(r), np.inf, r)
-        a = np.sqrt(np.maximum(self.coef, 0.0)[:, None] * omega(r))
-        R = (a[..., None] * (F - prefix)).reshape(G * nmax, d)
-        return logz, R

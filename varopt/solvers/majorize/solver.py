@@ -30,11 +30,16 @@ from ...errors import InputDataError, InvalidOptionError, ModelStructureError, S
 from ...options import Option, OptionSet, common_options, nonnegative, positive
 from ...registry import Progress, Solver, register_solver
 from ...result import Result
-from .bound import DenseBound, compute_bound
+from .bound import compute_bound
+from .groups import PaddedGroups
 from .lowrank import LowRankSigma, diagonal_dominance
 
 #: relative slack allowed between f(theta_new) and the majorizer (rounding only)
 MONO_TOL = 1e-12
+#: largest secant extrapolation factor tried along a majorization step
+EXTRAPOLATE_MAX = 20.0
+#: secant steps along one majorization direction
+EXTRAPOLATE_SECANTS = 3
 
 
 def _finite(name, arr, allow_neginf=False):
@@ -58,19 +63,21 @@ def _threadpool_controller():
     return _CTL[0]
 
 
-def _woodbury_solve(Dg, R, u):
+def _woodbury_solve(Dg, R, u, C=None):
     """Solve ``(diag(Dg) + R^T R) x = u`` with ``Dg >= 0``, ``R`` (K x n), ``K << n``.
 
     Coordinates with ``Dg > 0`` (a) use the Woodbury identity
     ``(Da + Ra^T Ra)^{-1} = Da^{-1} - Da^{-1} Ra^T (I + Ra Da^{-1} Ra^T)^{-1} Ra Da^{-1}``; the few with
     ``Dg = 0`` (b, e.g. unpenalized intercepts) are eliminated by their Schur complement, solved in the
-    minimum-norm sense (a singular complement is a flat direction of the bound).
+    minimum-norm sense (a singular complement is a flat direction of the bound). ``C`` is
+    ``I + Ra Da^{-1} Ra^T`` when the caller has it cheaper (``T G T^T`` from a cached Gram matrix).
     """
     a = Dg > 0
     b = ~a
     Da, Ra = Dg[a], R[:, a]
     RaD = Ra / Da
-    C = np.eye(R.shape[0]) + RaD @ Ra.T
+    if C is None:
+        C = np.eye(R.shape[0]) + RaD @ Ra.T
     cf = sla.cho_factor(C, check_finite=False)
 
     def winv(V):
@@ -105,8 +112,24 @@ def _gram(R) -> np.ndarray:
     return R.T @ R
 
 
+def _lse_value_gradient(part, starts, x, want_grad=True):
+    """``sum_g c_g log sum_{k in g} exp(A_k x + b_k)`` and its gradient for merged groups ``part``."""
+    A, b, seg, coef = part
+    s = A @ x + b
+    mx = np.maximum.reduceat(s, starts)
+    e = np.exp(s - mx[seg])
+    tot = np.add.reduceat(e, starts)
+    val = float(coef @ (mx + np.log(tot)))
+    if not want_grad:
+        return val, None
+    return val, A.T @ (e * (coef / tot)[seg])
+
+
 class MajorizeModel:
     """The program split into the pieces Algorithm 2 needs (checked once)."""
+
+    #: groups with at most this many configurations use the padded row-space bound (groups.py)
+    PADDED_MAX_ROWS = 64
 
     def __init__(self, program):
         obj = program.objective
@@ -166,9 +189,16 @@ class MajorizeModel:
                     store.append((g, sel))
         self.pos = self._merge(pos)
         self.neg = self._merge(neg)
-        # dense padded features (cached once) when they are small: BLAS instead of sparse products
-        self.dense_bound = (DenseBound(*self.pos) if self.pos is not None and DenseBound.fits(self.pos[0], self.pos[2])
-                            else None)
+        # padded row-space form of Algorithm 1 (groups.py) unless groups are large or very unequal
+        self.groups = None
+        if self.pos is not None:
+            A, _, seg, _ = self.pos
+            cmax = int(np.bincount(seg).max())
+            G = int(seg[-1]) + 1
+            if cmax <= self.PADDED_MAX_ROWS and G * cmax <= 4 * A.shape[0]:
+                self.groups = PaddedGroups(*self.pos)
+        self._pos_starts = None if self.pos is None else np.flatnonzero(np.r_[True, np.diff(self.pos[2]) != 0])
+        self._neg_starts = None if self.neg is None else np.flatnonzero(np.r_[True, np.diff(self.neg[2]) != 0])
         # constraints
         for c in program.constraints:
             if not c.body.is_linear:
@@ -190,6 +220,9 @@ class MajorizeModel:
         """One (A, b, seg, coef) for the selected groups of several LseGroups."""
         if not parts:
             return None
+        if len(parts) == 1 and parts[0][1].size == len(parts[0][0]):
+            g = parts[0][0]  # one whole LseGroup: its arrays already have the merged layout
+            return g.A, g.b, g.seg, g.coef
         As, bs, segs, coefs = [], [], [], []
         off = 0
         for g, sel in parts:
@@ -204,24 +237,52 @@ class MajorizeModel:
         return (sp.vstack(As).tocsr(), np.concatenate(bs), np.concatenate(segs), np.concatenate(coefs))
 
     # --- evaluation -------------------------------------------------------------------------------------------
+    def evaluate(self, x, want_grad=False):
+        """``(f(x), grad f(x) or None, cache)``; ``cache`` holds the padded scores reused by the bound."""
+        x = np.asarray(x, dtype=float)
+        Hx = self.H @ x
+        v = self.k + float(self.c @ x) + 0.5 * float(x @ Hx)
+        g = self.c + Hx if want_grad else None
+        S = None
+        if self.groups is not None:
+            S = self.groups.scores(x)
+            pv, W = self.groups.value_weights(S)
+            if want_grad:
+                g = g + self.groups.gradient(W)
+            v += pv
+            S = (S, W)
+        elif self.pos is not None:
+            pv, pg = _lse_value_gradient(self.pos, self._pos_starts, x, want_grad)
+            v += pv
+            if want_grad:
+                g = g + pg
+        if self.neg is not None:
+            nv, ng = _lse_value_gradient(self.neg, self._neg_starts, x, want_grad)
+            v += nv
+            if want_grad:
+                g = g + ng
+        return v, (None if g is None else np.asarray(g, dtype=float).ravel()), S
+
     def value(self, x):
         """``f(x)`` from the cached pieces (same math as ``program.objective.value``)."""
-        x = np.asarray(x, dtype=float)
-        v = self.k + float(self.c @ x) + 0.5 * float(x @ (self.H @ x))
-        for g in self.program.objective.lse:
-            v += g.value(x)
-        return v
+        return self.evaluate(x)[0]
 
     def gradient(self, x):
-        x = np.asarray(x, dtype=float)
-        grad = self.c + self.H @ x
-        for g in self.program.objective.lse:
-            grad = grad + g.gradient(x)
-        return np.asarray(grad, dtype=float).ravel()
+        return self.evaluate(x, want_grad=True)[1]
 
     def value_and_gradient(self, x):
         """The oracle handed to L-BFGS-B in the benchmarks (identical code for every method)."""
-        return self.value(x), self.gradient(x)
+        v, g, _ = self.evaluate(x, want_grad=True)
+        return v, g
+
+    def gradient_at(self, x, S):
+        """``grad f(x)`` reusing the padded scores and weights ``S`` computed by :meth:`evaluate` at ``x``."""
+        if S is None or self.groups is None:
+            return self.gradient(x)
+        g = self.c + self.H @ x + self.groups.gradient(S[1])
+        if self.neg is not None:
+            g = g + _lse_value_gradient(self.neg, self._neg_starts, x)[1]
+        return np.asarray(g, dtype=float).ravel()
 
 
 @register_solver
@@ -237,6 +298,9 @@ class MajorizeSolver(Solver):
         Option("ridge", 0.0, "proximal term rho/2 ||theta - theta~||^2 added to the majorizer (keeps it a "
                "majorizer; use when the bound is singular, e.g. no regularization)", float, nonnegative,
                "must be >= 0"),
+        Option("extrapolate", True, "after each majorization step D, try x + a D at the secant minimiser a > 1 "
+               "along D and keep it only if it lowers f (monotone; unconstrained problems; beyond the paper). "
+               "False runs Algorithm 2 exactly", bool),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
         Option("blas_threads", 0, "BLAS threads during the solve (0: 1 thread when n <= 2000, else the library "
@@ -281,16 +345,19 @@ class MajorizeSolver(Solver):
                 if res.status != "optimal":
                     return Result(self.name, "error", message=f"projection of x0 onto the constraints: {res.status}")
                 x = np.asarray(res.x, dtype=float)
-        f = model.value(x)
+        f, _, S = model.evaluate(x)
         if not np.isfinite(f):
             raise InputDataError(f"the objective is not finite at the starting point ({f})")
         history = [dict(iteration=0, time=time.perf_counter() - t0, lower=None, upper=f, objective=f, step=0.0)]
         status, message = "iteration_limit", ""
         it = 0
         prev_rel_f = 0.0
+        extrapolate = opts.extrapolate and not model.constrained
+        u_next = None
         for it in range(1, opts.max_iter + 1):
-            u = model.gradient(x)
-            step, mval, info = self._step(model, x, u, opts, qp)
+            u = model.gradient_at(x, S) if u_next is None else u_next
+            u_next = None
+            step, mval, info = self._step(model, x, u, opts, qp, S)
             if step is None:
                 status, message = info, "QP subproblem failed"
                 break
@@ -298,7 +365,7 @@ class MajorizeSolver(Solver):
                 # an inexact QP answer worse than D = 0: the majorizer says theta~ is optimal
                 step, mval = np.zeros(n), 0.0
             x_new = x + step
-            f_new = model.value(x_new)
+            f_new, _, S_new = model.evaluate(x_new)
             scale = max(1.0, abs(f))
             if opts.check_bound and f_new > f + mval + MONO_TOL * scale:
                 raise SolverBugError(
@@ -306,13 +373,17 @@ class MajorizeSolver(Solver):
                     f"(relative violation {(f_new - f - mval) / scale:.3g}); the bound is not an upper bound")
             if f_new > f + MONO_TOL * scale:
                 raise SolverBugError(f"majorize: the objective increased from {f!r} to {f_new!r} at iteration {it}")
+            if extrapolate and mval < 0:
+                x_new, f_new, S_new, u_next, alpha = self._extrapolate(model, x, u, step, x_new, f_new, S_new)
+                step = x_new - x
+                info = dict(info, alpha=alpha)
             rel_f = abs(f - f_new) / scale
             # linear convergence: the remaining decrease is about df * rate / (1 - rate)
             rate = min(rel_f / prev_rel_f, 0.999) if prev_rel_f > 0 else 0.0
             prev_rel_f = rel_f
             rest = rel_f * rate / (1.0 - rate)
             rel_x = float(np.linalg.norm(step)) / max(1.0, float(np.linalg.norm(x)))
-            x, f = x_new, f_new
+            x, f, S = x_new, f_new, S_new
             now = time.perf_counter() - t0
             history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
                                 majorizer_decrease=-mval, **info))
@@ -328,16 +399,79 @@ class MajorizeSolver(Solver):
         res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex)}
         return res
 
+    @staticmethod
+    def _extrapolate(model, x, u, step, x_new, f_new, S_new):
+        """Secant extrapolation along the majorization step (beyond the paper, option ``extrapolate``).
+
+        ``phi(a) = f(x + a D)`` is convex along ``D`` for convex objectives; its secant model from
+        ``phi'(0) = u^T D`` and ``phi'(1) = grad f(x + D)^T D`` has its minimum at
+        ``a* = phi'(0) / (phi'(0) - phi'(1))``. When the majorization step stopped short
+        (``phi'(1) < 0``, i.e. ``a* > 1``: the bound's curvature exceeds the objective's), the point
+        ``x + a* D`` is tried and kept only if it lowers ``f`` further, so the iteration stays monotone
+        and every step is still at least as good as Algorithm 2's. Returns the accepted point, its
+        value and scores, its gradient (reused by the next iteration) and the factor used.
+        """
+        g_new = model.gradient_at(x_new, S_new)
+        d0 = float(u @ step)
+        d1 = float(g_new @ step)
+        if not (d0 < 0 and d1 < 0):
+            return x_new, f_new, S_new, g_new, 1.0
+        alpha = min(d0 / (d0 - d1), EXTRAPOLATE_MAX)
+        if alpha <= 1.05:
+            return x_new, f_new, S_new, g_new, 1.0
+        best = (x_new, f_new, S_new, g_new, 1.0)
+        a_prev, d_prev = 1.0, d1
+        for _ in range(EXTRAPOLATE_SECANTS):
+            x_try = x + alpha * step
+            try:
+                f_try, g_try, S_try = model.evaluate(x_try, want_grad=True)
+            except InputDataError:  # scores overflowed far along D: keep the best point so far
+                break
+            if not f_try < best[1]:
+                break
+            best = (x_try, f_try, S_try, g_try, alpha)
+            d_try = float(g_try @ step)
+            # next secant step on phi'(a) = 0 through the last two slopes
+            if not (d_try < 0 and d_try > d_prev):
+                break
+            a_next = alpha + d_try * (alpha - a_prev) / (d_prev - d_try)
+            a_prev, d_prev = alpha, d_try
+            alpha = min(a_next, EXTRAPOLATE_MAX)
+            if alpha <= a_prev * 1.02:
+                break
+        return best
+
     # --- one majorization step ----------------------------------------------------------------------------------
-    def _step(self, model, x, u, opts, qp):
-        """Minimise the majorizer ``m(D) = u^T D + 1/2 D^T Sigma D`` over the feasible set; returns (D, m(D), info)."""
+    def _step(self, model, x, u, opts, qp, S=None):
+        """Minimise the majorizer ``m(D) = u^T D + 1/2 D^T Sigma D`` over the feasible set; returns (D, m(D), info).
+
+        ``S`` are the padded scores at ``x`` (from :meth:`MajorizeModel.evaluate`) when the padded
+        row-space bound applies."""
         n = model.n
         ridge = opts.ridge
         info = {}
         R = None
-        if model.dense_bound is not None:
-            _, R = model.dense_bound.rows(x)
-        elif model.pos is not None:
+        grp = model.groups
+        T = None
+        if grp is not None:
+            T = grp.factors(S[0] if S is not None else grp.scores(x))
+        woodbury = (not model.constrained and model.pos is not None and model.H_diagonal and opts.bound == "full")
+        if T is not None and woodbury and T.shape[0] * T.shape[1] < n // 2:
+            # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT); the
+            # capacitance I + Ra Da^-1 Ra^T = I + T (F_a Da^-1 F_a^T) T^T from a Gram matrix cached per solve
+            Dg = model.H.diagonal() + ridge
+            a = np.flatnonzero(Dg > 0)
+            Gm = grp.gram(a, 1.0 / Dg[a])
+            C = grp.congruence(T, Gm)
+            C[np.diag_indices_from(C)] += 1.0
+            Rd = grp.rows(T) if grp.dense_fits(grp.G, grp.c, grp.d) else grp.rows_sparse(T).toarray()
+            step = -_woodbury_solve(Dg, Rd, u, C=C)
+            Sstep = Dg * step + Rd.T @ (Rd @ step)
+            return step, float(u @ step + 0.5 * step @ Sstep), info
+        if T is not None and (opts.bound == "lowrank" or (not grp.dense_fits(grp.G, grp.c, grp.d)
+                                                          and grp.template is None)):
+            R = grp.rows(T) if grp.dense_fits(grp.G, grp.c, grp.d) else grp.rows_sparse(T)
+        elif T is None and model.pos is not None:
             A, b, seg, coef = model.pos
             R = compute_bound(A, b, seg, x, coef).R
         if opts.bound == "lowrank":
@@ -355,16 +489,17 @@ class MajorizeSolver(Solver):
                 return step, float(u @ step + 0.5 * step @ L.matvec(step)), info
             Q = L.dense()
         else:
-            Hdiag = model.H_diagonal
-            if (not model.constrained and R is not None and Hdiag and R.shape[0] < n // 2):
-                # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT)
+            if woodbury and R is not None and R.shape[0] < n // 2:
+                # exact Woodbury without the padded form (large groups)
                 Dg = model.H.diagonal() + ridge
                 Rd = R.toarray() if sp.issparse(R) else R
                 step = -_woodbury_solve(Dg, Rd, u)
                 Sstep = Dg * step + Rd.T @ (Rd @ step)
                 return step, float(u @ step + 0.5 * step @ Sstep), info
             Q = model.H.toarray() if model.H.nnz else np.zeros((n, n))
-            if R is not None:
+            if T is not None and R is None:
+                Q = Q + grp.sigma(T)
+            elif R is not None:
                 Q = Q + _gram(R)
             if ridge:
                 Q[np.diag_indices(n)] += ridge
@@ -389,8 +524,14 @@ class MajorizeSolver(Solver):
         """Minimiser of ``1/2 D^T Q D - rhs^T D`` for PSD ``Q``: Cholesky, or the minimum-norm solution
         ``Q^+ rhs`` when ``Q`` is singular (flat directions of the bound, e.g. shifting every class
         intercept of a softmax). The majorizer value ``-1/2 rhs^T Q^+ rhs <= 0`` keeps the step monotone."""
+        # a relative 1e-10 proximal term keeps the majorizer a majorizer and lets Cholesky factor a
+        # singular bound (flat directions, e.g. a softmax's common intercept shift, get almost no
+        # step since rhs is orthogonal to them)
+        eps = 1e-10 * max(float(np.max(np.abs(np.diag(Q)), initial=0.0)), 1e-300)
         try:
-            c = sla.cho_factor(Q, check_finite=False)
+            Qe = Q.copy()
+            Qe[np.diag_indices_from(Qe)] += eps
+            c = sla.cho_factor(Qe, overwrite_a=True, check_finite=False)
             sol = sla.cho_solve(c, rhs, check_finite=False)
             if np.all(np.isfinite(sol)):
                 return sol

@@ -1,0 +1,268 @@
+"""Padded, row-space form of Algorithm 1 for many small partition functions (the solver's hot path).
+
+Every group ``g`` (``c_g <= c`` configurations, features ``F_g`` (c x d), log base measure
+``log h_g``) is padded to ``c`` rows (zero features, ``log h = -inf``). Algorithm 1's curvature
+of group ``g`` lives in the span of its rows: with the configurations enumerated in decreasing
+score order and the prefix softmax weights ``P_ij = alpha_j / z_{i-1}`` (``j < i``),
+
+    l_i = f_i - mu_{i-1} = F_g^T (e_i - P_i),    Sigma_g = sum_i omega_i l_i l_i^T = F_g^T T_g^T T_g F_g,
+
+    T_g[i - 1, :] = sqrt(c_g omega_i) (e_i - P_i)^T       (i = 2..c; the first term has omega = 0),
+
+so the ``(c - 1) x c`` factor ``T_g`` depends on the ``c`` scores only, never on ``d``. The solver
+needs three things from it, each a few BLAS calls for all groups at once:
+
+* dense ``sum_g c_g Sigma_g = R^T R`` with ``R = [T_g F_g]_g`` (generic features);
+* the same sum by blocks ``X^T diag(M_ab) X`` when every group's rows are copies of one feature
+  vector ``x_g`` placed in per-row column blocks (multinomial logistic regression, any
+  "class-template" features; ``M_g = T_g^T T_g``) -- ``c - 1`` times fewer flops;
+* ``R D^{-1} R^T = T (F D^{-1} F^T) T^T`` from a Gram matrix computed once per solve (Woodbury,
+  few groups and many parameters).
+
+Same enumeration order and the same numbers as :func:`~varopt.solvers.majorize.bound.compute_bound`
+(tested): everything is computed from the scores ``s = theta^T f + log h`` in log space.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import InputDataError
+from .bound import omega
+
+
+class PaddedGroups:
+    """The positive log-sum-exp groups of a program, padded to equal size ``c``.
+
+    ``A`` (K x d, CSR), ``b`` (K,), ``seg`` sorted group ids, ``coef`` (G,) positive weights.
+    """
+
+    #: largest ``G * c * d`` kept as a dense padded feature tensor (the generic ``R`` path)
+    DENSE_LIMIT = 3e7
+
+    def __init__(self, A, b, seg, coef):
+        A = sp.csr_matrix(A, dtype=float)
+        seg = np.asarray(seg, dtype=np.int64)
+        K, d = A.shape
+        if K == 0:
+            raise InputDataError("empty Omega: a partition function with no configurations")
+        starts = np.flatnonzero(np.r_[True, np.diff(seg) != 0])
+        G = starts.size
+        sizes = np.diff(np.append(starts, K))
+        c = int(sizes.max())
+        pos = np.arange(K) - starts[seg]
+        flat = seg * c + pos  # padded row of every original row
+        self.G, self.c, self.d = G, c, d
+        self.coef = np.asarray(coef, dtype=float).ravel()
+        self.valid = np.zeros(G * c, dtype=bool)
+        self.valid[flat] = True
+        logh = np.full(G * c, -np.inf)
+        logh[flat] = np.asarray(b, dtype=float)
+        self.logh = logh.reshape(G, c)
+        if G * c == K:  # equal sizes: no padding
+            self.Apad = A
+        else:
+            P = sp.csr_matrix((np.ones(K), (flat, np.arange(K))), shape=(G * c, K))
+            self.Apad = (P @ A).tocsr()  # (G c) x d, padded rows are empty
+        self._AT = None
+        self._dense = None
+        # small, not very sparse features: dense BLAS matvecs beat sparse ones
+        self._dense2 = (self.dense.reshape(G * c, d)
+                        if G * c * d <= 2e6 and self.Apad.nnz >= 0.1 * G * c * d else None)
+        self._template = False  # not detected yet
+        self._gram_key = None
+        self._gram = None
+
+    @property
+    def AT(self):
+        if self._AT is None:
+            self._AT = self.Apad.T.tocsr()
+        return self._AT
+
+    @property
+    def template(self):
+        """Class-template structure (see :meth:`_detect_template`), detected on first use."""
+        if self._template is False:
+            self._template = self._detect_template()
+        return self._template
+
+    # --- structure -------------------------------------------------------------------------------------------
+    def _detect_template(self):
+        """``(rows, cols, X)`` when row ``y`` of every group equals ``x_g`` on the columns ``cols[y]``.
+
+        ``rows`` are the padded positions that are not identically zero, ``cols[y]`` the (disjoint,
+        equally long) column sets, ``X`` (G x d') the shared feature vectors. ``None`` otherwise.
+        """
+        G, c = self.G, self.c
+        if c < 2:
+            return None
+        rows, cols, blocks = [], [], []
+        Apad = self.Apad.copy()
+        Apad.sort_indices()
+        for y in range(c):
+            Ay = Apad[y::c]
+            cy = np.unique(Ay.indices)
+            if cy.size == 0:
+                continue
+            rows.append(y)
+            cols.append(cy)
+            blocks.append(Ay[:, cy])
+        if not rows or len({cy.size for cy in cols}) != 1:
+            return None
+        allc = np.concatenate(cols)
+        if np.unique(allc).size != allc.size:
+            return None
+        X = blocks[0].toarray()
+        for B in blocks[1:]:
+            if (B != sp.csr_matrix(X)).nnz:
+                return None
+        # padded positions must not carry configurations whose features are all zero while others in
+        # the same column block are not (they are simply zero rows: fine, T handles them)
+        allc = np.concatenate(cols)
+        self._template_identity = bool(allc.size == self.d and np.array_equal(allc, np.arange(self.d)))
+        return rows, cols, X
+
+    @property
+    def dense(self) -> np.ndarray:
+        """``(G, c, d)`` dense padded features (built on first use)."""
+        if self._dense is None:
+            self._dense = self.Apad.toarray().reshape(self.G, self.c, self.d)
+        return self._dense
+
+    @classmethod
+    def dense_fits(cls, G, c, d) -> bool:
+        return G * c * d <= cls.DENSE_LIMIT
+
+    # --- values ------------------------------------------------------------------------------------------------
+    def scores(self, theta) -> np.ndarray:
+        """``(G, c)`` scores ``theta^T f + log h`` (``-inf`` on padding)."""
+        F2 = self._dense2
+        return (F2 @ theta if F2 is not None else self.Apad @ theta).reshape(self.G, self.c) + self.logh
+
+    def value(self, S) -> float:
+        """``sum_g c_g log sum exp S_g``."""
+        return self.value_weights(S)[0]
+
+    def value_weights(self, S):
+        """``(sum_g c_g log Z_g, W)`` with ``W = c_g p_g(y)`` (softmax weights) from the scores."""
+        # column loops: numpy reductions along a short last axis are slow
+        smax = S[:, 0].copy()
+        for j in range(1, self.c):
+            np.maximum(smax, S[:, j], out=smax)
+        top = smax.max()
+        if not top < np.inf:
+            raise InputDataError("scores theta^T f(y) + log h(y) are NaN or +inf (check the features and theta)")
+        if smax.min() == -np.inf:
+            g = int(np.flatnonzero(np.isneginf(smax))[0])
+            raise InputDataError(f"partition function {g} is identically zero (every h(y) = 0)")
+        W = np.exp(S - smax[:, None])
+        tot = W[:, 0].copy()
+        for j in range(1, self.c):
+            tot += W[:, j]
+        W *= (self.coef / tot)[:, None]
+        return float(self.coef @ (smax + np.log(tot))), W
+
+    def gradient(self, W):
+        """``sum_g c_g E_g[f]`` from the weights of :meth:`value_weights`."""
+        F2 = self._dense2
+        return F2.T @ W.ravel() if F2 is not None else self.AT @ W.ravel()
+
+    def value_gradient(self, S):
+        """``(sum_g c_g log Z_g, sum_g c_g E_g[f])`` from the scores."""
+        v, W = self.value_weights(S)
+        return v, self.gradient(W)
+
+    # --- Algorithm 1 in row space -------------------------------------------------------------------------------
+    def factors(self, S) -> np.ndarray:
+        """``T`` (G, c - 1, c) with ``c_g Sigma_g = F_g^T T_g^T T_g F_g`` (columns in the original row order)."""
+        G, c = self.G, self.c
+        if c == 2:
+            # two configurations: P_21 = 1, so T_g = sqrt(c_g omega(s_1 - s_2)) (e_2 - e_1) up to sign
+            with np.errstate(invalid="ignore"):
+                r = np.abs(S[:, 0] - S[:, 1])
+            a = np.sqrt(self.coef * omega(np.where(np.isnan(r), np.inf, r)))
+            return (a[:, None] * np.array([1.0, -1.0]))[:, None, :]
+        order = np.argsort(-S, axis=1, kind="stable")
+        Ss = np.take_along_axis(S, order, axis=1)
+        ls = Ss - Ss[:, :1]  # log(alpha / alpha_max) <= 0, -inf on padding
+        w = np.exp(ls)
+        cum = np.cumsum(w, axis=1)  # >= 1
+        with np.errstate(invalid="ignore"):
+            r = ls[:, 1:] - np.log(cum[:, :-1])  # log(alpha_i / z_{i-1}), i >= 2
+        a = np.sqrt(self.coef[:, None] * omega(np.where(np.isnan(r), -np.inf, r)))  # (G, c-1)
+        # sorted-order rows: a_i (e_i - P_i), P_ij = w_j / cum_{i-1} for j < i
+        Pm = np.tril(np.ones((c, c)), -1)[1:]  # (c-1, c): j < i
+        Ts = -(w[:, None, :] * Pm[None]) / cum[:, :-1, None]
+        Ts[:, np.arange(c - 1), np.arange(1, c)] = 1.0
+        Ts *= a[:, :, None]
+        T = np.empty_like(Ts)
+        T[np.arange(G)[:, None, None], np.arange(c - 1)[None, :, None], order[:, None, :]] = Ts
+        return T
+
+    def rows(self, T) -> np.ndarray:
+        """Dense ``R`` ((G (c-1)) x d): ``sum_g c_g Sigma_g = R^T R``."""
+        return np.matmul(T, self.dense).reshape(-1, self.d)
+
+    def sigma(self, T) -> np.ndarray:
+        """Dense ``sum_g c_g Sigma_g`` (d x d)."""
+        if (self._dense2 is None or self.c >= 8) and self.template is not None:
+            # class-template blocks: (c - 1) times fewer flops; worth its overhead on large problems
+            return self._sigma_template(T)
+        R = self.rows(T)
+        return R.T @ R
+
+    def _sigma_template(self, T):
+        rows, cols, X = self.template
+        G, dp = X.shape
+        r = len(rows)
+        if r == 1:
+            t = T[:, :, rows[0]]
+            m = t[:, 0] * t[:, 0] if t.shape[1] == 1 else np.einsum("gi,gi->g", t, t)
+            B = X.T @ (X * m[:, None])
+        else:
+            Tr = T[:, :, rows]
+            M = np.einsum("gik,gil->gkl", Tr, Tr)  # (G, r, r)
+            # block (a, b) = X^T diag(M[:, a, b]) X, all blocks in one GEMM
+            Y = (M[:, :, :, None] * X[:, None, None, :]).reshape(G, r * r * dp)
+            B = (X.T @ Y).reshape(dp, r, r, dp).transpose(1, 0, 2, 3).reshape(r * dp, r * dp)
+        if self._template_identity:
+            return B
+        allc = np.concatenate(cols)
+        out = np.zeros((self.d, self.d))
+        out[np.ix_(allc, allc)] = B
+        return out
+
+    def sigma_matvec(self, T, v):
+        """``(sum_g c_g Sigma_g) v`` without forming it."""
+        Fv = (self.Apad @ v).reshape(self.G, self.c)
+        TFv = np.einsum("gic,gc->gi", T, Fv)
+        return self.AT @ np.einsum("gic,gi->gc", T, TFv).ravel()
+
+    # --- Woodbury pieces -----------------------------------------------------------------------------------------
+    def gram(self, cols, dinv) -> np.ndarray:
+        """``F_a diag(dinv) F_a^T`` ((G c) x (G c)) over the columns ``cols`` (cached per solve)."""
+        key = (cols.tobytes(), dinv.tobytes())
+        if self._gram_key != key:
+            Fa = self.Apad[:, cols]
+            if Fa.nnz > 0.05 * Fa.shape[0] * Fa.shape[1]:
+                Fd = Fa.toarray()
+                self._gram = (Fd * dinv) @ Fd.T
+            else:
+                self._gram = np.asarray((Fa @ sp.diags(dinv) @ Fa.T).toarray())
+            self._gram_key = key
+        return self._gram
+
+    def congruence(self, T, Gm) -> np.ndarray:
+        """``T Gm T^T`` for the block-diagonal ``T`` ((G (c-1)) x (G (c-1)))."""
+        G, c = self.G, self.c
+        Y = np.einsum("gik,gkm->gim", T, Gm.reshape(G, c, G * c))  # (G, c-1, G c)
+        Y = Y.reshape(G * (c - 1), G, c)
+        return np.einsum("ahl,hjl->ahj", Y, T).reshape(G * (c - 1), G * (c - 1))
+
+    def rows_sparse(self, T) -> sp.csr_matrix:
+        """Sparse ``R`` = blockdiag(T_g) @ padded features (when the dense tensor is too large)."""
+        G, c = self.G, self.c
+        ri = np.repeat(np.arange(G * (c - 1)), c)
+        ci = (np.arange(G)[:, None, None] * c + np.arange(c)[None, None, :]).repeat(c - 1, axis=1).ravel()
+        Tb = sp.csr_matrix((T.ravel(), (ri, ci)), shape=(G * (c - 1), G * c))
+        return (Tb @ self.Apad).tocsr()
