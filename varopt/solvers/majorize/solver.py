@@ -44,8 +44,9 @@ EXTRAPOLATE_SECANTS = 3
 
 def _finite(name, arr, allow_neginf=False):
     a = arr.data if sp.issparse(arr) else np.asarray(arr, dtype=float)
-    bad = np.isnan(a) | (np.isposinf(a)) | (np.isneginf(a) if not allow_neginf else False)
-    if np.any(bad):
+    if np.isfinite(a).all():
+        return
+    if not allow_neginf or np.isnan(a).any() or (a == np.inf).any():
         raise InputDataError(f"{name} contains NaN or inf")
 
 
@@ -161,13 +162,22 @@ class MajorizeModel:
             _finite(f"log-sum-exp coefficients of {oname!r}", g.coef)
         _finite(f"linear coefficients of {oname!r}", obj.linear)
         _finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
-        from ...program.expression import Expression
-        quad_only = Expression(n, obj.constant, obj.linear, obj.quadratic, atoms=list(obj.atoms))
-        self.H, self.c, self.k = quad_only.as_quadratic()
-        _finite(f"square atoms of {oname!r}", self.H)
-        offdiag = (self.H - sp.diags(self.H.diagonal())).count_nonzero() if self.H.nnz else 0
-        self.H_diagonal = offdiag == 0
-        if self.H_diagonal and np.any(self.H.diagonal() < 0):
+        q = obj.quadratic
+        if not obj.atoms and np.array_equal(q.i, q.j):
+            # separable squares (ridge penalties): H is the diagonal 2 v, no sparse algebra needed
+            self.Hd = np.bincount(q.i, weights=2.0 * q.v, minlength=n) if q.v.size else np.zeros(n)
+            self.H = sp.csr_matrix((self.Hd, np.arange(n), np.arange(n + 1)), shape=(n, n))
+            self.c, self.k = np.asarray(obj.linear, dtype=float).ravel(), float(obj.constant)
+            self.H_diagonal = True
+        else:
+            from ...program.expression import Expression
+            quad_only = Expression(n, obj.constant, obj.linear, obj.quadratic, atoms=list(obj.atoms))
+            self.H, self.c, self.k = quad_only.as_quadratic()
+            _finite(f"square atoms of {oname!r}", self.H)
+            offdiag = (self.H - sp.diags(self.H.diagonal())).count_nonzero() if self.H.nnz else 0
+            self.H_diagonal = offdiag == 0
+            self.Hd = self.H.diagonal() if self.H_diagonal else None
+        if self.H_diagonal and np.any(self.Hd < 0):
             raise ModelStructureError(
                 f"majorize: the quadratic part of {oname!r} has a negative diagonal (a concave square); "
                 "the majorizer of a nonconvex quadratic is not a QP")
@@ -240,7 +250,7 @@ class MajorizeModel:
     def evaluate(self, x, want_grad=False):
         """``(f(x), grad f(x) or None, cache)``; ``cache`` holds the padded scores reused by the bound."""
         x = np.asarray(x, dtype=float)
-        Hx = self.H @ x
+        Hx = self.Hd * x if self.Hd is not None else self.H @ x
         v = self.k + float(self.c @ x) + 0.5 * float(x @ Hx)
         g = self.c + Hx if want_grad else None
         S = None
@@ -279,7 +289,7 @@ class MajorizeModel:
         """``grad f(x)`` reusing the padded scores and weights ``S`` computed by :meth:`evaluate` at ``x``."""
         if S is None or self.groups is None:
             return self.gradient(x)
-        g = self.c + self.H @ x + self.groups.gradient(S[1])
+        g = self.c + (self.Hd * x if self.Hd is not None else self.H @ x) + self.groups.gradient(S[1])
         if self.neg is not None:
             g = g + _lse_value_gradient(self.neg, self._neg_starts, x)[1]
         return np.asarray(g, dtype=float).ravel()
@@ -387,7 +397,8 @@ class MajorizeSolver(Solver):
             now = time.perf_counter() - t0
             history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
                                 majorizer_decrease=-mval, **info))
-            prog(f"majorize it {it:5d}  f {f:.12g}  rel df {rel_f:.3g}  rel dx {rel_x:.3g}  t {now:.3g}s")
+            if opts.verbose:
+                prog(f"majorize it {it:5d}  f {f:.12g}  rel df {rel_f:.3g}  rel dx {rel_x:.3g}  t {now:.3g}s")
             if rel_f <= opts.tol and rest <= opts.tol and rel_x <= np.sqrt(opts.tol):
                 status = "optimal" if model.convex else "converged"
                 break
@@ -459,7 +470,7 @@ class MajorizeSolver(Solver):
         if T is not None and woodbury and T.shape[0] * T.shape[1] < n // 2:
             # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT); the
             # capacitance I + Ra Da^-1 Ra^T = I + T (F_a Da^-1 F_a^T) T^T from a Gram matrix cached per solve
-            Dg = model.H.diagonal() + ridge
+            Dg = model.Hd + ridge
             a = np.flatnonzero(Dg > 0)
             Gm = grp.gram(a, 1.0 / Dg[a])
             C = grp.congruence(T, Gm)
@@ -528,6 +539,14 @@ class MajorizeSolver(Solver):
         # singular bound (flat directions, e.g. a softmax's common intercept shift, get almost no
         # step since rhs is orthogonal to them)
         eps = 1e-10 * max(float(np.max(np.abs(np.diag(Q)), initial=0.0)), 1e-300)
+        if Q.shape[0] <= 64:
+            # tiny systems: LAPACK gesv has far less call overhead than scipy's cho_factor/cho_solve
+            try:
+                sol = np.linalg.solve(Q + eps * np.eye(Q.shape[0]), rhs)
+                if np.all(np.isfinite(sol)):
+                    return sol
+            except np.linalg.LinAlgError:
+                pass
         try:
             Qe = Q.copy()
             Qe[np.diag_indices_from(Qe)] += eps
