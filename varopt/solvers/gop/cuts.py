@@ -98,6 +98,14 @@ class ConvexPieces:
             mx = np.maximum.reduceat(lo, g.starts) if lo.size else lo
             eta_lb.append(g.coef * mx)
         self.n_eta = off
+        # univariate rows (one y per argument, e.g. phi log phi): cuts are built from flat arrays
+        self.unit = {}
+        for g, o in self.groups:
+            if isinstance(g, LseGroup) or g.kind == "quad_over_lin":
+                continue
+            A = sp.csr_matrix(g.A)
+            if np.all(np.diff(A.indptr) == 1):
+                self.unit[o] = (A.indices.astype(np.int64), A.data.astype(float))
         self.eta_lb = np.concatenate(eta_lb) if eta_lb else np.zeros(0)
         self.eta_lb = np.where(np.isnan(self.eta_lb), -np.inf, self.eta_lb)
         self.ylb, self.yub = ylb, yub
@@ -124,12 +132,34 @@ class ConvexPieces:
             sel = np.arange(m) if rows is None else rows[(rows >= off) & (rows < off + m)] - off
             if sel.size == 0:
                 continue
+            if off in self.unit:
+                blocks.append(self._unit_cuts(g, off, y, sel, los))
+                continue
             A, lo = self._group_cuts(g, y, sel)
             blocks.append(_with_eta(A, self.ny + off + sel, self.ncol))
             los.append(lo)
         if not blocks:
             return sp.csr_matrix((0, self.ncol)), np.zeros(0)
         return sp.vstack(blocks, format="csr"), np.concatenate(los)
+
+    def _unit_cuts(self, g, off, y, sel, los):
+        """Tangent rows ``eta_r - c g'(u0) a_r y_j >= c (g(u0) - g'(u0) u0) + c g'(u0) b_r`` (one y each)."""
+        cols, vals = self.unit[off]
+        j, a = cols[sel], vals[sel]
+        u0 = a * y[j] + g.b[sel]
+        if g.kind in _DOM_EPS:
+            u0 = np.maximum(u0, _DOM_EPS[g.kind])
+        val, d1 = _g(g.kind, u0)
+        c = g.coef[sel]
+        los.append(c * (val + d1 * (g.b[sel] - u0)))
+        m = sel.size
+        indices = np.empty(2 * m, dtype=np.int64)
+        indices[0::2] = j  # y columns come before the eta columns: sorted rows
+        indices[1::2] = self.ny + off + sel
+        data = np.empty(2 * m)
+        data[0::2] = -c * d1 * a
+        data[1::2] = 1.0
+        return sp.csr_matrix((data, indices, np.arange(0, 2 * m + 1, 2)), shape=(m, self.ncol))
 
     def cuts_at_u(self, u_points):
         """Tangent cuts of the 1-D atom rows at given argument values (one cut per row per point)."""

@@ -171,6 +171,61 @@ def restrict(e: Expression, keep: np.ndarray, fixed: np.ndarray, vals: np.ndarra
     return Expression(m, const, lin, Q, atoms, lses)
 
 
+class MixedHessian:
+    r"""``d^2 e / dx dy`` at ``z`` (dense ``nx x ny``) with the block slices precomputed.
+
+    For an atom row ``c_r w_r g(u_r)``, ``u_r = A_r z + b_r`` (``w_r = z_{m_r}`` or 1) the Hessian is
+    ``A^T diag(c w g'') A + E diag(c g') A + (E diag(c g') A)^T`` with ``E[m_r, r] = 1``; its
+    ``(x, y)`` block is ``A_x^T diag(c w g'') A_y + E_x diag(c g') A_y + A_x^T diag(c g') E_y^T``.
+    Quadratic terms contribute their constant block. Log-sum-exp and ``u^2/v`` groups use the
+    general :meth:`hessian` of the group (rare in the relaxed-dual coupling).
+    """
+
+    def __init__(self, e: Expression, xi, yi, n):
+        self.xi, self.yi = xi, yi
+        nx, ny = xi.size, yi.size
+        self.Hq = sp.csr_matrix(e.quadratic.hessian_matrix)[xi][:, yi].toarray()
+        xpos = np.full(n, -1, dtype=np.int64)
+        xpos[xi] = np.arange(nx)
+        ypos = np.full(n, -1, dtype=np.int64)
+        ypos[yi] = np.arange(ny)
+        self.fast, self.slow = [], []
+        for g in e.groups():
+            if isinstance(g, LseGroup) or g.kind == "quad_over_lin":
+                self.slow.append(g)
+                continue
+            A = sp.csr_matrix(g.A)
+            Ax, Ay = A[:, xi].tocsr(), A[:, yi].tocsr()
+            has = g.mult >= 0
+            mx = np.where(has, xpos[np.where(has, g.mult, 0)], -1)  # local x index of the multiplier
+            my = np.where(has, ypos[np.where(has, g.mult, 0)], -1)
+            rx, ry = np.flatnonzero(mx >= 0), np.flatnonzero(my >= 0)
+            self.fast.append((g, Ax, Ay, rx, mx[rx], ry, my[ry],
+                              Ay[rx].tocsr() if rx.size else None, Ax[ry].tocsr() if ry.size else None))
+
+    def __call__(self, z):
+        nx, ny = self.xi.size, self.yi.size
+        H = self.Hq.copy()
+        for g, Ax, Ay, rx, mx, ry, my, Ay_rx, Ax_ry in self.fast:
+            u, gv, d1, d2 = g._g(z, 2)
+            w = np.ones(len(g))
+            has = g.mult >= 0
+            w[has] = z[g.mult[has]]
+            s2 = g.coef * w * d2
+            nz = np.flatnonzero((s2 != 0) & (np.diff(Ax.indptr) > 0) & (np.diff(Ay.indptr) > 0))
+            if nz.size:
+                H += (Ax[nz].T @ (Ay[nz].multiply(s2[nz][:, None]))).toarray()
+            if rx.size:  # E_x diag(c g') A_y: multiplier in x, argument in y
+                M = sp.csr_matrix((g.coef[rx] * d1[rx], (mx, np.arange(rx.size))), shape=(nx, rx.size))
+                H += (M @ Ay_rx).toarray()
+            if ry.size:  # A_x^T diag(c g') E_y^T: argument in x, multiplier in y
+                M = sp.csr_matrix((g.coef[ry] * d1[ry], (np.arange(ry.size), my)), shape=(ry.size, ny))
+                H += (Ax_ry.T @ M).toarray()
+        for g in self.slow:
+            H += sp.csr_matrix(g.hessian(z))[self.xi][:, self.yi].toarray()
+        return H
+
+
 class BlockModel:
     """Precomputed block structure of a program for a :class:`~.partition.Partition`.
 
@@ -193,6 +248,7 @@ class BlockModel:
         xpos[self.xi] = np.arange(self.nx)
         self.xpos = xpos
         self.conn_local = xpos[self.conn]
+        self._mixed = {}  # id(expression) -> (expression, MixedHessian); the expression keeps the id alive
         self.obj_yy, self.obj_r = split_expression(program.objective, self.is_x)
         self.dual_cons, self.y_cons = [], []
         self.con_r = []
@@ -258,6 +314,9 @@ class BlockModel:
             a += w * er.linear
             g0 += w * e.gradient(z)[self.xi]
             if len(e.quadratic) or e.atoms or e.lse:
-                H = e.hessian(z)
-                G1 += w * H[self.xi][:, self.yi].toarray()
+                key = id(e)
+                mh = self._mixed.get(key)
+                if mh is None:
+                    mh = self._mixed[key] = (e, MixedHessian(e, self.xi, self.yi, self.n))
+                G1 += w * mh[1](z)
         return const, a, g0, G1

@@ -292,7 +292,9 @@ class GopSolver(Solver):
     def _oa_tol(self, UB, LB):
         t = self._tol(UB) if math.isfinite(UB) else self.opts.rel_gap * max(1.0, abs(LB) if math.isfinite(LB) else 1.0)
         gap = (UB - LB) if (math.isfinite(UB) and math.isfinite(LB)) else math.inf
-        return 0.1 * max(t, min(1e-3 * gap, 1e-2 * max(1.0, abs(UB)) if math.isfinite(UB) else 1.0), 1e-11)
+        # half the gap tolerance at the end; a tenth of the current gap (capped) before: a looser
+        # approximation only delays pruning, tighter ones cost cut rounds (docs/gop.md §7)
+        return 0.5 * max(t, min(0.1 * gap, 1e-2 * max(1.0, abs(UB)) if math.isfinite(UB) else 1.0), 1e-11)
 
     # ------------------------------------------------------------------ children
     def _branchable(self):
@@ -390,8 +392,11 @@ class GopSolver(Solver):
         out = []
         br = np.isin(conn, self.branchable) if self.opts.reduction else np.zeros(c, dtype=bool)
         xk = L["xkc"]
-        for B in itertools.product((False, True), repeat=c):
-            B = np.array(B, dtype=bool)
+        for g in range(1 << c):
+            # Gray-code order: consecutive children differ in one qualifying constraint, so the
+            # warm-started LP of the next child starts close to its optimum
+            gc = g ^ (g >> 1)
+            B = np.array([(gc >> (c - 1 - j)) & 1 for j in range(c)], dtype=bool)
             blo, bub = node.blo.copy(), node.bub.copy()
             for j in np.flatnonzero(br):
                 i = conn[j]
@@ -403,11 +408,11 @@ class GopSolver(Solver):
             out.append((node.path + ((k, B),), blo, bub))
         return out
 
-    def _solve_nodes(self, node_rows, oa_tol):
+    def _solve_nodes(self, node_rows, oa_tol, cutoff=np.inf):
         """node_rows: list of full (A, lo, hi) for each node -> list of result dicts."""
         ex = self.opts.executor
         if ex is None or len(node_rows) == 1:
-            res = [self.rd.solve_node(A, lo, hi, oa_tol) for (A, lo, hi) in node_rows]
+            res = [self.rd.solve_node(A, lo, hi, oa_tol, cutoff=cutoff) for (A, lo, hi) in node_rows]
             self.rd.take_new_cuts()
             return res
         nw = getattr(ex, "_max_workers", None) or 2
@@ -416,7 +421,7 @@ class GopSolver(Solver):
         if self._payload_cache is None:
             self._payload_cache = self.rd.data()
         base = self._payload_cache
-        outs = list(ex.map(solve_batch, [(base, ch, oa_tol) for ch in chunks]))
+        outs = list(ex.map(solve_batch, [(base, ch, oa_tol, cutoff) for ch in chunks]))
         results = [None] * len(node_rows)
         for ci, (res, cuts) in enumerate(outs):
             for j, r in enumerate(res):
@@ -480,7 +485,7 @@ class GopSolver(Solver):
             # the node selected next is refined to the tight tolerance before it is expanded
             ot = self._oa_tol(UB, node.value)
             oa_tol = max(ot, 0.25 * (UB - node.value)) if (math.isfinite(UB) and math.isfinite(node.value)) else max(ot, 1.0)
-            results = self._solve_nodes(full, oa_tol)
+            results = self._solve_nodes(full, oa_tol, UB)
             n_sub += len(results)
             for ((path, blo, bub), r) in zip(kids, results):
                 if r["status"] != "optimal":
@@ -498,10 +503,10 @@ class GopSolver(Solver):
                     break
                 top = heap[0]
                 ot = self._oa_tol(UB, LB)
-                if top.oa_gap > ot and top.oa_gap > 1e-12 and top.refined < 3:
+                if top.oa_gap > ot and top.oa_gap > 1e-12 and top.refined < 1:
                     # refine a node whose outer approximation was loose before expanding it
                     heapq.heappop(heap)
-                    rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot)[0]
+                    rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot, UB)[0]
                     n_sub += 1
                     top.refined += 1
                     if rr["status"] == "optimal":
