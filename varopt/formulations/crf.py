@@ -26,6 +26,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import InputDataError, SolverBugError
+from ..solvers.majorize.extrapolate import secant_extrapolate
 from ..solvers.majorize.junction_tree import chain_bound
 
 
@@ -192,8 +193,11 @@ class ChainCRF:
 
     # --- fitting ------------------------------------------------------------------------------------------------
     def fit(self, X, Y, method: str = "majorize", tol: float = 1e-8, max_iter: int = 200, time_limit=None,
-            verbose: bool = False, callback=None):
-        """Fit on token lists ``X`` and tag lists ``Y``; ``method`` ``'majorize'`` or ``'lbfgs'``."""
+            verbose: bool = False, callback=None, extrapolate: bool = True):
+        """Fit on token lists ``X`` and tag lists ``Y``; ``method`` ``'majorize'`` or ``'lbfgs'``.
+
+        ``extrapolate`` (majorize only) adds the monotone secant extrapolation of
+        :mod:`varopt.solvers.majorize.extrapolate` after every Algorithm 2 step."""
         if len(X) != len(Y):
             raise InputDataError("X and Y have different numbers of sentences")
         if self.labels is None:
@@ -236,9 +240,14 @@ class ChainCRF:
                 step = -sla.cho_solve(c, g, check_finite=False)
                 mval = float(g @ step + 0.5 * step @ (Sig @ step))
                 theta_new = theta + step
-                f_new, g_new, Sig_new = self.oracle(theta_new, True)
+                f_new, g_new, Sig_new = self.oracle(theta_new, not extrapolate)
                 if f_new > f + mval + 1e-12 * max(1.0, abs(f)):
                     raise SolverBugError(f"ChainCRF: objective {f_new!r} above its majorizer {f + mval!r}")
+                if extrapolate:
+                    theta_new, f_new, g_new, _, _ = secant_extrapolate(
+                        self.oracle, theta, g, step, theta_new, f_new, g_new)
+                    # the curvature only at the accepted point
+                    f_new, g_new, Sig_new = self.oracle(theta_new, True)
                 rel = abs(f - f_new) / max(1.0, abs(f))
                 theta, f, g, Sig = theta_new, f_new, g_new, Sig_new
                 now = time.perf_counter() - t0

@@ -31,15 +31,12 @@ from ...options import Option, OptionSet, common_options, nonnegative, positive
 from ...registry import Progress, Solver, register_solver
 from ...result import Result
 from .bound import compute_bound
+from .extrapolate import secant_extrapolate
 from .groups import PaddedGroups
 from .lowrank import LowRankSigma, diagonal_dominance
 
 #: relative slack allowed between f(theta_new) and the majorizer (rounding only)
 MONO_TOL = 1e-12
-#: largest secant extrapolation factor tried along a majorization step
-EXTRAPOLATE_MAX = 20.0
-#: secant steps along one majorization direction
-EXTRAPOLATE_SECANTS = 3
 
 
 def _finite(name, arr, allow_neginf=False):
@@ -384,7 +381,9 @@ class MajorizeSolver(Solver):
             if f_new > f + MONO_TOL * scale:
                 raise SolverBugError(f"majorize: the objective increased from {f!r} to {f_new!r} at iteration {it}")
             if extrapolate and mval < 0:
-                x_new, f_new, S_new, u_next, alpha = self._extrapolate(model, x, u, step, x_new, f_new, S_new)
+                x_new, f_new, u_next, S_new, alpha = secant_extrapolate(
+                    lambda z: model.evaluate(z, want_grad=True), x, u, step, x_new, f_new,
+                    model.gradient_at(x_new, S_new), S_new)
                 step = x_new - x
                 info = dict(info, alpha=alpha)
             rel_f = abs(f - f_new) / scale
@@ -409,48 +408,6 @@ class MajorizeSolver(Solver):
                      message=message)
         res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex)}
         return res
-
-    @staticmethod
-    def _extrapolate(model, x, u, step, x_new, f_new, S_new):
-        """Secant extrapolation along the majorization step (beyond the paper, option ``extrapolate``).
-
-        ``phi(a) = f(x + a D)`` is convex along ``D`` for convex objectives; its secant model from
-        ``phi'(0) = u^T D`` and ``phi'(1) = grad f(x + D)^T D`` has its minimum at
-        ``a* = phi'(0) / (phi'(0) - phi'(1))``. When the majorization step stopped short
-        (``phi'(1) < 0``, i.e. ``a* > 1``: the bound's curvature exceeds the objective's), the point
-        ``x + a* D`` is tried and kept only if it lowers ``f`` further, so the iteration stays monotone
-        and every step is still at least as good as Algorithm 2's. Returns the accepted point, its
-        value and scores, its gradient (reused by the next iteration) and the factor used.
-        """
-        g_new = model.gradient_at(x_new, S_new)
-        d0 = float(u @ step)
-        d1 = float(g_new @ step)
-        if not (d0 < 0 and d1 < 0):
-            return x_new, f_new, S_new, g_new, 1.0
-        alpha = min(d0 / (d0 - d1), EXTRAPOLATE_MAX)
-        if alpha <= 1.05:
-            return x_new, f_new, S_new, g_new, 1.0
-        best = (x_new, f_new, S_new, g_new, 1.0)
-        a_prev, d_prev = 1.0, d1
-        for _ in range(EXTRAPOLATE_SECANTS):
-            x_try = x + alpha * step
-            try:
-                f_try, g_try, S_try = model.evaluate(x_try, want_grad=True)
-            except InputDataError:  # scores overflowed far along D: keep the best point so far
-                break
-            if not f_try < best[1]:
-                break
-            best = (x_try, f_try, S_try, g_try, alpha)
-            d_try = float(g_try @ step)
-            # next secant step on phi'(a) = 0 through the last two slopes
-            if not (d_try < 0 and d_try > d_prev):
-                break
-            a_next = alpha + d_try * (alpha - a_prev) / (d_prev - d_try)
-            a_prev, d_prev = alpha, d_try
-            alpha = min(a_next, EXTRAPOLATE_MAX)
-            if alpha <= a_prev * 1.02:
-                break
-        return best
 
     # --- one majorization step ----------------------------------------------------------------------------------
     def _step(self, model, x, u, opts, qp, S=None):
