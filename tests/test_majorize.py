@@ -213,6 +213,12 @@ def test_input_errors():
         logistic_program(np.array([[1.0, np.nan]]), np.array([0]), 1.0)
     with pytest.raises(InputDataError, match="empty Omega"):
         compute_bound(sp.csr_matrix((0, 2)), np.zeros(0), np.zeros(0, int), np.zeros(2))
+    from varopt.solvers.majorize.groups import PaddedGroups
+    with pytest.raises(InputDataError, match="empty Omega"):
+        PaddedGroups(sp.csr_matrix((0, 2)), np.zeros(0), np.zeros(0, int), np.zeros(0))
+    pg = PaddedGroups(np.eye(2), np.array([-np.inf, -np.inf]), np.array([0, 0]), np.ones(1))
+    with pytest.raises(InputDataError, match="identically zero"):
+        pg.value_weights(pg.scores(np.zeros(2)))
     with pytest.raises(InputDataError, match="empty"):
         from varopt.formulations.crf import ChainCRF
         ChainCRF(labels=[]).fit([["a"]], [["B"]])

@@ -17,6 +17,10 @@ varopt.highs; without constraints the closed form ``D = -Sigma^{-1} u`` by Chole
 Woodbury when the bound is low rank, Algorithm 4). ``f(theta~ + D) <= m(D) <= m(0) = f(theta~)``
 makes the iteration monotone; the solver checks both inequalities every iteration and raises
 :class:`~varopt.errors.SolverBugError` when ``f`` exceeds the majorizer by more than 1e-12 relative.
+
+Hot path: groups of at most 64 configurations use the padded row-space form of Algorithm 1
+(:mod:`.groups`); unconstrained problems add the monotone secant extrapolation of
+:mod:`.extrapolate` (option ``extrapolate``; beyond the paper).
 """
 from __future__ import annotations
 
