@@ -47,3 +47,17 @@ def test_dask_executor_matches_serial(serial):
         client.close()
     assert res.status == "optimal"
     assert abs(res.objective - serial.objective) <= 2e-6 * abs(serial.objective)
+
+
+def test_process_pool_reused_across_solves(serial):
+    # workers keep a relaxed-dual model per solve (key); a second solve in the same pool must not
+    # reuse the first one's rows
+    other = np.array([-1.5, 0.0, 2.5])
+    ref = get_solver("gop").solve(bgmm_like(other))
+    with cf.ProcessPoolExecutor(max_workers=2) as ex:
+        r1 = get_solver("gop").solve(bgmm_like(X), executor=ex)
+        r2 = get_solver("gop").solve(bgmm_like(other), executor=ex)
+    assert r1.status == r2.status == "optimal"
+    assert abs(r1.objective - serial.objective) <= 2e-6 * abs(serial.objective)
+    assert abs(r2.objective - ref.objective) <= 2e-6 * abs(ref.objective)
+    assert r2.lower_bound <= ref.objective + 1e-6 * abs(ref.objective)

@@ -21,6 +21,9 @@ node deleted, rows of the next added).
 """
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -198,12 +201,38 @@ class RDModel:
         return cuts
 
 
-def solve_batch(payload):
-    """Worker entry point: ``payload = (base, nodes, oa_tol, cutoff)``; nodes are (A, lo, hi) triples.
+_LOCAL = threading.local()  # per worker process / thread: the persistent relaxed-dual models
 
-    Returns ``(results, cuts)``. Picklable in and out (numpy/scipy objects only).
+
+def solve_batch(payload):
+    """Worker entry point for a batch of nodes; picklable in and out (numpy/scipy objects only).
+
+    ``payload = dict(key, base, log_start, log, nodes, oa_tol, cutoff)``: ``key`` names the solve;
+    ``base`` is the initial relaxed-dual model (:meth:`RDModel.data`); ``log`` the cut blocks
+    ``(origin, A, lo, hi)`` the master has collected, numbered from ``log_start``; ``nodes`` are
+    ``(A, lo, hi)`` triples. The worker keeps its :class:`RDModel` between batches of the same
+    solve (warm HiGHS basis, its own cuts) and adds the master's cut blocks it has not seen (the
+    other workers' cuts are not shared: they lie in other regions and only lengthen the LP, which
+    measured slower). Cuts are valid tangents wherever they come from, so a worker that misses
+    some is only less tight, never wrong.
+
+    Returns ``(results, new_cuts, token, seen)``: ``token`` identifies this worker, ``seen`` the
+    log position it has applied.
     """
-    base, nodes, oa_tol, cutoff = payload
-    model = RDModel(base)
-    results = [model.solve_node(A, lo, hi, oa_tol, cutoff=cutoff) for (A, lo, hi) in nodes]
-    return results, model.take_new_cuts()
+    key = payload["key"]
+    token = f"{os.getpid()}-{threading.get_ident()}"
+    cache = getattr(_LOCAL, "models", None)
+    st = cache.get(key) if cache is not None else None
+    log_start, log = payload["log_start"], payload["log"]
+    if st is None or st[1] < log_start:
+        st = [RDModel(payload["base"]), log_start]
+        _LOCAL.models = {key: st}  # one solve per worker at a time: drop older models
+    model, seen = st
+    for i in range(seen, log_start + len(log)):
+        origin, A, lo, hi = log[i - log_start]
+        if origin == "master":
+            model.add_base_rows(A, lo, hi)
+    st[1] = log_start + len(log)
+    oa_tol, cutoff = payload["oa_tol"], payload["cutoff"]
+    results = [model.solve_node(A, lo, hi, oa_tol, cutoff=cutoff) for (A, lo, hi) in payload["nodes"]]
+    return results, model.take_new_cuts(), token, st[1]

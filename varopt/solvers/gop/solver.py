@@ -28,6 +28,7 @@ import heapq
 import itertools
 import math
 import time
+import uuid
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -237,6 +238,10 @@ class GopSolver(Solver):
         self.col_lb, self.col_ub = lbc, ubc
         self.rd = RDModel(self._base_payload())
         self._payload_cache = None
+        # executor state: cut blocks collected from all solvers (origin, A, lo, hi), the log
+        # position each worker has applied, and a key naming this solve in the workers
+        self._key = uuid.uuid4().hex
+        self._cut_log, self._log_start, self._seen = [], 0, {}
 
     def _base_payload(self):
         A = sp.vstack([b[0] for b in self.base_blocks], format="csr") if self.base_blocks else sp.csr_matrix((0, self.ncol))
@@ -247,8 +252,6 @@ class GopSolver(Solver):
     def _add_cuts(self, cuts):
         for A, lo, hi in cuts:
             self.rd.add_base_rows(A, lo, hi)
-        if cuts:
-            self._payload_cache = None
 
     # ------------------------------------------------------------------ initial point
     def _initial_y(self):
@@ -409,25 +412,42 @@ class GopSolver(Solver):
         return out
 
     def _solve_nodes(self, node_rows, oa_tol, cutoff=np.inf):
-        """node_rows: list of full (A, lo, hi) for each node -> list of result dicts."""
+        """node_rows: list of full (A, lo, hi) for each node -> list of result dicts.
+
+        With an executor the nodes go out in one contiguous chunk per worker (neighbours in the
+        Gray-code order share most rows, so the worker's warm LP stays close); workers keep their
+        relaxed-dual model between iterations and receive only the cut blocks they have not seen
+        (:func:`.relaxed_dual.solve_batch`)."""
         ex = self.opts.executor
         if ex is None or len(node_rows) == 1:
             res = [self.rd.solve_node(A, lo, hi, oa_tol, cutoff=cutoff) for (A, lo, hi) in node_rows]
-            self.rd.take_new_cuts()
+            self._log_cuts("master", self.rd.take_new_cuts())
             return res
         nw = getattr(ex, "_max_workers", None) or 2
         nchunk = min(len(node_rows), max(2, nw))
-        chunks = [node_rows[i::nchunk] for i in range(nchunk)]
+        bounds = np.linspace(0, len(node_rows), nchunk + 1).round().astype(int)
+        chunks = [node_rows[bounds[i]:bounds[i + 1]] for i in range(nchunk)]
         if self._payload_cache is None:
-            self._payload_cache = self.rd.data()
-        base = self._payload_cache
-        outs = list(ex.map(solve_batch, [(base, ch, oa_tol, cutoff) for ch in chunks]))
-        results = [None] * len(node_rows)
-        for ci, (res, cuts) in enumerate(outs):
-            for j, r in enumerate(res):
-                results[ci + j * nchunk] = r
+            self._payload_cache = self.rd.data()  # the base model before any cut: sent with every batch
+        # log entries every known worker has applied need not be sent again (unknown workers
+        # start from the whole log)
+        start = min(self._seen.values()) if len(self._seen) >= nw else 0
+        start = max(start, self._log_start)
+        log = self._cut_log[start - self._log_start:]
+        payloads = [dict(key=self._key, base=self._payload_cache, log_start=start, log=log, nodes=ch,
+                         oa_tol=oa_tol, cutoff=cutoff) for ch in chunks]
+        outs = list(ex.map(solve_batch, payloads))
+        results = []
+        for res, cuts, token, seen in outs:
+            results.extend(res)
+            self._seen[token] = seen
             self._add_cuts(cuts)
         return results
+
+    def _log_cuts(self, origin, cuts):
+        if self.opts.executor is None:
+            return
+        self._cut_log.extend((origin, A, lo, hi) for A, lo, hi in cuts)
 
     # ------------------------------------------------------------------ main loop
     def _run(self):
