@@ -95,3 +95,14 @@ def test_read_conll_subset():
     d = data_dir("conll2002_esp")
     sents = read_conll(d / "esp.train", max_sentences=5)
     assert len(sents) == 5 and sents[0][0][0] == "Melbourne" and sents[0][1][0] == "B-LOC"
+
+
+def test_tree_bound_rejects_non_trees():
+    from varopt.solvers.majorize.junction_tree import tree_bound
+    S = np.zeros((1, 3, 2))
+    with pytest.raises(ValueError, match="one root"):
+        tree_bound(S, np.zeros((2, 2)), [-1, -1, 0])
+    with pytest.raises(ValueError, match="not describe a tree"):
+        tree_bound(S, np.zeros((2, 2)), [-1, 2, 1])
+    with pytest.raises(ValueError, match="entries"):
+        tree_bound(S, np.zeros((2, 2)), [-1, 0])

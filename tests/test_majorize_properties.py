@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy.special import logsumexp
 
 from varopt.solvers.majorize.bound import compute_bound, compute_bound_reference, log_bound_value, omega
-from varopt.solvers.majorize.junction_tree import chain_bound, chain_enumerate
+from varopt.solvers.majorize.junction_tree import chain_bound, chain_enumerate, tree_bound, tree_enumerate
 from varopt.solvers.majorize.lowrank import LowRankSigma
 
 FAST = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
@@ -54,6 +54,32 @@ def test_vectorized_equals_literal_algorithm_1(prob):
     assert abs(bp.logz[0] - lz) <= 1e-12 * max(1, abs(lz))
     assert np.allclose(bp.mu[0], mu, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(F).max()))
     assert np.allclose(bp.sigma(), S, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(S).max()))
+
+
+@settings(max_examples=500, **FAST)
+@given(st.integers(1, 5), st.integers(1, 3), st.integers(0, 2 ** 32 - 1), st.sampled_from([0.1, 1.0, 5.0, 50.0]))
+def test_junction_tree_matches_algorithm_1_on_enumerable_trees(n, K, seed, scale):
+    """Algorithm 3 on a random tree: z and mu equal Algorithm 1 on the enumerated Omega to 1e-10, the
+    bound is >= log Z, and on a chain topology it equals the chain oracle."""
+    rng = np.random.default_rng(seed)
+    parent = np.array([-1] + [int(rng.integers(0, t)) for t in range(1, n)])
+    perm = rng.permutation(n)  # arbitrary node numbering
+    inv = np.argsort(perm)
+    parent = np.array([-1 if parent[perm[t]] < 0 else inv[parent[perm[t]]] for t in range(n)])
+    S = rng.normal(size=(1, n, K)) * scale
+    Tr = rng.normal(size=(K, K)) * scale
+    lz, mu, M = tree_bound(S, Tr, parent)
+    F, th = tree_enumerate(S[0], Tr, parent)
+    bp = compute_bound(F, np.zeros(len(F)), np.zeros(len(F), int), th, want_mu=True)
+    assert abs(lz[0] - bp.logz[0]) <= 1e-10 * max(1.0, abs(bp.logz[0]))
+    assert np.max(np.abs(mu[0] - bp.mu[0])) <= 1e-10
+    for s in (0.01, 0.3, 2.0):
+        D = rng.normal(size=th.size) * s
+        lZ = logsumexp(F @ (th + D))
+        assert log_bound_value(lz[0], mu[0], M[0], D) >= lZ - 1e-10 * max(1.0, abs(lZ))
+    lc, mc, Mc = chain_bound(S, Tr)
+    lt, mt, Mt = tree_bound(S, Tr, np.arange(n) - 1)
+    assert np.allclose(lc, lt, atol=1e-12) and np.allclose(mc, mt, atol=1e-12) and np.allclose(Mc, Mt, atol=1e-10)
 
 
 @settings(max_examples=1500, **FAST)

@@ -1,4 +1,4 @@
-"""Algorithm 3 (JunctionTreeBound) for chain CRFs, batched over sentences, without enumerating Omega.
+"""Algorithm 3 (JunctionTreeBound) for chain and tree CRFs, batched over sentences, without enumerating Omega.
 
 A chain ``y_0 - y_1 - ... - y_{T-1}`` with ``K`` labels has the junction tree of cliques
 ``{y_{t-1}, y_t}`` (separator ``y_{t-1}`` with the parent) rooted at ``y_0``. The score of a
@@ -117,3 +117,88 @@ def chain_enumerate(S, Tr):
     F = np.array([chain_features(T, K, p) for p in paths])
     theta = np.concatenate([S.ravel(), np.asarray(Tr).ravel()])
     return F, theta
+
+
+def tree_bound(S, Tr, parent, want_sigma: bool = True):
+    """Junction-tree bound (Algorithm 3) of a batch of tree-structured CRFs with one topology.
+
+    ``S`` (B, n, K) node scores, ``Tr`` (K, K) edge weights ``Tr[y_parent, y_child]`` shared by all
+    edges, ``parent`` (n,) with ``parent[root] = -1``. The cliques are the edges ``{y_p(t), y_t}``
+    (separator ``y_p(t)`` with the parent clique); processed children-first, node ``t`` runs
+    Algorithm 1 over ``v = y_t`` for every separator value ``u = y_p(t)`` with
+
+        log alpha(u, v) = S[t, v] + Tr[u, v] + sum_{b in ch(t)} log z_b(v),
+        f(u, v)         = e_node(t, v) + e_edge(u, v) + sum_{b in ch(t)} mu_b(v),
+
+    exactly as the chain (:func:`chain_bound`, the special case ``parent[t] = t - 1``): ``z`` and
+    ``mu`` are exact, the curvature is the sum of every clique's rows (see the module docstring).
+    Coordinates: ``D = n K + K^2`` (node ``t K + k``, edge ``n K + u K + v``). Returns
+    ``logZ (B,)``, ``mu (B, D)``, ``M (B, D, D)`` or ``None``.
+    """
+    S = np.asarray(S, dtype=float)
+    parent = np.asarray(parent, dtype=np.int64).ravel()
+    Bn, n, K = S.shape
+    if parent.size != n:
+        raise ValueError(f"parent has {parent.size} entries, the trees have {n} nodes")
+    roots = np.flatnonzero(parent < 0)
+    if roots.size != 1:
+        raise ValueError(f"a tree needs exactly one root (parent -1); got {roots.size}")
+    children = [[] for _ in range(n)]
+    for t, p in enumerate(parent):
+        if p >= 0:
+            children[p].append(t)
+    # children-first order (reverse BFS from the root); also detects cycles / unreachable nodes
+    order, stack = [], [int(roots[0])]
+    while stack:
+        t = stack.pop()
+        order.append(t)
+        stack.extend(children[t])
+    if len(order) != n:
+        raise ValueError("parent does not describe a tree (cycle or unreachable nodes)")
+    D = n * K + K * K
+    e0 = n * K
+    ar = np.arange(K)
+    edge = np.zeros((K, K, D))
+    edge[ar[:, None], ar[None, :], e0 + ar[:, None] * K + ar[None, :]] = 1.0
+    M = np.zeros((Bn, D, D)) if want_sigma else None
+    logz_of = {}  # node -> (B, K): log z of its subtree given the parent's label
+    mu_of = {}  # node -> (B, K, D)
+    for t in reversed(order):
+        lz_in = np.zeros((Bn, K))
+        mu_in = np.zeros((Bn, K, D))
+        for b in children[t]:
+            lz_in += logz_of.pop(b)
+            mu_in += mu_of.pop(b)
+        if parent[t] >= 0:
+            la = S[:, t, None, :] + Tr[None] + lz_in[:, None, :]  # (B, u, v)
+            F = np.broadcast_to(edge, (Bn, K, K, D)).copy()
+            F += mu_in[:, None, :, :]
+            F[:, :, ar, t * K + ar] += 1.0
+        else:
+            la = S[:, t, :] + lz_in
+            F = mu_in.copy()
+            F[:, ar, t * K + ar] += 1.0
+        logz, mu, rows = _alg1_last_axis(la, F, want_sigma)
+        if want_sigma:
+            Rr = rows.reshape(Bn, -1, D)
+            M += np.matmul(Rr.transpose(0, 2, 1), Rr)
+        logz_of[t], mu_of[t] = logz, mu
+    r = int(roots[0])
+    return logz_of[r], mu_of[r], M
+
+
+def tree_enumerate(S, Tr, parent):
+    """All ``K^n`` labellings of one tree: features ``(K^n, D)`` and ``theta`` — for Algorithm 1 checks."""
+    import itertools
+    n, K = S.shape
+    parent = np.asarray(parent)
+    D = n * K + K * K
+    F = []
+    for lab in itertools.product(range(K), repeat=n):
+        f = np.zeros(D)
+        for t, k in enumerate(lab):
+            f[t * K + k] += 1.0
+            if parent[t] >= 0:
+                f[n * K + lab[parent[t]] * K + k] += 1.0
+        F.append(f)
+    return np.array(F), np.concatenate([S.ravel(), np.asarray(Tr).ravel()])
