@@ -432,3 +432,67 @@ def test_gop_one_point_data():
     assert r.upper_bound >= ref - 1e-9
     if r.status == "optimal":
         assert r.upper_bound <= ref + slack + 1e-6 * abs(ref)
+
+
+# ---- symmetry breaking (docs/gop_bgmm.md §16)
+def _sorted_representative(params, K, mode, anchors):
+    """Relabel the components of ``params`` so that the symmetry-breaking rows hold."""
+    perm = list(range(K))  # perm[new label] = old label
+    if mode == "mu":
+        loc = params["mu"] if "mu" in params else params["eta"]
+        perm = list(np.argsort(loc, kind="stable"))
+    else:
+        phi = params["phi"]
+        for j in range(K - 1):
+            rest = perm[j:]
+            best = max(rest, key=lambda k: phi[anchors[j], k])
+            rest.remove(best)
+            perm = perm[:j] + [best] + rest
+    out = dict(params)
+    for name in ("mu", "pi", "v", "eta", "w"):
+        if name in params:
+            out[name] = np.asarray(params[name])[perm]
+    out["phi"] = np.asarray(params["phi"])[:, perm]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["phi", "mu"])
+@pytest.mark.parametrize("family,variance", [("point", 1.0), ("gaussian", 1.0), ("point", "learned")])
+def test_symmetry_breaking_keeps_a_global_optimum(mode, family, variance):
+    # every relabelling class has a member satisfying the rows, with the same objective value:
+    # the multistart optimum (K = 3), relabelled, is feasible for the constrained model
+    pyo = pytest.importorskip("pyomo.environ")
+    x = np.array(B.MINIMAL_DATA["x"])
+    K, lam = 3, 1.0
+    ref = B.profile_multistart(x, K, family, lam, variance, n_starts=256, n_polish=8)
+    anchors = B.symmetry_anchors(x, K)
+    p = _sorted_representative(ref["params"], K, mode, anchors)
+    assert B.neg_elbo(p, x, family, lam, variance) == pytest.approx(ref["value"], rel=1e-9)
+    m = B.bgmm_pyomo(x, K, family, lam, variance, symmetry_breaking=mode)
+    B.set_pyomo_params(m, p)
+    rows = m.order_mu if mode == "mu" else m.break_sym
+    assert len(rows) == (K - 1 if mode == "mu" else K * (K - 1) // 2)
+    for c in rows.values():
+        assert pyo.value(c.body) <= pyo.value(c.upper) + 1e-12 if c.has_ub() else True
+        assert pyo.value(c.body) >= pyo.value(c.lower) - 1e-12 if c.has_lb() else True
+
+
+def test_symmetry_breaking_cvxpy_rows_and_bad_value():
+    x = np.array(B.MINIMAL_DATA["x"])
+    base = B.bgmm_cvxpy(x, 3, "point", 1.0, 1.0)
+    assert len(B.bgmm_cvxpy(x, 3, "point", 1.0, 1.0, symmetry_breaking=True).constraints) == len(base.constraints) + 2
+    assert len(B.bgmm_cvxpy(x, 3, "point", 1.0, 1.0, symmetry_breaking="mu").constraints) == len(base.constraints) + 1
+    with pytest.raises(ValueError):
+        B.bgmm_pyomo(x, 3, "point", 1.0, 1.0, symmetry_breaking="sorted")
+
+
+def test_gop_with_symmetry_breaking_matches_reference():
+    # K = 2, small data: same certified optimum as the multistart on the unconstrained profile
+    pyo, solver = _gop_factory()
+    x = np.array([-2.1, -1.9, -0.2, 1.8, 2.2, 2.0])
+    ref = B.profile_multistart(x, 2, "point", 0.5, 1.0, n_starts=1024, n_polish=16)["value"]
+    m = B.bgmm_pyomo(x, 2, "point", 0.5, 1.0, symmetry_breaking=True)
+    r = solver.solve(m, rel_gap=1e-7, time_limit=60).varopt_result
+    assert r.status == "optimal"
+    assert r.upper_bound == pytest.approx(ref, rel=1e-6)
+    assert r.lower_bound <= ref * (1 + 1e-6) + 1e-9

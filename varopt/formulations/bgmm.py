@@ -346,8 +346,33 @@ def _builder_inputs(x, K, family, prior_precision, variance, pi_min, init):
         start.update({k: np.asarray(v, dtype=float) if k != "tau" else float(v) for k, v in init.items()})
     return xv, K, lam, xv.size, _learned(variance), bnd, start
 
+def _symmetry_mode(v):
+    if v is False or v is None:
+        return None
+    if v is True or v == "phi":
+        return "phi"
+    if v == "mu":
+        return "mu"
+    raise ValueError(f"symmetry_breaking must be False, True, 'phi' or 'mu', got {v!r}")
+
+
+def symmetry_anchors(x, K: int) -> list:
+    """Anchor observations ``i_0, ..., i_{K-2}`` of the ``'phi'`` symmetry breaking: the points
+    at the ``j/(K-1)`` quantiles of the data (distinct indices; any choice is valid, spread-out
+    points tend to belong to different components)."""
+    xv = np.asarray(x, dtype=float)
+    order = np.argsort(xv, kind="stable")
+    out = []
+    for j in range(K - 1):
+        pos = int(round(j * (xv.size - 1) / max(K - 1, 1)))
+        cand = [int(order[p]) for p in list(range(pos, xv.size)) + list(range(pos - 1, -1, -1))]
+        out.append(next(i for i in cand if i not in out) if len(out) < xv.size else int(order[pos]))
+    return out
+
+
 def bgmm_pyomo(x, K: int, family: str = "point", prior_precision: float = 1.0, variance=1.0,
-               bounds: bool = True, pi_min: float = 1e-6, init: dict | None = None):
+               bounds: bool = True, pi_min: float = 1e-6, init: dict | None = None,
+               symmetry_breaking: bool = False):
     r"""Pyomo ``ConcreteModel`` whose objective value IS the negative ELBO (minimised).
 
     Variables: ``phi[i,k]`` in [0, 1], ``pi[k]`` in [pi_min, 1], and ``mu[k]`` (known
@@ -357,6 +382,13 @@ def bgmm_pyomo(x, K: int, family: str = "point", prior_precision: float = 1.0, v
     finite bounds of :func:`bgmm_bounds` (needed by ``gop`` and SCIP); ``bounds=False`` keeps
     only the domain bounds (``phi``, ``pi``, positivity). ``init`` (a params dict as for
     :func:`neg_elbo`) sets starting values; default :func:`default_init`.
+    ``symmetry_breaking``: the objective is invariant under relabelling the components, so
+    constraints that keep one representative of every relabelling class leave the optimum
+    unchanged (docs/gop_bgmm.md §16). ``'phi'`` (or ``True``) adds the linear rows
+    ``break_sym[j,k]: phi[i_j,j] >= phi[i_j,k]`` (``k > j``, anchor points ``i_j`` from
+    :func:`symmetry_anchors`): constraints of the relaxed-dual block only, which ``gop`` keeps
+    in its relaxed duals; ``'mu'`` adds ``order_mu[k]: mu[k] <= mu[k+1]`` (``eta`` for a learned
+    variance), which ``gop`` must dualise (slower for ``gop``, see the docs).
     """
     import pyomo.environ as pyo
 
@@ -404,10 +436,18 @@ def bgmm_pyomo(x, K: int, family: str = "point", prior_precision: float = 1.0, v
             const -= 0.5 * K * (LOG2PI + 1.0)
         else:
             prior = prior - 0.5 * (N + K) * log(m.tau)
+    mode = _symmetry_mode(symmetry_breaking)
+    if mode == "mu" and K > 1:
+        loc = m.eta if learned else m.mu
+        m.order_mu = pyo.Constraint(pyo.RangeSet(0, K - 2), rule=lambda mm, k: loc[k] <= loc[k + 1])
+    elif mode == "phi" and K > 1:
+        anchors = symmetry_anchors(xv, K)
+        pairs = [(j, k) for j in range(K - 1) for k in range(j + 1, K)]
+        m.break_sym = pyo.Constraint(pairs, rule=lambda mm, j, k: mm.phi[anchors[j], j] >= mm.phi[anchors[j], k])
     assign = sum(-m.phi[i, k] * log(m.pi[k]) + m.phi[i, k] * log(m.phi[i, k]) for i in m.I for k in m.K)
     m.neg_elbo = pyo.Objective(expr=fit + assign + prior + const, sense=pyo.minimize)
     m._bgmm = {"x": xv, "K": K, "family": family, "prior_precision": lam, "variance": variance,
-               "pi_min": pi_min}
+               "pi_min": pi_min, "symmetry_breaking": mode}
     return m
 
 
@@ -442,13 +482,16 @@ def set_pyomo_params(model, params: dict):
 
 
 def bgmm_cvxpy(x, K: int, family: str = "point", prior_precision: float = 1.0, variance=1.0,
-               bounds: bool = True, pi_min: float = 1e-6, init: dict | None = None):
+               bounds: bool = True, pi_min: float = 1e-6, init: dict | None = None,
+               symmetry_breaking: bool = False):
     r"""``cvxpy.Problem`` with the same negative-ELBO objective as :func:`bgmm_pyomo` (not DCP).
 
     Variables (``prob.var_dict``): ``phi`` (N, K), ``pi`` (K,), ``mu`` (K,) or ``eta`` (K,),
     ``tau`` (scalar), and ``v`` / ``w`` (K,) for the gaussian family. The box of
     :func:`bgmm_bounds` is given as variable ``bounds=`` (``bounds=True``), the simplex rows as
     constraints; starting values (``var.value``) from ``init`` or :func:`default_init`.
+    ``symmetry_breaking``: as :func:`bgmm_pyomo` (``'phi'``/``True``: ``phi[i_j, j] >= phi[i_j, k]``
+    for ``k > j``; ``'mu'``: ``mu[:-1] <= mu[1:]``, ``eta`` for a learned variance).
     """
     import cvxpy as cp
 
@@ -501,6 +544,14 @@ def bgmm_cvxpy(x, K: int, family: str = "point", prior_precision: float = 1.0, v
             const -= 0.5 * K * (LOG2PI + 1.0)
         else:
             obj = obj - 0.5 * (N + K) * cp.log(tau)
+    mode = _symmetry_mode(symmetry_breaking)
+    if mode == "mu" and K > 1:
+        loc = eta if learned else mu
+        cons.append(loc[:-1] <= loc[1:])
+    elif mode == "phi" and K > 1:
+        anchors = symmetry_anchors(xv, K)
+        for j in range(K - 1):
+            cons.append(phi[anchors[j], j + 1:] <= phi[anchors[j], j])
     return cp.Problem(cp.Minimize(obj + assign + const), cons)
 
 
@@ -917,14 +968,16 @@ def scip_profile_reference(x, K: int, family: str = "point", prior_precision: fl
 
 
 def scip_reference(x, K: int, family: str = "point", prior_precision: float = 1.0, variance=1.0,
-                   time_limit: float = 300.0, gap: float = 1e-6, pi_min: float = 1e-6, tee: bool = False):
-    """Solve :func:`bgmm_pyomo` with SCIP through Pyomo ``scip_direct``.
+                   time_limit: float = 300.0, gap: float = 1e-6, pi_min: float = 1e-6, tee: bool = False,
+                   symmetry_breaking=False):
+    """Solve :func:`bgmm_pyomo` (with ``symmetry_breaking`` as given) with SCIP through Pyomo ``scip_direct``.
 
     Returns ``{"status", "value" (objective at SCIP's point), "lower", "upper", "time", "params"}``.
     """
     import pyomo.environ as pyo
 
-    m = bgmm_pyomo(x, K, family, prior_precision, variance, bounds=True, pi_min=pi_min)
+    m = bgmm_pyomo(x, K, family, prior_precision, variance, bounds=True, pi_min=pi_min,
+                   symmetry_breaking=symmetry_breaking)
     solver = pyo.SolverFactory("scip_direct")
     t0 = time.perf_counter()
     res = solver.solve(m, tee=tee, load_solutions=False,

@@ -134,6 +134,13 @@ class RDModel:
             for _ in range(max_rounds):
                 res = hm.solve()
                 self.n_solves += 1
+                if res.status == "error" and np.isfinite(self._cutoff) and \
+                        res.model_status != "Bound on objective reached":
+                    # HiGHS can stop with "Unknown" when the objective bound is set: solve without it
+                    cut = self._cutoff
+                    self._set_cutoff(np.inf)
+                    res = hm.solve()
+                    self._set_cutoff(cut)
                 if res.status == "infeasible":
                     out = dict(status="infeasible", value=np.inf, y=None)
                     break
