@@ -346,3 +346,26 @@ def test_woodbury_with_unpenalized_coordinates(rng):
     u = rng.normal(size=n)
     Sig = np.diag(Dg) + R.T @ R
     assert np.allclose(_woodbury_solve(Dg, R, u), np.linalg.solve(Sig, u), rtol=1e-8, atol=1e-10)
+
+
+def test_subspace_trial_is_exact_on_a_quadratic(rng):
+    """On f = 1/2 x'Ax - b'x the secant curvature is exact, so the two-dimensional trial lands on the
+    minimiser of f over the plane x + a D + b s (and is kept: it is below f(x + D))."""
+    from varopt.solvers.majorize.extrapolate import secant_extrapolate
+    n = 6
+    M = rng.normal(size=(n, n))
+    A = M @ M.T + n * np.eye(n)
+    bv = rng.normal(size=n)
+
+    def ev(z):
+        return 0.5 * z @ A @ z - bv @ z, A @ z - bv, None
+    x = rng.normal(size=n)
+    u = ev(x)[1]
+    D = -0.3 * u  # a short descent step (as a loose majorizer gives)
+    s = rng.normal(size=n)
+    f1, g1, _ = ev(x + D)
+    z, fz, gz, _, a = secant_extrapolate(ev, x, u, D, x + D, f1, g1, prev=(s, A @ s))
+    V = np.column_stack([D, s])
+    coef = np.linalg.solve(V.T @ A @ V, -V.T @ u)
+    assert np.allclose(z, x + V @ coef, atol=1e-9)
+    assert fz < f1 and np.isclose(a, coef[0])

@@ -703,6 +703,8 @@ class HighsModel:
             finally:
                 self._h.setOptionValue("presolve", saved)
             res.message += f"; HiGHS first stopped with {first!r}, re-solved cold"
+            if res.status == "error" and res.model_status not in _LIMIT_STATUSES:
+                res = self._lp_fallbacks(res)
         if not self.verify_status or res.status not in ("infeasible", "unbounded") \
                 or res.model_status == "Primal infeasible or unbounded":
             return res
@@ -725,6 +727,28 @@ class HighsModel:
         if (res.status == "infeasible" and feas) or (res.status == "unbounded" and not feas):
             res.status = "error"
         return res
+
+    def _lp_fallbacks(self, res):
+        """Last resorts when the simplex keeps stopping with "Unknown" (seen on warm-started, highly
+        degenerate GOP relaxed duals): HiGHS's interior point with crossover, then Clarabel."""
+        first = res.message
+        saved = self._get_option("solver")
+        try:
+            self._h.setOptionValue("solver", "ipm")
+            self._h.clearSolver()
+            res2 = self._solve_once()
+        finally:
+            self._h.setOptionValue("solver", saved)
+            self._h.clearSolver()
+        res2.iterations += res.iterations
+        if res2.status != "error" or res2.model_status in _LIMIT_STATUSES:
+            res2.message += f"; after: {first}; solved by HiGHS IPM"
+            return res2
+        cl = _clarabel_solve(self.data())
+        if cl is None:
+            return res2
+        cl.message += f"; after: {first}; HiGHS IPM: {res2.model_status}; solved by Clarabel"
+        return cl
 
     def _solve_qp(self):
         """Convex QP, verified (see "QP reliability" in the module docstring).

@@ -980,8 +980,12 @@ def scip_reference(x, K: int, family: str = "point", prior_precision: float = 1.
                    symmetry_breaking=symmetry_breaking)
     solver = pyo.SolverFactory("scip_direct")
     t0 = time.perf_counter()
-    res = solver.solve(m, tee=tee, load_solutions=False,
-                       options={"limits/time": float(time_limit), "limits/gap": float(gap)})
+    opts = {"limits/time": float(time_limit), "limits/gap": float(gap)}
+    if not tee:
+        # SCIP's log goes through Pyomo's fd capture; on long runs that pipe has deadlocked
+        # (SCIP blocked in write(), the reader thread idle), so keep SCIP silent unless asked
+        opts["display/verblevel"] = 0
+    res = solver.solve(m, tee=tee, load_solutions=False, options=opts)
     elapsed = time.perf_counter() - t0
     tc = str(res.solver.termination_condition)
     out = {"status": tc, "time": elapsed, "lower": None, "upper": None, "value": None, "params": None}

@@ -11,6 +11,8 @@ value only.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...errors import InputDataError
 
 #: largest extrapolation factor tried along one majorization step
@@ -19,16 +21,21 @@ MAX_FACTOR = 20.0
 SECANTS = 3
 
 
-def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None):
+def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, prev=None):
     """Return ``(x, f, g, aux, a)``: the best point found along ``x + a step`` (``a = 1`` is ``x_new``).
 
     ``evaluate(x) -> (f, grad, aux)`` evaluates the objective; ``aux`` is passed through (e.g. cached
     scores). ``g_new`` is ``grad f(x_new)``. Evaluations that fail with ``InputDataError`` (scores
-    overflowing far along ``step``) end the search.
+    overflowing far along ``step``) end the search. ``prev = (s, y)``, the previous iteration's step
+    and gradient change, enables the two-dimensional trial of :func:`_subspace_trial` first.
     """
     best = (x_new, f_new, g_new, aux_new, 1.0)
     d0 = float(u @ step)
     d1 = float(g_new @ step)
+    if prev is not None:
+        trial = _subspace_trial(evaluate, x, u, step, g_new, prev, f_new)
+        if trial is not None:
+            return trial
     if not (d0 < 0 and d1 < 0):
         return best
     alpha = min(d0 / (d0 - d1), MAX_FACTOR)
@@ -53,3 +60,36 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None):
         if alpha <= a_prev * 1.02:
             break
     return best
+
+
+def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new):
+    """One secant-Newton trial in the plane ``x + a D + b s`` (``s``: the previous step).
+
+    The curvature of ``f`` on ``V = [D, s]`` is estimated from gradient differences only,
+    ``B = sym(V^T [g(x + D) - g(x), y])`` with ``y`` the previous step's gradient change (exact
+    for a quadratic); from ``(a, b) = (1, 0)`` the Newton step ``-B^{-1} V^T g(x + D)`` gives the
+    trial point, kept only if it lowers ``f`` below ``f(x + D)``. ``None`` when ``B`` is not positive
+    definite or the trial is not better (the caller then runs the one-dimensional secant).
+    """
+    s, y = prev
+    yD = g_new - u
+    V = (step, s)
+    Y = (yD, y)
+    B = np.array([[float(V[i] @ Y[j]) for j in range(2)] for i in range(2)])
+    B = 0.5 * (B + B.T)
+    h = np.array([float(g_new @ step), float(g_new @ s)])
+    det = B[0, 0] * B[1, 1] - B[0, 1] * B[1, 0]
+    if not (B[0, 0] > 0 and det > 1e-12 * B[0, 0] * max(B[1, 1], 1e-300)):
+        return None
+    delta = -np.linalg.solve(B, h)
+    a, b = 1.0 + delta[0], delta[1]
+    if not (np.isfinite(a) and np.isfinite(b)) or a <= 0 or a > MAX_FACTOR or abs(b) > MAX_FACTOR:
+        return None
+    x_try = x + a * step + b * s
+    try:
+        f_try, g_try, aux_try = evaluate(x_try)
+    except InputDataError:
+        return None
+    if not f_try < f_new:
+        return None
+    return x_try, f_try, g_try, aux_try, a

@@ -309,9 +309,9 @@ class MajorizeSolver(Solver):
         Option("ridge", 0.0, "proximal term rho/2 ||theta - theta~||^2 added to the majorizer (keeps it a "
                "majorizer; use when the bound is singular, e.g. no regularization)", float, nonnegative,
                "must be >= 0"),
-        Option("extrapolate", True, "after each majorization step D, try x + a D at the secant minimiser a > 1 "
-               "along D and keep it only if it lowers f (monotone; unconstrained problems; beyond the paper). "
-               "False runs Algorithm 2 exactly", bool),
+        Option("extrapolate", True, "after each majorization step D, try a secant-Newton point in the plane of D "
+               "and the previous step, then secant points x + a D (a > 1), keeping one only if it lowers f "
+               "(monotone; unconstrained problems; beyond the paper). False runs Algorithm 2 exactly", bool),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
         Option("blas_threads", 0, "BLAS threads during the solve (0: 1 thread when n <= 2000, else the library "
@@ -365,6 +365,7 @@ class MajorizeSolver(Solver):
         prev_rel_f = 0.0
         extrapolate = opts.extrapolate and not model.constrained
         u_next = None
+        prev = None  # (step, gradient change) of the previous iteration, for the subspace trial
         for it in range(1, opts.max_iter + 1):
             u = model.gradient_at(x, S) if u_next is None else u_next
             u_next = None
@@ -387,8 +388,9 @@ class MajorizeSolver(Solver):
             if extrapolate and mval < 0:
                 x_new, f_new, u_next, S_new, alpha = secant_extrapolate(
                     lambda z: model.evaluate(z, want_grad=True), x, u, step, x_new, f_new,
-                    model.gradient_at(x_new, S_new), S_new)
+                    model.gradient_at(x_new, S_new), S_new, prev=prev)
                 step = x_new - x
+                prev = (step, u_next - u)
                 info = dict(info, alpha=alpha)
             rel_f = abs(f - f_new) / scale
             # linear convergence: the remaining decrease is about df * rate / (1 - rate)
