@@ -654,3 +654,24 @@ def test_input_validation_names_the_argument():
         mdl.set_cost([np.nan, 1.0])
     assert issubclass(InfeasibleError, VaroptError) and issubclass(UnboundedError, VaroptError)
     assert LPResult("optimal").raise_for_status().status == "optimal"
+
+
+@pytest.mark.parametrize("fail_calls, solver", [(3, "HiGHS IPM"), (99, "Clarabel")])
+def test_lp_fallbacks_when_simplex_keeps_stopping(monkeypatch, fail_calls, solver):
+    """HiGHS 'Unknown' on the first solve and both cold retries -> IPM; IPM failing too -> Clarabel."""
+    from varopt import highs as H
+    c = np.array([1.0, 2.0])
+    A = sp.csr_matrix(np.array([[1.0, 1.0]]))
+    m = H.HighsModel(c, A, np.array([1.0]), np.array([np.inf]), np.zeros(2), np.full(2, 10.0))
+    real = H.HighsModel._solve_once
+    calls = {"n": 0}
+
+    def flaky(self):
+        calls["n"] += 1
+        if calls["n"] <= fail_calls:
+            return H.LPResult("error", message="HiGHS stopped: Unknown", model_status="Unknown")
+        return real(self)
+    monkeypatch.setattr(H.HighsModel, "_solve_once", flaky)
+    res = m.solve()
+    assert res.status == "optimal" and solver in res.message
+    assert np.allclose(res.x, [1.0, 0.0], atol=1e-7) and abs(res.objective - 1.0) < 1e-7

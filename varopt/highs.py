@@ -690,18 +690,12 @@ class HighsModel:
             # e.g. "Unknown" after a warm start from a modified basis: retry cold, then
             # without presolve
             first = res.model_status
-            saved = self._get_option("presolve")
-            try:
-                for pres in (saved, "off"):
-                    self._h.setOptionValue("presolve", pres)
-                    self._h.clearSolver()
-                    res2 = self._solve_once()
-                    res2.iterations += res.iterations
-                    res = res2
-                    if res.status != "error" or res.model_status in _LIMIT_STATUSES:
-                        break
-            finally:
-                self._h.setOptionValue("presolve", saved)
+            for pres in (self._get_option("presolve"), "off"):
+                res2 = self._solve_cold_with("presolve", pres)
+                res2.iterations += res.iterations
+                res = res2
+                if res.status != "error" or res.model_status in _LIMIT_STATUSES:
+                    break
             res.message += f"; HiGHS first stopped with {first!r}, re-solved cold"
             if res.status == "error" and res.model_status not in _LIMIT_STATUSES:
                 res = self._lp_fallbacks(res)
@@ -715,31 +709,29 @@ class HighsModel:
         if feas is None or (res.status == "infeasible") == (feas is False):
             return res
         first = res.model_status
-        saved = self._get_option("presolve")
-        try:
-            self._h.setOptionValue("presolve", "off")
-            self._h.clearSolver()
-            res = self._solve_once()
-        finally:
-            self._h.setOptionValue("presolve", saved)
+        res = self._solve_cold_with("presolve", "off")
         res.iterations += it
         res.message += f"; HiGHS first said {first!r}, contradicted by phase-1, re-solved without presolve"
         if (res.status == "infeasible" and feas) or (res.status == "unbounded" and not feas):
             res.status = "error"
         return res
 
+    def _solve_cold_with(self, name, value):
+        """One cold solve with HiGHS option ``name`` temporarily set to ``value``."""
+        saved = self._get_option(name)
+        try:
+            self._h.setOptionValue(name, value)
+            self._h.clearSolver()
+            return self._solve_once()
+        finally:
+            self._h.setOptionValue(name, saved)
+
     def _lp_fallbacks(self, res):
         """Last resorts when the simplex keeps stopping with "Unknown" (seen on warm-started, highly
         degenerate GOP relaxed duals): HiGHS's interior point with crossover, then Clarabel."""
         first = res.message
-        saved = self._get_option("solver")
-        try:
-            self._h.setOptionValue("solver", "ipm")
-            self._h.clearSolver()
-            res2 = self._solve_once()
-        finally:
-            self._h.setOptionValue("solver", saved)
-            self._h.clearSolver()
+        res2 = self._solve_cold_with("solver", "ipm")
+        self._h.clearSolver()  # the next warm solve must not start from the IPM's state
         res2.iterations += res.iterations
         if res2.status != "error" or res2.model_status in _LIMIT_STATUSES:
             res2.message += f"; after: {first}; solved by HiGHS IPM"
