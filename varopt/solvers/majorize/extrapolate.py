@@ -81,7 +81,7 @@ def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new):
     det = B[0, 0] * B[1, 1] - B[0, 1] * B[1, 0]
     if not (B[0, 0] > 0 and det > 1e-12 * B[0, 0] * max(B[1, 1], 1e-300)):
         return None
-    delta = -np.linalg.solve(B, h)
+    delta = -np.array([B[1, 1] * h[0] - B[0, 1] * h[1], B[0, 0] * h[1] - B[1, 0] * h[0]]) / det
     a, b = 1.0 + delta[0], delta[1]
     if not (np.isfinite(a) and np.isfinite(b)) or a <= 0 or a > MAX_FACTOR or abs(b) > MAX_FACTOR:
         return None

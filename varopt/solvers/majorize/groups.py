@@ -201,8 +201,9 @@ class PaddedGroups:
         cum = w.copy()  # prefix sums >= 1 (column loop: faster than cumsum on a short axis)
         for k in range(1, c):
             cum[:, k] += cum[:, k - 1]
-        r = ls[:, 1:] - np.log(cum[:, :-1])  # log(alpha_i / z_{i-1})
-        a = np.sqrt(self.coef[:, None] * omega(np.where(np.isnan(r), np.inf, r)))
+        # log(alpha_i / z_{i-1}); -inf on padding (omega = 0), never nan: top is finite, cum >= 1
+        r = ls[:, 1:] - np.log(cum[:, :-1])
+        a = np.sqrt(self.coef[:, None] * omega(r))
         Ts = self._shift - (w[:, None, :] * self._lower) / cum[:, :-1, None]
         Ts *= a[:, :, None]
         T = np.empty_like(Ts)

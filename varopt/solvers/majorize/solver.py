@@ -24,6 +24,7 @@ Hot path: groups of at most 64 configurations use the padded row-space form of A
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -397,7 +398,7 @@ class MajorizeSolver(Solver):
             rate = min(rel_f / prev_rel_f, 0.999) if prev_rel_f > 0 else 0.0
             prev_rel_f = rel_f
             rest = rel_f * rate / (1.0 - rate)
-            rel_x = float(np.linalg.norm(step)) / max(1.0, float(np.linalg.norm(x)))
+            rel_x = math.sqrt(float(step @ step)) / max(1.0, math.sqrt(float(x @ x)))
             x, f, S = x_new, f_new, S_new
             now = time.perf_counter() - t0
             history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
@@ -505,7 +506,9 @@ class MajorizeSolver(Solver):
         if Q.shape[0] <= 64:
             # tiny systems: LAPACK gesv has far less call overhead than scipy's cho_factor/cho_solve
             try:
-                sol = np.linalg.solve(Q + eps * np.eye(Q.shape[0]), rhs)
+                Qe = Q.copy()
+                Qe[np.diag_indices_from(Qe)] += eps
+                sol = np.linalg.solve(Qe, rhs)
                 if np.all(np.isfinite(sol)):
                     return sol
             except np.linalg.LinAlgError:
