@@ -28,6 +28,16 @@ def test_solvers_lists_plugin_and_builtins():
         assert any(l.split()[0] == name for l in lines)
 
 
+def test_solvers_name_prints_options():
+    r = run_cli("solvers", "gop")
+    assert r.returncode == 0, r.stderr
+    for opt in ("rel_gap (default 1e-06)", "abs_gap", "time_limit", "max_iter", "partition", "executor",
+                "bound_tightening", "seed", "verbose"):
+        assert opt in r.stdout
+    r = run_cli("solvers", "nosuch")
+    assert r.returncode != 0 and "registered: " in r.stderr
+
+
 @pytest.mark.parametrize("model,names", [("pyomo_small.py", ["x", "y[1]", "y[2]"]),
                                          ("cvxpy_small.py", ["x", "y[0]", "y[1]"])])
 def test_solve_json(model, names):

@@ -1,6 +1,6 @@
 """Command-line interface ``varopt``.
 
-``varopt solvers`` lists the registered solvers.
+``varopt solvers`` lists the registered solvers; ``varopt solvers NAME`` prints one solver's options.
 ``varopt solve MODEL.py --solver NAME [--option key=value ...] [--json] [--plot FILE]``
 loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem), compiles it,
 solves it and prints a summary (or exactly one JSON object with ``--json``). Errors exit
@@ -74,6 +74,12 @@ def _plot(result, path: str):
 
 def cmd_solvers(args) -> int:
     import varopt
+    if args.name:
+        cls = varopt.get_solver(args.name)  # unknown names raise with the list of registered ones
+        print(f"{args.name}: {cls.summary}\noptions:")
+        for line in cls.options.doc().splitlines():
+            print(f"  {line}")
+        return 0
     for name, cls in sorted(varopt.registered_solvers().items()):
         print(f"{name:12s} {cls.summary}")
     return 0
@@ -109,7 +115,8 @@ def cmd_solve(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="varopt", description="Solve variational inference problems as optimization models.")
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("solvers", help="list the registered solvers")
+    s = sub.add_parser("solvers", help="list the registered solvers, or one solver's options")
+    s.add_argument("name", nargs="?", help="a solver name: print its options with defaults and docs")
     s.set_defaults(func=cmd_solvers)
     s = sub.add_parser("solve", help="solve MODEL.py (which defines build()) with a varopt solver")
     s.add_argument("model", help="Python file defining build() -> Pyomo model or CVXPY problem")
