@@ -78,6 +78,7 @@ class PaddedGroups:
         self._gram_key = None
         self._gram = None
         self._lower = np.tril(np.ones((c, c)), -1)[1:]  # (c-1, c): j < i
+        self._gather_index = (np.arange(G)[:, None, None], np.arange(max(c - 1, 0))[None, :, None])
         self._shift = np.eye(c)[1:]  # e_i, i = 2..c
 
     @property
@@ -192,11 +193,9 @@ class PaddedGroups:
         # decreasing scores (as compute_bound): the dominant configurations come first and the small
         # ones get small omega; a tighter Sigma than the given order (fewer iterations, measured)
         order = np.argsort(-S, axis=1, kind="stable")
-        gi = np.arange(G)[:, None]
-        Ss = S[gi, order]
-        top = Ss[:, :1]
-        with np.errstate(invalid="ignore"):
-            ls = Ss - top  # log(alpha_i / alpha_max) <= 0, -inf on padding
+        gi, ii = self._gather_index
+        Ss = S[gi[:, :, 0], order]
+        ls = Ss - Ss[:, :1]  # log(alpha_i / alpha_max) <= 0, -inf on padding (the top score is finite)
         w = np.exp(ls)
         cum = w.copy()  # prefix sums >= 1 (column loop: faster than cumsum on a short axis)
         for k in range(1, c):
@@ -207,7 +206,7 @@ class PaddedGroups:
         Ts = self._shift - (w[:, None, :] * self._lower) / cum[:, :-1, None]
         Ts *= a[:, :, None]
         T = np.empty_like(Ts)
-        T[np.arange(G)[:, None, None], np.arange(c - 1)[None, :, None], order[:, None, :]] = Ts
+        T[gi, ii, order[:, None, :]] = Ts
         return T
 
     def rows(self, T) -> np.ndarray:

@@ -287,6 +287,12 @@ class MajorizeModel:
         v, g, _ = self.evaluate(x, want_grad=True)
         return v, g
 
+    def H_dense(self):
+        """A fresh dense copy of the quadratic part ``H`` (cached; the caller may modify the copy)."""
+        if getattr(self, "_Hd_dense", None) is None:
+            self._Hd_dense = self.H.toarray() if self.H.nnz else np.zeros((self.n, self.n))
+        return self._Hd_dense.copy()
+
     def gradient_at(self, x, S):
         """``grad f(x)`` reusing the padded scores and weights ``S`` computed by :meth:`evaluate` at ``x``."""
         if S is None or self.groups is None:
@@ -471,7 +477,7 @@ class MajorizeSolver(Solver):
                 step = -_woodbury_solve(Dg, Rd, u)
                 Sstep = Dg * step + Rd.T @ (Rd @ step)
                 return step, float(u @ step + 0.5 * step @ Sstep), info
-            Q = model.H.toarray() if model.H.nnz else np.zeros((n, n))
+            Q = model.H_dense()
             if T is not None and R is None:
                 Q = Q + grp.sigma(T)
             elif R is not None:
