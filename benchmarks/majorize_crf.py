@@ -27,14 +27,13 @@ import numpy as np
 
 from varopt.formulations.crf import ChainCRF, conll_path, f1_entities, read_conll
 
-REL = 1e-4
+from tracing import first_within
 
 
-def first_within(hist, fstar):
-    for h in hist:
-        if h["objective"] - fstar <= REL * abs(fstar):
-            return h["time"], h["iteration"]
-    return np.nan, -1
+
+def within(hist, fstar):
+    """(time, iteration) of the first history entry within ``REL`` of ``fstar``."""
+    return first_within([(h["time"], h["objective"]) for h in hist], fstar)
 
 
 def crfsuite_f1(model, Xtr, Ytr, Xte, Yte, lam):
@@ -81,8 +80,8 @@ def main(argv=None):
     mj = ChainCRF(lam=a.lam, max_features=a.features).fit(Xtr, Ytr, method="majorize", tol=1e-10,
                                                           max_iter=a.max_iter, verbose=True)
     fstar = min(fstar, mj.objective())
-    lt, li = first_within(lb.history_, fstar)
-    mt, mi = first_within(mj.history_, fstar)
+    lt, li = within(lb.history_, fstar)
+    mt, mi = within(mj.history_, fstar)
     f1_lb = f1_entities(Yte, lb.predict(Xte))
     f1_mj = f1_entities(Yte, mj.predict(Xte))
     f1_cs, t_cs = crfsuite_f1(mj, Xtr, Ytr, Xte, Yte, a.lam)

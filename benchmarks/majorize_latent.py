@@ -29,6 +29,8 @@ from varopt import get_solver
 from varopt.formulations.latent_likelihood import conditional_loglik, fit_bfgs, fit_em, latent_program
 from varopt.formulations.logistic import load_dataset
 
+from tracing import datasets
+
 SETS = ["bupa", "hepatitis", "wine", "srbct"]
 
 
@@ -44,12 +46,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     ms = [int(v) for v in a.ms.split(",")]
     out = {}
-    for name in a.sets.split(","):
-        try:
-            X, y = load_dataset(name)
-        except FileNotFoundError as exc:
-            print(f"# skip {name}: {exc}", file=sys.stderr)
-            continue
+    for name, X, y in datasets(a.sets.split(",")):
         if name == "srbct":
             # unsupervised reduction: the highest-variance genes of the raw data, then standardize
             Xr, _ = load_dataset(name, standardize=False)

@@ -33,24 +33,15 @@ import time
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 
 import varopt  # noqa: F401
 import varopt.solvers.majorize  # noqa: F401
 from varopt import get_solver
-from varopt.solvers.majorize.solver import MajorizeModel
-from varopt.formulations.logistic import build_cvxpy, load_dataset, logistic_program
+from varopt.formulations.logistic import build_cvxpy, logistic_program
+
+from tracing import REL, datasets, first_within, lbfgs_trace
 
 SETS = ["breast_cancer", "wine", "digits", "bupa", "heart_statlog", "hepatitis", "srbct"]
-REL = 1e-4
-
-
-def first_within(trace, fstar):
-    """(time, iteration) of the first trace entry within REL of fstar."""
-    for it, (t, f) in enumerate(trace):
-        if (f - fstar) <= REL * abs(fstar):
-            return t, it
-    return np.nan, -1
 
 
 def run_majorize(prog, repeat):
@@ -66,21 +57,7 @@ def run_majorize(prog, repeat):
 def run_lbfgs(prog, repeat, tight=False):
     best = None
     for _ in range(repeat):
-        trace = []
-        t0 = time.perf_counter()
-        x0 = np.zeros(prog.n)
-        trace.append((0.0, prog.objective.value(x0)))
-
-        over = [0.0]
-
-        def cb(xk):
-            # the callback's extra function value is not charged to L-BFGS-B
-            s0 = time.perf_counter()
-            f = prog.objective.value(xk)
-            trace.append((s0 - t0 - over[0], f))
-            over[0] += time.perf_counter() - s0
-        res = minimize(MajorizeModel(prog).value_and_gradient, x0, jac=True, method="L-BFGS-B", callback=cb,
-                       options={"maxiter": 20000, "ftol": 1e-15 if tight else 1e-12, "gtol": 1e-10, "maxcor": 10})
+        res, trace = lbfgs_trace(prog, ftol=1e-15 if tight else 1e-12)
         if best is None or trace[-1][0] < best[1][-1][0]:
             best = (res, trace)
     return best
@@ -109,7 +86,6 @@ def run_sklearn(X, y, C, fstar, prog, repeat):
 
 
 def run_clarabel(X, y, C):
-    import cvxpy as cp
     prob, _, _ = build_cvxpy(X, y, C=C)
     t0 = time.perf_counter()
     prob.solve(solver="CLARABEL")
@@ -133,12 +109,7 @@ def main(argv=None):
     ap.add_argument("--no-clarabel", action="store_true")
     a = ap.parse_args(argv)
     rows = []
-    for name in a.sets.split(","):
-        try:
-            X, y = load_dataset(name)
-        except FileNotFoundError as exc:
-            print(f"# skip {name}: {exc}", file=sys.stderr)
-            continue
+    for name, X, y in datasets(a.sets.split(",")):
         t, d = X.shape
         lam = t * a.lam
         C = 1.0 / lam

@@ -16,24 +16,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import sys
-import time
-
-import numpy as np
-from scipy.optimize import minimize
 
 import varopt.solvers.majorize  # noqa: F401
 from varopt import get_solver
-from varopt.solvers.majorize.solver import MajorizeModel
 from varopt.formulations.logistic import load_dataset, logistic_program
 
-REL = 1e-4
-
-
-def first_within(trace, fstar):
-    for it, (t, f) in enumerate(trace):
-        if f - fstar <= REL * abs(fstar):
-            return t, it
-    return np.nan, -1
+from tracing import REL, first_within, lbfgs_trace
 
 
 def main(argv=None):
@@ -49,18 +37,7 @@ def main(argv=None):
         return None
     t = X.shape[0]
     prog = logistic_program(X, y, t * a.lam)
-    x0 = np.zeros(prog.n)
-    trace = [(0.0, prog.objective.value(x0))]
-    t0 = time.perf_counter()
-    over = [0.0]
-
-    def cb(xk):
-        s = time.perf_counter()
-        f = prog.objective.value(xk)
-        trace.append((s - t0 - over[0], f))
-        over[0] += time.perf_counter() - s
-    lres = minimize(MajorizeModel(prog).value_and_gradient, x0, jac=True, method="L-BFGS-B", callback=cb,
-                    options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-10})
+    lres, trace = lbfgs_trace(prog, ftol=1e-15, maxiter=5000)
     full = get_solver("majorize").solve(prog, tol=1e-12, max_iter=a.max_iter)
     runs = {}
     for k in [int(v) for v in a.ks.split(",")]:

@@ -157,6 +157,19 @@ def test_values_match_cvxpy(seed, terms, cons, maximize):
             assert close(mine, r_ref, 1e-9), (cons[k], mine, r_ref)
 
 
+def _compiled_at_random_point(seed, terms, cons, stream):
+    """The random CVXPY problem, its compiled program and mapping, an rng and a random point."""
+    prob, _ = build(seed, terms, cons, False)
+    prog, mapping = compile_cvxpy(prob)
+    rng = np.random.default_rng(seed + stream)
+    return prob, prog, mapping, rng, random_point(prog, rng)
+
+
+def _unit(rng, n):
+    d = rng.normal(size=n)
+    return d / np.linalg.norm(d)
+
+
 def _fd_directional(fun, x, d, h):
     return (fun(x + h * d) - fun(x - h * d)) / (2 * h)
 
@@ -178,14 +191,10 @@ def residual_parts(prog, prob, k):
 @SETTINGS
 @given(seed=st.integers(0, 2**31 - 1), terms=term_lists, cons=con_lists)
 def test_gradients_match_cvxpy_finite_differences(seed, terms, cons):
-    prob, v = build(seed, terms, cons, False)
-    prog, mapping = compile_cvxpy(prob)
-    rng = np.random.default_rng(seed + 2)
-    x = random_point(prog, rng)
+    prob, prog, mapping, rng, x = _compiled_at_random_point(seed, terms, cons, 2)
     h = 1e-6
     for _ in range(3):
-        d = rng.normal(size=prog.n)
-        d /= np.linalg.norm(d)
+        d = _unit(rng, prog.n)
         fd = _fd_directional(lambda y: cvx_value(prob, mapping, y, "objective"), x, d, h)
         g = prog.objective.gradient(x) @ d
         scale = max(1.0, abs(prog.objective.value(x)), abs(fd))
@@ -193,8 +202,7 @@ def test_gradients_match_cvxpy_finite_differences(seed, terms, cons):
     # constraint bodies against CVXPY residuals (bound subtracted, sign of >= handled)
     for k in range(min(2, len(prob.constraints))):
         bodies, sign, _ = residual_parts(prog, prob, k)
-        d = rng.normal(size=prog.n)
-        d /= np.linalg.norm(d)
+        d = _unit(rng, prog.n)
         fd = _fd_directional(lambda y: cvx_value(prob, mapping, y, k), x, d, h)
         g = sign * np.array([c.body.gradient(x) @ d for c in bodies])
         assert close(g, fd, 1e-5 * max(1.0, np.abs(fd).max())), (cons[k], g, fd)
@@ -203,10 +211,7 @@ def test_gradients_match_cvxpy_finite_differences(seed, terms, cons):
 @SETTINGS
 @given(seed=st.integers(0, 2**31 - 1), terms=term_lists, cons=con_lists)
 def test_hessians_match_gradient_finite_differences(seed, terms, cons):
-    prob, v = build(seed, terms, cons, False)
-    prog, mapping = compile_cvxpy(prob)
-    rng = np.random.default_rng(seed + 3)
-    x = random_point(prog, rng)
+    prob, prog, mapping, rng, x = _compiled_at_random_point(seed, terms, cons, 3)
     h = 1e-6
     exprs = [prog.objective] + [c.body for c in prog.constraints if not c.body.is_linear][:4]
     for e in exprs:

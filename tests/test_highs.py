@@ -316,15 +316,21 @@ def test_unbounded_or_infeasible_is_resolved():
     assert r.model_status == "Primal infeasible or unbounded" and r.status == "infeasible"
 
 
+def _random_integer_rows(rng, n, m):
+    """Small integer ``A (m x n)``, cost ``c`` and row bounds, each side infinite half of the time."""
+    A = rng.integers(-2, 3, (m, n)).astype(float)
+    c = rng.integers(-2, 3, n).astype(float)
+    rl = np.where(rng.random(m) < 0.5, -INF, rng.integers(-2, 3, m)).astype(float)
+    rh = np.where(rng.random(m) < 0.5, INF, rng.integers(-2, 3, m)).astype(float)
+    return A, c, rl, rh
+
+
 def test_random_small_lp_statuses_agree_with_linprog():
     rng = np.random.default_rng(11)
     seen = set()
     for t in range(150):
         n = int(rng.integers(1, 5)); m = int(rng.integers(0, 4))
-        A = rng.integers(-2, 3, (m, n)).astype(float)
-        c = rng.integers(-2, 3, n).astype(float)
-        rl = np.where(rng.random(m) < 0.5, -INF, rng.integers(-2, 3, m))
-        rh = np.where(rng.random(m) < 0.5, INF, rng.integers(-2, 3, m))
+        A, c, rl, rh = _random_integer_rows(rng, n, m)
         lb = np.where(rng.random(n) < 0.5, -INF, rng.integers(-2, 3, n))
         ub = np.where(rng.random(n) < 0.5, INF, rng.integers(-2, 3, n))
         r = solve_lp(c, A, rl, rh, lb, ub)
@@ -356,10 +362,7 @@ def test_random_small_qp_statuses_are_certified():
     seen = set()
     for t in range(40):
         n = int(rng.integers(2, 5)); m = int(rng.integers(1, 4))
-        A = rng.integers(-2, 3, (m, n)).astype(float)
-        c = rng.integers(-2, 3, n).astype(float)
-        rl = np.where(rng.random(m) < 0.5, -INF, rng.integers(-2, 3, m)).astype(float)
-        rh = np.where(rng.random(m) < 0.5, INF, rng.integers(-2, 3, m)).astype(float)
+        A, c, rl, rh = _random_integer_rows(rng, n, m)
         lb = np.where(rng.random(n) < 0.6, 0.0, -INF)
         b = rng.integers(-1, 2, n).astype(float)
         Q = np.outer(b, b) + np.diag((rng.random(n) < 0.3).astype(float))

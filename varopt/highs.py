@@ -561,23 +561,20 @@ class HighsModel:
 
     def set_col_bounds(self, idx, lb, ub):
         """Set ``lb <= x[idx] <= ub`` (scalars broadcast; ``None`` means -inf / +inf)."""
-        idx = _index("idx", idx, self._n)
-        lo, hi = _bounds("lb", "ub", lb, ub, idx.size)
-        if idx.size == 0:
-            return
-        o = np.argsort(idx, kind="stable")
-        self._check(self._h.changeColsBounds(idx.size, idx[o].astype(np.int32), lo[o], hi[o]),
-                    "changeColsBounds")
+        self._change_bounds(idx, lb, ub, self._n, ("lb", "ub"), "changeColsBounds")
 
     def set_row_bounds(self, idx, lo, hi):
         """Set ``lo <= (A x)[idx] <= hi`` (scalars broadcast; ``None`` means -inf / +inf)."""
-        idx = _index("idx", idx, self._m)
-        lo, hi = _bounds("row_lo", "row_hi", lo, hi, idx.size)
+        self._change_bounds(idx, lo, hi, self._m, ("row_lo", "row_hi"), "changeRowsBounds")
+
+    def _change_bounds(self, idx, lo, hi, size, names, method):
+        """Validated, index-sorted call of HiGHS's ``changeColsBounds`` / ``changeRowsBounds``."""
+        idx = _index("idx", idx, size)
+        lo, hi = _bounds(names[0], names[1], lo, hi, idx.size)
         if idx.size == 0:
             return
         o = np.argsort(idx, kind="stable")
-        self._check(self._h.changeRowsBounds(idx.size, idx[o].astype(np.int32), lo[o], hi[o]),
-                    "changeRowsBounds")
+        self._check(getattr(self._h, method)(idx.size, idx[o].astype(np.int32), lo[o], hi[o]), method)
 
     def set_coefficient(self, row, col, val):
         """Set ``A[row, col] = val`` (0 removes the entry)."""
@@ -1157,8 +1154,9 @@ def _clarabel_solve(d, time_limit=INF):
     A, Q, c = d["A"], d["Q"], d["c"]
     n = c.size
     I = sp.identity(n, format="csr")
-    blocks, hs, kinds = [], [], []  # kinds: (target, index, sign y = sign * w)
+
     def add(M, lo, hi, target):
+        """Row blocks (matrix, rhs, target, index, sign y = sign * w, cone kind) of lo <= M x <= hi."""
         eq = np.isfinite(lo) & np.isfinite(hi) & (lo == hi)
         up = np.isfinite(hi) & ~eq
         dn = np.isfinite(lo) & ~eq

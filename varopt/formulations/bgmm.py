@@ -304,7 +304,6 @@ def default_init(x, K, family="point", prior_precision=1.0, variance=1.0, pi_min
     K, lam = _check_args(K, family, prior_precision, variance, pi_min)
     N = xv.size
     phi = np.full((N, K), 1.0 / K)
-    pi = np.full(K, 1.0 / K)
     return _mstep_params(xv, phi, K, family, lam, variance, pi_min, quantile_means=True)
 
 

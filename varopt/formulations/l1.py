@@ -57,6 +57,14 @@ def _check_y(y, n, name="y"):
     return y
 
 
+def _inputs(X, y, alpha, form, pm1=False, dense=False):
+    """Validated ``(X, y, alpha)`` of the L1 builders (``y`` in {-1, +1} when ``pm1``; dense ``X`` when asked)."""
+    _check_form(form)
+    X = _check_X(X)
+    y = _check_y(y, X.shape[0])
+    return (_dense(X) if dense else X), (_labels_pm1(y) if pm1 else y), _check_alpha(alpha)
+
+
 def _check_form(form):
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
@@ -124,11 +132,8 @@ def _penalty_and_constraints(m, form, alpha, nvar):
 
 def l1_least_squares_program(X, y, alpha, form="split", fit_intercept=False) -> Program:
     """Program for ``(1/2n)||y - Xw - b||^2 + alpha ||w||_1`` in the chosen form (2.56, 2.61/2.64)."""
-    _check_form(form)
-    X = _check_X(X)
+    X, y, alpha = _inputs(X, y, alpha, form)
     n, m = X.shape
-    y = _check_y(y, n)
-    alpha = _check_alpha(alpha)
     names, lb, ub = variable_layout(m, form, fit_intercept)
     D = _design(X, form, fit_intercept)
     lin, cons = _penalty_and_constraints(m, form, alpha, len(names))
@@ -161,11 +166,8 @@ def _labels_pm1(y):
 
 def l1_logistic_program(X, y, alpha, form="split", fit_intercept=True) -> Program:
     """Program for ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1``; ``y in {-1, +1}``."""
-    _check_form(form)
-    X = _check_X(X)
+    X, y, alpha = _inputs(X, y, alpha, form, pm1=True)
     n, m = X.shape
-    y = _labels_pm1(_check_y(y, n))
-    alpha = _check_alpha(alpha)
     names, lb, ub = variable_layout(m, form, fit_intercept)
     D = _design(X, form, fit_intercept)
     lin, cons = _penalty_and_constraints(m, form, alpha, len(names))
@@ -178,7 +180,6 @@ def l1_logistic_program(X, y, alpha, form="split", fit_intercept=True) -> Progra
 # --- Pyomo and CVXPY builders --------------------------------------------------------------------
 def _dense(X):
     return X.toarray() if sp.issparse(X) else X
-
 
 
 def _pyomo_l1_weights(M, m, form, fit_intercept):
@@ -212,11 +213,8 @@ def l1_least_squares_pyomo(X, y, alpha, form="split", fit_intercept=False):
     constraints ``lower[j]: w_j + u_j >= 0``, ``upper[j]: w_j - u_j <= 0``); intercept ``b`` if asked."""
     import pyomo.environ as pyo
 
-    _check_form(form)
-    X = _dense(_check_X(X))
+    X, y, alpha = _inputs(X, y, alpha, form, dense=True)
     n, m = X.shape
-    y = _check_y(y, n)
-    alpha = _check_alpha(alpha)
     M = pyo.ConcreteModel(name="l1_least_squares")
     w, pen, b = _pyomo_l1_weights(M, m, form, fit_intercept)
     loss = sum((float(y[i]) - sum(float(X[i, j]) * w[j] for j in range(m) if X[i, j] != 0) - b) ** 2
@@ -229,11 +227,8 @@ def l1_logistic_pyomo(X, y, alpha, form="split", fit_intercept=True):
     """Pyomo model of ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1``, ``y in {-1,+1}``."""
     import pyomo.environ as pyo
 
-    _check_form(form)
-    X = _dense(_check_X(X))
+    X, y, alpha = _inputs(X, y, alpha, form, pm1=True, dense=True)
     n, m = X.shape
-    y = _labels_pm1(_check_y(y, n))
-    alpha = _check_alpha(alpha)
     M = pyo.ConcreteModel(name="l1_logistic")
     w, pen, b = _pyomo_l1_weights(M, m, form, fit_intercept)
     loss = sum(pyo.log(1 + pyo.exp(-float(y[i]) * (sum(float(X[i, j]) * w[j] for j in range(m) if X[i, j] != 0)
@@ -263,21 +258,26 @@ def _cvxpy_l1_weights(m, form):
         pen = cp.sum(v["u"])
     return v, cons, w, pen
 
+def _cvxpy_l1_affine(X, form, fit_intercept):
+    """``(vars, constraints, X w [+ b], penalty)`` for the CVXPY L1 builders."""
+    import cvxpy as cp
+
+    v, cons, w, pen = _cvxpy_l1_weights(X.shape[1], form)
+    pred = X @ w
+    if fit_intercept:
+        v["b"] = cp.Variable(name="b")
+        pred = pred + v["b"]
+    return v, cons, pred, pen
+
+
 def l1_least_squares_cvxpy(X, y, alpha, form="split", fit_intercept=False):
     """CVXPY problem of (2.56); returns ``(problem, variables)`` with variables a dict
     (``wp``, ``wm`` or ``w``, ``u``; ``b``)."""
     import cvxpy as cp
 
-    _check_form(form)
-    X = _dense(_check_X(X))
+    X, y, alpha = _inputs(X, y, alpha, form, dense=True)
     n, m = X.shape
-    y = _check_y(y, n)
-    alpha = _check_alpha(alpha)
-    v, cons, w, pen = _cvxpy_l1_weights(m, form)
-    pred = X @ w
-    if fit_intercept:
-        v["b"] = cp.Variable(name="b")
-        pred = pred + v["b"]
+    v, cons, pred, pen = _cvxpy_l1_affine(X, form, fit_intercept)
     obj = cp.sum(cp.square(y - pred)) / (2.0 * n) + alpha * pen
     return cp.Problem(cp.Minimize(obj), cons), v
 
@@ -286,16 +286,9 @@ def l1_logistic_cvxpy(X, y, alpha, form="split", fit_intercept=True):
     """CVXPY problem ``(1/n) sum logistic(-y_i (a_i^T w + b)) + alpha ||w||_1``; returns ``(problem, vars)``."""
     import cvxpy as cp
 
-    _check_form(form)
-    X = _dense(_check_X(X))
+    X, y, alpha = _inputs(X, y, alpha, form, pm1=True, dense=True)
     n, m = X.shape
-    y = _labels_pm1(_check_y(y, n))
-    alpha = _check_alpha(alpha)
-    v, cons, w, pen = _cvxpy_l1_weights(m, form)
-    s = X @ w
-    if fit_intercept:
-        v["b"] = cp.Variable(name="b")
-        s = s + v["b"]
+    v, cons, s, pen = _cvxpy_l1_affine(X, form, fit_intercept)
     obj = cp.sum(cp.logistic(cp.multiply(-y, s))) / n + alpha * pen
     return cp.Problem(cp.Minimize(obj), cons), v
 

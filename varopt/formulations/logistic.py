@@ -113,14 +113,18 @@ def unpack(theta, d: int, n_classes: int, fit_intercept: bool = True):
     return W, b
 
 
+def _builder_inputs(X, y, C):
+    """Validated ``X``, class indices of ``y``, the sorted classes and ``lam = 1/C``."""
+    X, y = _check_xy(X, y)
+    classes = np.unique(y)
+    return X, np.searchsorted(classes, y), classes, 1.0 / C
+
+
 def build_cvxpy(X, y, C: float = 1.0, fit_intercept: bool = True):
     """CVXPY problem of the same objective with ``lam = 1/C``; returns ``(problem, W, b)``."""
     import cvxpy as cp
-    X, y = _check_xy(X, y)
-    classes = np.unique(y)
-    yi = np.searchsorted(classes, y)
+    X, yi, classes, lam = _builder_inputs(X, y, C)
     t, d = X.shape
-    lam = 1.0 / C
     if classes.size == 2:
         w = cp.Variable(d, name="w")
         b = cp.Variable(name="b") if fit_intercept else 0.0
@@ -143,11 +147,8 @@ def build_cvxpy(X, y, C: float = 1.0, fit_intercept: bool = True):
 def build_pyomo(X, y, C: float = 1.0, fit_intercept: bool = True):
     """Pyomo model of the binary/multinomial objective (``log(1 + exp(.))`` / ``log(sum(exp(.)))``)."""
     import pyomo.environ as pyo
-    X, y = _check_xy(X, y)
-    classes = np.unique(y)
-    yi = np.searchsorted(classes, y)
+    X, yi, classes, lam = _builder_inputs(X, y, C)
     t, d = X.shape
-    lam = 1.0 / C
     m = pyo.ConcreteModel()
     if classes.size == 2:
         m.w = pyo.Var(range(d), initialize=0.0)

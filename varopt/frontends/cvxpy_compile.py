@@ -138,6 +138,14 @@ def _first_index(shape):
     return np.arange(m, dtype=np.int64) % shape[0] if shape else np.zeros(m, dtype=np.int64)
 
 
+def _entries(sets, e, take):
+    """``(group, W, slice, take(group, columns))`` for the groups whose CSR weight row ``e`` is nonempty."""
+    for grp, W in sets:
+        sl = slice(W.indptr[e], W.indptr[e + 1])
+        if sl.stop > sl.start:
+            yield grp, W, sl, take(grp, W.indices[sl])
+
+
 def _ranges(starts, counts):
     """Concatenation of ``arange(s, s + c)`` for every (s, c), vectorized."""
     counts = np.asarray(counts, dtype=np.int64)
@@ -576,15 +584,19 @@ class _Tracer:
             pos = _ranges(AF.indptr[:-1][e0], cnt[e0])
             return e0[k], Wc.col[k].astype(np.int64), Wc.data[k] * AF.data[pos], AF.indices[pos].astype(np.int64)
 
-        for rows, W in other.rows:
-            Wc = W.tocoo()
-            if Wc.nnz == 0:
-                continue
-            if np.any(rows.mult[Wc.col] >= 0):
-                self.fail(expr, "product of a variable with a term that already has a multiplier (degree 3)")
-            e, r, w, mult = join(Wc)
-            if e.size == 0:
-                continue
+        def joined(items):
+            """``(group, e, index, w, mult)`` per term group with nonzero weights (degree 3 rejected)."""
+            for grp, W in items:
+                Wc = W.tocoo()
+                if Wc.nnz == 0:
+                    continue
+                if np.any(grp.mult[Wc.col] >= 0):
+                    self.fail(expr, "product of a variable with a term that already has a multiplier (degree 3)")
+                e, r, w, mult = join(Wc)
+                if e.size:
+                    yield grp, e, r, w, mult
+
+        for rows, e, r, w, mult in joined(other.rows):
             new = rows.take(r, mult, _first_index(shape)[e])
             K = r.size
             keep = np.arange(K)
@@ -607,15 +619,7 @@ class _Tracer:
             if keep.size:
                 out.rows.append((new, sp.csr_matrix((w[keep], (e[keep], np.arange(keep.size))),
                                                     shape=(m, keep.size))))
-        for grp, V in other.lse:
-            Vc = V.tocoo()
-            if Vc.nnz == 0:
-                continue
-            if np.any(grp.mult[Vc.col] >= 0):
-                self.fail(expr, "product of a variable with a term that already has a multiplier (degree 3)")
-            e, g, w, mult = join(Vc)
-            if e.size == 0:
-                continue
+        for grp, e, g, w, mult in joined(other.lse):
             out.lse.append((grp.take_groups(g, mult, _first_index(shape)[e]), sp.csr_matrix((w, (e, np.arange(g.size))),
                                                                      shape=(m, g.size))))
         return out
@@ -947,19 +951,9 @@ def _to_expressions(z, n, order_c=False):
             sl = slice(WQ.indptr[e], WQ.indptr[e + 1])
             t = WQ.indices[sl]
             quad = QuadraticTerms(qi[t], qj[t], WQ.data[sl], n)
-        atoms = []
-        for r, W in rowsets:
-            sl = slice(W.indptr[e], W.indptr[e + 1])
-            if sl.stop == sl.start:
-                continue
-            sub = r.take(W.indices[sl])
-            atoms.append(AtomGroup(r.kind, W.data[sl], sub.A, sub.b, sub.mult, sub.A2, sub.b2, sub.label))
-        lses = []
-        for g, V in lsesets:
-            sl = slice(V.indptr[e], V.indptr[e + 1])
-            if sl.stop == sl.start:
-                continue
-            sub = g.take_groups(V.indices[sl])
-            lses.append(LseGroup(sub.A, sub.b, sub.seg, V.data[sl], sub.mult, sub.label))
+        atoms = [AtomGroup(r.kind, W.data[sl], sub.A, sub.b, sub.mult, sub.A2, sub.b2, sub.label)
+                 for r, W, sl, sub in _entries(rowsets, e, lambda r, idx: r.take(idx))]
+        lses = [LseGroup(sub.A, sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
+                for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))]
         out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses))
     return out

@@ -60,34 +60,24 @@ def split_expression(e: Expression, is_x: np.ndarray):
     Qyy = QuadraticTerms(q.i[yy], q.j[yy], q.v[yy], n)
     Qr = QuadraticTerms(q.i[~yy], q.j[~yy], q.v[~yy], n)
     atoms_yy, atoms_r, lse_yy, lse_r = [], [], [], []
-    for g in e.atoms:
-        rows_y = []
-        for r in range(len(g)):
-            vs = g.A[r].indices
-            if g.A2 is not None:
-                vs = np.union1d(vs, g.A2[r].indices)
-            if g.mult[r] < 0 and vs.size and not is_x[vs].any():
-                rows_y.append(r)
-        rows_y = np.asarray(rows_y, dtype=np.int64)
+
+    def split(g, row_vars, sub, yy_out, r_out):
+        """Rows without a multiplier whose variables are all in the y block go to ``yy_out``."""
+        rows_y = np.asarray([r for r in range(len(g))
+                             if g.mult[r] < 0 and (vs := row_vars(r)).size and not is_x[vs].any()],
+                            dtype=np.int64)
         rest = np.setdiff1d(np.arange(len(g)), rows_y)
         if rows_y.size:
-            atoms_yy.append(_sub_atom(g, rows_y))
+            yy_out.append(sub(g, rows_y))
         if rest.size:
-            atoms_r.append(_sub_atom(g, rest))
+            r_out.append(sub(g, rest))
+
+    for g in e.atoms:
+        split(g, lambda r, g=g: (g.A[r].indices if g.A2 is None else np.union1d(g.A[r].indices, g.A2[r].indices)),
+              _sub_atom, atoms_yy, atoms_r)
     for g in e.lse:
-        gy = []
-        for r in range(len(g)):
-            lo = g.starts[r]
-            hi = g.starts[r + 1] if r + 1 < len(g.starts) else g.seg.size
-            vs = np.unique(g.A[lo:hi].indices)
-            if g.mult[r] < 0 and vs.size and not is_x[vs].any():
-                gy.append(r)
-        gy = np.asarray(gy, dtype=np.int64)
-        rest = np.setdiff1d(np.arange(len(g)), gy)
-        if gy.size:
-            lse_yy.append(_sub_lse(g, gy))
-        if rest.size:
-            lse_r.append(_sub_lse(g, rest))
+        ends = np.append(g.starts[1:], g.seg.size)
+        split(g, lambda r, g=g, ends=ends: np.unique(g.A[g.starts[r]:ends[r]].indices), _sub_lse, lse_yy, lse_r)
     e_yy = Expression(n, 0.0, np.zeros(n), Qyy, atoms_yy, lse_yy)
     e_r = Expression(n, e.constant, e.linear.copy(), Qr, atoms_r, lse_r)
     return e_yy, e_r

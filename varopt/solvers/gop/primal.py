@@ -107,7 +107,6 @@ class DenseExpr:
     """
 
     def __init__(self, e):
-        n = e.n
         H = e.quadratic.hessian_matrix.toarray()
         c = e.linear.copy()
         k = e.constant

@@ -127,7 +127,8 @@ class RDModel:
     def _solve(self, A, lo, hi, oa_tol, feas_tol, max_rounds):
         hm = self.hm
         k = A.shape[0]
-        node_rows = hm.add_rows(A, lo, hi) if k else np.zeros(0, dtype=np.int64)
+        if k:
+            hm.add_rows(A, lo, hi)
         out = None
         n_cut_rows = 0
         try:

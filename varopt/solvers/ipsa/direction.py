@@ -55,7 +55,6 @@ class ReducedSystem:
     # --- block-diagonal structure ---------------------------------------------------------
     def _setup_blocks(self, lab, sizes):
         n = self.n
-        order = np.argsort(sizes[lab] * (n + 1) + lab, kind="stable")  # group variables by comp size
         local = np.zeros(n, dtype=np.int64)  # position of a variable inside its block
         self.groups = []  # (sz, idx (nc, sz), flat offset)
         comp_to_block = {}

@@ -356,38 +356,27 @@ class FiniteSumOracle(Oracle):
             g += self.Q @ x
         return g
 
-    def gradient(self, x, B):
-        g = self.deterministic_gradient(x)
+    def _sampled(self, x, B, total, method):
+        """``total`` plus the ``N/|B|``-scaled ``method`` (gradient, hessian_diag, hessian) of the batch rows."""
         if B is None:
-            return g
+            return total
         w = self.n_samples / B.size
         for helper, ptr, order in self.parts:
             R = self._rows(ptr, order, B)
             if R.size:
-                g += helper.gradient(x, R, w)
-        return g
+                total = total + getattr(helper, method)(x, R, w)
+        return total
+
+    def gradient(self, x, B):
+        return self._sampled(x, B, self.deterministic_gradient(x), "gradient")
 
     def hessian_diag(self, x, B):
         h = np.zeros(self.n) if self.Q is None else self.Q.diagonal().copy()
-        if B is None:
-            return h
-        w = self.n_samples / B.size
-        for helper, ptr, order in self.parts:
-            R = self._rows(ptr, order, B)
-            if R.size:
-                h += helper.hessian_diag(x, R, w)
-        return h
+        return self._sampled(x, B, h, "hessian_diag")
 
     def hessian(self, x, B):
         H = sp.csr_matrix((self.n, self.n)) if self.Q is None else self.Q.copy()
-        if B is None:
-            return H
-        w = self.n_samples / B.size
-        for helper, ptr, order in self.parts:
-            R = self._rows(ptr, order, B)
-            if R.size:
-                H = H + helper.hessian(x, R, w)
-        return sp.csr_matrix(H)
+        return sp.csr_matrix(self._sampled(x, B, H, "hessian"))
 
     def value(self, x):
         return self.expr.value(x)

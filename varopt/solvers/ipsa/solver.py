@@ -213,7 +213,7 @@ def _run_ipsa(program: Program, opts) -> Result:
     status, message = None, ""
     it = 0
     k = opts.iteration_offset
-    a = ap = ad = 0.0
+    ap = ad = 0.0
     a_prim = a_dual = np.inf
     mu = 0.0
     n_bt = 0

@@ -59,8 +59,6 @@ class PaddedGroups:
         flat = seg * c + pos  # padded row of every original row
         self.G, self.c, self.d = G, c, d
         self.coef = np.asarray(coef, dtype=float).ravel()
-        self.valid = np.zeros(G * c, dtype=bool)
-        self.valid[flat] = True
         logh = np.full(G * c, -np.inf)
         logh[flat] = np.asarray(b, dtype=float)
         self.logh = logh.reshape(G, c)
@@ -101,7 +99,7 @@ class PaddedGroups:
         ``rows`` are the padded positions that are not identically zero, ``cols[y]`` the (disjoint,
         equally long) column sets, ``X`` (G x d') the shared feature vectors. ``None`` otherwise.
         """
-        G, c = self.G, self.c
+        c = self.c
         if c < 2:
             return None
         rows, cols, blocks = [], [], []
@@ -147,10 +145,6 @@ class PaddedGroups:
         F2 = self._dense2
         return (F2 @ theta if F2 is not None else self.Apad @ theta).reshape(self.G, self.c) + self.logh
 
-    def value(self, S) -> float:
-        """``sum_g c_g log sum exp S_g``."""
-        return self.value_weights(S)[0]
-
     def value_weights(self, S):
         """``(sum_g c_g log Z_g, W)`` with ``W = c_g p_g(y)`` (softmax weights) from the scores."""
         # column loops: numpy reductions along a short last axis are slow
@@ -183,7 +177,7 @@ class PaddedGroups:
     # --- Algorithm 1 in row space -------------------------------------------------------------------------------
     def factors(self, S) -> np.ndarray:
         """``T`` (G, c - 1, c) with ``c_g Sigma_g = F_g^T T_g^T T_g F_g`` (columns in the original row order)."""
-        G, c = self.G, self.c
+        c = self.c
         if c == 2:
             # two configurations: P_21 = 1, so T_g = sqrt(c_g omega(s_1 - s_2)) (e_2 - e_1) up to sign
             with np.errstate(invalid="ignore"):
@@ -241,12 +235,6 @@ class PaddedGroups:
         out = np.zeros((self.d, self.d))
         out[np.ix_(allc, allc)] = B
         return out
-
-    def sigma_matvec(self, T, v):
-        """``(sum_g c_g Sigma_g) v`` without forming it."""
-        Fv = (self.Apad @ v).reshape(self.G, self.c)
-        TFv = np.einsum("gic,gc->gi", T, Fv)
-        return self.AT @ np.einsum("gic,gi->gc", T, TFv).ravel()
 
     # --- Woodbury pieces -----------------------------------------------------------------------------------------
     def gram(self, cols, dinv) -> np.ndarray:
