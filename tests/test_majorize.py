@@ -299,6 +299,12 @@ def test_woodbury_capacitance_from_cached_gram(rng):
     x = _woodbury_solve(Dg, R, u, C=C)
     Sig = np.diag(Dg) + R.T @ R
     assert np.allclose(Sig @ x, u, atol=1e-8)
+    # the matrix-free row-space form the solver uses, with and without unpenalized coordinates
+    for D in (Dg, np.full(prog.n, 0.7)):
+        x, q = pg.woodbury_solve(T, D, u)
+        Sig = np.diag(D) + R.T @ R
+        assert np.allclose(Sig @ x, u, atol=1e-8)
+        assert np.isclose(q, x @ Sig @ x, rtol=1e-10)
 
 
 @pytest.mark.parametrize("name", ["breast_cancer", "wine"])

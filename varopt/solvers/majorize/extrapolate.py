@@ -19,6 +19,8 @@ from ...errors import InputDataError
 MAX_FACTOR = 20.0
 #: secant steps along one majorization direction
 SECANTS = 3
+#: previous (step, gradient change) pairs spanning the subspace trial with the current step
+MEMORY = 4
 
 
 def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, prev=None):
@@ -27,12 +29,13 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
     ``evaluate(x) -> (f, grad, aux)`` evaluates the objective; ``aux`` is passed through (e.g. cached
     scores). ``g_new`` is ``grad f(x_new)``. Evaluations that fail with ``InputDataError`` (scores
     overflowing far along ``step``) end the search. ``prev = (s, y)``, the previous iteration's step
-    and gradient change, enables the two-dimensional trial of :func:`_subspace_trial` first.
+    and gradient change (or a list of such pairs, most recent first, at most :data:`MEMORY` used),
+    enables the subspace trial of :func:`_subspace_trial` first.
     """
     best = (x_new, f_new, g_new, aux_new, 1.0)
     d0 = float(u @ step)
     d1 = float(g_new @ step)
-    if prev is not None:
+    if prev:
         trial = _subspace_trial(evaluate, x, u, step, g_new, prev, f_new)
         if trial is not None:
             return trial
@@ -63,29 +66,33 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
 
 
 def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new):
-    """One secant-Newton trial in the plane ``x + a D + b s`` (``s``: the previous step).
+    """One secant-Newton trial in the subspace ``x + a D + sum_j b_j s_j`` (``s_j``: previous steps).
 
-    The curvature of ``f`` on ``V = [D, s]`` is estimated from gradient differences only,
-    ``B = sym(V^T [g(x + D) - g(x), y])`` with ``y`` the previous step's gradient change (exact
-    for a quadratic); from ``(a, b) = (1, 0)`` the Newton step ``-B^{-1} V^T g(x + D)`` gives the
-    trial point, kept only if it lowers ``f`` below ``f(x + D)``. ``None`` when ``B`` is not positive
-    definite or the trial is not better (the caller then runs the one-dimensional secant).
+    The curvature of ``f`` on ``V = [D, s_1, .., s_m]`` is estimated from gradient differences only,
+    ``B = sym(V^T [g(x + D) - g(x), y_1, .., y_m])`` with ``y_j`` the gradient change of step ``s_j``
+    (exact for a quadratic: ``V^T A V``); from ``(a, b) = (1, 0)`` the Newton step
+    ``-B^{-1} V^T g(x + D)`` gives the trial point, kept only if it lowers ``f`` below ``f(x + D)``.
+    ``None`` when ``B`` is not safely positive definite or the trial is not better (the caller then
+    runs the one-dimensional secant).
     """
-    s, y = prev
-    yD = g_new - u
-    V = (step, s)
-    Y = (yD, y)
-    B = np.array([[float(V[i] @ Y[j]) for j in range(2)] for i in range(2)])
+    if isinstance(prev, tuple):
+        prev = [prev]
+    V = np.column_stack([step] + [s for s, _ in prev])
+    Y = np.column_stack([g_new - u] + [y for _, y in prev])
+    B = V.T @ Y
     B = 0.5 * (B + B.T)
-    h = np.array([float(g_new @ step), float(g_new @ s)])
-    det = B[0, 0] * B[1, 1] - B[0, 1] * B[1, 0]
-    if not (B[0, 0] > 0 and det > 1e-12 * B[0, 0] * max(B[1, 1], 1e-300)):
+    h = V.T @ g_new
+    try:
+        lam = np.linalg.eigvalsh(B)
+    except np.linalg.LinAlgError:
         return None
-    delta = -np.array([B[1, 1] * h[0] - B[0, 1] * h[1], B[0, 0] * h[1] - B[1, 0] * h[0]]) / det
-    a, b = 1.0 + delta[0], delta[1]
-    if not (np.isfinite(a) and np.isfinite(b)) or a <= 0 or a > MAX_FACTOR or abs(b) > MAX_FACTOR:
+    if not (np.all(np.isfinite(lam)) and lam[0] > 1e-10 * lam[-1] > 0):
         return None
-    x_try = x + a * step + b * s
+    delta = -np.linalg.solve(B, h)
+    a, b = 1.0 + delta[0], delta[1:]
+    if not np.all(np.isfinite(delta)) or a <= 0 or a > MAX_FACTOR or np.any(np.abs(b) > MAX_FACTOR):
+        return None
+    x_try = x + a * step + V[:, 1:] @ b
     try:
         f_try, g_try, aux_try = evaluate(x_try)
     except InputDataError:

@@ -30,6 +30,7 @@ transcription of Algorithm 1 run on the sorted configurations.
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...errors import InputDataError
@@ -238,15 +239,37 @@ class PaddedGroups:
 
     # --- Woodbury pieces -----------------------------------------------------------------------------------------
     def gram(self, cols, dinv) -> np.ndarray:
-        """``F_a diag(dinv) F_a^T`` ((G c) x (G c)) over the columns ``cols`` (cached per solve)."""
+        """``F_a diag(dinv) F_a^T`` ((G c) x (G c)) over the columns ``cols`` (cached per solve).
+
+        Computed per pair of padded row positions ``(y, y')`` on the columns both use, so disjoint
+        column blocks (class-template features: only ``y = y'``) cost ``c`` times fewer flops."""
         key = (cols.tobytes(), dinv.tobytes())
         if self._gram_key != key:
-            Fa = self.Apad[:, cols]
-            if Fa.nnz > 0.05 * Fa.shape[0] * Fa.shape[1]:
-                Fd = Fa.toarray()
-                self._gram = (Fd * dinv) @ Fd.T
-            else:
-                self._gram = np.asarray((Fa @ sp.diags(dinv) @ Fa.T).toarray())
+            G, c, d = self.G, self.c, self.d
+            w = np.zeros(d)
+            w[cols] = dinv
+            Fy = [self.Apad[y::c] for y in range(c)]
+            supp = [(np.bincount(F.indices, minlength=d) > 0) & (w != 0) for F in Fy]
+            Gm = np.zeros((G, c, G, c))
+            for y in range(c):
+                for z in range(y, c):
+                    S = np.flatnonzero(supp[y] & supp[z])
+                    if S.size == 0:
+                        continue
+                    A = Fy[y][:, S]
+                    B = A if z == y else Fy[z][:, S]
+                    if A.nnz > 0.05 * A.shape[0] * S.size:
+                        A = A.toarray()
+                        B = A if z == y else B.toarray()
+                        blk = (A * w[S]) @ B.T
+                    else:
+                        blk = np.asarray((A @ sp.diags(w[S]) @ B.T).toarray())
+                    Gm[:, y, :, z] = blk
+                    if z != y:
+                        Gm[:, z, :, y] = blk.T
+            self._gram = Gm.reshape(G * c, G * c)
+            b = np.flatnonzero(w == 0)
+            self._gram_b = (b, self.Apad[:, b].toarray().reshape(G, c, b.size))
             self._gram_key = key
         return self._gram
 
@@ -256,6 +279,49 @@ class PaddedGroups:
         Y = np.einsum("gik,gkm->gim", T, Gm.reshape(G, c, G * c))  # (G, c-1, G c)
         Y = Y.reshape(G * (c - 1), G, c)
         return np.einsum("ahl,hjl->ahj", Y, T).reshape(G * (c - 1), G * (c - 1))
+
+    def woodbury_solve(self, T, Dg, u):
+        """``(x, x^T Sigma x)`` with ``Sigma x = u``, ``Sigma = diag(Dg) + R^T R``, ``R = blockdiag(T_g) F``.
+
+        Matrix-free, in the row space of ``R`` (``K = G (c-1)`` rows, ``K << d``): with ``a = {Dg > 0}``,
+        ``P = Da^-1`` and ``C = I + Ra P Ra^T = I + T (F_a P F_a^T) T^T`` (cached Gram matrix),
+        eliminating ``x_a`` by Woodbury and the few ``Dg = 0`` coordinates ``b`` (unpenalized
+        intercepts) by their Schur complement ``Sb = Rb^T C^-1 Rb`` (push-through identity) gives
+
+            r0 = Ra P u_a,  x_b = Sb^+ (u_b - Rb^T C^-1 r0),  w = C^-1 (r0 + Rb x_b),
+            x_a = P (u_a - Ra^T w),   and   R x = w,
+
+        so ``x^T Sigma x = sum_a Dg x_a^2 + ||w||^2``. Two feature products (``F z`` and ``F^T v``),
+        never the dense ``K x d`` matrix ``R``. ``Sb^+`` is the minimum-norm solution (a singular
+        complement is a flat direction of the bound, e.g. a common intercept shift)."""
+        G, c = self.G, self.c
+        a = Dg > 0
+        cols = np.flatnonzero(a)
+        Gm = self.gram(cols, 1.0 / Dg[cols])
+        C = self.congruence(T, Gm)
+        C[np.diag_indices_from(C)] += 1.0
+        cf = sla.cho_factor(C, check_finite=False)
+        z = np.where(a, u / np.where(a, Dg, 1.0), 0.0)
+        Fz = (self._dense2 @ z if self._dense2 is not None else self.Apad @ z).reshape(G, c)
+        r0 = np.einsum("gik,gk->gi", T, Fz).ravel()
+        b, Fb = self._gram_b
+        x = np.empty_like(u)
+        if b.size:
+            Rb = np.einsum("gik,gkj->gij", T, Fb).reshape(G * (c - 1), b.size)
+            CiRb = sla.cho_solve(cf, Rb, check_finite=False)
+            Sb = Rb.T @ CiRb
+            rhs = u[b] - CiRb.T @ r0
+            lam, U = np.linalg.eigh(0.5 * (Sb + Sb.T))
+            keep = lam > 1e-12 * max(lam[-1], 1e-300)
+            xb = U[:, keep] @ ((U[:, keep].T @ rhs) / lam[keep])
+            x[b] = xb
+            w = sla.cho_solve(cf, r0 + Rb @ xb, check_finite=False)
+        else:
+            w = sla.cho_solve(cf, r0, check_finite=False)
+        v = np.einsum("gik,gi->gk", T, w.reshape(G, c - 1)).ravel()
+        RTw = self._dense2.T @ v if self._dense2 is not None else self.AT @ v
+        x[cols] = (u[cols] - RTw[cols]) / Dg[cols]
+        return x, float(Dg[cols] @ (x[cols] * x[cols]) + w @ w)
 
     def rows_sparse(self, T) -> sp.csr_matrix:
         """Sparse ``R`` = blockdiag(T_g) @ padded features (when the dense tensor is too large)."""

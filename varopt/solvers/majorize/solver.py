@@ -36,7 +36,7 @@ from ...options import Option, OptionSet, common_options, nonnegative, positive
 from ...registry import Progress, Solver, register_solver
 from ...result import Result
 from .bound import compute_bound
-from .extrapolate import secant_extrapolate
+from .extrapolate import MEMORY, secant_extrapolate
 from .groups import PaddedGroups
 from .lowrank import LowRankSigma, diagonal_dominance
 
@@ -372,7 +372,7 @@ class MajorizeSolver(Solver):
         prev_rel_f = 0.0
         extrapolate = opts.extrapolate and not model.constrained
         u_next = None
-        prev = None  # (step, gradient change) of the previous iteration, for the subspace trial
+        prev = []  # (step, gradient change) of recent iterations, most recent first: the subspace trial
         for it in range(1, opts.max_iter + 1):
             u = model.gradient_at(x, S) if u_next is None else u_next
             u_next = None
@@ -397,7 +397,7 @@ class MajorizeSolver(Solver):
                     lambda z: model.evaluate(z, want_grad=True), x, u, step, x_new, f_new,
                     model.gradient_at(x_new, S_new), S_new, prev=prev)
                 step = x_new - x
-                prev = (step, u_next - u)
+                prev = [(step, u_next - u)] + prev[:MEMORY - 1]
                 info = dict(info, alpha=alpha)
             rel_f = abs(f - f_new) / scale
             # linear convergence: the remaining decrease is about df * rate / (1 - rate)
@@ -438,17 +438,10 @@ class MajorizeSolver(Solver):
             T = grp.factors(S[0] if S is not None else grp.scores(x))
         woodbury = (not model.constrained and model.pos is not None and model.H_diagonal and opts.bound == "full")
         if T is not None and woodbury and T.shape[0] * T.shape[1] < n // 2:
-            # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT); the
-            # capacitance I + Ra Da^-1 Ra^T = I + T (F_a Da^-1 F_a^T) T^T from a Gram matrix cached per solve
-            Dg = model.Hd + ridge
-            a = np.flatnonzero(Dg > 0)
-            Gm = grp.gram(a, 1.0 / Dg[a])
-            C = grp.congruence(T, Gm)
-            C[np.diag_indices_from(C)] += 1.0
-            Rd = grp.rows(T) if grp.dense_fits(grp.G, grp.c, grp.d) else grp.rows_sparse(T).toarray()
-            step = -_woodbury_solve(Dg, Rd, u, C=C)
-            Sstep = Dg * step + Rd.T @ (Rd @ step)
-            return step, float(u @ step + 0.5 * step @ Sstep), info
+            # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT), matrix-free in
+            # the row space of R (the dense K x d matrix R costs more than the rest of the iteration)
+            x_sol, qv = grp.woodbury_solve(T, model.Hd + ridge, u)
+            return -x_sol, float(-u @ x_sol + 0.5 * qv), info
         if T is not None and (opts.bound == "lowrank" or (not grp.dense_fits(grp.G, grp.c, grp.d)
                                                           and grp.template is None)):
             R = grp.rows(T) if grp.dense_fits(grp.G, grp.c, grp.d) else grp.rows_sparse(T)
