@@ -276,9 +276,11 @@ class PaddedGroups:
     def congruence(self, T, Gm) -> np.ndarray:
         """``T Gm T^T`` for the block-diagonal ``T`` ((G (c-1)) x (G (c-1)))."""
         G, c = self.G, self.c
-        Y = np.einsum("gik,gkm->gim", T, Gm.reshape(G, c, G * c))  # (G, c-1, G c)
-        Y = Y.reshape(G * (c - 1), G, c)
-        return np.einsum("ahl,hjl->ahj", Y, T).reshape(G * (c - 1), G * (c - 1))
+        # batched matmuls: several times faster than the equivalent einsums
+        Y = np.matmul(T, Gm.reshape(G, c, G * c))  # (G, c-1, G c)
+        Y = Y.reshape(G * (c - 1), G, c).transpose(1, 0, 2)  # (G, G (c-1), c)
+        Z = np.matmul(Y, T.transpose(0, 2, 1))  # (G, G (c-1), c-1)
+        return Z.transpose(1, 0, 2).reshape(G * (c - 1), G * (c - 1))
 
     def woodbury_solve(self, T, Dg, u):
         """``(x, x^T Sigma x)`` with ``Sigma x = u``, ``Sigma = diag(Dg) + R^T R``, ``R = blockdiag(T_g) F``.
@@ -303,11 +305,11 @@ class PaddedGroups:
         cf = sla.cho_factor(C, check_finite=False)
         z = np.where(a, u / np.where(a, Dg, 1.0), 0.0)
         Fz = (self._dense2 @ z if self._dense2 is not None else self.Apad @ z).reshape(G, c)
-        r0 = np.einsum("gik,gk->gi", T, Fz).ravel()
+        r0 = np.matmul(T, Fz[:, :, None]).ravel()
         b, Fb = self._gram_b
         x = np.empty_like(u)
         if b.size:
-            Rb = np.einsum("gik,gkj->gij", T, Fb).reshape(G * (c - 1), b.size)
+            Rb = np.matmul(T, Fb).reshape(G * (c - 1), b.size)
             CiRb = sla.cho_solve(cf, Rb, check_finite=False)
             Sb = Rb.T @ CiRb
             rhs = u[b] - CiRb.T @ r0
@@ -318,7 +320,7 @@ class PaddedGroups:
             w = sla.cho_solve(cf, r0 + Rb @ xb, check_finite=False)
         else:
             w = sla.cho_solve(cf, r0, check_finite=False)
-        v = np.einsum("gik,gi->gk", T, w.reshape(G, c - 1)).ravel()
+        v = np.matmul(w.reshape(G, 1, c - 1), T).ravel()
         RTw = self._dense2.T @ v if self._dense2 is not None else self.AT @ v
         x[cols] = (u[cols] - RTw[cols]) / Dg[cols]
         return x, float(Dg[cols] @ (x[cols] * x[cols]) + w @ w)
