@@ -46,9 +46,15 @@ def omega(r):
     """
     a = np.abs(np.asarray(r, dtype=float))
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        r2 = a * a
         # tanh(inf) / inf = 0 is the footnote's limit; the series covers 0 / 0
-        return np.where(a < _SERIES_CUT, 0.25 - r2 / 48.0 + r2 * r2 / 480.0, np.tanh(0.5 * a) / (2.0 * a))
+        out = np.tanh(0.5 * a) / (2.0 * a)
+        small = a < _SERIES_CUT
+        if small.any():  # the series only where needed: this is on the solver's hot path
+            if out.ndim == 0:
+                return np.float64(0.25 - a * a / 48.0 + a ** 4 / 480.0)
+            r2 = a[small] ** 2
+            out[small] = 0.25 - r2 / 48.0 + r2 * r2 / 480.0
+        return out
 
 
 @dataclass

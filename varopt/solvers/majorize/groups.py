@@ -47,12 +47,13 @@ class PaddedGroups:
     DENSE_LIMIT = 3e7
 
     def __init__(self, A, b, seg, coef):
-        A = sp.csr_matrix(A, dtype=float)
+        if not (sp.issparse(A) and A.format == "csr" and A.dtype == np.float64):
+            A = sp.csr_matrix(A, dtype=float)
         seg = np.asarray(seg, dtype=np.int64)
         K, d = A.shape
         if K == 0:
             raise InputDataError("empty Omega: a partition function with no configurations")
-        starts = np.flatnonzero(np.r_[True, np.diff(seg) != 0])
+        starts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
         G = starts.size
         sizes = np.diff(np.append(starts, K))
         c = int(sizes.max())
@@ -74,6 +75,7 @@ class PaddedGroups:
         self._dense2 = (self.dense.reshape(G * c, d)
                         if G * c * d <= 2e6 and self.Apad.nnz >= 0.1 * G * c * d else None)
         self._template = False  # not detected yet
+        self._diff = None
         self._gram_key = None
         self._gram = None
         self._lower = np.tril(np.ones((c, c)), -1)[1:]  # (c-1, c): j < i
@@ -213,6 +215,12 @@ class PaddedGroups:
         if (self._dense2 is None or self.c >= 8) and self.template is not None:
             # class-template blocks: (c - 1) times fewer flops; worth its overhead on large problems
             return self._sigma_template(T)
+        if self.c == 2 and self._dense2 is not None:
+            # two configurations: T_g = a_g (1, -1) (see factors), so R_g = a_g (f_g1 - f_g2)
+            if self._diff is None:
+                self._diff = self.dense[:, 0, :] - self.dense[:, 1, :]
+            t = T[:, 0, 0]
+            return self._diff.T @ (self._diff * (t * t)[:, None])
         R = self.rows(T)
         return R.T @ R
 

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.linalg import lapack
 import scipy.sparse as sp
 
 from ...errors import InputDataError, InvalidOptionError, ModelStructureError, SolverBugError
@@ -128,6 +129,11 @@ def _lse_value_gradient(part, starts, x, want_grad=True):
     return val, A.T @ (e * (coef / tot)[seg])
 
 
+def _group_starts(seg):
+    """First row of every group of the sorted group ids ``seg``."""
+    return np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+
+
 class MajorizeModel:
     """The program split into the pieces Algorithm 2 needs (checked once)."""
 
@@ -168,13 +174,13 @@ class MajorizeModel:
         if not obj.atoms and np.array_equal(q.i, q.j):
             # separable squares (ridge penalties): H is the diagonal 2 v, no sparse algebra needed
             self.Hd = np.bincount(q.i, weights=2.0 * q.v, minlength=n) if q.v.size else np.zeros(n)
-            self.H = sp.csr_matrix((self.Hd, np.arange(n), np.arange(n + 1)), shape=(n, n))
+            self._H = None  # built on first use (most solves never need the sparse form)
             self.c, self.k = np.asarray(obj.linear, dtype=float).ravel(), float(obj.constant)
             self.H_diagonal = True
         else:
             from ...program.expression import Expression
             quad_only = Expression(n, obj.constant, obj.linear, obj.quadratic, atoms=list(obj.atoms))
-            self.H, self.c, self.k = quad_only.as_quadratic()
+            self._H, self.c, self.k = quad_only.as_quadratic()
             _finite(f"square atoms of {oname!r}", self.H)
             offdiag = (self.H - sp.diags(self.H.diagonal())).count_nonzero() if self.H.nnz else 0
             self.H_diagonal = offdiag == 0
@@ -183,7 +189,7 @@ class MajorizeModel:
             raise ModelStructureError(
                 f"majorize: the quadratic part of {oname!r} has a negative diagonal (a concave square); "
                 "the majorizer of a nonconvex quadratic is not a QP")
-        if self.H.nnz and not self.H_diagonal:
+        if not self.H_diagonal and self.H.nnz:
             Hd = self.H.toarray() if n <= 3000 else None
             if Hd is not None:
                 ev = np.linalg.eigvalsh(Hd).min()
@@ -209,8 +215,8 @@ class MajorizeModel:
             G = int(seg[-1]) + 1
             if cmax <= self.PADDED_MAX_ROWS and G * cmax <= 4 * A.shape[0]:
                 self.groups = PaddedGroups(*self.pos)
-        self._pos_starts = None if self.pos is None else np.flatnonzero(np.r_[True, np.diff(self.pos[2]) != 0])
-        self._neg_starts = None if self.neg is None else np.flatnonzero(np.r_[True, np.diff(self.neg[2]) != 0])
+        self._pos_starts = None if self.pos is None else _group_starts(self.pos[2])
+        self._neg_starts = None if self.neg is None else _group_starts(self.neg[2])
         # constraints
         for c in program.constraints:
             if not c.body.is_linear:
@@ -226,6 +232,14 @@ class MajorizeModel:
         self.lb, self.ub = program.lb, program.ub
         self.constrained = self.A.shape[0] > 0 or np.any(np.isfinite(self.lb)) or np.any(np.isfinite(self.ub))
         self.convex = self.neg is None
+
+    @property
+    def H(self):
+        """The quadratic part as a sparse matrix."""
+        if self._H is None:
+            n = self.n
+            self._H = sp.csr_matrix((self.Hd, np.arange(n), np.arange(n + 1)), shape=(n, n))
+        return self._H
 
     @staticmethod
     def _merge(parts):
@@ -287,11 +301,17 @@ class MajorizeModel:
         v, g, _ = self.evaluate(x, want_grad=True)
         return v, g
 
-    def H_dense(self):
-        """A fresh dense copy of the quadratic part ``H`` (cached; the caller may modify the copy)."""
-        if getattr(self, "_Hd_dense", None) is None:
-            self._Hd_dense = self.H.toarray() if self.H.nnz else np.zeros((self.n, self.n))
-        return self._Hd_dense.copy()
+    def add_H(self, Q, ridge=0.0):
+        """``Q += H + ridge I`` in place (dense ``Q``); ``Q`` is returned."""
+        if self.Hd is not None:
+            Q.flat[::self.n + 1] += self.Hd + ridge if ridge else self.Hd
+            return Q
+        if getattr(self, "_H_dense", None) is None:
+            self._H_dense = self.H.toarray()
+        Q += self._H_dense
+        if ridge:
+            Q.flat[::self.n + 1] += ridge
+        return Q
 
     def gradient_at(self, x, S):
         """``grad f(x)`` reusing the padded scores and weights ``S`` computed by :meth:`evaluate` at ``x``."""
@@ -470,13 +490,13 @@ class MajorizeSolver(Solver):
                 step = -_woodbury_solve(Dg, Rd, u)
                 Sstep = Dg * step + Rd.T @ (Rd @ step)
                 return step, float(u @ step + 0.5 * step @ Sstep), info
-            Q = model.H_dense()
             if T is not None and R is None:
-                Q = Q + grp.sigma(T)
+                Q = grp.sigma(T)  # fresh arrays: H is added in place
             elif R is not None:
-                Q = Q + _gram(R)
-            if ridge:
-                Q[np.diag_indices(n)] += ridge
+                Q = _gram(R)
+            else:
+                Q = np.zeros((n, n))
+            Q = model.add_H(Q, ridge)
         if not model.constrained:
             step = self._psd_solve(Q, -u)
             return step, float(u @ step + 0.5 * step @ (Q @ step)), info
@@ -501,26 +521,17 @@ class MajorizeSolver(Solver):
         # a relative 1e-10 proximal term keeps the majorizer a majorizer and lets Cholesky factor a
         # singular bound (flat directions, e.g. a softmax's common intercept shift, get almost no
         # step since rhs is orthogonal to them)
-        eps = 1e-10 * max(float(np.max(np.abs(np.diag(Q)), initial=0.0)), 1e-300)
-        if Q.shape[0] <= 64:
-            # tiny systems: LAPACK gesv has far less call overhead than scipy's cho_factor/cho_solve
-            try:
-                Qe = Q.copy()
-                Qe[np.diag_indices_from(Qe)] += eps
-                sol = np.linalg.solve(Qe, rhs)
-                if np.all(np.isfinite(sol)):
-                    return sol
-            except np.linalg.LinAlgError:
-                pass
-        try:
-            Qe = Q.copy()
-            Qe[np.diag_indices_from(Qe)] += eps
-            c = sla.cho_factor(Qe, overwrite_a=True, check_finite=False)
-            sol = sla.cho_solve(c, rhs, check_finite=False)
-            if np.all(np.isfinite(sol)):
+        n = Q.shape[0]
+        eps = 1e-10 * max(float(np.abs(Q.diagonal()).max(initial=0.0)), 1e-300)
+        Qe = Q.copy()
+        Qe.flat[::n + 1] += eps
+        # LAPACK potrf/potrs directly: scipy's cho_factor/cho_solve wrappers cost more than the
+        # factorization itself on the small systems of most models
+        cf, info = lapack.dpotrf(Qe, lower=False, clean=False, overwrite_a=True)
+        if info == 0:
+            sol, info = lapack.dpotrs(cf, rhs)
+            if info == 0 and np.all(np.isfinite(sol)):
                 return sol
-        except np.linalg.LinAlgError:
-            pass
         lam, U = np.linalg.eigh(0.5 * (Q + Q.T))
         if lam[-1] < 0 or not np.all(np.isfinite(lam)):
             raise SolverBugError("majorize: the bound curvature is not positive semidefinite")
