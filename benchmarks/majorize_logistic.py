@@ -10,7 +10,7 @@ loss in every solver.
 Metric: wall time and iterations until the objective is within ``1e-4`` relative of the optimum ``f*``
 (the best value any solver reached with tight tolerances). majorize and L-BFGS-B use the *same*
 value/gradient code (``MajorizeModel.value/gradient``: cached linear/quadratic part + LseGroup terms);
-majorize's time includes building that model (L-BFGS-B's excludes it); neither includes compiling.
+both times include building that model; neither includes compiling.
 scikit-learn has no per-iteration trace: it is rerun with ``max_iter = 1, 2, 4, ...`` and the time of
 the first run within ``1e-4`` is reported. Clarabel is timed on the identical CVXPY problem
 (``solver_stats.solve_time``, and the whole ``prob.solve`` wall time).

@@ -31,11 +31,10 @@ def lbfgs_trace(prog, ftol=1e-12, maxiter=20000, maxcor=10):
     Returns ``(result, trace)``; ``trace`` holds ``(seconds since start, f)`` per iteration. Building the
     model is timed (as it is for majorize); the callback's extra function value is not.
     """
-    trace = []
-    t0 = time.perf_counter()
     x0 = np.zeros(prog.n)
-    trace.append((0.0, prog.objective.value(x0)))
+    trace = [(0.0, prog.objective.value(x0))]  # the start, not timed (L-BFGS-B evaluates it itself)
     over = [0.0]
+    t0 = time.perf_counter()
 
     def cb(xk):
         s0 = time.perf_counter()

@@ -12,6 +12,7 @@ value only.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import lapack
 
 from ...errors import InputDataError
 
@@ -82,13 +83,17 @@ def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new):
     B = V.T @ Y
     B = 0.5 * (B + B.T)
     h = V.T @ g_new
-    try:
-        lam = np.linalg.eigvalsh(B)
-    except np.linalg.LinAlgError:
+    if not np.all(np.isfinite(B)):
         return None
-    if not (np.all(np.isfinite(lam)) and lam[0] > 1e-10 * lam[-1] > 0):
+    # positive definite and not nearly singular: Cholesky pivots against the largest diagonal
+    # (LAPACK directly: numpy's eigvalsh/solve overhead dominates on these k x k systems)
+    L, info = lapack.dpotrf(B, lower=True, clean=False)
+    piv = np.diagonal(L)
+    if info != 0 or not piv.min() ** 2 > 1e-10 * B.diagonal().max() > 0:
         return None
-    delta = -np.linalg.solve(B, h)
+    delta, info = lapack.dpotrs(L, -h, lower=True)
+    if info != 0:
+        return None
     a, b = 1.0 + delta[0], delta[1:]
     if not np.all(np.isfinite(delta)) or a <= 0 or a > MAX_FACTOR or np.any(np.abs(b) > MAX_FACTOR):
         return None

@@ -183,10 +183,12 @@ class PaddedGroups:
         c = self.c
         if c == 2:
             # two configurations: P_21 = 1, so T_g = sqrt(c_g omega(s_1 - s_2)) (e_2 - e_1) up to sign
-            with np.errstate(invalid="ignore"):
-                r = np.abs(S[:, 0] - S[:, 1])
-            a = np.sqrt(self.coef * omega(np.where(np.isnan(r), np.inf, r)))
-            return (a[:, None] * np.array([1.0, -1.0]))[:, None, :]
+            # (r is never nan: value_weights rejects +inf scores and groups with both scores -inf)
+            a = np.sqrt(self.coef * omega(S[:, 0] - S[:, 1]))
+            T = np.empty((self.G, 1, 2))
+            T[:, 0, 0] = a
+            np.negative(a, out=T[:, 0, 1])
+            return T
         # decreasing scores (as compute_bound): the dominant configurations come first and the small
         # ones get small omega; a tighter Sigma than the given order (fewer iterations, measured)
         order = np.argsort(-S, axis=1, kind="stable")
