@@ -301,10 +301,18 @@ def test_woodbury_capacitance_from_cached_gram(rng):
     assert np.allclose(Sig @ x, u, atol=1e-8)
     # the matrix-free row-space form the solver uses, with and without unpenalized coordinates
     for D in (Dg, np.full(prog.n, 0.7)):
-        x, q = pg.woodbury_solve(T, D, u)
+        x, q, Fx = pg.woodbury_solve(T, D, u)
         Sig = np.diag(D) + R.T @ R
         assert np.allclose(Sig @ x, u, atol=1e-8)
         assert np.isclose(q, x @ Sig @ x, rtol=1e-10)
+        assert np.allclose(Fx.ravel(), pg.Apad @ x, rtol=1e-9, atol=1e-9)  # the free score image
+        # the scaled gradient's image from the scores and the Gram matrix
+        th, cv = rng.normal(size=prog.n), rng.normal(size=prog.n)
+        S = pg.scores(th)
+        _, W = pg.value_weights(S)
+        ug = cv + D * th + pg.gradient(W)
+        z = np.where(D > 0, ug / np.where(D > 0, D, 1.0), 0.0)
+        assert np.allclose(pg.gradient_image(S, W, th, cv, D).ravel(), pg.Apad @ z, rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize("name", ["breast_cancer", "wine"])
@@ -408,5 +416,46 @@ def test_random_unequal_groups_match_clarabel(seed):
         res = get_solver("majorize").solve(prog, tol=1e-12, max_iter=2000, extrapolate=ex)
         assert res.status == "optimal"
         assert abs(res.objective - ref.value) <= 1e-6 * max(1.0, abs(ref.value))
+        hist = np.array([h["objective"] for h in res.history])
+        assert np.all(np.diff(hist) <= 1e-12 * np.abs(hist[:-1]))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_woodbury_path_with_padding_matches_clarabel(seed):
+    """Many parameters, few configurations (the row-space Woodbury step with free score images):
+    unequal partition functions, h(y) = 0 rows, a diagonal ridge with two unpenalized coordinates."""
+    cp = pytest.importorskip("cvxpy")
+    from varopt.solvers.majorize.solver import MajorizeModel
+    rng = np.random.default_rng(100 + seed)
+    n = 150
+    sizes = rng.integers(2, 6, size=10)
+    seg = np.repeat(np.arange(sizes.size), sizes)
+    K = seg.size
+    A = rng.normal(size=(K, n))
+    b = rng.normal(size=K)
+    first = np.r_[0, np.cumsum(sizes)[:-1]]
+    zero = rng.random(K) < 0.2
+    zero[first] = False
+    b[zero] = -np.inf
+    coef = rng.random(sizes.size) + 0.5
+    d = np.full(n, 0.7)
+    d[[3, 77]] = 0.0  # unpenalized
+    c = rng.normal(size=n) * 0.3
+    c[[3, 77]] = 0.0
+    obj = Expression(n, linear=c, quadratic=QuadraticTerms(np.arange(n), np.arange(n), 0.5 * d, n),
+                     lse=[LseGroup(A=sp.csr_matrix(A), b=b, seg=seg, coef=coef)])
+    prog = Program([f"x{i}" for i in range(n)], np.full(n, -np.inf), np.full(n, np.inf), obj, [])
+    model = MajorizeModel(prog)
+    assert model.groups is not None and model.H_diagonal  # the Woodbury path applies
+    x = cp.Variable(n)
+    terms = [coef[g] * cp.log_sum_exp(A[(seg == g) & ~zero] @ x + b[(seg == g) & ~zero])
+             for g in range(sizes.size)]
+    ref = cp.Problem(cp.Minimize(0.5 * cp.sum(cp.multiply(d, cp.square(x))) + c @ x + sum(terms)))
+    ref.solve(solver="CLARABEL")
+    for ex in (True, False):
+        res = get_solver("majorize").solve(prog, tol=1e-12, max_iter=3000, extrapolate=ex)
+        assert res.status == "optimal"
+        assert abs(res.objective - ref.value) <= 1e-6 * max(1.0, abs(ref.value))
+        assert np.isclose(res.objective, prog.objective.value(res.x), rtol=1e-12)
         hist = np.array([h["objective"] for h in res.history])
         assert np.all(np.diff(hist) <= 1e-12 * np.abs(hist[:-1]))

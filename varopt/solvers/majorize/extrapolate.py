@@ -24,7 +24,7 @@ SECANTS = 3
 MEMORY = 4
 
 
-def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, prev=None):
+def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, prev=None, lin=None):
     """Return ``(x, f, g, aux, a)``: the best point found along ``x + a step`` (``a = 1`` is ``x_new``).
 
     ``evaluate(x) -> (f, grad, aux)`` evaluates the objective; ``aux`` is passed through (e.g. cached
@@ -32,12 +32,16 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
     overflowing far along ``step``) end the search. ``prev = (s, y)``, the previous iteration's step
     and gradient change (or a list of such pairs, most recent first, at most :data:`MEMORY` used),
     enables the subspace trial of :func:`_subspace_trial` first.
+
+    ``lin = (s0, image of step, images of the previous steps)`` when the objective depends on ``x``
+    through affine scores ``s(x)`` with known images ``F v``: trial scores are then combined from
+    them and passed as ``evaluate(x, scores)`` (no feature product).
     """
     best = (x_new, f_new, g_new, aux_new, 1.0)
     d0 = float(u @ step)
     d1 = float(g_new @ step)
     if prev:
-        trial = _subspace_trial(evaluate, x, u, step, g_new, prev, f_new)
+        trial = _subspace_trial(evaluate, x, u, step, g_new, prev, f_new, lin)
         if trial is not None:
             return trial
     if not (d0 < 0 and d1 < 0):
@@ -49,7 +53,8 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
     for _ in range(SECANTS):
         x_try = x + alpha * step
         try:
-            f_try, g_try, aux_try = evaluate(x_try)
+            f_try, g_try, aux_try = (evaluate(x_try) if lin is None
+                                     else evaluate(x_try, lin[0] + alpha * lin[1]))
         except InputDataError:
             break
         if not f_try < best[1]:
@@ -66,7 +71,7 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
     return best
 
 
-def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new):
+def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new, lin=None):
     """One secant-Newton trial in the subspace ``x + a D + sum_j b_j s_j`` (``s_j``: previous steps).
 
     The curvature of ``f`` on ``V = [D, s_1, .., s_m]`` is estimated from gradient differences only,
@@ -99,7 +104,14 @@ def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new):
         return None
     x_try = x + a * step + V[:, 1:] @ b
     try:
-        f_try, g_try, aux_try = evaluate(x_try)
+        if lin is None:
+            f_try, g_try, aux_try = evaluate(x_try)
+        else:
+            s0, img, imgs = lin
+            s_try = s0 + a * img
+            for bj, im in zip(b, imgs):
+                s_try += bj * im
+            f_try, g_try, aux_try = evaluate(x_try, s_try)
     except InputDataError:
         return None
     if not f_try < f_new:

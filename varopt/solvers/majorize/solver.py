@@ -43,6 +43,8 @@ from .lowrank import LowRankSigma, diagonal_dominance
 
 #: relative slack allowed between f(theta_new) and the majorizer (rounding only)
 MONO_TOL = 1e-12
+#: scores computed by linearity are recomputed exactly every this many iterations
+REFRESH = 16
 
 
 def _finite(name, arr, allow_neginf=False):
@@ -263,15 +265,18 @@ class MajorizeModel:
         return (sp.vstack(As).tocsr(), np.concatenate(bs), np.concatenate(segs), np.concatenate(coefs))
 
     # --- evaluation -------------------------------------------------------------------------------------------
-    def evaluate(self, x, want_grad=False):
-        """``(f(x), grad f(x) or None, cache)``; ``cache`` holds the padded scores reused by the bound."""
+    def evaluate(self, x, want_grad=False, scores=None):
+        """``(f(x), grad f(x) or None, cache)``; ``cache`` holds the padded scores reused by the bound.
+
+        ``scores``: the padded scores at ``x`` when the caller has them (scores are affine in ``x``:
+        a combination of known images saves the feature product)."""
         x = np.asarray(x, dtype=float)
         Hx = self.Hd * x if self.Hd is not None else self.H @ x
         v = self.k + float(self.c @ x) + 0.5 * float(x @ Hx)
         g = self.c + Hx if want_grad else None
         S = None
         if self.groups is not None:
-            S = self.groups.scores(x)
+            S = self.groups.scores(x) if scores is None else scores
             pv, W = self.groups.value_weights(S)
             if want_grad:
                 g = g + self.groups.gradient(W)
@@ -393,18 +398,22 @@ class MajorizeSolver(Solver):
         extrapolate = opts.extrapolate and not model.constrained
         u_next = None
         prev = []  # (step, gradient change) of recent iterations, most recent first: the subspace trial
+        images = []  # their score images F step (scores are affine in x), when known
         for it in range(1, opts.max_iter + 1):
             u = model.gradient_at(x, S) if u_next is None else u_next
             u_next = None
-            step, mval, info = self._step(model, x, u, opts, qp, S)
+            step, mval, info, FD = self._step(model, x, u, opts, qp, S)
             if step is None:
                 status, message = info, "QP subproblem failed"
                 break
             if mval > 0:
                 # an inexact QP answer worse than D = 0: the majorizer says theta~ is optimal
-                step, mval = np.zeros(n), 0.0
+                step, mval, FD = np.zeros(n), 0.0, None
             x_new = x + step
-            f_new, _, S_new = model.evaluate(x_new)
+            # scores by linearity save a feature product; refreshed exactly every REFRESH iterations so
+            # rounding cannot accumulate
+            lin = FD is not None and S is not None and it % REFRESH != 0
+            f_new, _, S_new = model.evaluate(x_new, scores=S[0] + FD if lin else None)
             scale = max(1.0, abs(f))
             if opts.check_bound and f_new > f + mval + MONO_TOL * scale:
                 raise SolverBugError(
@@ -414,10 +423,16 @@ class MajorizeSolver(Solver):
                 raise SolverBugError(f"majorize: the objective increased from {f!r} to {f_new!r} at iteration {it}")
             if extrapolate and mval < 0:
                 x_new, f_new, u_next, S_new, alpha = secant_extrapolate(
-                    lambda z: model.evaluate(z, want_grad=True), x, u, step, x_new, f_new,
-                    model.gradient_at(x_new, S_new), S_new, prev=prev)
+                    lambda z, sc=None: model.evaluate(z, want_grad=True, scores=sc), x, u, step, x_new, f_new,
+                    model.gradient_at(x_new, S_new), S_new, prev=prev,
+                    lin=(S[0], FD, images) if lin and len(images) == len(prev) else None)
                 step = x_new - x
                 prev = [(step, u_next - u)] + prev[:MEMORY - 1]
+                if FD is not None and S_new is not None:
+                    with np.errstate(invalid="ignore"):
+                        img = S_new[0] - S[0]
+                    img[np.isnan(img)] = 0.0  # -inf - (-inf): rows with h(y) = 0 (padding) stay -inf
+                    images = [img] + images[:MEMORY - 1]
                 info = dict(info, alpha=alpha)
             rel_f = abs(f - f_new) / scale
             # linear convergence: the remaining decrease is about df * rate / (1 - rate)
@@ -437,6 +452,8 @@ class MajorizeSolver(Solver):
             if opts.time_limit is not None and now >= opts.time_limit:
                 status = "time_limit"
                 break
+        if model.groups is not None:
+            f = model.evaluate(x)[0]  # exact scores (the last ones may have come by linearity)
         res = Result(self.name, status, x=x, objective=f, upper_bound=f, iterations=it, history=history,
                      message=message)
         res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex)}
@@ -444,7 +461,10 @@ class MajorizeSolver(Solver):
 
     # --- one majorization step ----------------------------------------------------------------------------------
     def _step(self, model, x, u, opts, qp, S=None):
-        """Minimise the majorizer ``m(D) = u^T D + 1/2 D^T Sigma D`` over the feasible set; returns (D, m(D), info).
+        """Minimise the majorizer ``m(D) = u^T D + 1/2 D^T Sigma D`` over the feasible set.
+
+        Returns ``(D, m(D), info, FD)``; ``FD`` is the padded score image of ``D`` when it came for free
+        (row-space Woodbury), else None.
 
         ``S`` are the padded scores at ``x`` (from :meth:`MajorizeModel.evaluate`) when the padded
         row-space bound applies."""
@@ -460,8 +480,13 @@ class MajorizeSolver(Solver):
         if T is not None and woodbury and T.shape[0] * T.shape[1] < n // 2:
             # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT), matrix-free in
             # the row space of R (the dense K x d matrix R costs more than the rest of the iteration)
-            x_sol, qv = grp.woodbury_solve(T, model.Hd + ridge, u)
-            return -x_sol, float(-u @ x_sol + 0.5 * qv), info
+            Dg = model.Hd + ridge
+            Fz = None
+            if S is not None and model.neg is None and ridge == 0:
+                # u = c + Hd x + F^T W exactly: its scaled image comes from the scores and the Gram matrix
+                Fz = grp.gradient_image(S[0], S[1], x, model.c, Dg)
+            x_sol, qv, Fx = grp.woodbury_solve(T, Dg, u, Fz)
+            return -x_sol, float(-u @ x_sol + 0.5 * qv), info, -Fx
         if T is not None and (opts.bound == "lowrank" or (not grp.dense_fits(grp.G, grp.c, grp.d)
                                                           and grp.template is None)):
             R = grp.rows(T) if grp.dense_fits(grp.G, grp.c, grp.d) else grp.rows_sparse(T)
@@ -480,7 +505,7 @@ class MajorizeSolver(Solver):
                     # singular diagonal: add the smallest proximal term that makes it invertible
                     L.D = L.D + 1e-8 * max(1.0, float(np.max(L.D, initial=0.0)))
                     step = -L.solve(u)
-                return step, float(u @ step + 0.5 * step @ L.matvec(step)), info
+                return step, float(u @ step + 0.5 * step @ L.matvec(step)), info, None
             Q = L.dense()
         else:
             if woodbury and R is not None and R.shape[0] < n // 2:
@@ -489,7 +514,7 @@ class MajorizeSolver(Solver):
                 Rd = R.toarray() if sp.issparse(R) else R
                 step = -_woodbury_solve(Dg, Rd, u)
                 Sstep = Dg * step + Rd.T @ (Rd @ step)
-                return step, float(u @ step + 0.5 * step @ Sstep), info
+                return step, float(u @ step + 0.5 * step @ Sstep), info, None
             if T is not None and R is None:
                 Q = grp.sigma(T)  # fresh arrays: H is added in place
             elif R is not None:
@@ -499,7 +524,7 @@ class MajorizeSolver(Solver):
             Q = model.add_H(Q, ridge)
         if not model.constrained:
             step = self._psd_solve(Q, -u)
-            return step, float(u @ step + 0.5 * step @ (Q @ step)), info
+            return step, float(u @ step + 0.5 * step @ (Q @ step)), info, None
         # Algorithm 2 step 3 as a QP in D = theta - theta~
         Qs = sp.csr_matrix(0.5 * (Q + Q.T))
         m = model.A.shape[0]
@@ -507,11 +532,11 @@ class MajorizeSolver(Solver):
         res = qp.solve_lp(u, A=model.A if m else None, row_lo=(model.lo - Ax) if m else None,
                           row_hi=(model.hi - Ax) if m else None, lb=model.lb - x, ub=model.ub - x, Q=Qs)
         if res.status != "optimal":
-            return None, None, res.status if res.status in ("infeasible", "unbounded") else "error"
+            return None, None, res.status if res.status in ("infeasible", "unbounded") else "error", None
         step = np.asarray(res.x, dtype=float)
         # keep theta inside the box despite QP tolerances
         step = np.clip(x + step, model.lb, model.ub) - x
-        return step, float(u @ step + 0.5 * step @ (Q @ step)), info
+        return step, float(u @ step + 0.5 * step @ (Q @ step)), info, None
 
     @staticmethod
     def _psd_solve(Q, rhs):
