@@ -17,7 +17,7 @@ from scipy.linalg import lapack
 from ...errors import InputDataError
 
 #: largest extrapolation factor tried along one majorization step
-MAX_FACTOR = 20.0
+MAX_FACTOR = 1000.0
 #: secant steps along one majorization direction
 SECANTS = 3
 #: previous (step, gradient change) pairs spanning the subspace trial with the current step
