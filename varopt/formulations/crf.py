@@ -26,7 +26,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ..errors import InputDataError, SolverBugError
-from ..solvers.majorize.extrapolate import secant_extrapolate
+from ..solvers.majorize.extrapolate import MEMORY, secant_extrapolate
 from ..solvers.majorize.junction_tree import chain_bound
 
 
@@ -247,7 +247,7 @@ class ChainCRF:
                 if extrapolate:
                     theta_new, f_new, g_new, _, _ = secant_extrapolate(
                         self.oracle, theta, g, step, theta_new, f_new, g_new, prev=prev)
-                    prev = (theta_new - theta, g_new - g)
+                    prev = [(theta_new - theta, g_new - g)] + (prev or [])[:MEMORY - 1]
                     # the curvature only at the accepted point
                     f_new, g_new, Sig_new = self.oracle(theta_new, True)
                 rel = abs(f - f_new) / max(1.0, abs(f))
