@@ -1,6 +1,6 @@
 """Hypothesis properties of the majorize bounds (seed 003: Theorem 1, Algorithms 1, 3, 4).
 
-Case counts (max_examples): 3000 + 2000 + 1500 + 1500 + 2000 = 10,000 examples, several random
+Case counts (max_examples): 3000 + 2000 + 1500 + 1500 + 2000 + 300 = 10,300 examples, several random
 directions each; magnitudes of scores range over ~1e-6 .. 1e4 (alpha from e^-1e4 to e^1e4).
 """
 import numpy as np
@@ -132,3 +132,49 @@ def test_omega_properties(r):
     assert 0.0 <= w <= 0.25 and np.isfinite(w)
     if abs(r) > 1e-3 and abs(r) < 1e300:
         assert np.isclose(w, np.tanh(abs(r) / 2) / (2 * abs(r)), rtol=1e-12, atol=0)
+
+
+@settings(max_examples=300, **FAST)
+@given(st.integers(1, 6), st.integers(2, 4), st.integers(0, 2 ** 32 - 1), st.sampled_from([0, 1, 2]),
+       st.sampled_from([1e-2, 1.0, 10.0]))
+def test_row_space_woodbury_solves_the_bound_system(G, cmax, seed, nfree, scale):
+    """The matrix-free Woodbury step: (diag(Dg) + F'T'TF) x = u, x'Sigma x and the score image F x, for
+    unequal (padded) partition functions with h = 0 rows and unpenalized coordinates; the Gram-matrix
+    image of the scaled gradient equals F z."""
+    from varopt.solvers.majorize.groups import PaddedGroups
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(1, cmax + 1, size=G)
+    sizes[0] = cmax
+    seg = np.repeat(np.arange(G), sizes)
+    K = seg.size
+    d = 3 * K + nfree
+    A = rng.normal(size=(K, d)) * scale
+    b = rng.normal(size=K)
+    first = np.r_[0, np.cumsum(sizes)[:-1]]
+    zero = rng.random(K) < 0.2
+    zero[first] = False
+    b[zero] = -np.inf
+    pg = PaddedGroups(A, b, seg, rng.random(G) + 0.5)
+    Dg = rng.random(d) + 0.1
+    Dg[rng.choice(d, nfree, replace=False)] = 0.0
+    th, cv = rng.normal(size=d), rng.normal(size=d)
+    S = pg.scores(th)
+    _, W = pg.value_weights(S)
+    T = pg.factors(S)
+    R = pg.rows(T)
+    Sig = np.diag(Dg) + R.T @ R
+    u = cv + Dg * th + pg.gradient(W)
+    if nfree:  # keep u in the range of Sigma (an unpenalized direction may be flat)
+        lam, U = np.linalg.eigh(Sig)
+        flat = U[:, lam < 1e-9 * lam[-1]]
+        u = u - flat @ (flat.T @ u)
+    x, q, Fx = pg.woodbury_solve(T, Dg, u)
+    tol = 1e-7 * max(1.0, np.abs(Sig).max()) * max(1.0, np.abs(x).max())
+    assert np.allclose(Sig @ x, u, atol=tol)
+    assert np.isclose(q, x @ Sig @ x, rtol=1e-8, atol=tol)
+    assert np.allclose(Fx.ravel(), pg.Apad @ x, rtol=1e-8, atol=tol)
+    ug = cv + Dg * th + pg.gradient(W)
+    z = np.where(Dg > 0, ug / np.where(Dg > 0, Dg, 1.0), 0.0)
+    Fz = pg.gradient_image(S, W, th, cv, Dg)
+    live = np.isfinite(pg.logh).ravel()  # rows with h = 0 are never read (their T columns vanish)
+    assert np.allclose(Fz.ravel()[live], (pg.Apad @ z)[live], rtol=1e-9, atol=1e-9 * max(1.0, np.abs(z).max()) * scale)
