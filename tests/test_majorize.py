@@ -459,3 +459,31 @@ def test_woodbury_path_with_padding_matches_clarabel(seed):
         assert np.isclose(res.objective, prog.objective.value(res.x), rtol=1e-12)
         hist = np.array([h["objective"] for h in res.history])
         assert np.all(np.diff(hist) <= 1e-12 * np.abs(hist[:-1]))
+
+
+def test_junction_tree_sigma_is_no_enumeration_order_of_algorithm_1():
+    """Why the acceptance's 'junction-tree bound equals Algorithm 1' is tested for z and mu only
+    (docs/majorize.md section 4): on a 3-node, 2-label chain, Algorithm 1 run over Omega in each of
+    the 8! = 40320 orders never reproduces the junction-tree Sigma, while z and mu agree in every order."""
+    import itertools
+    from varopt.solvers.majorize.bound import omega
+    from varopt.solvers.majorize.junction_tree import chain_bound, chain_enumerate
+    rng = np.random.default_rng(3)
+    T, K = 3, 2
+    S, Tr = rng.normal(size=(1, T, K)), rng.normal(size=(K, K))
+    lz, mu, M = chain_bound(S, Tr)
+    F, th = chain_enumerate(S[0], Tr)
+    perms = np.array(list(itertools.permutations(range(len(F)))))  # (40320, 8)
+    Fp, la = F[perms], (F @ th)[perms]  # Algorithm 1 for every order at once, in log space
+    logz = np.full(len(perms), -np.inf)
+    m = np.zeros((len(perms), F.shape[1]))
+    Sig = np.zeros((len(perms), F.shape[1], F.shape[1]))
+    for i in range(len(F)):
+        l = Fp[:, i] - m
+        Sig += omega(la[:, i] - logz)[:, None, None] * l[:, :, None] * l[:, None, :]
+        new = np.logaddexp(logz, la[:, i])
+        m += np.exp(la[:, i] - new)[:, None] * l
+        logz = new
+    assert np.allclose(logz, lz[0], rtol=1e-12) and np.allclose(m, mu[0], atol=1e-12)
+    gap = np.abs(Sig - M[0]).max(axis=(1, 2))
+    assert gap.min() > 1e-3 * np.abs(M[0]).max()
