@@ -399,6 +399,7 @@ class MajorizeSolver(Solver):
         u_next = None
         prev = []  # (step, gradient change) of recent iterations, most recent first: the subspace trial
         images = []  # their score images F step (scores are affine in x), when known
+        used_lin = False
         for it in range(1, opts.max_iter + 1):
             u = model.gradient_at(x, S) if u_next is None else u_next
             u_next = None
@@ -413,6 +414,7 @@ class MajorizeSolver(Solver):
             # scores by linearity save a feature product; refreshed exactly every REFRESH iterations so
             # rounding cannot accumulate
             lin = FD is not None and S is not None and it % REFRESH != 0
+            used_lin = used_lin or lin
             f_new, _, S_new = model.evaluate(x_new, scores=S[0] + FD if lin else None)
             scale = max(1.0, abs(f))
             if opts.check_bound and f_new > f + mval + MONO_TOL * scale:
@@ -452,7 +454,7 @@ class MajorizeSolver(Solver):
             if opts.time_limit is not None and now >= opts.time_limit:
                 status = "time_limit"
                 break
-        if model.groups is not None:
+        if used_lin:
             f = model.evaluate(x)[0]  # exact scores (the last ones may have come by linearity)
         res = Result(self.name, status, x=x, objective=f, upper_bound=f, iterations=it, history=history,
                      message=message)
