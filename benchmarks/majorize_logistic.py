@@ -16,7 +16,9 @@ the first run within ``1e-4`` is reported. Clarabel is timed on the identical CV
 (``solver_stats.solve_time``, and the whole ``prob.solve`` wall time).
 
 Usage: ``python benchmarks/majorize_logistic.py [--lam 1.0] [--sets a,b,...] [--no-clarabel]``.
-The machine is shared: timings are noisy; each timing is the best of ``--repeat`` runs.
+The machine is shared: timings are noisy; each timing is the best of ``--repeat`` runs, majorize and
+L-BFGS-B alternating run by run (both see the same load), and at least 41 runs each on problems that
+solve in under 10 ms.
 """
 from __future__ import annotations
 
@@ -41,26 +43,38 @@ from varopt.formulations.logistic import build_cvxpy, logistic_program
 
 from tracing import REL, datasets, first_within, lbfgs_trace
 
+#: runs of each method (at least) when one majorize solve takes under 10 ms
+SMALL_REPEAT = 41
+
 SETS = ["breast_cancer", "wine", "digits", "bupa", "heart_statlog", "hepatitis", "srbct"]
 
 
-def run_majorize(prog, repeat):
-    best = None
-    for _ in range(repeat):
-        res = get_solver("majorize").solve(prog, tol=1e-12, max_iter=500)
-        trace = [(h["time"], h["objective"]) for h in res.history]
-        if best is None or res.wall_time < best[0].wall_time:
-            best = (res, trace)
-    return best
+def run_majorize(prog):
+    res = get_solver("majorize").solve(prog, tol=1e-12, max_iter=500)
+    return res, [(h["time"], h["objective"]) for h in res.history]
 
 
-def run_lbfgs(prog, repeat, tight=False):
-    best = None
-    for _ in range(repeat):
-        res, trace = lbfgs_trace(prog, ftol=1e-15 if tight else 1e-12)
-        if best is None or trace[-1][0] < best[1][-1][0]:
-            best = (res, trace)
-    return best
+def run_lbfgs(prog, tight=False):
+    return lbfgs_trace(prog, ftol=1e-15 if tight else 1e-12)
+
+
+def run_interleaved(prog, repeat, fstar_hint=None):
+    """Best (fastest to 1e-4 of the running f*) of ``repeat`` majorize and L-BFGS-B runs, alternating so
+    both see the same background load; sub-10 ms problems get at least ``SMALL_REPEAT`` runs each
+    (timeit's rule: the minimum of many short runs is the least disturbed measurement)."""
+    m = run_majorize(prog)
+    lb = run_lbfgs(prog)
+    fstar = min(m[0].objective, lb[1][-1][1]) if fstar_hint is None else fstar_hint
+    reps = repeat if m[0].wall_time > 0.01 else max(repeat, SMALL_REPEAT)
+    best_m, best_l = m, lb
+    for _ in range(reps - 1):
+        m = run_majorize(prog)
+        if first_within(m[1], fstar)[0] < first_within(best_m[1], fstar)[0]:
+            best_m = m
+        lb = run_lbfgs(prog)
+        if first_within(lb[1], fstar)[0] < first_within(best_l[1], fstar)[0]:
+            best_l = lb
+    return best_m, best_l, reps
 
 
 def run_sklearn(X, y, C, fstar, prog, repeat):
@@ -114,9 +128,8 @@ def main(argv=None):
         lam = t * a.lam
         C = 1.0 / lam
         prog = logistic_program(X, y, lam)
-        mres, mtrace = run_majorize(prog, a.repeat)
-        lres, ltrace = run_lbfgs(prog, a.repeat)
-        _, ltight = run_lbfgs(prog, 1, tight=True)
+        _, ltight = run_lbfgs(prog, tight=True)
+        (mres, mtrace), (lres, ltrace), reps = run_interleaved(prog, a.repeat, ltight[-1][1])
         cands = [mres.objective, ltrace[-1][1], ltight[-1][1]]
         cl = None
         if not a.no_clarabel:
@@ -134,7 +147,7 @@ def main(argv=None):
         rows.append(row)
         print(f"# {name}: done", file=sys.stderr, flush=True)
     print(f"\nL2 logistic regression, lam = t * {a.lam} (sklearn C = 1/lam), time to within {REL:g} relative of f*"
-          " (best of %d runs; shared, loaded 2-core machine: noisy)" % a.repeat)
+          " (best of %d interleaved runs, >= %d below 10 ms; shared 2-core machine: noisy)" % (a.repeat, SMALL_REPEAT))
     hdr = (f"{'data':14s} {'t':>5s} {'d':>6s} {'f*':>12s} | {'maj s':>8s} {'it':>3s} | {'L-BFGS-B s':>10s} {'it':>4s}"
            f" {'ratio':>6s} | {'sklearn s':>9s} {'it':>4s} {'ratio':>6s} | {'Clarabel s':>10s} {'wall s':>7s}"
            f" {'ratio':>7s} | {'maj cvxpy wall':>14s}")
