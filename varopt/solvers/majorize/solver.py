@@ -435,6 +435,8 @@ class MajorizeSolver(Solver):
                         img = S_new[0] - S[0]
                     img[np.isnan(img)] = 0.0  # -inf - (-inf): rows with h(y) = 0 (padding) stay -inf
                     images = [img] + images[:MEMORY - 1]
+                else:
+                    images = []  # lengths differ from prev's until realigned: no linear trial meanwhile
                 info = dict(info, alpha=alpha)
             rel_f = abs(f - f_new) / scale
             # linear convergence: the remaining decrease is about df * rate / (1 - rate)
