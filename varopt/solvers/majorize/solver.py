@@ -19,8 +19,11 @@ makes the iteration monotone; the solver checks both inequalities every iteratio
 :class:`~varopt.errors.SolverBugError` when ``f`` exceeds the majorizer by more than 1e-12 relative.
 
 Hot path: groups of at most 64 configurations use the padded row-space form of Algorithm 1
-(:mod:`.groups`); unconstrained problems add the monotone secant extrapolation of
-:mod:`.extrapolate` (option ``extrapolate``; beyond the paper).
+(:mod:`.groups`); with a diagonal regularizer and few bound rows the step is the matrix-free
+row-space Woodbury solve of :meth:`.groups.PaddedGroups.woodbury_solve`, whose score images let
+the next scores be combined instead of recomputed (docs/majorize.md section 2); unconstrained
+problems add the monotone secant/subspace extrapolation of :mod:`.extrapolate` (option
+``extrapolate``; beyond the paper).
 """
 from __future__ import annotations
 
