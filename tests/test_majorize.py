@@ -301,7 +301,7 @@ def test_woodbury_capacitance_from_cached_gram(rng):
     assert np.allclose(Sig @ x, u, atol=1e-8)
     # the matrix-free row-space form the solver uses, with and without unpenalized coordinates
     for D in (Dg, np.full(prog.n, 0.7)):
-        x, q, Fx = pg.woodbury_solve(T, D, u)
+        x, q, Fx, res = pg.woodbury_solve(T, D, u)
         Sig = np.diag(D) + R.T @ R
         assert np.allclose(Sig @ x, u, atol=1e-8)
         assert np.isclose(q, x @ Sig @ x, rtol=1e-10)
@@ -487,3 +487,48 @@ def test_junction_tree_sigma_is_no_enumeration_order_of_algorithm_1():
     assert np.allclose(logz, lz[0], rtol=1e-12) and np.allclose(m, mu[0], atol=1e-12)
     gap = np.abs(Sig - M[0]).max(axis=(1, 2))
     assert gap.min() > 1e-3 * np.abs(M[0]).max()
+
+
+def _lse_program(n, groups, d, c):
+    """Program ``c'x + 1/2 sum d_i x_i^2 + sum_g log sum_k exp(A_k x)`` from a list of (rows of A)."""
+    A = np.vstack([np.atleast_2d(g) for g in groups])
+    seg = np.repeat(np.arange(len(groups)), [np.atleast_2d(g).shape[0] for g in groups])
+    obj = Expression(n, linear=np.asarray(c, float), quadratic=QuadraticTerms(np.arange(n), np.arange(n),
+                                                                               0.5 * np.asarray(d, float), n),
+                     lse=[LseGroup(A=sp.csr_matrix(A), b=np.zeros(len(seg)), seg=seg, coef=np.ones(len(groups)))])
+    return Program([f"x{i}" for i in range(n)], np.full(n, -np.inf), np.full(n, np.inf), obj, [])
+
+
+@pytest.mark.parametrize("n", [2, 60])
+def test_unbounded_along_a_flat_direction(n):
+    """x0 enters only through a one-configuration partition function (log exp(x0) = x0) and has no
+    penalty: the bound is flat along e0 and f is affine there, so the solver reports 'unbounded' at
+    once (dense Cholesky step for n = 2, row-space Woodbury step for n = 60) instead of diverging."""
+    rng = np.random.default_rng(0)
+    e0 = np.eye(n)[0]
+    other = rng.normal(size=(3, n))
+    other[:, 0] = 0.0
+    d = np.ones(n)
+    d[0] = 0.0
+    prog = _lse_program(n, [e0, other], d, np.zeros(n))
+    res = get_solver("majorize").solve(prog)
+    assert res.status == "unbounded" and res.iterations == 1 and res.objective == -np.inf
+    assert "unbounded" in res.message
+
+
+def test_diverging_iterates_reported():
+    """f = log(1 + exp(2 x)) - 3 x -> -inf as x -> inf, but the bound's curvature never vanishes (no
+    flat direction): the iterates diverge and the solver stops with an error naming it, not 'optimal'."""
+    prog = _lse_program(1, [np.array([[2.0], [0.0]])], [0.0], [-3.0])
+    res = get_solver("majorize").solve(prog, max_iter=100000)
+    assert res.status == "error" and "diverging iterates" in res.message
+    assert res.objective < -1e19
+
+
+def test_unbounded_over_constraints():
+    """A feasible direction of no curvature with negative slope (x0 >= 0 free above, f = -x0 + ...): the
+    step QP is unbounded and so is the problem."""
+    prog = _lse_program(2, [np.array([[-1.0, 0.0]]), np.array([[0.0, 1.0], [0.0, -1.0]])], [0.0, 1.0], [0.0, 0.0])
+    prog.lb[0] = 0.0
+    res = get_solver("majorize").solve(prog)
+    assert res.status == "unbounded" and res.objective == -np.inf and "unbounded" in res.message

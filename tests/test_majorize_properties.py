@@ -168,7 +168,7 @@ def test_row_space_woodbury_solves_the_bound_system(G, cmax, seed, nfree, scale)
         lam, U = np.linalg.eigh(Sig)
         flat = U[:, lam < 1e-9 * lam[-1]]
         u = u - flat @ (flat.T @ u)
-    x, q, Fx = pg.woodbury_solve(T, Dg, u)
+    x, q, Fx, res = pg.woodbury_solve(T, Dg, u)
     tol = 1e-7 * max(1.0, np.abs(Sig).max()) * max(1.0, np.abs(x).max())
     assert np.allclose(Sig @ x, u, atol=tol)
     assert np.isclose(q, x @ Sig @ x, rtol=1e-8, atol=tol)

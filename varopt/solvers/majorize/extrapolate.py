@@ -46,7 +46,8 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
             return trial
     if not (d0 < 0 and d1 < 0):
         return best
-    alpha = min(d0 / (d0 - d1), MAX_FACTOR)
+    # phi' not increasing (phi affine or concave along the step): the secant has no root, go as far as allowed
+    alpha = min(d0 / (d0 - d1), MAX_FACTOR) if d1 > d0 else MAX_FACTOR
     if alpha <= 1.05:
         return best
     a_prev, d_prev = 1.0, d1

@@ -320,7 +320,7 @@ class PaddedGroups:
         return out
 
     def woodbury_solve(self, T, Dg, u, Fz=None):
-        """``(x, x^T Sigma x, F x)`` with ``Sigma x = u``, ``Sigma = diag(Dg) + R^T R``, ``R = blockdiag(T_g) F``.
+        """``(x, x^T Sigma x, F x, ||Sigma x - u||)`` with ``Sigma x = u``, ``Sigma = diag(Dg) + R^T R``, ``R = blockdiag(T_g) F``.
 
         Matrix-free, in the row space of ``R`` (``K = G (c-1)`` rows, ``K << d``): with ``a = {Dg > 0}``,
         ``P = Da^-1`` and ``C = I + Ra P Ra^T = I + T (F_a P F_a^T) T^T`` (cached Gram matrix),
@@ -366,7 +366,10 @@ class PaddedGroups:
         Fx = Fz.ravel() - Gm @ v
         if b.size:
             Fx += (Fb @ x[b]).ravel()
-        return x, float(Dg[cols] @ (x[cols] * x[cols]) + w @ w), Fx.reshape(G, c)
+        # Sigma x - u vanishes on a by construction; on b it is the part of u_b the minimum-norm
+        # solution left out (u outside the range of Sigma: the bound is flat there)
+        resid = float(np.linalg.norm(RTw[b] - u[b])) if b.size else 0.0
+        return x, float(Dg[cols] @ (x[cols] * x[cols]) + w @ w), Fx.reshape(G, c), resid
 
     def rows_sparse(self, T) -> sp.csr_matrix:
         """Sparse ``R`` = blockdiag(T_g) @ padded features (when the dense tensor is too large)."""

@@ -48,6 +48,11 @@ from .lowrank import LowRankSigma, diagonal_dominance
 MONO_TOL = 1e-12
 #: scores computed by linearity are recomputed exactly every this many iterations
 REFRESH = 16
+#: gradient left outside the range of the bound's curvature (relative to the first gradient's norm)
+#: that means an unbounded objective (the objective is affine along flat directions of the bound)
+FLAT_TOL = 1e-6
+#: |theta|_inf beyond which the iterates count as diverging (IPOPT's diverging_iterates_tol)
+DIVERGED = 1e20
 
 
 def _finite(name, arr, allow_neginf=False):
@@ -408,7 +413,22 @@ class MajorizeSolver(Solver):
             u_next = None
             step, mval, info, FD = self._step(model, x, u, opts, qp, S)
             if step is None:
-                status, message = info, "QP subproblem failed"
+                status = info
+                message = ("the majorizer QP is unbounded below over the constraints: along a feasible direction "
+                           "where the bound has no curvature the objective decreases without bound"
+                           if info == "unbounded" else f"QP subproblem failed ({info})")
+                if info == "unbounded":
+                    f = -np.inf
+                break
+            if it == 1:
+                u_scale = max(1.0, float(np.linalg.norm(u)))
+            flat = info.pop("flat", 0.0)
+            if flat > max(FLAT_TOL * u_scale, 1e-3 * float(np.linalg.norm(u))):
+                # u has a component along which the bound's curvature vanishes: there every log Z_g and
+                # the quadratic part are affine, so f is affine (concave with latent terms) with nonzero slope
+                status = "unbounded"
+                message = (f"the objective is unbounded below: along a direction where the bound has no curvature "
+                           f"it is affine{'' if model.convex else ' or concave'} with slope {flat:.3g}")
                 break
             if mval > 0:
                 # an inexact QP answer worse than D = 0: the majorizer says theta~ is optimal
@@ -449,6 +469,16 @@ class MajorizeSolver(Solver):
             rel_x = math.sqrt(float(step @ step)) / max(1.0, math.sqrt(float(x @ x)))
             x, f, S = x_new, f_new, S_new
             now = time.perf_counter() - t0
+            if not np.abs(x).max(initial=0.0) <= DIVERGED:
+                # monotone decrease with |theta| -> inf (IPOPT's "diverging iterates" rule): f is unbounded
+                # below or its infimum is not attained (e.g. separable data without regularization)
+                status = "error"
+                message = (f"diverging iterates: |theta|_inf > {DIVERGED:g} while the objective decreased from "
+                           f"{history[0]['objective']:.6g} to {f:.6g}; the objective is unbounded below or its "
+                           "infimum is not attained (add regularization or bounds)")
+                history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
+                                    majorizer_decrease=-mval, **info))
+                break
             history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
                                 majorizer_decrease=-mval, **info))
             if opts.verbose:
@@ -461,6 +491,8 @@ class MajorizeSolver(Solver):
                 break
         if used_lin:
             f = model.evaluate(x)[0]  # exact scores (the last ones may have come by linearity)
+        if status == "unbounded":
+            f = -np.inf  # x is the last iterate; the infimum is -inf
         res = Result(self.name, status, x=x, objective=f, upper_bound=f, iterations=it, history=history,
                      message=message)
         res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex)}
@@ -492,7 +524,7 @@ class MajorizeSolver(Solver):
             if S is not None and model.neg is None and ridge == 0:
                 # u = c + Hd x + F^T W exactly: its scaled image comes from the scores and the Gram matrix
                 Fz = grp.gradient_image(S[0], S[1], x, model.c, Dg)
-            x_sol, qv, Fx = grp.woodbury_solve(T, Dg, u, Fz)
+            x_sol, qv, Fx, info["flat"] = grp.woodbury_solve(T, Dg, u, Fz)
             return -x_sol, float(-u @ x_sol + 0.5 * qv), info, -Fx
         if T is not None and (opts.bound == "lowrank" or (not grp.dense_fits(grp.G, grp.c, grp.d)
                                                           and grp.template is None)):
@@ -512,7 +544,9 @@ class MajorizeSolver(Solver):
                     # singular diagonal: add the smallest proximal term that makes it invertible
                     L.D = L.D + 1e-8 * max(1.0, float(np.max(L.D, initial=0.0)))
                     step = -L.solve(u)
-                return step, float(u @ step + 0.5 * step @ L.matvec(step)), info, None
+                Ls = L.matvec(step)
+                info["flat"] = float(np.linalg.norm(Ls + u))
+                return step, float(u @ step + 0.5 * step @ Ls), info, None
             Q = L.dense()
         else:
             if woodbury and R is not None and R.shape[0] < n // 2:
@@ -521,6 +555,7 @@ class MajorizeSolver(Solver):
                 Rd = R.toarray() if sp.issparse(R) else R
                 step = -_woodbury_solve(Dg, Rd, u)
                 Sstep = Dg * step + Rd.T @ (Rd @ step)
+                info["flat"] = float(np.linalg.norm(Sstep + u))
                 return step, float(u @ step + 0.5 * step @ Sstep), info, None
             if T is not None and R is None:
                 Q = grp.sigma(T)  # fresh arrays: H is added in place
@@ -531,7 +566,9 @@ class MajorizeSolver(Solver):
             Q = model.add_H(Q, ridge)
         if not model.constrained:
             step = self._psd_solve(Q, -u)
-            return step, float(u @ step + 0.5 * step @ (Q @ step)), info, None
+            Qs = Q @ step
+            info["flat"] = float(np.linalg.norm(Qs + u))
+            return step, float(u @ step + 0.5 * step @ Qs), info, None
         # Algorithm 2 step 3 as a QP in D = theta - theta~
         Qs = sp.csr_matrix(0.5 * (Q + Q.T))
         m = model.A.shape[0]
