@@ -33,9 +33,9 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
     and gradient change (or a list of such pairs, most recent first, at most :data:`MEMORY` used),
     enables the subspace trial of :func:`_subspace_trial` first.
 
-    ``lin = (s0, image of step, images of the previous steps)`` when the objective depends on ``x``
-    through affine scores ``s(x)`` with known images ``F v``: trial scores are then combined from
-    them and passed as ``evaluate(x, scores)`` (no feature product).
+    ``lin(a, b)``, when given, returns the (affine) scores of ``x + a step + sum_j b_j s_j`` combined
+    from known images (or None when too inexact); they are passed as ``evaluate(x, scores)`` (no
+    feature product).
     """
     best = (x_new, f_new, g_new, aux_new, 1.0)
     d0 = float(u @ step)
@@ -54,8 +54,8 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
     for _ in range(SECANTS):
         x_try = x + alpha * step
         try:
-            f_try, g_try, aux_try = (evaluate(x_try) if lin is None
-                                     else evaluate(x_try, lin[0] + alpha * lin[1]))
+            sc = None if lin is None else lin(alpha, ())
+            f_try, g_try, aux_try = evaluate(x_try) if sc is None else evaluate(x_try, sc)
         except InputDataError:
             break
         if not f_try < best[1]:
@@ -105,14 +105,8 @@ def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new, lin=None):
         return None
     x_try = x + a * step + V[:, 1:] @ b
     try:
-        if lin is None:
-            f_try, g_try, aux_try = evaluate(x_try)
-        else:
-            s0, img, imgs = lin
-            s_try = s0 + a * img
-            for bj, im in zip(b, imgs):
-                s_try += bj * im
-            f_try, g_try, aux_try = evaluate(x_try, s_try)
+        sc = None if lin is None else lin(a, b)
+        f_try, g_try, aux_try = evaluate(x_try) if sc is None else evaluate(x_try, sc)
     except InputDataError:
         return None
     if not f_try < f_new:

@@ -76,8 +76,8 @@ class PaddedGroups:
                         if G * c * d <= 2e6 and self.Apad.nnz >= 0.1 * G * c * d else None)
         self._template = False  # not detected yet
         self._diff = None
+        self._live = None
         self._gram_key = None
-        self._Fc = None
         self._gram = None
         self._lower = np.tril(np.ones((c, c)), -1)[1:]  # (c-1, c): j < i
         self._gather_index = (np.arange(G)[:, None, None], np.arange(max(c - 1, 0))[None, :, None])
@@ -169,6 +169,22 @@ class PaddedGroups:
             tot += W[:, j]
         W *= (self.coef / tot)[:, None]
         return float(self.coef @ (smax + np.log(tot))), W
+
+    @property
+    def live(self) -> np.ndarray:
+        """``(G, c)`` mask of the configurations with ``h > 0`` (not padding)."""
+        if self._live is None:
+            self._live = np.isfinite(self.logh)
+        return self._live
+
+    def value_error(self, err) -> float:
+        """Bound on the change of ``sum_g c_g log Z_g`` when the scores move by at most ``err``
+        elementwise (log-sum-exp is 1-Lipschitz in the max norm); rows with ``h = 0`` do not count."""
+        e = np.where(self.live, err, 0.0)
+        m = e[:, 0].copy()
+        for j in range(1, self.c):
+            np.maximum(m, e[:, j], out=m)
+        return float(self.coef @ m)
 
     def gradient(self, W):
         """``sum_g c_g E_g[f]`` from the weights of :meth:`value_weights`."""
@@ -281,10 +297,10 @@ class PaddedGroups:
                     if z != y:
                         Gm[:, z, :, y] = blk.T
             self._gram = Gm.reshape(G * c, G * c)
+            self._abs_gram = np.abs(self._gram)
             b = np.flatnonzero(w == 0)
             self._gram_b = (b, self.Apad[:, b].toarray().reshape(G, c, b.size))
             self._gram_key = key
-            self._Fc = None
         return self._gram
 
     def congruence(self, T, Gm) -> np.ndarray:
@@ -296,31 +312,8 @@ class PaddedGroups:
         Z = np.matmul(Y, T.transpose(0, 2, 1))  # (G, G (c-1), c-1)
         return Z.transpose(1, 0, 2).reshape(G * (c - 1), G * (c - 1))
 
-    def gradient_image(self, S, W, x, c, Dg):
-        """``F z`` with ``z = u / Dg`` on ``{Dg > 0}`` (0 elsewhere) for ``u = c + Dg x + F^T W``, the
-        gradient at ``x`` of ``c^T x + 1/2 x^T diag(Dg) x + sum_g c_g log Z_g``, without a feature product:
-
-            F z = F_a (c_a / Dg_a) + F_a x_a + (F_a P F_a^T) W = F c' + (s - log h) - F_b x_b + Gm W
-
-        (``F c'`` once per solve, ``Gm`` the cached Gram matrix). Rows with ``h = 0`` get 0; their
-        columns of ``T`` vanish (omega = 0), so :meth:`woodbury_solve` never reads them."""
-        a = Dg > 0
-        cols = np.flatnonzero(a)
-        Gm = self.gram(cols, 1.0 / Dg[cols])
-        if self._Fc is None or self._Fc[0] is not c:  # once per solve (gram() resets it when Dg changes)
-            z = np.where(a, c / np.where(a, Dg, 1.0), 0.0)
-            self._Fc = (c, (self._dense2 @ z if self._dense2 is not None else self.Apad @ z).reshape(self.G, self.c))
-            self._finite_h = np.isfinite(self.logh)
-        b, Fb = self._gram_b
-        out = np.where(self._finite_h, S - np.where(self._finite_h, self.logh, 0.0), 0.0)
-        if b.size:
-            out -= Fb @ x[b]
-        out += self._Fc[1]
-        out += (Gm @ W.ravel()).reshape(self.G, self.c)
-        return out
-
-    def woodbury_solve(self, T, Dg, u, Fz=None):
-        """``(x, x^T Sigma x, F x, ||Sigma x - u||)`` with ``Sigma x = u``, ``Sigma = diag(Dg) + R^T R``, ``R = blockdiag(T_g) F``.
+    def woodbury_solve(self, T, Dg, u):
+        """``(x, x^T Sigma x, F x, err, ||Sigma x - u||)`` with ``Sigma x = u``, ``Sigma = diag(Dg) + R^T R``, ``R = blockdiag(T_g) F``.
 
         Matrix-free, in the row space of ``R`` (``K = G (c-1)`` rows, ``K << d``): with ``a = {Dg > 0}``,
         ``P = Da^-1`` and ``C = I + Ra P Ra^T = I + T (F_a P F_a^T) T^T`` (cached Gram matrix),
@@ -341,9 +334,8 @@ class PaddedGroups:
         C = self.congruence(T, Gm)
         C[np.diag_indices_from(C)] += 1.0
         cf = sla.cho_factor(C, check_finite=False)
-        if Fz is None:
-            z = np.where(a, u / np.where(a, Dg, 1.0), 0.0)
-            Fz = (self._dense2 @ z if self._dense2 is not None else self.Apad @ z).reshape(G, c)
+        z = np.where(a, u / np.where(a, Dg, 1.0), 0.0)
+        Fz = (self._dense2 @ z if self._dense2 is not None else self.Apad @ z).reshape(G, c)
         r0 = np.matmul(T, Fz[:, :, None]).ravel()
         b, Fb = self._gram_b
         x = np.empty_like(u)
@@ -364,12 +356,16 @@ class PaddedGroups:
         x[cols] = (u[cols] - RTw[cols]) / Dg[cols]
         # the image F x in score space for free: F_a x_a = F_a P u_a - (F_a P F_a^T) v = F z - Gm v
         Fx = Fz.ravel() - Gm @ v
+        # rounding bound of the image (cancellation when Dg is small: Gm ~ 1 / Dg), typical sqrt(n) growth
+        err = np.abs(Fz.ravel()) + np.sqrt(G * c) * (self._abs_gram @ np.abs(v))
         if b.size:
             Fx += (Fb @ x[b]).ravel()
+            err += np.sqrt(b.size) * (np.abs(Fb) @ np.abs(x[b])).ravel()
         # Sigma x - u vanishes on a by construction; on b it is the part of u_b the minimum-norm
         # solution left out (u outside the range of Sigma: the bound is flat there)
         resid = float(np.linalg.norm(RTw[b] - u[b])) if b.size else 0.0
-        return x, float(Dg[cols] @ (x[cols] * x[cols]) + w @ w), Fx.reshape(G, c), resid
+        err *= np.finfo(float).eps
+        return x, float(Dg[cols] @ (x[cols] * x[cols]) + w @ w), Fx.reshape(G, c), err.reshape(G, c), resid
 
     def rows_sparse(self, T) -> sp.csr_matrix:
         """Sparse ``R`` = blockdiag(T_g) @ padded features (when the dense tensor is too large)."""

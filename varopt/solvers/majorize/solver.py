@@ -48,6 +48,11 @@ from .lowrank import LowRankSigma, diagonal_dominance
 MONO_TOL = 1e-12
 #: scores computed by linearity are recomputed exactly every this many iterations
 REFRESH = 16
+#: largest change of the objective (relative to max(1, |f|)) that the rounding of scores computed by
+#: linearity may cause; beyond it the scores are recomputed exactly (two such values enter the 1e-12
+#: bound check)
+LIN_TOL = 2.5e-13
+EPS = np.finfo(float).eps
 #: gradient left outside the range of the bound's curvature (relative to the first gradient's norm)
 #: that means an unbounded objective (the objective is affine along flat directions of the bound)
 FLAT_TOL = 1e-6
@@ -137,6 +142,40 @@ def _lse_value_gradient(part, starts, x, want_grad=True):
     if not want_grad:
         return val, None
     return val, A.T @ (e * (coef / tot)[seg])
+
+
+def _image(S0, S1):
+    """``(F step, rounding bound)`` from the padded caches at both ends of a step (0 on ``h = 0`` rows)."""
+    with np.errstate(invalid="ignore"):
+        img = S1[0] - S0[0]
+    img[np.isnan(img)] = 0.0  # -inf - (-inf): rows with h(y) = 0 (padding) stay -inf
+    err = EPS * np.abs(img)
+    for Sx in (S0, S1):
+        if Sx[2] is not None:
+            err += Sx[2]
+    return img, err
+
+
+def _combine(groups, S, terms, f):
+    """Scores ``s + sum_j a_j img_j`` with their rounding bound, or None when that bound could move the
+    objective by more than ``LIN_TOL max(1, |f|)`` (then the caller computes the scores exactly)."""
+    s = S[0].copy()
+    live = groups.live
+    err = np.where(live, EPS * np.abs(np.where(live, s, 0.0)), 0.0) if S[2] is None else S[2] + 0.0
+    for a, (img, ierr) in terms:
+        s += a * img
+        err += abs(a) * (ierr + EPS * np.abs(img))
+    err += EPS * np.abs(np.where(live, s, 0.0))
+    if groups.value_error(err) > LIN_TOL * max(1.0, abs(f)):
+        return None
+    return s, err
+
+
+def _linear_scores(groups, S, img_step, images, f):
+    """``lin(a, b)`` for :func:`secant_extrapolate`: scores of ``x + a D + sum_j b_j s_j`` by linearity."""
+    def lin(a, b):
+        return _combine(groups, S, [(a, img_step)] + list(zip(b, images)), f)
+    return lin
 
 
 def _group_starts(seg):
@@ -273,11 +312,13 @@ class MajorizeModel:
         return (sp.vstack(As).tocsr(), np.concatenate(bs), np.concatenate(segs), np.concatenate(coefs))
 
     # --- evaluation -------------------------------------------------------------------------------------------
-    def evaluate(self, x, want_grad=False, scores=None):
-        """``(f(x), grad f(x) or None, cache)``; ``cache`` holds the padded scores reused by the bound.
+    def evaluate(self, x, want_grad=False, scores=None, err=None):
+        """``(f(x), grad f(x) or None, cache)``; ``cache = (scores, weights, err)`` holds the padded scores
+        reused by the bound.
 
         ``scores``: the padded scores at ``x`` when the caller has them (scores are affine in ``x``:
-        a combination of known images saves the feature product)."""
+        a combination of known images saves the feature product), ``err`` a bound on their rounding
+        (None: computed here, exact up to the usual rounding)."""
         x = np.asarray(x, dtype=float)
         Hx = self.Hd * x if self.Hd is not None else self.H @ x
         v = self.k + float(self.c @ x) + 0.5 * float(x @ Hx)
@@ -289,7 +330,7 @@ class MajorizeModel:
             if want_grad:
                 g = g + self.groups.gradient(W)
             v += pv
-            S = (S, W)
+            S = (S, W, None if scores is None else err)
         elif self.pos is not None:
             pv, pg = _lse_value_gradient(self.pos, self._pos_starts, x, want_grad)
             v += pv
@@ -434,11 +475,13 @@ class MajorizeSolver(Solver):
                 # an inexact QP answer worse than D = 0: the majorizer says theta~ is optimal
                 step, mval, FD = np.zeros(n), 0.0, None
             x_new = x + step
-            # scores by linearity save a feature product; refreshed exactly every REFRESH iterations so
-            # rounding cannot accumulate
+            # scores by linearity save a feature product when their rounding bound moves f by less than
+            # LIN_TOL (it does not when the image cancels, e.g. a tiny ridge); exact every REFRESH iterations
             lin = FD is not None and S is not None and it % REFRESH != 0
-            used_lin = used_lin or lin
-            f_new, _, S_new = model.evaluate(x_new, scores=S[0] + FD if lin else None)
+            sc = _combine(model.groups, S, [(1.0, FD)], f) if lin else None
+            used_lin = used_lin or sc is not None
+            f_new, _, S_new = model.evaluate(x_new, scores=None if sc is None else sc[0],
+                                             err=None if sc is None else sc[1])
             scale = max(1.0, abs(f))
             if opts.check_bound and f_new > f + mval + MONO_TOL * scale:
                 raise SolverBugError(
@@ -447,17 +490,21 @@ class MajorizeSolver(Solver):
             if f_new > f + MONO_TOL * scale:
                 raise SolverBugError(f"majorize: the objective increased from {f!r} to {f_new!r} at iteration {it}")
             if extrapolate and mval < 0:
+                img_step = _image(S, S_new) if FD is not None else None
+                lin_fn = (_linear_scores(model.groups, S, img_step, images, f)
+                          if lin and img_step is not None and len(images) == len(prev) else None)
+
+                def trial(z, sc=None):
+                    return model.evaluate(z, want_grad=True, scores=None if sc is None else sc[0],
+                                          err=None if sc is None else sc[1])
+                x_old_new = S_new
                 x_new, f_new, u_next, S_new, alpha = secant_extrapolate(
-                    lambda z, sc=None: model.evaluate(z, want_grad=True, scores=sc), x, u, step, x_new, f_new,
-                    model.gradient_at(x_new, S_new), S_new, prev=prev,
-                    lin=(S[0], FD, images) if lin and len(images) == len(prev) else None)
+                    trial, x, u, step, x_new, f_new, model.gradient_at(x_new, S_new), S_new, prev=prev, lin=lin_fn)
+                used_lin = used_lin or (S_new is not x_old_new and S_new[2] is not None)
                 step = x_new - x
                 prev = [(step, u_next - u)] + prev[:MEMORY - 1]
                 if FD is not None and S_new is not None:
-                    with np.errstate(invalid="ignore"):
-                        img = S_new[0] - S[0]
-                    img[np.isnan(img)] = 0.0  # -inf - (-inf): rows with h(y) = 0 (padding) stay -inf
-                    images = [img] + images[:MEMORY - 1]
+                    images = [_image(S, S_new)] + images[:MEMORY - 1]
                 else:
                     images = []  # lengths differ from prev's until realigned: no linear trial meanwhile
                 info = dict(info, alpha=alpha)
@@ -520,12 +567,8 @@ class MajorizeSolver(Solver):
             # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT), matrix-free in
             # the row space of R (the dense K x d matrix R costs more than the rest of the iteration)
             Dg = model.Hd + ridge
-            Fz = None
-            if S is not None and model.neg is None and ridge == 0:
-                # u = c + Hd x + F^T W exactly: its scaled image comes from the scores and the Gram matrix
-                Fz = grp.gradient_image(S[0], S[1], x, model.c, Dg)
-            x_sol, qv, Fx, info["flat"] = grp.woodbury_solve(T, Dg, u, Fz)
-            return -x_sol, float(-u @ x_sol + 0.5 * qv), info, -Fx
+            x_sol, qv, Fx, Fx_err, info["flat"] = grp.woodbury_solve(T, Dg, u)
+            return -x_sol, float(-u @ x_sol + 0.5 * qv), info, (-Fx, Fx_err)
         if T is not None and (opts.bound == "lowrank" or (not grp.dense_fits(grp.G, grp.c, grp.d)
                                                           and grp.template is None)):
             R = grp.rows(T) if grp.dense_fits(grp.G, grp.c, grp.d) else grp.rows_sparse(T)
