@@ -525,3 +525,19 @@ def test_unbounded_over_constraints():
     prog.lb[0] = 0.0
     res = get_solver("majorize").solve(prog)
     assert res.status == "unbounded" and res.objective == -np.inf and "unbounded" in res.message
+
+
+@pytest.mark.parametrize("lam", [1e-6, 1e-3, 1.0])
+def test_woodbury_path_small_ridge_keeps_the_bound_check(lam):
+    """d >> t multinomial logistic regression (the row-space Woodbury step) with a small ridge: the Gram
+    matrix ~ 1/ridge makes the free score images cancel; their rounding bound must send the solver to
+    exact products instead of a spurious 'objective exceeds its majorizer' (srbct, lambda = 1e-3, did)."""
+    rng = np.random.default_rng(7)
+    t, p, C = 60, 1500, 4
+    y = np.arange(t) % C
+    X = rng.normal(size=(t, p)) + 0.5 * np.eye(C)[y] @ rng.normal(size=(C, p))
+    prog = logistic_program(X, y, lam)
+    res = get_solver("majorize").solve(prog, tol=1e-12, max_iter=60)
+    hist = np.array([h["objective"] for h in res.history])
+    assert np.all(np.diff(hist) <= 1e-12 * np.maximum(1.0, np.abs(hist[:-1])))
+    assert np.isclose(res.objective, prog.objective.value(res.x), rtol=1e-12, atol=1e-12)
