@@ -56,7 +56,7 @@ EPS = np.finfo(float).eps
 #: gradient left outside the range of the bound's curvature (relative to the first gradient's norm)
 #: that means an unbounded objective (the objective is affine along flat directions of the bound)
 FLAT_TOL = 1e-6
-#: |theta|_inf beyond which the iterates count as diverging (IPOPT's diverging_iterates_tol)
+#: ||theta|| beyond which the iterates count as diverging (IPOPT's diverging_iterates_tol)
 DIVERGED = 1e20
 
 
@@ -462,9 +462,9 @@ class MajorizeSolver(Solver):
                     f = -np.inf
                 break
             if it == 1:
-                u_scale = max(1.0, float(np.linalg.norm(u)))
+                u_scale = max(1.0, math.sqrt(float(u @ u)))
             flat = info.pop("flat", 0.0)
-            if flat > max(FLAT_TOL * u_scale, 1e-3 * float(np.linalg.norm(u))):
+            if flat > FLAT_TOL * u_scale and flat > 1e-3 * math.sqrt(float(u @ u)):
                 # u has a component along which the bound's curvature vanishes: there every log Z_g and
                 # the quadratic part are affine, so f is affine (concave with latent terms) with nonzero slope
                 status = "unbounded"
@@ -516,11 +516,11 @@ class MajorizeSolver(Solver):
             rel_x = math.sqrt(float(step @ step)) / max(1.0, math.sqrt(float(x @ x)))
             x, f, S = x_new, f_new, S_new
             now = time.perf_counter() - t0
-            if not np.abs(x).max(initial=0.0) <= DIVERGED:
-                # monotone decrease with |theta| -> inf (IPOPT's "diverging iterates" rule): f is unbounded
+            if not float(x @ x) <= DIVERGED * DIVERGED:
+                # monotone decrease with ||theta|| -> inf (IPOPT's "diverging iterates" rule): f is unbounded
                 # below or its infimum is not attained (e.g. separable data without regularization)
                 status = "error"
-                message = (f"diverging iterates: |theta|_inf > {DIVERGED:g} while the objective decreased from "
+                message = (f"diverging iterates: ||theta|| > {DIVERGED:g} while the objective decreased from "
                            f"{history[0]['objective']:.6g} to {f:.6g}; the objective is unbounded below or its "
                            "infimum is not attained (add regularization or bounds)")
                 history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
@@ -610,7 +610,8 @@ class MajorizeSolver(Solver):
         if not model.constrained:
             step = self._psd_solve(Q, -u)
             Qs = Q @ step
-            info["flat"] = float(np.linalg.norm(Qs + u))
+            r = Qs + u
+            info["flat"] = math.sqrt(float(r @ r))
             return step, float(u @ step + 0.5 * step @ Qs), info, None
         # Algorithm 2 step 3 as a QP in D = theta - theta~
         Qs = sp.csr_matrix(0.5 * (Q + Q.T))
