@@ -541,3 +541,20 @@ def test_woodbury_path_small_ridge_keeps_the_bound_check(lam):
     hist = np.array([h["objective"] for h in res.history])
     assert np.all(np.diff(hist) <= 1e-12 * np.maximum(1.0, np.abs(hist[:-1])))
     assert np.isclose(res.objective, prog.objective.value(res.x), rtol=1e-12, atol=1e-12)
+
+
+def test_woodbury_with_every_coordinate_unpenalized(rng):
+    """No ridge at all (Sigma = R'R, rank K << d): the Schur complement over all d coordinates comes from
+    a thin SVD in the row space; the step is the minimum-norm solution (R'R)^+ u."""
+    from varopt.solvers.majorize.groups import PaddedGroups
+    X, y = _data(rng, t=8, d=60, C=3)
+    prog = logistic_program(X, y, 1.0)
+    g = prog.objective.lse[0]
+    pg = PaddedGroups(g.A, g.b, g.seg, g.coef)
+    T = pg.factors(pg.scores(rng.normal(size=prog.n)))
+    R = pg.rows(T)
+    u = R.T @ rng.normal(size=R.shape[0])  # in the range of R'R
+    x, q, Fx, Fx_err, res = pg.woodbury_solve(T, np.zeros(prog.n), u)
+    ref = np.linalg.pinv(R.T @ R) @ u
+    assert np.allclose(x, ref, rtol=1e-7, atol=1e-9 * np.abs(ref).max())
+    assert res <= 1e-8 * np.linalg.norm(u)

@@ -342,9 +342,16 @@ class PaddedGroups:
         if b.size:
             Rb = np.matmul(T, Fb).reshape(G * (c - 1), b.size)
             CiRb = sla.cho_solve(cf, Rb, check_finite=False)
-            Sb = Rb.T @ CiRb
             rhs = u[b] - CiRb.T @ r0
-            lam, U = np.linalg.eigh(0.5 * (Sb + Sb.T))
+            if b.size <= Rb.shape[0]:
+                Sb = Rb.T @ CiRb
+                lam, U = np.linalg.eigh(0.5 * (Sb + Sb.T))
+            else:
+                # many unpenalized coordinates: Sb = M^T M with M = L^-1 Rb (K x nb, K < nb), so its
+                # eigenpairs come from the thin SVD of M in O(K^2 nb), not an nb x nb eigensolve
+                M = sla.solve_triangular(cf[0], Rb, trans="T", lower=cf[1], check_finite=False)
+                _, sv, Vt = np.linalg.svd(M, full_matrices=False)
+                lam, U = sv[::-1] ** 2, Vt[::-1].T
             keep = lam > 1e-12 * max(lam[-1], 1e-300)
             xb = U[:, keep] @ ((U[:, keep].T @ rhs) / lam[keep])
             x[b] = xb
