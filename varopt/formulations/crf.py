@@ -234,7 +234,7 @@ class ChainCRF:
             f, g, Sig = self.oracle(theta, True)
             self.history_.append(dict(iteration=0, time=time.perf_counter() - t0, objective=f))
             it = 0
-            prev = None
+            prev = []
             for it in range(1, max_iter + 1):
                 Sig[np.diag_indices_from(Sig)] += self.lam
                 c = sla.cho_factor(Sig, check_finite=False)
@@ -247,7 +247,7 @@ class ChainCRF:
                 if extrapolate:
                     theta_new, f_new, g_new, _, _ = secant_extrapolate(
                         self.oracle, theta, g, step, theta_new, f_new, g_new, prev=prev)
-                    prev = [(theta_new - theta, g_new - g)] + (prev or [])[:MEMORY - 1]
+                    prev = [(theta_new - theta, g_new - g)] + prev[:MEMORY - 1]
                     # the curvature only at the accepted point
                     f_new, g_new, Sig_new = self.oracle(theta_new, True)
                 rel = abs(f - f_new) / max(1.0, abs(f))

@@ -57,6 +57,13 @@ def omega(r):
         return out
 
 
+def min_norm_solve(lam, U, rhs):
+    """``A^+ rhs`` from the eigenpairs ``(lam, U)`` of a PSD ``A`` (ascending ``lam``); eigenvalues below
+    ``1e-12`` of the largest count as zero (flat directions of a bound get no step)."""
+    keep = lam > 1e-12 * max(lam[-1], 1e-300)
+    return U[:, keep] @ ((U[:, keep].T @ rhs) / lam[keep])
+
+
 @dataclass
 class BoundParts:
     """Bound of a set of log-sum-exp groups at ``theta~``.

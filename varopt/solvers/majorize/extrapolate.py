@@ -29,13 +29,13 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
 
     ``evaluate(x) -> (f, grad, aux)`` evaluates the objective; ``aux`` is passed through (e.g. cached
     scores). ``g_new`` is ``grad f(x_new)``. Evaluations that fail with ``InputDataError`` (scores
-    overflowing far along ``step``) end the search. ``prev = (s, y)``, the previous iteration's step
-    and gradient change (or a list of such pairs, most recent first, at most :data:`MEMORY` used),
-    enables the subspace trial of :func:`_subspace_trial` first.
+    overflowing far along ``step``) end the search. ``prev``, a list of ``(s, y)`` pairs (earlier accepted
+    steps and their gradient changes, most recent first; the callers keep :data:`MEMORY`), enables
+    the subspace trial of :func:`_subspace_trial` first.
 
     ``lin(a, b)``, when given, returns the (affine) scores of ``x + a step + sum_j b_j s_j`` combined
     from known images (or None when too inexact); they are passed as ``evaluate(x, scores)`` (no
-    feature product).
+    feature product; ``scores`` is whatever ``lin`` returned).
     """
     best = (x_new, f_new, g_new, aux_new, 1.0)
     d0 = float(u @ step)
@@ -82,8 +82,6 @@ def _subspace_trial(evaluate, x, u, step, g_new, prev, f_new, lin=None):
     ``None`` when ``B`` is not safely positive definite or the trial is not better (the caller then
     runs the one-dimensional secant).
     """
-    if isinstance(prev, tuple):
-        prev = [prev]
     V = np.column_stack([step] + [s for s, _ in prev])
     Y = np.column_stack([g_new - u] + [y for _, y in prev])
     B = V.T @ Y

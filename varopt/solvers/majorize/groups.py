@@ -34,7 +34,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...errors import InputDataError
-from .bound import omega
+from .bound import min_norm_solve, omega
+
+EPS = np.finfo(float).eps
 
 
 class PaddedGroups:
@@ -128,9 +130,6 @@ class PaddedGroups:
         for B in blocks[1:]:
             if (B != sp.csr_matrix(X)).nnz:
                 return None
-        # padded positions must not carry configurations whose features are all zero while others in
-        # the same column block are not (they are simply zero rows: fine, T handles them)
-        allc = np.concatenate(cols)
         self._template_identity = bool(allc.size == self.d and np.array_equal(allc, np.arange(self.d)))
         return rows, cols, X
 
@@ -186,15 +185,37 @@ class PaddedGroups:
             np.maximum(m, e[:, j], out=m)
         return float(self.coef @ m)
 
+    # --- scores by linearity (theta -> scores is affine) ------------------------------------------------------------
+    def image(self, S0, S1):
+        """``(F step, rounding bound)`` from the caches ``(scores, weights, err)`` at both ends of a step
+        (0 on rows with ``h = 0``, whose scores stay ``-inf``)."""
+        with np.errstate(invalid="ignore"):
+            img = S1[0] - S0[0]
+        img[np.isnan(img)] = 0.0
+        err = EPS * np.abs(img)
+        for Sx in (S0, S1):
+            if Sx[2] is not None:
+                err += Sx[2]
+        return img, err
+
+    def combine(self, S, terms, limit):
+        """Scores ``s + sum_j a_j img_j`` (``terms = [(a_j, (img_j, err_j))]``) with their rounding bound,
+        or None when that bound could move ``sum_g c_g log Z_g`` by more than ``limit``."""
+        live = self.live
+        s = S[0].copy()
+        err = EPS * np.abs(np.where(live, s, 0.0)) if S[2] is None else S[2].copy()
+        for a, (img, ierr) in terms:
+            s += a * img
+            err += abs(a) * (ierr + EPS * np.abs(img))
+        err += EPS * np.abs(np.where(live, s, 0.0))
+        if self.value_error(err) > limit:
+            return None
+        return s, err
+
     def gradient(self, W):
         """``sum_g c_g E_g[f]`` from the weights of :meth:`value_weights`."""
         F2 = self._dense2
         return F2.T @ W.ravel() if F2 is not None else self.AT @ W.ravel()
-
-    def value_gradient(self, S):
-        """``(sum_g c_g log Z_g, sum_g c_g E_g[f])`` from the scores."""
-        v, W = self.value_weights(S)
-        return v, self.gradient(W)
 
     # --- Algorithm 1 in row space -------------------------------------------------------------------------------
     def factors(self, S) -> np.ndarray:
@@ -352,8 +373,7 @@ class PaddedGroups:
                 M = sla.solve_triangular(cf[0], Rb, trans="T", lower=cf[1], check_finite=False)
                 _, sv, Vt = np.linalg.svd(M, full_matrices=False)
                 lam, U = sv[::-1] ** 2, Vt[::-1].T
-            keep = lam > 1e-12 * max(lam[-1], 1e-300)
-            xb = U[:, keep] @ ((U[:, keep].T @ rhs) / lam[keep])
+            xb = min_norm_solve(lam, U, rhs)
             x[b] = xb
             w = sla.cho_solve(cf, r0 + Rb @ xb, check_finite=False)
         else:
@@ -371,7 +391,7 @@ class PaddedGroups:
         # Sigma x - u vanishes on a by construction; on b it is the part of u_b the minimum-norm
         # solution left out (u outside the range of Sigma: the bound is flat there)
         resid = float(np.linalg.norm(RTw[b] - u[b])) if b.size else 0.0
-        err *= np.finfo(float).eps
+        err *= EPS
         return x, float(Dg[cols] @ (x[cols] * x[cols]) + w @ w), Fx.reshape(G, c), err.reshape(G, c), resid
 
     def rows_sparse(self, T) -> sp.csr_matrix:

@@ -39,7 +39,7 @@ from ...errors import InputDataError, InvalidOptionError, ModelStructureError, S
 from ...options import Option, OptionSet, common_options, nonnegative, positive
 from ...registry import Progress, Solver, register_solver
 from ...result import Result
-from .bound import compute_bound
+from .bound import compute_bound, min_norm_solve
 from .extrapolate import MEMORY, secant_extrapolate
 from .groups import PaddedGroups
 from .lowrank import LowRankSigma, diagonal_dominance
@@ -52,7 +52,6 @@ REFRESH = 16
 #: linearity may cause; beyond it the scores are recomputed exactly (two such values enter the 1e-12
 #: bound check)
 LIN_TOL = 2.5e-13
-EPS = np.finfo(float).eps
 #: gradient left outside the range of the bound's curvature (relative to the first gradient's norm)
 #: that means an unbounded objective (the objective is affine along flat directions of the bound)
 FLAT_TOL = 1e-6
@@ -82,21 +81,20 @@ def _threadpool_controller():
     return _CTL[0]
 
 
-def _woodbury_solve(Dg, R, u, C=None):
-    """Solve ``(diag(Dg) + R^T R) x = u`` with ``Dg >= 0``, ``R`` (K x n), ``K << n``.
+def _woodbury_solve(Dg, R, u):
+    """Solve ``(diag(Dg) + R^T R) x = u`` with ``Dg >= 0``, ``R`` (K x n), ``K << n`` (dense ``R``: groups
+    too large for the padded row-space form of :meth:`.groups.PaddedGroups.woodbury_solve`).
 
     Coordinates with ``Dg > 0`` (a) use the Woodbury identity
     ``(Da + Ra^T Ra)^{-1} = Da^{-1} - Da^{-1} Ra^T (I + Ra Da^{-1} Ra^T)^{-1} Ra Da^{-1}``; the few with
     ``Dg = 0`` (b, e.g. unpenalized intercepts) are eliminated by their Schur complement, solved in the
-    minimum-norm sense (a singular complement is a flat direction of the bound). ``C`` is
-    ``I + Ra Da^{-1} Ra^T`` when the caller has it cheaper (``T G T^T`` from a cached Gram matrix).
+    minimum-norm sense (a singular complement is a flat direction of the bound).
     """
     a = Dg > 0
     b = ~a
     Da, Ra = Dg[a], R[:, a]
     RaD = Ra / Da
-    if C is None:
-        C = np.eye(R.shape[0]) + RaD @ Ra.T
+    C = np.eye(R.shape[0]) + RaD @ Ra.T
     cf = sla.cho_factor(C, check_finite=False)
 
     def winv(V):
@@ -112,9 +110,7 @@ def _woodbury_solve(Dg, R, u, C=None):
     RbRa = Rb.T @ Ra
     Sb = Rb.T @ Rb - RbRa @ Y
     rhs = u[b] - RbRa @ xa0
-    lam, U = np.linalg.eigh(0.5 * (Sb + Sb.T))
-    keep = lam > 1e-12 * max(lam[-1], 1e-300)
-    xb = U[:, keep] @ ((U[:, keep].T @ rhs) / lam[keep])
+    xb = min_norm_solve(*np.linalg.eigh(0.5 * (Sb + Sb.T)), rhs)
     x[b] = xb
     x[a] = xa0 - Y @ xb
     return x
@@ -144,37 +140,10 @@ def _lse_value_gradient(part, starts, x, want_grad=True):
     return val, A.T @ (e * (coef / tot)[seg])
 
 
-def _image(S0, S1):
-    """``(F step, rounding bound)`` from the padded caches at both ends of a step (0 on ``h = 0`` rows)."""
-    with np.errstate(invalid="ignore"):
-        img = S1[0] - S0[0]
-    img[np.isnan(img)] = 0.0  # -inf - (-inf): rows with h(y) = 0 (padding) stay -inf
-    err = EPS * np.abs(img)
-    for Sx in (S0, S1):
-        if Sx[2] is not None:
-            err += Sx[2]
-    return img, err
-
-
-def _combine(groups, S, terms, f):
-    """Scores ``s + sum_j a_j img_j`` with their rounding bound, or None when that bound could move the
-    objective by more than ``LIN_TOL max(1, |f|)`` (then the caller computes the scores exactly)."""
-    s = S[0].copy()
-    live = groups.live
-    err = np.where(live, EPS * np.abs(np.where(live, s, 0.0)), 0.0) if S[2] is None else S[2] + 0.0
-    for a, (img, ierr) in terms:
-        s += a * img
-        err += abs(a) * (ierr + EPS * np.abs(img))
-    err += EPS * np.abs(np.where(live, s, 0.0))
-    if groups.value_error(err) > LIN_TOL * max(1.0, abs(f)):
-        return None
-    return s, err
-
-
-def _linear_scores(groups, S, img_step, images, f):
+def _linear_scores(groups, S, img_step, images, limit):
     """``lin(a, b)`` for :func:`secant_extrapolate`: scores of ``x + a D + sum_j b_j s_j`` by linearity."""
     def lin(a, b):
-        return _combine(groups, S, [(a, img_step)] + list(zip(b, images)), f)
+        return groups.combine(S, [(a, img_step)] + list(zip(b, images)), limit)
     return lin
 
 
@@ -447,8 +416,8 @@ class MajorizeSolver(Solver):
         extrapolate = opts.extrapolate and not model.constrained
         u_next = None
         prev = []  # (step, gradient change) of recent iterations, most recent first: the subspace trial
-        images = []  # their score images F step (scores are affine in x), when known
-        used_lin = False
+        images = []  # their score images (F step, rounding bound), when the steps come with images
+        grp = model.groups
         for it in range(1, opts.max_iter + 1):
             u = model.gradient_at(x, S) if u_next is None else u_next
             u_next = None
@@ -458,8 +427,6 @@ class MajorizeSolver(Solver):
                 message = ("the majorizer QP is unbounded below over the constraints: along a feasible direction "
                            "where the bound has no curvature the objective decreases without bound"
                            if info == "unbounded" else f"QP subproblem failed ({info})")
-                if info == "unbounded":
-                    f = -np.inf
                 break
             if it == 1:
                 u_scale = max(1.0, math.sqrt(float(u @ u)))
@@ -478,10 +445,10 @@ class MajorizeSolver(Solver):
             # scores by linearity save a feature product when their rounding bound moves f by less than
             # LIN_TOL (it does not when the image cancels, e.g. a tiny ridge); exact every REFRESH iterations
             lin = FD is not None and S is not None and it % REFRESH != 0
-            sc = _combine(model.groups, S, [(1.0, FD)], f) if lin else None
-            used_lin = used_lin or sc is not None
-            f_new, _, S_new = model.evaluate(x_new, scores=None if sc is None else sc[0],
-                                             err=None if sc is None else sc[1])
+            limit = LIN_TOL * max(1.0, abs(f))
+            sc = grp.combine(S, [(1.0, FD)], limit) if lin else None
+            f_new, _, S_new = (model.evaluate(x_new) if sc is None else
+                               model.evaluate(x_new, scores=sc[0], err=sc[1]))
             scale = max(1.0, abs(f))
             if opts.check_bound and f_new > f + mval + MONO_TOL * scale:
                 raise SolverBugError(
@@ -490,21 +457,20 @@ class MajorizeSolver(Solver):
             if f_new > f + MONO_TOL * scale:
                 raise SolverBugError(f"majorize: the objective increased from {f!r} to {f_new!r} at iteration {it}")
             if extrapolate and mval < 0:
-                img_step = _image(S, S_new) if FD is not None else None
-                lin_fn = (_linear_scores(model.groups, S, img_step, images, f)
-                          if lin and img_step is not None and len(images) == len(prev) else None)
+                img = grp.image(S, S_new) if FD is not None else None
+                lin_fn = (_linear_scores(grp, S, img, images, limit)
+                          if lin and img is not None and len(images) == len(prev) else None)
 
                 def trial(z, sc=None):
                     return model.evaluate(z, want_grad=True, scores=None if sc is None else sc[0],
                                           err=None if sc is None else sc[1])
-                x_old_new = S_new
+                S_plain = S_new
                 x_new, f_new, u_next, S_new, alpha = secant_extrapolate(
                     trial, x, u, step, x_new, f_new, model.gradient_at(x_new, S_new), S_new, prev=prev, lin=lin_fn)
-                used_lin = used_lin or (S_new is not x_old_new and S_new[2] is not None)
                 step = x_new - x
                 prev = [(step, u_next - u)] + prev[:MEMORY - 1]
-                if FD is not None and S_new is not None:
-                    images = [_image(S, S_new)] + images[:MEMORY - 1]
+                if img is not None:
+                    images = [img if S_new is S_plain else grp.image(S, S_new)] + images[:MEMORY - 1]
                 else:
                     images = []  # lengths differ from prev's until realigned: no linear trial meanwhile
                 info = dict(info, alpha=alpha)
@@ -516,6 +482,10 @@ class MajorizeSolver(Solver):
             rel_x = math.sqrt(float(step @ step)) / max(1.0, math.sqrt(float(x @ x)))
             x, f, S = x_new, f_new, S_new
             now = time.perf_counter() - t0
+            history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
+                                majorizer_decrease=-mval, **info))
+            if opts.verbose:
+                prog(f"majorize it {it:5d}  f {f:.12g}  rel df {rel_f:.3g}  rel dx {rel_x:.3g}  t {now:.3g}s")
             if not float(x @ x) <= DIVERGED * DIVERGED:
                 # monotone decrease with ||theta|| -> inf (IPOPT's "diverging iterates" rule): f is unbounded
                 # below or its infimum is not attained (e.g. separable data without regularization)
@@ -523,21 +493,15 @@ class MajorizeSolver(Solver):
                 message = (f"diverging iterates: ||theta|| > {DIVERGED:g} while the objective decreased from "
                            f"{history[0]['objective']:.6g} to {f:.6g}; the objective is unbounded below or its "
                            "infimum is not attained (add regularization or bounds)")
-                history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
-                                    majorizer_decrease=-mval, **info))
                 break
-            history.append(dict(iteration=it, time=now, lower=None, upper=f, objective=f, step=rel_x,
-                                majorizer_decrease=-mval, **info))
-            if opts.verbose:
-                prog(f"majorize it {it:5d}  f {f:.12g}  rel df {rel_f:.3g}  rel dx {rel_x:.3g}  t {now:.3g}s")
             if rel_f <= opts.tol and rest <= opts.tol and rel_x <= np.sqrt(opts.tol):
                 status = "optimal" if model.convex else "converged"
                 break
             if opts.time_limit is not None and now >= opts.time_limit:
                 status = "time_limit"
                 break
-        if used_lin:
-            f = model.evaluate(x)[0]  # exact scores (the last ones may have come by linearity)
+        if S is not None and S[2] is not None:
+            f = model.evaluate(x)[0]  # the final scores came by linearity: report the exact value
         if status == "unbounded":
             f = -np.inf  # x is the last iterate; the infimum is -inf
         res = Result(self.name, status, x=x, objective=f, upper_bound=f, iterations=it, history=history,
@@ -594,7 +558,7 @@ class MajorizeSolver(Solver):
         else:
             if woodbury and R is not None and R.shape[0] < n // 2:
                 # exact Woodbury without the padded form (large groups)
-                Dg = model.H.diagonal() + ridge
+                Dg = model.Hd + ridge
                 Rd = R.toarray() if sp.issparse(R) else R
                 step = -_woodbury_solve(Dg, Rd, u)
                 Sstep = Dg * step + Rd.T @ (Rd @ step)
@@ -648,5 +612,4 @@ class MajorizeSolver(Solver):
         lam, U = np.linalg.eigh(0.5 * (Q + Q.T))
         if lam[-1] < 0 or not np.all(np.isfinite(lam)):
             raise SolverBugError("majorize: the bound curvature is not positive semidefinite")
-        keep = lam > 1e-12 * max(lam[-1], 1e-300)
-        return U[:, keep] @ ((U[:, keep].T @ rhs) / lam[keep])
+        return min_norm_solve(lam, U, rhs)
