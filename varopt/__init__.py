@@ -8,7 +8,9 @@ from .program import Program
 from .registry import Solver, get_solver, register_solver, registered_solvers
 from .result import Result
 from .frontends import compile_model
+from .frontends import plugins as _frontend_plugins
 
+_frontend_plugins.install()  # the Pyomo and CVXPY adapters subscribe to the registry
 from . import solvers  # noqa: E402  (the subpackage: importing it registers the built-in solvers)
 from .registry import load_plugins as _load_plugins
 

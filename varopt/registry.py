@@ -1,21 +1,28 @@
 """The public solver registry and the base class of every varopt solver.
 
 A solver is a subclass of :class:`Solver` with a ``name``, a one-line ``summary``, an
-:class:`~varopt.options.OptionSet` and a ``_solve(program, opts) -> Result`` that works on
-the internal (minimised) program. :func:`register_solver` adds it to the registry, to
-Pyomo's ``SolverFactory`` and to ``cvxpy.Problem.register_solve`` in one call, so a
-plugin is reachable from every front-end and the CLI.
+:class:`~varopt.options.OptionSet` and a ``_solve(program, opts, run) -> Result`` that works on
+the internal (minimised) program; ``run`` is the per-solve :class:`~varopt.core.run.Run`
+(clock, limits, history, progress, callback, incumbent). :func:`register_solver` adds it to the
+registry.
+
+The registry knows solvers only. Front-ends (the Pyomo and CVXPY adapters, or any other) call
+:func:`subscribe` with a function that makes a solver class reachable from their library; the
+registry calls it for every solver registered before and after, so registration works in either
+import order and nothing here imports a front-end.
 """
 from __future__ import annotations
 
-import sys
+import inspect
 import time
 
+from .core.run import Run
 from .options import OptionSet
 from .program import Program
 from .result import Result
 
 _REGISTRY: dict = {}
+_SUBSCRIBERS: list = []
 
 
 class Solver:
@@ -24,10 +31,18 @@ class Solver:
     options: OptionSet = OptionSet([])
 
     def solve(self, program: Program, **options) -> Result:
-        """Validate ``options``, solve ``program`` and return a :class:`Result` in the user's sense."""
+        """Validate ``options``, solve ``program`` and return a :class:`Result` in the user's sense.
+
+        ``KeyboardInterrupt`` during the solve returns the best point so far with status
+        ``interrupted`` (see :meth:`varopt.core.run.Run.interrupted`).
+        """
         opts = self.options.validate(options)
-        t0 = time.perf_counter()
-        res = self._solve(program, opts)
+        run = Run(self.name, opts)
+        t0 = run.t0
+        try:
+            res = self._call(program, opts, run)
+        except KeyboardInterrupt:
+            res = run.interrupted()
         res.wall_time = time.perf_counter() - t0
         res.solver = self.name
         res.names = list(program.names)
@@ -44,7 +59,13 @@ class Solver:
                     h["objective"] = -h["objective"]
         return res
 
-    def _solve(self, program: Program, opts) -> Result:  # pragma: no cover - abstract
+    def _call(self, program, opts, run):
+        # plugins written before the run loop existed define _solve(program, opts)
+        if len(inspect.signature(self._solve).parameters) >= 3:
+            return self._solve(program, opts, run)
+        return self._solve(program, opts)
+
+    def _solve(self, program: Program, opts, run: Run) -> Result:  # pragma: no cover - abstract
         raise NotImplementedError
 
 
@@ -53,9 +74,18 @@ def register_solver(cls):
     if not cls.name:
         raise ValueError("a solver needs a name")
     _REGISTRY[cls.name] = cls
-    from .frontends import plugins
-    plugins.register_everywhere(cls)
+    for fn in _SUBSCRIBERS:
+        fn(cls)
     return cls
+
+
+def subscribe(fn):
+    """Call ``fn(solver_class)`` for every registered solver, now and whenever one is registered
+    later (how a front-end makes solvers reachable from its library)."""
+    _SUBSCRIBERS.append(fn)
+    for cls in list(_REGISTRY.values()):
+        fn(cls)
+    return fn
 
 
 def get_solver(name: str) -> Solver:
@@ -68,23 +98,6 @@ def get_solver(name: str) -> Solver:
 def registered_solvers() -> dict:
     """Registered solvers: ``{name: Solver subclass}``."""
     return dict(_REGISTRY)
-
-
-class Progress:
-    """Prints progress lines to stderr when ``verbose`` or when stderr is a terminal and the run is long."""
-
-    def __init__(self, verbose: bool, every_s: float = 1.0):
-        self.verbose = verbose
-        self.tty = sys.stderr.isatty()
-        self.t0 = time.perf_counter()
-        self.last = -1e9
-        self.every = every_s
-
-    def __call__(self, line: str, force: bool = False):
-        now = time.perf_counter()
-        if self.verbose or (self.tty and now - self.t0 > 2.0 and (force or now - self.last >= self.every)):
-            print(line, file=sys.stderr, flush=True)
-            self.last = now
 
 
 def load_plugins():

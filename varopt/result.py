@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: status values; ``optimal`` means proven optimal (convex convergence or closed gap)
+#: ``interrupted``: stopped by the user (Ctrl-C); the best point so far, no optimality claim
 STATUSES = ("optimal", "converged", "iteration_limit", "time_limit", "pass_limit",
-            "infeasible", "unbounded", "error")
+            "infeasible", "unbounded", "error", "interrupted")
 
 
 def _plain(v):

@@ -21,7 +21,7 @@ ones); ``verbose`` is accepted by every solver.
 
 Status mapping (varopt -> CVXPY): ``optimal`` -> ``OPTIMAL``; ``converged`` (a local or
 stochastic method stopped by its convergence test, no optimality proof) ->
-``OPTIMAL_INACCURATE``; ``iteration_limit``/``time_limit``/``pass_limit`` -> ``USER_LIMIT``
+``OPTIMAL_INACCURATE``; ``iteration_limit``/``time_limit``/``pass_limit``/``interrupted`` (Ctrl-C) -> ``USER_LIMIT``
 (variables hold the best point found); ``infeasible`` -> ``INFEASIBLE`` (value ``+inf`` for
 a minimisation, ``-inf`` for a maximisation); ``unbounded`` -> ``UNBOUNDED`` (value
 ``-inf``/``+inf``); ``error`` -> ``SOLVER_ERROR`` (value ``None``). The return value of
@@ -43,6 +43,7 @@ STATUS_MAP = {
     "infeasible": "infeasible",
     "unbounded": "unbounded",
     "error": "solver_error",
+    "interrupted": "user_limit",
 }
 
 

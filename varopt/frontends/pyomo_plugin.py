@@ -29,6 +29,7 @@ infeasible problem, in which case the values are left untouched) and returns a s
   infeasible        warning  infeasible
   unbounded         warning  unbounded
   error             error    error
+  interrupted       aborted  userInterrupt
   ================ ======== =================
 
   so ``pyomo.environ.check_optimal_termination(results)`` is True exactly for
@@ -67,10 +68,11 @@ STATUS_MAP = {
     "infeasible": ("warning", "infeasible"),
     "unbounded": ("warning", "unbounded"),
     "error": ("error", "error"),
+    "interrupted": ("aborted", "userInterrupt"),
 }
 
 #: statuses whose point is written back into the model
-_LOADABLE = ("optimal", "converged", "iteration_limit", "pass_limit", "time_limit")
+_LOADABLE = ("optimal", "converged", "iteration_limit", "pass_limit", "time_limit", "interrupted")
 
 #: Pyomo-level options accepted besides the solver's own
 PYOMO_OPTIONS = ("tee", "load_solutions")

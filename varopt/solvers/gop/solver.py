@@ -37,7 +37,8 @@ import scipy.sparse as sp
 from ...errors import InputDataError, InvalidOptionError, ModelStructureError, SolverBugError
 from ...highs import HighsModel, solve_lp
 from ...options import Option, OptionSet, common_options, nonnegative, positive
-from ...registry import Progress, Solver, register_solver
+from ...core.run import Progress
+from ...registry import Solver, register_solver
 from ...result import Result
 from .bounds import fbbt, obbt
 from .cuts import ConvexConstraints, ConvexPieces

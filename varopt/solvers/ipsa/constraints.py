@@ -10,6 +10,13 @@ Three blocks, each with its own cheap representation, in this order inside ``c``
    from :class:`~varopt.program.expression.Expression`.
 
 Slacks ``s = -c(x) > 0`` are what the solver keeps; ``J`` is the Jacobian of ``c``.
+
+**Strictly interior as the user evaluates it** (:meth:`ConstraintSet.interior`): a slack of a
+linear or nonlinear row counts as positive only above its rounding margin
+(:mod:`varopt.program.rounding`): ``2 (t + 2) eps (|hi| + M(x))`` for a row of ``t`` terms of
+magnitude ``M``, so that the user's own evaluation of the constraint in another order (Pyomo
+``value()``, CVXPY ``.value``) also finds it strictly satisfied. Bound slacks ``x - lb`` are
+exact in floating point and need no margin.
 Equality constraints are rejected (the thesis, §2.1, leaves them out as well): eliminate
 them in the model, or relax ``a^T x = b`` to ``b - eps <= a^T x <= b + eps``.
 """
@@ -20,6 +27,7 @@ import scipy.sparse as sp
 
 from ...errors import ModelStructureError
 from ...program import Expression, Program
+from ...program.rounding import magnitude, n_terms, slack_margin
 
 
 def _expression_is_convex(e: Expression) -> bool:
@@ -48,9 +56,19 @@ class _Body:
         self.e = e
         # quadratic terms and multiplier-free square atoms expand to k + l^T x + x^T H x / 2
         self.quad = e.is_quadratic_form
+        self.terms = n_terms(e)
         if self.quad:
             H, self.lin, self.k = e.as_quadratic()
             self.H = H.toarray() if e.n <= 1500 else sp.csr_matrix(H)
+            self.absH = abs(self.H)
+            self.terms += int(np.count_nonzero(self.H))
+
+    def magnitude(self, x) -> float:
+        """Rounding scale of :meth:`value` at x (:func:`varopt.program.rounding.magnitude`)."""
+        if self.quad:
+            ax = np.abs(x)
+            return float(abs(self.k) + np.abs(self.lin) @ ax + 0.5 * ax @ (self.absH @ ax))
+        return magnitude(self.e, x)
 
     def value(self, x):
         if self.quad:
@@ -136,6 +154,9 @@ class ConstraintSet:
             self.h = np.zeros(0)
             self.row_names = []
         self.GT = self.G.T.tocsr()
+        self.absG = abs(self.G)
+        self.G_terms = np.diff(self.G.indptr) + 1
+        self.G_norm1 = np.asarray(self.absG.sum(axis=1)).ravel()
         self.n_lb, self.n_ub, self.n_lin, self.n_nl = self.lb_idx.size, self.ub_idx.size, self.G.shape[0], len(self.nonlinear)
         self.m = self.n_lb + self.n_ub + self.n_lin + self.n_nl
         o = np.cumsum([0, self.n_lb, self.n_ub, self.n_lin, self.n_nl])
@@ -160,6 +181,29 @@ class ConstraintSet:
         for k, (_, body, hi) in enumerate(self.nonlinear):
             s[self.sl_nl.start + k] = hi - body.value(x)
         return s
+
+    def interior(self, x, s) -> bool:
+        """True when every slack ``s = slack(x)`` is positive beyond its rounding margin (module
+        docstring)."""
+        if not s.size:
+            return True
+        if not s.min() > 0:
+            return False
+        if self.n_lin:
+            sl = s[self.sl_lin]
+            # cheap screen with ||G_r||_1 max|x| >= |G_r| |x|; exact margins only for the rows it flags
+            xinf = float(np.abs(x).max(initial=0.0))
+            hl = np.abs(self.h)
+            close = np.flatnonzero(sl <= slack_margin(self.G_terms, hl + self.G_norm1 * xinf))
+            if close.size:
+                scale = hl[close] + self.absG[close] @ np.abs(x)
+                if np.any(sl[close] <= slack_margin(self.G_terms[close], scale)):
+                    return False
+        for k, (_, body, hi) in enumerate(self.nonlinear):
+            i = self.sl_nl.start + k
+            if s[i] <= slack_margin(body.terms, abs(hi) + body.magnitude(x)):
+                return False
+        return True
 
     def slack_nonlinear(self, x) -> np.ndarray:
         return np.array([hi - body.value(x) for _, body, hi in self.nonlinear])

@@ -10,11 +10,14 @@ For ``min f(x) s.t. c(x) <= 0`` (convex ``c``, Slater's condition) with noisy gr
 4. primal-dual direction from the reduced system (2.20)-(2.21) with ``g_k`` in place of
    ``grad f`` and a Hessian approximation ``B`` (:mod:`.hessian`, :mod:`.direction`);
 5. step ``a = min(a_k, 0.995 * max step to z >= 0, 0.995 * max step to the linear boundary)``,
-   halved until the nonlinear constraints hold strictly (``c(x + a dx) < 0``); with
+   halved until the constraints hold strictly (``c(x + a dx) < 0``) by more than the rounding
+   margin of each row (:meth:`.ConstraintSet.interior`: the user's own evaluation of the
+   constraint in another order must agree); with
    ``dual_step='separate'`` the primal and dual variables get their own fractions to the boundary;
 6-7. ``x <- x + a dx``, ``z <- z + a dz``.
 
-Every iterate is strictly feasible: ``c(x) < 0`` and ``z > 0``.
+Every iterate is strictly feasible: ``c(x) < 0`` and ``z > 0``, also when the user re-evaluates
+their own constraint expressions in another order.
 """
 from __future__ import annotations
 
@@ -26,7 +29,8 @@ import numpy as np
 from ...errors import InputDataError, InvalidOptionError, SolverBugError
 from ...options import Option, OptionSet, common_options, nonnegative, positive
 from ...program import Program
-from ...registry import Progress, Solver, register_solver
+from ...core.run import Progress
+from ...registry import Solver, register_solver
 from ...result import Result
 from . import hessian as hs
 from .constraints import ConstraintSet
@@ -314,7 +318,7 @@ def _run_ipsa(program: Program, opts) -> Result:
         while True:
             x_new = x + ap * dx
             s_new = cons.slack(x_new) if m else s
-            if not m or s_new.min() > 0:
+            if not m or cons.interior(x_new, s_new):
                 break
             # backtracking (Fig. 2.1 step 5): nonlinear constraints, or round-off at a linear boundary
             ap *= 0.5

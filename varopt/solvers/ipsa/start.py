@@ -159,14 +159,15 @@ def strictly_feasible_start(cons, program, x0=None):
         if not np.all(np.isfinite(x0)):
             raise InputDataError("x0 contains NaN or inf")
         s = cons.slack(x0)
-        if s.size and not np.all(s > 0):
+        if not cons.interior(x0, s):
             k = int(np.argmin(s))
-            raise InputDataError(f"x0 is not strictly feasible: {cons.names[k]} has slack {s[k]:.3g} (needs c(x0) < 0)")
+            raise InputDataError(f"x0 is not strictly feasible: {cons.names[k]} has slack {s[k]:.3g} (needs c(x0) < 0 "
+                                 "beyond rounding)")
         return x0
     px = program.x0
     if px is not None and np.all(np.isfinite(px)):
         s = cons.slack(px)
-        if not s.size or np.all(s > 1e-12):
+        if cons.interior(px, s) and (not s.size or np.all(s > 1e-12)):
             return px.copy()
     if cons.n_lin == 0:
         x = bounds_interior(program.lb, program.ub)
@@ -176,10 +177,10 @@ def strictly_feasible_start(cons, program, x0=None):
             x = centre(x, G, h)
     if cons.n_nl:
         s = cons.slack(x)
-        if not np.all(s > 0):
+        if not cons.interior(x, s):
             x = phase1_nonlinear(cons, x)
             s = cons.slack(x)
-            if not np.all(s > 0):
+            if not cons.interior(x, s):
                 k = int(np.argmin(s))
                 raise ModelStructureError(
                     f"could not find a strictly feasible point: {cons.names[k]} has slack {s[k]:.3g}; "

@@ -37,7 +37,8 @@ import scipy.sparse as sp
 
 from ...errors import InputDataError, InvalidOptionError, ModelStructureError, SolverBugError
 from ...options import Option, OptionSet, common_options, nonnegative, positive
-from ...registry import Progress, Solver, register_solver
+from ...core.run import Progress
+from ...registry import Solver, register_solver
 from ...result import Result
 from .bound import compute_bound, min_norm_solve
 from .extrapolate import MEMORY, secant_extrapolate
