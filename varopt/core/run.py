@@ -72,7 +72,7 @@ class Run:
     callback".
     """
 
-    def __init__(self, solver: str, opts=None, *, total: int = None):
+    def __init__(self, solver: str, opts=None):
         g = (lambda k, d=None: getattr(opts, k, d)) if opts is not None else (lambda k, d=None: d)
         self.solver = solver
         self.t0 = time.perf_counter()
@@ -80,9 +80,8 @@ class Run:
         self.time_limit = g("time_limit")
         self.callback_fn = g("callback")
         self.progress = Progress(g("verbose", False))
-        he = g("history_every")
-        cap = total if total is not None else self.max_iter
-        self.history_every = int(he) if he else max(1, (cap or 1000) // 1000)
+        #: record every this many iterations (option ``history_every``; solvers may set a default)
+        self.history_every = int(g("history_every") or 1)
         self.history: list = []
         self.iteration = 0
         self.status: str = None
@@ -110,11 +109,14 @@ class Run:
         return False
 
     def iterations(self, start: int = 0):
-        """Yield ``start + 1, start + 2, ...`` until a limit is reached or :meth:`stop` is called."""
+        """Yield ``start + 1, start + 2, ...`` until :meth:`stop` is called or, checked after each
+        iteration (so the first one always runs), a limit is reached."""
         self.iteration = start
-        while self.status is None and not self.limit_reached():
+        while self.status is None:
             self.iteration += 1
             yield self.iteration
+            if self.status is None:
+                self.limit_reached()
 
     def stop(self, status: str, message: str = ""):
         if self.status is None:
@@ -132,11 +134,15 @@ class Run:
         if upper is not None:
             self.upper = upper
 
+    def due(self) -> bool:
+        """True when :meth:`record` would record this iteration (skip costly fields otherwise)."""
+        return self.iteration % self.history_every == 0
+
     def record(self, force: bool = False, **fields) -> dict:
         """Append a history entry (every ``history_every`` iterations, or when ``force``) and
         print a progress line. ``fields`` usually holds ``objective``, ``lower``, ``upper``."""
         it = self.iteration
-        if not force and it % self.history_every and it != 0:
+        if not force and not self.due():
             return None
         if self.history and self.history[-1]["iteration"] == it:
             self.history[-1].update(fields)

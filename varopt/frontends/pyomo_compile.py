@@ -469,20 +469,8 @@ def _build_expression(f: _Form, perm: np.ndarray, n: int, where: str) -> Express
         mult = np.where(mult >= 0, perm[np.maximum(mult, 0)], -1)
         lse.append(LseGroup(A, b, seg, coef, mult))
     expr = Expression(n, f.const, lin, quad, atoms, lse)
-    _check_finite(expr, where)
+    expr.check_finite(where)
     return expr
-
-
-def _check_finite(e: Expression, where: str):
-    arrays = [np.atleast_1d(e.constant), e.linear, e.quadratic.v]
-    for g in e.groups():
-        arrays += [g.coef, g.A.data, g.b]
-        if getattr(g, "A2", None) is not None:
-            arrays += [g.A2.data, g.b2]
-    for a in arrays:
-        if not np.all(np.isfinite(a)):
-            raise InputDataError(f"{where}: a coefficient is NaN or infinite after compilation "
-                                 "(check the Params/data it is built from)")
 
 
 # --------------------------------------------------------------------------------------

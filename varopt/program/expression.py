@@ -138,6 +138,20 @@ class Expression:
             k += float(np.sum(a.coef * a.b * a.b))
         return sp.csr_matrix(H), np.asarray(c, dtype=float).ravel(), float(k)
 
+    def check_finite(self, where: str):
+        """Raise :class:`~varopt.errors.InputDataError` naming ``where`` and the offending part when
+        a coefficient is NaN or inf."""
+        from ..core.checks import require_finite
+        require_finite(f"{where}: constant", [self.constant])
+        require_finite(f"{where}: linear coefficients", self.linear)
+        require_finite(f"{where}: quadratic coefficients", self.quadratic.v)
+        for g in self.groups():
+            kind = getattr(g, "kind", "log-sum-exp")
+            require_finite(f"{where}: {kind} coefficients", g.coef)
+            require_finite(f"{where}: {kind} affine data", g.A, g.b)
+            if getattr(g, "A2", None) is not None:
+                require_finite(f"{where}: {kind} second affine data", g.A2, g.b2)
+
     def copy(self) -> "Expression":
         import copy
         return copy.deepcopy(self)

@@ -169,6 +169,19 @@ class Program:
                 return False
         return True
 
+    def check_finite(self):
+        """Raise :class:`~varopt.errors.InputDataError` naming the objective, constraint or variable
+        whose data holds NaN or inf (bounds may be infinite, not NaN)."""
+        from ..errors import InputDataError
+        self.objective.check_finite(f"objective {self.objective_name}")
+        for c in self.constraints:
+            c.body.check_finite(f"constraint {c.name}")
+            if np.isnan(c.lo) or np.isnan(c.hi):
+                raise InputDataError(f"constraint {c.name}: NaN bound")
+        bad = np.isnan(self.lb) | np.isnan(self.ub)
+        if bad.any():
+            raise InputDataError(f"variable {self.names[int(np.flatnonzero(bad)[0])]}: NaN bound")
+
     def check_point(self, x, name: str = "x") -> np.ndarray:
         x = np.asarray(x, dtype=float).ravel()
         if x.size != self.n:

@@ -22,14 +22,13 @@ their own constraint expressions in another order.
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 
 from ...errors import InputDataError, InvalidOptionError, SolverBugError
 from ...options import Option, OptionSet, common_options, nonnegative, positive
 from ...program import Program
-from ...core.run import Progress
+from ...core.run import Run
 from ...registry import Solver, register_solver
 from ...result import Result
 from . import hessian as hs
@@ -142,27 +141,26 @@ class IpsaSolver(Solver):
     summary = "interior-point stochastic approximation for constrained problems with noisy gradients"
     options = OPTIONS
 
-    def _solve(self, program: Program, opts) -> Result:
-        return run_ipsa(program, opts)
+    def _solve(self, program: Program, opts, run: Run) -> Result:
+        return run_ipsa(program, opts, run)
 
 
-def run_ipsa(program: Program, opts) -> Result:
+def run_ipsa(program: Program, opts, run: Run = None) -> Result:
     """Run IPSA; BLAS is limited to ``opts.blas_threads`` threads for the run (the per-step
     vectors are small, and multithreaded BLAS on length-n dot products costs far more in thread
     wake-ups than it saves: measured 15x slower on a loaded 2-core machine at n = 20000)."""
+    run = run or Run("ipsa", opts)
     if opts.blas_threads:
         try:
             from threadpoolctl import threadpool_limits  # installed with scikit-learn
         except ImportError:  # pragma: no cover
-            return _run_ipsa(program, opts)
+            return _run_ipsa(program, opts, run)
         with threadpool_limits(opts.blas_threads, user_api="blas"):
-            return _run_ipsa(program, opts)
-    return _run_ipsa(program, opts)
+            return _run_ipsa(program, opts, run)
+    return _run_ipsa(program, opts, run)
 
 
-def _run_ipsa(program: Program, opts) -> Result:
-    t0 = time.perf_counter()
-    progress = Progress(opts.verbose)
+def _run_ipsa(program: Program, opts, run: Run) -> Result:
     n = program.n
     cons = ConstraintSet(program)
     m = cons.m
@@ -211,10 +209,8 @@ def _run_ipsa(program: Program, opts) -> Result:
     k0, p, frac = opts.k0, opts.step_power, opts.step_fraction
     sig0, sigp = opts.sigma, opts.sigma_power
     ks = max(k0, 1.0)  # sigma_k = sigma_0 (ks/(ks + k))^q; ks >= 1 keeps the schedule alive for k0 = 0
-    he = opts.history_every or max(1, (total or 1000) // 200)
-    history = []
+    run.history_every = opts.history_every or max(1, (total or 1000) // 200)
     stats = {"steps": 0, "boundary_limited": 0, "backtracks": 0, "sum_step_ratio": 0.0}
-    status, message = None, ""
     it = 0
     k = opts.iteration_offset
     ap = ad = 0.0
@@ -229,22 +225,19 @@ def _run_ipsa(program: Program, opts) -> Result:
             return None
 
     def record(force=False):
+        if not (force or run.due()):
+            return
         eta = float(s @ z)
-        h = {"iteration": it, "time": time.perf_counter() - t0, "lower": None, "upper": None,
-             "objective": objective(x) if opts.history_objective else None,
-             "mu": mu, "eta": eta, "duality_measure": eta / m if m else 0.0,
-             "sigma": sig0 * (ks / (ks + k)) ** sigp,
-             "step": ap, "step_dual": ad, "step_max": (k0 + k) ** -p if k0 + k > 0 else 1.0,
-             "ftb_primal": a_prim, "ftb_dual": a_dual, "backtracks": n_bt,
-             "passes": (it / it_per_pass) if it_per_pass else None}
-        history.append(h)
-        progress(f"ipsa it {it:>8d}  f {h['objective'] if h['objective'] is not None else float('nan'):.6g}  "
-                 f"mu {mu:.3g}  eta {eta:.3g}  step {ap:.3g}", force=force)
+        run.record(force, objective=objective(x) if opts.history_objective else None,
+                   mu=mu, eta=eta, duality_measure=eta / m if m else 0.0,
+                   sigma=sig0 * (ks / (ks + k)) ** sigp,
+                   step=ap, step_dual=ad, step_max=(k0 + k) ** -p if k0 + k > 0 else 1.0,
+                   ftb_primal=a_prim, ftb_dual=a_dual, backtracks=n_bt,
+                   passes=(it / it_per_pass) if it_per_pass else None)
 
-    def result(status_, message_):
-        return Result(solver="ipsa", status=status_, x=x.copy(), objective=objective(x), iterations=it,
-                      history=history, message=message_,
-                      info={"z": z.copy(), "slack": s.copy(), "constraint_names": cons.names, "mu": mu,
+    def result(status_=None, message_=None):
+        return run.finish(status_, message_, x=x.copy(), objective=objective(x),
+                          info={"z": z.copy(), "slack": s.copy(), "constraint_names": cons.names, "mu": mu,
                             "eta": float(s @ z), "k": k, "n_samples": N,
                             "passes": (it / it_per_pass) if it_per_pass else None,
                             "hessian": opts.hessian, "system": system.mode,
@@ -253,18 +246,19 @@ def _run_ipsa(program: Program, opts) -> Result:
                             "backtracks": stats["backtracks"],
                             "bb_beta": getattr(hess, "beta", None)})
 
+    run.incumbent(x)
     record()
     inv_m = 1.0 / m if m else 0.0
     while True:
         if total is not None and it >= total:
-            status = "pass_limit" if (limit_pass is not None and it >= limit_pass) else "iteration_limit"
+            run.stop("pass_limit" if (limit_pass is not None and it >= limit_pass) else "iteration_limit")
             break
-        if opts.time_limit is not None and (it & 15) == 0 and time.perf_counter() - t0 > opts.time_limit:
-            status, message = "time_limit", f"time limit {opts.time_limit:g} s"
+        if opts.time_limit is not None and (it & 15) == 0 and run.elapsed() > opts.time_limit:
+            run.stop("time_limit", f"time limit {opts.time_limit:g} s")
             break
         batch = oracle.next_batch()
         if stream and oracle.exhausted:
-            status, message = "pass_limit", "stream exhausted"
+            run.stop("pass_limit", "stream exhausted")
             break
         k += 1
         ahat = (k0 + k) ** -p
@@ -347,12 +341,11 @@ def _run_ipsa(program: Program, opts) -> Result:
         else:
             hess.update(x_new - x, None, ahat)
         x, s = x_new, s_new
-        it += 1
-        if opts.callback is not None and opts.callback(it, x, z, s):
-            status, message = "iteration_limit", "stopped by callback"
+        it = run.iteration = it + 1
+        run.incumbent(x)
+        if run.callback(x, z, s):
             break
-        if it % he == 0:
-            record()
+        record()
         if exact and opts.tol > 0:
             # KKT check with exact gradients: ||grad f + J^T z|| and eta/m relative
             gx = np.asarray(oracle.gradient(x, batch), dtype=float).ravel()
@@ -365,8 +358,7 @@ def _run_ipsa(program: Program, opts) -> Result:
             if (np.max(np.abs(r)) <= opts.tol * scale
                     and (not m or float(s @ z) <= max(opts.tol * (1.0 + abs(fx if fx is not None else 0.0)),
                                                       1.5 * m * opts.mu_min))):
-                status, message = "converged", "KKT conditions hold to tol with exact gradients"
+                run.stop("converged", "KKT conditions hold to tol with exact gradients")
                 break
-    if not history or history[-1]["iteration"] != it:
-        record(force=True)
-    return result(status, message)
+    record(force=True)
+    return result()

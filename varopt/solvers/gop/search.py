@@ -1,0 +1,419 @@
+"""The per-solve state of GOP: one :class:`GopSearch` per ``solve`` call holds the block model,
+the relaxed-dual tree, the Lagrangians and the incumbent (the algorithm is described in
+:mod:`.solver`). Nothing of a solve is kept on the registered solver.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import uuid
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import ModelStructureError, SolverBugError
+from ...highs import solve_lp
+from .bounds import fbbt, obbt
+from .cuts import ConvexConstraints, ConvexPieces
+from .lagrangian import BlockModel, restrict
+from .primal import feasibility_primal, solve_primal
+from .relaxed_dual import RDModel, solve_batch
+
+
+@dataclass(order=True)
+class _Node:
+    value: float
+    seq: int
+    path: tuple = field(compare=False, default=())  # ((lagrangian index, bound combination B), ...)
+    blo: np.ndarray = field(compare=False, default=None)  # box of the primal block in this region
+    bub: np.ndarray = field(compare=False, default=None)
+    y: np.ndarray = field(compare=False, default=None)
+    oa_gap: float = field(compare=False, default=0.0)
+    refined: int = field(compare=False, default=0)
+
+
+class GopSearch:
+    name = "gop"
+
+    def __init__(self, program, part, opts, run):
+        self.program, self.part, self.opts, self.run = program, part, opts, run
+
+    def solve(self):
+        program, part, opts = self.program, self.part, self.opts
+        lb, ub = program.lb.copy(), program.ub.copy()
+        A, lo, hi, _ = program.linear_constraints()
+        if np.any(lb > ub):
+            return self._infeasible(program, "a variable has lower bound > upper bound")
+        if opts.bound_tightening:
+            lb, ub, infeas = fbbt(A, lo, hi, lb, ub)
+            if not infeas:
+                need = [j for j in part.connected if not (np.isfinite(lb[j]) and np.isfinite(ub[j]))]
+                need += [j for j in part.connected if j not in need]
+                lb, ub, infeas = obbt(A, lo, hi, lb, ub, sorted(set(need)))
+            if infeas:
+                return self._infeasible(program, "bound tightening over the linear constraints proved infeasibility")
+        for j in part.connected:
+            if not (np.isfinite(lb[j]) and np.isfinite(ub[j])):
+                nm = program.names[j]
+                raise ModelStructureError(
+                    f"GOP needs finite bounds on the connected variable {nm} (it multiplies relaxed-dual variables; "
+                    f"the relaxed duals set it at its bounds, seed 004 eq. (16)); declare bounds on {nm} "
+                    f"(Pyomo: m.{nm}.setlb(...) / m.{nm}.setub(...); CVXPY: add {nm} >= ... and {nm} <= ... "
+                    f"constraints or Variable(bounds=...))")
+        self.bm = BlockModel(program, part)
+        bm = self.bm
+        self.lb, self.ub = lb, ub
+        self.xlb, self.xub = lb[bm.xi].copy(), ub[bm.xi].copy()
+        self.ylb, self.yub = lb[bm.yi].copy(), ub[bm.yi].copy()
+        self._build_rd_base()
+        return self._run()
+
+    def _infeasible(self, program, msg):
+        return self.run.finish("infeasible", msg, lower=math.inf, upper=math.inf)
+
+    def _build_rd_base(self):
+        bm, program = self.bm, self.program
+        yi, xi = bm.yi, bm.xi
+        e_y = restrict(bm.obj_yy, yi, xi, np.zeros(xi.size))
+        self.pieces = ConvexPieces(e_y, bm.ny, self.ylb, self.yub)
+        ncol = self.pieces.ncol
+        self.ncol = ncol
+        rows, los, his, nl_exprs, nl_his = [], [], [], [], []
+        for k in bm.y_cons:
+            c = program.constraints[k]
+            ey = restrict(c.body, yi, xi, np.zeros(xi.size))
+            if ey.is_linear:
+                rows.append(np.concatenate([ey.linear, np.zeros(ncol - bm.ny)]))
+                los.append(c.lo - ey.constant)
+                his.append(c.hi - ey.constant)
+            else:
+                nl_exprs.append(ey)
+                nl_his.append(c.hi)
+        self.ycons = ConvexConstraints(nl_exprs, nl_his, ncol)
+        A0 = sp.csr_matrix(np.vstack(rows)) if rows else sp.csr_matrix((0, ncol))
+        lo0, hi0 = np.array(los, dtype=float), np.array(his, dtype=float)
+        # initial tangent cuts spread over the range of every atom argument
+        Ac, lc = self.pieces.cuts_at_u([0.0, 0.02, 0.1, 0.3, 0.6, 1.0])
+        self.base_blocks = [(A0, lo0, hi0), (Ac, lc, np.full(lc.size, np.inf))]
+        lbc = np.concatenate([self.ylb, self.pieces.eta_lb, [-np.inf]])
+        ubc = np.concatenate([self.yub, np.full(self.pieces.n_eta, np.inf), [np.inf]])
+        self.col_lb, self.col_ub = lbc, ubc
+        self.rd = RDModel(self._base_payload())
+        self._payload_cache = None
+        # executor state: cut blocks collected from all solvers (origin, A, lo, hi), the log
+        # position each worker has applied, and a key naming this solve in the workers
+        self._key = uuid.uuid4().hex
+        self._cut_log, self._log_start, self._seen = [], 0, {}
+
+    def _base_payload(self):
+        A = sp.vstack([b[0] for b in self.base_blocks], format="csr") if self.base_blocks else sp.csr_matrix((0, self.ncol))
+        return dict(A=A, lo=np.concatenate([b[1] for b in self.base_blocks]),
+                    hi=np.concatenate([b[2] for b in self.base_blocks]), lb=self.col_lb, ub=self.col_ub,
+                    pieces=self.pieces, ycons=self.ycons, n_perm=self.base_blocks[0][0].shape[0])
+
+    def _add_cuts(self, cuts):
+        for A, lo, hi in cuts:
+            self.rd.add_base_rows(A, lo, hi)
+
+    # ------------------------------------------------------------------ initial point
+    def _initial_y(self):
+        program, bm = self.program, self.bm
+        y0 = program.x0[bm.yi].copy()
+        rng = np.random.default_rng(self.opts.seed)
+        miss = ~np.isfinite(y0)
+        if miss.any():
+            lo, hi = self.ylb[miss], self.yub[miss]
+            r = rng.random(miss.sum())
+            guess = np.where(np.isfinite(lo) & np.isfinite(hi), lo + r * (hi - lo),
+                             np.where(np.isfinite(lo), lo + r, np.where(np.isfinite(hi), hi - r, r - 0.5)))
+            y0[miss] = guess
+        y0 = np.clip(y0, self.ylb, self.yub)
+        # l1 projection onto the linear constraints of y alone
+        A0, lo0, hi0 = self.base_blocks[0]
+        ny = bm.ny
+        if A0.shape[0]:
+            Ay = A0[:, :ny]
+            I = sp.identity(ny, format="csr")
+            AA = sp.vstack([sp.hstack([Ay, sp.csr_matrix((Ay.shape[0], 2 * ny))]),
+                            sp.hstack([I, -I, I])], format="csr")
+            rlo = np.concatenate([lo0, y0])
+            rhi = np.concatenate([hi0, y0])
+            c = np.concatenate([np.zeros(ny), np.ones(2 * ny)])
+            lbv = np.concatenate([self.ylb, np.zeros(2 * ny)])
+            ubv = np.concatenate([self.yub, np.full(2 * ny, np.inf)])
+            r = solve_lp(c, AA, rlo, rhi, lbv, ubv)
+            if r.status == "infeasible":
+                return None
+            if r.status == "optimal":
+                y0 = np.clip(r.x[:ny], self.ylb, self.yub)
+        return y0
+
+    # ------------------------------------------------------------------ tolerances
+    def _tol(self, UB):
+        o = self.opts
+        t = o.rel_gap * max(abs(UB), 1e-10) if math.isfinite(UB) else 0.0
+        return max(t, o.abs_gap or 0.0)
+
+    def _oa_tol(self, UB, LB):
+        t = self._tol(UB) if math.isfinite(UB) else self.opts.rel_gap * max(1.0, abs(LB) if math.isfinite(LB) else 1.0)
+        gap = (UB - LB) if (math.isfinite(UB) and math.isfinite(LB)) else math.inf
+        # half the gap tolerance at the end; a tenth of the current gap (capped) before: a looser
+        # approximation only delays pruning, tighter ones cost cut rounds (docs/gop.md §7)
+        return 0.5 * max(t, min(0.1 * gap, 1e-2 * max(1.0, abs(UB)) if math.isfinite(UB) else 1.0), 1e-11)
+
+    # ------------------------------------------------------------------ children
+    def _branchable(self):
+        """Connected x variables whose optimal value for fixed y lies on the side of x^k given by
+        the sign of the qualifying constraint (see docs/gop.md, "search-space reduction"):
+        separable in the objective (no product with another x variable, no atom shared with one)
+        and absent from the dualised constraints. Local x indices."""
+        bm, program = self.bm, self.program
+        is_x = bm.is_x
+        bad = set()
+        for k in bm.dual_cons:
+            bad.update(program.constraints[k].body.support().tolist())
+        e = program.objective
+        q = e.quadratic
+        for a, b in zip(q.i.tolist(), q.j.tolist()):
+            if a != b and is_x[a] and is_x[b]:
+                bad.update((a, b))
+        for g in e.groups():
+            if hasattr(g, "starts"):
+                for r in range(len(g)):
+                    lo = g.starts[r]
+                    hi = g.starts[r + 1] if r + 1 < len(g.starts) else g.seg.size
+                    vs = [v for v in np.unique(g.A[lo:hi].indices).tolist() if is_x[v]]
+                    if len(vs) > 1:
+                        bad.update(vs)
+            else:
+                M = g.A if g.A2 is None else (abs(g.A) + abs(g.A2))
+                M = sp.csr_matrix(M)[:, bm.xi]
+                cnt = np.diff(M.indptr)
+                for r in np.flatnonzero(cnt > 1):
+                    bad.update(bm.xi[M[r].indices].tolist())
+        return np.array([i for i in bm.conn_local if bm.xi[i] not in bad], dtype=np.int64)
+
+    def _new_lagrangian(self, lag):
+        """Store Lagrangian data; returns its index. lag = (const, a, g0, G1, xk, feas)."""
+        const, a, g0, G1, xk, feas = lag
+        bm = self.bm
+        conn = np.array([i for i in bm.conn_local if np.any(G1[i] != 0)], dtype=np.int64)
+        nonconn = np.setdiff1d(np.arange(bm.nx), conn)
+        dlo, dhi = self.xlb - xk, self.xub - xk
+        gnc = g0[nonconn]
+        with np.errstate(invalid="ignore"):
+            clo = np.where(gnc == 0, 0.0, gnc * dlo[nonconn])
+            chi = np.where(gnc == 0, 0.0, gnc * dhi[nonconn])
+        tiny = 1e-7 * max(1.0, float(np.abs(g0).max(initial=0)))
+        clo = np.where(np.isinf(clo) & (np.abs(gnc) <= tiny), 0.0, clo)
+        chi = np.where(np.isinf(chi) & (np.abs(gnc) <= tiny), 0.0, chi)
+        base_const = const + float(np.sum(np.minimum(clo, chi)))
+        if not np.isfinite(base_const):
+            raise SolverBugError("GOP: a non-connected primal variable without finite bounds has a nonzero "
+                                 "Lagrangian gradient; declare bounds on the primal variables")
+        ny, ncol = bm.ny, self.ncol
+        c = conn.size
+        Q = np.zeros((c, ncol))
+        Q[:, :ny] = G1[conn]
+        self.lags.append(dict(const=base_const, a=a, g0c=g0[conn], G1c=G1[conn], xkc=xk[conn], conn=conn,
+                              feas=feas, qrows=sp.csr_matrix(Q)))
+        return len(self.lags) - 1
+
+    def _node_rows(self, path, blo, bub):
+        """All rows of a node: for every (k, B) on its path, the Lagrangian row (with the node box)
+        and the qualifying constraints."""
+        ny, ncol = self.bm.ny, self.ncol
+        nrows = sum(1 + self.lags[k]["conn"].size for k, _ in path)
+        M = np.zeros((nrows, ncol))
+        lo = np.empty(nrows)
+        hi = np.empty(nrows)
+        r = 0
+        for k, B in path:
+            L = self.lags[k]
+            conn = L["conn"]
+            D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
+            cst = L["const"] + float(D @ L["g0c"])
+            a = L["a"] + D @ L["G1c"]
+            if L["feas"]:
+                M[r, :ny] = a
+                lo[r], hi[r] = -np.inf, -cst
+            else:
+                M[r, :ny] = -a
+                M[r, ncol - 1] = 1.0
+                lo[r], hi[r] = cst, np.inf
+            c = conn.size
+            if c:
+                M[r + 1:r + 1 + c, :ny] = L["G1c"]
+                lo[r + 1:r + 1 + c] = np.where(B, -np.inf, -L["g0c"])
+                hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
+            r += 1 + c
+        return sp.csr_matrix(M), lo, hi
+
+    def _children(self, node, k):
+        """(path, box lo, box hi) of the children of ``node`` for the new Lagrangian ``k``."""
+        L = self.lags[k]
+        conn = L["conn"]
+        c = conn.size
+        out = []
+        br = np.isin(conn, self.branchable) if self.opts.reduction else np.zeros(c, dtype=bool)
+        xk = L["xkc"]
+        for g in range(1 << c):
+            # Gray-code order: consecutive children differ in one qualifying constraint, so the
+            # warm-started LP of the next child starts close to its optimum
+            gc = g ^ (g >> 1)
+            B = np.array([(gc >> (c - 1 - j)) & 1 for j in range(c)], dtype=bool)
+            blo, bub = node.blo.copy(), node.bub.copy()
+            for j in np.flatnonzero(br):
+                i = conn[j]
+                # x_i(y) lies between the box end selected by B and x^k (docs/gop.md)
+                if B[j]:
+                    blo[i] = min(max(blo[i], xk[j]), bub[i])
+                else:
+                    bub[i] = max(min(bub[i], xk[j]), blo[i])
+            out.append((node.path + ((k, B),), blo, bub))
+        return out
+
+    def _solve_nodes(self, node_rows, oa_tol, cutoff=np.inf):
+        """node_rows: list of full (A, lo, hi) for each node -> list of result dicts.
+
+        With an executor the nodes go out in one contiguous chunk per worker (neighbours in the
+        Gray-code order share most rows, so the worker's warm LP stays close); workers keep their
+        relaxed-dual model between iterations and receive only the cut blocks they have not seen
+        (:func:`.relaxed_dual.solve_batch`)."""
+        ex = self.opts.executor
+        if ex is None or len(node_rows) == 1:
+            res = [self.rd.solve_node(A, lo, hi, oa_tol, cutoff=cutoff) for (A, lo, hi) in node_rows]
+            self._log_cuts("master", self.rd.take_new_cuts())
+            return res
+        nw = getattr(ex, "_max_workers", None) or 2
+        nchunk = min(len(node_rows), max(2, nw))
+        bounds = np.linspace(0, len(node_rows), nchunk + 1).round().astype(int)
+        chunks = [node_rows[bounds[i]:bounds[i + 1]] for i in range(nchunk)]
+        if self._payload_cache is None:
+            self._payload_cache = self.rd.data()  # the base model before any cut: sent with every batch
+        # log entries every known worker has applied need not be sent again (unknown workers
+        # start from the whole log)
+        start = min(self._seen.values()) if len(self._seen) >= nw else 0
+        start = max(start, self._log_start)
+        log = self._cut_log[start - self._log_start:]
+        payloads = [dict(key=self._key, base=self._payload_cache, log_start=start, log=log, nodes=ch,
+                         oa_tol=oa_tol, cutoff=cutoff) for ch in chunks]
+        outs = list(ex.map(solve_batch, payloads))
+        results = []
+        for res, cuts, token, seen in outs:
+            results.extend(res)
+            self._seen[token] = seen
+            self._add_cuts(cuts)
+        return results
+
+    def _log_cuts(self, origin, cuts):
+        if self.opts.executor is None:
+            return
+        self._cut_log.extend((origin, A, lo, hi) for A, lo, hi in cuts)
+
+    # ------------------------------------------------------------------ main loop
+    def _run(self):
+        opts, bm, program = self.opts, self.bm, self.program
+        run = self.run
+        UB, LB = math.inf, -math.inf
+        best_z = None
+        heap = []
+        seq = itertools.count()
+        n_sub = 0
+        y = self._initial_y()
+        if y is None:
+            return self._infeasible(program, "the linear constraints of the relaxed-dual block are infeasible")
+        node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
+        self.lags = []
+        self.branchable = self._branchable()
+        self.alpha = getattr(self, "alpha_override", 0.05)
+        self.n_primal_infeasible = 0
+        for it in run.iterations():
+            # ---- step 1: primal at y
+            pr = solve_primal(bm, y, self.xlb, self.xub)
+            feas = False
+            if pr.status == "optimal":
+                z = np.zeros(program.n)
+                z[bm.xi], z[bm.yi] = pr.x, y
+                val = program.objective.value(z)
+                if math.isnan(val):
+                    raise SolverBugError("GOP: the objective is NaN at a primal solution")
+                viol = program.max_violation(z)
+                if viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))) and val < UB:
+                    UB, best_z = float(val), z
+                    run.incumbent(z, objective=UB, upper=UB)
+            else:
+                self.n_primal_infeasible += 1
+                pr = feasibility_primal(bm, y, self.xlb, self.xub)
+                feas = True
+            xbar = pr.x.copy()
+            if opts.reduction and self.branchable.size:
+                # linearise the branchable variables at a point in the middle part of the node box so
+                # that every split shrinks the box geometrically (docs/gop.md, "branching point")
+                br = self.branchable
+                w = node.bub[br] - node.blo[br]
+                xbar[br] = np.clip(xbar[br], node.blo[br] + self.alpha * w, node.bub[br] - self.alpha * w)
+            const, a, g0, G1 = bm.lagrangian(xbar, y, pr.lam, feasibility=feas)
+            k = self._new_lagrangian((const, a, g0, G1, xbar, feas))
+            # ---- steps 2-3: children of the selected node
+            kids = self._children(node, k)
+            full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
+            # children get a loose outer approximation (one LP each, cuts only for large errors);
+            # the node selected next is refined to the tight tolerance before it is expanded
+            ot = self._oa_tol(UB, node.value)
+            oa_tol = max(ot, 0.25 * (UB - node.value)) if (math.isfinite(UB) and math.isfinite(node.value)) else max(ot, 1.0)
+            results = self._solve_nodes(full, oa_tol, UB)
+            n_sub += len(results)
+            for ((path, blo, bub), r) in zip(kids, results):
+                if r["status"] != "optimal":
+                    continue  # infeasible region: fathomed
+                v = max(r["value"], node.value)  # children only add constraints
+                if v >= UB:
+                    continue
+                heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
+            # ---- step 4: lowest relaxed dual
+            while True:
+                # nodes pushed before the incumbent improved may lie above it: the bound is the smaller
+                LB = min(heap[0].value, UB) if heap else (UB if math.isfinite(UB) else math.inf)
+                tol = self._tol(UB)
+                if not heap or UB - LB <= tol:
+                    break
+                top = heap[0]
+                ot = self._oa_tol(UB, LB)
+                if top.oa_gap > ot and top.oa_gap > 1e-12 and top.refined < 1:
+                    # refine a node whose outer approximation was loose before expanding it
+                    heapq.heappop(heap)
+                    rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot, UB)[0]
+                    n_sub += 1
+                    top.refined += 1
+                    if rr["status"] == "optimal":
+                        v = max(rr["value"], top.value)
+                        if v < UB:
+                            top.value, top.y, top.oa_gap = v, rr["y"], rr.get("oa_gap", 0.0)
+                            top.seq = next(seq)
+                            heapq.heappush(heap, top)
+                    continue
+                break
+            run.incumbent(lower=LB)
+            run.record(lower=LB, upper=UB, objective=UB if math.isfinite(UB) else None,
+                       n_subproblems=len(results), n_open=len(heap))
+            if not heap or UB - LB <= self._tol(UB):
+                if math.isfinite(UB):
+                    run.stop("optimal")
+                    LB = min(LB, UB)
+                else:
+                    run.stop("infeasible", "every relaxed-dual region is infeasible")
+                break
+            if run.limit_reached():
+                break
+            node = heapq.heappop(heap)
+            y = node.y
+        info = dict(partition=self.part.describe(), connected=[program.names[i] for i in self.part.connected],
+                    primal_block=[program.names[i] for i in self.part.x], n_subproblems=n_sub,
+                    infeasible_primals=self.n_primal_infeasible)
+        if run.status == "infeasible":
+            return run.finish(lower=math.inf, upper=math.inf, info=info)
+        return run.finish(x=best_z, objective=UB if math.isfinite(UB) else None, lower=LB,
+                          upper=UB if math.isfinite(UB) else None, info=info)
