@@ -94,10 +94,10 @@ def cmd_solve(args) -> int:
         k, v = item.split("=", 1)
         options[k.strip()] = _parse_value(v.strip())
     solver = varopt.get_solver(args.solver)
-    solver.options.validate(options)  # fail fast, before the model is built
+    opts = solver.options.validate(options)  # fail fast, before the model is built
     model = _load_build(args.model)
     program, mapping = varopt.compile_model(model)
-    result = solver.solve(program, **options)
+    result = solver.solve(program, opts)
     if result.x is not None:
         mapping.load(result.x)
     if args.plot:

@@ -4,10 +4,28 @@ Each solver declares an :class:`OptionSet`; the Pyomo front-end turns it into a
 ``pyomo.common.config.ConfigDict`` and the CVXPY front-end and CLI validate keyword
 arguments against it. Unknown names raise :class:`~varopt.errors.InvalidOptionError`
 that names the option and lists the valid ones.
+
+Options that several solvers share are declared once here, in groups, with one name per meaning:
+
+==================  =========================================================================
+group               options
+==================  =========================================================================
+limits              ``max_iter``, ``time_limit`` (seconds; ``None``: no limit)
+progress            ``verbose``, ``callback(iteration, x, ...)``, ``history_every``
+start               ``x0`` (starting point), ``seed`` (every random stream of the solve)
+threads             ``blas_threads``: ``None`` automatic (the solver's rule), ``0`` leave the
+                    BLAS library's setting unchanged, ``k >= 1`` at most ``k`` threads
+tolerances          ``rel_gap`` / ``abs_gap`` (certified gap), ``ftol`` (relative change of the
+                    objective), ``kkt_tol`` (relative KKT residual)
+==================  =========================================================================
+
+A renamed option keeps working through an :class:`Alias` (a ``DeprecationWarning`` names the new
+option); ``tol`` is such an alias where its meaning differed between solvers.
 """
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Callable
@@ -71,9 +89,22 @@ def nonnegative(v):
     return v is None or v >= 0
 
 
+@dataclass(frozen=True)
+class Alias:
+    """A deprecated option name that still works: ``name`` is read as ``target``."""
+    name: str
+    target: str
+    note: str = ""
+
+
+class Options(SimpleNamespace):
+    """Validated option values (attribute access); ``given`` holds the names the user set."""
+
+
 class OptionSet:
-    def __init__(self, options):
+    def __init__(self, options, aliases=()):
         self.options = {o.name: o for o in options}
+        self.aliases = {a.name: a for a in aliases}
 
     def __iter__(self):
         return iter(self.options.values())
@@ -81,7 +112,30 @@ class OptionSet:
     def names(self):
         return list(self.options)
 
-    def validate(self, values: dict) -> SimpleNamespace:
+    def accepted(self):
+        """Every name a user may pass (options and deprecated aliases)."""
+        return list(self.options) + list(self.aliases)
+
+    def canonical(self, values: dict) -> dict:
+        """``values`` with deprecated aliases renamed (one ``DeprecationWarning`` each)."""
+        if not any(k in self.aliases for k in values):
+            return dict(values)
+        out = {}
+        for k, v in values.items():
+            a = self.aliases.get(k)
+            if a is None:
+                out[k] = v
+                continue
+            if a.target in values:
+                raise InvalidOptionError(f"options {k!r} and {a.target!r} are the same option; pass only "
+                                         f"{a.target!r}")
+            warnings.warn(f"option {k!r} is deprecated, use {a.target!r}{': ' + a.note if a.note else ''}",
+                          DeprecationWarning, stacklevel=4)
+            out[a.target] = v
+        return out
+
+    def validate(self, values: dict) -> Options:
+        values = self.canonical(values)
         unknown = [k for k in values if k not in self.options]
         if unknown:
             raise InvalidOptionError(
@@ -89,17 +143,66 @@ class OptionSet:
         out = {name: o.default for name, o in self.options.items()}
         for k, v in values.items():
             out[k] = self.options[k].validate(v)
-        return SimpleNamespace(**out)
+        opts = Options(**out)
+        opts.given = tuple(values)
+        return opts
 
     def doc(self) -> str:
-        return "\n".join(f"{o.name} (default {o.default!r}): {o.doc}" for o in self)
+        lines = [f"{o.name} (default {o.default!r}): {o.doc}" for o in self]
+        lines += [f"{a.name}: deprecated alias of {a.target}{' (' + a.note + ')' if a.note else ''}"
+                  for a in self.aliases.values()]
+        return "\n".join(lines)
 
 
-# Options every solver shares (names fixed by the issues).
-def common_options(max_iter=1000, time_limit=None):
+def _callable_or_none(v):
+    if v is None or callable(v):
+        return v
+    raise InvalidOptionError("option 'callback' must be callable")
+
+
+def _array_or_none(v):
+    if v is None:
+        return None
+    import numpy as np
+    a = np.asarray(v, dtype=float).ravel()
+    if np.isnan(a).any() or np.isinf(a).any():
+        raise InvalidOptionError("option 'x0' contains NaN or inf")
+    return a
+
+
+# --- shared option groups (names fixed by the issues; one meaning each) ----------------------
+def limit_options(max_iter=1000, time_limit=None):
     return [
         Option("max_iter", max_iter, "maximum number of iterations", int, positive, "must be positive"),
         Option("time_limit", time_limit, "wall-clock limit in seconds (None: no limit)", float, positive,
                "must be positive"),
-        Option("verbose", False, "print progress (iteration, bounds, gap) to stderr", bool),
     ]
+
+
+def progress_options(callback_doc="called as callback(iteration, x) after every iteration; returning True "
+                                  "stops the run (status 'iteration_limit')"):
+    return [
+        Option("verbose", False, "print progress (iteration, bounds, gap) to stderr", bool),
+        Option("callback", None, callback_doc, _callable_or_none),
+        Option("history_every", None, "record history every this many iterations (None: the solver's default)",
+               int, positive, "must be positive"),
+    ]
+
+
+def start_options(x0_doc="starting point (array of length n); default: the model's initial values",
+                  seed_doc="seed of every random stream of the solve (results are reproducible from it)"):
+    return [
+        Option("x0", None, x0_doc, _array_or_none),
+        Option("seed", 0, seed_doc, int),
+    ]
+
+
+def thread_options(auto_doc):
+    return [Option("blas_threads", None, "BLAS threads during the solve: None automatic (" + auto_doc + "), "
+                   "0 leave the library's setting unchanged, k >= 1 at most k threads", int, nonnegative,
+                   "must be >= 0")]
+
+
+def common_options(max_iter=1000, time_limit=None):
+    """Limits and ``verbose``: what every solver accepts (plugins included)."""
+    return limit_options(max_iter, time_limit) + progress_options()[:1]

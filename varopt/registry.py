@@ -17,7 +17,7 @@ import inspect
 import time
 
 from .core.run import Run
-from .options import OptionSet
+from .options import Options, OptionSet
 from .program import Program
 from .result import Result
 
@@ -30,13 +30,18 @@ class Solver:
     summary: str = ""
     options: OptionSet = OptionSet([])
 
-    def solve(self, program: Program, **options) -> Result:
-        """Validate ``options``, solve ``program`` and return a :class:`Result` in the user's sense.
+    def solve(self, program: Program, opts: Options = None, /, **options) -> Result:
+        """Validate ``options`` (or take ``opts`` already validated by ``self.options.validate``, as
+        the front-ends do), solve ``program`` and return a :class:`Result` in the user's sense.
 
         ``KeyboardInterrupt`` during the solve returns the best point so far with status
         ``interrupted`` (see :meth:`varopt.core.run.Run.interrupted`).
         """
-        opts = self.options.validate(options)
+        if opts is None:
+            opts = self.options.validate(options)
+        elif options or not isinstance(opts, Options):
+            raise TypeError("solve(program, opts) takes the Options of self.options.validate(...) and "
+                            "no keyword options, or keyword options only")
         run = Run(self.name, opts)
         t0 = run.t0
         try:
@@ -47,7 +52,7 @@ class Solver:
         res.solver = self.name
         res.names = list(program.names)
         res.maximize = program.maximize
-        res.options = {k: v for k, v in vars(opts).items() if k in options}
+        res.options = {k: getattr(opts, k) for k in opts.given}
         # convert the internal minimisation to the user's sense
         res.objective = program.user_value(res.objective)
         res.lower_bound, res.upper_bound = program.user_bounds(res.lower_bound, res.upper_bound)

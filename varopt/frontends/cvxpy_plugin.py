@@ -67,9 +67,9 @@ def solve_problem(prob, name, *args, **options):
     solver = get_solver(name)
     if "verbose" in options and "verbose" not in solver.options.names():
         options.pop("verbose")
-    solver.options.validate(options)  # fail on unknown/invalid options before compiling
+    opts = solver.options.validate(options)  # fail on unknown/invalid options before compiling
     program, mapping = compile_cvxpy(prob)
-    res = solver.solve(program, **options)
+    res = solver.solve(program, opts)
     prob.varopt_result = res
     prob.varopt_program = program
 

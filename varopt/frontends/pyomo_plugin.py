@@ -151,30 +151,32 @@ class VaroptPyomoSolver:
         opts = dict(self.options)
         opts.update(kwds.pop("options", None) or {})
         opts.update(kwds)
-        valid = set(self.varopt_class.options.names()) | set(PYOMO_OPTIONS)
+        oset = self.varopt_class.options
+        opts = oset.canonical(opts)
+        valid = set(oset.names()) | set(PYOMO_OPTIONS)
         unknown = [k for k in opts if k not in valid]
         if unknown:
             raise InvalidOptionError(
                 f"unknown option {unknown[0]!r} for solver '{self.name}'; valid options are: "
                 f"{', '.join(sorted(valid))}")
-        options = self.varopt_class.options.options
-        for k, v in opts.items():
-            if k in options:
-                opts[k] = options[k].validate(v)  # raises InvalidOptionError with the option's name
-        config = self.CONFIG(opts)
-        return config, {k: config[k] for k in opts if k in options}
+        pyomo_level = {k: opts.pop(k) for k in PYOMO_OPTIONS if k in opts}
+        config = self.CONFIG(pyomo_level)
+        if config.tee and "verbose" in oset.options and "verbose" not in opts:
+            opts["verbose"] = True
+        validated = oset.validate(opts)  # once per solve; raises InvalidOptionError naming the option
+        for k in validated.given:
+            config[k] = getattr(validated, k)
+        return config, validated
 
     # --- solve ------------------------------------------------------------------------
     def solve(self, model, **kwds):
         from ..registry import get_solver
         from .pyomo_compile import compile_pyomo
 
-        config, solver_opts = self._merged_options(kwds)
+        config, opts = self._merged_options(kwds)
         self.config = config
-        if config.tee and "verbose" in self.varopt_class.options.options and "verbose" not in solver_opts:
-            solver_opts["verbose"] = True
         program, mapping = compile_pyomo(model)
-        res = get_solver(self.name).solve(program, **solver_opts)
+        res = get_solver(self.name).solve(program, opts)
         loaded = False
         if config.load_solutions and res.status in _LOADABLE and res.x is not None:
             import numpy as np

@@ -27,7 +27,7 @@ import concurrent.futures as cf
 
 
 from ...errors import InvalidOptionError
-from ...options import Option, OptionSet, common_options, nonnegative
+from ...options import Option, OptionSet, common_options, nonnegative, start_options
 from ...registry import Solver, register_solver
 from ...result import Result
 from .partition import analyze
@@ -53,7 +53,9 @@ def _executor_domain(v):
                     "dask Client.get_executor()) or None")
 
 
-OPTIONS = OptionSet(common_options(max_iter=100000) + [
+OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
+    seed_doc="seed of the random initial point of the relaxed-dual block (used when the model gives no starting "
+             "values)")[1:] + [
     Option("rel_gap", 1e-6, "relative gap (UBD - LBD) / max(|UBD|, 1e-10) at which the optimum is certified",
            float, nonnegative, "must be >= 0"),
     Option("abs_gap", 1e-9, "absolute gap UBD - LBD at which the optimum is certified (None: relative only)",
@@ -70,8 +72,6 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + [
            "linearisation point selected by the qualifying constraint; False gives plain GOP", bool),
     Option("presolve", True, "eliminate linear equalities of the primal block by substitution (e.g. "
            "sum(pi) == 1): one connected variable fewer per equality", bool),
-    Option("seed", 0, "seed of the random initial point of the relaxed-dual block (used when the model gives "
-           "no starting values)", int),
 ])
 
 

@@ -26,7 +26,8 @@ import math
 import numpy as np
 
 from ...errors import InputDataError, InvalidOptionError, SolverBugError
-from ...options import Option, OptionSet, common_options, nonnegative, positive
+from ...options import (Alias, Option, OptionSet, limit_options, nonnegative, positive, progress_options,
+                        start_options, thread_options)
 from ...program import Program
 from ...core.run import Run
 from ...registry import Solver, register_solver
@@ -54,15 +55,6 @@ def _oracle_domain(v):
                              "gradient(x, rng) method, or a varopt.solvers.ipsa.StreamOracle")
 
 
-def _array_or_none(v):
-    if v is None:
-        return None
-    a = np.asarray(v, dtype=float)
-    if not np.all(np.isfinite(a)):
-        raise InvalidOptionError("array option contains NaN or inf")
-    return a
-
-
 def _float_or_array(v):
     a = np.asarray(v, dtype=float)
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
@@ -70,7 +62,12 @@ def _float_or_array(v):
     return float(a) if a.ndim == 0 else a
 
 
-OPTIONS = OptionSet(common_options(max_iter=None) + [
+OPTIONS = OptionSet(limit_options(max_iter=None) + progress_options(
+    callback_doc="called as callback(iteration, x, z, slack) after every iteration (monitoring, tests); returning "
+                 "True stops the run (status 'converged' is NOT claimed: status 'iteration_limit')") + start_options(
+    x0_doc="strictly feasible starting point (default: automatic, see start.py)",
+    seed_doc="seed of the sampling / user-oracle random stream") + thread_options(
+    "1 thread: the per-step vectors are small") + [
     Option("passes", None, "number of passes over the terms of a finite sum (one pass = N/batch_size "
            "iterations); default when no stopping rule is given: 10 passes (finite sums), 1000 "
            "iterations otherwise", float, positive, "must be positive"),
@@ -84,7 +81,6 @@ OPTIONS = OptionSet(common_options(max_iter=None) + [
     Option("hessian", "identity", "Hessian approximation B in (2.20): identity, bb (damped Barzilai-Borwein "
            "2.45), bfgs (damped BFGS §2.4.2), diagonal (running diagonal §2.5.8), exact (Hessian of the "
            "sampled objective)", ("identity", "bb", "bfgs", "diagonal", "exact")),
-    Option("seed", 0, "seed of the sampling / user-oracle random stream", int),
     Option("oracle", None, "gradient oracle replacing the program objective's gradient: gradient(x, rng) "
            "callable/object, or a StreamOracle", _oracle_domain),
     Option("oracle_adds_objective", False, "add the exact gradient of the program objective to the oracle's "
@@ -95,7 +91,6 @@ OPTIONS = OptionSet(common_options(max_iter=None) + [
            "k0' = max(k0, 1)", float,
            nonnegative, "must be >= 0"),
     Option("mu_min", 1e-9, "floor of the barrier parameter", float, nonnegative, "must be >= 0"),
-    Option("x0", None, "strictly feasible starting point (default: automatic, see start.py)", _array_or_none),
     Option("z0", 1.0, "initial dual variables (positive scalar or array of length m)", _float_or_array),
     Option("iteration_offset", 0, "start the step-size counter at k = offset + 1 (warm restarts)", int,
            nonnegative, "must be >= 0"),
@@ -103,21 +98,13 @@ OPTIONS = OptionSet(common_options(max_iter=None) + [
            "fractions to the boundary apart", ("same", "separate")),
     Option("step_fraction", 0.995, "fraction of the distance to the boundary (Fig. 2.1 step 5)", float,
            lambda v: 0 < v < 1, "must be in (0, 1)"),
-    Option("tol", 1e-9, "with exact gradients: stop when the KKT residual and eta/m are below tol "
+    Option("kkt_tol", 1e-9, "with exact gradients: stop when the KKT residual and eta/m are below kkt_tol "
            "(relative)", float, nonnegative, "must be >= 0"),
     Option("bfgs_gamma", 0.8, "damping factor gamma of the damped BFGS update (2.51)", float,
            lambda v: 0 < v < 1, "must be in (0, 1)"),
     Option("diag_min", 1e-6, "floor of the running diagonal Hessian", float, positive, "must be positive"),
-    Option("history_every", None, "record history every this many iterations (default: about 200 records)",
-           int, positive, "must be positive"),
-    Option("callback", None, "called as callback(iteration, x, z, slack) after every iteration (monitoring, "
-           "tests); returning True stops the run (status 'converged' is NOT claimed: status 'iteration_limit')",
-           lambda v: v if (v is None or callable(v)) else (_ for _ in ()).throw(InvalidOptionError(
-               "option 'callback' must be callable"))),
-    Option("blas_threads", 1, "limit BLAS to this many threads during the run (0: leave unchanged); "
-           "needs threadpoolctl (installed with scikit-learn)", int, nonnegative, "must be >= 0"),
     Option("history_objective", True, "evaluate the full objective at history records", bool),
-])
+], aliases=[Alias("tol", "kkt_tol", "ipsa's tolerance is a relative KKT residual")])
 
 
 def _make_hessian(kind, n, oracle, opts):
@@ -150,12 +137,12 @@ def run_ipsa(program: Program, opts, run: Run = None) -> Result:
     vectors are small, and multithreaded BLAS on length-n dot products costs far more in thread
     wake-ups than it saves: measured 15x slower on a loaded 2-core machine at n = 20000)."""
     run = run or Run("ipsa", opts)
-    if opts.blas_threads:
+    if opts.blas_threads is None or opts.blas_threads:
         try:
             from threadpoolctl import threadpool_limits  # installed with scikit-learn
         except ImportError:  # pragma: no cover
             return _run_ipsa(program, opts, run)
-        with threadpool_limits(opts.blas_threads, user_api="blas"):
+        with threadpool_limits(opts.blas_threads or 1, user_api="blas"):
             return _run_ipsa(program, opts, run)
     return _run_ipsa(program, opts, run)
 
@@ -346,7 +333,7 @@ def _run_ipsa(program: Program, opts, run: Run) -> Result:
         if run.callback(x, z, s):
             break
         record()
-        if exact and opts.tol > 0:
+        if exact and opts.kkt_tol > 0:
             # KKT check with exact gradients: ||grad f + J^T z|| and eta/m relative
             gx = np.asarray(oracle.gradient(x, batch), dtype=float).ravel()
             if add_prog:
@@ -355,8 +342,8 @@ def _run_ipsa(program: Program, opts, run: Run) -> Result:
             r = gx + (cons.JT_dot(z, Jnl2) if m else 0.0)
             scale = 1.0 + float(np.max(np.abs(gx)))
             fx = objective(x)
-            if (np.max(np.abs(r)) <= opts.tol * scale
-                    and (not m or float(s @ z) <= max(opts.tol * (1.0 + abs(fx if fx is not None else 0.0)),
+            if (np.max(np.abs(r)) <= opts.kkt_tol * scale
+                    and (not m or float(s @ z) <= max(opts.kkt_tol * (1.0 + abs(fx if fx is not None else 0.0)),
                                                       1.5 * m * opts.mu_min))):
                 run.stop("converged", "KKT conditions hold to tol with exact gradients")
                 break
