@@ -114,6 +114,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputDataError, InvalidOptionError, VaroptError
+from .core.threads import blas_threads
 
 __all__ = ["HighsModel", "LPResult", "solve_lp", "solve_qp", "kkt_residual",
            "InfeasibleError", "UnboundedError", "HighsError", "STATUSES"]
@@ -134,23 +135,6 @@ class UnboundedError(VaroptError):
 class HighsError(VaroptError, RuntimeError):
     """HiGHS stopped without a decision (time/iteration limit, numerical failure)."""
 
-
-_BLAS_CONTROLLER = []
-
-
-def _serial_blas():
-    """Context running BLAS/LAPACK single-threaded (dense checks and KKT solves are small;
-    a multi-threaded OpenBLAS on a loaded machine made a 200x200 Cholesky take 0.2 s)."""
-    if not _BLAS_CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _BLAS_CONTROLLER.append(ThreadpoolController())
-        except ImportError:  # optional: only a speed matter
-            _BLAS_CONTROLLER.append(None)
-    ctl = _BLAS_CONTROLLER[0]
-    if ctl is None:
-        return contextlib.nullcontext()
-    return ctl.limit(limits=1, user_api="blas")
 
 
 #: HiGHS 1.15 prints some postsolve debug lines ("HighsPostsolveStack::DuplicateColumn::undo
@@ -325,7 +309,7 @@ def _is_psd(M, scale):
         return True
     import scipy.linalg as sla
     try:
-        with _serial_blas():
+        with blas_threads(1):
             sla.cholesky(M.toarray() + 1e-9 * scale * np.eye(n), lower=True, check_finite=False)
         return True
     except sla.LinAlgError:
@@ -336,7 +320,7 @@ def _min_eig(Q):
     """Smallest eigenvalue of the symmetric sparse ``Q`` (dense for n <= 2000, else Lanczos)."""
     n = Q.shape[0]
     if n <= 2000:
-        with _serial_blas():
+        with blas_threads(1):
             return float(np.linalg.eigvalsh(Q.toarray())[0])
     import scipy.sparse.linalg as spla
     try:
@@ -1040,7 +1024,7 @@ def _solve_kkt(K, rhs):
     except RuntimeError:  # exactly singular
         pass
     if k <= 800:
-        with _serial_blas():
+        with blas_threads(1):
             sol, *_ = np.linalg.lstsq(K.toarray(), rhs, rcond=None)
         return sol
     return spla.lsmr(K, rhs, atol=1e-15, btol=1e-15, maxiter=20 * k)[0]

@@ -18,25 +18,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputDataError, ModelStructureError
+from ...highs import solve_lp
 
 
 def _solve_lp(c, A, lo, hi, lb, ub):
-    try:
-        from ... import highs  # the one HiGHS layer of varopt
-    except ImportError:  # pragma: no cover - the layer is written in parallel
-        highs = None
-    if highs is not None:
-        res = highs.solve_lp(c, A=A, row_lo=lo, row_hi=hi, lb=lb, ub=ub)
-        return res.status, (None if res.x is None else np.asarray(res.x, dtype=float))
-    from scipy.optimize import linprog  # fallback until varopt.highs exists (also HiGHS underneath)
-    A = sp.csr_matrix(A)
-    fin_hi, fin_lo = np.isfinite(hi), np.isfinite(lo)
-    A_ub = sp.vstack([A[fin_hi], -A[fin_lo]]).tocsr()
-    b_ub = np.concatenate([hi[fin_hi], -lo[fin_lo]])
-    r = linprog(c, A_ub=A_ub, b_ub=b_ub, bounds=list(zip(np.where(np.isfinite(lb), lb, None),
-                                                          np.where(np.isfinite(ub), ub, None))), method="highs")
-    return ("optimal" if r.status == 0 else "infeasible" if r.status == 2 else "unbounded" if r.status == 3
-            else "error"), r.x
+    res = solve_lp(c, A=A, row_lo=lo, row_hi=hi, lb=lb, ub=ub)
+    return res.status, (None if res.x is None else np.asarray(res.x, dtype=float))
 
 
 def bounds_interior(lb, ub):
