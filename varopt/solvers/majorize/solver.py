@@ -45,7 +45,10 @@ def blas_limit(n, blas_threads):
     threads are very slow on small matrices), else the library default."""
     threads = blas_threads or (1 if n <= 2000 else None)
     ctl = _threadpool_controller()
-    if ctl is None or threads is None:
+    if ctl is None or threads is None or all(
+            lc.num_threads <= threads for lc in ctl.lib_controllers if lc.user_api == "blas"):
+        # nothing to limit (e.g. OPENBLAS_NUM_THREADS=1): entering ctl.limit costs ~15 us, a tenth of
+        # the smallest solves' first iteration
         yield
         return
     with ctl.limit(limits=threads, user_api="blas"):
