@@ -232,6 +232,7 @@ class ChainCRF:
         theta = np.zeros(self.d_)
         t0 = time.perf_counter()
         self.history_ = []
+        self.result_ = None  # the solver's Result (method="majorize")
         if method == "lbfgs":
             from scipy.optimize import minimize
 
