@@ -1,4 +1,4 @@
-"""Linear-chain CRF (seed 003, section 3 Eq. 1 with the junction-tree bound of section 5).
+"""Linear-chain CRF (Jebara & Choromanska 2012, section 3 Eq. 1, with the junction-tree bound of section 5).
 
 ``p(y | x) = exp(sum_t W_{y_t}^T phi(x, t) + sum_{t>0} Tr[y_{t-1}, y_t]) / Z_x(theta)`` with binary
 features ``phi`` from feature templates. :meth:`ChainCRF.fit` minimises
@@ -6,8 +6,12 @@ features ``phi`` from feature templates. :meth:`ChainCRF.fit` minimises
     J(theta) = sum_s [ log Z_{x_s}(theta) - theta^T f_{x_s}(y_s) ] + lam/2 ||theta||^2
 
 by Algorithm 2 with the junction-tree bound (Algorithm 3, :mod:`varopt.solvers.majorize.junction_tree`):
-``theta <- theta - (sum_s Sigma_s + lam I)^{-1} grad J`` — monotone, checked every iteration —
-or by scipy L-BFGS-B on the same oracle (``method='lbfgs'``). :meth:`ChainCRF.predict` is Viterbi.
+``theta <- theta - (sum_s Sigma_s + lam I)^{-1} grad J`` — monotone, checked every iteration. The
+estimator is a bound oracle (:meth:`ChainCRF.partition_bound`: ``sum_s log Z_{x_s}``, its gradient and
+``sum_s Sigma_s``) and the ``majorize`` solver's loop runs on it
+(:func:`varopt.solvers.majorize.minimize`, linear part ``-sum_s f_{x_s}(y_s)``, quadratic ``lam I``),
+with that solver's options, limits, history and :class:`~varopt.result.Result` (``result_``).
+``method='lbfgs'`` runs scipy L-BFGS-B on the same oracle. :meth:`ChainCRF.predict` is Viterbi.
 
 The oracle groups sentences of equal length and runs the recursions batched; the bound
 curvature ``M_s`` (coefficient space) is mapped to the parameters with
@@ -22,11 +26,10 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ..errors import InputDataError, SolverBugError
-from ..solvers.majorize.extrapolate import MEMORY, secant_extrapolate
+from ..errors import InputDataError
+from ..solvers.majorize.bound_oracle import minimize as majorize
 from ..solvers.majorize.junction_tree import chain_bound
 
 
@@ -145,34 +148,44 @@ class ChainCRF:
         K, F = self.K_, self.F_
         return theta[:K * F].reshape(K, F), theta[K * F:].reshape(K, K)
 
-    def oracle(self, theta, want_sigma=False):
-        """``J(theta)``, its gradient and (optionally) the junction-tree bound curvature (dense d x d)."""
+    def partition_bound(self, theta, want_sigma=True):
+        """The bound oracle of :mod:`varopt.solvers.majorize.bound_oracle`: ``sum_s log Z_{x_s}(theta)``, its
+        gradient and (when ``want_sigma``) the junction-tree curvature ``sum_s Sigma_s`` (dense d x d)."""
         K, F = self.K_, self.F_
         W, Tr = self._unpack(theta)
-        val = 0.5 * self.lam * float(theta @ theta)
+        logz_sum = 0.0
         gW = np.zeros((K, F))
         gT = np.zeros((K, K))
         Sig = np.zeros((self.d_, self.d_)) if want_sigma else None
+        for Phi, _ in self.batches_:
+            Bn, T, _ = Phi.shape
+            logz, mu, M = chain_bound(Phi @ W.T, Tr, want_sigma)
+            logz_sum += float(np.sum(logz))
+            gW += np.einsum("btk,btf->kf", mu[:, :T * K].reshape(Bn, T, K), Phi)
+            gT += mu[:, T * K:].sum(0).reshape(K, K)
+            if want_sigma:
+                self._add_sigma(Sig, Phi, M, T)
+        return logz_sum, np.concatenate([gW.ravel(), gT.ravel()]), Sig
+
+    def _gold_features(self):
+        """``-sum_s f_{x_s}(y_s)``: the linear part of ``J`` (``theta^T f`` is the gold sentence's score)."""
+        K, F = self.K_, self.F_
+        gW = np.zeros((K, F))
+        gT = np.zeros((K, K))
         for Phi, ys in self.batches_:
             Bn, T, _ = Phi.shape
-            S = Phi @ W.T  # (B, T, K)
-            logz, mu, M = chain_bound(S, Tr, want_sigma)
-            bi = np.arange(Bn)[:, None]
-            ti = np.arange(T)[None, :]
-            gold = S[bi, ti, ys].sum(1) + (Tr[ys[:, :-1], ys[:, 1:]].sum(1) if T > 1 else 0.0)
-            val += float(np.sum(logz - gold))
-            mn = mu[:, :T * K].reshape(Bn, T, K)
-            gW += np.einsum("btk,btf->kf", mn, Phi)
-            gT += mu[:, T * K:].sum(0).reshape(K, K)
             Y1 = np.zeros((Bn, T, K))
-            Y1[bi, ti, ys] = 1.0
+            Y1[np.arange(Bn)[:, None], np.arange(T)[None, :], ys] = 1.0
             gW -= np.einsum("btk,btf->kf", Y1, Phi)
             if T > 1:
                 np.add.at(gT, (ys[:, :-1], ys[:, 1:]), -1.0)
-            if want_sigma:
-                self._add_sigma(Sig, Phi, M, T)
-        grad = np.concatenate([gW.ravel(), gT.ravel()]) + self.lam * theta
-        return val, grad, Sig
+        return np.concatenate([gW.ravel(), gT.ravel()])
+
+    def oracle(self, theta, want_sigma=False):
+        """``J(theta)``, its gradient and (optionally) the junction-tree bound curvature (dense d x d)."""
+        logz, mu, Sig = self.partition_bound(theta, want_sigma)
+        val = logz + float(self.linear_ @ theta) + 0.5 * self.lam * float(theta @ theta)
+        return val, mu + self.linear_ + self.lam * theta, Sig
 
     def _add_sigma(self, Sig, Phi, M, T):
         K, F = self.K_, self.F_
@@ -197,7 +210,9 @@ class ChainCRF:
         """Fit on token lists ``X`` and tag lists ``Y``; ``method`` ``'majorize'`` or ``'lbfgs'``.
 
         ``extrapolate`` (majorize only) adds the monotone secant extrapolation of
-        :mod:`varopt.solvers.majorize.extrapolate` after every Algorithm 2 step."""
+        :mod:`varopt.solvers.majorize.extrapolate` after every Algorithm 2 step. With ``'majorize'`` the
+        solver's :class:`~varopt.result.Result` (status ``optimal``, ``iteration_limit``, ``time_limit``,
+        ...) is kept as ``result_``; ``history_`` is its history."""
         if len(X) != len(Y):
             raise InputDataError("X and Y have different numbers of sentences")
         if self.labels is None:
@@ -213,9 +228,11 @@ class ChainCRF:
         self.K_, self.F_ = len(self.labels), len(self.vocab_)
         self.d_ = self.K_ * self.F_ + self.K_ ** 2
         self.batches_ = self._prepare(X, Y)
+        self.linear_ = self._gold_features()
         theta = np.zeros(self.d_)
         t0 = time.perf_counter()
         self.history_ = []
+        self.result_ = None  # the solver's Result (method="majorize")
         if method == "lbfgs":
             from scipy.optimize import minimize
 
@@ -231,37 +248,14 @@ class ChainCRF:
             self.theta_ = res.x
             self.n_iter_ = res.nit
         elif method == "majorize":
-            f, g, Sig = self.oracle(theta, True)
-            self.history_.append(dict(iteration=0, time=time.perf_counter() - t0, objective=f))
-            it = 0
-            prev = []
-            for it in range(1, max_iter + 1):
-                Sig[np.diag_indices_from(Sig)] += self.lam
-                c = sla.cho_factor(Sig, check_finite=False)
-                step = -sla.cho_solve(c, g, check_finite=False)
-                mval = float(g @ step + 0.5 * step @ (Sig @ step))
-                theta_new = theta + step
-                f_new, g_new, Sig_new = self.oracle(theta_new, not extrapolate)
-                if f_new > f + mval + 1e-12 * max(1.0, abs(f)):
-                    raise SolverBugError(f"ChainCRF: objective {f_new!r} above its majorizer {f + mval!r}")
-                if extrapolate:
-                    theta_new, f_new, g_new, _, _ = secant_extrapolate(
-                        self.oracle, theta, g, step, theta_new, f_new, g_new, prev=prev)
-                    prev = [(theta_new - theta, g_new - g)] + prev[:MEMORY - 1]
-                    # the curvature only at the accepted point
-                    f_new, g_new, Sig_new = self.oracle(theta_new, True)
-                rel = abs(f - f_new) / max(1.0, abs(f))
-                theta, f, g, Sig = theta_new, f_new, g_new, Sig_new
-                now = time.perf_counter() - t0
-                self.history_.append(dict(iteration=it, time=now, objective=f))
-                if callback:
-                    callback(theta, f)
-                if verbose:
-                    print(f"crf majorize it {it} f {f:.10g} rel {rel:.3g} t {now:.3g}s", flush=True)
-                if rel <= tol or (time_limit and now >= time_limit):
-                    break
-            self.theta_ = theta
-            self.n_iter_ = it
+            def cb(it, th, f):
+                callback(th, f)  # the estimator's callback(theta, J) never stops the run
+            res = majorize(self, theta, quadratic=self.lam, linear=self.linear_, tol=tol, max_iter=max_iter,
+                           time_limit=time_limit, verbose=verbose, callback=cb if callback else None, extrapolate=extrapolate)
+            self.result_ = res
+            self.history_ = res.history
+            self.theta_ = res.x
+            self.n_iter_ = res.iterations
         else:
             raise ValueError(f"unknown method {method!r}: 'majorize' or 'lbfgs'")
         self.W_, self.Tr_ = self._unpack(self.theta_)

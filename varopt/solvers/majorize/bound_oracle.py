@@ -1,0 +1,175 @@
+"""Majorization over a bound oracle: Algorithm 2 of Jebara & Choromanska (2012) for any log-partition part.
+
+**The protocol.** A *bound oracle* is a callable (or an object with a method ``partition_bound``)
+
+    oracle(theta, want_sigma) -> (log_z, mu, Sigma)
+
+returning, at ``theta~ = theta``, the objective's log-partition part ``log Z(theta~)`` (a float; a
+weighted sum of log-partition functions ``sum_g c_g log Z_g`` with ``c_g > 0`` is fine), its gradient
+``mu = grad log Z(theta~)`` (length ``n``) and, when ``want_sigma``, the curvature ``Sigma`` (``n x n``
+symmetric PSD, dense or scipy sparse; ``None`` is allowed when ``want_sigma`` is false) such that
+for every ``D``
+
+    log Z(theta~ + D) <= log z + D^T mu + 1/2 D^T Sigma D.
+
+This is Theorem 1 of the paper after taking logs (``Z(theta) <= z exp(1/2 (theta - theta~)^T Sigma
+(theta - theta~) + (theta - theta~)^T mu)``). Sources: Algorithm 1 (``bound.compute_bound``: ``z``, ``mu``
+exact, ``Sigma`` from the enumeration), the junction tree of Algorithm 3 for chain and tree CRFs
+(``junction_tree.chain_bound`` / ``tree_bound``), and sums of such bounds (the sum of the ``log z``,
+``mu`` and ``Sigma`` of independent partition functions is a bound of the sum). The low-rank bound of
+Algorithm 4 is not a separate oracle: option ``bound='lowrank'`` compresses whatever ``Sigma`` the
+oracle returns into ``V^T S V + D`` (rank ``rank``) before each step.
+
+**The objective.** :func:`minimize` minimises
+
+    f(theta) = constant + linear^T theta + 1/2 theta^T H theta + log Z(theta)
+
+with ``H`` from ``quadratic`` (a scalar ``lam``: ``H = lam I``; a vector: ``diag``; a PSD matrix), by
+Algorithm 2: at ``theta~`` with ``u = grad f(theta~)`` the step minimises the majorizer
+``m(D) = u^T D + 1/2 D^T (H + Sigma + rho I) D`` (Eq. of step 3, here unconstrained:
+``D = -(H + Sigma + rho I)^{-1} u``, the paper's ``theta~ <- theta~ - Sigma^{-1} u`` of section 6), so
+``f(theta~ + D) <= f(theta~) + m(D) <= f(theta~)``. It is the same loop, options, limits, history,
+stop reasons, monotonicity checks, extrapolation and :class:`~varopt.result.Result` as
+``prob.solve(method='majorize')`` (:mod:`.loop`); the compiled-program path differs only in its
+model (:class:`.model.MajorizeModel`, whose log-sum-exp groups are the bound oracle, with fast
+row-space paths and linear constraints).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...core.run import Run
+from ...errors import InputDataError, InvalidOptionError, ModelStructureError
+from .loop import Majorization
+from .solver import MajorizeSolver, blas_limit
+from .step import dense_step, lowrank_sigma, lowrank_step
+
+__all__ = ["minimize", "OracleModel"]
+
+
+def _quadratic(quadratic, n):
+    """``(Hd, Hm)``: the diagonal of ``H`` when it is diagonal (``Hm = None``), else the dense ``H``."""
+    if quadratic is None:
+        return np.zeros(n), None
+    if sp.issparse(quadratic):
+        quadratic = quadratic.toarray()
+    q = np.asarray(quadratic, dtype=float)
+    if not np.all(np.isfinite(q)):
+        raise InputDataError("quadratic contains NaN or inf")
+    if q.ndim == 0 or q.ndim == 1:
+        Hd = np.broadcast_to(q, (n,)).copy() if q.ndim == 0 or q.size == n else None
+        if Hd is None:
+            raise InputDataError(f"quadratic has {q.size} entries, theta has {n}")
+        if np.any(Hd < 0):
+            raise ModelStructureError("quadratic has a negative diagonal entry: the objective is not convex")
+        return Hd, None
+    if q.shape != (n, n):
+        raise InputDataError(f"quadratic has shape {q.shape}, expected ({n}, {n})")
+    q = 0.5 * (q + q.T)
+    ev = np.linalg.eigvalsh(q).min()
+    if ev < -1e-10 * max(1.0, np.abs(q).max()):
+        raise ModelStructureError(f"quadratic is not positive semidefinite (min eigenvalue {ev:.3g})")
+    return None, q
+
+
+class OracleModel:
+    """``f = constant + linear^T theta + 1/2 theta^T H theta + log Z(theta)`` as the model of :mod:`.loop`.
+
+    ``eager_sigma``: ask the oracle for ``Sigma`` with every value (when every evaluated point is
+    accepted, i.e. without extrapolation); otherwise ``Sigma`` is asked for at the accepted point only.
+    """
+
+    groups = None
+    constrained = False
+    convex = True
+
+    def __init__(self, oracle, n, quadratic=None, linear=None, constant=0.0, eager_sigma=False):
+        self.fn = getattr(oracle, "partition_bound", oracle)
+        if not callable(self.fn):
+            raise InvalidOptionError("the bound oracle must be callable as oracle(theta, want_sigma) or have a "
+                                     "method partition_bound(theta, want_sigma)")
+        self.n = n
+        self.Hd, self.Hm = _quadratic(quadratic, n)
+        self.c = np.zeros(n) if linear is None else np.asarray(linear, dtype=float).ravel()
+        if self.c.size != n or not np.all(np.isfinite(self.c)):
+            raise InputDataError(f"linear must be a finite vector of length {n}")
+        self.k = float(constant)
+        if not np.isfinite(self.k):
+            raise InputDataError("constant is not finite")
+        self.eager_sigma = eager_sigma
+
+    def _call(self, x, want_sigma):
+        logz, mu, sig = self.fn(x, want_sigma)
+        mu = np.asarray(mu, dtype=float).ravel()
+        if mu.size != self.n:
+            raise InputDataError(f"the bound oracle returned mu of length {mu.size}, theta has {self.n}")
+        if not np.isfinite(logz) or not np.all(np.isfinite(mu)):
+            raise InputDataError(f"the bound oracle returned a non-finite log z or mu at theta (log z = {logz})")
+        if want_sigma:
+            sig = sig.toarray() if sp.issparse(sig) else np.asarray(sig, dtype=float)
+            if sig.shape != (self.n, self.n) or not np.all(np.isfinite(sig)):
+                raise InputDataError(f"the bound oracle's Sigma must be a finite {self.n} x {self.n} matrix")
+        return float(logz), mu, sig if want_sigma else None
+
+    def evaluate(self, x, want_grad=False, scores=None, err=None):
+        """``(f(x), grad f(x), (grad, Sigma or None))`` (the gradient comes with the value anyway)."""
+        logz, mu, sig = self._call(x, self.eager_sigma)
+        Hx = self.Hd * x if self.Hm is None else self.Hm @ x
+        f = self.k + float(self.c @ x) + 0.5 * float(x @ Hx) + logz
+        g = self.c + Hx + mu
+        return f, g, (g, sig)
+
+    def gradient_at(self, x, S):
+        return S[0]
+
+    def step(self, x, u, S, opts, qp=None):
+        """The unconstrained majorizer step at ``x`` (dense Cholesky, or Algorithm 4 with ``bound='lowrank'``)."""
+        sig = S[1] if S[1] is not None else self._call(x, True)[2]
+        if opts.bound == "lowrank":
+            lam, U = np.linalg.eigh(0.5 * (sig + sig.T))
+            R = (U * np.sqrt(np.maximum(lam, 0.0))).T  # Sigma = R^T R (rows of the bound)
+            H = sp.diags(self.Hd) if self.Hm is None else sp.csr_matrix(self.Hm)
+            return lowrank_step(lowrank_sigma(R, H, opts.ridge, opts.rank, self.n), u) + (None,)
+        Q = np.array(sig, dtype=float)  # a fresh array: H is added in place
+        if self.Hm is None:
+            Q.flat[::self.n + 1] += self.Hd + opts.ridge
+        else:
+            Q += self.Hm
+            Q.flat[::self.n + 1] += opts.ridge
+        return dense_step(Q, u) + (None,)
+
+    def final_value(self, x, f, S):
+        return f
+
+
+def minimize(oracle, x0, *, quadratic=None, linear=None, constant=0.0, **options):
+    """Minimise ``constant + linear^T theta + 1/2 theta^T H theta + log Z(theta)`` by Algorithm 2 over the bound
+    oracle ``oracle`` (protocol in the module docstring), from ``x0``.
+
+    ``options`` are the ``majorize`` solver's (validated by the same :class:`~varopt.options.OptionSet`:
+    ``tol``, ``max_iter``, ``time_limit``, ``verbose``, ``callback``, ``extrapolate``, ``bound``,
+    ``rank``, ``ridge``, ``check_bound``, ``blas_threads``; the start is ``x0``). Returns a
+    :class:`~varopt.result.Result` with the same statuses (``optimal``, ``iteration_limit``,
+    ``time_limit``, ``unbounded``, ``error``, ``interrupted`` after Ctrl-C with the last iterate) and
+    history entries (``objective``, ``step``, ``majorizer_decrease``, ``alpha``).
+    """
+    if "x0" in options:
+        raise InvalidOptionError("minimize takes the start as its argument x0, not as an option")
+    x = np.array(x0, dtype=float).ravel()
+    if not np.all(np.isfinite(x)):
+        raise InputDataError("starting point x0 contains NaN or inf")
+    opts = MajorizeSolver.options.validate(options)
+    model = OracleModel(oracle, x.size, quadratic, linear, constant, eager_sigma=not opts.extrapolate)
+    run = Run(MajorizeSolver.name, opts)
+    try:
+        with blas_limit(x.size, opts.blas_threads):
+            res = Majorization(model, opts, run).solve(x)
+    except KeyboardInterrupt:
+        res = run.interrupted()
+    res.wall_time = time.perf_counter() - run.t0
+    res.options = dict(options)
+    res.info = {"bound": opts.bound, "constrained": False, "convex": True}
+    return res

@@ -1,0 +1,182 @@
+"""Algorithm 2 of Jebara & Choromanska (2012): the majorization loop, once, over any model.
+
+Each iteration at ``theta~`` with ``u = grad f(theta~)`` minimises the majorizer
+``m(D) = u^T D + 1/2 D^T (H + Sigma + rho I) D`` (step 3, :mod:`.step`), and
+``f(theta~ + D) <= f(theta~) + m(D) <= f(theta~)`` makes the iteration monotone: both
+inequalities are checked every iteration (:class:`~varopt.errors.SolverBugError` when ``f``
+exceeds its majorizer by more than ``MONO_TOL`` relative). Unconstrained problems then try the
+monotone secant/subspace extrapolation of :mod:`.extrapolate` (option ``extrapolate``; beyond the
+paper). Stopping: the relative decrease ``delta_k``, its extrapolated remainder
+``delta_k rho / (1 - rho)`` (``rho = delta_k / delta_{k-1}``, linear convergence, Theorem 2) and the
+relative step (``<= sqrt(tol)``) all small.
+
+A *model* is what the loop runs over; it provides ``n``, ``constrained``, ``convex``, ``groups``
+(padded groups whose score images let trial scores be combined, or None),
+``evaluate(x, want_grad=False, scores=None, err=None) -> (f, grad or None, cache)``,
+``gradient_at(x, cache)``, ``step(x, u, cache, opts, qp) -> (D, m(D), info, image)`` and
+``final_value(x, f, cache)``. Two exist: :class:`.model.MajorizeModel` (a compiled program: its
+log-sum-exp groups are the bound oracle) and :class:`.bound_oracle.OracleModel` (any bound oracle
+plus a quadratic and a linear part). Limits, history, progress, the callback, the incumbent (kept
+for ``KeyboardInterrupt``) and the :class:`~varopt.result.Result` come from the shared
+:class:`~varopt.core.run.Run`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import InputDataError, SolverBugError
+from .extrapolate import MEMORY, secant_extrapolate
+
+#: relative slack allowed between f(theta_new) and the majorizer (rounding only)
+MONO_TOL = 1e-12
+#: scores computed by linearity are recomputed exactly every this many iterations
+REFRESH = 16
+#: largest change of the objective (relative to max(1, |f|)) that the rounding of scores computed by
+#: linearity may cause; beyond it the scores are recomputed exactly (two such values enter the 1e-12
+#: bound check)
+LIN_TOL = 2.5e-13
+#: gradient left outside the range of the bound's curvature (relative to the first gradient's norm)
+#: that means an unbounded objective (the objective is affine along flat directions of the bound)
+FLAT_TOL = 1e-6
+#: ||theta|| beyond which the iterates count as diverging (IPOPT's diverging_iterates_tol)
+DIVERGED = 1e20
+
+
+def _linear_scores(groups, S, img_step, images, limit):
+    """``lin(a, b)`` for :func:`secant_extrapolate`: scores of ``x + a D + sum_j b_j s_j`` by linearity."""
+    def lin(a, b):
+        return groups.combine(S, [(a, img_step)] + list(zip(b, images)), limit)
+    return lin
+
+
+class Majorization:
+    """One run of Algorithm 2 over ``model`` (all per-solve state lives here)."""
+
+    def __init__(self, model, opts, run, qp=None):
+        self.model, self.opts, self.run, self.qp = model, opts, run, qp
+        self.extrapolate = opts.extrapolate and not model.constrained
+        self.u_next = None
+        self.prev = []  # (step, gradient change) of recent iterations, most recent first: the subspace trial
+        self.images = []  # their score images (F step, rounding bound), when the steps come with images
+        self.prev_rel_f = 0.0
+        self.u_scale = None
+
+    def solve(self, x):
+        """Run from the feasible start ``x``; the :class:`~varopt.result.Result` (internal sense)."""
+        run = self.run
+        f, _, S = self.model.evaluate(x)
+        if not np.isfinite(f):
+            raise InputDataError(f"the objective is not finite at the starting point ({f})")
+        self.x, self.f, self.S, self.f0 = x, f, S, f
+        run.incumbent(x, objective=f, upper=f)
+        run.record(force=True, upper=f, objective=f, step=0.0)
+        for it in run.iterations():
+            stop = self.iterate(it)
+            if stop is not None:
+                run.stop(*stop)
+        return self.finish()
+
+    def finish(self):
+        run = self.run
+        if run.history[-1]["iteration"] != run.iteration:
+            run.record(force=True, upper=self.f, objective=self.f)
+        f = self.model.final_value(self.x, self.f, self.S)
+        if run.status == "unbounded":
+            f = -np.inf  # x is the last iterate; the infimum is -inf
+        return run.finish(x=self.x, objective=f, upper=f)
+
+    # --- one iteration --------------------------------------------------------------------------------------------
+    def iterate(self, it):
+        """Algorithm 2 steps 2-3 and the checks; ``(status, message)`` to stop, else None."""
+        model, opts, x, f, S = self.model, self.opts, self.x, self.f, self.S
+        u = model.gradient_at(x, S) if self.u_next is None else self.u_next
+        self.u_next = None
+        step, mval, info, FD = model.step(x, u, S, opts, self.qp)
+        if step is None:
+            return info, ("the majorizer QP is unbounded below over the constraints: along a feasible direction "
+                          "where the bound has no curvature the objective decreases without bound"
+                          if info == "unbounded" else f"QP subproblem failed ({info})")
+        if self.u_scale is None:
+            self.u_scale = max(1.0, math.sqrt(float(u @ u)))
+        flat = info.pop("flat", 0.0)
+        if flat > FLAT_TOL * self.u_scale and flat > 1e-3 * math.sqrt(float(u @ u)):
+            # u has a component along which the bound's curvature vanishes: there every log Z_g and
+            # the quadratic part are affine, so f is affine (concave with latent terms) with nonzero slope
+            return "unbounded", (f"the objective is unbounded below: along a direction where the bound has no "
+                                 f"curvature it is affine{'' if model.convex else ' or concave'} with slope {flat:.3g}")
+        if mval > 0:
+            # an inexact QP answer worse than D = 0: the majorizer says theta~ is optimal
+            step, mval, FD = np.zeros(model.n), 0.0, None
+        x_new, f_new, S_new, lin, limit = self._trial(it, x, f, S, step, mval, FD)
+        if self.extrapolate and mval < 0:
+            x_new, f_new, S_new, alpha = self._extrapolate(x, u, S, step, x_new, f_new, S_new, FD, lin, limit)
+            step = x_new - x
+            info = dict(info, alpha=alpha)
+        return self._accept(x_new, f_new, S_new, step, mval, info)
+
+    def _trial(self, it, x, f, S, step, mval, FD):
+        """``f(x + D)`` (scores by linearity when safe) and the majorizer and monotonicity checks."""
+        model = self.model
+        x_new = x + step
+        # scores by linearity save a feature product when their rounding bound moves f by less than
+        # LIN_TOL (it does not when the image cancels, e.g. a tiny ridge); exact every REFRESH iterations
+        lin = FD is not None and S is not None and it % REFRESH != 0
+        limit = LIN_TOL * max(1.0, abs(f))
+        sc = model.groups.combine(S, [(1.0, FD)], limit) if lin else None
+        f_new, _, S_new = (model.evaluate(x_new) if sc is None else
+                           model.evaluate(x_new, scores=sc[0], err=sc[1]))
+        scale = max(1.0, abs(f))
+        if self.opts.check_bound and f_new > f + mval + MONO_TOL * scale:
+            raise SolverBugError(
+                f"majorize: the objective {f_new!r} exceeds its majorizer {f + mval!r} at iteration {it} "
+                f"(relative violation {(f_new - f - mval) / scale:.3g}); the bound is not an upper bound")
+        if f_new > f + MONO_TOL * scale:
+            raise SolverBugError(f"majorize: the objective increased from {f!r} to {f_new!r} at iteration {it}")
+        return x_new, f_new, S_new, lin, limit
+
+    def _extrapolate(self, x, u, S, step, x_new, f_new, S_new, FD, lin, limit):
+        """The monotone secant/subspace extrapolation along ``step`` (:mod:`.extrapolate`)."""
+        model, grp = self.model, self.model.groups
+        img = grp.image(S, S_new) if FD is not None else None
+        lin_fn = (_linear_scores(grp, S, img, self.images, limit)
+                  if lin and img is not None and len(self.images) == len(self.prev) else None)
+
+        def trial(z, sc=None):
+            return model.evaluate(z, want_grad=True, scores=None if sc is None else sc[0],
+                                  err=None if sc is None else sc[1])
+        S_plain = S_new
+        x_new, f_new, u_next, S_new, alpha = secant_extrapolate(
+            trial, x, u, step, x_new, f_new, model.gradient_at(x_new, S_new), S_new, prev=self.prev, lin=lin_fn)
+        self.u_next = u_next
+        self.prev = [(x_new - x, u_next - u)] + self.prev[:MEMORY - 1]
+        if img is not None:
+            self.images = [img if S_new is S_plain else grp.image(S, S_new)] + self.images[:MEMORY - 1]
+        else:
+            self.images = []  # lengths differ from prev's until realigned: no linear trial meanwhile
+        return x_new, f_new, S_new, alpha
+
+    def _accept(self, x_new, f_new, S_new, step, mval, info):
+        """Move to ``x_new``, record it, and test convergence and divergence."""
+        run, x, f, tol = self.run, self.x, self.f, self.opts.tol
+        rel_f = abs(f - f_new) / max(1.0, abs(f))
+        # linear convergence: the remaining decrease is about df * rate / (1 - rate)
+        rate = min(rel_f / self.prev_rel_f, 0.999) if self.prev_rel_f > 0 else 0.0
+        self.prev_rel_f = rel_f
+        rest = rel_f * rate / (1.0 - rate)
+        rel_x = math.sqrt(float(step @ step)) / max(1.0, math.sqrt(float(x @ x)))
+        self.x, self.f, self.S = x_new, f_new, S_new
+        run.incumbent(x_new, objective=f_new, upper=f_new)
+        run.record(upper=f_new, objective=f_new, step=rel_x, majorizer_decrease=-mval, **info)
+        if run.callback(x_new, f_new):
+            return None  # the callback stopped the run (status set by Run.callback)
+        if not float(x_new @ x_new) <= DIVERGED * DIVERGED:
+            # monotone decrease with ||theta|| -> inf (IPOPT's "diverging iterates" rule): f is unbounded
+            # below or its infimum is not attained (e.g. separable data without regularization)
+            return "error", (f"diverging iterates: ||theta|| > {DIVERGED:g} while the objective decreased from "
+                             f"{self.f0:.6g} to {f_new:.6g}; the objective is unbounded below or its "
+                             "infimum is not attained (add regularization or bounds)")
+        if rel_f <= tol and rest <= tol and rel_x <= np.sqrt(tol):
+            return ("optimal" if self.model.convex else "converged"), ""
+        return None

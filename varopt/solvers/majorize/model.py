@@ -1,0 +1,264 @@
+"""The compiled program as Algorithm 2 sees it (Jebara & Choromanska 2012): the objective's pieces.
+
+Internal objective (minimised)::
+
+    f(theta) = k + c^T theta + 1/2 theta^T H theta                (linear, PSD quadratic, square atoms)
+             + sum_{g: c_g > 0} c_g log sum_{k in g} exp(A_k theta + b_k)    (partition functions)
+             + sum_{g: c_g < 0} c_g log sum_{k in g} exp(A_k theta + b_k)    (latent numerators, section 4)
+
+over ``theta in Lambda`` (linear constraints and bounds). :class:`MajorizeModel` checks the
+structure once and evaluates ``f`` and its gradient; the positive groups are the program's bound
+oracle (Algorithm 1 on every partition function; the padded row-space form of :mod:`.groups` when
+groups have at most 64 configurations), the negative ones get the Jensen tangent plane of
+section 4 (their gradient is already in ``grad f``). It is one of the two models the Algorithm 2
+loop of :mod:`.loop` runs over; the other wraps a user's bound oracle (:mod:`.bound_oracle`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import InputDataError, ModelStructureError
+from .groups import PaddedGroups
+from .step import majorizer_step
+
+
+def _finite(name, arr, allow_neginf=False):
+    a = arr.data if sp.issparse(arr) else np.asarray(arr, dtype=float)
+    if np.isfinite(a).all():
+        return
+    if not allow_neginf or np.isnan(a).any() or (a == np.inf).any():
+        raise InputDataError(f"{name} contains NaN or inf")
+
+
+def _lse_value_gradient(part, starts, x, want_grad=True):
+    """``sum_g c_g log sum_{k in g} exp(A_k x + b_k)`` and its gradient for merged groups ``part``."""
+    A, b, seg, coef = part
+    s = A @ x + b
+    mx = np.maximum.reduceat(s, starts)
+    e = np.exp(s - mx[seg])
+    tot = np.add.reduceat(e, starts)
+    val = float(coef @ (mx + np.log(tot)))
+    if not want_grad:
+        return val, None
+    return val, A.T @ (e * (coef / tot)[seg])
+
+
+
+def _group_starts(seg):
+    """First row of every group of the sorted group ids ``seg``."""
+    return np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+
+
+
+
+# --- atom kinds: the one place majorize branches on an atom's kind ----------------------------------------------
+def _check_atoms(program):
+    """Only ``square`` atoms without multipliers and with nonnegative coefficients are accepted (they are
+    part of the PSD quadratic ``H``); every other kind is not log-linear/quadratic."""
+    obj, oname = program.objective, program.objective_name
+    for a in obj.atoms:
+        if a.kind != "square":
+            raise ModelStructureError(
+                f"majorize: {oname!r} has a {a.kind!r} atom ({len(a)} row(s)); only log-sum-exp (partition "
+                "function) terms, linear terms and convex quadratic regularizers are log-linear/quadratic")
+        if np.any(a.mult >= 0):
+            r = int(np.flatnonzero(a.mult >= 0)[0])
+            raise ModelStructureError(
+                f"majorize: {oname!r} has a product w*g: variable {program.names[a.mult[r]]!r} times a square "
+                "atom; products of variables are not supported")
+        if np.any(a.coef < 0):
+            raise ModelStructureError(f"majorize: {oname!r} has a square atom with a negative coefficient "
+                                      "(a concave quadratic); the majorizer would not be convex")
+# --- end of atom kinds ------------------------------------------------------------------------------------------
+
+
+class MajorizeModel:
+    """The program split into the pieces Algorithm 2 needs (checked once)."""
+
+    #: groups with at most this many configurations use the padded row-space bound (groups.py)
+    PADDED_MAX_ROWS = 64
+
+    def __init__(self, program):
+        obj = program.objective
+        oname = program.objective_name
+        n = program.n
+        self.program = program
+        self.n = n
+        _check_atoms(program)
+        for g in obj.lse:
+            if np.any(g.mult >= 0):
+                r = int(np.flatnonzero(g.mult >= 0)[0])
+                raise ModelStructureError(
+                    f"majorize: {oname!r} has a product w*log-sum-exp: variable {program.names[g.mult[r]]!r} "
+                    "multiplies a partition function; only constant coefficients are supported")
+            _finite(f"log-sum-exp features of {oname!r}", g.A)
+            _finite(f"log-sum-exp offsets (log base measure) of {oname!r}", g.b, allow_neginf=True)
+            _finite(f"log-sum-exp coefficients of {oname!r}", g.coef)
+        _finite(f"linear coefficients of {oname!r}", obj.linear)
+        _finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
+        q = obj.quadratic
+        if not obj.atoms and np.array_equal(q.i, q.j):
+            # separable squares (ridge penalties): H is the diagonal 2 v, no sparse algebra needed
+            self.Hd = np.bincount(q.i, weights=2.0 * q.v, minlength=n) if q.v.size else np.zeros(n)
+            self._H = None  # built on first use (most solves never need the sparse form)
+            self.c, self.k = np.asarray(obj.linear, dtype=float).ravel(), float(obj.constant)
+            self.H_diagonal = True
+        else:
+            from ...program.expression import Expression
+            quad_only = Expression(n, obj.constant, obj.linear, obj.quadratic, atoms=list(obj.atoms))
+            self._H, self.c, self.k = quad_only.as_quadratic()
+            _finite(f"square atoms of {oname!r}", self.H)
+            offdiag = (self.H - sp.diags(self.H.diagonal())).count_nonzero() if self.H.nnz else 0
+            self.H_diagonal = offdiag == 0
+            self.Hd = self.H.diagonal() if self.H_diagonal else None
+        if self.H_diagonal and np.any(self.Hd < 0):
+            raise ModelStructureError(
+                f"majorize: the quadratic part of {oname!r} has a negative diagonal (a concave square); "
+                "the majorizer of a nonconvex quadratic is not a QP")
+        if not self.H_diagonal and self.H.nnz:
+            Hd = self.H.toarray() if n <= 3000 else None
+            if Hd is not None:
+                ev = np.linalg.eigvalsh(Hd).min()
+                if ev < -1e-10 * max(1.0, np.abs(Hd).max()):
+                    raise ModelStructureError(
+                        f"majorize: the quadratic part of {oname!r} is not positive semidefinite (min eigenvalue "
+                        f"{ev:.3g}); the majorizer of a nonconvex quadratic is not a QP")
+        # split the log-sum-exp groups by coefficient sign
+        pos, neg = [], []
+        for g in obj.lse:
+            sgn = np.sign(g.coef)
+            for want, store in ((1, pos), (-1, neg)):
+                sel = np.flatnonzero(sgn == want)
+                if sel.size:
+                    store.append((g, sel))
+        self.pos = self._merge(pos)
+        self.neg = self._merge(neg)
+        # padded row-space form of Algorithm 1 (groups.py) unless groups are large or very unequal
+        self.groups = None
+        if self.pos is not None:
+            A, _, seg, _ = self.pos
+            cmax = int(np.bincount(seg).max())
+            G = int(seg[-1]) + 1
+            if cmax <= self.PADDED_MAX_ROWS and G * cmax <= 4 * A.shape[0]:
+                self.groups = PaddedGroups(*self.pos)
+        self._pos_starts = None if self.pos is None else _group_starts(self.pos[2])
+        self._neg_starts = None if self.neg is None else _group_starts(self.neg[2])
+        # constraints
+        for c in program.constraints:
+            if not c.body.is_linear:
+                raise ModelStructureError(
+                    f"majorize: constraint {c.name!r} is nonlinear; Algorithm 2 needs a convex set Lambda given by "
+                    "linear constraints and bounds")
+        self.A, self.lo, self.hi, _ = program.linear_constraints()
+        for nm, arr in (("constraint matrix", self.A), ("variable lower bounds", program.lb),
+                        ("variable upper bounds", program.ub)):
+            a = arr.data if sp.issparse(arr) else arr
+            if np.any(np.isnan(a)):
+                raise InputDataError(f"{nm} contains NaN")
+        self.lb, self.ub = program.lb, program.ub
+        self.constrained = self.A.shape[0] > 0 or np.any(np.isfinite(self.lb)) or np.any(np.isfinite(self.ub))
+        self.convex = self.neg is None
+
+    @property
+    def H(self):
+        """The quadratic part as a sparse matrix."""
+        if self._H is None:
+            n = self.n
+            self._H = sp.csr_matrix((self.Hd, np.arange(n), np.arange(n + 1)), shape=(n, n))
+        return self._H
+
+    @staticmethod
+    def _merge(parts):
+        """One (A, b, seg, coef) for the selected groups of several LseGroups."""
+        if not parts:
+            return None
+        if len(parts) == 1 and parts[0][1].size == len(parts[0][0]):
+            g = parts[0][0]  # one whole LseGroup: its arrays already have the merged layout
+            return g.A, g.b, g.seg, g.coef
+        As, bs, segs, coefs = [], [], [], []
+        off = 0
+        for g, sel in parts:
+            rows = np.concatenate([np.arange(g.starts[s], g.starts[s + 1] if s + 1 < len(g.starts) else g.seg.size)
+                                   for s in sel]) if sel.size != len(g) else np.arange(g.seg.size)
+            As.append(g.A[rows])
+            bs.append(g.b[rows])
+            _, inv = np.unique(g.seg[rows], return_inverse=True)
+            segs.append(inv + off)
+            coefs.append(g.coef[sel])
+            off += sel.size
+        return (sp.vstack(As).tocsr(), np.concatenate(bs), np.concatenate(segs), np.concatenate(coefs))
+
+    # --- evaluation -------------------------------------------------------------------------------------------
+    def evaluate(self, x, want_grad=False, scores=None, err=None):
+        """``(f(x), grad f(x) or None, cache)``; ``cache = (scores, weights, err)`` holds the padded scores
+        reused by the bound.
+
+        ``scores``: the padded scores at ``x`` when the caller has them (scores are affine in ``x``:
+        a combination of known images saves the feature product), ``err`` a bound on their rounding
+        (None: computed here, exact up to the usual rounding)."""
+        x = np.asarray(x, dtype=float)
+        Hx = self.Hd * x if self.Hd is not None else self.H @ x
+        v = self.k + float(self.c @ x) + 0.5 * float(x @ Hx)
+        g = self.c + Hx if want_grad else None
+        S = None
+        if self.groups is not None:
+            S = self.groups.scores(x) if scores is None else scores
+            pv, W = self.groups.value_weights(S)
+            if want_grad:
+                g = g + self.groups.gradient(W)
+            v += pv
+            S = (S, W, None if scores is None else err)
+        elif self.pos is not None:
+            pv, pg = _lse_value_gradient(self.pos, self._pos_starts, x, want_grad)
+            v += pv
+            if want_grad:
+                g = g + pg
+        if self.neg is not None:
+            nv, ng = _lse_value_gradient(self.neg, self._neg_starts, x, want_grad)
+            v += nv
+            if want_grad:
+                g = g + ng
+        return v, (None if g is None else np.asarray(g, dtype=float).ravel()), S
+
+    def value(self, x):
+        """``f(x)`` from the cached pieces (same math as ``program.objective.value``)."""
+        return self.evaluate(x)[0]
+
+    def gradient(self, x):
+        return self.evaluate(x, want_grad=True)[1]
+
+    def value_and_gradient(self, x):
+        """The oracle handed to L-BFGS-B in the benchmarks (identical code for every method)."""
+        v, g, _ = self.evaluate(x, want_grad=True)
+        return v, g
+
+    def add_H(self, Q, ridge=0.0):
+        """``Q += H + ridge I`` in place (dense ``Q``); ``Q`` is returned."""
+        if self.Hd is not None:
+            Q.flat[::self.n + 1] += self.Hd + ridge if ridge else self.Hd
+            return Q
+        if getattr(self, "_H_dense", None) is None:
+            self._H_dense = self.H.toarray()
+        Q += self._H_dense
+        if ridge:
+            Q.flat[::self.n + 1] += ridge
+        return Q
+
+    def gradient_at(self, x, S):
+        """``grad f(x)`` reusing the padded scores and weights ``S`` computed by :meth:`evaluate` at ``x``."""
+        if S is None or self.groups is None:
+            return self.gradient(x)
+        g = self.c + (self.Hd * x if self.Hd is not None else self.H @ x) + self.groups.gradient(S[1])
+        if self.neg is not None:
+            g = g + _lse_value_gradient(self.neg, self._neg_starts, x)[1]
+        return np.asarray(g, dtype=float).ravel()
+
+    # --- what the Algorithm 2 loop (loop.py) asks of a model ---------------------------------------------------
+    def step(self, x, u, S, opts, qp):
+        """Algorithm 2 step 3 at ``x`` (see :func:`.step.majorizer_step`)."""
+        return majorizer_step(self, x, u, opts, qp, S)
+
+    def final_value(self, x, f, S):
+        """The exact ``f(x)`` when the last scores came by linearity (``f`` otherwise)."""
+        return self.evaluate(x)[0] if S is not None and S[2] is not None else f
