@@ -91,8 +91,9 @@ def test_bound_oracle_limits_options_and_errors():
     n = sm.A.shape[1]
     res = minimize(sm, np.zeros(n), quadratic=lam, linear=sm.gold, tol=1e-14, max_iter=2, extrapolate=False)
     assert res.status == "iteration_limit" and res.iterations == 2 and len(res.history) == 3
+    # limits are checked after each iteration (as before the shared run loop): one step always runs
     res = minimize(sm, np.zeros(n), quadratic=lam, linear=sm.gold, time_limit=1e-9)
-    assert res.status == "time_limit" and res.iterations == 0 and res.x is not None
+    assert res.status == "time_limit" and res.iterations == 1 and res.x is not None
     seen = []
     res = minimize(sm, np.zeros(n), quadratic=lam, linear=sm.gold, tol=1e-14,
                    callback=lambda it, x, f: seen.append(it) or it == 3)
@@ -154,7 +155,7 @@ def test_crf_fit_returns_a_result_with_limits():
     short = ChainCRF(lam=0.5).fit(X, Y, method="majorize", tol=1e-13, max_iter=2)
     assert short.result_.status == "iteration_limit" and short.n_iter_ == 2 and len(short.history_) == 3
     timed = ChainCRF(lam=0.5).fit(X, Y, method="majorize", tol=1e-13, time_limit=1e-9)
-    assert timed.result_.status == "time_limit" and timed.n_iter_ == 0
+    assert timed.result_.status == "time_limit" and timed.n_iter_ == 1  # limits checked after a step
     seen = []
     ChainCRF(lam=0.5).fit(X, Y, method="majorize", max_iter=3, tol=1e-13, callback=lambda th, f: seen.append(f))
     assert len(seen) == 3 and np.all(np.diff(seen) <= 0)
