@@ -1,0 +1,251 @@
+"""CVXPY tracer, part 1: the tree walk, constants and the affine (linear) atoms.
+
+:class:`_AffineTracer` walks a CVXPY expression tree and turns every sub-expression into
+a :class:`~varopt.frontends.cvxpy_nodes._Node`. It dispatches on the CVXPY class name
+(``_<ClassName>`` handler methods, some defined by the subclasses in
+:mod:`.cvxpy_products` and :mod:`.cvxpy_atoms`). Affine atoms are linear maps ``L`` on
+the node: ``+ -``, sums over axes, trace, division and products with constants
+(``vec(C Y) = (I kron C) vec(Y)``, ``vec(Y C) = (C^T kron I) vec(Y)``), selection-like
+atoms (matrix read off the atom's ``numeric`` applied to 1-based entry indices), and any
+other affine atom on at most ``_PROBE_LIMIT`` input entries (matrix probed column by
+column on unit vectors). Constants and parameters are checked for NaN/inf here.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputDataError, ModelStructureError
+from .cvxpy_nodes import _Node, _add, _axis_groups, _broadcast_matrix, _selection_matrix, _shape, _size, _stack
+
+# classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments
+_SELECTION = {"index", "special_index", "transpose", "reshape", "Promote", "broadcast_to", "diag_vec",
+              "diag_mat", "upper_tri", "Hstack", "Vstack", "Concatenate", "Stack", "Squeeze", "conj",
+              "real", "psd_wrap", "symmetric_wrap", "hermitian_wrap", "skew_symmetric_wrap", "vec",
+              "permute_dims", "moveaxis", "swapaxes"}
+# other linear atoms whose matrix is probed column by column (small inputs only)
+_PROBE_LIMIT = 4000
+
+
+class _AffineTracer:
+    """Tree walk over CVXPY expressions; subclasses add products and nonlinear atoms."""
+
+    def __init__(self, var_cols, n):
+        self.var_cols = var_cols  # id(variable) -> (F-order entry -> program column)
+        self.n = n
+        self.where = "objective"
+        self._const_cache = {}
+
+    # --- errors -----------------------------------------------------------------------
+    def fail(self, expr, reason):
+        raise ModelStructureError(f"{self.where}: cannot compile `{expr}`: {reason}")
+
+    # --- helpers ----------------------------------------------------------------------
+    def has_vars(self, expr):
+        key = id(expr)
+        v = self._const_cache.get(key)
+        if v is None:
+            from cvxpy.expressions.variable import Variable
+            if isinstance(expr, Variable):
+                v = True
+            else:
+                v = any(self.has_vars(a) for a in expr.args)
+            self._const_cache[key] = v
+        return v
+
+    def const_value(self, expr):
+        from cvxpy.expressions.constants.parameter import Parameter
+        val = expr.value
+        if val is None:
+            params = [p for p in expr.parameters()] if hasattr(expr, "parameters") else []
+            missing = [p.name() for p in params if p.value is None] or [str(expr)]
+            raise InputDataError(f"{self.where}: parameter {missing[0]!r} has no value")
+        if sp.issparse(val):
+            val = val.toarray()
+        val = np.asarray(val)
+        if np.iscomplexobj(val):
+            self.fail(expr, "complex data is not supported")
+        val = val.astype(float)
+        if not np.all(np.isfinite(val)):
+            if isinstance(expr, Parameter):
+                what = f"parameter {expr.name()!r}"
+            else:
+                text = " ".join(str(expr).split())
+                what = f"constant `{text[:60] + ('...' if len(text) > 60 else '')}`"
+            bad_mask = ~np.isfinite(val)
+            bad = "NaN" if np.isnan(val).any() else "inf"
+            where_idx = tuple(int(i) for i in np.argwhere(bad_mask)[0]) if val.ndim else ()
+            raise InputDataError(f"{self.where}: {what} of shape {val.shape} contains {bad} "
+                                 f"(first at index {where_idx})")
+        return val
+
+    def const_matrix(self, expr, shape2d):
+        """A constant operand of ``@`` as a csr matrix of ``shape2d`` (sparse data kept sparse)."""
+        from cvxpy.expressions.constants.constant import Constant
+        if isinstance(expr, Constant) and sp.issparse(expr.value):
+            M = sp.csr_matrix(expr.value, dtype=float)
+            if not np.all(np.isfinite(M.data)):
+                bad = "NaN" if np.isnan(M.data).any() else "inf"
+                raise InputDataError(f"{self.where}: sparse constant of shape {M.shape} contains {bad}")
+            return M.reshape(shape2d) if M.shape != shape2d else M
+        val = np.broadcast_to(self.const_value(expr), _shape(expr)).reshape(shape2d)
+        return sp.csr_matrix(val)
+
+    def const_node(self, shape, val):
+        val = np.broadcast_to(np.asarray(val, dtype=float), shape)
+        return _Node(shape, self.n, c=np.asarray(val).ravel(order="F"))
+
+    # --- the tree walk ------------------------------------------------------------------
+    def trace(self, expr):
+        from cvxpy.expressions.variable import Variable
+        shape = _shape(expr)
+        if isinstance(expr, Variable):
+            cols = self.var_cols[id(expr)]
+            A = sp.csr_matrix((np.ones(cols.size), (np.arange(cols.size), cols)), shape=(cols.size, self.n))
+            return _Node(shape, self.n, A)
+        if not self.has_vars(expr):
+            return self.const_node(shape, self.const_value(expr))
+        name = type(expr).__name__
+        handler = getattr(self, "_" + name, None)
+        if handler is not None:
+            return handler(expr, shape)
+        if name in _SELECTION:
+            return self._selection(expr, shape)
+        from cvxpy.atoms.affine.affine_atom import AffAtom
+        if isinstance(expr, AffAtom) and expr.is_atom_affine():
+            return self._probe(expr, shape)
+        self.fail(expr, f"the atom `{name}` is not supported by varopt "
+                  "(see varopt.frontends.cvxpy_compile for the recognised atoms)")
+
+    def args(self, expr):
+        return [self.trace(a) for a in expr.args]
+
+    # --- linear atoms -------------------------------------------------------------------
+    def _selection(self, expr, shape):
+        nodes = self.args(expr)
+        vals, off = [], 0
+        for a, z in zip(expr.args, nodes):
+            vals.append((np.arange(z.m, dtype=float) + 1 + off).reshape(_shape(a), order="F"))
+            off += z.m
+        out = np.asarray(expr.numeric(vals))
+        if _size(out.shape) != _size(shape):
+            self.fail(expr, "unexpected output of a selection atom")
+        L = _selection_matrix(out, off)
+        base = nodes[0] if len(nodes) == 1 else _stack(nodes)
+        return base.apply(L, shape)
+
+    def _probe(self, expr, shape):
+        """Other affine atoms (cumsum, diff, kron/conv with a constant, ...): probe ``numeric``.
+
+        Constant arguments are fixed at their values; the map is affine in the others, so
+        its matrix is read column by column from unit vectors (small inputs only).
+        """
+        var_args = [k for k, a in enumerate(expr.args) if self.has_vars(a)]
+        vals = [None if k in var_args else np.broadcast_to(self.const_value(a), _shape(a))
+                for k, a in enumerate(expr.args)]
+        nodes = [self.trace(expr.args[k]) for k in var_args]
+        total = sum(z.m for z in nodes)
+        if total > _PROBE_LIMIT:
+            self.fail(expr, f"linear atom `{type(expr).__name__}` on more than {_PROBE_LIMIT} entries")
+        shapes = {k: _shape(expr.args[k]) for k in var_args}
+
+        def evaluate(free):
+            v = list(vals)
+            for k in var_args:
+                v[k] = free[k]
+            return np.asarray(expr.numeric(v), dtype=float).reshape(-1, order="F")
+
+        zero = {k: np.zeros(shapes[k]) for k in var_args}
+        base = evaluate(zero)
+        cols = []
+        for k in var_args:
+            for j in range(_size(shapes[k])):
+                free = dict(zero)
+                e = np.zeros(_size(shapes[k]))
+                e[j] = 1.0
+                free[k] = e.reshape(shapes[k], order="F")
+                cols.append(evaluate(free) - base)
+        L = sp.csr_matrix(np.column_stack(cols))
+        stacked = nodes[0] if len(nodes) == 1 else _stack(nodes)
+        out = stacked.apply(L, shape)
+        out.c = out.c + base
+        return out
+
+    def _AddExpression(self, expr, shape):
+        nodes = []
+        for a in expr.args:
+            z = self.trace(a)
+            if z.shape != shape:
+                z = z.apply(_broadcast_matrix(z.shape, shape), shape)
+            nodes.append(z)
+        return _add(nodes, shape)
+
+    def _NegExpression(self, expr, shape):
+        return self.trace(expr.args[0]).scale(-1.0)
+
+    def _Sum(self, expr, shape):
+        z = self.trace(expr.args[0])
+        pos, m_out = _axis_groups(z.shape, expr.axis)
+        L = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
+        return z.apply(L, shape)
+
+    def _Trace(self, expr, shape):
+        z = self.trace(expr.args[0])
+        k = min(z.shape)
+        diag = np.arange(k) * (z.shape[0] + 1)
+        return z.apply(sp.csr_matrix((np.ones(k), (np.zeros(k, int), diag)), shape=(1, z.m)), shape)
+
+    def _DivExpression(self, expr, shape):
+        num, den = expr.args
+        if self.has_vars(den):
+            self.fail(expr, f"division by the non-constant expression `{den}`")
+        d = self.const_value(den)
+        z = self.trace(num)
+        if z.shape != shape:
+            z = z.apply(_broadcast_matrix(z.shape, shape), shape)
+        dd = np.broadcast_to(d, shape).ravel(order="F")
+        if np.any(dd == 0):
+            raise InputDataError(f"{self.where}: division by zero in `{expr}`")
+        return z.scale(1.0 / dd)
+
+    def _multiply(self, expr, shape):
+        z1, z2 = [self.trace(a) for a in expr.args]
+        if z1.shape != shape:
+            z1 = z1.apply(_broadcast_matrix(z1.shape, shape), shape)
+        if z2.shape != shape:
+            z2 = z2.apply(_broadcast_matrix(z2.shape, shape), shape)
+        return self.product(expr, z1, z2, shape)
+
+    def _MulExpression(self, expr, shape):
+        a, b = expr.args
+        sa, sb = _shape(a), _shape(b)
+        if len(sa) > 2 or len(sb) > 2:
+            self.fail(expr, "matrix products of arrays with more than 2 dimensions")
+        if not sa or not sb:  # scalar times array: elementwise
+            za, zb = self.trace(a), self.trace(b)
+            za = za.apply(_broadcast_matrix(za.shape, shape), shape)
+            zb = zb.apply(_broadcast_matrix(zb.shape, shape), shape)
+            return self.product(expr, za, zb, shape)
+        # as 2-D: a (p x q), b (q x r); 1-D left operand is a row, right operand a column
+        pa = (1, sa[0]) if len(sa) == 1 else sa
+        pb = (sb[0], 1) if len(sb) == 1 else sb
+        p, q = pa
+        r = pb[1]
+        if not self.has_vars(a):
+            Ca = self.const_matrix(a, pa)
+            L = sp.kron(sp.identity(r), Ca, format="csr")  # vec(C Y) = (I kron C) vec(Y)
+            return self.trace(b).apply(L, shape)
+        if not self.has_vars(b):
+            Cb = self.const_matrix(b, pb)
+            L = sp.kron(Cb.T, sp.identity(p), format="csr")  # vec(Y C) = (C^T kron I) vec(Y)
+            return self.trace(a).apply(L, shape)
+        # both non-constant: T[i,k,j] = a[i,j] * b[j,k], summed over j
+        za, zb = self.trace(a), self.trace(b)
+        i, k, j = np.meshgrid(np.arange(p), np.arange(r), np.arange(q), indexing="ij")
+        i, k, j = i.ravel(), k.ravel(), j.ravel()
+        T = i.size
+        Sa = sp.csr_matrix((np.ones(T), (np.arange(T), i + p * j)), shape=(T, p * q))
+        Sb = sp.csr_matrix((np.ones(T), (np.arange(T), j + q * k)), shape=(T, q * r))
+        prod = self.product(expr, za.apply(Sa, (T,)), zb.apply(Sb, (T,)), (T,))
+        Lsum = sp.csr_matrix((np.ones(T), (i + p * k, np.arange(T))), shape=(p * r, T))
+        return prod.apply(Lsum, shape)

@@ -1,0 +1,135 @@
+"""CVXPY tracer, part 3: recognition of the nonlinear atoms.
+
+Each handler takes an affine argument ``u = A x + b`` and returns a node of atom rows or
+log-sum-exp groups (catalogue kinds of :mod:`varopt.program.terms`):
+
+* ``square``/``power(., 2)`` -> ``square`` rows; ``power(., 1)`` and ``power(., 0)`` are
+  folded; ``quad_over_lin(u, y)`` -> ``square`` rows with weight ``1/y`` for a positive
+  constant ``y``, ``quad_over_lin`` rows for an affine scalar ``y``;
+* ``quad_form(u, P)`` with constant ``P`` -> ``u^T P_s u`` with ``P_s = (P + P^T)/2``,
+  i.e. quadratic terms ``x^T A^T P_s A x``, linear ``2 b^T P_s A x`` and constant ``b^T P b``;
+* ``exp`` -> ``exp`` rows; ``log(u)`` and ``log1p(u) = log(1 + u)`` -> ``neglog`` rows with
+  coefficient ``-1``; ``entr(u) = -u log u`` -> ``xlogx`` rows with coefficient ``-1``;
+* ``rel_entr(x, y) = x log x - x log y``, ``kl_div(x, y) = rel_entr(x, y) - x + y``;
+* ``log_sum_exp(u, axis)`` -> one group per output entry; ``logistic(z) = log(exp 0 + exp z)``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputDataError
+from .cvxpy_nodes import _Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _first_index
+from .cvxpy_products import _ProductTracer
+
+
+class _Tracer(_ProductTracer):
+    """The complete CVXPY tracer: tree walk, linear atoms, products and nonlinear atoms."""
+
+    def affine_arg(self, expr, arg):
+        z = self.trace(arg)
+        if not z.is_affine:
+            self.fail(expr, f"the argument `{arg}` of `{type(expr).__name__}` must be affine")
+        return z
+
+    def atom_node(self, kind, z, coef, shape, A2=None, b2=None):
+        """Node with one ``kind`` row per entry of affine ``z`` and weights ``coef``."""
+        rows = _Rows(kind, z.A, z.c, None, A2, b2, _first_index(z.shape))
+        W = sp.diags(np.broadcast_to(np.asarray(coef, dtype=float), (z.m,))).tocsr()
+        return _Node(shape, self.n, rows=[(rows, W)])
+
+    def _power(self, expr, shape, p=None):
+        if p is None:
+            p = float(np.asarray(expr.p.value if hasattr(expr.p, "value") else expr.p))
+        if p == 1:
+            return self.trace(expr.args[0])
+        if p == 0:
+            return self.const_node(shape, 1.0)
+        if p != 2:
+            self.fail(expr, f"power with exponent {p:g} (only 2 is recognised)")
+        return self.atom_node("square", self.affine_arg(expr, expr.args[0]), 1.0, shape)
+
+    _Power = _power
+    _PowerApprox = _power
+
+    def _square(self, expr, shape):
+        return self._power(expr, shape, 2.0)
+
+    def _exp(self, expr, shape):
+        return self.atom_node("exp", self.affine_arg(expr, expr.args[0]), 1.0, shape)
+
+    def _log(self, expr, shape):
+        return self.atom_node("neglog", self.affine_arg(expr, expr.args[0]), -1.0, shape)
+
+    def _log1p(self, expr, shape):
+        z = self.affine_arg(expr, expr.args[0])
+        return self.atom_node("neglog", _Node(z.shape, self.n, z.A, z.c + 1.0), -1.0, shape)
+
+    def _entr(self, expr, shape):
+        return self.atom_node("xlogx", self.affine_arg(expr, expr.args[0]), -1.0, shape)
+
+    def _rel_entr(self, expr, shape):
+        xa, ya = expr.args
+        zx, zy = self.affine_arg(expr, xa), self.affine_arg(expr, ya)
+        zx = zx.apply(_broadcast_matrix(zx.shape, shape), shape) if zx.shape != shape else zx
+        zy = zy.apply(_broadcast_matrix(zy.shape, shape), shape) if zy.shape != shape else zy
+        xlogx = self.atom_node("xlogx", zx, 1.0, shape)
+        logy = self.atom_node("neglog", zy, -1.0, shape)
+        return _add([xlogx, self.product(expr, zx, logy, shape).scale(-1.0)], shape)
+
+    def _kl_div(self, expr, shape):
+        rel = self._rel_entr(expr, shape)
+        zx, zy = [self.trace(a) for a in expr.args]
+        zx = zx.apply(_broadcast_matrix(zx.shape, shape), shape) if zx.shape != shape else zx
+        zy = zy.apply(_broadcast_matrix(zy.shape, shape), shape) if zy.shape != shape else zy
+        return _add([rel, zx.scale(-1.0), zy], shape)
+
+    def _quad_over_lin(self, expr, shape):
+        xa, ya = expr.args
+        z = self.affine_arg(expr, xa)
+        pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
+        S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
+        if not self.has_vars(ya):
+            y = float(np.asarray(self.const_value(ya)).ravel()[0])
+            if y <= 0:
+                raise InputDataError(f"{self.where}: `{expr}` needs a positive denominator, got {y!r}")
+            node = self.atom_node("square", z, 1.0 / y, z.shape)
+            return node.apply(S, shape)
+        zy = self.affine_arg(expr, ya)
+        if zy.m != 1:
+            self.fail(expr, "quad_over_lin with a non-scalar denominator")
+        A2 = sp.csr_matrix(sp.vstack([zy.A] * z.m)) if z.m > 1 else zy.A
+        node = self.atom_node("quad_over_lin", z, 1.0, z.shape, A2, np.full(z.m, zy.c[0]))
+        return node.apply(S, shape)
+
+    def _QuadForm(self, expr, shape):
+        xa, Pa = expr.args
+        if self.has_vars(Pa):
+            self.fail(expr, "quad_form with a non-constant matrix")
+        P = self.const_value(Pa)
+        P = 0.5 * (P + P.T)
+        z = self.affine_arg(expr, xa)
+        n = self.n
+        Ps = sp.csr_matrix(P)
+        M = (z.A.T @ Ps @ z.A).tocoo()
+        Q = [(_QTerms(M.row, M.col), sp.csr_matrix((M.data, (np.zeros(M.nnz, int), np.arange(M.nnz))),
+                                                   shape=(1, M.nnz)))]
+        lin = sp.csr_matrix(2.0 * (Ps @ z.c)[None, :]) @ z.A
+        return _Node(shape, n, lin, np.array([z.c @ (P @ z.c)]), Q)
+
+    def _log_sum_exp(self, expr, shape):
+        z = self.affine_arg(expr, expr.args[0])
+        pos, m_out = _axis_groups(z.shape, expr.axis)
+        order = np.argsort(pos, kind="stable")
+        grp = _Lse(z.A[order], z.c[order], pos[order], None, _first_index(shape)[:m_out])
+        return _Node(shape, self.n, lse=[(grp, sp.identity(m_out, format="csr"))])
+
+    def _logistic(self, expr, shape):
+        z = self.affine_arg(expr, expr.args[0])
+        m = z.m
+        # rows 2e (zero) and 2e+1 (z_e) form group e: log(exp(0) + exp(z_e))
+        perm = sp.csr_matrix((np.ones(m), (2 * np.arange(m) + 1, np.arange(m))), shape=(2 * m, m))
+        A = perm @ z.A
+        b = perm @ z.c
+        grp = _Lse(A, b, np.repeat(np.arange(m), 2), None, _first_index(z.shape))
+        return _Node(shape, self.n, lse=[(grp, sp.identity(m, format="csr"))])

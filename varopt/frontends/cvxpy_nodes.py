@@ -1,0 +1,269 @@
+"""Traced CVXPY nodes: the array-valued pieces the CVXPY compiler builds and combines.
+
+Every traced CVXPY sub-expression becomes a :class:`_Node`: an array-valued function of
+the program variables ``x`` (``n`` entries) with ``m`` entries, stored in CVXPY's
+column-major (``'F'``) flattening order, of the form
+
+``node(x)_e = c_e + A_e x + sum_k Q_{e,k} x_{i_k} x_{j_k}
+             + sum_r W_{e,r} w_r g_r(u_r(x)) + sum_g V_{e,g} w_g lse_g(x)``
+
+* ``A`` (``m x n``) sparse; quadratic terms ``x_{i_k} x_{j_k}`` (:class:`_QTerms`) mixed
+  into the entries by sparse weights ``Q`` (``m x T``);
+* atom rows ``w_r g(u_r)``, ``u_r = A^{row}_r x + b_r`` (:class:`_Rows`, one of the
+  catalogue kinds of :mod:`varopt.program.terms`, optional multiplier ``w_r = x[mult_r]``),
+  mixed into the entries by the sparse weights ``W`` (``m x R``);
+* log-sum-exp groups (:class:`_Lse`), mixed in by ``V`` (``m x G``).
+
+A linear map ``L`` (``m' x m``) acts on every part at once (``L A``, ``L c``, ``L Q``,
+``L W``, ``L V``) without touching the rows (:meth:`_Node.apply`). This module also holds
+the sparse index helpers (broadcast/selection matrices, axis reductions, the bilinear
+product ``(A1_e x)(A2_e x)``) that the tracer (:mod:`.cvxpy_affine`, :mod:`.cvxpy_products`,
+:mod:`.cvxpy_atoms`) uses. It imports nothing from CVXPY.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def _shape(expr):
+    return tuple(int(s) for s in expr.shape)
+
+
+def _size(shape):
+    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+
+
+class _Rows:
+    """Atom rows ``w_r g(A_r x + b_r)`` of one kind, shared by nodes (immutable)."""
+
+    __slots__ = ("kind", "A", "b", "mult", "A2", "b2", "label")
+
+    def __init__(self, kind, A, b, mult=None, A2=None, b2=None, label=None):
+        self.kind = kind
+        self.A = sp.csr_matrix(A)
+        self.b = np.asarray(b, dtype=float).ravel()
+        R = self.A.shape[0]
+        self.mult = np.full(R, -1, dtype=np.int64) if mult is None else np.asarray(mult, dtype=np.int64)
+        self.A2 = None if A2 is None else sp.csr_matrix(A2)
+        self.b2 = None if b2 is None else np.asarray(b2, dtype=float).ravel()
+        self.label = np.zeros(R, dtype=np.int64) if label is None else np.asarray(label, dtype=np.int64)
+
+    def take(self, idx, mult=None, label=None):
+        idx = np.asarray(idx, dtype=np.int64)
+        return _Rows(self.kind, self.A[idx], self.b[idx], self.mult[idx] if mult is None else mult,
+                     None if self.A2 is None else self.A2[idx], None if self.b2 is None else self.b2[idx],
+                     self.label[idx] if label is None else label)
+
+
+class _Lse:
+    """Log-sum-exp groups ``w_g log sum_{k: seg_k = g} exp(A_k x + b_k)`` (immutable)."""
+
+    __slots__ = ("A", "b", "seg", "mult", "starts", "label")
+
+    def __init__(self, A, b, seg, mult=None, label=None):
+        self.A = sp.csr_matrix(A)
+        self.b = np.asarray(b, dtype=float).ravel()
+        self.seg = np.asarray(seg, dtype=np.int64)
+        G = int(self.seg[-1]) + 1 if self.seg.size else 0
+        self.mult = np.full(G, -1, dtype=np.int64) if mult is None else np.asarray(mult, dtype=np.int64)
+        self.starts = np.searchsorted(self.seg, np.arange(G + 1))
+        self.label = np.zeros(G, dtype=np.int64) if label is None else np.asarray(label, dtype=np.int64)
+
+    @property
+    def G(self):
+        return self.mult.size
+
+    def take_groups(self, groups, mult=None, label=None):
+        """New group set made of copies of ``groups`` (may repeat), in that order."""
+        groups = np.asarray(groups, dtype=np.int64)
+        cnt = self.starts[groups + 1] - self.starts[groups]
+        rows = _ranges(self.starts[groups], cnt)
+        seg = np.repeat(np.arange(groups.size), cnt)
+        return _Lse(self.A[rows], self.b[rows], seg, self.mult[groups] if mult is None else mult,
+                    self.label[groups] if label is None else label)
+
+
+def _first_index(shape):
+    """Index along the first axis of every (F-order) entry of ``shape``: the row's sample label."""
+    m = _size(shape)
+    return np.arange(m, dtype=np.int64) % shape[0] if shape else np.zeros(m, dtype=np.int64)
+
+
+def _entries(sets, e, take):
+    """``(group, W, slice, take(group, columns))`` for the groups whose CSR weight row ``e`` is nonempty."""
+    for grp, W in sets:
+        sl = slice(W.indptr[e], W.indptr[e + 1])
+        if sl.stop > sl.start:
+            yield grp, W, sl, take(grp, W.indices[sl])
+
+
+def _ranges(starts, counts):
+    """Concatenation of ``arange(s, s + c)`` for every (s, c), vectorized."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + offs
+
+
+class _QTerms:
+    """Products ``x_i x_j`` (one per column of a node's weight matrix; immutable)."""
+
+    __slots__ = ("i", "j")
+
+    def __init__(self, i, j):
+        self.i = np.asarray(i, dtype=np.int64)
+        self.j = np.asarray(j, dtype=np.int64)
+
+
+def _pad(pairs, off, M):
+    """Move the weight rows of ``(object, W)`` pairs down by ``off`` into ``M`` rows."""
+    out = []
+    for obj, W in pairs:
+        Wc = W.tocoo()
+        out.append((obj, sp.csr_matrix((Wc.data, (Wc.row + off, Wc.col)), shape=(M, W.shape[1]))))
+    return out
+
+
+class _Node:
+    """Array-valued traced expression (see the module docstring)."""
+
+    __slots__ = ("shape", "m", "n", "A", "c", "Q", "rows", "lse")
+
+    def __init__(self, shape, n, A=None, c=None, Q=None, rows=None, lse=None):
+        self.shape = tuple(shape)
+        self.m = _size(self.shape)
+        self.n = n
+        self.A = sp.csr_matrix((self.m, n)) if A is None else sp.csr_matrix(A)
+        self.c = np.zeros(self.m) if c is None else np.asarray(c, dtype=float).ravel()
+        self.Q = Q or []  # list of (_QTerms, W m x T csr)
+        self.rows = rows or []  # list of (_Rows, W m x R csr)
+        self.lse = lse or []  # list of (_Lse, V m x G csr)
+
+    # --- classification --------------------------------------------------------------
+    @property
+    def has_quad(self):
+        return any(W.nnz for _, W in self.Q)
+
+    @property
+    def has_nonlinear(self):
+        return any(W.nnz for _, W in self.rows) or any(V.nnz for _, V in self.lse)
+
+    @property
+    def is_affine(self):
+        return not self.has_quad and not self.has_nonlinear
+
+    @property
+    def is_constant(self):
+        return self.is_affine and self.A.nnz == 0
+
+    def single_variable(self):
+        """``(coef, var)`` per entry when every entry is ``coef_e * x_{var_e}`` (no constant)."""
+        if not self.is_affine or np.any(self.c != 0):
+            return None
+        A = self.A.copy()
+        A.eliminate_zeros()
+        if not np.all(np.diff(A.indptr) == 1):
+            return None
+        return A.data.copy(), A.indices.astype(np.int64)
+
+    # --- linear maps ------------------------------------------------------------------
+    def apply(self, L, shape):
+        """The node ``L @ self`` (``L``: m' x m sparse) with the given output shape."""
+        L = sp.csr_matrix(L)
+        return _Node(shape, self.n, L @ self.A, L @ self.c, [(q, sp.csr_matrix(L @ W)) for q, W in self.Q],
+                     [(r, sp.csr_matrix(L @ W)) for r, W in self.rows],
+                     [(g, sp.csr_matrix(L @ V)) for g, V in self.lse])
+
+    def scale(self, d):
+        return self.apply(sp.diags(np.broadcast_to(np.asarray(d, dtype=float), (self.m,))), self.shape)
+
+
+def _bcast(z, shape):
+    """``z`` broadcast (numpy rules) to ``shape``."""
+    shape = tuple(shape)
+    if z.shape == shape:
+        return z
+    return z.apply(_broadcast_matrix(z.shape, shape), shape)
+
+
+def _add(nodes, shape):
+    shape = tuple(shape)
+    nodes = [_bcast(z, shape) for z in nodes]
+    n = nodes[0].n
+    m = _size(shape)
+    A = sp.csr_matrix((m, n))
+    c = np.zeros(m)
+    Q, rows, lse = [], [], []
+    for z in nodes:
+        A = A + z.A
+        c = c + z.c
+        Q += z.Q
+        rows += z.rows
+        lse += z.lse
+    return _Node(shape, n, A, c, Q, rows, lse)
+
+
+def _stack(nodes):
+    """Vertical concatenation of flattened nodes (shape ``(sum m,)``)."""
+    n = nodes[0].n
+    M = sum(z.m for z in nodes)
+    A = sp.vstack([z.A for z in nodes], format="csr")
+    c = np.concatenate([z.c for z in nodes])
+    Q, rows, lse = [], [], []
+    off = 0
+    for z in nodes:
+        Q += _pad(z.Q, off, M)
+        rows += _pad(z.rows, off, M)
+        lse += _pad(z.lse, off, M)
+        off += z.m
+    return _Node((M,), n, A, c, Q, rows, lse)
+
+
+def _selection_matrix(src, m_in):
+    """Sparse ``L`` from 1-based source indices (0 = structural zero)."""
+    src = np.asarray(src).ravel(order="F")
+    s = np.rint(np.real(src)).astype(np.int64)
+    keep = np.flatnonzero(s > 0)
+    return sp.csr_matrix((np.ones(keep.size), (keep, s[keep] - 1)), shape=(src.size, m_in))
+
+
+def _broadcast_matrix(shape_in, shape_out):
+    m_in = _size(shape_in)
+    idx = (np.arange(m_in, dtype=float) + 1).reshape(shape_in, order="F")
+    return _selection_matrix(np.broadcast_to(idx, shape_out), m_in)
+
+
+def _axis_groups(shape, axis):
+    """Output (F-order) position of every input entry for a reduction over ``axis``."""
+    if axis is None or not shape:
+        return np.zeros(_size(shape), dtype=np.int64), 1
+    axes = (axis,) if np.isscalar(axis) else tuple(axis)
+    axes = tuple(int(a) % len(shape) for a in axes)
+    keep = [d for d in range(len(shape)) if d not in axes]
+    out_shape = tuple(shape[d] for d in keep)
+    idx = np.indices(shape).reshape(len(shape), -1, order="F")
+    if not keep:
+        return np.zeros(_size(shape), dtype=np.int64), 1
+    pos = np.ravel_multi_index(tuple(idx[d] for d in keep), out_shape, order="F")
+    return pos.astype(np.int64), _size(out_shape)
+
+
+def _bilinear(A1, A2, n):
+    """Quadratic part ``[(terms, W)]`` whose entry e is ``(A1_e x) (A2_e x)``."""
+    A1 = sp.csr_matrix(A1)
+    A2 = sp.csr_matrix(A2)
+    m = A1.shape[0]
+    cnt1 = np.diff(A1.indptr)
+    cnt2 = np.diff(A2.indptr)
+    e1 = np.repeat(np.arange(m), cnt1)  # entry of every nonzero of A1
+    rep = cnt2[e1]
+    P = np.repeat(np.arange(A1.nnz), rep)
+    Q2 = _ranges(A2.indptr[:-1][e1], rep)
+    rows = e1[P]
+    vals = A1.data[P] * A2.data[Q2]
+    T = rows.size
+    terms = _QTerms(A1.indices[P], A2.indices[Q2])
+    return [(terms, sp.csr_matrix((vals, (rows, np.arange(T))), shape=(m, T)))]

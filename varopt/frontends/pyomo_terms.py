@@ -1,0 +1,108 @@
+"""Intermediate form of a Pyomo sub-expression for the Pyomo compiler, and its errors.
+
+A :class:`_Form` is the sum
+
+``const + sum_j lin_j x_j + sum_{(i,j)} quad_ij x_i x_j + sum_r coef_r w_r g_r(u_r[, v_r])
++ sum_g coef_g w_g log sum_k exp(u_gk)``
+
+over temporary variable indices (encounter order of the walk, :mod:`.pyomo_walk`), with
+``u = lin . x + b`` affine and ``w`` an optional variable multiplier. Forms are added
+(:func:`_add_into`) and scaled (:meth:`_Form.scaled`); rows are shared, never mutated.
+:class:`_Unsupported` and :class:`_BadData` carry the offending node up to
+:func:`varopt.frontends.pyomo_compile.compile_pyomo`, which names the objective or
+constraint in the error it raises.
+"""
+from __future__ import annotations
+
+import math
+
+SUPPORTED = (
+    "supported terms are sums of: constants, linear terms, products of two affine expressions, "
+    "(affine)**2, exp(affine), log(affine), v*log(v), log(sum_k c_k*exp(affine_k) [+ c0]) with "
+    "c_k, c0 > 0, sum_k (affine_k)**2/affine, and any of these atoms multiplied by a variable "
+    "(e.g. w*(x - mu)**2, w*log(v), w*exp(x))")
+
+
+class _Unsupported(Exception):
+    def __init__(self, node, reason):
+        super().__init__(reason)
+        self.node = node
+        self.reason = reason
+
+
+class _BadData(Exception):
+    def __init__(self, node, reason):
+        super().__init__(reason)
+        self.node = node
+        self.reason = reason
+
+
+def _expr_str(node) -> str:
+    try:
+        s = str(node)
+    except Exception:  # pragma: no cover - printing must never hide the real error
+        s = repr(node)
+    return s if len(s) <= 300 else s[:300] + " ..."
+
+
+# --------------------------------------------------------------------------------------
+# intermediate form of a sub-expression
+# --------------------------------------------------------------------------------------
+# An atom row is a tuple (kind, coef, u_lin: dict, u_b, mult, v_lin: dict|None, v_b)
+# meaning coef * w * g(u) (or g(u, v) for quad_over_lin); an lse row is a tuple
+# (coef, mult, terms) with terms a tuple of (lin dict, b). Dicts inside rows are never
+# mutated after creation, so rows can be shared between forms.
+
+class _Form:
+    __slots__ = ("const", "lin", "quad", "atoms", "lse")
+
+    def __init__(self, const=0.0, lin=None, quad=None, atoms=None, lse=None):
+        self.const = const
+        self.lin = {} if lin is None else lin
+        self.quad = {} if quad is None else quad
+        self.atoms = [] if atoms is None else atoms
+        self.lse = [] if lse is None else lse
+
+    @property
+    def is_const(self):
+        return not (self.lin or self.quad or self.atoms or self.lse)
+
+    @property
+    def is_affine(self):
+        return not (self.quad or self.atoms or self.lse)
+
+    def scaled(self, s):
+        if s == 0.0:
+            return _Form(0.0)
+        if s == 1.0:
+            return self
+        return _Form(self.const * s,
+                     {k: v * s for k, v in self.lin.items()},
+                     {k: v * s for k, v in self.quad.items()},
+                     [(r[0], r[1] * s) + r[2:] for r in self.atoms],
+                     [(r[0] * s,) + r[1:] for r in self.lse])
+
+
+def _prune(d):
+    return {k: v for k, v in d.items() if v != 0.0}
+
+
+def _add_into(acc: _Form, f: _Form):
+    acc.const += f.const
+    lin = acc.lin
+    for k, v in f.lin.items():
+        lin[k] = lin.get(k, 0.0) + v
+    if f.quad:
+        q = acc.quad
+        for k, v in f.quad.items():
+            q[k] = q.get(k, 0.0) + v
+    if f.atoms:
+        acc.atoms.extend(f.atoms)
+    if f.lse:
+        acc.lse.extend(f.lse)
+
+
+_MATH = {"exp": math.exp, "log": math.log, "log10": math.log10, "sqrt": math.sqrt, "sin": math.sin,
+         "cos": math.cos, "tan": math.tan, "asin": math.asin, "acos": math.acos, "atan": math.atan,
+         "sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh, "asinh": math.asinh,
+         "acosh": math.acosh, "atanh": math.atanh, "ceil": math.ceil, "floor": math.floor}

@@ -1,0 +1,282 @@
+"""Recursive walk from a Pyomo expression tree to a :class:`~.pyomo_terms._Form`.
+
+:class:`_Walker` recognises the term catalogue listed in :mod:`varopt.frontends.pyomo_compile`
+without expanding nonlinear structure: sums, negation and scaling; products (affine times
+affine -> bilinear/quadratic terms; ``(sum_j a_j x_j + c) * G`` -> the rows of ``G`` with
+multiplier ``x_j`` and ``c G``; ``v log(a v) = (a v) log(a v) / a`` -> ``xlogx``); division by
+constants and ``sum_k aff_k**2 / aff`` -> ``quad_over_lin``; powers (``aff**2`` -> ``square``,
+``c**aff = exp(log(c) aff)``); and unary functions (``exp``, ``log``/``log10`` -> ``neglog``,
+``log(c0 + sum_k c_k exp(u_k))`` -> one log-sum-exp group with ``b_k += log c_k``).
+Constant sub-expressions (numbers, Params, fixed variables) are evaluated and checked
+for NaN/inf.
+"""
+from __future__ import annotations
+
+import math
+
+from .pyomo_terms import _MATH, _add_into, _BadData, _Form, _prune, _Unsupported
+
+
+class _Walker:
+    """Recursive walker from a Pyomo expression to a :class:`_Form`."""
+
+    def __init__(self):
+        import pyomo.core.expr as E
+        from pyomo.core.expr.numvalue import native_numeric_types
+        from pyomo.environ import value
+
+        self.E = E
+        self.native = native_numeric_types
+        self.value = value
+        self.index = {}   # id(VarData) -> temporary index (encounter order)
+        self.vars = []
+        self._handlers = {}
+
+    # --- leaves ---------------------------------------------------------------------
+    def _const(self, node, val):
+        try:
+            val = float(val)
+        except (TypeError, ValueError) as exc:
+            raise _BadData(node, f"is not a number ({exc})") from None
+        if not math.isfinite(val):
+            raise _BadData(node, f"has the non-finite value {val}")
+        return _Form(val)
+
+    def _eval(self, node):
+        try:
+            return self._const(node, self.value(node))
+        except _BadData:
+            raise
+        except Exception as exc:  # uninitialised Param, math domain error, ...
+            raise _BadData(node, f"cannot be evaluated ({exc})") from None
+
+    def var(self, v):
+        if v.fixed:
+            if v.value is None:
+                raise _BadData(v, "is fixed but has no value")
+            return self._const(v, v.value)
+        k = self.index.get(id(v))
+        if k is None:
+            k = self.index[id(v)] = len(self.vars)
+            self.vars.append(v)
+        return _Form(0.0, {k: 1.0})
+
+    # --- dispatch -------------------------------------------------------------------
+    def walk(self, node):
+        if type(node) in self.native:
+            return self._const(node, node)
+        if not node.is_expression_type():
+            if node.is_variable_type():
+                return self.var(node)
+            return self._eval(node)  # Params, numeric constants
+        if node.is_named_expression_type():
+            return self.walk(node.expr)
+        if not node.is_potentially_variable():
+            return self._eval(node)
+        h = self._handlers.get(type(node))
+        if h is None:
+            h = self._handlers[type(node)] = self._lookup(type(node))
+        return h(node)
+
+    def _lookup(self, t):
+        E = self.E
+        table = [
+            (E.SumExpression, self.sum),
+            (E.NegationExpression, self.neg),
+            (E.DivisionExpression, self.div),
+            (E.ProductExpression, self.prod),  # includes MonomialTermExpression
+            (E.PowExpression, self.pow),
+            (E.AbsExpression, self.unsupported),
+            (E.UnaryFunctionExpression, self.unary),
+        ]
+        for cls, h in table:
+            if issubclass(t, cls):
+                return h
+        return self.unsupported
+
+    def unsupported(self, node):
+        # an unsupported operation of constants only (e.g. abs of a fixed variable) is a constant
+        args = getattr(node, "args", ())
+        try:
+            all_const = bool(args) and all(self.walk(a).is_const for a in args)
+        except _Unsupported:
+            all_const = False
+        if all_const:
+            return self._eval(node)
+        name = node.getname() if hasattr(node, "getname") else type(node).__name__
+        raise _Unsupported(node, f"the operation '{name}' of variables is not supported")
+
+    # --- operations -----------------------------------------------------------------
+    def sum(self, node):
+        acc = _Form(0.0)
+        for a in node.args:
+            if type(a) in self.native:
+                acc.const += self._const(a, a).const
+                continue
+            _add_into(acc, self.walk(a))
+        acc.lin = _prune(acc.lin)
+        acc.quad = _prune(acc.quad)
+        return acc
+
+    def neg(self, node):
+        return self.walk(node.args[0]).scaled(-1.0)
+
+    def prod(self, node):
+        a0, a1 = node.args
+        f, g = self.walk(a0), self.walk(a1)
+        if f.is_const:
+            return g.scaled(f.const)
+        if g.is_const:
+            return f.scaled(g.const)
+        if f.is_affine and g.is_affine:
+            return self._affine_product(f, g)
+        if f.is_affine:
+            return self._times_affine(f, g, node)
+        if g.is_affine:
+            return self._times_affine(g, f, node)
+        raise _Unsupported(node, "a product of two nonlinear factors is not supported")
+
+    @staticmethod
+    def _affine_product(f, g):
+        q = {}
+        for i, ci in f.lin.items():
+            for j, cj in g.lin.items():
+                key = (i, j) if i <= j else (j, i)
+                q[key] = q.get(key, 0.0) + ci * cj
+        lin = {}
+        if g.const:
+            for k, v in f.lin.items():
+                lin[k] = v * g.const
+        if f.const:
+            for k, v in g.lin.items():
+                lin[k] = lin.get(k, 0.0) + v * f.const
+        return _Form(f.const * g.const, _prune(lin), _prune(q))
+
+    def _times_affine(self, w, g, node):
+        """``w * g`` with ``w`` affine and ``g`` a sum of multiplier-free rows, constants and linear terms."""
+        if g.quad:
+            raise _Unsupported(node, "a variable times a quadratic expression is a cubic term, which is "
+                                     "not supported")
+        if any(r[4] >= 0 for r in g.atoms) or any(r[1] >= 0 for r in g.lse):
+            raise _Unsupported(node, "a product of three or more nonlinear factors (a variable times a "
+                                     "term that already has a variable multiplier) is not supported")
+        out = _Form(0.0)
+        if w.const:
+            _add_into(out, g.scaled(w.const))
+        lin, quad, atoms, lse = out.lin, out.quad, out.atoms, out.lse
+        for j, a in w.lin.items():
+            if g.const:
+                lin[j] = lin.get(j, 0.0) + a * g.const
+            for k, c in g.lin.items():
+                key = (j, k) if j <= k else (k, j)
+                quad[key] = quad.get(key, 0.0) + a * c
+            for r in g.atoms:
+                kind, coef, u, ub = r[0], r[1], r[2], r[3]
+                if kind == "neglog" and ub == 0.0 and len(u) == 1 and j in u:
+                    # x_j * (-log(c x_j)) = -(1/c) * (c x_j) log(c x_j): an xlogx row
+                    atoms.append(("xlogx", -coef * a / u[j], u, 0.0, -1, None, 0.0))
+                else:
+                    atoms.append((kind, coef * a, u, ub, j, r[5], r[6]))
+            for r in g.lse:
+                lse.append((r[0] * a, j, r[2]))
+        out.lin = _prune(lin)
+        out.quad = _prune(quad)
+        return out
+
+    def div(self, node):
+        num, den = node.args
+        d = self.walk(den)
+        if d.is_const:
+            if d.const == 0.0:
+                raise _BadData(node, "divides by zero")
+            return self.walk(num).scaled(1.0 / d.const)
+        f = self.walk(num)
+        if f.is_const and f.const == 0.0:  # e.g. (0*x)**2 / y from zero data: exactly 0 where defined
+            return _Form(0.0)
+        if d.is_affine and f.atoms and not (f.const or f.lin or f.quad or f.lse) \
+                and all(r[0] == "square" for r in f.atoms):
+            # sum_k c_k w_k u_k^2 / v  ->  quad_over_lin rows sharing the denominator v
+            dl, db = d.lin, d.const
+            return _Form(0.0, atoms=[("quad_over_lin", r[1], r[2], r[3], r[4], dl, db) for r in f.atoms])
+        raise _Unsupported(node, "division by a non-constant expression is only supported as "
+                                 "(affine)**2 / affine")
+
+    def pow(self, node):
+        base, expo = node.args
+        e = self.walk(expo)
+        if not e.is_const:
+            b = self.walk(base)
+            if b.is_const and e.is_affine:
+                if b.const <= 0.0:
+                    raise _Unsupported(node, "c**(expression) needs a positive base c")
+                lc = math.log(b.const)
+                return _Form(0.0, atoms=[("exp", 1.0, {k: v * lc for k, v in e.lin.items()},
+                                          e.const * lc, -1, None, 0.0)])
+            raise _Unsupported(node, "powers with a variable exponent are not supported")
+        p = e.const
+        b = self.walk(base)
+        if b.is_const:
+            try:
+                val = b.const ** p
+            except (OverflowError, ZeroDivisionError) as exc:
+                raise _BadData(node, f"cannot be evaluated ({exc})") from None
+            if isinstance(val, complex):
+                raise _BadData(node, "is a complex number")
+            return self._const(node, val)
+        if p == 0.0:
+            return _Form(1.0)
+        if p == 1.0:
+            return b
+        if p == 2.0 and b.is_affine:
+            return _Form(0.0, atoms=[("square", 1.0, b.lin, b.const, -1, None, 0.0)])
+        if p == 2.0:
+            raise _Unsupported(node, "only the square of an affine expression is supported")
+        raise _Unsupported(node, f"the exponent {p:g} is not supported (only (affine)**2, **1 and **0)")
+
+    def unary(self, node):
+        name = node.getname()
+        f = self.walk(node.args[0])
+        if f.is_const:
+            fn = _MATH.get(name)
+            if fn is None:
+                return self._eval(node)
+            try:
+                return self._const(node, fn(f.const))
+            except (ValueError, OverflowError) as exc:
+                raise _BadData(node, f"cannot be evaluated ({exc})") from None
+        if name == "exp":
+            if f.is_affine:
+                return _Form(0.0, atoms=[("exp", 1.0, f.lin, f.const, -1, None, 0.0)])
+            raise _Unsupported(node, "exp of a non-affine argument is not supported")
+        if name in ("log", "log10"):
+            scale = 1.0 if name == "log" else 1.0 / math.log(10.0)
+            if f.is_affine:
+                return _Form(0.0, atoms=[("neglog", -scale, f.lin, f.const, -1, None, 0.0)])
+            lse = self._lse_row(f)
+            if lse is not None:
+                return lse.scaled(scale)
+            raise _Unsupported(node, f"{name} of an expression that is neither affine nor a positive sum "
+                                     "of exponentials of affine expressions is not supported")
+        raise _Unsupported(node, f"the function '{name}' of variables is not supported")
+
+    @staticmethod
+    def _lse_row(f):
+        """``log(c0 + sum_k c_k exp(u_k))`` as a form, or None when ``f`` does not have that shape."""
+        if f.lin or f.quad or f.lse or f.const < 0.0:
+            return None
+        if not all(r[0] == "exp" and r[4] < 0 and r[1] >= 0.0 for r in f.atoms):
+            return None
+        rows = [r for r in f.atoms if r[1] > 0.0]
+        if not rows:
+            return None
+        terms = [(r[2], r[3] + math.log(r[1])) for r in rows]
+        if f.const > 0.0:
+            terms.append(({}, math.log(f.const)))
+        if len(terms) == 1:  # log(c exp(u)) = u + log c
+            lin, b = terms[0]
+            return _Form(b, dict(lin))
+        return _Form(0.0, lse=[(1.0, -1, tuple(terms))])
+
+
+# --------------------------------------------------------------------------------------
+# building program expressions from forms
