@@ -36,6 +36,7 @@ from scipy.linalg import lapack
 import scipy.sparse as sp
 
 from ...errors import InputDataError, InvalidOptionError, ModelStructureError, SolverBugError
+from ...program.atoms import ATOMS
 from ...options import Option, OptionSet, common_options, nonnegative, positive
 from ...registry import Progress, Solver, register_solver
 from ...result import Result
@@ -165,7 +166,7 @@ class MajorizeModel:
         self.program = program
         self.n = n
         for a in obj.atoms:
-            if a.kind != "square":
+            if not ATOMS[a.kind].quadratic:
                 raise ModelStructureError(
                     f"majorize: {oname!r} has a {a.kind!r} atom ({len(a)} row(s)); only log-sum-exp (partition "
                     "function) terms, linear terms and convex quadratic regularizers are log-linear/quadratic")
