@@ -243,3 +243,10 @@ def test_no_module_branches_on_atom_kinds():
     assert not found, f"atom math must come from varopt.program.atoms.ATOMS, not kind branches: {found}"
     for rel in SCAN_EXCLUDED:
         assert (ROOT / rel).exists(), f"stale scan exclusion {rel}"
+
+
+@pytest.mark.parametrize("frontend", ["frontends/pyomo_compile.py", "frontends/cvxpy_compile.py"])
+def test_every_kind_is_recognised_by_the_frontends(frontend):
+    """A new table entry also needs recognition in both front-ends (the other half of adding a kind)."""
+    consts = {n.value for n in ast.walk(ast.parse((ROOT / frontend).read_text())) if isinstance(n, ast.Constant)}
+    assert not set(ATOMS) - consts, f"{frontend} never builds {sorted(set(ATOMS) - consts)}"

@@ -198,8 +198,8 @@ class QuadOverLin(AtomKernel):
     def interval_max(self, lo, hi, vlo=0.0, vhi=np.inf):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             u2 = np.maximum(lo * lo, hi * hi)
-            return np.where(u2 == 0, 0.0, np.where(np.asarray(vlo) > 0, u2 / np.where(np.asarray(vlo) > 0, vlo, 1.0),
-                                                   np.inf))
+            pos = np.asarray(vlo) > 0
+            return np.where(u2 == 0, 0.0, np.where(pos, u2 / np.where(pos, vlo, 1.0), np.inf))
 
 
 #: kind -> kernel; the single source of the atom kinds

@@ -19,6 +19,9 @@ AtomGroup       ``c_r w_r g(u_r)``, ``u_r = A_r x+b_r`` ``c_r >= 0`` and no ``w`
 LseGroup        ``c_g w_g log sum_{k in g} exp(A_k x + b_k)``  ``c_g >= 0``, no ``w``
 ============== ===================================== ===========================
 
+The math of each atom ``g`` (value, derivatives, domain, interval bounds) is the kernel
+table :data:`varopt.program.atoms.ATOMS`; the groups here only apply it to ``A x + b``.
+
 A row with a multiplier ``w`` is the product of a variable with a convex atom of other
 variables (``phi * (x - mu)**2``, ``-phi * log(pi)``); GOP needs to see these products.
 Positive weights ``h_k`` of a log-sum-exp (base measures) are stored as ``log h_k`` in
