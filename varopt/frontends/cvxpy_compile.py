@@ -69,6 +69,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
+from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from .cvxpy_atoms import _Tracer
 from .cvxpy_nodes import _Rows, _add, _entries, _shape, _size
@@ -273,8 +274,8 @@ def _to_expressions(z, n, order_c=False):
         allrows = objs[0] if len(objs) == 1 else _Rows(
             kind, sp.vstack([o.A for o in objs], format="csr"), np.concatenate([o.b for o in objs]),
             np.concatenate([o.mult for o in objs]),
-            None if kind != "quad_over_lin" else sp.vstack([o.A2 for o in objs], format="csr"),
-            None if kind != "quad_over_lin" else np.concatenate([o.b2 for o in objs]),
+            None if ATOMS[kind].arity == 1 else sp.vstack([o.A2 for o in objs], format="csr"),
+            None if ATOMS[kind].arity == 1 else np.concatenate([o.b2 for o in objs]),
             np.concatenate([o.label for o in objs]))
         rowsets.append((allrows, W))
     lsesets = [(g, sp.csr_matrix(V)) for g, V in z.lse if V.nnz]

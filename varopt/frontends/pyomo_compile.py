@@ -63,6 +63,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
+from ..program.atoms import ATOM_KINDS, ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from .pyomo_terms import SUPPORTED, _BadData, _expr_str, _Form, _Unsupported
 from .pyomo_walk import _Walker
@@ -98,7 +99,7 @@ def _build_expression(f: _Form, perm: np.ndarray, n: int, where: str) -> Express
     for r in f.atoms:
         by_kind.setdefault(r[0], []).append(r)
     atoms = []
-    for kind in ("xlogx", "neglog", "exp", "square", "quad_over_lin"):
+    for kind in ATOM_KINDS:
         rows = by_kind.get(kind)
         if not rows:
             continue
@@ -108,7 +109,7 @@ def _build_expression(f: _Form, perm: np.ndarray, n: int, where: str) -> Express
         mult = np.where(mult >= 0, perm[np.maximum(mult, 0)], -1)
         A = affine_rows([r[2] for r in rows])
         A2 = b2 = None
-        if kind == "quad_over_lin":
+        if ATOMS[kind].arity == 2:
             A2 = affine_rows([r[5] for r in rows])
             b2 = np.array([r[6] for r in rows], dtype=float)
         atoms.append(AtomGroup(kind, coef, A, b, mult, A2, b2))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .atoms import ATOMS
 from .terms import AtomGroup, LseGroup, QuadraticTerms
 
 
@@ -117,8 +118,8 @@ class Expression:
 
     @property
     def is_quadratic_form(self) -> bool:
-        """Linear, quadratic and multiplier-free ``square`` atoms only: expandable to a QP form."""
-        return not self.lse and all(a.kind == "square" and np.all(a.mult < 0) for a in self.atoms)
+        """Linear, quadratic and multiplier-free quadratic (``square``) atoms only: expandable to a QP form."""
+        return not self.lse and all(ATOMS[a.kind].quadratic and np.all(a.mult < 0) for a in self.atoms)
 
     def as_quadratic(self):
         """Return ``(H, c, k)`` with ``f(x) = x^T H x / 2 + c^T x + k`` (``H`` csr, symmetric).

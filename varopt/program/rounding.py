@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .atoms import ATOMS
 from .expression import Expression
 from .terms import AtomGroup, LseGroup, _mult_values
 
@@ -31,10 +32,11 @@ def _abs_affine(A, b, ax):
 def _atom_magnitude(g: AtomGroup, x, ax) -> float:
     cw = np.abs(g.coef * _mult_values(g.mult, x))
     au = _abs_affine(g.A, g.b, ax)
-    if g.kind == "quad_over_lin":
+    kern = ATOMS[g.kind]
+    if kern.arity == 2:
         u, v, val = g._g(x, 0)
-        r = u / v
-        inner = 2.0 * np.abs(r) * au + r * r * _abs_affine(g.A2, g.b2, ax)
+        du, dv = kern.grad(u, v)
+        inner = np.abs(du) * au + np.abs(dv) * _abs_affine(g.A2, g.b2, ax)
     else:
         _, val, d1, _ = g._g(x, 1)
         inner = np.abs(d1) * au

@@ -19,6 +19,9 @@ AtomGroup       ``c_r w_r g(u_r)``, ``u_r = A_r x+b_r`` ``c_r >= 0`` and no ``w`
 LseGroup        ``c_g w_g log sum_{k in g} exp(A_k x + b_k)``  ``c_g >= 0``, no ``w``
 ============== ===================================== ===========================
 
+The math of each atom ``g`` (value, derivatives, domain, interval bounds) is the kernel
+table :data:`varopt.program.atoms.ATOMS`; the groups here only apply it to ``A x + b``.
+
 A row with a multiplier ``w`` is the product of a variable with a convex atom of other
 variables (``phi * (x - mu)**2``, ``-phi * log(pi)``); GOP needs to see these products.
 Positive weights ``h_k`` of a log-sum-exp (base measures) are stored as ``log h_k`` in
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-ATOM_KINDS = ("xlogx", "neglog", "exp", "square", "quad_over_lin")
+from .atoms import ATOM_KINDS, ATOMS
 
 
 def _csr(A, n: int) -> sp.csr_matrix:
@@ -125,7 +128,7 @@ class AtomGroup:
         self.b = np.asarray(self.b, dtype=float).ravel()
         self.mult = (np.full(m, -1, dtype=np.int64) if self.mult is None
                      else np.asarray(self.mult, dtype=np.int64).ravel())
-        if self.kind == "quad_over_lin":
+        if ATOMS[self.kind].arity == 2:
             if self.A2 is None:
                 raise ValueError("quad_over_lin needs a second affine map A2, b2")
             self.A2 = _csr(self.A2, n)
@@ -141,37 +144,26 @@ class AtomGroup:
         return self.coef.size
 
     # --- the scalar atom and its derivatives, vectorized over rows -------------------
+    @property
+    def kernel(self):
+        """The :class:`~.atoms.AtomKernel` of this group's kind."""
+        return ATOMS[self.kind]
+
     def _g(self, x, order: int):
-        """Return g, and (for order >= 1) dg/du, and (order >= 2) d2g/du2 at every row."""
+        """``(u, g, dg/du, d2g/du2)`` at every row (derivatives above ``order`` are None);
+        ``(u, v, g)`` for two-argument atoms."""
         u = self.A @ x + self.b
-        k = self.kind
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if k == "xlogx":
-                g = np.where(u > 0, u * np.log(np.where(u > 0, u, 1.0)), np.where(u == 0, 0.0, np.nan))
-                d1 = np.log(u) + 1.0
-                d2 = 1.0 / u
-            elif k == "neglog":
-                g = np.where(u > 0, -np.log(np.where(u > 0, u, 1.0)), np.where(u == 0, np.inf, np.nan))
-                d1 = -1.0 / u
-                d2 = 1.0 / (u * u)
-            elif k == "exp":
-                g = np.exp(u)
-                d1 = d2 = g
-            elif k == "square":
-                g = u * u
-                d1 = 2.0 * u
-                d2 = np.full_like(u, 2.0)
-            else:  # quad_over_lin: g(u, v) = u^2 / v
-                v = self.A2 @ x + self.b2
-                g = np.where(v > 0, u * u / np.where(v > 0, v, 1.0), np.nan)
-                return u, v, g
-        return u, g, d1, d2
+        kern = ATOMS[self.kind]
+        if kern.arity == 2:
+            v = self.A2 @ x + self.b2
+            return u, v, kern.value(u, v)
+        return (u,) + kern.derivs(u, order)
 
     def row_values(self, x):
         """Per-row value ``c_r w_r g(u_r)`` (length m)."""
         w = _mult_values(self.mult, x)
         out = self._g(x, 0)
-        g = out[2] if self.kind == "quad_over_lin" else out[1]
+        g = out[2] if len(out) == 3 else out[1]
         return self.coef * w * g
 
     def value(self, x):
@@ -179,10 +171,9 @@ class AtomGroup:
 
     def gradient(self, x):
         w = _mult_values(self.mult, x)
-        if self.kind == "quad_over_lin":
+        if self.kernel.arity == 2:
             u, v, g = self._g(x, 1)
-            du = 2.0 * u / v
-            dv = -(u / v) ** 2
+            du, dv = self.kernel.grad(u, v)
             grad = self.A.T @ (self.coef * w * du) + self.A2.T @ (self.coef * w * dv)
         else:
             u, g, d1, _ = self._g(x, 1)
@@ -195,15 +186,16 @@ class AtomGroup:
     def hessian(self, x):
         w = _mult_values(self.mult, x)
         E = _mult_matrix(self.mult, self.n)
-        if self.kind == "quad_over_lin":
+        if self.kernel.arity == 2:
             u, v, g = self._g(x, 2)
             cw = self.coef * w
-            huu, huv, hvv = 2.0 / v, -2.0 * u / v ** 2, 2.0 * u ** 2 / v ** 3
+            huu, huv, hvv = self.kernel.hess(u, v)
+            du, dv = self.kernel.grad(u, v)
             A, B = self.A, self.A2
             H = (A.T @ sp.diags(cw * huu) @ A + B.T @ sp.diags(cw * hvv) @ B
                  + A.T @ sp.diags(cw * huv) @ B + B.T @ sp.diags(cw * huv) @ A)
             # the multiplier w enters linearly: cross terms c * dg/du * (e_w A_r + A_r^T e_w^T)
-            C = E @ sp.diags(self.coef * 2.0 * u / v) @ A + E @ sp.diags(self.coef * -(u / v) ** 2) @ B
+            C = E @ sp.diags(self.coef * du) @ A + E @ sp.diags(self.coef * dv) @ B
         else:
             u, g, d1, d2 = self._g(x, 2)
             H = self.A.T @ sp.diags(self.coef * w * d2) @ self.A
@@ -212,7 +204,7 @@ class AtomGroup:
 
     def is_convex(self) -> bool:
         """True when every row is a convex function of x on the atom's domain."""
-        return bool(np.all(self.mult < 0) and np.all(self.coef >= 0))
+        return bool(ATOMS[self.kind].convex and np.all(self.mult < 0) and np.all(self.coef >= 0))
 
 
 @dataclass

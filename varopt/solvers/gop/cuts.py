@@ -23,9 +23,6 @@ import scipy.sparse as sp
 
 from ...program.terms import AtomGroup, LseGroup
 
-_DOM_EPS = {"xlogx": 1e-10, "neglog": 1e-8}
-
-
 def _interval(A, b, lb, ub):
     """Range of ``A y + b`` over the box (rows)."""
     Ap = A.maximum(0)
@@ -41,33 +38,6 @@ def _interval(A, b, lb, ub):
     lo[inf_lo] = -np.inf
     hi[inf_hi] = np.inf
     return lo, hi
-
-
-def _g(kind, u):
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if kind == "xlogx":
-            return np.where(u > 0, u * np.log(np.where(u > 0, u, 1.0)), 0.0), np.log(u) + 1.0
-        if kind == "neglog":
-            return -np.log(u), -1.0 / u
-        if kind == "exp":
-            e = np.exp(u)
-            return e, e
-        return u * u, 2.0 * u  # square
-
-
-def _gmin(kind, lo, hi):
-    """Minimum of g over [lo, hi] (vectorized)."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if kind == "xlogx":
-            m = np.clip(np.exp(-1.0), np.maximum(lo, 0), hi)
-            return np.where(m > 0, m * np.log(np.where(m > 0, m, 1)), 0.0)
-        if kind == "neglog":
-            return -np.log(hi)
-        if kind == "exp":
-            return np.where(np.isfinite(lo), np.exp(lo), 0.0)
-        if kind == "square":
-            return np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
-        return np.zeros_like(lo)  # quad_over_lin >= 0
 
 
 class ConvexPieces:
@@ -86,11 +56,11 @@ class ConvexPieces:
         for g in atoms:
             self.groups.append((g, off))
             off += len(g)
-            if g.kind == "quad_over_lin":
+            if g.kernel.arity == 2:  # u^2/v >= 0 (no tighter bound: v is not bounded above here)
                 eta_lb.append(np.zeros(len(g)))
             else:
                 lo, hi = _interval(g.A, g.b, ylb, yub)
-                eta_lb.append(g.coef * _gmin(g.kind, lo, hi))
+                eta_lb.append(g.coef * g.kernel.interval_min(lo, hi))
         for g in e_y.lse:
             self.groups.append((g, off))
             off += len(g)
@@ -101,7 +71,7 @@ class ConvexPieces:
         # univariate rows (one y per argument, e.g. phi log phi): cuts are built from flat arrays
         self.unit = {}
         for g, o in self.groups:
-            if isinstance(g, LseGroup) or g.kind == "quad_over_lin":
+            if isinstance(g, LseGroup) or g.kernel.arity == 2:
                 continue
             A = sp.csr_matrix(g.A)
             if np.all(np.diff(A.indptr) == 1):
@@ -146,10 +116,8 @@ class ConvexPieces:
         """Tangent rows ``eta_r - c g'(u0) a_r y_j >= c (g(u0) - g'(u0) u0) + c g'(u0) b_r`` (one y each)."""
         cols, vals = self.unit[off]
         j, a = cols[sel], vals[sel]
-        u0 = a * y[j] + g.b[sel]
-        if g.kind in _DOM_EPS:
-            u0 = np.maximum(u0, _DOM_EPS[g.kind])
-        val, d1 = _g(g.kind, u0)
+        u0 = g.kernel.tangent_point(a * y[j] + g.b[sel])
+        val, d1, _ = g.kernel.derivs(u0, 1)
         c = g.coef[sel]
         los.append(c * (val + d1 * (g.b[sel] - u0)))
         m = sel.size
@@ -165,14 +133,13 @@ class ConvexPieces:
         """Tangent cuts of the 1-D atom rows at given argument values (one cut per row per point)."""
         blocks, los = [], []
         for g, off in self.groups:
-            if isinstance(g, LseGroup) or g.kind == "quad_over_lin":
+            if isinstance(g, LseGroup) or g.kernel.arity == 2:
                 continue
             lo_u, hi_u = _interval(g.A, g.b, self.ylb, self.yub)
             for t in u_points:
                 u0 = np.where(np.isfinite(lo_u) & np.isfinite(hi_u), lo_u + t * (hi_u - lo_u), np.nan)
                 ok = np.isfinite(u0)
-                if g.kind in _DOM_EPS:
-                    u0 = np.maximum(u0, _DOM_EPS[g.kind])
+                u0 = g.kernel.tangent_point(u0)
                 sel = np.flatnonzero(ok)
                 if sel.size == 0:
                     continue
@@ -186,7 +153,7 @@ class ConvexPieces:
         return sp.vstack(blocks, format="csr"), np.concatenate(los)
 
     def _tangent(self, g, sel, u0):
-        val, d1 = _g(g.kind, u0)
+        val, d1, _ = g.kernel.derivs(u0, 1)
         c = g.coef[sel]
         lo = c * (val + d1 * (g.b[sel] - u0))
         return _scaled_rows(g.A, sel, c * d1), lo
@@ -202,18 +169,15 @@ class ConvexPieces:
             A = sp.diags(g.coef[sel]) @ PA
             lo = g.coef[sel] * (lse[sel] - ps)
             return sp.csr_matrix(A), lo
-        if g.kind == "quad_over_lin":
+        if g.kernel.arity == 2:
             u = (g.A @ y + g.b)[sel]
             v = np.maximum((g.A2 @ y + g.b2)[sel], 1e-12)
-            du, dv = 2.0 * u / v, -(u / v) ** 2
+            du, dv = g.kernel.grad(u, v)
             c = g.coef[sel]
             A = sp.diags(c * du) @ g.A[sel] + sp.diags(c * dv) @ g.A2[sel]
             lo = c * (du * g.b[sel] + dv * g.b2[sel])
             return sp.csr_matrix(A), lo
-        u0 = (g.A @ y + g.b)[sel]
-        if g.kind in _DOM_EPS:
-            u0 = np.maximum(u0, _DOM_EPS[g.kind])
-        return self._tangent(g, sel, u0)
+        return self._tangent(g, sel, g.kernel.tangent_point((g.A @ y + g.b)[sel]))
 
 
 def _squares(H, ny):

@@ -181,7 +181,7 @@ class MixedHessian:
         ypos[yi] = np.arange(ny)
         self.fast, self.slow = [], []
         for g in e.groups():
-            if isinstance(g, LseGroup) or g.kind == "quad_over_lin":
+            if isinstance(g, LseGroup) or g.kernel.arity == 2:
                 self.slow.append(g)
                 continue
             A = sp.csr_matrix(g.A)

@@ -41,9 +41,6 @@ import numpy as np
 from ...errors import ModelStructureError
 from ...program.terms import LseGroup
 
-_ATOM_TXT = {"xlogx": "{u}*log({u})", "neglog": "-log({u})", "exp": "exp({u})", "square": "({u})^2",
-             "quad_over_lin": "({u})^2/({v})"}
-
 
 def _affine_txt(names, row_idx, row_val, b=0.0, limit=3):
     parts = []
@@ -65,10 +62,10 @@ def _row_txt(names, g, r):
         a = g.A[r]
         u = _affine_txt(names, a.indices, a.data, g.b[r])
         v = ""
-        if g.kind == "quad_over_lin":
+        if g.kernel.arity == 2:
             a2 = g.A2[r]
             v = _affine_txt(names, a2.indices, a2.data, g.b2[r])
-        inner = _ATOM_TXT[g.kind].format(u=u, v=v)
+        inner = g.kernel.text.format(u=u, v=v)
     w = int(g.mult[r])
     return (f"{names[w]}*{inner}" if w >= 0 else inner)
 

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 
 from ...errors import ModelStructureError, SolverBugError
 from ...highs import solve_lp
+from ...program.atoms import ATOMS
 
 
 @dataclass
@@ -115,14 +116,14 @@ class DenseExpr:
             if np.any(g.mult >= 0):
                 raise SolverBugError("GOP primal: a multiplier of the primal block survived restriction")
             A = g.A.toarray()
-            if g.kind == "square":
+            if g.kernel.quadratic:
                 H += 2.0 * (A.T * g.coef) @ A
                 c += 2.0 * A.T @ (g.coef * g.b)
                 k += float(np.sum(g.coef * g.b ** 2))
                 continue
             keep = g.coef != 0
-            if g.kind == "quad_over_lin":
-                self.groups.append(("quad_over_lin", g.coef[keep], A[keep], g.b[keep], g.A2.toarray()[keep], g.b2[keep]))
+            if g.kernel.arity == 2:
+                self.groups.append((g.kind, g.coef[keep], A[keep], g.b[keep], g.A2.toarray()[keep], g.b2[keep]))
                 continue
             key = np.hstack([A[keep], g.b[keep, None]])
             uniq, inv = np.unique(key, axis=0, return_inverse=True)
@@ -138,24 +139,12 @@ class DenseExpr:
     def value(self, x):
         v = self.k + self.c @ x + 0.5 * x @ self.H @ x
         for kind, coef, A, b, A2, b2 in self.groups:
+            kern = ATOMS[kind]
             u = A @ x + b
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                if kind == "xlogx":
-                    if np.any(u < 0):
-                        return np.inf
-                    g = np.where(u > 0, u * np.log(np.where(u > 0, u, 1.0)), 0.0)
-                elif kind == "neglog":
-                    if np.any(u <= 0):
-                        return np.inf
-                    g = -np.log(u)
-                elif kind == "exp":
-                    g = np.exp(u)
-                else:
-                    w = A2 @ x + b2
-                    if np.any(w <= 0):
-                        return np.inf
-                    g = u * u / w
-            v += float(coef @ g)
+            args = (u,) if kern.arity == 1 else (u, A2 @ x + b2)
+            if not np.all(kern.in_domain(args[-1])):  # outside the domain: +inf for the line search
+                return np.inf
+            v += float(coef @ kern.value(*args))
         for A, b, seg, starts, coef in self.lse:
             s = A @ x + b
             mx = np.maximum.reduceat(s, starts)
@@ -166,18 +155,15 @@ class DenseExpr:
         g = self.c + self.H @ x
         H = self.H.copy()
         for kind, coef, A, b, A2, b2 in self.groups:
+            kern = ATOMS[kind]
             u = A @ x + b
-            if kind == "xlogx":
-                d1, d2 = np.log(u) + 1.0, 1.0 / u
-            elif kind == "neglog":
-                d1, d2 = -1.0 / u, 1.0 / (u * u)
-            elif kind == "exp":
-                d1 = d2 = np.exp(u)
+            if kern.arity == 1:
+                _, d1, d2 = kern.derivs(u, 2)
             else:
                 w = A2 @ x + b2
-                du, dw = 2 * u / w, -(u / w) ** 2
+                du, dw = kern.grad(u, w)
                 g = g + A.T @ (coef * du) + A2.T @ (coef * dw)
-                huu, huw, hww = 2 / w, -2 * u / w ** 2, 2 * u ** 2 / w ** 3
+                huu, huw, hww = kern.hess(u, w)
                 H = H + (A.T * (coef * huu)) @ A + (A2.T * (coef * hww)) @ A2 + (A.T * (coef * huw)) @ A2 \
                     + (A2.T * (coef * huw)) @ A
                 continue

@@ -19,6 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputDataError, ModelStructureError
+from ...program.atoms import ATOMS
 from .groups import PaddedGroups
 from .step import majorizer_step
 
@@ -52,13 +53,13 @@ def _group_starts(seg):
 
 
 
-# --- atom kinds: the one place majorize branches on an atom's kind ----------------------------------------------
+# --- atom kinds: the one place majorize asks about an atom's kind (ATOMS[kind].quadratic) ----------------------------------------------
 def _check_atoms(program):
     """Only ``square`` atoms without multipliers and with nonnegative coefficients are accepted (they are
     part of the PSD quadratic ``H``); every other kind is not log-linear/quadratic."""
     obj, oname = program.objective, program.objective_name
     for a in obj.atoms:
-        if a.kind != "square":
+        if not ATOMS[a.kind].quadratic:
             raise ModelStructureError(
                 f"majorize: {oname!r} has a {a.kind!r} atom ({len(a)} row(s)); only log-sum-exp (partition "
                 "function) terms, linear terms and convex quadratic regularizers are log-linear/quadratic")

@@ -1,0 +1,207 @@
+r"""The atom kernel table: the math of every convex atom ``g`` of an :class:`~.terms.AtomGroup`.
+
+Every solver asks this table (``ATOMS[kind]``) for values, derivatives, domains and interval
+bounds, so adding an atom kind means one entry here plus its recognition in the front-ends.
+All functions are vectorized over numpy arrays of arguments.
+
+=================  =====================  ==================  ====================  ============
+kind               ``g``                  domain              ``g'``, ``g''``       monotone
+=================  =====================  ==================  ====================  ============
+``xlogx``          ``u log u``            ``u >= 0``          ``log u + 1``, ``1/u``  no
+``neglog``         ``-log u``             ``u > 0``           ``-1/u``, ``1/u^2``   decreasing
+``exp``            ``exp u``              all ``u``           ``exp u``, ``exp u``  increasing
+``square``         ``u^2``                all ``u``           ``2u``, ``2``         no
+``quad_over_lin``  ``u^2 / v``            ``v > 0``           see below             no
+=================  =====================  ==================  ====================  ============
+
+Conventions of :meth:`AtomKernel.value`: ``0 log 0 = 0``, ``-log 0 = +inf`` (the closure of the
+convex function), NaN outside the domain. ``quad_over_lin`` is the two-argument atom
+``g(u, v) = u^2/v`` (Boyd & Vandenberghe 2004, §3.1.5) with gradient
+``(2u/v, -(u/v)^2)`` and Hessian blocks ``g_uu = 2/v``, ``g_uv = -2u/v^2``, ``g_vv = 2u^2/v^3``.
+
+Interval bounds: for ``u`` in ``[lo, hi]`` (infinite ends allowed) ``interval_min`` and
+``interval_max`` return ``min g`` and ``max g`` (``+inf`` when unbounded). A convex ``g``
+attains its maximum at an end point and its minimum at the clipped stationary point
+(``u = 1/e`` for ``u log u``, ``u = 0`` for ``u^2``). Tangent cuts
+``g(u0) + g'(u0) (u - u0)`` underestimate a convex ``g`` everywhere; ``tangent_point``
+lifts ``u0`` off the boundary of an open/singular domain so ``g'(u0)`` stays finite.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_EXP_M1 = np.exp(-1.0)
+
+
+class AtomKernel:
+    """Base of the kernels. Attributes are facts the solvers query."""
+
+    kind: str = ""
+    #: number of affine arguments: 1 for ``g(u)``, 2 for ``g(u, v)``
+    arity: int = 1
+    #: text of one row for messages; ``{u}`` (and ``{v}``) are replaced by the arguments
+    text: str = ""
+    #: domain of ``u`` (of ``v`` for arity 2) as ``(lo, hi, lo_closed)``; ``hi`` is always open
+    domain: tuple = (-np.inf, np.inf, False)
+    convex: bool = True
+    #: +1 nondecreasing, -1 nonincreasing, 0 neither (over the domain, in ``u``)
+    monotone: int = 0
+    #: ``g(u) = u^2`` exactly: rows ``c (a^T x + b)^2`` expand into a quadratic form
+    quadratic: bool = False
+    #: tangent points are lifted to at least this value (None: any point of the domain)
+    tangent_floor: float = None
+
+    def in_domain(self, u):
+        lo, _, closed = self.domain
+        return u >= lo if closed else u > lo
+
+    def tangent_point(self, u):
+        return u if self.tangent_floor is None else np.maximum(u, self.tangent_floor)
+
+    def derivs(self, u, order: int):
+        """``(g, g', g'')`` up to ``order`` (later entries None)."""
+        g = self.value(u)
+        d1 = self.d1(u) if order >= 1 else None
+        d2 = self.d2(u) if order >= 2 else None
+        return g, d1, d2
+
+    def deriv(self, u, order: int):
+        """``g``, ``g'`` or ``g''`` (``order`` 0, 1, 2)."""
+        return (self.value, self.d1, self.d2)[order](u)
+
+
+class XLogX(AtomKernel):
+    """``g(u) = u log u`` on ``u >= 0`` (``0 log 0 = 0``); ``g' = log u + 1``, ``g'' = 1/u``; min ``-1/e`` at ``1/e``."""
+
+    kind, text, domain, tangent_floor = "xlogx", "{u}*log({u})", (0.0, np.inf, True), 1e-10
+
+    def value(self, u):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(u > 0, u * np.log(np.where(u > 0, u, 1.0)), np.where(u == 0, 0.0, np.nan))
+
+    def d1(self, u):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(u) + 1.0
+
+    def d2(self, u):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1.0 / u
+
+    def interval_min(self, lo, hi):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            m = np.clip(_EXP_M1, np.maximum(lo, 0), hi)
+            return np.where(m > 0, m * np.log(np.where(m > 0, m, 1)), 0.0)
+
+    def interval_max(self, lo, hi):
+        a, b = self.value(np.maximum(lo, 0.0)), self.value(hi)
+        return np.where(np.isinf(hi), np.inf, np.maximum(a, b))
+
+
+class NegLog(AtomKernel):
+    """``g(u) = -log u`` on ``u > 0`` (``-log 0 = +inf``); ``g' = -1/u``, ``g'' = 1/u^2``; decreasing."""
+
+    kind, text, domain, monotone, tangent_floor = "neglog", "-log({u})", (0.0, np.inf, False), -1, 1e-8
+
+    def value(self, u):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(u > 0, -np.log(np.where(u > 0, u, 1.0)), np.where(u == 0, np.inf, np.nan))
+
+    def d1(self, u):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -1.0 / u
+
+    def d2(self, u):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return 1.0 / (u * u)
+
+    def interval_min(self, lo, hi):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return -np.log(hi)
+
+    def interval_max(self, lo, hi):
+        return self.value(np.maximum(lo, 0.0))
+
+
+class Exp(AtomKernel):
+    """``g(u) = exp u`` on all ``u``; ``g' = g'' = exp u``; increasing."""
+
+    kind, text, monotone = "exp", "exp({u})", 1
+
+    def value(self, u):
+        with np.errstate(over="ignore"):
+            return np.exp(u)
+
+    d1 = d2 = value
+
+    def derivs(self, u, order):
+        g = self.value(u)
+        return g, g if order >= 1 else None, g if order >= 2 else None
+
+    def interval_min(self, lo, hi):
+        with np.errstate(over="ignore"):
+            return np.where(np.isfinite(lo), np.exp(lo), 0.0)
+
+    def interval_max(self, lo, hi):
+        return self.value(hi)
+
+
+class Square(AtomKernel):
+    """``g(u) = u^2`` on all ``u``; ``g' = 2u``, ``g'' = 2``; min 0 at ``u = 0``."""
+
+    kind, text, quadratic = "square", "({u})^2", True
+
+    # no errstate context: the least-squares case is hot and cannot raise floating point errors
+    def value(self, u):
+        return u * u
+
+    def d1(self, u):
+        return 2.0 * u
+
+    def d2(self, u):
+        return np.full_like(u, 2.0)
+
+    def interval_min(self, lo, hi):
+        return np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
+
+    def interval_max(self, lo, hi):
+        return np.maximum(lo * lo, hi * hi)
+
+
+class QuadOverLin(AtomKernel):
+    """``g(u, v) = u^2 / v`` on ``v > 0`` (jointly convex); gradient ``(2u/v, -(u/v)^2)``,
+    Hessian ``[[2/v, -2u/v^2], [-2u/v^2, 2u^2/v^3]]``.
+
+    Interval bounds over ``u in [lo, hi]``, ``v in [vlo, vhi]`` (default ``v`` in ``(0, inf)``):
+    min ``min_u u^2 / vhi`` (0 when ``[lo, hi]`` holds 0), max ``max_u u^2 / vlo``.
+    """
+
+    kind, text, arity, domain = "quad_over_lin", "({u})^2/({v})", 2, (0.0, np.inf, False)
+
+    def value(self, u, v):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.where(v > 0, u * u / np.where(v > 0, v, 1.0), np.nan)
+
+    def grad(self, u, v):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return 2.0 * u / v, -(u / v) ** 2
+
+    def hess(self, u, v):
+        """``(g_uu, g_uv, g_vv)``."""
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return 2.0 / v, -2.0 * u / v ** 2, 2.0 * u ** 2 / v ** 3
+
+    def interval_min(self, lo, hi, vlo=0.0, vhi=np.inf):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u2 = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(lo * lo, hi * hi))
+            return np.where(u2 == 0, 0.0, u2 / vhi)
+
+    def interval_max(self, lo, hi, vlo=0.0, vhi=np.inf):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            u2 = np.maximum(lo * lo, hi * hi)
+            pos = np.asarray(vlo) > 0
+            return np.where(u2 == 0, 0.0, np.where(pos, u2 / np.where(pos, vlo, 1.0), np.inf))
+
+
+#: kind -> kernel; the single source of the atom kinds
+ATOMS = {k.kind: k for k in (XLogX(), NegLog(), Exp(), Square(), QuadOverLin())}
+ATOM_KINDS = tuple(ATOMS)
