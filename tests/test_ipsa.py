@@ -15,7 +15,7 @@ from varopt.errors import InputDataError, InvalidOptionError, ModelStructureErro
 from varopt.program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from varopt.solvers.ipsa import FiniteSumOracle, IpsaOracleError, StreamOracle
 from varopt.solvers.ipsa.hessian import DampedBB, DampedBFGS
-from varopt.solvers.ipsa.oracles import Sampler
+from varopt.oracles.sampling import Sampler
 
 
 def ipsa(program, **kw):

@@ -1,9 +1,9 @@
 """Interior-point stochastic approximation (solver ``ipsa``), Carbonetto (2009) ch. 2.
 
-See :mod:`.solver` for the algorithm, :mod:`.oracles` for gradient oracles (finite sums of
+See :mod:`.solver` for the algorithm, :mod:`varopt.oracles` for gradient oracles (finite sums of
 program rows, user oracles, :class:`StreamOracle`) and ``docs/ipsa.md`` for the derivations.
 """
-from .oracles import FiniteSumOracle, Oracle, StreamOracle, UserOracle
+from ...oracles import FiniteSumOracle, Oracle, StreamOracle, UserOracle
 from .solver import IpsaOracleError, IpsaSolver, run_ipsa
 
 __all__ = ["IpsaSolver", "IpsaOracleError", "run_ipsa", "Oracle", "FiniteSumOracle", "StreamOracle", "UserOracle"]

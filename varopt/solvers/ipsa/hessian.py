@@ -24,7 +24,7 @@ All of them keep ``B`` symmetric positive definite, which makes the reduced matr
   interior-point method.
 
 ``s`` is the difference of two iterates and ``y`` the difference of the gradients at the two
-iterates evaluated on the *same* sample (common random numbers), see :mod:`.oracles`.
+iterates evaluated on the *same* sample (common random numbers), see :mod:`varopt.oracles.protocol`.
 """
 from __future__ import annotations
 

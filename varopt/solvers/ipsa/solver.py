@@ -35,7 +35,7 @@ from ...result import Result
 from . import hessian as hs
 from .constraints import ConstraintSet
 from .direction import ReducedSystem
-from .oracles import FiniteSumOracle, Oracle, UserOracle
+from ...oracles import FiniteSumOracle, Oracle, UserOracle
 from .start import strictly_feasible_start
 
 

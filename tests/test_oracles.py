@@ -1,0 +1,73 @@
+"""The oracle package: protocol, import boundary, common random numbers."""
+import ast
+import pathlib
+
+import numpy as np
+
+from varopt.oracles import FiniteSumOracle, Oracle, Sampler, StreamOracle, UserOracle
+
+
+def test_old_ipsa_path_reexports_the_same_classes():
+    from varopt.solvers import ipsa
+    from varopt.solvers.ipsa import oracles as old
+    assert ipsa.FiniteSumOracle is FiniteSumOracle and old.Sampler is Sampler
+    assert ipsa.StreamOracle is StreamOracle and ipsa.UserOracle is UserOracle and ipsa.Oracle is Oracle
+
+
+def test_oracles_package_imports_no_solver_or_frontend():
+    root = pathlib.Path(__file__).resolve().parents[1] / "varopt" / "oracles"
+    banned = ("pyomo", "cvxpy", "varopt.frontends", "varopt.solvers")
+    for f in root.glob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                # relative ".." from varopt/oracles/ is varopt itself
+                names = [("varopt." if node.level == 2 else "") + (node.module or "")]
+            else:
+                continue
+            for n in names:
+                assert not n.startswith(banned), f"{f.name} imports {n}"
+
+
+def test_user_oracle_common_random_numbers():
+    o = UserOracle(lambda x, rng: x + rng.standard_normal(x.size))
+    o.start(np.random.default_rng(0), 1, "uniform")
+    b1, b2 = o.next_batch(), o.next_batch()
+    x = np.zeros(3)
+    np.testing.assert_allclose(o.gradient(x, b1) - x, o.gradient(x + 1.0, b1) - (x + 1.0), rtol=0, atol=1e-12)
+    assert not np.allclose(o.gradient(x, b1), o.gradient(x, b2))
+
+
+def test_sampler_permutation_visits_every_sample_once_per_pass():
+    s = Sampler(7, 3, "permutation", np.random.default_rng(1))
+    seen = np.concatenate([s.next() for _ in range(7)])  # 21 = three passes
+    for p in range(3):
+        assert sorted(seen[7 * p:7 * p + 7]) == list(range(7))
+
+
+def test_gaussian_oracle_matches_closed_form_of_a_quadratic():
+    from varopt.oracles.gaussian import GaussianOracle
+    rng = np.random.default_rng(3)
+    n, K = 3, 40000
+    A = rng.standard_normal((n, n)); A = A @ A.T + np.eye(n)
+    b, m = rng.standard_normal(n), rng.standard_normal(n)
+    C = rng.standard_normal((n, n)); S = C @ C.T / n + 0.5 * np.eye(n)
+    fn = lambda X: (0.5 * np.einsum("ki,ij,kj->k", X, A, X) + X @ b, X @ A + b)
+    o = GaussianOracle(fn, n, n_draws=K)
+    v, gm, gS = o.estimate(m, S, 11)
+    # closed forms: E f = tr(AS)/2 + m'Am/2 + b'm, d/dm = Am + b, d/dS = A/2.
+    # Each estimate is a mean of K iid terms, so its error has sd ~ spread/sqrt(K) with spread
+    # of order |A| |S| here (~10); 8/sqrt(K) * that scale is > 5 sd and far below a wrong formula.
+    tol = 8 * np.linalg.norm(A) * max(1.0, np.linalg.norm(S)) / np.sqrt(K)
+    assert abs(v - (np.trace(A @ S) / 2 + m @ A @ m / 2 + b @ m)) < tol * (1 + np.linalg.norm(m))
+    np.testing.assert_allclose(gm, A @ m + b, atol=tol)
+    np.testing.assert_allclose(gS, A / 2, atol=tol)
+    # reproducible from the seed, common random numbers across (m, S)
+    np.testing.assert_array_equal(o.estimate(m, S, 11)[1], gm)
+    np.testing.assert_allclose(o.estimate(m + 1.0, S, 11)[1] - gm, A @ np.ones(n), atol=1e-9)
+    import pytest
+    with pytest.raises(ValueError, match="positive definite"):
+        o.estimate(m, -S, 1)
+    with pytest.raises(ValueError, match="m contains NaN"):
+        o.estimate(np.full(n, np.nan), S, 1)
