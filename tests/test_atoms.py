@@ -199,7 +199,7 @@ def test_atom_group_uses_the_kernel(kind):
 # --- no module branches on atom kinds outside the table ------------------------------------
 #: recognition of user expressions, and ipsa's oracles (being moved; switches to the table then)
 #: the table itself, and the front-ends (recognising a kind in the user's expression is their job)
-SCAN_EXCLUDED = {"program/atoms.py", "solvers/ipsa/oracles.py"}
+SCAN_EXCLUDED = {"program/atoms.py"}
 SCAN_EXCLUDED_DIRS = ("frontends/",)
 
 

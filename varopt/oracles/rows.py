@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..program import AtomGroup, LseGroup
+from ..program.atoms import ATOMS
 
 
 class RowMatrix:
@@ -82,25 +83,14 @@ def _ranges(ptr, B):
 class _AtomRows:
     def __init__(self, g: AtomGroup):
         self.g = g
+        self.kern = ATOMS[g.kind]
         self.A = RowMatrix(g.A)
         self.A2 = RowMatrix(g.A2) if g.A2 is not None else None
         self.has_mult = bool(np.any(g.mult >= 0))
-        self.simple = not self.has_mult and g.kind != "quad_over_lin"
+        self.simple = not self.has_mult and self.kern.arity == 1
 
     def _d(self, u, order):
-        k = self.g.kind
-        if k == "square":  # the common least-squares case: no errstate context (it costs microseconds)
-            return (None, 2.0 * u, None)[order] if order == 1 else (u * u, None, np.full_like(u, 2.0))[order]
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            if k == "square":
-                return (u * u, 2.0 * u, np.full_like(u, 2.0))[order]
-            if k == "exp":
-                return np.exp(u)
-            if k == "xlogx":
-                return (u * np.log(u), np.log(u) + 1.0, 1.0 / u)[order]
-            if k == "neglog":
-                return (-np.log(u), -1.0 / u, 1.0 / (u * u))[order]
-        raise AssertionError(k)
+        return self.kern.deriv(u, order)
 
     def gradient(self, x, R, weight):
         g = self.g
@@ -110,11 +100,11 @@ class _AtomRows:
             return self.A.tdot(R, cw * self._d(u, 1))
         mult = g.mult[R]
         w = np.where(mult >= 0, x[np.maximum(mult, 0)], 1.0)
-        if g.kind == "quad_over_lin":
+        if self.kern.arity == 2:
             v = self.A2.dot(R, x) + g.b2[R]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out = self.A.tdot(R, cw * w * 2.0 * u / v) + self.A2.tdot(R, cw * w * -(u / v) ** 2)
-                val = u * u / v
+            du, dv = self.kern.grad(u, v)
+            out = self.A.tdot(R, cw * w * du) + self.A2.tdot(R, cw * w * dv)
+            val = self.kern.value(u, v)
         else:
             out = self.A.tdot(R, cw * w * self._d(u, 1))
             val = self._d(u, 0)
