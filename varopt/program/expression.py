@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .atoms import ATOMS
-from .terms import AtomGroup, LseGroup, QuadraticTerms
+from .terms import LseGroup, QuadraticTerms
 
 
 @dataclass

@@ -29,7 +29,7 @@ Positive weights ``h_k`` of a log-sum-exp (base measures) are stored as ``log h_
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp

@@ -26,6 +26,7 @@ import math
 import numpy as np
 
 from ...errors import InputDataError, InvalidOptionError, SolverBugError
+from ...core.threads import blas_threads, option_threads
 from ...options import (Alias, Option, OptionSet, limit_options, nonnegative, positive, progress_options,
                         start_options, thread_options)
 from ...program import Program
@@ -137,14 +138,8 @@ def run_ipsa(program: Program, opts, run: Run = None) -> Result:
     vectors are small, and multithreaded BLAS on length-n dot products costs far more in thread
     wake-ups than it saves: measured 15x slower on a loaded 2-core machine at n = 20000)."""
     run = run or Run("ipsa", opts)
-    if opts.blas_threads is None or opts.blas_threads:
-        try:
-            from threadpoolctl import threadpool_limits  # installed with scikit-learn
-        except ImportError:  # pragma: no cover
-            return _run_ipsa(program, opts, run)
-        with threadpool_limits(opts.blas_threads or 1, user_api="blas"):
-            return _run_ipsa(program, opts, run)
-    return _run_ipsa(program, opts, run)
+    with blas_threads(option_threads(opts.blas_threads, auto=1)):
+        return _run_ipsa(program, opts, run)
 
 
 def _run_ipsa(program: Program, opts, run: Run) -> Result:

@@ -165,7 +165,7 @@ def minimize(oracle, x0, *, quadratic=None, linear=None, constant=0.0, **options
     model = OracleModel(oracle, x.size, quadratic, linear, constant, eager_sigma=not opts.extrapolate)
     run = Run(MajorizeSolver.name, opts)
     try:
-        with blas_limit(x.size, opts.blas_threads):
+        with blas_limit(x.size, opts):
             res = Majorization(model, opts, run).solve(x)
     except KeyboardInterrupt:
         res = run.interrupted()

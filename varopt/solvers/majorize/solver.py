@@ -10,13 +10,15 @@ docs/majorize.md states the math.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputDataError, InvalidOptionError
-from ...options import Option, OptionSet, common_options, nonnegative, positive
+from ...core.threads import blas_threads, option_threads
+from ...options import (Option, OptionSet, common_options, nonnegative, positive, progress_options,
+                        start_options, thread_options)
 from ...registry import Solver, register_solver
 from ...result import Result
 from .loop import Majorization
@@ -25,40 +27,21 @@ from .step import woodbury_solve as _woodbury_solve  # noqa: F401  (import path 
 
 __all__ = ["MajorizeSolver", "MajorizeModel"]
 
-_CTL = []
 
+def blas_limit(n, opts):
+    """The shared ``blas_threads`` option (:mod:`varopt.core.threads`); automatic: 1 thread when
+    ``n <= 2000`` (oversubscribed threads are very slow on small matrices), else the library's setting.
 
-def _threadpool_controller():
-    """One cached threadpoolctl controller (building it scans the loaded libraries: ~5 ms)."""
-    if not _CTL:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _CTL.append(ThreadpoolController())
-        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-            _CTL.append(None)
-    return _CTL[0]
-
-
-@contextmanager
-def blas_limit(n, blas_threads):
-    """BLAS threads during a solve: ``blas_threads``, or 1 when it is 0 and ``n <= 2000`` (oversubscribed
-    threads are very slow on small matrices), else the library default."""
-    threads = blas_threads or (1 if n <= 2000 else None)
-    ctl = _threadpool_controller()
-    if ctl is None or threads is None or all(
-            lc.num_threads <= threads for lc in ctl.lib_controllers if lc.user_api == "blas"):
-        # nothing to limit (e.g. OPENBLAS_NUM_THREADS=1): entering ctl.limit costs ~15 us, a tenth of
-        # the smallest solves' first iteration
-        yield
-        return
-    with ctl.limit(limits=threads, user_api="blas"):
-        yield
-
-
-def _callable(v):
-    if not callable(v):
-        raise InvalidOptionError("option 'callback' must be callable")
-    return v
+    Before the shared option groups, majorize's ``blas_threads=0`` meant automatic; an explicit 0 keeps
+    that meaning for now, with a DeprecationWarning (0 means "leave the library's setting" elsewhere).
+    """
+    v = opts.blas_threads
+    if v == 0 and "blas_threads" in getattr(opts, "given", ()):
+        warnings.warn("majorize: blas_threads=0 meant 'automatic' and is deprecated: automatic is now "
+                      "blas_threads=None (the default); 0 will mean 'leave the BLAS library's setting unchanged' "
+                      "as in the other solvers", DeprecationWarning, stacklevel=4)
+        v = None
+    return blas_threads(option_threads(v, auto=1 if n <= 2000 else None))
 
 
 @register_solver
@@ -79,17 +62,13 @@ class MajorizeSolver(Solver):
                "(monotone; unconstrained problems; beyond the paper). False runs Algorithm 2 exactly", bool),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
-        Option("blas_threads", 0, "BLAS threads during the solve (0: 1 thread when n <= 2000, else the library "
-               "default; oversubscribed threads are very slow on a busy machine for small matrices)", int,
-               nonnegative, "must be >= 0"),
-        Option("x0", None, "starting point (array of length n); default: the program's x0 or 0",
-               lambda v: np.asarray(v, dtype=float).ravel()),
-        Option("callback", None, "called as callback(iteration, x, f) after every iteration (f in the internal, "
-               "minimised sense); returning True stops the run", _callable),
-    ])
+    ] + progress_options("called as callback(iteration, x, f) after every iteration (f in the internal, "
+                         "minimised sense); returning True stops the run")[1:]
+      + start_options("starting point (array of length n); default: the program's x0 or 0")[:1]
+      + thread_options("1 thread when n <= 2000, else the library's setting"))
 
     def _solve(self, program, opts, run) -> Result:
-        with blas_limit(program.n, opts.blas_threads):
+        with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             qp = None
             if model.constrained:

@@ -1,0 +1,64 @@
+"""Shared option groups: one name per meaning across the solvers, deprecated spellings still work."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import varopt
+from varopt.core.threads import blas_threads, option_threads
+from varopt.errors import InvalidOptionError
+from varopt.program import AtomGroup, Expression, LseGroup, Program
+
+SHARED = ("max_iter", "time_limit", "verbose")
+
+
+@pytest.mark.parametrize("name", ["gop", "ipsa", "majorize"])
+def test_every_solver_has_the_shared_groups(name):
+    names = set(varopt.get_solver(name).options.names())
+    assert set(SHARED) <= names and names & {"x0", "seed"}  # gop starts from the model's values or a seed
+
+
+def test_one_meaning_per_name():
+    """``tol`` is majorize's relative objective change only; ipsa's KKT tolerance is ``kkt_tol``;
+    ``blas_threads`` has the same values (None auto, 0 unchanged, k at most k) wherever it exists."""
+    ipsa, maj = varopt.get_solver("ipsa").options, varopt.get_solver("majorize").options
+    assert "kkt_tol" in ipsa.names() and "tol" not in ipsa.names() and "tol" in maj.names()
+    for s in (ipsa, maj):
+        assert s.options["blas_threads"].default is None
+        assert "0 leave the library's setting unchanged" in s.options["blas_threads"].doc
+    assert option_threads(None, auto=1) == 1 and option_threads(0, auto=1) == 0 and option_threads(3, auto=1) == 3
+    with pytest.raises(ValueError, match="n must be"):
+        blas_threads(-2)
+
+
+def _ridge_lse(n=3):
+    """``0.5 ||x||^2 + log sum_k exp(a_k^T x)`` with minimiser found by both ipsa and majorize."""
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(4, n))
+    sq = AtomGroup("square", np.full(n, 0.5), sp.identity(n, format="csr"), np.zeros(n))
+    lse = LseGroup(sp.csr_matrix(A), np.zeros(4), np.zeros(4), [1.0])
+    return Program([f"x{i}" for i in range(n)], [-10.0] * n, [10.0] * n,
+                   Expression(n, 0.0, None, None, [sq], lse=[lse]))
+
+
+def test_deprecated_ipsa_tol_is_kkt_tol():
+    p = _ridge_lse()
+    with pytest.warns(DeprecationWarning, match="kkt_tol"):
+        old = varopt.get_solver("ipsa").solve(p, tol=1e-6, max_iter=300, batch_size=10**6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = varopt.get_solver("ipsa").solve(p, kkt_tol=1e-6, max_iter=300, batch_size=10**6)
+    assert np.array_equal(old.x, new.x) and old.iterations == new.iterations
+    with pytest.raises(InvalidOptionError, match="tol"):
+        varopt.get_solver("ipsa").solve(p, tol=1e-6, kkt_tol=1e-6)
+
+
+def test_deprecated_majorize_blas_threads_zero_still_means_automatic():
+    p = _ridge_lse()
+    with pytest.warns(DeprecationWarning, match="blas_threads=0"):
+        old = varopt.get_solver("majorize").solve(p, blas_threads=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = varopt.get_solver("majorize").solve(p)
+    assert np.array_equal(old.x, new.x)
