@@ -17,14 +17,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
+from ..core.checks import require_finite
 from .protocol import Oracle
 
 
 def _finite(name, a):
-    a = np.asarray(a, dtype=float)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return a
+    require_finite(name, a, error=ValueError)
+    return np.asarray(a, dtype=float)
 
 
 class GaussianOracle(Oracle):

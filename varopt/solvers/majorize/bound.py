@@ -96,13 +96,6 @@ def _padded_index(seg: np.ndarray, starts: np.ndarray, K: int):
     return idx, sizes
 
 
-def check_finite(name: str, *arrays):
-    for a in arrays:
-        data = a.data if sp.issparse(a) else np.asarray(a)
-        if data.size and not np.all(np.isfinite(data)):
-            raise InputDataError(f"{name} contains NaN or inf")
-
-
 def compute_bound(A, b, seg, theta, coef=None, want_mu: bool = False) -> BoundParts:
     """Algorithm 1 for every group ``g`` of ``log sum_{k: seg_k = g} exp(A_k theta + b_k)`` at once.
 

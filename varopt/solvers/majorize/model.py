@@ -19,17 +19,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputDataError, ModelStructureError
+from ...core.checks import require_finite
 from ...program.atoms import ATOMS
 from .groups import PaddedGroups
 from .step import majorizer_step
-
-
-def _finite(name, arr, allow_neginf=False):
-    a = arr.data if sp.issparse(arr) else np.asarray(arr, dtype=float)
-    if np.isfinite(a).all():
-        return
-    if not allow_neginf or np.isnan(a).any() or (a == np.inf).any():
-        raise InputDataError(f"{name} contains NaN or inf")
 
 
 def _lse_value_gradient(part, starts, x, want_grad=True):
@@ -93,11 +86,11 @@ class MajorizeModel:
                 raise ModelStructureError(
                     f"majorize: {oname!r} has a product w*log-sum-exp: variable {program.names[g.mult[r]]!r} "
                     "multiplies a partition function; only constant coefficients are supported")
-            _finite(f"log-sum-exp features of {oname!r}", g.A)
-            _finite(f"log-sum-exp offsets (log base measure) of {oname!r}", g.b, allow_neginf=True)
-            _finite(f"log-sum-exp coefficients of {oname!r}", g.coef)
-        _finite(f"linear coefficients of {oname!r}", obj.linear)
-        _finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
+            require_finite(f"log-sum-exp features of {oname!r}", g.A)
+            require_finite(f"log-sum-exp offsets (log base measure) of {oname!r}", g.b, allow_neginf=True)
+            require_finite(f"log-sum-exp coefficients of {oname!r}", g.coef)
+        require_finite(f"linear coefficients of {oname!r}", obj.linear)
+        require_finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
         q = obj.quadratic
         if not obj.atoms and np.array_equal(q.i, q.j):
             # separable squares (ridge penalties): H is the diagonal 2 v, no sparse algebra needed
@@ -109,7 +102,7 @@ class MajorizeModel:
             from ...program.expression import Expression
             quad_only = Expression(n, obj.constant, obj.linear, obj.quadratic, atoms=list(obj.atoms))
             self._H, self.c, self.k = quad_only.as_quadratic()
-            _finite(f"square atoms of {oname!r}", self.H)
+            require_finite(f"square atoms of {oname!r}", self.H)
             offdiag = (self.H - sp.diags(self.H.diagonal())).count_nonzero() if self.H.nnz else 0
             self.H_diagonal = offdiag == 0
             self.Hd = self.H.diagonal() if self.H_diagonal else None
