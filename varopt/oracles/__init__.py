@@ -4,9 +4,10 @@ Nothing here imports a solver, Pyomo or CVXPY.
 """
 from .finite_sum import FiniteSumOracle
 from .gaussian import GaussianOracle
+from .gibbs import GibbsOracle
 from .protocol import Oracle
 from .sampling import Sampler
 from .stream import StreamOracle
 from .user import UserOracle
 
-__all__ = ["Oracle", "FiniteSumOracle", "UserOracle", "StreamOracle", "Sampler", "GaussianOracle"]
+__all__ = ["Oracle", "FiniteSumOracle", "UserOracle", "StreamOracle", "Sampler", "GaussianOracle", "GibbsOracle"]
