@@ -41,6 +41,10 @@ class PrimalResult:
     path: str = ""
 
 
+def _inf_norm(v) -> float:
+    """max |v_i|, 0 for an empty vector (numpy's norm(v, inf) raises on empty arrays before 2.1)."""
+    return float(np.abs(v).max(initial=0.0))
+
 def _linear_rows(cons, nx):
     if not cons:
         return sp.csr_matrix((0, nx)), np.zeros(0)
@@ -259,7 +263,7 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
         eta = float(-fi @ lam) if m_in else 0.0
         t = mu * m_in / eta if (m_in and eta > 0) else 1e12
         rd, rc, rp, fi = resid(x, lam, nu, t)
-        if (np.linalg.norm(rd, np.inf) <= tol * scale and np.linalg.norm(rp, np.inf) <= tol * max(1.0, np.abs(e).max(initial=0))
+        if (_inf_norm(rd) <= tol * scale and _inf_norm(rp) <= tol * max(1.0, np.abs(e).max(initial=0))
                 and eta <= tol * max(1.0, abs(fval))):
             break
         _, Hf = f.derivs(x)
@@ -306,5 +310,5 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     ieq = np.flatnonzero(eq)
     lam_c[ieq] += nu[:ieq.size]
     rd, _, rp, _ = resid(x, lam, nu, 1e300)
-    kkt = max(float(np.linalg.norm(rd, np.inf)) / scale, float(np.linalg.norm(rp, np.inf)) if m_eq else 0.0)
+    kkt = max(_inf_norm(rd) / scale, _inf_norm(rp) if m_eq else 0.0)
     return PrimalResult("optimal", x=np.clip(x, xlb, xub), lam=lam_c, kkt=kkt, path=f"pdip({it} it)")
