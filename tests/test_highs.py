@@ -540,7 +540,7 @@ def test_random_modification_sequences_equal_cold(qp):
 
 def test_native_debug_prints_do_not_reach_stdout(capfd, monkeypatch):
     """HiGHS 1.15 printf's postsolve debug lines to stdout in this sequence (seed 1009, QP)."""
-    import varopt.highs as vh
+    import varopt.lpqp.process as vh  # where the flag is read
     real = np.random.default_rng
     monkeypatch.setattr(np.random, "default_rng", lambda seed: real(1009))
     monkeypatch.setattr(vh, "SILENCE_NATIVE_STDOUT", False)
@@ -678,3 +678,31 @@ def test_lp_fallbacks_when_simplex_keeps_stopping(monkeypatch, fail_calls, solve
     res = m.solve()
     assert res.status == "optimal" and solver in res.message
     assert np.allclose(res.x, [1.0, 0.0], atol=1e-7) and abs(res.objective - 1.0) < 1e-7
+
+
+@pytest.mark.parametrize("norm", ["l2", "l1"])
+def test_project_onto_polyhedron_matches_clarabel(norm):
+    """lpqp.project: the nearest point of {lo <= A z <= hi, lb <= z <= ub}, checked with CVXPY+Clarabel."""
+    import cvxpy as cp
+    from varopt.lpqp import project
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        n, m = 6, 4
+        A = rng.normal(size=(m, n))
+        z0 = rng.uniform(-1, 1, n)
+        lo, hi = A @ z0 - rng.uniform(0, 0.5, m), A @ z0 + rng.uniform(0, 0.5, m)
+        lb, ub = np.full(n, -1.0), np.full(n, 1.0)
+        x = 3.0 * rng.normal(size=n)
+        res = project(x, sp.csr_matrix(A), lo, hi, lb, ub, norm=norm)
+        z = cp.Variable(n)
+        dist = cp.sum_squares(z - x) / 2 if norm == "l2" else cp.norm1(z - x)
+        ref = cp.Problem(cp.Minimize(dist), [A @ z >= lo, A @ z <= hi, z >= lb, z <= ub])
+        ref.solve(solver=cp.CLARABEL)
+        assert res.status == "optimal" and res.x.shape == (n,)
+        got = 0.5 * np.sum((res.x - x) ** 2) if norm == "l2" else np.abs(res.x - x).sum()
+        assert got == pytest.approx(ref.value, rel=1e-6, abs=1e-8)
+        assert np.all(A @ res.x >= lo - 1e-8) and np.all(A @ res.x <= hi + 1e-8)
+    empty = project(np.zeros(2), sp.csr_matrix([[1.0, 0.0]]), [2.0], [3.0], [-1, -1], [1, 1], norm=norm)
+    assert empty.status == "infeasible"
+    with pytest.raises(ValueError, match="norm"):
+        project(np.zeros(2), norm="linf")

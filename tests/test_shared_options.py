@@ -28,6 +28,8 @@ def test_one_meaning_per_name():
         assert s.options["blas_threads"].default is None
         assert "0 leave the library's setting unchanged" in s.options["blas_threads"].doc
     assert option_threads(None, auto=1) == 1 and option_threads(0, auto=1) == 0 and option_threads(3, auto=1) == 3
+    with blas_threads(None), blas_threads(0), blas_threads(1):  # None and 0: no-ops
+        pass
     with pytest.raises(ValueError, match="n must be"):
         blas_threads(-2)
 

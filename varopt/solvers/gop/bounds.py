@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...highs import HighsModel
+from ...lpqp import HighsModel
 
 
 def fbbt(A, lo, hi, lb, ub, rounds=20, tol=1e-9):

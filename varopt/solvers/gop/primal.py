@@ -8,7 +8,7 @@ partition conditions these constraints are linear in ``x`` once ``y`` is fixed.
 Two paths, both returning the multipliers ``lambda_c`` in the convention of
 :mod:`.lagrangian` (``lambda_c > 0`` when the upper side is active):
 
-* LP/QP (objective a quadratic form in ``x``): HiGHS through :mod:`varopt.highs`
+* LP/QP (objective a quadratic form in ``x``): HiGHS through :mod:`varopt.lpqp`
   (multipliers ``lambda = -row_duals``).
 * general convex objective (``x log x``, ``-log x``, ``exp``, ...): a primal-dual
   interior-point method (Boyd & Vandenberghe, *Convex Optimization*, §11.7) on the small
@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import ModelStructureError, SolverBugError
-from ...highs import solve_lp
+from ...lpqp import solve_lp
 from ...program.atoms import ATOMS
 
 

@@ -16,7 +16,7 @@ Feasibility cuts (from an infeasible primal) enter as ``0 >= const + a^T y`` ins
 
 Everything a subproblem needs is a plain numpy/scipy payload, so batches of nodes can be
 solved in other processes (``concurrent.futures`` or dask); each batch builds one
-:class:`~varopt.highs.HighsModel` and re-solves it warm for every node (rows of the previous
+:class:`~varopt.lpqp.HighsModel` and re-solves it warm for every node (rows of the previous
 node deleted, rows of the next added).
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import ModelStructureError, SolverBugError
-from ...highs import HighsModel
+from ...lpqp import HighsModel
 
 
 class RDModel:

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import ModelStructureError, SolverBugError
-from ...highs import solve_lp
+from ...lpqp.project import project
 from .bounds import fbbt, obbt
 from .cuts import ConvexConstraints, ConvexPieces
 from .lagrangian import BlockModel, restrict
@@ -139,20 +139,11 @@ class GopSearch:
         A0, lo0, hi0 = self.base_blocks[0]
         ny = bm.ny
         if A0.shape[0]:
-            Ay = A0[:, :ny]
-            I = sp.identity(ny, format="csr")
-            AA = sp.vstack([sp.hstack([Ay, sp.csr_matrix((Ay.shape[0], 2 * ny))]),
-                            sp.hstack([I, -I, I])], format="csr")
-            rlo = np.concatenate([lo0, y0])
-            rhi = np.concatenate([hi0, y0])
-            c = np.concatenate([np.zeros(ny), np.ones(2 * ny)])
-            lbv = np.concatenate([self.ylb, np.zeros(2 * ny)])
-            ubv = np.concatenate([self.yub, np.full(2 * ny, np.inf)])
-            r = solve_lp(c, AA, rlo, rhi, lbv, ubv)
+            r = project(y0, A0[:, :ny], lo0, hi0, self.ylb, self.yub, norm="l1")
             if r.status == "infeasible":
                 return None
             if r.status == "optimal":
-                y0 = np.clip(r.x[:ny], self.ylb, self.yub)
+                y0 = np.clip(r.x, self.ylb, self.yub)
         return y0
 
     # ------------------------------------------------------------------ tolerances

@@ -4,7 +4,7 @@
   feasible; an explicit ``x0`` that is not strictly feasible is an error.
 * **Bounds only**: ``x_i = lb_i + 1`` / ``ub_i - 1`` / ``0`` for one-sided / free variables and
   the midpoint for boxes narrower than 2 (``x = 1`` for ``x >= 0``, as in the author's code).
-* **Linear rows**: a phase-1 LP through :mod:`varopt.highs` maximises the common normalised
+* **Linear rows**: a phase-1 LP through :mod:`varopt.lpqp` maximises the common normalised
   slack ``t``: ``max t  s.t.  (G_r x - h_r)/||G_r|| + t <= 0,  lb_i + t <= x_i <= ub_i - t,
   t <= 1``. ``t* <= 0`` means there is no strict interior (Slater fails) -> error. When cheap
   (n <= 1000) the LP point is then moved towards the analytic centre by damped Newton steps on
@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputDataError, ModelStructureError
-from ...highs import solve_lp
+from ...lpqp import solve_lp
 
 
 def _solve_lp(c, A, lo, hi, lb, ub):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...errors import InputDataError, InvalidOptionError
 from ...core.threads import blas_threads, option_threads
@@ -72,7 +71,7 @@ class MajorizeSolver(Solver):
             model = MajorizeModel(program)
             qp = None
             if model.constrained:
-                from ... import highs  # the one HiGHS layer
+                from ... import lpqp as highs  # the one LP/QP layer
                 qp = highs
             x = _start(program, model, opts, qp)
             if isinstance(x, tuple):
@@ -97,10 +96,7 @@ def _start(program, model, opts, qp):
     x = np.clip(x, model.lb, model.ub)
     if program.max_violation(x) <= 1e-9:
         return x
-    m = model.A.shape[0]
-    res = qp.solve_lp(-x, A=model.A if m else None, row_lo=model.lo if m else None,
-                      row_hi=model.hi if m else None, lb=model.lb, ub=model.ub, Q=sp.identity(n, format="csr"),
-                      const=0.5 * float(x @ x))
+    res = qp.project(x, model.A, model.lo, model.hi, model.lb, model.ub, norm="l2")
     if res.status == "infeasible":
         return "infeasible", "the linear constraints and bounds are infeasible"
     if res.status != "optimal":

@@ -9,7 +9,7 @@ constraints the minimiser is ``D = -(H + Sigma + rho I)^{-1} u``: Cholesky (:fun
 minimum norm when singular), exact Woodbury ``Sigma = diag(Dg) + R^T R`` when the bound has few
 rows (:func:`woodbury_solve`, or the matrix-free row-space form of the padded groups), or the
 low-rank bound of Algorithm 4. With linear constraints and bounds it is a convex QP in ``D``
-solved by varopt.highs. Every step also reports ``flat = ||(H + Sigma) D + u||``: the part of
+solved by varopt.lpqp. Every step also reports ``flat = ||(H + Sigma) D + u||``: the part of
 ``u`` outside the range of the curvature (nonzero means an unbounded objective, docs/majorize.md
 section 2).
 """

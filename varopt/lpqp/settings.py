@@ -1,0 +1,27 @@
+"""HiGHS options varopt sets, the QP retry ladder, the statuses that are user limits, and the
+KKT acceptance threshold of an "optimal" QP answer.
+"""
+from __future__ import annotations
+
+
+
+
+
+_DEFAULT_OPTIONS = {
+    "output_flag": False,
+    "log_to_console": False,
+    "random_seed": 0,
+}
+
+#: retries of HiGHS's active-set QP solver when it stops without a decision (it can
+#: report a singular PSD Hessian as "Non-convex" (model status "Not Set") and it can
+#: cycle on small degenerate QPs, ~5% of random 2..12-variable instances in testing)
+_QP_RETRIES = ({"qp_regularization_value": 1e-5, "presolve": "off", "qp_allow_hot_start": False},
+               {"qp_regularization_value": 1e-3, "presolve": "off", "qp_allow_hot_start": False})
+#: model statuses that are a user limit, not a failure (no retry)
+_LIMIT_STATUSES = ("Time limit reached", "Iteration limit reached", "Bound on objective reached",
+                   "Target for objective reached", "Solution limit reached", "Interrupted by user",
+                   "Memory limit reached")
+
+#: an "optimal" QP answer is accepted when kkt_residual <= _KKT_ACCEPT * _kkt_scale
+_KKT_ACCEPT = 1e-8
