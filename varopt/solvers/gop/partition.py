@@ -207,7 +207,7 @@ def analyze(program, partition=None) -> Partition:
                    f"(each product needs its two factors in different blocks)")
         else:
             msg = f"{_join(terms)}: these terms put variables that must be in different blocks into one block"
-        raise ModelStructureError(f"no biconvex partition (GOP, seed 004 §2.1): {msg}")
+        raise ModelStructureError(f"no biconvex partition (GOP; Saddiki, Trapp & Flaherty 2017, §2.1): {msg}")
 
     for ename, e, kind in _iter_expressions(program):
         q = e.quadratic
@@ -321,14 +321,14 @@ def _check_conditions(program, is_x, names, same_block_products):
             if biaffine_only:
                 raise ModelStructureError(
                     f"constraint {ename}: the term {names[a]}*{names[b]} is nonlinear within one GOP block; "
-                    f"equality, >= and range constraints must be affine in each block (seed 004 §2.1, condition 3)")
+                    f"equality, >= and range constraints must be affine in each block (Saddiki, Trapp & Flaherty 2017, §2.1, condition 3)")
             for blk, label in ((xs, "primal"), (ys, "relaxed-dual")):
                 if not _block_psd(H, blk):
                     for a2, b2, txt, path in same_block_products:
                         if is_x[a2] == (label == "primal") and path:
                             terms = [p.split(" (in")[0] for p in path] + [txt.split(" (in")[0]]
                             raise ModelStructureError(
-                                f"no biconvex partition (GOP, seed 004 §2.1): the products {_join(terms)} form an "
+                                f"no biconvex partition (GOP; Saddiki, Trapp & Flaherty 2017, §2.1): the products {_join(terms)} form an "
                                 f"odd cycle: {_join(terms[:-1])} force {names[a2]} and {names[b2]} into one block, "
                                 f"where {terms[-1]} is not convex (block Hessian not PSD)")
                     bad = [f"{names[a]}*{names[b]}" if a != b else f"{names[a]}^2" for a, b in within
@@ -344,7 +344,7 @@ def _check_conditions(program, is_x, names, same_block_products):
                 if biaffine_only:
                     raise ModelStructureError(
                         f"constraint {ename}: the term {txt} is nonlinear; equality, >= and range constraints "
-                        f"must be affine in each GOP block (seed 004 §2.1, condition 3)")
+                        f"must be affine in each GOP block (Saddiki, Trapp & Flaherty 2017, §2.1, condition 3)")
                 if g.coef[r] < 0:
                     raise ModelStructureError(
                         f"{ename}: the term {txt} enters with a negative coefficient {g.coef[r]:g}, so it is concave "

@@ -232,7 +232,7 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
             if r.x[-1] < -1e-9:
                 return PrimalResult("infeasible", path="pdip")
             raise ModelStructureError("the GOP primal problem has no strictly feasible point (Slater's condition, "
-                                      "seed 004 §2.1 condition 4, fails); write implied equalities as equalities")
+                                      "Saddiki, Trapp & Flaherty 2017, §2.1 condition 4, fails); write implied equalities as equalities")
         x = r.x[:nx]
         _pdip._last_start = x.copy()
     else:

@@ -64,7 +64,7 @@ class GopSearch:
                 nm = program.names[j]
                 raise ModelStructureError(
                     f"GOP needs finite bounds on the connected variable {nm} (it multiplies relaxed-dual variables; "
-                    f"the relaxed duals set it at its bounds, seed 004 eq. (16)); declare bounds on {nm} "
+                    f"the relaxed duals set it at its bounds, Saddiki, Trapp & Flaherty 2017, eq. (16)); declare bounds on {nm} "
                     f"(Pyomo: m.{nm}.setlb(...) / m.{nm}.setub(...); CVXPY: add {nm} >= ... and {nm} <= ... "
                     f"constraints or Variable(bounds=...))")
         self.bm = BlockModel(program, part)

@@ -94,7 +94,7 @@ def _resolve_partition(program, names):
 @register_solver
 class GopSolver(Solver):
     name = "gop"
-    summary = "certified global optimization of biconvex programs (primal / relaxed-dual GOP, seed 004)"
+    summary = "certified global optimization of biconvex programs (primal / relaxed-dual GOP; Floudas & Visweswaran 1990, Saddiki et al. 2017)"
     options = OPTIONS
 
     # ------------------------------------------------------------------ setup

@@ -115,7 +115,7 @@ class ConstraintSet:
             if c.lo == c.hi:
                 raise ModelStructureError(
                     f"constraint {c.name!r} is an equality: ipsa handles inequality constraints c(x) <= 0 "
-                    "only (thesis §2.1); eliminate it in the model or relax it to a range lo <= body <= hi")
+                    "only (Carbonetto 2009, §2.1); eliminate it in the model or relax it to a range lo <= body <= hi")
             if body.is_linear:
                 a = body.linear
                 if np.isfinite(c.hi):

@@ -126,7 +126,7 @@ def _make_hessian(kind, n, oracle, opts):
 @register_solver
 class IpsaSolver(Solver):
     name = "ipsa"
-    summary = "interior-point stochastic approximation for constrained problems with noisy gradients"
+    summary = "interior-point stochastic approximation for constrained problems with noisy gradients (Carbonetto 2009)"
     options = OPTIONS
 
     def _solve(self, program: Program, opts, run: Run) -> Result:

@@ -71,7 +71,7 @@ def phase1_linear(cons, names):
         raise ModelStructureError(
             f"the constraints have no strict interior (max common slack {t:.3g} <= 0; tight: "
             f"{cons.names[k] if k < len(cons.names) else 'row ' + str(k)}); ipsa needs Slater's condition "
-            "c(x) < 0 (thesis §2.1): remove implied equalities or relax them")
+            "c(x) < 0 (Carbonetto 2009, §2.1): remove implied equalities or relax them")
     return x, G, h
 
 
