@@ -68,3 +68,23 @@ def test_the_checker_sees_relative_imports(tmp_path):
     fake = tmp_path / "probe.py"
     fake.write_text("def f():\n    from ...frontends import compile_model\n")
     assert ("varopt.frontends", 2) in imports_of(fake, "varopt.solvers.ipsa.probe")
+
+
+@pytest.mark.parametrize("order", ["varopt first", "libraries first", "solver module first"])
+def test_registration_works_in_either_import_order(order):
+    """``import varopt`` registers every solver with Pyomo and CVXPY whatever was imported before."""
+    import subprocess
+    import sys
+    imports = {"varopt first": "import varopt\nimport cvxpy as cp\nimport pyomo.environ as pyo\n",
+               "libraries first": "import cvxpy as cp\nimport pyomo.environ as pyo\nimport varopt\n",
+               "solver module first": "import varopt.solvers.majorize\nimport cvxpy as cp\nimport pyomo.environ as pyo\n"}
+    code = imports[order] + (
+        "names = ('gop', 'ipsa', 'majorize')\n"
+        "assert all(pyo.SolverFactory(n).available() for n in names)\n"
+        "x = cp.Variable(2)\n"
+        "p = cp.Problem(cp.Minimize(cp.sum_squares(x - 1)), [x >= -3, x <= 3])\n"
+        "p.solve(method='majorize')\n"
+        "assert abs(p.value) < 1e-8, p.value\n"
+        "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
