@@ -18,14 +18,16 @@ For ``min f(x) s.t. c(x) <= 0`` (convex ``c``, Slater's condition) with noisy gr
 
 Every iterate is strictly feasible: ``c(x) < 0`` and ``z > 0``, also when the user re-evaluates
 their own constraint expressions in another order.
+
+This module registers the solver and declares its options; one solve is an
+:class:`.iteration.IpsaRun` (all per-solve state) on the shared run loop.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
-from ...errors import InputDataError, InvalidOptionError, SolverBugError
+from ...errors import InvalidOptionError
 from ...core.threads import blas_threads, option_threads
 from ...options import (Alias, Option, OptionSet, limit_options, nonnegative, positive, progress_options,
                         start_options, thread_options)
@@ -33,20 +35,8 @@ from ...program import Program
 from ...core.run import Run
 from ...registry import Solver, register_solver
 from ...result import Result
-from . import hessian as hs
-from .constraints import ConstraintSet
-from .direction import ReducedSystem
-from ...oracles import FiniteSumOracle, Oracle, UserOracle
-from .start import strictly_feasible_start
-
-
-class IpsaOracleError(InputDataError):
-    """The gradient oracle returned NaN/inf. ``iteration``, ``x`` (last good iterate), ``z`` and
-    ``result`` (a :class:`Result` with status ``error`` holding the last good iterate) are attached."""
-
-    def __init__(self, msg, iteration, x, z, result):
-        super().__init__(msg)
-        self.iteration, self.x, self.z, self.result = iteration, x, z, result
+from ...oracles import Oracle
+from .iteration import IpsaOracleError, IpsaRun  # noqa: F401  (IpsaOracleError: public import path)
 
 
 def _oracle_domain(v):
@@ -108,21 +98,6 @@ OPTIONS = OptionSet(limit_options(max_iter=None) + progress_options(
 ], aliases=[Alias("tol", "kkt_tol", "ipsa's tolerance is a relative KKT residual")])
 
 
-def _make_hessian(kind, n, oracle, opts):
-    if kind == "identity":
-        return hs.Identity(n)
-    if kind == "bb":
-        return hs.DampedBB(n)
-    if kind == "bfgs":
-        return hs.DampedBFGS(n, gamma=opts.bfgs_gamma)
-    if kind == "diagonal":
-        return hs.RunningDiagonal(n, d_min=opts.diag_min, has_oracle_diag=oracle.has_hessian_diag)
-    if not oracle.has_hessian:
-        raise InvalidOptionError("hessian='exact' needs the program's objective as the oracle "
-                                 "(a user or stream oracle provides no Hessian)")
-    return hs.Exact(n)
-
-
 @register_solver
 class IpsaSolver(Solver):
     name = "ipsa"
@@ -139,208 +114,4 @@ def run_ipsa(program: Program, opts, run: Run = None) -> Result:
     wake-ups than it saves: measured 15x slower on a loaded 2-core machine at n = 20000)."""
     run = run or Run("ipsa", opts)
     with blas_threads(option_threads(opts.blas_threads, auto=1)):
-        return _run_ipsa(program, opts, run)
-
-
-def _run_ipsa(program: Program, opts, run: Run) -> Result:
-    n = program.n
-    cons = ConstraintSet(program)
-    m = cons.m
-    if opts.oracle is None:
-        oracle = FiniteSumOracle(program.objective)
-    elif isinstance(opts.oracle, Oracle):
-        oracle = opts.oracle
-    else:
-        oracle = UserOracle(opts.oracle)
-    rng = np.random.default_rng(opts.seed)
-    oracle.start(rng, opts.batch_size, opts.sampling)
-    add_prog = opts.oracle is not None and opts.oracle_adds_objective
-    N = oracle.n_samples
-    stream = getattr(oracle, "next_batch", None) is not None and hasattr(oracle, "exhausted")
-
-    # --- stopping rules -------------------------------------------------------------------
-    max_iter, passes = opts.max_iter, opts.passes
-    if max_iter is None and passes is None and opts.time_limit is None and not stream:
-        if N:
-            passes = 10.0
-        else:
-            max_iter = 1000
-    it_per_pass = math.ceil(N / opts.batch_size) if N else None
-    limit_pass = math.ceil(passes * it_per_pass - 1e-9) if (passes is not None and N) else None
-    if passes is not None and not N and max_iter is None and opts.time_limit is None and not stream:
-        max_iter = 1000  # passes are meaningless without a finite sum
-    caps = [v for v in (max_iter, limit_pass) if v is not None]
-    total = min(caps) if caps else None
-
-    # --- start ---------------------------------------------------------------------------
-    x = strictly_feasible_start(cons, program, opts.x0)
-    s = cons.slack(x)
-    z0 = opts.z0
-    if np.ndim(z0) == 0:
-        z = np.full(m, float(z0))
-    else:
-        z = np.asarray(z0, dtype=float).ravel().copy()
-        if z.size != m:
-            raise InvalidOptionError(f"z0 has length {z.size}, ipsa has m = {m} inequality constraints "
-                                     f"({cons.n_lb} lower bounds, {cons.n_ub} upper bounds, {cons.n_lin} linear "
-                                     f"rows, {cons.n_nl} nonlinear)")
-    hess = _make_hessian(opts.hessian, n, oracle, opts)
-    system = ReducedSystem(cons, diagonal_hessian=hess.diagonal)
-    exact = bool(oracle.exact)
-
-    k0, p, frac = opts.k0, opts.step_power, opts.step_fraction
-    sig0, sigp = opts.sigma, opts.sigma_power
-    ks = max(k0, 1.0)  # sigma_k = sigma_0 (ks/(ks + k))^q; ks >= 1 keeps the schedule alive for k0 = 0
-    run.history_every = opts.history_every or max(1, (total or 1000) // 200)
-    stats = {"steps": 0, "boundary_limited": 0, "backtracks": 0, "sum_step_ratio": 0.0}
-    it = 0
-    k = opts.iteration_offset
-    ap = ad = 0.0
-    a_prim = a_dual = np.inf
-    mu = 0.0
-    n_bt = 0
-
-    def objective(xv):
-        try:
-            return float(program.objective.value(xv))
-        except Exception:  # noqa: BLE001 - a user-oracle program may have no evaluable objective
-            return None
-
-    def record(force=False):
-        if not (force or run.due()):
-            return
-        eta = float(s @ z)
-        run.record(force, objective=objective(x) if opts.history_objective else None,
-                   mu=mu, eta=eta, duality_measure=eta / m if m else 0.0,
-                   sigma=sig0 * (ks / (ks + k)) ** sigp,
-                   step=ap, step_dual=ad, step_max=(k0 + k) ** -p if k0 + k > 0 else 1.0,
-                   ftb_primal=a_prim, ftb_dual=a_dual, backtracks=n_bt,
-                   passes=(it / it_per_pass) if it_per_pass else None)
-
-    def result(status_=None, message_=None):
-        return run.finish(status_, message_, x=x.copy(), objective=objective(x),
-                          info={"z": z.copy(), "slack": s.copy(), "constraint_names": cons.names, "mu": mu,
-                            "eta": float(s @ z), "k": k, "n_samples": N,
-                            "passes": (it / it_per_pass) if it_per_pass else None,
-                            "hessian": opts.hessian, "system": system.mode,
-                            "mean_step_ratio": stats["sum_step_ratio"] / max(1, stats["steps"]),
-                            "boundary_limited_steps": stats["boundary_limited"],
-                            "backtracks": stats["backtracks"],
-                            "bb_beta": getattr(hess, "beta", None)})
-
-    run.incumbent(x)
-    record()
-    inv_m = 1.0 / m if m else 0.0
-    while True:
-        if total is not None and it >= total:
-            run.stop("pass_limit" if (limit_pass is not None and it >= limit_pass) else "iteration_limit")
-            break
-        if opts.time_limit is not None and (it & 15) == 0 and run.elapsed() > opts.time_limit:
-            run.stop("time_limit", f"time limit {opts.time_limit:g} s")
-            break
-        batch = oracle.next_batch()
-        if stream and oracle.exhausted:
-            run.stop("pass_limit", "stream exhausted")
-            break
-        k += 1
-        ahat = (k0 + k) ** -p
-        sig = sig0 * (ks / (ks + k)) ** sigp
-        eta = float(s @ z)
-        mu = max(opts.mu_min, sig * eta * inv_m) if m else 0.0
-
-        g = oracle.gradient(x, batch)
-        g = np.asarray(g, dtype=float)
-        if g.shape != (n,):
-            g = g.ravel() if g.size == n else g
-            if g.shape != (n,):
-                raise InputDataError(f"ipsa iteration {it + 1}: the gradient oracle returned shape {np.shape(g)}, "
-                                     f"expected ({n},)")
-        if add_prog:
-            g = g + program.objective.gradient(x)
-        if not np.isfinite(g).all():
-            bad = int(np.flatnonzero(~np.isfinite(g))[0])
-            msg = (f"ipsa iteration {it + 1}: the gradient oracle returned a non-finite value "
-                   f"(component {bad}, {program.names[bad]!r}); the last good iterate is kept in the error's "
-                   "x / result")
-            res = result("error", msg)
-            raise IpsaOracleError(msg, it + 1, x.copy(), z.copy(), res)
-        B = hess.matrix(x, oracle, batch, ahat)
-        Jnl = Wnl = None
-        if cons.n_nl:
-            Jnl = cons.nonlinear_jacobian(x)
-            Wnl = cons.nonlinear_hessian(x, z[cons.sl_nl])
-        d = z / s
-        rhs = -g
-        if m:
-            rhs = rhs - mu * cons.JT_dot(1.0 / s, Jnl)
-        dx = system.solve(B, d, rhs, Wnl, Jnl)
-        if not np.isfinite(dx).all():
-            raise SolverBugError(f"ipsa iteration {it + 1}: non-finite search direction")
-        if m:
-            Jdx = cons.J_dot(dx, Jnl)
-            dz = mu / s - z + d * Jdx  # (2.21)
-            # largest step to z >= 0: 1 / max_i(-dz_i / z_i) (one reduction, no boolean indexing)
-            tmin = float((dz / z).min())
-            a_dual = frac / -tmin if tmin < 0 else np.inf
-            a_prim = cons.max_primal_step(s, Jdx, frac)
-        else:
-            dz = z
-            a_dual = a_prim = np.inf
-        if opts.dual_step == "same":
-            ap = ad = min(ahat, a_dual, a_prim)
-        else:
-            ap, ad = min(ahat, a_prim), min(ahat, a_dual)
-        n_bt = 0
-        while True:
-            x_new = x + ap * dx
-            s_new = cons.slack(x_new) if m else s
-            if not m or cons.interior(x_new, s_new):
-                break
-            # backtracking (Fig. 2.1 step 5): nonlinear constraints, or round-off at a linear boundary
-            ap *= 0.5
-            if opts.dual_step == "same":
-                ad = ap
-            n_bt += 1
-            if n_bt > 60:
-                ap = ad = 0.0
-                x_new, s_new = x, s
-                break
-        stats["backtracks"] += n_bt
-        stats["steps"] += 1
-        stats["sum_step_ratio"] += ap / ahat
-        if ap < ahat * (1 - 1e-12):
-            stats["boundary_limited"] += 1
-        if m:
-            z = z + ad * dz
-            if not z.min() > 0:
-                raise SolverBugError(f"ipsa iteration {it + 1}: a dual variable left z > 0")
-        if hess.needs_secant and ap > 0:
-            g2 = np.asarray(oracle.gradient(x_new, batch), dtype=float).ravel()
-            if add_prog:
-                g2 = g2 + program.objective.gradient(x_new)
-            if np.all(np.isfinite(g2)):
-                hess.update(x_new - x, g2 - g, ahat)
-        else:
-            hess.update(x_new - x, None, ahat)
-        x, s = x_new, s_new
-        it = run.iteration = it + 1
-        run.incumbent(x)
-        if run.callback(x, z, s):
-            break
-        record()
-        if exact and opts.kkt_tol > 0:
-            # KKT check with exact gradients: ||grad f + J^T z|| and eta/m relative
-            gx = np.asarray(oracle.gradient(x, batch), dtype=float).ravel()
-            if add_prog:
-                gx = gx + program.objective.gradient(x)
-            Jnl2 = cons.nonlinear_jacobian(x) if cons.n_nl else None
-            r = gx + (cons.JT_dot(z, Jnl2) if m else 0.0)
-            scale = 1.0 + float(np.max(np.abs(gx)))
-            fx = objective(x)
-            if (np.max(np.abs(r)) <= opts.kkt_tol * scale
-                    and (not m or float(s @ z) <= max(opts.kkt_tol * (1.0 + abs(fx if fx is not None else 0.0)),
-                                                      1.5 * m * opts.mu_min))):
-                run.stop("converged", "KKT conditions hold to tol with exact gradients")
-                break
-    record(force=True)
-    return result()
+        return IpsaRun(program, opts, run).solve()

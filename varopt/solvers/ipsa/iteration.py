@@ -1,0 +1,293 @@
+"""One IPSA solve (Carbonetto 2009, Fig. 2.1) as a per-solve object on the shared run loop.
+
+:class:`IpsaRun` holds everything a solve changes: the iterate ``x``, slacks ``s = -c(x)``, duals
+``z``, the step counter ``k``, the Hessian approximation and the statistics. One iteration
+(:meth:`IpsaRun.step`) is steps 1-7 of the solver's module docstring; :meth:`IpsaRun.solve` runs
+them until a limit, the user's callback, a stream's end or (exact gradients) the KKT test stops
+it. History, progress, the callback, the incumbent kept for Ctrl-C and the
+:class:`~varopt.result.Result` come from :class:`~varopt.core.run.Run`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import InputDataError, InvalidOptionError, SolverBugError
+from ...oracles import FiniteSumOracle, Oracle, UserOracle
+from . import hessian as hs
+from .constraints import ConstraintSet
+from .direction import ReducedSystem
+from .start import strictly_feasible_start
+
+#: backtracking halvings before the step is abandoned (x stays where it is)
+MAX_BACKTRACKS = 60
+
+
+class IpsaOracleError(InputDataError):
+    """The gradient oracle returned NaN/inf; ``x``, ``z`` and ``result`` hold the last good iterate."""
+
+    def __init__(self, msg, iteration, x, z, result):
+        super().__init__(msg)
+        self.iteration, self.x, self.z, self.result = iteration, x, z, result
+
+
+def make_hessian(kind, n, oracle, opts):
+    """The Hessian approximation ``B`` of option ``hessian`` (:mod:`.hessian`)."""
+    if kind == "identity":
+        return hs.Identity(n)
+    if kind == "bb":
+        return hs.DampedBB(n)
+    if kind == "bfgs":
+        return hs.DampedBFGS(n, gamma=opts.bfgs_gamma)
+    if kind == "diagonal":
+        return hs.RunningDiagonal(n, d_min=opts.diag_min, has_oracle_diag=oracle.has_hessian_diag)
+    if not oracle.has_hessian:
+        raise InvalidOptionError("hessian='exact' needs the program's objective as the oracle "
+                                 "(a user or stream oracle provides no Hessian)")
+    return hs.Exact(n)
+
+
+def _oracle_for(program, opts):
+    if opts.oracle is None:
+        return FiniteSumOracle(program.objective)
+    if isinstance(opts.oracle, Oracle):
+        return opts.oracle
+    return UserOracle(opts.oracle)
+
+
+class IpsaRun:
+    """All per-solve state of one IPSA run (see the module docstring)."""
+
+    def __init__(self, program, opts, run):
+        self.program, self.opts, self.run = program, opts, run
+        self.n = n = program.n
+        self.cons = cons = ConstraintSet(program)
+        self.m = m = cons.m
+        self.oracle = oracle = _oracle_for(program, opts)
+        oracle.start(np.random.default_rng(opts.seed), opts.batch_size, opts.sampling)
+        self.add_prog = opts.oracle is not None and opts.oracle_adds_objective
+        self.N = N = oracle.n_samples
+        self.stream = getattr(oracle, "next_batch", None) is not None and hasattr(oracle, "exhausted")
+        self._limits()
+        self.x = strictly_feasible_start(cons, program, opts.x0)
+        self.s = cons.slack(self.x)
+        self.z = self._initial_duals()
+        self.hess = make_hessian(opts.hessian, n, oracle, opts)
+        self.system = ReducedSystem(cons, diagonal_hessian=self.hess.diagonal)
+        self.exact = bool(oracle.exact)
+        # sigma_k = sigma_0 (ks/(ks + k))^q; ks >= 1 keeps the schedule alive for k0 = 0
+        self.ks = max(opts.k0, 1.0)
+        run.history_every = opts.history_every or max(1, (self.total or 1000) // 200)
+        self.stats = {"steps": 0, "boundary_limited": 0, "backtracks": 0, "sum_step_ratio": 0.0}
+        self.it, self.k = 0, opts.iteration_offset
+        self.ap = self.ad = 0.0
+        self.a_prim = self.a_dual = np.inf
+        self.mu = 0.0
+        self.n_bt = 0
+        self.inv_m = 1.0 / m if m else 0.0
+        self.it_per_pass = math.ceil(N / opts.batch_size) if N else None
+
+    def _limits(self):
+        """``total``: the iteration cap from ``max_iter`` and ``passes`` (defaults: 10 passes over a
+        finite sum, else 1000 iterations, unless a time limit or a stream ends the run)."""
+        opts, N = self.opts, self.N
+        max_iter, passes = opts.max_iter, opts.passes
+        if max_iter is None and passes is None and opts.time_limit is None and not self.stream:
+            if N:
+                passes = 10.0
+            else:
+                max_iter = 1000
+        it_per_pass = math.ceil(N / opts.batch_size) if N else None
+        self.limit_pass = math.ceil(passes * it_per_pass - 1e-9) if (passes is not None and N) else None
+        if passes is not None and not N and max_iter is None and opts.time_limit is None and not self.stream:
+            max_iter = 1000  # passes are meaningless without a finite sum
+        caps = [v for v in (max_iter, self.limit_pass) if v is not None]
+        self.total = min(caps) if caps else None
+
+    def _initial_duals(self):
+        z0, m, cons = self.opts.z0, self.m, self.cons
+        if np.ndim(z0) == 0:
+            return np.full(m, float(z0))
+        z = np.asarray(z0, dtype=float).ravel().copy()
+        if z.size != m:
+            raise InvalidOptionError(f"z0 has length {z.size}, ipsa has m = {m} inequality constraints "
+                                     f"({cons.n_lb} lower bounds, {cons.n_ub} upper bounds, {cons.n_lin} linear "
+                                     f"rows, {cons.n_nl} nonlinear)")
+        return z
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+    def objective(self, xv):
+        try:
+            return float(self.program.objective.value(xv))
+        except Exception:  # noqa: BLE001 - a user-oracle program may have no evaluable objective
+            return None
+
+    def record(self, force=False):
+        run, opts, k = self.run, self.opts, self.k
+        if not (force or run.due()):
+            return
+        eta = float(self.s @ self.z)
+        run.record(force, objective=self.objective(self.x) if opts.history_objective else None,
+                   mu=self.mu, eta=eta, duality_measure=eta / self.m if self.m else 0.0,
+                   sigma=opts.sigma * (self.ks / (self.ks + k)) ** opts.sigma_power,
+                   step=self.ap, step_dual=self.ad, step_max=(opts.k0 + k) ** -opts.step_power if opts.k0 + k > 0 else 1.0,
+                   ftb_primal=self.a_prim, ftb_dual=self.a_dual, backtracks=self.n_bt,
+                   passes=(self.it / self.it_per_pass) if self.it_per_pass else None)
+
+    def result(self, status=None, message=None):
+        stats = self.stats
+        return self.run.finish(status, message, x=self.x.copy(), objective=self.objective(self.x),
+                               info={"z": self.z.copy(), "slack": self.s.copy(), "constraint_names": self.cons.names,
+                                     "mu": self.mu, "eta": float(self.s @ self.z), "k": self.k, "n_samples": self.N,
+                                     "passes": (self.it / self.it_per_pass) if self.it_per_pass else None,
+                                     "hessian": self.opts.hessian, "system": self.system.mode,
+                                     "mean_step_ratio": stats["sum_step_ratio"] / max(1, stats["steps"]),
+                                     "boundary_limited_steps": stats["boundary_limited"],
+                                     "backtracks": stats["backtracks"],
+                                     "bb_beta": getattr(self.hess, "beta", None)})
+
+    # --- the loop ---------------------------------------------------------------------------------
+    def solve(self):
+        run = self.run
+        run.incumbent(self.x)
+        self.record()
+        while not self._stopped():
+            batch = self.oracle.next_batch()
+            if self.stream and self.oracle.exhausted:
+                run.stop("pass_limit", "stream exhausted")
+                break
+            self.step(batch)
+            self.it = run.iteration = self.it + 1
+            run.incumbent(self.x)
+            if run.callback(self.x, self.z, self.s):
+                break
+            self.record()
+            if self.exact and self.opts.kkt_tol > 0 and self._kkt_holds(batch):
+                run.stop("converged", "KKT conditions hold to tol with exact gradients")
+                break
+        self.record(force=True)
+        return self.result()
+
+    def _stopped(self) -> bool:
+        run, it, opts = self.run, self.it, self.opts
+        if self.total is not None and it >= self.total:
+            run.stop("pass_limit" if (self.limit_pass is not None and it >= self.limit_pass) else "iteration_limit")
+            return True
+        # the clock every 16 iterations: per-sample steps take microseconds
+        if opts.time_limit is not None and (it & 15) == 0 and run.elapsed() > opts.time_limit:
+            run.stop("time_limit", f"time limit {opts.time_limit:g} s")
+            return True
+        return False
+
+    def gradient(self, x, batch):
+        """The oracle's gradient at ``x`` (plus the program objective's with ``oracle_adds_objective``),
+        checked for shape and finiteness."""
+        n, it = self.n, self.it
+        g = np.asarray(self.oracle.gradient(x, batch), dtype=float)
+        if g.shape != (n,):
+            g = g.ravel() if g.size == n else g
+            if g.shape != (n,):
+                raise InputDataError(f"ipsa iteration {it + 1}: the gradient oracle returned shape {np.shape(g)}, "
+                                     f"expected ({n},)")
+        if self.add_prog:
+            g = g + self.program.objective.gradient(x)
+        if not np.isfinite(g).all():
+            bad = int(np.flatnonzero(~np.isfinite(g))[0])
+            msg = (f"ipsa iteration {it + 1}: the gradient oracle returned a non-finite value "
+                   f"(component {bad}, {self.program.names[bad]!r}); the last good iterate is kept in the error's "
+                   "x / result")
+            raise IpsaOracleError(msg, it + 1, self.x.copy(), self.z.copy(), self.result("error", msg))
+        return g
+
+    def step(self, batch):
+        """Fig. 2.1 steps 1-7 at the current iterate; returns the gradient observation."""
+        opts, cons, m, x, s, z = self.opts, self.cons, self.m, self.x, self.s, self.z
+        self.k += 1
+        k = self.k
+        ahat = (opts.k0 + k) ** -opts.step_power
+        sig = opts.sigma * (self.ks / (self.ks + k)) ** opts.sigma_power
+        eta = float(s @ z)
+        mu = self.mu = max(opts.mu_min, sig * eta * self.inv_m) if m else 0.0
+
+        g = self.gradient(x, batch)
+        B = self.hess.matrix(x, self.oracle, batch, ahat)
+        Jnl = Wnl = None
+        if cons.n_nl:
+            Jnl = cons.nonlinear_jacobian(x)
+            Wnl = cons.nonlinear_hessian(x, z[cons.sl_nl])
+        d = z / s
+        rhs = -g
+        if m:
+            rhs = rhs - mu * cons.JT_dot(1.0 / s, Jnl)
+        dx = self.system.solve(B, d, rhs, Wnl, Jnl)
+        if not np.isfinite(dx).all():
+            raise SolverBugError(f"ipsa iteration {self.it + 1}: non-finite search direction")
+        if m:
+            Jdx = cons.J_dot(dx, Jnl)
+            dz = mu / s - z + d * Jdx  # (2.21)
+            # largest step to z >= 0: 1 / max_i(-dz_i / z_i) (one reduction, no boolean indexing)
+            tmin = float((dz / z).min())
+            self.a_dual = opts.step_fraction / -tmin if tmin < 0 else np.inf
+            self.a_prim = cons.max_primal_step(s, Jdx, opts.step_fraction)
+        else:
+            dz = z
+            self.a_dual = self.a_prim = np.inf
+        if opts.dual_step == "same":
+            self.ap = self.ad = min(ahat, self.a_dual, self.a_prim)
+        else:
+            self.ap, self.ad = min(ahat, self.a_prim), min(ahat, self.a_dual)
+        x_new, s_new = self._backtrack(dx)
+        stats = self.stats
+        stats["backtracks"] += self.n_bt
+        stats["steps"] += 1
+        stats["sum_step_ratio"] += self.ap / ahat
+        if self.ap < ahat * (1 - 1e-12):
+            stats["boundary_limited"] += 1
+        if m:
+            self.z = z + self.ad * dz
+            if not self.z.min() > 0:
+                raise SolverBugError(f"ipsa iteration {self.it + 1}: a dual variable left z > 0")
+        if self.hess.needs_secant and self.ap > 0:
+            g2 = np.asarray(self.oracle.gradient(x_new, batch), dtype=float).ravel()
+            if self.add_prog:
+                g2 = g2 + self.program.objective.gradient(x_new)
+            if np.all(np.isfinite(g2)):
+                self.hess.update(x_new - x, g2 - g, ahat)
+        else:
+            self.hess.update(x_new - x, None, ahat)
+        self.x, self.s = x_new, s_new
+        return g
+
+    def _backtrack(self, dx):
+        """Fig. 2.1 step 5: halve the step until every slack exceeds its rounding margin
+        (:meth:`.ConstraintSet.interior`); after ``MAX_BACKTRACKS`` halvings the step is 0."""
+        cons, m, x, s = self.cons, self.m, self.x, self.s
+        self.n_bt = 0
+        while True:
+            x_new = x + self.ap * dx
+            s_new = cons.slack(x_new) if m else s
+            if not m or cons.interior(x_new, s_new):
+                return x_new, s_new
+            # nonlinear constraints, or round-off at a linear boundary
+            self.ap *= 0.5
+            if self.opts.dual_step == "same":
+                self.ad = self.ap
+            self.n_bt += 1
+            if self.n_bt > MAX_BACKTRACKS:
+                self.ap = self.ad = 0.0
+                return x, s
+
+    def _kkt_holds(self, batch):
+        """With exact gradients: ``||grad f + J^T z||`` and ``eta/m`` small relative to their scales."""
+        opts, cons, m, x, z, s = self.opts, self.cons, self.m, self.x, self.z, self.s
+        gx = np.asarray(self.oracle.gradient(x, batch), dtype=float).ravel()
+        if self.add_prog:
+            gx = gx + self.program.objective.gradient(x)
+        Jnl2 = cons.nonlinear_jacobian(x) if cons.n_nl else None
+        r = gx + (cons.JT_dot(z, Jnl2) if m else 0.0)
+        scale = 1.0 + float(np.max(np.abs(gx)))
+        fx = self.objective(x)
+        return bool(np.max(np.abs(r)) <= opts.kkt_tol * scale
+                    and (not m or float(s @ z) <= max(opts.kkt_tol * (1.0 + abs(fx if fx is not None else 0.0)),
+                                                      1.5 * m * opts.mu_min)))
