@@ -71,3 +71,42 @@ def test_gaussian_oracle_matches_closed_form_of_a_quadratic():
         o.estimate(m, -S, 1)
     with pytest.raises(ValueError, match="m contains NaN"):
         o.estimate(np.full(n, np.nan), S, 1)
+
+
+def test_bound_oracle_is_a_gradient_oracle_and_bounds_log_z():
+    """A bound oracle (here Algorithm 1 on random log-sum-exp groups) is also an exact gradient oracle:
+    gradient = mu = finite differences of log Z; value = log Z; and the quadratic bound holds."""
+    import scipy.sparse as sp
+    from scipy.special import logsumexp
+    from varopt.oracles import BoundOracle
+    from varopt.solvers.majorize.bound import compute_bound
+    rng = np.random.default_rng(7)
+    n, K = 4, 6
+    A = rng.normal(size=(K, n))
+    b = rng.normal(size=K)
+    seg = np.array([0, 0, 0, 1, 1, 1])
+
+    def log_z(t):
+        s = A @ t + b
+        return logsumexp(s[:3]) + logsumexp(s[3:])
+
+    def fn(theta, want_sigma):
+        parts = compute_bound(sp.csr_matrix(A), b, seg, theta, want_mu=True)  # Sigma = R^T R
+        return float(np.sum(parts.logz)), np.asarray(parts.mu).sum(axis=0), \
+            ((parts.R.T @ parts.R).toarray() if want_sigma else None)
+    o = BoundOracle(fn, n)
+    theta = rng.normal(size=n)
+    assert o.exact and abs(o.value(theta) - log_z(theta)) < 1e-12
+    h = 1e-6
+    fd = np.array([(log_z(theta + h * e) - log_z(theta - h * e)) / (2 * h) for e in np.eye(n)])
+    np.testing.assert_allclose(o.gradient(theta, None), fd, atol=1e-8)
+    lz, mu, S = o.bound(theta, True)
+    for _ in range(50):
+        D = 3 * rng.normal(size=n)
+        assert log_z(theta + D) <= lz + D @ mu + 0.5 * D @ S @ D + 1e-10
+    import pytest
+    from varopt.errors import InputDataError, InvalidOptionError
+    with pytest.raises(InvalidOptionError, match="partition_bound"):
+        BoundOracle(42, n)
+    with pytest.raises(InputDataError, match="length"):
+        BoundOracle(lambda t, w: (0.0, np.zeros(n + 1), None), n).gradient(theta)

@@ -2,6 +2,7 @@
 
 Nothing here imports a solver, Pyomo or CVXPY.
 """
+from .bound import BoundOracle
 from .finite_sum import FiniteSumOracle
 from .gaussian import GaussianOracle
 from .gibbs import GibbsOracle
@@ -10,4 +11,5 @@ from .sampling import Sampler
 from .stream import StreamOracle
 from .user import UserOracle
 
-__all__ = ["Oracle", "FiniteSumOracle", "UserOracle", "StreamOracle", "Sampler", "GaussianOracle", "GibbsOracle"]
+__all__ = ["Oracle", "FiniteSumOracle", "UserOracle", "StreamOracle", "Sampler", "GaussianOracle", "GibbsOracle",
+           "BoundOracle"]

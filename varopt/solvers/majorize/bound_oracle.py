@@ -1,24 +1,12 @@
 """Majorization over a bound oracle: Algorithm 2 of Jebara & Choromanska (2012) for any log-partition part.
 
-**The protocol.** A *bound oracle* is a callable (or an object with a method ``partition_bound``)
-
-    oracle(theta, want_sigma) -> (log_z, mu, Sigma)
-
-returning, at ``theta~ = theta``, the objective's log-partition part ``log Z(theta~)`` (a float; a
-weighted sum of log-partition functions ``sum_g c_g log Z_g`` with ``c_g > 0`` is fine), its gradient
-``mu = grad log Z(theta~)`` (length ``n``) and, when ``want_sigma``, the curvature ``Sigma`` (``n x n``
-symmetric PSD, dense or scipy sparse; ``None`` is allowed when ``want_sigma`` is false) such that
-for every ``D``
-
-    log Z(theta~ + D) <= log z + D^T mu + 1/2 D^T Sigma D.
-
-This is Theorem 1 of the paper after taking logs (``Z(theta) <= z exp(1/2 (theta - theta~)^T Sigma
-(theta - theta~) + (theta - theta~)^T mu)``). Sources: Algorithm 1 (``bound.compute_bound``: ``z``, ``mu``
-exact, ``Sigma`` from the enumeration), the junction tree of Algorithm 3 for chain and tree CRFs
-(``junction_tree.chain_bound`` / ``tree_bound``), and sums of such bounds (the sum of the ``log z``,
-``mu`` and ``Sigma`` of independent partition functions is a bound of the sum). The low-rank bound of
-Algorithm 4 is not a separate oracle: option ``bound='lowrank'`` compresses whatever ``Sigma`` the
-oracle returns into ``V^T S V + D`` (rank ``rank``) before each step.
+**The protocol** (:mod:`varopt.oracles.bound`, stated there once): a *bound oracle* returns
+``(log_z, mu, Sigma)`` at ``theta`` with ``log Z(theta + D) <= log z + D^T mu + 1/2 D^T Sigma D``.
+Sources: Algorithm 1 (``bound.compute_bound``: ``z``, ``mu`` exact, ``Sigma`` from the enumeration),
+the junction tree of Algorithm 3 for chain and tree CRFs (``junction_tree.chain_bound`` /
+``tree_bound``), and sums of such bounds. The low-rank bound of Algorithm 4 is not a separate
+oracle: option ``bound='lowrank'`` compresses whatever ``Sigma`` the oracle returns into
+``V^T S V + D`` (rank ``rank``) before each step.
 
 **The objective.** :func:`minimize` minimises
 
@@ -43,6 +31,7 @@ import scipy.sparse as sp
 
 from ...core.run import Run
 from ...errors import InputDataError, InvalidOptionError, ModelStructureError
+from ...oracles.bound import BoundOracle
 from .loop import Majorization
 from .solver import MajorizeSolver, blas_limit
 from .step import dense_step, lowrank_sigma, lowrank_step
@@ -87,10 +76,7 @@ class OracleModel:
     convex = True
 
     def __init__(self, oracle, n, quadratic=None, linear=None, constant=0.0, eager_sigma=False):
-        self.fn = getattr(oracle, "partition_bound", oracle)
-        if not callable(self.fn):
-            raise InvalidOptionError("the bound oracle must be callable as oracle(theta, want_sigma) or have a "
-                                     "method partition_bound(theta, want_sigma)")
+        self.oracle = BoundOracle(oracle, n)
         self.n = n
         self.Hd, self.Hm = _quadratic(quadratic, n)
         self.c = np.zeros(n) if linear is None else np.asarray(linear, dtype=float).ravel()
@@ -102,17 +88,7 @@ class OracleModel:
         self.eager_sigma = eager_sigma
 
     def _call(self, x, want_sigma):
-        logz, mu, sig = self.fn(x, want_sigma)
-        mu = np.asarray(mu, dtype=float).ravel()
-        if mu.size != self.n:
-            raise InputDataError(f"the bound oracle returned mu of length {mu.size}, theta has {self.n}")
-        if not np.isfinite(logz) or not np.all(np.isfinite(mu)):
-            raise InputDataError(f"the bound oracle returned a non-finite log z or mu at theta (log z = {logz})")
-        if want_sigma:
-            sig = sig.toarray() if sp.issparse(sig) else np.asarray(sig, dtype=float)
-            if sig.shape != (self.n, self.n) or not np.all(np.isfinite(sig)):
-                raise InputDataError(f"the bound oracle's Sigma must be a finite {self.n} x {self.n} matrix")
-        return float(logz), mu, sig if want_sigma else None
+        return self.oracle.bound(x, want_sigma)
 
     def evaluate(self, x, want_grad=False, scores=None, err=None):
         """``(f(x), grad f(x), (grad, Sigma or None))`` (the gradient comes with the value anyway)."""
