@@ -53,10 +53,11 @@ def fbbt(A, lo, hi, lb, ub, rounds=20, tol=1e-9):
                     nlo, nhi = vlo / a, vhi / a
                 else:
                     nlo, nhi = vhi / a, vlo / a
-                if nlo > lb[j] + tol * max(1.0, abs(nlo)):
+                # bounds move only to finite values (an infinite candidate never tightens)
+                if np.isfinite(nlo) and nlo > lb[j] + tol * max(1.0, abs(nlo)):
                     lb[j] = nlo
                     changed = True
-                if nhi < ub[j] - tol * max(1.0, abs(nhi)):
+                if np.isfinite(nhi) and nhi < ub[j] - tol * max(1.0, abs(nhi)):
                     ub[j] = nhi
                     changed = True
         if np.any(lb > ub + 1e-7 * np.maximum(1.0, np.abs(lb))):

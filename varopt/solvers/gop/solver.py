@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 
-
 from ...errors import InvalidOptionError
 from ...options import Option, OptionSet, common_options, nonnegative, start_options
 from ...registry import Solver, register_solver
 from ...result import Result
 from .partition import analyze
 from .presolve import eliminate_equalities
+from .relax import Lifted, NotRelaxable
 from .search import GopSearch
+from .tree import GopTree
 
 
 def _partition_domain(v):
@@ -70,6 +71,11 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
     Option("reduction", True, "search-space reduction (improvement beyond the paper, docs/gop.md §6): in every "
            "relaxed-dual region shrink the box of the separable connected variables to the side of the "
            "linearisation point selected by the qualifying constraint; False gives plain GOP", bool),
+    Option("mode", "auto", "'gop': the primal / relaxed-dual iteration (Floudas & Visweswaran 1990); 'tree': "
+           "spatial branch-and-bound with McCormick node relaxations and GOP primal problems for the upper bounds "
+           "(Floudas 2000, ch. 3; McCormick 1976); 'auto': the iteration for programs with multiplied atom rows "
+           "(ELBOs such as phi*log(pi)), the tree for the others (docs/gop.md §9)", str,
+           lambda v: v in ("auto", "gop", "tree"), "must be 'auto', 'gop' or 'tree'"),
     Option("presolve", True, "eliminate linear equalities of the primal block by substitution (e.g. "
            "sum(pi) == 1): one connected variable fewer per equality", bool),
 ])
@@ -102,6 +108,20 @@ class GopSolver(Solver):
         program.check_finite()
         xpart = _resolve_partition(program, opts.partition)
         part = analyze(program, xpart)
+        mode, lifted = opts.mode, None
+        if mode != "gop":
+            try:
+                lifted = Lifted(program)
+            except NotRelaxable as e:
+                if mode == "tree":
+                    raise InvalidOptionError(f"option mode='tree': the McCormick relaxation does not cover {e}; "
+                                             f"use mode='gop'") from None
+            # auto: the iteration where it is strong (ELBOs with multiplied atom rows; convex
+            # programs, which are one primal problem when no variable is connected)
+            if mode == "auto" and (lifted is None or lifted.nP or part.connected.size == 0):
+                lifted = None
+        if lifted is not None:
+            return GopTree(program, part, opts, run, lifted).solve()
         elim = None
         if opts.presolve:
             elim = eliminate_equalities(program, set(part.x.tolist()))

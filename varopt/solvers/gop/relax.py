@@ -1,0 +1,261 @@
+r"""The lifted program and its McCormick relaxation (the node relaxation of GOP's tree mode).
+
+Every nonconvex piece of a program made of linear, bilinear/quadratic and one-argument atom
+terms is given a lifted column (McCormick 1976; Tawarmalani & Sahinidis 2002, ch. 4):
+
+* ``W_ij = z_i z_j`` for every product of two distinct variables;
+* ``T_r = g(a_r^T z + b_r)`` for every atom row, and for every square ``z_i^2`` (an atom
+  ``square`` with ``a = e_i``);
+* ``P_r = z_w T_r`` for every multiplied atom row ``c_r z_w g(u_r)``.
+
+Each expression (objective and constraint bodies) becomes a *linear* row over
+``Z = (z, W, T, P)``. For a box ``l <= z <= u`` the relaxation adds
+
+* McCormick's envelope of each product ``p = s t`` with ``s in [s_l, s_u]``, ``t in [t_l, t_u]``::
+
+      p >= s_l t + t_l s - s_l t_l      p >= s_u t + t_u s - s_u t_u
+      p <= s_u t + t_l s - s_u t_l      p <= s_l t + t_u s - s_l t_u
+
+  (rows whose bounds are infinite are left out);
+* tangent cuts ``T_r >= g(t) + g'(t)(u_r - t)`` (valid for every ``z``: ``g`` is convex), kept
+  in a pool shared by all nodes;
+* the secant ``T_r <= g(u_l) + (g(u_h) - g(u_l)) (u_r - u_l) / (u_h - u_l)`` over the interval
+  ``[u_l, u_h]`` of ``u_r`` on the box (valid because a convex ``g`` lies below its chord);
+* the interval bounds of every lifted column.
+
+Every point of the program in the box maps to a feasible point of the relaxation with the
+same objective value, so the LP value is a lower bound of the program on the box.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...program.atoms import ATOMS
+from ...program.terms import LseGroup
+
+
+class NotRelaxable(Exception):
+    """The program has a term this relaxation does not cover (log-sum-exp, two-argument atoms)."""
+
+
+@dataclass
+class _AtomCol:
+    kind: str
+    idx: np.ndarray  # variables of u = a^T z + b
+    val: np.ndarray
+    b: float
+
+
+def interval_affine(idx, val, b, l, u):
+    """[min, max] of ``val . z[idx] + b`` over the box."""
+    if idx.size == 0:
+        return b, b
+    with np.errstate(invalid="ignore"):
+        lo = np.where(val > 0, val * l[idx], val * u[idx])
+        hi = np.where(val > 0, val * u[idx], val * l[idx])
+    return b + float(lo.sum()), b + float(hi.sum())
+
+
+def interval_mul(al, au, bl, bu):
+    """[min, max] of ``s t`` for ``s in [al, au]``, ``t in [bl, bu]`` (0 * inf = 0)."""
+    c = []
+    for s in (al, au):
+        for t in (bl, bu):
+            c.append(0.0 if (s == 0 or t == 0) else s * t)
+    return min(c), max(c)
+
+
+class Lifted:
+    """The lifted linear form of a program; columns ``z (n) | W | T | P``."""
+
+    def __init__(self, program):
+        self.program = program
+        n = self.n = program.n
+        self.pairs = {}  # (i, j) -> W index (0-based within W)
+        self.atoms = []  # list[_AtomCol]
+        self.mults = []  # (w variable, T index) per P column
+        exprs = [program.objective] + [c.body for c in program.constraints]
+        staged = [self._stage(e) for e in exprs]
+        self.nW, self.nT, self.nP = len(self.pairs), len(self.atoms), len(self.mults)
+        self.oW, self.oT, self.oP = n, n + self.nW, n + self.nW + self.nT
+        self.N = self.oP + self.nP
+        rows, cols, vals, consts = [], [], [], []
+        for r, (const, entries) in enumerate(staged):
+            for (part, k), v in entries.items():
+                rows.append(r)
+                cols.append({"z": 0, "W": self.oW, "T": self.oT, "P": self.oP}[part] + k)
+                vals.append(v)
+            consts.append(const)
+        self.R = sp.csr_matrix((vals, (rows, cols)), shape=(len(exprs), self.N))
+        self.R.sum_duplicates()
+        self.const = np.array(consts)
+        self.lo = np.array([-np.inf] + [c.lo for c in program.constraints])
+        self.hi = np.array([np.inf] + [c.hi for c in program.constraints])
+        self.W = np.array(list(self.pairs), dtype=np.int64).reshape(-1, 2)
+        self.Pw = np.array([w for w, _ in self.mults], dtype=np.int64)
+        self.PT = np.array([t for _, t in self.mults], dtype=np.int64)
+        # the variables each lifted column depends on (for branching)
+        self.atom_vars = [a.idx for a in self.atoms]
+
+    def _stage(self, e):
+        entries = {}
+
+        def add(key, v):
+            entries[key] = entries.get(key, 0.0) + v
+
+        for j in np.flatnonzero(e.linear):
+            add(("z", int(j)), float(e.linear[j]))
+        q = e.quadratic
+        for i, j, v in zip(q.i.tolist(), q.j.tolist(), q.v.tolist()):
+            if i == j:
+                self.atoms.append(_AtomCol("square", np.array([i]), np.array([1.0]), 0.0))
+                add(("T", len(self.atoms) - 1), v)
+            else:
+                key = (min(i, j), max(i, j))
+                k = self.pairs.setdefault(key, len(self.pairs))
+                add(("W", k), v)
+        for g in e.groups():
+            if isinstance(g, LseGroup) or ATOMS[g.kind].arity != 1:
+                raise NotRelaxable(f"{getattr(g, 'kind', 'log-sum-exp')} terms")
+            A = g.A.tocsr()
+            for r in range(len(g)):
+                sl = slice(A.indptr[r], A.indptr[r + 1])
+                self.atoms.append(_AtomCol(g.kind, A.indices[sl].astype(np.int64), A.data[sl].copy(), float(g.b[r])))
+                t = len(self.atoms) - 1
+                if g.mult[r] >= 0:
+                    self.mults.append((int(g.mult[r]), t))
+                    add(("P", len(self.mults) - 1), float(g.coef[r]))
+                else:
+                    add(("T", t), float(g.coef[r]))
+        return e.constant, entries
+
+    # ------------------------------------------------------------------ evaluation
+    def lift(self, z):
+        """The exact lifted point of ``z`` (``W = z_i z_j``, ``T = g(u)``, ``P = z_w T``)."""
+        Z = np.empty(self.N)
+        Z[:self.n] = z
+        if self.nW:
+            Z[self.oW:self.oT] = z[self.W[:, 0]] * z[self.W[:, 1]]
+        for t, a in enumerate(self.atoms):
+            Z[self.oT + t] = ATOMS[a.kind].value(np.array(float(a.val @ z[a.idx]) + a.b))
+        if self.nP:
+            Z[self.oP:] = z[self.Pw] * Z[self.oT + self.PT]
+        return Z
+
+    def u_values(self, Z):
+        z = Z[:self.n]
+        return np.array([float(a.val @ z[a.idx]) + a.b for a in self.atoms])
+
+    # ------------------------------------------------------------------ bounds of lifted columns
+    def column_bounds(self, l, u):
+        """Interval bounds of every lifted column for the box ``[l, u]`` and the u-intervals."""
+        L = np.empty(self.N)
+        U = np.empty(self.N)
+        L[:self.n], U[:self.n] = l, u
+        for k, (i, j) in enumerate(self.W):
+            L[self.oW + k], U[self.oW + k] = interval_mul(l[i], u[i], l[j], u[j])
+        ul = np.empty(self.nT)
+        uh = np.empty(self.nT)
+        for t, a in enumerate(self.atoms):
+            ul[t], uh[t] = interval_affine(a.idx, a.val, a.b, l, u)
+            kern = ATOMS[a.kind]
+            dlo = kern.domain[0]
+            lo_t = max(ul[t], dlo)
+            with np.errstate(all="ignore"):
+                L[self.oT + t] = float(kern.interval_min(np.array(lo_t), np.array(uh[t])))
+                U[self.oT + t] = float(kern.interval_max(np.array(lo_t), np.array(uh[t])))
+        for k in range(self.nP):
+            w, t = self.Pw[k], self.oT + self.PT[k]
+            L[self.oP + k], U[self.oP + k] = interval_mul(l[w], u[w], L[t], U[t])
+        L = np.where(np.isnan(L), -np.inf, L)
+        U = np.where(np.isnan(U), np.inf, U)
+        return L, U, ul, uh
+
+    # ------------------------------------------------------------------ relaxation rows
+    def _mccormick(self, s, t, p, L, U, rows):
+        sl, su, tl, tu = L[s], U[s], L[t], U[t]
+        # (coef s, coef t, lo, hi) of  p - cs s - ct t  in [lo, hi]
+        for cs, ct, bound, lower in ((tl, sl, sl * tl, True), (tu, su, su * tu, True),
+                                     (tl, su, su * tl, False), (tu, sl, sl * tu, False)):
+            if not (np.isfinite(cs) and np.isfinite(ct)) or not np.isfinite(bound):
+                continue
+            rows.append(({p: 1.0, s: -cs, t: -ct}, -bound if lower else -np.inf, np.inf if lower else -bound))
+
+    def node_rows(self, L, U, ul, uh):
+        """McCormick envelopes and secants for the box: list of ({col: coef}, lo, hi)."""
+        rows = []
+        for k, (i, j) in enumerate(self.W):
+            self._mccormick(int(i), int(j), self.oW + k, L, U, rows)
+        for k in range(self.nP):
+            self._mccormick(int(self.Pw[k]), int(self.oT + self.PT[k]), self.oP + k, L, U, rows)
+        for t, a in enumerate(self.atoms):
+            kern = ATOMS[a.kind]
+            lo_t = max(ul[t], kern.domain[0])
+            if not (np.isfinite(lo_t) and np.isfinite(uh[t])):
+                continue
+            with np.errstate(all="ignore"):
+                gl, gh = float(kern.value(np.array(lo_t))), float(kern.value(np.array(uh[t])))
+            if not (np.isfinite(gl) and np.isfinite(gh)):
+                continue
+            col = self.oT + t
+            if uh[t] - lo_t <= 1e-12 * max(1.0, abs(lo_t)):
+                rows.append(({col: 1.0}, -np.inf, max(gl, gh)))
+                continue
+            s = (gh - gl) / (uh[t] - lo_t)
+            # T - s a^T z <= gl + s (b - lo_t)
+            r = {col: 1.0}
+            for v, c in zip(a.idx.tolist(), a.val.tolist()):
+                r[v] = r.get(v, 0.0) - s * c
+            rows.append((r, -np.inf, gl + s * (a.b - lo_t)))
+        return rows
+
+    def tangent(self, t, point):
+        """Tangent cut of ``T_t`` at ``u = point``: ({col: coef}, lo, hi)."""
+        a = self.atoms[t]
+        kern = ATOMS[a.kind]
+        p = float(kern.tangent_point(np.array(max(point, kern.domain[0]))))
+        g, d = float(kern.value(np.array(p))), float(kern.d1(np.array(p)))
+        if not (np.isfinite(g) and np.isfinite(d)):
+            return None
+        r = {self.oT + t: 1.0}
+        for v, c in zip(a.idx.tolist(), a.val.tolist()):
+            r[v] = r.get(v, 0.0) - d * c
+        return r, g + d * (a.b - p), np.inf
+
+    def domain_rows(self):
+        """``u_t >= domain lower end`` for atoms with a bounded domain (``u log u``: ``u >= 0``)."""
+        rows = []
+        for a in self.atoms:
+            dlo = ATOMS[a.kind].domain[0]
+            if np.isfinite(dlo) and a.idx.size:
+                rows.append(({v: c for v, c in zip(a.idx.tolist(), a.val.tolist())}, dlo - a.b, np.inf))
+        return rows
+
+    def violations(self, Z):
+        """Per lifted column: |lifted value - exact value| (W, P) and the secant gap T - g(u) (T)."""
+        z = Z[:self.n]
+        vW = np.abs(Z[self.oW:self.oT] - z[self.W[:, 0]] * z[self.W[:, 1]]) if self.nW else np.zeros(0)
+        u = self.u_values(Z)
+        g = np.array([float(ATOMS[a.kind].value(np.array(max(uu, ATOMS[a.kind].domain[0]))))
+                      for a, uu in zip(self.atoms, u)])
+        T = Z[self.oT:self.oP]
+        with np.errstate(invalid="ignore"):
+            vT = np.where(np.isfinite(g), T - g, np.inf)
+        vP = np.abs(Z[self.oP:] - z[self.Pw] * T[self.PT]) if self.nP else np.zeros(0)
+        return vW, vT, vP, u, g
+
+
+def rows_to_csr(rows, N):
+    """Rows as ({col: coef}, lo, hi) -> (csr, lo, hi)."""
+    if not rows:
+        return sp.csr_matrix((0, N)), np.zeros(0), np.zeros(0)
+    ind, dat, ptr = [], [], [0]
+    for r, _, _ in rows:
+        ind.extend(r.keys())
+        dat.extend(r.values())
+        ptr.append(len(ind))
+    A = sp.csr_matrix((np.array(dat, dtype=float), np.array(ind, dtype=np.int64), np.array(ptr)), shape=(len(rows), N))
+    return A, np.array([r[1] for r in rows], dtype=float), np.array([r[2] for r in rows], dtype=float)

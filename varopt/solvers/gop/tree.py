@@ -1,0 +1,357 @@
+r"""GOP's tree mode: spatial branch-and-bound over the variables of the nonconvex terms.
+
+Floudas (2000, ch. 3) embeds the primal / relaxed-dual iteration in a branch-and-bound tree
+over the domains of the connected variables. This mode keeps the primal problems of GOP for the
+upper bounds and uses, as node relaxation, the McCormick relaxation of the lifted program
+(:mod:`.relax`), which shrinks to the program itself as the boxes shrink:
+
+* **node**: a box ``[l, u]``; FBBT through the linear and nonlinear rows with the incumbent
+  cutoff ``f <= UBD`` (:mod:`.tighten`); the relaxation LP (HiGHS) with tangent cuts added at
+  its solution until the convex atoms are approximated to the gap tolerance. Its value is a
+  lower bound of the program on the box (relax.py); infeasible LP => no feasible point.
+* **upper bounds**: the relaxation point's relaxed-dual block ``y`` fixes GOP's primal problem
+  (convex in ``x``); the ``x`` found fixes the swapped primal problem (convex in ``y``); each
+  point is checked against the original program before it becomes the incumbent.
+* **branching**: the variable carrying the largest relaxation error (``|W_ij - z_i z_j|``,
+  secant gaps, ``|P - z_w T|``) weighted by its relative width, preferring the connected
+  variable of a product; split at the relaxation value pulled towards the middle so every split
+  removes at least 10 % of the width.
+* **selection**: best bound first; nodes with bound ``>= UBD - tol`` are pruned.
+
+Validity: the children's boxes cover the parent's; a pruned node has no point better than
+``UBD - tol``; the lower bound reported is the minimum over the open nodes and the pruned
+ones, so ``status == "optimal"`` means ``UBD - LBD <= tol`` exactly as in the plain mode.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...errors import ModelStructureError, SolverBugError
+from ...lpqp import HighsModel
+from .lagrangian import BlockModel
+from .partition import Partition
+from .primal import solve_primal
+from .relax import Lifted, rows_to_csr
+from .tighten import Tightener, atom_intervals
+
+
+def swapped(part):
+    """The partition with the blocks exchanged (only the primal views of it are used)."""
+    return Partition(x=part.y, y=part.x, connected=np.zeros(0, dtype=np.int64), names=part.names)
+
+
+class GopTree:
+    name = "gop"
+
+    def __init__(self, program, part, opts, run, lifted=None):
+        self.program, self.part, self.opts, self.run = program, part, opts, run
+        self.lf = lifted if lifted is not None else Lifted(program)
+        self.tight = Tightener(self.lf)
+        self.conn = np.zeros(program.n, dtype=bool)
+        self.conn[part.connected] = True
+        self.bms = [BlockModel(program, part)]
+        try:
+            self.bms.append(BlockModel(program, swapped(part)))
+        except ModelStructureError:
+            pass
+        self.pool = []  # tangent cuts, valid everywhere
+        self.n_lp = 0
+        self.n_lp_failed = 0
+
+    # ------------------------------------------------------------------ tolerances
+    def _tol(self, UB):
+        o = self.opts
+        t = o.rel_gap * max(abs(UB), 1e-10) if math.isfinite(UB) else 0.0
+        return max(t, o.abs_gap or 0.0)
+
+    # ------------------------------------------------------------------ setup
+    def _product_vars(self):
+        lf = self.lf
+        v = set(lf.W.ravel().tolist()) | set(lf.Pw.tolist())
+        return sorted(v)
+
+    def _initial_tangents(self, l, u):
+        ul, uh = atom_intervals(self.lf, l, u)
+        for t in range(self.lf.nT):
+            a, b = ul[t], uh[t]
+            pts = [p for p in (a, b, 0.5 * (a + b)) if np.isfinite(p)]
+            if not pts:
+                pts = [0.0, 1.0]
+            for p in pts:
+                cut = self.lf.tangent(t, p)
+                if cut is not None:
+                    self.pool.append(cut)
+
+    def _unbounded_error(self, l, u, need):
+        program = self.program
+        bad = [j for j in need if not (np.isfinite(l[j]) and np.isfinite(u[j]))]
+        if not bad:
+            return
+        j = bad[0]
+        nm = program.names[j]
+        rows = [c.name for c in program.constraints if j in set(c.body.support().tolist())]
+        tried = ", ".join(rows[:6]) + (", ..." if len(rows) > 6 else "") if rows else "none (no constraint contains it)"
+        raise ModelStructureError(
+            f"GOP needs finite bounds on {nm}: it enters a product, and neither its bounds nor the constraints "
+            f"bound it (bound tightening through the rows {tried} left it in [{l[j]:g}, {u[j]:g}]); declare bounds "
+            f"on {nm} (Pyomo: m.{nm}.setlb(...) / setub(...); CVXPY: add {nm} >= ... and {nm} <= ... constraints)")
+
+    # ------------------------------------------------------------------ relaxation LP
+    def _lp(self, l, u, L, U, cutoff):
+        lf = self.lf
+        ul, uh = atom_intervals(lf, l, u)
+        rows = lf.node_rows(L, U, ul, uh) + lf.domain_rows() + self.pool
+        A1, lo1, hi1 = rows_to_csr(rows, lf.N)
+        A0 = lf.R[1:]
+        lo0 = lf.lo[1:] - lf.const[1:]
+        hi0 = lf.hi[1:] - lf.const[1:]
+        parts = [A0, A1]
+        los, his = [lo0, lo1], [hi0, hi1]
+        if math.isfinite(cutoff):
+            parts.append(lf.R[:1])
+            los.append(np.array([-np.inf]))
+            his.append(np.array([cutoff - lf.const[0]]))
+        A = sp.vstack(parts, format="csr")
+        c = np.asarray(lf.R[0].todense()).ravel()
+        return HighsModel(c, A, np.concatenate(los), np.concatenate(his), L, U, const=float(lf.const[0]))
+
+    def _solve_node(self, l, u, L, U, cutoff, oa_tol):
+        """Relaxation value and point; adds tangent cuts until the atoms are within ``oa_tol``."""
+        lf = self.lf
+        for _ in range(12):
+            hm = self._lp(l, u, L, U, cutoff)
+            r = hm.solve()
+            self.n_lp += 1
+            if r.status in ("infeasible",):
+                return "infeasible", math.inf, None
+            if r.status == "unbounded":
+                return "unbounded", -math.inf, None
+            if r.status != "optimal":
+                # numerically hard LP (tiny boxes): the node keeps its parent's bound, unexpanded
+                self.n_lp_failed += 1
+                return "failed", -math.inf, None
+            Z = r.x
+            _, vT, _, uval, _ = lf.violations(Z)
+            added = 0
+            for t in np.flatnonzero(-vT > oa_tol):
+                cut = lf.tangent(int(t), float(uval[t]))
+                if cut is not None:
+                    self.pool.append(cut)
+                    added += 1
+            if not added:
+                break
+        return "optimal", float(r.objective), Z
+
+    # ------------------------------------------------------------------ upper bounds
+    def _try(self, z):
+        program = self.program
+        val = program.objective.value(z)
+        if not math.isfinite(val):
+            return None
+        viol = program.max_violation(z)
+        if viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))):
+            return float(val)
+        return None
+
+    def _upper(self, Z, lb, ub):
+        z = np.clip(Z[:self.program.n], lb, ub)
+        best = []
+        v = self._try(z)
+        if v is not None:
+            best.append((v, z.copy()))
+        cur = z
+        for _ in range(3):
+            moved = False
+            for bm in self.bms:
+                try:
+                    pr = solve_primal(bm, cur[bm.yi], lb[bm.xi], ub[bm.xi])
+                except (ModelStructureError, SolverBugError, np.linalg.LinAlgError, ValueError):
+                    continue
+                if pr.status != "optimal":
+                    continue
+                znew = cur.copy()
+                znew[bm.xi] = pr.x
+                v = self._try(znew)
+                if v is not None:
+                    best.append((v, znew.copy()))
+                if np.max(np.abs(znew - cur), initial=0) > 1e-9:
+                    moved = True
+                cur = znew
+            if not moved:
+                break
+        return min(best, key=lambda t: t[0]) if best else None
+
+    # ------------------------------------------------------------------ branching
+    def _branch_var(self, Z, l, u, l0, u0, tol):
+        lf = self.lf
+        n = lf.n
+        vW, vT, vP, _, _ = lf.violations(Z)
+        width = u - l
+        rel = np.where(u0 - l0 > 0, width / np.maximum(u0 - l0, 1e-300), 0.0)
+        rel = np.where(np.isfinite(rel), rel, 1.0)
+        score = np.zeros(n)
+        open_ = width > 1e-9 * np.maximum(1.0, np.abs(l) + np.abs(u))
+        for k, (i, j) in enumerate(lf.W):
+            if vW[k] <= tol:
+                continue
+            # both factors: shrinking both makes the envelope error quadratic in the width
+            # (McCormick's gap is at most (u_i - l_i)(u_j - l_j) / 4); the connected one wins ties
+            for c in (i, j):
+                if open_[c]:
+                    score[c] += vW[k] * rel[c] * (1.0 + 1e-3 * self.conn[c])
+        for t, a in enumerate(lf.atoms):
+            if vT[t] > tol:
+                for c, av in zip(a.idx.tolist(), a.val.tolist()):
+                    if open_[c]:
+                        score[c] += min(vT[t], 1e300) * abs(av) * rel[c]
+        for k in range(lf.nP):
+            if vP[k] > tol:
+                w = lf.Pw[k]
+                if open_[w]:
+                    score[w] += vP[k] * rel[w]
+                for c in lf.atoms[lf.PT[k]].idx.tolist():
+                    if open_[c]:
+                        score[c] += 0.5 * vP[k] * rel[c]
+        if not np.any(score > 0):
+            return None
+        return int(np.argmax(score))
+
+    # ------------------------------------------------------------------ main loop
+    def solve(self):
+        program, opts, run = self.program, self.opts, self.run
+        l, u = program.lb.astype(float).copy(), program.ub.astype(float).copy()
+        if np.any(l > u):
+            return run.finish("infeasible", "a variable has lower bound > upper bound", lower=math.inf, upper=math.inf)
+        l, u, L, U, infeas = self.tight.tighten(l, u)
+        if infeas:
+            return run.finish("infeasible", "bound tightening proved the constraints infeasible",
+                              lower=math.inf, upper=math.inf)
+        need = self._product_vars()
+        self._initial_tangents(l, u)
+        if opts.bound_tightening:
+            l, u, L, U, infeas = self._obbt(l, u, L, U, need, math.inf)
+            if infeas:
+                return run.finish("infeasible", "bound tightening over the relaxation proved infeasibility",
+                                  lower=math.inf, upper=math.inf)
+        self._unbounded_error(l, u, need)
+        l0, u0 = l.copy(), u.copy()
+        UB, best = math.inf, None
+        seq = itertools.count()
+        heap = [(-math.inf, next(seq), l, u, L, U)]
+        closed_lb = math.inf  # smallest bound of the nodes pruned by bound
+        LB = -math.inf
+        nodes = 0
+        for _ in run.iterations():
+            if not heap:
+                break
+            nlb, _, nl, nu, nL, nU = heapq.heappop(heap)
+            tol = self._tol(UB)
+            if nlb >= UB - tol:
+                closed_lb = min(closed_lb, nlb)
+                heap.clear()
+                break
+            nodes += 1
+            nl, nu, nL, nU, infeas = self.tight.tighten(nl, nu, cutoff=UB, colL=nL, colU=nU)
+            if not infeas:
+                oa = max(0.25 * tol, 1e-9) if math.isfinite(UB) else 1e-6
+                st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
+                if st == "unbounded":
+                    raise ModelStructureError(
+                        "GOP tree: the relaxation is unbounded below; the objective may be unbounded or a "
+                        "variable of a convex term needs bounds")
+                if st == "failed":
+                    closed_lb = min(closed_lb, nlb)
+                if st == "optimal":
+                    val = max(val - 1e-9 * max(1.0, abs(val)), nlb)
+                    found = self._upper(Z, l0, u0)
+                    if found is not None and found[0] < UB:
+                        UB, best = found
+                        run.incumbent(best, objective=UB, upper=UB)
+                    tol = self._tol(UB)
+                    if val >= UB - tol:
+                        closed_lb = min(closed_lb, val)
+                    else:
+                        j = self._branch_var(Z, nl, nu, l0, u0, 1e-9 * max(1.0, abs(val)))
+                        if j is None:
+                            j = self._widest(nl, nu, l0, u0)
+                        if j is None:
+                            closed_lb = min(closed_lb, val)  # cannot split further: keep its bound
+                        else:
+                            w = nu[j] - nl[j]
+                            if best is not None and nl[j] + 0.01 * w < best[j] < nu[j] - 0.01 * w:
+                                # the incumbent on a face of both children: McCormick is exact along
+                                # that face, so the bound near the incumbent closes fast
+                                p = float(best[j])
+                            else:
+                                p = 0.8 * Z[j] + 0.2 * 0.5 * (nl[j] + nu[j])
+                                p = min(max(p, nl[j] + 0.1 * w), nu[j] - 0.1 * w)
+                            for lo_j, hi_j in ((nl[j], p), (p, nu[j])):
+                                cl, cu = nl.copy(), nu.copy()
+                                cl[j], cu[j] = lo_j, hi_j
+                                heapq.heappush(heap, (val, next(seq), cl, cu, nL, nU))
+            LB = min(heap[0][0] if heap else math.inf, closed_lb, UB)
+            run.incumbent(lower=LB)
+            run.record(lower=LB, upper=UB, objective=UB if math.isfinite(UB) else None, n_open=len(heap),
+                       n_subproblems=self.n_lp)
+            if not heap or UB - LB <= self._tol(UB):
+                break
+            if run.limit_reached():
+                break
+        LB = min(heap[0][0] if heap else math.inf, closed_lb, UB)
+        info = dict(mode="tree", nodes=nodes, n_subproblems=self.n_lp, failed_relaxations=self.n_lp_failed, partition=self.part.describe(),
+                    connected=[program.names[i] for i in self.part.connected])
+        if not math.isfinite(UB):
+            if not heap and run.status is None:
+                return run.finish("infeasible", "every node of the tree is infeasible", lower=math.inf,
+                                  upper=math.inf, info=info)
+            return run.finish(x=None, objective=None, lower=LB, upper=None, info=info)
+        if UB - LB <= self._tol(UB):
+            run.stop("optimal")
+        return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
+
+    def _widest(self, l, u, l0, u0):
+        need = self._product_vars() + sorted({int(v) for a in self.lf.atoms for v in a.idx})
+        if not need:
+            return None
+        need = np.array(sorted(set(need)))
+        w = u[need] - l[need]
+        rel = w / np.maximum(u0[need] - l0[need], 1e-300)
+        k = int(np.argmax(rel))
+        return int(need[k]) if w[k] > 1e-9 * max(1.0, abs(l[need[k]]) + abs(u[need[k]])) else None
+
+    def _obbt(self, l, u, L, U, idx, cutoff, rounds=2):
+        lf = self.lf
+        for _ in range(rounds):
+            hm = self._lp(l, u, L, U, cutoff)
+            changed = False
+            for j in idx:
+                for sgn in (1.0, -1.0):
+                    c = np.zeros(lf.N)
+                    c[j] = sgn
+                    hm.set_cost(c)
+                    hm.set_const(0.0)
+                    r = hm.solve()
+                    self.n_lp += 1
+                    if r.status == "infeasible":
+                        return l, u, L, U, True
+                    if r.status != "optimal":
+                        continue
+                    v = sgn * r.objective
+                    m = 1e-9 * max(1.0, abs(v))
+                    if sgn > 0 and v - m > l[j] + 1e-7 * max(1.0, abs(l[j]) if np.isfinite(l[j]) else 1.0):
+                        l[j] = v - m
+                        changed = True
+                    elif sgn < 0 and v + m < u[j] - 1e-7 * max(1.0, abs(u[j]) if np.isfinite(u[j]) else 1.0):
+                        u[j] = v + m
+                        changed = True
+            if not changed:
+                break
+            l, u, L, U, infeas = self.tight.tighten(l, u, cutoff=cutoff, colL=L, colU=U)
+            if infeas:
+                return l, u, L, U, True
+        return l, u, L, U, False
