@@ -177,11 +177,11 @@ class Lifted:
     # ------------------------------------------------------------------ relaxation rows
     def _mccormick(self, s, t, p, L, U, rows):
         sl, su, tl, tu = L[s], U[s], L[t], U[t]
-        # (coef s, coef t, lo, hi) of  p - cs s - ct t  in [lo, hi]
-        for cs, ct, bound, lower in ((tl, sl, sl * tl, True), (tu, su, su * tu, True),
-                                     (tl, su, su * tl, False), (tu, sl, sl * tu, False)):
-            if not (np.isfinite(cs) and np.isfinite(ct)) or not np.isfinite(bound):
+        # (coef s, coef t, lo, hi) of  p - cs s - ct t  in [lo, hi]; an infinite end drops its rows
+        for cs, ct, lower in ((tl, sl, True), (tu, su, True), (tl, su, False), (tu, sl, False)):
+            if not (np.isfinite(cs) and np.isfinite(ct)):
                 continue
+            bound = cs * ct
             rows.append(({p: 1.0, s: -cs, t: -ct}, -bound if lower else -np.inf, np.inf if lower else -bound))
 
     def node_rows(self, L, U, ul, uh):

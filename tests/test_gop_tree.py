@@ -1,0 +1,146 @@
+"""GOP's tree mode: the lower bound is valid, 'optimal' means a closed gap, bounds come from the rows.
+
+References: SCIP (``scip_direct``, gap 1e-9) on random bilinear programs whose variables are
+bounded only through their rows; the exact lifted point for the relaxation inequalities.
+"""
+import math
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import varopt  # noqa: F401
+from varopt.errors import InvalidOptionError, ModelStructureError
+from varopt.frontends.pyomo_compile import compile_pyomo
+from varopt.solvers.gop.relax import Lifted
+
+pyscipopt = pytest.importorskip("pyscipopt")
+
+
+def random_bilinear(seed):
+    """min c'x + d'y + x'Qy over x, y >= 0 bounded only by rows; sometimes an equality, a bilinear
+    row, a covering row (which can make the program infeasible)."""
+    rng = np.random.default_rng(seed)
+    nx, ny = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(nx), domain=pyo.NonNegativeReals)
+    m.y = pyo.Var(range(ny), domain=pyo.Reals if rng.random() < 0.3 else pyo.NonNegativeReals)
+    Q = np.round(rng.normal(size=(nx, ny)) * (rng.random((nx, ny)) < 0.7), 2)
+    c, d = np.round(rng.normal(size=nx), 2), np.round(rng.normal(size=ny), 2)
+    m.obj = pyo.Objective(expr=sum(c[i] * m.x[i] for i in range(nx)) + sum(d[j] * m.y[j] for j in range(ny))
+                          + sum(Q[i, j] * m.x[i] * m.y[j] for i in range(nx) for j in range(ny) if Q[i, j]))
+    m.c = pyo.ConstraintList()
+    m.c.add(sum(m.x[i] for i in range(nx)) + 0.5 * sum(m.y[j] for j in range(ny)) <= float(rng.integers(2, 6)))
+    if m.y[0].lb is None:  # free y: a two-sided row bounds it
+        m.c.add(pyo.inequality(-float(rng.integers(1, 4)), sum(m.y[j] for j in range(ny)), float(rng.integers(1, 4))))
+        for j in range(1, ny):
+            m.c.add(pyo.inequality(-2.0, m.y[j] - m.y[0], 2.0))
+    else:
+        m.c.add(sum(float(rng.uniform(0.5, 2)) * m.y[j] for j in range(ny)) <= float(rng.integers(1, 5)))
+    if rng.random() < 0.5:
+        m.c.add(m.x[0] - m.y[0] == float(np.round(rng.uniform(-1, 1), 2)))
+    if rng.random() < 0.5:
+        m.c.add(sum(float(np.round(rng.normal(), 2)) * m.x[i] * m.y[j] for i in range(nx) for j in range(ny))
+                <= float(np.round(rng.uniform(0, 2), 2)))
+    if rng.random() < 0.3:
+        m.c.add(sum(m.x[i] for i in range(nx)) >= float(np.round(rng.uniform(0, 4), 2)))
+    return m
+
+
+def scip_optimum(m):
+    """(status, objective) of SCIP to gap 1e-9 ('infeasible', None) when it proves infeasibility."""
+    try:
+        r = pyo.SolverFactory("scip_direct").solve(m, options={"limits/gap": 1e-9})
+    except Exception as e:  # pyomo raises when no feasible solution exists
+        if "feasible" in str(e).lower():
+            return "infeasible", None
+        raise
+    tc = str(r.solver.termination_condition)
+    return tc, (pyo.value(m.obj) if tc == "optimal" else None)
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_lower_bound_valid_and_optimal_only_with_closed_gap(chunk):
+    """200 random programs (4 chunks of 50): LBD <= f*, 'optimal' => gap closed and UBD = f*,
+    'infeasible' exactly when SCIP proves it."""
+    n_opt = n_inf = 0
+    for seed in range(50 * chunk, 50 * chunk + 50):
+        st_ref, f_ref = scip_optimum(random_bilinear(seed))
+        m = random_bilinear(seed)
+        res = pyo.SolverFactory("gop").solve(m, time_limit=30, load_solutions=False).varopt_result
+        if st_ref == "infeasible":
+            assert res.status == "infeasible", seed
+            n_inf += 1
+            continue
+        assert st_ref == "optimal", (seed, st_ref)
+        tol = 1e-6 * max(1.0, abs(f_ref))
+        assert res.lower_bound <= f_ref + tol, (seed, res.lower_bound, f_ref)
+        if res.status == "optimal":
+            n_opt += 1
+            assert res.upper_bound - res.lower_bound <= 1e-6 * max(1.0, abs(res.upper_bound)) + 1e-9, seed
+            assert abs(res.objective - f_ref) <= tol, (seed, res.objective, f_ref)
+    assert n_opt + n_inf == 50  # every program settled within the limit
+
+
+def test_bounds_implied_through_a_bilinear_equality():
+    """x has no declared bounds; x*y == 3 with y in [1, 2] gives x in [1.5, 3] (FBBT through the product)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var()
+    m.y = pyo.Var(bounds=(1, 2))
+    m.z = pyo.Var(bounds=(-1, 1))
+    m.obj = pyo.Objective(expr=m.x * m.z + m.y)
+    m.c = pyo.Constraint(expr=m.x * m.y == 3)
+    res = pyo.SolverFactory("gop").solve(m).varopt_result
+    st_ref, f_ref = scip_optimum(m.clone())
+    assert res.status == "optimal" and abs(res.objective - f_ref) <= 1e-6 * max(1, abs(f_ref))
+    assert abs(pyo.value(m.obj) - res.objective) <= 1e-6
+
+
+def test_truly_unbounded_variable_names_it_and_the_rows():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(domain=pyo.NonNegativeReals)
+    m.y = pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=-m.x * m.y + m.x)
+    m.cap = pyo.Constraint(expr=m.x + m.y >= 1)
+    with pytest.raises(ModelStructureError, match=r"x.*cap"):
+        pyo.SolverFactory("gop").solve(m, mode="tree")
+
+
+def test_mode_option_is_validated():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=m.x)
+    with pytest.raises(InvalidOptionError, match="mode"):
+        pyo.SolverFactory("gop").solve(m, mode="bogus")
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10**6), shrink=st.floats(0.0, 0.9))
+def test_relaxation_holds_at_every_point_of_the_box(seed, shrink):
+    """Every program point of a box satisfies the McCormick rows, secants and tangents of that box
+    at its exact lifted point (so the node LP value is a lower bound)."""
+    rng = np.random.default_rng(seed)
+    m = random_bilinear(seed)
+    m.obj.deactivate()
+    m.obj2 = pyo.Objective(expr=m.obj.expr + sum((v - 0.3) ** 2 for v in m.x.values()))
+    prog, _ = compile_pyomo(m)
+    lf = Lifted(prog)
+    lo = rng.uniform(-3, 1, prog.n)
+    hi = lo + rng.uniform(0.0, 4.0, prog.n) * (1 - shrink)
+    L, U, ul, uh = lf.column_bounds(lo, hi)
+    rows = lf.node_rows(L, U, ul, uh)
+    for t in range(lf.nT):
+        rows.append(lf.tangent(t, float(rng.uniform(-3, 3))))
+    for _ in range(20):
+        z = rng.uniform(lo, hi)
+        Z = lf.lift(z)
+        assert np.all(Z >= L - 1e-9 * (1 + np.abs(L))) and np.all(Z <= U + 1e-9 * (1 + np.abs(U)))
+        for r, rlo, rhi in rows:
+            v = sum(c * Z[k] for k, c in r.items())
+            scale = 1e-9 * (1 + sum(abs(c * Z[k]) for k, c in r.items()) + (abs(rlo) if math.isfinite(rlo) else 0))
+            assert rlo - scale <= v <= rhi + scale
+        # the lifted rows reproduce the program's expressions
+        vals = lf.R @ Z + lf.const
+        assert abs(vals[0] - prog.objective.value(z)) <= 1e-9 * (1 + abs(vals[0]))
