@@ -63,6 +63,10 @@ class GopTree:
         self.n_lp = 0
         self.n_lp_failed = 0
 
+    def _out_of_time(self):
+        tl = self.run.time_limit
+        return tl is not None and self.run.elapsed() >= tl
+
     # ------------------------------------------------------------------ tolerances
     def _tol(self, UB):
         o = self.opts
@@ -123,7 +127,9 @@ class GopTree:
     def _solve_node(self, l, u, L, U, cutoff, oa_tol):
         """Relaxation value and point; adds tangent cuts until the atoms are within ``oa_tol``."""
         lf = self.lf
-        for _ in range(12):
+        for rnd in range(12):
+            if rnd and self._out_of_time():
+                break  # a looser outer approximation is still a valid bound
             hm = self._lp(l, u, L, U, cutoff)
             r = hm.solve()
             self.n_lp += 1
@@ -330,6 +336,8 @@ class GopTree:
             hm = self._lp(l, u, L, U, cutoff)
             changed = False
             for j in idx:
+                if self._out_of_time():
+                    break
                 for sgn in (1.0, -1.0):
                     c = np.zeros(lf.N)
                     c[j] = sgn
