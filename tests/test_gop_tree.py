@@ -98,11 +98,22 @@ def test_bounds_implied_through_a_bilinear_equality():
     assert abs(pyo.value(m.obj) - res.objective) <= 1e-6
 
 
+def test_product_with_an_unbounded_variable_is_solved_when_the_relaxation_bounds_it():
+    """x has no upper bound, but x * (1 - y) >= 0 makes the objective bounded: no error, SCIP's optimum."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(domain=pyo.NonNegativeReals)
+    m.y = pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=-m.x * m.y + m.x + (m.y - 0.5) ** 2)
+    m.cap = pyo.Constraint(expr=m.x + m.y >= 1)
+    res = pyo.SolverFactory("gop").solve(m, mode="tree", time_limit=20).varopt_result
+    assert res.status == "optimal" and abs(res.objective - scip_optimum(m.clone())[1]) <= 1e-6
+
+
 def test_truly_unbounded_variable_names_it_and_the_rows():
     m = pyo.ConcreteModel()
     m.x = pyo.Var(domain=pyo.NonNegativeReals)
     m.y = pyo.Var(bounds=(0, 1))
-    m.obj = pyo.Objective(expr=-m.x * m.y + m.x)
+    m.obj = pyo.Objective(expr=-m.x * m.y)  # x -> inf with y = 1: no finite optimum
     m.cap = pyo.Constraint(expr=m.x + m.y >= 1)
     with pytest.raises(ModelStructureError, match=r"x.*cap"):
         pyo.SolverFactory("gop").solve(m, mode="tree")

@@ -40,6 +40,15 @@ from .relax import Lifted, rows_to_csr
 from .tighten import Tightener, atom_intervals
 
 
+def _split_unbounded(lo, hi, v):
+    """A finite split point of an interval with an infinite end, beyond the relaxation value ``v``."""
+    if math.isfinite(lo):
+        return max(v, lo) + max(1.0, abs(v))
+    if math.isfinite(hi):
+        return min(v, hi) - max(1.0, abs(v))
+    return v
+
+
 def swapped(part):
     """The partition with the blocks exchanged (only the primal views of it are used)."""
     return Partition(x=part.y, y=part.x, connected=np.zeros(0, dtype=np.int64), names=part.names)
@@ -198,8 +207,10 @@ class GopTree:
         n = lf.n
         vW, vT, vP, _, _ = lf.violations(Z)
         width = u - l
-        rel = np.where(u0 - l0 > 0, width / np.maximum(u0 - l0, 1e-300), 0.0)
-        rel = np.where(np.isfinite(rel), rel, 1.0)
+        w0 = u0 - l0
+        ok = np.isfinite(width) & np.isfinite(w0) & (w0 > 0)
+        # an unbounded direction counts as full width
+        rel = np.where(ok, width / np.where(ok, w0, 1.0), np.where(np.isfinite(width), 0.0, 1.0))
         score = np.zeros(n)
         open_ = width > 1e-9 * np.maximum(1.0, np.abs(l) + np.abs(u))
         for k, (i, j) in enumerate(lf.W):
@@ -244,7 +255,6 @@ class GopTree:
             if infeas:
                 return run.finish("infeasible", "bound tightening over the relaxation proved infeasibility",
                                   lower=math.inf, upper=math.inf)
-        self._unbounded_error(l, u, need)
         l0, u0 = l.copy(), u.copy()
         UB, best = math.inf, None
         seq = itertools.count()
@@ -267,6 +277,8 @@ class GopTree:
                 oa = max(0.25 * tol, 1e-9) if math.isfinite(UB) else 1e-6
                 st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
                 if st == "unbounded":
+                    # children only add rows: an unbounded node LP is the root's
+                    self._unbounded_error(nl, nu, need)
                     raise ModelStructureError(
                         "GOP tree: the relaxation is unbounded below; the objective may be unbounded or a "
                         "variable of a convex term needs bounds")
@@ -289,7 +301,9 @@ class GopTree:
                             closed_lb = min(closed_lb, val)  # cannot split further: keep its bound
                         else:
                             w = nu[j] - nl[j]
-                            if best is not None and nl[j] + 0.01 * w < best[j] < nu[j] - 0.01 * w:
+                            if not math.isfinite(w):
+                                p = _split_unbounded(nl[j], nu[j], Z[j])
+                            elif best is not None and nl[j] + 0.01 * w < best[j] < nu[j] - 0.01 * w:
                                 # the incumbent on a face of both children: McCormick is exact along
                                 # that face, so the bound near the incumbent closes fast
                                 p = float(best[j])
