@@ -29,6 +29,7 @@ import concurrent.futures as cf
 from ...errors import InvalidOptionError
 from ...options import Option, OptionSet, common_options, nonnegative, start_options
 from ...registry import Solver, register_solver
+from ...program.evaluable import evaluable_point
 from ...result import Result
 from .partition import analyze
 from .presolve import eliminate_equalities
@@ -115,5 +116,21 @@ class GopSolver(Solver):
             if res.x is not None:
                 res.x = elim.expand(res.x)
             res.info["eliminated"] = [f"{v} (by {c})" for v, c in elim.eliminated]
+            program = orig
+        if res.x is not None:
+            _load_evaluable(program, res, opts)
         return res
+
+
+def _load_evaluable(program, res, opts):
+    """Return a point at which the user's model evaluates (``phi > 0`` where the model has
+    ``phi*log(phi)``), within the gap tolerance of the certified value (docs/gop.md §13)."""
+    f0 = program.objective.value(res.x)
+    tol = max(opts.abs_gap or 0.0, opts.rel_gap * max(abs(f0), 1e-10))
+    z, note = evaluable_point(program, res.x, tol)
+    if note is not None:
+        res.info["loaded_point"] = note
+    if z is not res.x:
+        res.x = z
+        res.objective = float(program.objective.value(z))
 
