@@ -132,8 +132,10 @@ class GopSearch:
         if miss.any():
             lo, hi = self.ylb[miss], self.yub[miss]
             r = rng.random(miss.sum())
-            guess = np.where(np.isfinite(lo) & np.isfinite(hi), lo + r * (hi - lo),
-                             np.where(np.isfinite(lo), lo + r, np.where(np.isfinite(hi), hi - r, r - 0.5)))
+            flo, fhi = np.isfinite(lo), np.isfinite(hi)
+            lo0, hi0 = np.where(flo, lo, 0.0), np.where(fhi, hi, 0.0)  # no inf - inf below
+            guess = np.where(flo & fhi, lo0 + r * (hi0 - lo0),
+                             np.where(flo, lo0 + r, np.where(fhi, hi0 - r, r - 0.5)))
             y0[miss] = guess
         y0 = np.clip(y0, self.ylb, self.yub)
         # l1 projection onto the linear constraints of y alone

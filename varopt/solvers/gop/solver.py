@@ -24,6 +24,9 @@ separable connected variables (docs/gop.md §6); presolve elimination of primal-
 from __future__ import annotations
 
 import concurrent.futures as cf
+import math
+
+import numpy as np
 
 
 from ...errors import InvalidOptionError
@@ -34,6 +37,7 @@ from ...result import Result
 from .partition import analyze
 from .presolve import eliminate_equalities
 from .search import GopSearch
+from .unbounded import Unbounded, prove_unbounded
 
 
 def _partition_domain(v):
@@ -111,7 +115,21 @@ class GopSolver(Solver):
             program = elim.program
             keep = [program.index[orig.names[i]] for i in part.x if orig.names[i] in program.index]
             part = analyze(program, keep)
-        res = GopSearch(program, part, opts, run).solve()
+        try:
+            res = GopSearch(program, part, opts, run).solve()
+        except Unbounded as exc:
+            proof = prove_unbounded(program, part, run.x, exc)
+            run.x = None
+            if proof is None:
+                raise
+            # the ray's points have no finite optimum: no point is loaded, bounds are -inf
+            z, d = proof
+            ray = {program.names[j]: float(d[j]) for j in np.flatnonzero(d)}
+            return run.finish("unbounded", "the objective decreases without bound along a feasible ray "
+                              f"(from a feasible point, moving {', '.join(list(ray)[:6])}); see "
+                              "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
+                              upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,
+                                                         unbounded_from=z))
         if elim is not None:
             if res.x is not None:
                 res.x = elim.expand(res.x)
