@@ -26,3 +26,19 @@ def data_dir(name: str) -> Path:
 def rng():
     import numpy as np
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _gop_loaded_objective_evaluates():
+    """Every Pyomo gop solve in the tests: the loaded point evaluates to the reported objective
+    (tests/gop_checks.py)."""
+    try:
+        from varopt.frontends.pyomo_plugin import VaroptPyomoSolver
+    except ImportError:  # pragma: no cover - Pyomo front-end absent
+        yield
+        return
+    from gop_checks import wrap_solve
+    mp = pytest.MonkeyPatch()
+    mp.setattr(VaroptPyomoSolver, "solve", wrap_solve(VaroptPyomoSolver.solve))
+    yield
+    mp.undo()

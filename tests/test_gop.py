@@ -129,10 +129,13 @@ def test_concave_term_is_reported():
 
 
 def test_unbounded_connected_variable_names_the_variable():
+    # min mu*phi, mu free, phi in [-1, 1]: unbounded along mu -> inf at phi = -1
     prog = bilinear_program([(0, 1, 1.0)], [0, 0], [-np.inf, -1], [np.inf, 1], ["mu", "phi"])
     with pytest.raises(ModelStructureError) as e:
-        gop(prog, partition="mu")
+        gop(prog, partition="mu", mode="gop")
     assert "mu" in str(e.value) and "setub" in str(e.value)
+    res = gop(prog, partition="mu")  # the tree proves it: a feasible point and a ray of descent
+    assert res.status == "unbounded" and res.info["unbounded_ray"] == {"mu": 1.0}
 
 
 def test_bounds_from_linear_constraints_are_found():

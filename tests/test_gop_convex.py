@@ -19,3 +19,58 @@ def test_gop_convex_logistic_matches_clarabel():
     assert res.status == "optimal" and res.lower_bound <= v + 1e-9
     ref = prob.solve(solver="CLARABEL")
     assert v == pytest.approx(ref, rel=1e-6)
+
+
+# ---------------------------------------------------------------- convexity inside a block
+def _qp_pyomo():
+    pyo = pytest.importorskip("pyomo.environ")
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(3), bounds=(-5, 5))
+    m.obj = pyo.Objective(expr=(m.x[0] - 1) ** 2 + 2 * (m.x[1] + .5) ** 2 + (m.x[2] - 3) ** 2 + 0.5 * m.x[0] * m.x[1])
+    m.c = pyo.Constraint(expr=sum(m.x[i] for i in range(3)) <= 2)
+    return pyo, m
+
+
+def _qp_clarabel():
+    """The same QP through CVXPY + Clarabel: 1/2 x'Px + q'x + 10.5 with P its (PSD) Hessian."""
+    x = cp.Variable(3)
+    P = np.array([[2.0, .5, 0], [.5, 4, 0], [0, 0, 2]])
+    q = np.array([-2.0, 2.0, -6.0])
+    prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, P) + q @ x + 10.5), [cp.sum(x) <= 2, x >= -5, x <= 5])
+    return prob.solve(solver="CLARABEL")
+
+
+@pytest.mark.parametrize("partition", [None, "x"])
+def test_convex_qp_in_one_primal_problem_pyomo(partition):
+    pyo, m = _qp_pyomo()
+    kw = {} if partition is None else {"partition": partition}
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20, **kw)
+    res = r.varopt_result
+    assert res.status == "optimal" and res.iterations == 1
+    assert res.info["connected"] == []
+    assert pyo.value(m.obj) == pytest.approx(_qp_clarabel(), rel=1e-7, abs=1e-8)
+
+
+def test_convex_qp_with_quad_form_cvxpy():
+    P = np.array([[1, .25, 0], [.25, 2, 0], [0, 0, 1.]])
+    x = cp.Variable(3, bounds=[-5, 5])
+    prob = cp.Problem(cp.Minimize(cp.quad_form(x, P) - 2 * np.array([1, -1, 3.]) @ x + 10.5), [cp.sum(x) <= 2])
+    v = prob.solve(method="gop", time_limit=20)
+    res = prob.varopt_result
+    assert res.status == "optimal" and res.iterations == 1
+    assert v == pytest.approx(_qp_clarabel(), rel=1e-7, abs=1e-8)
+
+
+def test_convex_cycle_of_products_is_accepted_and_nonconvex_one_refused():
+    """x*y + y*z + x*z is an odd cycle; with squares making the block convex it is one convex
+    block; without them GOP must refuse it (see test_gop.test_odd_cycle_is_reported)."""
+    pyo = pytest.importorskip("pyomo.environ")
+    m = pyo.ConcreteModel()
+    m.v = pyo.Var(range(3), bounds=(-2, 2))
+    m.obj = pyo.Objective(expr=sum((m.v[i] - i) ** 2 for i in range(3)) + 0.3 * (m.v[0] * m.v[1] + m.v[1] * m.v[2] + m.v[0] * m.v[2]))
+    res = pyo.SolverFactory("gop").solve(m).varopt_result
+    assert res.status == "optimal"
+    H = 2 * np.eye(3) + 0.3 * (np.ones((3, 3)) - np.eye(3))
+    v = cp.Variable(3)
+    ref = cp.Problem(cp.Minimize(0.5 * cp.quad_form(v, H) - 2 * np.arange(3) @ v + 5), [v >= -2, v <= 2]).solve(solver="CLARABEL")
+    assert res.objective == pytest.approx(ref, rel=1e-7, abs=1e-8)

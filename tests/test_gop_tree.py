@@ -115,7 +115,19 @@ def test_truly_unbounded_variable_names_it_and_the_rows():
     m.y = pyo.Var(bounds=(0, 1))
     m.obj = pyo.Objective(expr=-m.x * m.y)  # x -> inf with y = 1: no finite optimum
     m.cap = pyo.Constraint(expr=m.x + m.y >= 1)
-    with pytest.raises(ModelStructureError, match=r"x.*cap"):
+    res = pyo.SolverFactory("gop").solve(m, mode="tree", load_solutions=False).varopt_result
+    assert res.status == "unbounded" and res.info["unbounded_ray"]["x"] > 0
+
+
+def test_relaxation_unbounded_without_a_proof_names_the_variable_and_rows():
+    # x*y with x free and y in [1, 2]: min x*y + x^2 is bounded (convex in x) but the McCormick
+    # relaxation of x*y is not, and no ray proves unboundedness: the error names x
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var()
+    m.y = pyo.Var(bounds=(1, 2))
+    m.obj = pyo.Objective(expr=m.x * m.y + m.x ** 2)
+    m.cap = pyo.Constraint(expr=m.x - m.x + m.y >= 1.5)  # mentions x but bounds nothing
+    with pytest.raises(ModelStructureError, match=r"finite bounds on x.*"):
         pyo.SolverFactory("gop").solve(m, mode="tree")
 
 

@@ -108,6 +108,15 @@ class Run:
             return True
         return False
 
+    def out_of_time(self) -> bool:
+        """True (and ``status`` ``time_limit`` set) when the clock has reached ``time_limit``: the check
+        for long iterations, which stop inside the iteration (``max_iter`` counts whole iterations
+        and is checked between them only)."""
+        if self.time_limit is not None and self.elapsed() >= self.time_limit:
+            self.stop("time_limit", f"time_limit={self.time_limit:g} s reached")
+            return True
+        return False
+
     def iterations(self, start: int = 0):
         """Yield ``start + 1, start + 2, ...`` until :meth:`stop` is called or, checked after each
         iteration (so the first one always runs), a limit is reached."""

@@ -14,6 +14,10 @@ kind               ``g``                  domain              ``g'``, ``g''``   
 ``quad_over_lin``  ``u^2 / v``            ``v > 0``           see below             no
 =================  =====================  ==================  ====================  ============
 
+``user_open`` marks the atoms whose domain argument must be strictly positive in the point
+loaded into a user's model: every way of writing them then evaluates (``phi*log(phi)`` in Pyomo
+raises at ``phi = 0``; ``-log(x)`` and ``u**2/v`` at 0 too).
+
 Conventions of :meth:`AtomKernel.value`: ``0 log 0 = 0``, ``-log 0 = +inf`` (the closure of the
 convex function), NaN outside the domain. ``quad_over_lin`` is the two-argument atom
 ``g(u, v) = u^2/v`` (Boyd & Vandenberghe 2004, §3.1.5) with gradient
@@ -50,6 +54,20 @@ class AtomKernel:
     quadratic: bool = False
     #: tangent points are lifted to at least this value (None: any point of the domain)
     tangent_floor: float = None
+    #: ``True`` when the domain argument must lie *strictly* above ``domain[0]`` for every way a user
+    #: writes the atom to evaluate (``u*log(u)`` at ``u = 0`` raises in Pyomo although ``0 log 0 = 0``
+    #: here); a solution loaded into a user's model is moved inside (:mod:`varopt.program.evaluable`)
+    user_open: bool = False
+
+    def user_evaluable(self, u, margin=0.0):
+        """True where a user's own evaluation of the atom at domain argument ``u`` is defined; with
+        ``user_open`` the argument must exceed ``domain[0]`` by more than ``margin`` (rounding)."""
+        lo, _, closed = self.domain
+        if not np.isfinite(lo):
+            return np.ones(np.shape(u), dtype=bool)
+        if self.user_open or not closed:
+            return u > lo + margin
+        return u >= lo
 
     def in_domain(self, u):
         lo, _, closed = self.domain
@@ -74,6 +92,7 @@ class XLogX(AtomKernel):
     """``g(u) = u log u`` on ``u >= 0`` (``0 log 0 = 0``); ``g' = log u + 1``, ``g'' = 1/u``; min ``-1/e`` at ``1/e``."""
 
     kind, text, domain, tangent_floor = "xlogx", "{u}*log({u})", (0.0, np.inf, True), 1e-10
+    user_open = True  # written u*log(u) (Pyomo, numpy) it does not evaluate at 0
 
     def value(self, u):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -101,6 +120,7 @@ class NegLog(AtomKernel):
     """``g(u) = -log u`` on ``u > 0`` (``-log 0 = +inf``); ``g' = -1/u``, ``g'' = 1/u^2``; decreasing."""
 
     kind, text, domain, monotone, tangent_floor = "neglog", "-log({u})", (0.0, np.inf, False), -1, 1e-8
+    user_open = True
 
     def value(self, u):
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -176,6 +196,7 @@ class QuadOverLin(AtomKernel):
     """
 
     kind, text, arity, domain = "quad_over_lin", "({u})^2/({v})", 2, (0.0, np.inf, False)
+    user_open = True
 
     def value(self, u, v):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

@@ -136,9 +136,12 @@ class ConvexPieces:
             if isinstance(g, LseGroup) or g.kernel.arity == 2:
                 continue
             lo_u, hi_u = _interval(g.A, g.b, self.ylb, self.yub)
+            fin = np.isfinite(lo_u) & np.isfinite(hi_u)
+            # rows with an infinite end get no initial cuts (their arguments enter through 0 * inf otherwise)
+            lo_f, w_f = np.where(fin, lo_u, 0.0), np.where(fin, hi_u - lo_u, 0.0)
             for t in u_points:
-                u0 = np.where(np.isfinite(lo_u) & np.isfinite(hi_u), lo_u + t * (hi_u - lo_u), np.nan)
-                ok = np.isfinite(u0)
+                u0 = np.where(fin, lo_f + t * w_f, np.nan)
+                ok = fin
                 u0 = g.kernel.tangent_point(u0)
                 sel = np.flatnonzero(ok)
                 if sel.size == 0:

@@ -40,6 +40,7 @@ import numpy as np
 
 from ...errors import ModelStructureError
 from ...program.terms import LseGroup
+from .convexity import block_psd, constant_hessian, merge_convex_products
 
 
 def _affine_txt(names, row_idx, row_val, b=0.0, limit=3):
@@ -187,8 +188,26 @@ def _join(items):
 def analyze(program, partition=None) -> Partition:
     """Find (or check, when ``partition`` lists the x-block variables) a GOP partition.
 
+    Without ``partition`` two searches run: one that first keeps every product whose block stays
+    convex inside one block (:mod:`.convexity`; a convex program then has no connected variable
+    and is solved by one primal problem), and the plain one that splits every free product. The
+    valid partition with fewer connected variables wins (ties: the first).
     Raises :class:`ModelStructureError` naming the offending terms when none exists.
     """
+    if partition is not None:
+        return _analyze(program, partition, merge=False)
+    try:
+        merged = _analyze(program, None, merge=True)
+    except ModelStructureError:
+        return _analyze(program, None, merge=False)
+    try:
+        plain = _analyze(program, None, merge=False)
+    except ModelStructureError:
+        return merged
+    return plain if plain.connected.size < merged.connected.size else merged
+
+
+def _analyze(program, partition, merge) -> Partition:
     n = program.n
     names = list(program.names)
     X, Y = n, n + 1  # virtual nodes: forced x side / forced y side
@@ -248,6 +267,8 @@ def analyze(program, partition=None) -> Partition:
             if not uf.union(i, X if i in xset else Y, 0, why):
                 fail_cycle(i, X if i in xset else Y, why, 0)
 
+    if merge:
+        merge_convex_products(program, uf, quad_pending)
     same_block_products = []
     for a, b, txt in quad_pending:
         rel = uf.relation(a, b)
@@ -288,6 +309,10 @@ def analyze(program, partition=None) -> Partition:
         for i in members:
             side[i] = 0 if uf.parity(i) == best[1] else 1
 
+    if merge and not any(cross.values()) and all(c.body.is_linear for c in program.constraints):
+        # no product crosses the blocks and the constraints are linear: the program is convex (the
+        # blocks' Hessians were checked) and one primal problem over all variables solves it
+        side[:] = 0
     xs = np.flatnonzero(side == 0)
     ys = np.flatnonzero(side == 1)
     is_x = side == 0
@@ -298,15 +323,6 @@ def analyze(program, partition=None) -> Partition:
     return Partition(x=xs.astype(np.int64), y=ys.astype(np.int64), connected=conn, names=names, notes=notes)
 
 
-def _block_psd(H, idx):
-    if len(idx) == 0:
-        return True
-    S = H[idx][:, idx].toarray()
-    if not S.any():
-        return True
-    return np.linalg.eigvalsh(S).min() >= -1e-9 * max(1.0, np.abs(S).max())
-
-
 def _check_conditions(program, is_x, names, same_block_products):
     """GOP conditions 1-4 (seed 004 §2.1) for the chosen blocks; raise with the offending term."""
     lb = program.lb
@@ -314,7 +330,6 @@ def _check_conditions(program, is_x, names, same_block_products):
     for ename, e, kind in _iter_expressions(program):
         biaffine_only = kind in ("eq", "ge", "range")
         q = e.quadratic
-        H = q.hessian_matrix
         within = [(a, b) for a, b in zip(q.i.tolist(), q.j.tolist()) if is_x[a] == is_x[b]]
         if within:
             a, b = within[0]
@@ -322,8 +337,9 @@ def _check_conditions(program, is_x, names, same_block_products):
                 raise ModelStructureError(
                     f"constraint {ename}: the term {names[a]}*{names[b]} is nonlinear within one GOP block; "
                     f"equality, >= and range constraints must be affine in each block (Saddiki, Trapp & Flaherty 2017, §2.1, condition 3)")
+            H = constant_hessian(e)  # every term of the block: products, squares, square atoms
             for blk, label in ((xs, "primal"), (ys, "relaxed-dual")):
-                if not _block_psd(H, blk):
+                if not block_psd(H, blk):
                     for a2, b2, txt, path in same_block_products:
                         if is_x[a2] == (label == "primal") and path:
                             terms = [p.split(" (in")[0] for p in path] + [txt.split(" (in")[0]]
@@ -337,6 +353,12 @@ def _check_conditions(program, is_x, names, same_block_products):
                         f"{ename}: the quadratic terms {_join(bad[:4])} are not convex in the {label} block "
                         f"(Hessian not PSD); " + ("they form an odd cycle of products" if any(a != b for a, b in within)
                                                   else "a concave square cannot be handled by GOP"))
+            if not block_psd(q.hessian_matrix, ys):
+                # the relaxed duals outer-approximate the quadratic terms of y on their own (cuts.py)
+                raise ModelStructureError(
+                    f"{ename}: the quadratic terms of the relaxed-dual block are not convex on their own (the "
+                    f"relaxed duals need them convex apart from the squared affine terms); write the products as one "
+                    f"squared expression or choose another partition")
         for g in e.groups():
             kind_txt = "log-sum-exp" if isinstance(g, LseGroup) else g.kind
             for r in range(len(g)):

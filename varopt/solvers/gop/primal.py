@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from ...errors import ModelStructureError, SolverBugError
 from ...lpqp import solve_lp
 from ...program.atoms import ATOMS
+from .unbounded import Unbounded
 
 
 @dataclass
@@ -73,9 +74,10 @@ def solve_primal(bm, yval, xlb, xub) -> PrimalResult:
         if res.status == "infeasible":
             return PrimalResult("infeasible", path="highs")
         if res.status == "unbounded":
-            raise ModelStructureError(
+            raise Unbounded(
                 "the GOP primal problem is unbounded below for fixed relaxed-dual variables; declare finite "
-                "bounds on the primal-block variables " + ", ".join(bm.part.names[i] for i in bm.xi[:6]))
+                "bounds on the primal-block variables " + ", ".join(bm.part.names[i] for i in bm.xi[:6]),
+                primal=(bm, yval, xlb, xub))
         if res.status != "optimal":
             raise SolverBugError(f"HiGHS failed on the GOP primal problem: {res.message}")
         lam = -res.row_duals if A.shape[0] else np.zeros(0)

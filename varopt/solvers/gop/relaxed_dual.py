@@ -27,8 +27,9 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import ModelStructureError, SolverBugError
+from ...errors import SolverBugError
 from ...lpqp import HighsModel
+from .unbounded import Unbounded
 
 
 class RDModel:
@@ -150,7 +151,7 @@ class RDModel:
                     out = dict(status="cutoff", value=float(self._cutoff), y=None)
                     break
                 if res.status == "unbounded":
-                    raise ModelStructureError(
+                    raise Unbounded(
                         "a GOP relaxed dual is unbounded: declare finite bounds on the relaxed-dual variables "
                         "(or on the variables their convex terms depend on)")
                 if res.status != "optimal":

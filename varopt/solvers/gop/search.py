@@ -22,6 +22,7 @@ from ...errors import ModelStructureError, SolverBugError
 from ...lpqp.project import project
 from .bounds import fbbt, obbt
 from .cuts import ConvexConstraints, ConvexPieces
+from .expansion import Expansion, batches
 from .lagrangian import BlockModel, restrict
 from .primal import feasibility_primal, solve_primal
 from .relaxed_dual import RDModel, solve_batch
@@ -131,8 +132,10 @@ class GopSearch:
         if miss.any():
             lo, hi = self.ylb[miss], self.yub[miss]
             r = rng.random(miss.sum())
-            guess = np.where(np.isfinite(lo) & np.isfinite(hi), lo + r * (hi - lo),
-                             np.where(np.isfinite(lo), lo + r, np.where(np.isfinite(hi), hi - r, r - 0.5)))
+            flo, fhi = np.isfinite(lo), np.isfinite(hi)
+            lo0, hi0 = np.where(flo, lo, 0.0), np.where(fhi, hi, 0.0)  # no inf - inf below
+            guess = np.where(flo & fhi, lo0 + r * (hi0 - lo0),
+                             np.where(flo, lo0 + r, np.where(fhi, hi0 - r, r - 0.5)))
             y0[miss] = guess
         y0 = np.clip(y0, self.ylb, self.yub)
         # l1 projection onto the linear constraints of y alone
@@ -248,11 +251,11 @@ class GopSearch:
         return sp.csr_matrix(M), lo, hi
 
     def _children(self, node, k):
-        """(path, box lo, box hi) of the children of ``node`` for the new Lagrangian ``k``."""
+        """(path, box lo, box hi) of the children of ``node`` for the new Lagrangian ``k``, generated
+        lazily (2^c of them: nothing proportional to 2^c is allocated up front, :mod:`.expansion`)."""
         L = self.lags[k]
         conn = L["conn"]
         c = conn.size
-        out = []
         br = np.isin(conn, self.branchable) if self.opts.reduction else np.zeros(c, dtype=bool)
         xk = L["xkc"]
         for g in range(1 << c):
@@ -268,8 +271,7 @@ class GopSearch:
                     blo[i] = min(max(blo[i], xk[j]), bub[i])
                 else:
                     bub[i] = max(min(bub[i], xk[j]), blo[i])
-            out.append((node.path + ((k, B),), blo, bub))
-        return out
+            yield node.path + ((k, B),), blo, bub
 
     def _solve_nodes(self, node_rows, oa_tol, cutoff=np.inf):
         """node_rows: list of full (A, lo, hi) for each node -> list of result dicts.
@@ -354,21 +356,29 @@ class GopSearch:
             const, a, g0, G1 = bm.lagrangian(xbar, y, pr.lam, feasibility=feas)
             k = self._new_lagrangian((const, a, g0, G1, xbar, feas))
             # ---- steps 2-3: children of the selected node
-            kids = self._children(node, k)
-            full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
             # children get a loose outer approximation (one LP each, cuts only for large errors);
             # the node selected next is refined to the tight tolerance before it is expanded
             ot = self._oa_tol(UB, node.value)
             oa_tol = max(ot, 0.25 * (UB - node.value)) if (math.isfinite(UB) and math.isfinite(node.value)) else max(ot, 1.0)
-            results = self._solve_nodes(full, oa_tol, UB)
-            n_sub += len(results)
-            for ((path, blo, bub), r) in zip(kids, results):
-                if r["status"] != "optimal":
-                    continue  # infeasible region: fathomed
-                v = max(r["value"], node.value)  # children only add constraints
-                if v >= UB:
-                    continue
-                heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
+            exp = Expansion(run, self.lags[k]["conn"].size, [program.names[bm.xi[i]] for i in self.lags[k]["conn"]])
+            n_batch = 0
+            for kids in batches(self._children(node, k), opts.executor):
+                full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
+                results = self._solve_nodes(full, oa_tol, UB)
+                n_sub += len(results)
+                n_batch += len(results)
+                for ((path, blo, bub), r) in zip(kids, results):
+                    if r["status"] != "optimal":
+                        continue  # infeasible region: fathomed
+                    v = max(r["value"], node.value)  # children only add constraints
+                    if v >= UB:
+                        continue
+                    heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
+                if exp.tick(len(results)) and exp.done < exp.total:
+                    # out of time inside the expansion: the parent stays open (its value bounds its
+                    # whole region), so the lower bound below stays valid
+                    heapq.heappush(heap, node)
+                    break
             # ---- step 4: lowest relaxed dual
             while True:
                 # nodes pushed before the incumbent improved may lie above it: the bound is the smaller
@@ -394,7 +404,9 @@ class GopSearch:
                 break
             run.incumbent(lower=LB)
             run.record(lower=LB, upper=UB, objective=UB if math.isfinite(UB) else None,
-                       n_subproblems=len(results), n_open=len(heap))
+                       n_subproblems=n_batch, n_open=len(heap))
+            if run.status == "time_limit":
+                break
             if not heap or UB - LB <= self._tol(UB):
                 if math.isfinite(UB):
                     run.stop("optimal")

@@ -24,16 +24,21 @@ separable connected variables (docs/gop.md §6); presolve elimination of primal-
 from __future__ import annotations
 
 import concurrent.futures as cf
+import math
+
+import numpy as np
 
 from ...errors import InvalidOptionError
 from ...options import Option, OptionSet, common_options, nonnegative, start_options
 from ...registry import Solver, register_solver
+from ...program.evaluable import evaluable_point
 from ...result import Result
 from .partition import analyze
 from .presolve import eliminate_equalities
 from .relax import Lifted, NotRelaxable
 from .search import GopSearch
 from .tree import GopTree
+from .unbounded import Unbounded, prove_unbounded
 
 
 def _partition_domain(v):
@@ -120,20 +125,49 @@ class GopSolver(Solver):
             # programs, which are one primal problem when no variable is connected)
             if mode == "auto" and (lifted is None or lifted.nP or part.connected.size == 0):
                 lifted = None
-        if lifted is not None:
-            return GopTree(program, part, opts, run, lifted).solve()
         elim = None
-        if opts.presolve:
+        if opts.presolve and lifted is None:
             elim = eliminate_equalities(program, set(part.x.tolist()))
         if elim is not None:
             orig = program
             program = elim.program
             keep = [program.index[orig.names[i]] for i in part.x if orig.names[i] in program.index]
             part = analyze(program, keep)
-        res = GopSearch(program, part, opts, run).solve()
+        try:
+            search = GopTree(program, part, opts, run, lifted) if lifted is not None else GopSearch(program, part, opts, run)
+            res = search.solve()
+        except Unbounded as exc:
+            proof = prove_unbounded(program, part, run.x, exc)
+            run.x = None
+            if proof is None:
+                raise
+            # the ray's points have no finite optimum: no point is loaded, bounds are -inf
+            z, d = proof
+            ray = {program.names[j]: float(d[j]) for j in np.flatnonzero(d)}
+            return run.finish("unbounded", "the objective decreases without bound along a feasible ray "
+                              f"(from a feasible point, moving {', '.join(list(ray)[:6])}); see "
+                              "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
+                              upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,
+                                                         unbounded_from=z))
         if elim is not None:
             if res.x is not None:
                 res.x = elim.expand(res.x)
             res.info["eliminated"] = [f"{v} (by {c})" for v, c in elim.eliminated]
+            program = orig
+        if res.x is not None:
+            _load_evaluable(program, res, opts)
         return res
+
+
+def _load_evaluable(program, res, opts):
+    """Return a point at which the user's model evaluates (``phi > 0`` where the model has
+    ``phi*log(phi)``), within the gap tolerance of the certified value (docs/gop.md §13)."""
+    f0 = program.objective.value(res.x)
+    tol = max(opts.abs_gap or 0.0, opts.rel_gap * max(abs(f0), 1e-10))
+    z, note = evaluable_point(program, res.x, tol)
+    if note is not None:
+        res.info["loaded_point"] = note
+    if z is not res.x:
+        res.x = z
+        res.objective = float(program.objective.value(z))
 

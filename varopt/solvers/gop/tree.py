@@ -38,6 +38,7 @@ from .partition import Partition
 from .primal import solve_primal
 from .relax import Lifted, rows_to_csr
 from .tighten import Tightener, atom_intervals
+from .unbounded import Unbounded
 
 
 def _split_unbounded(lo, hi, v):
@@ -92,7 +93,9 @@ class GopTree:
         ul, uh = atom_intervals(self.lf, l, u)
         for t in range(self.lf.nT):
             a, b = ul[t], uh[t]
-            pts = [p for p in (a, b, 0.5 * (a + b)) if np.isfinite(p)]
+            pts = [p for p in (a, b) if np.isfinite(p)]
+            if len(pts) == 2:
+                pts.append(0.5 * (a + b))
             if not pts:
                 pts = [0.0, 1.0]
             for p in pts:
@@ -100,16 +103,17 @@ class GopTree:
                 if cut is not None:
                     self.pool.append(cut)
 
-    def _unbounded_error(self, l, u, need):
+    def _unbounded_message(self, l, u, need):
         program = self.program
         bad = [j for j in need if not (np.isfinite(l[j]) and np.isfinite(u[j]))]
         if not bad:
-            return
+            return ("GOP tree: the relaxation is unbounded below; the objective may be unbounded or a variable "
+                    "of a convex term needs bounds")
         j = bad[0]
         nm = program.names[j]
         rows = [c.name for c in program.constraints if j in set(c.body.support().tolist())]
         tried = ", ".join(rows[:6]) + (", ..." if len(rows) > 6 else "") if rows else "none (no constraint contains it)"
-        raise ModelStructureError(
+        return (
             f"GOP needs finite bounds on {nm}: it enters a product, and neither its bounds nor the constraints "
             f"bound it (bound tightening through the rows {tried} left it in [{l[j]:g}, {u[j]:g}]); declare bounds "
             f"on {nm} (Pyomo: m.{nm}.setlb(...) / setub(...); CVXPY: add {nm} >= ... and {nm} <= ... constraints)")
@@ -277,11 +281,16 @@ class GopTree:
                 oa = max(0.25 * tol, 1e-9) if math.isfinite(UB) else 1e-6
                 st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
                 if st == "unbounded":
-                    # children only add rows: an unbounded node LP is the root's
-                    self._unbounded_error(nl, nu, need)
-                    raise ModelStructureError(
-                        "GOP tree: the relaxation is unbounded below; the objective may be unbounded or a "
-                        "variable of a convex term needs bounds")
+                    # children only add rows: an unbounded node LP is the root's. A feasible point lets
+                    # the solver try to prove unboundedness (unbounded.py) before reporting the bounds
+                    hm = self._lp(nl, nu, nL, nU, math.inf)
+                    hm.set_cost(np.zeros(self.lf.N))
+                    r0 = hm.solve()
+                    if r0.status == "optimal":
+                        found = self._upper(r0.x, l0, u0)
+                        if found is not None:
+                            run.incumbent(found[1], objective=found[0], upper=found[0])
+                    raise Unbounded(self._unbounded_message(nl, nu, need))
                 if st == "failed":
                     closed_lb = min(closed_lb, nlb)
                 if st == "optimal":

@@ -1,0 +1,68 @@
+"""gop's limits inside an iteration, and bad inputs (issue: honest limits and statuses).
+
+With ``c`` connected variables one GOP iteration solves ``2^c`` relaxed duals; ``time_limit`` must
+stop inside that iteration. The elapsed-time assertion is a correctness check of the limit with a
+generous margin (``1.5 * time_limit + 1`` s), not a speed claim.
+"""
+import math
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from varopt.errors import InputDataError, ModelStructureError
+from varopt.program import Constraint, Expression, Program, QuadraticTerms
+from varopt.registry import get_solver
+from varopt.solvers.gop.expansion import ManySubproblemsWarning
+
+
+def many_connected(n, seed=0):
+    """min sum_i x_i y_i + c_i x_i  s.t. sum_i (x_i + y_i) <= 1, x in [-1, 1]^n, y in [-1, 2]^n:
+    every x_i*y_i pair is split, so n variables are connected (2^n relaxed duals per iteration)."""
+    rng = np.random.default_rng(seed)
+    N = 2 * n
+    names = [f"x[{i}]" for i in range(n)] + [f"y[{i}]" for i in range(n)]
+    lin = np.concatenate([rng.normal(size=n), np.zeros(n)])
+    obj = Expression(N, 0.0, lin, QuadraticTerms(np.arange(n), n + np.arange(n), np.ones(n), N))
+    con = Constraint("coupling", Expression(N, 0.0, np.ones(N)), -np.inf, 1.0)
+    return Program(names, np.concatenate([-np.ones(n), -np.ones(n)]),
+                   np.concatenate([np.ones(n), 2 * np.ones(n)]), obj, [con])
+
+
+def test_time_limit_is_honoured_inside_one_iteration():
+    prog = many_connected(18)
+    limit = 2.0
+    t0 = time.perf_counter()
+    with pytest.warns(ManySubproblemsWarning, match="2\\^18"):
+        res = get_solver("gop").solve(prog, time_limit=limit, mode="gop")
+    elapsed = time.perf_counter() - t0
+    assert res.status == "time_limit"
+    assert elapsed <= 1.5 * limit + 1.0, elapsed
+    assert res.iterations == 1  # stopped inside the first expansion
+    # the bounds are honest: a feasible incumbent above a valid (possibly -inf) lower bound
+    assert res.upper_bound is not None and math.isfinite(res.upper_bound)
+    assert prog.max_violation(res.x) <= 1e-7
+    assert res.lower_bound is None or res.lower_bound <= res.upper_bound
+    assert 0 < res.info["n_subproblems"] < 2 ** 18
+
+
+def test_small_expansions_do_not_warn():
+    prog = many_connected(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ManySubproblemsWarning)
+        res = get_solver("gop").solve(prog)
+    assert res.status == "optimal"
+    # SCIP certifies the same optimum
+    scip = pytest.importorskip("pyscipopt")
+    m = scip.Model()
+    m.hideOutput()
+    z = [m.addVar(lb=float(lo), ub=float(hi)) for lo, hi in zip(prog.lb, prog.ub)]
+    n = 3
+    t = m.addVar(lb=None, ub=None)
+    lin = prog.objective.linear
+    m.addCons(t >= scip.quicksum(z[i] * z[n + i] + float(lin[i]) * z[i] for i in range(n)))
+    m.addCons(scip.quicksum(z) <= 1.0)
+    m.setObjective(t, "minimize")
+    m.optimize()
+    assert res.objective == pytest.approx(m.getObjVal(), abs=1e-6)

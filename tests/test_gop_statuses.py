@@ -1,0 +1,141 @@
+"""gop's statuses on unbounded, infeasible and bad inputs, and no RuntimeWarnings on ordinary models.
+
+Unboundedness is reported only with a certificate (a feasible point and a feasible ray of descent,
+``varopt/solvers/gop/unbounded.py``); a variable that merely lacks a bound keeps the
+"declare finite bounds" error.
+"""
+import math
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+from varopt.errors import InputDataError, ModelStructureError
+from varopt.formulations import bgmm as B
+
+pyo = pytest.importorskip("pyomo.environ")
+import varopt  # noqa: E402,F401
+
+
+def gop(m, **kw):
+    return pyo.SolverFactory("gop").solve(m, **kw)
+
+
+def _bilinear_minus_z(sense=pyo.minimize, cap=None):
+    m = pyo.ConcreteModel()
+    m.x, m.y = pyo.Var(bounds=(0, 1)), pyo.Var(bounds=(0, 1))
+    m.z = pyo.Var(bounds=(0, None))
+    m.obj = pyo.Objective(expr=m.x * m.y - m.z if sense == pyo.minimize else m.x * m.y + m.z, sense=sense)
+    if cap is not None:
+        m.cap = pyo.Constraint(expr=m.z + m.y <= cap)
+    return m
+
+
+# ---------------------------------------------------------------- unbounded
+@pytest.mark.parametrize("sense", [pyo.minimize, pyo.maximize])
+def test_unbounded_relaxed_dual_direction_is_reported_unbounded(sense):
+    m = _bilinear_minus_z(sense)
+    r = gop(m)
+    res = r.varopt_result
+    assert res.status == "unbounded"
+    assert str(r.solver.termination_condition) == "unbounded"
+    want = -math.inf if sense == pyo.minimize else math.inf
+    assert res.objective == want
+    assert res.info["unbounded_ray"] == {"z": pytest.approx(res.info["unbounded_ray"]["z"])}
+    assert res.info["unbounded_ray"]["z"] > 0
+    assert m.z.value is None  # nothing loaded
+
+
+def test_unbounded_lp_in_the_primal_block():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var([0, 1], bounds=(0, None))
+    m.obj = pyo.Objective(expr=-m.x[0] - m.x[1])
+    m.c = pyo.Constraint(expr=m.x[0] - m.x[1] <= 1)
+    res = gop(m).varopt_result
+    assert res.status == "unbounded" and res.objective == -math.inf
+    # the certificate: a feasible ray of descent (checked independently here)
+    d = np.array([res.info["unbounded_ray"].get(f"x[{i}]", 0.0) for i in range(2)])
+    assert d.min() >= 0 and d[0] - d[1] <= 1e-12 and -d.sum() < 0
+
+
+def test_bounded_with_an_implied_bound_is_not_unbounded():
+    # z has no upper bound of its own, but z + y <= 3 bounds it: optimum -3 at y = 0, z = 3
+    m = _bilinear_minus_z(cap=3.0)
+    res = gop(m).varopt_result
+    assert res.status == "optimal" and res.objective == pytest.approx(-3.0, abs=1e-8)
+
+
+def test_missing_bound_on_a_bounded_problem_keeps_the_error():
+    # z is free but z**2 keeps the objective bounded: no ray certificate, so no "unbounded" status
+    m = pyo.ConcreteModel()
+    m.x, m.y, m.z = pyo.Var(bounds=(-1, 1)), pyo.Var(bounds=(0, 1)), pyo.Var()
+    m.obj = pyo.Objective(expr=m.x * m.y + m.x * m.z + m.z ** 2)
+    with pytest.raises(ModelStructureError, match="bound"):
+        gop(m)
+
+
+# ---------------------------------------------------------------- bad inputs
+def test_non_biconvex_product_is_named():
+    m = pyo.ConcreteModel()
+    m.a, m.b, m.c = (pyo.Var(bounds=(-1, 1)) for _ in range(3))
+    m.obj = pyo.Objective(expr=m.a * m.b + m.b * m.c + m.a * m.c)
+    with pytest.raises(ModelStructureError, match="odd cycle") as e:
+        gop(m)
+    assert "a*b" in str(e.value) and "b*c" in str(e.value) and "a*c" in str(e.value)
+
+
+def test_infeasible_model_has_no_certificate():
+    m = pyo.ConcreteModel()
+    m.x, m.y = pyo.Var(bounds=(0, 1)), pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=m.x * m.y)
+    m.c = pyo.Constraint(expr=m.x * m.y >= 2)  # x*y <= 1 on the box
+    t0 = time.perf_counter()
+    r = gop(m, time_limit=30)
+    res = r.varopt_result
+    assert time.perf_counter() - t0 < 60  # never a hang
+    assert res.status == "infeasible" and res.x is None and res.objective is None
+    assert str(r.solver.termination_condition) == "infeasible"
+    assert not pyo.check_optimal_termination(r)
+    assert m.x.value is None  # nothing loaded
+    # no optimality claim: no finite bounds on an optimal value
+    assert res.upper_bound is None or not math.isfinite(res.upper_bound)
+    assert res.lower_bound is None or not math.isfinite(res.lower_bound)
+
+
+def test_nan_data_names_the_input():
+    m = pyo.ConcreteModel()
+    m.x, m.y = pyo.Var(bounds=(0, 1)), pyo.Var(bounds=(0, 1))
+    m.p = pyo.Param(initialize=float("nan"), mutable=True)
+    m.obj = pyo.Objective(expr=m.p * m.x * m.y + m.x)
+    with pytest.raises(InputDataError, match="NaN|nan") as e:
+        gop(m)
+    assert "obj" in str(e.value) or "objective" in str(e.value)
+
+
+# ---------------------------------------------------------------- no RuntimeWarnings
+def _models():
+    m1 = _bilinear_minus_z(cap=3.0)
+    m2 = pyo.ConcreteModel()  # the convex QP of the issue, free variables
+    m2.x = pyo.Var(range(3))
+    m2.obj = pyo.Objective(expr=(m2.x[0] - 1) ** 2 + 2 * (m2.x[1] + .5) ** 2 + (m2.x[2] - 3) ** 2 + 0.5 * m2.x[0] * m2.x[1])
+    m2.c = pyo.Constraint(expr=sum(m2.x.values()) <= 2)
+    m3 = _bilinear_minus_z()  # unbounded
+    m4 = B.bgmm_pyomo(**B.MINIMAL_DATA, family="point")
+    m5 = pyo.ConcreteModel()  # x unbounded above, bounded by x + s == 2
+    m5.x, m5.y, m5.s = pyo.Var(bounds=(0, None)), pyo.Var(bounds=(0, 2)), pyo.Var(bounds=(0, None))
+    m5.obj = pyo.Objective(expr=m5.x * m5.y - m5.x - m5.y)
+    m5.c = pyo.Constraint(expr=m5.x + m5.s == 2)
+    m6 = pyo.ConcreteModel()  # a free relaxed-dual variable inside a square, no starting values
+    m6.x, m6.y, m6.z = pyo.Var(bounds=(-1, 1)), pyo.Var(bounds=(0, 1)), pyo.Var(bounds=(None, 5))
+    m6.obj = pyo.Objective(expr=m6.x * m6.y + (m6.y + m6.z - 1) ** 2 + m6.x)
+    return [m1, m2, m3, m4, m5, m6]
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_no_runtime_warnings_on_ordinary_models():
+    for m in _models():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = gop(m, time_limit=60).varopt_result
+        assert res.status in ("optimal", "unbounded")
