@@ -19,50 +19,50 @@ from ...lpqp import HighsModel
 
 
 def fbbt(A, lo, hi, lb, ub, rounds=20, tol=1e-9):
-    """Interval propagation; returns (lb, ub, infeasible)."""
-    lb = lb.copy()
-    ub = ub.copy()
+    """Interval propagation, vectorized over all nonzeros (Jacobi sweeps); returns (lb, ub, infeasible).
+
+    For row ``r`` and its nonzero ``a_j``: ``a_j z_j in [lo_r - max others, hi_r - min others]``
+    where the others' range sums the finite term bounds and counts the infinite ones (a range
+    with an infinite term is unbounded on that side)."""
+    lb = np.asarray(lb, dtype=float).copy()
+    ub = np.asarray(ub, dtype=float).copy()
     A = sp.csr_matrix(A)
-    if A.shape[0] == 0:
+    A.eliminate_zeros()
+    m = A.shape[0]
+    if m == 0 or A.nnz == 0:
         return lb, ub, bool(np.any(lb > ub + tol))
-    rows = [(A.indices[A.indptr[r]:A.indptr[r + 1]], A.data[A.indptr[r]:A.indptr[r + 1]]) for r in range(A.shape[0])]
+    rows = np.repeat(np.arange(m), np.diff(A.indptr))
+    cols, a = A.indices, A.data
+    pos = a > 0
+    rlo, rhi = np.asarray(lo, dtype=float)[rows], np.asarray(hi, dtype=float)[rows]
+    n = lb.size
     for _ in range(rounds):
-        changed = False
-        for r, (idx, val) in enumerate(rows):
-            if idx.size == 0:
-                continue
-            with np.errstate(invalid="ignore"):
-                tlo = np.where(val > 0, val * lb[idx], val * ub[idx])
-                thi = np.where(val > 0, val * ub[idx], val * lb[idx])
-            tlo = np.where(np.isnan(tlo), -np.inf, tlo)
-            thi = np.where(np.isnan(thi), np.inf, thi)
-            ninf_lo = np.isinf(tlo)
-            ninf_hi = np.isinf(thi)
-            slo = tlo[~ninf_lo].sum()
-            shi = thi[~ninf_hi].sum()
-            cnt_lo, cnt_hi = int(ninf_lo.sum()), int(ninf_hi.sum())
-            for k, j in enumerate(idx):
-                a = val[k]
-                # range of the others
-                olo = -np.inf if (cnt_lo - int(ninf_lo[k])) > 0 else slo - (0.0 if ninf_lo[k] else tlo[k])
-                ohi = np.inf if (cnt_hi - int(ninf_hi[k])) > 0 else shi - (0.0 if ninf_hi[k] else thi[k])
-                # a z_j in [lo - ohi, hi - olo]
-                vlo = lo[r] - ohi if np.isfinite(lo[r]) else -np.inf
-                vhi = hi[r] - olo if np.isfinite(hi[r]) else np.inf
-                if a > 0:
-                    nlo, nhi = vlo / a, vhi / a
-                else:
-                    nlo, nhi = vhi / a, vlo / a
-                # bounds move only to finite values (an infinite candidate never tightens)
-                if np.isfinite(nlo) and nlo > lb[j] + tol * max(1.0, abs(nlo)):
-                    lb[j] = nlo
-                    changed = True
-                if np.isfinite(nhi) and nhi < ub[j] - tol * max(1.0, abs(nhi)):
-                    ub[j] = nhi
-                    changed = True
-        if np.any(lb > ub + 1e-7 * np.maximum(1.0, np.abs(lb))):
+        l, u = lb[cols], ub[cols]
+        # a > 0 or a < 0 and a finite: the products are +-inf or finite, never NaN
+        tlo = np.where(pos, a * l, a * u)
+        thi = np.where(pos, a * u, a * l)
+        ilo, ihi = np.isinf(tlo), np.isinf(thi)
+        flo, fhi = np.where(ilo, 0.0, tlo), np.where(ihi, 0.0, thi)
+        slo, shi = np.bincount(rows, flo, m)[rows], np.bincount(rows, fhi, m)[rows]
+        clo, chi = np.bincount(rows, ilo, m)[rows] - ilo, np.bincount(rows, ihi, m)[rows] - ihi
+        olo = np.where(clo > 0, -np.inf, slo - flo)
+        ohi = np.where(chi > 0, np.inf, shi - fhi)
+        vlo = np.where(np.isfinite(rlo) & np.isfinite(ohi), rlo - np.where(np.isfinite(ohi), ohi, 0.0), -np.inf)
+        vhi = np.where(np.isfinite(rhi) & np.isfinite(olo), rhi - np.where(np.isfinite(olo), olo, 0.0), np.inf)
+        nlo = np.where(pos, vlo, vhi) / a
+        nhi = np.where(pos, vhi, vlo) / a
+        clb = np.full(n, -np.inf)
+        cub = np.full(n, np.inf)
+        np.maximum.at(clb, cols, np.where(np.isfinite(nlo), nlo, -np.inf))
+        np.minimum.at(cub, cols, np.where(np.isfinite(nhi), nhi, np.inf))
+        # bounds move only to finite values, and only by more than the tolerance
+        up = np.isfinite(clb) & (clb > lb + tol * np.maximum(1.0, np.abs(np.where(np.isfinite(clb), clb, 0.0))))
+        dn = np.isfinite(cub) & (cub < ub - tol * np.maximum(1.0, np.abs(np.where(np.isfinite(cub), cub, 0.0))))
+        lb = np.where(up, clb, lb)
+        ub = np.where(dn, cub, ub)
+        if np.any(lb > ub + 1e-7 * np.maximum(1.0, np.abs(np.where(np.isfinite(lb), lb, 0.0)))):
             return lb, ub, True
-        if not changed:
+        if not (up.any() or dn.any()):
             break
     return lb, np.maximum(ub, lb), False
 

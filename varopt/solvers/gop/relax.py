@@ -60,12 +60,17 @@ def interval_affine(idx, val, b, l, u):
 
 
 def interval_mul(al, au, bl, bu):
-    """[min, max] of ``s t`` for ``s in [al, au]``, ``t in [bl, bu]`` (0 * inf = 0)."""
-    c = []
-    for s in (al, au):
-        for t in (bl, bu):
-            c.append(0.0 if (s == 0 or t == 0) else s * t)
-    return min(c), max(c)
+    """[min, max] of ``s t`` for ``s in [al, au]``, ``t in [bl, bu]`` (0 * inf = 0); arrays or scalars."""
+    al, au, bl, bu = (np.asarray(v, dtype=float) for v in (al, au, bl, bu))
+    prods = []
+    for s_ in (al, au):
+        for t_ in (bl, bu):
+            # 0 * inf is 0 here (a zero factor fixes the product); the masked NaN is never used
+            with np.errstate(invalid="ignore"):
+                prods.append(np.where((s_ == 0) | (t_ == 0), 0.0, s_ * t_))
+    P = np.stack(prods)
+    lo, hi = P.min(axis=0), P.max(axis=0)
+    return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
 
 
 class Lifted:
@@ -92,6 +97,16 @@ class Lifted:
         self.R = sp.csr_matrix((vals, (rows, cols)), shape=(len(exprs), self.N))
         self.R.sum_duplicates()
         self.const = np.array(consts)
+        # atom arguments as one sparse map u = TA z + Tb, and the atoms grouped by kind
+        self.TA = sp.csr_matrix((np.concatenate([a.val for a in self.atoms]) if self.atoms else np.zeros(0),
+                                 np.concatenate([a.idx for a in self.atoms]) if self.atoms else np.zeros(0, int),
+                                 np.concatenate([[0], np.cumsum([a.idx.size for a in self.atoms])])),
+                                shape=(len(self.atoms), n))
+        self.Tb = np.array([a.b for a in self.atoms])
+        kinds = [a.kind for a in self.atoms]
+        self.by_kind = {k: np.array([t for t, kk in enumerate(kinds) if kk == k]) for k in set(kinds)}
+        self.TApos = self.TA.maximum(0).tocsr()
+        self.TAneg = (-self.TA).maximum(0).tocsr()
         self.lo = np.array([-np.inf] + [c.lo for c in program.constraints])
         self.hi = np.array([np.inf] + [c.hi for c in program.constraints])
         self.W = np.array(list(self.pairs), dtype=np.int64).reshape(-1, 2)
@@ -139,44 +154,90 @@ class Lifted:
         Z[:self.n] = z
         if self.nW:
             Z[self.oW:self.oT] = z[self.W[:, 0]] * z[self.W[:, 1]]
-        for t, a in enumerate(self.atoms):
-            Z[self.oT + t] = ATOMS[a.kind].value(np.array(float(a.val @ z[a.idx]) + a.b))
+        if self.nT:
+            u = self.Tb + self.TA @ z
+            for kind, ts in self.by_kind.items():
+                Z[self.oT + ts] = ATOMS[kind].value(u[ts])
         if self.nP:
             Z[self.oP:] = z[self.Pw] * Z[self.oT + self.PT]
         return Z
+
+    def jacobian(self, z):
+        """``(values, J)`` of all expressions (objective first) at ``z``: ``R lift(z) + const`` and
+        its derivative ``R dlift/dz`` (sparse)."""
+        n = self.n
+        Z = self.lift(z)
+        rows, cols, vals = [np.arange(n)], [np.arange(n)], [np.ones(n)]
+        if self.nW:
+            k = self.oW + np.arange(self.nW)
+            i, j = self.W[:, 0], self.W[:, 1]
+            rows += [k, k]
+            cols += [i, j]
+            vals += [z[j], z[i]]
+        if self.nT:
+            u = self.Tb + self.TA @ z
+            d1 = np.empty(self.nT)
+            for kind, ts in self.by_kind.items():
+                kern = ATOMS[kind]
+                with np.errstate(all="ignore"):
+                    d1[ts] = kern.d1(kern.tangent_point(np.maximum(u[ts], kern.domain[0])))
+            DT = sp.diags(d1) @ self.TA
+            DT = DT.tocoo()
+            rows.append(self.oT + DT.row)
+            cols.append(DT.col)
+            vals.append(DT.data)
+            if self.nP:
+                # P = z_w T(u): dP = T e_w + z_w dT
+                k = self.oP + np.arange(self.nP)
+                rows.append(k)
+                cols.append(self.Pw)
+                vals.append(Z[self.oT + self.PT])
+                DP = (sp.diags(z[self.Pw]) @ self.TA[self.PT]).tocoo()
+                DP = sp.coo_matrix((DP.data * d1[self.PT][DP.row], (DP.row, DP.col)), shape=DP.shape)
+                rows.append(self.oP + DP.row)
+                cols.append(DP.col)
+                vals.append(DP.data)
+        D = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.N, n))
+        return self.R @ Z + self.const, (self.R @ D).tocsr()
 
     def u_values(self, Z):
         z = Z[:self.n]
         return np.array([float(a.val @ z[a.idx]) + a.b for a in self.atoms])
 
     # ------------------------------------------------------------------ bounds of lifted columns
+    def u_intervals(self, l, u):
+        """``[u_l, u_h]`` of every atom argument over the box (sparse: no 0 * inf)."""
+        if not self.nT:
+            return np.zeros(0), np.zeros(0)
+        ul = self.Tb + self.TApos @ l - self.TAneg @ u
+        uh = self.Tb + self.TApos @ u - self.TAneg @ l
+        return np.asarray(ul, dtype=float), np.asarray(uh, dtype=float)
+
     def column_bounds(self, l, u):
         """Interval bounds of every lifted column for the box ``[l, u]`` and the u-intervals."""
         L = np.empty(self.N)
         U = np.empty(self.N)
         L[:self.n], U[:self.n] = l, u
-        for k, (i, j) in enumerate(self.W):
-            L[self.oW + k], U[self.oW + k] = interval_mul(l[i], u[i], l[j], u[j])
-        ul = np.empty(self.nT)
-        uh = np.empty(self.nT)
-        for t, a in enumerate(self.atoms):
-            ul[t], uh[t] = interval_affine(a.idx, a.val, a.b, l, u)
-            kern = ATOMS[a.kind]
-            dlo = kern.domain[0]
-            lo_t = max(ul[t], dlo)
+        if self.nW:
+            i, j = self.W[:, 0], self.W[:, 1]
+            L[self.oW:self.oT], U[self.oW:self.oT] = interval_mul(l[i], u[i], l[j], u[j])
+        ul, uh = self.u_intervals(l, u)
+        for kind, ts in self.by_kind.items():
+            kern = ATOMS[kind]
+            lo_t = np.maximum(ul[ts], kern.domain[0])
             with np.errstate(all="ignore"):
-                L[self.oT + t] = float(kern.interval_min(np.array(lo_t), np.array(uh[t])))
-                U[self.oT + t] = float(kern.interval_max(np.array(lo_t), np.array(uh[t])))
-        for k in range(self.nP):
-            w, t = self.Pw[k], self.oT + self.PT[k]
-            L[self.oP + k], U[self.oP + k] = interval_mul(l[w], u[w], L[t], U[t])
+                L[self.oT + ts] = kern.interval_min(lo_t, uh[ts])
+                U[self.oT + ts] = kern.interval_max(lo_t, uh[ts])
+        if self.nP:
+            w, t = self.Pw, self.oT + self.PT
+            L[self.oP:], U[self.oP:] = interval_mul(l[w], u[w], L[t], U[t])
         L = np.where(np.isnan(L), -np.inf, L)
         U = np.where(np.isnan(U), np.inf, U)
         return L, U, ul, uh
 
     # ------------------------------------------------------------------ relaxation rows
     def _mccormick(self, s, t, p, L, U, rows):
-        sl, su, tl, tu = L[s], U[s], L[t], U[t]
+        sl, su, tl, tu = (_clean(v, lower) for v, lower in ((L[s], True), (U[s], False), (L[t], True), (U[t], False)))
         # (coef s, coef t, lo, hi) of  p - cs s - ct t  in [lo, hi]; an infinite end drops its rows
         for cs, ct, lower in ((tl, sl, True), (tu, su, True), (tl, su, False), (tu, sl, False)):
             if not (np.isfinite(cs) and np.isfinite(ct)):
@@ -246,6 +307,17 @@ class Lifted:
             vT = np.where(np.isfinite(g), T - g, np.inf)
         vP = np.abs(Z[self.oP:] - z[self.Pw] * T[self.PT]) if self.nP else np.zeros(0)
         return vW, vT, vP, u, g
+
+
+def _clean(v, lower, eps=1e-8):
+    """A bound within ``eps`` of 0 on its inner side moved to 0: a lower bound 6.6e-9 becomes 0, an
+    upper bound -6.6e-9 becomes 0. The box only grows (the rows stay valid) and the LP does not get
+    coefficients of 1e-9 next to ones of 30, which HiGHS cannot classify reliably."""
+    if lower and 0 < v < eps:
+        return 0.0
+    if not lower and -eps < v < 0:
+        return 0.0
+    return v
 
 
 def rows_to_csr(rows, N):

@@ -25,22 +25,18 @@ import scipy.sparse as sp
 
 from ...program.atoms import ATOMS
 from .bounds import fbbt
-from .relax import interval_affine
+from .relax import interval_mul
 
 
 def _div(al, au, bl, bu):
-    """[al, au] / [bl, bu] for an interval ``[bl, bu]`` that excludes 0; None otherwise."""
-    if bl <= 0 <= bu:
-        return None
-    c = [a / b for a in (al, au) for b in (bl, bu) if np.isfinite(a) or np.isfinite(b)]
-    with np.errstate(invalid="ignore"):
-        c = [0.0 if np.isnan(v) else v for v in c]
-    if any(not np.isfinite(a) for a in (al, au)):
-        # an infinite end of the numerator leaves that side open
-        lo = -np.inf if (al == -np.inf and bl > 0) or (au == np.inf and bu < 0) else min(c)
-        hi = np.inf if (au == np.inf and bl > 0) or (al == -np.inf and bu < 0) else max(c)
-        return lo, hi
-    return min(c), max(c)
+    """Elementwise ``[al, au] / [bl, bu]`` where ``[bl, bu]`` excludes 0; ``(-inf, inf)`` elsewhere."""
+    ok = (bl > 0) | (bu < 0)
+    bl_, bu_ = np.where(ok, bl, 1.0), np.where(ok, bu, 1.0)
+    # 1/[bl, bu] = [1/bu, 1/bl] (finite ends: bl, bu are nonzero with one sign; 1/inf = 0)
+    with np.errstate(divide="ignore"):
+        rl, rh = 1.0 / bu_, 1.0 / bl_
+    lo, hi = interval_mul(al, au, rl, rh)
+    return np.where(ok, lo, -np.inf), np.where(ok, hi, np.inf)
 
 
 def _moved(old, new, sgn, tol=1e-7):
@@ -80,17 +76,17 @@ class Tightener:
                 return l, u, L1, U1, True
             moved = False
             nl, nu = L1[:n].copy(), U1[:n].copy()
-            for k, (i, j) in enumerate(lf.W):
-                w = lf.oW + k
-                for a, b in ((i, j), (j, i)):
-                    q = _div(L1[w], U1[w], nl[b], nu[b])
-                    if q is not None:
-                        nl[a], nu[a] = max(nl[a], q[0]), min(nu[a], q[1])
-            for k in range(lf.nP):
-                w, t = lf.Pw[k], lf.oT + lf.PT[k]
-                q = _div(L1[lf.oP + k], U1[lf.oP + k], L1[t], U1[t])
-                if q is not None:
-                    nl[w], nu[w] = max(nl[w], q[0]), min(nu[w], q[1])
+            if lf.nW:
+                w = slice(lf.oW, lf.oT)
+                for a, b in ((lf.W[:, 0], lf.W[:, 1]), (lf.W[:, 1], lf.W[:, 0])):
+                    ql, qh = _div(L1[w], U1[w], nl[b], nu[b])
+                    np.maximum.at(nl, a, ql)
+                    np.minimum.at(nu, a, qh)
+            if lf.nP:
+                t = lf.oT + lf.PT
+                ql, qh = _div(L1[lf.oP:], U1[lf.oP:], L1[t], U1[t])
+                np.maximum.at(nl, lf.Pw, ql)
+                np.minimum.at(nu, lf.Pw, qh)
             extra = []
             for t in self.squares:
                 th = U1[lf.oT + t]
@@ -118,9 +114,3 @@ class Tightener:
             if not moved:
                 break
         return l, u, L, U, False
-
-
-def atom_intervals(lifted, l, u):
-    """``[u_l, u_h]`` of every atom argument over the box."""
-    out = [interval_affine(a.idx, a.val, a.b, l, u) for a in lifted.atoms]
-    return np.array([o[0] for o in out]), np.array([o[1] for o in out])

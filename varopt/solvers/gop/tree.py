@@ -31,13 +31,10 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ...errors import ModelStructureError, SolverBugError
 from ...lpqp import HighsModel
-from .lagrangian import BlockModel
-from .partition import Partition
-from .primal import solve_primal
+from .local import LocalSearch
 from .relax import Lifted, rows_to_csr
-from .tighten import Tightener, atom_intervals
+from .tighten import Tightener
 from .unbounded import Unbounded
 
 
@@ -50,11 +47,6 @@ def _split_unbounded(lo, hi, v):
     return v
 
 
-def swapped(part):
-    """The partition with the blocks exchanged (only the primal views of it are used)."""
-    return Partition(x=part.y, y=part.x, connected=np.zeros(0, dtype=np.int64), names=part.names)
-
-
 class GopTree:
     name = "gop"
 
@@ -64,11 +56,7 @@ class GopTree:
         self.tight = Tightener(self.lf)
         self.conn = np.zeros(program.n, dtype=bool)
         self.conn[part.connected] = True
-        self.bms = [BlockModel(program, part)]
-        try:
-            self.bms.append(BlockModel(program, swapped(part)))
-        except ModelStructureError:
-            pass
+        self.local = LocalSearch(program, part, self.lf)
         self.pool = []  # tangent cuts, valid everywhere
         self.n_lp = 0
         self.n_lp_failed = 0
@@ -90,7 +78,7 @@ class GopTree:
         return sorted(v)
 
     def _initial_tangents(self, l, u):
-        ul, uh = atom_intervals(self.lf, l, u)
+        ul, uh = self.lf.u_intervals(l, u)
         for t in range(self.lf.nT):
             a, b = ul[t], uh[t]
             pts = [p for p in (a, b) if np.isfinite(p)]
@@ -121,7 +109,7 @@ class GopTree:
     # ------------------------------------------------------------------ relaxation LP
     def _lp(self, l, u, L, U, cutoff):
         lf = self.lf
-        ul, uh = atom_intervals(lf, l, u)
+        ul, uh = lf.u_intervals(l, u)
         rows = lf.node_rows(L, U, ul, uh) + lf.domain_rows() + self.pool
         A1, lo1, hi1 = rows_to_csr(rows, lf.N)
         A0 = lf.R[1:]
@@ -150,8 +138,16 @@ class GopTree:
                 return "infeasible", math.inf, None
             if r.status == "unbounded":
                 return "unbounded", -math.inf, None
+            if r.status != "optimal" and math.isfinite(cutoff):
+                # the cutoff row makes near-optimal boxes degenerate (HiGHS and its phase-1
+                # disagree on feasibility): the bound without it is still valid
+                cutoff = math.inf
+                r = self._lp(l, u, L, U, cutoff).solve()
+                self.n_lp += 1
+                if r.status == "infeasible":
+                    return "infeasible", math.inf, None
             if r.status != "optimal":
-                # numerically hard LP (tiny boxes): the node keeps its parent's bound, unexpanded
+                # numerically hard LP: the node keeps its parent's bound, unexpanded
                 self.n_lp_failed += 1
                 return "failed", -math.inf, None
             Z = r.x
@@ -165,45 +161,6 @@ class GopTree:
             if not added:
                 break
         return "optimal", float(r.objective), Z
-
-    # ------------------------------------------------------------------ upper bounds
-    def _try(self, z):
-        program = self.program
-        val = program.objective.value(z)
-        if not math.isfinite(val):
-            return None
-        viol = program.max_violation(z)
-        if viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))):
-            return float(val)
-        return None
-
-    def _upper(self, Z, lb, ub):
-        z = np.clip(Z[:self.program.n], lb, ub)
-        best = []
-        v = self._try(z)
-        if v is not None:
-            best.append((v, z.copy()))
-        cur = z
-        for _ in range(3):
-            moved = False
-            for bm in self.bms:
-                try:
-                    pr = solve_primal(bm, cur[bm.yi], lb[bm.xi], ub[bm.xi])
-                except (ModelStructureError, SolverBugError, np.linalg.LinAlgError, ValueError):
-                    continue
-                if pr.status != "optimal":
-                    continue
-                znew = cur.copy()
-                znew[bm.xi] = pr.x
-                v = self._try(znew)
-                if v is not None:
-                    best.append((v, znew.copy()))
-                if np.max(np.abs(znew - cur), initial=0) > 1e-9:
-                    moved = True
-                cur = znew
-            if not moved:
-                break
-        return min(best, key=lambda t: t[0]) if best else None
 
     # ------------------------------------------------------------------ branching
     def _branch_var(self, Z, l, u, l0, u0, tol):
@@ -260,16 +217,17 @@ class GopTree:
                 return run.finish("infeasible", "bound tightening over the relaxation proved infeasibility",
                                   lower=math.inf, upper=math.inf)
         l0, u0 = l.copy(), u.copy()
+        opts_obbt_depth = 3
         UB, best = math.inf, None
         seq = itertools.count()
-        heap = [(-math.inf, next(seq), l, u, L, U)]
+        heap = [(-math.inf, next(seq), l, u, L, U, 0)]
         closed_lb = math.inf  # smallest bound of the nodes pruned by bound
         LB = -math.inf
         nodes = 0
         for _ in run.iterations():
             if not heap:
                 break
-            nlb, _, nl, nu, nL, nU = heapq.heappop(heap)
+            nlb, _, nl, nu, nL, nU, depth = heapq.heappop(heap)
             tol = self._tol(UB)
             if nlb >= UB - tol:
                 closed_lb = min(closed_lb, nlb)
@@ -277,6 +235,10 @@ class GopTree:
                 break
             nodes += 1
             nl, nu, nL, nU, infeas = self.tight.tighten(nl, nu, cutoff=UB, colL=nL, colU=nU)
+            if not infeas and depth and depth <= opts_obbt_depth and opts.bound_tightening:
+                # OBBT with the incumbent cutoff near the root, where a tighter box pays for itself
+                # over the whole subtree
+                nl, nu, nL, nU, infeas = self._obbt(nl, nu, nL, nU, need, UB, rounds=1)
             if not infeas:
                 oa = max(0.25 * tol, 1e-9) if math.isfinite(UB) else 1e-6
                 st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
@@ -287,7 +249,7 @@ class GopTree:
                     hm.set_cost(np.zeros(self.lf.N))
                     r0 = hm.solve()
                     if r0.status == "optimal":
-                        found = self._upper(r0.x, l0, u0)
+                        found = self.local.improve(r0.x, l0, u0)
                         if found is not None:
                             run.incumbent(found[1], objective=found[0], upper=found[0])
                     raise Unbounded(self._unbounded_message(nl, nu, need))
@@ -295,7 +257,12 @@ class GopTree:
                     closed_lb = min(closed_lb, nlb)
                 if st == "optimal":
                     val = max(val - 1e-9 * max(1.0, abs(val)), nlb)
-                    found = self._upper(Z, l0, u0)
+                    # the local search is the dearest step: at the first nodes, then every 8th, and
+                    # wherever the relaxation point is already nearly feasible
+                    found = None
+                    if nodes <= 16 or nodes % 8 == 0 or self.local.nearly_feasible(Z[:program.n]):
+                        found = self.local.improve(Z, l0, u0, polish=nodes == 1 or (best is None and nodes % 32 == 0),
+                                                   cutoff=UB)
                     if found is not None and found[0] < UB:
                         UB, best = found
                         run.incumbent(best, objective=UB, upper=UB)
@@ -322,7 +289,7 @@ class GopTree:
                             for lo_j, hi_j in ((nl[j], p), (p, nu[j])):
                                 cl, cu = nl.copy(), nu.copy()
                                 cl[j], cu[j] = lo_j, hi_j
-                                heapq.heappush(heap, (val, next(seq), cl, cu, nL, nU))
+                                heapq.heappush(heap, (val, next(seq), cl, cu, nL, nU, depth + 1))
             LB = min(heap[0][0] if heap else math.inf, closed_lb, UB)
             run.incumbent(lower=LB)
             run.record(lower=LB, upper=UB, objective=UB if math.isfinite(UB) else None, n_open=len(heap),
@@ -341,6 +308,11 @@ class GopTree:
             return run.finish(x=None, objective=None, lower=LB, upper=None, info=info)
         if UB - LB <= self._tol(UB):
             run.stop("optimal")
+        elif not heap and run.status is None:
+            # every node was closed but some only with their parent's bound (relaxations HiGHS
+            # could not solve, boxes too small to split): an honest open gap, not a certificate
+            run.stop("error", f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node "
+                     "relaxations could not be solved); the bounds are valid")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
 
     def _widest(self, l, u, l0, u0):

@@ -1,0 +1,155 @@
+r"""Upper bounds for GOP's tree mode: local searches from a relaxation point.
+
+1. **Block alternation.** For fixed ``y`` the program is convex in ``x`` (GOP's primal problem,
+   :mod:`.primal`); for fixed ``x`` it is convex in ``y`` (the same problem with the blocks
+   swapped, when the partition allows it). Up to three alternations from the relaxation point.
+2. **Joint polish.** SLSQP (Kraft 1988, through SciPy) on the whole program from the best point
+   found, which moves both blocks at once where the alternation stalls at a partial optimum
+   (pooling problems: fixing qualities makes the flows an LP and vice versa).
+
+Every point is checked against the original program before it is returned: constraint
+violation ``<= 1e-7 max(1, |z|)`` and a finite objective.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ...errors import ModelStructureError, SolverBugError
+from .lagrangian import BlockModel
+from .partition import Partition
+from .primal import solve_primal
+
+
+def swapped(part):
+    """The partition with the blocks exchanged (only the primal views of it are used)."""
+    return Partition(x=part.y, y=part.x, connected=np.zeros(0, dtype=np.int64), names=part.names)
+
+
+class LocalSearch:
+    #: SLSQP is dense (O(n^3) per step): only for programs up to this many variables
+    max_polish_vars = 300
+
+    def __init__(self, program, part, lifted):
+        self.program, self.lifted = program, lifted
+        self._cache = None
+        self.bms = [BlockModel(program, part)]
+        try:
+            self.bms.append(BlockModel(program, swapped(part)))
+        except ModelStructureError:
+            pass
+        self._cons = None
+
+    def value(self, z):
+        """The objective at ``z`` when ``z`` is feasible for the program, else None.
+
+        Each row's violation is measured against the size of its own terms
+        (``<= 1e-8 + 1e-7 sum_k |term_k|``), not against ``|z|``: a complementarity row
+        ``x4 * x8 == 0`` at ``x4 = 4e-4, x8 = 1e-3`` is violated by 100 % of its terms, and
+        accepting it would buy objective (Floudas et al. 1999, ex9_2_2: 99.9958 instead of 100)."""
+        program, lf = self.program, self.lifted
+        if np.any(z < program.lb) or np.any(z > program.ub):
+            return None
+        val = program.objective.value(z)
+        if not math.isfinite(val):
+            return None
+        if lf is None:
+            ok = program.max_violation(z) <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0)))
+            return float(val) if ok else None
+        Z = lf.lift(z)
+        v = lf.R @ Z + lf.const
+        size = abs(lf.R) @ np.abs(Z) + np.abs(lf.const)
+        with np.errstate(invalid="ignore"):
+            viol = np.maximum(np.maximum(lf.lo - v, v - lf.hi), 0.0)[1:]
+        if np.all(np.isfinite(v)) and np.all(viol <= 1e-8 + 1e-7 * size[1:]):
+            return float(val)
+        return None
+
+    def nearly_feasible(self, z):
+        return self.program.max_violation(z) <= 1e-4 * max(1.0, float(np.abs(z).max(initial=0)))
+
+    def improve(self, Z, lb, ub, polish=True, cutoff=math.inf):
+        """Best ``(value, z)`` found from the relaxation point ``Z`` (its first ``n`` entries), or None."""
+        z = np.clip(Z[:self.program.n], lb, ub)
+        best = []
+        v = self.value(z)
+        if v is not None:
+            best.append((v, z.copy()))
+        cur = z
+        for _ in range(3):
+            moved = False
+            for bm in self.bms:
+                try:
+                    pr = solve_primal(bm, cur[bm.yi], lb[bm.xi], ub[bm.xi])
+                except (ModelStructureError, SolverBugError, np.linalg.LinAlgError, ValueError):
+                    continue
+                if pr.status != "optimal":
+                    continue
+                znew = cur.copy()
+                znew[bm.xi] = pr.x
+                v = self.value(znew)
+                if v is not None:
+                    best.append((v, znew.copy()))
+                if np.max(np.abs(znew - cur), initial=0) > 1e-9:
+                    moved = True
+                cur = znew
+            if not moved:
+                break
+        start = min(best, key=lambda t: t[0])[1] if best else cur
+        # a point that improves the incumbent is worth polishing (it is rare, and the polish moves
+        # degenerate points such as near-complementary ones onto the exact optimum)
+        polish = polish or (bool(best) and min(t[0] for t in best) < cutoff)
+        if polish and self.lifted is not None and self.program.n <= self.max_polish_vars:
+            zp = self._slsqp(start, lb, ub)
+            if zp is not None:
+                v = self.value(zp)
+                if v is not None:
+                    best.append((v, zp))
+        return min(best, key=lambda t: t[0]) if best else None
+
+    # ------------------------------------------------------------------ SLSQP polish
+    def _evaluate(self, z):
+        """Values and Jacobian of all expressions through the lifted form (one sparse product)."""
+        key = z.tobytes()
+        if self._cache is None or self._cache[0] != key:
+            v, J = self.lifted.jacobian(z)
+            self._cache = (key, v, J.toarray())
+        return self._cache[1], self._cache[2]
+
+    def _constraints(self):
+        if self._cons is None:
+            lo, hi = self.lifted.lo, self.lifted.hi
+            eq = np.flatnonzero(lo == hi)
+            up = np.flatnonzero((lo != hi) & np.isfinite(hi))
+            dn = np.flatnonzero((lo != hi) & np.isfinite(lo))
+            cons = []
+            if eq.size:
+                cons.append({"type": "eq", "fun": lambda z: self._evaluate(z)[0][eq] - lo[eq],
+                             "jac": lambda z: self._evaluate(z)[1][eq]})
+            if up.size:
+                cons.append({"type": "ineq", "fun": lambda z: hi[up] - self._evaluate(z)[0][up],
+                             "jac": lambda z: -self._evaluate(z)[1][up]})
+            if dn.size:
+                cons.append({"type": "ineq", "fun": lambda z: self._evaluate(z)[0][dn] - lo[dn],
+                             "jac": lambda z: self._evaluate(z)[1][dn]})
+            self._cons = cons
+        return self._cons
+
+    def _slsqp(self, z0, lb, ub):
+        bounds = [(lo if math.isfinite(lo) else None, hi if math.isfinite(hi) else None) for lo, hi in zip(lb, ub)]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            # a local polish: its failures (domain errors at trial points, iteration limits) are
+            # harmless because every point is re-checked on the program
+            warnings.simplefilter("ignore")
+            try:
+                r = minimize(lambda z: self._evaluate(z)[0][0], z0, jac=lambda z: self._evaluate(z)[1][0],
+                             bounds=bounds, constraints=self._constraints(), method="SLSQP",
+                             options={"maxiter": 60, "ftol": 1e-12})
+            except (ValueError, np.linalg.LinAlgError):
+                return None
+        if not np.all(np.isfinite(r.x)):
+            return None
+        return np.clip(r.x, lb, ub)
