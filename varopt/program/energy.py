@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
+from .atoms import ATOMS
 
 
 class EnergyModel:
@@ -152,7 +153,7 @@ class EnergyModel:
         qi, qj, qv = [expr.quadratic.i], [expr.quadratic.j], [expr.quadratic.v]
         consts = [const]
         for g in expr.atoms:
-            if g.kind != "square" or (np.asarray(g.mult) >= 0).any():
+            if not ATOMS[g.kind].quadratic or (np.asarray(g.mult) >= 0).any():
                 raise ModelStructureError(
                     f"{where}: a term of kind '{g.kind}' is not a polynomial of degree <= 2 in binary "
                     "variables; energy models take constants, linear terms and products x[i]*x[j]")
