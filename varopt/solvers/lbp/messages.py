@@ -56,6 +56,13 @@ class Messages:
         self.u = np.zeros(2 * m)
         self.n = n
 
+    def initialise(self, init="zero", seed=0):
+        """Initial log-odds: zero, or uniform in [-0.1, 0.1] from ``default_rng(seed)``."""
+        if init == "random":
+            self.u = np.random.default_rng(seed).uniform(-0.1, 0.1, self.u.size)
+        else:
+            self.u = np.zeros(self.u.size)
+
     def fields(self, u=None):
         u = self.u if u is None else u
         return self.model.h + np.bincount(self.dst, weights=self.rho_d * u, minlength=self.n)

@@ -92,6 +92,7 @@ class TreeReweightedBP(Solver):
                 raise InvalidOptionError(f"option 'edge_probs' has {rho.size} entries, the model has {model.m} "
                                          "coupled pairs")
         msgs = Messages(model, rho)
+        msgs.initialise(opts.init, opts.seed)
         converged, delta = run_messages(msgs, opts, run, self.name)
         val, mu, corr = msgs.objective()
         info = {"converged": converged, "max_change": delta, "edge_probs": rho}
