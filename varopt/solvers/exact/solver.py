@@ -1,6 +1,7 @@
 """The ``exact`` solver: exact log Z, marginals and pair correlations of an energy model.
 
-Enumeration for fewer than 17 variables, variable elimination in log space along the
+Enumeration for fewer than 17 variables (and, meeting in the middle, for dense models of up
+to 28 whose elimination width is too large), variable elimination in log space along the
 least-width order of several heuristics otherwise (:mod:`.elimination`, :mod:`.order`). Both
 bounds are set (``lower_bound == upper_bound``, the free energy); a model whose best order is
 wider than ``max_width`` raises :class:`~varopt.errors.ModelStructureError` giving the width.
@@ -46,6 +47,9 @@ class Exact(Solver):
             lz, means, corr, info = exact_log_partition(model, opts.method, opts.marginals, opts.max_width,
                                                         check=check)
         except OverflowError as exc:
+            if isinstance(exc.args[0], str):
+                raise ModelStructureError(f"solver 'exact': {exc.args[0]} is not possible; use method='eliminate'"
+                                          ) from None
             raise ModelStructureError(
                 f"solver 'exact': the best elimination order found has width {exc.args[0]} > max_width="
                 f"{opts.max_width} (tables of 2^{exc.args[0] + 1} entries); raise max_width if memory allows, "
