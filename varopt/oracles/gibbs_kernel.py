@@ -38,8 +38,14 @@ class ColourGibbs:
             U = sp.triu(J, 1).tocoo()
             classes = colour_classes(self.n, U.row, U.col)
         self.classes = [np.asarray(c, dtype=np.int64) for c in classes]
-        Jc = J.tocsc()
-        self._cols = [Jc[:, c].tocsc() for c in self.classes]
+        # dense graphs (complete graphs, RBMs): dense column blocks are faster than sparse products
+        self.dense = J.nnz > 0.1 * self.n * self.n
+        if self.dense:
+            Jd = J.toarray()
+            self._cols = [np.ascontiguousarray(Jd[:, c]) for c in self.classes]
+        else:
+            Jc = J.tocsc()
+            self._cols = [Jc[:, c].tocsc() for c in self.classes]
         self.spin = states == "spin"
         self.lo = -1.0 if self.spin else 0.0
 
@@ -47,6 +53,8 @@ class ColourGibbs:
         """Local fields ``h_i + (J x)_i`` of the rows of ``X`` (all sites, or the class ``idx``)."""
         if idx is None:
             return self.h + (self.J @ X.T).T
+        if self.dense:
+            return self.h[idx] + X @ Jcols
         return self.h[idx] + (Jcols.T @ X.T).T
 
     def sweep(self, X, rng, scale=1.0):

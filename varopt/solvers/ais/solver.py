@@ -95,6 +95,8 @@ class AnnealedIS(Solver):
         base = model.const + n * math.log(2.0)
         lam_prev = 0.0
         run.max_iter = K
+        if opts.history_every is None:  # about 100 history entries per run
+            run.history_every = max(1, K // 100)
         lams = tempering_schedule(K, model, opts.schedule)
         for k in run.iterations():
             lam = lams[k]
