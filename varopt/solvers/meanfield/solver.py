@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import xlogy
 
-from ...options import Option, OptionSet, common_options, nonnegative, positive, progress_options, start_options
+from ...options import Option, OptionSet, common_options, positive, progress_options, start_options
 from ...oracles.colouring import colour_classes
 from ...registry import Solver, register_solver
 from ..energy_result import beta_option, finish, log_potential
