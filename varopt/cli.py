@@ -96,7 +96,7 @@ def cmd_solve(args) -> int:
     solver = varopt.get_solver(args.solver)
     opts = solver.options.validate(options)  # fail fast, before the model is built
     model = _load_build(args.model)
-    program, mapping = varopt.compile_model(model)
+    program, mapping = varopt.compile_model(model, binary=solver.accepts_binary)
     result = solver.solve(program, opts)
     if result.x is not None:
         mapping.load(result.x)

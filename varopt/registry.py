@@ -29,6 +29,11 @@ class Solver:
     name: str = ""
     summary: str = ""
     options: OptionSet = OptionSet([])
+    #: True for solvers of energy models (p(x) ∝ exp(-beta f(x)) over binary variables): the
+    #: front-ends then compile binary variables (Pyomo ``domain=Binary``, CVXPY ``boolean=True``)
+    #: into ``program.energy`` (:mod:`varopt.program.energy`); every other solver keeps rejecting
+    #: binary and integer variables
+    accepts_binary: bool = False
 
     def solve(self, program: Program, opts: Options = None, /, **options) -> Result:
         """Validate ``options`` (or take ``opts`` already validated by ``self.options.validate``, as

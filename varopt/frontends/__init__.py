@@ -2,14 +2,21 @@
 and write solutions back. Only this package imports Pyomo or CVXPY."""
 
 
-def compile_model(model):
+def compile_model(model, binary=False):
     """Compile a Pyomo model or CVXPY problem; returns ``(program, mapping)``.
 
-    ``mapping.load(x)`` writes a solution vector back into the model.
+    ``mapping.load(x)`` writes a solution vector back into the model. ``binary=True`` compiles an
+    energy model over binary variables (for solvers with ``accepts_binary``).
     """
     mod = type(model).__module__
     if mod.startswith("cvxpy"):
+        if binary:
+            from .cvxpy_energy import compile_cvxpy_energy
+            return compile_cvxpy_energy(model)
         from .cvxpy_compile import compile_cvxpy
         return compile_cvxpy(model)
+    if binary:
+        from .pyomo_energy import compile_pyomo_energy
+        return compile_pyomo_energy(model)
     from .pyomo_compile import compile_pyomo
     return compile_pyomo(model)

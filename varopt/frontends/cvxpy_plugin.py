@@ -12,6 +12,11 @@ Usage::
     res = prob.varopt_result          # the full varopt.Result (bounds, gap, history, ...)
     res = varopt.frontends.cvxpy_plugin.result_of(prob)   # same, or None if not solved by varopt
     prob.varopt_program               # the compiled varopt.Program that was solved
+    prob.varopt_marginals             # energy-model solvers: {variable name: P(x = 1) array}
+
+Energy-model solvers (``exact``, ``meanfield``, ``lbp``, ``trw``, ``ais``) take problems over
+``boolean=True`` variables (:mod:`varopt.frontends.cvxpy_energy`); they leave the variables'
+values untouched and return the free energy as ``prob.value``.
 
 ``prob.solve(method=...)`` bypasses CVXPY's DCP analysis: the problem is compiled by
 :func:`varopt.frontends.cvxpy_compile.compile_cvxpy`, so non-convex products such as
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 
 from ..errors import InvalidOptionError
 
@@ -68,15 +74,26 @@ def solve_problem(prob, name, *args, **options):
     if "verbose" in options and "verbose" not in solver.options.names():
         options.pop("verbose")
     opts = solver.options.validate(options)  # fail on unknown/invalid options before compiling
-    program, mapping = compile_cvxpy(prob)
+    if getattr(solver, "accepts_binary", False):
+        from .cvxpy_energy import compile_cvxpy_energy
+        program, mapping = compile_cvxpy_energy(prob, name)
+    else:
+        program, mapping = compile_cvxpy(prob)
     res = solver.solve(program, opts)
     prob.varopt_result = res
     prob.varopt_program = program
 
     status = STATUS_MAP.get(res.status, "solver_error")
     has_x = res.x is not None and res.status not in ("infeasible", "unbounded", "error")
+    marg = res.info.get("marginals") if isinstance(res.info, dict) else None
+    if marg is not None:  # energy model: marginals by variable, the boolean values left untouched
+        prob.varopt_marginals = {
+            v.name(): np.array([marg[nm] for nm in mapping.names[off:off + (int(np.prod(v.shape)) or 1)]]
+                               ).reshape(v.shape) for v, off in zip(mapping.variables, mapping.offsets)}
     if has_x:
         mapping.load(res.x)
+    elif marg is not None:
+        pass
     else:
         for v in prob.variables():
             v.save_value(None)

@@ -38,6 +38,10 @@ infeasible problem, in which case the values are left untouched) and returns a s
   user's objective sense; left at Pyomo's defaults (``-inf``/``inf``) when not proven.
 * ``results.problem.sense``, ``name``, ``number_of_variables``, ``number_of_constraints``;
   ``results.solver.name``, ``wall_time``, ``message``, ``termination_message``.
+* Energy-model solvers (``accepts_binary``: ``exact``, ``meanfield``, ``lbp``, ``trw``, ``ais``):
+  the binary variables keep their values; ``results.varopt_marginals`` is
+  ``{variable name: P(x = 1)}`` and an import ``Suffix`` named ``marginal`` on the model
+  (``model.marginal = Suffix(direction=Suffix.IMPORT)``) receives the same numbers per variable.
 * ``results.varopt_result``: the :class:`varopt.result.Result` (objective, bounds, gap,
   history, solver info); ``results.varopt_mapping``: the variable mapping. These are plain
   attributes of the results object (not results sections), so they are not printed by
@@ -175,7 +179,11 @@ class VaroptPyomoSolver:
 
         config, opts = self._merged_options(kwds)
         self.config = config
-        program, mapping = compile_pyomo(model)
+        if self.varopt_class.accepts_binary:
+            from .pyomo_energy import compile_pyomo_energy
+            program, mapping = compile_pyomo_energy(model, self.name)
+        else:
+            program, mapping = compile_pyomo(model)
         res = get_solver(self.name).solve(program, opts)
         loaded = False
         if config.load_solutions and res.status in _LOADABLE and res.x is not None:
@@ -184,7 +192,12 @@ class VaroptPyomoSolver:
             if x.size == program.n and np.all(np.isfinite(x)):
                 mapping.load(x)
                 loaded = True
-        return self._results(model, program, mapping, res, loaded)
+        results = self._results(model, program, mapping, res, loaded)
+        marg = res.info.get("marginals") if isinstance(res.info, dict) else None
+        results.varopt_marginals = marg
+        if marg is not None:
+            _fill_marginal_suffix(model, mapping, marg)
+        return results
 
     def _results(self, model, program, mapping, res, loaded):
         from pyomo.opt import ProblemSense, SolverResults, SolverStatus, TerminationCondition
@@ -211,6 +224,19 @@ class VaroptPyomoSolver:
         results.varopt_mapping = mapping
         results.varopt_loaded = loaded
         return results
+
+
+def _fill_marginal_suffix(model, mapping, marginals):
+    """Energy models: P(x = 1) of every variable into the model's import Suffix named ``marginal``
+    (declared by the user as ``model.marginal = Suffix(direction=Suffix.IMPORT)``), if any; the
+    variables' own values are left as they were (a marginal is not a state)."""
+    from pyomo.environ import Suffix
+
+    suf = getattr(model, "marginal", None)
+    if isinstance(suf, Suffix) and suf.import_enabled():
+        for v, name in zip(mapping.vars, mapping.names):
+            if name in marginals:
+                suf[v] = marginals[name]
 
 
 def register(cls):

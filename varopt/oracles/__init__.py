@@ -5,11 +5,15 @@ Nothing here imports a solver, Pyomo or CVXPY.
 from .bound import BoundOracle
 from .finite_sum import FiniteSumOracle
 from .gaussian import GaussianOracle
+from .colouring import colour_classes
 from .gibbs import GibbsOracle
+from .gibbs_kernel import ColourGibbs
+from .particles import Particles
 from .protocol import Oracle
 from .sampling import Sampler
 from .stream import StreamOracle
 from .user import UserOracle
 
 __all__ = ["Oracle", "FiniteSumOracle", "UserOracle", "StreamOracle", "Sampler", "GaussianOracle", "GibbsOracle",
-           "BoundOracle"]
+           "BoundOracle",
+           "ColourGibbs", "Particles", "colour_classes"]

@@ -53,6 +53,11 @@ class Program:
     objective_name: str = "objective"
     #: optional starting values (NaN where the model gave none)
     x0: np.ndarray = None
+    #: True for binary (0/1) variables; None when every variable is continuous
+    binary: np.ndarray = None
+    #: the :class:`~varopt.program.energy.EnergyModel` (spin form of the objective) of a binary
+    #: program, set by the front-ends for solvers that accept binary variables
+    energy: object = None
 
     def __post_init__(self):
         n = len(self.names)
@@ -62,6 +67,8 @@ class Program:
             raise ValueError("bounds have the wrong length")
         self.x0 = np.full(n, np.nan) if self.x0 is None else np.asarray(self.x0, dtype=float).ravel()
         self.index = {name: k for k, name in enumerate(self.names)}
+        if self.binary is not None:
+            self.binary = np.asarray(self.binary, dtype=bool).ravel()
 
     @property
     def n(self) -> int:
