@@ -294,6 +294,12 @@ def test_status_mapping(monkeypatch, status, cvx_status, value_min, maximize):
     x = cp.Variable(2, name="x")
     f = cp.sum(x) + 0.75
     prob = cp.Problem(cp.Maximize(f) if maximize else cp.Minimize(f))
+    if status == "error":
+        # CVXPY's own convention for a failed solver: SolverError (the varopt.Result stays readable)
+        with pytest.raises(cp.error.SolverError, match="vo_fixed_status"):
+            solve_problem(prob, "vo_fixed_status")
+        assert prob.varopt_result.status == "error"
+        return
     val = solve_problem(prob, "vo_fixed_status")
     assert prob.status == cvx_status
     expected = value_min

@@ -70,17 +70,20 @@ def test_the_checker_sees_relative_imports(tmp_path):
     assert ("varopt.frontends", 2) in imports_of(fake, "varopt.solvers.ipsa.probe")
 
 
-@pytest.mark.parametrize("order", ["varopt first", "libraries first", "solver module first"])
+@pytest.mark.parametrize("order", ["varopt first", "libraries first", "solver module first", "one library each side"])
 def test_registration_works_in_either_import_order(order):
     """``import varopt`` registers every solver with Pyomo and CVXPY whatever was imported before."""
     import subprocess
     import sys
     imports = {"varopt first": "import varopt\nimport cvxpy as cp\nimport pyomo.environ as pyo\n",
                "libraries first": "import cvxpy as cp\nimport pyomo.environ as pyo\nimport varopt\n",
-               "solver module first": "import varopt.solvers.majorize\nimport cvxpy as cp\nimport pyomo.environ as pyo\n"}
+               "solver module first": "import varopt.solvers.majorize\nimport cvxpy as cp\nimport pyomo.environ as pyo\n",
+               "one library each side": "import pyomo.environ as pyo\nimport varopt\nimport cvxpy as cp\n"}
     code = imports[order] + (
-        "names = ('gop', 'ipsa', 'majorize')\n"
+        "names = varopt.registered_solvers()\n"
+        "assert len(names) >= 8, names\n"
         "assert all(pyo.SolverFactory(n).available() for n in names)\n"
+        "assert all(n in cp.Problem.REGISTERED_SOLVE_METHODS for n in names)\n"
         "x = cp.Variable(2)\n"
         "p = cp.Problem(cp.Minimize(cp.sum_squares(x - 1)), [x >= -3, x <= 3])\n"
         "p.solve(method='majorize')\n"
@@ -88,3 +91,14 @@ def test_registration_works_in_either_import_order(order):
         "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_import_varopt_loads_neither_pyomo_nor_cvxpy():
+    """``python -X importtime -c "import varopt"`` lists no Pyomo or CVXPY module (each costs ~1 s)."""
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-X", "importtime", "-c", "import varopt"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    mods = [line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if "|" in line]
+    assert mods and not [m for m in mods if m.split(".")[0] in ("pyomo", "cvxpy")]

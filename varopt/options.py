@@ -43,10 +43,16 @@ class Option:
     #: optional extra check ``(value) -> bool`` with a message
     check: Callable = None
     check_msg: str = ""
+    #: None is a valid value (it has a documented meaning such as "no limit"); by default only
+    #: for options whose default is None
+    nullable: bool = None
 
     def validate(self, value):
         if value is None:
-            return None
+            if self.nullable or (self.nullable is None and self.default is None):
+                return None
+            raise InvalidOptionError(f"option {self.name!r} cannot be None (default {self.default!r}): "
+                                     f"{self.doc}")
         d = self.domain
         try:
             if isinstance(d, tuple):
@@ -173,7 +179,8 @@ def _array_or_none(v):
 # --- shared option groups (names fixed by the issues; one meaning each) ----------------------
 def limit_options(max_iter=1000, time_limit=None):
     return [
-        Option("max_iter", max_iter, "maximum number of iterations", int, positive, "must be positive"),
+        Option("max_iter", max_iter, "maximum number of iterations (None: no limit)", int, positive,
+               "must be positive", nullable=True),
         Option("time_limit", time_limit, "wall-clock limit in seconds (None: no limit)", float, positive,
                "must be positive"),
     ]

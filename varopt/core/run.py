@@ -21,6 +21,7 @@ finished :class:`~varopt.result.Result` to the user's sense.
 from __future__ import annotations
 
 import math
+import contextvars
 import sys
 import time
 
@@ -29,14 +30,19 @@ import numpy as np
 from ..result import Result
 
 
+#: where progress lines go when a solve does not say: stderr, unless a front-end sets it (Pyomo's
+#: ``tee=True`` and CVXPY's ``verbose=True`` print to stdout, as those libraries' solvers do)
+PROGRESS_STREAM = contextvars.ContextVar("varopt_progress_stream", default=None)
+
+
 class Progress:
-    """Progress lines on stderr: always when ``verbose``; otherwise only on a terminal, after the
-    run has taken 2 s, at most once every ``every_s`` seconds (long runs show life, short ones
-    stay quiet)."""
+    """Progress lines (stderr, or :data:`PROGRESS_STREAM`): always when ``verbose``; otherwise only
+    on a terminal, after the run has taken 2 s, at most once every ``every_s`` seconds (long runs
+    show life, short ones stay quiet)."""
 
     def __init__(self, verbose: bool, every_s: float = 1.0, stream=None):
         self.verbose = bool(verbose)
-        self.stream = stream
+        self.stream = stream or PROGRESS_STREAM.get()
         out = stream or sys.stderr
         self.tty = bool(getattr(out, "isatty", lambda: False)())
         self.t0 = time.perf_counter()

@@ -60,8 +60,13 @@ def result_of(prob):
 
 def solve_problem(prob, name, *args, **options):
     """Solve the CVXPY problem ``prob`` with the varopt solver ``name`` (see module docstring)."""
-    from cvxpy.problems.problem import SolverStats
+    import sys
+
+    from cvxpy import error as cp_error
+    from cvxpy import settings as s
     from cvxpy.reductions.solution import Solution
+
+    from ..core.run import PROGRESS_STREAM
 
     from ..registry import get_solver
     from .cvxpy_compile import compile_cvxpy
@@ -79,7 +84,11 @@ def solve_problem(prob, name, *args, **options):
         program, mapping = compile_cvxpy_energy(prob, name)
     else:
         program, mapping = compile_cvxpy(prob)
-    res = solver.solve(program, opts)
+    token = PROGRESS_STREAM.set(sys.stdout if options.get("verbose") else None)
+    try:
+        res = solver.solve(program, opts)
+    finally:
+        PROGRESS_STREAM.reset(token)
     prob.varopt_result = res
     prob.varopt_program = program
 
@@ -92,28 +101,44 @@ def solve_problem(prob, name, *args, **options):
                                ).reshape(v.shape) for v, off in zip(mapping.variables, mapping.offsets)}
     if has_x:
         mapping.load(res.x)
-    elif marg is not None:
-        pass
-    else:
-        for v in prob.variables():
-            v.save_value(None)
     if status == "infeasible":
         value = -math.inf if program.maximize else math.inf
     elif status == "unbounded":
         value = math.inf if program.maximize else -math.inf
-    elif status == "solver_error":
-        value = None
     else:
         value = res.objective
-        if value is None and has_x:
-            value = prob.objective.value
-    prob._status = status
-    prob._value = None if value is None else float(value)
-    primal = {v.id: v.value for v in prob.variables()} if has_x else {}
-    prob._solution = Solution(status, prob._value, primal, {}, {"varopt_result": res})
-    prob._solver_stats = SolverStats(solver_name=name, solve_time=res.wall_time,
-                                     num_iters=int(res.iterations or 0))
-    return prob.value
+    # the point goes in through CVXPY's public Problem.unpack_results: status, value (CVXPY
+    # evaluates the objective at the loaded variables), variable values and solver_stats
+    primal = {v.id: (v.value if has_x else None) for v in prob.variables()}
+    attr = {s.SOLVE_TIME: res.wall_time, s.NUM_ITERS: int(res.iterations or 0),
+            s.EXTRA_STATS: {"varopt_result": res, "message": res.message}}
+    solution = Solution(status, None if value is None else float(value), primal, {}, attr)
+    try:
+        prob.unpack_results(solution, _Chain(name), None)
+    except cp_error.SolverError as exc:
+        raise cp_error.SolverError(f"varopt solver {name!r} failed: {res.message or res.status}; the "
+                                   f"varopt.Result is prob.varopt_result") from exc
+    # energy models: the variables stay unassigned, so CVXPY's prob.value is None; the free energy
+    # is the return value (and prob.varopt_result.objective)
+    return prob.value if marg is None else value
+
+
+class _Chain:
+    """The one-step chain :meth:`cvxpy.Problem.unpack_results` expects: varopt solved the problem
+    directly, so inverting is the identity."""
+
+    class _Name:
+        def __init__(self, name):
+            self._name = name
+
+        def name(self):
+            return self._name
+
+    def __init__(self, name):
+        self.solver = self._Name(name)
+
+    def invert(self, solution, inverse_data):
+        return solution
 
 
 def register(cls):

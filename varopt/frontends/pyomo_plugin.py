@@ -78,8 +78,9 @@ STATUS_MAP = {
 #: statuses whose point is written back into the model
 _LOADABLE = ("optimal", "converged", "iteration_limit", "pass_limit", "time_limit", "interrupted")
 
-#: Pyomo-level options accepted besides the solver's own
-PYOMO_OPTIONS = ("tee", "load_solutions")
+#: Pyomo-level options accepted besides the solver's own (``keepfiles``, ``symbolic_solver_labels``
+#: and ``report_timing`` are generic Pyomo arguments with no effect here: varopt writes no files)
+PYOMO_OPTIONS = ("tee", "load_solutions", "keepfiles", "symbolic_solver_labels", "report_timing")
 
 
 class _OptionDomain:
@@ -111,6 +112,9 @@ def build_config(solver_cls):
                                    description="stream solver progress to the terminal (sets verbose)"))
     cfg.declare("load_solutions", ConfigValue(default=True, domain=bool,
                                               description="write the solution into the model's variables"))
+    for name in ("keepfiles", "symbolic_solver_labels", "report_timing"):
+        cfg.declare(name, ConfigValue(default=False, domain=bool,
+                                      description="accepted for compatibility; varopt writes no files"))
     return cfg
 
 
@@ -184,7 +188,14 @@ class VaroptPyomoSolver:
             program, mapping = compile_pyomo_energy(model, self.name)
         else:
             program, mapping = compile_pyomo(model)
-        res = get_solver(self.name).solve(program, opts)
+        import sys
+
+        from ..core.run import PROGRESS_STREAM
+        token = PROGRESS_STREAM.set(sys.stdout if config.tee else None)
+        try:
+            res = get_solver(self.name).solve(program, opts)
+        finally:
+            PROGRESS_STREAM.reset(token)
         loaded = False
         if config.load_solutions and res.status in _LOADABLE and res.x is not None:
             import numpy as np
@@ -220,10 +231,39 @@ class VaroptPyomoSolver:
             prob.lower_bound = float(res.lower_bound)
         if res.upper_bound is not None and not math.isnan(res.upper_bound):
             prob.upper_bound = float(res.upper_bound)
+        _fill_solution(results, model, mapping, res, program)
         results.varopt_result = res
         results.varopt_mapping = mapping
         results.varopt_loaded = loaded
         return results
+
+
+def _fill_solution(results, model, mapping, res, program):
+    """``results.solution``: the point (and objective) under a symbol map, so that
+    ``load_solutions=False`` followed by ``model.solutions.load_from(results)`` loads it."""
+    import numpy as np
+    from pyomo.core.base.label import NumericLabeler
+    from pyomo.core.expr.symbol_map import SymbolMap
+    from pyomo.environ import Objective
+    from pyomo.opt import Solution, SolutionStatus
+
+    if res.status not in _LOADABLE or res.x is None:
+        return
+    x = np.asarray(res.x, dtype=float).ravel()
+    if x.size != program.n or not np.all(np.isfinite(x)):
+        return
+    smap = SymbolMap()
+    labeler = NumericLabeler("x")
+    soln = Solution()
+    soln.status = SolutionStatus.optimal if res.status == "optimal" else SolutionStatus.feasible
+    soln.gap = res.gap if res.gap is not None and math.isfinite(res.gap) else None
+    for v, val in zip(mapping.vars, x):
+        soln.variable[smap.getSymbol(v, labeler)] = {"Value": float(val)}
+    objs = list(model.component_data_objects(Objective, active=True))
+    if len(objs) == 1 and res.objective is not None:
+        soln.objective[smap.getSymbol(objs[0], labeler)] = {"Value": float(res.objective)}
+    results.solution.insert(soln)
+    results._smap = smap
 
 
 def _fill_marginal_suffix(model, mapping, marginals):

@@ -65,7 +65,7 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
     Option("rel_gap", 1e-6, "relative gap (UBD - LBD) / max(|UBD|, 1e-10) at which the optimum is certified",
            float, nonnegative, "must be >= 0"),
     Option("abs_gap", 1e-9, "absolute gap UBD - LBD at which the optimum is certified (None: relative only)",
-           float, nonnegative, "must be >= 0"),
+           float, nonnegative, "must be >= 0", nullable=True),
     Option("partition", None, "variables of the primal (enumerated) block: names, or component names such as "
            "'mu' matching 'mu[0]', 'mu[1]', ...; None chooses the valid partition with the fewest connected "
            "variables", _partition_domain),
