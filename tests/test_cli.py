@@ -46,8 +46,8 @@ def test_solve_json(model, names):
     out = r.stdout.strip().splitlines()
     assert len(out) == 1
     d = json.loads(out[0])
-    assert set(d) == {"solver", "status", "objective", "lower_bound", "upper_bound", "gap", "iterations",
-                      "wall_time", "variables"}
+    assert set(d) == {"solver", "status", "message", "objective", "lower_bound", "upper_bound", "gap",
+                      "iterations", "wall_time", "variables"}
     assert d["solver"] == "vo_test_scipy" and d["status"] == "converged"
     assert sorted(d["variables"]) == sorted(names)
     # optimum: x - 1 = -(y1 + 2) balance on x + y1 = 0 -> x = 1.5, y1 = -1.5, obj = 0.25 + 0.25
@@ -80,3 +80,41 @@ def test_plot(tmp_path):
     r = run_cli("solve", str(MODELS / "pyomo_small.py"), "--solver", "vo_test_scipy", "--plot", str(f))
     assert r.returncode == 0, r.stderr
     assert f.stat().st_size > 1000 and f.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_infeasible_exits_4_with_null_objective_in_json():
+    r = run_cli("solve", str(MODELS / "pyomo_infeasible.py"), "--solver", "gop", "--json")
+    assert r.returncode == 4, r.stderr
+    d = json.loads(r.stdout)
+    assert d["status"] == "infeasible" and d["objective"] is None and d["lower_bound"] is None
+
+
+def test_limit_exits_3():
+    r = run_cli("solve", str(MODELS / "pyomo_small.py"), "--solver", "vo_test_scipy", "-o", "max_iter=1", "--json")
+    d = json.loads(r.stdout)
+    assert d["status"] == "iteration_limit" and r.returncode == 3
+
+
+def test_model_file_exception_is_one_line_unless_traceback():
+    r = run_cli("solve", str(MODELS / "raises.py"), "--solver", "gop")
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1 and "--traceback" in r.stderr
+    r = run_cli("--traceback", "solve", str(MODELS / "raises.py"), "--solver", "gop")
+    assert r.returncode == 1 and "Traceback" in r.stderr and "in helper" in r.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to a subprocess is POSIX")
+def test_ctrl_c_prints_the_incumbent_and_exits_130():
+    import signal
+    import time
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+    p = subprocess.Popen([sys.executable, "-m", "varopt.cli", "solve", str(MODELS / "pyomo_slow.py"), "--solver",
+                          "gop", "-o", "mode=gop", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=env)
+    deadline = time.time() + 60
+    time.sleep(4.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=max(1.0, deadline - time.time()))
+    assert p.returncode == 130, err[-2000:]
+    d = json.loads(out)
+    assert d["status"] == "interrupted" and d["objective"] is not None and len(d["variables"]) == 36

@@ -3,8 +3,25 @@
 ``varopt solvers`` lists the registered solvers; ``varopt solvers NAME`` prints one solver's options.
 ``varopt solve MODEL.py --solver NAME [--option key=value ...] [--json] [--plot FILE]``
 loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem), compiles it,
-solves it and prints a summary (or exactly one JSON object with ``--json``). Errors exit
-with status 1 (2 for usage errors) and a one-line message on stderr.
+solves it and prints a summary (or exactly one JSON object with ``--json``).
+
+Exit status (one table for every solver; the same statuses as ``Result.status``):
+
+=================================  ====  ==========================================
+result                             exit  meaning
+=================================  ====  ==========================================
+optimal, converged                  0    a solution (proved optimal, or converged)
+iteration_limit, time_limit,        3    stopped at a limit; the best point so far
+pass_limit                                is printed
+infeasible                          4    proved infeasible (objective null in JSON)
+unbounded                           5    proved unbounded
+error                               1    the solver failed (message on stderr)
+interrupted (Ctrl-C)              130    the best point so far is printed
+exception (bad model, option)       1    one line on stderr; ``--traceback`` for all
+usage error                         2    argparse's message
+=================================  ====  ==========================================
+
+In JSON every non-finite number is ``null``; the status says why.
 """
 from __future__ import annotations
 
@@ -16,6 +33,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+#: result status -> exit status (module docstring)
+EXIT_CODES = {"optimal": 0, "converged": 0, "iteration_limit": 3, "time_limit": 3, "pass_limit": 3,
+              "infeasible": 4, "unbounded": 5, "error": 1, "interrupted": 130}
 
 
 def _parse_value(text: str):
@@ -104,12 +125,14 @@ def cmd_solve(args) -> int:
         _plot(result, args.plot)
     if args.json:
         d = result.to_dict()
-        keys = ("solver", "status", "objective", "lower_bound", "upper_bound", "gap", "iterations",
+        keys = ("solver", "status", "message", "objective", "lower_bound", "upper_bound", "gap", "iterations",
                 "wall_time", "variables")
         print(json.dumps({k: d[k] for k in keys}))
     else:
         print(result.summary())
-    return 0
+    if result.status == "error":
+        print(f"varopt: solver error: {result.message}", file=sys.stderr)
+    return EXIT_CODES.get(result.status, 1)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -125,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     s.add_argument("--plot", metavar="FILE", help="save the bound/objective history plot to FILE")
     s.set_defaults(func=cmd_solve)
+    p.add_argument("--traceback", action="store_true", help="on an error print the full traceback")
     return p
 
 
@@ -137,8 +161,12 @@ def main(argv=None) -> int:
         print("varopt: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # one-line message, non-zero exit
+        if args.traceback:
+            import traceback
+            traceback.print_exc()
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"varopt: error: {type(exc).__name__}: {msg}", file=sys.stderr)
+        hint = "" if args.traceback else " (varopt --traceback ... shows where)"
+        print(f"varopt: error: {type(exc).__name__}: {msg}{hint}", file=sys.stderr)
         return 1
 
 

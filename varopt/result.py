@@ -29,7 +29,9 @@ def _plain(v):
         return _plain(v.tolist())
     if isinstance(v, (np.floating, float)):
         f = float(v)
-        return f if math.isfinite(f) else (None if math.isnan(f) else ("inf" if f > 0 else "-inf"))
+        # JSON has no infinities: every non-finite number is null, and the status says why
+        # (an infeasible minimisation has objective null and status "infeasible")
+        return f if math.isfinite(f) else None
     if isinstance(v, (np.integer,)):
         return int(v)
     if isinstance(v, (np.bool_,)):
