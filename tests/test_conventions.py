@@ -83,3 +83,32 @@ def test_no_cvxpy_private_attribute_is_written_in_varopt():
     hits = [f"{p}:{i}" for p in root.rglob("*.py") for i, line in enumerate(p.read_text().splitlines(), 1)
             if pat.search(line)]
     assert hits == []
+
+
+def _fixed_model():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1))
+    m.x.fix(0.5)
+    m.obj = pyo.Objective(expr=(m.x - 1) ** 2)
+    return m
+
+
+@pytest.mark.parametrize("solver", ["gop", "ipsa", "majorize"])
+def test_all_variables_fixed_is_a_constant_problem(solver):
+    m = _fixed_model()
+    results = pyo.SolverFactory(solver).solve(m)
+    pyo.assert_optimal_termination(results)
+    assert results.varopt_result.objective == pytest.approx(0.25) and m.x.value == 0.5
+    m.c = pyo.Constraint(expr=m.x >= 0.75)  # a violated constant constraint
+    results = pyo.SolverFactory(solver).solve(m)
+    assert results.solver.termination_condition == pyo.TerminationCondition.infeasible
+
+
+def test_ipsa_reports_an_infeasible_model_as_infeasible():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=m.x ** 2)
+    m.c = pyo.Constraint(expr=m.x >= 2)
+    results = pyo.SolverFactory("ipsa").solve(m)
+    assert results.solver.termination_condition == pyo.TerminationCondition.infeasible
+    assert m.x.value is None

@@ -25,6 +25,22 @@ _REGISTRY: dict = {}
 _SUBSCRIBERS: list = []
 
 
+def _trivial(program, run):
+    """No free variable (all fixed, or none): the objective is a constant and the constraints are
+    constants that hold or not; every solver answers the same, without running."""
+    import math
+
+    import numpy as np
+    x = np.zeros(0)
+    viol = program.max_violation(x)
+    if viol > 1e-9:
+        return run.finish("infeasible", f"no free variable and a constant constraint is violated by {viol:.3g}",
+                          lower=math.inf, upper=math.inf)
+    f = float(program.objective.value(x))
+    return run.finish("optimal", "no free variable: the objective is a constant", x=x, objective=f,
+                      lower=f, upper=f)
+
+
 class Solver:
     name: str = ""
     summary: str = ""
@@ -50,7 +66,10 @@ class Solver:
         run = Run(self.name, opts)
         t0 = run.t0
         try:
-            res = self._call(program, opts, run)
+            if program.n == 0 and getattr(program, "energy", None) is None:
+                res = _trivial(program, run)
+            else:
+                res = self._call(program, opts, run)
         except KeyboardInterrupt:
             res = run.interrupted()
         res.wall_time = time.perf_counter() - t0

@@ -24,6 +24,8 @@ This module registers the solver and declares its options; one solve is an
 """
 from __future__ import annotations
 
+import math
+
 
 import numpy as np
 
@@ -36,6 +38,7 @@ from ...core.run import Run
 from ...registry import Solver, register_solver
 from ...result import Result
 from ...oracles import Oracle
+from .start import InfeasibleStart
 from .iteration import IpsaOracleError, IpsaRun  # noqa: F401  (IpsaOracleError: public import path)
 
 
@@ -114,4 +117,8 @@ def run_ipsa(program: Program, opts, run: Run = None) -> Result:
     wake-ups than it saves: measured 15x slower on a loaded 2-core machine at n = 20000)."""
     run = run or Run("ipsa", opts)
     with blas_threads(option_threads(opts.blas_threads, auto=1)):
-        return IpsaRun(program, opts, run).solve()
+        try:
+            ipsa = IpsaRun(program, opts, run)
+        except InfeasibleStart as exc:
+            return run.finish("infeasible", str(exc), lower=math.inf, upper=math.inf)
+        return ipsa.solve()

@@ -48,6 +48,10 @@ def _linear_rows(cons):
     return sp.diags(1.0 / nrm) @ G, h / nrm
 
 
+class InfeasibleStart(ModelStructureError):
+    """Phase 1 proved the linear constraints and bounds infeasible (ipsa reports status 'infeasible')."""
+
+
 def phase1_linear(cons, names):
     n = cons.n
     G, h = _linear_rows(cons)
@@ -60,11 +64,18 @@ def phase1_linear(cons, names):
     ub[-1] = 1.0
     status, xt = _solve_lp(c, A, np.full(m, -np.inf), h, lb, ub)
     if status == "infeasible":
-        raise ModelStructureError("the linear constraints and bounds are infeasible (phase-1 LP infeasible)")
+        raise InfeasibleStart("the linear constraints and bounds are infeasible (phase-1 LP infeasible)")
     if status != "optimal" or xt is None:
         raise ModelStructureError(f"phase-1 LP for a strictly feasible start failed (status {status})")
     t = xt[-1]
     x = xt[:-1]
+    if t < -1e-9:
+        # a feasible point would give t = 0: the rows (normalised) and bounds cannot all hold
+        s = h - G @ x
+        k = int(np.argmin(s))
+        raise InfeasibleStart(
+            f"the linear constraints and bounds are infeasible (phase-1 LP: the best common slack is {t:.3g} < 0; "
+            f"most violated: {cons.names[k] if k < len(cons.names) else 'row ' + str(k)})")
     if t <= 1e-9:
         s = h - G @ x
         k = int(np.argmin(s))
