@@ -75,10 +75,10 @@ def main(argv=None):
         return None
     Xtr, Ytr = [x for x, _ in tr], [y for _, y in tr]
     Xte, Yte = [x for x, _ in te], [y for _, y in te]
-    lb = ChainCRF(lam=a.lam, max_features=a.features).fit(Xtr, Ytr, method="lbfgs", tol=1e-12, max_iter=2000)
+    lb = ChainCRF(lam=a.lam, max_features=a.features, method="lbfgs", tol=1e-12, max_iter=2000).fit(Xtr, Ytr)
     fstar = lb.objective()
-    mj = ChainCRF(lam=a.lam, max_features=a.features).fit(Xtr, Ytr, method="majorize", tol=1e-10,
-                                                          max_iter=a.max_iter, verbose=True)
+    mj = ChainCRF(lam=a.lam, max_features=a.features, method="majorize", tol=1e-10,
+                                                          max_iter=a.max_iter, verbose=True).fit(Xtr, Ytr)
     fstar = min(fstar, mj.objective())
     lt, li = within(lb.history_, fstar)
     mt, mi = within(mj.history_, fstar)

@@ -14,8 +14,8 @@ Y = [["B-PER", "O", "O", "B-LOC"], ["O", "B-ORG", "O"], ["O"], ["B-PER", "O", "B
 
 
 def _prepared(lam=0.5):
-    crf = ChainCRF(lam=lam)
-    crf.fit(X, Y, method="lbfgs", max_iter=1)
+    crf = ChainCRF(lam=lam, method="lbfgs", max_iter=1)
+    crf.fit(X, Y)
     return crf
 
 
@@ -63,8 +63,8 @@ def test_batched_chain_bound_equals_single():
 
 
 def test_majorize_fit_matches_lbfgs_and_is_monotone():
-    a = ChainCRF(lam=0.5).fit(X, Y, method="majorize", tol=1e-13, max_iter=300)
-    b = ChainCRF(lam=0.5).fit(X, Y, method="lbfgs", tol=1e-14, max_iter=2000)
+    a = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=300).fit(X, Y)
+    b = ChainCRF(lam=0.5, method="lbfgs", tol=1e-14, max_iter=2000).fit(X, Y)
     assert abs(a.objective() - b.objective()) <= 1e-6 * abs(b.objective())
     f = np.array([h["objective"] for h in a.history_])
     assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
@@ -72,13 +72,13 @@ def test_majorize_fit_matches_lbfgs_and_is_monotone():
 
 
 def test_viterbi_is_argmax():
-    crf = ChainCRF(lam=0.5).fit(X, Y, method="lbfgs", max_iter=5)
+    crf = ChainCRF(lam=0.5, method="lbfgs", max_iter=5).fit(X, Y)
     tk = X[0]
     S = crf._phi(tk) @ crf.W_.T
     T, K = S.shape
     best = max(itertools.product(range(K), repeat=T),
                key=lambda p: sum(S[t, p[t]] for t in range(T)) + sum(crf.Tr_[p[t - 1], p[t]] for t in range(1, T)))
-    assert crf.predict([tk])[0] == [crf.labels[k] for k in best]
+    assert crf.predict([tk])[0] == [crf.labels_[k] for k in best]
 
 
 def test_f1_and_errors():

@@ -148,21 +148,21 @@ Y = [["B-PER", "O", "O", "B-LOC"], ["O", "B-ORG", "O"], ["O"], ["B-PER", "O", "B
 
 
 def test_crf_fit_returns_a_result_with_limits():
-    crf = ChainCRF(lam=0.5).fit(X, Y, method="majorize", tol=1e-13, max_iter=300)
+    crf = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=300).fit(X, Y)
     assert crf.result_.status == "optimal" and crf.result_.solver == "majorize"
     assert crf.n_iter_ == crf.result_.iterations and crf.history_ is crf.result_.history
     assert np.isclose(crf.result_.objective, crf.objective(), rtol=1e-12)
-    short = ChainCRF(lam=0.5).fit(X, Y, method="majorize", tol=1e-13, max_iter=2)
+    short = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=2).fit(X, Y)
     assert short.result_.status == "iteration_limit" and short.n_iter_ == 2 and len(short.history_) == 3
-    timed = ChainCRF(lam=0.5).fit(X, Y, method="majorize", tol=1e-13, time_limit=1e-9)
+    timed = ChainCRF(lam=0.5, method="majorize", tol=1e-13, time_limit=1e-9).fit(X, Y)
     assert timed.result_.status == "time_limit" and timed.n_iter_ == 1  # limits checked after a step
     seen = []
-    ChainCRF(lam=0.5).fit(X, Y, method="majorize", max_iter=3, tol=1e-13, callback=lambda th, f: seen.append(f))
+    ChainCRF(lam=0.5, method="majorize", max_iter=3, tol=1e-13, callback=lambda th, f: seen.append(f)).fit(X, Y)
     assert len(seen) == 3 and np.all(np.diff(seen) <= 0)
 
 
 def test_crf_partition_bound_is_the_oracle_without_linear_and_ridge():
-    crf = ChainCRF(lam=0.5).fit(X, Y, method="lbfgs", max_iter=1)
+    crf = ChainCRF(lam=0.5, method="lbfgs", max_iter=1).fit(X, Y)
     th = np.random.default_rng(2).normal(size=crf.d_) * 0.3
     logz, mu, Sig = crf.partition_bound(th, True)
     v, g, S2 = crf.oracle(th, True)

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..errors import InputDataError
+from ..estimators.base import VaroptEstimator
 from .bgmm_elbo import _check_args, _learned, _moments, _profile_costs, check_data, neg_elbo
 
 
@@ -175,8 +176,9 @@ def vem(x, K: int, family: str = "point", prior_precision: float = 1.0, variance
     return VemResult(runs)
 
 
-class BayesianGMMVEM:
-    """scikit-learn style wrapper: ``BayesianGMMVEM(K).fit(x)`` keeps the best of the restarts."""
+class BayesianGMMVEM(VaroptEstimator):
+    """scikit-learn estimator: ``BayesianGMMVEM(K).fit(x)`` keeps the best of the restarts; ``x`` is the
+    1-D data, or a one-column ``X`` (``y`` is ignored, as for scikit-learn's mixtures)."""
 
     def __init__(self, n_components=2, family="point", prior_precision=1.0, variance=1.0,
                  n_restarts=100, seed=0):
@@ -184,7 +186,10 @@ class BayesianGMMVEM:
         self.prior_precision, self.variance = prior_precision, variance
         self.n_restarts, self.seed = n_restarts, seed
 
-    def fit(self, x):
+    def fit(self, x, y=None):
+        x = np.asarray(x, dtype=float)
+        if x.ndim == 2 and x.shape[1] == 1:
+            x = x.ravel()
         res = vem(x, self.n_components, self.family, self.prior_precision, self.variance,
                   self.n_restarts, self.seed)
         best = res.best

@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError
+from ..estimators.base import VaroptEstimator
 from ..solvers.majorize.bound_oracle import minimize as majorize
 from ..solvers.majorize.junction_tree import chain_bound
 
@@ -97,17 +98,26 @@ def f1_entities(gold, pred):
     return 2 * prec * rec / max(prec + rec, 1e-300)
 
 
-class ChainCRF:
-    """Chain CRF with feature templates and a label set; fit by bound majorization or L-BFGS."""
+class ChainCRF(VaroptEstimator):
+    """Chain CRF with feature templates and a label set; fit by bound majorization or L-BFGS.
 
-    def __init__(self, templates=None, labels=None, lam: float = 1.0, min_count: int = 1, max_features=None):
-        self.templates = templates or default_templates()
-        self.labels = None if labels is None else list(labels)
+    scikit-learn conventions: every hyperparameter is an ``__init__`` argument (``method``
+    ``'majorize'`` or ``'lbfgs'``, ``tol``, ``max_iter``, ``time_limit``, ``verbose``, ``callback``,
+    ``extrapolate`` included) and ``fit(X, Y)`` leaves them unchanged; what the fit derives ends in
+    ``_`` (``labels_``: the given labels or the sorted tags of ``Y``; ``templates_``)."""
+
+    def __init__(self, templates=None, labels=None, lam: float = 1.0, min_count: int = 1, max_features=None,
+                 method: str = "majorize", tol: float = 1e-8, max_iter: int = 200, time_limit=None,
+                 verbose: bool = False, callback=None, extrapolate: bool = True):
+        self.templates = templates
+        self.labels = labels
         self.lam, self.min_count, self.max_features = lam, min_count, max_features
+        self.method, self.tol, self.max_iter, self.time_limit = method, tol, max_iter, time_limit
+        self.verbose, self.callback, self.extrapolate = verbose, callback, extrapolate
 
     # --- features ---------------------------------------------------------------------------------------------
     def _feats(self, tokens):
-        return [[s for tpl in self.templates for s in tpl(tokens, t)] for t in range(len(tokens))]
+        return [[s for tpl in self.templates_ for s in tpl(tokens, t)] for t in range(len(tokens))]
 
     def _build_index(self, X):
         cnt = Counter(s for tk in X for fs in self._feats(tk) for s in fs)
@@ -205,27 +215,38 @@ class ChainCRF:
         Sig[K * F:, K * F:] += M[:, nK:, nK:].sum(0)
 
     # --- fitting ------------------------------------------------------------------------------------------------
-    def fit(self, X, Y, method: str = "majorize", tol: float = 1e-8, max_iter: int = 200, time_limit=None,
-            verbose: bool = False, callback=None, extrapolate: bool = True):
-        """Fit on token lists ``X`` and tag lists ``Y``; ``method`` ``'majorize'`` or ``'lbfgs'``.
+    def fit(self, X, Y, **overrides):
+        """Fit on token lists ``X`` and tag lists ``Y`` with the estimator's ``method``.
 
         ``extrapolate`` (majorize only) adds the monotone secant extrapolation of
         :mod:`varopt.solvers.majorize.extrapolate` after every Algorithm 2 step. With ``'majorize'`` the
         solver's :class:`~varopt.result.Result` (status ``optimal``, ``iteration_limit``, ``time_limit``,
-        ...) is kept as ``result_``; ``history_`` is its history."""
+        ...) is kept as ``result_``; ``history_`` is its history. Passing hyperparameters to ``fit``
+        (the old interface) still works for this call, with a DeprecationWarning."""
+        params = self.get_params()
+        if overrides:
+            import warnings
+            bad = [k for k in overrides if k not in params]
+            if bad:
+                raise TypeError(f"ChainCRF.fit() got unexpected keyword arguments {bad}")
+            warnings.warn("passing hyperparameters to ChainCRF.fit is deprecated; give them to ChainCRF(...) "
+                          "(scikit-learn convention)", DeprecationWarning, stacklevel=2)
+            params.update(overrides)
+        method, tol, max_iter, time_limit = params["method"], params["tol"], params["max_iter"], params["time_limit"]
+        verbose, callback, extrapolate = params["verbose"], params["callback"], params["extrapolate"]
         if len(X) != len(Y):
             raise InputDataError("X and Y have different numbers of sentences")
-        if self.labels is None:
-            self.labels = sorted({tg for ys in Y for tg in ys})
-        if len(self.labels) == 0:
+        self.templates_ = list(self.templates) if self.templates is not None else default_templates()
+        self.labels_ = (sorted({tg for ys in Y for tg in ys}) if self.labels is None else list(self.labels))
+        if len(self.labels_) == 0:
             raise InputDataError("empty label set: Omega has no configurations")
-        self.label_index_ = {tg: i for i, tg in enumerate(self.labels)}
+        self.label_index_ = {tg: i for i, tg in enumerate(self.labels_)}
         for ys in Y:
             for tg in ys:
                 if tg not in self.label_index_:
                     raise InputDataError(f"tag {tg!r} is not in the label set")
         self._build_index(X)
-        self.K_, self.F_ = len(self.labels), len(self.vocab_)
+        self.K_, self.F_ = len(self.labels_), len(self.vocab_)
         self.d_ = self.K_ * self.F_ + self.K_ ** 2
         self.batches_ = self._prepare(X, Y)
         self.linear_ = self._gold_features()
@@ -267,6 +288,7 @@ class ChainCRF:
     # --- prediction ---------------------------------------------------------------------------------------------
     def predict(self, X):
         """Viterbi labelling of each sentence."""
+        self._check_fitted("W_")
         out = []
         for tk in X:
             if not tk:
@@ -283,7 +305,7 @@ class ChainCRF:
             path = [int(np.argmax(delta))]
             for t in range(T - 1, 0, -1):
                 path.append(int(back[t][path[-1]]))
-            out.append([self.labels[k] for k in path[::-1]])
+            out.append([self.labels_[k] for k in path[::-1]])
         return out
 
 

@@ -293,5 +293,11 @@ def l1_logistic_cvxpy(X, y, alpha, form="split", fit_intercept=True):
     return cp.Problem(cp.Minimize(obj), cons), v
 
 
-# the estimators live in l1_estimators.py; re-exported here (their documented import path)
-from .l1_estimators import L1LeastSquares, L1LogisticRegression  # noqa: E402, F401
+
+
+def __getattr__(name):
+    """The estimators live in :mod:`varopt.estimators`; this older import path still works."""
+    if name in ("L1LeastSquares", "L1LogisticRegression"):
+        from ..estimators import l1 as _est
+        return getattr(_est, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

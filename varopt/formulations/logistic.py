@@ -177,52 +177,6 @@ def build_pyomo(X, y, C: float = 1.0, fit_intercept: bool = True):
     return m
 
 
-class MajorizeLogisticRegression:
-    """scikit-learn-style L2 logistic regression fitted by bound majorization (solver ``majorize``).
-
-    ``C`` has scikit-learn's meaning (``lam = 1 / C``). After :meth:`fit`: ``coef_``
-    (``(1, d)`` binary, ``(C, d)`` multinomial), ``intercept_``, ``classes_``, ``result_``.
-    """
-
-    def __init__(self, C: float = 1.0, fit_intercept: bool = True, tol: float = 1e-8, max_iter: int = 1000,
-                 bound: str = "full", rank: int = 8, verbose: bool = False):
-        self.C, self.fit_intercept, self.tol, self.max_iter = C, fit_intercept, tol, max_iter
-        self.bound, self.rank, self.verbose = bound, rank, verbose
-
-    def fit(self, X, y):
-        from ..registry import get_solver
-        import varopt.solvers.majorize  # noqa: F401  (registers the solver even if varopt/__init__ did not)
-        X, y = _check_xy(X, y)
-        if not self.C > 0:
-            raise InputDataError(f"C must be positive, got {self.C!r}")
-        self.classes_ = np.unique(y)
-        prog = logistic_program(X, y, 1.0 / self.C, self.fit_intercept, self.classes_)
-        self.program_ = prog
-        res = get_solver("majorize").solve(prog, tol=self.tol, max_iter=self.max_iter, bound=self.bound,
-                                           rank=self.rank, verbose=self.verbose)
-        self.result_ = res
-        self.coef_, self.intercept_ = unpack(res.x, X.shape[1], self.classes_.size, self.fit_intercept)
-        self.n_iter_ = res.iterations
-        return self
-
-    def decision_function(self, X):
-        X = np.asarray(X, dtype=float)
-        Z = X @ self.coef_.T + self.intercept_
-        return Z.ravel() if self.classes_.size == 2 else Z
-
-    def predict_proba(self, X):
-        Z = self.decision_function(X)
-        if self.classes_.size == 2:
-            p1 = 0.5 * (1.0 + np.tanh(0.5 * Z))
-            return np.column_stack([1.0 - p1, p1])
-        Z = Z - Z.max(axis=1, keepdims=True)
-        E = np.exp(Z)
-        return E / E.sum(axis=1, keepdims=True)
-
-    def predict(self, X):
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-
 # --- data ------------------------------------------------------------------------------------------------------
 def _standardize(X):
     mu = X.mean(axis=0)
@@ -276,3 +230,11 @@ def load_dataset(name: str, data_dir=None, standardize: bool = True):
     if standardize:
         X = _standardize(X)
     return X, np.asarray(y)
+
+
+def __getattr__(name):
+    """The estimator lives in :mod:`varopt.estimators`; this older import path still works."""
+    if name == "MajorizeLogisticRegression":
+        from ..estimators.logistic import MajorizeLogisticRegression
+        return MajorizeLogisticRegression
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
-"""scikit-learn-style estimators for on-line L1-regularised learning (thesis §2.5), fitted by ``ipsa``.
+"""scikit-learn estimators for on-line L1-regularised learning (Carbonetto 2009, §2.5), fitted by ``ipsa``.
 
 :class:`L1LeastSquares` and :class:`L1LogisticRegression` build their program with the builders of
-:mod:`.l1` (objective and forms stated there) and fit it with the ``ipsa`` solver (``fit``: passes
+:mod:`varopt.formulations.l1` (objective and forms stated there) and fit it with the ``ipsa`` solver (``fit``: passes
 over the data; ``partial_fit``: one on-line pass over new examples, continuing the step-size counter
 and the primal-dual state).
 """
@@ -10,12 +10,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputDataError
-from .l1 import (_check_X, _check_form, _check_y, l1_least_squares_program, l1_logistic_program,
-                 weights_from_x)
+from ..formulations.l1 import (_check_X, _check_form, _check_y, l1_least_squares_program, l1_logistic_program,
+                               weights_from_x)
+from .base import ClassifierMixin, RegressorMixin, VaroptEstimator
 
 
-class _L1Estimator:
+class _L1Estimator(VaroptEstimator):
     _loss = None
+    _is_classifier = False
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # the IPSA row oracles take CSR data (a1a, spam filtering)
+        return tags
     _default_hessian = "identity"
 
     def __init__(self, alpha=1.0, form="split", fit_intercept=True, passes=1.0, k0=50.0, step_power=1.0,
@@ -34,19 +41,6 @@ class _L1Estimator:
         self.sigma_power = sigma_power
         self.seed = seed
         self.solver_options = solver_options
-
-    # sklearn-style parameter access
-    def get_params(self, deep=True):
-        return {k: getattr(self, k) for k in ("alpha", "form", "fit_intercept", "passes", "k0", "step_power",
-                                               "batch_size", "sampling", "hessian", "sigma", "sigma_power",
-                                               "seed", "solver_options")}
-
-    def set_params(self, **params):
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ValueError(f"unknown parameter {k!r}")
-            setattr(self, k, v)
-        return self
 
     def _program(self, X, y):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -73,12 +67,17 @@ class _L1Estimator:
 
     def fit(self, X, y):
         """Fit from scratch: ``passes`` passes of IPSA over (X, y)."""
+        for a in ("_x", "_z", "_k", "classes_"):
+            self.__dict__.pop(a, None)
+        X, y = self._validate(X, y, reset=True, accept_sparse="csr", classifier=self._is_classifier)
         X = _check_X(X)
         y = self._prepare_y(y, X.shape[0], fit=True)
         return self._solve(X, y, self.passes, warm=False)
 
     def partial_fit(self, X, y, classes=None):
         """One on-line pass over the new examples, continuing from the current state."""
+        X, y = self._validate(X, y, reset=not hasattr(self, "_x"), accept_sparse="csr",
+                              classifier=self._is_classifier)
         X = _check_X(X)
         if classes is not None and not hasattr(self, "classes_"):
             self._set_classes(classes)
@@ -88,10 +87,9 @@ class _L1Estimator:
             raise InputDataError(f"X has {X.shape[1]} features, the model was fitted with {self.n_features_in_}")
         return self._solve(X, y, 1.0, warm=warm)
 
-    def decision_function(self, X):
-        X = _check_X(X)
-        if not hasattr(self, "coef_"):
-            raise RuntimeError("the estimator is not fitted yet")
+    def _decision(self, X):
+        self._check_fitted("coef_")
+        X = _check_X(self._validate(X, reset=False, accept_sparse="csr", with_y=False))
         return np.asarray(X @ self.coef_).ravel() + self.intercept_
 
     def _prepare_y(self, y, n, fit):
@@ -101,7 +99,7 @@ class _L1Estimator:
         pass
 
 
-class L1LeastSquares(_L1Estimator):
+class L1LeastSquares(RegressorMixin, _L1Estimator):
     """On-line L1-regularised least squares (the regularised delta rule, 2.62-2.63 / 2.65-2.67):
     minimises ``(1/2n)||y - Xw - b||^2 + alpha ||w||_1`` with IPSA."""
 
@@ -109,20 +107,30 @@ class L1LeastSquares(_L1Estimator):
         return l1_least_squares_program(X, y, self.alpha, self.form, self.fit_intercept)
 
     def predict(self, X):
-        return self.decision_function(X)
+        return self._decision(X)
 
 
-class L1LogisticRegression(_L1Estimator):
+class L1LogisticRegression(ClassifierMixin, _L1Estimator):
     """On-line L1-regularised logistic regression (§2.5.8): minimises
     ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1`` with IPSA; default Hessian
     approximation: the running diagonal of §2.5.8."""
 
     _default_hessian = "diagonal"
+    _is_classifier = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # binary: y in {-1, +1} after relabelling
+        return tags
+
+    def decision_function(self, X):
+        return self._decision(X)
 
     def _set_classes(self, classes):
         classes = np.unique(np.asarray(classes))
         if classes.size != 2:
-            raise InputDataError(f"L1LogisticRegression is binary: got {classes.size} classes")
+            raise InputDataError(f"Only binary classification is supported: L1LogisticRegression got "
+                                 f"{classes.size} classes")
         self.classes_ = classes
 
     def _prepare_y(self, y, n, fit):

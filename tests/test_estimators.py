@@ -1,0 +1,75 @@
+"""varopt's estimators follow scikit-learn's conventions (checked with scikit-learn's own tools)."""
+import warnings
+
+import numpy as np
+import pytest
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.base import clone  # noqa: E402
+from sklearn.model_selection import GridSearchCV  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+from varopt.estimators import (BayesianGMMVEM, ChainCRF, L1LeastSquares, L1LogisticRegression,  # noqa: E402
+                               MajorizeLogisticRegression, NotFittedError)
+
+
+@parametrize_with_checks([L1LeastSquares(alpha=0.01), L1LogisticRegression(alpha=0.01),
+                          MajorizeLogisticRegression(max_iter=50, tol=1e-6)])
+def test_sklearn_check_estimator(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check(estimator)
+
+
+def _data(seed=0, n=80, d=5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    w = np.array([1.5, 0.0, -2.0, 0.0, 0.5])[:d]
+    return X, X @ w + 0.1 * rng.normal(size=n), (X @ w + 0.3 * rng.normal(size=n) > 0).astype(int)
+
+
+def test_grid_search_and_pipeline_on_l1_least_squares():
+    X, y, _ = _data()
+    gs = GridSearchCV(make_pipeline(StandardScaler(), L1LeastSquares(passes=20)),
+                      {"l1leastsquares__alpha": [0.001, 0.01, 0.1]}, cv=3).fit(X, y)
+    assert gs.best_params_["l1leastsquares__alpha"] in (0.001, 0.01, 0.1)
+    assert gs.score(X, y) > 0.9
+
+
+def test_grid_search_on_majorize_logistic_regression():
+    X, _, c = _data(1)
+    gs = GridSearchCV(MajorizeLogisticRegression(), {"C": [0.01, 1.0]}, cv=3).fit(X, c)
+    assert gs.best_estimator_.coef_.shape == (1, 5) and gs.score(X, c) > 0.8
+
+
+def test_clone_keeps_hyperparameters_and_drops_the_fit():
+    est = L1LogisticRegression(alpha=0.2, passes=3, seed=5)
+    X, _, c = _data(2)
+    est.fit(X, c)
+    twin = clone(est)
+    assert twin.get_params() == est.get_params() and not hasattr(twin, "coef_")
+    with pytest.raises(NotFittedError):
+        twin.predict(X)
+
+
+def test_chain_crf_hyperparameters_live_in_init_and_fit_does_not_change_them():
+    X = [["Juan", "vive", "en", "Madrid"], ["hola"]]
+    Y = [["B-PER", "O", "O", "B-LOC"], ["O"]]
+    crf = ChainCRF(lam=0.5, method="lbfgs", max_iter=5)
+    params = crf.get_params()
+    assert {"method", "tol", "max_iter", "time_limit", "labels", "templates"} <= set(params)
+    crf.fit(X, Y)
+    assert crf.get_params() == params and crf.labels is None and crf.labels_ == ["B-LOC", "B-PER", "O"]
+    assert clone(crf).get_params() == params
+    with pytest.warns(DeprecationWarning, match="ChainCRF"):
+        ChainCRF(lam=0.5).fit(X, Y, method="lbfgs", max_iter=2)
+
+
+def test_bgmm_vem_takes_a_column_and_clones():
+    x = np.r_[np.zeros(5), 3 * np.ones(5)] + 0.01 * np.arange(10)
+    est = BayesianGMMVEM(2, n_restarts=3, seed=1)
+    a = est.fit(x.reshape(-1, 1))
+    assert a is est and np.isfinite(est.neg_elbo_)
+    assert clone(est).get_params() == est.get_params()

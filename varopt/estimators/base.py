@@ -1,0 +1,102 @@
+"""The one base class of varopt's estimators (scikit-learn conventions).
+
+* hyperparameters are the keyword arguments of ``__init__``, stored unchanged under the same
+  names (so ``get_params``/``set_params``, ``sklearn.base.clone``, ``GridSearchCV`` and pipelines
+  work); nothing is validated or derived in ``__init__``;
+* ``fit(X, y)`` validates, fits and returns ``self``; fitted attributes end in ``_``;
+* ``partial_fit`` where on-line learning makes sense.
+
+With scikit-learn installed the classes derive from :class:`sklearn.base.BaseEstimator` (and its
+regressor/classifier mixins, so ``score`` is the usual R^2 / accuracy); without it a small
+fallback gives the same ``get_params``/``set_params``/``score`` behaviour.
+"""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+try:  # scikit-learn is optional
+    from sklearn.base import BaseEstimator as _Base
+    from sklearn.base import ClassifierMixin, RegressorMixin
+    from sklearn.exceptions import NotFittedError
+    HAVE_SKLEARN = True
+except ImportError:  # pragma: no cover - exercised only without scikit-learn
+    HAVE_SKLEARN = False
+
+    class NotFittedError(ValueError, AttributeError):
+        """The estimator is used before ``fit`` (scikit-learn's exception when it is installed)."""
+
+    class _Base:
+        @classmethod
+        def _get_param_names(cls):
+            sig = inspect.signature(cls.__init__)
+            return sorted(p.name for p in sig.parameters.values()
+                          if p.name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL))
+
+        def get_params(self, deep=True):
+            return {k: getattr(self, k) for k in self._get_param_names()}
+
+        def set_params(self, **params):
+            valid = self._get_param_names()
+            for k, v in params.items():
+                if k not in valid:
+                    raise ValueError(f"invalid parameter {k!r} for estimator {type(self).__name__}; "
+                                     f"valid parameters: {valid}")
+                setattr(self, k, v)
+            return self
+
+        def __repr__(self):
+            args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+            return f"{type(self).__name__}({args})"
+
+    class RegressorMixin:
+        _estimator_type = "regressor"
+
+        def score(self, X, y, sample_weight=None):
+            y = np.asarray(y, dtype=float).ravel()
+            r = y - self.predict(X)
+            return 1.0 - float(r @ r) / float(((y - y.mean()) ** 2).sum())
+
+    class ClassifierMixin:
+        _estimator_type = "classifier"
+
+        def score(self, X, y, sample_weight=None):
+            return float(np.mean(self.predict(X) == np.asarray(y).ravel()))
+
+
+class VaroptEstimator(_Base):
+    """Base of every varopt estimator (see the module docstring)."""
+
+    def _validate(self, X, y=None, reset=True, accept_sparse=False, classifier=False, with_y=True):
+        """scikit-learn's input validation (2-d, finite, real, non-empty, ``n_features_in_`` set on
+        ``reset`` and checked otherwise, a missing ``y`` named); a plain check without scikit-learn."""
+        if HAVE_SKLEARN:
+            from sklearn.utils.multiclass import check_classification_targets
+            from sklearn.utils.validation import validate_data
+            if not with_y:
+                return validate_data(self, X, reset=reset, accept_sparse=accept_sparse, dtype=np.float64)
+            X, y = validate_data(self, X, y, reset=reset, accept_sparse=accept_sparse, dtype=np.float64,
+                                 y_numeric=not classifier)
+            if classifier:
+                check_classification_targets(y)
+            return X, y
+        X = np.asarray(X, dtype=float)  # pragma: no cover - without scikit-learn
+        if X.ndim != 2 or X.shape[0] == 0 or not np.all(np.isfinite(X)):
+            raise ValueError(f"X must be a non-empty finite 2-d array, got shape {X.shape}")
+        if reset:
+            self.n_features_in_ = X.shape[1]
+        elif X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, the estimator was fitted with {self.n_features_in_}")
+        if not with_y:
+            return X
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        return X, np.asarray(y).ravel()
+
+    def _check_fitted(self, attr="result_"):
+        if not hasattr(self, attr):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+
+__all__ = ["VaroptEstimator", "RegressorMixin", "ClassifierMixin", "NotFittedError", "HAVE_SKLEARN"]

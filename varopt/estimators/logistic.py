@@ -1,0 +1,60 @@
+"""L2 logistic regression fitted by bound majorization (Jebara & Choromanska 2012), solver ``majorize``."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputDataError
+from ..formulations.logistic import _check_xy, logistic_program, unpack
+from .base import ClassifierMixin, VaroptEstimator
+
+
+class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
+    """scikit-learn-style L2 logistic regression fitted by bound majorization (solver ``majorize``).
+
+    ``C`` has scikit-learn's meaning (``lam = 1 / C``). After :meth:`fit`: ``coef_``
+    (``(1, d)`` binary, ``(C, d)`` multinomial), ``intercept_``, ``classes_``, ``result_``.
+    """
+
+    def __init__(self, C: float = 1.0, fit_intercept: bool = True, tol: float = 1e-8, max_iter: int = 1000,
+                 bound: str = "full", rank: int = 8, verbose: bool = False):
+        self.C, self.fit_intercept, self.tol, self.max_iter = C, fit_intercept, tol, max_iter
+        self.bound, self.rank, self.verbose = bound, rank, verbose
+
+    def fit(self, X, y):
+        from ..registry import get_solver
+        import varopt.solvers.majorize  # noqa: F401  (registers the solver even if varopt/__init__ did not)
+        X, y = self._validate(X, y, reset=True, classifier=True)
+        X, y = _check_xy(X, y)
+        if np.unique(y).size < 2:
+            raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got 1 class")
+        if not self.C > 0:
+            raise InputDataError(f"C must be positive, got {self.C!r}")
+        self.classes_ = np.unique(y)
+        prog = logistic_program(X, y, 1.0 / self.C, self.fit_intercept, self.classes_)
+        self.program_ = prog
+        res = get_solver("majorize").solve(prog, tol=self.tol, max_iter=self.max_iter, bound=self.bound,
+                                           rank=self.rank, verbose=self.verbose)
+        self.result_ = res
+        self.coef_, self.intercept_ = unpack(res.x, X.shape[1], self.classes_.size, self.fit_intercept)
+        self.n_iter_ = res.iterations
+        return self
+
+    def decision_function(self, X):
+        self._check_fitted("coef_")
+        X = self._validate(X, reset=False, with_y=False)
+        Z = X @ self.coef_.T + self.intercept_
+        return Z.ravel() if self.classes_.size == 2 else Z
+
+    def predict_proba(self, X):
+        self._check_fitted("coef_")
+        Z = self.decision_function(X)
+        if self.classes_.size == 2:
+            p1 = 0.5 * (1.0 + np.tanh(0.5 * Z))
+            return np.column_stack([1.0 - p1, p1])
+        Z = Z - Z.max(axis=1, keepdims=True)
+        E = np.exp(Z)
+        return E / E.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        self._check_fitted("coef_")
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
