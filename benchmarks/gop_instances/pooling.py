@@ -136,9 +136,14 @@ def pq_formulation(key):
     return m
 
 
+#: Haverly's (1978) optimal blend for case 1: only crude B (quality 1) enters the pool, 100 units
+#: to product Y, blended with 100 units of crude C (quality 2) to Y's limit of 1.5.
+_HAVERLY1_POINT = {"x[c2,o1]": 100.0, "y[o1,p2]": 100.0, "z[c3,p2]": 100.0, "w[o1,0]": 1.0}
+
 INSTANCES = []
 for _key, _d in POOLING.items():
     INSTANCES.append(Instance(f"{_key}_p", "pooling-p", p_formulation, _d["optimum"], "min",
-                              _d["origin"] + "; P-formulation", args=(_key,)))
+                              _d["origin"] + "; P-formulation", args=(_key,),
+                              point=_HAVERLY1_POINT if _key == "haverly1" else None))
     INSTANCES.append(Instance(f"{_key}_pq", "pooling-pq", pq_formulation, _d["optimum"], "min",
                               _d["origin"] + "; PQ-formulation", args=(_key,)))

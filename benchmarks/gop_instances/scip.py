@@ -19,7 +19,10 @@ def solve_scip(model, time_limit=30.0, gap=1e-9):
     s = pyo.SolverFactory("scip_direct")
     t0 = time.perf_counter()
     res = s.solve(model, tee=False, load_solutions=False,
-                  options={"limits/time": float(time_limit), "limits/gap": gap, "limits/absgap": 1e-9})
+                  options={"limits/time": float(time_limit), "limits/gap": gap, "limits/absgap": 1e-9,
+                           # no SCIP log at all: Pyomo captures it through a pipe whose reader thread
+                           # needs the GIL, which a long solve holds (a full pipe deadlocks the solve)
+                           "display/verblevel": 0})
     dt = time.perf_counter() - t0
     tc = res.solver.termination_condition
     status = {pyo.TerminationCondition.optimal: "optimal",
