@@ -212,7 +212,7 @@ def run_bgmm(args):
     """The BGMM grid of benchmarks/gop_bgmm.py, one (N, K, family) case per child process."""
     print(f"\n== BGMM grid (benchmarks/gop_bgmm.py; time limit {args.bgmm_time_limit:g} s per solver) ==", flush=True)
     ctx = mp.get_context("fork")
-    header_done = False
+    header_done, footer = False, None
     for N in args.bgmm_N:
         for K in args.bgmm_K:
             for fam in args.bgmm_family:
@@ -236,10 +236,13 @@ def run_bgmm(args):
                 for ln in lines:
                     is_head = ln.strip().startswith("data") or set(ln.strip()) == {"-"}
                     is_foot = ln.startswith("reference:")
-                    if (is_head and header_done) or (is_foot and N != args.bgmm_N[-1]):
-                        continue
-                    print(ln, flush=True)
+                    if is_foot:
+                        footer = ln
+                    elif not (is_head and header_done):
+                        print(ln, flush=True)
                 header_done = True
+    if footer:
+        print(footer)
 
 
 def main(argv=None):
