@@ -1,0 +1,97 @@
+"""Small bilinear programs with linear constraints (and one bilinearly constrained example).
+
+* ``fv1990`` -- Floudas & Visweswaran (1990), "A global optimization algorithm (GOP) for
+  certain classes of nonconvex NLPs -- I. Theory", Comput. Chem. Eng. 14:1397-1417, the
+  illustrative bilinear example: ``min -x + x y - y``, optimum -13/12 at (7/6, 1/2).
+* ``st_e01`` -- the illustrative example of Ryoo & Sahinidis (1996), "A branch-and-reduce
+  approach to global optimization", J. Global Optim. 8:107-138: ``min -x1 - x2 s.t. x1 x2 <= 4``,
+  optimum -20/3 at (6, 2/3); GLOBALLib model st_e01.
+* ``st_bpv1``, ``st_bpv2``, ``st_bpaf1a`` -- disjoint bilinear programs of the GLOBALLib ``st_``
+  collection (test problems gathered by Sahinidis and co-workers for BARON: "bp" bilinear
+  program, "v" Visweswaran & Floudas, "af" Al-Khayyal & Falk); model and optimum as in
+  GLOBALLib / MINLPLib (YALMIP's global test suite, generated from the same .gms files,
+  checks the same optima).
+"""
+from __future__ import annotations
+
+import pyomo.environ as pyo
+
+from . import Instance
+
+
+def fv1990():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 5))
+    m.y = pyo.Var(bounds=(0, 5))
+    m.obj = pyo.Objective(expr=-m.x + m.x * m.y - m.y)
+    m.c1 = pyo.Constraint(expr=-6 * m.x + 8 * m.y <= 3)
+    m.c2 = pyo.Constraint(expr=3 * m.x - m.y <= 3)
+    return m
+
+
+def st_e01():
+    m = pyo.ConcreteModel()
+    m.x1 = pyo.Var(bounds=(0, 6))
+    m.x2 = pyo.Var(bounds=(0, 4))
+    m.obj = pyo.Objective(expr=-m.x1 - m.x2)
+    m.c = pyo.Constraint(expr=m.x1 * m.x2 <= 4)
+    return m
+
+
+def st_bpv1():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var([1, 2, 3, 4], bounds=lambda m, i: {1: (0, 27), 2: (0, 16), 3: (0, 10), 4: (0, 10)}[i])
+    x = m.x
+    m.obj = pyo.Objective(expr=x[1] * x[3] + x[2] * x[4])
+    m.c1 = pyo.Constraint(expr=x[1] + 3 * x[2] >= 30)
+    m.c2 = pyo.Constraint(expr=2 * x[1] + x[2] >= 20)
+    m.c3 = pyo.Constraint(expr=-1.6667 * x[3] + x[4] >= 10)
+    m.c4 = pyo.Constraint(expr=x[3] + x[4] <= 15)
+    return m
+
+
+def st_bpv2():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var([1, 2, 3, 4], bounds=lambda m, i: {1: (0, 4), 2: (0, 4), 3: (0, 5), 4: (0, 5)}[i])
+    x = m.x
+    m.obj = pyo.Objective(expr=x[2] * x[3] + x[2] + x[3] - x[1] * x[3])
+    m.c1 = pyo.Constraint(expr=-4 * x[1] - x[2] >= -12)
+    m.c2 = pyo.Constraint(expr=3 * x[1] - x[2] >= -1)
+    m.c3 = pyo.Constraint(expr=4 * x[3] - x[4] <= 12)
+    m.c4 = pyo.Constraint(expr=-x[3] - x[4] >= -8)
+    m.c5 = pyo.Constraint(expr=4 * x[3] - x[4] >= -1)
+    return m
+
+
+def st_bpaf1a():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(pyo.RangeSet(1, 10), bounds=(0, 20))
+    x = m.x
+    m.obj = pyo.Objective(expr=x[1] * x[6] + 2 * x[1] + 3 * x[6] + x[2] * x[7] - 4 * x[2] - x[7]
+                          + x[3] * x[8] + 8 * x[3] - 2 * x[8] + x[4] * x[9] + 4 * x[4] - 4 * x[9]
+                          + x[5] * x[10] + 9 * x[5] + 5 * x[10])
+    m.c1 = pyo.Constraint(expr=-8 * x[1] - 6 * x[3] + 7 * x[4] - 7 * x[5] <= 1)
+    m.c2 = pyo.Constraint(expr=-6 * x[1] + 2 * x[2] - 3 * x[3] + 9 * x[4] - 3 * x[5] <= 3)
+    m.c3 = pyo.Constraint(expr=6 * x[1] - 7 * x[3] - 8 * x[4] + 2 * x[5] <= 5)
+    m.c4 = pyo.Constraint(expr=-x[1] + x[2] - 8 * x[3] - 7 * x[4] - 5 * x[5] <= 4)
+    m.c5 = pyo.Constraint(expr=4 * x[1] - 7 * x[2] + 4 * x[3] + 5 * x[4] + x[5] <= 0)
+    m.c6 = pyo.Constraint(expr=5 * x[7] - 4 * x[8] + 9 * x[9] - 7 * x[10] <= 0)
+    m.c7 = pyo.Constraint(expr=7 * x[6] + 4 * x[7] + 3 * x[8] + 7 * x[9] + 5 * x[10] <= 7)
+    m.c8 = pyo.Constraint(expr=6 * x[6] + x[7] - 8 * x[8] + 8 * x[9] <= 3)
+    m.c9 = pyo.Constraint(expr=-3 * x[6] + 2 * x[7] + 7 * x[8] + x[10] <= 6)
+    m.c10 = pyo.Constraint(expr=-2 * x[6] - 3 * x[7] + 8 * x[8] + 5 * x[9] - 2 * x[10] <= 2)
+    return m
+
+
+_ST = "disjoint bilinear program, GLOBALLib/MINLPLib model {} (Sahinidis group test collection); optimum as listed there"
+INSTANCES = [
+    Instance("fv1990", "bilinear", fv1990, -13.0 / 12.0, "min",
+             "Floudas & Visweswaran (1990), Comput. Chem. Eng. 14:1397-1417, illustrative example",
+             point={"x": 7.0 / 6.0, "y": 0.5}),
+    Instance("st_e01", "bilinear", st_e01, -20.0 / 3.0, "min",
+             "Ryoo & Sahinidis (1996), J. Global Optim. 8:107-138, illustrative example; GLOBALLib st_e01",
+             point={"x1": 6.0, "x2": 2.0 / 3.0}),
+    Instance("st_bpv1", "bilinear", st_bpv1, 10.0, "min", _ST.format("st_bpv1")),
+    Instance("st_bpv2", "bilinear", st_bpv2, -8.0, "min", _ST.format("st_bpv2")),
+    Instance("st_bpaf1a", "bilinear", st_bpaf1a, -45.3797, "min", _ST.format("st_bpaf1a")),
+]

@@ -1,0 +1,112 @@
+"""Bilinear problems of Floudas et al., *Handbook of Test Problems in Local and Global Optimization* (1999).
+
+Coded from the Handbook's statements as distributed in GLOBALLib / MINLPLib (model
+``exN_M_K`` of GLOBALLib is a test problem of Handbook chapter N); variables are ``x[1..n]`` as there,
+nonnegative unless the source gives other bounds, and the optimum is the one listed in the
+Handbook and in MINLPLib.
+"""
+from __future__ import annotations
+
+import pyomo.environ as pyo
+
+from . import Instance
+
+HANDBOOK = ("Floudas, Pardalos, Adjiman, Esposito, Gumus, Harding, Klepeis, Meyer & Schweiger (1999), "
+            "Handbook of Test Problems in Local and Global Optimization, Kluwer")
+
+
+def _model(n, bounds):
+    """``x[1..n] >= 0`` with ``bounds = {i: (lo, up)}`` overriding."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(pyo.RangeSet(1, n), bounds=lambda m, i: bounds.get(i, (0, None)))
+    return m
+
+
+def ex3_1_1():
+    """Heat exchanger network design (Hock & Schittkowski problem 106), Handbook chapter 3."""
+    m = _model(8, {1: (100, 10000), 2: (1000, 10000), 3: (1000, 10000),
+                   **{i: (10, 1000) for i in range(4, 9)}})
+    x = m.x
+    m.obj = pyo.Objective(expr=x[1] + x[2] + x[3])
+    m.c1 = pyo.Constraint(expr=0.0025 * (x[4] + x[6]) <= 1)
+    m.c2 = pyo.Constraint(expr=0.0025 * (-x[4] + x[5] + x[7]) <= 1)
+    m.c3 = pyo.Constraint(expr=0.01 * (-x[5] + x[8]) <= 1)
+    m.c4 = pyo.Constraint(expr=100 * x[1] - x[1] * x[6] + 833.33252 * x[4] <= 83333.333)
+    m.c5 = pyo.Constraint(expr=x[2] * x[4] - x[2] * x[7] - 1250 * x[4] + 1250 * x[5] <= 0)
+    m.c6 = pyo.Constraint(expr=x[3] * x[5] - x[3] * x[8] - 2500 * x[5] + 1250000 <= 0)
+    return m
+
+
+def ex5_4_2():
+    """Heat exchanger network (three exchangers in series), Handbook chapter 5."""
+    m = _model(8, {1: (100, 10000), 2: (1000, 10000), 3: (1000, 10000),
+                   **{i: (10, 1000) for i in range(4, 9)}})
+    x = m.x
+    m.obj = pyo.Objective(expr=x[1] + x[2] + x[3])
+    m.c1 = pyo.Constraint(expr=x[4] + x[6] <= 400)
+    m.c2 = pyo.Constraint(expr=-x[4] + x[5] + x[7] <= 300)
+    m.c3 = pyo.Constraint(expr=-x[5] + x[8] <= 100)
+    m.c4 = pyo.Constraint(expr=x[1] - x[1] * x[6] + 833.333333333333 * x[4] <= 83333.3333333333)
+    m.c5 = pyo.Constraint(expr=x[2] * x[4] - x[2] * x[7] - 1250 * x[4] + 1250 * x[5] <= 0)
+    m.c6 = pyo.Constraint(expr=x[3] * x[5] - x[3] * x[8] - 2500 * x[5] <= -1250000)
+    return m
+
+
+def ex5_2_2(case):
+    """Haverly's pooling problem in the Handbook's formulation (chapter 5, cases 1-3).
+
+    x1, x2: products X, Y; x3, x4: crudes A, B into the pool; x5, x6: crude C to X, Y;
+    x7: pool sulphur quality; x8, x9: pool to X, Y.
+    """
+    m = _model(9, {1: (0, 600 if case == 2 else 100), 2: (0, 200), **{i: (0, 500) for i in range(3, 10)}})
+    x = m.x
+    cost_b = 13 if case == 3 else 16
+    m.obj = pyo.Objective(expr=-9 * x[1] - 15 * x[2] + 6 * x[3] + cost_b * x[4] + 10 * x[5] + 10 * x[6])
+    m.pool = pyo.Constraint(expr=x[3] + x[4] == x[8] + x[9])
+    m.prod_x = pyo.Constraint(expr=x[1] == x[5] + x[8])
+    m.prod_y = pyo.Constraint(expr=x[2] == x[6] + x[9])
+    m.spec_x = pyo.Constraint(expr=x[7] * x[8] + 2 * x[5] <= 2.5 * x[1])
+    m.spec_y = pyo.Constraint(expr=x[7] * x[9] + 2 * x[6] <= 1.5 * x[2])
+    m.sulphur = pyo.Constraint(expr=x[7] * x[8] + x[7] * x[9] == 3 * x[3] + x[4])
+    return m
+
+
+def ex5_3_2():
+    """Distillation column sequencing (pooling of split streams), Handbook chapter 5."""
+    m = _model(22, {**{i: (0, 300) for i in range(1, 19)}, **{i: (0, 1) for i in range(19, 23)}})
+    x = m.x
+    m.obj = pyo.Objective(expr=0.00432 * x[1] + 0.01517 * x[2] + 0.01517 * x[9] + 0.00432 * x[13] + 0.9979)
+    m.c1 = pyo.Constraint(expr=x[1] + x[2] + x[3] + x[4] == 300)
+    m.c2 = pyo.Constraint(expr=x[5] - x[6] - x[7] == 0)
+    m.c3 = pyo.Constraint(expr=x[8] - x[9] - x[10] - x[11] == 0)
+    m.c4 = pyo.Constraint(expr=x[12] - x[13] - x[14] - x[15] == 0)
+    m.c5 = pyo.Constraint(expr=x[16] - x[17] - x[18] == 0)
+    m.c6 = pyo.Constraint(expr=0.333 * x[1] - x[5] + x[13] * x[21] == 0)
+    m.c7 = pyo.Constraint(expr=0.333 * x[1] - x[8] * x[20] + x[13] * x[22] == 0)
+    m.c8 = pyo.Constraint(expr=0.333 * x[1] - x[8] * x[19] == 0)
+    m.c9 = pyo.Constraint(expr=-0.333 * x[2] - x[12] * x[21] == 0)
+    m.c10 = pyo.Constraint(expr=0.333 * x[2] + x[9] * x[20] - x[12] * x[22] == 0)
+    m.c11 = pyo.Constraint(expr=0.333 * x[2] - x[16] + x[9] * x[19] == 0)
+    m.c12 = pyo.Constraint(expr=0.333 * x[3] + x[6] + x[14] * x[21] == 30)
+    m.c13 = pyo.Constraint(expr=0.333 * x[3] + x[10] * x[20] + x[14] * x[22] == 50)
+    m.c14 = pyo.Constraint(expr=0.333 * x[3] + x[17] + x[10] * x[19] == 30)
+    m.c15 = pyo.Constraint(expr=x[19] + x[20] == 1)
+    m.c16 = pyo.Constraint(expr=x[21] + x[22] == 1)
+    return m
+
+
+_GL = "; model and optimum as in GLOBALLib/MINLPLib "
+INSTANCES = [
+    Instance("ex3_1_1", "floudas-ch3", ex3_1_1, 7049.24802, "min",
+             HANDBOOK + ", chapter 3, quadratically constrained problems (Hock & Schittkowski 1981, problem 106)" + _GL + "ex3_1_1"),
+    Instance("ex5_2_2_case1", "floudas-ch5", ex5_2_2, -400.0, "min",
+             HANDBOOK + ", chapter 5, pooling problem case 1 (Haverly 1978)" + _GL + "ex5_2_2_case1", args=(1,)),
+    Instance("ex5_2_2_case2", "floudas-ch5", ex5_2_2, -600.0, "min",
+             HANDBOOK + ", chapter 5, pooling problem case 2 (Haverly 1978)" + _GL + "ex5_2_2_case2", args=(2,)),
+    Instance("ex5_2_2_case3", "floudas-ch5", ex5_2_2, -750.0, "min",
+             HANDBOOK + ", chapter 5, pooling problem case 3 (Haverly 1978)" + _GL + "ex5_2_2_case3", args=(3,)),
+    Instance("ex5_3_2", "floudas-ch5", ex5_3_2, 1.86416, "min",
+             HANDBOOK + ", chapter 5, distillation sequencing" + _GL + "ex5_3_2"),
+    Instance("ex5_4_2", "floudas-ch5", ex5_4_2, 7512.2259, "min",
+             HANDBOOK + ", chapter 5, heat exchanger network design" + _GL + "ex5_4_2"),
+]
