@@ -155,6 +155,7 @@ class SMCOracle(Oracle):
         self._batches = 0
         self._batch = None
         self.moves = 0
+        self.path = []  # every theta the population was moved to, in order
 
     def next_batch(self):
         self._batches += 1
@@ -182,6 +183,18 @@ class SMCOracle(Oracle):
         self.kernel = kernel
         self.theta_pop = theta
         self.moves += 1
+        self.path.append(theta)
+
+    def replay(self, rng, path=None):
+        """A fresh population (same family and settings) moved along ``path`` (default: this one's):
+        its Zhat is unbiased for the fixed path, which no longer depends on its particles."""
+        o = SMCOracle.__new__(SMCOracle)
+        o.__dict__.update({k: v for k, v in self.__dict__.items()
+                           if k not in ("X", "pop", "theta_pop", "log_c", "path", "kernel", "rng")})
+        o.start(rng)
+        for theta in (self.path if path is None else path):
+            o.move_to(theta)
+        return o
 
     def weights_at(self, theta):
         """Normalised weights of the current particles reweighted (not moved) to ``theta``."""

@@ -16,7 +16,10 @@ k - 1 done lazily by the oracle when ipsa asks for the gradient at ``theta_{k-1}
    fraction-to-boundary rule (separate primal and dual steps);
 6. ``theta_k = theta_{k-1} + a_k dtheta``.
 
-After ``max_iter`` iterations the population is moved to ``theta_K`` and
+After ``max_iter`` iterations the population is moved to ``theta_K``. The path
+``theta_0, ..., theta_K`` was chosen from the particles, so their own SMC estimate is biased
+(upwards: 4 x 4 torus at T = 2, 400 runs, mean Zhat/Z = 1.08 +- 0.012); with ``replay`` (default)
+a fresh population is moved along the learned path and gives the estimates (mean 0.995 +- 0.012):
 
 * the variational bound (3.45) ``c(theta*) >= c(theta_K) + <E_K[a], theta* - theta_K>`` is
   estimated with the recursion (3.46) for ``c(theta_K)`` and Rao-Blackwellised ``E_K[a]``
@@ -93,6 +96,9 @@ OPTIONS = OptionSet(limit_options(max_iter=250) + progress_options(
            ("target", "none")),
     Option("rao_blackwell", "auto", "Rao-Blackwellised weights (3.43) and gradients: 'auto' (when the coupling "
            "graph is two-colourable), 'on' or 'off' (naive weights 3.59)", ("auto", "on", "off")),
+    Option("replay", True, "compute the estimates (bound, annealed Zhat, marginals) with fresh particles moved "
+           "along the learned path theta_0, ..., theta_K (unbiased Zhat); False: from the adaptive population",
+           bool),
     Option("anneal_steps", 100, "steps of the final annealing leg theta_K -> theta* (0: none; the marginals are "
            "then importance-reweighted to theta*)", int, lambda v: v is not None and v >= 0, "must be >= 0"),
 ])
@@ -174,13 +180,17 @@ class StochasticApproximationSMC(Solver):
             status, message = "converged", "planned iterations done"  # the run did what it was asked
         oracle.move_to(ipsa.x)  # Fig. 3.4 steps 7-9 of the last iteration
         theta_K = oracle.theta_pop.copy()
-        bound, bound_se = self._bound(oracle, theta_star)
-        bound += base
         info = {"theta": theta_K, "theta_star": theta_star, "theta_labels": labels,
-                "log_partition_bound": bound, "log_partition_bound_se": bound_se,
                 "rao_blackwellized": oracle.rb, "family_size": theta_star.size,
                 "sa_iterations": len(steps), "sa_resamples": oracle.pop.resamples, "sa_final_ess": oracle.pop.ess(),
                 "steps": np.array(steps).reshape(-1, 4)}
+        if opts.replay:  # fresh particles along the learned path: the estimates do not depend on the
+            # particles that chose the path (the adaptive population overestimates Z: docs/sasmc.md)
+            info["log_partition_bound_adaptive"] = base + self._bound(oracle, theta_star)[0]
+            oracle = oracle.replay(np.random.default_rng((opts.seed, 0x5A5C)))
+        bound, bound_se = self._bound(oracle, theta_star)
+        bound += base
+        info.update({"log_partition_bound": bound, "log_partition_bound_se": bound_se})
         if opts.anneal_steps > 0:
             for lam in np.arange(1, opts.anneal_steps + 1) / opts.anneal_steps:
                 oracle.move_to(theta_K + lam * (theta_star - theta_K) if lam < 1 else theta_star)
