@@ -233,10 +233,16 @@ class IpsaRun:
         else:
             dz = z
             self.a_dual = self.a_prim = np.inf
+        a_max = ahat
+        if getattr(opts, "step_cap", None) is not None:  # e.g. sasmc's variance safeguard
+            cap = float(opts.step_cap(x, dx, ahat))
+            if not cap >= 0:
+                raise InputDataError(f"ipsa iteration {self.it + 1}: step_cap returned {cap!r}, expected >= 0")
+            a_max = min(ahat, cap)
         if opts.dual_step == "same":
-            self.ap = self.ad = min(ahat, self.a_dual, self.a_prim)
+            self.ap = self.ad = min(a_max, self.a_dual, self.a_prim)
         else:
-            self.ap, self.ad = min(ahat, self.a_prim), min(ahat, self.a_dual)
+            self.ap, self.ad = min(a_max, self.a_prim), min(a_max, self.a_dual)
         x_new, s_new = self._backtrack(dx)
         stats = self.stats
         stats["backtracks"] += self.n_bt

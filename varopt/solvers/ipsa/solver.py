@@ -49,6 +49,12 @@ def _oracle_domain(v):
                              "gradient(x, rng) method, or a varopt.solvers.ipsa.StreamOracle")
 
 
+def _callable_cap(v):
+    if v is None or callable(v):
+        return v
+    raise InvalidOptionError("option 'step_cap' must be a callable cap(x, dx, a_max) -> float")
+
+
 def _float_or_array(v):
     a = np.asarray(v, dtype=float)
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
@@ -98,6 +104,9 @@ OPTIONS = OptionSet(limit_options(max_iter=None) + progress_options(
            lambda v: 0 < v < 1, "must be in (0, 1)"),
     Option("diag_min", 1e-6, "floor of the running diagonal Hessian", float, positive, "must be positive"),
     Option("history_objective", True, "evaluate the full objective at history records", bool),
+    Option("step_cap", None, "optional hook cap(x, dx, a_max) -> float: the maximum step a_k is replaced by "
+           "min(a_k, cap) before the fraction-to-boundary rule (e.g. the variance safeguard of sasmc)",
+           _callable_cap),
 ], aliases=[Alias("tol", "kkt_tol", "ipsa's tolerance is a relative KKT residual")])
 
 
