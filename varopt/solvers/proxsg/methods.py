@@ -11,8 +11,7 @@
   ``x_1..x_K`` (Theorem 7), FR the ``eta``-weighted average (robust, Theorem 6), FL the last point.
 
 With exact gradients and values PB/PA find ``L`` by backtracking (``g(p) <= g(y) + grad.(p - y)
-+ L/2 |p - y|^2``), starting from the Lipschitz hint and trying ``0.8 L`` first at every iteration
-(Scheinberg, Goldfarb & Bai 2014 allow such decreases); they stop when the prox-gradient mapping
++ L/2 |p - y|^2``), starting from the Lipschitz hint, which is shrunk by 0.8 per iteration until the first backtrack; they stop when the prox-gradient mapping
 ``L (y - p)`` is below ``kkt_tol`` (relative to ``max(1, |grad|)``).
 """
 from __future__ import annotations
@@ -110,13 +109,15 @@ class ProxRun:
         L, backtrack = self.lipschitz()
         self.info["lipschitz_initial"] = L
         x = self.x
-        y, t = x.copy(), 1.0
+        y, t, shrink = x.copy(), 1.0, True
         for k in run.iterations():
             g, _ = src.grad(y, k)
             gy = src.value(y) if backtrack else None
-            if backtrack:
-                L *= 0.8  # let L shrink again where the curvature is lower (raised below when needed)
+            if backtrack and shrink:
+                L *= 0.8  # from a loose hint, shrink L until the first backtrack (monotone after it)
+            L_before = L
             p, L = self._prox_step(y, g, L, backtrack, gy)
+            shrink = shrink and L == L_before
             done = self._converged(y, p, L, g)
             if accelerated:
                 t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
