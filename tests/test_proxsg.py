@@ -53,10 +53,10 @@ def _opts(method):
     # FB/FR converge at O(1/sqrt K) with decreasing steps; with exact gradients the constant step
     # (r = 0, eta = 1/L) and the average over the last half ('suffix') converge linearly here
     if method in ("FB", "FR"):
-        return dict(r=0.0, average="suffix", max_iter=20000)
+        return dict(r=0.0, average="suffix", max_iter=3000, history_every=500)
     if method == "FL":
-        return dict(r=0.0, max_iter=20000)
-    return dict(max_iter=20000)
+        return dict(r=0.0, max_iter=3000)
+    return dict(max_iter=3000)
 
 
 @pytest.mark.parametrize("method", METHODS)
