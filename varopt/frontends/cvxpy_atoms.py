@@ -8,6 +8,7 @@ log-sum-exp groups (catalogue kinds of :mod:`varopt.program.terms`):
   constant ``y``, ``quad_over_lin`` rows for an affine scalar ``y``;
 * ``quad_form(u, P)`` with constant ``P`` -> ``u^T P_s u`` with ``P_s = (P + P^T)/2``,
   i.e. quadratic terms ``x^T A^T P_s A x``, linear ``2 b^T P_s A x`` and constant ``b^T P b``;
+* ``abs`` -> ``abs`` rows (elementwise); ``norm1(u, axis)`` -> the sums of ``abs`` rows;
 * ``exp`` -> ``exp`` rows; ``log(u)`` and ``log1p(u) = log(1 + u)`` -> ``neglog`` rows with
   coefficient ``-1``; ``entr(u) = -u log u`` -> ``xlogx`` rows with coefficient ``-1``;
 * ``rel_entr(x, y) = x log x - x log y``, ``kl_div(x, y) = rel_entr(x, y) - x + y``;
@@ -57,6 +58,15 @@ class _Tracer(_ProductTracer):
 
     def _exp(self, expr, shape):
         return self.atom_node("exp", self.affine_arg(expr, expr.args[0]), 1.0, shape)
+
+    def _abs(self, expr, shape):
+        return self.atom_node("abs", self.affine_arg(expr, expr.args[0]), 1.0, shape)
+
+    def _norm1(self, expr, shape):
+        z = self.affine_arg(expr, expr.args[0])
+        pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
+        S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
+        return self.atom_node("abs", z, 1.0, z.shape).apply(S, shape)
 
     def _log(self, expr, shape):
         return self.atom_node("neglog", self.affine_arg(expr, expr.args[0]), -1.0, shape)

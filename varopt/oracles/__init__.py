@@ -8,6 +8,7 @@ from .gaussian import GaussianOracle
 from .colouring import colour_classes
 from .gibbs import GibbsOracle
 from .gibbs_kernel import ColourGibbs
+from .ising import IsingExactOracle, IsingGibbsOracle
 from .particles import Particles
 from .protocol import Oracle
 from .sampling import Sampler
@@ -15,5 +16,5 @@ from .stream import StreamOracle
 from .user import UserOracle
 
 __all__ = ["Oracle", "FiniteSumOracle", "UserOracle", "StreamOracle", "Sampler", "GaussianOracle", "GibbsOracle",
-           "BoundOracle",
+           "BoundOracle", "IsingExactOracle", "IsingGibbsOracle",
            "ColourGibbs", "Particles", "colour_classes"]

@@ -1,0 +1,121 @@
+"""Sparse Ising model learning by L1-penalised maximum likelihood (Honorio 2012, problem (2)).
+
+Data ``X`` (``T x n``) in ``{-1, +1}`` or ``{0, 1}`` (0 read as -1). Parameters ``b`` (n) and the
+couplings ``J_e`` of every pair ``i < j`` (``numpy.triu_indices`` order), i.e. ``W`` symmetric with
+zero diagonal, ``J_e = 2 W_ij`` (:mod:`varopt.oracles.ising`). The problem
+
+    min  log Z(b, J) - b.mu_hat - J.s_hat + rho sum_e |J_e|   (= L(W, b) + rho ||W||_1, both triangles)
+
+with ``mu_hat`` the column means and ``s_hat_e`` the mean of ``x_i x_j``; ``b`` unpenalised (with
+``penalize_bias``: ``+ rho |b|_1``). A constant column (``|mu_hat_i| = 1``) violates Assumption 1
+(``b_i`` unbounded) and raises :class:`InputDataError` unless ``b`` is penalised.
+
+:func:`ising_program` builds the compiled program (the linear data term and the ``abs`` penalty;
+``log Z`` comes from an oracle with ``oracle_adds_objective=True``); :func:`ising_cvxpy` /
+:func:`ising_pyomo` write the same model (with ``explicit=True`` the log-partition as an explicit
+log-sum-exp over all ``2^n`` states, for small ``n``). The estimator is in :mod:`.sparse_ising_estimator`.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputDataError
+
+
+def check_spins(X, name="X", penalize_bias=False):
+    """Validated spin data (float array of -1/+1) from ``X`` in {-1, +1} or {0, 1}."""
+    try:
+        A = np.asarray(X, dtype=float)
+    except (TypeError, ValueError):
+        raise InputDataError(f"{name} must be a numeric array of -1/+1 or 0/1 values") from None
+    if A.ndim != 2:
+        raise InputDataError(f"{name} must be 2-dimensional (samples x variables), got shape {A.shape}")
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        raise InputDataError(f"{name} is empty (shape {A.shape}); at least one sample of at least one variable "
+                             "is needed")
+    bad = ~np.isfinite(A)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise InputDataError(f"{name}[{r}, {c}] is {A[r, c]} (NaN or inf)")
+    vals = np.unique(A)
+    if not (set(vals) <= {-1.0, 1.0} or set(vals) <= {0.0, 1.0}):
+        other = [v for v in vals if v not in (-1.0, 0.0, 1.0)]
+        v = other[0] if other else 0.0
+        r, c = np.argwhere(A == v)[0]
+        raise InputDataError(f"{name}[{r}, {c}] = {A[r, c]:g}: data must be all -1/+1 or all 0/1"
+                             + (" (both 0 and -1 occur)" if not other else ""))
+    S = np.where(A > 0, 1.0, -1.0)
+    if not penalize_bias:
+        const = np.flatnonzero(np.all(S == S[:1], axis=0))
+        if const.size:
+            raise InputDataError(
+                f"{name}: column {int(const[0])} is constant ({S[0, const[0]]:+g} in every sample); its bias is "
+                "unbounded in the maximum-likelihood problem (Honorio 2012, Assumption 1); drop the column or "
+                "penalise the bias (penalize_bias=True)")
+    return S
+
+
+def moments(S):
+    """``(mu_hat, s_hat)``: column means and pair means ``mean(x_i x_j)`` over ``triu_indices``."""
+    n = S.shape[1]
+    a, b = np.triu_indices(n, 1)
+    C = S.T @ S / S.shape[0]
+    return S.mean(axis=0), C[a, b]
+
+
+def ising_program(S, rho, penalize_bias=False):
+    """The compiled program (variables ``b[i]``, ``J[i,j]``) of the data term and the penalty."""
+    from ..program import AtomGroup, Expression, Program
+    n = S.shape[1]
+    mu, s = moments(S)
+    a, b = np.triu_indices(n, 1)
+    p = n + a.size
+    names = [f"b[{i}]" for i in range(n)] + [f"J[{i},{j}]" for i, j in zip(a, b)]
+    pen = np.arange(p) if penalize_bias else np.arange(n, p)
+    A = sp.csr_matrix((np.ones(pen.size), (np.arange(pen.size), pen)), shape=(pen.size, p))
+    expr = Expression(p, 0.0, -np.r_[mu, s], atoms=[AtomGroup("abs", np.full(pen.size, float(rho)), A,
+                                                              np.zeros(pen.size))])
+    return Program(names, np.full(p, -np.inf), np.full(p, np.inf), expr, [], objective_name="ising_l1_ml")
+
+
+def _states(n):
+    idx = np.arange(1 << n)
+    return ((idx[:, None] >> np.arange(n)) & 1) * 2.0 - 1.0
+
+
+def ising_cvxpy(S, rho, explicit=False, penalize_bias=False):
+    """CVXPY problem ``(prob, b, J)``; ``explicit``: ``log Z`` as ``log_sum_exp`` over the 2^n states."""
+    import cvxpy as cp
+    n = S.shape[1]
+    mu, s = moments(S)
+    b, J = cp.Variable(n, name="b"), cp.Variable(n * (n - 1) // 2, name="J")
+    f = -(mu @ b) - (s @ J) + rho * cp.norm1(J) + (rho * cp.norm1(b) if penalize_bias else 0)
+    if explicit:
+        X = _states(n)
+        a, c = np.triu_indices(n, 1)
+        f = f + cp.log_sum_exp(X @ b + (X[:, a] * X[:, c]) @ J)
+    return cp.Problem(cp.Minimize(f)), b, J
+
+
+def ising_pyomo(S, rho, explicit=False, penalize_bias=False):
+    """Pyomo model with ``b[i]``, ``J[k]`` (pair ``k`` of ``triu_indices``) and the same objective."""
+    import pyomo.environ as pyo
+    n = S.shape[1]
+    mu, s = moments(S)
+    a, c = np.triu_indices(n, 1)
+    m = pyo.ConcreteModel()
+    m.b = pyo.Var(range(n), initialize=0.0)
+    m.J = pyo.Var(range(a.size), initialize=0.0)
+    f = -sum(float(mu[i]) * m.b[i] for i in range(n)) - sum(float(s[k]) * m.J[k] for k in range(a.size))
+    f = f + rho * sum(abs(m.J[k]) for k in range(a.size))
+    if penalize_bias:
+        f = f + rho * sum(abs(m.b[i]) for i in range(n))
+    if explicit:
+        X = _states(n)
+        P = X[:, a] * X[:, c]
+        f = f + pyo.log(sum(pyo.exp(sum(float(X[t, i]) * m.b[i] for i in range(n))
+                                    + sum(float(P[t, k]) * m.J[k] for k in range(a.size)))
+                            for t in range(X.shape[0])))
+    m.obj = pyo.Objective(expr=f)
+    return m

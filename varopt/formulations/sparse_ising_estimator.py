@@ -1,0 +1,102 @@
+"""scikit-learn-style sparse Ising learner: L1-penalised maximum likelihood fitted by ``proxsg``.
+
+``SparseIsing(rho=1/16, gradient='auto', ...)``: ``fit(X)`` solves problem (2) of Honorio 2012
+(:mod:`.sparse_ising`) with ``log Z``'s gradient from the exact oracle (enumeration, ``n <= 20``;
+``gradient='auto'`` picks it there) or the Gibbs sampler (mean-field start, ``n_sweeps`` sweeps,
+``samples`` chains growing by ``schedule``). Fitted: ``coef_`` (W, symmetric, zero diagonal;
+``x^T W x = sum_e J_e x_i x_j``), ``intercept_`` (b), ``adjacency_`` (``W != 0``), ``theta_``
+(``(b, J)`` of :mod:`varopt.oracles.ising`), ``result_``, ``n_iter_``. ``score(X)``: the exact
+average log-likelihood (enumeration, ``n <= 26``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import InputDataError
+from .sparse_ising import check_spins, ising_program, moments
+
+
+class SparseIsing:
+    def __init__(self, rho=1.0 / 16, gradient="auto", variant="auto", schedule="log", samples=None,
+                 n_sweeps=5, init="meanfield", max_iter=None, penalize_bias=False, seed=0, solver_options=None):
+        self.rho = rho
+        self.gradient = gradient
+        self.variant = variant
+        self.schedule = schedule
+        self.samples = samples
+        self.n_sweeps = n_sweeps
+        self.init = init
+        self.max_iter = max_iter
+        self.penalize_bias = penalize_bias
+        self.seed = seed
+        self.solver_options = solver_options
+
+    _PARAMS = ("rho", "gradient", "variant", "schedule", "samples", "n_sweeps", "init", "max_iter",
+               "penalize_bias", "seed", "solver_options")
+
+    def get_params(self, deep=True):
+        return {k: getattr(self, k) for k in self._PARAMS}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            if k not in self._PARAMS:
+                raise ValueError(f"invalid parameter {k!r} for SparseIsing; valid: {', '.join(self._PARAMS)}")
+            setattr(self, k, v)
+        return self
+
+    def _oracle(self, n, data_mean):
+        from ..oracles.ising import IsingExactOracle, IsingGibbsOracle
+        kind = self.gradient
+        if kind not in ("auto", "exact", "gibbs"):
+            raise ValueError(f"gradient must be 'auto', 'exact' or 'gibbs' (got {kind!r})")
+        if kind == "auto":
+            kind = "exact" if n <= 20 else "gibbs"
+        if kind == "exact":
+            return IsingExactOracle(n, data_mean=data_mean)
+        exact = IsingExactOracle(n, data_mean=data_mean) if n <= 16 else None
+        return IsingGibbsOracle(n, data_mean=data_mean, n_chains=self.samples or 100, n_sweeps=self.n_sweeps,
+                                init=self.init, exact_values=exact)
+
+    def fit(self, X, y=None):
+        import varopt
+        if not (isinstance(self.rho, (int, float)) and self.rho > 0):
+            raise ValueError(f"rho must be a positive number (got {self.rho!r})")
+        S = check_spins(X, penalize_bias=self.penalize_bias)
+        n = S.shape[1]
+        mu, s = moments(S)
+        prog = ising_program(S, self.rho, self.penalize_bias)
+        oracle = self._oracle(n, None)
+        opts = dict(oracle=oracle, oracle_adds_objective=True, variant=self.variant, seed=self.seed)
+        if oracle.exact:
+            opts.update(restart=True)
+        else:
+            opts.update(schedule=self.schedule, samples=self.samples or 100)
+        opts["max_iter"] = self.max_iter or (5000 if oracle.exact else 1000)
+        opts.update(self.solver_options or {})
+        res = varopt.get_solver("proxsg").solve(prog, **opts)
+        if res.x is None:
+            raise InputDataError(f"proxsg returned no point ({res.status}: {res.message})")
+        self.result_ = res
+        self.n_iter_ = res.iterations
+        self._set_theta(np.asarray(res.x, dtype=float), n)
+        self.n_features_in_ = n
+        return self
+
+    def _set_theta(self, theta, n):
+        a, b = np.triu_indices(n, 1)
+        self.theta_ = theta
+        self.intercept_ = theta[:n].copy()
+        W = np.zeros((n, n))
+        W[a, b] = W[b, a] = theta[n:] / 2.0
+        self.coef_ = W
+        self.adjacency_ = W != 0
+
+    def score(self, X, y=None):
+        """Exact average log-likelihood of ``X`` under the fitted model (enumeration)."""
+        from ..oracles.ising import IsingExactOracle
+        if not hasattr(self, "theta_"):
+            raise AttributeError("SparseIsing is not fitted yet; call fit(X) first")
+        S = check_spins(X, penalize_bias=True)
+        if S.shape[1] != self.n_features_in_:
+            raise InputDataError(f"X has {S.shape[1]} columns, the model {self.n_features_in_}")
+        return IsingExactOracle(self.n_features_in_).log_likelihood(self.theta_, S)

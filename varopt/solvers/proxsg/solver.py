@@ -1,0 +1,111 @@
+"""``proxsg``: (biased) stochastic proximal gradient for ``min g(x) + h(x)`` (Honorio 2012).
+
+``g`` is the smooth part of the model's objective (exact, finite-sum minibatches) or comes from
+an oracle of :mod:`varopt.oracles` (e.g. Gibbs estimates of an Ising model's moments, biased);
+``h`` is the separable penalty read off the model (:mod:`.penalty`: ``abs``/``norm1`` terms on
+single variables, elastic-net squares, bounds). Methods PB, PA, FB, FR, FL (:mod:`.methods`),
+sample sizes ``S_k`` from a schedule (:mod:`.schedules`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import InvalidOptionError
+from ...options import Option, OptionSet, limit_options, nonnegative, positive, progress_options, start_options
+from ...oracles import Oracle
+from ...registry import Solver, register_solver
+from .methods import ProxRun
+from .penalty import split_objective
+from .schedules import schedule_domain
+from .source import GradientSource
+
+METHODS = ("auto", "PB", "PA", "FB", "FR", "FL")
+
+
+def _oracle_domain(v):
+    if v is None or isinstance(v, Oracle) or callable(v) or callable(getattr(v, "gradient", None)):
+        return v
+    raise InvalidOptionError("option 'oracle' must be a varopt.oracles.Oracle, a callable gradient(x, rng) or an "
+                             "object with a gradient(x, rng) method")
+
+
+OPTIONS = OptionSet(limit_options(max_iter=1000) + progress_options() + start_options(
+    x0_doc="starting point; default: the model's initial values where given, else 0 (Honorio 2012 starts at "
+           "theta = 0), projected on the bounds") + [
+    Option("variant", "auto", "PB basic proximal gradient, PA accelerated (FISTA), FB forward-backward "
+           "splitting (average), FR robust FBS (step-weighted average), FL FBS last point; auto: PA with exact "
+           "gradients, FB with sampled ones", METHODS),
+    Option("step", None, "PB/PA: constant step (default 1/L); FB/FR/FL: eta_0 in eta_k = eta_0/k^r "
+           "(default beta/G)", float, positive, "must be positive"),
+    Option("beta", 1.0, "FBS step factor beta in eta_k = beta/(G k^r) (Honorio 2012, Theorems 6-8)", float,
+           positive, "must be positive"),
+    Option("r", 0.5, "FBS step exponent r in eta_k = eta_0/k^r, 0 <= r < 1", float, lambda v: 0 <= v < 1,
+           "must be in [0, 1)"),
+    Option("lipschitz", None, "Lipschitz constant L of grad g for PB/PA (default: the oracle's bound, or a "
+           "Hessian estimate raised by backtracking)", float, positive, "must be positive"),
+    Option("grad_bound", None, "bound G on |grad g| and |subgradient h| for the FBS step (default: the "
+           "oracle's bound, else max(|grad g(x0)|, |l1 weights|))", float, positive, "must be positive"),
+    Option("backtrack", True, "PB/PA with exact gradients and values: raise L until the descent lemma holds",
+           bool),
+    Option("restart", False, "PA: adaptive restart of the momentum when it points uphill", bool),
+    Option("schedule", "constant", "sample sizes S_k: constant, log (s0(1 + log k)), linear (s0 k), quadratic "
+           "(s0 k^2), or a callable k -> S_k", schedule_domain),
+    Option("samples", None, "s0 of the schedule (None: finite sums use every row, i.e. exact gradients; "
+           "sampling oracles their own default)", int, positive, "must be positive"),
+    Option("max_samples", None, "cap on S_k", int, positive, "must be positive"),
+    Option("sampling", "permutation", "rows of a finite-sum minibatch", ("permutation", "uniform", "cyclic")),
+    Option("oracle", None, "gradient oracle for the smooth part (replaces the program's smooth part unless "
+           "oracle_adds_objective)", _oracle_domain),
+    Option("oracle_adds_objective", False, "add the gradient of the program's smooth part to the oracle's "
+           "(e.g. the data term -theta.m written in the model, grad log Z from the oracle)", bool),
+    Option("average", "all", "FB/FR: average all visited points (the paper) or at least the last half "
+           "('suffix')", ("all", "suffix")),
+    Option("kkt_tol", 1e-10, "with exact gradients (PB, PA, FL): stop when the prox-gradient mapping is below "
+           "kkt_tol (relative)", float, nonnegative, "must be >= 0"),
+    Option("history_objective", True, "evaluate the exact objective at history records when available", bool),
+])
+
+
+def start_point(program, x0, pen):
+    if x0 is not None:
+        x = np.asarray(x0, dtype=float).ravel()
+        if x.size != program.n:
+            raise InvalidOptionError(f"option 'x0' has {x.size} entries, the model has {program.n} variables")
+    else:
+        x = np.nan_to_num(program.x0, nan=0.0)
+    return np.clip(x, pen.lb, pen.ub)
+
+
+@register_solver
+class ProxSG(Solver):
+    name = "proxsg"
+    summary = ("biased stochastic proximal gradient / forward-backward splitting for smooth + separable "
+               "penalty (L1, elastic net, bounds) with exact, minibatch or sampled gradients (Honorio 2012)")
+    options = OPTIONS
+
+    def _solve(self, program, opts, run):
+        smooth, pen = split_objective(program, self.name)
+        rng = np.random.default_rng(opts.seed)
+        src = GradientSource(smooth, opts, rng)
+        x0 = start_point(program, opts.x0, pen)
+        method = opts.variant if opts.variant != "auto" else ("PA" if src.exact else "FB")
+        pr = ProxRun(src, pen, opts, run, x0, method)
+        if method in ("PB", "PA"):
+            status, msg, last = pr.proximal_gradient(method == "PA")
+            out = last
+            info = {}
+        else:
+            status, msg, last = pr.splitting()
+            uni, wtd = pr.avg
+            avg, wavg = uni.value(), wtd.value()
+            out = {"FB": avg, "FR": wavg}.get(method, last)
+            info = {"average": avg, "weighted_average": wavg}
+        info.update(pr.info)
+        obj = pr.objective(out) if pr.can_value else None
+        supp = pen.support(out)
+        info.update(last=last, support=[program.names[j] for j in supp], support_size=int(supp.size),
+                    samples_total=src.samples_total, exact_gradients=src.exact,
+                    samples_capped=bool(src.schedule.capped) if src.schedule is not None else False)
+        if status is None:
+            return run.finish(x=out, objective=obj, info=info)
+        return run.finish(status, msg, x=out, objective=obj, info=info)
