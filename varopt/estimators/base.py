@@ -74,12 +74,18 @@ class VaroptEstimator(_Base):
         if HAVE_SKLEARN:
             from sklearn.utils.multiclass import check_classification_targets
             from sklearn.utils.validation import validate_data
-            if not with_y:
-                return validate_data(self, X, reset=reset, accept_sparse=accept_sparse, dtype=np.float64)
-            X, y = validate_data(self, X, y, reset=reset, accept_sparse=accept_sparse, dtype=np.float64,
-                                 y_numeric=not classifier)
-            if classifier:
-                check_classification_targets(y)
+            from ..errors import InputDataError
+            try:
+                if not with_y:
+                    return validate_data(self, X, reset=reset, accept_sparse=accept_sparse, dtype=np.float64)
+                X, y = validate_data(self, X, y, reset=reset, accept_sparse=accept_sparse, dtype=np.float64,
+                                     y_numeric=not classifier)
+                if classifier:
+                    check_classification_targets(y)
+            except InputDataError:
+                raise
+            except ValueError as exc:  # scikit-learn's message, as varopt's input error (a ValueError)
+                raise InputDataError(str(exc)) from exc
             return X, y
         X = np.asarray(X, dtype=float)  # pragma: no cover - without scikit-learn
         if X.ndim != 2 or X.shape[0] == 0 or not np.all(np.isfinite(X)):
