@@ -152,25 +152,26 @@ def _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off):
             v = np.empty(sz)
             for i in range(sz):
                 v[i] = rhs[blk_vars[p0 + i]]
-            for c in range(sz):
-                piv = c
-                for i in range(c + 1, sz):
-                    if abs(M[i, c]) > abs(M[piv, c]):
+            for col in range(sz):
+                piv = col
+                for i in range(col + 1, sz):
+                    if abs(M[i, col]) > abs(M[piv, col]):
                         piv = i
-                if piv != c:
+                if piv != col:
                     for j in range(sz):
-                        M[c, j], M[piv, j] = M[piv, j], M[c, j]
-                    v[c], v[piv] = v[piv], v[c]
-                for i in range(c + 1, sz):
-                    f = M[i, c] / M[c, c]
-                    for j in range(c + 1, sz):
-                        M[i, j] -= f * M[c, j]
-                    v[i] -= f * v[c]
+                        M[col, j], M[piv, j] = M[piv, j], M[col, j]
+                    v[col], v[piv] = v[piv], v[col]
+                for i in range(col + 1, sz):
+                    f = M[i, col] / M[col, col]
+                    for j in range(col + 1, sz):
+                        M[i, j] -= f * M[col, j]
+                    v[i] -= f * v[col]
             for i in range(sz - 1, -1, -1):
                 acc = v[i]
                 for j in range(i + 1, sz):
                     acc -= M[i, j] * v[j]
-                dx[blk_vars[p0 + i]] = acc / M[i, i]
+                v[i] = acc / M[i, i]
+                dx[blk_vars[p0 + i]] = v[i]
 
 
 @njit(cache=True)
