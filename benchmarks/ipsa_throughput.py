@@ -1,4 +1,6 @@
-"""IPSA throughput (samples/s) against scikit-learn SGD on the same data, same run.
+"""IPSA throughput (samples/s) against scikit-learn SGD on the same data, same run: the numpy
+path (``backend='numpy'``), the compiled per-sample loop (``backend='numba'``, needs
+``pip install 'varopt[fast]'``) and scikit-learn side by side, with ratios.
 
 * dense: the §2.5.7 generator with m = 40 features, N = 5000 examples, L1 least squares
   (split form), one pass in order, batch 1 (and batch 32);
@@ -8,11 +10,17 @@
   anchor: SGDClassifier(loss='log_loss', penalty='l1', max_iter=5, shuffle=False).
 
 samples/s = (passes x N) / wall time of the whole solve (IPSA: setup of the program and start
-point included). Best of 3 runs. The machine is shared (2 cores, several workers): timings are noisy.
+point included). Best of 3 runs, after one warm-up call. The JIT cost is reported apart: the
+compile of the kernel in a fresh process with an empty numba cache, and the first call in this
+process (cache load, ``cache=True``). The machine is shared (2 cores, several workers): timings are noisy.
 Usage: python benchmarks/ipsa_throughput.py
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -35,9 +43,27 @@ def best_of(fn, reps=3):
     return min(ts)
 
 
-def row(name, samples, t_ipsa, t_sk):
-    r1, r2 = samples / t_ipsa, samples / t_sk
-    print(f"{name:<44s} {r1:12.0f} {r2:14.0f} {r1 / r2:10.4f}")
+def row(name, samples, t_np, t_nb, t_sk):
+    a, b, c = samples / t_np, samples / t_nb, samples / t_sk
+    print(f"{name:<46s} {a:11.0f} {b:11.0f} {c:12.0f} {b / a:9.1f} {b / c:9.3f}")
+
+
+def jit_costs():
+    """Seconds to compile the kernel with an empty cache (fresh process) and to load it from the cache."""
+    code = ("import time, numpy as np, varopt, varopt.solvers.ipsa\n"
+            "from varopt.formulations.l1 import l1_least_squares_program\n"
+            "P = l1_least_squares_program(np.eye(3), np.ones(3), 0.1)\n"
+            "t = time.perf_counter(); varopt.get_solver('ipsa').solve(P, max_iter=2, backend='numba')\n"
+            "print(time.perf_counter() - t)")
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = []
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(2):  # first: compile into the empty cache; second: load it
+            env["NUMBA_CACHE_DIR"] = d
+            r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            out.append(float(r.stdout.split()[-1]))
+    return out
 
 
 def main():
@@ -46,20 +72,30 @@ def main():
     from sklearn.datasets import load_svmlight_file
 
     solver = varopt.get_solver("ipsa")
-    print(f"{'case':<44s} {'ipsa samp/s':>12s} {'sklearn samp/s':>14s} {'ratio':>10s}")
+    compile_s, load_s = jit_costs()
+    print(f"numba kernel: compile {compile_s:.1f} s (fresh process, empty cache), cached load + first solve "
+          f"{load_s:.2f} s (fresh process)")
+    print(f"{'case':<46s} {'numpy s/s':>11s} {'numba s/s':>11s} {'sklearn s/s':>12s} {'nb/np':>9s} {'nb/sk':>9s}")
     rng = np.random.default_rng(0)
     N, m = 5000, 40
     z = rng.normal(size=N)
     X = rng.normal(size=(N, m)) * np.sqrt(1.0 / rng.gamma(2.5, size=m)) + z[:, None]
     y = X @ np.r_[np.zeros(10), 2 * np.ones(10), np.zeros(10), 2 * np.ones(10)] + rng.normal(size=N)
     alpha = 1.25
+    P = l1_least_squares_program(X, y, alpha)
+    t = time.perf_counter()
+    solver.solve(P, passes=1, history_objective=False, backend="numba")
+    print(f"  (first numba solve in this process: {time.perf_counter() - t:.2f} s)")
+    for passes in (1, 10):
+        t_sk = best_of(lambda: SGDRegressor(penalty="l1", alpha=alpha, max_iter=passes, tol=None, shuffle=False,
+                                            fit_intercept=False).fit(X, y))
+        t_np = best_of(lambda: solver.solve(P, passes=passes, history_objective=False, backend="numpy"))
+        t_nb = best_of(lambda: solver.solve(P, passes=passes, history_objective=False, backend="numba"))
+        row(f"dense m=40, N=5000, batch 1, {passes} pass(es)", passes * N, t_np, t_nb, t_sk)
     t_sk = best_of(lambda: SGDRegressor(penalty="l1", alpha=alpha, max_iter=1, tol=None, shuffle=False,
                                         fit_intercept=False).fit(X, y))
-    P = l1_least_squares_program(X, y, alpha)
-    t_ip = best_of(lambda: solver.solve(P, passes=1, history_objective=False))
-    row("dense m=40, N=5000, batch 1, 1 pass", N, t_ip, t_sk)
     t_ip = best_of(lambda: solver.solve(P, passes=1, batch_size=32, history_objective=False))
-    row("dense m=40, N=5000, batch 32, 1 pass", N, t_ip, t_sk)
+    print(f"  (batch 32, numpy path, 1 pass: {N / t_ip:.0f} samples/s, {N / t_ip / (N / t_sk):.3f} x sklearn)")
     t_build = best_of(lambda: l1_least_squares_program(X, y, alpha))
     print(f"  (building the Program from arrays: {t_build * 1e3:.1f} ms, not included)")
 
@@ -75,9 +111,14 @@ def main():
     t_sk = best_of(lambda: SGDClassifier(loss="log_loss", penalty="l1", alpha=a_alpha, max_iter=5, tol=None,
                                          shuffle=False).fit(Xa, ya))
     Pa = l1_logistic_program(Xa, ya, a_alpha)
-    for h in ("identity", "diagonal"):
-        t_ip = best_of(lambda: solver.solve(Pa, passes=5, hessian=h, history_objective=False))
-        row(f"a1a sparse 1605x123 logistic, {h}, 5 passes", 5 * Na, t_ip, t_sk)
+    for h in ("identity", "bb", "diagonal"):
+        t_np = best_of(lambda: solver.solve(Pa, passes=5, hessian=h, history_objective=False, backend="numpy"))
+        t_nb = best_of(lambda: solver.solve(Pa, passes=5, hessian=h, history_objective=False, backend="numba"))
+        row(f"a1a sparse 1605x123 logistic, {h}, 5 passes", 5 * Na, t_np, t_nb, t_sk)
+    Pb = l1_logistic_program(Xa, ya, a_alpha, "box")
+    t_np = best_of(lambda: solver.solve(Pb, passes=5, history_objective=False, backend="numpy"))
+    t_nb = best_of(lambda: solver.solve(Pb, passes=5, history_objective=False, backend="numba"))
+    row("a1a logistic, box form -u<=w<=u, identity, 5 p.", 5 * Na, t_np, t_nb, t_sk)
 
 
 if __name__ == "__main__":

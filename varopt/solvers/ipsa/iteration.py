@@ -18,6 +18,7 @@ from ...oracles import FiniteSumOracle, Oracle, UserOracle
 from . import hessian as hs
 from .constraints import ConstraintSet
 from .direction import ReducedSystem
+from .fast import select as select_backend
 from .start import strictly_feasible_start
 
 #: backtracking halvings before the step is abandoned (x stays where it is)
@@ -87,6 +88,8 @@ class IpsaRun:
         self.n_bt = 0
         self.inv_m = 1.0 / m if m else 0.0
         self.it_per_pass = math.ceil(N / opts.batch_size) if N else None
+        self.backend_note = None
+        self.fast = select_backend(self)
 
     def _limits(self):
         """``total``: the iteration cap from ``max_iter`` and ``passes`` (defaults: 10 passes over a
@@ -142,6 +145,7 @@ class IpsaRun:
                                      "mu": self.mu, "eta": float(self.s @ self.z), "k": self.k, "n_samples": self.N,
                                      "passes": (self.it / self.it_per_pass) if self.it_per_pass else None,
                                      "hessian": self.opts.hessian, "system": self.system.mode,
+                                     "backend": self.backend_note,
                                      "mean_step_ratio": stats["sum_step_ratio"] / max(1, stats["steps"]),
                                      "boundary_limited_steps": stats["boundary_limited"],
                                      "backtracks": stats["backtracks"],
@@ -149,6 +153,8 @@ class IpsaRun:
 
     # --- the loop ---------------------------------------------------------------------------------
     def solve(self):
+        if self.fast is not None:
+            return self.fast.solve()
         run = self.run
         run.incumbent(self.x)
         self.record()

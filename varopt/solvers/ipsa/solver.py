@@ -103,6 +103,11 @@ OPTIONS = OptionSet(limit_options(max_iter=None) + progress_options(
     Option("bfgs_gamma", 0.8, "damping factor gamma of the damped BFGS update (2.51)", float,
            lambda v: 0 < v < 1, "must be in (0, 1)"),
     Option("diag_min", 1e-6, "floor of the running diagonal Hessian", float, positive, "must be positive"),
+    Option("backend", "auto", "per-sample loop: numba (compiled kernel for batch_size=1 on finite sums of "
+           "least-squares or log-sum-exp rows with bounds / block-diagonal linear rows and identity, bb or "
+           "diagonal Hessians; needs pip install 'varopt[fast]'), numpy (the reference path), auto (numba "
+           "when installed and the problem is covered, else numpy; result.info['backend'] says which ran)",
+           ("auto", "numpy", "numba")),
     Option("history_objective", True, "evaluate the full objective at history records", bool),
     Option("step_cap", None, "optional hook cap(x, dx, a_max) -> float: the maximum step a_k is replaced by "
            "min(a_k, cap) before the fraction-to-boundary rule (e.g. the variance safeguard of sasmc)",

@@ -1,0 +1,338 @@
+"""Numba kernels of the IPSA step at batch size 1 (imported only when numba is installed).
+
+:func:`run_chunk` performs up to ``rows.size`` iterations of :meth:`.IpsaRun.step` (Carbonetto
+2009, Fig. 2.1 steps 1-7) in compiled code, for the cases :mod:`.fast` admits: a finite sum of
+``square`` atom rows (least squares) or log-sum-exp groups (logistic, multinomial) read off the
+program objective, one row/group per sample; bounds and linear rows whose reduced system (2.20)
+is diagonal or block diagonal (``ReducedSystem.mode`` ``diag`` / ``blocks``); identity, damped
+Barzilai-Borwein (2.45) or running-diagonal (§2.5.8) Hessians. Every formula is the numpy
+path's, evaluated in the same order where the order is ours (reductions done by BLAS in the numpy
+path may round differently: ~1e-16 relative per step).
+
+Anything that makes the numpy path raise (non-finite gradient or direction, a dual variable
+leaving ``z > 0``) is not handled here: the kernel returns *before* changing any state
+(``code = 1``) and the caller replays that iteration on the numpy path, which raises the same error.
+
+Packed parameters (see :mod:`.fast`): ``fp = (k0, step_power, sigma, ks, sigma_power, mu_min,
+step_fraction, inv_m, weight, beta_min, d_min)``, ``ip = (n, m, kind, lower_only, n_lb, n_ub, n_lin,
+mode, hessian, dual_same)``, float state ``st = (ap, ad, a_prim, a_dual, mu, beta, sum_step_ratio)``,
+int state ``sti = (k, n_bt, backtracks, steps, boundary_limited, bb_skipped)``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+EPS = float(np.finfo(float).eps)
+MAX_BACKTRACKS = 60
+
+
+@njit(cache=True)
+def _rowdot(ptr, idx, val, r, x):
+    acc = 0.0
+    for p in range(ptr[r], ptr[r + 1]):
+        acc += val[p] * x[idx[p]]
+    return acc
+
+
+@njit(cache=True)
+def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, want_h, h, Bm):
+    """``g = lin + weight * grad f_r(x)`` and (``want_h``) ``h = weight * diag Hess f_r(x)`` of sample
+    row ``r`` (:class:`varopt.oracles.rows._AtomRows` / ``_LseRows``)."""
+    n = x.size
+    for j in range(n):
+        g[j] = 0.0
+    if want_h:
+        for j in range(n):
+            h[j] = 0.0
+    if kind == 0:  # square atom: u = a_r^T x + b_r, coef * u^2
+        u = _rowdot(A_ptr, A_idx, A_val, r, x) + ab[r]
+        cw = coef[r] * weight
+        w = cw * (2.0 * u)
+        for p in range(A_ptr[r], A_ptr[r + 1]):
+            g[A_idx[p]] += A_val[p] * w
+        if want_h:
+            hw = cw * 2.0
+            for p in range(A_ptr[r], A_ptr[r + 1]):
+                v = A_val[p]
+                h[A_idx[p]] += v * v * hw
+    else:  # log-sum-exp group r over rows lse_ptr[r]..lse_ptr[r+1]
+        k0, k1 = lse_ptr[r], lse_ptr[r + 1]
+        mx = -np.inf
+        svals = np.empty(k1 - k0)
+        for k in range(k0, k1):
+            svals[k - k0] = _rowdot(A_ptr, A_idx, A_val, k, x) + ab[k]
+            if svals[k - k0] > mx:
+                mx = svals[k - k0]
+        tot = 0.0
+        for k in range(k1 - k0):
+            svals[k] = math.exp(svals[k] - mx)
+            tot += svals[k]
+        cw = coef[r] * weight * 1.0
+        if want_h:
+            for j in range(n):
+                Bm[j] = 0.0
+        for k in range(k0, k1):
+            pk = svals[k - k0] / tot
+            w = pk * cw
+            for p in range(A_ptr[k], A_ptr[k + 1]):
+                v = A_val[p]
+                g[A_idx[p]] += v * w
+                if want_h:
+                    h[A_idx[p]] += v * v * w
+                    Bm[A_idx[p]] += pk * v
+        if want_h:
+            for j in range(n):
+                h[j] = h[j] - cw * (Bm[j] * Bm[j])
+    for j in range(n):
+        g[j] = lin[j] + g[j]
+
+
+@njit(cache=True)
+def _slack(ip, x, s, lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh):
+    n_lb, n_ub, n_lin = ip[4], ip[5], ip[6]
+    if ip[3]:
+        for i in range(n_lb):
+            s[i] = x[i] - lb[i]
+        return
+    for i in range(n_lb):
+        s[i] = x[lb_idx[i]] - lb[i]
+    for i in range(n_ub):
+        s[n_lb + i] = ub[i] - x[ub_idx[i]]
+    o = n_lb + n_ub
+    for r in range(n_lin):
+        s[o + r] = hh[r] - _rowdot(G_ptr, G_idx, G_val, r, x)
+
+
+@njit(cache=True)
+def _interior(ip, x, s, G_ptr, G_idx, G_val, hh, G_terms, G_norm1):
+    """:meth:`.ConstraintSet.interior` (no nonlinear block)."""
+    if s.size == 0:
+        return True
+    if not s.min() > 0:
+        return False
+    n_lin = ip[6]
+    if n_lin:
+        o = ip[4] + ip[5]
+        xinf = 0.0
+        for j in range(x.size):
+            if abs(x[j]) > xinf:
+                xinf = abs(x[j])
+        for r in range(n_lin):
+            sl = s[o + r]
+            hl = abs(hh[r])
+            if sl <= 2.0 * (G_terms[r] + 2.0) * EPS * (hl + G_norm1[r] * xinf):
+                acc = 0.0
+                for p in range(G_ptr[r], G_ptr[r + 1]):
+                    acc += abs(G_val[p]) * abs(x[G_idx[p]])
+                if sl <= 2.0 * (G_terms[r] + 2.0) * EPS * (hl + acc):
+                    return False
+    return True
+
+
+@njit(cache=True)
+def _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off):
+    for b in range(blk_off.size):
+        p0 = blk_ptr[b]
+        sz = blk_ptr[b + 1] - p0
+        off = blk_off[b]
+        if sz == 1:
+            i = blk_vars[p0]
+            dx[i] = rhs[i] / flat[off]
+        elif sz == 2:
+            i0, i1 = blk_vars[p0], blk_vars[p0 + 1]
+            a, bb, c, e = flat[off], flat[off + 1], flat[off + 2], flat[off + 3]
+            det = a * e - bb * c
+            dx[i0] = (e * rhs[i0] - bb * rhs[i1]) / det
+            dx[i1] = (a * rhs[i1] - c * rhs[i0]) / det
+        else:  # Gaussian elimination with partial pivoting (LAPACK gesv's algorithm)
+            M = flat[off:off + sz * sz].copy().reshape(sz, sz)
+            v = np.empty(sz)
+            for i in range(sz):
+                v[i] = rhs[blk_vars[p0 + i]]
+            for col in range(sz):
+                piv = col
+                for i in range(col + 1, sz):
+                    if abs(M[i, col]) > abs(M[piv, col]):
+                        piv = i
+                if piv != col:
+                    for j in range(sz):
+                        M[col, j], M[piv, j] = M[piv, j], M[col, j]
+                    v[col], v[piv] = v[piv], v[col]
+                for i in range(col + 1, sz):
+                    f = M[i, col] / M[col, col]
+                    for j in range(col + 1, sz):
+                        M[i, j] -= f * M[col, j]
+                    v[i] -= f * v[col]
+            for i in range(sz - 1, -1, -1):
+                acc = v[i]
+                for j in range(i + 1, sz):
+                    acc -= M[i, j] * v[j]
+                v[i] = acc / M[i, i]
+                dx[blk_vars[p0 + i]] = v[i]
+
+
+@njit(cache=True)
+def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
+              A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+              lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh, GT_ptr, GT_idx, GT_val, G_terms, G_norm1,
+              T_ptr, T_idx, T_val, diag_pos, blk_ptr, blk_vars, blk_off, trace_x, trace_z):
+    """Up to ``rows.size`` IPSA iterations in place; returns ``(done, code)`` (module docstring)."""
+    k0, step_power, sigma, ks, sigma_power, mu_min, frac, inv_m, weight, beta_min, d_min = (
+        fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
+    n, m, kind, lower_only, n_lb, n_ub, n_lin, mode, hess, same = (
+        ip[0], ip[1], ip[2], ip[3], ip[4], ip[5], ip[6], ip[7], ip[8], ip[9])
+    g, g2, h, Bm, B = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    rhs, dx, bd, tmp, x_new, Dn = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    d, Jdx, dz, s_new, z_new = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    flat = np.empty(T_ptr.size - 1)
+    o_lin = n_lb + n_ub
+    for it in range(rows.size):
+        r = rows[it]
+        k = sti[0] + 1
+        ahat = float(k0 + k) ** -step_power
+        sig = sigma * (ks / (ks + k)) ** sigma_power
+        eta = 0.0
+        for i in range(m):
+            eta += s[i] * z[i]
+        mu = max(mu_min, sig * eta * inv_m) if m else 0.0
+        _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, hess == 2, h, Bm)
+        if not np.isfinite(g).all():
+            return it, 1
+        if hess == 0:
+            B[:] = Bvec
+        elif hess == 1:
+            B[:] = st[5]
+        else:
+            if np.isfinite(h).all():
+                for j in range(n):
+                    Dn[j] = max((1.0 - ahat) * Bvec[j] + ahat * max(h[j], 0.0), d_min)
+            else:
+                Dn[:] = Bvec
+            B[:] = Dn
+        for i in range(m):
+            d[i] = z[i] / s[i]
+        # rhs = -g - mu J^T (1/s)
+        if lower_only:
+            for j in range(n):
+                rhs[j] = -g[j] - mu * -(1.0 / s[j])
+                bd[j] = d[j]
+        else:
+            for j in range(n):
+                tmp[j] = 0.0
+                bd[j] = 0.0
+            for i in range(n_lb):
+                tmp[lb_idx[i]] -= 1.0 / s[i]
+                bd[lb_idx[i]] += d[i]
+            for i in range(n_ub):
+                tmp[ub_idx[i]] += 1.0 / s[n_lb + i]
+                bd[ub_idx[i]] += d[n_lb + i]
+            for j in range(n):
+                acc = 0.0
+                for p in range(GT_ptr[j], GT_ptr[j + 1]):
+                    acc += GT_val[p] * (1.0 / s[o_lin + GT_idx[p]])
+                if GT_ptr[j + 1] > GT_ptr[j]:
+                    tmp[j] = tmp[j] + acc
+                rhs[j] = -g[j] - mu * tmp[j] if m else -g[j]
+        if mode == 0:
+            for j in range(n):
+                dx[j] = rhs[j] / (B[j] + bd[j])
+        else:
+            for q in range(flat.size):
+                acc = 0.0
+                for p in range(T_ptr[q], T_ptr[q + 1]):
+                    acc += T_val[p] * d[o_lin + T_idx[p]]
+                flat[q] = acc
+            for j in range(n):
+                flat[diag_pos[j]] += B[j] + bd[j]
+            _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off)
+        if not np.isfinite(dx).all():
+            return it, 1
+        a_dual = a_prim = np.inf
+        if m:
+            if lower_only:
+                for i in range(m):
+                    Jdx[i] = -dx[i]
+            else:
+                for i in range(n_lb):
+                    Jdx[i] = -dx[lb_idx[i]]
+                for i in range(n_ub):
+                    Jdx[n_lb + i] = dx[ub_idx[i]]
+                for q in range(n_lin):
+                    Jdx[o_lin + q] = _rowdot(G_ptr, G_idx, G_val, q, dx)
+            tmin = np.inf
+            rmax = -np.inf
+            for i in range(m):
+                dz[i] = mu / s[i] - z[i] + d[i] * Jdx[i]  # (2.21)
+                tmin = min(tmin, dz[i] / z[i])
+                rmax = max(rmax, Jdx[i] / s[i])
+            if tmin < 0:
+                a_dual = frac / -tmin
+            if rmax > 0:
+                a_prim = frac / rmax
+        if same:
+            ap = ad = min(ahat, a_dual, a_prim)
+        else:
+            ap, ad = min(ahat, a_prim), min(ahat, a_dual)
+        n_bt = 0
+        while True:  # Fig. 2.1 step 5
+            for j in range(n):
+                x_new[j] = x[j] + ap * dx[j]
+            if not m:
+                break
+            _slack(ip, x_new, s_new, lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh)
+            if _interior(ip, x_new, s_new, G_ptr, G_idx, G_val, hh, G_terms, G_norm1):
+                break
+            ap *= 0.5
+            if same:
+                ad = ap
+            n_bt += 1
+            if n_bt > MAX_BACKTRACKS:
+                ap = ad = 0.0
+                x_new[:] = x
+                s_new[:] = s
+                break
+        if m:
+            zmin = np.inf
+            for i in range(m):
+                z_new[i] = z[i] + ad * dz[i]
+                zmin = min(zmin, z_new[i])
+            if not zmin > 0:
+                return it, 1
+        # --- commit ---------------------------------------------------------------------------
+        if hess == 1 and ap > 0:
+            _gradient(kind, r, x_new, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g2, False, h, Bm)
+            if np.isfinite(g2).all():
+                ss = 0.0
+                sy = 0.0
+                for j in range(n):
+                    sj = x_new[j] - x[j]
+                    ss += sj * sj
+                    sy += sj * (g2[j] - g[j])
+                if ss > 1e-300:
+                    beta = st[5]
+                    new = beta - ahat * (beta - sy / ss)  # (2.45)
+                    if not np.isfinite(new) or new < beta_min:
+                        sti[5] += 1
+                    else:
+                        st[5] = new
+        elif hess == 2:
+            Bvec[:] = Dn
+        sti[0] = k
+        sti[1] = n_bt
+        sti[2] += n_bt
+        sti[3] += 1
+        if ap < ahat * (1 - 1e-12):
+            sti[4] += 1
+        st[0], st[1], st[2], st[3], st[4] = ap, ad, a_prim, a_dual, mu
+        st[6] += ap / ahat
+        x[:] = x_new
+        if m:
+            s[:] = s_new
+            z[:] = z_new
+        if trace_x.shape[0] > it:
+            trace_x[it] = x
+            trace_z[it] = z
+    return rows.size, 0

@@ -1,0 +1,216 @@
+"""The compiled IPSA loop at batch size 1 (option ``backend``), with the numpy path as reference.
+
+:func:`select` decides, for one :class:`.IpsaRun`, whether the numba kernel of
+:mod:`.compiled` covers the problem (:func:`unsupported` names the first reason it does not);
+:class:`FastLoop` then replaces :meth:`.IpsaRun.solve`: it takes the samples of the next chunk of
+iterations from the oracle's own sampler (same random stream), runs the chunk in compiled code and
+does the run-loop work (limits, time limit every 16 iterations, history, callback, incumbent)
+between chunks exactly where the numpy loop does it. A chunk ends at the next history record, at
+the iteration cap, every 16 iterations under a time limit, after every iteration when the user
+gave a callback (it sees every iterate), and when the kernel meets an iteration the numpy path
+would reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its usual error).
+
+Covered: the program objective as a finite sum of ``square`` atom rows (least squares) or
+log-sum-exp groups (logistic, multinomial), one row/group per sample, plus a linear term, dense
+or sparse data; bounds (the L1 split form), and linear rows whose reduced system is block
+diagonal with blocks of at most 16 variables (the L1 box form ``-u <= w <= u``, rows with few
+nonzeros); ``hessian`` ``identity``, ``bb`` or ``diagonal``; ``batch_size=1``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import InvalidOptionError
+from ...oracles import FiniteSumOracle
+from ...oracles.rows import _AtomRows, _LseRows
+
+HESSIANS = {"identity": 0, "bb": 1, "diagonal": 2}
+CHUNK = 4096
+
+
+def numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def unsupported(r) -> str | None:
+    """Why the compiled kernel does not cover IpsaRun ``r`` (None when it does)."""
+    opts, cons, oracle = r.opts, r.cons, r.oracle
+    if opts.oracle is not None or not isinstance(oracle, FiniteSumOracle):
+        return "a user or stream gradient oracle (only the program's own finite sum is compiled)"
+    if opts.batch_size != 1 or not oracle.n_samples or oracle.n_samples < 2:
+        return f"batch_size={opts.batch_size} (the compiled loop is for per-sample steps, batch_size=1)"
+    if opts.hessian not in HESSIANS:
+        return f"hessian={opts.hessian!r} (compiled: identity, bb, diagonal)"
+    if cons.n_nl:
+        return "nonlinear constraints"
+    if r.system.mode not in ("diag", "blocks"):
+        return "linear rows coupling more than 16 variables (general reduced system)"
+    if oracle.Q is not None:
+        return "quadratic terms outside the sampled rows"
+    if len(oracle.parts) != 1:
+        return "more than one group of sampled rows"
+    helper, ptr, _ = oracle.parts[0]
+    if not oracle._unit[id(ptr)] or ptr.size != oracle.n_samples + 1:
+        return "samples with more than one row"
+    if isinstance(helper, _AtomRows):
+        if not helper.simple or helper.g.kind != "square":
+            return f"atom rows of kind {helper.g.kind!r} (compiled: square, log-sum-exp)"
+    elif not isinstance(helper, _LseRows) or helper.has_mult:
+        return "log-sum-exp rows with variable multipliers"
+    return None
+
+
+def select(r):
+    """The :class:`FastLoop` for ``r`` under option ``backend``, or None (numpy path)."""
+    backend = r.opts.backend
+    if backend == "numpy":
+        r.backend_note = "numpy (backend='numpy')"
+        return None
+    have = numba_available()
+    if backend == "numba" and not have:
+        raise InvalidOptionError("backend='numba' needs the numba package (pip install 'varopt[fast]'); "
+                                 "backend='auto' uses numba when it is installed and numpy otherwise")
+    why = unsupported(r) if have else "numba is not installed"
+    if why is not None:
+        if backend == "numba":
+            raise InvalidOptionError(f"backend='numba' does not cover this problem: {why}; "
+                                     "backend='auto' falls back to the numpy path")
+        r.backend_note = f"numpy ({why})"
+        return None
+    r.backend_note = "numba"
+    return FastLoop(r)
+
+
+def _i64(a):
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _f64(a):
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def _csr(M):
+    return _i64(M.indptr), _i64(M.indices), _f64(M.data)
+
+
+class FastLoop:
+    """Packs an :class:`.IpsaRun` into the kernel's arrays and runs its loop (module docstring)."""
+
+    def __init__(self, r):
+        from . import compiled
+        self.kernel = compiled.run_chunk
+        self.r = r
+        opts, cons, oracle, hess = r.opts, r.cons, r.oracle, r.hess
+        helper, _, order = oracle.parts[0]
+        self.order = _i64(order)
+        kind = 0 if isinstance(helper, _AtomRows) else 1
+        g = helper.g
+        A = helper.A.csr
+        lse_ptr = _i64(helper.ptr) if kind == 1 else np.zeros(1, dtype=np.int64)
+        self.rowdata = (*_csr(A), _f64(g.b), _f64(g.coef), lse_ptr)
+        self.lin = _f64(oracle.lin)
+        self.fp = np.array([opts.k0, opts.step_power, opts.sigma, r.ks, opts.sigma_power, opts.mu_min,
+                            opts.step_fraction, r.inv_m, oracle.n_samples / 1.0,
+                            getattr(hess, "beta_min", 0.0), getattr(hess, "d_min", 0.0)], dtype=float)
+        mode = 0 if r.system.mode == "diag" else 1
+        self.ip = np.array([r.n, r.m, kind, int(cons.lower_only), cons.n_lb, cons.n_ub, cons.n_lin, mode,
+                            HESSIANS[opts.hessian], int(opts.dual_step == "same")], dtype=np.int64)
+        self.cons = (_i64(cons.lb_idx), _f64(cons.lb), _i64(cons.ub_idx), _f64(cons.ub), *_csr(cons.G),
+                     _f64(cons.h), *_csr(cons.GT), _f64(cons.G_terms), _f64(cons.G_norm1))
+        self.blocks = self._blocks(r.system, r.n) if mode == 1 else (
+            np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), _i64(np.zeros(r.n)),
+            np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        self.no_trace = (np.zeros((0, r.n)), np.zeros((0, r.m)))
+
+    @staticmethod
+    def _blocks(system, n):
+        ptr, vars_, offs = [0], [], []
+        for sz, idx, off in system.groups:
+            for k, row in enumerate(idx):
+                vars_.extend(int(v) for v in row)
+                ptr.append(len(vars_))
+                offs.append(off + k * sz * sz)
+        return (*_csr(system.T), _i64(system.diag_pos), _i64(ptr), _i64(vars_), _i64(offs))
+
+    # --- samples ---------------------------------------------------------------------------
+    def take(self, count):
+        """The next ``count`` samples of the oracle's sampler (its state advanced as by ``count``
+        calls of ``next_batch``)."""
+        smp = self.r.oracle.sampler
+        if smp.mode == "cyclic":
+            pos = (smp.pos + np.arange(count)) % smp.N
+            smp.pos = int((smp.pos + count) % smp.N)
+            return smp.order[pos]
+        return np.concatenate([smp.next() for _ in range(count)])
+
+    # --- one chunk ---------------------------------------------------------------------------
+    def chunk(self, samples, trace=None):
+        """Run the kernel over ``samples``; returns the number of iterations done and whether the
+        next one must be replayed on the numpy path. ``trace``: (x, z) arrays of shape (count, .)."""
+        r = self.r
+        hess = r.hess
+        st = np.array([r.ap, r.ad, r.a_prim, r.a_dual, r.mu, getattr(hess, "beta", 1.0),
+                       r.stats["sum_step_ratio"]])
+        sti = np.array([r.k, r.n_bt, r.stats["backtracks"], r.stats["steps"], r.stats["boundary_limited"],
+                        getattr(hess, "skipped", 0)], dtype=np.int64)
+        Bvec = hess.B if r.opts.hessian == "identity" else (hess.D if r.opts.hessian == "diagonal"
+                                                              else np.zeros(0))
+        x, s, z = r.x.copy(), r.s.copy(), r.z.copy()
+        tx, tz = trace if trace is not None else self.no_trace
+        done, code = self.kernel(self.fp, self.ip, st, sti, x, s, z, self.lin, Bvec, self.order[samples],
+                                 *self.rowdata, *self.cons, *self.blocks, tx, tz)
+        r.x, r.s, r.z = x, s, z
+        r.ap, r.ad, r.a_prim, r.a_dual, r.mu = (float(v) for v in st[:5])
+        r.stats["sum_step_ratio"] = float(st[6])
+        r.k, r.n_bt = int(sti[0]), int(sti[1])
+        r.stats["backtracks"], r.stats["steps"], r.stats["boundary_limited"] = (int(v) for v in sti[2:5])
+        if r.opts.hessian == "bb":
+            hess.beta, hess.skipped = float(st[5]), int(sti[5])
+        return int(done), bool(code)
+
+    # --- the loop ----------------------------------------------------------------------------
+    def _chunk_length(self):
+        r, run = self.r, self.r.run
+        it = r.it
+        if run.callback_fn is not None:
+            return 1
+        every = run.history_every
+        length = min(CHUNK, every - it % every)
+        if r.total is not None:
+            length = min(length, r.total - it)
+        if r.opts.time_limit is not None:
+            length = min(length, 16 - (it & 15))
+        return max(1, length)
+
+    def solve(self):
+        r = self.r
+        run = r.run
+        run.incumbent(r.x)
+        r.record()
+        while not r._stopped():
+            count = self._chunk_length()
+            samples = self.take(count)
+            done, replay = self.chunk(samples)
+            if replay:
+                self._rewind(count - done - 1)
+                r.it = run.iteration = r.it + done
+                r.step(np.array([samples[done]]))  # raises the numpy path's error, or steps
+                done = 1
+            r.it = run.iteration = r.it + done
+            run.incumbent(r.x)
+            if run.callback(r.x, r.z, r.s):
+                break
+            r.record()
+        r.record(force=True)
+        return r.result()
+
+    def _rewind(self, unused):
+        """Give back ``unused`` samples taken but not stepped (cyclic order; other samplers keep
+        their stream position, as the numpy path would after an error)."""
+        smp = self.r.oracle.sampler
+        if unused and smp.mode == "cyclic":
+            smp.pos = int((smp.pos - unused) % smp.N)
