@@ -22,6 +22,7 @@ from ...registry import Solver, register_solver
 from ...result import Result
 from .loop import Majorization
 from .model import MajorizeModel
+from .step_qp import StepQP
 from .step import woodbury_solve as _woodbury_solve  # noqa: F401  (import path used by tests)
 
 __all__ = ["MajorizeSolver", "MajorizeModel"]
@@ -76,8 +77,11 @@ class MajorizeSolver(Solver):
             x = _start(program, model, opts, qp)
             if isinstance(x, tuple):
                 return run.finish(*x)
-            res = Majorization(model, opts, run, qp).solve(x)
+            step_qp = StepQP(model, qp) if model.constrained else None
+            res = Majorization(model, opts, run, step_qp).solve(x)
         res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex)}
+        if step_qp is not None:
+            res.info["step_qp"] = dict(step_qp.stats)  # steps by the active-set fast path / the general layer
         return res
 
 
