@@ -59,7 +59,7 @@ class MajorizeSolver(Solver):
                "must be >= 0"),
         Option("extrapolate", True, "after each majorization step D, try a secant-Newton point in the plane of D "
                "and the previous step, then secant points x + a D (a > 1), keeping one only if it lowers f "
-               "(monotone; unconstrained problems; beyond the paper). False runs Algorithm 2 exactly", bool),
+               "(monotone; with constraints only feasible trials; beyond the paper). False runs Algorithm 2 exactly", bool),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
     ] + progress_options("called as callback(iteration, x, f) after every iteration (f in the internal, "

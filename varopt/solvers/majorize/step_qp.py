@@ -52,3 +52,31 @@ class StepQP:
         # keep theta inside the box despite QP tolerances
         step = np.clip(x + step, model.lb, model.ub) - x
         return step, float(u @ step + 0.5 * step @ (Q @ step)), {}, None
+
+    # --- feasibility of extrapolation trials (loop.py): a trial outside Lambda is never evaluated -------------
+    def feasible(self, z):
+        """``z`` in the box exactly and in the rows within ``1e-9`` relative (the start's tolerance)."""
+        model = self.model
+        if not (np.all(z >= model.lb) and np.all(z <= model.ub)):
+            return False
+        if not model.A.shape[0]:
+            return True
+        Az = model.A @ z
+        with np.errstate(invalid="ignore"):
+            return bool(np.all(Az >= model.lo - 1e-9 * np.maximum(1.0, np.abs(model.lo)))
+                        and np.all(Az <= model.hi + 1e-9 * np.maximum(1.0, np.abs(model.hi))))
+
+    def max_factor(self, x, step):
+        """The largest ``a`` with ``x + a step`` in Lambda (ratio test; constraints ``step`` does not move
+        are ignored)."""
+        model = self.model
+        a = np.inf
+        pairs = [(x, step, model.lb, model.ub)]
+        if model.A.shape[0]:
+            pairs.append((model.A @ x, model.A @ step, model.lo, model.hi))
+        for v, dv, lo, hi in pairs:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tlo = np.where((dv < 0) & np.isfinite(lo), (lo - v) / dv, np.inf)
+                thi = np.where((dv > 0) & np.isfinite(hi), (hi - v) / dv, np.inf)
+            a = min(a, float(np.min(tlo, initial=np.inf)), float(np.min(thi, initial=np.inf)))
+        return max(a, 0.0)
