@@ -24,7 +24,8 @@ SECANTS = 3
 MEMORY = 4
 
 
-def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, prev=None, lin=None):
+def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, prev=None, lin=None,
+                       max_factor=MAX_FACTOR):
     """Return ``(x, f, g, aux, a)``: the best point found along ``x + a step`` (``a = 1`` is ``x_new``).
 
     ``evaluate(x) -> (f, grad, aux)`` evaluates the objective; ``aux`` is passed through (e.g. cached
@@ -35,7 +36,8 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
 
     ``lin(a, b)``, when given, returns the (affine) scores of ``x + a step + sum_j b_j s_j`` combined
     from known images (or None when too inexact); they are passed as ``evaluate(x, scores)`` (no
-    feature product; ``scores`` is whatever ``lin`` returned).
+    feature product; ``scores`` is whatever ``lin`` returned). ``max_factor`` caps ``a`` (with constraints:
+    the largest feasible factor, so secant points stay feasible).
     """
     best = (x_new, f_new, g_new, aux_new, 1.0)
     d0 = float(u @ step)
@@ -47,7 +49,8 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
     if not (d0 < 0 and d1 < 0):
         return best
     # phi' not increasing (phi affine or concave along the step): the secant has no root, go as far as allowed
-    alpha = min(d0 / (d0 - d1), MAX_FACTOR) if d1 > d0 else MAX_FACTOR
+    cap = min(MAX_FACTOR, max_factor)
+    alpha = min(d0 / (d0 - d1), cap) if d1 > d0 else cap
     if alpha <= 1.05:
         return best
     a_prev, d_prev = 1.0, d1
@@ -66,7 +69,7 @@ def secant_extrapolate(evaluate, x, u, step, x_new, f_new, g_new, aux_new=None, 
             break
         a_next = alpha + d_try * (alpha - a_prev) / (d_prev - d_try)
         a_prev, d_prev = alpha, d_try
-        alpha = min(a_next, MAX_FACTOR)
+        alpha = min(a_next, cap)
         if alpha <= a_prev * 1.02:
             break
     return best

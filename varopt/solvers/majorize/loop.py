@@ -4,8 +4,9 @@ Each iteration at ``theta~`` with ``u = grad f(theta~)`` minimises the majorizer
 ``m(D) = u^T D + 1/2 D^T (H + Sigma + rho I) D`` (step 3, :mod:`.step`), and
 ``f(theta~ + D) <= f(theta~) + m(D) <= f(theta~)`` makes the iteration monotone: both
 inequalities are checked every iteration (:class:`~varopt.errors.SolverBugError` when ``f``
-exceeds its majorizer by more than ``MONO_TOL`` relative). Unconstrained problems then try the
-monotone secant/subspace extrapolation of :mod:`.extrapolate` (option ``extrapolate``; beyond the
+exceeds its majorizer by more than ``MONO_TOL`` relative). Every iteration then tries the
+monotone secant/subspace extrapolation of :mod:`.extrapolate` (option ``extrapolate``; trials outside the
+constraints are rejected and secant factors capped at the feasible one; beyond the
 paper). Stopping: the relative decrease ``delta_k``, its extrapolated remainder
 ``delta_k rho / (1 - rho)`` (``rho = delta_k / delta_{k-1}``, linear convergence, Theorem 2) and the
 relative step (``<= sqrt(tol)``) all small.
@@ -56,7 +57,8 @@ class Majorization:
 
     def __init__(self, model, opts, run, qp=None):
         self.model, self.opts, self.run, self.qp = model, opts, run, qp
-        self.extrapolate = opts.extrapolate and not model.constrained
+        # with constraints the trials are kept inside Lambda (qp.feasible / qp.max_factor of .step_qp.StepQP)
+        self.extrapolate = opts.extrapolate and (not model.constrained or hasattr(qp, "feasible"))
         self.u_next = None
         self.prev = []  # (step, gradient change) of recent iterations, most recent first: the subspace trial
         self.images = []  # their score images (F step, rounding bound), when the steps come with images
@@ -143,12 +145,18 @@ class Majorization:
         lin_fn = (_linear_scores(grp, S, img, self.images, limit)
                   if lin and img is not None and len(self.images) == len(self.prev) else None)
 
+        constrained = model.constrained
+
         def trial(z, sc=None):
+            if constrained and not self.qp.feasible(z):
+                return np.inf, None, None  # outside Lambda: never better, never evaluated
             return model.evaluate(z, want_grad=True, scores=None if sc is None else sc[0],
                                   err=None if sc is None else sc[1])
         S_plain = S_new
+        cap = self.qp.max_factor(x, step) if constrained else np.inf
         x_new, f_new, u_next, S_new, alpha = secant_extrapolate(
-            trial, x, u, step, x_new, f_new, model.gradient_at(x_new, S_new), S_new, prev=self.prev, lin=lin_fn)
+            trial, x, u, step, x_new, f_new, model.gradient_at(x_new, S_new), S_new, prev=self.prev, lin=lin_fn,
+            max_factor=cap)
         self.u_next = u_next
         self.prev = [(x_new - x, u_next - u)] + self.prev[:MEMORY - 1]
         if img is not None:

@@ -22,6 +22,7 @@ from ...registry import Solver, register_solver
 from ...result import Result
 from .loop import Majorization
 from .model import MajorizeModel
+from .step_qp import StepQP
 from .step import woodbury_solve as _woodbury_solve  # noqa: F401  (import path used by tests)
 
 __all__ = ["MajorizeSolver", "MajorizeModel"]
@@ -58,7 +59,7 @@ class MajorizeSolver(Solver):
                "must be >= 0"),
         Option("extrapolate", True, "after each majorization step D, try a secant-Newton point in the plane of D "
                "and the previous step, then secant points x + a D (a > 1), keeping one only if it lowers f "
-               "(monotone; unconstrained problems; beyond the paper). False runs Algorithm 2 exactly", bool),
+               "(monotone; with constraints only feasible trials; beyond the paper). False runs Algorithm 2 exactly", bool),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
     ] + progress_options("called as callback(iteration, x, f) after every iteration (f in the internal, "
@@ -76,8 +77,11 @@ class MajorizeSolver(Solver):
             x = _start(program, model, opts, qp)
             if isinstance(x, tuple):
                 return run.finish(*x)
-            res = Majorization(model, opts, run, qp).solve(x)
+            step_qp = StepQP(model, qp) if model.constrained else None
+            res = Majorization(model, opts, run, step_qp).solve(x)
         res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex)}
+        if step_qp is not None:
+            res.info["step_qp"] = dict(step_qp.stats)  # steps by the active-set fast path / the general layer
         return res
 
 

@@ -9,7 +9,8 @@ constraints the minimiser is ``D = -(H + Sigma + rho I)^{-1} u``: Cholesky (:fun
 minimum norm when singular), exact Woodbury ``Sigma = diag(Dg) + R^T R`` when the bound has few
 rows (:func:`woodbury_solve`, or the matrix-free row-space form of the padded groups), or the
 low-rank bound of Algorithm 4. With linear constraints and bounds it is a convex QP in ``D``
-solved by varopt.lpqp. Every step also reports ``flat = ||(H + Sigma) D + u||``: the part of
+(:class:`.step_qp.StepQP`: warm-started active set, else varopt.lpqp). Every step also reports
+``flat = ||(H + Sigma) D + u||``: the part of
 ``u`` outside the range of the curvature (nonzero means an unbounded objective, docs/majorize.md
 section 2).
 """
@@ -126,22 +127,6 @@ def lowrank_step(L, u):
     return step, float(u @ step + 0.5 * step @ Ls), {"flat": float(np.linalg.norm(Ls + u))}
 
 
-def qp_step(model, x, u, Q, qp):
-    """Algorithm 2 step 3 as a QP in ``D = theta - theta~`` over ``lo - A theta~ <= A D <= hi - A theta~``,
-    ``lb - theta~ <= D <= ub - theta~``; ``(None, None, status, None)`` when HiGHS does not solve it."""
-    Qs = sp.csr_matrix(0.5 * (Q + Q.T))
-    m = model.A.shape[0]
-    Ax = model.A @ x if m else None
-    res = qp.solve_lp(u, A=model.A if m else None, row_lo=(model.lo - Ax) if m else None,
-                      row_hi=(model.hi - Ax) if m else None, lb=model.lb - x, ub=model.ub - x, Q=Qs)
-    if res.status != "optimal":
-        return None, None, res.status if res.status in ("infeasible", "unbounded") else "error", None
-    step = np.asarray(res.x, dtype=float)
-    # keep theta inside the box despite QP tolerances
-    step = np.clip(x + step, model.lb, model.ub) - x
-    return step, float(u @ step + 0.5 * step @ (Q @ step)), {}, None
-
-
 def majorizer_step(model, x, u, opts, qp, S=None):
     """Minimise the majorizer ``m(D) = u^T D + 1/2 D^T Sigma D`` of a :class:`.model.MajorizeModel` over
     the feasible set.
@@ -190,4 +175,4 @@ def majorizer_step(model, x, u, opts, qp, S=None):
         Q = model.add_H(Q, ridge)
     if not model.constrained:
         return dense_step(Q, u) + (None,)
-    return qp_step(model, x, u, Q, qp)
+    return qp.solve(x, u, Q)  # .step_qp.StepQP: warm active set, else the general QP layer

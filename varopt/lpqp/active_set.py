@@ -1,0 +1,212 @@
+r"""A warm-started primal active-set method for small convex QPs with a dense PSD ``Q``: the fast path of
+QPs solved many times with the same constraints and a slowly changing ``Q`` (the step QP of the
+majorization loop, Jebara & Choromanska 2012, Algorithm 2 step 3).
+
+Problem (the form and dual sign convention of :mod:`varopt.lpqp`)::
+
+    min 1/2 x'Qx + c'x   s.t.   r_lo <= A x <= r_hi,   lb <= x <= ub,   from a feasible x0.
+
+Working set ``W``: rows held at one of their bounds and columns ``C`` fixed at one of theirs; ``F``
+the free columns. On ``W`` the equality-constrained problem has the closed-form KKT solution
+(Cholesky of ``Q_FF``, ``G = Q_FF^{-1} A_WF'``, Schur complement ``S = A_WF G``)::
+
+    g = c_F + Q_FC x_C,   S y_W = b_W + A_WF Q_FF^{-1} g,   x_F = Q_FF^{-1}(A_WF' y_W - g),
+    z_C = (Q x + c - A_W' y_W)_C,
+
+which is stationarity ``Q x + c - A'y - z = 0`` with ``y, z`` zero off ``W``. The primal active-set
+iteration (Nocedal & Wright 2006, Algorithm 16.3) moves from ``x0`` towards that point, stops at the
+first blocking constraint (added to ``W``), and at an equality-constrained minimiser drops the
+multiplier of the wrong sign (``y_i >= 0`` at a lower bound, ``<= 0`` at an upper one). Started from the
+working set of the previous solve, one factorization usually suffices.
+
+The answer is accepted only with the certificate of :mod:`varopt.lpqp` (:func:`.certificate.kkt_residual`:
+stationarity, primal feasibility, dual signs, complementarity) at most ``_KKT_ACCEPT`` times the scale
+of the QP layer. Otherwise — singular ``Q_FF`` or ``S`` (dependent active constraints), no convergence
+within ``max_iter``, a start that is not feasible — :func:`solve_active_set` returns None and the caller
+uses the general QP layer (:class:`.model.HighsModel`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import lapack
+
+from .certificate import kkt_residual
+from .result import LPResult
+from .settings import _KKT_ACCEPT
+
+#: relative proximal term added to ``Q_FF`` before its Cholesky factorization (as the unconstrained
+#: majorization step does): singular PSD ``Q`` (flat directions) factor, and the certificate, computed
+#: with ``Q`` itself, rejects the answer when the flat direction matters (an unbounded QP)
+Q_EPS = 1e-10
+
+
+def _chol(M, eps, pivot=1e-6):
+    """Upper Cholesky factor of ``M + eps max|diag| I``, or None when that is not (numerically) PD: a pivot
+    below ``pivot`` times the largest (the closed form would amplify rounding)."""
+    k = M.shape[0]
+    if k == 0:
+        return M
+    M = M.copy()
+    M.flat[::k + 1] += eps * max(float(np.abs(M.diagonal()).max()), 1e-300)
+    cf, info = lapack.dpotrf(M, lower=False, clean=False, overwrite_a=True)
+    if info != 0:
+        return None
+    d = np.abs(cf.diagonal())
+    if d.min() <= pivot * d.max():
+        return None
+    return cf
+
+
+def _cho_solve(cf, B):
+    sol, info = lapack.dpotrs(cf, B)
+    return sol if info == 0 else None
+
+
+class ActiveSetQP:
+    """The fixed constraints ``r_lo <= A x <= r_hi``, ``lb <= x <= ub`` of a family of QPs, and the working
+    set carried from one solve to the next (the warm start)."""
+
+    def __init__(self, A, max_iter=None):
+        self.A = np.asarray(A.toarray() if hasattr(A, "toarray") else A, dtype=float)
+        self.m, self.n = self.A.shape
+        self.rows = {}  # row -> +1 (held at r_lo) / -1 (at r_hi)
+        self.cols = {}  # column -> +1 (at lb) / -1 (at ub)
+        self.max_iter = max_iter
+        self.last = {}
+
+    def solve(self, Q, c, row_lo, row_hi, lb, ub, x0, tol=1e-9):
+        """Solve from the feasible ``x0``; an optimal :class:`.result.LPResult` (``info['kkt']`` the certified
+        residual, ``info['iterations']``), or None when the fast path does not apply (see module doc)."""
+        A, n = self.A, self.n
+        x = np.array(x0, dtype=float)
+        Ax = A @ x
+        scale_b = lambda v: tol * np.maximum(1.0, np.abs(v))  # noqa: E731
+        with np.errstate(invalid="ignore"):
+            if (np.any(Ax < row_lo - scale_b(row_lo)) or np.any(Ax > row_hi + scale_b(row_hi))
+                    or np.any(x < lb - scale_b(lb)) or np.any(x > ub + scale_b(ub))):
+                return None  # not a feasible start
+            at_rlo = np.abs(Ax - row_lo) <= scale_b(row_lo)
+            at_rhi = np.abs(Ax - row_hi) <= scale_b(row_hi)
+            at_lb = np.abs(x - lb) <= scale_b(lb)
+            at_ub = np.abs(x - ub) <= scale_b(ub)
+        # warm start: the previous working set where it is still active at x0; equalities always
+        rows = {i: s for i, s in self.rows.items() if (at_rlo[i] if s > 0 else at_rhi[i])}
+        cols = {j: s for j, s in self.cols.items() if (at_lb[j] if s > 0 else at_ub[j])}
+        for i in np.flatnonzero(row_lo == row_hi):
+            rows[int(i)] = 0
+        for j in np.flatnonzero(lb == ub):
+            cols[int(j)] = 0
+        max_iter = self.max_iter or 10 + 2 * (len(rows) + len(cols))
+        cache = {}
+        for it in range(1, max_iter + 1):
+            sol = self._eqp(Q, c, row_lo, row_hi, lb, ub, x, rows, cols, cache)
+            if sol is None:
+                return None
+            xs, y, z = sol
+            p = xs - x
+            alpha, block = self._ratio(p, x, row_lo, row_hi, lb, ub, rows, cols)
+            if block is None:
+                x = xs
+                # an equality-constrained minimiser: release the worst multiplier of the wrong sign
+                worst, which = 0.0, None
+                for i, s in rows.items():
+                    if s and -s * y[i] > worst:
+                        worst, which = -s * y[i], ("r", i)
+                for j, s in cols.items():
+                    if s and -s * z[j] > worst:
+                        worst, which = -s * z[j], ("c", j)
+                sc = 1.0 + float(np.abs(c).max(initial=0.0))
+                if which is None or worst <= 1e-12 * sc:
+                    return self._certify(Q, c, row_lo, row_hi, lb, ub, x, y, z, rows, cols, it)
+                (rows if which[0] == "r" else cols).pop(which[1])
+            else:
+                x = x + alpha * p
+                kind, k, s = block
+                (rows if kind == "r" else cols)[k] = s
+                if kind == "c":
+                    x[k] = lb[k] if s > 0 else ub[k]
+        return None
+
+    # --- pieces -------------------------------------------------------------------------------------------------
+    def _eqp(self, Q, c, row_lo, row_hi, lb, ub, x, rows, cols, cache):
+        """The minimiser of the QP with the working set as equalities, and its multipliers (None: singular)."""
+        n, A = self.n, self.A
+        C = np.array(sorted(cols), dtype=np.int64)
+        free = np.ones(n, dtype=bool)
+        free[C] = False
+        F = np.flatnonzero(free)
+        xs = x.copy()
+        if C.size:
+            xs[C] = [lb[j] if cols[j] >= 0 else ub[j] for j in C]
+        key = C.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = _chol(Q[np.ix_(F, F)], Q_EPS) if F.size else np.zeros((0, 0))
+        cf = cache[key]
+        if cf is None:
+            return None
+        W = np.array(sorted(rows), dtype=np.int64)
+        g = c[F] + (Q[np.ix_(F, C)] @ xs[C] if C.size else 0.0)
+        y = np.zeros(self.m)
+        if F.size:
+            rhs = np.column_stack([g, A[np.ix_(W, F)].T]) if W.size else g[:, None]
+            sol = _cho_solve(cf, rhs)
+            if sol is None:
+                return None
+            Qg = sol[:, 0]
+            if W.size:
+                G = sol[:, 1:]
+                AWF = A[np.ix_(W, F)]
+                bW = np.array([row_lo[i] if rows[i] >= 0 else row_hi[i] for i in W])
+                bW = bW - (A[np.ix_(W, C)] @ xs[C] if C.size else 0.0)
+                S = AWF @ G
+                cs = _chol(0.5 * (S + S.T), 1e-14)
+                if cs is None:
+                    return None  # dependent active rows (degenerate): the general layer handles them
+                yW = _cho_solve(cs, bW + AWF @ Qg)
+                if yW is None:
+                    return None
+                y[W] = yW
+                xs[F] = G @ yW - Qg
+            else:
+                xs[F] = -Qg
+        elif W.size:
+            return None  # every column fixed and rows in the working set: nothing to solve for
+        if not np.all(np.isfinite(xs)):
+            return None
+        r = Q @ xs + c - A.T @ y
+        z = np.zeros(n)
+        z[C] = r[C]
+        return xs, y, z
+
+    def _ratio(self, p, x, row_lo, row_hi, lb, ub, rows, cols):
+        """Step length ``alpha = min(1, ...)`` along ``p`` and the blocking constraint (None when 1)."""
+        alpha, block = 1.0, None
+        Ap, Ax = self.A @ p, self.A @ x
+        for v, dv, lo, hi, held, kind in ((Ax, Ap, row_lo, row_hi, rows, "r"), (x, p, lb, ub, cols, "c")):
+            mask = np.ones(v.size, dtype=bool)
+            if held:
+                mask[list(held)] = False
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tlo = np.where(mask & (dv < 0) & np.isfinite(lo), (lo - v) / dv, np.inf)
+                thi = np.where(mask & (dv > 0) & np.isfinite(hi), (hi - v) / dv, np.inf)
+            for t, s in ((tlo, 1), (thi, -1)):
+                k = int(np.argmin(t)) if t.size else -1
+                if k >= 0 and t[k] < alpha:
+                    alpha, block = max(float(t[k]), 0.0), (kind, k, s)
+        return alpha, block
+
+    def _certify(self, Q, c, row_lo, row_hi, lb, ub, x, y, z, rows, cols, it):
+        """The QP layer's certificate: accept only a KKT residual <= _KKT_ACCEPT * scale."""
+        res = LPResult("optimal", x=x, objective=0.5 * float(x @ (Q @ x)) + float(c @ x), row_duals=y,
+                       col_duals=z, row_activity=self.A @ x, iterations=it)
+        kkt = kkt_residual(res, c, self.A, row_lo, row_hi, lb, ub, Q)
+        Qx, Ay = Q @ x, self.A.T @ y
+        scale = 1.0 + max(float(np.abs(c).max(initial=0.0)), float(np.abs(Qx).max(initial=0.0)),
+                          float(np.abs(Ay).max(initial=0.0)))
+        if not kkt <= _KKT_ACCEPT * scale:
+            return None
+        self.rows = {i: s for i, s in rows.items() if s}
+        self.cols = {j: s for j, s in cols.items() if s}
+        res.info = {"kkt": kkt, "method": "active-set", "working_set": len(rows) + len(cols)}
+        return res

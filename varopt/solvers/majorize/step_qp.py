@@ -1,0 +1,82 @@
+"""The constrained step QP of Algorithm 2 (Jebara & Choromanska 2012, step 3) across iterations.
+
+In ``D = theta - theta~`` the step QP is ``min u'D + 1/2 D'QD`` over ``lo - A theta~ <= A D <= hi - A theta~``,
+``lb - theta~ <= D <= ub - theta~``: the constraint matrix never changes and ``Q`` (the bound's
+curvature plus ``H``) changes smoothly, so the active set of one iteration is usually the next one's.
+:class:`StepQP` first tries the warm-started primal active-set method of
+:mod:`varopt.lpqp.active_set` (closed-form KKT solves by Cholesky; its answer is accepted only with
+the KKT certificate of the QP layer) and only when that does not apply or does not converge falls back
+to the general QP layer (HiGHS with its own verification, polish and fallbacks; its answer is not
+checked a second time). ``D = 0`` is feasible at every iterate, so the fast path always has a
+feasible start; infeasible constraint sets are found before the first step (the start projection).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+#: the fast path keeps a dense copy of the constraint rows when they are this few
+MAX_DENSE_ROWS = 200
+
+
+class StepQP:
+    """The step QPs of one solve: the active-set state and counts of each path (``stats``)."""
+
+    def __init__(self, model, lpqp):
+        from ...lpqp.active_set import ActiveSetQP
+        self.model, self.lpqp = model, lpqp
+        m = model.A.shape[0]
+        self.fast = ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
+        self.stats = {"active_set": 0, "fallback": 0}
+
+    def solve(self, x, u, Q):
+        """``(D, m(D), info, None)``, or ``(None, None, status, None)`` when the QP has no solution."""
+        model = self.model
+        m = model.A.shape[0]
+        Ax = model.A @ x if m else np.zeros(0)
+        rlo, rhi = model.lo - Ax, model.hi - Ax
+        blo, bhi = model.lb - x, model.ub - x
+        res = None
+        if self.fast is not None and not sp.issparse(Q):
+            res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, np.zeros(model.n))
+        if res is not None:
+            self.stats["active_set"] += 1
+        else:
+            self.stats["fallback"] += 1
+            Qs = sp.csr_matrix(0.5 * (Q + Q.T))
+            res = self.lpqp.solve_lp(u, A=model.A if m else None, row_lo=rlo if m else None,
+                                     row_hi=rhi if m else None, lb=blo, ub=bhi, Q=Qs)
+            if res.status != "optimal":
+                return None, None, res.status if res.status in ("infeasible", "unbounded") else "error", None
+        step = np.asarray(res.x, dtype=float)
+        # keep theta inside the box despite QP tolerances
+        step = np.clip(x + step, model.lb, model.ub) - x
+        return step, float(u @ step + 0.5 * step @ (Q @ step)), {}, None
+
+    # --- feasibility of extrapolation trials (loop.py): a trial outside Lambda is never evaluated -------------
+    def feasible(self, z):
+        """``z`` in the box exactly and in the rows within ``1e-9`` relative (the start's tolerance)."""
+        model = self.model
+        if not (np.all(z >= model.lb) and np.all(z <= model.ub)):
+            return False
+        if not model.A.shape[0]:
+            return True
+        Az = model.A @ z
+        with np.errstate(invalid="ignore"):
+            return bool(np.all(Az >= model.lo - 1e-9 * np.maximum(1.0, np.abs(model.lo)))
+                        and np.all(Az <= model.hi + 1e-9 * np.maximum(1.0, np.abs(model.hi))))
+
+    def max_factor(self, x, step):
+        """The largest ``a`` with ``x + a step`` in Lambda (ratio test; constraints ``step`` does not move
+        are ignored)."""
+        model = self.model
+        a = np.inf
+        pairs = [(x, step, model.lb, model.ub)]
+        if model.A.shape[0]:
+            pairs.append((model.A @ x, model.A @ step, model.lo, model.hi))
+        for v, dv, lo, hi in pairs:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tlo = np.where((dv < 0) & np.isfinite(lo), (lo - v) / dv, np.inf)
+                thi = np.where((dv > 0) & np.isfinite(hi), (hi - v) / dv, np.inf)
+            a = min(a, float(np.min(tlo, initial=np.inf)), float(np.min(thi, initial=np.inf)))
+        return max(a, 0.0)
