@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit, logsumexp
+from scipy.special import expit, log_expit, logsumexp
 
 
 def log_conditional(X, A):
     """``log p(x_i | rest) = log sigma(2 x_i a_i)`` for spins ``X`` and local fields ``A``."""
-    return -np.logaddexp(0.0, -2.0 * X * A)
+    return log_expit(2.0 * X * A)
 
 
 class RandomScanBlocks:
