@@ -1,7 +1,7 @@
 """The ``cmf`` solver: conditional mean field (Carbonetto & de Freitas 2007; Carbonetto 2009, ch. 4,
 Fig. 4.4) for an energy model.
 
-1. theta_0: naive mean field, (4.13) with R_0 = {V} (a trust-region Newton solve started at the
+1. theta_0: naive mean field, (4.13) with R_0 = {V} (a modified Newton solve started at the
    target fields); particles drawn exactly from it; ``log Z_0 = c(theta_0) = sum log 2cosh theta_i``
    (4.22).
 2. For each finer partition R_k of the schedule (connected bisection, or the user's): lambda =
