@@ -96,7 +96,7 @@ def test_zhat_unbiased_within_standard_errors():
     # ESS-triggered default and only 50 particles a bias of a few per cent is measurable
     for e in _small_models()[:2]:
         lz = exact(e)["log_partition"]
-        ratios = np.array([math.exp(cmf(e, particles=50, temper_steps=10, ess_threshold=1.0,
+        ratios = np.array([math.exp(cmf(e, particles=50, temper_steps=10, ess_threshold=1.0, mf_restarts=0,
                                         seed=s).info["log_partition"] - lz)
                            for s in range(150)])
         se = ratios.std(ddof=1) / math.sqrt(ratios.size)
@@ -205,3 +205,13 @@ def test_optimizer_failure_keeps_last_theta(monkeypatch):
     assert np.all(np.isfinite(r.info["c_sequence"])) and math.isfinite(r.info["log_partition"])
     th = r.info["theta_sequence"]
     assert np.allclose(th[1], th[0]) and np.allclose(th[2], th[1])  # previous fields kept
+
+
+def test_mean_field_start_is_the_best_bound():
+    e = ising.random_field_model("complete", 12, seed=101)
+    mf = varopt.get_solver("meanfield").solve(e.to_program()).info["log_partition"]
+    r = cmf(e, particles=100, temper_steps=5, seed=0)
+    assert r.info["mean_field_bound"] >= mf - 1e-9
+    assert r.info["mean_field_bound"] <= exact(e)["log_partition"]
+    newton_only = cmf(e, particles=100, temper_steps=5, seed=0, mf_restarts=0).info["mean_field_bound"]
+    assert r.info["mean_field_bound"] >= newton_only
