@@ -215,3 +215,17 @@ def test_mean_field_start_is_the_best_bound():
     assert r.info["mean_field_bound"] <= exact(e)["log_partition"]
     newton_only = cmf(e, particles=100, temper_steps=5, seed=0, mf_restarts=0).info["mean_field_bound"]
     assert r.info["mean_field_bound"] >= newton_only
+
+
+def test_pyomo_and_cvxpy_front_ends():
+    import pyomo.environ as pyo
+    e = ising.four_node()
+    m = ising.to_pyomo(e)
+    m.marginal = pyo.Suffix(direction=pyo.Suffix.IMPORT)
+    res = pyo.SolverFactory("cmf").solve(m, particles="exact")
+    ex = exact(e)
+    assert abs(res.varopt_result.info["log_partition"] - ex["log_partition"]) < 1e-12
+    assert abs(m.marginal[m.x[0]] - ex["marginals"]["x[0]"]) < 1e-12
+    prob, x = ising.to_cvxpy(e)
+    prob.solve(method="cmf", particles=2000, seed=0)
+    assert abs(prob.varopt_result.info["log_partition"] - ex["log_partition"]) < 0.05
