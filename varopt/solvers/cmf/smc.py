@@ -58,19 +58,17 @@ def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, che
     (tp, Jp), (tn, Jn) = prev, new
     for t in range(1, steps + 1):
         g0, g1 = (t - 1) / steps, t / steps
-        for r in range(moves):
-            _, Ap = log_f(X, tp, Jp)
-            _, An = log_f(X, tn, Jn)
-            kernel.move(X, (1.0 - g1) * Ap + g1 * An, rng)
-            if r:
-                continue
-            lp, Ap = log_f(X, tp, Jp)
-            ln, An = log_f(X, tn, Jn)
-            D = log_conditional(X, (1.0 - g1) * Ap + g1 * An) - log_conditional(X, (1.0 - g0) * Ap + g0 * An)
-            pop.reweight((g1 - g0) * (ln - lp) - kernel.log_mixture(D))
-            idx = pop.resample(threshold)
-            if idx is not None:
-                X = X[idx]
+        theta_g, J_g = (1.0 - g1) * tp + g1 * tn, ((1.0 - g1) * Jp + g1 * Jn).tocsr()
+        kernel.move(X, log_f(X, theta_g, J_g)[1], rng)
+        lp, Ap = log_f(X, tp, Jp)
+        ln, An = log_f(X, tn, Jn)
+        D = log_conditional(X, (1.0 - g1) * Ap + g1 * An) - log_conditional(X, (1.0 - g0) * Ap + g0 * An)
+        pop.reweight((g1 - g0) * (ln - lp) - kernel.log_mixture(D))
+        idx = pop.resample(threshold)
+        if idx is not None:
+            X = X[idx]
+        for _ in range(moves - 1):  # the target is unchanged: weight 1
+            kernel.move(X, log_f(X, theta_g, J_g)[1], rng)
         if check is not None and check():
             return X, False
     return X, True
