@@ -32,6 +32,7 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--graph", default="complete", choices=("complete", "grid"))
     ap.add_argument("--particles", type=int, default=1000)
+    ap.add_argument("--moves", type=int, default=None, help="cmf random-scan moves per tempering step")
     a = ap.parse_args()
     size = 26 if a.graph == "complete" else 12
     rows = {m: [] for m in ("cmf", "ais", "lbp", "trw", "meanfield")}
@@ -44,7 +45,7 @@ def main():
             return float(np.abs(r.info["spin_means"] - mu).mean()), abs(r.info["log_partition"] - lz)
 
         for s in range(a.runs):
-            r, t = run("cmf", e, particles=a.particles, seed=s)
+            r, t = run("cmf", e, particles=a.particles, seed=s, **({} if a.moves is None else {"moves": a.moves}))
             rows["cmf"].append((inst, *err(r), t))
             # ais at matched wall time: calibrate the cost of one step, then pick the step count
             _, t50 = run("ais", e, particles=a.particles, steps=50, seed=s)

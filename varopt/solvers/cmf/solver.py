@@ -69,8 +69,8 @@ class ConditionalMeanField(Solver):
                f"{MAX_EXACT} variables)", _particles),
         Option("temper_steps", 100, "tempering steps between successive distributions", int, positive,
                "must be a positive integer"),
-        Option("moves", 1, "random-scan block moves per tempering step (the first is weighted by (4.23), the "
-               "others leave the tempered distribution invariant)", int, positive, "must be a positive integer"),
+        Option("moves", 10, "random-scan block moves per tempering step (the first is weighted by (4.23), the "
+               "others leave the tempered distribution invariant; the thesis uses 1)", int, positive, "must be a positive integer"),
         fraction_option("ess_threshold", 0.5, "resample when the effective sample size falls below this "
                         "fraction of the particles, in (0, 1]"),
         Option("resampling", "stratified", "resampling scheme", RESAMPLING),
