@@ -42,7 +42,7 @@ def test_sampled_c_sequence_matches_exact_particles():
     ref = np.array(cmf(ising.four_node(), particles="exact", schedule=THESIS).info["c_sequence"])
     ok = 0
     for seed in range(20):
-        c = np.array(cmf(ising.four_node(), particles=10_000, schedule=THESIS, temper_steps=25,
+        c = np.array(cmf(ising.four_node(), particles=10_000, schedule=THESIS, temper_steps=25, moves=1,
                          seed=seed).info["c_sequence"])
         ok += bool(np.all(np.abs(c - ref) <= 0.02))
     assert ok >= 19
@@ -96,7 +96,7 @@ def test_zhat_unbiased_within_standard_errors():
     # ESS-triggered default and only 50 particles a bias of a few per cent is measurable
     for e in _small_models()[:2]:
         lz = exact(e)["log_partition"]
-        ratios = np.array([math.exp(cmf(e, particles=50, temper_steps=10, ess_threshold=1.0, mf_restarts=0,
+        ratios = np.array([math.exp(cmf(e, particles=50, temper_steps=10, ess_threshold=1.0, mf_restarts=0, moves=1,
                                         seed=s).info["log_partition"] - lz)
                            for s in range(150)])
         se = ratios.std(ddof=1) / math.sqrt(ratios.size)
