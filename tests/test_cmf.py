@@ -96,8 +96,8 @@ def test_zhat_unbiased_within_standard_errors():
     # ESS-triggered default and only 50 particles a bias of a few per cent is measurable
     for e in _small_models()[:2]:
         lz = exact(e)["log_partition"]
-        ratios = np.array([math.exp(cmf(e, particles=50, temper_steps=10, ess_threshold=1.0, mf_restarts=0, moves=1,
-                                        seed=s).info["log_partition"] - lz)
+        ratios = np.array([math.exp(cmf(e, particles=50, temper_steps=10, ess_threshold=1.0, mf_restarts=0,
+                                        moves=1, seed=s).info["log_partition"] - lz)
                            for s in range(150)])
         se = ratios.std(ddof=1) / math.sqrt(ratios.size)
         assert abs(ratios.mean() - 1.0) < 4 * se + 1e-3, (ratios.mean(), se)
