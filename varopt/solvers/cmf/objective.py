@@ -1,0 +1,168 @@
+"""The conditional mean field objective (4.13)-(4.20) of Carbonetto 2009, §4.3, and its solve.
+
+Target ``log p(x) = h.x + sum_e w_e x_i x_j + const`` (spins; h = theta*, w = theta*_ij). For a
+partition R the conditional mean field distribution p(x; theta) has fields theta_i, couplings 0
+inside blocks and couplings theta_ij on the connecting edges C_R. Given the blanket x_N(A), the
+conditional of block A is the product of ``p(x_i | x_N(A)) = (1 + x_i mu_i)/2`` with
+
+    mu_i = tanh(t_i),   t_i = theta_i + sum_{j in N(i) \\ A} theta_ij x_j             (4.15)
+
+and F_A is the naive mean-field lower bound on the log-normaliser of the *target* conditional
+p(x_A | x_N(A); theta*), with this product as the approximating family (reading adopted in
+docs/cmf.md; it is the one whose gradient is (4.18)):
+
+    F_A = sum_{i in A} b_i mu_i + sum_{(i,j) in E(A)} w_ij mu_i mu_j + sum_{i in A} H(mu_i),
+    b_i = h_i + sum_{j in N(i) \\ A} w_ij x_j        (the target's effective field, "theta~*_i")
+
+with ``H(tanh t) = log 2cosh t - t tanh t``. The objective of (4.13) is
+``sum_A sum_s lambda_s F_A(theta, x^(s)_N(A))`` over weighted configurations (particles, or all
+states in exact mode). With ``r_i = b_i + sum_{j in A} w_ij mu_j - t_i`` (= dF_A/dmu_i),
+
+    dF/dtheta_i    = sum_s lambda_s sech^2(t_i) r_i                                   (4.18)
+    dF/dtheta_ij   = sum_s lambda_s [x_j sech^2(t_i) r_i + x_i sech^2(t_j) r_j]     (4.19, 4.20)
+    d2F/dtheta_i dtheta_k = sum_s lambda_s [sech^2 t_i w_ik sech^2 t_k
+                                            - delta_ik sech^2 t_i (1 + 2 mu_i r_i)].
+
+With the connecting edges fixed at the target (default) the objective separates over blocks and
+each block is solved by a modified Newton method (analytic gradient and Hessian, line search)
+started at the target fields; with ``edges='optimize'`` fields and connecting couplings are solved jointly
+by L-BFGS (quasi-Newton) started at the target.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import minimize
+
+
+def log2cosh(t):
+    return np.logaddexp(t, -t)
+
+
+def block_terms(theta_a, E, B, Jin, lam):
+    """Value, gradient and Hessian of ``sum_s lam_s F_A`` in the fields of one block with fixed edges.
+
+    ``E`` (N x m): the boundary part of t (sum over connecting edges of theta_ij x_j), ``B``: the
+    target's effective fields b, ``Jin``: target couplings inside the block (dense, m x m)."""
+    t = theta_a + E
+    mu = np.tanh(t)
+    muJ = mu @ Jin
+    F = lam @ (B * mu + 0.5 * mu * muJ + log2cosh(t) - t * mu).sum(axis=1)
+    r = B + muJ - t
+    s2 = 1.0 - mu * mu
+    g = lam @ (s2 * r)
+    Ls = s2 * lam[:, None]
+    Hm = (Ls.T @ s2) * Jin - np.diag(lam @ (s2 * (1.0 + 2.0 * mu * r)))
+    return float(F), g, Hm
+
+
+def solve_block(theta0, E, B, Jin, lam, max_iter, tol):
+    """Maximise the block objective from ``theta0`` by a modified Newton method (the Hessian of -F
+    with its eigenvalues replaced by their absolute values, floored; Nocedal & Wright 2006, §3.4)
+    and a backtracking (Armijo) line search. Returns ``(theta, ok, iterations)``; converged when
+    ``max |grad| <= tol * max(1, |F|)`` or the Newton decrement is at the rounding level of F;
+    ``ok`` is False when the gradient is not below ``tol`` after ``max_iter`` iterations or anything
+    is not finite (the caller then keeps its previous parameters)."""
+    x = np.array(theta0, dtype=float)
+    with np.errstate(all="ignore"):
+        F, g, Hm = block_terms(x, E, B, Jin, lam)
+        for it in range(1, max_iter + 1):
+            if not (np.isfinite(F) and np.isfinite(g).all() and np.isfinite(Hm).all()):
+                return np.array(theta0, dtype=float), False, it
+            scale = max(1.0, abs(F))
+            if float(np.abs(g).max(initial=0.0)) <= tol * scale:
+                return x, True, it - 1
+            lam_, V = np.linalg.eigh(-Hm)  # Hessian of -F; |eigenvalues| (floored) make it positive definite
+            lam_ = np.maximum(np.abs(lam_), 1e-6 * max(float(np.abs(lam_).max(initial=0.0)), 1e-12))
+            d = V @ ((V.T @ g) / lam_)  # an ascent direction for F
+            slope = float(g @ d)
+            if slope <= 1e-15 * scale:  # Newton decrement at the rounding level of F: stationary
+                return x, True, it - 1
+            step = 1.0
+            while True:
+                Fn, gn, Hn = block_terms(x + step * d, E, B, Jin, lam)
+                if np.isfinite(Fn) and Fn >= F + 1e-4 * step * slope:
+                    break
+                step *= 0.5
+                if step < 1e-12:
+                    ok = float(np.abs(g).max(initial=0.0)) <= 1e3 * tol * scale
+                    return (x if ok else np.array(theta0, dtype=float)), ok, it
+            x = x + step * d
+            F, g, Hm = Fn, gn, Hn
+    ok = bool(np.isfinite(F)) and float(np.abs(g).max(initial=0.0)) <= tol * max(1.0, abs(F))
+    return (x if ok else np.array(theta0, dtype=float)), ok, max_iter
+
+
+def _accepted(res, tol):
+    # trust-region and line-search methods stop with "precision loss" at a stationary point when
+    # tol is near machine precision; a small enough gradient counts as converged
+    if not (np.isfinite(res.x).all() and np.isfinite(res.fun) and np.isfinite(res.jac).all()):
+        return False
+    return bool(res.success) or float(np.abs(res.jac).max(initial=0.0)) <= 1e3 * tol
+
+
+class ConditionalObjective:
+    """(4.13) for one partition (labels) and weighted configurations ``X`` (N x n), ``lam`` (N)."""
+
+    def __init__(self, model, labels, X, lam):
+        self.model, self.labels, self.X, self.lam = model, labels, X, lam
+        i, j, w = model.i, model.j, model.w
+        inside = labels[i] == labels[j]
+        n = model.n
+        self.conn = np.flatnonzero(~inside)
+        self.Jout = sp.csr_matrix((np.r_[w[~inside], w[~inside]], (np.r_[i[~inside], j[~inside]],
+                                                                    np.r_[j[~inside], i[~inside]])), shape=(n, n))
+        self.Jin = sp.csr_matrix((np.r_[w[inside], w[inside]], (np.r_[i[inside], j[inside]],
+                                                                 np.r_[j[inside], i[inside]])), shape=(n, n))
+        self.XJout = np.asarray(self.Jout.T @ X.T).T if X.shape[0] else np.zeros((0, n))
+
+    def value(self, theta, conn_w=None):
+        """The objective at fields ``theta`` and connecting couplings ``conn_w`` (default: target)."""
+        return self._joint(np.r_[theta, self.model.w[self.conn] if conn_w is None else conn_w])[0]
+
+    def solve_fields(self, start, fallback, max_iter, tol):
+        """Fields maximising (4.13) with the connecting edges at the target, block by block."""
+        theta = np.array(start, dtype=float)
+        failed, iters = [], 0
+        B_all = self.model.h + self.XJout
+        for b in np.unique(self.labels):
+            a = np.flatnonzero(self.labels == b)
+            Jin = self.Jin[a][:, a].toarray()
+            th, ok, it = solve_block(theta[a], self.XJout[:, a], B_all[:, a], Jin, self.lam, max_iter, tol)
+            iters += it
+            theta[a] = th if ok else fallback[a]
+            if not ok:
+                failed.append(int(b))
+        return theta, failed, iters
+
+    def _joint(self, p):
+        m, X, lam = self.model, self.X, self.lam
+        n = m.n
+        theta, v = p[:n], p[n:]
+        ci, cj = m.i[self.conn], m.j[self.conn]
+        Jv = sp.csr_matrix((np.r_[v, v], (np.r_[ci, cj], np.r_[cj, ci])), shape=(n, n))
+        t = theta + np.asarray(Jv.T @ X.T).T
+        B = m.h + self.XJout
+        mu = np.tanh(t)
+        muJ = np.asarray(self.Jin.T @ mu.T).T
+        F = lam @ (B * mu + 0.5 * mu * muJ + log2cosh(t) - t * mu).sum(axis=1)
+        S = (1.0 - mu * mu) * (B + muJ - t)
+        g_theta = lam @ S
+        g_v = lam @ (S[:, ci] * X[:, cj] + S[:, cj] * X[:, ci])
+        return float(F), np.r_[g_theta, g_v]
+
+    def solve_joint(self, start, fallback, max_iter, tol):
+        """Fields and connecting couplings jointly (L-BFGS); returns ``(theta, conn_w, ok, iterations)``."""
+        x0 = np.r_[start, self.model.w[self.conn]]
+
+        def fun(p):
+            F, g = self._joint(p)
+            return -F, -g
+
+        with np.errstate(all="ignore"):
+            res = minimize(fun, x0, jac=True, method="L-BFGS-B", options={"maxiter": max_iter, "gtol": tol})
+        ok = _accepted(res, tol)
+        n = self.model.n
+        if not ok:
+            return np.array(fallback, dtype=float), self.model.w[self.conn].copy(), False, int(res.nit)
+        return res.x[:n], res.x[n:], True, int(res.nit)

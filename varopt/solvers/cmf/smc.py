@@ -1,0 +1,74 @@
+"""Moving weighted particles from one conditional mean field distribution to the next
+(Carbonetto 2009, §4.3, Fig. 4.4, weights (4.23)).
+
+A distribution of the sequence is ``log f(x) = theta.x + sum_e v_e x_i x_j`` (fields ``theta``,
+couplings ``v`` on the model's edges, zero inside the blocks of its partition). Between
+``f_{k-1}`` and ``f_k`` the tempered path ``f_gamma = f_{k-1}^(1-gamma) f_k^gamma`` (parameters
+``(1 - gamma) p_{k-1} + gamma p_k``, gamma = t/T, ``temper_steps = T``) keeps zero couplings
+inside every block B of the finer partition R_k (B lies in a block of R_{k-1}), so the random-scan
+block kernel (4.11) over R_k is exact along the whole path. Step t moves each particle with the
+kernel at gamma_t and multiplies its weight by (4.12)/(4.23):
+
+    f_t(x') / f_{t-1}(x')  /  sum_B rho_B prod_{i in B} p_t(x'_i | x'_N(B)) / p_{t-1}(x'_i | x'_N(B)),
+
+the weight of Del Moral, Doucet & Jasra's approximation of the optimal backward kernel (3.41): its
+expectation under pi_{t-1} x K_t is ``Z_t / Z_{t-1}`` (so the product of weighted averages
+estimates Z_k / Z_0 without bias), and it depends on the moved particle only. ``moves - 1`` further
+random-scan moves at gamma_t follow (the target does not change: weight 1). Resampling
+(stratified, below the ESS threshold) follows each reweighting (:class:`Particles`).
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import logsumexp
+
+from ...oracles.block_gibbs import RandomScanBlocks, log_conditional
+
+
+def coupling_matrix(model, v):
+    n = model.n
+    return sp.csr_matrix((np.r_[v, v], (np.r_[model.i, model.j], np.r_[model.j, model.i])), shape=(n, n))
+
+
+def log_f(X, theta, J):
+    """``theta.x + x^T J x / 2`` per row, and the local fields ``theta + J x``."""
+    XJ = np.asarray(J.T @ X.T).T if X.shape[1] else np.zeros_like(X)
+    return X @ theta + 0.5 * np.einsum("ij,ij->i", X, XJ), theta + XJ
+
+
+def all_states(n):
+    """The 2^n spin configurations (rows)."""
+    return np.array(list(itertools.product([-1.0, 1.0], repeat=n))).reshape(-1, n)
+
+
+def exact_weights(S, theta, J):
+    """Normalised probabilities of the states ``S`` under ``f`` and ``log sum f``."""
+    lf = log_f(S, theta, J)[0]
+    c = float(logsumexp(lf))
+    return np.exp(lf - c), c
+
+
+def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, check=None):
+    """Tempered SMC from ``prev = (theta, J)`` to ``new`` (module docstring); ``X`` is updated and
+    returned (it may be a new array after resampling). ``check()`` returning True stops early."""
+    kernel = RandomScanBlocks(labels)
+    (tp, Jp), (tn, Jn) = prev, new
+    for t in range(1, steps + 1):
+        g0, g1 = (t - 1) / steps, t / steps
+        theta_g, J_g = (1.0 - g1) * tp + g1 * tn, ((1.0 - g1) * Jp + g1 * Jn).tocsr()
+        kernel.move(X, log_f(X, theta_g, J_g)[1], rng)
+        lp, Ap = log_f(X, tp, Jp)
+        ln, An = log_f(X, tn, Jn)
+        D = log_conditional(X, (1.0 - g1) * Ap + g1 * An) - log_conditional(X, (1.0 - g0) * Ap + g0 * An)
+        pop.reweight((g1 - g0) * (ln - lp) - kernel.log_mixture(D))
+        idx = pop.resample(threshold)
+        if idx is not None:
+            X = X[idx]
+        for _ in range(moves - 1):  # the target is unchanged: weight 1
+            kernel.move(X, log_f(X, theta_g, J_g)[1], rng)
+        if check is not None and check():
+            return X, False
+    return X, True
