@@ -7,8 +7,8 @@ r"""Upper bounds for GOP's tree mode: local searches from a relaxation point.
    found, which moves both blocks at once where the alternation stalls at a partial optimum
    (pooling problems: fixing qualities makes the flows an LP and vice versa).
 
-Every point is checked against the original program before it is returned: constraint
-violation ``<= 1e-7 max(1, |z|)`` and a finite objective.
+Every point is checked against the original program before it is returned: bounds, a finite
+objective, and every row feasible as :meth:`LocalSearch.violation` measures it.
 """
 from __future__ import annotations
 
@@ -45,19 +45,22 @@ class LocalSearch:
         self.rescues = 0
 
     def violation(self, z):
-        """Largest row violation, each measured as SCIP measures it (Achterberg 2007): against
-        ``max(1, |side|)`` and, at most, ``1e-8 + 1e-7 sum_k |term_k|`` (the rounding of the row's
-        own terms); ``inf`` outside the bounds or the domain. A point is feasible when it is <= 1e-7.
+        """Largest row violation relative to ``max(1, |side|, 0.01 sum_k |term_k|)``; ``inf`` outside
+        the bounds or the domain. A point is feasible when it is <= 1e-6 (SCIP's default ``feastol``).
 
-        The side-relative part keeps cancellation-heavy rows honest (Hock & Schittkowski 106 has
-        terms of 1e6 summing to 0: 0.1 of violation is not rounding, and accepting it bought 3e-3
-        of objective); the terms-relative part keeps a complementarity row ``x4 * x8 == 0`` at
-        ``4e-4 * 1e-3`` from counting as satisfied (ex9_2_2 of Floudas et al. 1999)."""
+        SCIP measures rows against ``max(1, |side|)`` (Achterberg 2007); rows whose terms cancel
+        get a hundredth of their terms' size besides, the rounding an LP solution carries on them;
+        and a violation above ``1e-8 + 1e-6 sum_k |term_k|`` is never rounding. Each part stops a
+        point that would buy objective: Hock & Schittkowski 106 has rows of
+        1e6-sized terms summing to 0, where 0.1 of violation bought 3e-3 of objective; a
+        complementarity row ``x4 * x8 == 0`` at ``4e-4 * 1e-3`` (ex9_2_2 of Floudas et al. 1999)
+        bought 4e-3.
+        """
         program, lf = self.program, self.lifted
         if np.any(z < program.lb) or np.any(z > program.ub):
             return math.inf
         if lf is None:
-            return program.max_violation(z) / (1e-7 * max(1.0, float(np.abs(z).max(initial=0)))) * 1e-7
+            return program.max_violation(z) / max(1.0, float(np.abs(z).max(initial=0)))
         Z = lf.lift(z)
         v = lf.R @ Z + lf.const
         if not np.all(np.isfinite(v)):
@@ -67,13 +70,16 @@ class LocalSearch:
             viol = np.maximum(np.maximum(lf.lo - v, v - lf.hi), 0.0)[1:]
             side = np.where(v[1:] < lf.lo[1:], np.abs(lf.lo[1:]), np.abs(lf.hi[1:]))
         side = np.where(np.isfinite(side), side, 0.0)
-        scale = np.minimum(np.maximum(1.0, side), (1e-8 + 1e-7 * size[1:]) / 1e-7)
-        return float(np.max(viol / scale, initial=0.0))
+        scale = np.maximum(np.maximum(1.0, side), 1e-2 * size[1:])
+        # and never more than a millionth of the row's own terms (+1e-8): a violation comparable to
+        # the terms themselves is not rounding
+        own = np.where(viol > 1e-8 + 1e-6 * size[1:], np.inf, 0.0)
+        return float(np.max(viol / scale + own, initial=0.0))
 
     def value(self, z):
         """The objective at ``z`` when ``z`` is feasible for the program (:meth:`violation`), else None."""
         val = self.program.objective.value(z)
-        if not math.isfinite(val) or self.violation(z) > 1e-7:
+        if not math.isfinite(val) or self.violation(z) > 1e-6:
             return None
         return float(val)
 

@@ -254,7 +254,18 @@ class GopTree:
                             run.incumbent(found[1], objective=found[0], upper=found[0])
                     raise Unbounded(self._unbounded_message(nl, nu, need))
                 if st == "failed":
-                    closed_lb = min(closed_lb, nlb)
+                    # HiGHS could not solve this box's LP: split it anyway (the halves usually solve)
+                    # and give them the parent's bound; a box too small to split keeps that bound
+                    j = self._widest(nl, nu, l0, u0)
+                    if j is None or depth > 60:
+                        closed_lb = min(closed_lb, nlb)
+                    else:
+                        mid = 0.5 * (nl[j] + nu[j]) if math.isfinite(nu[j] - nl[j]) else _split_unbounded(
+                            nl[j], nu[j], 0.0)
+                        for lo_j, hi_j in ((nl[j], mid), (mid, nu[j])):
+                            cl, cu = nl.copy(), nu.copy()
+                            cl[j], cu[j] = lo_j, hi_j
+                            heapq.heappush(heap, (nlb, next(seq), cl, cu, nL, nU, depth + 1))
                 if st == "optimal":
                     val = max(val - 1e-9 * max(1.0, abs(val)), nlb)
                     # the local search is the dearest step: at the first nodes, then every 8th, and
