@@ -26,7 +26,7 @@ def _interior(kern, rng, size=50):
 
 def test_kind_list_comes_from_the_table():
     assert ATOM_KINDS == tuple(ATOMS) == TERMS_KINDS == PROGRAM_KINDS
-    assert set(ATOM_KINDS) == {"xlogx", "neglog", "exp", "square", "quad_over_lin"}
+    assert set(ATOM_KINDS) == {"xlogx", "neglog", "exp", "square", "quad_over_lin", "abs"}
 
 
 @pytest.mark.parametrize("kind", KINDS)

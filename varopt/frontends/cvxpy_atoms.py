@@ -8,6 +8,7 @@ log-sum-exp groups (catalogue kinds of :mod:`varopt.program.terms`):
   constant ``y``, ``quad_over_lin`` rows for an affine scalar ``y``;
 * ``quad_form(u, P)`` with constant ``P`` -> ``u^T P_s u`` with ``P_s = (P + P^T)/2``,
   i.e. quadratic terms ``x^T A^T P_s A x``, linear ``2 b^T P_s A x`` and constant ``b^T P b``;
+* ``abs`` -> ``abs`` rows (elementwise);
 * ``exp`` -> ``exp`` rows; ``log(u)`` and ``log1p(u) = log(1 + u)`` -> ``neglog`` rows with
   coefficient ``-1``; ``entr(u) = -u log u`` -> ``xlogx`` rows with coefficient ``-1``;
 * ``rel_entr(x, y) = x log x - x log y``, ``kl_div(x, y) = rel_entr(x, y) - x + y``;
@@ -57,6 +58,9 @@ class _Tracer(_ProductTracer):
 
     def _exp(self, expr, shape):
         return self.atom_node("exp", self.affine_arg(expr, expr.args[0]), 1.0, shape)
+
+    def _abs(self, expr, shape):
+        return self.atom_node("abs", self.affine_arg(expr, expr.args[0]), 1.0, shape)
 
     def _log(self, expr, shape):
         return self.atom_node("neglog", self.affine_arg(expr, expr.args[0]), -1.0, shape)

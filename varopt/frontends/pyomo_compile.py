@@ -18,6 +18,7 @@ Pyomo expression                                  compiled to
 ``aff**2``                                        ``square`` atom row (not expanded)
 ``aff**1``, ``aff**0``, ``c**aff`` (``c > 0``)     affine, ``1``, ``exp`` atom of ``log(c)*aff``
 ``exp(aff)``                                      ``exp`` atom row
+``abs(aff)``                                      ``abs`` atom row
 ``log(aff)``, ``log10(aff)``                      ``neglog`` row with coef ``-1`` (``-1/ln 10``)
 ``log(sum_k c_k exp(aff_k) [+ c0])``, c_k,c0 >= 0 one ``LseGroup`` group, ``b_k += log c_k``,
                                                   a constant row ``log c0`` when ``c0 > 0``;
@@ -33,7 +34,7 @@ Pyomo expression                                  compiled to
                                                   (``x_j * linear`` becomes bilinear terms)
 ================================================ ========================================
 
-Everything else (``sin``, ``sqrt``, ``abs``, ``x**3``, ``x**0.5``, ``x**y``, ``1/x``,
+Everything else (``sin``, ``sqrt``, ``abs`` of a non-affine argument, ``x**3``, ``x**0.5``, ``x**y``, ``1/x``,
 ``x/y``, ``log`` of a non-affine argument that is not a positive sum of exponentials,
 ``exp`` of a non-affine argument, products of three variables, products of two
 nonlinear terms, ...) raises :class:`~varopt.errors.ModelStructureError` whose message

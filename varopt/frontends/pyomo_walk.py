@@ -6,7 +6,8 @@ affine -> bilinear/quadratic terms; ``(sum_j a_j x_j + c) * G`` -> the rows of `
 multiplier ``x_j`` and ``c G``; ``v log(a v) = (a v) log(a v) / a`` -> ``xlogx``); division by
 constants and ``sum_k aff_k**2 / aff`` -> ``quad_over_lin``; powers (``aff**2`` -> ``square``,
 ``c**aff = exp(log(c) aff)``); and unary functions (``exp``, ``log``/``log10`` -> ``neglog``,
-``log(c0 + sum_k c_k exp(u_k))`` -> one log-sum-exp group with ``b_k += log c_k``).
+``log(c0 + sum_k c_k exp(u_k))`` -> one log-sum-exp group with ``b_k += log c_k``;
+``abs(aff)`` -> ``abs``).
 Constant sub-expressions (numbers, Params, fixed variables) are evaluated and checked
 for NaN/inf.
 """
@@ -86,7 +87,7 @@ class _Walker:
             (E.DivisionExpression, self.div),
             (E.ProductExpression, self.prod),  # includes MonomialTermExpression
             (E.PowExpression, self.pow),
-            (E.AbsExpression, self.unsupported),
+            (E.AbsExpression, self.abs),
             (E.UnaryFunctionExpression, self.unary),
         ]
         for cls, h in table:
@@ -232,6 +233,15 @@ class _Walker:
         if p == 2.0:
             raise _Unsupported(node, "only the square of an affine expression is supported")
         raise _Unsupported(node, f"the exponent {p:g} is not supported (only (affine)**2, **1 and **0)")
+
+    def abs(self, node):
+        """``abs(aff)`` -> an ``abs`` atom row (e.g. a Laplace likelihood); constants are evaluated."""
+        f = self.walk(node.args[0])
+        if f.is_const:
+            return self._eval(node)
+        if f.is_affine:
+            return _Form(0.0, atoms=[("abs", 1.0, f.lin, f.const, -1, None, 0.0)])
+        raise _Unsupported(node, "abs of a non-affine argument is not supported")
 
     def unary(self, node):
         name = node.getname()

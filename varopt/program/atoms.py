@@ -12,7 +12,14 @@ kind               ``g``                  domain              ``g'``, ``g''``   
 ``exp``            ``exp u``              all ``u``           ``exp u``, ``exp u``  increasing
 ``square``         ``u^2``                all ``u``           ``2u``, ``2``         no
 ``quad_over_lin``  ``u^2 / v``            ``v > 0``           see below             no
+``abs``            ``|u|``                all ``u``           ``sign u``, ``0``     no
 =================  =====================  ==================  ====================  ============
+
+``abs`` is the one nonsmooth atom (``smooth = False``): ``d1`` returns the subgradient
+``sign u`` (0 at ``u = 0``) and ``d2`` the almost-everywhere second derivative 0; a solver that
+needs second derivatives must check ``smooth``. It is the Laplace likelihood ``|y - x^T w| / b``
+of the KL-proximal solver (Khan, Baque, Fleuret & Fua 2015), whose Gaussian expectations are
+smooth.
 
 ``user_open`` marks the atoms whose domain argument must be strictly positive in the point
 loaded into a user's model: every way of writing them then evaluates (``phi*log(phi)`` in Pyomo
@@ -58,6 +65,9 @@ class AtomKernel:
     #: writes the atom to evaluate (``u*log(u)`` at ``u = 0`` raises in Pyomo although ``0 log 0 = 0``
     #: here); a solution loaded into a user's model is moved inside (:mod:`varopt.program.evaluable`)
     user_open: bool = False
+    #: ``False`` for atoms with kinks (``abs``): ``d1`` is then a subgradient and ``d2`` holds only
+    #: almost everywhere
+    smooth: bool = True
 
     def user_evaluable(self, u, margin=0.0):
         """True where a user's own evaluation of the atom at domain argument ``u`` is defined; with
@@ -223,6 +233,28 @@ class QuadOverLin(AtomKernel):
             return np.where(u2 == 0, 0.0, np.where(pos, u2 / np.where(pos, vlo, 1.0), np.inf))
 
 
+class Abs(AtomKernel):
+    """``g(u) = |u|`` on all ``u``; subgradient ``sign u`` (0 at 0), ``g'' = 0`` almost everywhere;
+    min 0 at ``u = 0``; nonsmooth (``smooth = False``)."""
+
+    kind, text, smooth = "abs", "abs({u})", False
+
+    def value(self, u):
+        return np.abs(u)
+
+    def d1(self, u):
+        return np.sign(u).astype(float)
+
+    def d2(self, u):
+        return np.zeros(np.shape(u))
+
+    def interval_min(self, lo, hi):
+        return np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
+
+    def interval_max(self, lo, hi):
+        return np.maximum(np.abs(lo), np.abs(hi))
+
+
 #: kind -> kernel; the single source of the atom kinds
-ATOMS = {k.kind: k for k in (XLogX(), NegLog(), Exp(), Square(), QuadOverLin())}
+ATOMS = {k.kind: k for k in (XLogX(), NegLog(), Exp(), Square(), QuadOverLin(), Abs())}
 ATOM_KINDS = tuple(ATOMS)
