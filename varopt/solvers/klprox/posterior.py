@@ -66,8 +66,10 @@ class FullGaussian(_Base):
 
     name = "full"
 
-    def start(self, gamma0):
-        return self._state(self.mu.copy(), np.full(self.N, float(gamma0)))
+    def start(self, gamma0, at_prior_mean=True):
+        """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
+        m = self.mu.copy() if at_prior_mean else np.zeros(self.D)
+        return self._state(m, np.full(self.N, float(gamma0)))
 
     def _state(self, m, gt):
         Lam = self.P + self._AtGA(gt)
@@ -125,8 +127,13 @@ class DualGaussian(_Base):
         self.St = self.Y.T @ self.Y
         self.mut = self.A @ self.mu + view.b
 
-    def start(self, gamma0):
-        return self._state(np.zeros(self.N), np.full(self.N, float(gamma0)))
+    def start(self, gamma0, at_prior_mean=True):
+        """``V0^-1 = P + gamma0 A^T A``; the mean at ``mu`` (``z = 0``), or the point of ``mu + Sigma A^T z``
+        nearest 0 in the prior metric (``St z = -A mu``: predictors at ``b``)."""
+        z = np.zeros(self.N)
+        if not at_prior_mean and self.N:
+            z = np.linalg.lstsq(self.St, -(self.A @ self.mu), rcond=None)[0]
+        return self._state(z, np.full(self.N, float(gamma0)))
 
     def _state(self, z, gt):
         sg = np.sqrt(gt)

@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ...core.threads import blas_threads, option_threads
-from ...errors import InvalidOptionError
+from ...errors import InputDataError
 from ...options import Option, OptionSet, common_options, nonnegative, positive, progress_options, thread_options
 from ...registry import Solver, register_solver
 from .expectations import family_table
@@ -108,13 +108,32 @@ class KLProx:
         self.scale = mag + abs(gp) + abs(self.post.C0) + 1.0
         return gp + lik, alpha, gamma, mt, vt
 
+    def start(self):
+        """The better of two starts (mean at the Gaussian part's mean ``mu``, which includes linear
+        likelihood terms such as ``-y f``, or at 0), with ``V0^-1 = P + gamma0 A^T A``; ``gamma0`` is
+        raised while ``-ELBO`` is not finite (e.g. ``exp`` of a wide prior predictor overflows)."""
+        g0 = self.opts.gamma0
+        for _ in range(12):
+            best = None
+            with np.errstate(over="ignore", invalid="ignore"):
+                for at_mu in (True, False):
+                    st = self.post.start(g0, at_mu)
+                    ev = self.evaluate(st)
+                    if math.isfinite(ev[0]) and (best is None or ev[0] < best[1][0]):
+                        best = (st, ev)
+            if best is not None:
+                return best
+            g0 = max(10.0 * g0, 1.0) * 10.0
+        raise InputDataError("klprox: -ELBO is not finite at any starting point: a likelihood term overflows "
+                             "(e.g. exp of a large predictor); rescale the data")
+
+    def ascent(self, f_new, f_old):
+        """The acceptance test of the adaptive rule: ``-ELBO`` finite and not larger beyond rounding."""
+        return math.isfinite(f_new) and f_new <= f_old + ROUNDING * self.scale
+
     def solve(self):
         opts, run, post = self.opts, self.run, self.post
-        st = post.start(opts.gamma0)
-        f, alpha, gamma, mt, vt = self.evaluate(st)
-        if not math.isfinite(f):
-            raise InvalidOptionError(f"klprox: -ELBO is not finite at the start ({f}); the prior or the data put "
-                                     "a likelihood term out of range (e.g. exp overflow)")
+        st, (f, alpha, gamma, mt, vt) = self.start()
         beta = opts.beta
         fixed = opts.step_rule == "fixed"
         rejected = 0
@@ -138,7 +157,7 @@ class KLProx:
                     msg = (f"the fixed step beta={beta:g} diverged at iteration {it} (-ELBO {f2}); "
                            "use step_rule='adaptive'")
                     break
-                if fixed or f2 <= f + ROUNDING * self.scale:
+                if fixed or self.ascent(f2, f):
                     if not fixed:
                         beta = min(beta * opts.grow, opts.beta_max)
                     break
@@ -148,7 +167,7 @@ class KLProx:
                     break
             if status is not None:
                 break
-            if not fixed and not f2 <= f + ROUNDING * self.scale:
+            if not fixed and not self.ascent(f2, f):
                 ok = max(res) <= 1e3 * opts.gtol
                 status = "converged" if ok else "error"
                 msg = (f"no step with beta >= {BETA_MIN:g} raises the ELBO (rounding level); residuals "
