@@ -27,12 +27,13 @@ _LOG2PI = math.log(2 * math.pi)
 
 
 def _terms(view, fams, mt, vt):
-    lik, alpha, gamma = 0.0, np.zeros(view.N), np.zeros(view.N)
+    lik, alpha, gamma = float(view.lin @ mt), view.lin.copy(), np.zeros(view.N)
     for kind, sl in view.blocks:
         E, d1, d2 = fams[kind].expect(mt[sl], vt[sl])
         cf = view.coef[sl]
         lik += float(cf @ E)
-        alpha[sl], gamma[sl] = cf * d1, 2 * cf * d2
+        alpha[sl] += cf * d1
+        gamma[sl] = 2 * cf * d2
     return lik, alpha, gamma
 
 

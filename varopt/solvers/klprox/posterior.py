@@ -81,12 +81,13 @@ class FullGaussian(_Base):
         return self.A @ st.m + self.view.b, np.einsum("ij,ij->j", st.W, st.W)
 
     def gauss_part(self, st):
-        d = st.m - self.mu
+        # computed directly (not as KL + C0): no cancellation between large prior-mean terms
+        m, v = st.m, self.view
         Linv = _tri(st.L, np.eye(self.D))
         trPV = float(np.sum(Linv * (Linv @ self.P)))
         logdetV = -2.0 * float(np.sum(np.log(np.diag(st.L))))
-        kl = 0.5 * (d @ self.P @ d + trPV - self.D - self.view.logdet_P() - logdetV)
-        return kl + self.C0
+        return (0.5 * m @ self.P @ m + v.c @ m + v.k + 0.5 * trPV
+                - 0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
 
     def gradient(self, st, alpha):
         return -(self.P @ st.m + self.view.c + self.A.T @ alpha)

@@ -10,6 +10,8 @@ canonical program (:mod:`varopt.program`)::
   quadratic terms and every multiplier-free ``square`` row (a Gaussian likelihood is conjugate,
   so it is part of the "prior" of the split, eq. (6)); ``P`` must be positive definite: the
   prior ``N(mu, Sigma)`` has ``Sigma = P^-1``, ``mu = -P^-1 c``;
+* the part of the linear terms that is a combination of the rows' predictors (``-y f``) joins the
+  rows: ``coef l(u) + lin u``;
 * every other row must be ``coef * l(a^T w + b)`` with ``coef > 0``, no variable multiplier, and
   ``l`` a family of :mod:`.expectations`: ``exp`` (Poisson), ``abs`` (Laplace), and two-entry
   log-sum-exp groups ``log(exp(a0 w + b0) + exp(a1 w + b1))`` = ``(a0 w + b0) + softplus(u)``,
@@ -47,6 +49,8 @@ class LikelihoodView:
     coef: np.ndarray
     #: ``[(family kind, slice of rows)]``, rows of one family contiguous
     blocks: list = field(default_factory=list)
+    #: linear part of each row: the term is ``coef_n l_n(u_n) + lin_n u_n``
+    lin: np.ndarray = None
     P_chol: np.ndarray = None
     objective_name: str = "objective"
 
@@ -71,7 +75,7 @@ class LikelihoodView:
         from .expectations import family_table
         fam = family_table(8)
         u = self.A @ w + self.b
-        tot = 0.5 * w @ self.P @ w + self.c @ w + self.k
+        tot = 0.5 * w @ self.P @ w + self.c @ w + self.k + float(self.lin @ u)
         for kind, sl in self.blocks:
             # l(u) is the variance-0 limit of its Gaussian expectation
             tot += float(self.coef[sl] @ fam[kind].expect(u[sl], np.full(u[sl].size, 1e-300))[0])
@@ -159,8 +163,27 @@ def likelihood_view(program, families) -> LikelihoodView:
     P = 0.5 * (H + H.T)
     view = LikelihoodView(list(program.names), P, c, k, A, np.concatenate(bs) if bs else np.zeros(0),
                           np.concatenate(cs) if cs else np.zeros(0), blocks, objective_name=program.objective_name)
+    _rows_take_linear_terms(view)
     view.P_chol = _prior_cholesky(P, program.names, where)
     return view
+
+
+def _rows_take_linear_terms(view):
+    """Move the part of ``c`` in the range of ``A^T`` into the rows (``c = c0 + A^T t``: the term
+    ``t_n (u_n - b_n)``, e.g. the ``-y f`` of a logistic or Poisson likelihood). The split is the
+    same joint; it keeps the prior mean ``-P^-1 c0`` at the scale of the model (with ``-y f`` in
+    the Gaussian part, the mean and the KL term grow like ``delta X^T y`` and ``-ELBO`` would be a
+    difference of large numbers)."""
+    view.lin = np.zeros(view.N)
+    if view.N == 0 or not np.any(view.c):
+        return
+    At = view.A.T.toarray()
+    t = np.linalg.lstsq(At, view.c, rcond=None)[0]
+    c0 = view.c - At @ t
+    if np.linalg.norm(c0) <= 1e-12 * np.linalg.norm(view.c):
+        c0[:] = 0.0
+    view.c, view.lin = c0, t
+    view.k -= float(t @ view.b)
 
 
 def _positive(where, text, coef):
