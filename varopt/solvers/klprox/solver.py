@@ -67,7 +67,7 @@ class KLProxSolver(Solver):
                "'dual': the N-dimensional predictor space of update (19) (N < D, e.g. Gaussian processes); "
                "'auto': dual when there are fewer likelihood terms than variables", ("auto", "full", "dual")),
         Option("quadrature_nodes", 100, "Gauss-Hermite nodes of the logistic expectation for predictor variances "
-               "<= 4 (larger variances use a graded Gauss-Legendre rule)", int, lambda v: v >= 20,
+               "<= 2 (larger variances use a graded Gauss-Legendre rule)", int, lambda v: v >= 20,
                "must be >= 20"),
         Option("gamma0", 1e-3, "initial pseudo-precision of every likelihood term (V0^-1 = P + gamma0 A^T A)",
                float, nonnegative, "must be >= 0"),
