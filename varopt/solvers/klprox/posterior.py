@@ -50,15 +50,19 @@ class _Base:
         self.view = view
         self.P = view.P
         self.D, self.N = view.D, view.N
-        self.A = view.A
+        # dense rows (GP models: A = L) are much faster as an ndarray than as a filled CSR matrix
+        dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D
+        self.A = view.A.toarray() if dense else view.A
+        self.AT = view.A.T.toarray()
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
 
     def _AtGA(self, g):
         if self.N == 0:
             return np.zeros((self.D, self.D))
-        M = self.A.T @ sp.diags(g) @ self.A
-        return M.toarray() if sp.issparse(M) else np.asarray(M)
+        if not sp.issparse(self.A):
+            return self.AT @ (g[:, None] * self.A)
+        return (self.A.T @ sp.diags(g) @ self.A).toarray()
 
 
 class FullGaussian(_Base):
@@ -74,7 +78,7 @@ class FullGaussian(_Base):
     def _state(self, m, gt):
         Lam = self.P + self._AtGA(gt)
         L = _chol(Lam)
-        W = _tri(L, self.A.T.toarray()) if self.N else np.zeros((self.D, 0))
+        W = _tri(L, self.AT) if self.N else np.zeros((self.D, 0))
         return SimpleNamespace(m=m, gt=gt, L=L, W=W)
 
     def predictors(self, st):
@@ -123,8 +127,7 @@ class DualGaussian(_Base):
 
     def __init__(self, view):
         super().__init__(view)
-        At = view.A.T.toarray()
-        self.Y = _tri(view.P_chol, At)                      # Lp^-1 A^T, so St = Y^T Y
+        self.Y = _tri(view.P_chol, self.AT)                      # Lp^-1 A^T, so St = Y^T Y
         self.St = self.Y.T @ self.Y
         self.mut = self.A @ self.mu + view.b
 
