@@ -90,8 +90,9 @@ class FullGaussian(_Base):
         Linv = _tri(st.L, np.eye(self.D))
         trPV = float(np.sum(Linv * (Linv @ self.P)))
         logdetV = -2.0 * float(np.sum(np.log(np.diag(st.L))))
-        return (0.5 * m @ self.P @ m + v.c @ m + v.k + 0.5 * trPV
-                - 0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
+        parts = (0.5 * m @ self.P @ m, v.c @ m, v.k, 0.5 * trPV, -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
+        self.magnitude = float(np.sum(np.abs(parts)))
+        return float(np.sum(parts))
 
     def gradient(self, st, alpha):
         return -(self.P @ st.m + self.view.c + self.A.T @ alpha)
@@ -153,7 +154,9 @@ class DualGaussian(_Base):
         Linv = _tri(st.L, np.eye(self.N))
         tr = self.N - float(np.sum(Linv * Linv))             # tr(G^1/2 B^-1 G^1/2 St) = N - tr(B^-1)
         logdetB = 2.0 * float(np.sum(np.log(np.diag(st.L))))
-        return 0.5 * (st.z @ self.St @ st.z - tr + logdetB) + self.C0
+        parts = (0.5 * st.z @ self.St @ st.z, -0.5 * tr, 0.5 * logdetB, self.C0)
+        self.magnitude = float(np.sum(np.abs(parts)))
+        return float(np.sum(parts))
 
     def step(self, st, alpha, gamma, r):
         y = r * (st.z + st.gt * (self.St @ st.z)) - (1.0 - r) * alpha

@@ -40,6 +40,8 @@ from .view import likelihood_view
 #: when it lowers the stationarity residual; rejected at residuals <= FLAT_RESIDUAL it ends the run
 ROUNDING = 1e-14
 FLAT_RESIDUAL = 1e-6
+#: when no step size raises the ELBO (rounding everywhere), residuals up to this count as converged
+STALL_RESIDUAL = 1e-4
 #: below this step size a rejected step means the ELBO cannot be raised beyond rounding
 BETA_MIN = 1e-12
 
@@ -110,7 +112,7 @@ class KLProx:
             mag += float(cf @ np.abs(E))
             alpha[sl], gamma[sl] = cf * d1 + v.lin[sl], 2.0 * cf * d2
         gp = self.post.gauss_part(st)
-        self.scale = mag + abs(gp) + abs(self.post.C0) + 1.0
+        self.scale = mag + self.post.magnitude + 1.0
         return gp + lik, alpha, gamma, mt, vt
 
     def start(self):
@@ -174,8 +176,10 @@ class KLProx:
                     break
                 beta *= opts.shrink
                 if beta < BETA_MIN:
-                    status, msg = "error", (f"no step with beta >= {BETA_MIN:g} raises the ELBO; residuals "
-                                            f"{res[0]:.2e}, {res[1]:.2e}")
+                    ok = max(res) <= STALL_RESIDUAL
+                    status = "converged" if ok else "error"
+                    msg = (f"no step with beta >= {BETA_MIN:g} raises the ELBO (residuals {res[0]:.2e}, "
+                           f"{res[1]:.2e}" + (": flat to rounding)" if ok else ")"))
                     break
             if status is not None:
                 break
