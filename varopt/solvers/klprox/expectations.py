@@ -39,7 +39,8 @@ _SQRT2PI = np.sqrt(2.0 * np.pi)
 
 
 def _phi(z):
-    return np.exp(-0.5 * z * z) / _SQRT2PI
+    with np.errstate(over="ignore"):  # z^2 = inf far in the tails: the density is 0
+        return np.exp(-0.5 * z * z) / _SQRT2PI
 
 
 class Family:
