@@ -40,8 +40,9 @@ from .view import likelihood_view
 #: when it lowers the stationarity residual; rejected at residuals <= FLAT_RESIDUAL it ends the run
 ROUNDING = 1e-14
 FLAT_RESIDUAL = 1e-6
-#: when no step size raises the ELBO (rounding everywhere), residuals up to this count as converged
-STALL_RESIDUAL = 1e-4
+#: when no step size raises the ELBO (rounding everywhere), residuals up to this count as converged (a
+#: covariance residual e bounds the natural-gradient norm, so the ELBO is within about e^2 of its optimum)
+STALL_RESIDUAL = 1e-3
 #: below this step size a rejected step means the ELBO cannot be raised beyond rounding
 BETA_MIN = 1e-12
 
