@@ -86,7 +86,7 @@ def main():
                 t0 = time.perf_counter()
                 with blas_threads(1):
                     v = likelihood_view(p, family_table())
-                    o = B.map_estimate(v)
+                    o = B.map_estimate(v, maxiter=3000)
                     H = v.P  # zero curvature of |u| almost everywhere: the Laplace Hessian is the prior's
                     evid = o["value"] - 0.5 * v.D * math.log(2 * math.pi) + 0.5 * np.linalg.slogdet(H)[1]
                 t_lap += time.perf_counter() - t0

@@ -69,6 +69,7 @@ class FullGaussian(_Base):
     """``q = N(m, V)`` with ``V^-1 = P + A^T diag(gt) A`` held by its Cholesky factor."""
 
     name = "full"
+    magnitude = 0.0
 
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
@@ -125,6 +126,7 @@ class DualGaussian(_Base):
     """``q`` held by ``(z, gt)`` in the N-dimensional predictor space (update (19))."""
 
     name = "dual"
+    magnitude = 0.0
 
     def __init__(self, view):
         super().__init__(view)
@@ -145,14 +147,21 @@ class DualGaussian(_Base):
         B = np.eye(self.N) + sg[:, None] * self.St * sg[None, :]
         L = _chol(B)
         U = _tri(L, sg[:, None] * self.St)                   # L^-1 G^1/2 St
-        return SimpleNamespace(z=z, gt=gt, sg=sg, L=L, U=U)
+        Linv = _tri(L, np.eye(self.N))
+        binv = np.einsum("ij,ij->j", Linv, Linv)             # diag(B^-1)
+        # vt = diag(St) - diag(U^T U) cancels when the posterior is much narrower than the prior; then
+        # the identity St - St G^1/2 B^-1 G^1/2 St = G^-1/2 (I - B^-1) G^-1/2 is used (entries of B^-1 <= 1)
+        vt1 = np.diag(self.St) - np.einsum("ij,ij->j", U, U)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vt2 = (1.0 - binv) / gt
+        vt = np.where(vt1 > 0.5 * np.diag(self.St), vt1, vt2)
+        return SimpleNamespace(z=z, gt=gt, sg=sg, L=L, U=U, binv=binv, vt=vt)
 
     def predictors(self, st):
-        return self.mut + self.St @ st.z, np.diag(self.St) - np.einsum("ij,ij->j", st.U, st.U)
+        return self.mut + self.St @ st.z, st.vt
 
     def gauss_part(self, st):
-        Linv = _tri(st.L, np.eye(self.N))
-        tr = self.N - float(np.sum(Linv * Linv))             # tr(G^1/2 B^-1 G^1/2 St) = N - tr(B^-1)
+        tr = self.N - float(np.sum(st.binv))                 # tr(G^1/2 B^-1 G^1/2 St) = N - tr(B^-1)
         logdetB = 2.0 * float(np.sum(np.log(np.diag(st.L))))
         parts = (0.5 * st.z @ self.St @ st.z, -0.5 * tr, 0.5 * logdetB, self.C0)
         self.magnitude = float(np.sum(np.abs(parts)))

@@ -68,7 +68,7 @@ class KLProxSolver(Solver):
                "covariance (sum_n |gamma_n - gt_n| vt_n) are both <= gtol", float, positive, "must be positive"),
         Option("parameterization", "auto", "'full': N(m, V) with a D x D precision factor (updates (16)-(17)); "
                "'dual': the N-dimensional predictor space of update (19) (N < D, e.g. Gaussian processes); "
-               "'auto': dual when there are no more likelihood terms than variables", ("auto", "full", "dual")),
+               "'auto': dual when there are fewer likelihood terms than variables", ("auto", "full", "dual")),
         Option("quadrature_nodes", 100, "Gauss-Hermite nodes of the logistic expectation for predictor variances "
                "<= 2 (larger variances use a graded Gauss-Legendre rule)", int, lambda v: v >= 20,
                "must be >= 20"),
@@ -87,7 +87,7 @@ class KLProxSolver(Solver):
             view = likelihood_view(program, fams)
             kind = opts.parameterization
             if kind == "auto":
-                kind = "dual" if view.N <= view.D else "full"
+                kind = "dual" if view.N < view.D else "full"
             post = (DualGaussian if kind == "dual" else FullGaussian)(view)
             return KLProx(view, post, fams, opts, run).solve()
 
