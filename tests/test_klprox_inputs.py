@@ -152,3 +152,20 @@ def test_nan_and_empty_data_and_bad_steps():
     for bad in ({"beta": 0.0}, {"beta": -1.0}, {"shrink": 1.5}, {"step_rule": "armijo"}, {"quadrature_nodes": 5}):
         with pytest.raises(InvalidOptionError, match=list(bad)[0]):
             S.solve(p, **bad)
+
+
+def test_warm_start_from_a_previous_solution():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 3))
+    y = (rng.uniform(size=60) < expit(X @ np.array([1.0, -1.0, 0.5]))).astype(float)
+    r1 = S.solve(glm_program(X, y, prior_var=1.0))
+    for par in ("full", "dual"):
+        again = S.solve(glm_program(X, y, prior_var=1.0), warm_start=r1, parameterization=par)
+        assert again.iterations <= 3 and abs(again.objective - r1.objective) <= 1e-10 * abs(r1.objective)
+    nxt = S.solve(glm_program(X, y, prior_var=1.5), warm_start=r1)
+    ref = S.solve(glm_program(X, y, prior_var=1.5))
+    assert abs(nxt.objective - ref.objective) <= 1e-10 * abs(ref.objective)
+    with pytest.raises(InvalidOptionError, match="warm_start"):
+        S.solve(glm_program(X[:50], y[:50], prior_var=1.0), warm_start=r1)
+    with pytest.raises(InvalidOptionError, match="warm_start"):
+        S.solve(glm_program(X, y, prior_var=1.0), warm_start={"x": np.zeros(4)})

@@ -36,8 +36,11 @@ def _grid(v):
 class _Base:
     _solver_options: dict = None
 
-    def _solve(self, program):
-        r = get_solver("klprox").solve(program, **(self.solver_options or {}))
+    def _solve(self, program, warm=None):
+        opts = dict(self.solver_options or {})
+        if warm is not None:
+            opts.setdefault("warm_start", warm)  # the previous grid point: a start, kept only if better
+        r = get_solver("klprox").solve(program, **opts)
         if not r.success:
             raise RuntimeError(f"klprox did not converge: {r.status} ({r.message})")
         return r
@@ -64,9 +67,9 @@ class _GLM(_Base):
 
     def fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
-        best, self.grid_ = None, []
+        best, self.grid_, r = None, [], None
         for d in _grid(self.prior_var):
-            r = self._solve(glm_program(X, y, self.likelihood, prior_var=d, fit_intercept=self.fit_intercept))
+            r = self._solve(glm_program(X, y, self.likelihood, prior_var=d, fit_intercept=self.fit_intercept), r)
             self.grid_.append((d, r.objective))
             if best is None or r.objective < best[1].objective:
                 best = (d, r)
@@ -132,10 +135,10 @@ class _GP(_Base):
 
     def _fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
-        best, self.grid_ = None, []
+        best, self.grid_, r = None, [], None
         for le, ls, ln in itertools.product(_grid(self.log_ell), _grid(self.log_sf), _grid(self.log_noise)):
             p, L, eps = gp_program(X, y, self.likelihood, le, ls, math.exp(ln), self.jitter)
-            r = self._solve(p)
+            r = self._solve(p, r)
             self.grid_.append(((le, ls, ln), r.objective))
             if best is None or r.objective < best[1].objective:
                 best = ((le, ls, ln), r, L)

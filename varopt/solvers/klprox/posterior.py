@@ -82,6 +82,9 @@ class FullGaussian(_Base):
         W = _tri(L, self.AT) if self.N else np.zeros((self.D, 0))
         return SimpleNamespace(m=m, gt=gt, L=L, W=W)
 
+    def warm(self, m, gt, alpha):
+        return self._state(m.copy(), gt.copy())
+
     def predictors(self, st):
         return self.A @ st.m + self.view.b, np.einsum("ij,ij->j", st.W, st.W)
 
@@ -156,6 +159,9 @@ class DualGaussian(_Base):
             vt2 = (1.0 - binv) / gt
         vt = np.where(vt1 > 0.5 * np.diag(self.St), vt1, vt2)
         return SimpleNamespace(z=z, gt=gt, sg=sg, L=L, U=U, binv=binv, vt=vt)
+
+    def warm(self, m, gt, alpha):
+        return self._state(-alpha, gt.copy())               # the fixed point has z = -alpha
 
     def predictors(self, st):
         return self.mut + self.St @ st.z, st.vt

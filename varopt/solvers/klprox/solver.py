@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ...core.threads import blas_threads, option_threads
-from ...errors import InputDataError
+from ...errors import InputDataError, InvalidOptionError
 from ...options import Option, OptionSet, common_options, nonnegative, positive, progress_options, thread_options
 from ...registry import Solver, register_solver
 from .expectations import family_table
@@ -45,6 +45,21 @@ FLAT_RESIDUAL = 1e-6
 STALL_RESIDUAL = 1e-3
 #: below this step size a rejected step means the ELBO cannot be raised beyond rounding
 BETA_MIN = 1e-12
+
+
+def _warm(v):
+    """Validate the ``warm_start`` option: a Result (its ``x`` and ``info``) or a dict of arrays."""
+    if v is None:
+        return None
+    d = dict(v.info, x=v.x) if hasattr(v, "info") and hasattr(v, "x") else v
+    try:
+        out = {k: np.asarray(d[k], dtype=float).ravel() for k in ("x", "pseudo_precisions", "alpha")}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidOptionError("option 'warm_start' must be a klprox Result or a dict with arrays 'x', "
+                                 f"'pseudo_precisions' and 'alpha' ({exc})") from None
+    if not all(np.all(np.isfinite(a)) for a in out.values()) or np.any(out["pseudo_precisions"] < 0):
+        raise InvalidOptionError("option 'warm_start' holds NaN/inf or negative pseudo-precisions")
+    return out
 
 
 @register_solver
@@ -74,6 +89,9 @@ class KLProxSolver(Solver):
                "must be >= 20"),
         Option("gamma0", 1e-3, "initial pseudo-precision of every likelihood term (V0^-1 = P + gamma0 A^T A)",
                float, nonnegative, "must be >= 0"),
+        Option("warm_start", None, "start from a previous klprox solution of a model with the same rows (e.g. the "
+               "previous value of a hyperparameter sweep): its Result, or a dict with 'x', 'pseudo_precisions' and "
+               "'alpha'; used when its -ELBO here is below the default starts'", _warm),
         Option("max_dense_covariance", 5000, "return info['covariance'] as a dense array when D is at most this "
                "(info['predict'] and the factor are always returned)", int, nonnegative, "must be >= 0"),
     ] + progress_options("called as callback(iteration, m, neg_elbo) after every iteration; returning True "
@@ -124,8 +142,7 @@ class KLProx:
         for _ in range(12):
             best = None
             with np.errstate(over="ignore", invalid="ignore"):
-                for at_mu in (True, False):
-                    st = self.post.start(g0, at_mu)
+                for st in [self.post.start(g0, at_mu) for at_mu in (True, False)] + self.warm():
                     ev = self.evaluate(st)
                     if math.isfinite(ev[0]) and (best is None or ev[0] < best[1][0]):
                         best = (st, ev)
@@ -134,6 +151,17 @@ class KLProx:
             g0 = max(10.0 * g0, 1.0) * 10.0
         raise InputDataError("klprox: -ELBO is not finite at any starting point: a likelihood term overflows "
                              "(e.g. exp of a large predictor); rescale the data")
+
+    def warm(self):
+        """The state of the ``warm_start`` option, when its sizes fit this model."""
+        w = self.opts.warm_start
+        if w is None:
+            return []
+        v = self.view
+        if w["x"].size != v.D or w["pseudo_precisions"].size != v.N or w["alpha"].size != v.N:
+            raise InvalidOptionError(f"option 'warm_start' has sizes (x {w['x'].size}, rows "
+                                     f"{w['pseudo_precisions'].size}), this model has {v.D} variables and {v.N} rows")
+        return [self.post.warm(w["x"], w["pseudo_precisions"], w["alpha"])]
 
     def solve(self):
         opts, run, post = self.opts, self.run, self.post
