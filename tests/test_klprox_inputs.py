@@ -169,3 +169,17 @@ def test_warm_start_from_a_previous_solution():
         S.solve(glm_program(X[:50], y[:50], prior_var=1.0), warm_start=r1)
     with pytest.raises(InvalidOptionError, match="warm_start"):
         S.solve(glm_program(X, y, prior_var=1.0), warm_start={"x": np.zeros(4)})
+
+
+def test_natural_mean_step_reaches_the_same_optimum():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(80, 3))
+    y = (rng.uniform(size=80) < expit(X @ np.array([1.0, -2.0, 0.5]))).astype(float)
+    p = glm_program(X, y, prior_var=3.0)
+    a = S.solve(p)
+    for kw in ({"mean_step": "natural"}, {"mean_step": "natural", "beta_max": 100.0, "parameterization": "dual"}):
+        b = S.solve(p, **kw)
+        assert b.status == "converged" and abs(a.objective - b.objective) <= 1e-10 * abs(a.objective)
+        np.testing.assert_allclose(a.x, b.x, atol=1e-7)
+        h = np.array([e["objective"] for e in b.history])
+        assert np.all(np.diff(h) <= b.info["rounding"])

@@ -101,11 +101,16 @@ class FullGaussian(_Base):
     def gradient(self, st, alpha):
         return -(self.P @ st.m + self.view.c + self.A.T @ alpha)
 
-    def step(self, st, alpha, gamma, r):
+    def step(self, st, alpha, gamma, r, natural=False):
         g = self.gradient(st, alpha)
+        gt = r * st.gt + (1.0 - r) * gamma
+        if natural:  # natural-parameter form: m+ = m + (1 - r) V+ g
+            new = self._state(st.m, gt)
+            new.m = st.m + (1.0 - r) * sla.cho_solve((new.L, True), g, check_finite=False)
+            return new
         M = self.P + r * self._AtGA(st.gt) if r > 0 else self.P
         dm = sla.cho_solve((_chol(M), True), g, check_finite=False)
-        return self._state(st.m + (1.0 - r) * dm, r * st.gt + (1.0 - r) * gamma)
+        return self._state(st.m + (1.0 - r) * dm, gt)
 
     def residuals(self, st, alpha, gamma, vt):
         g = _tri(st.L, self.gradient(st, alpha))
@@ -173,7 +178,13 @@ class DualGaussian(_Base):
         self.magnitude = float(np.sum(np.abs(parts)))
         return float(np.sum(parts))
 
-    def step(self, st, alpha, gamma, r):
+    def step(self, st, alpha, gamma, r, natural=False):
+        if natural:  # m+ = m + (1 - r) V+ g, g = -A^T (z + alpha): z+ = z - (1 - r) (I + G+ St)^-1 (z + alpha)
+            new = self._state(st.z, r * st.gt + (1.0 - r) * gamma)
+            y = st.z + alpha
+            x = y - new.sg * sla.cho_solve((new.L, True), new.sg * (self.St @ y), check_finite=False)
+            new.z = st.z - (1.0 - r) * x
+            return new
         y = r * (st.z + st.gt * (self.St @ st.z)) - (1.0 - r) * alpha
         sr = np.sqrt(r * st.gt)
         Br = np.eye(self.N) + sr[:, None] * self.St * sr[None, :]

@@ -74,6 +74,9 @@ class KLProxSolver(Solver):
         Option("step_rule", "adaptive", "'adaptive': accept a step only when the exactly computed ELBO does not "
                "decrease, else shrink beta; grow beta after success. 'fixed': constant beta (may diverge)",
                ("adaptive", "fixed")),
+        Option("mean_step", "paper", "'paper': the mean update (16), m+ = m + (1-r) [P + r A^T diag(gt) A]^-1 g; "
+               "'natural': the natural-parameter (natural-gradient) form m+ = m + (1-r) V+ g, preconditioned by the "
+               "new precision including the likelihood curvature (Newton-like as beta grows)", ("paper", "natural")),
         Option("grow", 2.0, "factor applied to beta after an accepted step (adaptive rule)", float,
                lambda v: v >= 1, "must be >= 1"),
         Option("shrink", 0.5, "factor applied to beta after a rejected step (adaptive rule)", float,
@@ -115,6 +118,7 @@ class KLProx:
 
     def __init__(self, view, post, fams, opts, run):
         self.view, self.post, self.fams, self.opts, self.run = view, post, fams, opts, run
+        self.natural = opts.mean_step == "natural"
 
     def evaluate(self, st):
         """``(neg_elbo, alpha, gamma, mt, vt)`` at the posterior state ``st``; ``self.scale`` is the sum of
@@ -176,11 +180,12 @@ class KLProx:
             if max(res) <= opts.gtol:
                 status, msg = "converged", f"stationarity residuals {res[0]:.2e}, {res[1]:.2e} <= gtol"
                 break
+            first = True
             while True:
                 r = 1.0 / (1.0 + beta)
                 try:
                     with np.errstate(over="ignore", invalid="ignore"):
-                        st2 = post.step(st, alpha, gamma, r)
+                        st2 = post.step(st, alpha, gamma, r, natural=self.natural)
                         f2, a2, g2, mt2, vt2 = self.evaluate(st2)
                 except np.linalg.LinAlgError:
                     f2 = math.nan
@@ -191,7 +196,8 @@ class KLProx:
                                "use step_rule='adaptive'")
                     break
                 if math.isfinite(f2) and f2 <= f:
-                    beta = min(beta * opts.grow, opts.beta_max)
+                    if first:  # grow only after a step accepted at once (no grow/shrink cycling)
+                        beta = min(beta * opts.grow, opts.beta_max)
                     break
                 if math.isfinite(f2) and f2 - f <= ROUNDING * self.scale:
                     # a change below the rounding of the sum: the stationarity residual decides
@@ -199,6 +205,7 @@ class KLProx:
                     if max(res2) < max(res):
                         break
                 rejected += 1
+                first = False
                 if f2 - f <= ROUNDING * self.scale and max(res) <= FLAT_RESIDUAL:
                     status, msg = "converged", (f"the ELBO is flat to rounding (residuals {res[0]:.2e}, "
                                                 f"{res[1]:.2e})")
