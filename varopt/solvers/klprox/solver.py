@@ -15,8 +15,8 @@ the model is the posterior mean, ``info['covariance']`` the posterior covariance
 Step rule. Fixed steps diverge on real data (a1a with beta = 1 and a large prior variance;
 housing with the Laplace likelihood at beta >= 0.5), so the default rule is adaptive: a step is
 accepted only when the ELBO, computed to quadrature accuracy at the proposed ``q``, does not
-decrease; otherwise ``beta`` is halved (``shrink``) and the step recomputed; after an accepted
-step ``beta`` grows (``grow``) up to ``beta_max``. As ``beta -> 0`` the step is a small natural-
+decrease; otherwise ``beta`` is halved (``shrink``) and the step recomputed; after a step accepted
+at its first ``beta``, ``beta`` grows (``grow``) up to ``beta_max``. As ``beta -> 0`` the step is a small natural-
 gradient step (Theorem 1 of the paper: length ``beta/(1 + beta)``), so a non-stationary point
 always has an accepted ``beta``. Near the optimum the ELBO changes by less than the rounding of its
 sum (``1e-14`` times the magnitudes added up, ``info['rounding']``): such a step is accepted when it
