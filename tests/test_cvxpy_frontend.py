@@ -24,7 +24,7 @@ def _vars():
     (lambda x, y: cp.sum(cp.power(x, 3)), "(x, 3"),
     (lambda x, y: cp.sum(x / y), "`x / Promote(y"),
     (lambda x, y: cp.sum(cp.log(x + cp.square(y))), "`log(x + Promote("),
-    (lambda x, y: cp.sum(cp.abs(x)), "`abs(x)`"),
+    (lambda x, y: cp.sum(cp.abs(cp.square(x))), "of `abs` must be affine"),  # abs of an affine argument is an atom row
     (lambda x, y: cp.norm1(x), "`norm1(x)`"),
     (lambda x, y: cp.sum(cp.exp(cp.multiply(x, y))), "`exp(x * Promote(y"),
     (lambda x, y: cp.sum(cp.sqrt(x)), "(x, 0.5"),

@@ -1,0 +1,89 @@
+"""klprox estimators: sklearn conventions, ELBO grid selection, predictive distributions against sklearn's GP
+regressor and numerical integration."""
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import expit
+
+from varopt.errors import InputDataError
+from varopt.formulations.klprox_estimators import (BayesianLogisticRegression, BayesianPoissonRegression, GPClassifier,
+                                                   GPRegressor, log_loss_bits)
+
+
+def _clf_data(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.where(rng.uniform(size=n) < expit(2 * X[:, 0] - X[:, 1]), "yes", "no")
+    return X, y
+
+
+def test_logistic_estimator_selects_prior_variance_by_elbo():
+    X, y = _clf_data()
+    est = BayesianLogisticRegression(prior_var=[0.01, 1.0, 100.0]).fit(X, y)
+    vals = dict(est.grid_)
+    assert est.prior_var_ == min(vals, key=vals.get) and est.neg_elbo_ == min(vals.values())
+    assert set(est.get_params()) == {"prior_var", "fit_intercept", "solver_options"}
+    P = est.predict_proba(X)
+    assert P.shape == (120, 2) and np.allclose(P.sum(1), 1) and np.all((P > 0) & (P < 1))
+    assert np.mean(est.predict(X) == y) > 0.75
+    assert est.coef_.shape == (2,) and est.covariance_.shape == (3, 3)
+    assert log_loss_bits(P[np.arange(120), (y == "yes").astype(int)]) < 1.0
+    with pytest.raises(InputDataError):
+        est.predict_proba(np.ones((2, 3)))
+    with pytest.raises(InputDataError, match="two classes"):
+        BayesianLogisticRegression().fit(X, np.zeros(120))
+
+
+def test_poisson_estimator_predicts_the_posterior_predictive_mean():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 2))
+    y = rng.poisson(np.exp(0.5 + X @ np.array([0.4, -0.3])))
+    est = BayesianPoissonRegression(prior_var=4.0).fit(X, y)
+    np.testing.assert_allclose(est.coef_, [0.4, -0.3], atol=0.15)
+    assert np.all(est.predict(X) > 0)
+
+
+def test_gp_regressor_gaussian_matches_sklearn_predictions():
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-3, 3, size=(50, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=50)
+    est = GPRegressor("gaussian", log_ell=0.0, log_sf=0.0, log_noise=math.log(0.1)).fit(X, y)
+    eps = 1e-8
+    gpr = GaussianProcessRegressor(ConstantKernel(1.0, "fixed") * RBF(1.0, "fixed"), alpha=0.01 + eps,
+                                   optimizer=None).fit(X, y)
+    Xt = np.linspace(-3, 3, 7)[:, None]
+    mu, sd = gpr.predict(Xt, return_std=True)
+    mt, vt = est.latent(Xt)
+    np.testing.assert_allclose(mt, mu, atol=1e-7)
+    np.testing.assert_allclose(vt, sd ** 2, atol=1e-7)
+    assert abs(est.neg_elbo_ + gpr.log_marginal_likelihood_value_) <= 1e-9 * abs(est.neg_elbo_)
+
+
+def test_gp_regressor_laplace_predictive_density_and_grid():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, size=(40, 1))
+    y = np.sin(X[:, 0]) + 0.1 * rng.laplace(size=40)
+    est = GPRegressor("laplace", log_ell=[-1.0, 0.0, 1.0], log_sf=[0.0], log_noise=[-2.0, -1.0]).fit(X, y)
+    assert len(est.grid_) == 6 and est.neg_elbo_ == min(v for _, v in est.grid_)
+    Xt, yt = np.array([[0.3], [2.0]]), np.array([0.2, 1.4])
+    lp = est.log_predictive_density(Xt, yt)
+    mt, vt = est.latent(Xt)
+    b = math.exp(est.log_noise_) / math.sqrt(2)
+    for k in range(2):
+        s = math.sqrt(vt[k])
+        f = lambda u: math.exp(-abs(yt[k] - u) / b) / (2 * b) * math.exp(-0.5 * ((u - mt[k]) / s) ** 2) / (s * math.sqrt(2 * math.pi))
+        ref = integrate.quad(f, mt[k] - 30 * s, mt[k] + 30 * s, points=[yt[k]], epsabs=0, epsrel=1e-12, limit=200)[0]
+        assert abs(lp[k] - math.log(ref)) <= 1e-9
+
+
+def test_gp_classifier_latent_at_training_inputs_and_probabilities():
+    X, y = _clf_data(80, seed=4)
+    est = GPClassifier(log_ell=[0.0, 1.0], log_sf=[0.0, 1.0]).fit(X, y)
+    mt, vt = est.latent(X)
+    np.testing.assert_allclose(mt, est.f_mean_, atol=1e-6)
+    P = est.predict_proba(X)
+    assert np.all((P > 0) & (P < 1)) and np.mean(est.predict(X) == y) > 0.75

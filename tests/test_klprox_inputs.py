@@ -1,0 +1,185 @@
+"""klprox: Gaussian expectations against adaptive quadrature and finite differences; the same posterior from
+Pyomo and CVXPY; the likelihood view of the compiled program; clear errors for bad models, data and options."""
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import expit
+
+import varopt  # noqa: F401
+from varopt.errors import InputDataError, InvalidOptionError, ModelStructureError
+from varopt.formulations.bayes_glm import build_cvxpy, build_pyomo, design, glm_program
+from varopt.registry import get_solver
+from varopt.solvers.klprox import family_table, likelihood_view
+
+S = get_solver("klprox")
+FAMS = family_table()
+FUNCS = {"logistic": lambda u: np.logaddexp(0.0, u), "exp": np.exp, "abs": np.abs, "square": lambda u: u * u}
+
+
+def _quad(fn, m, v):
+    s = math.sqrt(v)
+    pts = [0.0] if m - 40 * s < 0 < m + 40 * s else None
+    dens = lambda u: fn(u) * math.exp(-0.5 * ((u - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))
+    return integrate.quad(dens, m - 40 * s, m + 40 * s, points=pts, epsabs=1e-300, epsrel=1e-13, limit=500)[0]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCS))
+def test_expectations_match_adaptive_quadrature_and_finite_differences(name):
+    fam, fn = FAMS[name], FUNCS[name]
+    for m in (-6.0, -0.7, 0.0, 1.3, 5.0):
+        for v in (0.05, 1.0, 1.9, 2.1, 30.0, 400.0):
+            if name == "exp" and m + v / 2 > 50:
+                continue
+            E, d1, d2 = (float(a[0]) for a in fam.expect(np.array([m]), np.array([v])))
+            ref = _quad(fn, m, v)
+            assert abs(E - ref) <= 1e-11 * max(abs(ref), 1e-3), (m, v, E, ref)
+            h = 1e-5 * max(1.0, abs(m))
+            fd1 = (fam.expect(np.array([m + h]), np.array([v]))[0][0] - fam.expect(np.array([m - h]), np.array([v]))[0][0]) / (2 * h)
+            hv = 1e-5 * v
+            fd2 = (fam.expect(np.array([m]), np.array([v + hv]))[0][0] - fam.expect(np.array([m]), np.array([v - hv]))[0][0]) / (2 * hv)
+            assert abs(d1 - fd1) <= 1e-6 * max(1.0, abs(d1)), (m, v, d1, fd1)
+            assert abs(d2 - fd2) <= 1e-6 * max(1.0, abs(d2)), (m, v, d2, fd2)
+
+
+def test_logistic_quadrature_rules_agree_at_the_switch():
+    fam = FAMS["logistic"]
+    m = np.linspace(-8, 8, 33)
+    v = np.full(m.size, fam.vt_switch)
+    a = fam._hermite(m, v)
+    b = fam._split(m, v)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14)
+
+
+# --- the view of a compiled program --------------------------------------------------------------------
+def test_view_reproduces_the_program_objective():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    for lik, y in (("logistic", (rng.uniform(size=30) < 0.5).astype(float)), ("poisson", rng.poisson(2.0, 30).astype(float)),
+                   ("laplace", rng.normal(size=30)), ("gaussian", rng.normal(size=30))):
+        p = glm_program(X, y, lik, prior_var=1.7, noise=0.8)
+        view = likelihood_view(p, FAMS)
+        for _ in range(3):
+            w = rng.normal(size=p.n)
+            assert abs(view.value(w) - p.objective.value(w)) <= 1e-10 * (1 + abs(p.objective.value(w)))
+
+
+# --- Pyomo and CVXPY declarations give the same posterior -----------------------------------------------
+@pytest.mark.parametrize("likelihood", ["logistic", "poisson", "laplace", "gaussian"])
+def test_pyomo_and_cvxpy_give_the_same_posterior(likelihood):
+    import pyomo.environ as pe
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 2))
+    w = np.array([0.8, -0.5])
+    y = {"logistic": (rng.uniform(size=40) < expit(X @ w)).astype(float), "poisson": rng.poisson(np.exp(X @ w)).astype(float),
+         "laplace": X @ w + rng.laplace(size=40), "gaussian": X @ w + rng.normal(size=40)}[likelihood]
+    F = design(X)
+    prob, wv = build_cvxpy(F, y, likelihood, prior_var=2.0, noise=0.9)
+    val = prob.solve(method="klprox")
+    rc = prob.varopt_result
+    model = build_pyomo(F, y, likelihood, prior_var=2.0, noise=0.9)
+    res = pe.SolverFactory("klprox").solve(model)
+    rp = res.varopt_result
+    ra = S.solve(glm_program(X, y, likelihood, prior_var=2.0, noise=0.9))
+    assert rc.status == rp.status == "converged"
+    assert abs(val - rp.objective) <= 1e-10 * abs(val) and abs(val - ra.objective) <= 1e-10 * abs(val)
+    np.testing.assert_allclose(wv.value, rp.x, atol=1e-9)
+    np.testing.assert_allclose([pe.value(model.w[j]) for j in range(3)], ra.x, atol=1e-9)
+    np.testing.assert_allclose(rc.info["covariance"], rp.info["covariance"], atol=1e-9)
+    np.testing.assert_allclose(rc.info["covariance"], ra.info["covariance"], atol=1e-9)
+    # the loaded point is the posterior mean and the model evaluates there
+    assert math.isfinite(pe.value(model.obj))
+
+
+# --- bad inputs -------------------------------------------------------------------------------------------
+def test_term_not_a_function_of_an_affine_predictor():
+    import cvxpy as cp
+    x = cp.Variable(2)
+    bad = [cp.sum_squares(x) - cp.sum(cp.log(x + 3)), cp.sum_squares(x) + cp.quad_over_lin(x[0], x[1] + 2),
+           cp.sum_squares(x) + cp.sum(cp.entr(x + 2))]
+    for obj in bad:
+        with pytest.raises(ModelStructureError, match="klprox: objective"):
+            cp.Problem(cp.Minimize(obj)).solve(method="klprox")
+    with pytest.raises(ModelStructureError, match="softmax"):
+        cp.Problem(cp.Minimize(cp.sum_squares(x) + cp.log_sum_exp(cp.hstack([x[0], x[1], 0])))).solve(method="klprox")
+    with pytest.raises(ModelStructureError, match="constraints"):
+        cp.Problem(cp.Minimize(cp.sum_squares(x) + cp.sum(cp.logistic(x))), [x >= 0]).solve(method="klprox")
+    with pytest.raises(ModelStructureError, match="negative coefficient"):
+        cp.Problem(cp.Minimize(cp.sum_squares(x) - cp.sum(cp.exp(x)))).solve(method="klprox")
+
+
+def test_product_with_a_variable_is_rejected():
+    import pyomo.environ as pe
+    m = pe.ConcreteModel()
+    m.x = pe.Var(range(2))
+    m.o = pe.Objective(expr=m.x[0] ** 2 + m.x[1] ** 2 + m.x[0] * pe.exp(m.x[1]))
+    with pytest.raises(ModelStructureError, match="product with a variable"):
+        pe.SolverFactory("klprox").solve(m)
+
+
+def test_missing_or_indefinite_prior():
+    import cvxpy as cp
+    x = cp.Variable(3, name="x")
+    with pytest.raises(ModelStructureError, match=r"no Gaussian prior on 'x\[2\]'"):
+        cp.Problem(cp.Minimize(cp.sum_squares(x[:2]) + cp.sum(cp.logistic(x)))).solve(method="klprox")
+    P = np.diag([1.0, 1.0, -0.5])
+    with pytest.raises(ModelStructureError, match="not positive definite"):
+        cp.Problem(cp.Minimize(cp.quad_form(x, P, assume_PSD=True) + cp.sum(cp.logistic(x)))).solve(method="klprox")
+    with pytest.raises(ModelStructureError, match="no Gaussian prior"):
+        cp.Problem(cp.Minimize(cp.sum(cp.logistic(x)))).solve(method="klprox")
+
+
+def test_nan_and_empty_data_and_bad_steps():
+    X = np.ones((5, 2))
+    y = np.array([0, 1, 0, 1, 1.0])
+    Xn = X.copy()
+    Xn[2, 1] = np.nan
+    with pytest.raises(InputDataError, match="X contains NaN"):
+        glm_program(Xn, y)
+    with pytest.raises(InputDataError, match="y contains NaN"):
+        glm_program(X, np.array([0, 1, np.nan, 1, 0]), "laplace")
+    with pytest.raises(InputDataError, match="empty"):
+        glm_program(np.zeros((0, 2)), np.zeros(0))
+    with pytest.raises(InputDataError, match="0/1"):
+        glm_program(X, np.array([0, 1, 2, 1, 0.0]))
+    import cvxpy as cp
+    x = cp.Variable(2)
+    with pytest.raises(InputDataError, match="NaN"):
+        cp.Problem(cp.Minimize(cp.sum_squares(x) + cp.sum(cp.logistic(np.array([[1, np.nan], [0, 1.0]]) @ x)))).solve(method="klprox")
+    p = glm_program(X, y)
+    for bad in ({"beta": 0.0}, {"beta": -1.0}, {"shrink": 1.5}, {"step_rule": "armijo"}, {"quadrature_nodes": 5}):
+        with pytest.raises(InvalidOptionError, match=list(bad)[0]):
+            S.solve(p, **bad)
+
+
+def test_warm_start_from_a_previous_solution():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(60, 3))
+    y = (rng.uniform(size=60) < expit(X @ np.array([1.0, -1.0, 0.5]))).astype(float)
+    r1 = S.solve(glm_program(X, y, prior_var=1.0))
+    for par in ("full", "dual"):
+        again = S.solve(glm_program(X, y, prior_var=1.0), warm_start=r1, parameterization=par)
+        assert again.iterations <= 3 and abs(again.objective - r1.objective) <= 1e-10 * abs(r1.objective)
+    nxt = S.solve(glm_program(X, y, prior_var=1.5), warm_start=r1)
+    ref = S.solve(glm_program(X, y, prior_var=1.5))
+    assert abs(nxt.objective - ref.objective) <= 1e-10 * abs(ref.objective)
+    with pytest.raises(InvalidOptionError, match="warm_start"):
+        S.solve(glm_program(X[:50], y[:50], prior_var=1.0), warm_start=r1)
+    with pytest.raises(InvalidOptionError, match="warm_start"):
+        S.solve(glm_program(X, y, prior_var=1.0), warm_start={"x": np.zeros(4)})
+
+
+def test_natural_mean_step_reaches_the_same_optimum():
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(80, 3))
+    y = (rng.uniform(size=80) < expit(X @ np.array([1.0, -2.0, 0.5]))).astype(float)
+    p = glm_program(X, y, prior_var=3.0)
+    a = S.solve(p)
+    for kw in ({"mean_step": "natural"}, {"mean_step": "natural", "beta_max": 100.0, "parameterization": "dual"}):
+        b = S.solve(p, **kw)
+        assert b.status == "converged" and abs(a.objective - b.objective) <= 1e-10 * abs(a.objective)
+        np.testing.assert_allclose(a.x, b.x, atol=1e-7)
+        h = np.array([e["objective"] for e in b.history])
+        assert np.all(np.diff(h) <= b.info["rounding"])

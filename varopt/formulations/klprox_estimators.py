@@ -1,0 +1,228 @@
+r"""scikit-learn style estimators over the ``klprox`` solver (Khan, Baque, Fleuret & Fua 2015).
+
+* :class:`BayesianLogisticRegression` (binary, ``w ~ N(0, prior_var I)``, intercept with the same
+  prior), :class:`BayesianPoissonRegression`: Bayesian GLMs (:func:`.bayes_glm.glm_program`).
+* :class:`GPClassifier` (logistic likelihood) and :class:`GPRegressor` (``laplace`` or ``gaussian``
+  likelihood): squared-exponential GP (:func:`.bayes_glm.gp_program`).
+
+Hyperparameters given as lists (``prior_var``; ``log_ell``, ``log_sf``, ``log_noise``) are selected by
+the ELBO (the marginal-likelihood bound, as in the paper) over their grid; the fitted attributes are
+``coef_``/``intercept_`` or ``f_mean_``, the posterior mean ``mean_``, covariance ``covariance_``,
+``neg_elbo_`` (the paper's Neg-Log-Lik), ``grid_`` (value per grid point) and ``result_``.
+
+Predictive distributions: for a predictor ``f* ~ N(mt, vt)``, logistic ``p(y=1) = E[sigmoid(f*)]``
+(quadrature of :mod:`varopt.solvers.klprox.expectations`), Poisson mean ``E[exp f*] = exp(mt + vt/2)``,
+Laplace density ``E[exp(-|y - f*|/b)] / (2b)`` (closed form). GP: ``f* | v`` with ``f = L v``:
+``a* = L^-1 k*``, ``mt = a*^T m``, ``vt = a*^T V a* + k** - |a*|^2``.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+from scipy.special import log_ndtr
+
+from ..errors import InputDataError
+from ..registry import get_solver
+from ..solvers.klprox.expectations import family_table
+from .bayes_glm import check_data, design, glm_program, gp_program, se_kernel
+
+
+def _grid(v):
+    return list(np.atleast_1d(np.asarray(v, dtype=float)))
+
+
+class _Base:
+    _solver_options: dict = None
+
+    def _solve(self, program, warm=None):
+        opts = dict(self.solver_options or {})
+        if warm is not None:
+            opts.setdefault("warm_start", warm)  # the previous grid point: a start, kept only if better
+        r = get_solver("klprox").solve(program, **opts)
+        if not r.success:
+            raise RuntimeError(f"klprox did not converge: {r.status} ({r.message})")
+        return r
+
+    def get_params(self, deep=True):
+        return {k: getattr(self, k) for k in self._params}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            if k not in self._params:
+                raise ValueError(f"unknown parameter {k!r}; valid: {self._params}")
+            setattr(self, k, v)
+        return self
+
+
+class _GLM(_Base):
+    likelihood = ""
+    _params = ("prior_var", "fit_intercept", "solver_options")
+
+    def __init__(self, prior_var=1.0, fit_intercept=True, solver_options=None):
+        self.prior_var = prior_var
+        self.fit_intercept = fit_intercept
+        self.solver_options = solver_options
+
+    def fit(self, X, y):
+        X, y = check_data(X, y, self.likelihood)
+        best, self.grid_, r = None, [], None
+        for d in _grid(self.prior_var):
+            r = self._solve(glm_program(X, y, self.likelihood, prior_var=d, fit_intercept=self.fit_intercept), r)
+            self.grid_.append((d, r.objective))
+            if best is None or r.objective < best[1].objective:
+                best = (d, r)
+        self.prior_var_, self.result_ = best
+        r = self.result_
+        self.mean_, self.covariance_, self.neg_elbo_ = r.x, r.info["covariance"], r.objective
+        d = X.shape[1]
+        self.coef_, self.intercept_ = r.x[:d], (r.x[d] if self.fit_intercept else 0.0)
+        self.n_features_in_ = d
+        return self
+
+    def _predictor(self, X):
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise InputDataError(f"X must have {self.n_features_in_} columns")
+        if not np.all(np.isfinite(X)):
+            raise InputDataError("X contains NaN or inf")
+        F = design(X, self.fit_intercept)
+        return F @ self.mean_, np.einsum("ij,jk,ik->i", F, self.covariance_, F)
+
+
+def _logistic_proba(mt, vt):
+    return family_table()["logistic"].expect(mt, np.maximum(vt, 1e-300))[1]
+
+
+class BayesianLogisticRegression(_GLM):
+    """Binary Bayesian logistic regression; labels ``y`` in ``classes_`` (two values)."""
+
+    likelihood = "logistic"
+
+    def fit(self, X, y):
+        y = np.asarray(y)
+        self.classes_ = np.unique(y)
+        if self.classes_.size != 2:
+            raise InputDataError(f"binary classification needs two classes, got {self.classes_.size}")
+        return super().fit(X, (y == self.classes_[1]).astype(float))
+
+    def predict_proba(self, X):
+        p = _logistic_proba(*self._predictor(X))
+        return np.column_stack([1 - p, p])
+
+    def predict(self, X):
+        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+
+
+class BayesianPoissonRegression(_GLM):
+    likelihood = "poisson"
+
+    def predict(self, X):
+        """Posterior predictive mean ``E[exp f*]``."""
+        mt, vt = self._predictor(X)
+        return np.exp(mt + 0.5 * vt)
+
+
+class _GP(_Base):
+    likelihood = ""
+    _params = ("log_ell", "log_sf", "log_noise", "jitter", "solver_options")
+
+    def __init__(self, log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8, solver_options=None):
+        self.log_ell, self.log_sf, self.log_noise = log_ell, log_sf, log_noise
+        self.jitter = jitter
+        self.solver_options = solver_options
+
+    def _fit(self, X, y):
+        X, y = check_data(X, y, self.likelihood)
+        best, self.grid_, r = None, [], None
+        for le, ls, ln in itertools.product(_grid(self.log_ell), _grid(self.log_sf), _grid(self.log_noise)):
+            p, L, eps = gp_program(X, y, self.likelihood, le, ls, math.exp(ln), self.jitter)
+            r = self._solve(p, r)
+            self.grid_.append(((le, ls, ln), r.objective))
+            if best is None or r.objective < best[1].objective:
+                best = ((le, ls, ln), r, L)
+        (self.log_ell_, self.log_sf_, self.log_noise_), self.result_, self.L_ = best
+        r = self.result_
+        self.X_train_ = X
+        self.mean_, self.covariance_, self.neg_elbo_ = r.x, r.info["covariance"], r.objective
+        self.f_mean_ = self.L_ @ r.x
+        return self
+
+    def latent(self, X):
+        """Mean and variance of the latent ``f(x)`` at new inputs."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.X_train_.shape[1] or not np.all(np.isfinite(X)):
+            raise InputDataError(f"X must be a finite 2-D array with {self.X_train_.shape[1]} columns")
+        import scipy.linalg as sla
+        Ks = se_kernel(self.X_train_, X, self.log_ell_, self.log_sf_)
+        a = sla.solve_triangular(self.L_, Ks, lower=True)                 # L^-1 k*, one column per input
+        mt = a.T @ self.mean_
+        kss = math.exp(2 * self.log_sf_)
+        vt = np.einsum("ij,ik,kj->j", a, self.covariance_, a) + kss - np.einsum("ij,ij->j", a, a)
+        return mt, np.maximum(vt, 0.0)
+
+
+class GPClassifier(_GP):
+    """GP classification with a logistic likelihood (``log_noise`` unused)."""
+
+    likelihood = "logistic"
+    _params = ("log_ell", "log_sf", "jitter", "solver_options")
+
+    def __init__(self, log_ell=0.0, log_sf=0.0, jitter=1e-8, solver_options=None):
+        super().__init__(log_ell, log_sf, 0.0, jitter, solver_options)
+
+    def fit(self, X, y):
+        y = np.asarray(y)
+        self.classes_ = np.unique(y)
+        if self.classes_.size != 2:
+            raise InputDataError(f"binary classification needs two classes, got {self.classes_.size}")
+        return self._fit(X, (y == self.classes_[1]).astype(float))
+
+    def predict_proba(self, X):
+        p = _logistic_proba(*self.latent(X))
+        return np.column_stack([1 - p, p])
+
+    def predict(self, X):
+        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+
+
+class GPRegressor(_GP):
+    """GP regression with a ``laplace`` (noise std ``exp(log_noise)``) or ``gaussian`` likelihood."""
+
+    def __init__(self, likelihood="laplace", log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8,
+                 solver_options=None):
+        super().__init__(log_ell, log_sf, log_noise, jitter, solver_options)
+        self.likelihood = likelihood
+
+    _params = ("likelihood", "log_ell", "log_sf", "log_noise", "jitter", "solver_options")
+
+    def fit(self, X, y):
+        if self.likelihood not in ("laplace", "gaussian"):
+            raise InputDataError(f"GPRegressor likelihood must be 'laplace' or 'gaussian', got {self.likelihood!r}")
+        return self._fit(X, y)
+
+    def predict(self, X):
+        return self.latent(X)[0]
+
+    def log_predictive_density(self, X, y):
+        """``log p(y* | data)`` per test point under ``q`` (closed forms)."""
+        mt, vt = self.latent(X)
+        y = np.asarray(y, dtype=float)
+        s = math.exp(self.log_noise_)
+        if self.likelihood == "gaussian":
+            v = vt + s * s
+            return -0.5 * (np.log(2 * math.pi * v) + (y - mt) ** 2 / v)
+        b = s / math.sqrt(2.0)
+        sd = np.sqrt(np.maximum(vt, 1e-300))
+        d = y - mt
+        # E[exp(-|y - f|/b)] for f ~ N(mt, vt): two one-sided Gaussian integrals, in log space
+        t1 = -d / b + vt / (2 * b * b) + log_ndtr(d / sd - sd / b)
+        t2 = d / b + vt / (2 * b * b) + log_ndtr(-d / sd - sd / b)
+        return np.logaddexp(t1, t2) - math.log(2 * b)
+
+
+def log_loss_bits(p_true):
+    """The paper's log-loss ``-sum_n log2 p_n / N`` (1 = coin flipping for binary labels)."""
+    p_true = np.asarray(p_true, dtype=float)
+    return float(-np.mean(np.log2(np.maximum(p_true, 1e-300))))

@@ -1,0 +1,140 @@
+r"""Gaussian expectations of the likelihood families of the KL-proximal solver.
+
+For a term ``l(u)`` of a one-dimensional predictor ``u = a^T w + b`` and ``q(w) = N(m, V)``, the
+predictor is ``u ~ N(mt, vt)`` with ``mt = a^T m + b``, ``vt = a^T V a``. The solver needs
+
+    E(mt, vt) = E[l(u)],   dE/dmt = E[l'(u)],   dE/dvt = E[l''(u)] / 2   (Bonnet and Price)
+
+(Khan, Baque, Fleuret & Fua 2015, eq. (11)-(12): their ``alpha = dE/dmt`` and ``gamma = 2 dE/dvt``
+in the sign of a negative log-likelihood). Each family returns ``(E, dE/dmt, dE/dvt)`` vectorized.
+
+=============  ===================  ==================================================================
+family         ``l(u)``             expectation
+=============  ===================  ==================================================================
+``exp``        ``exp u``            ``exp(mt + vt/2)``; both derivatives from it (closed form)
+``abs``        ``|u|``              ``mt (2 Phi(mt/s) - 1) + 2 s phi(mt/s)``, ``s = sqrt(vt)``;
+                                    ``dE/dmt = 2 Phi(mt/s) - 1``, ``dE/dvt = phi(mt/s) / s``
+``square``     ``u^2``              ``mt^2 + vt``; ``2 mt``, ``1``
+``logistic``   ``log(1 + exp u)``   quadrature, below
+=============  ===================  ==================================================================
+
+Logistic (softplus). Gauss-Hermite with ``n`` nodes is accurate to rounding while ``vt`` is
+small (``vt <= 2``: the softplus is analytic in the strip ``|Im u| < pi`` and the nodes
+``mt + sqrt(2 vt) x_i`` stay within a few units), but loses digits as ``vt`` grows (1e-11 for
+``E[sigma']`` at ``vt = 4``, 1e-4 for the value at ``vt = 100``, with 100 nodes). For ``vt > 2`` the split ``softplus(u) = max(u, 0) + log(1 + e^{-|u|})``
+is used: ``E[max(u, 0)] = mt Phi(mt/s) + s phi(mt/s)`` in closed form, and the even remainder
+``h(u) = log(1 + e^{-|u|})`` (smooth on ``u > 0``, negligible beyond 38) is integrated as
+``int_0^38 h(t) [N(t) + N(-t)] dt`` by composite Gauss-Legendre on graded panels (156 nodes), on
+which the Gaussian density (sd ``> 2``) is well resolved. Likewise
+``E[sigma(u)] = Phi(mt/s) + int_0^38 sigma(-t) [N(-t) - N(t)] dt`` and
+``E[sigma'(u)] = int_0^38 sigma'(t) [N(t) + N(-t)] dt``. Checked against adaptive quadrature to
+1e-13 relative over ``mt in [-30, 20]``, ``vt in [0.3, 1e5]`` (tests/test_klprox_expectations.py).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, ndtr
+
+_SQRT2PI = np.sqrt(2.0 * np.pi)
+
+
+def _phi(z):
+    with np.errstate(over="ignore"):  # z^2 = inf far in the tails: the density is 0
+        return np.exp(-0.5 * z * z) / _SQRT2PI
+
+
+class Family:
+    """A likelihood family ``l(u)`` of a 1-D predictor: ``expect(mt, vt) -> (E, dE/dmt, dE/dvt)``."""
+
+    kind: str = ""
+    name: str = ""
+
+    def expect(self, mt, vt):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class ExpFamily(Family):
+    kind, name = "exp", "exp(u) (Poisson)"
+
+    def expect(self, mt, vt):
+        with np.errstate(over="ignore"):
+            e = np.exp(mt + 0.5 * vt)
+        return e, e, 0.5 * e
+
+
+class AbsFamily(Family):
+    kind, name = "abs", "|u| (Laplace)"
+
+    def expect(self, mt, vt):
+        s = np.sqrt(vt)
+        z = mt / s
+        cdf = ndtr(z)
+        pdf = _phi(z)
+        return mt * (2.0 * cdf - 1.0) + 2.0 * s * pdf, 2.0 * cdf - 1.0, pdf / s
+
+
+class SquareFamily(Family):
+    kind, name = "square", "u^2 (Gaussian)"
+
+    def expect(self, mt, vt):
+        return mt * mt + vt, 2.0 * mt, np.ones_like(mt)
+
+
+def _panels():
+    edges = np.array([0, 0.5, 1, 2, 3, 4, 6, 8, 11, 14, 18, 23, 29, 38], dtype=float)
+    x, w = np.polynomial.legendre.leggauss(12)
+    a, b = edges[:-1, None], edges[1:, None]
+    return ((a + b) / 2 + (b - a) / 2 * x).ravel(), ((b - a) / 2 * w).ravel()
+
+
+class LogisticFamily(Family):
+    """``softplus(u) = log(1 + exp u)``: Gauss-Hermite for ``vt <= vt_switch``, else the split rule."""
+
+    kind, name = "logistic", "log(1 + exp(u)) (logistic)"
+    vt_switch = 2.0
+
+    def __init__(self, nodes: int = 100):
+        self.set_nodes(nodes)
+        self.t, self.tw = _panels()
+        self.h = np.log1p(np.exp(-self.t))
+        self.sneg = expit(-self.t)
+        self.sd = self.sneg * (1.0 - self.sneg)
+
+    def set_nodes(self, nodes: int):
+        x, w = np.polynomial.hermite.hermgauss(int(nodes))
+        self.x, self.w = x * np.sqrt(2.0), w / np.sqrt(np.pi)
+        self.nodes = int(nodes)
+
+    def _hermite(self, mt, vt):
+        u = mt[:, None] + np.sqrt(vt)[:, None] * self.x[None, :]
+        sp = np.logaddexp(0.0, u)
+        sg = expit(u)
+        return sp @ self.w, sg @ self.w, 0.5 * ((sg * (1.0 - sg)) @ self.w)
+
+    def _split(self, mt, vt):
+        s = np.sqrt(vt)
+        z = mt / s
+        npos = _phi((self.t[None, :] - mt[:, None]) / s[:, None]) / s[:, None]
+        nneg = _phi((self.t[None, :] + mt[:, None]) / s[:, None]) / s[:, None]
+        even, odd = (npos + nneg) * self.tw, (nneg - npos) * self.tw
+        cdf = ndtr(z)
+        e = mt * cdf + s * _phi(z) + even @ self.h
+        d1 = cdf + odd @ self.sneg
+        d2 = 0.5 * (even @ self.sd)
+        return e, d1, d2
+
+    def expect(self, mt, vt):
+        mt, vt = np.asarray(mt, dtype=float), np.asarray(vt, dtype=float)
+        e, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
+        small = vt <= self.vt_switch
+        for sel, fn in ((small, self._hermite), (~small, self._split)):
+            if sel.any():
+                e[sel], d1[sel], d2[sel] = fn(mt[sel], vt[sel])
+        return e, d1, d2
+
+
+def family_table(nodes: int = 100) -> dict:
+    """``kind -> Family``: atom kinds of :data:`varopt.program.atoms.ATOMS` that have a Gaussian
+    expectation, plus ``logistic`` (two-entry log-sum-exp groups)."""
+    return {f.kind: f for f in (ExpFamily(), AbsFamily(), SquareFamily(), LogisticFamily(nodes))}
+

@@ -1,0 +1,216 @@
+r"""The two parameterizations of the Gaussian posterior ``q(w) = N(m, V)`` and their proximal steps.
+
+Notation (docs/klprox.md): ``F(w) = 1/2 w^T P w + c^T w + k + sum_n l_n(a_n^T w + b_n)``, prior
+``N(mu, Sigma)``, ``Sigma = P^-1``, ``mu = -P^-1 c``; for the current ``q`` every predictor is
+``u_n ~ N(mt_n, vt_n)`` and ``alpha_n = dE[l_n]/dmt_n``, ``gamma_n = 2 dE[l_n]/dvt_n`` (our sign:
+negative log-likelihoods, so ``gamma >= 0`` for convex ``l``). With ``r = 1/(1 + beta)``, the
+closed-form step of Khan, Baque, Fleuret & Fua (2015) is
+
+    (16)  m+ = [(1 - r) P + r V^-1]^-1 [(1 - r)(-c - A^T alpha) + r V^-1 m]
+    (17)  V+^-1 = r V^-1 + (1 - r) (P + A^T diag(gamma) A)
+
+and with ``V^-1 = P + A^T diag(gt) A`` (18) the covariance is carried by the pseudo-precisions
+``gt+ = r gt + (1 - r) gamma``. (16) is rewritten as ``m+ = m + (1 - r) M^-1 g`` with
+``M = P + r A^T diag(gt) A`` and ``g = -(P m + c + A^T alpha)`` (the ELBO's gradient in ``m``).
+
+* :class:`FullGaussian`: ``m`` and the Cholesky factor of ``V^-1`` (D x D); for ``D`` small.
+* :class:`DualGaussian`: update (19) in the N-dimensional space of the predictors, for
+  ``N < D`` (GP models): ``m = mu + Sigma A^T z``; with ``St = A Sigma A^T``,
+  ``mt = mut + St z`` and (16) becomes ``z+ = (I + r G St)^-1 [r (I + G St) z - (1 - r) alpha]``,
+  ``G = diag(gt)``, solved through ``B_r = I + (rG)^1/2 St (rG)^1/2``; ``vt = diag(St) -
+  diag(St G^1/2 B^-1 G^1/2 St)`` with ``B = I + G^1/2 St G^1/2`` (Woodbury, as in eq. (19)).
+
+Both give the Gaussian part of ``-ELBO`` (``E_q[1/2 w^T P w + c^T w + k] - H[q]``) as
+``KL(q || N(mu, Sigma)) + C0``, ``C0 = k - 1/2 mu^T P mu - D/2 log 2 pi + 1/2 log det P`` (0 for a
+normalized prior), and stationarity residuals: ``sqrt(g^T V g)`` for the mean and
+``sum_n |gamma_n - gt_n| vt_n`` (a bound on ``||V^1/2 A^T diag(gamma - gt) A V^1/2||_F``) for the
+covariance.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+_LOG2PI = np.log(2.0 * np.pi)
+
+
+def _chol(M):
+    return sla.cholesky(M, lower=True, check_finite=False)
+
+
+def _tri(L, B):
+    return sla.solve_triangular(L, B, lower=True, check_finite=False)
+
+
+class _Base:
+    def __init__(self, view):
+        self.view = view
+        self.P = view.P
+        self.D, self.N = view.D, view.N
+        # dense rows (GP models: A = L) are much faster as an ndarray than as a filled CSR matrix
+        dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D
+        self.A = view.A.toarray() if dense else view.A
+        self.AT = view.A.T.toarray()
+        self.mu = view.mu
+        self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
+
+    def _AtGA(self, g):
+        if self.N == 0:
+            return np.zeros((self.D, self.D))
+        if not sp.issparse(self.A):
+            return self.AT @ (g[:, None] * self.A)
+        return (self.A.T @ sp.diags(g) @ self.A).toarray()
+
+
+class FullGaussian(_Base):
+    """``q = N(m, V)`` with ``V^-1 = P + A^T diag(gt) A`` held by its Cholesky factor."""
+
+    name = "full"
+    magnitude = 0.0
+
+    def start(self, gamma0, at_prior_mean=True):
+        """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
+        m = self.mu.copy() if at_prior_mean else np.zeros(self.D)
+        return self._state(m, np.full(self.N, float(gamma0)))
+
+    def _state(self, m, gt):
+        Lam = self.P + self._AtGA(gt)
+        L = _chol(Lam)
+        W = _tri(L, self.AT) if self.N else np.zeros((self.D, 0))
+        return SimpleNamespace(m=m, gt=gt, L=L, W=W)
+
+    def warm(self, m, gt, alpha):
+        return self._state(m.copy(), gt.copy())
+
+    def predictors(self, st):
+        return self.A @ st.m + self.view.b, np.einsum("ij,ij->j", st.W, st.W)
+
+    def gauss_part(self, st):
+        # computed directly (not as KL + C0): no cancellation between large prior-mean terms
+        m, v = st.m, self.view
+        Linv = _tri(st.L, np.eye(self.D))
+        trPV = float(np.sum(Linv * (Linv @ self.P)))
+        logdetV = -2.0 * float(np.sum(np.log(np.diag(st.L))))
+        parts = (0.5 * m @ self.P @ m, v.c @ m, v.k, 0.5 * trPV, -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
+        self.magnitude = float(np.sum(np.abs(parts)))
+        return float(np.sum(parts))
+
+    def gradient(self, st, alpha):
+        return -(self.P @ st.m + self.view.c + self.A.T @ alpha)
+
+    def step(self, st, alpha, gamma, r, natural=False):
+        g = self.gradient(st, alpha)
+        gt = r * st.gt + (1.0 - r) * gamma
+        if natural:  # natural-parameter form: m+ = m + (1 - r) V+ g
+            new = self._state(st.m, gt)
+            new.m = st.m + (1.0 - r) * sla.cho_solve((new.L, True), g, check_finite=False)
+            return new
+        M = self.P + r * self._AtGA(st.gt) if r > 0 else self.P
+        dm = sla.cho_solve((_chol(M), True), g, check_finite=False)
+        return self._state(st.m + (1.0 - r) * dm, gt)
+
+    def residuals(self, st, alpha, gamma, vt):
+        g = _tri(st.L, self.gradient(st, alpha))
+        return float(np.sqrt(g @ g)), float(np.sum(np.abs(gamma - st.gt) * vt))
+
+    def mean(self, st):
+        return st.m
+
+    def covariance(self, st):
+        Linv = _tri(st.L, np.eye(self.D))
+        return Linv.T @ Linv
+
+    def predict(self, st, A_new, b_new=0.0):
+        """Mean and variance of ``A_new w + b_new`` under ``q``."""
+        A_new = sp.csr_matrix(A_new) if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))
+        Wn = _tri(st.L, A_new.T.toarray() if sp.issparse(A_new) else A_new.T)
+        return np.asarray(A_new @ st.m).ravel() + b_new, np.einsum("ij,ij->j", Wn, Wn)
+
+
+class DualGaussian(_Base):
+    """``q`` held by ``(z, gt)`` in the N-dimensional predictor space (update (19))."""
+
+    name = "dual"
+    magnitude = 0.0
+
+    def __init__(self, view):
+        super().__init__(view)
+        self.Y = _tri(view.P_chol, self.AT)                      # Lp^-1 A^T, so St = Y^T Y
+        self.St = self.Y.T @ self.Y
+        self.mut = self.A @ self.mu + view.b
+
+    def start(self, gamma0, at_prior_mean=True):
+        """``V0^-1 = P + gamma0 A^T A``; the mean at ``mu`` (``z = 0``), or the point of ``mu + Sigma A^T z``
+        nearest 0 in the prior metric (``St z = -A mu``: predictors at ``b``)."""
+        z = np.zeros(self.N)
+        if not at_prior_mean and self.N:
+            z = np.linalg.lstsq(self.St, -(self.A @ self.mu), rcond=None)[0]
+        return self._state(z, np.full(self.N, float(gamma0)))
+
+    def _state(self, z, gt):
+        sg = np.sqrt(gt)
+        B = np.eye(self.N) + sg[:, None] * self.St * sg[None, :]
+        L = _chol(B)
+        U = _tri(L, sg[:, None] * self.St)                   # L^-1 G^1/2 St
+        Linv = _tri(L, np.eye(self.N))
+        binv = np.einsum("ij,ij->j", Linv, Linv)             # diag(B^-1)
+        # vt = diag(St) - diag(U^T U) cancels when the posterior is much narrower than the prior; then
+        # the identity St - St G^1/2 B^-1 G^1/2 St = G^-1/2 (I - B^-1) G^-1/2 is used (entries of B^-1 <= 1)
+        vt1 = np.diag(self.St) - np.einsum("ij,ij->j", U, U)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vt2 = (1.0 - binv) / gt
+        vt = np.where(vt1 > 0.5 * np.diag(self.St), vt1, vt2)
+        return SimpleNamespace(z=z, gt=gt, sg=sg, L=L, U=U, binv=binv, vt=vt)
+
+    def warm(self, m, gt, alpha):
+        return self._state(-alpha, gt.copy())               # the fixed point has z = -alpha
+
+    def predictors(self, st):
+        return self.mut + self.St @ st.z, st.vt
+
+    def gauss_part(self, st):
+        tr = self.N - float(np.sum(st.binv))                 # tr(G^1/2 B^-1 G^1/2 St) = N - tr(B^-1)
+        logdetB = 2.0 * float(np.sum(np.log(np.diag(st.L))))
+        parts = (0.5 * st.z @ self.St @ st.z, -0.5 * tr, 0.5 * logdetB, self.C0)
+        self.magnitude = float(np.sum(np.abs(parts)))
+        return float(np.sum(parts))
+
+    def step(self, st, alpha, gamma, r, natural=False):
+        if natural:  # m+ = m + (1 - r) V+ g, g = -A^T (z + alpha): z+ = z - (1 - r) (I + G+ St)^-1 (z + alpha)
+            new = self._state(st.z, r * st.gt + (1.0 - r) * gamma)
+            y = st.z + alpha
+            x = y - new.sg * sla.cho_solve((new.L, True), new.sg * (self.St @ y), check_finite=False)
+            new.z = st.z - (1.0 - r) * x
+            return new
+        y = r * (st.z + st.gt * (self.St @ st.z)) - (1.0 - r) * alpha
+        sr = np.sqrt(r * st.gt)
+        Br = np.eye(self.N) + sr[:, None] * self.St * sr[None, :]
+        z = y - sr * sla.cho_solve((_chol(Br), True), sr * (self.St @ y), check_finite=False)
+        return self._state(z, r * st.gt + (1.0 - r) * gamma)
+
+    def residuals(self, st, alpha, gamma, vt):
+        d = st.z + alpha                                     # g = -A^T (z + alpha)
+        Ud = st.U @ d
+        gVg = max(float(d @ self.St @ d - Ud @ Ud), 0.0)
+        return float(np.sqrt(gVg)), float(np.sum(np.abs(gamma - st.gt) * vt))
+
+    def _SA(self):
+        return sla.solve_triangular(self.view.P_chol, self.Y, lower=True, trans="T", check_finite=False)
+
+    def mean(self, st):
+        return self.mu + self._SA() @ st.z
+
+    def covariance(self, st):
+        Sigma = sla.cho_solve((self.view.P_chol, True), np.eye(self.D), check_finite=False)
+        F = _tri(st.L, st.sg[:, None] * self._SA().T)        # L^-1 G^1/2 A Sigma
+        return Sigma - F.T @ F
+
+    def predict(self, st, A_new, b_new=0.0):
+        A_new = A_new.toarray() if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))
+        Yn = _tri(self.view.P_chol, A_new.T)                 # Lp^-1 a^T
+        F = _tri(st.L, st.sg[:, None] * (self.Y.T @ Yn))     # L^-1 G^1/2 A Sigma a^T
+        var = np.einsum("ij,ij->j", Yn, Yn) - np.einsum("ij,ij->j", F, F)
+        return A_new @ self.mean(st) + b_new, var

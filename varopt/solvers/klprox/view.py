@@ -1,0 +1,212 @@
+r"""The likelihood view of a compiled program: a Gaussian prior plus terms of 1-D linear predictors.
+
+The KL-proximal solver (Khan, Baque, Fleuret & Fua 2015, section 4-5) splits a negative log joint
+into its conjugate part, kept exactly, and the non-conjugate terms, linearized. Read from the
+canonical program (:mod:`varopt.program`)::
+
+    F(w) = 1/2 w^T P w + c^T w + k  +  sum_n coef_n l_n(a_n^T w + b_n)
+
+* the **Gaussian part** ``1/2 w^T P w + c^T w + k`` collects the constant, the linear terms, the
+  quadratic terms and every multiplier-free ``square`` row (a Gaussian likelihood is conjugate,
+  so it is part of the "prior" of the split, eq. (6)); ``P`` must be positive definite: the
+  prior ``N(mu, Sigma)`` has ``Sigma = P^-1``, ``mu = -P^-1 c``;
+* the part of the linear terms that is a combination of the rows' predictors (``-y f``) joins the
+  rows: ``coef l(u) + lin u``;
+* every other row must be ``coef * l(a^T w + b)`` with ``coef > 0``, no variable multiplier, and
+  ``l`` a family of :mod:`.expectations`: ``exp`` (Poisson), ``abs`` (Laplace), and two-entry
+  log-sum-exp groups ``log(exp(a0 w + b0) + exp(a1 w + b1))`` = ``(a0 w + b0) + softplus(u)``,
+  ``u = (a1 - a0) w + b1 - b0`` (how both front-ends compile ``cp.logistic`` and
+  ``log(1 + exp(.))``); the affine part moves into ``c``.
+
+Anything else raises :class:`~varopt.errors.ModelStructureError` naming the objective, the term
+and the reason: constraints, finite bounds, ``log``/``x log x``/``u^2/v`` rows (no 1-D Gaussian
+expectation), products with a variable, softmax groups of more than two entries, negative
+coefficients, a quadratic part that is not positive definite or a variable without a prior.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from ...errors import ModelStructureError
+
+LOGISTIC = "logistic"
+
+
+@dataclass
+class LikelihoodView:
+    """``F(w) = 1/2 w^T P w + c^T w + k + sum_n coef_n l_n(A_n w + b_n)`` (see the module doc)."""
+
+    names: list
+    P: np.ndarray
+    c: np.ndarray
+    k: float
+    A: sp.csr_matrix
+    b: np.ndarray
+    coef: np.ndarray
+    #: ``[(family kind, slice of rows)]``, rows of one family contiguous
+    blocks: list = field(default_factory=list)
+    #: linear part of each row: the term is ``coef_n l_n(u_n) + lin_n u_n``
+    lin: np.ndarray = None
+    P_chol: np.ndarray = None
+    objective_name: str = "objective"
+
+    @property
+    def D(self) -> int:
+        return self.P.shape[0]
+
+    @property
+    def N(self) -> int:
+        return self.b.size
+
+    @property
+    def mu(self) -> np.ndarray:
+        """Prior mean ``-P^-1 c``."""
+        return -sla.cho_solve((self.P_chol, True), self.c)
+
+    def logdet_P(self) -> float:
+        return 2.0 * float(np.sum(np.log(np.diag(self.P_chol))))
+
+    def value(self, w) -> float:
+        """``F(w)`` from the view (checked against the program's own evaluation in the tests)."""
+        from .expectations import family_table
+        fam = family_table(8)
+        u = self.A @ w + self.b
+        tot = 0.5 * w @ self.P @ w + self.c @ w + self.k + float(self.lin @ u)
+        for kind, sl in self.blocks:
+            # l(u) is the variance-0 limit of its Gaussian expectation
+            tot += float(self.coef[sl] @ fam[kind].expect(u[sl], np.full(u[sl].size, 1e-300))[0])
+        return tot
+
+
+def _fail(where, what, why):
+    raise ModelStructureError(f"klprox: {where}: {what} {why}. The KL-proximal solver needs a negative log "
+                              "joint = a Gaussian prior (a positive definite quadratic) + terms c*l(a^T w + b), "
+                              "c > 0, with l one of log(1 + exp(u)), exp(u), abs(u), u**2")
+
+
+def likelihood_view(program, families) -> LikelihoodView:
+    """Split ``program`` (a compiled minimisation) into a Gaussian part and likelihood rows."""
+    where = f"objective {program.objective_name!r}"
+    program.check_finite()
+    if program.constraints:
+        _fail(where, f"the model has constraints (first: {program.constraints[0].name!r});", "this is not allowed")
+    finite = np.isfinite(program.lb) | np.isfinite(program.ub)
+    if finite.any():
+        _fail(where, f"variable {program.names[int(np.flatnonzero(finite)[0])]!r} has a finite bound;",
+              "posterior variables must be unbounded")
+    e = program.objective
+    D = program.n
+    H = e.quadratic.hessian_matrix.toarray() if len(e.quadratic) else np.zeros((D, D))
+    c = e.linear.copy()
+    k = e.constant
+    rows = {}  # kind -> list of (A, b, coef)
+    for g in e.atoms:
+        kern = g.kernel
+        text = kern.text.format(u="a^T w + b", v="a2^T w + b2")
+        if np.any(g.mult >= 0):
+            r = int(np.flatnonzero(g.mult >= 0)[0])
+            _fail(where, f"the term {program.names[g.mult[r]]}*{text} (row {r})",
+                  "is a product with a variable, not a function of an affine predictor")
+        if kern.quadratic:
+            H = H + (g.A.T @ sp.diags(2.0 * g.coef) @ g.A).toarray()
+            c = c + np.asarray(g.A.T @ (2.0 * g.coef * g.b)).ravel()
+            k += float(np.sum(g.coef * g.b * g.b))
+            continue
+        if kern.arity != 1:
+            _fail(where, f"the term {text}", "depends on two affine maps, not on one linear predictor")
+        if g.kind not in families:
+            _fail(where, f"the term {text}", "has no Gaussian expectation available to klprox "
+                  "(it is not defined for every value of a Gaussian predictor)")
+        _positive(where, text, g.coef)
+        rows.setdefault(g.kind, []).append((g.A, g.b, g.coef))
+    for grp in e.lse:
+        if np.any(grp.mult >= 0):
+            _fail(where, "a log-sum-exp term multiplied by a variable", "is not a function of an affine predictor")
+        _positive(where, "log-sum-exp", grp.coef)
+        sizes = np.diff(np.append(grp.starts, grp.seg.size))
+        if np.any(sizes > 2):
+            g0 = int(np.flatnonzero(sizes > 2)[0])
+            _fail(where, f"the log-sum-exp group {g0} has {sizes[g0]} entries;",
+                  "softmax groups of more than two entries (multinomial likelihoods) are not supported yet")
+        i0 = grp.starts
+        one = sizes == 1
+        coef = grp.coef
+        # the base row (a constant one when there is one, e.g. the 0 of log(1 + exp(u))) moves into c
+        two = ~one
+        base = i0.copy()
+        other = i0 + 1
+        nnz = np.diff(grp.A.indptr)
+        swap = two & (nnz[np.minimum(other, grp.seg.size - 1)] == 0) & (nnz[base] > 0)
+        base[swap], other[swap] = other[swap], base[swap]
+        Ab = grp.A[base]
+        c = c + np.asarray(Ab.T @ coef).ravel()
+        k += float(coef @ grp.b[base])
+        if two.any():
+            A2 = grp.A[other[two]] - grp.A[base[two]]
+            rows.setdefault(LOGISTIC, []).append((A2, grp.b[other[two]] - grp.b[base[two]], coef[two]))
+    blocks, As, bs, cs, start = [], [], [], [], 0
+    for kind, parts in rows.items():
+        A = sp.vstack([p[0] for p in parts]).tocsr()
+        b = np.concatenate([p[1] for p in parts])
+        cf = np.concatenate([p[2] for p in parts])
+        keep = cf > 0
+        A, b, cf = A[keep], b[keep], cf[keep]
+        if b.size:
+            blocks.append((kind, slice(start, start + b.size)))
+            As.append(A), bs.append(b), cs.append(cf)
+            start += b.size
+    A = sp.vstack(As).tocsr() if As else sp.csr_matrix((0, D))
+    P = 0.5 * (H + H.T)
+    view = LikelihoodView(list(program.names), P, c, k, A, np.concatenate(bs) if bs else np.zeros(0),
+                          np.concatenate(cs) if cs else np.zeros(0), blocks, objective_name=program.objective_name)
+    _rows_take_linear_terms(view)
+    view.P_chol = _prior_cholesky(P, program.names, where)
+    return view
+
+
+def _rows_take_linear_terms(view):
+    """Move the part of ``c`` in the range of ``A^T`` into the rows (``c = c0 + A^T t``: the term
+    ``t_n (u_n - b_n)``, e.g. the ``-y f`` of a logistic or Poisson likelihood). The split is the
+    same joint; it keeps the prior mean ``-P^-1 c0`` at the scale of the model (with ``-y f`` in
+    the Gaussian part, the mean and the KL term grow like ``delta X^T y`` and ``-ELBO`` would be a
+    difference of large numbers)."""
+    view.lin = np.zeros(view.N)
+    if view.N == 0 or not np.any(view.c):
+        return
+    At = view.A.T.toarray()
+    t = np.linalg.lstsq(At, view.c, rcond=None)[0]
+    c0 = view.c - At @ t
+    if np.linalg.norm(c0) <= 1e-12 * np.linalg.norm(view.c):
+        c0[:] = 0.0
+    view.c, view.lin = c0, t
+    view.k -= float(t @ view.b)
+
+
+def _positive(where, text, coef):
+    if np.any(coef < 0):
+        r = int(np.flatnonzero(coef < 0)[0])
+        _fail(where, f"the term {text} (row {r}) has the negative coefficient {coef[r]:g};",
+              "a likelihood term -log p must enter with a positive coefficient")
+
+
+def _prior_cholesky(P, names, where):
+    """Lower Cholesky factor of ``P``; a clear error for a missing or indefinite Gaussian prior."""
+    if P.shape[0] == 0:
+        _fail(where, "the model", "has no variables")
+    free = np.flatnonzero(~np.any(P != 0, axis=1))
+    if free.size:
+        shown = ", ".join(repr(names[j]) for j in free[:5]) + (" ..." if free.size > 5 else "")
+        raise ModelStructureError(f"klprox: {where}: no Gaussian prior on {shown}: the quadratic part of the "
+                                  "negative log joint (e.g. lam/2*sum(w**2), cp.quad_form(w, Kinv)) must involve every "
+                                  "variable and be positive definite")
+    try:
+        return np.linalg.cholesky(P)
+    except np.linalg.LinAlgError:
+        lam = np.linalg.eigvalsh(P)
+        raise ModelStructureError(f"klprox: {where}: the Gaussian prior (the quadratic part of the negative log "
+                                  f"joint) is not positive definite: smallest eigenvalue {lam[0]:.3g}, largest "
+                                  f"{lam[-1]:.3g}; the prior precision must be symmetric positive definite") from None
