@@ -176,6 +176,19 @@ class Program:
                 return False
         return True
 
+    def require_smooth(self, solver: str, alternatives: str = ""):
+        """Raise :class:`~varopt.errors.ModelStructureError` naming the first nonsmooth atom row
+        (``abs``) for a solver that needs derivatives of every term."""
+        from ..errors import ModelStructureError
+        from .atoms import ATOMS
+        for where, e in [(f"objective {self.objective_name}", self.objective)] + [
+                (f"constraint {c.name}", c.body) for c in self.constraints]:
+            for g in e.atoms:
+                if not ATOMS[g.kind].smooth:
+                    raise ModelStructureError(
+                        f"{where}: {solver} needs smooth terms and {ATOMS[g.kind].text.format(u='...')} is not "
+                        f"differentiable at 0" + (f"; {alternatives}" if alternatives else ""))
+
     def check_finite(self):
         """Raise :class:`~varopt.errors.InputDataError` naming the objective, constraint or variable
         whose data holds NaN or inf (bounds may be infinite, not NaN)."""

@@ -110,6 +110,7 @@ class GopSolver(Solver):
 
     # ------------------------------------------------------------------ setup
     def _solve(self, program, opts, run) -> Result:
+        program.require_smooth("gop", "write |u| with an epigraph variable t >= u, t >= -u")
         program.check_finite()
         xpart = _resolve_partition(program, opts.partition)
         part = analyze(program, xpart)

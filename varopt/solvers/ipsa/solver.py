@@ -122,6 +122,7 @@ class IpsaSolver(Solver):
     options = OPTIONS
 
     def _solve(self, program: Program, opts, run: Run) -> Result:
+        program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
         return run_ipsa(program, opts, run)
 
 

@@ -68,6 +68,7 @@ class MajorizeSolver(Solver):
       + thread_options("1 thread when n <= 2000, else the library's setting"))
 
     def _solve(self, program, opts, run) -> Result:
+        program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             qp = None
