@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
 
 import varopt  # noqa: F401
 from varopt.formulations.bayes_glm import gp_program

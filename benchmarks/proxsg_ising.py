@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 
-from varopt.formulations.sparse_ising import moments
 from varopt.formulations.sparse_ising_estimator import SparseIsing
 from varopt.oracles.ising import IsingExactOracle
 

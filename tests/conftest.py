@@ -1,5 +1,4 @@
 """Test configuration: make tests/ importable and register the test-only solver plugin."""
-import os
 import sys
 from pathlib import Path
 

@@ -1,6 +1,5 @@
 """Result object, option validation and the solver registry."""
 import json
-import math
 
 import numpy as np
 import pytest

@@ -11,7 +11,6 @@ import warnings
 import numpy as np
 import pytest
 
-from varopt.errors import InputDataError, ModelStructureError
 from varopt.program import Constraint, Expression, Program, QuadraticTerms
 from varopt.registry import get_solver
 from varopt.solvers.gop.expansion import ManySubproblemsWarning

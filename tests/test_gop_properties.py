@@ -11,7 +11,6 @@ SCIP (pyscipopt, gap 1e-9) is the independent reference. Checked: the certified 
 never exceeds the true optimum (+1e-7), the gap closes (status optimal, rel gap <= 1e-6) and
 the optimal values agree to 1e-6 relative.
 """
-import math
 
 import numpy as np
 import pytest

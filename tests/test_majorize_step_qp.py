@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import varopt
 from varopt import lpqp
 from varopt.formulations.logistic import build_cvxpy, load_dataset
 from varopt.lpqp.active_set import ActiveSetQP

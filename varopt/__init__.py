@@ -11,7 +11,7 @@ from .frontends import compile_model
 from .frontends import plugins as _frontend_plugins
 
 _frontend_plugins.install()  # the Pyomo and CVXPY adapters subscribe to the registry
-from . import solvers  # noqa: E402  (the subpackage: importing it registers the built-in solvers)
+from . import solvers  # noqa: E402,F401  (the subpackage: importing it registers the built-in solvers)
 from .registry import load_plugins as _load_plugins
 
 _load_plugins()

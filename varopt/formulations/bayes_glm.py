@@ -109,7 +109,7 @@ def glm_program(X, y, likelihood="logistic", prior_var=1.0, noise=1.0, fit_inter
     delta = _positive("prior_var", prior_var)
     F = design(X, fit_intercept)
     names = [f"w[{j}]" for j in range(X.shape[1])] + (["b"] if fit_intercept else [])
-    return _program(names, F, y, likelihood, noise, 1.0 / delta, F.shape[1] * math.log(delta), f"neg_log_joint")
+    return _program(names, F, y, likelihood, noise, 1.0 / delta, F.shape[1] * math.log(delta), "neg_log_joint")
 
 
 def se_kernel(X1, X2, log_ell, log_sf):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp
 
 from ..core.checks import require_finite
 from .colouring import colour_classes
@@ -98,6 +97,15 @@ class IsingExactOracle(_IsingBase):
         if self.n > 26:
             raise ValueError(f"exact enumeration of 2^{self.n} states is too large (n <= 26)")
         self._key = None
+        self._states = None
+
+    def _chunk(self, lo, hi):
+        # one chunk (n <= 16) is built once and kept: every gradient call enumerates the same states
+        if hi - lo == 1 << self.n:
+            if self._states is None:
+                self._states = _states(lo, hi, self.n)
+            return self._states
+        return _states(lo, hi, self.n)
 
     def _enumerate(self, theta):
         theta = np.asarray(theta, dtype=float).ravel()
@@ -108,7 +116,7 @@ class IsingExactOracle(_IsingBase):
         n, total = self.n, 1 << self.n
         M, s, Sx, Sxx = -np.inf, 0.0, np.zeros(n), np.zeros((n, n))
         for lo in range(0, total, _CHUNK):
-            X = _states(lo, min(total, lo + _CHUNK), n)
+            X = self._chunk(lo, min(total, lo + _CHUNK))
             t = X @ h + 0.5 * np.einsum("ki,ki->k", X @ Jm, X)
             m = max(M, float(t.max()))
             r = np.exp(M - m) if np.isfinite(M) else 0.0

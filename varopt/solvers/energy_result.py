@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..options import Option, positive
+from ..options import Option
 from ..program.energy import energy_of
 
 

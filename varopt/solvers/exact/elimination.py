@@ -23,7 +23,6 @@ when they would exceed ``memory_limit`` entries only log Z is computed.
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 from scipy.special import logsumexp

@@ -23,6 +23,7 @@ import numpy as np
 from ...errors import InvalidOptionError
 from ...oracles import FiniteSumOracle
 from ...oracles.rows import _AtomRows, _LseRows
+from ...program.atoms import ATOMS
 
 HESSIANS = {"identity": 0, "bb": 1, "diagonal": 2}
 CHUNK = 4096
@@ -57,7 +58,7 @@ def unsupported(r) -> str | None:
     if not oracle._unit[id(ptr)] or ptr.size != oracle.n_samples + 1:
         return "samples with more than one row"
     if isinstance(helper, _AtomRows):
-        if not helper.simple or helper.g.kind != "square":
+        if not helper.simple or not ATOMS[helper.g.kind].quadratic:
             return f"atom rows of kind {helper.g.kind!r} (compiled: square, log-sum-exp)"
     elif not isinstance(helper, _LseRows) or helper.has_mult:
         return "log-sum-exp rows with variable multipliers"
