@@ -25,7 +25,7 @@ def _vars():
     (lambda x, y: cp.sum(x / y), "`x / Promote(y"),
     (lambda x, y: cp.sum(cp.log(x + cp.square(y))), "`log(x + Promote("),
     (lambda x, y: cp.sum(cp.abs(cp.square(x))), "of `abs` must be affine"),  # abs of an affine argument is an atom row
-    (lambda x, y: cp.norm1(x), "`norm1(x)`"),
+    (lambda x, y: cp.norm1(cp.square(x)), "of `norm1` must be affine"),  # norm1: a sum of abs rows of an affine map
     (lambda x, y: cp.sum(cp.exp(cp.multiply(x, y))), "`exp(x * Promote(y"),
     (lambda x, y: cp.sum(cp.sqrt(x)), "(x, 0.5"),
     (lambda x, y: cp.sum(cp.inv_pos(x)), "(x, -1"),
