@@ -41,12 +41,13 @@ def haverly(case):
 
 
 def fv1990():
-    m = pyo.ConcreteModel(name="fv1990")
-    m.x = pyo.Var(bounds=(0, 5))
-    m.y = pyo.Var(bounds=(0, 5))
-    m.obj = pyo.Objective(expr=-m.x + m.x * m.y - m.y)
-    m.c1 = pyo.Constraint(expr=-6 * m.x + 8 * m.y <= 3)
-    m.c2 = pyo.Constraint(expr=3 * m.x - m.y <= 3)
+    # the collection's coding of the same problem (benchmarks/gop_instances/bilinear.py)
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gop_instances.bilinear import fv1990 as build
+    m = build()
+    m.name = "fv1990"
     return m
 
 

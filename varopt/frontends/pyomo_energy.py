@@ -59,6 +59,14 @@ class _PolyWalker:
             raise _BadData(node, f"has the non-finite value {val}")
         return {(): val}
 
+    def _constant(self, node):
+        try:
+            return self._const(node, self.value(node))
+        except _BadData:
+            raise
+        except Exception as exc:  # uninitialised Param, math domain error, ...
+            raise _BadData(node, f"cannot be evaluated ({exc})") from None
+
     def walk(self, node):
         if type(node) in self.native:
             return self._const(node, node)
@@ -73,21 +81,11 @@ class _PolyWalker:
                     k = self.index[id(node)] = len(self.vars)
                     self.vars.append(node)
                 return {(k,): 1.0}
-            try:
-                return self._const(node, self.value(node))
-            except _BadData:
-                raise
-            except Exception as exc:
-                raise _BadData(node, f"cannot be evaluated ({exc})") from None
+            return self._constant(node)
         if node.is_named_expression_type():
             return self.walk(node.expr)
         if not node.is_potentially_variable():
-            try:
-                return self._const(node, self.value(node))
-            except _BadData:
-                raise
-            except Exception as exc:
-                raise _BadData(node, f"cannot be evaluated ({exc})") from None
+            return self._constant(node)
         E = self.E
         if isinstance(node, E.SumExpression):
             acc = {}
