@@ -706,3 +706,11 @@ def test_project_onto_polyhedron_matches_clarabel(norm):
     assert empty.status == "infeasible"
     with pytest.raises(ValueError, match="norm"):
         project(np.zeros(2), norm="linf")
+
+
+def test_highs_writes_nothing_on_stdout(capfd):
+    """HiGHS >= 1.16 prints a banner when a Highs object is built; varopt's stdout (CLI JSON,
+    Pyomo tee) must stay clean."""
+    from varopt.lpqp import HighsModel
+    HighsModel(np.array([1.0, 2.0]), lb=np.zeros(2), ub=np.ones(2)).solve()
+    assert capfd.readouterr().out == ""

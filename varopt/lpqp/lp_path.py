@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .process import _native_stdout_silenced
+from .process import _native_stdout_silenced, new_highs
 from .settings import _DEFAULT_OPTIONS, _LIMIT_STATUSES
 from .clarabel import _clarabel_solve
 
@@ -86,7 +86,7 @@ class LPSolving:
         lp = self._h.getLp()
         lp.col_cost_ = np.zeros(self._n)
         lp.offset_ = 0.0
-        g = hp.Highs()
+        g = new_highs(hp)
         for k, v in _DEFAULT_OPTIONS.items():
             g.setOptionValue(k, v)
         g.setOptionValue("presolve", "off")

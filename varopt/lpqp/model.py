@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from ..errors import InputDataError, InvalidOptionError
 from .errors import INF
-from .process import _highspy, _native_stdout_silenced
+from .process import _highspy, _native_stdout_silenced, new_highs
 from .result import LPResult
 from .checks import _bounds, _index, _matrix, _vector
 from .psd import _hessian_lower
@@ -53,7 +53,7 @@ class HighsModel(LPSolving, QPSolving):
         L = _hessian_lower(Q, n)
 
         self._hp = hp
-        self._h = hp.Highs()
+        self._h = new_highs(hp)
         self._n, self._m = n, m
         self._const = const
         self._L = L

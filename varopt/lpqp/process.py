@@ -50,6 +50,14 @@ def _native_stdout_silenced():
         os.close(devnull)
 
 
+def new_highs(hp=None):
+    """A ``highspy.Highs()`` made with stdout silenced: HiGHS 1.16 prints its banner ("Running
+    HiGHS 1.16.0 ...") on stdout when the object is built, before ``output_flag`` can be set."""
+    hp = hp or _highspy()
+    with _native_stdout_silenced():
+        return hp.Highs()
+
+
 def _highspy():
     import highspy  # imported lazily so ``import varopt`` stays cheap
     return highspy
