@@ -71,9 +71,13 @@ class VaroptEstimator(_Base):
     def _validate(self, X, y=None, reset=True, accept_sparse=False, classifier=False, with_y=True):
         """scikit-learn's input validation (2-d, finite, real, non-empty, ``n_features_in_`` set on
         ``reset`` and checked otherwise, a missing ``y`` named); a plain check without scikit-learn."""
-        if HAVE_SKLEARN:
-            from sklearn.utils.multiclass import check_classification_targets
+        try:  # scikit-learn >= 1.6; older versions take the plain checks below
             from sklearn.utils.validation import validate_data
+        except ImportError:
+            validate_data = None
+        if HAVE_SKLEARN and validate_data is not None:
+            from sklearn.utils.multiclass import check_classification_targets
+
             from ..errors import InputDataError
             try:
                 if not with_y:
@@ -87,7 +91,7 @@ class VaroptEstimator(_Base):
             except ValueError as exc:  # scikit-learn's message, as varopt's input error (a ValueError)
                 raise InputDataError(str(exc)) from exc
             return X, y
-        X = np.asarray(X, dtype=float)  # pragma: no cover - without scikit-learn
+        X = np.asarray(X, dtype=float)  # pragma: no cover - without scikit-learn >= 1.6
         if X.ndim != 2 or X.shape[0] == 0 or not np.all(np.isfinite(X)):
             raise ValueError(f"X must be a non-empty finite 2-d array, got shape {X.shape}")
         if reset:
