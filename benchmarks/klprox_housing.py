@@ -25,20 +25,14 @@ import varopt  # noqa: F401
 from varopt.formulations import klprox_baselines as B
 from varopt.formulations.bayes_glm import gp_program, se_kernel
 from varopt.formulations.klprox_data import load_housing, splits
+from varopt.formulations.klprox_estimators import laplace_log_predictive
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
 from varopt.core.threads import blas_threads
-from scipy.special import log_ndtr
 import scipy.linalg as sla
 
 
-def laplace_logdens(y, mt, vt, s):
-    b = s / math.sqrt(2.0)
-    sd = np.sqrt(np.maximum(vt, 1e-300))
-    d = y - mt
-    t1 = -d / b + vt / (2 * b * b) + log_ndtr(d / sd - sd / b)
-    t2 = d / b + vt / (2 * b * b) + log_ndtr(-d / sd - sd / b)
-    return np.logaddexp(t1, t2) - math.log(2 * b)
+laplace_logdens = laplace_log_predictive  # the estimator's predictive density
 
 
 def predictive(Xtr, Xte, L, m, V, le, ls):

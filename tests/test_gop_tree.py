@@ -167,3 +167,25 @@ def test_relaxation_holds_at_every_point_of_the_box(seed, shrink):
         # the lifted rows reproduce the program's expressions
         vals = lf.R @ Z + lf.const
         assert abs(vals[0] - prog.objective.value(z)) <= 1e-9 * (1 + abs(vals[0]))
+
+
+def test_time_limit_is_honoured_in_tree_mode():
+    """A pooling problem the tree does not close in 2 s (RT2, P-formulation; Audet et al. 2004):
+    status time_limit with valid bounds, returned close to the limit (a correctness check of the
+    limit with a generous margin, not a speed claim)."""
+    import sys
+    import time
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from gop_instances import get
+    inst = get("rt2_p")
+    assert inst.sense == "min"
+    t0 = time.perf_counter()
+    res = pyo.SolverFactory("gop").solve(inst.build(), time_limit=2.0, load_solutions=False).varopt_result
+    elapsed = time.perf_counter() - t0
+    assert elapsed <= 2.0 * 1.5 + 1.0, elapsed
+    assert res.status in ("time_limit", "optimal")
+    tol = 1e-6 * abs(inst.optimum)
+    assert res.lower_bound <= inst.optimum + tol
+    if res.upper_bound is not None:
+        assert res.upper_bound >= inst.optimum - tol

@@ -213,13 +213,19 @@ class GPRegressor(_GP):
         if self.likelihood == "gaussian":
             v = vt + s * s
             return -0.5 * (np.log(2 * math.pi * v) + (y - mt) ** 2 / v)
-        b = s / math.sqrt(2.0)
-        sd = np.sqrt(np.maximum(vt, 1e-300))
-        d = y - mt
-        # E[exp(-|y - f|/b)] for f ~ N(mt, vt): two one-sided Gaussian integrals, in log space
-        t1 = -d / b + vt / (2 * b * b) + log_ndtr(d / sd - sd / b)
-        t2 = d / b + vt / (2 * b * b) + log_ndtr(-d / sd - sd / b)
-        return np.logaddexp(t1, t2) - math.log(2 * b)
+        return laplace_log_predictive(y, mt, vt, s)
+
+
+def laplace_log_predictive(y, mt, vt, s):
+    """``log E[p(y | f)]`` for the Laplace likelihood with standard deviation ``s`` and
+    ``f ~ N(mt, vt)``: ``E[exp(-|y - f|/b)]/(2b)``, ``b = s/sqrt(2)``, as two one-sided Gaussian
+    integrals in log space."""
+    b = s / math.sqrt(2.0)
+    sd = np.sqrt(np.maximum(vt, 1e-300))
+    d = y - mt
+    t1 = -d / b + vt / (2 * b * b) + log_ndtr(d / sd - sd / b)
+    t2 = d / b + vt / (2 * b * b) + log_ndtr(-d / sd - sd / b)
+    return np.logaddexp(t1, t2) - math.log(2 * b)
 
 
 def log_loss_bits(p_true):

@@ -149,6 +149,20 @@ def _variable_bounds(var, where):
     return lb, ub
 
 
+def layout_variable(var, off, used):
+    """``(size, names, program columns, start values)`` of a CVXPY variable placed at column ``off``;
+    ``used`` collects the base names (a repeated name gets the variable's id)."""
+    shape = _shape(var)
+    m = _size(shape)
+    base = var.name() if var.name() not in used else f"{var.name()}_{var.id}"
+    used.add(base)
+    val = var.value
+    x0 = np.full(m, np.nan) if val is None else np.broadcast_to(np.asarray(val, dtype=float), shape).ravel(order="C")
+    # F-order entry -> C-order program column
+    cols = off + (np.arange(m).reshape(shape, order="C").ravel(order="F") if shape else np.zeros(1, dtype=np.int64))
+    return m, _index_names(base, shape), cols, x0
+
+
 def compile_cvxpy(problem):
     """Compile ``problem`` (a ``cvxpy.Problem``) into ``(Program, CvxpyMapping)``.
 
@@ -167,24 +181,13 @@ def compile_cvxpy(problem):
     used = set()
     off = 0
     for var in variables:
-        shape = _shape(var)
-        m = _size(shape)
-        base = var.name()
-        if base in used:
-            base = f"{base}_{var.id}"
-        used.add(base)
-        names += _index_names(base, shape)
+        m, vnames, cols, x0 = layout_variable(var, off, used)
+        names += vnames
         lb, ub = _variable_bounds(var, "variable")
         lbs.append(lb)
         ubs.append(ub)
-        val = var.value
-        if val is None:
-            x0s.append(np.full(m, np.nan))
-        else:
-            x0s.append(np.broadcast_to(np.asarray(val, dtype=float), shape).ravel(order="C"))
-        # F-order entry -> C-order program column
-        var_cols[id(var)] = off + (np.arange(m).reshape(shape, order="C").ravel(order="F") if shape
-                                   else np.zeros(1, dtype=np.int64))
+        x0s.append(x0)
+        var_cols[id(var)] = cols
         offsets.append(off)
         off += m
     n = off

@@ -18,7 +18,7 @@ from ..errors import ModelStructureError
 from ..program import Program
 from ..program.energy import EnergyModel
 from .cvxpy_atoms import _Tracer
-from .cvxpy_compile import CvxpyMapping, _index_names, _to_expressions
+from .cvxpy_compile import CvxpyMapping, _to_expressions, layout_variable
 from .cvxpy_nodes import _shape, _size
 
 #: CVXPY atoms that compile to non-polynomial terms
@@ -63,16 +63,10 @@ def compile_cvxpy_energy(problem, solver_name="this solver"):
             raise ModelStructureError(
                 f"variable `{var.name()}` is {kind}; solver '{solver_name}' needs an energy model over "
                 "boolean variables only (cp.Variable(..., boolean=True))")
-        shape = _shape(var)
-        m = _size(shape)
-        base = var.name() if var.name() not in used else f"{var.name()}_{var.id}"
-        used.add(base)
-        names += _index_names(base, shape)
-        var_cols[id(var)] = off + (np.arange(m).reshape(shape, order="C").ravel(order="F") if shape
-                                   else np.zeros(1, dtype=np.int64))
-        val = var.value
-        x0s.append(np.full(m, np.nan) if val is None else
-                   np.broadcast_to(np.asarray(val, dtype=float), shape).ravel(order="C"))
+        m, vnames, cols, x0 = layout_variable(var, off, used)
+        names += vnames
+        var_cols[id(var)] = cols
+        x0s.append(x0)
         offsets.append(off)
         off += m
     n = off

@@ -14,7 +14,6 @@ use is a free spin and contributes ``ln 2`` to log Z). Fixed variables are const
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -22,6 +21,7 @@ from ..errors import InputDataError, ModelStructureError
 from ..program import Expression, Program, QuadraticTerms
 from ..program.energy import EnergyModel
 from .pyomo_terms import _BadData, _expr_str, _Unsupported
+from .pyomo_walk import _Leaves
 
 _WHAT = ("energy models take a polynomial of degree <= 2 in binary variables: constants, linear terms, "
          "products x[i]*x[j] (x[i]**2 is x[i]), spins written 2*x[i] - 1")
@@ -39,53 +39,24 @@ def _mul(p, q, node):
     return out
 
 
-class _PolyWalker:
+class _PolyWalker(_Leaves):
     """Pyomo expression -> ``{(): c, (i,): a_i, (i, j): q_ij}`` over walker indices (multilinear)."""
 
-    def __init__(self):
-        import pyomo.core.expr as E
-        from pyomo.core.expr.numvalue import native_numeric_types
-        from pyomo.environ import value
-
-        self.E, self.native, self.value = E, native_numeric_types, value
-        self.index, self.vars = {}, []
-
-    def _const(self, node, val):
-        try:
-            val = float(val)
-        except (TypeError, ValueError) as exc:
-            raise _BadData(node, f"is not a number ({exc})") from None
-        if not math.isfinite(val):
-            raise _BadData(node, f"has the non-finite value {val}")
+    def _wrap(self, val):
         return {(): val}
-
-    def _constant(self, node):
-        try:
-            return self._const(node, self.value(node))
-        except _BadData:
-            raise
-        except Exception as exc:  # uninitialised Param, math domain error, ...
-            raise _BadData(node, f"cannot be evaluated ({exc})") from None
 
     def walk(self, node):
         if type(node) in self.native:
             return self._const(node, node)
         if not node.is_expression_type():
             if node.is_variable_type():
-                if node.fixed:
-                    if node.value is None:
-                        raise _BadData(node, "is fixed but has no value")
-                    return self._const(node, node.value)
-                k = self.index.get(id(node))
-                if k is None:
-                    k = self.index[id(node)] = len(self.vars)
-                    self.vars.append(node)
-                return {(k,): 1.0}
-            return self._constant(node)
+                k = self._var_index(node)
+                return self._const(node, node.value) if k is None else {(k,): 1.0}
+            return self._eval(node)
         if node.is_named_expression_type():
             return self.walk(node.expr)
         if not node.is_potentially_variable():
-            return self._constant(node)
+            return self._eval(node)
         E = self.E
         if isinstance(node, E.SumExpression):
             acc = {}

@@ -18,8 +18,10 @@ import math
 from .pyomo_terms import _MATH, _add_into, _BadData, _Form, _prune, _Unsupported
 
 
-class _Walker:
-    """Recursive walker from a Pyomo expression to a :class:`_Form`."""
+class _Leaves:
+    """What both Pyomo walkers (this one and the energy-model walker) do at the leaves: numbers
+    checked for NaN/inf, constant sub-expressions evaluated, variables given encounter indices.
+    Subclasses wrap a number with :meth:`_wrap`."""
 
     def __init__(self):
         import pyomo.core.expr as E
@@ -31,9 +33,10 @@ class _Walker:
         self.value = value
         self.index = {}   # id(VarData) -> temporary index (encounter order)
         self.vars = []
-        self._handlers = {}
 
-    # --- leaves ---------------------------------------------------------------------
+    def _wrap(self, val):  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def _const(self, node, val):
         try:
             val = float(val)
@@ -41,7 +44,7 @@ class _Walker:
             raise _BadData(node, f"is not a number ({exc})") from None
         if not math.isfinite(val):
             raise _BadData(node, f"has the non-finite value {val}")
-        return _Form(val)
+        return self._wrap(val)
 
     def _eval(self, node):
         try:
@@ -51,16 +54,32 @@ class _Walker:
         except Exception as exc:  # uninitialised Param, math domain error, ...
             raise _BadData(node, f"cannot be evaluated ({exc})") from None
 
-    def var(self, v):
+    def _var_index(self, v):
+        """The index of the unfixed variable ``v``, or None for a fixed one (checked to have a value)."""
         if v.fixed:
             if v.value is None:
                 raise _BadData(v, "is fixed but has no value")
-            return self._const(v, v.value)
+            return None
         k = self.index.get(id(v))
         if k is None:
             k = self.index[id(v)] = len(self.vars)
             self.vars.append(v)
-        return _Form(0.0, {k: 1.0})
+        return k
+
+
+class _Walker(_Leaves):
+    """Recursive walker from a Pyomo expression to a :class:`_Form`."""
+
+    def __init__(self):
+        super().__init__()
+        self._handlers = {}
+
+    def _wrap(self, val):
+        return _Form(val)
+
+    def var(self, v):
+        k = self._var_index(v)
+        return self._const(v, v.value) if k is None else _Form(0.0, {k: 1.0})
 
     # --- dispatch -------------------------------------------------------------------
     def walk(self, node):

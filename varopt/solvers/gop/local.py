@@ -59,8 +59,6 @@ class LocalSearch:
         program, lf = self.program, self.lifted
         if np.any(z < program.lb) or np.any(z > program.ub):
             return math.inf
-        if lf is None:
-            return program.max_violation(z) / max(1.0, float(np.abs(z).max(initial=0)))
         Z = lf.lift(z)
         v = lf.R @ Z + lf.const
         if not np.all(np.isfinite(v)):
@@ -124,7 +122,7 @@ class LocalSearch:
                 self.rescues += 1
                 improving = True
         polish = polish or improving
-        if polish and self.lifted is not None and self.program.n <= self.max_polish_vars:
+        if polish and self.program.n <= self.max_polish_vars:
             zp = self._slsqp(start, lb, ub)
             if zp is not None:
                 v = self.value(zp)

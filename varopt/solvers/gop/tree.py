@@ -49,6 +49,9 @@ def _split_unbounded(lo, hi, v):
 
 class GopTree:
     name = "gop"
+    #: nodes down to this depth get OBBT with the incumbent cutoff (a tighter box near the root
+    #: pays over its whole subtree; deeper, FBBT alone is cheaper)
+    obbt_depth = 3
 
     def __init__(self, program, part, opts, run, lifted=None):
         self.program, self.part, self.opts, self.run = program, part, opts, run
@@ -217,7 +220,6 @@ class GopTree:
                 return run.finish("infeasible", "bound tightening over the relaxation proved infeasibility",
                                   lower=math.inf, upper=math.inf)
         l0, u0 = l.copy(), u.copy()
-        opts_obbt_depth = 3
         UB, best = math.inf, None
         seq = itertools.count()
         heap = [(-math.inf, next(seq), l, u, L, U, 0)]
@@ -235,7 +237,7 @@ class GopTree:
                 break
             nodes += 1
             nl, nu, nL, nU, infeas = self.tight.tighten(nl, nu, cutoff=UB, colL=nL, colU=nU)
-            if not infeas and depth and depth <= opts_obbt_depth and opts.bound_tightening:
+            if not infeas and depth and depth <= self.obbt_depth and opts.bound_tightening:
                 # OBBT with the incumbent cutoff near the root, where a tighter box pays for itself
                 # over the whole subtree
                 nl, nu, nL, nU, infeas = self._obbt(nl, nu, nL, nU, need, UB, rounds=1)
