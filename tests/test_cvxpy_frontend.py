@@ -314,3 +314,12 @@ def test_status_mapping(monkeypatch, status, cvx_status, value_min, maximize):
     else:
         assert x.value is None
     assert result_of(prob).status == status
+
+
+@pytest.mark.parametrize("make,public", [(lambda x: cp.sqrt(x[0]), "power("), (lambda x: cp.norm(x, 3), "pnorm("),
+                                         (lambda x: cp.geo_mean(x), "geo_mean(")])
+def test_unsupported_atom_messages_show_public_function_names(make, public):
+    x = cp.Variable(2, name="x")
+    with pytest.raises(ModelStructureError) as err:
+        cp.Problem(cp.Minimize(make(x)), [x >= 1]).solve(method="ipsa")
+    assert public in str(err.value) and "Approx" not in str(err.value)

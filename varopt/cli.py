@@ -11,6 +11,8 @@ Exit status (one table for every solver; the same statuses as ``Result.status``)
 result                             exit  meaning
 =================================  ====  ==========================================
 optimal, converged                  0    a solution (proved optimal, or converged)
+stationary                          6    first-order point that is not a local minimum
+                                          (saddle or maximum); the point is printed
 iteration_limit, time_limit,        3    stopped at a limit; the best point so far
 pass_limit                                is printed
 infeasible                          4    proved infeasible (objective null in JSON)
@@ -35,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 #: result status -> exit status (module docstring)
-EXIT_CODES = {"optimal": 0, "converged": 0, "iteration_limit": 3, "time_limit": 3, "pass_limit": 3,
+EXIT_CODES = {"optimal": 0, "converged": 0, "stationary": 6, "iteration_limit": 3, "time_limit": 3, "pass_limit": 3,
               "infeasible": 4, "unbounded": 5, "error": 1, "interrupted": 130}
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import time
 
+from .core import second_order
 from .core.run import Run
 from .options import Options, OptionSet
 from .program import Program
@@ -50,6 +51,15 @@ class Solver:
     #: into ``program.energy`` (:mod:`varopt.program.energy`); every other solver keeps rejecting
     #: binary and integer variables
     accepts_binary: bool = False
+    #: True for local solvers whose ``converged`` means "first-order conditions hold": on a
+    #: nonconvex program the point is then checked for negative curvature on the active face
+    #: (:mod:`varopt.core.second_order`) and reported as ``stationary`` when it is not a local minimum
+    checks_second_order: bool = False
+
+    def second_order_skip(self, opts) -> str | None:
+        """Why the second-order check cannot apply to this solve (e.g. the gradient came from a
+        user oracle, not from the program), or None."""
+        return None
 
     def solve(self, program: Program, opts: Options = None, /, **options) -> Result:
         """Validate ``options`` (or take ``opts`` already validated by ``self.options.validate``, as
@@ -70,6 +80,8 @@ class Solver:
                 res = _trivial(program, run)
             else:
                 res = self._call(program, opts, run)
+                if self.checks_second_order:
+                    res = second_order.apply(program, res, self.second_order_skip(opts))
         except KeyboardInterrupt:
             res = run.interrupted()
         res.wall_time = time.perf_counter() - t0

@@ -15,7 +15,9 @@ import numpy as np
 
 #: status values; ``optimal`` means proven optimal (convex convergence or closed gap)
 #: ``interrupted``: stopped by the user (Ctrl-C); the best point so far, no optimality claim
-STATUSES = ("optimal", "converged", "iteration_limit", "time_limit", "pass_limit",
+#: ``stationary``: first-order conditions hold but the point is not a local minimum (a feasible
+#: direction of negative curvature exists, ``info['descent_direction']``): a saddle or a maximum
+STATUSES = ("optimal", "converged", "stationary", "iteration_limit", "time_limit", "pass_limit",
             "infeasible", "unbounded", "error", "interrupted")
 
 

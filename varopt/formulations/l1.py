@@ -57,12 +57,12 @@ def _check_y(y, n, name="y"):
     return y
 
 
-def _inputs(X, y, alpha, form, pm1=False, dense=False):
-    """Validated ``(X, y, alpha)`` of the L1 builders (``y`` in {-1, +1} when ``pm1``; dense ``X`` when asked)."""
+def _inputs(X, y, alpha, form, pm1=False):
+    """Validated ``(X, y, alpha)`` of the L1 builders (``y`` in {-1, +1} when ``pm1``; ``X`` dense or sparse)."""
     _check_form(form)
     X = _check_X(X)
     y = _check_y(y, X.shape[0])
-    return (_dense(X) if dense else X), (_labels_pm1(y) if pm1 else y), _check_alpha(alpha)
+    return X, (_labels_pm1(y) if pm1 else y), _check_alpha(alpha)
 
 
 def _check_form(form):
@@ -178,8 +178,12 @@ def l1_logistic_program(X, y, alpha, form="split", fit_intercept=True) -> Progra
 
 
 # --- Pyomo and CVXPY builders --------------------------------------------------------------------
-def _dense(X):
-    return X.toarray() if sp.issparse(X) else X
+def _row_terms(X):
+    """``[(cols, vals)]`` of the nonzeros of every row of ``X`` (dense or sparse; never densified)."""
+    X = sp.csr_matrix(X)
+    X.eliminate_zeros()
+    return [(X.indices[X.indptr[i]:X.indptr[i + 1]].tolist(), X.data[X.indptr[i]:X.indptr[i + 1]].tolist())
+            for i in range(X.shape[0])]
 
 
 def _pyomo_l1_weights(M, m, form, fit_intercept):
@@ -213,12 +217,12 @@ def l1_least_squares_pyomo(X, y, alpha, form="split", fit_intercept=False):
     constraints ``lower[j]: w_j + u_j >= 0``, ``upper[j]: w_j - u_j <= 0``); intercept ``b`` if asked."""
     import pyomo.environ as pyo
 
-    X, y, alpha = _inputs(X, y, alpha, form, dense=True)
+    X, y, alpha = _inputs(X, y, alpha, form)
     n, m = X.shape
     M = pyo.ConcreteModel(name="l1_least_squares")
     w, pen, b = _pyomo_l1_weights(M, m, form, fit_intercept)
-    loss = sum((float(y[i]) - sum(float(X[i, j]) * w[j] for j in range(m) if X[i, j] != 0) - b) ** 2
-               for i in range(n))
+    loss = sum((float(y[i]) - sum(v * w[j] for j, v in zip(*row)) - b) ** 2
+               for i, row in enumerate(_row_terms(X)))
     M.obj = pyo.Objective(expr=loss / (2.0 * n) + alpha * pen, sense=pyo.minimize)
     return M
 
@@ -227,13 +231,12 @@ def l1_logistic_pyomo(X, y, alpha, form="split", fit_intercept=True):
     """Pyomo model of ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1``, ``y in {-1,+1}``."""
     import pyomo.environ as pyo
 
-    X, y, alpha = _inputs(X, y, alpha, form, pm1=True, dense=True)
+    X, y, alpha = _inputs(X, y, alpha, form, pm1=True)
     n, m = X.shape
     M = pyo.ConcreteModel(name="l1_logistic")
     w, pen, b = _pyomo_l1_weights(M, m, form, fit_intercept)
-    loss = sum(pyo.log(1 + pyo.exp(-float(y[i]) * (sum(float(X[i, j]) * w[j] for j in range(m) if X[i, j] != 0)
-                                                     + b)))
-               for i in range(n))
+    loss = sum(pyo.log(1 + pyo.exp(-float(y[i]) * (sum(v * w[j] for j, v in zip(*row)) + b)))
+               for i, row in enumerate(_row_terms(X)))
     M.obj = pyo.Objective(expr=loss / n + alpha * pen, sense=pyo.minimize)
     return M
 
@@ -275,7 +278,7 @@ def l1_least_squares_cvxpy(X, y, alpha, form="split", fit_intercept=False):
     (``wp``, ``wm`` or ``w``, ``u``; ``b``)."""
     import cvxpy as cp
 
-    X, y, alpha = _inputs(X, y, alpha, form, dense=True)
+    X, y, alpha = _inputs(X, y, alpha, form)
     n, m = X.shape
     v, cons, pred, pen = _cvxpy_l1_affine(X, form, fit_intercept)
     obj = cp.sum(cp.square(y - pred)) / (2.0 * n) + alpha * pen
@@ -286,7 +289,7 @@ def l1_logistic_cvxpy(X, y, alpha, form="split", fit_intercept=True):
     """CVXPY problem ``(1/n) sum logistic(-y_i (a_i^T w + b)) + alpha ||w||_1``; returns ``(problem, vars)``."""
     import cvxpy as cp
 
-    X, y, alpha = _inputs(X, y, alpha, form, pm1=True, dense=True)
+    X, y, alpha = _inputs(X, y, alpha, form, pm1=True)
     n, m = X.shape
     v, cons, s, pen = _cvxpy_l1_affine(X, form, fit_intercept)
     obj = cp.sum(cp.logistic(cp.multiply(-y, s))) / n + alpha * pen

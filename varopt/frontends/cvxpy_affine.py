@@ -12,6 +12,8 @@ column on unit vectors). Constants and parameters are checked for NaN/inf here.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -27,6 +29,18 @@ _SELECTION = {"index", "special_index", "transpose", "reshape", "Promote", "broa
 _PROBE_LIMIT = 4000
 
 
+
+# CVXPY rewrites some functions into internal classes (``cp.sqrt(x)`` is ``PowerApprox(x, 0.5)``,
+# ``cp.norm(x, 2)`` ``PnormApprox``, ``cp.geo_mean`` ``GeoMeanApprox``); messages show the
+# public function the user can look up instead.
+_INTERNAL = re.compile(r"\b([A-Z][A-Za-z]*)Approx\b")
+
+
+def _public(text: str) -> str:
+    """``text`` with CVXPY's internal ``...Approx`` class names replaced by the public function names."""
+    return _INTERNAL.sub(lambda m: re.sub(r"(?<!^)([A-Z])", r"_\1", m.group(1)).lower(), text)
+
+
 class _AffineTracer:
     """Tree walk over CVXPY expressions; subclasses add products and nonlinear atoms."""
 
@@ -38,7 +52,7 @@ class _AffineTracer:
 
     # --- errors -----------------------------------------------------------------------
     def fail(self, expr, reason):
-        raise ModelStructureError(f"{self.where}: cannot compile `{expr}`: {reason}")
+        raise ModelStructureError(f"{self.where}: cannot compile `{_public(str(expr))}`: {_public(reason)}")
 
     # --- helpers ----------------------------------------------------------------------
     def has_vars(self, expr):

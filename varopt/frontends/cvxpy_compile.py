@@ -287,9 +287,11 @@ def _to_expressions(z, n, order_c=False):
 
     out = []
     for e in entries:
-        lin = np.zeros(n)
         lo, hi = A.indptr[e], A.indptr[e + 1]
-        lin[A.indices[lo:hi]] = A.data[lo:hi]
+        lin = (A.indices[lo:hi], A.data[lo:hi])
+        if 4 * (hi - lo) > n:  # dense storage costs less than index + value arrays
+            lin = np.zeros(n)
+            lin[A.indices[lo:hi]] = A.data[lo:hi]
         quad = empty_q
         if WQ is not None and WQ.indptr[e + 1] > WQ.indptr[e]:
             sl = slice(WQ.indptr[e], WQ.indptr[e + 1])

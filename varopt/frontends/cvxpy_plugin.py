@@ -43,6 +43,7 @@ from ..errors import InvalidOptionError
 STATUS_MAP = {
     "optimal": "optimal",
     "converged": "optimal_inaccurate",
+    "stationary": "user_limit",
     "iteration_limit": "user_limit",
     "time_limit": "user_limit",
     "pass_limit": "user_limit",

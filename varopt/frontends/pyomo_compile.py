@@ -74,11 +74,14 @@ from .pyomo_walk import _Walker
 # building program expressions from forms
 # --------------------------------------------------------------------------------------
 def _build_expression(f: _Form, perm: np.ndarray, n: int, where: str) -> Expression:
-    lin = np.zeros(n)
+    lin = None
     if f.lin:
         keys = np.fromiter(f.lin.keys(), dtype=np.int64, count=len(f.lin))
         vals = np.fromiter(f.lin.values(), dtype=float, count=len(f.lin))
-        np.add.at(lin, perm[keys], vals)
+        lin = (perm[keys], vals)
+        if 4 * keys.size > n:  # dense storage costs less than index + value arrays
+            lin = np.zeros(n)
+            np.add.at(lin, perm[keys], vals)
     quad = None
     if f.quad:
         ij = np.array(list(f.quad.keys()), dtype=np.int64).reshape(-1, 2)

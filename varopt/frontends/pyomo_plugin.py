@@ -66,6 +66,7 @@ from ..errors import InvalidOptionError
 STATUS_MAP = {
     "optimal": ("ok", "optimal"),
     "converged": ("ok", "locallyOptimal"),
+    "stationary": ("warning", "other"),
     "iteration_limit": ("aborted", "maxIterations"),
     "pass_limit": ("aborted", "maxIterations"),
     "time_limit": ("aborted", "maxTimeLimit"),
@@ -76,7 +77,7 @@ STATUS_MAP = {
 }
 
 #: statuses whose point is written back into the model
-_LOADABLE = ("optimal", "converged", "iteration_limit", "pass_limit", "time_limit", "interrupted")
+_LOADABLE = ("optimal", "converged", "stationary", "iteration_limit", "pass_limit", "time_limit", "interrupted")
 
 #: Pyomo-level options accepted besides the solver's own (``keepfiles``, ``symbolic_solver_labels``
 #: and ``report_timing`` are generic Pyomo arguments with no effect here: varopt writes no files)

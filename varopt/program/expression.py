@@ -7,8 +7,6 @@ and Hessians (``scipy.sparse.csr_matrix`` ``(n, n)``) are sums over the few grou
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -16,24 +14,94 @@ from .atoms import ATOMS
 from .terms import LseGroup, QuadraticTerms
 
 
-@dataclass
 class Expression:
-    n: int
-    constant: float = 0.0
-    linear: np.ndarray = None
-    quadratic: QuadraticTerms = None
-    atoms: list = field(default_factory=list)  # list[AtomGroup], at most one per kind is typical
-    lse: list = field(default_factory=list)  # list[LseGroup]
+    """``constant + linear . x + quadratic + atom rows + lse rows`` over ``n`` variables.
 
-    def __post_init__(self):
-        self.constant = float(self.constant)
-        self.linear = np.zeros(self.n) if self.linear is None else np.asarray(self.linear, dtype=float).ravel()
-        if self.linear.size != self.n:
+    The linear part is stored dense (a length-``n`` vector) or sparse (indices and values), as
+    given: a constraint row of a large model touches a handful of variables, and a dense vector
+    per row would cost ``8 n`` bytes each (10^4 rows over 5 10^4 variables: 4 GB).
+    :attr:`linear` always reads as a dense vector; for a sparsely stored expression it is a
+    fresh array on every access (writing into it does not change the expression), so code
+    that walks many rows uses :meth:`linear_items` instead.
+    """
+
+    def __init__(self, n: int, constant: float = 0.0, linear=None, quadratic: QuadraticTerms = None,
+                 atoms=None, lse=None):
+        self.n = int(n)
+        self.constant = float(constant)
+        self._lin_idx = self._lin_val = None
+        if linear is None:
+            self._lin = np.zeros(self.n)
+        elif isinstance(linear, tuple):
+            idx, val = linear
+            self._set_sparse(np.asarray(idx, dtype=np.int64).ravel(), np.asarray(val, dtype=float).ravel())
+        elif sp.issparse(linear):
+            row = sp.coo_matrix(linear.reshape(1, -1) if linear.shape[0] != 1 else linear)
+            if row.shape[1] != self.n:
+                raise ValueError("linear coefficient vector has the wrong length")
+            self._set_sparse(row.col.astype(np.int64), row.data.astype(float))
+        else:
+            self._lin = np.asarray(linear, dtype=float).ravel()
+            if self._lin.size != self.n:
+                raise ValueError("linear coefficient vector has the wrong length")
+        if quadratic is None:
+            quadratic = QuadraticTerms(np.zeros(0, int), np.zeros(0, int), np.zeros(0), self.n)
+        self.quadratic = quadratic
+        self.atoms = [a for a in (atoms or []) if len(a)]
+        self.lse = [g for g in (lse or []) if len(g)]
+
+    def _set_sparse(self, idx, val):
+        if idx.size != val.size:
+            raise ValueError("linear indices and values differ in length")
+        if idx.size and (idx.min() < 0 or idx.max() >= self.n):
+            raise ValueError("linear index out of range")
+        if idx.size > 1 and not (idx[1:] > idx[:-1]).all():  # sort and merge duplicates
+            order = np.argsort(idx, kind="stable")
+            idx, val = idx[order], val[order]
+            idx, start = np.unique(idx, return_index=True)
+            val = np.add.reduceat(val, start)
+        keep = val != 0.0
+        if not keep.all():
+            idx, val = idx[keep], val[keep]
+        self._lin = None
+        self._lin_idx, self._lin_val = idx, val
+
+    @property
+    def linear(self) -> np.ndarray:
+        """The dense linear coefficient vector (a fresh copy when stored sparse)."""
+        if self._lin is not None:
+            return self._lin
+        out = np.zeros(self.n)
+        out[self._lin_idx] = self._lin_val
+        return out
+
+    @linear.setter
+    def linear(self, value):
+        value = np.asarray(value, dtype=float).ravel()
+        if value.size != self.n:
             raise ValueError("linear coefficient vector has the wrong length")
-        if self.quadratic is None:
-            self.quadratic = QuadraticTerms(np.zeros(0, int), np.zeros(0, int), np.zeros(0), self.n)
-        self.atoms = [a for a in self.atoms if len(a)]
-        self.lse = [g for g in self.lse if len(g)]
+        self._lin, self._lin_idx, self._lin_val = value, None, None
+
+    @property
+    def is_sparse(self) -> bool:
+        return self._lin is None
+
+    def linear_items(self):
+        """``(idx, val)``: the nonzero linear coefficients, whatever the storage."""
+        if self._lin is None:
+            return self._lin_idx, self._lin_val
+        idx = np.flatnonzero(self._lin)
+        return idx, self._lin[idx]
+
+    def _linear_dot(self, x) -> float:
+        if self._lin is None:
+            return float(self._lin_val @ x[self._lin_idx])
+        return float(self._lin @ x)
+
+    def __repr__(self):
+        nl = len(self.linear_items()[0])
+        return (f"Expression(n={self.n}, constant={self.constant}, {nl} linear, {len(self.quadratic)} quadratic, "
+                f"{len(self.atoms)} atom groups, {len(self.lse)} lse groups)")
 
     # --- classification ---------------------------------------------------------------
     @property
@@ -55,14 +123,18 @@ class Expression:
     # --- evaluation ---------------------------------------------------------------------
     def value(self, x) -> float:
         x = np.asarray(x, dtype=float)
-        val = self.constant + float(self.linear @ x) + self.quadratic.value(x)
+        val = self.constant + self._linear_dot(x) + self.quadratic.value(x)
         for g in self.groups():
             val += g.value(x)
         return val
 
     def gradient(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)
-        grad = self.linear + self.quadratic.gradient(x)
+        grad = np.asarray(self.quadratic.gradient(x), dtype=float).ravel().copy()
+        if self._lin is None:
+            np.add.at(grad, self._lin_idx, self._lin_val)
+        else:
+            grad += self._lin
         for g in self.groups():
             grad = grad + g.gradient(x)
         return np.asarray(grad, dtype=float).ravel()
@@ -77,7 +149,7 @@ class Expression:
     # --- structure ------------------------------------------------------------------------
     def support(self) -> np.ndarray:
         """Indices of the variables this expression depends on."""
-        cols = [np.flatnonzero(self.linear), self.quadratic.i, self.quadratic.j]
+        cols = [self.linear_items()[0], self.quadratic.i, self.quadratic.j]
         for g in self.groups():
             cols.append(g.A.indices)
             cols.append(g.mult[g.mult >= 0])
@@ -144,7 +216,7 @@ class Expression:
         a coefficient is NaN or inf."""
         from ..core.checks import require_finite
         require_finite(f"{where}: constant", [self.constant])
-        require_finite(f"{where}: linear coefficients", self.linear)
+        require_finite(f"{where}: linear coefficients", self.linear_items()[1])
         require_finite(f"{where}: quadratic coefficients", self.quadratic.v)
         for g in self.groups():
             kind = getattr(g, "kind", "log-sum-exp")

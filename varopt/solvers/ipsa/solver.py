@@ -120,6 +120,10 @@ class IpsaSolver(Solver):
     name = "ipsa"
     summary = "interior-point stochastic approximation for constrained problems with noisy gradients (Carbonetto 2009)"
     options = OPTIONS
+    checks_second_order = True
+
+    def second_order_skip(self, opts):
+        return None if opts.oracle is None else "the gradient came from a user oracle, not from the program"
 
     def _solve(self, program: Program, opts, run: Run) -> Result:
         program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")

@@ -48,6 +48,7 @@ def blas_limit(n, opts):
 class MajorizeSolver(Solver):
     name = "majorize"
     summary = "Quadratic bound majorization of log-partition objectives (Jebara & Choromanska 2012)"
+    checks_second_order = True
     options = OptionSet(common_options(max_iter=1000) + [
         Option("tol", 1e-8, "stop when the relative objective change and its extrapolated remainder "
                "(df * rate / (1 - rate), linear convergence) are <= tol and the relative parameter change is <= sqrt(tol)", float, positive, "must be positive"),
