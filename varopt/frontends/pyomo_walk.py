@@ -129,10 +129,18 @@ class _Walker(_Leaves):
     # --- operations -----------------------------------------------------------------
     def sum(self, node):
         acc = _Form(0.0)
+        native, mono, lin = self.native, self.E.MonomialTermExpression, acc.lin
         for a in node.args:
-            if type(a) in self.native:
+            ta = type(a)
+            if ta in native:
                 acc.const += self._const(a, a).const
                 continue
+            if ta is mono:  # c * x with a number c and a free x: the bulk of large linear rows
+                c, v = a.args
+                if type(c) in native and not v.fixed and math.isfinite(c):
+                    k = self._var_index(v)
+                    lin[k] = lin.get(k, 0.0) + float(c)
+                    continue
             _add_into(acc, self.walk(a))
         acc.lin = _prune(acc.lin)
         acc.quad = _prune(acc.quad)
