@@ -112,3 +112,16 @@ def test_ipsa_reports_an_infeasible_model_as_infeasible():
     results = pyo.SolverFactory("ipsa").solve(m)
     assert results.solver.termination_condition == pyo.TerminationCondition.infeasible
     assert m.x.value is None
+
+
+def test_progress_of_a_maximisation_shows_the_users_values(capsys):
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1))
+    m.y = pyo.Var(bounds=(-1, 2))
+    m.obj = pyo.Objective(expr=m.x - m.x * m.y + 0.1 * m.y, sense=pyo.maximize)
+    pyo.SolverFactory("gop").solve(m, tee=True)
+    out, _ = capsys.readouterr()
+    last = [ln for ln in out.splitlines() if ln.startswith("gop it")][-1].split()
+    vals = {k: float(v) for k, v in zip(last[3::2], last[4::2]) if k in ("lower", "upper", "objective")}
+    assert vals["objective"] == pytest.approx(pyo.value(m.obj), abs=1e-6) == pytest.approx(1.9, abs=1e-6)
+    assert vals["lower"] <= vals["objective"] + 1e-9 <= vals["upper"] + 2e-9

@@ -74,6 +74,7 @@ class Solver:
             raise TypeError("solve(program, opts) takes the Options of self.options.validate(...) and "
                             "no keyword options, or keyword options only")
         run = Run(self.name, opts)
+        run.maximize = bool(program.maximize)
         t0 = run.t0
         try:
             if program.n == 0 and getattr(program, "energy", None) is None:

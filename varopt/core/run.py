@@ -97,6 +97,9 @@ class Run:
         self.lower = None
         self.upper = None
         self.info: dict = {}
+        #: True when the user maximised: the program (and every value the solver records) is the
+        #: internal minimisation, and the progress lines show the user's sense (set by Solver.solve)
+        self.maximize = False
 
     # --- clock and limits -----------------------------------------------------------------
     def elapsed(self) -> float:
@@ -166,7 +169,12 @@ class Run:
         h.update(fields)
         self.history.append(h)
         if self.progress.active:
-            shown = " ".join(f"{k} {_fmt(v)}" for k, v in h.items()
+            user = dict(h)
+            if self.maximize:  # a lower bound of the minimisation is an upper bound of the user's max
+                user["lower"], user["upper"] = (None if h["upper"] is None else -h["upper"],
+                                                None if h["lower"] is None else -h["lower"])
+                user["objective"] = None if h["objective"] is None else -h["objective"]
+            shown = " ".join(f"{k} {_fmt(v)}" for k, v in user.items()
                              if k in ("objective", "lower", "upper", "gap") and v is not None)
             self.progress(f"{self.solver} it {it:>7d}  {shown}  t {h['time']:.3g}s", force=force)
         return h
