@@ -55,7 +55,8 @@ def magnitude(e: Expression, x) -> float:
     """``M(x)`` of the module docstring (NaN or inf outside the expression's domain)."""
     x = np.asarray(x, dtype=float)
     ax = np.abs(x)
-    m = abs(e.constant) + float(np.abs(e.linear) @ ax)
+    li, lv = e.linear_items()
+    m = abs(e.constant) + float(np.abs(lv) @ ax[li])
     q = e.quadratic
     if len(q):
         m += float(np.abs(q.v) @ (ax[q.i] * ax[q.j]))
@@ -68,7 +69,7 @@ def magnitude(e: Expression, x) -> float:
 
 def n_terms(e: Expression) -> int:
     """The number of floating-point terms in an evaluation of ``e`` (the ``t`` of the docstring)."""
-    t = 1 + int(np.count_nonzero(e.linear)) + len(e.quadratic)
+    t = 1 + int(e.linear_items()[0].size) + len(e.quadratic)
     for g in e.groups():
         t += len(g) + g.A.nnz
     return t

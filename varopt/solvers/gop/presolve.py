@@ -73,7 +73,7 @@ def eliminate_equalities(program: Program, xset: set, max_elim: int = 50):
         for ci, c in enumerate(prog.constraints):
             if c.lo != c.hi or not c.body.is_linear:
                 continue
-            sup = np.flatnonzero(c.body.linear)
+            sup = c.body.linear_items()[0]
             if sup.size < 2 or not all(keep_idx[j] in xset for j in sup):
                 continue
             a = c.body.linear

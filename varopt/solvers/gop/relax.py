@@ -121,8 +121,8 @@ class Lifted:
         def add(key, v):
             entries[key] = entries.get(key, 0.0) + v
 
-        for j in np.flatnonzero(e.linear):
-            add(("z", int(j)), float(e.linear[j]))
+        for j, v in zip(*e.linear_items()):
+            add(("z", int(j)), float(v))
         q = e.quadratic
         for i, j, v in zip(q.i.tolist(), q.j.tolist(), q.v.tolist()):
             if i == j:

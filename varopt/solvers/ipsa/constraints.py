@@ -117,13 +117,13 @@ class ConstraintSet:
                     f"constraint {c.name!r} is an equality: ipsa handles inequality constraints c(x) <= 0 "
                     "only (Carbonetto 2009, §2.1); eliminate it in the model or relax it to a range lo <= body <= hi")
             if body.is_linear:
-                a = body.linear
+                a = body.linear_items()  # (indices, values): rows stay sparse for large models
                 if np.isfinite(c.hi):
                     rows.append(a)
                     h.append(c.hi - body.constant)
                     names.append(f"{c.name} (<= {c.hi:g})")
                 if np.isfinite(c.lo):
-                    rows.append(-a)
+                    rows.append((a[0], -a[1]))
                     h.append(-(c.lo - body.constant))
                     names.append(f"{c.name} (>= {c.lo:g})")
                 continue
@@ -138,7 +138,10 @@ class ConstraintSet:
             if np.isfinite(c.hi):
                 self.nonlinear.append((c.name, _Body(body), float(c.hi)))
         if rows:
-            self.G = sp.csr_matrix(np.vstack(rows))
+            indptr = np.concatenate([[0], np.cumsum([r[0].size for r in rows])])
+            self.G = sp.csr_matrix((np.concatenate([r[1] for r in rows]),
+                                    np.concatenate([r[0] for r in rows]).astype(np.int64), indptr),
+                                   shape=(len(rows), n))
             self.h = np.asarray(h, dtype=float)
             norms = np.sqrt(np.asarray(self.G.multiply(self.G).sum(axis=1)).ravel())
             if np.any(norms == 0):
