@@ -102,8 +102,9 @@ def test_term_not_a_function_of_an_affine_predictor():
     for obj in bad:
         with pytest.raises(ModelStructureError, match="klprox: objective"):
             cp.Problem(cp.Minimize(obj)).solve(method="klprox")
-    with pytest.raises(ModelStructureError, match="softmax"):
-        cp.Problem(cp.Minimize(cp.sum_squares(x) + cp.log_sum_exp(cp.hstack([x[0], x[1], 0])))).solve(method="klprox")
+    with pytest.raises(ModelStructureError, match="softmax groups of more than 4 entries"):
+        u = cp.hstack([x[0], x[1], 0, x[0] - x[1], 2 * x[0], x[1] + 1])
+        cp.Problem(cp.Minimize(cp.sum_squares(x) + cp.log_sum_exp(u))).solve(method="klprox")
     with pytest.raises(ModelStructureError, match="constraints"):
         cp.Problem(cp.Minimize(cp.sum_squares(x) + cp.sum(cp.logistic(x))), [x >= 0]).solve(method="klprox")
     with pytest.raises(ModelStructureError, match="negative coefficient"):

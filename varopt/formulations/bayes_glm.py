@@ -14,7 +14,12 @@ likelihood      ``-log p(y_n | f_n)``                        data
 ``poisson``     ``exp f - y f + log y!``                     counts ``y >= 0``
 ``laplace``     ``|y - f| / b + log(2 b)``, ``b = s/sqrt 2``  ``s`` = noise std (GPML likLaplace)
 ``gaussian``    ``(y - f)^2 / (2 s^2) + log(2 pi s^2)/2``    ``s`` = noise std
+``multinomial`` ``log sum_k exp f_k - f_y``, ``f_k = x^T w_k``  ``y in {0, ..., K-1}``
 ==============  ==========================================  ==================================
+
+Multinomial (softmax) regression has one weight vector per class, ``W = [w_0 ... w_{K-1}]`` (D x K,
+variables ``w[j,k]`` ordered class by class, ``W[:, k]`` contiguous as CVXPY stores a matrix
+variable), each with the prior ``N(0, delta I)``.
 
 Bayesian GLM: ``w ~ N(0, delta I)`` (intercept included as a column of ones when ``fit_intercept``,
 with the same prior, as in the paper's a1a setup). Gaussian process: latent ``f = L v``,
@@ -35,7 +40,7 @@ from scipy.special import gammaln
 from ..errors import InputDataError
 from ..program import AtomGroup, Expression, LseGroup, Program, QuadraticTerms
 
-LIKELIHOODS = ("logistic", "poisson", "laplace", "gaussian")
+LIKELIHOODS = ("logistic", "poisson", "laplace", "gaussian", "multinomial")
 
 
 def check_data(X, y, likelihood):
@@ -56,6 +61,8 @@ def check_data(X, y, likelihood):
         raise InputDataError("y contains NaN or inf")
     if likelihood == "logistic" and not np.all((y == 0) | (y == 1)):
         raise InputDataError("logistic likelihood: y must hold 0/1 labels")
+    if likelihood == "multinomial" and not np.all((y >= 0) & (y == np.round(y))):
+        raise InputDataError("multinomial likelihood: y must hold class labels 0, 1, ..., K-1")
     if likelihood == "poisson" and not np.all((y >= 0) & (y == np.round(y))):
         raise InputDataError("poisson likelihood: y must hold nonnegative integer counts")
     return X, y
@@ -67,10 +74,36 @@ def _positive(name, v):
     return float(v)
 
 
-def likelihood_terms(F, y, likelihood, noise=1.0):
+def n_classes(y, classes=None):
+    """The number of classes K of multinomial labels ``y`` (at least ``max(y) + 1``)."""
+    K = int(np.max(y)) + 1 if classes is None else int(classes)
+    if K < 2 or np.max(y) >= K:
+        raise InputDataError(f"multinomial likelihood: labels must lie in 0..{K - 1} with K >= 2 classes "
+                             f"(got classes={classes!r}, largest label {int(np.max(y))})")
+    return K
+
+
+def multinomial_terms(F, y, K):
+    """``sum_n lse(F_n W) - F_n w_{y_n}``: one log-sum-exp group of K rows per sample (row ``(n, k)`` holds
+    ``F_n`` in the columns of class ``k``), and the linear part."""
+    N, D = F.shape
+    Fs = sp.csr_matrix(F)
+    A = sp.kron(Fs, sp.csr_matrix(np.ones((K, 1)))).tocsr()             # row n*K + k = F_n
+    cols = (np.arange(N * K) % K)[:, None]                               # class of each row
+    A = sp.csr_matrix((A.data, A.indices + D * np.repeat(cols.ravel(), np.diff(A.indptr)), A.indptr),
+                      shape=(N * K, D * K))
+    grp = LseGroup(A=A, b=np.zeros(N * K), seg=np.repeat(np.arange(N), K), coef=np.ones(N), label=np.arange(N))
+    Y = sp.csr_matrix((np.ones(N), (np.arange(N), y.astype(int))), shape=(N, K))
+    lin = -np.asarray((Fs.T @ Y).toarray()).ravel(order="F")            # -sum_n F_n in class y_n's columns
+    return [grp], lin, 0.0
+
+
+def likelihood_terms(F, y, likelihood, noise=1.0, classes=None):
     """Program pieces of ``sum_n -log p(y_n | F_n w)``: ``(atom/lse groups, linear, constant)``."""
     N, D = F.shape
     Fs = sp.csr_matrix(F)
+    if likelihood == "multinomial":
+        return multinomial_terms(F, y, n_classes(y, classes))
     if likelihood == "logistic":
         A = sp.vstack([sp.csr_matrix((N, D)), Fs]).tocsr()[np.ravel(np.column_stack([np.arange(N), N + np.arange(N)]))]
         grp = LseGroup(A=A, b=np.zeros(2 * N), seg=np.repeat(np.arange(N), 2), coef=np.ones(N), label=np.arange(N))
@@ -86,9 +119,9 @@ def likelihood_terms(F, y, likelihood, noise=1.0):
         0.5 * N * math.log(2 * math.pi * s * s)
 
 
-def _program(names, F, y, likelihood, noise, prior_precision, prior_logdet, name):
-    D = F.shape[1]
-    groups, lin, const = likelihood_terms(F, y, likelihood, noise)
+def _program(names, F, y, likelihood, noise, prior_precision, prior_logdet, name, classes=None):
+    groups, lin, const = likelihood_terms(F, y, likelihood, noise, classes)
+    D = np.asarray(lin).size
     quad = QuadraticTerms(np.arange(D), np.arange(D), np.full(D, 0.5 * prior_precision), D)
     # -log N(w; 0, Sigma) = w^T Sigma^-1 w / 2 + (D log 2 pi + log det Sigma) / 2
     const += 0.5 * (D * math.log(2 * math.pi) + prior_logdet)
@@ -102,14 +135,19 @@ def design(X, fit_intercept=True):
     return np.hstack([X, np.ones((X.shape[0], 1))]) if fit_intercept else X
 
 
-def glm_program(X, y, likelihood="logistic", prior_var=1.0, noise=1.0, fit_intercept=True) -> Program:
+def glm_program(X, y, likelihood="logistic", prior_var=1.0, noise=1.0, fit_intercept=True, classes=None) -> Program:
     """``-log p(y, w)`` of a Bayesian GLM with prior ``N(0, prior_var I)``; variables ``w[j]`` (and
-    ``b``: the intercept, last)."""
+    ``b``: the intercept, last); multinomial: ``w[j,k]`` (and ``b[k]``), class by class, ``classes``
+    = K (default ``max(y) + 1``)."""
     X, y = check_data(X, y, likelihood)
     delta = _positive("prior_var", prior_var)
     F = design(X, fit_intercept)
     names = [f"w[{j}]" for j in range(X.shape[1])] + (["b"] if fit_intercept else [])
-    return _program(names, F, y, likelihood, noise, 1.0 / delta, F.shape[1] * math.log(delta), "neg_log_joint")
+    if likelihood == "multinomial":
+        K = n_classes(y, classes)
+        names = [nm.replace("]", f",{k}]") if nm != "b" else f"b[{k}]" for k in range(K) for nm in names]
+    return _program(names, F, y, likelihood, noise, 1.0 / delta, len(names) * math.log(delta), "neg_log_joint",
+                    classes)
 
 
 def se_kernel(X1, X2, log_ell, log_sf):
@@ -139,11 +177,21 @@ def gp_program(X, y, likelihood="logistic", log_ell=0.0, log_sf=0.0, noise=1.0, 
     return _program(names, L, y, likelihood, noise, 1.0, 0.0, "gp_neg_log_joint"), L, eps
 
 
-def build_cvxpy(F, y, likelihood="logistic", prior_var=1.0, noise=1.0):
-    """The same negative log joint over ``w`` with design matrix ``F`` as a CVXPY problem: ``(prob, w)``."""
+def build_cvxpy(F, y, likelihood="logistic", prior_var=1.0, noise=1.0, classes=None):
+    """The same negative log joint over ``w`` with design matrix ``F`` as a CVXPY problem: ``(prob, w)``
+    (multinomial: ``w`` is the D x K matrix ``W``, the likelihood ``sum(log_sum_exp(F W, axis=1)) -
+    sum(Y * (F W))``)."""
     import cvxpy as cp
     F, y = check_data(F, y, likelihood)
     N, D = F.shape
+    if likelihood == "multinomial":
+        K = n_classes(y, classes)
+        W = cp.Variable((D, K), name="W")
+        U = F @ W
+        Y = np.eye(K)[y.astype(int)]
+        lik = cp.sum(cp.log_sum_exp(U, axis=1)) - cp.sum(cp.multiply(Y, U))
+        prior = cp.sum_squares(W) / (2 * prior_var) + 0.5 * D * K * math.log(2 * math.pi * prior_var)
+        return cp.Problem(cp.Minimize(lik + prior)), W
     w = cp.Variable(D, name="w")
     f = F @ w
     groups, lin, const = likelihood_terms(F, y, likelihood, noise)
@@ -159,11 +207,22 @@ def build_cvxpy(F, y, likelihood="logistic", prior_var=1.0, noise=1.0):
     return cp.Problem(cp.Minimize(lik + prior + const)), w
 
 
-def build_pyomo(F, y, likelihood="logistic", prior_var=1.0, noise=1.0):
-    """The same negative log joint as a Pyomo model (variables ``m.w``), written as a user would."""
+def build_pyomo(F, y, likelihood="logistic", prior_var=1.0, noise=1.0, classes=None):
+    """The same negative log joint as a Pyomo model (variables ``m.w``), written as a user would
+    (multinomial: ``m.w[k, j]``, the likelihood ``log(sum_k exp(f_k)) - f_y`` per sample)."""
     import pyomo.environ as pe
     F, y = check_data(F, y, likelihood)
     N, D = F.shape
+    if likelihood == "multinomial":
+        K = n_classes(y, classes)
+        m = pe.ConcreteModel()
+        m.w = pe.Var(range(K), range(D))
+        f = [[sum(F[n, j] * m.w[k, j] for j in range(D) if F[n, j] != 0) for k in range(K)] for n in range(N)]
+        lik = sum(pe.log(sum(pe.exp(f[n][k]) for k in range(K))) - f[n][int(y[n])] for n in range(N))
+        prior = (sum(m.w[k, j] ** 2 for k in range(K) for j in range(D)) / (2 * prior_var)
+                 + 0.5 * D * K * math.log(2 * math.pi * prior_var))
+        m.obj = pe.Objective(expr=lik + prior)
+        return m
     _, _, const = likelihood_terms(F, y, likelihood, noise)
     m = pe.ConcreteModel()
     m.w = pe.Var(range(D))

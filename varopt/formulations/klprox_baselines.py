@@ -27,22 +27,21 @@ _LOG2PI = math.log(2 * math.pi)
 
 
 def _terms(view, fams, mt, vt):
-    lik, alpha, gamma = float(view.lin @ mt), view.lin.copy(), np.zeros(view.N)
-    for kind, sl in view.blocks:
-        E, d1, d2 = fams[kind].expect(mt[sl], vt[sl])
-        cf = view.coef[sl]
-        lik += float(cf @ E)
-        alpha[sl] += cf * d1
-        gamma[sl] = 2 * cf * d2
+    lik, _, alpha, gamma = view.terms(fams, mt, vt)
     return lik, alpha, gamma
+
+
+def _pattern(view, AX, AY):
+    """Entries of ``AX AY^T`` on the view's pseudo-precision pattern (the predictor covariances)."""
+    return np.einsum("ij,ij->i", AX[view.pat_i], AY[view.pat_j])
 
 
 def neg_elbo(view, m, V, nodes=100):
     """``-ELBO = E_q[F] - H[q]`` at ``q = N(m, V)`` (dense ``V``)."""
     fams = family_table(nodes)
     mt = view.A @ m + view.b
-    vt = np.einsum("ij,ij->i", view.A @ V, view.A.toarray()) if view.N else np.zeros(0)
-    lik = _terms(view, fams, mt, np.maximum(vt, 1e-300))[0]
+    vt = _pattern(view, np.asarray(view.A @ V), view.A.toarray()) if view.N else np.zeros(0)
+    lik = _terms(view, fams, mt, vt)[0]
     sign, logdet = np.linalg.slogdet(V)
     quad = 0.5 * m @ view.P @ m + 0.5 * float(np.sum(view.P * V)) + view.c @ m + view.k
     return quad + lik - 0.5 * (view.D * (1 + _LOG2PI) + logdet)
@@ -71,7 +70,7 @@ def map_estimate(view, gtol=1e-9, maxiter=20000):
 
     def fun(w):
         u = view.A @ w + view.b
-        lik, a, _ = _terms(view, fams, u, np.full(view.N, 1e-300))
+        lik, a, _ = _terms(view, fams, u, 1e-300 * view.eye())
         return 0.5 * w @ view.P @ w + view.c @ w + view.k + lik, view.P @ w + view.c + view.A.T @ a
 
     res, t = _lbfgs(fun, _start(view)[0], gtol, maxiter)
@@ -83,8 +82,8 @@ def laplace(view, gtol=1e-9):
     out = map_estimate(view, gtol)
     fams = family_table(8)
     u = view.A @ out["m"] + view.b
-    _, _, gam = _terms(view, fams, u, np.full(view.N, 1e-30))
-    H = view.P + (view.A.T @ sp.diags(gam) @ view.A)
+    _, _, gam = _terms(view, fams, u, 1e-30 * view.eye())
+    H = view.P + (view.A.T @ view.curvature_matrix(gam) @ view.A)
     H = H.toarray() if sp.issparse(H) else np.asarray(H)
     out["V"] = np.linalg.inv(H)
     out["neg_elbo"] = neg_elbo(view, out["m"], out["V"])
@@ -108,13 +107,13 @@ def cholesky_vi(view, gtol=1e-9, maxiter=50000, nodes=100):
     def fun(x):
         m, C = unpack(x)
         AC = Ad @ C
-        mt, vt = Ad @ m + view.b, np.einsum("ij,ij->i", AC, AC)
-        lik, a, g = _terms(view, fams, mt, np.maximum(vt, 1e-300))
+        mt, vt = Ad @ m + view.b, _pattern(view, AC, AC)
+        lik, a, g = _terms(view, fams, mt, vt)
         PC = view.P @ C
         f = (0.5 * m @ view.P @ m + view.c @ m + view.k + 0.5 * float(np.sum(C * PC)) + lik
              - 0.5 * D * (1 + _LOG2PI) - float(np.sum(x[D:][diag])))
         gm = view.P @ m + view.c + Ad.T @ a
-        GC = PC + Ad.T @ (g[:, None] * AC)      # d f / d C (lower triangle), before the log-diagonal
+        GC = PC + Ad.T @ (view.curvature_matrix(g) @ AC)   # d f / d C (lower triangle), before the log-diagonal
         gC = GC[il]
         gC[diag] = gC[diag] * np.diag(C) - 1.0
         return f, np.concatenate([gm, gC])
@@ -131,14 +130,14 @@ def cholesky_vi(view, gtol=1e-9, maxiter=50000, nodes=100):
 def mean_field_vi(view, gtol=1e-9, maxiter=50000, nodes=100):
     fams = family_table(nodes)
     D = view.D
-    A2 = view.A.multiply(view.A).tocsr()
+    A2 = view.A[view.pat_i].multiply(view.A[view.pat_j]).tocsr()   # vt = A2 s^2 on the pattern
     dP = np.diag(view.P)
 
     def fun(x):
         m, ls = x[:D], x[D:]
         s2 = np.exp(2 * ls)
         mt, vt = view.A @ m + view.b, A2 @ s2
-        lik, a, g = _terms(view, fams, mt, np.maximum(vt, 1e-300))
+        lik, a, g = _terms(view, fams, mt, vt)
         f = (0.5 * m @ view.P @ m + view.c @ m + view.k + 0.5 * dP @ s2 + lik
              - 0.5 * D * (1 + _LOG2PI) - float(np.sum(ls)))
         gm = view.P @ m + view.c + view.A.T @ a

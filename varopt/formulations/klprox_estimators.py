@@ -1,7 +1,8 @@
 r"""scikit-learn style estimators over the ``klprox`` solver (Khan, Baque, Fleuret & Fua 2015).
 
 * :class:`BayesianLogisticRegression` (binary, ``w ~ N(0, prior_var I)``, intercept with the same
-  prior), :class:`BayesianPoissonRegression`: Bayesian GLMs (:func:`.bayes_glm.glm_program`).
+  prior), :class:`BayesianMultinomialRegression` (softmax over K <= 4 classes, one weight vector per
+  class), :class:`BayesianPoissonRegression`: Bayesian GLMs (:func:`.bayes_glm.glm_program`).
 * :class:`GPClassifier` (logistic likelihood) and :class:`GPRegressor` (``laplace`` or ``gaussian``
   likelihood): squared-exponential GP (:func:`.bayes_glm.gp_program`).
 
@@ -10,7 +11,9 @@ the ELBO (the marginal-likelihood bound, as in the paper) over their grid; the f
 ``coef_``/``intercept_`` or ``f_mean_``, the posterior mean ``mean_``, covariance ``covariance_``,
 ``neg_elbo_`` (the paper's Neg-Log-Lik), ``grid_`` (value per grid point) and ``result_``.
 
-Predictive distributions: for a predictor ``f* ~ N(mt, vt)``, logistic ``p(y=1) = E[sigmoid(f*)]``
+Predictive distributions: for a predictor ``f* ~ N(mt, vt)``, logistic ``p(y=1) = E[sigmoid(f*)]``,
+multinomial ``p(y=k) = E[softmax_k(f*)]`` over the K-dimensional predictor (the softmax rule of
+:mod:`varopt.solvers.klprox.expectations` on the differences to class 0)
 (quadrature of :mod:`varopt.solvers.klprox.expectations`), Poisson mean ``E[exp f*] = exp(mt + vt/2)``,
 Laplace density ``E[exp(-|y - f*|/b)] / (2b)`` (closed form). GP: ``f* | v`` with ``f = L v``:
 ``a* = L^-1 k*``, ``mt = a*^T m``, ``vt = a*^T V a* + k** - |a*|^2``.
@@ -59,6 +62,7 @@ class _Base:
 class _GLM(_Base):
     likelihood = ""
     _params = ("prior_var", "fit_intercept", "solver_options")
+    _classes = None
 
     def __init__(self, prior_var=1.0, fit_intercept=True, solver_options=None):
         self.prior_var = prior_var
@@ -69,7 +73,8 @@ class _GLM(_Base):
         X, y = check_data(X, y, self.likelihood)
         best, self.grid_, r = None, [], None
         for d in _grid(self.prior_var):
-            r = self._solve(glm_program(X, y, self.likelihood, prior_var=d, fit_intercept=self.fit_intercept), r)
+            r = self._solve(glm_program(X, y, self.likelihood, prior_var=d, fit_intercept=self.fit_intercept,
+                                        classes=self._classes), r)
             self.grid_.append((d, r.objective))
             if best is None or r.objective < best[1].objective:
                 best = (d, r)
@@ -113,6 +118,54 @@ class BayesianLogisticRegression(_GLM):
 
     def predict(self, X):
         return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+
+
+class BayesianMultinomialRegression(_GLM):
+    """Bayesian multinomial (softmax) logistic regression: ``p(y = k | x, W) = softmax(W^T x)_k``, one weight
+    vector per class with prior ``N(0, prior_var I)`` (and intercepts). ``coef_`` is K x n_features and
+    ``intercept_`` has K entries (scikit-learn's layout); ``mean_``/``covariance_`` are over the weights
+    class by class. The ELBO's softmax expectation is a (K-1)-dimensional quadrature: K <= 4."""
+
+    likelihood = "multinomial"
+
+    def fit(self, X, y):
+        y = np.asarray(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise InputDataError(f"classification needs at least two classes, got {self.classes_.size}")
+        self._classes = self.classes_.size
+        super().fit(X, codes.astype(float))
+        K, d = self.classes_.size, self.n_features_in_
+        Wm = self.mean_.reshape(K, -1)
+        self.coef_ = Wm[:, :d]
+        self.intercept_ = Wm[:, d] if self.fit_intercept else np.zeros(K)
+        return self
+
+    def _predictors(self, X):
+        """Mean (n, K) and covariance (n, K, K) of the class scores ``f*_k = x^T w_k (+ b_k)``."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise InputDataError(f"X must have {self.n_features_in_} columns")
+        if not np.all(np.isfinite(X)):
+            raise InputDataError("X contains NaN or inf")
+        F = design(X, self.fit_intercept)
+        K, p = self.classes_.size, F.shape[1]
+        mt = F @ self.mean_.reshape(K, p).T
+        C = self.covariance_.reshape(K, p, K, p)
+        Vt = np.einsum("nj,kjlm,nm->nkl", F, C, F)
+        return mt, Vt
+
+    def predict_proba(self, X):
+        mt, Vt = self._predictors(X)
+        # differences to class 0: d = T f with T = [-1 | I]; E[softmax] of (0, d) is E[softmax(f)]
+        K = mt.shape[1]
+        T = np.hstack([-np.ones((K - 1, 1)), np.eye(K - 1)])
+        fam = family_table()["softmax"]
+        _, p, _ = fam.expect_group(mt @ T.T, np.einsum("ij,njk,lk->nil", T, Vt, T))
+        return np.column_stack([1.0 - p.sum(axis=1), p])
+
+    def predict(self, X):
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
 
 class BayesianPoissonRegression(_GLM):

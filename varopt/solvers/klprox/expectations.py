@@ -48,6 +48,8 @@ class Family:
 
     kind: str = ""
     name: str = ""
+    #: the expectation is a closed form (the proximal-point variant needs it)
+    closed_form: bool = False
 
     def expect(self, mt, vt):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -55,6 +57,7 @@ class Family:
 
 class ExpFamily(Family):
     kind, name = "exp", "exp(u) (Poisson)"
+    closed_form = True
 
     def expect(self, mt, vt):
         with np.errstate(over="ignore"):
@@ -64,6 +67,7 @@ class ExpFamily(Family):
 
 class AbsFamily(Family):
     kind, name = "abs", "|u| (Laplace)"
+    closed_form = True
 
     def expect(self, mt, vt):
         s = np.sqrt(vt)
@@ -75,6 +79,7 @@ class AbsFamily(Family):
 
 class SquareFamily(Family):
     kind, name = "square", "u^2 (Gaussian)"
+    closed_form = True
 
     def expect(self, mt, vt):
         return mt * mt + vt, 2.0 * mt, np.ones_like(mt)
@@ -91,6 +96,7 @@ class LogisticFamily(Family):
     """``softplus(u) = log(1 + exp u)``: Gauss-Hermite for ``vt <= vt_switch``, else the split rule."""
 
     kind, name = "logistic", "log(1 + exp(u)) (logistic)"
+    closed_form = False
     vt_switch = 2.0
 
     def __init__(self, nodes: int = 100):
@@ -133,8 +139,90 @@ class LogisticFamily(Family):
         return e, d1, d2
 
 
+#: Gauss-Hermite nodes per dimension of the softmax rule by the largest predictor standard deviation
+#: (whitened direction) of the groups evaluated together: measured 1-D error of the rule on
+#: ``log(1 + e^u)`` (value and both derivatives) <= 1e-11 up to each bound (docs/klprox.md, section 2)
+SOFTMAX_NODES = ((0.5, 16), (1.0, 32), (1.5, 64), (2.0, 100))
+#: nodes per dimension above the last bound of the table (accuracy then degrades: 1e-8 at sd 3, 1e-6 at sd 4)
+SOFTMAX_NODES_WIDE = 128
+#: largest J (classes - 1) of a softmax group
+MAX_SOFTMAX_DIM = 3
+
+
+class SoftmaxFamily(Family):
+    r"""``l(d) = log(1 + sum_j exp d_j)`` of a J-dimensional predictor ``d ~ N(mt, Vt)`` (a softmax row
+    of K = J + 1 classes written relative to its base class: ``lse(u) = u_0 + l(u_1 - u_0, ...)``).
+
+    ``expect_group(mt (G, J), Vt (G, J, J)) -> (E (G,), E[grad l] (G, J), E[hess l] / 2 (G, J, J))``,
+    ``grad l = p``, ``hess l = diag(p) - p p^T``, ``p_j = e^{d_j} / (1 + sum e^d)`` (Bonnet and Price in
+    J dimensions). Rule: ``d = mt + Q Lambda^{1/2} xi`` with ``Vt = Q Lambda Q^T`` and a tensor
+    Gauss-Hermite rule in ``xi`` (nodes of product weight below ``1e-18`` dropped, their total weight
+    is below ``4e-15`` for J <= 3), ``n`` nodes per dimension from :data:`SOFTMAX_NODES` by the largest
+    ``sqrt(Lambda)`` of the call, lowered while the rule keeps more than ``max_points`` nodes (J = 3:
+    64 nodes per dimension at most). Groups of more than :data:`MAX_SOFTMAX_DIM` + 1 classes
+    are rejected by the likelihood view: a tensor rule cannot reach this accuracy there."""
+
+    kind, name = "softmax", "log(sum_k exp(u_k)) (multinomial)"
+    closed_form = False
+
+    def __init__(self, max_points: int = 40000, nodes: int | None = None):
+        self.max_points = int(max_points)
+        self.fixed_nodes = nodes
+        self._rules = {}
+        self.last_nodes = 0
+
+    def nodes_for(self, sd_max, J):
+        n = self.fixed_nodes
+        if n is None:
+            n = next((k for bound, k in SOFTMAX_NODES if sd_max <= bound), SOFTMAX_NODES_WIDE)
+        while n > 8 and self.rule(n, J)[1].size > self.max_points:
+            n = int(n * 0.8)
+        return n
+
+    def rule(self, n, J):
+        key = (n, J)
+        if key not in self._rules:
+            x, w = np.polynomial.hermite.hermgauss(n)
+            x, w = x * np.sqrt(2.0), w / np.sqrt(np.pi)
+            grids = np.meshgrid(*([x] * J), indexing="ij")
+            wts = np.ones([n] * J)
+            for j, g in enumerate(np.meshgrid(*([w] * J), indexing="ij")):
+                wts = wts * g
+            X = np.stack([g.ravel() for g in grids], axis=1)
+            W = wts.ravel()
+            keep = W > 1e-18
+            self._rules[key] = (X[keep], W[keep])
+        return self._rules[key]
+
+    def expect_group(self, mt, Vt):
+        mt, Vt = np.asarray(mt, dtype=float), np.asarray(Vt, dtype=float)
+        G, J = mt.shape
+        lam, Q = np.linalg.eigh(0.5 * (Vt + np.swapaxes(Vt, 1, 2)))
+        S = Q * np.sqrt(np.maximum(lam, 0.0))[:, None, :]          # Vt = S S^T
+        sd = float(np.sqrt(max(float(lam.max()), 0.0))) if G else 0.0
+        n = self.nodes_for(sd, J)
+        self.last_nodes = n
+        X, W = self.rule(n, J)
+        E, d1, d2 = np.empty(G), np.empty((G, J)), np.empty((G, J, J))
+        step = max(1, 2_000_000 // max(X.shape[0] * J, 1))
+        for s0 in range(0, G, step):
+            sl = slice(s0, min(G, s0 + step))
+            d = mt[sl, None, :] + np.einsum("gjk,mk->gmj", S[sl], X)   # (g, M, J)
+            mx = np.maximum(d.max(axis=2), 0.0)
+            ed = np.exp(d - mx[:, :, None])
+            tot = np.exp(-mx) + ed.sum(axis=2)
+            lse = mx + np.log(tot)
+            p = ed / tot[:, :, None]
+            E[sl] = lse @ W
+            d1[sl] = np.einsum("gmj,m->gj", p, W)
+            pp = np.einsum("gmj,gmk,m->gjk", p, p, W)
+            d2[sl] = 0.5 * (d1[sl][:, :, None] * np.eye(J)[None] - pp)
+        return E, d1, d2
+
+
 def family_table(nodes: int = 100) -> dict:
     """``kind -> Family``: atom kinds of :data:`varopt.program.atoms.ATOMS` that have a Gaussian
-    expectation, plus ``logistic`` (two-entry log-sum-exp groups)."""
-    return {f.kind: f for f in (ExpFamily(), AbsFamily(), SquareFamily(), LogisticFamily(nodes))}
+    expectation, plus ``logistic`` (two-entry log-sum-exp groups) and ``softmax`` (groups of K > 2
+    entries, a (K-1)-dimensional predictor)."""
+    return {f.kind: f for f in (ExpFamily(), AbsFamily(), SquareFamily(), LogisticFamily(nodes), SoftmaxFamily())}
 

@@ -60,6 +60,10 @@ class _Base:
     def _AtGA(self, g):
         if self.N == 0:
             return np.zeros((self.D, self.D))
+        if not self.view.diagonal:  # softmax groups: J x J blocks
+            Gm = self.view.curvature_matrix(g)
+            out = self.A.T @ (Gm @ self.A)
+            return out.toarray() if sp.issparse(out) else np.asarray(out)
         if not sp.issparse(self.A):
             return self.AT @ (g[:, None] * self.A)
         return (self.A.T @ sp.diags(g) @ self.A).toarray()
@@ -74,7 +78,7 @@ class FullGaussian(_Base):
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
         m = self.mu.copy() if at_prior_mean else np.zeros(self.D)
-        return self._state(m, np.full(self.N, float(gamma0)))
+        return self._state(m, float(gamma0) * self.view.eye())
 
     def _state(self, m, gt):
         Lam = self.P + self._AtGA(gt)
@@ -86,7 +90,7 @@ class FullGaussian(_Base):
         return self._state(m.copy(), gt.copy())
 
     def predictors(self, st):
-        return self.A @ st.m + self.view.b, np.einsum("ij,ij->j", st.W, st.W)
+        return self.A @ st.m + self.view.b, self.view.pattern_cov(st.W)
 
     def gauss_part(self, st):
         # computed directly (not as KL + C0): no cancellation between large prior-mean terms
@@ -114,7 +118,7 @@ class FullGaussian(_Base):
 
     def residuals(self, st, alpha, gamma, vt):
         g = _tri(st.L, self.gradient(st, alpha))
-        return float(np.sqrt(g @ g)), float(np.sum(np.abs(gamma - st.gt) * vt))
+        return float(np.sqrt(g @ g)), self.view.curvature_residual(gamma, st.gt, vt)
 
     def mean(self, st):
         return st.m
@@ -138,6 +142,10 @@ class DualGaussian(_Base):
 
     def __init__(self, view):
         super().__init__(view)
+        if not view.diagonal:
+            from ...errors import InvalidOptionError
+            raise InvalidOptionError("klprox: parameterization='dual' handles 1-D predictors only; this model has "
+                                     "softmax (multinomial) terms: use parameterization='full' or 'auto'")
         self.Y = _tri(view.P_chol, self.AT)                      # Lp^-1 A^T, so St = Y^T Y
         self.St = self.Y.T @ self.Y
         self.mut = self.A @ self.mu + view.b

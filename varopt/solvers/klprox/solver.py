@@ -57,8 +57,8 @@ def _warm(v):
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidOptionError("option 'warm_start' must be a klprox Result or a dict with arrays 'x', "
                                  f"'pseudo_precisions' and 'alpha' ({exc})") from None
-    if not all(np.all(np.isfinite(a)) for a in out.values()) or np.any(out["pseudo_precisions"] < 0):
-        raise InvalidOptionError("option 'warm_start' holds NaN/inf or negative pseudo-precisions")
+    if not all(np.all(np.isfinite(a)) for a in out.values()):
+        raise InvalidOptionError("option 'warm_start' holds NaN or inf")
     return out
 
 
@@ -108,7 +108,7 @@ class KLProxSolver(Solver):
             view = likelihood_view(program, fams)
             kind = opts.parameterization
             if kind == "auto":
-                kind = "dual" if view.N < view.D else "full"
+                kind = "dual" if view.N < view.D and view.diagonal else "full"
             post = (DualGaussian if kind == "dual" else FullGaussian)(view)
             return KLProx(view, post, fams, opts, run).solve()
 
@@ -123,17 +123,8 @@ class KLProx:
     def evaluate(self, st):
         """``(neg_elbo, alpha, gamma, mt, vt)`` at the posterior state ``st``; ``self.scale`` is the sum of
         the magnitudes added up (the rounding level of ``neg_elbo`` is ``eps * scale``)."""
-        v = self.view
         mt, vt = self.post.predictors(st)
-        vt = np.maximum(vt, 1e-300)
-        alpha, gamma = np.empty(v.N), np.empty(v.N)
-        lik, mag = float(v.lin @ mt), float(np.abs(v.lin) @ np.abs(mt))
-        for kind, sl in v.blocks:
-            E, d1, d2 = self.fams[kind].expect(mt[sl], vt[sl])
-            cf = v.coef[sl]
-            lik += float(cf @ E)
-            mag += float(cf @ np.abs(E))
-            alpha[sl], gamma[sl] = cf * d1 + v.lin[sl], 2.0 * cf * d2
+        lik, mag, alpha, gamma = self.view.terms(self.fams, mt, vt)
         gp = self.post.gauss_part(st)
         self.scale = mag + self.post.magnitude + 1.0
         return gp + lik, alpha, gamma, mt, vt
@@ -162,9 +153,11 @@ class KLProx:
         if w is None:
             return []
         v = self.view
-        if w["x"].size != v.D or w["pseudo_precisions"].size != v.N or w["alpha"].size != v.N:
+        if w["x"].size != v.D or w["pseudo_precisions"].size != v.npat or w["alpha"].size != v.N:
             raise InvalidOptionError(f"option 'warm_start' has sizes (x {w['x'].size}, rows "
                                      f"{w['pseudo_precisions'].size}), this model has {v.D} variables and {v.N} rows")
+        if np.any(w["pseudo_precisions"][v.eye() > 0] < 0):
+            raise InvalidOptionError("option 'warm_start' holds negative pseudo-precisions")
         return [self.post.warm(w["x"], w["pseudo_precisions"], w["alpha"])]
 
     def solve(self):

@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+from scipy.special import logsumexp
 
 from ...errors import ModelStructureError
+from .expectations import MAX_SOFTMAX_DIM
 
 LOGISTIC = "logistic"
 
@@ -53,6 +55,11 @@ class LikelihoodView:
     lin: np.ndarray = None
     P_chol: np.ndarray = None
     objective_name: str = "objective"
+    #: ``[(J, rows slice, pattern slice)]``: softmax groups (J rows each, after the 1-D rows)
+    groups: list = field(default_factory=list)
+    #: row/column of every pseudo-precision entry: the diagonal, then the J x J block of every group
+    pat_i: np.ndarray = None
+    pat_j: np.ndarray = None
 
     @property
     def D(self) -> int:
@@ -79,7 +86,67 @@ class LikelihoodView:
         for kind, sl in self.blocks:
             # l(u) is the variance-0 limit of its Gaussian expectation
             tot += float(self.coef[sl] @ fam[kind].expect(u[sl], np.full(u[sl].size, 1e-300))[0])
+        for J, rs, _ in self.groups:
+            d = u[rs].reshape(-1, J)
+            tot += float(self.coef[rs][::J] @ np.logaddexp(0.0, logsumexp(d, axis=1)))
         return tot
+
+    # --- the pattern of the pseudo-precisions: the diagonal for 1-D rows, a J x J block per softmax group
+
+    @property
+    def npat(self) -> int:
+        return self.pat_i.size
+
+    @property
+    def diagonal(self) -> bool:
+        """Only 1-D predictors: pseudo-precisions are a vector (the paper's gamma-tilde)."""
+        return not self.groups
+
+    def eye(self) -> np.ndarray:
+        """The identity on the pattern (``gamma0 * eye()`` starts the pseudo-precisions)."""
+        return (self.pat_i == self.pat_j).astype(float)
+
+    def curvature_matrix(self, g):
+        """The N x N (block-)diagonal matrix with pattern values ``g``."""
+        return sp.csr_matrix((g, (self.pat_i, self.pat_j)), shape=(self.N, self.N))
+
+    def pattern_cov(self, W):
+        """Entries of ``W^T W`` (= ``A V A^T`` when ``V = Lam^-1``, ``W = L^-1 A^T``) on the pattern."""
+        if self.diagonal:
+            return np.einsum("ij,ij->j", W, W)
+        return np.einsum("ij,ij->j", W[:, self.pat_i], W[:, self.pat_j])
+
+    def curvature_residual(self, gamma, gt, vt):
+        """``sum_n ||Vt_n^1/2 (Gamma_n - Gt_n) Vt_n^1/2||_F`` (1-D rows: ``|gamma_n - gt_n| vt_n``), a bound on
+        ``||V^1/2 A^T (Gamma - Gt) A V^1/2||_F``: the covariance part of the natural gradient."""
+        n1 = self.N - sum(rs.stop - rs.start for _, rs, _ in self.groups)
+        tot = float(np.sum(np.abs(gamma[:n1] - gt[:n1]) * vt[:n1]))
+        for J, _, ps in self.groups:
+            Dg = (gamma[ps] - gt[ps]).reshape(-1, J, J)
+            Vg = vt[ps].reshape(-1, J, J)
+            M = Dg @ Vg
+            tot += float(np.sum(np.sqrt(np.maximum(np.einsum("gij,gji->g", M, M), 0.0))))
+        return tot
+
+    def terms(self, fams, mt, vt):
+        """``(sum_n E[coef_n l_n + lin_n u_n], magnitude, alpha, gamma)`` at predictor means ``mt`` and pattern
+        covariances ``vt``: ``alpha = dE/dmt`` (N), ``gamma = 2 dE/dVt`` on the pattern."""
+        alpha, gamma = np.empty(self.N), np.empty(self.npat)
+        lik, mag = float(self.lin @ mt), float(np.abs(self.lin) @ np.abs(mt))
+        for kind, sl in self.blocks:
+            E, d1, d2 = fams[kind].expect(mt[sl], np.maximum(vt[sl], 1e-300))
+            cf = self.coef[sl]
+            lik += float(cf @ E)
+            mag += float(cf @ np.abs(E))
+            alpha[sl], gamma[sl] = cf * d1 + self.lin[sl], 2.0 * cf * d2
+        for J, rs, ps in self.groups:
+            E, d1, d2 = fams["softmax"].expect_group(mt[rs].reshape(-1, J), vt[ps].reshape(-1, J, J))
+            cf = self.coef[rs][::J]
+            lik += float(cf @ E)
+            mag += float(cf @ np.abs(E))
+            alpha[rs] = (cf[:, None] * d1).ravel() + self.lin[rs]
+            gamma[ps] = (2.0 * cf[:, None, None] * d2).ravel()
+        return lik, mag, alpha, gamma
 
 
 def _fail(where, what, why):
@@ -104,6 +171,7 @@ def likelihood_view(program, families) -> LikelihoodView:
     c = e.linear.copy()
     k = e.constant
     rows = {}  # kind -> list of (A, b, coef)
+    soft = {}  # J -> list of (A, b, coef per group): softmax groups of J + 1 entries
     for g in e.atoms:
         kern = g.kernel
         text = kern.text.format(u="a^T w + b", v="a2^T w + b2")
@@ -128,15 +196,20 @@ def likelihood_view(program, families) -> LikelihoodView:
             _fail(where, "a log-sum-exp term multiplied by a variable", "is not a function of an affine predictor")
         _positive(where, "log-sum-exp", grp.coef)
         sizes = np.diff(np.append(grp.starts, grp.seg.size))
-        if np.any(sizes > 2):
-            g0 = int(np.flatnonzero(sizes > 2)[0])
+        if np.any(sizes > MAX_SOFTMAX_DIM + 1):
+            g0 = int(np.flatnonzero(sizes > MAX_SOFTMAX_DIM + 1)[0])
             _fail(where, f"the log-sum-exp group {g0} has {sizes[g0]} entries;",
-                  "softmax groups of more than two entries (multinomial likelihoods) are not supported yet")
+                  f"softmax groups of more than {MAX_SOFTMAX_DIM + 1} entries (classes) are not supported: their "
+                  f"expectation is a {sizes[g0] - 1}-dimensional integral, beyond the tensor quadrature's accuracy")
+        for K in np.unique(sizes[sizes > 2]):
+            c, k = _softmax_rows(grp, np.flatnonzero(sizes == K), int(K), c, k, soft)
         i0 = grp.starts
+        small = sizes <= 2
         one = sizes == 1
-        coef = grp.coef
+        coef = grp.coef[small]
+        i0 = i0[small]
         # the base row (a constant one when there is one, e.g. the 0 of log(1 + exp(u))) moves into c
-        two = ~one
+        two = ~one[small]
         base = i0.copy()
         other = i0 + 1
         nnz = np.diff(grp.A.indptr)
@@ -159,13 +232,53 @@ def likelihood_view(program, families) -> LikelihoodView:
             blocks.append((kind, slice(start, start + b.size)))
             As.append(A), bs.append(b), cs.append(cf)
             start += b.size
+    # softmax groups after the scalar rows: J consecutive rows per group, a J x J block of the pattern
+    groups, pi, pj = [], [np.arange(start)], [np.arange(start)]
+    pstart = start
+    for J in sorted(soft):
+        A = sp.vstack([p[0] for p in soft[J]]).tocsr()
+        b = np.concatenate([p[1] for p in soft[J]])
+        cf = np.concatenate([p[2] for p in soft[J]])
+        keep = np.repeat(cf > 0, J)
+        A, b, cf = A[keep], b[keep], cf[cf > 0]
+        G = cf.size
+        if not G:
+            continue
+        r0 = start + J * np.arange(G)
+        ii = r0[:, None, None] + np.arange(J)[None, :, None] + np.zeros((1, 1, J), dtype=int)
+        jj = r0[:, None, None] + np.arange(J)[None, None, :] + np.zeros((1, J, 1), dtype=int)
+        pi.append(ii.ravel()), pj.append(jj.ravel())
+        groups.append((J, slice(start, start + G * J), slice(pstart, pstart + G * J * J)))
+        As.append(A), bs.append(b), cs.append(np.repeat(cf, J))
+        start += G * J
+        pstart += G * J * J
     A = sp.vstack(As).tocsr() if As else sp.csr_matrix((0, D))
     P = 0.5 * (H + H.T)
     view = LikelihoodView(list(program.names), P, c, k, A, np.concatenate(bs) if bs else np.zeros(0),
                           np.concatenate(cs) if cs else np.zeros(0), blocks, objective_name=program.objective_name)
+    view.groups = groups
+    view.pat_i, view.pat_j = np.concatenate(pi), np.concatenate(pj)
     _rows_take_linear_terms(view)
     view.P_chol = _prior_cholesky(P, program.names, where)
     return view
+
+
+def _softmax_rows(grp, gsel, K, c, k, soft):
+    """Groups ``gsel`` of ``K`` entries: ``lse(u) = u_base + log(1 + sum_j exp(u_j - u_base))``; the base
+    entry (one with no variable when there is one, else the first) joins ``c``/``k``, the differences
+    form a (K-1)-dimensional predictor."""
+    idx = grp.starts[gsel][:, None] + np.arange(K)[None, :]              # (G, K) row numbers
+    nnz = np.diff(grp.A.indptr)[idx]
+    pos = np.where((nnz == 0).any(axis=1), np.argmax(nnz == 0, axis=1), 0)
+    base = idx[np.arange(idx.shape[0]), pos]
+    others = np.array([np.delete(r, p) for r, p in zip(idx, pos)]).reshape(-1, K - 1)
+    coef = grp.coef[gsel]
+    c = c + np.asarray(grp.A[base].T @ coef).ravel()
+    k += float(coef @ grp.b[base])
+    rb = np.repeat(base, K - 1)
+    A = grp.A[others.ravel()] - grp.A[rb]
+    soft.setdefault(K - 1, []).append((A, grp.b[others.ravel()] - grp.b[rb], coef))
+    return c, k
 
 
 def _rows_take_linear_terms(view):

@@ -1,0 +1,235 @@
+"""klprox with softmax (multinomial) likelihoods: the (K-1)-dimensional quadrature against independent rules,
+the fixed point against finite differences of an independent ELBO over the K-dimensional predictor, agreement
+with the Cholesky baseline, Pyomo = CVXPY = arrays, and the estimator."""
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import logsumexp, softmax
+
+import varopt  # noqa: F401  (registers the solvers)
+from varopt.errors import InvalidOptionError
+from varopt.formulations import klprox_baselines as B
+from varopt.formulations.bayes_glm import build_cvxpy, build_pyomo, design, glm_program
+from varopt.formulations.klprox_estimators import BayesianMultinomialRegression
+from varopt.registry import get_solver
+from varopt.solvers.klprox import family_table, likelihood_view
+from varopt.solvers.klprox.expectations import LogisticFamily, SoftmaxFamily
+
+S = get_solver("klprox")
+
+
+def _data(N=30, p=2, K=3, seed=1, scale=1.5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, p))
+    U = design(X) @ (scale * rng.normal(size=(p + 1, K)))
+    y = np.array([rng.choice(K, p=q) for q in softmax(U, axis=1)]).astype(float)
+    return X, y
+
+
+def _random_cov(rng, J, sd):
+    Q = np.linalg.qr(rng.normal(size=(J, J)))[0]
+    lam = (sd * np.concatenate([[1.0], rng.uniform(0.3, 1.0, J - 1)])) ** 2
+    return Q @ np.diag(lam) @ Q.T
+
+
+# --- the softmax expectation ----------------------------------------------------------------------------
+def test_one_dimensional_softmax_rule_equals_the_logistic_family():
+    mt = np.linspace(-8, 8, 41)
+    ref = LogisticFamily(100)
+    sm = SoftmaxFamily()
+    for sd in (0.3, 0.7, 1.0, 1.4, 2.0):
+        vt = np.full(mt.size, sd * sd)
+        e, d1, d2 = ref.expect(mt, vt)
+        E, g1, g2 = sm.expect_group(mt[:, None], vt[:, None, None])
+        assert np.max(np.abs(E - e)) < 1e-11 and np.max(np.abs(g1[:, 0] - d1)) < 1e-11
+        assert np.max(np.abs(g2[:, 0, 0] - d2)) < 1e-11
+
+
+@pytest.mark.parametrize("J", [2, 3])
+def test_softmax_rule_against_an_unpruned_high_order_rule_in_another_basis(J):
+    """Tensor Gauss-Hermite of 150 (J=2) / 60 (J=3) nodes per dimension on the Cholesky factor of Vt."""
+    rng = np.random.default_rng(J)
+    n = 150 if J == 2 else 60
+    x, w = np.polynomial.hermite.hermgauss(n)
+    x, w = x * math.sqrt(2), w / math.sqrt(math.pi)
+    Xi = np.stack([g.ravel() for g in np.meshgrid(*([x] * J), indexing="ij")], axis=1)
+    Wt = np.prod(np.stack([g.ravel() for g in np.meshgrid(*([w] * J), indexing="ij")], axis=1), axis=1)
+    sm = SoftmaxFamily()
+    for sd in (0.4, 1.0, 1.45):
+        mt = rng.normal(size=(4, J)) * 2
+        Vt = np.stack([_random_cov(rng, J, sd) for _ in range(4)])
+        E, g1, g2 = sm.expect_group(mt, Vt)
+        for i in range(4):
+            d = mt[i] + Xi @ np.linalg.cholesky(Vt[i]).T
+            full = np.hstack([np.zeros((d.shape[0], 1)), d])
+            lse = logsumexp(full, axis=1)
+            p = softmax(full, axis=1)[:, 1:]
+            assert abs(E[i] - lse @ Wt) < 1e-10
+            assert np.max(np.abs(g1[i] - Wt @ p)) < 1e-10
+            H = 0.5 * (np.diag(Wt @ p) - np.einsum("m,mj,mk->jk", Wt, p, p))
+            assert np.max(np.abs(g2[i] - H)) < 1e-10
+
+
+def test_softmax_rule_against_adaptive_cubature_at_wide_predictors():
+    """The accuracy stated in docs/klprox.md: 1e-12 up to sd 2, 1e-9 at sd 3 (adaptive 2-D cubature)."""
+    rng = np.random.default_rng(7)
+    sm = SoftmaxFamily()
+    for sd, tol in ((2.0, 1e-12), (3.0, 1e-9)):
+        mt, V = rng.normal(size=2) * 2, _random_cov(rng, 2, sd)
+        L = np.linalg.cholesky(V)
+
+        def f(b, a, mt=mt, L=L):
+            return np.logaddexp(0, np.logaddexp(*(mt + L @ np.array([a, b])))) * math.exp(-(a * a + b * b) / 2) / (2 * math.pi)
+
+        ref = integrate.dblquad(f, -12, 12, -12, 12, epsabs=1e-13, epsrel=1e-13)[0]
+        assert abs(sm.expect_group(mt[None], V[None])[0][0] - ref) < tol
+
+
+def test_softmax_gradients_are_the_derivatives_of_the_expectation():
+    """Bonnet/Price in J dimensions: central differences of E in mt and in the symmetric entries of Vt."""
+    rng = np.random.default_rng(11)
+    sm = SoftmaxFamily(nodes=48)
+    mt, V = rng.normal(size=2), _random_cov(rng, 2, 0.8)
+    _, g1, g2 = sm.expect_group(mt[None], V[None])
+    h = 1e-5
+    for j in range(2):
+        e = np.eye(2)[j] * h
+        fd = (sm.expect_group((mt + e)[None], V[None])[0][0] - sm.expect_group((mt - e)[None], V[None])[0][0]) / (2 * h)
+        assert abs(fd - g1[0, j]) < 1e-8
+    for j, k in ((0, 0), (1, 1), (0, 1)):
+        Eij = np.zeros((2, 2))
+        Eij[j, k] = Eij[k, j] = h
+        fd = (sm.expect_group(mt[None], (V + Eij)[None])[0][0] - sm.expect_group(mt[None], (V - Eij)[None])[0][0]) / (2 * h)
+        assert abs(fd - (g2[0, j, k] * (1 if j == k else 2))) < 1e-8
+
+
+# --- the solver on a Bayesian multinomial logistic regression ---------------------------------------------
+def _tensor_gh(n, K):
+    x, w = np.polynomial.hermite.hermgauss(n)
+    x, w = x * math.sqrt(2), w / math.sqrt(math.pi)
+    Xi = np.stack([g.ravel() for g in np.meshgrid(*([x] * K), indexing="ij")], axis=1)
+    Wt = np.prod(np.stack([g.ravel() for g in np.meshgrid(*([w] * K), indexing="ij")], axis=1), axis=1)
+    return Xi, Wt
+
+
+def _independent_neg_elbo(F, y, K, delta, m, V, n=30):
+    """-ELBO over the K-dimensional predictor u_n = W^T F_n, written with the centring projection instead of the
+    solver's base-class differences: lse(u) = lse(u - mean(u) 1) + mean(u) (the prior leaves the direction 1 of
+    u wide and lse is linear along it), unpruned tensor Gauss-Hermite with n nodes per class dimension on the
+    eigenvectors of Cov(u_n - mean(u_n) 1), and the Gaussian prior in closed form."""
+    N, p = F.shape
+    D = p * K
+    Xi, Wt = _tensor_gh(n, K)
+    Pc = np.eye(K) - 1.0 / K
+    U = np.einsum("kl,nj->nklj", np.eye(K), F).reshape(N, K, D)   # class k's weights are w[k p:(k+1) p]
+    mu = U @ m
+    UP = np.einsum("njd,jk->nkd", U, Pc)
+    C = np.einsum("nid,de,nke->nik", UP, V, UP, optimize=True)
+    lam, Q = np.linalg.eigh(C)
+    u = (mu @ Pc)[:, None, :] + np.einsum("mk,njk->nmj", Xi, Q * np.sqrt(np.maximum(lam, 0))[:, None, :], optimize=True)
+    mx = u.max(axis=2)
+    lse = mx + np.log(np.exp(u - mx[:, :, None]).sum(axis=2))
+    lik = float(np.sum(lse @ Wt)) + float(np.sum(mu.mean(axis=1))) - float(np.sum(mu[np.arange(N), y.astype(int)]))
+    _, logdet = np.linalg.slogdet(V)
+    prior = (m @ m + np.trace(V)) / (2 * delta) + 0.5 * D * math.log(2 * math.pi * delta)
+    return lik + prior - 0.5 * (logdet + D * (1 + math.log(2 * math.pi)))
+
+
+def test_fixed_point_is_stationary_for_an_independent_elbo():
+    X, y = _data(N=60, p=2, K=3, seed=4)    # predictor sd <= 1.9: the 30-node reference is exact to 1e-12
+    F, K, delta = design(X), 3, 1.0
+    r = S.solve(glm_program(X, y, "multinomial", prior_var=delta))
+    assert r.status == "converged"
+    m, V = r.x, r.info["covariance"]
+    f0 = _independent_neg_elbo(F, y, K, delta, m, V)
+    assert abs(f0 - r.objective) < 1e-9 * abs(f0)
+    h, hv = 1e-4, 1e-5
+    D = m.size
+    for j in range(D):
+        e = np.eye(D)[j] * h
+        fd = (_independent_neg_elbo(F, y, K, delta, m + e, V) - _independent_neg_elbo(F, y, K, delta, m - e, V)) / (2 * h)
+        assert abs(fd) < 1e-6, (j, fd)
+    for j, k in [(0, 0), (1, 4), (2, 8), (5, 6), (3, 7)]:
+        E = np.zeros((D, D))
+        E[j, k] = E[k, j] = hv
+        fd = (_independent_neg_elbo(F, y, K, delta, m, V + E) - _independent_neg_elbo(F, y, K, delta, m, V - E)) / (2 * hv)
+        assert abs(fd) < 1e-6, (j, k, fd)
+
+
+def test_agrees_with_the_cholesky_baseline_and_ascends():
+    X, y = _data(N=40, p=2, K=3, seed=2)
+    prog = glm_program(X, y, "multinomial", prior_var=3.0)
+    r = S.solve(prog)
+    view = likelihood_view(prog, family_table())
+    ch = B.cholesky_vi(view)
+    assert r.objective <= ch["neg_elbo"] + 1e-9 * abs(ch["neg_elbo"])
+    assert abs(r.objective - ch["neg_elbo"]) < 1e-8 * abs(ch["neg_elbo"])
+    assert np.max(np.abs(r.x - ch["m"])) < 1e-5
+    assert np.max(np.abs(r.info["covariance"] - ch["V"])) < 1e-5
+    h = np.array([e["objective"] for e in r.history])
+    assert np.all(np.diff(h) <= r.info["rounding"])
+    # beats mean-field and Laplace on the ELBO (a full Gaussian is the larger family)
+    assert r.objective < B.mean_field_vi(view)["neg_elbo"]
+    assert r.objective < B.laplace(view)["neg_elbo"]
+
+
+def test_four_classes_fixed_point_matches_the_cholesky_baseline():
+    X, y = _data(N=40, p=1, K=4, seed=5)
+    prog = glm_program(X, y, "multinomial", prior_var=0.3)
+    r = S.solve(prog)
+    ch = B.cholesky_vi(likelihood_view(prog, family_table()))
+    assert r.status == "converged" and abs(r.objective - ch["neg_elbo"]) < 1e-8 * abs(ch["neg_elbo"])
+
+
+def test_pyomo_cvxpy_and_arrays_give_the_same_posterior():
+    import pyomo.environ as pe
+    X, y = _data(N=15, p=1, K=3, seed=6)
+    F, K = design(X), 3
+    r = S.solve(glm_program(X, y, "multinomial", prior_var=2.0))
+    prob, W = build_cvxpy(F, y, "multinomial", prior_var=2.0)
+    prob.solve(method="klprox")
+    rc = prob.varopt_result
+    assert np.max(np.abs(W.value.ravel(order="F") - r.x)) < 1e-9
+    assert abs(rc.objective - r.objective) < 1e-9 * abs(r.objective)
+    # CVXPY's program orders the matrix variable row by row: compare the covariance through that permutation
+    perm = np.arange(r.x.size).reshape(K, -1).T.ravel()
+    assert np.max(np.abs(rc.info["covariance"] - r.info["covariance"][np.ix_(perm, perm)])) < 1e-9
+    m = build_pyomo(F, y, "multinomial", prior_var=2.0)
+    pe.SolverFactory("klprox").solve(m)
+    wx = np.array([pe.value(m.w[k, j]) for k in range(K) for j in range(F.shape[1])])
+    assert np.max(np.abs(wx - r.x)) < 1e-9
+    assert math.isfinite(pe.value(m.obj))                      # the loaded mean evaluates in the user's model
+
+
+def test_dual_parameterization_is_refused_for_softmax_terms():
+    X, y = _data(N=5, p=3, K=3, seed=8)
+    with pytest.raises(InvalidOptionError, match="dual"):
+        S.solve(glm_program(X, y, "multinomial"), parameterization="dual")
+
+
+# --- the estimator ----------------------------------------------------------------------------------------
+def test_multinomial_estimator_probabilities():
+    X, y = _data(N=60, p=2, K=3, seed=9)
+    labels = np.array(["a", "b", "c"])[y.astype(int)]
+    est = BayesianMultinomialRegression(prior_var=[0.5, 2.0]).fit(X, labels)
+    assert list(est.classes_) == ["a", "b", "c"] and est.coef_.shape == (3, 2) and est.intercept_.shape == (3,)
+    assert est.prior_var_ in (0.5, 2.0) and len(est.grid_) == 2
+    Xt = np.random.default_rng(0).normal(size=(7, 2))
+    P = est.predict_proba(Xt)
+    assert P.shape == (7, 3) and np.allclose(P.sum(axis=1), 1.0) and np.all(P > 0)
+    # E_q[softmax(f*)] by an independent rule: 3-D Gauss-Hermite over the class scores
+    x, w = np.polynomial.hermite.hermgauss(30)
+    x, w = x * math.sqrt(2), w / math.sqrt(math.pi)
+    Xi = np.stack([g.ravel() for g in np.meshgrid(x, x, x, indexing="ij")], axis=1)
+    Wt = np.prod(np.stack([g.ravel() for g in np.meshgrid(w, w, w, indexing="ij")], axis=1), axis=1)
+    F = design(Xt)
+    for i in range(7):
+        U = np.kron(np.eye(3), F[i])
+        mu, C = U @ est.mean_, U @ est.covariance_ @ U.T
+        lam, Q = np.linalg.eigh(C)
+        u = mu + Xi @ (Q * np.sqrt(np.maximum(lam, 0))).T
+        assert np.max(np.abs(Wt @ softmax(u, axis=1) - P[i])) < 1e-10
+    assert set(est.predict(Xt)) <= {"a", "b", "c"}
+    assert np.mean(est.predict(X) == labels) > 0.5
