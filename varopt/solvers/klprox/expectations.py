@@ -207,15 +207,16 @@ class SoftmaxFamily(Family):
         step = max(1, 2_000_000 // max(X.shape[0] * J, 1))
         for s0 in range(0, G, step):
             sl = slice(s0, min(G, s0 + step))
-            d = mt[sl, None, :] + np.einsum("gjk,mk->gmj", S[sl], X)   # (g, M, J)
+            d = mt[sl, None, :] + np.matmul(X[None], np.swapaxes(S[sl], 1, 2))   # (g, M, J)
             mx = np.maximum(d.max(axis=2), 0.0)
             ed = np.exp(d - mx[:, :, None])
             tot = np.exp(-mx) + ed.sum(axis=2)
             lse = mx + np.log(tot)
             p = ed / tot[:, :, None]
             E[sl] = lse @ W
-            d1[sl] = np.einsum("gmj,m->gj", p, W)
-            pp = np.einsum("gmj,gmk,m->gjk", p, p, W)
+            pw = p * W[None, :, None]
+            d1[sl] = pw.sum(axis=1)
+            pp = np.matmul(np.swapaxes(pw, 1, 2), p)
             d2[sl] = 0.5 * (d1[sl][:, :, None] * np.eye(J)[None] - pp)
         return E, d1, d2
 

@@ -118,6 +118,9 @@ class FullGaussian(_Base):
 
     def residuals(self, st, alpha, gamma, vt):
         g = _tri(st.L, self.gradient(st, alpha))
+        if st.gt is None:  # precision held directly (stochastic variant): ||L^-1 (P + A^T Gamma A) L^-T - I||_F
+            R = _tri(st.L, _tri(st.L, self.P + self._AtGA(gamma)).T)
+            return float(np.sqrt(g @ g)), float(np.linalg.norm(R - np.eye(self.D)))
         return float(np.sqrt(g @ g)), self.view.curvature_residual(gamma, st.gt, vt)
 
     def mean(self, st):

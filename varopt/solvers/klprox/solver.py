@@ -25,6 +25,7 @@ lowers the stationarity residual, and a rejected one at small residuals ends the
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from ...options import Option, OptionSet, common_options, nonnegative, positive,
 from ...registry import Solver, register_solver
 from .expectations import family_table
 from .posterior import DualGaussian, FullGaussian
+from .variants import proximal_point, stochastic
 from .view import likelihood_view
 
 #: changes of -ELBO within ROUNDING * (sum of the magnitudes added up) are rounding: such a step is accepted
@@ -45,6 +47,18 @@ FLAT_RESIDUAL = 1e-6
 STALL_RESIDUAL = 1e-3
 #: below this step size a rejected step means the ELBO cannot be raised beyond rounding
 BETA_MIN = 1e-12
+
+
+class Cur(NamedTuple):
+    """An evaluated posterior state: ``-ELBO``, ``alpha``, ``gamma``, predictor moments, residuals."""
+
+    st: object
+    f: float
+    alpha: np.ndarray
+    gamma: np.ndarray
+    mt: np.ndarray
+    vt: np.ndarray
+    res: tuple
 
 
 def _warm(v):
@@ -95,6 +109,23 @@ class KLProxSolver(Solver):
         Option("warm_start", None, "start from a previous klprox solution of a model with the same rows (e.g. the "
                "previous value of a hyperparameter sweep): its Result, or a dict with 'x', 'pseudo_precisions' and "
                "'alpha'; used when its -ELBO here is below the default starts'", _warm),
+        Option("algorithm", "proximal-gradient", "'proximal-gradient': linearize the likelihood terms, closed-form "
+               "steps (16)-(19) (any model); 'proximal-point': the KL proximal-point method (2) of the paper's "
+               "section 3, each subproblem solved by proximal-gradient steps from the previous q (the ELBO never "
+               "decreases); only where the ELBO is a closed form (Gaussian, exp, abs terms); beta is then the "
+               "proximal-point step", ("proximal-gradient", "proximal-point")),
+        Option("inner_max_iter", 200, "algorithm='proximal-point': most proximal-gradient steps per subproblem",
+               int, lambda v: v >= 1, "must be >= 1"),
+        Option("batch_size", None, "None: all likelihood terms every step (deterministic). k >= 1: stochastic "
+               "steps from batches of k terms scaled by N/k (natural-gradient SVI), beta_k = beta (1 + k)^-step_decay; "
+               "runs max_iter steps and returns the exact -ELBO at the last q", int, lambda v: v >= 1,
+               "must be a positive integer or None"),
+        Option("sampling", "permutation", "batch_size: how batches are drawn (varopt.oracles.Sampler): "
+               "'permutation' (a fresh random order every pass), 'cyclic', 'uniform' (with replacement)",
+               ("permutation", "cyclic", "uniform")),
+        Option("step_decay", 0.6, "batch_size: beta_k = beta (1 + k)^-step_decay (0: constant; in (1/2, 1] the "
+               "steps satisfy the Robbins-Monro conditions)", float, lambda v: 0 <= v <= 1, "must be in [0, 1]"),
+        Option("seed", 0, "seed of the batch sampling (batch_size): runs are reproducible from it", int),
         Option("max_dense_covariance", 5000, "return info['covariance'] as a dense array when D is at most this "
                "(info['predict'] and the factor are always returned)", int, nonnegative, "must be >= 0"),
     ] + progress_options("called as callback(iteration, m, neg_elbo) after every iteration; returning True "
@@ -107,10 +138,22 @@ class KLProxSolver(Solver):
         with blas_threads(option_threads(opts.blas_threads, 1)):
             view = likelihood_view(program, fams)
             kind = opts.parameterization
+            variant = opts.batch_size is not None or opts.algorithm == "proximal-point"
+            if opts.batch_size is not None and opts.algorithm == "proximal-point":
+                raise InvalidOptionError("klprox: option 'batch_size' (stochastic steps) applies to "
+                                         "algorithm='proximal-gradient' only")
+            if variant and kind == "dual":
+                raise InvalidOptionError("klprox: algorithm='proximal-point' and batch_size use the full "
+                                         "parameterization: use parameterization='full' or 'auto'")
             if kind == "auto":
-                kind = "dual" if view.N < view.D and view.diagonal else "full"
+                kind = "dual" if view.N < view.D and view.diagonal and not variant else "full"
             post = (DualGaussian if kind == "dual" else FullGaussian)(view)
-            return KLProx(view, post, fams, opts, run).solve()
+            kp = KLProx(view, post, fams, opts, run)
+            if opts.batch_size is not None:
+                return stochastic(kp)
+            if opts.algorithm == "proximal-point":
+                return proximal_point(kp)
+            return kp.solve()
 
 
 class KLProx:
@@ -160,75 +203,88 @@ class KLProx:
             raise InvalidOptionError("option 'warm_start' holds negative pseudo-precisions")
         return [self.post.warm(w["x"], w["pseudo_precisions"], w["alpha"])]
 
+    def state(self, st):
+        """The evaluated state ``(st, neg_elbo, alpha, gamma, mt, vt, residuals)``."""
+        f, alpha, gamma, mt, vt = self.evaluate(st)
+        return Cur(st, f, alpha, gamma, mt, vt, self.post.residuals(st, alpha, gamma, vt))
+
+    def advance(self, cur, beta, it):
+        """One step from ``cur`` under the step rule: ``(new state or None, beta, status, message, rejected)``;
+        a status ends the run (``converged`` when the ELBO is flat to rounding)."""
+        opts, post = self.opts, self.post
+        f, res = cur.f, cur.res
+        fixed = opts.step_rule == "fixed"
+        first, rejected = True, 0
+        while True:
+            r = 1.0 / (1.0 + beta)
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    st2 = post.step(cur.st, cur.alpha, cur.gamma, r, natural=self.natural)
+                    f2, a2, g2, mt2, vt2 = self.evaluate(st2)
+            except np.linalg.LinAlgError:
+                f2 = math.nan
+            if fixed:
+                if not math.isfinite(f2):
+                    return None, beta, "error", (f"the fixed step beta={beta:g} diverged at iteration {it} "
+                                                 f"(-ELBO {f2}); use step_rule='adaptive'"), rejected
+                break
+            if math.isfinite(f2) and f2 <= f:
+                if first:  # grow only after a step accepted at once (no grow/shrink cycling)
+                    beta = min(beta * opts.grow, opts.beta_max)
+                break
+            if math.isfinite(f2) and f2 - f <= ROUNDING * self.scale:
+                # a change below the rounding of the sum: the stationarity residual decides
+                res2 = post.residuals(st2, a2, g2, vt2)
+                if max(res2) < max(res):
+                    break
+            rejected += 1
+            first = False
+            if f2 - f <= ROUNDING * self.scale and max(res) <= FLAT_RESIDUAL:
+                return None, beta, "converged", (f"the ELBO is flat to rounding (residuals {res[0]:.2e}, "
+                                                 f"{res[1]:.2e})"), rejected
+            beta *= opts.shrink
+            if beta < BETA_MIN:
+                ok = max(res) <= STALL_RESIDUAL
+                return None, beta, "converged" if ok else "error", (
+                    f"no step with beta >= {BETA_MIN:g} raises the ELBO (residuals {res[0]:.2e}, "
+                    f"{res[1]:.2e}" + (": flat to rounding)" if ok else ")")), rejected
+        return Cur(st2, f2, a2, g2, mt2, vt2, post.residuals(st2, a2, g2, vt2)), beta, None, "", rejected
+
     def solve(self):
         opts, run, post = self.opts, self.run, self.post
         st, (f, alpha, gamma, mt, vt) = self.start()
-        beta = opts.beta
-        fixed = opts.step_rule == "fixed"
-        rejected = 0
-        res = post.residuals(st, alpha, gamma, vt)
+        cur = Cur(st, f, alpha, gamma, mt, vt, post.residuals(st, alpha, gamma, vt))
+        beta, rejected = opts.beta, 0
         status, msg = None, ""
         run.incumbent(post.mean(st), objective=f)
         for it in run.iterations():
-            if max(res) <= opts.gtol:
-                status, msg = "converged", f"stationarity residuals {res[0]:.2e}, {res[1]:.2e} <= gtol"
+            if max(cur.res) <= opts.gtol:
+                status, msg = "converged", f"stationarity residuals {cur.res[0]:.2e}, {cur.res[1]:.2e} <= gtol"
                 break
-            first = True
-            while True:
-                r = 1.0 / (1.0 + beta)
-                try:
-                    with np.errstate(over="ignore", invalid="ignore"):
-                        st2 = post.step(st, alpha, gamma, r, natural=self.natural)
-                        f2, a2, g2, mt2, vt2 = self.evaluate(st2)
-                except np.linalg.LinAlgError:
-                    f2 = math.nan
-                if fixed:
-                    if not math.isfinite(f2):
-                        status = "error"
-                        msg = (f"the fixed step beta={beta:g} diverged at iteration {it} (-ELBO {f2}); "
-                               "use step_rule='adaptive'")
-                    break
-                if math.isfinite(f2) and f2 <= f:
-                    if first:  # grow only after a step accepted at once (no grow/shrink cycling)
-                        beta = min(beta * opts.grow, opts.beta_max)
-                    break
-                if math.isfinite(f2) and f2 - f <= ROUNDING * self.scale:
-                    # a change below the rounding of the sum: the stationarity residual decides
-                    res2 = post.residuals(st2, a2, g2, vt2)
-                    if max(res2) < max(res):
-                        break
-                rejected += 1
-                first = False
-                if f2 - f <= ROUNDING * self.scale and max(res) <= FLAT_RESIDUAL:
-                    status, msg = "converged", (f"the ELBO is flat to rounding (residuals {res[0]:.2e}, "
-                                                f"{res[1]:.2e})")
-                    break
-                beta *= opts.shrink
-                if beta < BETA_MIN:
-                    ok = max(res) <= STALL_RESIDUAL
-                    status = "converged" if ok else "error"
-                    msg = (f"no step with beta >= {BETA_MIN:g} raises the ELBO (residuals {res[0]:.2e}, "
-                           f"{res[1]:.2e}" + (": flat to rounding)" if ok else ")"))
-                    break
+            new, beta, status, msg, rej = self.advance(cur, beta, it)
+            rejected += rej
             if status is not None:
                 break
-            st, f, alpha, gamma, mt, vt = st2, f2, a2, g2, mt2, vt2
-            res = post.residuals(st, alpha, gamma, vt)
-            m = post.mean(st) if run.callback_fn is not None else None
-            run.incumbent(objective=f)
-            run.record(objective=f, beta=beta, residual_mean=res[0], residual_cov=res[1])
-            if run.callback_fn is not None and run.callback(m, f):
+            cur = new
+            m = post.mean(cur.st) if run.callback_fn is not None else None
+            run.incumbent(objective=cur.f)
+            run.record(objective=cur.f, beta=beta, residual_mean=cur.res[0], residual_cov=cur.res[1])
+            if run.callback_fn is not None and run.callback(m, cur.f):
                 break
-        return self._finish(st, f, alpha, vt, mt, status, msg, rejected, beta)
+        return self.finish(cur, status, msg, rejected=rejected, beta=beta)
 
-    def _finish(self, st, f, alpha, vt, mt, status, msg, rejected, beta):
-        post, view = self.post, self.view
+    def finish(self, cur, status, msg, **extra):
+        post, view, st = self.post, self.view, cur.st
         m = post.mean(st)
-        info = {"neg_elbo": f, "elbo": -f, "rounding": ROUNDING * self.scale, "parameterization": post.name, "beta": beta, "rejected_steps": rejected,
-                "pseudo_precisions": st.gt.copy(), "alpha": alpha.copy(), "predictor_mean": mt.copy(),
-                "predictor_var": vt.copy(), "prior_mean": view.mu,
+        info = {"neg_elbo": cur.f, "elbo": -cur.f, "rounding": ROUNDING * self.scale, "parameterization": post.name,
+                "rejected_steps": 0, "algorithm": self.opts.algorithm,
+                "pseudo_precisions": None if st.gt is None else st.gt.copy(), "alpha": cur.alpha.copy(),
+                "predictor_mean": cur.mt.copy(), "predictor_var": cur.vt.copy(), "prior_mean": view.mu,
                 "predict": lambda A_new, b_new=0.0: post.predict(st, A_new, b_new),
                 "covariance": post.covariance(st) if view.D <= self.opts.max_dense_covariance else None}
+        info.update(extra)
+        if "rejected" in info:
+            info["rejected_steps"] = info.pop("rejected")
         if status is None:
-            return self.run.finish(x=m, objective=f, info=info)
-        return self.run.finish(status, msg, x=m, objective=f, info=info)
+            return self.run.finish(x=m, objective=cur.f, info=info)
+        return self.run.finish(status, msg, x=m, objective=cur.f, info=info)

@@ -1,0 +1,161 @@
+r"""The proximal-point and the stochastic (minibatch) variants of the KL-proximal solver.
+
+**Proximal point** (Khan, Baque, Fleuret & Fua 2015, section 3, eq. (2)): ``q_{k+1} = argmax_q L(q) -
+KL(q || q_k) / beta``. With ``r = 1/(1 + beta)`` the subproblem's objective times ``1 - r`` is the -ELBO of
+the tempered joint
+
+    F'(w) = (1 - r) F(w) + r (-log q_k(w)),
+
+whose Gaussian part has precision ``P' = (1 - r) P + r V_k^-1``, linear term ``(1 - r) c - r V_k^-1 m_k``,
+and likelihood terms scaled by ``1 - r`` (docs/klprox.md, section 4b). Each subproblem is solved by the
+proximal-gradient iterations (16)-(17) with the adaptive rule, started at ``q_k`` (where the KL term is 0):
+they never raise the subproblem's objective, so ``-L(q_{k+1}) <= -L(q_{k+1}) + KL/beta <= -L(q_k)``: the
+ELBO never decreases, however inexactly the subproblem is solved. The inner state maps back by
+``V^-1 = P' + A^T Gt' A = P + A^T (r Gt_k + Gt') A``. Offered where the ELBO is a closed form (Gaussian,
+Poisson ``exp``, Laplace ``abs`` terms), as in the paper's section 3.
+
+**Stochastic** (``batch_size < N``): the linearization (13) of ``f = sum_n E[l_n]`` estimated from a batch
+``B`` of likelihood terms drawn by :class:`varopt.oracles.Sampler` (seeded), scaled by ``N/|B|``:
+
+    Lam+ = (1 - rho) Lam + rho (P + (N/|B|) A_B^T diag(gamma_B) A_B),
+    m+   = m + rho [rho P + (1 - rho) Lam]^-1 g_hat,   g_hat = -(P m + c + A^T lin + (N/|B|) A_B^T alpha_B),
+
+``rho = beta_k/(1 + beta_k)``, ``beta_k = beta (1 + k)^-step_decay`` (the natural-gradient SVI step of
+Theorem 1 with Robbins-Monro steps for ``1/2 < step_decay <= 1``). With ``|B| = N`` and ``step_decay = 0``
+this is the deterministic update with ``step_rule='fixed'``. The precision ``Lam`` is held directly
+(``O(|B| D^2 + D^3)`` per step, independent of N); the -ELBO is evaluated exactly, over all terms, at the
+returned ``q``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import scipy.linalg as sla
+
+from ...errors import InvalidOptionError
+from ...oracles import Sampler
+from .posterior import FullGaussian, _chol, _tri
+
+_LOG2PI = math.log(2.0 * math.pi)
+
+
+def _require_closed_form(view, fams):
+    bad = [fams[k].name for k, _ in view.blocks if not fams[k].closed_form] + (["log-sum-exp (softmax)"] if view.groups else [])
+    if bad:
+        raise InvalidOptionError(f"klprox: algorithm='proximal-point' needs an ELBO in closed form (Gaussian, exp "
+                                 f"(Poisson), abs (Laplace) terms); this model has {', '.join(sorted(set(bad)))} terms: "
+                                 "use algorithm='proximal-gradient'")
+
+
+def _tempered_view(view, st, r):
+    """The view of ``F' = (1 - r) F + r (-log q_k)``, ``q_k = N(m_k, Lam_k^-1)`` (the subproblem of (2))."""
+    Lam = st.L @ st.L.T
+    m = st.m
+    logdet = 2.0 * float(np.sum(np.log(np.diag(st.L))))
+    P2 = (1.0 - r) * view.P + r * Lam
+    P2 = 0.5 * (P2 + P2.T)
+    k2 = (1.0 - r) * view.k + r * (0.5 * m @ Lam @ m - 0.5 * logdet + 0.5 * view.D * _LOG2PI)
+    return dataclasses.replace(view, P=P2, c=(1.0 - r) * view.c - r * (Lam @ m), k=k2, coef=(1.0 - r) * view.coef,
+                               lin=(1.0 - r) * view.lin, P_chol=np.linalg.cholesky(P2))
+
+
+def proximal_point(kp):
+    """The KL proximal-point iterations (2) over ``kp`` (a :class:`~.solver.KLProx` on the full form)."""
+    from .solver import KLProx
+    view, post, opts, run = kp.view, kp.post, kp.opts, kp.run
+    _require_closed_form(view, kp.fams)
+    st, _ = kp.start()
+    cur = kp.state(st)
+    r = 1.0 / (1.0 + opts.beta)
+    inner_total, status, msg = 0, None, ""
+    run.incumbent(post.mean(st), objective=cur.f)
+    for _ in run.iterations():
+        if max(cur.res) <= opts.gtol:
+            status, msg = "converged", f"stationarity residuals {cur.res[0]:.2e}, {cur.res[1]:.2e} <= gtol"
+            break
+        iview = _tempered_view(view, cur.st, r)
+        ikp = KLProx(iview, FullGaussian(iview), kp.fams, opts, None)
+        icur = ikp.state(ikp.post._state(cur.st.m.copy(), (1.0 - r) * cur.st.gt))   # q_k itself
+        ibeta, n_inner = 1.0, 0
+        # at q_k the subproblem's gradient is (1 - r) times the ELBO's: solve it below that scale
+        inner_tol = 0.1 * (1.0 - r) * opts.gtol
+        for j in range(opts.inner_max_iter):
+            if max(icur.res) <= inner_tol:
+                break
+            new, ibeta, ist, _, _ = ikp.advance(icur, ibeta, j)
+            if ist is not None:        # flat to rounding or stalled: keep the last accepted point
+                break
+            icur, n_inner = new, n_inner + 1
+        inner_total += n_inner
+        new = kp.state(post._state(icur.st.m, r * cur.st.gt + icur.st.gt))
+        if not new.f <= cur.f + kp.scale * 1e-14 or n_inner == 0:
+            status, msg = "converged", (f"the proximal subproblem makes no progress (residuals {cur.res[0]:.2e}, "
+                                        f"{cur.res[1]:.2e})")
+            if max(cur.res) > 1e-6:
+                status = "error"
+            break
+        cur = new
+        run.incumbent(objective=cur.f)
+        run.record(objective=cur.f, inner_iterations=n_inner, residual_mean=cur.res[0], residual_cov=cur.res[1])
+    return kp.finish(cur, status, msg, inner_iterations=inner_total, beta=opts.beta)
+
+
+class _PrecisionState(SimpleNamespace):
+    """``q = N(m, Lam^-1)`` with ``Lam`` held directly (the stochastic variant); the methods of
+    :class:`FullGaussian` read ``m``, ``L`` and ``W`` from it."""
+
+
+def stochastic(kp):
+    """Minibatch KL proximal-gradient steps (module doc); the -ELBO is evaluated exactly at the end."""
+    view, post, opts, run = kp.view, kp.post, kp.opts, kp.run
+    if not view.diagonal:
+        raise InvalidOptionError("klprox: option 'batch_size' needs 1-D likelihood terms; this model has softmax "
+                                 "(multinomial) terms: use batch_size=None")
+    N = view.N
+    if N == 0:
+        return kp.solve()
+    A = view.A.tocsr()
+    AT_lin = np.asarray(A.T @ view.lin).ravel()
+    rng = np.random.default_rng(opts.seed)
+    sampler = Sampler(N, opts.batch_size, opts.sampling, rng)
+    st0, _ = kp.start()
+    m = st0.m.copy()
+    Lam = st0.L @ st0.L.T
+    kind_of = np.empty(N, dtype=object)
+    for kind, sl in view.blocks:
+        kind_of[sl] = kind
+    run.incumbent(m, objective=math.nan)
+    for it in run.iterations():
+        B = sampler.next()
+        rows, counts = np.unique(B, return_counts=True)
+        w = counts * (N / B.size)
+        L = _chol(Lam)
+        AB = A[rows]
+        mt = AB @ m + view.b[rows]
+        WB = _tri(L, AB.T.toarray())
+        vt = np.maximum(np.einsum("ij,ij->j", WB, WB), 1e-300)
+        d1, d2 = np.empty(rows.size), np.empty(rows.size)
+        for kind, sl in view.blocks:
+            sel = (rows >= sl.start) & (rows < sl.stop)
+            if sel.any():
+                _, d1[sel], d2[sel] = kp.fams[kind].expect(mt[sel], vt[sel])
+        cf = view.coef[rows]
+        a_hat = w * cf * d1
+        g_hat = w * 2.0 * cf * d2
+        beta = opts.beta * (1.0 + (it - 1)) ** (-opts.step_decay)
+        rho = beta / (1.0 + beta)
+        g = -(view.P @ m + view.c + AT_lin + np.asarray(AB.T @ a_hat).ravel())
+        M = rho * view.P + (1.0 - rho) * Lam
+        m = m + rho * sla.cho_solve((_chol(M), True), g, check_finite=False)
+        curv = np.asarray(AB.T @ (g_hat[:, None] * AB.toarray())) if rows.size else 0.0
+        Lam = (1.0 - rho) * Lam + rho * (view.P + curv)
+        Lam = 0.5 * (Lam + Lam.T)
+        run.record(beta=beta, batch=int(B.size))
+    L = _chol(Lam)
+    st = _PrecisionState(m=m, L=L, W=_tri(L, post.AT) if N else np.zeros((view.D, 0)), gt=None)
+    cur = kp.state(st)
+    run.incumbent(m, objective=cur.f)
+    return kp.finish(cur, None, "", beta=beta, batch_size=opts.batch_size, sampling=opts.sampling)
