@@ -21,6 +21,9 @@ gradient step (Theorem 1 of the paper: length ``beta/(1 + beta)``), so a non-sta
 always has an accepted ``beta``. Near the optimum the ELBO changes by less than the rounding of its
 sum (``1e-14`` times the magnitudes added up, ``info['rounding']``): such a step is accepted when it
 lowers the stationarity residual, and a rejected one at small residuals ends the run as converged. ``step_rule='fixed'`` runs the paper's constant ``beta``.
+
+Variants (:mod:`.variants`): ``algorithm='proximal-point'`` (the paper's section 3, eq. (2), for closed-form
+ELBOs) and ``batch_size`` (stochastic minibatch steps).
 """
 from __future__ import annotations
 

@@ -16,11 +16,14 @@ canonical program (:mod:`varopt.program`)::
   ``l`` a family of :mod:`.expectations`: ``exp`` (Poisson), ``abs`` (Laplace), and two-entry
   log-sum-exp groups ``log(exp(a0 w + b0) + exp(a1 w + b1))`` = ``(a0 w + b0) + softplus(u)``,
   ``u = (a1 - a0) w + b1 - b0`` (how both front-ends compile ``cp.logistic`` and
-  ``log(1 + exp(.))``); the affine part moves into ``c``.
+  ``log(1 + exp(.))``); the affine part moves into ``c``;
+* softmax groups of K = 3 or 4 entries: ``lse(u) = u_b + log(1 + sum_j exp(u_j - u_b))``, a
+  (K-1)-dimensional predictor (``groups``) whose pseudo-precisions are (K-1) x (K-1) blocks (the
+  ``pat_i, pat_j`` pattern; docs/klprox.md, section 3).
 
 Anything else raises :class:`~varopt.errors.ModelStructureError` naming the objective, the term
 and the reason: constraints, finite bounds, ``log``/``x log x``/``u^2/v`` rows (no 1-D Gaussian
-expectation), products with a variable, softmax groups of more than two entries, negative
+expectation), products with a variable, softmax groups of more than four entries, negative
 coefficients, a quadratic part that is not positive definite or a variable without a prior.
 """
 from __future__ import annotations
@@ -152,7 +155,7 @@ class LikelihoodView:
 def _fail(where, what, why):
     raise ModelStructureError(f"klprox: {where}: {what} {why}. The KL-proximal solver needs a negative log "
                               "joint = a Gaussian prior (a positive definite quadratic) + terms c*l(a^T w + b), "
-                              "c > 0, with l one of log(1 + exp(u)), exp(u), abs(u), u**2")
+                              "c > 0, with l one of log(1 + exp(u)), exp(u), abs(u), u**2, or log-sum-exp rows of up to 4 entries")
 
 
 def likelihood_view(program, families) -> LikelihoodView:
