@@ -85,7 +85,7 @@ def test_full_batch_equals_the_deterministic_fixed_step_method():
     X, y = _logistic()
     prog = glm_program(X, y, "logistic", prior_var=1.0)
     rf = S.solve(prog, step_rule="fixed", beta=0.5, max_iter=30)
-    rs = S.solve(prog, batch_size=y.size, step_decay=0.0, beta=0.5, max_iter=30)
+    rs = S.solve(prog, batch_size=y.size, step_decay=0.0, beta=0.5, max_iter=30, average=False)
     assert np.max(np.abs(rf.x - rs.x)) < 1e-12
     assert abs(rf.objective - rs.objective) < 1e-12 * abs(rf.objective)
     assert np.max(np.abs(rf.info["covariance"] - rs.info["covariance"])) < 1e-12
@@ -100,14 +100,16 @@ def test_minibatches_are_seeded_and_reproducible():
 
 
 @pytest.mark.parametrize("batch", [40, 200])
-def test_minibatches_reach_the_neighbourhood_of_the_optimum(batch):
+@pytest.mark.parametrize("average", [False, True])
+def test_minibatches_reach_the_neighbourhood_of_the_optimum(batch, average):
     """SVI noise: the -ELBO gap of the last iterate is of order rho_K (N/B - 1) (variance of the N/B-scaled
-    batch sum, finite-population factor); bound with a constant 0.05, measured 0.013 (B = 40)."""
+    batch sum, finite-population factor); bound with a constant 0.05, measured 0.013 (B = 40, last iterate)."""
     X, y = _logistic()
     N, K = y.size, 2000
     prog = glm_program(X, y, "logistic", prior_var=1.0)
     r0 = S.solve(prog)
-    r = S.solve(prog, batch_size=batch, max_iter=K, seed=1)
+    r = S.solve(prog, batch_size=batch, max_iter=K, seed=1, average=average)
+    assert r.info["averaged_steps"] == (K // 2 if average else 0)
     assert r.status == "iteration_limit" and math.isfinite(r.objective)
     beta_K = K ** -0.6
     rho = beta_K / (1 + beta_K)
@@ -121,7 +123,8 @@ def test_minibatches_reach_the_neighbourhood_of_the_optimum(batch):
 def test_stochastic_option_errors():
     X, y = _logistic(N=20)
     prog = glm_program(X, y, "logistic")
-    for bad in ({"batch_size": 0}, {"batch_size": 2.5}, {"step_decay": 1.5}, {"sampling": "random"}):
+    for bad in ({"batch_size": 0}, {"batch_size": 2.5}, {"step_decay": 1.5}, {"sampling": "random"},
+                {"batch_size": 5, "max_iter": None}, {"average": "maybe"}):
         with pytest.raises(InvalidOptionError):
             S.solve(prog, **bad)
     with pytest.raises(InvalidOptionError, match="full parameterization"):

@@ -129,6 +129,8 @@ class KLProxSolver(Solver):
         Option("step_decay", 0.6, "batch_size: beta_k = beta (1 + k)^-step_decay (0: constant; in (1/2, 1] the "
                "steps satisfy the Robbins-Monro conditions)", float, lambda v: 0 <= v <= 1, "must be in [0, 1]"),
         Option("seed", 0, "seed of the batch sampling (batch_size): runs are reproducible from it", int),
+        Option("average", True, "batch_size: return the average of the natural parameters (V^-1, V^-1 m) over the "
+               "second half of the max_iter steps (tail averaging; False: the last iterate)", bool),
         Option("max_dense_covariance", 5000, "return info['covariance'] as a dense array when D is at most this "
                "(info['predict'] and the factor are always returned)", int, nonnegative, "must be >= 0"),
     ] + progress_options("called as callback(iteration, m, neg_elbo) after every iteration; returning True "
@@ -145,6 +147,9 @@ class KLProxSolver(Solver):
             if opts.batch_size is not None and opts.algorithm == "proximal-point":
                 raise InvalidOptionError("klprox: option 'batch_size' (stochastic steps) applies to "
                                          "algorithm='proximal-gradient' only")
+            if opts.batch_size is not None and opts.max_iter is None and opts.time_limit is None:
+                raise InvalidOptionError("klprox: stochastic steps (batch_size) run until max_iter or time_limit; "
+                                         "set one of them")
             if variant and kind == "dual":
                 raise InvalidOptionError("klprox: algorithm='proximal-point' and batch_size use the full "
                                          "parameterization: use parameterization='full' or 'auto'")

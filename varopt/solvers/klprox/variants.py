@@ -22,7 +22,9 @@ Poisson ``exp``, Laplace ``abs`` terms), as in the paper's section 3.
 
 ``rho = beta_k/(1 + beta_k)``, ``beta_k = beta (1 + k)^-step_decay`` (the natural-gradient SVI step of
 Theorem 1 with Robbins-Monro steps for ``1/2 < step_decay <= 1``). With ``|B| = N`` and ``step_decay = 0``
-this is the deterministic update with ``step_rule='fixed'``. The precision ``Lam`` is held directly
+this is the deterministic update with ``step_rule='fixed'`` (``average=False``). ``average=True`` returns
+the average of the natural parameters ``(Lam, Lam m)`` over the second half of the ``max_iter`` steps
+(Polyak-Ruppert tail averaging; an average of Gaussian natural parameters is a Gaussian). The precision ``Lam`` is held directly
 (``O(|B| D^2 + D^3)`` per step, independent of N); the -ELBO is evaluated exactly, over all terms, at the
 returned ``q``.
 """
@@ -128,6 +130,9 @@ def stochastic(kp):
     for kind, sl in view.blocks:
         kind_of[sl] = kind
     run.incumbent(m, objective=math.nan)
+    # tail averaging of the natural parameters (Lam, Lam m) over the second half of the planned steps
+    avg_from = (opts.max_iter // 2 + 1) if (opts.average and opts.max_iter) else None
+    acc_L, acc_e, n_avg = np.zeros_like(Lam), np.zeros(view.D), 0
     for it in run.iterations():
         B = sampler.next()
         rows, counts = np.unique(B, return_counts=True)
@@ -153,9 +158,17 @@ def stochastic(kp):
         curv = np.asarray(AB.T @ (g_hat[:, None] * AB.toarray())) if rows.size else 0.0
         Lam = (1.0 - rho) * Lam + rho * (view.P + curv)
         Lam = 0.5 * (Lam + Lam.T)
+        if avg_from is not None and it >= avg_from:
+            acc_L += Lam
+            acc_e += Lam @ m
+            n_avg += 1
         run.record(beta=beta, batch=int(B.size))
+    if n_avg:
+        Lam = acc_L / n_avg
+        m = sla.cho_solve((_chol(Lam), True), acc_e / n_avg, check_finite=False)
     L = _chol(Lam)
     st = _PrecisionState(m=m, L=L, W=_tri(L, post.AT) if N else np.zeros((view.D, 0)), gt=None)
     cur = kp.state(st)
     run.incumbent(m, objective=cur.f)
-    return kp.finish(cur, None, "", beta=beta, batch_size=opts.batch_size, sampling=opts.sampling)
+    return kp.finish(cur, None, "", beta=beta, batch_size=opts.batch_size, sampling=opts.sampling,
+                     averaged_steps=n_avg)
