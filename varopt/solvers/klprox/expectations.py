@@ -140,7 +140,7 @@ class LogisticFamily(Family):
 
 
 #: Gauss-Hermite nodes per dimension of the softmax rule by the largest predictor standard deviation
-#: (whitened direction) of the groups evaluated together: measured 1-D error of the rule on
+#: (whitened direction) of the group: measured 1-D error of the rule on
 #: ``log(1 + e^u)`` (value and both derivatives) <= 1e-11 up to each bound (docs/klprox.md, section 2)
 SOFTMAX_NODES = ((0.5, 16), (1.0, 32), (1.5, 64), (2.0, 100))
 #: nodes per dimension above the last bound of the table (accuracy then degrades: 1e-8 at sd 3, 1e-6 at sd 4)
@@ -157,8 +157,8 @@ class SoftmaxFamily(Family):
     ``grad l = p``, ``hess l = diag(p) - p p^T``, ``p_j = e^{d_j} / (1 + sum e^d)`` (Bonnet and Price in
     J dimensions). Rule: ``d = mt + Q Lambda^{1/2} xi`` with ``Vt = Q Lambda Q^T`` and a tensor
     Gauss-Hermite rule in ``xi`` (nodes of product weight below ``1e-18`` dropped, their total weight
-    is below ``4e-15`` for J <= 3), ``n`` nodes per dimension from :data:`SOFTMAX_NODES` by the largest
-    ``sqrt(Lambda)`` of the call, lowered while the rule keeps more than ``max_points`` nodes (J = 3:
+    is below ``4e-15`` for J <= 3), ``n`` nodes per dimension from :data:`SOFTMAX_NODES` by the group's
+    largest ``sqrt(Lambda)``, lowered while the rule keeps more than ``max_points`` nodes (J = 3:
     64 nodes per dimension at most). Groups of more than :data:`MAX_SOFTMAX_DIM` + 1 classes
     are rejected by the likelihood view: a tensor rule cannot reach this accuracy there."""
 
@@ -199,25 +199,28 @@ class SoftmaxFamily(Family):
         G, J = mt.shape
         lam, Q = np.linalg.eigh(0.5 * (Vt + np.swapaxes(Vt, 1, 2)))
         S = Q * np.sqrt(np.maximum(lam, 0.0))[:, None, :]          # Vt = S S^T
-        sd = float(np.sqrt(max(float(lam.max()), 0.0))) if G else 0.0
-        n = self.nodes_for(sd, J)
-        self.last_nodes = n
-        X, W = self.rule(n, J)
+        sd = np.sqrt(np.maximum(lam.max(axis=1), 0.0)) if G else np.zeros(0)
+        ns = np.array([self.nodes_for(v, J) for v in sd], dtype=int) if self.fixed_nodes is None else \
+            np.full(G, self.nodes_for(0.0, J))
+        self.last_nodes = int(ns.max()) if G else 0
         E, d1, d2 = np.empty(G), np.empty((G, J)), np.empty((G, J, J))
-        step = max(1, 2_000_000 // max(X.shape[0] * J, 1))
-        for s0 in range(0, G, step):
-            sl = slice(s0, min(G, s0 + step))
-            d = mt[sl, None, :] + np.matmul(X[None], np.swapaxes(S[sl], 1, 2))   # (g, M, J)
-            mx = np.maximum(d.max(axis=2), 0.0)
-            ed = np.exp(d - mx[:, :, None])
-            tot = np.exp(-mx) + ed.sum(axis=2)
-            lse = mx + np.log(tot)
-            p = ed / tot[:, :, None]
-            E[sl] = lse @ W
-            pw = p * W[None, :, None]
-            d1[sl] = pw.sum(axis=1)
-            pp = np.matmul(np.swapaxes(pw, 1, 2), p)
-            d2[sl] = 0.5 * (d1[sl][:, :, None] * np.eye(J)[None] - pp)
+        for n in np.unique(ns):           # groups of one node count together
+            idx = np.flatnonzero(ns == n)
+            X, W = self.rule(int(n), J)
+            step = max(1, 2_000_000 // max(X.shape[0] * J, 1))
+            for s0 in range(0, idx.size, step):
+                sl = idx[s0:s0 + step]
+                d = mt[sl, None, :] + np.matmul(X[None], np.swapaxes(S[sl], 1, 2))   # (g, M, J)
+                mx = np.maximum(d.max(axis=2), 0.0)
+                ed = np.exp(d - mx[:, :, None])
+                tot = np.exp(-mx) + ed.sum(axis=2)
+                lse = mx + np.log(tot)
+                p = ed / tot[:, :, None]
+                E[sl] = lse @ W
+                pw = p * W[None, :, None]
+                d1[sl] = pw.sum(axis=1)
+                pp = np.matmul(np.swapaxes(pw, 1, 2), p)
+                d2[sl] = 0.5 * (d1[sl][:, :, None] * np.eye(J)[None] - pp)
         return E, d1, d2
 
 

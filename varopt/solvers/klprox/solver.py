@@ -34,7 +34,15 @@ import numpy as np
 
 from ...core.threads import blas_threads, option_threads
 from ...errors import InputDataError, InvalidOptionError
-from ...options import Option, OptionSet, common_options, nonnegative, positive, progress_options, thread_options
+from ...options import (
+    Option,
+    OptionSet,
+    common_options,
+    nonnegative,
+    positive,
+    progress_options,
+    thread_options,
+)
 from ...registry import Solver, register_solver
 from .expectations import family_table
 from .posterior import DualGaussian, FullGaussian

@@ -21,7 +21,8 @@ Poisson ``exp``, Laplace ``abs`` terms), as in the paper's section 3.
     m+   = m + rho [rho P + (1 - rho) Lam]^-1 g_hat,   g_hat = -(P m + c + A^T lin + (N/|B|) A_B^T alpha_B),
 
 ``rho = beta_k/(1 + beta_k)``, ``beta_k = beta (1 + k)^-step_decay`` (the natural-gradient SVI step of
-Theorem 1 with Robbins-Monro steps for ``1/2 < step_decay <= 1``). With ``|B| = N`` and ``step_decay = 0``
+Theorem 1 with Robbins-Monro steps for ``1/2 < step_decay <= 1``). A term is a 1-D row or a whole softmax
+group (its J rows and J x J curvature block). With ``|B| = N`` and ``step_decay = 0``
 this is the deterministic update with ``step_rule='fixed'`` (``average=False``). ``average=True`` returns
 the average of the natural parameters ``(Lam, Lam m)`` over the second half of the ``max_iter`` steps
 (Polyak-Ruppert tail averaging; an average of Gaussian natural parameters is a Gaussian). The precision ``Lam`` is held directly
@@ -36,6 +37,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 
 from ...errors import InvalidOptionError
 from ...oracles import Sampler
@@ -110,52 +112,91 @@ class _PrecisionState(SimpleNamespace):
     :class:`FullGaussian` read ``m``, ``L`` and ``W`` from it."""
 
 
+class _Terms:
+    """The likelihood terms of a view as sampling units: every 1-D row, and every softmax group (J rows)."""
+
+    def __init__(self, view):
+        self.view = view
+        self.n1 = view.N - sum(rs.stop - rs.start for _, rs, _ in view.groups)
+        self.offsets = [self.n1]
+        for J, rs, _ in view.groups:
+            self.offsets.append(self.offsets[-1] + (rs.stop - rs.start) // J)
+        self.T = self.offsets[-1]
+
+    def batch(self, fams, terms, w, A, m, L):
+        """``(A_B, alpha_hat, Gamma_hat)`` of the drawn terms with weights ``w``: rows of A, the weighted
+        ``coef E[l']`` per row and the weighted ``coef E[l'']`` as a block-diagonal sparse matrix."""
+        v = self.view
+        parts = []                                                   # (rows, a_hat, block rows, cols, vals)
+        one = terms < self.n1
+        rows1, w1 = terms[one], w[one]
+        if rows1.size:
+            mt = A[rows1] @ m + v.b[rows1]
+            W1 = _tri(L, A[rows1].T.toarray())
+            vt = np.maximum(np.einsum("ij,ij->j", W1, W1), 1e-300)
+            d1, d2 = np.empty(rows1.size), np.empty(rows1.size)
+            for kind, sl in v.blocks:
+                sel = (rows1 >= sl.start) & (rows1 < sl.stop)
+                if sel.any():
+                    _, d1[sel], d2[sel] = fams[kind].expect(mt[sel], vt[sel])
+            cf = v.coef[rows1]
+            k = np.arange(rows1.size)
+            parts.append((rows1, w1 * cf * d1, k, k, w1 * 2.0 * cf * d2))
+        for (J, rs, _), lo, hi in zip(v.groups, self.offsets[:-1], self.offsets[1:]):
+            sel = (terms >= lo) & (terms < hi)
+            if not sel.any():
+                continue
+            g, wg = terms[sel] - lo, w[sel]
+            rows = (rs.start + J * g[:, None] + np.arange(J)[None, :]).ravel()
+            AB = A[rows]
+            mt = (AB @ m + v.b[rows]).reshape(-1, J)
+            WB = _tri(L, AB.T.toarray()).reshape(L.shape[0], -1, J)
+            Vt = np.einsum("dgi,dgj->gij", WB, WB)
+            _, d1, d2 = fams["softmax"].expect_group(mt, Vt)
+            cf = v.coef[rows[::J]]
+            G = g.size
+            bi = (J * np.arange(G)[:, None, None] + np.arange(J)[None, :, None] + np.zeros((1, 1, J), int)).ravel()
+            bj = (J * np.arange(G)[:, None, None] + np.arange(J)[None, None, :] + np.zeros((1, J, 1), int)).ravel()
+            parts.append((rows, ((wg * cf)[:, None] * d1).ravel(), bi, bj, ((2.0 * wg * cf)[:, None, None] * d2).ravel()))
+        rows = np.concatenate([p[0] for p in parts])
+        a_hat = np.concatenate([p[1] for p in parts])
+        off, bi, bj = 0, [], []
+        for p in parts:
+            bi.append(p[2] + off), bj.append(p[3] + off)
+            off += p[0].size
+        Gm = sp.csr_matrix((np.concatenate([p[4] for p in parts]), (np.concatenate(bi), np.concatenate(bj))),
+                           shape=(rows.size, rows.size))
+        return A[rows], a_hat, Gm
+
+
 def stochastic(kp):
     """Minibatch KL proximal-gradient steps (module doc); the -ELBO is evaluated exactly at the end."""
     view, post, opts, run = kp.view, kp.post, kp.opts, kp.run
-    if not view.diagonal:
-        raise InvalidOptionError("klprox: option 'batch_size' needs 1-D likelihood terms; this model has softmax "
-                                 "(multinomial) terms: use batch_size=None")
     N = view.N
     if N == 0:
         return kp.solve()
     A = view.A.tocsr()
     AT_lin = np.asarray(A.T @ view.lin).ravel()
+    terms = _Terms(view)
     rng = np.random.default_rng(opts.seed)
-    sampler = Sampler(N, opts.batch_size, opts.sampling, rng)
+    sampler = Sampler(terms.T, opts.batch_size, opts.sampling, rng)
     st0, _ = kp.start()
     m = st0.m.copy()
     Lam = st0.L @ st0.L.T
-    kind_of = np.empty(N, dtype=object)
-    for kind, sl in view.blocks:
-        kind_of[sl] = kind
     run.incumbent(m, objective=math.nan)
     # tail averaging of the natural parameters (Lam, Lam m) over the second half of the planned steps
     avg_from = (opts.max_iter // 2 + 1) if (opts.average and opts.max_iter) else None
     acc_L, acc_e, n_avg = np.zeros_like(Lam), np.zeros(view.D), 0
     for it in run.iterations():
         B = sampler.next()
-        rows, counts = np.unique(B, return_counts=True)
-        w = counts * (N / B.size)
-        L = _chol(Lam)
-        AB = A[rows]
-        mt = AB @ m + view.b[rows]
-        WB = _tri(L, AB.T.toarray())
-        vt = np.maximum(np.einsum("ij,ij->j", WB, WB), 1e-300)
-        d1, d2 = np.empty(rows.size), np.empty(rows.size)
-        for kind, sl in view.blocks:
-            sel = (rows >= sl.start) & (rows < sl.stop)
-            if sel.any():
-                _, d1[sel], d2[sel] = kp.fams[kind].expect(mt[sel], vt[sel])
-        cf = view.coef[rows]
-        a_hat = w * cf * d1
-        g_hat = w * 2.0 * cf * d2
+        drawn, counts = np.unique(B, return_counts=True)
+        AB, a_hat, Gm = terms.batch(kp.fams, drawn, counts * (terms.T / B.size), A, m, _chol(Lam))
         beta = opts.beta * (1.0 + (it - 1)) ** (-opts.step_decay)
         rho = beta / (1.0 + beta)
         g = -(view.P @ m + view.c + AT_lin + np.asarray(AB.T @ a_hat).ravel())
         M = rho * view.P + (1.0 - rho) * Lam
         m = m + rho * sla.cho_solve((_chol(M), True), g, check_finite=False)
-        curv = np.asarray(AB.T @ (g_hat[:, None] * AB.toarray())) if rows.size else 0.0
+        curv = np.asarray(AB.T @ (Gm @ AB.toarray()))
         Lam = (1.0 - rho) * Lam + rho * (view.P + curv)
         Lam = 0.5 * (Lam + Lam.T)
         if avg_from is not None and it >= avg_from:
@@ -167,7 +208,7 @@ def stochastic(kp):
         Lam = acc_L / n_avg
         m = sla.cho_solve((_chol(Lam), True), acc_e / n_avg, check_finite=False)
     L = _chol(Lam)
-    st = _PrecisionState(m=m, L=L, W=_tri(L, post.AT) if N else np.zeros((view.D, 0)), gt=None)
+    st = _PrecisionState(m=m, L=L, W=_tri(L, post.AT), gt=None)
     cur = kp.state(st)
     run.incumbent(m, objective=cur.f)
     return kp.finish(cur, None, "", beta=beta, batch_size=opts.batch_size, sampling=opts.sampling,
