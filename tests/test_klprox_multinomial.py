@@ -233,3 +233,19 @@ def test_multinomial_estimator_probabilities():
         assert np.max(np.abs(Wt @ softmax(u, axis=1) - P[i])) < 1e-10
     assert set(est.predict(Xt)) <= {"a", "b", "c"}
     assert np.mean(est.predict(X) == labels) > 0.5
+
+
+def test_wide_posteriors_are_reported_not_silent():
+    """Separable classes with a wide prior: predictor sd ~ 20, beyond the rule's accurate range; the result
+    carries the a-posteriori quadrature error and a RuntimeWarning says so. A narrow prior: no warning."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 10).astype(float)
+    X = np.array([[4, 0], [-4, 0], [0, 4]])[y.astype(int)] + 0.5 * rng.normal(size=(30, 2))
+    with pytest.warns(RuntimeWarning, match="softmax expectation is inaccurate"):
+        r = S.solve(glm_program(X, y, "multinomial", prior_var=50.0))
+    assert r.info["softmax_sd_max"] > 5 and r.info["softmax_quadrature_error"] > 1e-9 * abs(r.objective)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = S.solve(glm_program(X, y, "multinomial", prior_var=0.5))
+    assert r.info["softmax_quadrature_error"] < 1e-11

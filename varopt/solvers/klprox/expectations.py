@@ -165,9 +165,11 @@ class SoftmaxFamily(Family):
     kind, name = "softmax", "log(sum_k exp(u_k)) (multinomial)"
     closed_form = False
 
-    def __init__(self, max_points: int = 40000, nodes: int | None = None):
+    def __init__(self, max_points: int = 40000, nodes: int | None = None, boost: float = 1.0):
         self.max_points = int(max_points)
         self.fixed_nodes = nodes
+        #: node-count factor (the a-posteriori error estimate compares the rule with a 1.5x richer one)
+        self.boost = float(boost)
         self._rules = {}
         self.last_nodes = 0
 
@@ -175,6 +177,7 @@ class SoftmaxFamily(Family):
         n = self.fixed_nodes
         if n is None:
             n = next((k for bound, k in SOFTMAX_NODES if sd_max <= bound), SOFTMAX_NODES_WIDE)
+            n = int(round(n * self.boost))
         while n > 8 and self.rule(n, J)[1].size > self.max_points:
             n = int(n * 0.8)
         return n
