@@ -177,7 +177,7 @@ class SoftmaxFamily(Family):
         n = self.fixed_nodes
         if n is None:
             n = next((k for bound, k in SOFTMAX_NODES if sd_max <= bound), SOFTMAX_NODES_WIDE)
-            n = int(round(n * self.boost))
+            n = round(n * self.boost)
         while n > 8 and self.rule(n, J)[1].size > self.max_points:
             n = int(n * 0.8)
         return n
