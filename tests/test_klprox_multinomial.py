@@ -5,17 +5,23 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate
 from scipy.special import logsumexp, softmax
 
 import varopt  # noqa: F401  (registers the solvers)
-from varopt.errors import InvalidOptionError
+from varopt.errors import InvalidOptionError, ModelStructureError
 from varopt.formulations import klprox_baselines as B
 from varopt.formulations.bayes_glm import build_cvxpy, build_pyomo, design, glm_program
 from varopt.formulations.klprox_estimators import BayesianMultinomialRegression
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
-from varopt.solvers.klprox.expectations import LogisticFamily, SoftmaxFamily
+from varopt.solvers.klprox.expectations import (
+    LogisticFamily,
+    SoftmaxBoundFamily,
+    SoftmaxFamily,
+)
 
 S = get_solver("klprox")
 
@@ -249,3 +255,51 @@ def test_wide_posteriors_are_reported_not_silent():
         warnings.simplefilter("error", RuntimeWarning)
         r = S.solve(glm_program(X, y, "multinomial", prior_var=0.5))
     assert r.info["softmax_quadrature_error"] < 1e-11
+
+
+# --- Boehning's bound (softmax='bound') -----------------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 10_000), st.floats(0.05, 2.0))
+def test_boehning_bound_is_above_the_expectation(J, seed, sd):
+    rng = np.random.default_rng(seed)
+    mt = rng.normal(size=(3, J)) * 3
+    Vt = np.stack([_random_cov(rng, J, sd) for _ in range(3)])
+    exact = SoftmaxFamily(nodes=48 if J < 3 else 32).expect_group(mt, Vt)[0]
+    bound = SoftmaxBoundFamily().expect_group(mt, Vt)[0]
+    assert np.all(bound >= exact - 1e-9)
+
+
+def test_bound_gives_an_upper_bound_on_the_exact_neg_elbo_and_any_number_of_classes():
+    X, y = _data(N=40, p=2, K=3, seed=2)
+    prog = glm_program(X, y, "multinomial", prior_var=1.0)
+    exact = S.solve(prog)
+    rb = S.solve(prog, softmax="bound")
+    assert rb.status == "converged" and rb.info["softmax"] == "bound"
+    view = likelihood_view(prog, family_table())
+    at_bound_q = B.neg_elbo(view, rb.x, rb.info["covariance"])       # exact -ELBO at the bound's q
+    assert exact.objective <= at_bound_q + 1e-9 <= rb.objective + 2e-9
+    # the bound is closed form: the proximal-point method accepts it and reaches the same bound optimum
+    rp = S.solve(prog, softmax="bound", algorithm="proximal-point")
+    assert abs(rp.objective - rb.objective) < 1e-9 * abs(rb.objective)
+    # six classes: rejected by the quadrature (pointing to the bound), solved with the bound
+    X6, y6 = _data(N=60, p=1, K=6, seed=3)
+    p6 = glm_program(X6, y6, "multinomial", prior_var=1.0)
+    with pytest.raises(ModelStructureError, match="softmax='bound'"):
+        S.solve(p6)
+    r6 = S.solve(p6, softmax="bound")
+    assert r6.status == "converged" and np.all(np.isfinite(r6.x))
+    with pytest.raises(InvalidOptionError, match="softmax"):
+        S.solve(prog, softmax="laplace")
+
+
+def test_estimator_with_many_classes_uses_the_bound():
+    X, y = _data(N=80, p=2, K=6, seed=4)
+    est = BayesianMultinomialRegression(prior_var=1.0, solver_options={"softmax": "bound"}).fit(X, y)
+    P = est.predict_proba(X[:5])
+    assert P.shape == (5, 6) and np.allclose(P.sum(axis=1), 1.0)
+    # the Sobol rule against the tensor rule where both apply (reduce to 3 classes by construction)
+    X3, y3 = _data(N=40, p=2, K=3, seed=5)
+    e3 = BayesianMultinomialRegression(prior_var=1.0).fit(X3, y3)
+    from varopt.formulations.klprox_estimators import _qmc_softmax
+    mt, Vt = e3._predictors(X3[:4])
+    assert np.max(np.abs(_qmc_softmax(mt, Vt) - e3.predict_proba(X3[:4]))) < 2e-3

@@ -164,6 +164,9 @@ class SoftmaxFamily(Family):
 
     kind, name = "softmax", "log(sum_k exp(u_k)) (multinomial)"
     closed_form = False
+    #: largest J this rule is accurate for
+    max_dim = MAX_SOFTMAX_DIM
+    bound = False
 
     def __init__(self, max_points: int = 40000, nodes: int | None = None, boost: float = 1.0):
         self.max_points = int(max_points)
@@ -225,6 +228,34 @@ class SoftmaxFamily(Family):
                 pp = np.matmul(np.swapaxes(pw, 1, 2), p)
                 d2[sl] = 0.5 * (d1[sl][:, :, None] * np.eye(J)[None] - pp)
         return E, d1, d2
+
+
+class SoftmaxBoundFamily(Family):
+    r"""Boehning's quadratic bound for ``l(d) = log(1 + sum_j exp d_j)``, any J (option ``softmax='bound'``).
+
+    ``grad^2 l = diag(p) - p p^T <= H = (I - 1 1^T / (J + 1)) / 2`` for every ``d`` (Boehning 1992), so
+    ``l(d) <= l(mt) + p(mt)^T (d - mt) + (d - mt)^T H (d - mt) / 2`` and, taking the expectation,
+
+        E[l(d)] <= l(mt) + tr(H Vt) / 2,     d ~ N(mt, Vt),
+
+    a closed-form upper bound (expansion point at the mean, where the bound's gradient in the expansion point
+    vanishes). With it the solver maximises a *lower bound* on the ELBO: ``-ELBO <=`` the reported objective.
+    Its gradients: ``p(mt)`` and ``H / 2`` (a constant curvature)."""
+
+    kind, name = "softmax", "log(sum_k exp(u_k)) (multinomial, Boehning bound)"
+    closed_form = True
+    max_dim = None
+    bound = True
+
+    def expect_group(self, mt, Vt):
+        mt, Vt = np.asarray(mt, dtype=float), np.asarray(Vt, dtype=float)
+        G, J = mt.shape
+        mx = np.maximum(mt.max(axis=1), 0.0)
+        ed = np.exp(mt - mx[:, None])
+        tot = np.exp(-mx) + ed.sum(axis=1)
+        H = 0.5 * (np.eye(J) - 1.0 / (J + 1))
+        E = mx + np.log(tot) + 0.5 * np.einsum("jk,gkj->g", H, Vt)
+        return E, ed / tot[:, None], np.broadcast_to(0.5 * H, (G, J, J)).copy()
 
 
 def family_table(nodes: int = 100) -> dict:

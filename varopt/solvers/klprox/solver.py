@@ -45,7 +45,7 @@ from ...options import (
     thread_options,
 )
 from ...registry import Solver, register_solver
-from .expectations import SoftmaxFamily, family_table
+from .expectations import SoftmaxBoundFamily, SoftmaxFamily, family_table
 from .posterior import DualGaussian, FullGaussian
 from .variants import proximal_point, stochastic
 from .view import likelihood_view
@@ -121,6 +121,9 @@ class KLProxSolver(Solver):
         Option("warm_start", None, "start from a previous klprox solution of a model with the same rows (e.g. the "
                "previous value of a hyperparameter sweep): its Result, or a dict with 'x', 'pseudo_precisions' and "
                "'alpha'; used when its -ELBO here is below the default starts'", _warm),
+        Option("softmax", "quadrature", "expectation of log-sum-exp (multinomial) rows: 'quadrature' (the exact "
+               "ELBO, tensor Gauss-Hermite, up to 4 classes) or 'bound' (Boehning's quadratic bound, any number of "
+               "classes: the objective is then an upper bound on -ELBO)", ("quadrature", "bound")),
         Option("algorithm", "proximal-gradient", "'proximal-gradient': linearize the likelihood terms, closed-form "
                "steps (16)-(19) (any model); 'proximal-point': the KL proximal-point method (2) of the paper's "
                "section 3, each subproblem solved by proximal-gradient steps from the previous q (the ELBO never "
@@ -149,6 +152,8 @@ class KLProxSolver(Solver):
 
     def _solve(self, program, opts, run):
         fams = family_table(opts.quadrature_nodes)
+        if opts.softmax == "bound":
+            fams["softmax"] = SoftmaxBoundFamily()
         with blas_threads(option_threads(opts.blas_threads, 1)):
             view = likelihood_view(program, fams)
             kind = opts.parameterization
@@ -314,7 +319,9 @@ class KLProx:
                 "predict": lambda A_new, b_new=0.0: post.predict(st, A_new, b_new),
                 "covariance": post.covariance(st) if view.D <= self.opts.max_dense_covariance else None}
         info.update(extra)
-        if view.groups:
+        if view.groups and self.fams["softmax"].bound:
+            info["softmax"] = "bound"            # the objective is an upper bound on -ELBO
+        elif view.groups:
             info.update(self._softmax_accuracy(cur))
         if "rejected" in info:
             info["rejected_steps"] = info.pop("rejected")

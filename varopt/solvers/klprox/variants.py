@@ -47,7 +47,9 @@ _LOG2PI = math.log(2.0 * math.pi)
 
 
 def _require_closed_form(view, fams):
-    bad = [fams[k].name for k, _ in view.blocks if not fams[k].closed_form] + (["log-sum-exp (softmax)"] if view.groups else [])
+    bad = [fams[k].name for k, _ in view.blocks if not fams[k].closed_form]
+    if view.groups and not fams["softmax"].closed_form:
+        bad.append("log-sum-exp (softmax, quadrature; softmax='bound' is closed form)")
     if bad:
         raise InvalidOptionError(f"klprox: algorithm='proximal-point' needs an ELBO in closed form (Gaussian, exp "
                                  f"(Poisson), abs (Laplace) terms); this model has {', '.join(sorted(set(bad)))} terms: "

@@ -199,11 +199,13 @@ def likelihood_view(program, families) -> LikelihoodView:
             _fail(where, "a log-sum-exp term multiplied by a variable", "is not a function of an affine predictor")
         _positive(where, "log-sum-exp", grp.coef)
         sizes = np.diff(np.append(grp.starts, grp.seg.size))
-        if np.any(sizes > MAX_SOFTMAX_DIM + 1):
-            g0 = int(np.flatnonzero(sizes > MAX_SOFTMAX_DIM + 1)[0])
+        jmax = families["softmax"].max_dim if "softmax" in families else MAX_SOFTMAX_DIM
+        if jmax is not None and np.any(sizes > jmax + 1):
+            g0 = int(np.flatnonzero(sizes > jmax + 1)[0])
             _fail(where, f"the log-sum-exp group {g0} has {sizes[g0]} entries;",
-                  f"softmax groups of more than {MAX_SOFTMAX_DIM + 1} entries (classes) are not supported: their "
-                  f"expectation is a {sizes[g0] - 1}-dimensional integral, beyond the tensor quadrature's accuracy")
+                  f"softmax groups of more than {jmax + 1} entries (classes) have no accurate expectation here: it "
+                  f"is a {sizes[g0] - 1}-dimensional integral, beyond the tensor quadrature; option softmax='bound' "
+                  "(Boehning's bound: a lower bound on the ELBO) accepts any number")
         for K in np.unique(sizes[sizes > 2]):
             c, k = _softmax_rows(grp, np.flatnonzero(sizes == K), int(K), c, k, soft)
         i0 = grp.starts
