@@ -100,9 +100,11 @@ class KLProxSolver(Solver):
         Option("step_rule", "adaptive", "'adaptive': accept a step only when the exactly computed ELBO does not "
                "decrease, else shrink beta; grow beta after success. 'fixed': constant beta (may diverge)",
                ("adaptive", "fixed")),
-        Option("mean_step", "paper", "'paper': the mean update (16), m+ = m + (1-r) [P + r A^T diag(gt) A]^-1 g; "
+        Option("mean_step", "auto", "'paper': the mean update (16), m+ = m + (1-r) [P + r A^T diag(gt) A]^-1 g; "
                "'natural': the natural-parameter (natural-gradient) form m+ = m + (1-r) V+ g, preconditioned by the "
-               "new precision including the likelihood curvature (Newton-like as beta grows)", ("paper", "natural")),
+               "new precision including the likelihood curvature (Newton-like as beta grows); 'auto': 'paper' for "
+               "the deterministic method, 'natural' for stochastic steps (batch_size), where (16) with the old "
+               "precision overshoots on noisy batches", ("auto", "paper", "natural")),
         Option("grow", 2.0, "factor applied to beta after an accepted step (adaptive rule)", float,
                lambda v: v >= 1, "must be >= 1"),
         Option("shrink", 0.5, "factor applied to beta after a rejected step (adaptive rule)", float,
@@ -183,7 +185,7 @@ class KLProx:
 
     def __init__(self, view, post, fams, opts, run):
         self.view, self.post, self.fams, self.opts, self.run = view, post, fams, opts, run
-        self.natural = opts.mean_step == "natural"
+        self.natural = opts.mean_step == "natural"     # 'auto' = 'paper' for the deterministic steps
 
     def evaluate(self, st):
         """``(neg_elbo, alpha, gamma, mt, vt)`` at the posterior state ``st``; ``self.scale`` is the sum of

@@ -18,12 +18,17 @@ Poisson ``exp``, Laplace ``abs`` terms), as in the paper's section 3.
 ``B`` of likelihood terms drawn by :class:`varopt.oracles.Sampler` (seeded), scaled by ``N/|B|``:
 
     Lam+ = (1 - rho) Lam + rho (P + (N/|B|) A_B^T diag(gamma_B) A_B),
-    m+   = m + rho [rho P + (1 - rho) Lam]^-1 g_hat,   g_hat = -(P m + c + A^T lin + (N/|B|) A_B^T alpha_B),
+    m+   = m + rho Lam+^-1 g_hat,   g_hat = -(P m + c + A^T lin + (N/|B|) A_B^T alpha_B),
+
+(the natural-parameter mean step, default for batches; ``mean_step='paper'`` uses (16),
+``m+ = m + rho [rho P + (1 - rho) Lam]^-1 g_hat``, which overshoots on noisy batches of ``exp`` terms),
 
 ``rho = beta_k/(1 + beta_k)``, ``beta_k = beta (1 + k)^-step_decay`` (the natural-gradient SVI step of
 Theorem 1 with Robbins-Monro steps for ``1/2 < step_decay <= 1``). A term is a 1-D row or a whole softmax
 group (its J rows and J x J curvature block). With ``|B| = N`` and ``step_decay = 0``
-this is the deterministic update with ``step_rule='fixed'`` (``average=False``). ``average=True`` returns
+this is the deterministic update with ``step_rule='fixed'`` (``average=False``). A step whose result is not
+finite or whose precision is not positive definite (a noisy batch can overflow ``exp`` terms) is retried
+with half the step size, and the factor is kept for the later steps (``info['shrunk_steps']``). ``average=True`` returns
 the average of the natural parameters ``(Lam, Lam m)`` over the second half of the ``max_iter`` steps
 (Polyak-Ruppert tail averaging; an average of Gaussian natural parameters is a Gaussian). The precision ``Lam`` is held directly
 (``O(|B| D^2 + D^3)`` per step, independent of N); the -ELBO is evaluated exactly, over all terms, at the
@@ -42,6 +47,9 @@ import scipy.sparse as sp
 from ...errors import InvalidOptionError
 from ...oracles import Sampler
 from .posterior import FullGaussian, _chol, _tri
+
+#: smallest step size of the stochastic safeguard
+BETA_MIN = 1e-12
 
 _LOG2PI = math.log(2.0 * math.pi)
 
@@ -189,18 +197,43 @@ def stochastic(kp):
     # tail averaging of the natural parameters (Lam, Lam m) over the second half of the planned steps
     avg_from = (opts.max_iter // 2 + 1) if (opts.average and opts.max_iter) else None
     acc_L, acc_e, n_avg = np.zeros_like(Lam), np.zeros(view.D), 0
+    scale, shrunk, status, msg = 1.0, 0, None, ""
+    natural = opts.mean_step != "paper"         # 'auto' is the natural step here
     for it in run.iterations():
         B = sampler.next()
         drawn, counts = np.unique(B, return_counts=True)
-        AB, a_hat, Gm = terms.batch(kp.fams, drawn, counts * (terms.T / B.size), A, m, _chol(Lam))
-        beta = opts.beta * (1.0 + (it - 1)) ** (-opts.step_decay)
-        rho = beta / (1.0 + beta)
-        g = -(view.P @ m + view.c + AT_lin + np.asarray(AB.T @ a_hat).ravel())
-        M = rho * view.P + (1.0 - rho) * Lam
-        m = m + rho * sla.cho_solve((_chol(M), True), g, check_finite=False)
-        curv = np.asarray(AB.T @ (Gm @ AB.toarray()))
-        Lam = (1.0 - rho) * Lam + rho * (view.P + curv)
-        Lam = 0.5 * (Lam + Lam.T)
+        with np.errstate(over="ignore", invalid="ignore"):
+            AB, a_hat, Gm = terms.batch(kp.fams, drawn, counts * (terms.T / B.size), A, m, _chol(Lam))
+            g = -(view.P @ m + view.c + AT_lin + np.asarray(AB.T @ a_hat).ravel())
+            curv = np.asarray(AB.T @ (Gm @ AB.toarray()))
+        while True:
+            # a noisy step can leave the domain (exp terms overflow, Lam loses definiteness): the step size is
+            # halved, for this and all later steps, until the new q is finite and Lam positive definite
+            beta = opts.beta * scale * (1.0 + (it - 1)) ** (-opts.step_decay)
+            rho = beta / (1.0 + beta)
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    Lam2 = (1.0 - rho) * Lam + rho * (view.P + curv)
+                    Lam2 = 0.5 * (Lam2 + Lam2.T)
+                    # natural: preconditioned by the new precision (batch curvature included); paper: (16)
+                    M = Lam2 if natural else rho * view.P + (1.0 - rho) * Lam
+                    m2 = m + rho * sla.cho_solve((_chol(M), True), g, check_finite=False)
+                    ok = bool(np.all(np.isfinite(m2)) and np.all(np.isfinite(Lam2)))
+                    if ok:
+                        _chol(Lam2)
+            except (np.linalg.LinAlgError, ValueError):
+                ok = False
+            if ok:
+                break
+            scale *= 0.5
+            shrunk += 1
+            if beta < BETA_MIN:
+                status, msg = "error", (f"stochastic step {it} has no finite step with beta >= {BETA_MIN:g} (the batch "
+                                        "gradient overflows): use a smaller beta, a larger batch_size or rescale the data")
+                break
+        if status is not None:
+            break
+        m, Lam = m2, Lam2
         if avg_from is not None and it >= avg_from:
             acc_L += Lam
             acc_e += Lam @ m
@@ -213,5 +246,5 @@ def stochastic(kp):
     st = _PrecisionState(m=m, L=L, W=_tri(L, post.AT), gt=None)
     cur = kp.state(st)
     run.incumbent(m, objective=cur.f)
-    return kp.finish(cur, None, "", beta=beta, batch_size=opts.batch_size, sampling=opts.sampling,
-                     averaged_steps=n_avg)
+    return kp.finish(cur, status, msg, beta=beta, batch_size=opts.batch_size, sampling=opts.sampling,
+                     averaged_steps=n_avg, shrunk_steps=shrunk)
