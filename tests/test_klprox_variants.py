@@ -163,3 +163,25 @@ def test_softmax_groups_are_sampled_as_whole_terms():
     r = S.solve(prog, batch_size=15, max_iter=600, seed=0)
     rho = 600 ** -0.6 / (1 + 600 ** -0.6)
     assert -1e-9 <= r.objective - r0.objective <= 0.05 * rho * (60 / 15 - 1)   # measured 5.6e-6 (bound 3.2e-3)
+
+
+def test_batches_are_drawn_over_the_programs_samples():
+    """Rows sharing a finite-sum label (here a logistic and a Poisson term per data point, CVXPY labels by the
+    first axis) are drawn together: 100 samples, not 200 terms; full batch = the deterministic method."""
+    import cvxpy as cp
+    X, y = _logistic(N=100)
+    F = design(X)
+    z = np.random.default_rng(1).poisson(1.0, size=100)
+    w = cp.Variable(5)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(F @ w)) - y @ (F @ w) + cp.sum(cp.exp(0.3 * (F @ w)))
+                                  - 0.3 * z @ (F @ w) + cp.sum_squares(w) / 2))
+    prob.solve(method="klprox", batch_size=100, step_decay=0.0, beta=0.5, max_iter=20, average=False)
+    rs = prob.varopt_result
+    assert rs.info["samples"] == 100
+    prob.solve(method="klprox", step_rule="fixed", beta=0.5, max_iter=20, mean_step="natural")
+    rf = prob.varopt_result
+    assert np.max(np.abs(rs.x - rf.x)) < 1e-10
+    prob.solve(method="klprox", batch_size=10, max_iter=500)
+    r = prob.varopt_result
+    prob.solve(method="klprox")
+    assert r.info["samples"] == 100 and 0 <= r.objective - prob.varopt_result.objective < 1e-3

@@ -24,8 +24,10 @@ Poisson ``exp``, Laplace ``abs`` terms), as in the paper's section 3.
 ``m+ = m + rho [rho P + (1 - rho) Lam]^-1 g_hat``, which overshoots on noisy batches of ``exp`` terms),
 
 ``rho = beta_k/(1 + beta_k)``, ``beta_k = beta (1 + k)^-step_decay`` (the natural-gradient SVI step of
-Theorem 1 with Robbins-Monro steps for ``1/2 < step_decay <= 1``). A term is a 1-D row or a whole softmax
-group (its J rows and J x J curvature block). With ``|B| = N`` and ``step_decay = 0``
+Theorem 1 with Robbins-Monro steps for ``1/2 < step_decay <= 1``). The sampling units are the program's
+finite-sum samples: terms (1-D rows, whole softmax groups with their J x J curvature blocks) sharing a
+label (as :class:`varopt.oracles.FiniteSumOracle` reads the labels the builders and the CVXPY front-end
+attach), else every term its own sample; ``N`` above is the number of samples. With ``|B| = N`` and ``step_decay = 0``
 this is the deterministic update with ``step_rule='fixed'`` (``average=False``). A step whose result is not
 finite or whose precision is not positive definite (a noisy batch can overflow ``exp`` terms) is retried
 with half the step size, and the factor is kept for the later steps (``info['shrunk_steps']``). ``average=True`` returns
@@ -132,6 +134,24 @@ class _Terms:
         for J, rs, _ in view.groups:
             self.offsets.append(self.offsets[-1] + (rs.stop - rs.start) // J)
         self.T = self.offsets[-1]
+        # samples: the program's finite-sum labels (rows of one data point share a label, as
+        # FiniteSumOracle reads them), else every term its own sample
+        lab = view.term_labels
+        if lab is not None and lab.size == self.T:
+            _, self.sample_of = np.unique(lab, return_inverse=True)
+        else:
+            self.sample_of = np.arange(self.T)
+        self.S = int(self.sample_of.max()) + 1 if self.T else 0
+        order = np.argsort(self.sample_of, kind="stable")
+        self._order, self._ptr = order, np.searchsorted(self.sample_of[order], np.arange(self.S + 1))
+
+    def of_samples(self, drawn, counts):
+        """Terms of the drawn samples and their weights ``count * S / |B|``."""
+        sizes = self._ptr[drawn + 1] - self._ptr[drawn]
+        idx = np.concatenate([self._order[self._ptr[d]:self._ptr[d + 1]] for d in drawn]) if drawn.size else drawn
+        w = np.repeat(counts * (self.S / counts.sum()), sizes)
+        o = np.argsort(idx, kind="stable")
+        return idx[o], w[o]
 
     def batch(self, fams, terms, w, A, m, L):
         """``(A_B, alpha_hat, Gamma_hat)`` of the drawn terms with weights ``w``: rows of A, the weighted
@@ -189,7 +209,7 @@ def stochastic(kp):
     AT_lin = np.asarray(A.T @ view.lin).ravel()
     terms = _Terms(view)
     rng = np.random.default_rng(opts.seed)
-    sampler = Sampler(terms.T, opts.batch_size, opts.sampling, rng)
+    sampler = Sampler(terms.S, opts.batch_size, opts.sampling, rng)
     st0, _ = kp.start()
     m = st0.m.copy()
     Lam = st0.L @ st0.L.T
@@ -202,8 +222,9 @@ def stochastic(kp):
     for it in run.iterations():
         B = sampler.next()
         drawn, counts = np.unique(B, return_counts=True)
+        tsel, wts = terms.of_samples(drawn, counts)
         with np.errstate(over="ignore", invalid="ignore"):
-            AB, a_hat, Gm = terms.batch(kp.fams, drawn, counts * (terms.T / B.size), A, m, _chol(Lam))
+            AB, a_hat, Gm = terms.batch(kp.fams, tsel, wts, A, m, _chol(Lam))
             g = -(view.P @ m + view.c + AT_lin + np.asarray(AB.T @ a_hat).ravel())
             curv = np.asarray(AB.T @ (Gm @ AB.toarray()))
         while True:
@@ -247,4 +268,4 @@ def stochastic(kp):
     cur = kp.state(st)
     run.incumbent(m, objective=cur.f)
     return kp.finish(cur, status, msg, beta=beta, batch_size=opts.batch_size, sampling=opts.sampling,
-                     averaged_steps=n_avg, shrunk_steps=shrunk)
+                     averaged_steps=n_avg, shrunk_steps=shrunk, samples=terms.S)

@@ -63,6 +63,9 @@ class LikelihoodView:
     #: row/column of every pseudo-precision entry: the diagonal, then the J x J block of every group
     pat_i: np.ndarray = None
     pat_j: np.ndarray = None
+    #: finite-sum sample label of every term (1-D rows, then softmax groups), from the program's group labels
+    #: (how :class:`varopt.oracles.FiniteSumOracle` groups rows into samples); None when a group has none
+    term_labels: np.ndarray = None
 
     @property
     def D(self) -> int:
@@ -193,7 +196,7 @@ def likelihood_view(program, families) -> LikelihoodView:
             _fail(where, f"the term {text}", "has no Gaussian expectation available to klprox "
                   "(it is not defined for every value of a Gaussian predictor)")
         _positive(where, text, g.coef)
-        rows.setdefault(g.kind, []).append((g.A, g.b, g.coef))
+        rows.setdefault(g.kind, []).append((g.A, g.b, g.coef, g.label))
     for grp in e.lse:
         if np.any(grp.mult >= 0):
             _fail(where, "a log-sum-exp term multiplied by a variable", "is not a function of an affine predictor")
@@ -225,13 +228,16 @@ def likelihood_view(program, families) -> LikelihoodView:
         k += float(coef @ grp.b[base])
         if two.any():
             A2 = grp.A[other[two]] - grp.A[base[two]]
-            rows.setdefault(LOGISTIC, []).append((A2, grp.b[other[two]] - grp.b[base[two]], coef[two]))
+            lab = None if grp.label is None else np.asarray(grp.label)[small][two]
+            rows.setdefault(LOGISTIC, []).append((A2, grp.b[other[two]] - grp.b[base[two]], coef[two], lab))
     blocks, As, bs, cs, start = [], [], [], [], 0
+    labels = []   # the finite-sum sample label of every term (1-D row, softmax group); None when unknown
     for kind, parts in rows.items():
         A = sp.vstack([p[0] for p in parts]).tocsr()
         b = np.concatenate([p[1] for p in parts])
         cf = np.concatenate([p[2] for p in parts])
         keep = cf > 0
+        labels.append(None if any(p[3] is None for p in parts) else np.concatenate([p[3] for p in parts])[keep])
         A, b, cf = A[keep], b[keep], cf[keep]
         if b.size:
             blocks.append((kind, slice(start, start + b.size)))
@@ -245,6 +251,7 @@ def likelihood_view(program, families) -> LikelihoodView:
         b = np.concatenate([p[1] for p in soft[J]])
         cf = np.concatenate([p[2] for p in soft[J]])
         keep = np.repeat(cf > 0, J)
+        labels.append(None if any(p[3] is None for p in soft[J]) else np.concatenate([p[3] for p in soft[J]])[cf > 0])
         A, b, cf = A[keep], b[keep], cf[cf > 0]
         G = cf.size
         if not G:
@@ -262,6 +269,8 @@ def likelihood_view(program, families) -> LikelihoodView:
     view = LikelihoodView(list(program.names), P, c, k, A, np.concatenate(bs) if bs else np.zeros(0),
                           np.concatenate(cs) if cs else np.zeros(0), blocks, objective_name=program.objective_name)
     view.groups = groups
+    view.term_labels = None if any(lb is None for lb in labels) else (
+        np.concatenate(labels) if labels else np.zeros(0))
     view.pat_i, view.pat_j = np.concatenate(pi), np.concatenate(pj)
     _rows_take_linear_terms(view)
     view.P_chol = _prior_cholesky(P, program.names, where)
@@ -282,7 +291,8 @@ def _softmax_rows(grp, gsel, K, c, k, soft):
     k += float(coef @ grp.b[base])
     rb = np.repeat(base, K - 1)
     A = grp.A[others.ravel()] - grp.A[rb]
-    soft.setdefault(K - 1, []).append((A, grp.b[others.ravel()] - grp.b[rb], coef))
+    lab = None if grp.label is None else np.asarray(grp.label)[gsel]
+    soft.setdefault(K - 1, []).append((A, grp.b[others.ravel()] - grp.b[rb], coef, lab))
     return c, k
 
 
