@@ -209,10 +209,21 @@ def test_pyomo_cvxpy_and_arrays_give_the_same_posterior():
     assert math.isfinite(pe.value(m.obj))                      # the loaded mean evaluates in the user's model
 
 
-def test_dual_parameterization_is_refused_for_softmax_terms():
-    X, y = _data(N=5, p=3, K=3, seed=8)
-    with pytest.raises(InvalidOptionError, match="dual"):
-        S.solve(glm_program(X, y, "multinomial"), parameterization="dual")
+@pytest.mark.parametrize("mean_step", ["paper", "natural"])
+def test_dual_form_with_softmax_blocks_equals_the_full_form(mean_step):
+    """N < D (10 samples x 3 classes -> 20 rows, D = 27): the dual update (19) with J x J pseudo-precision blocks
+    (their symmetric square roots in B = I + G^1/2 St G^1/2) gives the full form's posterior; auto picks it."""
+    X, y = _data(N=10, p=8, K=3, seed=3)
+    prog = glm_program(X, y, "multinomial", prior_var=1.0)
+    rf = S.solve(prog, parameterization="full", mean_step=mean_step)
+    rd = S.solve(prog, mean_step=mean_step)
+    assert rd.info["parameterization"] == "dual" and rf.status == rd.status == "converged"
+    assert abs(rf.objective - rd.objective) < 1e-10 * abs(rf.objective)
+    assert np.max(np.abs(rf.x - rd.x)) < 1e-9
+    assert np.max(np.abs(rf.info["covariance"] - rd.info["covariance"])) < 1e-9
+    mf, vf = rf.info["predict"](np.eye(27)[:4])
+    md, vd = rd.info["predict"](np.eye(27)[:4])
+    assert np.max(np.abs(mf - md)) < 1e-9 and np.max(np.abs(vf - vd)) < 1e-9
 
 
 # --- the estimator ----------------------------------------------------------------------------------------

@@ -137,21 +137,33 @@ class FullGaussian(_Base):
         return np.asarray(A_new @ st.m).ravel() + b_new, np.einsum("ij,ij->j", Wn, Wn)
 
 
+def _half(view, g):
+    """``G^1/2`` of pseudo-precisions on the pattern: a vector (1-D rows) or a sparse block-diagonal matrix."""
+    if view.diagonal:
+        return np.sqrt(g)
+    return view.curvature_matrix(view.pattern_sqrt(g))
+
+
+def _hmul(h, X):
+    """``G^1/2 X`` for the two forms of :func:`_half`."""
+    if isinstance(h, np.ndarray):
+        return h[:, None] * X if X.ndim == 2 else h * X
+    return np.asarray(h @ X)
+
+
 class DualGaussian(_Base):
-    """``q`` held by ``(z, gt)`` in the N-dimensional predictor space (update (19))."""
+    """``q`` held by ``(z, gt)`` in the N-dimensional predictor space (update (19)); softmax groups carry J x J
+    pseudo-precision blocks, whose symmetric square roots replace ``G^1/2`` (docs/klprox.md, section 3)."""
 
     name = "dual"
     magnitude = 0.0
 
     def __init__(self, view):
         super().__init__(view)
-        if not view.diagonal:
-            from ...errors import InvalidOptionError
-            raise InvalidOptionError("klprox: parameterization='dual' handles 1-D predictors only; this model has "
-                                     "softmax (multinomial) terms: use parameterization='full' or 'auto'")
         self.Y = _tri(view.P_chol, self.AT)                      # Lp^-1 A^T, so St = Y^T Y
         self.St = self.Y.T @ self.Y
         self.mut = self.A @ self.mu + view.b
+        self.n1 = view.N - sum(rs.stop - rs.start for _, rs, _ in view.groups)   # 1-D rows (pattern = diagonal)
 
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at ``mu`` (``z = 0``), or the point of ``mu + Sigma A^T z``
@@ -159,22 +171,34 @@ class DualGaussian(_Base):
         z = np.zeros(self.N)
         if not at_prior_mean and self.N:
             z = np.linalg.lstsq(self.St, -(self.A @ self.mu), rcond=None)[0]
-        return self._state(z, np.full(self.N, float(gamma0)))
+        return self._state(z, float(gamma0) * self.view.eye())
 
     def _state(self, z, gt):
-        sg = np.sqrt(gt)
-        B = np.eye(self.N) + sg[:, None] * self.St * sg[None, :]
+        v = self.view
+        sg = _half(v, gt)
+        S1 = _hmul(sg, self.St)                              # G^1/2 St
+        B = np.eye(self.N) + _hmul(sg, S1.T)
         L = _chol(B)
-        U = _tri(L, sg[:, None] * self.St)                   # L^-1 G^1/2 St
+        U = _tri(L, S1)                                      # L^-1 G^1/2 St
         Linv = _tri(L, np.eye(self.N))
         binv = np.einsum("ij,ij->j", Linv, Linv)             # diag(B^-1)
         # vt = diag(St) - diag(U^T U) cancels when the posterior is much narrower than the prior; then
-        # the identity St - St G^1/2 B^-1 G^1/2 St = G^-1/2 (I - B^-1) G^-1/2 is used (entries of B^-1 <= 1)
-        vt1 = np.diag(self.St) - np.einsum("ij,ij->j", U, U)
+        # the identity St - St G^1/2 B^-1 G^1/2 St = G^-1/2 (I - B^-1) G^-1/2 is used (entries of B^-1 <= 1);
+        # for 1-D rows only (the softmax blocks use the first form)
+        if v.diagonal:
+            vt1 = np.diag(self.St) - np.einsum("ij,ij->j", U, U)
+        else:
+            vt1 = self.St[v.pat_i, v.pat_j] - np.einsum("ij,ij->j", U[:, v.pat_i], U[:, v.pat_j])
+        n1 = self.n1
+        d1 = np.diag(self.St)[:n1]
         with np.errstate(divide="ignore", invalid="ignore"):
-            vt2 = (1.0 - binv) / gt
-        vt = np.where(vt1 > 0.5 * np.diag(self.St), vt1, vt2)
+            vt2 = (1.0 - binv[:n1]) / gt[:n1]
+        vt = vt1.copy()
+        vt[:n1] = np.where(vt1[:n1] > 0.5 * d1, vt1[:n1], vt2)
         return SimpleNamespace(z=z, gt=gt, sg=sg, L=L, U=U, binv=binv, vt=vt)
+
+    def _gmul(self, gt, v):
+        return gt * v if self.view.diagonal else self.view.curvature_matrix(gt) @ v
 
     def warm(self, m, gt, alpha):
         return self._state(-alpha, gt.copy())               # the fixed point has z = -alpha
@@ -193,20 +217,20 @@ class DualGaussian(_Base):
         if natural:  # m+ = m + (1 - r) V+ g, g = -A^T (z + alpha): z+ = z - (1 - r) (I + G+ St)^-1 (z + alpha)
             new = self._state(st.z, r * st.gt + (1.0 - r) * gamma)
             y = st.z + alpha
-            x = y - new.sg * sla.cho_solve((new.L, True), new.sg * (self.St @ y), check_finite=False)
+            x = y - _hmul(new.sg, sla.cho_solve((new.L, True), _hmul(new.sg, self.St @ y), check_finite=False))
             new.z = st.z - (1.0 - r) * x
             return new
-        y = r * (st.z + st.gt * (self.St @ st.z)) - (1.0 - r) * alpha
-        sr = np.sqrt(r * st.gt)
-        Br = np.eye(self.N) + sr[:, None] * self.St * sr[None, :]
-        z = y - sr * sla.cho_solve((_chol(Br), True), sr * (self.St @ y), check_finite=False)
+        y = r * (st.z + self._gmul(st.gt, self.St @ st.z)) - (1.0 - r) * alpha
+        sr = _half(self.view, r * st.gt)
+        Br = np.eye(self.N) + _hmul(sr, _hmul(sr, self.St).T)
+        z = y - _hmul(sr, sla.cho_solve((_chol(Br), True), _hmul(sr, self.St @ y), check_finite=False))
         return self._state(z, r * st.gt + (1.0 - r) * gamma)
 
     def residuals(self, st, alpha, gamma, vt):
         d = st.z + alpha                                     # g = -A^T (z + alpha)
         Ud = st.U @ d
         gVg = max(float(d @ self.St @ d - Ud @ Ud), 0.0)
-        return float(np.sqrt(gVg)), float(np.sum(np.abs(gamma - st.gt) * vt))
+        return float(np.sqrt(gVg)), self.view.curvature_residual(gamma, st.gt, vt)
 
     def _SA(self):
         return sla.solve_triangular(self.view.P_chol, self.Y, lower=True, trans="T", check_finite=False)
@@ -216,12 +240,12 @@ class DualGaussian(_Base):
 
     def covariance(self, st):
         Sigma = sla.cho_solve((self.view.P_chol, True), np.eye(self.D), check_finite=False)
-        F = _tri(st.L, st.sg[:, None] * self._SA().T)        # L^-1 G^1/2 A Sigma
+        F = _tri(st.L, _hmul(st.sg, self._SA().T))          # L^-1 G^1/2 A Sigma
         return Sigma - F.T @ F
 
     def predict(self, st, A_new, b_new=0.0):
         A_new = A_new.toarray() if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))
         Yn = _tri(self.view.P_chol, A_new.T)                 # Lp^-1 a^T
-        F = _tri(st.L, st.sg[:, None] * (self.Y.T @ Yn))     # L^-1 G^1/2 A Sigma a^T
+        F = _tri(st.L, _hmul(st.sg, self.Y.T @ Yn))          # L^-1 G^1/2 A Sigma a^T
         var = np.einsum("ij,ij->j", Yn, Yn) - np.einsum("ij,ij->j", F, F)
         return A_new @ self.mean(st) + b_new, var

@@ -170,7 +170,7 @@ class KLProxSolver(Solver):
                 raise InvalidOptionError("klprox: algorithm='proximal-point' and batch_size use the full "
                                          "parameterization: use parameterization='full' or 'auto'")
             if kind == "auto":
-                kind = "dual" if view.N < view.D and view.diagonal and not variant else "full"
+                kind = "dual" if view.N < view.D and not variant else "full"
             post = (DualGaussian if kind == "dual" else FullGaussian)(view)
             kp = KLProx(view, post, fams, opts, run)
             if opts.batch_size is not None:

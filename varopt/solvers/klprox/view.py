@@ -116,6 +116,17 @@ class LikelihoodView:
         """The N x N (block-)diagonal matrix with pattern values ``g``."""
         return sp.csr_matrix((g, (self.pat_i, self.pat_j)), shape=(self.N, self.N))
 
+    def pattern_sqrt(self, g):
+        """Pattern values of the symmetric square root of the (block-)diagonal matrix with values ``g``."""
+        n1 = self.N - sum(rs.stop - rs.start for _, rs, _ in self.groups)
+        out = np.empty_like(g)
+        out[:n1] = np.sqrt(np.maximum(g[:n1], 0.0))
+        for J, _, ps in self.groups:
+            blk = g[ps].reshape(-1, J, J)
+            lam, Q = np.linalg.eigh(0.5 * (blk + np.swapaxes(blk, 1, 2)))
+            out[ps] = ((Q * np.sqrt(np.maximum(lam, 0.0))[:, None, :]) @ np.swapaxes(Q, 1, 2)).ravel()
+        return out
+
     def pattern_cov(self, W):
         """Entries of ``W^T W`` (= ``A V A^T`` when ``V = Lam^-1``, ``W = L^-1 A^T``) on the pattern."""
         if self.diagonal:
