@@ -66,7 +66,10 @@ class SparseIsing:
         mu, s = moments(S)
         prog = ising_program(S, self.rho, self.penalize_bias)
         oracle = self._oracle(n, None)
-        opts = dict(oracle=oracle, oracle_adds_objective=True, variant=self.variant, seed=self.seed)
+        variant = self.variant
+        if variant == "auto":
+            variant = "PN" if oracle.exact else "FB"
+        opts = dict(oracle=oracle, oracle_adds_objective=True, variant=variant, seed=self.seed)
         if oracle.exact:
             opts.update(restart=True)
         else:
