@@ -15,8 +15,8 @@ import argparse
 import time
 
 import numpy as np
-
 from proxsg_ising import RHO, instance
+
 from varopt.formulations.sparse_ising import ising_cvxpy, moments
 from varopt.formulations.sparse_ising_estimator import SparseIsing
 from varopt.oracles.ising import IsingExactOracle
@@ -43,7 +43,7 @@ def main():
         for v in ("PN", "PA"):
             t0 = time.perf_counter()
             est = SparseIsing(rho=RHO, gradient="exact", variant=v,
-                              solver_options=dict(kkt_tol=1e-10, max_iter=20000)).fit(St)
+                              solver_options={"kkt_tol": 1e-10, "max_iter": 20000}).fit(St)
             t = time.perf_counter() - t0
             i = est.result_.info
             res[v] = (t, objective(St, est.theta_), est.n_iter_, est.result_.status, i["subgradient_inf"],

@@ -24,7 +24,7 @@ CS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 def instance(rep):
     from varopt.oracles.ising import IsingExactOracle, _states
     rng = np.random.default_rng(1000 + rep)
-    a, b = np.triu_indices(N, 1)
+    a, _ = np.triu_indices(N, 1)
     W = np.where(rng.random(a.size) < 0.5, rng.uniform(-1, 1, a.size), 0.0)
     theta = np.r_[np.zeros(N), 2.0 * W]          # x^T W x = sum_e 2 W_e x_i x_j
     X = _states(0, 1 << N, N)
@@ -121,7 +121,7 @@ def run_rep(rep, iters, cap):
         for s in SCHEDULES:
             est = SparseIsing(rho=RHO, gradient="gibbs", variant=m, schedule=s, samples=S0, n_sweeps=5,
                               max_iter=iters, seed=rep,
-                              solver_options=dict(max_samples=cap, history_every=iters // 10)).fit(St)
+                              solver_options={"max_samples": cap, "history_every": iters // 10}).fit(St)
             h = [r["objective"] for r in est.result_.history if r["objective"] is not None]
             out["gaps"][m, s] = est.result_.objective - opt
             out["mid"][m, s] = h[0] - opt if h else np.nan   # after iters/10 iterations

@@ -8,7 +8,6 @@ starts, with enough chains that the Monte Carlo error (about 1/sqrt(chains)) is 
 import argparse
 
 import numpy as np
-
 from proxsg_ising import RHO, instance
 
 
@@ -22,7 +21,7 @@ def main():
     ap.add_argument("--chains", type=int, default=20000)
     args = ap.parse_args()
     cases = [("meanfield", 5), ("meanfield", 50), ("uniform", 5), ("uniform", 50)]
-    print(f"| rep | " + " | ".join(f"{i} + {s} sweeps: singles / pairs" for i, s in cases) + " |")
+    print("| rep | " + " | ".join(f"{i} + {s} sweeps: singles / pairs" for i, s in cases) + " |")
     print("|---|" + "---|" * len(cases))
     for rep in range(args.reps):
         _, S, keep = instance(rep)

@@ -16,7 +16,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
 from proxsg_ising import CS, neighbourhood, pr
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "spect"
@@ -62,8 +61,9 @@ def main():
             t = time.perf_counter() - t0
             i = e.result_.info
             rows.append(("exact L1-ML (PN, chunked enumeration)", t, e.score(Ste), e.score(Str),
-                         int(e.adjacency_.sum() // 2), f"{e.result_.status}, {e.n_iter_} it, |v|_inf "
-                         f"{i['subgradient_inf']:.1e}, gap est. {i['gap_estimate']:.1e}"))
+                         int(e.adjacency_.sum() // 2), (f"{e.result_.status}, {e.n_iter_} it, |v|_inf "
+                                                      f"{i['subgradient_inf']:.1e}, gap est. "
+                                                      f"{i['gap_estimate']:.1e}")))
             print(rows[-1], flush=True)
         t0 = time.perf_counter()
         g = SparseIsing(rho=args.rho, gradient="gibbs", variant="FB", schedule="log", samples=100,
@@ -88,7 +88,7 @@ def main():
     # --- N = 64, no enumeration ---
     N = args.big_n
     rng = np.random.default_rng(64)
-    a, b = np.triu_indices(N, 1)
+    a, _ = np.triu_indices(N, 1)
     J = np.where(rng.random(a.size) < 3.0 / N, rng.uniform(-1, 1, a.size), 0.0)
     theta = np.r_[np.zeros(N), J]
     sampler = IsingGibbsOracle(N, n_chains=500, n_sweeps=500, init="uniform")
@@ -103,7 +103,7 @@ def main():
     ns = neighbourhood(S, 0.1)
     t_ns = time.perf_counter() - t0
     p_n = pr(theta, ns, N)
-    print("| N = %d | fit s | edge precision | edge recall |" % N)
+    print(f"| N = {N} | fit s | edge precision | edge recall |")
     print("|---|---|---|---|")
     print(f"| FB log schedule, {args.iters} it | {t:.1f} | {p_g[0]:.2f} | {p_g[1]:.2f} |")
     print(f"| neighbourhood selection (C = 0.1) | {t_ns:.1f} | {p_n[0]:.2f} | {p_n[1]:.2f} |")

@@ -210,7 +210,7 @@ def test_pn_certificate_bounds_the_gap_on_lasso():
     """gap_estimate = |v|^2 / (2 lambda_min) bounds f(x) - f* wherever g is a strongly convex quadratic
     (the Hessian is constant, so the local estimate is a global bound): checked at early PN/PA iterates
     against the Clarabel optimum; at the end PN's certificate is tiny."""
-    prob, x, (A, y, lam) = _lasso(seed=4, m=60, n=10)
+    prob, x, _ = _lasso(seed=4, m=60, n=10)
     ref, _ = _reference(prob, x)
     gaps = []
     for method, it in (("PB", 1), ("PB", 2), ("PA", 3), ("PB", 5)):
@@ -227,6 +227,6 @@ def test_pn_certificate_bounds_the_gap_on_lasso():
 
 
 def test_pn_needs_exact_gradients():
-    prob, x, _ = _lasso(seed=1)
+    prob, _, _ = _lasso(seed=1)
     with pytest.raises(InvalidOptionError, match="PN"):
         prob.solve(method="proxsg", variant="PN", schedule="linear", samples=4)

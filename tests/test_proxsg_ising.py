@@ -135,7 +135,7 @@ def test_chunked_enumeration_equals_plain_enumeration(n):
     """log Z, E phi and Cov phi by the spin-flip-paired, chunked enumeration (every chunk size, cached
     or not) against plain enumeration of all 2^n states; the Hessian against finite differences."""
     theta = 0.8 * _model(n, 7)
-    X, P, logZ, E = _brute(n, theta)
+    _, P, logZ, E = _brute(n, theta)
     p = np.exp(P @ theta - logZ)
     H = (P * p[:, None]).T @ P - np.outer(E, E)
     for kw in ({}, {"chunk_rows": 1, "cache_bytes": 0}, {"chunk_rows": 3, "cache_bytes": 0},
