@@ -2,8 +2,10 @@
 
 ``SparseIsing(rho=1/16, gradient='auto', ...)``: ``fit(X)`` solves problem (2) of Honorio 2012
 (:mod:`.sparse_ising`) with ``log Z``'s gradient from the exact oracle (enumeration, ``n <= 20``;
-``gradient='auto'`` picks it there) or the Gibbs sampler (mean-field start, ``n_sweeps`` sweeps,
-``samples`` chains growing by ``schedule``). Fitted: ``coef_`` (W, symmetric, zero diagonal;
+``gradient='auto'`` picks it there, and ``variant='auto'`` is then proximal Newton ``PN``, which
+ends with a certificate: least-norm subgradient and gap estimate in ``result_.info``) or the Gibbs
+sampler (mean-field start, ``n_sweeps`` sweeps, ``samples`` chains growing by ``schedule``;
+``variant='auto'`` is FB). Fitted: ``coef_`` (W, symmetric, zero diagonal;
 ``x^T W x = sum_e J_e x_i x_j``), ``intercept_`` (b), ``adjacency_`` (``W != 0``), ``theta_``
 (``(b, J)`` of :mod:`varopt.oracles.ising`), ``result_``, ``n_iter_``. ``score(X)``: the exact
 average log-likelihood (enumeration, ``n <= 26``).
@@ -66,7 +68,10 @@ class SparseIsing:
         mu, s = moments(S)
         prog = ising_program(S, self.rho, self.penalize_bias)
         oracle = self._oracle(n, None)
-        opts = dict(oracle=oracle, oracle_adds_objective=True, variant=self.variant, seed=self.seed)
+        variant = self.variant
+        if variant == "auto":
+            variant = "PN" if oracle.exact else "FB"
+        opts = dict(oracle=oracle, oracle_adds_objective=True, variant=variant, seed=self.seed)
         if oracle.exact:
             opts.update(restart=True)
         else:

@@ -15,8 +15,9 @@ the parameterisation of :class:`~varopt.oracles.GibbsOracle`. Honorio 2012, eq. 
 ``|E phi - m|_k <= 1 + |m_k|`` (Lemma 3), hence ``gradient_bound = |1 + |m||_2`` (G of the FBS
 step), and ``Hess L = Cov phi`` with ``lambda_max <= |phi|^2 = n + |E|`` (``lipschitz``).
 
-* :class:`IsingExactOracle` — ``E phi`` and ``log Z`` by enumeration of the ``2^n`` states in chunks
-  of ``2^16`` (streaming log-sum-exp; memory O(2^16 n)); ``n <= 26``.
+* :class:`IsingExactOracle` — ``E phi``, ``log Z`` and ``Cov phi`` by enumeration of the ``2^(n-1)``
+  spin-flip pairs of states in chunks (streaming log-sum-exp; the features kept when they fit in
+  128 MB, e.g. ``n <= 17``); ``n <= 26``.
 * :class:`IsingGibbsOracle` — the sampler of Honorio 2012, §4: ``S`` chains started from the
   mean-field distribution (``init='meanfield'``; or uniform, or persistent chains carried over
   between calls), ``n_sweeps`` colour-class Gibbs sweeps (:class:`ColourGibbs`), the estimate the
@@ -82,52 +83,104 @@ class _IsingBase(Oracle):
         return g - self.data_mean if self.data_mean is not None else g
 
 
+def _gram(A):
+    """``A^T A`` by a symmetric rank-k update (BLAS ``dsyrk``: half the work of a product)."""
+    from scipy.linalg.blas import dsyrk
+    C = dsyrk(1.0, A.T, trans=0)  # A (C order) is A^T in Fortran order: no copy
+    return np.triu(C) + np.triu(C, 1).T
+
+
 def _states(start, stop, n):
     idx = np.arange(start, stop, dtype=np.int64)
     return (((idx[:, None] >> np.arange(n)) & 1) * 2 - 1).astype(float)
 
 
 class IsingExactOracle(_IsingBase):
-    """``IsingExactOracle(n, edges=None, data_mean=None)``: exact ``E phi``, ``log Z`` (module docstring)."""
+    """``IsingExactOracle(n, edges=None, data_mean=None, chunk_rows=None, cache_bytes=2**27)``: exact
+    ``E phi``, ``log Z`` and ``Hess log Z = Cov phi`` by enumeration (module docstring).
+
+    **Spin-flip pairing.** ``phi(-x) = (-x, x_i x_j)``: the single-spin features change sign and the
+    pair features do not. So only the ``2^(n-1)`` states with ``x_(n-1) = -1`` are visited, each
+    standing for itself and its flip: with ``u = X b`` and ``v = Q J`` (``X`` the spins, ``Q`` the
+    pair products of a chunk of those states), the two log-weights are ``v + u`` and ``v - u``;
+    with ``w+ = exp(v + u - M)``, ``w- = exp(v - u - M)``, ``ws = w+ + w-``, ``wd = w+ - w-``::
+
+        Z e^-M = sum ws,   E x ~ X^T wd,   E q ~ Q^T ws,
+        E x x^T ~ X^T diag(ws) X,   E q q^T ~ Q^T diag(ws) Q,   E x q^T ~ X^T diag(wd) Q
+
+    (the diagonal blocks by a symmetric rank-k update). The chunks (``chunk_rows`` states; default
+    ``2^16``, fewer when a feature block would exceed 32 MB) are summed with a streaming
+    log-sum-exp (the running maximum ``M`` rescales the partial sums). When the features of all
+    ``2^(n-1)`` states fit in ``cache_bytes`` they are built once and kept. Results for the last
+    ``theta`` are cached.
+    """
 
     exact = True
 
-    def __init__(self, n, edges=None, data_mean=None):
+    def __init__(self, n, edges=None, data_mean=None, chunk_rows=None, cache_bytes=1 << 27):
         super().__init__(n, edges, data_mean)
         if self.n > 26:
             raise ValueError(f"exact enumeration of 2^{self.n} states is too large (n <= 26)")
+        half = 1 << (self.n - 1)
+        if chunk_rows is None:
+            chunk_rows = max(1, min(_CHUNK, (1 << 25) // (8 * self.n_params)))
+        if isinstance(chunk_rows, bool) or int(chunk_rows) != chunk_rows or chunk_rows < 1:
+            raise ValueError(f"chunk_rows must be a positive integer (got {chunk_rows!r})")
+        self.half = half
+        self.cache = half * self.n_params * 8 <= cache_bytes
+        self.chunk_rows = half if self.cache else int(chunk_rows)
         self._key = None
-        self._states = None
+        self._hkey = None
+        self._feat = None
 
-    def _chunk(self, lo, hi):
-        # one chunk (n <= 16) is built once and kept: every gradient call enumerates the same states
-        if hi - lo == 1 << self.n:
-            if self._states is None:
-                self._states = _states(lo, hi, self.n)
-            return self._states
-        return _states(lo, hi, self.n)
+    @property
+    def has_hessian(self):
+        return True
 
-    def _enumerate(self, theta):
+    def _features(self, lo, hi):
+        if self.cache and self._feat is not None:
+            return self._feat
+        X = _states(lo, hi, self.n)
+        f = (np.ascontiguousarray(X), X[:, self.a] * X[:, self.b])
+        if self.cache:
+            self._feat = f
+        return f
+
+    def _chunks(self):
+        for lo in range(0, self.half, self.chunk_rows):
+            yield self._features(lo, min(self.half, lo + self.chunk_rows))
+
+    def _enumerate(self, theta, hessian=False):
         theta = np.asarray(theta, dtype=float).ravel()
-        if self._key is not None and np.array_equal(self._key, theta):
+        if self._key is not None and np.array_equal(self._key, theta) and (not hessian or self._hkey is not None):
             return self._cache
         h, J = self.split(theta)
-        Jm = self.coupling_matrix(J).toarray()
-        n, total = self.n, 1 << self.n
-        M, s, Sx, Sxx = -np.inf, 0.0, np.zeros(n), np.zeros((n, n))
-        for lo in range(0, total, _CHUNK):
-            X = self._chunk(lo, min(total, lo + _CHUNK))
-            t = X @ h + 0.5 * np.einsum("ki,ki->k", X @ Jm, X)
-            m = max(M, float(t.max()))
+        n, q = self.n, self.a.size
+        M, s, Sx, Sq = -np.inf, 0.0, np.zeros(n), np.zeros(q)
+        if hessian:
+            Sxx, Sqq, Sxq = np.zeros((n, n)), np.zeros((q, q)), np.zeros((n, q))
+        for X, Q in self._chunks():
+            u, v = X @ h, Q @ J
+            m = max(M, float(np.max(v + np.abs(u))))
             r = np.exp(M - m) if np.isfinite(M) else 0.0
-            w = np.exp(t - m)
-            s = s * r + w.sum()
-            Sx = Sx * r + w @ X
-            Sxx = Sxx * r + (X * w[:, None]).T @ X
+            wp, wm = np.exp(v + u - m), np.exp(v - u - m)
+            ws, wd = wp + wm, wp - wm
+            s = s * r + ws.sum()
+            Sx = Sx * r + wd @ X
+            Sq = Sq * r + ws @ Q
+            if hessian:
+                rt = np.sqrt(ws)[:, None]
+                Sxx = Sxx * r + _gram(X * rt)
+                Sqq = Sqq * r + _gram(Q * rt)
+                Sxq = Sxq * r + (X * wd[:, None]).T @ Q
             M = m
         logZ = M + np.log(s)
-        Ex, Exx = Sx / s, Sxx / s
-        self._key, self._cache = theta.copy(), (logZ, np.clip(self.moments_from(Ex, Exx), -1.0, 1.0), Exx)
+        Ephi = np.r_[Sx, Sq] / s
+        H = None
+        if hessian:
+            H = np.block([[Sxx, Sxq], [Sxq.T, Sqq]]) / s - np.outer(Ephi, Ephi)
+        self._key, self._hkey = theta.copy(), (True if hessian else None)
+        self._cache = (logZ, np.clip(Ephi, -1.0, 1.0), H)
         return self._cache
 
     def log_partition(self, theta):
@@ -136,9 +189,16 @@ class IsingExactOracle(_IsingBase):
     def estimate(self, theta, batch=None):
         return self._enumerate(theta)[1].copy()
 
+    def hessian(self, theta, batch=None):
+        """``Hess L = Cov_theta[phi]`` (p x p, dense): the Fisher information."""
+        return self._enumerate(theta, hessian=True)[2].copy()
+
     def correlations(self, theta):
-        """``E x x^T`` (n x n, ones on the diagonal)."""
-        return self._enumerate(theta)[2].copy()
+        """``E x x^T`` (n x n, ones on the diagonal; zero off the ``edges`` when they are given)."""
+        E = self._enumerate(theta)[1]
+        C = np.eye(self.n)
+        C[self.a, self.b] = C[self.b, self.a] = E[self.n:]
+        return C
 
     def next_batch(self):
         return None

@@ -68,6 +68,22 @@ class SeparablePenalty:
         x = self.center + np.sign(u) * np.maximum(np.abs(u) - k, 0.0)
         return np.clip(x, self.lb, self.ub)
 
+    def min_norm_subgradient(self, x, grad) -> np.ndarray:
+        """The element of least norm of ``grad + dh(x)`` (the optimality residual of ``g + h`` at
+        ``x``; zero iff ``x`` is optimal). Per variable the subdifferential is the interval
+        ``q + l1 [-1, 1]`` at the kink (``q = grad + 2 l2 x``; the point ``q + l1 sign(x - c)``
+        elsewhere), extended to ``-inf`` at ``lb`` and ``+inf`` at ``ub`` (the normal cone); its
+        least-norm element is ``clip(0, lo, hi)``."""
+        x = np.asarray(x, dtype=float)
+        q = np.asarray(grad, dtype=float) + 2.0 * self.l2 * x
+        u = x - self.center
+        kink = (u == 0) & (self.l1 > 0)
+        lo = np.where(kink, q - self.l1, q + self.l1 * np.sign(u))
+        hi = np.where(kink, q + self.l1, lo)
+        lo = np.where(x <= self.lb, -np.inf, lo)
+        hi = np.where(x >= self.ub, np.inf, hi)
+        return np.clip(0.0, lo, hi)
+
     def support(self, x, tol=0.0) -> np.ndarray:
         """Indices of the penalised variables away from their centre (the selected support)."""
         pen = self.l1 > 0

@@ -15,11 +15,12 @@ from ...options import Option, OptionSet, limit_options, nonnegative, positive, 
 from ...oracles import Oracle
 from ...registry import Solver, register_solver
 from .methods import ProxRun
+from .newton import certificate, proximal_newton
 from .penalty import split_objective
 from .schedules import schedule_domain
 from .source import GradientSource
 
-METHODS = ("auto", "PB", "PA", "FB", "FR", "FL")
+METHODS = ("auto", "PB", "PA", "PN", "FB", "FR", "FL")
 
 
 def _oracle_domain(v):
@@ -32,7 +33,8 @@ def _oracle_domain(v):
 OPTIONS = OptionSet(limit_options(max_iter=1000) + progress_options() + start_options(
     x0_doc="starting point; default: the model's initial values where given, else 0 (Honorio 2012 starts at "
            "theta = 0), projected on the bounds") + [
-    Option("variant", "auto", "PB basic proximal gradient, PA accelerated (FISTA), FB forward-backward "
+    Option("variant", "auto", "PB basic proximal gradient, PA accelerated (FISTA), PN proximal Newton (exact "
+           "gradients and Hessian: the program's smooth part or an oracle with one), FB forward-backward "
            "splitting (average), FR robust FBS (step-weighted average), FL FBS last point; auto: PA with exact "
            "gradients, FB with sampled ones", METHODS),
     Option("step", None, "PB/PA: constant step (default 1/L); FB/FR/FL: eta_0 in eta_k = eta_0/k^r "
@@ -61,7 +63,8 @@ OPTIONS = OptionSet(limit_options(max_iter=1000) + progress_options() + start_op
     Option("average", "all", "FB/FR: average all visited points (the paper) or at least the last half "
            "('suffix')", ("all", "suffix")),
     Option("kkt_tol", 1e-10, "with exact gradients (PB, PA, FL): stop when the prox-gradient mapping is below "
-           "kkt_tol (relative)", float, nonnegative, "must be >= 0"),
+           "kkt_tol (relative to max(1, |grad|_inf)); PN: the least-norm subgradient", float, nonnegative,
+           "must be >= 0"),
     Option("history_objective", True, "evaluate the exact objective at history records when available", bool),
 ])
 
@@ -90,7 +93,11 @@ class ProxSG(Solver):
         x0 = start_point(program, opts.x0, pen)
         method = opts.variant if opts.variant != "auto" else ("PA" if src.exact else "FB")
         pr = ProxRun(src, pen, opts, run, x0, method)
-        if method in ("PB", "PA"):
+        if method == "PN":
+            status, msg, last = proximal_newton(pr)
+            out = last
+            info = {}
+        elif method in ("PB", "PA"):
             status, msg, last = pr.proximal_gradient(method == "PA")
             out = last
             info = {}
@@ -102,6 +109,9 @@ class ProxSG(Solver):
             info = {"average": avg, "weighted_average": wavg}
         info.update(pr.info)
         obj = pr.objective(out) if pr.can_value else None
+        if src.exact:
+            # the optimality certificate (docs/proxsg.md): least-norm subgradient, gap estimate
+            info.update(certificate(src, pen, out))
         supp = pen.support(out)
         info.update(last=last, support=[program.names[j] for j in supp], support_size=int(supp.size),
                     samples_total=src.samples_total, exact_gradients=src.exact,

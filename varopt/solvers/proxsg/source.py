@@ -88,6 +88,24 @@ class GradientSource:
             return float(v) + (self.add.value(x) if self.add is not None else 0.0)
         return float(self.smooth.value(x))
 
+    @property
+    def has_hessian(self) -> bool:
+        """True when the exact Hessian of the smooth part is available (:meth:`hessian`)."""
+        if isinstance(self.oracle, FiniteSumOracle):
+            return True
+        return bool(getattr(self.oracle, "has_hessian", False))
+
+    def hessian(self, x):
+        """The smooth part's Hessian at ``x`` as a dense array (proximal Newton, certificates)."""
+        if isinstance(self.oracle, FiniteSumOracle):
+            H = self.smooth.hessian(x)
+        else:
+            H = self.oracle.hessian(x, None)
+            if self.add is not None:
+                H = H + self.smooth.hessian(x)
+        H = H.toarray() if hasattr(H, "toarray") else np.asarray(H, dtype=float)
+        return 0.5 * (H + H.T)
+
     def lipschitz_hint(self, x):
         """A Lipschitz estimate of the smooth gradient: the oracle's ``lipschitz`` attribute, else
         the largest Hessian eigenvalue of the program's smooth part at ``x`` (a local estimate, raised
