@@ -302,16 +302,46 @@ class PaddedGroups:
             B = X.T @ (X * m[:, None])
         else:
             Tr = T[:, :, rows]
-            M = np.einsum("gik,gil->gkl", Tr, Tr)  # (G, r, r)
-            # block (a, b) = X^T diag(M[:, a, b]) X, all blocks in one GEMM
-            Y = (M[:, :, :, None] * X[:, None, None, :]).reshape(G, r * r * dp)
-            B = (X.T @ Y).reshape(dp, r, r, dp).transpose(1, 0, 2, 3).reshape(r * dp, r * dp)
+            M = np.matmul(Tr.transpose(0, 2, 1), Tr)  # (G, r, r)
+            XX = self._packed_products(X)
+            if XX is not None:
+                # block (a, b) entry (i, j) = sum_g M_g[a, b] x_gi x_gj: symmetric in (a, b) and in (i, j), so one
+                # GEMM over the packed pairs a <= b, i <= j (4x fewer flops than all blocks, no 4-D temporary)
+                ka, kb = np.triu_indices(r)
+                iu, ju = self._packed_index
+                Z = M[:, ka, kb].T @ XX  # (r (r+1)/2, d' (d'+1)/2)
+                blk = np.empty((ka.size, dp, dp))
+                blk[:, iu, ju] = Z
+                blk[:, ju, iu] = Z
+                B4 = np.empty((r, r, dp, dp))
+                B4[ka, kb] = blk
+                B4[kb, ka] = blk
+                B = B4.transpose(0, 2, 1, 3).reshape(r * dp, r * dp)
+            else:
+                # block (a, b) = X^T diag(M[:, a, b]) X, all blocks in one GEMM
+                Y = (M[:, :, :, None] * X[:, None, None, :]).reshape(G, r * r * dp)
+                B = (X.T @ Y).reshape(dp, r, r, dp).transpose(1, 0, 2, 3).reshape(r * dp, r * dp)
         if self._template_identity:
             return B
         allc = np.concatenate(cols)
         out = np.zeros((self.d, self.d))
         out[np.ix_(allc, allc)] = B
         return out
+
+    #: largest G d' (d'+1) / 2 kept as the packed products x_gi x_gj of the class-template Sigma
+    PACKED_LIMIT = 2e7
+
+    def _packed_products(self, X):
+        """``(G, d'(d'+1)/2)`` products ``x_gi x_gj`` (``i <= j``), cached; None when too large."""
+        if getattr(self, "_packed", None) is None:
+            G, dp = X.shape
+            if G * dp * (dp + 1) / 2 > self.PACKED_LIMIT:
+                self._packed = False
+            else:
+                self._packed_index = np.triu_indices(dp)
+                iu, ju = self._packed_index
+                self._packed = X[:, iu] * X[:, ju]
+        return None if self._packed is False else self._packed
 
     # --- Woodbury pieces -----------------------------------------------------------------------------------------
     def gram(self, cols, dinv) -> np.ndarray:

@@ -43,6 +43,9 @@ FLAT_RTOL = 1e-8
 CG_MAXIT = 1000
 #: CG iterations assumed for the cost prediction before any step has been measured
 CG_GUESS = 25
+#: cost of a flop outside one large GEMM (Cholesky, CG's products, batched small matmuls) relative to the dense
+#: Sigma's formation GEMM (measured on digits: about 23 GFlop/s there, 9 GFlop/s in CG steps and Cholesky)
+SLOW_FLOP = 2.5
 #: flop-equivalent of the Python/numpy overhead of one CG iteration and of one dense step (measured on the
 #: 2-core benchmark machine: about 40 us per CG iteration and 150 us per dense step at ~5 GFlop/s)
 CG_OVERHEAD = 2.0e5
@@ -237,7 +240,8 @@ def predicted_costs(model, opts, cg_iterations=None):
     cg: iterations x (matvec ``4 G d' K + 4 G (c-1) K`` for templates, else ``4 nnz(F) + 4 G c (c-1)``, plus the
     preconditioner), the iterations measured on the previous step (``CG_GUESS`` before); lowrank (only with
     ``bound='auto'``): ``G (c-1)`` sequential rank-one updates, times ``LOWRANK_ITER_FACTOR`` more iterations.
-    Each gets its per-call overhead in flop-equivalents. Solvers that do not apply are left out."""
+    Flops outside the formation GEMM count ``SLOW_FLOP`` times; each solver gets its per-call overhead in
+    flop-equivalents. Solvers that do not apply are left out."""
     grp, n = model.groups, model.n
     out = {}
     exact = opts.bound in ("full", "auto")
@@ -250,10 +254,11 @@ def predicted_costs(model, opts, cg_iterations=None):
     if exact and n * n <= DENSE_MAX_ENTRIES:
         if tpl is not None and (grp._dense2 is None or c >= 8):  # as PaddedGroups.sigma decides
             K, dp = len(tpl[0]), tpl[2].shape[1]
-            form = 2.0 * K * K * G * dp * dp
+            packed = G * dp * (dp + 1) / 2 <= grp.PACKED_LIMIT  # PaddedGroups._sigma_template's packed GEMM
+            form = (0.5 if packed else 2.0) * K * (K + packed) * G * dp * (dp + packed)
         else:
             form = 2.0 * G * (c - 1) * n * n
-        out["dense"] = form + n ** 3 / 3.0 + DENSE_OVERHEAD
+        out["dense"] = form + SLOW_FLOP * n ** 3 / 3.0 + DENSE_OVERHEAD
     if model.constrained or not model.H_diagonal:
         if opts.bound == "auto" or "dense" not in out:
             out["lowrank"] = _lowrank_cost(G, c, n, opts.rank)
@@ -261,7 +266,8 @@ def predicted_costs(model, opts, cg_iterations=None):
     if exact:
         rows = G * (c - 1)
         if rows * rows <= DENSE_MAX_ENTRIES:
-            out["woodbury"] = 2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + 4.0 * G * c * n + DENSE_OVERHEAD
+            out["woodbury"] = (SLOW_FLOP * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + 4.0 * G * c * n)
+                               + DENSE_OVERHEAD)
         its = CG_GUESS if cg_iterations is None else max(int(cg_iterations), 1)
         if tpl is not None:
             K, dp = len(tpl[0]), tpl[2].shape[1]
@@ -270,7 +276,7 @@ def predicted_costs(model, opts, cg_iterations=None):
         else:
             mv = 4.0 * grp.Apad.nnz + 4.0 * G * c * (c - 1)
             pre = 2.0 * n
-        out["cg"] = its * (mv + pre + CG_OVERHEAD) + 2.0 * G * (c - 1) * c
+        out["cg"] = its * (SLOW_FLOP * (mv + pre) + CG_OVERHEAD) + SLOW_FLOP * 2.0 * G * (c - 1) * c
     if opts.bound == "auto":
         out["lowrank"] = _lowrank_cost(G, c, n, opts.rank)
     return out
