@@ -11,14 +11,15 @@ from .base import ClassifierMixin, VaroptEstimator
 class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
     """scikit-learn-style L2 logistic regression fitted by bound majorization (solver ``majorize``).
 
-    ``C`` has scikit-learn's meaning (``lam = 1 / C``). After :meth:`fit`: ``coef_``
+    ``C`` has scikit-learn's meaning (``lam = 1 / C``); ``step_solver`` is the solver option of that name
+    (``'auto'``: dense, row-space Woodbury or matrix-free CG by predicted cost). After :meth:`fit`: ``coef_``
     (``(1, d)`` binary, ``(C, d)`` multinomial), ``intercept_``, ``classes_``, ``result_``.
     """
 
     def __init__(self, C: float = 1.0, fit_intercept: bool = True, tol: float = 1e-8, max_iter: int = 1000,
-                 bound: str = "full", rank: int = 8, verbose: bool = False):
+                 bound: str = "full", rank: int = 8, verbose: bool = False, step_solver: str = "auto"):
         self.C, self.fit_intercept, self.tol, self.max_iter = C, fit_intercept, tol, max_iter
-        self.bound, self.rank, self.verbose = bound, rank, verbose
+        self.bound, self.rank, self.verbose, self.step_solver = bound, rank, verbose, step_solver
 
     def fit(self, X, y):
         from ..registry import get_solver
@@ -33,7 +34,7 @@ class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
         prog = logistic_program(X, y, 1.0 / self.C, self.fit_intercept, self.classes_)
         self.program_ = prog
         res = get_solver("majorize").solve(prog, tol=self.tol, max_iter=self.max_iter, bound=self.bound,
-                                           rank=self.rank, verbose=self.verbose)
+                                           rank=self.rank, verbose=self.verbose, step_solver=self.step_solver)
         self.result_ = res
         self.coef_, self.intercept_ = unpack(res.x, X.shape[1], self.classes_.size, self.fit_intercept)
         self.n_iter_ = res.iterations

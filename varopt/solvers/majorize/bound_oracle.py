@@ -138,6 +138,9 @@ def minimize(oracle, x0, *, quadratic=None, linear=None, constant=0.0, **options
     if not np.all(np.isfinite(x)):
         raise InputDataError("starting point x0 contains NaN or inf")
     opts = MajorizeSolver.options.validate(options)
+    if opts.step_solver not in ("auto", "dense"):
+        raise InvalidOptionError(f"step_solver={opts.step_solver!r}: a bound oracle returns a dense Sigma, so its "
+                                 "steps are dense solves (use 'auto' or 'dense')")
     model = OracleModel(oracle, x.size, quadratic, linear, constant, eager_sigma=not opts.extrapolate)
     run = Run(MajorizeSolver.name, opts)
     try:

@@ -153,6 +153,8 @@ class MajorizeModel:
         self.lb, self.ub = program.lb, program.ub
         self.constrained = self.A.shape[0] > 0 or np.any(np.isfinite(self.lb)) or np.any(np.isfinite(self.ub))
         self.convex = self.neg is None
+        #: steps per solver (dense, woodbury, cg, lowrank) and the last step's CG iterations ("cg_last")
+        self.step_stats = {}
 
     @property
     def H(self):
@@ -249,6 +251,10 @@ class MajorizeModel:
         return np.asarray(g, dtype=float).ravel()
 
     # --- what the Algorithm 2 loop (loop.py) asks of a model ---------------------------------------------------
+    def count_step(self, path):
+        """Count a majorizer step solved by ``path`` (reported as ``res.info["step_solver"]``)."""
+        self.step_stats[path] = self.step_stats.get(path, 0) + 1
+
     def step(self, x, u, S, opts, qp):
         """Algorithm 2 step 3 at ``x`` (see :func:`.step.majorizer_step`)."""
         return majorizer_step(self, x, u, opts, qp, S)

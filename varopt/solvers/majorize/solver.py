@@ -23,6 +23,7 @@ from ...result import Result
 from .loop import Majorization
 from .model import MajorizeModel
 from .step_qp import StepQP
+from .structured import check_step_solver
 from .step import woodbury_solve as _woodbury_solve  # noqa: F401  (import path used by tests)
 
 __all__ = ["MajorizeSolver", "MajorizeModel"]
@@ -52,8 +53,17 @@ class MajorizeSolver(Solver):
     options = OptionSet(common_options(max_iter=1000) + [
         Option("tol", 1e-8, "stop when the relative objective change and its extrapolated remainder "
                "(df * rate / (1 - rate), linear convergence) are <= tol and the relative parameter change is <= sqrt(tol)", float, positive, "must be positive"),
-        Option("bound", "full", "curvature of the bound: 'full' (Algorithm 1 Sigma, exact) or 'lowrank' "
-               "(Algorithm 4, V^T S V + D with diagonal absorption)", ("full", "lowrank")),
+        Option("bound", "full", "curvature of the bound: 'full' (Algorithm 1 Sigma, exact), 'lowrank' "
+               "(Algorithm 4, V^T S V + D with diagonal absorption) or 'auto' (the full or the low-rank bound, "
+               "whichever step is predicted cheaper)", ("full", "lowrank", "auto")),
+        Option("step_solver", "auto", "how the full bound's step (H + Sigma) D = -u is solved: 'dense' (form Sigma, "
+               "Cholesky), 'woodbury' (row space of the bound, few configurations and many parameters), 'cg' "
+               "(matrix-free preconditioned CG; Kronecker structure of class-template features such as "
+               "multinomial logistic regression) or 'auto' (the one with the least predicted cost, every step)",
+               ("auto", "dense", "woodbury", "cg")),
+        Option("cg_tol", 1e-13, "relative residual ||(H + Sigma) D + u|| / ||u|| at which a CG step stops; the default "
+               "solves each step to rounding (the dense path's iterates); larger values give inexact steps, still "
+               "monotone (every CG iterate lowers the majorizer)", float, positive, "must be positive"),
         Option("rank", 8, "rank k of the low-rank bound (bound='lowrank')", int, positive, "must be positive"),
         Option("ridge", 0.0, "proximal term rho/2 ||theta - theta~||^2 added to the majorizer (keeps it a "
                "majorizer; use when the bound is singular, e.g. no regularization)", float, nonnegative,
@@ -72,6 +82,7 @@ class MajorizeSolver(Solver):
         program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
+            check_step_solver(model, opts)
             qp = None
             if model.constrained:
                 from ... import lpqp as highs  # the one LP/QP layer
@@ -81,7 +92,8 @@ class MajorizeSolver(Solver):
                 return run.finish(*x)
             step_qp = StepQP(model, qp) if model.constrained else None
             res = Majorization(model, opts, run, step_qp).solve(x)
-        res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex)}
+        res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex),
+                    "step_solver": {k: v for k, v in model.step_stats.items() if k != "cg_last"}}
         if step_qp is not None:
             res.info["step_qp"] = dict(step_qp.stats)  # steps by the active-set fast path / the general layer
         return res

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from ...errors import SolverBugError
 from .bound import compute_bound, min_norm_solve
 from .lowrank import LowRankSigma, diagonal_dominance
+from .structured import StructuredSigma, cg_step, choose_step_solver
 
 
 def woodbury_solve(Dg, R, u):
@@ -141,31 +142,43 @@ def majorizer_step(model, x, u, opts, qp, S=None):
     T = None
     if grp is not None:
         T = grp.factors(S[0] if S is not None else grp.scores(x))
-    woodbury = (not model.constrained and model.pos is not None and model.H_diagonal and opts.bound == "full")
-    if T is not None and woodbury and T.shape[0] * T.shape[1] < n // 2:
+    # dense / row-space Woodbury / matrix-free CG / low-rank, by option or predicted cost (structured.py)
+    path = choose_step_solver(model, opts, model.step_stats.get("cg_last"))
+    exact_unc = not model.constrained and model.pos is not None and model.H_diagonal and path != "lowrank"
+    if T is not None and exact_unc and path == "cg":
+        D, mval, info = cg_step(StructuredSigma(grp, T, model.Hd + ridge), u, rtol=opts.cg_tol)
+        model.step_stats["cg_last"] = info["cg_iterations"]
+        model.count_step("cg")
+        return D, mval, info, None
+    if T is not None and exact_unc and path == "woodbury":
         # exact Woodbury: Sigma = diag(Dg) + R^T R with few rows (d >> rows, e.g. SRBCT), matrix-free in
         # the row space of R (the dense K x d matrix R costs more than the rest of the iteration)
         x_sol, qv, Fx, Fx_err, flat = grp.woodbury_solve(T, model.Hd + ridge, u)
+        model.count_step("woodbury")
         return -x_sol, float(-u @ x_sol + 0.5 * qv), {"flat": flat}, (-Fx, Fx_err)
-    if T is not None and (opts.bound == "lowrank" or (not grp.dense_fits(grp.G, grp.c, grp.d)
-                                                      and grp.template is None)):
+    if T is not None and (path == "lowrank" or (not grp.dense_fits(grp.G, grp.c, grp.d)
+                                                and grp.template is None)):
         R = grp.rows(T) if grp.dense_fits(grp.G, grp.c, grp.d) else grp.rows_sparse(T)
     elif T is None and model.pos is not None:
         A, b, seg, coef = model.pos
         R = compute_bound(A, b, seg, x, coef).R
-    if opts.bound == "lowrank":
+    if path == "lowrank":
+        model.count_step("lowrank")
         L = lowrank_sigma(R, model.H, ridge, opts.rank, n)
         if not model.constrained:
             return lowrank_step(L, u) + (None,)
         Q = L.dense()
     else:
-        if woodbury and R is not None and R.shape[0] < n // 2:
-            # exact Woodbury without the padded form (large groups)
+        if exact_unc and R is not None and (path == "woodbury" or (opts.step_solver == "auto"
+                                                                   and R.shape[0] < n // 2)):
+            # exact Woodbury without the padded form (large groups, or dense R from sparse rows)
+            model.count_step("woodbury")
             Dg = model.Hd + ridge
             Rd = R.toarray() if sp.issparse(R) else R
             step = -woodbury_solve(Dg, Rd, u)
             Sstep = Dg * step + Rd.T @ (Rd @ step)
             return step, float(u @ step + 0.5 * step @ Sstep), {"flat": float(np.linalg.norm(Sstep + u))}, None
+        model.count_step("dense")
         if T is not None and R is None:
             Q = grp.sigma(T)  # fresh arrays: H is added in place
         elif R is not None:

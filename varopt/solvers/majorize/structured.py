@@ -1,0 +1,318 @@
+"""Matrix-free majorizer steps: preconditioned CG on ``Sigma = sum_g F_g^T M_g F_g`` (never formed).
+
+Algorithm 1's curvature of the padded groups (:mod:`.groups`) is ``sum_g c_g Sigma_g = sum_g F_g^T M_g F_g``
+with ``M_g = T_g^T T_g`` (``c x c``). A product ``Sigma v`` costs two feature products and ``G c^2`` flops:
+
+    s = F v  (scores of v),   t_g = T_g^T (T_g s_g),   Sigma v = F^T t,
+
+against ``G (c-1) d^2`` for forming ``Sigma`` densely. For **class-template** features (multinomial
+logistic regression: row ``y`` of group ``g`` is ``x_g`` placed in the column block of ``y``, so
+``c_g Sigma_g = M_g (x) x_g x_g^T``, a Kronecker product per sample; docs/majorize.md section 1b)
+the feature products are two GEMMs, ``U = X V^T`` and ``X^T B`` (``V`` the ``K x d'`` class blocks of
+``v``): ``O(G d' K)`` per product instead of ``O(G d'^2 K^2)`` to form the ``(d' K)^2`` matrix.
+
+The step solves ``(H + rho I + Sigma + eps I) D = -u`` by preconditioned conjugate gradients with the
+same ``eps = 1e-10 max diag(H + rho I + Sigma)`` as the dense path (:func:`.step.psd_solve`), so both
+paths compute the same step up to the CG tolerance. Every CG iterate ``D_k`` lowers the majorizer
+``m(D) = u^T D + 1/2 D^T (H + Sigma) D`` (CG minimises it over growing Krylov spaces from ``D_0 = 0``),
+and ``m(D)`` is evaluated with one more exact product: any iterate keeps Algorithm 2 monotone.
+
+Preconditioners. Class templates with a regularizer that is the same in every class block
+(``H = I_K (x) diag(h)`` on the template columns, e.g. a ridge with unpenalized intercepts):
+the Kronecker approximation
+
+    P = I_K (x) B + Mbar (x) C,   B = diag(h) + delta I,  C = X^T X,  Mbar = sum_g |x_g|^2 M_g / sum_g |x_g|^2
+
+(exact when every ``M_g`` is the same), inverted through the generalized eigenpairs ``C V = (B + C) V Gamma``
+(once per solve, ``V^T (B + C) V = I``) and the ``K x K`` eigenpairs ``Mbar = U Lambda U^T`` (every step):
+``P^{-1} R = V [ (U^T R V) / (1 - Gamma + Lambda Gamma) ]`` mapped back by ``U``, ``O(K^2 d' + K d'^2)``.
+Otherwise the diagonal of ``H + Sigma`` (Jacobi).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg as sla
+
+#: CG stops when the residual of (Q + eps I) D = -u is below this, relative to ||u||
+CG_RTOL = 1e-13
+#: CG tolerances up to this one solve the step tightly enough for the unboundedness test on its residual
+FLAT_RTOL = 1e-8
+#: largest number of CG iterations per step (then the last iterate is used: still monotone)
+CG_MAXIT = 1000
+#: CG iterations assumed for the cost prediction before any step has been measured
+CG_GUESS = 25
+#: cost of a flop outside one large GEMM (Cholesky, CG's products, batched small matmuls) relative to the dense
+#: Sigma's formation GEMM (measured on digits: about 23 GFlop/s there, 9 GFlop/s in CG steps and Cholesky)
+SLOW_FLOP = 2.5
+#: flop-equivalent of the Python/numpy overhead of one CG iteration and of one dense step (measured on the
+#: 2-core benchmark machine: about 40 us per CG iteration and 150 us per dense step at ~5 GFlop/s)
+CG_OVERHEAD = 2.0e5
+DENSE_OVERHEAD = 7.5e5
+
+
+class StructuredSigma:
+    """``H + rho I + Sigma`` as an operator for the padded groups ``grp`` at the factors ``T`` (one step)."""
+
+    def __init__(self, grp, T, Dg):
+        self.grp, self.T, self.Dg = grp, T, Dg
+        tpl = grp.template
+        self.template = tpl is not None
+        if self.template:
+            rows = tpl[0]
+            kc = _kron_cache(grp)
+            self.cmat = kc["cmat"]
+            Tr = T[:, :, rows]  # (G, c-1, K)
+            self.M = np.matmul(Tr.transpose(0, 2, 1), Tr)  # (G, K, K): M_g = T_g^T T_g on the used rows
+            self.X = kc["X"]
+            self.XT = kc["XT"]
+            # diag(Sigma) on the template columns: sum_g M_g[y, y] x_g^2
+            mdiag = np.ascontiguousarray(np.diagonal(self.M, axis1=1, axis2=2))
+            dS = np.zeros(grp.d)
+            dS[self.cmat] = (kc["X2T"] @ mdiag).T
+        else:
+            F = grp.dense if grp.dense_fits(grp.G, grp.c, grp.d) else None
+            if F is not None:
+                R = np.matmul(T, F)
+                dS = np.einsum("gid,gid->d", R, R)
+            else:
+                R = grp.rows_sparse(T)
+                dS = np.asarray(R.multiply(R).sum(axis=0)).ravel()
+        self.diag_sigma = dS
+        dq = Dg + dS
+        self.eps = 1e-10 * max(float(np.abs(dq).max(initial=0.0)), 1e-300)
+        self._prec = None
+
+    # --- the operator -------------------------------------------------------------------------------------------
+    def sigma_matvec(self, v):
+        """``Sigma v`` (the bound's curvature only)."""
+        if self.template:
+            U = self.X @ v[self.cmat].T  # (G, K): x_g^T v_y
+            B = np.matmul(self.M, U[:, :, None])[:, :, 0]  # (G, K): M_g U_g
+            out = np.zeros_like(v)
+            out[self.cmat] = (self.XT @ B).T
+            return out
+        grp, T = self.grp, self.T
+        F2 = grp._dense2
+        s = (F2 @ v if F2 is not None else grp.Apad @ v).reshape(grp.G, grp.c, 1)
+        t = np.matmul(T.transpose(0, 2, 1), np.matmul(T, s)).ravel()
+        return F2.T @ t if F2 is not None else grp.AT @ t
+
+    def matvec(self, v):
+        """``(H + rho I + Sigma) v``."""
+        return self.Dg * v + self.sigma_matvec(v)
+
+    # --- preconditioner -------------------------------------------------------------------------------------------
+    def precondition(self, r):
+        """``P^{-1} r`` (Kronecker when the regularizer is the same in every class block, else Jacobi)."""
+        if self._prec is None:
+            self._prec = self._build_prec()
+        return self._prec(r)
+
+    def _build_prec(self):
+        dq = self.Dg + self.diag_sigma + self.eps
+        jac = 1.0 / dq
+        if not self.template:
+            return lambda r: jac * r
+        h = self.Dg[self.cmat]  # (K, d')
+        if not np.all(h == h[0]):
+            return lambda r: jac * r
+        kc = _kron_cache(self.grp)
+        V, gam = _generalized_pairs(kc, h[0], self.eps)
+        w = kc["w"]
+        K = self.M.shape[1]
+        Mbar = (w @ self.M.reshape(-1, K * K)).reshape(K, K)
+        lam, U = np.linalg.eigh(0.5 * (Mbar + Mbar.T))
+        lam = np.maximum(lam, 0.0)
+        den = 1.0 - gam[None, :] + lam[:, None] * gam[None, :]  # > 0: gam < 1 since B > 0
+        cmat = self.cmat
+
+        def apply(r):
+            out = jac * r  # columns outside the template: Q is diagonal there
+            Z = (U.T @ r[cmat] @ V) / den
+            out[cmat] = U @ Z @ V.T
+            return out
+        return apply
+
+
+def _kron_cache(grp):
+    """Per-solve constants of the class-template operator (cached on the padded groups)."""
+    kc = getattr(grp, "_kron", None)
+    if kc is None:
+        _, cols, X = grp.template
+        X = np.ascontiguousarray(X, dtype=float)
+        sq = np.einsum("gj,gj->g", X, X)
+        kc = {"cmat": np.asarray(cols, dtype=np.int64), "X": X, "XT": np.ascontiguousarray(X.T),
+              "X2T": np.ascontiguousarray((X * X).T), "w": sq / max(float(sq.sum()), 1e-300),
+              "C": X.T @ X, "pairs": {}}
+        grp._kron = kc
+    return kc
+
+
+def _generalized_pairs(kc, h, eps):
+    """``(V, gamma)`` with ``C V = (B + C) V diag(gamma)``, ``V^T (B + C) V = I``, ``B = diag(h) + delta I``."""
+    key = h.tobytes()
+    got = kc["pairs"].get(key)
+    if got is None:
+        C = kc["C"]
+        delta = max(eps, 1e-10 * max(float(h.max(initial=0.0)), float(np.diag(C).max(initial=0.0)), 1e-300))
+        W = C.copy()
+        W.flat[::C.shape[0] + 1] += h + delta
+        gam, V = sla.eigh(C, W, check_finite=False)
+        got = (V, np.clip(gam, 0.0, 1.0 - 1e-16))
+        kc["pairs"] = {key: got}  # one regularizer per solve
+    return got
+
+
+def cg_step(op, u, rtol=CG_RTOL, maxit=CG_MAXIT):
+    """Minimise ``m(D) = u^T D + 1/2 D^T Q D`` by PCG on ``(Q + eps I) D = -u`` (``Q = op``).
+
+    Returns ``(D, m(D), info)`` with ``info = {"flat": ||Q D + u||, "cg_iterations": k}``; ``flat`` is 0 when CG
+    stopped at ``maxit`` or ``rtol > FLAT_RTOL`` (an inexact step is still a descent step of the majorizer, but
+    its residual says nothing about flat directions)."""
+    eps = op.eps
+    n = u.size
+    x = np.zeros(n)
+    r = -u.copy()
+    un = math.sqrt(float(u @ u))
+    if un == 0.0:
+        return x, 0.0, {"flat": 0.0, "cg_iterations": 0}
+    z = op.precondition(r)
+    p = z.copy()
+    rz = float(r @ z)
+    k = 0
+    converged = False
+    while k < maxit:
+        Ap = op.matvec(p) + eps * p
+        pAp = float(p @ Ap)
+        if not pAp > 0:
+            break
+        a = rz / pAp
+        x += a * p
+        r -= a * Ap
+        k += 1
+        if math.sqrt(float(r @ r)) <= rtol * un:
+            converged = True
+            break
+        z = op.precondition(r)
+        rz_new = float(r @ z)
+        p *= rz_new / rz
+        p += z
+        rz = rz_new
+    Qx = op.matvec(x)
+    res = Qx + u
+    mval = float(u @ x + 0.5 * (x @ Qx))
+    if mval > 0:  # rounding on a flat problem: no step is the majorizer's minimiser
+        x, mval = np.zeros(n), 0.0
+    # the residual measures the gradient outside the curvature's range (unbounded objectives) only when the
+    # step was solved to a tight tolerance; loose steps leave unbounded problems to the divergence rule
+    exact = converged and rtol <= FLAT_RTOL
+    return x, mval, {"flat": math.sqrt(float(res @ res)) if exact else 0.0, "cg_iterations": k}
+
+
+# --- choosing the step solver by predicted cost ---------------------------------------------------------------------
+#: the low-rank bound (Algorithm 4) needed about 4x the iterations of the exact bound (SRBCT, docs/majorize.md s5)
+LOWRANK_ITER_FACTOR = 4.0
+#: flop-equivalent of one rank-one update of Algorithm 4 in Python (about 15 us)
+LOWRANK_UPDATE_OVERHEAD = 7.5e4
+#: largest dense n x n (or Woodbury K x K) matrix the automatic choice will form (1 GB)
+DENSE_MAX_ENTRIES = 1.25e8
+#: programs with at most this many parameters are costed without detecting class templates
+SMALL_N = 256
+
+
+def kron_preconditioner_fits(grp) -> bool:
+    """The Kronecker preconditioner is used when applying it costs at most about a matvec (``d' <= 2 G``) and its
+    one-off generalized eigenproblem is small (``d' <= 3000``)."""
+    tpl = grp.template
+    if tpl is None:
+        return False
+    dp = tpl[2].shape[1]
+    return dp <= 2 * grp.G and dp <= 3000
+
+
+def predicted_costs(model, opts, cg_iterations=None):
+    """Predicted flops of one majorizer step by each applicable solver (``{"dense", "woodbury", "cg", "lowrank"}``).
+
+    dense: forming ``Sigma`` (class templates ``2 K^2 G d'^2``, else ``2 G (c-1) n^2``) + Cholesky ``n^3/3``;
+    woodbury: the row-space capacitance ``2 G^2 c^2 (c-1)`` + its Cholesky ``(G (c-1))^3 / 3`` + ``4 G c n``;
+    cg: iterations x (matvec ``4 G d' K + 4 G (c-1) K`` for templates, else ``4 nnz(F) + 4 G c (c-1)``, plus the
+    preconditioner), the iterations measured on the previous step (``CG_GUESS`` before); lowrank (only with
+    ``bound='auto'``): ``G (c-1)`` sequential rank-one updates, times ``LOWRANK_ITER_FACTOR`` more iterations.
+    Flops outside the formation GEMM count ``SLOW_FLOP`` times; each solver gets its per-call overhead in
+    flop-equivalents. Solvers that do not apply are left out."""
+    grp, n = model.groups, model.n
+    out = {}
+    exact = opts.bound in ("full", "auto")
+    if grp is None:
+        out["dense"] = DENSE_OVERHEAD
+        return out
+    G, c = grp.G, grp.c
+    # small programs: skip the (one-off, ~ms) template detection; the generic costs are upper bounds
+    tpl = grp.template if (n > SMALL_N or grp._template is not False) else None
+    if exact and n * n <= DENSE_MAX_ENTRIES:
+        if tpl is not None and (grp._dense2 is None or c >= 8):  # as PaddedGroups.sigma decides
+            K, dp = len(tpl[0]), tpl[2].shape[1]
+            packed = G * dp * (dp + 1) / 2 <= grp.PACKED_LIMIT  # PaddedGroups._sigma_template's packed GEMM
+            form = (0.5 if packed else 2.0) * K * (K + packed) * G * dp * (dp + packed)
+        else:
+            form = 2.0 * G * (c - 1) * n * n
+        out["dense"] = form + SLOW_FLOP * n ** 3 / 3.0 + DENSE_OVERHEAD
+    if model.constrained or not model.H_diagonal:
+        if opts.bound == "auto" or "dense" not in out:
+            out["lowrank"] = _lowrank_cost(G, c, n, opts.rank)
+        return out
+    if exact:
+        rows = G * (c - 1)
+        if rows * rows <= DENSE_MAX_ENTRIES:
+            out["woodbury"] = (SLOW_FLOP * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + 4.0 * G * c * n)
+                               + DENSE_OVERHEAD)
+        its = CG_GUESS if cg_iterations is None else max(int(cg_iterations), 1)
+        if tpl is not None:
+            K, dp = len(tpl[0]), tpl[2].shape[1]
+            mv = 4.0 * G * dp * K + 4.0 * G * (c - 1) * K
+            pre = 4.0 * (K * K * dp + K * dp * dp) if kron_preconditioner_fits(grp) else 2.0 * n
+        else:
+            mv = 4.0 * grp.Apad.nnz + 4.0 * G * c * (c - 1)
+            pre = 2.0 * n
+        out["cg"] = its * (SLOW_FLOP * (mv + pre) + CG_OVERHEAD) + SLOW_FLOP * 2.0 * G * (c - 1) * c
+    if opts.bound == "auto":
+        out["lowrank"] = _lowrank_cost(G, c, n, opts.rank)
+    return out
+
+
+def _lowrank_cost(G, c, n, k):
+    return LOWRANK_ITER_FACTOR * G * (c - 1) * (LOWRANK_UPDATE_OVERHEAD + 4.0 * n * k + 10.0 * (k + 1) ** 3)
+
+
+def choose_step_solver(model, opts, cg_iterations=None) -> str:
+    """``'dense' | 'woodbury' | 'cg' | 'lowrank'`` for the next step: the option when it is not ``'auto'``
+    (checked for applicability by :func:`check_step_solver`), else the cheapest by :func:`predicted_costs`."""
+    if opts.bound == "lowrank":
+        return "lowrank"
+    if opts.step_solver != "auto":
+        return opts.step_solver
+    costs = predicted_costs(model, opts, cg_iterations)
+    return min(costs, key=costs.get)
+
+
+def check_step_solver(model, opts):
+    """Reject an explicit ``step_solver`` the program cannot use (message names why)."""
+    s = opts.step_solver
+    if s in ("auto", "dense"):
+        return
+    from ...errors import InvalidOptionError
+    if opts.bound == "lowrank":
+        raise InvalidOptionError(f"step_solver={s!r} solves the full bound; bound='lowrank' has its own "
+                                 "Woodbury solve (use step_solver='auto')")
+    if model.constrained:
+        raise InvalidOptionError(f"step_solver={s!r} needs an unconstrained problem: with linear constraints or "
+                                 "bounds the step is a QP on the dense curvature (use 'auto' or 'dense')")
+    if not model.H_diagonal:
+        raise InvalidOptionError(f"step_solver={s!r} needs a diagonal quadratic part (e.g. a ridge penalty)")
+    if model.pos is None:
+        raise InvalidOptionError(f"step_solver={s!r}: the objective has no partition functions to bound")
+    if s == "cg" and model.groups is None:
+        raise InvalidOptionError("step_solver='cg' needs partition functions with at most "
+                                 f"{model.PADDED_MAX_ROWS} configurations each (the padded row-space form)")
