@@ -103,6 +103,7 @@ class KLProxSolver(Solver):
                        "cores made them 30 times slower"))
 
     def _solve(self, program, opts, run):
+        program.require_no_aux("klprox")
         fams = family_table(opts.quadrature_nodes)
         with blas_threads(option_threads(opts.blas_threads, 1)):
             view = likelihood_view(program, fams)
