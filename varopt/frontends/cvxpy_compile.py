@@ -214,7 +214,7 @@ def compile_cvxpy(problem):
             aux.append(AuxVariable(col, kind, e, text, f"_aux_{kind}[{j}]_def"))
     aux.sort(key=lambda a: a.index)
     constraints = []
-    for k, con, body, lo_inf, hi_inf in cons:
+    for k, _con, body, lo_inf, hi_inf in cons:
         shape = body.shape
         exprs = _to_expressions(body, n, order_c=True)
         labels = _index_names(f"c{k}", shape)
