@@ -123,7 +123,10 @@ class GopSolver(Solver):
         except ModelStructureError as exc:
             # outside GOP's class (e.g. the defining row t^2 == e of a lifted norm): the tree still
             # certifies it when the McCormick relaxation covers every term (docs/gop.md §8b)
-            if mode == "gop" or xpart is not None:
+            # only for lifted terms (norms) and nonlinear constraints: a non-biconvex objective keeps its
+            # named error (issue 11's bad-input rule)
+            if mode == "gop" or xpart is not None or not (
+                    user.aux or any(not c.body.is_linear for c in program.constraints)):
                 raise
             part, outside = Partition(x=np.arange(program.n), y=np.zeros(0, dtype=np.int64),
                                       connected=np.zeros(0, dtype=np.int64), names=list(program.names),
