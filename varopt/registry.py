@@ -16,6 +16,8 @@ from __future__ import annotations
 import inspect
 import time
 
+import numpy as np
+
 from .core import second_order
 from .core.run import Run
 from .options import Options, OptionSet
@@ -87,7 +89,10 @@ class Solver:
             res = run.interrupted()
         res.wall_time = time.perf_counter() - t0
         res.solver = self.name
-        res.names = list(program.names)
+        res.names = list(program.names[:program.n_user])
+        if program.aux and res.x is not None:
+            # auxiliary columns (lifted squares/norms of bilinear terms) never reach the user's model
+            res.x = np.asarray(res.x, dtype=float).ravel()[:program.n_user]
         res.maximize = program.maximize
         res.options = {k: getattr(opts, k) for k in opts.given}
         # convert the internal minimisation to the user's sense

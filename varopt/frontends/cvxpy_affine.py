@@ -44,9 +44,14 @@ def _public(text: str) -> str:
 class _AffineTracer:
     """Tree walk over CVXPY expressions; subclasses add products and nonlinear atoms."""
 
-    def __init__(self, var_cols, n):
+    def __init__(self, var_cols, n, aux_capacity=0):
         self.var_cols = var_cols  # id(variable) -> (F-order entry -> program column)
-        self.n = n
+        self.n_user = n
+        # columns n .. n + aux_capacity - 1 are reserved for auxiliary variables (lifted products and
+        # norms, varopt.program.lifting); the compiler re-traces with more room when they run out
+        self.n = n + aux_capacity
+        self.aux = []  # (columns, kind, definition node, term text)
+        self.n_aux = 0
         self.where = "objective"
         self._const_cache = {}
 

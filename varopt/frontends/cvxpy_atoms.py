@@ -9,6 +9,10 @@ log-sum-exp groups (catalogue kinds of :mod:`varopt.program.terms`):
 * ``quad_form(u, P)`` with constant ``P`` -> ``u^T P_s u`` with ``P_s = (P + P^T)/2``,
   i.e. quadratic terms ``x^T A^T P_s A x``, linear ``2 b^T P_s A x`` and constant ``b^T P b``;
 * ``abs`` -> ``abs`` rows (elementwise); ``norm1(u, axis)`` -> the sums of ``abs`` rows;
+* ``norm(u, 2)``/``norm2``/``norm(U, 'fro')`` (``pnorm``, ``p = 2``) -> an auxiliary ``t = sqrt(sum u^2)``
+  per output entry, ``power(e, 0.5)``/``sqrt(e)`` -> ``t = sqrt(e)`` (:mod:`varopt.program.lifting`);
+* a square, ``abs``, ``norm1``, 2-norm or ``sum_squares`` argument with products of variables
+  (``A - W @ H``) gets an auxiliary ``q == products`` per entry (the atom then applies to ``a + q``);
 * ``exp`` -> ``exp`` rows; ``log(u)`` and ``log1p(u) = log(1 + u)`` -> ``neglog`` rows with
   coefficient ``-1``; ``entr(u) = -u log u`` -> ``xlogx`` rows with coefficient ``-1``;
 * ``rel_entr(x, y) = x log x - x log y``, ``kl_div(x, y) = rel_entr(x, y) - x + y``;
@@ -24,8 +28,50 @@ from .cvxpy_nodes import _Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broad
 from .cvxpy_products import _ProductTracer
 
 
+class NeedAux(Exception):
+    """Raised when the reserved auxiliary columns run out; carries the number needed so far."""
+
+    def __init__(self, needed):
+        super().__init__(needed)
+        self.needed = needed
+
+
 class _Tracer(_ProductTracer):
     """The complete CVXPY tracer: tree walk, linear atoms, products and nonlinear atoms."""
+
+    # --- auxiliary variables (varopt.program.lifting) ---------------------------------
+    def _aux_columns(self, k, kind, definition, expr):
+        cols = self.n_user + self.n_aux + np.arange(k, dtype=np.int64)
+        self.n_aux += k
+        if self.n_user + self.n_aux > self.n:
+            raise NeedAux(self.n_aux)
+        self.aux.append((cols, kind, definition, str(expr)))
+        return cols
+
+    def lifted_arg(self, expr, arg):
+        """The argument as an affine node; entries with products of variables (``A - W @ H``) get an
+        auxiliary ``q_e == quadratic part of entry e``, and the node uses ``q_e`` instead."""
+        z = self.trace(arg)
+        if z.is_affine:
+            return z
+        if z.has_nonlinear:
+            self.fail(expr, f"the argument `{arg}` of `{type(expr).__name__}` must be affine or affine plus "
+                      "products of variables")
+        WQ = sp.hstack([W for _, W in z.Q], format="csr")
+        WQ.eliminate_zeros()
+        ent = np.flatnonzero(np.diff(WQ.indptr) > 0)
+        if ent.size == 0:
+            return _Node(z.shape, self.n, z.A, z.c)
+        sel = sp.csr_matrix((np.ones(ent.size), (np.arange(ent.size), ent)), shape=(ent.size, z.m))
+        qdef = _Node(z.shape, self.n, Q=z.Q).apply(sel, (ent.size,))
+        cols = self._aux_columns(ent.size, "product", qdef, expr)
+        E = sp.csr_matrix((np.ones(ent.size), (ent, cols)), shape=(z.m, self.n))
+        return _Node(z.shape, self.n, z.A + E, z.c)
+
+    def sqrt_node(self, expr, z, shape):
+        """One auxiliary ``t_e = sqrt(z_e) >= 0`` per entry of ``z`` (row ``z_e - t_e^2 == 0``)."""
+        cols = self._aux_columns(z.m, "sqrt", z, expr)
+        return _Node(shape, self.n, sp.csr_matrix((np.ones(z.m), (np.arange(z.m), cols)), shape=(z.m, self.n)))
 
     def affine_arg(self, expr, arg):
         z = self.trace(arg)
@@ -46,9 +92,11 @@ class _Tracer(_ProductTracer):
             return self.trace(expr.args[0])
         if p == 0:
             return self.const_node(shape, 1.0)
+        if p == 0.5:
+            return self.sqrt_node(expr, self.trace(expr.args[0]), shape)
         if p != 2:
-            self.fail(expr, f"power with exponent {p:g} (only 2 is recognised)")
-        return self.atom_node("square", self.affine_arg(expr, expr.args[0]), 1.0, shape)
+            self.fail(expr, f"power with exponent {p:g} (only 2 and 0.5 are recognised)")
+        return self.atom_node("square", self.lifted_arg(expr, expr.args[0]), 1.0, shape)
 
     _Power = _power
     _PowerApprox = _power
@@ -60,13 +108,29 @@ class _Tracer(_ProductTracer):
         return self.atom_node("exp", self.affine_arg(expr, expr.args[0]), 1.0, shape)
 
     def _abs(self, expr, shape):
-        return self.atom_node("abs", self.affine_arg(expr, expr.args[0]), 1.0, shape)
+        return self.atom_node("abs", self.lifted_arg(expr, expr.args[0]), 1.0, shape)
 
     def _norm1(self, expr, shape):
-        z = self.affine_arg(expr, expr.args[0])
+        z = self.lifted_arg(expr, expr.args[0])
         pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
         S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
         return self.atom_node("abs", z, 1.0, z.shape).apply(S, shape)
+
+    def _pnorm(self, expr, shape):
+        """``norm(u, 2)``, ``norm2``, ``norm(U, 'fro')`` (``pnorm`` with ``p = 2``, any axis):
+        ``t = sqrt(sum_k u_k^2)`` per output entry; ``p = 1`` is ``norm1``."""
+        p = float(expr.p)
+        if p == 1:
+            return self._norm1(expr, shape)
+        if p != 2:
+            self.fail(expr, f"the {p:g}-norm (only the 1- and 2-norms are recognised)")
+        z = self.lifted_arg(expr, expr.args[0])
+        pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
+        S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
+        return self.sqrt_node(expr, self.atom_node("square", z, 1.0, z.shape).apply(S, (m_out,)), shape)
+
+    _Pnorm = _pnorm
+    _PnormApprox = _pnorm
 
     def _log(self, expr, shape):
         return self.atom_node("neglog", self.affine_arg(expr, expr.args[0]), -1.0, shape)
@@ -96,7 +160,7 @@ class _Tracer(_ProductTracer):
 
     def _quad_over_lin(self, expr, shape):
         xa, ya = expr.args
-        z = self.affine_arg(expr, xa)
+        z = self.lifted_arg(expr, xa)
         pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
         S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
         if not self.has_vars(ya):

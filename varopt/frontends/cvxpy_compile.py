@@ -71,7 +71,8 @@ import scipy.sparse as sp
 from ..errors import InputDataError, ModelStructureError
 from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
-from .cvxpy_atoms import _Tracer
+from ..program.lifting import AuxVariable, defining_body, start_values
+from .cvxpy_atoms import NeedAux, _Tracer
 from .cvxpy_nodes import _Rows, _add, _entries, _shape, _size
 
 
@@ -173,7 +174,6 @@ def compile_cvxpy(problem):
     NaN/inf data or parameters without value.
     """
     import cvxpy as cp
-    from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
 
     variables = problem.variables()
     offsets, names, lbs, ubs, x0s = [], [], [], [], []
@@ -190,20 +190,68 @@ def compile_cvxpy(problem):
         var_cols[id(var)] = cols
         offsets.append(off)
         off += m
-    n = off
-    tracer = _Tracer(var_cols, n)
+    n_user = off
+    # products inside squares/norms need auxiliary columns (varopt.program.lifting): trace again with
+    # room for them when they run out, then once more with exactly as many as were used
+    cap, exact = 0, False
+    while True:
+        try:
+            tracer, z, cons = _trace(problem, var_cols, n_user, cap)
+        except NeedAux as exc:
+            cap, exact = max(2 * cap, exc.needed + 16), False
+            continue
+        if tracer.n_aux == cap or exact:
+            break
+        cap, exact = tracer.n_aux, True
+    n = tracer.n
+    maximize = isinstance(problem.objective, cp.Maximize)
+    objective = _to_expressions(z, n)[0]
 
+    aux = []
+    for cols, kind, node, text in tracer.aux:
+        for col, e in zip(cols.tolist(), _to_expressions(node, n)):
+            j = len(aux)
+            aux.append(AuxVariable(col, kind, e, text, f"_aux_{kind}[{j}]_def"))
+    aux.sort(key=lambda a: a.index)
+    constraints = []
+    for k, _con, body, lo_inf, hi_inf in cons:
+        shape = body.shape
+        exprs = _to_expressions(body, n, order_c=True)
+        labels = _index_names(f"c{k}", shape)
+        for lab, e in zip(labels, exprs):
+            const = e.constant
+            e.constant = 0.0
+            lo = -np.inf if lo_inf else -const
+            hi = np.inf if hi_inf else -const
+            constraints.append(Constraint(lab, e, lo, hi))
+    for a in aux:
+        constraints.append(Constraint(a.constraint, defining_body(a.index, a.kind, a.definition), 0.0, 0.0))
+        names.append(a.constraint[:-4])
+        lbs.append(np.array([0.0 if a.kind == "sqrt" else -np.inf]))
+        ubs.append(np.array([np.inf]))
+        x0s.append(np.array([np.nan]))
+    lb = np.concatenate(lbs) if lbs else np.zeros(0)
+    x0 = np.concatenate(x0s) if x0s else np.zeros(0)
+    program = Program(names, lb, np.concatenate(ubs) if ubs else np.zeros(0), objective, constraints, maximize,
+                      x0=start_values(aux, x0, n_user), aux=aux)
+    return program, CvxpyMapping(variables, offsets, names[:n_user])
+
+
+def _trace(problem, var_cols, n_user, cap):
+    """Trace the objective and the constraints: ``(tracer, objective node, [(k, constraint, body,
+    lo_inf, hi_inf)])``."""
+    import cvxpy as cp
+    from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
+
+    tracer = _Tracer(var_cols, n_user, cap)
     obj = problem.objective
-    maximize = isinstance(obj, cp.Maximize)
     tracer.where = "objective"
     z = tracer.trace(obj.args[0])
     if z.m != 1:
         raise ModelStructureError(f"objective: `{obj.args[0]}` is not scalar (shape {z.shape})")
-    if maximize:
+    if isinstance(obj, cp.Maximize):
         z = z.scale(-1.0)
-    objective = _to_expressions(z, n)[0]
-
-    constraints = []
+    cons = []
     for k, con in enumerate(problem.constraints):
         tracer.where = f"constraint {k} ({con})"
         if isinstance(con, (Inequality, Equality)):
@@ -223,20 +271,8 @@ def compile_cvxpy(problem):
         else:
             raise ModelStructureError(f"{tracer.where}: constraints of type {type(con).__name__} are not "
                                       "supported (only <=, >= and == between expressions)")
-        shape = body.shape
-        exprs = _to_expressions(body, n, order_c=True)
-        labels = _index_names(f"c{k}", shape)
-        for lab, e in zip(labels, exprs):
-            const = e.constant
-            e.constant = 0.0
-            lo = -np.inf if lo_inf else -const
-            hi = np.inf if hi_inf else -const
-            constraints.append(Constraint(lab, e, lo, hi))
-
-    program = Program(names, np.concatenate(lbs) if lbs else np.zeros(0),
-                      np.concatenate(ubs) if ubs else np.zeros(0), objective, constraints, maximize,
-                      x0=np.concatenate(x0s) if x0s else np.zeros(0))
-    return program, CvxpyMapping(variables, offsets, names)
+        cons.append((k, con, body, lo_inf, hi_inf))
+    return tracer, z, cons
 
 
 def _to_expressions(z, n, order_c=False):

@@ -25,6 +25,10 @@ Pyomo expression                                  compiled to
                                                   ``log(c exp(aff))`` is simplified to
                                                   ``aff + log c``
 ``sum_k aff_k**2 / aff``                          ``quad_over_lin`` rows ``aff_k**2 / aff``
+``(aff + products)**2``, ``abs(aff + products)`` the atom of ``aff + q`` with an auxiliary
+                                                  ``q == products`` (``(a - w*h)**2``)
+``sqrt(e)``, ``e**0.5``                           an auxiliary ``t >= 0`` with ``e - t^2 == 0``
+                                                  (``sqrt(sum_k (a_k - w*h_k)**2)``: a norm)
 ``v * log(a*v)``, ``log(a*v) * v``                 ``xlogx`` row of ``u = a*v`` (exact identity
                                                   ``v log(a v) = (a v) log(a v) / a``)
 ``(sum_j a_j x_j + c) * G``                        for every ``j`` the rows of ``G`` with
@@ -34,7 +38,7 @@ Pyomo expression                                  compiled to
                                                   (``x_j * linear`` becomes bilinear terms)
 ================================================ ========================================
 
-Everything else (``sin``, ``sqrt``, ``abs`` of a non-affine argument, ``x**3``, ``x**0.5``, ``x**y``, ``1/x``,
+Everything else (``sin``, ``abs`` of a term other than products, ``x**3``, ``x**0.5``, ``x**y``, ``1/x``,
 ``x/y``, ``log`` of a non-affine argument that is not a positive sum of exponentials,
 ``exp`` of a non-affine argument, products of three variables, products of two
 nonlinear terms, ...) raises :class:`~varopt.errors.ModelStructureError` whose message
@@ -66,6 +70,7 @@ import scipy.sparse as sp
 from ..errors import InputDataError, ModelStructureError
 from ..program.atoms import ATOM_KINDS, ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
+from ..program.lifting import AuxVariable, defining_body, start_values
 from .pyomo_terms import SUPPORTED, _BadData, _expr_str, _Form, _Unsupported
 from .pyomo_walk import _Walker
 
@@ -219,6 +224,7 @@ def compile_pyomo(model):
 
     # final variable order: declaration order of the model's Var components, then index order
     used = walker.index
+    aux_idx = [a[0] for a in walker.aux]
     order = []
     seen = set()
     for v in model.component_data_objects(pyo.Var, descend_into=True):
@@ -226,16 +232,17 @@ def compile_pyomo(model):
         if k is not None and id(v) not in seen:
             seen.add(id(v))
             order.append(k)
-    if len(order) < len(walker.vars):  # variables declared outside this model: encounter order
-        placed = set(order)
+    if len(order) + len(aux_idx) < len(walker.vars):  # variables declared outside this model: encounter order
+        placed = set(order) | set(aux_idx)
         order += [k for k in range(len(walker.vars)) if k not in placed]
-    order = np.asarray(order, dtype=np.int64)
+    n_user = len(order)
+    order = np.asarray(order + aux_idx, dtype=np.int64)  # auxiliary columns last
     n = order.size
     perm = np.empty(n, dtype=np.int64)
     perm[order] = np.arange(n)
-    vars_ = [walker.vars[k] for k in order.tolist()]
+    vars_ = [walker.vars[k] for k in order[:n_user].tolist()]
 
-    lb, ub, x0 = np.empty(n), np.empty(n), np.empty(n)
+    lb, ub, x0 = np.full(n, -np.inf), np.full(n, np.inf), np.full(n, np.nan)
     for k, v in enumerate(vars_):
         if not v.is_continuous():
             raise ModelStructureError(
@@ -256,6 +263,15 @@ def compile_pyomo(model):
     constraints = [Constraint(c.name, _build_expression(f, perm, n, _context("constraint", c)), lo, hi)
                    for c, f, lo, hi in fcons]
     names = [v.name for v in vars_]
+    aux = []
+    for j, (k, kind, form, text) in enumerate(walker.aux):
+        col = int(perm[k])
+        where_a = f"{kind} auxiliary variable for '{text}'"
+        aux.append(AuxVariable(col, kind, _build_expression(form, perm, n, where_a), text, f"_aux_{kind}[{j}]_def"))
+        names.append(f"_aux_{kind}[{j}]")
+        if kind == "sqrt":
+            lb[col] = 0.0
+        constraints.append(Constraint(aux[-1].constraint, defining_body(col, kind, aux[-1].definition), 0.0, 0.0))
     program = Program(names, lb, ub, objective, constraints, maximize=maximize,
-                      objective_name=obj.name, x0=x0)
-    return program, PyomoMapping(model, vars_, obj, [c for c, *_ in fcons], names)
+                      objective_name=obj.name, x0=start_values(aux, x0, n_user), aux=aux)
+    return program, PyomoMapping(model, vars_, obj, [c for c, *_ in fcons], names[:n_user])

@@ -201,7 +201,7 @@ class VaroptPyomoSolver:
         if config.load_solutions and res.status in _LOADABLE and res.x is not None:
             import numpy as np
             x = np.asarray(res.x, dtype=float).ravel()
-            if x.size == program.n and np.all(np.isfinite(x)):
+            if x.size == program.n_user and np.all(np.isfinite(x)):
                 mapping.load(x)
                 loaded = True
         results = self._results(model, program, mapping, res, loaded)
@@ -226,7 +226,7 @@ class VaroptPyomoSolver:
         prob.name = model.name
         prob.sense = ProblemSense.maximize if program.maximize else ProblemSense.minimize
         prob.number_of_objectives = 1
-        prob.number_of_variables = program.n
+        prob.number_of_variables = program.n_user
         prob.number_of_constraints = len(program.constraints)
         if res.lower_bound is not None and not math.isnan(res.lower_bound):
             prob.lower_bound = float(res.lower_bound)
@@ -251,7 +251,7 @@ def _fill_solution(results, model, mapping, res, program):
     if res.status not in _LOADABLE or res.x is None:
         return
     x = np.asarray(res.x, dtype=float).ravel()
-    if x.size != program.n or not np.all(np.isfinite(x)):
+    if x.size != program.n_user or not np.all(np.isfinite(x)):
         return
     smap = SymbolMap()
     labeler = NumericLabeler("x")

@@ -18,7 +18,8 @@ import math
 
 SUPPORTED = (
     "supported terms are sums of: constants, linear terms, products of two affine expressions, "
-    "(affine)**2, exp(affine), abs(affine), log(affine), v*log(v), log(sum_k c_k*exp(affine_k) [+ c0]) with "
+    "(affine)**2, exp(affine), abs(affine), log(affine), squares and abs of affine expressions plus products of "
+    "variables ((a - w*h)**2), sqrt(expression), v*log(v), log(sum_k c_k*exp(affine_k) [+ c0]) with "
     "c_k, c0 > 0, sum_k (affine_k)**2/affine, and any of these atoms multiplied by a variable "
     "(e.g. w*(x - mu)**2, w*log(v), w*exp(x))")
 

@@ -7,7 +7,9 @@ multiplier ``x_j`` and ``c G``; ``v log(a v) = (a v) log(a v) / a`` -> ``xlogx``
 constants and ``sum_k aff_k**2 / aff`` -> ``quad_over_lin``; powers (``aff**2`` -> ``square``,
 ``c**aff = exp(log(c) aff)``); and unary functions (``exp``, ``log``/``log10`` -> ``neglog``,
 ``log(c0 + sum_k c_k exp(u_k))`` -> one log-sum-exp group with ``b_k += log c_k``;
-``abs(aff)`` -> ``abs``).
+``abs(aff)`` -> ``abs``). Squares and ``abs`` of an affine-plus-products expression (a bilinear
+residual ``a - w*h``) and ``sqrt(e)`` (``e**0.5``) are lifted with auxiliary variables
+(:mod:`varopt.program.lifting`).
 Constant sub-expressions (numbers, Params, fixed variables) are evaluated and checked
 for NaN/inf.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from .pyomo_terms import _MATH, _add_into, _BadData, _Form, _prune, _Unsupported
+from .pyomo_terms import _MATH, _add_into, _BadData, _expr_str, _Form, _prune, _Unsupported
 
 
 class _Leaves:
@@ -73,6 +75,28 @@ class _Walker(_Leaves):
     def __init__(self):
         super().__init__()
         self._handlers = {}
+        #: lifted quantities ``(index, kind, defining form, term text)`` (:mod:`varopt.program.lifting`)
+        self.aux = []
+
+    def _lift(self, kind, form, node):
+        """A new auxiliary index for ``q = form`` (``kind='product'``) or ``t = sqrt(form)``."""
+        k = len(self.vars)
+        self.vars.append(None)
+        self.aux.append((k, kind, form, _expr_str(node)))
+        return k
+
+    def _affine_or_lift(self, f, node, what):
+        """``f`` as an affine form: its quadratic part (products of variables) replaced by an
+        auxiliary variable ``q`` with ``q == quadratic part`` (a bilinear residual ``a - w*h``)."""
+        if f.is_affine:
+            return f
+        if f.atoms or f.lse:
+            raise _Unsupported(node, f"{what} of an expression with nonlinear terms other than products "
+                                     "of variables is not supported")
+        k = self._lift("product", _Form(0.0, quad=dict(f.quad)), node)
+        lin = dict(f.lin)
+        lin[k] = 1.0
+        return _Form(f.const, lin)
 
     def _wrap(self, val):
         return _Form(val)
@@ -255,20 +279,25 @@ class _Walker(_Leaves):
             return _Form(1.0)
         if p == 1.0:
             return b
-        if p == 2.0 and b.is_affine:
-            return _Form(0.0, atoms=[("square", 1.0, b.lin, b.const, -1, None, 0.0)])
         if p == 2.0:
-            raise _Unsupported(node, "only the square of an affine expression is supported")
-        raise _Unsupported(node, f"the exponent {p:g} is not supported (only (affine)**2, **1 and **0)")
+            b = self._affine_or_lift(b, node, "the square")
+            return _Form(0.0, atoms=[("square", 1.0, b.lin, b.const, -1, None, 0.0)])
+        if p == 0.5:
+            return self.sqrt(b, node)
+        raise _Unsupported(node, f"the exponent {p:g} is not supported (only **2, **0.5, **1 and **0)")
+
+    def sqrt(self, f, node):
+        """``sqrt(e)`` -> an auxiliary ``t >= 0`` with ``e - t^2 == 0`` (a norm when ``e`` is a sum
+        of squares); ``e`` may hold any supported term."""
+        return _Form(0.0, {self._lift("sqrt", f, node): 1.0})
 
     def abs(self, node):
         """``abs(aff)`` -> an ``abs`` atom row (e.g. a Laplace likelihood); constants are evaluated."""
         f = self.walk(node.args[0])
         if f.is_const:
             return self._eval(node)
-        if f.is_affine:
-            return _Form(0.0, atoms=[("abs", 1.0, f.lin, f.const, -1, None, 0.0)])
-        raise _Unsupported(node, "abs of a non-affine argument is not supported")
+        f = self._affine_or_lift(f, node, "abs")
+        return _Form(0.0, atoms=[("abs", 1.0, f.lin, f.const, -1, None, 0.0)])
 
     def unary(self, node):
         name = node.getname()
@@ -281,6 +310,8 @@ class _Walker(_Leaves):
                 return self._const(node, fn(f.const))
             except (ValueError, OverflowError) as exc:
                 raise _BadData(node, f"cannot be evaluated ({exc})") from None
+        if name == "sqrt":
+            return self.sqrt(f, node)
         if name == "exp":
             if f.is_affine:
                 return _Form(0.0, atoms=[("exp", 1.0, f.lin, f.const, -1, None, 0.0)])

@@ -58,9 +58,14 @@ class Program:
     #: the :class:`~varopt.program.energy.EnergyModel` (spin form of the objective) of a binary
     #: program, set by the front-ends for solvers that accept binary variables
     energy: object = None
+    #: :class:`~varopt.program.lifting.AuxVariable` columns (the last ``len(aux)`` columns) that the
+    #: front-end added for squares, abs and norms of bilinear expressions; never loaded into a model
+    aux: list = field(default_factory=list)
 
     def __post_init__(self):
         n = len(self.names)
+        if [a.index for a in self.aux] != list(range(n - len(self.aux), n)):
+            raise ValueError("auxiliary columns must be the last columns, in order")
         self.lb = np.asarray(self.lb, dtype=float).ravel()
         self.ub = np.asarray(self.ub, dtype=float).ravel()
         if self.lb.size != n or self.ub.size != n:
@@ -73,6 +78,27 @@ class Program:
     @property
     def n(self) -> int:
         return len(self.names)
+
+    @property
+    def n_user(self) -> int:
+        """Number of the user's variables (the first columns; the others are auxiliary)."""
+        return len(self.names) - len(self.aux)
+
+    def complete_aux(self, x) -> np.ndarray:
+        """``x`` with every auxiliary column recomputed exactly from the user's variables."""
+        from .lifting import complete
+        return complete(self.aux, x, self.n_user) if self.aux else np.asarray(x, dtype=float)
+
+    def require_no_aux(self, solver: str):
+        """Raise :class:`~varopt.errors.ModelStructureError` naming the first lifted term (a square,
+        abs or norm of a non-affine expression) for a solver that cannot handle its defining row."""
+        from ..errors import ModelStructureError
+        if self.aux:
+            a = self.aux[0]
+            raise ModelStructureError(
+                f"{solver} does not support the term '{a.term}': a square, abs or norm of a non-affine "
+                "expression (compiled with auxiliary variables and equality rows that only gop handles); "
+                "use gop, or write the term with affine arguments")
 
     # --- sense ----------------------------------------------------------------------------
     @property
@@ -195,6 +221,7 @@ class Program:
         (``abs``) for a solver that needs derivatives of every term."""
         from ..errors import ModelStructureError
         from .atoms import ATOMS
+        self.require_no_aux(solver)
         for where, e in [(f"objective {self.objective_name}", self.objective)] + [
                 (f"constraint {c.name}", c.body) for c in self.constraints]:
             for g in e.atoms:

@@ -87,6 +87,7 @@ class ConditionalMeanField(Solver):
     ])
 
     def _solve(self, program, opts, run):
+        program.require_no_aux("cmf")
         model = log_potential(program, opts, self.name)
         n = model.n
         rng = np.random.default_rng(opts.seed)

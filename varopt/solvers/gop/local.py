@@ -36,11 +36,16 @@ class LocalSearch:
     def __init__(self, program, part, lifted):
         self.program, self.lifted = program, lifted
         self._cache = None
-        self.bms = [BlockModel(program, part)]
-        try:
-            self.bms.append(BlockModel(program, swapped(part)))
-        except ModelStructureError:
-            pass
+        self.bms = []
+        for p in (part, swapped(part)):
+            try:  # a program outside GOP's class (lifted norms) has no primal problems: SLSQP only
+                self.bms.append(BlockModel(program, p))
+            except ModelStructureError:
+                pass
+        #: ``z -> z'`` with auxiliary columns (lifted products, norms, abs epigraphs) recomputed from the
+        #: user's variables; a candidate is checked at ``z'`` first (exact definitions, no objective
+        #: bought by the tolerance on their rows), then as it is
+        self.complete = None
         self._cons = None
         self.rescues = 0
 
@@ -81,6 +86,15 @@ class LocalSearch:
             return None
         return float(val)
 
+    def checked(self, z):
+        """``(value, point)`` of ``z`` or of its completion (the better feasible one), or ``(None, z)``."""
+        if self.complete is not None:
+            zc = self.complete(z)
+            vc = self.value(zc)
+            if vc is not None:
+                return vc, zc
+        return self.value(z), z
+
     def nearly_feasible(self, z):
         return self.program.max_violation(z) <= 1e-4 * max(1.0, float(np.abs(z).max(initial=0)))
 
@@ -88,9 +102,9 @@ class LocalSearch:
         """Best ``(value, z)`` found from the relaxation point ``Z`` (its first ``n`` entries), or None."""
         z = np.clip(Z[:self.program.n], lb, ub)
         best = []
-        v = self.value(z)
+        v, zc = self.checked(z)
         if v is not None:
-            best.append((v, z.copy()))
+            best.append((v, zc.copy()))
         cur = z
         for _ in range(3):
             moved = False
@@ -103,9 +117,9 @@ class LocalSearch:
                     continue
                 znew = cur.copy()
                 znew[bm.xi] = pr.x
-                v = self.value(znew)
+                v, zc = self.checked(znew)
                 if v is not None:
-                    best.append((v, znew.copy()))
+                    best.append((v, zc.copy()))
                 if np.max(np.abs(znew - cur), initial=0) > 1e-9:
                     moved = True
                 cur = znew
@@ -125,9 +139,9 @@ class LocalSearch:
         if polish and self.program.n <= self.max_polish_vars:
             zp = self._slsqp(start, lb, ub)
             if zp is not None:
-                v = self.value(zp)
+                v, zc = self.checked(zp)
                 if v is not None:
-                    best.append((v, zp))
+                    best.append((v, zc))
         return min(best, key=lambda t: t[0]) if best else None
 
     # ------------------------------------------------------------------ SLSQP polish

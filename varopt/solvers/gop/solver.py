@@ -28,12 +28,13 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidOptionError
+from ...errors import InvalidOptionError, ModelStructureError
 from ...options import Option, OptionSet, common_options, nonnegative, start_options
 from ...registry import Solver, register_solver
 from ...program.evaluable import evaluable_point
 from ...result import Result
-from .partition import analyze
+from .partition import Partition, analyze
+from .epigraph import abs_epigraph
 from .presolve import eliminate_equalities
 from .relax import Lifted, NotRelaxable
 from .search import GopSearch
@@ -110,21 +111,38 @@ class GopSolver(Solver):
 
     # ------------------------------------------------------------------ setup
     def _solve(self, program, opts, run) -> Result:
-        program.require_smooth("gop", "write |u| with an epigraph variable t >= u, t >= -u")
         program.check_finite()
+        user = program
+        epi = abs_epigraph(program)  # |u| rows -> t >= |u| (exact for convex uses; others rejected)
+        if epi is not None:
+            program = epi[0]
         xpart = _resolve_partition(program, opts.partition)
-        part = analyze(program, xpart)
         mode, lifted = opts.mode, None
+        try:
+            part, outside = analyze(program, xpart), None
+        except ModelStructureError as exc:
+            # outside GOP's class (e.g. the defining row t^2 == e of a lifted norm): the tree still
+            # certifies it when the McCormick relaxation covers every term (docs/gop.md §8b)
+            # only for lifted terms (norms) and nonlinear constraints: a non-biconvex objective keeps its
+            # named error (issue 11's bad-input rule)
+            if mode == "gop" or xpart is not None or not (
+                    user.aux or any(not c.body.is_linear for c in program.constraints)):
+                raise
+            part, outside = Partition(x=np.arange(program.n), y=np.zeros(0, dtype=np.int64),
+                                      connected=np.zeros(0, dtype=np.int64), names=list(program.names),
+                                      notes=[f"not biconvex ({exc}); tree without primal problems"]), exc
         if mode != "gop":
             try:
                 lifted = Lifted(program)
             except NotRelaxable as e:
+                if outside is not None:
+                    raise outside from None
                 if mode == "tree":
                     raise InvalidOptionError(f"option mode='tree': the McCormick relaxation does not cover {e}; "
                                              f"use mode='gop'") from None
             # auto: the iteration where it is strong (ELBOs with multiplied atom rows; convex
             # programs, which are one primal problem when no variable is connected)
-            if mode == "auto" and (lifted is None or lifted.nP or part.connected.size == 0):
+            if mode == "auto" and outside is None and (lifted is None or lifted.nP or part.connected.size == 0):
                 lifted = None
         elim = None
         if opts.presolve and lifted is None:
@@ -136,6 +154,8 @@ class GopSolver(Solver):
             part = analyze(program, keep)
         try:
             search = GopTree(program, part, opts, run, lifted) if lifted is not None else GopSearch(program, part, opts, run)
+            if lifted is not None:
+                search.local.complete = _completion(user, epi)
             res = search.solve()
         except Unbounded as exc:
             proof = prove_unbounded(program, part, run.x, exc)
@@ -155,9 +175,36 @@ class GopSolver(Solver):
                 res.x = elim.expand(res.x)
             res.info["eliminated"] = [f"{v} (by {c})" for v, c in elim.eliminated]
             program = orig
+        if epi is not None:
+            if res.x is not None:
+                res.x = np.asarray(res.x, dtype=float)[:epi[1]]
+            program = user
         if res.x is not None:
+            if program.aux:
+                # lifted squares/norms: auxiliary columns exactly at their definition, so the reported
+                # objective is the user's model at the loaded point
+                res.x = program.complete_aux(res.x)
+                res.objective = float(program.objective.value(res.x))
             _load_evaluable(program, res, opts)
         return res
+
+
+def _completion(user, epi):
+    """``z -> z'`` with the front-end's auxiliary columns and the abs epigraph columns at their exact
+    definitions (``q = Q(x)``, ``t = sqrt(e)``, ``t = |u|``), or None when there are none."""
+    if not user.aux and epi is None:
+        return None
+
+    def complete(z):
+        z = np.array(z, dtype=float)
+        n = user.n
+        if user.aux:
+            with np.errstate(all="ignore"):
+                z[:n] = user.complete_aux(z[:n])
+        if epi is not None:
+            z[n:] = np.maximum(np.abs(epi[2] @ z[:n] + epi[3]), z[n:] * 0.0)
+        return z
+    return complete
 
 
 def _load_evaluable(program, res, opts):

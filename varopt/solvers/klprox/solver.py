@@ -153,6 +153,7 @@ class KLProxSolver(Solver):
                        "cores made them 30 times slower"))
 
     def _solve(self, program, opts, run):
+        program.require_no_aux("klprox")
         fams = family_table(opts.quadrature_nodes)
         if opts.softmax == "bound":
             fams["softmax"] = SoftmaxBoundFamily()

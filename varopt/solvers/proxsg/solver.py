@@ -87,6 +87,7 @@ class ProxSG(Solver):
     options = OPTIONS
 
     def _solve(self, program, opts, run):
+        program.require_no_aux("proxsg")
         smooth, pen = split_objective(program, self.name)
         rng = np.random.default_rng(opts.seed)
         src = GradientSource(smooth, opts, rng)

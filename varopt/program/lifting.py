@@ -1,0 +1,99 @@
+r"""Auxiliary variables that the front-ends add to express a user's term exactly.
+
+Users of disciplined multi-convex programming (Shen, Diamond, Udell, Gu & Boyd 2017) write
+squares, absolute values and norms of expressions that are *bilinear* (affine in each block):
+``(a_ij - w_i h_j)**2``, ``cp.sum_squares(A - W @ H)``, ``cp.norm(Y - D @ X, 'fro')``,
+``sqrt(sum(...))``. These are not atoms of affine arguments, so the compiled program
+introduces one auxiliary column per lifted quantity, with a defining equality row:
+
+=========== ============================== ======================================== ===========
+kind        column                         defining constraint                      bounds
+=========== ============================== ======================================== ===========
+``product`` ``q = Q(x)`` (the quadratic     ``q - Q(x) == 0``                        free
+            part of the atom's argument)
+``sqrt``    ``t = sqrt(e(x))``              ``e(x) - t^2 == 0``                      ``t >= 0``
+=========== ============================== ======================================== ===========
+
+Both rows are exact: with ``t >= 0``, ``t^2 = e`` holds iff ``t = sqrt(e)`` (and has no
+solution where ``e < 0``, outside the domain of ``sqrt``), so the lifted program has the same
+feasible set (projected on the user's variables) and the same objective values as the user's
+model. A norm ``||u||_2`` is ``sqrt(sum_k u_k^2)``. The atom then applies to an affine
+argument: ``(a - q)^2`` is a ``square`` row, ``|a - q|`` an ``abs`` row.
+
+Auxiliary columns come after the user's variables (``program.n_user`` of them); they are never
+loaded into the user's model (the solver registry strips them from ``result.x``) and their
+values are always recomputable from the user's variables (:func:`complete`), in column order
+(a ``sqrt`` column may be defined through earlier ``product`` columns).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .expression import Expression
+
+#: kinds of auxiliary columns
+AUX_KINDS = ("product", "sqrt")
+
+
+@dataclass
+class AuxVariable:
+    """One auxiliary column: ``kind`` (:data:`AUX_KINDS`), its ``definition`` ``Q(x)`` or ``e(x)``
+    over the program's columns, the user's ``term`` it comes from (text for messages) and the
+    ``constraint`` name of its defining row."""
+
+    index: int
+    kind: str
+    definition: Expression
+    term: str
+    constraint: str
+
+    def __post_init__(self):
+        if self.kind not in AUX_KINDS:
+            raise ValueError(f"unknown auxiliary kind {self.kind!r}; known: {AUX_KINDS}")
+
+    def value(self, x) -> float:
+        e = self.definition.value(x)
+        return e if self.kind == "product" else float(np.sqrt(max(e, 0.0)))
+
+
+def defining_body(aux_index: int, kind: str, definition: Expression) -> Expression:
+    """The body of the defining row (``== 0``): ``q - Q(x)`` or ``e(x) - t^2``."""
+    from .terms import QuadraticTerms
+    n = definition.n
+    body = definition.copy()
+    if kind == "product":
+        body.constant, body.linear = -body.constant, -body.linear
+        q = body.quadratic
+        body.quadratic = QuadraticTerms(q.i, q.j, -q.v, n)
+        for g in body.groups():
+            g.coef = -g.coef
+        body.linear[aux_index] += 1.0
+        return body
+    q = body.quadratic
+    body.quadratic = QuadraticTerms(np.append(q.i, aux_index), np.append(q.j, aux_index), np.append(q.v, -1.0), n)
+    return body
+
+
+def complete(aux, x, n_user: int) -> np.ndarray:
+    """The full point: the user's part of ``x`` (first ``n_user`` entries) and every auxiliary
+    column recomputed from its definition, in column order."""
+    x = np.asarray(x, dtype=float).ravel()
+    z = np.zeros(n_user + len(aux))
+    z[:n_user] = x[:n_user]
+    if x.size > n_user:
+        z[n_user:] = x[n_user:n_user + len(aux)]
+    for a in aux:
+        z[a.index] = a.value(z)
+    return z
+
+
+def start_values(aux, x0, n_user: int) -> np.ndarray:
+    """Starting values with the auxiliary columns filled when every user's start is given."""
+    x0 = np.asarray(x0, dtype=float).ravel()
+    if not aux or np.isnan(x0[:n_user]).any():
+        return x0
+    with np.errstate(all="ignore"):
+        z = complete(aux, np.nan_to_num(x0), n_user)
+    return np.where(np.isfinite(z), z, np.nan)
