@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError
+from .cvxpy_affine import _public
 from .cvxpy_nodes import _Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _first_index
 from .cvxpy_products import _ProductTracer
 
@@ -45,7 +46,7 @@ class _Tracer(_ProductTracer):
         self.n_aux += k
         if self.n_user + self.n_aux > self.n:
             raise NeedAux(self.n_aux)
-        self.aux.append((cols, kind, definition, str(expr)))
+        self.aux.append((cols, kind, definition, _public(str(expr))))
         return cols
 
     def lifted_arg(self, expr, arg):

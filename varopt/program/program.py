@@ -90,15 +90,16 @@ class Program:
         return complete(self.aux, x, self.n_user) if self.aux else np.asarray(x, dtype=float)
 
     def require_no_aux(self, solver: str):
-        """Raise :class:`~varopt.errors.ModelStructureError` naming the first lifted term (a square,
-        abs or norm of a non-affine expression) for a solver that cannot handle its defining row."""
+        """Raise :class:`~varopt.errors.ModelStructureError` naming the first lifted term (a square
+        root, or a square, abs or norm of products of variables) for a solver that cannot handle its
+        defining row."""
         from ..errors import ModelStructureError
         if self.aux:
             a = self.aux[0]
             raise ModelStructureError(
-                f"{solver} does not support the term '{a.term}': a square, abs or norm of a non-affine "
-                "expression (compiled with auxiliary variables and equality rows that only gop handles); "
-                "use gop, or write the term with affine arguments")
+                f"{solver} does not support the term '{a.term}': a square root, or a square, abs or norm "
+                "of products of variables, is compiled with auxiliary variables and equality rows that "
+                "only gop handles; use gop, or rewrite the term")
 
     # --- sense ----------------------------------------------------------------------------
     @property
