@@ -26,6 +26,7 @@ from .expansion import Expansion, batches
 from .lagrangian import BlockModel, restrict
 from .primal import feasibility_primal, solve_primal
 from .relaxed_dual import RDModel, solve_batch
+from .symmetry import order_box
 
 
 @dataclass(order=True)
@@ -42,9 +43,12 @@ class _Node:
 
 class GopSearch:
     name = "gop"
+    #: program indices z_{r_1} <= ... <= z_{r_K} ordered in the node boxes (docs/gop.md §8b), or None
+    order = None
 
     def __init__(self, program, part, opts, run):
         self.program, self.part, self.opts, self.run = program, part, opts, run
+        self.order_note = None
 
     def solve(self):
         program, part, opts = self.program, self.part, self.opts
@@ -194,6 +198,19 @@ class GopSearch:
                     bad.update(bm.xi[M[r].indices].tolist())
         return np.array([i for i in bm.conn_local if bm.xi[i] not in bad], dtype=np.int64)
 
+    def _order_chain(self):
+        """Local x indices of the ordered representatives when they are all branchable (the box
+        ordering needs the search-space reduction, docs/gop.md §8b), else None (with a note)."""
+        if self.order is None:
+            return None
+        loc = {int(g): i for i, g in enumerate(self.bm.xi)}
+        chain = [loc.get(int(v)) for v in self.order]
+        if None in chain or not self.opts.reduction or not np.isin(chain, self.branchable).all():
+            self.order_note = ("the ordered variables are not all branchable (search-space reduction off, or a "
+                               "variable in a dualised constraint): no symmetry breaking applied")
+            return None
+        return np.array(chain, dtype=np.int64)
+
     def _new_lagrangian(self, lag):
         """Store Lagrangian data; returns its index. lag = (const, a, g0, G1, xk, feas)."""
         const, a, g0, G1, xk, feas = lag
@@ -271,6 +288,11 @@ class GopSearch:
                     blo[i] = min(max(blo[i], xk[j]), bub[i])
                 else:
                     bub[i] = max(min(bub[i], xk[j]), blo[i])
+            if self.chain is not None and not order_box(self.chain, blo, bub):
+                # no ordered point in the box: the symmetric image of the optimum lies elsewhere (§8b)
+                self.n_sym_pruned += 1
+                yield None
+                continue
             yield node.path + ((k, B),), blo, bub
 
     def _solve_nodes(self, node_rows, oa_tol, cutoff=np.inf):
@@ -326,6 +348,9 @@ class GopSearch:
         node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
         self.lags = []
         self.branchable = self._branchable()
+        self.chain, self.n_sym_pruned = self._order_chain(), 0
+        if self.chain is not None and not order_box(self.chain, node.blo, node.bub):
+            raise SolverBugError("GOP: the symmetry ordering left the root box empty")
         self.alpha = getattr(self, "alpha_override", 0.05)
         self.n_primal_infeasible = 0
         for it in run.iterations():
@@ -363,8 +388,10 @@ class GopSearch:
             exp = Expansion(run, self.lags[k]["conn"].size, [program.names[bm.xi[i]] for i in self.lags[k]["conn"]])
             n_batch = 0
             for kids in batches(self._children(node, k), opts.executor):
+                n_all = len(kids)
+                kids = [c for c in kids if c is not None]
                 full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
-                results = self._solve_nodes(full, oa_tol, UB)
+                results = self._solve_nodes(full, oa_tol, UB) if full else []
                 n_sub += len(results)
                 n_batch += len(results)
                 for ((path, blo, bub), r) in zip(kids, results):
@@ -374,7 +401,7 @@ class GopSearch:
                     if v >= UB:
                         continue
                     heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
-                if exp.tick(len(results)) and exp.done < exp.total:
+                if exp.tick(n_all) and exp.done < exp.total:
                     # out of time inside the expansion: the parent stays open (its value bounds its
                     # whole region), so the lower bound below stays valid
                     heapq.heappush(heap, node)
@@ -421,6 +448,8 @@ class GopSearch:
         info = dict(partition=self.part.describe(), connected=[program.names[i] for i in self.part.connected],
                     primal_block=[program.names[i] for i in self.part.x], n_subproblems=n_sub,
                     infeasible_primals=self.n_primal_infeasible)
+        if self.chain is not None:
+            info["symmetry_pruned_regions"] = self.n_sym_pruned
         if run.status == "infeasible":
             return run.finish(lower=math.inf, upper=math.inf, info=info)
         return run.finish(x=best_z, objective=UB if math.isfinite(UB) else None, lower=LB,
