@@ -38,6 +38,7 @@ from .partition import analyze
 from .presolve import eliminate_equalities
 from .relax import Lifted, NotRelaxable
 from .search import GopSearch
+from .stick import stick_breaking
 from .symmetry import choose as choose_symmetry, orbits_for, symmetry_domain
 from .tree import GopTree
 from .unbounded import Unbounded, prove_unbounded
@@ -152,6 +153,15 @@ class GopSolver(Solver):
             run.progress(f"gop: {sym_info['groups'][0]}; "
                          + (f"ordering {' <= '.join(names)} ({'node boxes' if how == 'box' else 'rows'})"
                             if how else "no representative usable for symmetry breaking"))
+        stick = None
+        if opts.presolve and opts.reduction and lifted is None:
+            # mixture weights of K >= 3 components: separable stick-breaking coordinates (§2b)
+            stick = stick_breaking(program, part)
+            if stick is not None:
+                base = program
+                program = stick.program
+                keep = [program.index[base.names[i]] for i in part.x if base.names[i] in program.index]
+                part = analyze(program, keep + stick.svars.tolist())
         elim = None
         if opts.presolve and lifted is None:
             elim = eliminate_equalities(program, set(part.x.tolist()))
@@ -165,6 +175,8 @@ class GopSolver(Solver):
                 search = GopTree(program, part, opts, run, lifted)
             else:
                 search = GopSearch(program, part, opts, run)
+                search.accept = None if stick is None else (
+                    stick.accept if elim is None else (lambda z: stick.accept(elim.expand(z))))
                 search.order = None if order_names is None else np.array(
                     [program.index[nm] for nm in order_names], dtype=np.int64)
             res = search.solve()
@@ -190,6 +202,11 @@ class GopSolver(Solver):
                 res.x = elim.expand(res.x)
             res.info["eliminated"] = [f"{v} (by {c})" for v, c in elim.eliminated]
             program = orig
+        if stick is not None:
+            if res.x is not None:
+                res.x = stick.expand(res.x)
+            res.info["stick_breaking"] = stick.describe()
+            program = base
         if res.x is not None:
             _load_evaluable(program, res, opts)
         return res
