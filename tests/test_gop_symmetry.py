@@ -193,3 +193,36 @@ def test_random_symmetric_bilinear_programs_against_scip(seed):
     assert r.lower_bound <= f + tol
     assert r.status == "optimal" and abs(r.upper_bound - f) <= tol, (seed, r.status, r.upper_bound, f)
     assert r.info["symmetry"]["breaking"] == "rows"
+
+
+def test_stick_breaking_relaxation_keeps_the_objective():
+    """The presolved program in stick-breaking coordinates has the same objective at the mapped point,
+    and every feasible pi maps into its box (docs/gop.md §2b)."""
+    from varopt.solvers.gop.partition import analyze
+    from varopt.solvers.gop.stick import stick_breaking
+    pr = _program(bgmm_pyomo(X6, 3, "gaussian", 0.1, 1.0))
+    sb = stick_breaking(pr, analyze(pr, None))
+    assert sb is not None and [pr.names[v] for v in sb.simplex] == ["pi[0]", "pi[1]", "pi[2]"]
+    T = sb.program
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        zn = rng.uniform(T.lb, T.ub)
+        z = sb.expand(zn)
+        assert abs(z[sb.simplex].sum() - 1.0) < 1e-12
+        assert abs(T.objective.value(zn) - pr.objective.value(z)) <= 1e-9 * max(1.0, abs(pr.objective.value(z)))
+        p = rng.dirichlet(np.ones(3)) * (1 - 3e-6) + 1e-6
+        s = [p[0], p[1] / (p[1] + p[2])]
+        assert np.all(T.lb[sb.svars] <= s) and np.all(s <= T.ub[sb.svars])
+
+
+def test_k3_bounds_bracket_the_scip_optimum():
+    pytest.importorskip("pyscipopt")
+    x = (0.0, 4.1, 8.2)
+    m = bgmm_pyomo(x, 3, "point", 0.1, 1.0)
+    f = _scip(bgmm_pyomo(x, 3, "point", 0.1, 1.0))
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    assert "stick_breaking" in r.info and r.info["symmetry"]["breaking"] == "box"
+    tol = 1e-6 * abs(f)
+    assert r.lower_bound <= f + tol and r.upper_bound >= f - tol
+    if r.status == "optimal":
+        assert abs(r.upper_bound - f) <= tol
