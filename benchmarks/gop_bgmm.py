@@ -29,10 +29,10 @@ def make_data(N, K, seed=0, sep=4.0):
     return np.round(rng.normal(sep * z, 1.0), 3)
 
 
-def run_gop(model, time_limit, rel_gap):
+def run_gop(model, time_limit, rel_gap, **opts):
     import pyomo.environ as pyo
     t0 = time.perf_counter()
-    res = pyo.SolverFactory("gop").solve(model, rel_gap=rel_gap, time_limit=time_limit)
+    res = pyo.SolverFactory("gop").solve(model, rel_gap=rel_gap, time_limit=time_limit, **opts)
     r = res.varopt_result
     return {"status": r.status, "time": time.perf_counter() - t0, "lower": r.lower_bound,
             "upper": r.upper_bound, "iters": r.iterations}
@@ -86,6 +86,9 @@ def main(argv=None):
     ap.add_argument("--symmetry-breaking", default="phi", choices=["phi", "mu", "none"],
                     help="label-symmetry breaking rows added to the model both solvers get (docs/gop_bgmm.md "
                          "§16; default 'phi': rows of the relaxed-dual block, cheap for gop)")
+    ap.add_argument("--gop-symmetry", default="auto", choices=["auto", "off"],
+                    help="gop's own symmetry option (docs/gop.md §8c); it finds nothing to break when the model "
+                         "already has symmetry-breaking rows")
     ap.add_argument("--no-scip", action="store_true", help="skip SCIP (reference: multistart only)")
     ap.add_argument("--random-starts", type=int, default=0, metavar="R",
                     help="instead of the grid: run gop R times on MINIMAL_DATA from random starting values "
@@ -126,7 +129,7 @@ def main(argv=None):
     sb = False if args.symmetry_breaking == "none" else args.symmetry_breaking
     for label, x, K, fam, lam, var in cases:
         model = bgmm_pyomo(x, K, fam, lam, var, symmetry_breaking=sb)
-        g = run_gop(model, args.time_limit, args.gap)
+        g = run_gop(model, args.time_limit, args.gap, symmetry=args.gop_symmetry)
         if args.no_scip:
             s = {"status": "skipped", "time": None, "lower": None, "upper": None}
         else:

@@ -68,6 +68,9 @@ class AtomKernel:
     #: ``False`` for atoms with kinks (``abs``): ``d1`` is then a subgradient and ``d2`` holds only
     #: almost everywhere
     smooth: bool = True
+    #: ``g(s t) = g(s) + g(t)`` for ``s, t`` in the domain (``-log``): a product in the argument splits
+    #: into a sum of atoms (gop's stick-breaking presolve, docs/gop.md §2b)
+    splits_products: bool = False
 
     def user_evaluable(self, u, margin=0.0):
         """True where a user's own evaluation of the atom at domain argument ``u`` is defined; with
@@ -131,6 +134,7 @@ class NegLog(AtomKernel):
 
     kind, text, domain, monotone, tangent_floor = "neglog", "-log({u})", (0.0, np.inf, False), -1, 1e-8
     user_open = True
+    splits_products = True
 
     def value(self, u):
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -131,6 +131,7 @@ class RDModel:
         if k:
             hm.add_rows(A, lo, hi)
         out = None
+        last = None  # (value, y, oa gap) of the last round whose y met the y-constraints
         n_cut_rows = 0
         try:
             for _ in range(max_rounds):
@@ -155,7 +156,12 @@ class RDModel:
                         "a GOP relaxed dual is unbounded: declare finite bounds on the relaxed-dual variables "
                         "(or on the variables their convex terms depend on)")
                 if res.status != "optimal":
-                    raise SolverBugError(f"HiGHS failed on a relaxed dual: {res.message}")
+                    # numerical failure (HiGHS and the fallbacks): an earlier round of this node, with
+                    # fewer cuts, is a relaxation and its value still bounds the node; without one the
+                    # caller keeps the parent's bound ("failed")
+                    out = (dict(status="optimal", value=last[0], y=last[1], oa_gap=last[2]) if last is not None
+                           else dict(status="failed", value=-np.inf, y=None, message=res.message))
+                    break
                 x = res.x
                 if res.row_duals is not None:
                     act = np.flatnonzero(np.abs(res.row_duals[:self.m_base]) > 1e-12)
@@ -170,6 +176,8 @@ class RDModel:
                 viol = np.where(viol > 2e-9, viol, 0.0)
                 gap = float(np.sum(np.maximum(viol, 0.0)))
                 bad_c = np.flatnonzero(cviol > feas_tol)
+                if bad_c.size == 0:
+                    last = (float(res.objective), y.copy(), gap)
                 if (gap <= oa_tol or res.objective >= self._cutoff) and bad_c.size == 0:
                     out = dict(status="optimal", value=float(res.objective), y=y.copy(), oa_gap=gap)
                     break

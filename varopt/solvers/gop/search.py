@@ -24,8 +24,10 @@ from .bounds import fbbt, obbt
 from .cuts import ConvexConstraints, ConvexPieces
 from .expansion import Expansion, batches
 from .lagrangian import BlockModel, restrict
+from .local import swapped
 from .primal import feasibility_primal, solve_primal
 from .relaxed_dual import RDModel, solve_batch
+from .symmetry import order_box
 
 
 @dataclass(order=True)
@@ -42,9 +44,15 @@ class _Node:
 
 class GopSearch:
     name = "gop"
+    #: program indices z_{r_1} <= ... <= z_{r_K} ordered in the node boxes (docs/gop.md §8c), or None
+    order = None
+    #: extra check of an incumbent on the user's program (a presolve that relaxes it, §2b), or None
+    accept = None
 
     def __init__(self, program, part, opts, run):
         self.program, self.part, self.opts, self.run = program, part, opts, run
+        self.order_note = None
+        self._swapped = None
 
     def solve(self):
         program, part, opts = self.program, self.part, self.opts
@@ -194,6 +202,55 @@ class GopSearch:
                     bad.update(bm.xi[M[r].indices].tolist())
         return np.array([i for i in bm.conn_local if bm.xi[i] not in bad], dtype=np.int64)
 
+    def _feasible(self, z):
+        viol = self.program.max_violation(z)
+        return viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))) and (self.accept is None or self.accept(z))
+
+    def _alternate(self, z, val, rounds=5):
+        """Block alternation from a primal point (upper bounds only): ``y`` for fixed ``x`` (the convex
+        problem with the blocks swapped), then ``x`` for that ``y``; ``(z, value)`` of the best feasible
+        point that improves ``val``, or ``(None, inf)``."""
+        if self._swapped is None:
+            try:
+                self._swapped = BlockModel(self.program, swapped(self.part))
+            except ModelStructureError:
+                self._swapped = False
+        if self._swapped is False:
+            return None, math.inf
+        bm, sw = self.bm, self._swapped
+        best, bval, cur = None, val, z.copy()
+        for _ in range(rounds):
+            try:
+                py = solve_primal(sw, cur[sw.yi], self.lb[sw.xi], self.ub[sw.xi])
+                if py.status != "optimal":
+                    break
+                cur[sw.xi] = py.x
+                px = solve_primal(bm, cur[bm.yi], self.xlb, self.xub)
+                if px.status != "optimal":
+                    break
+            except (SolverBugError, np.linalg.LinAlgError, ValueError):
+                break
+            cur[bm.xi] = px.x
+            v = self.program.objective.value(cur)
+            if not (math.isfinite(v) and v < bval - 1e-12 * max(1.0, abs(bval))):
+                break
+            if self._feasible(cur):
+                best, bval = cur.copy(), float(v)
+        return best, (bval if best is not None else math.inf)
+
+    def _order_chain(self):
+        """Local x indices of the ordered representatives when they are all branchable (the box
+        ordering needs the search-space reduction, docs/gop.md §8c), else None (with a note)."""
+        if self.order is None:
+            return None
+        loc = {int(g): i for i, g in enumerate(self.bm.xi)}
+        chain = [loc.get(int(v)) for v in self.order]
+        if None in chain or not self.opts.reduction or not np.isin(chain, self.branchable).all():
+            self.order_note = ("the ordered variables are not all branchable (search-space reduction off, or a "
+                               "variable in a dualised constraint): no symmetry breaking applied")
+            return None
+        return np.array(chain, dtype=np.int64)
+
     def _new_lagrangian(self, lag):
         """Store Lagrangian data; returns its index. lag = (const, a, g0, G1, xk, feas)."""
         const, a, g0, G1, xk, feas = lag
@@ -271,6 +328,11 @@ class GopSearch:
                     blo[i] = min(max(blo[i], xk[j]), bub[i])
                 else:
                     bub[i] = max(min(bub[i], xk[j]), blo[i])
+            if self.chain is not None and not order_box(self.chain, blo, bub):
+                # no ordered point in the box: the symmetric image of the optimum lies elsewhere (§8c)
+                self.n_sym_pruned += 1
+                yield None
+                continue
             yield node.path + ((k, B),), blo, bub
 
     def _solve_nodes(self, node_rows, oa_tol, cutoff=np.inf):
@@ -316,7 +378,7 @@ class GopSearch:
         opts, bm, program = self.opts, self.bm, self.program
         run = self.run
         UB, LB = math.inf, -math.inf
-        best_z = None
+        best_z, run_best = None, math.inf
         heap = []
         seq = itertools.count()
         n_sub = 0
@@ -326,6 +388,9 @@ class GopSearch:
         node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
         self.lags = []
         self.branchable = self._branchable()
+        self.chain, self.n_sym_pruned, self.n_failed = self._order_chain(), 0, 0
+        if self.chain is not None and not order_box(self.chain, node.blo, node.bub):
+            raise SolverBugError("GOP: the symmetry ordering left the root box empty")
         self.alpha = getattr(self, "alpha_override", 0.05)
         self.n_primal_infeasible = 0
         for it in run.iterations():
@@ -338,10 +403,15 @@ class GopSearch:
                 val = program.objective.value(z)
                 if math.isnan(val):
                     raise SolverBugError("GOP: the objective is NaN at a primal solution")
-                viol = program.max_violation(z)
-                if viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))) and val < UB:
+                if self._feasible(z) and val < UB:
                     UB, best_z = float(val), z
-                    run.incumbent(z, objective=UB, upper=UB)
+                if val < UB + 1e-2 * abs(UB) or not math.isfinite(UB):
+                    zl, vl = self._alternate(z, val)
+                    if zl is not None and vl < UB:
+                        UB, best_z = vl, zl
+                if best_z is not None and UB < run_best:
+                    run_best = UB
+                    run.incumbent(best_z, objective=UB, upper=UB)
             else:
                 self.n_primal_infeasible += 1
                 pr = feasibility_primal(bm, y, self.xlb, self.xub)
@@ -363,18 +433,27 @@ class GopSearch:
             exp = Expansion(run, self.lags[k]["conn"].size, [program.names[bm.xi[i]] for i in self.lags[k]["conn"]])
             n_batch = 0
             for kids in batches(self._children(node, k), opts.executor):
+                n_all = len(kids)
+                kids = [c for c in kids if c is not None]
                 full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
-                results = self._solve_nodes(full, oa_tol, UB)
+                results = self._solve_nodes(full, oa_tol, UB) if full else []
                 n_sub += len(results)
                 n_batch += len(results)
                 for ((path, blo, bub), r) in zip(kids, results):
+                    if r["status"] == "failed":
+                        # the LP solvers failed: the parent's value bounds the child's region, and any y
+                        # serves for the next primal problem and Lagrangian
+                        self.n_failed += 1
+                        if node.value < UB:
+                            heapq.heappush(heap, _Node(node.value, next(seq), path, blo, bub, node.y, 0.0, 1))
+                        continue
                     if r["status"] != "optimal":
                         continue  # infeasible region: fathomed
                     v = max(r["value"], node.value)  # children only add constraints
                     if v >= UB:
                         continue
                     heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
-                if exp.tick(len(results)) and exp.done < exp.total:
+                if exp.tick(n_all) and exp.done < exp.total:
                     # out of time inside the expansion: the parent stays open (its value bounds its
                     # whole region), so the lower bound below stays valid
                     heapq.heappush(heap, node)
@@ -394,7 +473,10 @@ class GopSearch:
                     rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot, UB)[0]
                     n_sub += 1
                     top.refined += 1
-                    if rr["status"] == "optimal":
+                    if rr["status"] == "failed":
+                        self.n_failed += 1
+                        heapq.heappush(heap, top)  # unchanged: its value still bounds its region
+                    elif rr["status"] == "optimal":
                         v = max(rr["value"], top.value)
                         if v < UB:
                             top.value, top.y, top.oa_gap = v, rr["y"], rr.get("oa_gap", 0.0)
@@ -421,6 +503,10 @@ class GopSearch:
         info = dict(partition=self.part.describe(), connected=[program.names[i] for i in self.part.connected],
                     primal_block=[program.names[i] for i in self.part.x], n_subproblems=n_sub,
                     infeasible_primals=self.n_primal_infeasible)
+        if self.chain is not None:
+            info["symmetry_pruned_regions"] = self.n_sym_pruned
+        if self.n_failed:
+            info["failed_relaxations"] = self.n_failed
         if run.status == "infeasible":
             return run.finish(lower=math.inf, upper=math.inf, info=info)
         return run.finish(x=best_z, objective=UB if math.isfinite(UB) else None, lower=LB,

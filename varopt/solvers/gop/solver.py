@@ -32,12 +32,15 @@ from ...errors import InvalidOptionError, ModelStructureError
 from ...options import Option, OptionSet, common_options, nonnegative, start_options
 from ...registry import Solver, register_solver
 from ...program.evaluable import evaluable_point
+from ...program.symmetry import with_order_rows
 from ...result import Result
 from .partition import Partition, analyze
 from .epigraph import abs_epigraph
 from .presolve import eliminate_equalities
 from .relax import Lifted, NotRelaxable
 from .search import GopSearch
+from .stick import stick_breaking
+from .symmetry import choose as choose_symmetry, orbits_for, symmetry_domain
 from .tree import GopTree
 from .unbounded import Unbounded, prove_unbounded
 
@@ -82,6 +85,12 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
            "(Floudas 2000, ch. 3; McCormick 1976); 'auto': the iteration for programs with multiplied atom rows "
            "(ELBOs such as phi*log(pi)), the tree for the others (docs/gop.md §9)", str,
            lambda v: v in ("auto", "gop", "tree"), "must be 'auto', 'gop' or 'tree'"),
+    Option("symmetry", "auto", "symmetry breaking (docs/gop.md §8c): 'auto' detects groups of variables whose "
+           "exchange leaves the objective, the constraints and the bounds exactly invariant (mixture components) and "
+           "orders one representative variable per group; 'off' adds nothing; a list of at least two groups of "
+           "variable names declares the groups (the m-th names correspond; '*' matches one index, e.g. "
+           "[['mu[0]', 'pi[0]', 'phi[*,0]'], ['mu[1]', 'pi[1]', 'phi[*,1]']]), checked exactly before use",
+           symmetry_domain),
     Option("presolve", True, "eliminate linear equalities of the primal block by substitution (e.g. "
            "sum(pi) == 1): one connected variable fewer per equality", bool),
 ])
@@ -144,6 +153,34 @@ class GopSolver(Solver):
             # programs, which are one primal problem when no variable is connected)
             if mode == "auto" and outside is None and (lifted is None or lifted.nP or part.connected.size == 0):
                 lifted = None
+        sym_info, order_names = None, None
+        # a program without connected variables is solved as one convex primal problem: nothing to break
+        orbits = orbits_for(program, opts.symmetry) if (part.connected.size or opts.symmetry not in ("auto", "off")) \
+            else []
+        if orbits:
+            how, reps = choose_symmetry(program, part, orbits, tree=lifted is not None, box_ok=opts.reduction)
+            names = [program.names[int(v)] for v in reps] if reps is not None else []
+            sym_info = {"groups": [o.describe(program.names) for o in orbits], "breaking": how, "ordered": names}
+            if how == "rows":
+                program = with_order_rows(program, reps)
+                if outside is None:  # a program outside GOP's class keeps its tree-only partition
+                    part = analyze(program, part.x.tolist())
+                if lifted is not None:
+                    lifted = Lifted(program)
+            elif how == "box":
+                order_names = names
+            run.progress(f"gop: {sym_info['groups'][0]}; "
+                         + (f"ordering {' <= '.join(names)} ({'node boxes' if how == 'box' else 'rows'})"
+                            if how else "no representative usable for symmetry breaking"))
+        stick = None
+        if opts.presolve and opts.reduction and lifted is None:
+            # mixture weights of K >= 3 components: separable stick-breaking coordinates (§2b)
+            stick = stick_breaking(program, part)
+            if stick is not None:
+                base = program
+                program = stick.program
+                keep = [program.index[base.names[i]] for i in part.x if base.names[i] in program.index]
+                part = analyze(program, keep + stick.svars.tolist())
         elim = None
         if opts.presolve and lifted is None:
             elim = eliminate_equalities(program, set(part.x.tolist()))
@@ -153,9 +190,15 @@ class GopSolver(Solver):
             keep = [program.index[orig.names[i]] for i in part.x if orig.names[i] in program.index]
             part = analyze(program, keep)
         try:
-            search = GopTree(program, part, opts, run, lifted) if lifted is not None else GopSearch(program, part, opts, run)
             if lifted is not None:
+                search = GopTree(program, part, opts, run, lifted)
                 search.local.complete = _completion(user, epi)
+            else:
+                search = GopSearch(program, part, opts, run)
+                search.accept = None if stick is None else (
+                    stick.accept if elim is None else (lambda z: stick.accept(elim.expand(z))))
+                search.order = None if order_names is None else np.array(
+                    [program.index[nm] for nm in order_names], dtype=np.int64)
             res = search.solve()
         except Unbounded as exc:
             proof = prove_unbounded(program, part, run.x, exc)
@@ -170,11 +213,20 @@ class GopSolver(Solver):
                               "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
                               upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,
                                                          unbounded_from=z))
+        if sym_info is not None:
+            if getattr(search, "order_note", None):
+                sym_info["note"] = search.order_note
+            res.info["symmetry"] = sym_info
         if elim is not None:
             if res.x is not None:
                 res.x = elim.expand(res.x)
             res.info["eliminated"] = [f"{v} (by {c})" for v, c in elim.eliminated]
             program = orig
+        if stick is not None:
+            if res.x is not None:
+                res.x = stick.expand(res.x)
+            res.info["stick_breaking"] = stick.describe()
+            program = base
         if epi is not None:
             if res.x is not None:
                 res.x = np.asarray(res.x, dtype=float)[:epi[1]]
