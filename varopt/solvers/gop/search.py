@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -43,6 +44,10 @@ class _Node:
 
 
 class GopSearch:
+    #: block alternation (an upper-bound heuristic) may use at most this share of the elapsed time: it
+    #: helps K >= 3 mixtures but costs two general primal solves per round on every iteration
+    ALTERNATION_SHARE = 0.1
+
     name = "gop"
     #: program indices z_{r_1} <= ... <= z_{r_K} ordered in the node boxes (docs/gop.md §8c), or None
     order = None
@@ -53,6 +58,7 @@ class GopSearch:
         self.program, self.part, self.opts, self.run = program, part, opts, run
         self.order_note = None
         self._swapped = None
+        self._alt_time = 0.0  # seconds spent in _alternate (capped at ALTERNATION_SHARE of the run)
 
     def solve(self):
         program, part, opts = self.program, self.part, self.opts
@@ -405,8 +411,11 @@ class GopSearch:
                     raise SolverBugError("GOP: the objective is NaN at a primal solution")
                 if self._feasible(z) and val < UB:
                     UB, best_z = float(val), z
-                if val < UB + 1e-2 * abs(UB) or not math.isfinite(UB):
+                if (val < UB + 1e-2 * abs(UB) or not math.isfinite(UB)) and \
+                        self._alt_time <= self.ALTERNATION_SHARE * run.elapsed():
+                    t_alt = time.perf_counter()
                     zl, vl = self._alternate(z, val)
+                    self._alt_time += time.perf_counter() - t_alt
                     if zl is not None and vl < UB:
                         UB, best_z = vl, zl
                 if best_z is not None and UB < run_best:
