@@ -11,7 +11,7 @@ from scipy.stats import norm
 from varopt.errors import InputDataError
 from varopt.formulations.bayes_glm import se_kernel
 from varopt.formulations.ep_tilted import tilted_moments, trunc_factors
-from varopt.formulations.gp_ep import ep_log_predictive, ep_predict, gp_ep
+from varopt.formulations.gp_ep import ep_log_predictive, ep_predict, gp_ep, gp_ep_fallback
 
 # the reference quadratures warn about rounding at their 1e-13 target; the comparisons are at 1e-9
 pytestmark = pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
@@ -185,3 +185,14 @@ def test_labels_and_options_are_checked():
         gp_ep(K, [0, 1, 1], "cauchy")
     r = gp_ep(K, [0, 1, 1], "logistic", max_sweeps=1)
     assert not r["converged"] and r["sweeps"] == 1
+
+
+def test_fallback_runs_parallel_first_and_agrees_with_sequential():
+    X, y, K = _data(15, seed=5)
+    r = gp_ep_fallback(3 * K, y, "laplace", noise=0.2, tol=1e-10)
+    s = gp_ep(3 * K, y, "laplace", noise=0.2, tol=1e-10)
+    assert r["converged"] and r["attempts"][0] == ("parallel", 1.0)
+    assert r["log_marginal"] == pytest.approx(s["log_marginal"], abs=1e-8)
+    assert np.allclose(r["mean"], s["mean"], atol=1e-7)
+    r = gp_ep_fallback(3 * K, y, "laplace", noise=0.2, max_sweeps=1)     # nothing converges in one sweep
+    assert not r["converged"] and len(r["attempts"]) == 4

@@ -174,3 +174,26 @@ def ep_predict(fit, Ks, kss):
 def ep_log_predictive(likelihood, y, mt, vt, noise=1.0):
     """``log p(y* | data) = log int p(y* | f) N(f | mt, vt) df`` elementwise (labels as in :func:`gp_ep`)."""
     return tilted_moments(likelihood, _labels(y, likelihood), mt, vt, noise)[0]
+
+
+def gp_ep_fallback(K, y, likelihood="probit", noise=1.0, tol=1e-6, max_sweeps=500, fast_sweeps=50):
+    """Parallel undamped EP (one refactorisation per sweep: the fastest when it converges; at most
+    ``fast_sweeps`` sweeps), then, while the run has not converged to a finite evidence, parallel EP with
+    damping 0.5 and sequential EP with damping 1 and 0.5 (R&W Alg. 3.5; Minka 2004; Kuss & Rasmussen
+    2005). The returned dict has ``attempts``: the (update, damping) pairs tried."""
+    tried = []
+    r = None
+    plan = (("parallel", 1.0, min(fast_sweeps, max_sweeps)), ("parallel", 0.5, max_sweeps),
+            ("sequential", 1.0, max_sweeps), ("sequential", 0.5, max_sweeps))
+    for update, damping, sweeps in plan:
+        tried.append((update, damping))
+        try:
+            r = gp_ep(K, y, likelihood, noise, update=update, damping=damping, tol=tol, max_sweeps=sweeps)
+        except np.linalg.LinAlgError:
+            continue
+        if r["converged"] and math.isfinite(r["log_marginal"]):
+            break
+    if r is None:
+        raise np.linalg.LinAlgError("EP failed to factor I + S^1/2 K S^1/2 with every update rule")
+    r["attempts"] = tried
+    return r
