@@ -7,9 +7,9 @@ chosen by the ELBO; reported: test log-loss -sum log2 p(y*) / N (predictive dens
 likelihood under q) and the time for the grid. Baseline in the same run: the Laplace approximation
 (MAP + Hessian; the Laplace likelihood has zero curvature almost everywhere, so its covariance is the
 prior's), hyperparameters by its evidence; and expectation propagation (``varopt.formulations.gp_ep``,
-closed-form Laplace tilted moments; parallel EP, falling back to sequential EP if it does not converge;
-same prior covariance ``L L^T`` as klprox), hyperparameters by ``log Z_EP``, 1 BLAS thread. Paper: Laplace 1.03, EP .300, Proximal .310 log-loss; Proximal
-61 min for the grid x 10 splits.
+closed-form Laplace tilted moments; parallel EP, falling back to damped / sequential EP if it does not
+converge; the same prior covariance ``L L^T`` as klprox), hyperparameters by ``log Z_EP``, 1 BLAS thread.
+Paper: Laplace 1.03, EP .300, Proximal .310 log-loss; Proximal 61 min for the grid x 10 splits.
 
 First table: the step-size study at (log ell, log sf, log sn) = (1, 0, -2) on split 0 (fixed beta = 1 and
 0.5 diverge, 0.25 converges; the default adaptive rule converges).
