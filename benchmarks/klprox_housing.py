@@ -123,7 +123,8 @@ def main():
     n = args.n_grid ** 2
     print(f"\nTable 3, housing (GP regression, Laplace likelihood, log sn = {args.log_noise}); {args.splits} splits x "
           f"{n} grid points; {fails} klprox solves not converged; EP: {ep_fails} not converged, {ep_fallback} "
-          f"needed the fallback (damped parallel / sequential), {ep_neg} negative site precisions clipped, sweeps median "
+          f"needed the fallback (damped parallel / sequential), {ep_neg} negative site precisions clipped, "
+          f"sweeps median "
           f"{int(np.median(ep_sweeps))} max {max(ep_sweeps)}")
     print(f"{'method':<12} {'log-loss':>14} {'time s':>9}")
     print(f"{'klprox':<12} {np.mean(prox_ll):8.3f} ({np.std(prox_ll) / math.sqrt(len(prox_ll)):.3f}) {t_prox:9.1f}")
