@@ -97,6 +97,8 @@ class LogisticFamily(Family):
 
     kind, name = "logistic", "log(1 + exp(u)) (logistic)"
     closed_form = False
+    #: ``l(u) - u = l(-u)``: rows ``l(u) - t u`` are evaluated without cancellation (view.LikelihoodView._reflect)
+    reflects = True
     vt_switch = 2.0
 
     def __init__(self, nodes: int = 100):
