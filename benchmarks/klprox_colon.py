@@ -217,8 +217,9 @@ def main():
             t_lap = time.perf_counter() - t0
             e_lap, pred, d_lap = min(lap, key=lambda z: z[0])
             res["Laplace (evidence)"].append((e_lap, logloss(Ft, y[te], *pred(Ft)), t_lap, d_lap))
-        print(f"split {k}: " + "; ".join(f"{name.split(' ')[0]} {v[-1][1]:.3f} ({v[-1][2]:.1f} s, delta {v[-1][3]:.3g})"
-                                         for name, v in res.items() if v), flush=True)
+        print(f"split {k} (Neg-Log-Lik / log-loss / time s / delta): " + "; ".join(
+            f"{name} {'—' if v[-1][0] is None else format(v[-1][0], '.4f')} / {v[-1][1]:.4f} / {v[-1][2]:.1f} / "
+            f"{v[-1][3]:.3g}" for name, v in res.items() if v), flush=True)
 
     print(f"\nklprox statuses over {args.splits} splits x {len(deltas)} deltas: {statuses}; iterations min/median/max "
           f"{min(iters)}/{int(np.median(iters))}/{max(iters)}")

@@ -83,3 +83,28 @@ def test_wide_prior_on_separable_data_keeps_the_elbo_exact():
     assert np.max(np.abs(r.info["predictor_mean"])) > 1e3
     # the rounding level of -ELBO no longer grows with the predictor means (2.4e-10 with -y u kept apart, 2.3e-13 now)
     assert r.info["rounding"] < 1e-12 * max(1.0, abs(r.objective))
+
+
+def test_dual_step_leaves_a_fixed_point_in_place():
+    # (16) in the dual form: z+ = z - (1 - r)(I + rG St)^-1 (z + alpha). At z = -alpha the step is exactly 0; written
+    # as (I + rG St)^-1 [r(I + G St) z - (1 - r) alpha] it was a difference of vectors of size |G St z| (1e5 |z| here)
+    from varopt.solvers.klprox.posterior import DualGaussian, FullGaussian
+    X, y = _data(n=12, d=30)
+    view = likelihood_view(glm_program(X, y, "logistic", prior_var=1e8), family_table())
+    post = DualGaussian(view)
+    rng = np.random.default_rng(3)
+    z, gt = 1e-3 * rng.standard_normal(view.N), np.full(view.N, 1e-6)
+    st = post._state(z, gt)
+    for r in (0.5, 0.999):
+        new = post.step(st, -z, gt, r)
+        assert np.array_equal(new.z, z) and np.allclose(new.gt, gt, rtol=1e-15)
+    # away from the fixed point the step is (16): the same mean as the full form's step, on a narrower prior
+    view = likelihood_view(glm_program(X, y, "logistic", prior_var=10.0), family_table())
+    dual, full = DualGaussian(view), FullGaussian(view)
+    gt = rng.uniform(0.05, 0.25, view.N)
+    alpha, gamma = rng.uniform(-0.5, 0.5, view.N), rng.uniform(0.05, 0.25, view.N)
+    sd = dual._state(1e-1 * rng.standard_normal(view.N), gt)
+    sf = full._state(dual.mean(sd), gt)
+    for r in (0.5, 0.9):
+        np.testing.assert_allclose(dual.mean(dual.step(sd, alpha, gamma, r)), full.step(sf, alpha, gamma, r).m,
+                                   rtol=1e-9, atol=1e-11)

@@ -238,11 +238,14 @@ class DualGaussian(_Base):
             x = y - _hmul(new.sg, sla.cho_solve((new.L, True), _hmul(new.sg, self.St @ y), check_finite=False))
             new.z = st.z - (1.0 - r) * x
             return new
-        y = r * (st.z + self._gmul(st.gt, self.St @ st.z)) - (1.0 - r) * alpha
+        # z+ = (I + rG St)^-1 [r (I + G St) z - (1 - r) alpha] = z - (1 - r) (I + rG St)^-1 (z + alpha): the
+        # increment from the stationarity residual z + alpha, not as a difference of two vectors of size |G St z|
+        # (with a wide prior, G St ~ 1e3 on Colon, that difference made small steps pure rounding)
+        y = st.z + alpha
         sr = _half(self.view, r * st.gt)
         Br = np.eye(self.N) + _hmul(sr, _hmul(sr, self.St).T)
-        z = y - _hmul(sr, sla.cho_solve((_chol(Br), True), _hmul(sr, self.St @ y), check_finite=False))
-        return self._state(z, r * st.gt + (1.0 - r) * gamma)
+        x = y - _hmul(sr, sla.cho_solve((_chol(Br), True), _hmul(sr, self.St @ y), check_finite=False))
+        return self._state(st.z - (1.0 - r) * x, r * st.gt + (1.0 - r) * gamma)
 
     def residuals(self, st, alpha, gamma, vt):
         d = st.z + alpha                                     # g = -A^T (z + alpha)
