@@ -85,6 +85,17 @@ class SquareFamily(Family):
         return mt * mt + vt, 2.0 * mt, np.ones_like(mt)
 
 
+#: Gauss-Hermite nodes of the logistic expectation by predictor variance (at most the ``quadrature_nodes`` option):
+#: largest difference from a 200-node rule, value and both derivatives, over means in [-30, 30] (measured):
+#: 1.1e-14 (16 nodes, vt <= 0.1), 1.2e-14 (24, <= 0.5), 1.1e-14 (48, <= 1), 5.9e-14 (64, <= 2)
+HERMITE_NODES = ((0.1, 16), (0.5, 24), (1.0, 48), (2.0, 64))
+
+
+def _gh(n):
+    x, w = np.polynomial.hermite.hermgauss(int(n))
+    return x * np.sqrt(2.0), w / np.sqrt(np.pi)
+
+
 def _panels():
     edges = np.array([0, 0.5, 1, 2, 3, 4, 6, 8, 11, 14, 18, 23, 29, 38], dtype=float)
     x, w = np.polynomial.legendre.leggauss(12)
@@ -97,6 +108,8 @@ class LogisticFamily(Family):
 
     kind, name = "logistic", "log(1 + exp(u)) (logistic)"
     closed_form = False
+    #: ``l(u) - u = l(-u)``: rows ``l(u) - t u`` are evaluated without cancellation (view.LikelihoodView._reflect)
+    reflects = True
     vt_switch = 2.0
 
     def __init__(self, nodes: int = 100):
@@ -107,15 +120,31 @@ class LogisticFamily(Family):
         self.sd = self.sneg * (1.0 - self.sneg)
 
     def set_nodes(self, nodes: int):
-        x, w = np.polynomial.hermite.hermgauss(int(nodes))
-        self.x, self.w = x * np.sqrt(2.0), w / np.sqrt(np.pi)
         self.nodes = int(nodes)
+        self.x, self.w = _gh(self.nodes)
+        # graded rule: rows with a small predictor variance need fewer nodes (HERMITE_NODES); the option is the cap
+        self.grades = [(vmax, _gh(min(n, self.nodes))) for vmax, n in HERMITE_NODES] + [(np.inf, (self.x, self.w))]
 
     def _hermite(self, mt, vt):
-        u = mt[:, None] + np.sqrt(vt)[:, None] * self.x[None, :]
-        sp = np.logaddexp(0.0, u)
-        sg = expit(u)
-        return sp @ self.w, sg @ self.w, 0.5 * ((sg * (1.0 - sg)) @ self.w)
+        e, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
+        lo = -np.inf
+        for vmax, (x, w) in self.grades:
+            sel = (vt > lo) & (vt <= vmax)
+            lo = vmax
+            if sel.any():
+                e[sel], d1[sel], d2[sel] = self._hermite_rule(mt[sel], vt[sel], x, w)
+        return e, d1, d2
+
+    @staticmethod
+    def _hermite_rule(mt, vt, x, w):
+        u = mt[:, None] + np.sqrt(vt)[:, None] * x[None, :]
+        # one exponential for both: softplus(u) = max(u, 0) + log1p(e), sigmoid(u) = 1/(1 + e) or e/(1 + e),
+        # e = exp(-|u|) (the work of this solver on a1a is mostly these 1605 x 100 evaluations)
+        e = np.exp(-np.abs(u))
+        sp = np.maximum(u, 0.0) + np.log1p(e)
+        inv = 1.0 / (1.0 + e)
+        sg = np.where(u >= 0.0, inv, e * inv)
+        return sp @ w, sg @ w, 0.5 * ((e * inv * inv) @ w)
 
     def _split(self, mt, vt):
         s = np.sqrt(vt)
