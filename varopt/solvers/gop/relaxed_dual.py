@@ -12,7 +12,9 @@ ancestors. Its relaxed dual is the LP/QP over the columns ``[y, eta, t]``
       \quad\text{(qualifying constraints)}\\
     \qquad \eta_r \ge \text{tangent cuts of } c_r g_r \ (\text{module } cuts),\quad y\text{-only constraints}
 
-Feasibility cuts (from an infeasible primal) enter as ``0 >= const + a^T y`` instead.
+Feasibility cuts (from an infeasible primal) enter as ``0 >= const + a^T y`` instead. With
+separable connected variables the optimality rows are split (docs/gop.md §6b): columns ``t_p``
+(after ``t``, cost 1) with ``t_p >= D_p(xbar_p, y) + g_p(y)(x^B_p - xbar_p)`` per variable, ``t`` the rest.
 
 Everything a subproblem needs is a plain numpy/scipy payload, so batches of nodes can be
 solved in other processes (``concurrent.futures`` or dask); each batch builds one

@@ -50,6 +50,8 @@ class GopSearch:
     accept = None
     #: per-variable (split) Lagrangian rows for the separable connected variables (docs/gop.md §6b)
     split_rows = True
+    #: weight of the node box's midpoint in the branching point (docs/gop.md §6, "branching point")
+    mid_weight = 0.5
     #: cap of the block alternation's share of the run time (upper bounds only, :meth:`_alternate`)
     alt_share = 0.1
 
@@ -496,6 +498,8 @@ class GopSearch:
                 # that every split shrinks the box geometrically (docs/gop.md, "branching point")
                 br = self.branchable
                 w = node.bub[br] - node.blo[br]
+                mid = 0.5 * (node.blo[br] + node.bub[br])
+                xbar[br] = (1.0 - self.mid_weight) * xbar[br] + self.mid_weight * mid
                 xbar[br] = np.clip(xbar[br], node.blo[br] + self.alpha * w, node.bub[br] - self.alpha * w)
             const, a, g0, G1 = bm.lagrangian(xbar, y, pr.lam, feasibility=feas)
             k = self._new_lagrangian((const, a, g0, G1, xbar, feas))
