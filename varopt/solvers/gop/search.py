@@ -246,8 +246,12 @@ class GopSearch:
     def _alternate_rounds(self, z, val, rounds):
         bm, sw, run = self.bm, self._swapped, self.run
         best, bval, cur = None, val, z.copy()
+        t0 = run.elapsed()
         for _ in range(rounds):
-            if run.time_limit is not None and run.elapsed() >= run.time_limit:
+            now = run.elapsed()
+            # the time limit, and this call's own share (a first call from a poor point may need many
+            # rounds; the lower bound must not wait for it)
+            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(0.5, self.alt_share * t0):
                 break
             try:
                 py = solve_primal(sw, cur[sw.yi], self.lb[sw.xi], self.ub[sw.xi])
