@@ -12,7 +12,9 @@ ancestors. Its relaxed dual is the LP/QP over the columns ``[y, eta, t]``
       \quad\text{(qualifying constraints)}\\
     \qquad \eta_r \ge \text{tangent cuts of } c_r g_r \ (\text{module } cuts),\quad y\text{-only constraints}
 
-Feasibility cuts (from an infeasible primal) enter as ``0 >= const + a^T y`` instead.
+Feasibility cuts (from an infeasible primal) enter as ``0 >= const + a^T y`` instead. With
+separable connected variables the optimality rows are split (docs/gop.md §6b): columns ``t_p``
+(after ``t``, cost 1) with ``t_p >= D_p(xbar_p, y) + g_p(y)(x^B_p - xbar_p)`` per variable, ``t`` the rest.
 
 Everything a subproblem needs is a plain numpy/scipy payload, so batches of nodes can be
 solved in other processes (``concurrent.futures`` or dask); each batch builds one
@@ -39,7 +41,11 @@ class RDModel:
         self.base = base
         self.pieces = base["pieces"]
         self.ycons = base["ycons"]
-        ncol = self.pieces.ncol
+        # columns [y, eta, t, t_1..t_m]: the t_p of the split (per-variable) Lagrangian rows
+        # (docs/gop.md §6b) come after t, so every cut row of width pieces.ncol is padded
+        self.nsplit = int(base.get("nsplit", 0))
+        self.tcol = self.pieces.ncol - 1
+        ncol = self.pieces.ncol + self.nsplit
         self.ncol = ncol
         self.ny = self.pieces.ny
         c = np.zeros(ncol)
@@ -47,7 +53,7 @@ class RDModel:
         Q = None
         if self.pieces.Q is not None:
             Q = sp.block_diag([self.pieces.Q, sp.csr_matrix((ncol - self.ny, ncol - self.ny))], format="csr")
-        A = base["A"]
+        A = _pad(base["A"], ncol)
         self.hm = HighsModel(c, A, base["lo"], base["hi"], base["lb"], base["ub"], Q=Q,
                              options={"presolve": "off", "threads": 1,
                                       "primal_feasibility_tolerance": 1e-9,
@@ -70,6 +76,7 @@ class RDModel:
     def add_base_rows(self, A, lo, hi):
         if A.shape[0] == 0:
             return
+        A = _pad(A, self.ncol)
         if self.hm.num_rows != self.m_base:
             raise SolverBugError("base rows added while node rows are present")
         self.hm.add_rows(A, lo, hi)
@@ -80,7 +87,7 @@ class RDModel:
         """Current base model as a payload for other processes (no node rows may be present)."""
         d = self.hm.data()
         return dict(A=d["A"], lo=d["row_lo"], hi=d["row_hi"], lb=d["lb"], ub=d["ub"], pieces=self.pieces,
-                    ycons=self.ycons, n_perm=self.n_perm, max_age=self.max_age)
+                    ycons=self.ycons, n_perm=self.n_perm, max_age=self.max_age, nsplit=self.nsplit)
 
     def _age_cuts(self):
         old = np.flatnonzero(self.n_solves - self.last_active[self.n_perm:] > self.max_age) + self.n_perm
@@ -111,15 +118,16 @@ class RDModel:
         """
         hm = self.hm
         k = A.shape[0]
-        tcol = self.ncol - 1
+        tcol = self.tcol
         no_opt = k == 0 or A[:, tcol].nnz == 0
         self._set_cutoff(np.inf if no_opt else cutoff)
         if no_opt:
-            hm.set_col_bounds([tcol], 0.0, 0.0)
+            tcols = list(range(tcol, self.ncol))
+            hm.set_col_bounds(tcols, 0.0, 0.0)
             try:
                 out = self._solve(A, lo, hi, oa_tol, feas_tol, max_rounds)
             finally:
-                hm.set_col_bounds([tcol], None, None)
+                hm.set_col_bounds(tcols, None, None)
             if out["status"] == "optimal":
                 out["value"] = -np.inf
             return out
@@ -198,7 +206,7 @@ class RDModel:
                     rows_A.append(Ac)
                     rows_lo.append(np.full(hic.size, -np.inf))
                     rows_hi.append(hic)
-                Acut = sp.vstack(rows_A, format="csr")
+                Acut = _pad(sp.vstack(rows_A, format="csr"), self.ncol)
                 lcut, hcut = np.concatenate(rows_lo), np.concatenate(rows_hi)
                 hm.add_rows(Acut, lcut, hcut)
                 n_cut_rows += Acut.shape[0]
@@ -216,6 +224,14 @@ class RDModel:
     def take_new_cuts(self):
         cuts, self.new_cuts = self.new_cuts, []
         return cuts
+
+
+def _pad(A, ncol):
+    """``A`` (csr) widened to ``ncol`` columns with zeros (the split columns come last)."""
+    A = sp.csr_matrix(A)
+    if A.shape[1] == ncol:
+        return A
+    return sp.csr_matrix((A.data, A.indices, A.indptr), shape=(A.shape[0], ncol))
 
 
 _LOCAL = threading.local()  # per worker process / thread: the persistent relaxed-dual models

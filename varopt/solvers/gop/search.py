@@ -12,7 +12,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -27,7 +26,7 @@ from .expansion import Expansion, batches
 from .lagrangian import BlockModel, restrict
 from .local import swapped
 from .primal import feasibility_primal, solve_primal
-from .relaxed_dual import RDModel, solve_batch
+from .relaxed_dual import RDModel, _pad, solve_batch
 from .symmetry import order_box
 
 
@@ -44,21 +43,23 @@ class _Node:
 
 
 class GopSearch:
-    #: block alternation (an upper-bound heuristic) may use at most this share of the elapsed time: it
-    #: helps K >= 3 mixtures but costs two general primal solves per round on every iteration
-    ALTERNATION_SHARE = 0.1
-
     name = "gop"
     #: program indices z_{r_1} <= ... <= z_{r_K} ordered in the node boxes (docs/gop.md §8c), or None
     order = None
     #: extra check of an incumbent on the user's program (a presolve that relaxes it, §2b), or None
     accept = None
+    #: per-variable (split) Lagrangian rows for the separable connected variables (docs/gop.md §6b)
+    split_rows = True
+    #: weight of the node box's midpoint in the branching point (docs/gop.md §6, "branching point")
+    mid_weight = 0.5
+    #: cap of the block alternation's share of the run time (upper bounds only, :meth:`_alternate`)
+    alt_share = 0.1
 
     def __init__(self, program, part, opts, run):
         self.program, self.part, self.opts, self.run = program, part, opts, run
         self.order_note = None
         self._swapped = None
-        self._alt_time = 0.0  # seconds spent in _alternate (capped at ALTERNATION_SHARE of the run)
+        self._alt_calls, self._alt_time = 0, 0.0
 
     def solve(self):
         program, part, opts = self.program, self.part, self.opts
@@ -87,6 +88,9 @@ class GopSearch:
         self.lb, self.ub = lb, ub
         self.xlb, self.xub = lb[bm.xi].copy(), ub[bm.xi].copy()
         self.ylb, self.yub = lb[bm.yi].copy(), ub[bm.yi].copy()
+        self.branchable = self._branchable()
+        # separable connected variables get their own epigraph column t_p (docs/gop.md §6b)
+        self.split = self.branchable if (self.split_rows and self.opts.reduction) else np.zeros(0, dtype=np.int64)
         self._build_rd_base()
         return self._run()
 
@@ -99,26 +103,27 @@ class GopSearch:
         e_y = restrict(bm.obj_yy, yi, xi, np.zeros(xi.size))
         self.pieces = ConvexPieces(e_y, bm.ny, self.ylb, self.yub)
         ncol = self.pieces.ncol
-        self.ncol = ncol
+        self.ncol = ncol + self.split.size  # [y, eta, t, t_1..t_m]
+        self.tcol = ncol - 1
         rows, los, his, nl_exprs, nl_his = [], [], [], [], []
         for k in bm.y_cons:
             c = program.constraints[k]
             ey = restrict(c.body, yi, xi, np.zeros(xi.size))
             if ey.is_linear:
-                rows.append(np.concatenate([ey.linear, np.zeros(ncol - bm.ny)]))
+                rows.append(np.concatenate([ey.linear, np.zeros(self.ncol - bm.ny)]))
                 los.append(c.lo - ey.constant)
                 his.append(c.hi - ey.constant)
             else:
                 nl_exprs.append(ey)
                 nl_his.append(c.hi)
         self.ycons = ConvexConstraints(nl_exprs, nl_his, ncol)
-        A0 = sp.csr_matrix(np.vstack(rows)) if rows else sp.csr_matrix((0, ncol))
+        A0 = sp.csr_matrix(np.vstack(rows)) if rows else sp.csr_matrix((0, self.ncol))
         lo0, hi0 = np.array(los, dtype=float), np.array(his, dtype=float)
         # initial tangent cuts spread over the range of every atom argument
         Ac, lc = self.pieces.cuts_at_u([0.0, 0.02, 0.1, 0.3, 0.6, 1.0])
         self.base_blocks = [(A0, lo0, hi0), (Ac, lc, np.full(lc.size, np.inf))]
-        lbc = np.concatenate([self.ylb, self.pieces.eta_lb, [-np.inf]])
-        ubc = np.concatenate([self.yub, np.full(self.pieces.n_eta, np.inf), [np.inf]])
+        lbc = np.concatenate([self.ylb, self.pieces.eta_lb, np.full(1 + self.split.size, -np.inf)])
+        ubc = np.concatenate([self.yub, np.full(self.pieces.n_eta, np.inf), np.full(1 + self.split.size, np.inf)])
         self.col_lb, self.col_ub = lbc, ubc
         self.rd = RDModel(self._base_payload())
         self._payload_cache = None
@@ -128,10 +133,12 @@ class GopSearch:
         self._cut_log, self._log_start, self._seen = [], 0, {}
 
     def _base_payload(self):
-        A = sp.vstack([b[0] for b in self.base_blocks], format="csr") if self.base_blocks else sp.csr_matrix((0, self.ncol))
+        blocks = [_pad(b[0], self.ncol) for b in self.base_blocks]
+        A = sp.vstack(blocks, format="csr") if blocks else sp.csr_matrix((0, self.ncol))
         return dict(A=A, lo=np.concatenate([b[1] for b in self.base_blocks]),
                     hi=np.concatenate([b[2] for b in self.base_blocks]), lb=self.col_lb, ub=self.col_ub,
-                    pieces=self.pieces, ycons=self.ycons, n_perm=self.base_blocks[0][0].shape[0])
+                    pieces=self.pieces, ycons=self.ycons, n_perm=self.base_blocks[0][0].shape[0],
+                    nsplit=self.split.size)
 
     def _add_cuts(self, cuts):
         for A, lo, hi in cuts:
@@ -212,7 +219,7 @@ class GopSearch:
         viol = self.program.max_violation(z)
         return viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))) and (self.accept is None or self.accept(z))
 
-    def _alternate(self, z, val, rounds=5):
+    def _alternate(self, z, val, rounds=100):
         """Block alternation from a primal point (upper bounds only): ``y`` for fixed ``x`` (the convex
         problem with the blocks swapped), then ``x`` for that ``y``; ``(z, value)`` of the best feasible
         point that improves ``val``, or ``(None, inf)``."""
@@ -223,9 +230,29 @@ class GopSearch:
                 self._swapped = False
         if self._swapped is False:
             return None, math.inf
-        bm, sw = self.bm, self._swapped
+        run = self.run
+        # a heuristic for upper bounds only: its share of the run time is capped (it solved ~170
+        # swapped primal problems, 45 % of a 120 s K = 3 BGMM run, finding the incumbent once), and
+        # it stops at the time limit
+        if self._alt_calls and self._alt_time > self.alt_share * run.elapsed():
+            return None, math.inf
+        self._alt_calls += 1
+        t0 = run.elapsed()
+        try:
+            return self._alternate_rounds(z, val, rounds)
+        finally:
+            self._alt_time += run.elapsed() - t0
+
+    def _alternate_rounds(self, z, val, rounds):
+        bm, sw, run = self.bm, self._swapped, self.run
         best, bval, cur = None, val, z.copy()
+        t0 = run.elapsed()
         for _ in range(rounds):
+            now = run.elapsed()
+            # the time limit, and this call's own share (a first call from a poor point may need many
+            # rounds; the lower bound must not wait for it)
+            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(0.5, self.alt_share * t0):
+                break
             try:
                 py = solve_primal(sw, cur[sw.yi], self.lb[sw.xi], self.ub[sw.xi])
                 if py.status != "optimal":
@@ -257,12 +284,31 @@ class GopSearch:
             return None
         return np.array(chain, dtype=np.int64)
 
+    def _split_parts(self, xk):
+        """``(Dc, Da)``: rows ``p`` hold the constant and ``y``-coefficients of
+        ``D_p(xk_p, y) = e(xk, y) - e(xk with x_p at its root lower bound, y)`` for the split variables
+        (``e`` the objective without ``f_yy``; separable, so ``D_p`` depends on ``x_p`` and ``y`` only,
+        docs/gop.md §6b)."""
+        bm = self.bm
+        e0 = restrict(bm.obj_r, bm.yi, bm.xi, xk)
+        m = self.split.size
+        Dc, Da = np.zeros(m), np.zeros((m, bm.ny))
+        for p, i in enumerate(self.split.tolist()):
+            xr = xk.copy()
+            xr[i] = self.xlb[i]
+            er = restrict(bm.obj_r, bm.yi, bm.xi, xr)
+            Dc[p] = e0.constant - er.constant
+            Da[p] = e0.linear - er.linear
+        return Dc, Da
+
     def _new_lagrangian(self, lag):
         """Store Lagrangian data; returns its index. lag = (const, a, g0, G1, xk, feas)."""
         const, a, g0, G1, xk, feas = lag
         bm = self.bm
         conn = np.array([i for i in bm.conn_local if np.any(G1[i] != 0)], dtype=np.int64)
-        nonconn = np.setdiff1d(np.arange(bm.nx), conn)
+        split = self.split.size and not feas
+        # split variables: their tangent terms go to their own rows with the node box (§6b)
+        nonconn = np.setdiff1d(np.arange(bm.nx), np.union1d(conn, self.split) if split else conn)
         dlo, dhi = self.xlb - xk, self.xub - xk
         gnc = g0[nonconn]
         with np.errstate(invalid="ignore"):
@@ -279,15 +325,23 @@ class GopSearch:
         c = conn.size
         Q = np.zeros((c, ncol))
         Q[:, :ny] = G1[conn]
-        self.lags.append(dict(const=base_const, a=a, g0c=g0[conn], G1c=G1[conn], xkc=xk[conn], conn=conn,
-                              feas=feas, qrows=sp.csr_matrix(Q)))
+        L = dict(const=base_const, a=a, g0c=g0[conn], G1c=G1[conn], xkc=xk[conn], conn=conn,
+                 feas=feas, qrows=sp.csr_matrix(Q), split=False)
+        if split:
+            Dc, Da = self._split_parts(xk)
+            pos = {int(i): q for q, i in enumerate(conn.tolist())}
+            L.update(split=True, const=base_const - float(Dc.sum()), a=a - Da.sum(axis=0), Dc=Dc, Da=Da,
+                     g0=g0.copy(), xk=xk.copy(), cpos=np.array([pos.get(int(i), -1) for i in self.split]),
+                     rest=np.array([int(i) not in set(self.split.tolist()) for i in conn], dtype=bool))
+        self.lags.append(L)
         return len(self.lags) - 1
 
     def _node_rows(self, path, blo, bub):
         """All rows of a node: for every (k, B) on its path, the Lagrangian row (with the node box)
         and the qualifying constraints."""
-        ny, ncol = self.bm.ny, self.ncol
-        nrows = sum(1 + self.lags[k]["conn"].size for k, _ in path)
+        ny, ncol, tcol = self.bm.ny, self.ncol, self.tcol
+        ms = self.split.size
+        nrows = sum(1 + self.lags[k]["conn"].size + (ms if self.lags[k]["split"] else 0) for k, _ in path)
         M = np.zeros((nrows, ncol))
         lo = np.empty(nrows)
         hi = np.empty(nrows)
@@ -296,14 +350,19 @@ class GopSearch:
             L = self.lags[k]
             conn = L["conn"]
             D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
-            cst = L["const"] + float(D @ L["g0c"])
-            a = L["a"] + D @ L["G1c"]
+            if L["split"]:
+                rest = L["rest"]
+                cst = L["const"] + float(D[rest] @ L["g0c"][rest])
+                a = L["a"] + D[rest] @ L["G1c"][rest]
+            else:
+                cst = L["const"] + float(D @ L["g0c"])
+                a = L["a"] + D @ L["G1c"]
             if L["feas"]:
                 M[r, :ny] = a
                 lo[r], hi[r] = -np.inf, -cst
             else:
                 M[r, :ny] = -a
-                M[r, ncol - 1] = 1.0
+                M[r, tcol] = 1.0
                 lo[r], hi[r] = cst, np.inf
             c = conn.size
             if c:
@@ -311,6 +370,22 @@ class GopSearch:
                 lo[r + 1:r + 1 + c] = np.where(B, -np.inf, -L["g0c"])
                 hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
             r += 1 + c
+            if L["split"]:
+                # t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p) with the node box (docs/gop.md §6b)
+                for p, i in enumerate(self.split.tolist()):
+                    q = L["cpos"][p]
+                    if q >= 0:
+                        d = D[q]
+                        cst_p = L["Dc"][p] + d * L["g0c"][q]
+                        a_p = L["Da"][p] + d * L["G1c"][q]
+                    else:  # not connected in this Lagrangian: its gradient is constant in y
+                        g, xb = L["g0"][i], L["xk"][i]
+                        cst_p = L["Dc"][p] + (min(g * (blo[i] - xb), g * (bub[i] - xb)) if g != 0 else 0.0)
+                        a_p = L["Da"][p]
+                    M[r + p, :ny] = -a_p
+                    M[r + p, tcol + 1 + p] = 1.0
+                    lo[r + p], hi[r + p] = cst_p, np.inf
+                r += ms
         return sp.csr_matrix(M), lo, hi
 
     def _children(self, node, k):
@@ -393,7 +468,6 @@ class GopSearch:
             return self._infeasible(program, "the linear constraints of the relaxed-dual block are infeasible")
         node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
         self.lags = []
-        self.branchable = self._branchable()
         self.chain, self.n_sym_pruned, self.n_failed = self._order_chain(), 0, 0
         if self.chain is not None and not order_box(self.chain, node.blo, node.bub):
             raise SolverBugError("GOP: the symmetry ordering left the root box empty")
@@ -411,11 +485,8 @@ class GopSearch:
                     raise SolverBugError("GOP: the objective is NaN at a primal solution")
                 if self._feasible(z) and val < UB:
                     UB, best_z = float(val), z
-                if (val < UB + 1e-2 * abs(UB) or not math.isfinite(UB)) and \
-                        self._alt_time <= self.ALTERNATION_SHARE * run.elapsed():
-                    t_alt = time.perf_counter()
+                if val < UB + 1e-2 * abs(UB) or not math.isfinite(UB):
                     zl, vl = self._alternate(z, val)
-                    self._alt_time += time.perf_counter() - t_alt
                     if zl is not None and vl < UB:
                         UB, best_z = vl, zl
                 if best_z is not None and UB < run_best:
@@ -431,6 +502,8 @@ class GopSearch:
                 # that every split shrinks the box geometrically (docs/gop.md, "branching point")
                 br = self.branchable
                 w = node.bub[br] - node.blo[br]
+                mid = 0.5 * (node.blo[br] + node.bub[br])
+                xbar[br] = (1.0 - self.mid_weight) * xbar[br] + self.mid_weight * mid
                 xbar[br] = np.clip(xbar[br], node.blo[br] + self.alpha * w, node.bub[br] - self.alpha * w)
             const, a, g0, G1 = bm.lagrangian(xbar, y, pr.lam, feasibility=feas)
             k = self._new_lagrangian((const, a, g0, G1, xbar, feas))

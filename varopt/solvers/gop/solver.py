@@ -29,7 +29,8 @@ import math
 import numpy as np
 
 from ...errors import InvalidOptionError, ModelStructureError
-from ...options import Option, OptionSet, common_options, nonnegative, start_options
+from ...core.threads import blas_threads, option_threads
+from ...options import Option, OptionSet, common_options, nonnegative, start_options, thread_options
 from ...registry import Solver, register_solver
 from ...program.evaluable import evaluable_point
 from ...program.symmetry import with_order_rows
@@ -93,7 +94,8 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
            symmetry_domain),
     Option("presolve", True, "eliminate linear equalities of the primal block by substitution (e.g. "
            "sum(pi) == 1): one connected variable fewer per equality", bool),
-])
+] + thread_options("1 thread: the interior-point primal problems factor small dense matrices, and "
+                   "threads contending for shared cores made them 10x slower"))
 
 
 def _resolve_partition(program, names):
@@ -120,6 +122,10 @@ class GopSolver(Solver):
 
     # ------------------------------------------------------------------ setup
     def _solve(self, program, opts, run) -> Result:
+        with blas_threads(option_threads(opts.blas_threads, 1)):
+            return self._solve_program(program, opts, run)
+
+    def _solve_program(self, program, opts, run) -> Result:
         program.check_finite()
         user = program
         epi = abs_epigraph(program)  # |u| rows -> t >= |u| (exact for convex uses; others rejected)
