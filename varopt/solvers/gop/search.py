@@ -54,6 +54,9 @@ class GopSearch:
     mid_weight = 0.5
     #: cap of the block alternation's share of the run time (upper bounds only, :meth:`_alternate`)
     alt_share = 0.1
+    #: seconds one alternation call may always use (more once the run is long: alt_share of it); 0.5 s
+    #: made the 1 s minimal-data demo spend half its time here
+    alt_min_call = 0.1
 
     def __init__(self, program, part, opts, run):
         self.program, self.part, self.opts, self.run = program, part, opts, run
@@ -251,7 +254,7 @@ class GopSearch:
             now = run.elapsed()
             # the time limit, and this call's own share (a first call from a poor point may need many
             # rounds; the lower bound must not wait for it)
-            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(0.5, self.alt_share * t0):
+            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(self.alt_min_call, self.alt_share * t0):
                 break
             try:
                 py = solve_primal(sw, cur[sw.yi], self.lb[sw.xi], self.ub[sw.xi])
