@@ -198,3 +198,25 @@ def test_a1a_large_prior_variance_converges_monotonically():
     assert np.all(np.diff(h) <= r.info["rounding"]) and r.info["rounding"] <= 1e-11 * abs(r.objective)
     fixed = S.solve(p, step_rule="fixed", beta=1.0, max_iter=200)
     assert fixed.objective > r.objective + 1.0
+
+
+@pytest.mark.parametrize("parameterization", ["full", "dual"])
+def test_auto_mean_step_switches_to_natural_when_16_stalls(monkeypatch, parameterization):
+    """mean_step='auto' replaces the mean update (16) by the natural one when the residuals stop
+    shrinking; forced here (a 2-iteration window and a ratio no progress can beat), the switch is
+    reported, the ELBO stays monotone, and the optimum is the one of (16) alone."""
+    from varopt.solvers.klprox import solver as K
+    X, y = _logistic_data(N=30, D=40 if parameterization == "dual" else 4, seed=3, scale=2.0)
+    p = glm_program(X, y, "logistic", prior_var=50.0)
+    ref = S.solve(p, parameterization=parameterization, mean_step="paper", gtol=1e-10, max_iter=5000)
+    monkeypatch.setattr(K, "SWITCH_WINDOW", 2)
+    monkeypatch.setattr(K, "SWITCH_RATIO", 0.0)
+    r = S.solve(p, parameterization=parameterization, gtol=1e-10, max_iter=5000)
+    assert ref.status == r.status == "converged" and "mean_step_switched_at" not in ref.info
+    assert r.info["mean_step_switched_at"] == 4  # the second window ends at iteration 4
+    h = _history(r)
+    assert np.all(np.diff(h) <= r.info["rounding"])
+    assert abs(r.objective - ref.objective) <= 1e-9 * abs(ref.objective)
+    np.testing.assert_allclose(r.x, ref.x, atol=1e-6)
+    fixed = S.solve(p, parameterization=parameterization, step_rule="fixed", beta=0.1, max_iter=20)
+    assert "mean_step_switched_at" not in fixed.info
