@@ -53,9 +53,12 @@ def test_confident_rows_keep_their_digits():
         if tol:    # narrow: every row ~ e^-40, to relative accuracy (the subtraction left 1e-15 absolute noise)
             assert abs(lik - E.sum()) <= tol * E.sum()
             np.testing.assert_allclose(alpha, dE, rtol=tol)
-        else:      # wide (Colon's scale): m * eps = 7e-12 of noise before; now at the level of the values
-            assert abs(lik - E.sum()) <= 1e-15
-            np.testing.assert_allclose(alpha, dE, atol=1e-15)
+        else:      # wide (Colon's scale): m * eps = 7e-12 of noise before, on values of ~5e-18; now the
+            # values themselves, to the accuracy of the solver's Gauss-Hermite rule on a 9.5-sigma tail
+            # (measured: 7.7e-6 relative on the sum, 2.1e-3 on the derivatives; the noise before was 1e9 times
+            # the values)
+            assert E.sum() > 0 and abs(lik - E.sum()) <= 1e-4 * E.sum()
+            np.testing.assert_allclose(alpha, dE, rtol=1e-2, atol=0)
 
 
 def test_fractional_targets_and_targets_outside_the_unit_interval():
@@ -97,7 +100,8 @@ def test_dual_step_leaves_a_fixed_point_in_place():
     st = post._state(z, gt)
     for r in (0.5, 0.999):
         new = post.step(st, -z, gt, r)
-        assert np.array_equal(new.z, z) and np.allclose(new.gt, gt, rtol=1e-15)
+        assert np.array_equal(new.z, z)
+        np.testing.assert_allclose(new.gt, gt, rtol=1e-15, atol=0)
     # away from the fixed point the step is (16): the same mean as the full form's step, on a narrower prior
     view = likelihood_view(glm_program(X, y, "logistic", prior_var=10.0), family_table())
     dual, full = DualGaussian(view), FullGaussian(view)

@@ -86,13 +86,17 @@ class _GLM(_Base):
         self.n_features_in_ = d
         return self
 
-    def _predictor(self, X):
+    def _design(self, X):
+        """The checked design matrix of new inputs (intercept column included)."""
         X = np.asarray(X, dtype=float)
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise InputDataError(f"X must have {self.n_features_in_} columns")
         if not np.all(np.isfinite(X)):
             raise InputDataError("X contains NaN or inf")
-        F = design(X, self.fit_intercept)
+        return design(X, self.fit_intercept)
+
+    def _predictor(self, X):
+        F = self._design(X)
         return F @ self.mean_, np.einsum("ij,jk,ik->i", F, self.covariance_, F)
 
 
@@ -145,12 +149,7 @@ class BayesianMultinomialRegression(_GLM):
 
     def _predictors(self, X):
         """Mean (n, K) and covariance (n, K, K) of the class scores ``f*_k = x^T w_k (+ b_k)``."""
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise InputDataError(f"X must have {self.n_features_in_} columns")
-        if not np.all(np.isfinite(X)):
-            raise InputDataError("X contains NaN or inf")
-        F = design(X, self.fit_intercept)
+        F = self._design(X)
         K, p = self.classes_.size, F.shape[1]
         mt = F @ self.mean_.reshape(K, p).T
         C = self.covariance_.reshape(K, p, K, p)

@@ -335,7 +335,7 @@ class GopSearch:
             pos = {int(i): q for q, i in enumerate(conn.tolist())}
             L.update(split=True, const=base_const - float(Dc.sum()), a=a - Da.sum(axis=0), Dc=Dc, Da=Da,
                      g0=g0.copy(), xk=xk.copy(), cpos=np.array([pos.get(int(i), -1) for i in self.split]),
-                     rest=np.array([int(i) not in set(self.split.tolist()) for i in conn], dtype=bool))
+                     rest=~np.isin(conn, self.split))
         self.lags.append(L)
         return len(self.lags) - 1
 
