@@ -26,7 +26,10 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
+from varopt.baselines import bgmm_vem as V
 from varopt.formulations import bgmm as B
+
+import bgmm_reference as R
 
 LAMBDAS = (0.05, 0.1, 0.3)
 N_RESTARTS = 100
@@ -37,13 +40,13 @@ RTOL = 1e-6
 def vem_batch_values(x, K, family, lam, variance, n_restarts=N_RESTARTS, seed=SEED, iters=2000):
     """Final negative ELBOs of ``vem(x, ...)`` restarts, vectorised over restarts.
 
-    Same random initialisation stream as :func:`varopt.formulations.bgmm.vem` (one
+    Same random initialisation stream as :func:`varopt.baselines.bgmm_vem.vem` (one
     ``default_rng(seed)``, restarts in order) and the same E/M updates, run for a fixed
     number of iterations; used only to screen candidates quickly (the winner is re-checked
     with the real ``vem``).
     """
     rng = np.random.default_rng(seed)
-    inits = [B.vem_random_init(x, K, family, lam, variance, rng) for _ in range(n_restarts)]
+    inits = [V.vem_random_init(x, K, family, lam, variance, rng) for _ in range(n_restarts)]
     M = np.array([p["mu"] for p in inits])
     P = np.array([p["pi"] for p in inits])
     V = np.array([p["v"] for p in inits]) if family == "gaussian" else np.zeros_like(M)
@@ -90,7 +93,7 @@ def refine_candidates():
 def screen(x, lam, K=2, variance=1.0):
     row = {"x": x, "lam": lam}
     for fam in B.FAMILIES:
-        ref = B.profile_multistart(x, K, fam, lam, variance, n_starts=512, n_polish=8, seed=0)
+        ref = R.profile_multistart(x, K, fam, lam, variance, n_starts=512, n_polish=8, seed=0)
         vals = vem_batch_values(x, K, fam, lam, variance)
         fails = int(np.sum(vals - ref["value"] > RTOL * abs(ref["value"])))
         row[fam] = (ref["value"], fails, float(ref["params"]["pi"].min()))
@@ -103,10 +106,10 @@ def verify(data, time_limit=300.0):
     print(f"verify x={x.tolist()} K={K} lambda={lam} sigma^2={var}")
     for fam in B.FAMILIES:
         t0 = time.perf_counter()
-        ref = B.profile_multistart(x, K, fam, lam, var, n_starts=8192, n_polish=64, seed=1)
+        ref = R.profile_multistart(x, K, fam, lam, var, n_starts=8192, n_polish=64, seed=1)
         t_ms = time.perf_counter() - t0
-        scip = B.scip_reference(x, K, fam, lam, var, time_limit=time_limit, gap=1e-6)
-        res = B.vem(x, K, fam, lam, var, n_restarts=N_RESTARTS, seed=SEED)
+        scip = R.scip_reference(x, K, fam, lam, var, time_limit=time_limit, gap=1e-6)
+        res = V.vem(x, K, fam, lam, var, n_restarts=N_RESTARTS, seed=SEED)
         hits = res.count_global(ref["value"], RTOL)
         local = np.unique(np.round(res.values[np.abs(res.values - ref["value"]) > RTOL * abs(ref["value"])], 6))
         print(f"  {fam:8s} multistart optimum {ref['value']:.10f} (ELBO {-ref['value']:.6f}, {t_ms:.1f} s); "

@@ -42,18 +42,21 @@ def random_starts(args):
     """gop from R random starting points on MINIMAL_DATA (seed §3.2: GOP reached the optimum 100/100)."""
     import pyomo.environ as pyo
 
+    from varopt.baselines import bgmm_vem as V
     from varopt.formulations import bgmm as B
+
+    import bgmm_reference as R
 
     d = B.MINIMAL_DATA
     x = np.asarray(d["x"], dtype=float)
     rng = np.random.default_rng(args.seed)
     for fam in args.family:
-        ref = B.profile_multistart(x, d["K"], fam, d["prior_precision"], d["variance"])["value"]
+        ref = R.profile_multistart(x, d["K"], fam, d["prior_precision"], d["variance"])["value"]
         ok, times, vals = 0, [], []
         for r in range(args.random_starts):
-            init = B.vem_random_init(x, d["K"], fam, d["prior_precision"], d["variance"], rng)
+            init = V.vem_random_init(x, d["K"], fam, d["prior_precision"], d["variance"], rng)
             m = B.bgmm_pyomo(**d, family=fam)
-            B.set_pyomo_params(m, B._to_output(init, fam, d["variance"]))
+            B.set_pyomo_params(m, V._to_output(init, fam, d["variance"]))
             t0 = time.perf_counter()
             res = pyo.SolverFactory("gop").solve(m, rel_gap=args.gap, time_limit=args.time_limit).varopt_result
             times.append(time.perf_counter() - t0)
@@ -98,7 +101,9 @@ def main(argv=None):
         return random_starts(args)
 
     import varopt
-    from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo, profile_multistart, scip_reference
+    from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo
+
+    from bgmm_reference import profile_multistart, scip_reference
 
     if "gop" not in varopt.registered_solvers():
         raise SystemExit("error: solver 'gop' is not registered")

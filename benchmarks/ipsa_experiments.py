@@ -29,7 +29,7 @@ import numpy as np
 import varopt
 import varopt.solvers.ipsa  # noqa: F401
 from varopt import highs
-from varopt.formulations import l1_baselines as bl
+from varopt.baselines import l1_online as bl
 from varopt.formulations.l1 import l1_least_squares_program
 
 OUT = Path(__file__).resolve().parent / "out"

@@ -34,10 +34,10 @@ from scipy.special import expit
 
 import varopt  # noqa: F401
 from varopt.core.threads import blas_threads
-from varopt.formulations import klprox_baselines as B
+from varopt.baselines import klprox as B
 from varopt.formulations.bayes_glm import design, glm_program
-from varopt.formulations.klprox_data import load_colon, splits
-from varopt.formulations.klprox_estimators import log_loss_bits
+from shared_data import load_colon, splits
+from varopt.estimators.klprox import log_loss_bits
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
 

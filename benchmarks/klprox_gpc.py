@@ -1,6 +1,6 @@
 """GP classification (logistic likelihood) on heart_statlog: klprox vs scikit-learn's
 GaussianProcessClassifier (Laplace approximation) and expectation propagation (logistic likelihood,
-``varopt.formulations.gp_ep``; parallel EP with sequential fallback, 1 BLAS thread, the same prior
+``varopt.baselines.gp_ep``; parallel EP with sequential fallback, 1 BLAS thread, the same prior
 covariance ``L L^T`` with the estimator's 1e-8 relative jitter) in the same run.
 
 270 rows, 13 standardized features, 50 % train, ``--splits`` random splits; squared-exponential kernel with
@@ -21,9 +21,9 @@ import numpy as np
 import varopt  # noqa: F401
 from varopt.core.threads import blas_threads
 from varopt.formulations.bayes_glm import gp_factor, se_kernel
-from varopt.formulations.gp_ep import ep_log_predictive, ep_predict, gp_ep_fallback
-from varopt.formulations.klprox_data import load_heart, splits
-from varopt.formulations.klprox_estimators import GPClassifier, log_loss_bits
+from varopt.baselines.gp_ep import ep_log_predictive, ep_predict, gp_ep_fallback
+from shared_data import load_heart, splits
+from varopt.estimators.klprox import GPClassifier, log_loss_bits
 
 
 def main():

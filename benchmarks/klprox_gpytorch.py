@@ -18,7 +18,7 @@ import time
 
 import varopt  # noqa: F401
 from varopt.formulations.bayes_glm import gp_program
-from varopt.formulations.klprox_data import load_heart, splits
+from shared_data import load_heart, splits
 from varopt.registry import get_solver
 
 LOG_ELL, LOG_SF = 1.8, 1.8

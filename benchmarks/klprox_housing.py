@@ -6,7 +6,7 @@ exponential kernel with log(ell), log(sf) on linspace(-1, 6, 15) x linspace(-1, 
 chosen by the ELBO; reported: test log-loss -sum log2 p(y*) / N (predictive density of the Laplace
 likelihood under q) and the time for the grid. Baseline in the same run: the Laplace approximation
 (MAP + Hessian; the Laplace likelihood has zero curvature almost everywhere, so its covariance is the
-prior's), hyperparameters by its evidence; and expectation propagation (``varopt.formulations.gp_ep``,
+prior's), hyperparameters by its evidence; and expectation propagation (``varopt.baselines.gp_ep``,
 closed-form Laplace tilted moments; parallel EP, falling back to damped / sequential EP if it does not
 converge; the same prior covariance ``L L^T`` as klprox), hyperparameters by ``log Z_EP``, 1 BLAS thread.
 Paper: Laplace 1.03, EP .300, Proximal .310 log-loss; Proximal 61 min for the grid x 10 splits.
@@ -24,11 +24,11 @@ import time
 import numpy as np
 
 import varopt  # noqa: F401
-from varopt.formulations import klprox_baselines as B
+from varopt.baselines import klprox as B
 from varopt.formulations.bayes_glm import gp_program, se_kernel
-from varopt.formulations.gp_ep import ep_log_predictive, ep_predict, gp_ep_fallback
-from varopt.formulations.klprox_data import load_housing, splits
-from varopt.formulations.klprox_estimators import laplace_log_predictive
+from varopt.baselines.gp_ep import ep_log_predictive, ep_predict, gp_ep_fallback
+from shared_data import load_housing, splits
+from varopt.estimators.klprox import laplace_log_predictive
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
 from varopt.core.threads import blas_threads

@@ -19,9 +19,9 @@ from scipy.special import softmax
 
 import varopt  # noqa: F401
 from varopt.core.threads import blas_threads
-from varopt.formulations import klprox_baselines as B
+from varopt.baselines import klprox as B
 from varopt.formulations.bayes_glm import design, glm_program
-from varopt.formulations.klprox_estimators import (
+from varopt.estimators.klprox import (
     BayesianMultinomialRegression,
     log_loss_bits,
 )

@@ -17,7 +17,7 @@ import numpy as np
 
 import varopt  # noqa: F401
 from varopt.formulations.bayes_glm import glm_program
-from varopt.formulations.klprox_data import load_a1a
+from shared_data import load_a1a
 from varopt.registry import get_solver
 
 

@@ -27,7 +27,7 @@ import numpy as np
 import varopt.solvers.majorize  # noqa: F401
 from varopt import get_solver
 from varopt.formulations.latent_likelihood import conditional_loglik, fit_bfgs, fit_em, latent_program
-from varopt.formulations.logistic import load_dataset
+from shared_data import load_dataset
 
 from tracing import datasets
 

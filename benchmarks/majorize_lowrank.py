@@ -19,7 +19,9 @@ import sys
 
 import varopt.solvers.majorize  # noqa: F401
 from varopt import get_solver
-from varopt.formulations.logistic import load_dataset, logistic_program
+from varopt.formulations.logistic import logistic_program
+
+from shared_data import load_dataset
 
 from tracing import REL, first_within, lbfgs_trace
 

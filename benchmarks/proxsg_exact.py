@@ -18,7 +18,7 @@ import numpy as np
 from proxsg_ising import RHO, instance
 
 from varopt.formulations.sparse_ising import ising_cvxpy, moments
-from varopt.formulations.sparse_ising_estimator import SparseIsing
+from varopt.estimators.sparse_ising import SparseIsing
 from varopt.oracles.ising import IsingExactOracle
 
 

@@ -105,7 +105,7 @@ def run_rep(rep, iters, cap):
     warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
     import varopt
     from varopt.formulations.sparse_ising import ising_program, moments
-    from varopt.formulations.sparse_ising_estimator import SparseIsing
+    from varopt.estimators.sparse_ising import SparseIsing
     from varopt.oracles.ising import IsingExactOracle
     theta_t, S, keep = instance(rep)
     n = int(keep.sum())

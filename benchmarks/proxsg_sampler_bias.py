@@ -14,7 +14,7 @@ from proxsg_ising import RHO, instance
 def main():
     from threadpoolctl import threadpool_limits
     threadpool_limits(1)
-    from varopt.formulations.sparse_ising_estimator import SparseIsing
+    from varopt.estimators.sparse_ising import SparseIsing
     from varopt.oracles.ising import IsingExactOracle, IsingGibbsOracle
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)

@@ -10,7 +10,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
-from varopt.formulations.logistic import load_dataset
+from shared_data import load_dataset
 from varopt.solvers.majorize.solver import MajorizeModel
 
 #: the benchmarks' accuracy target: within 1e-4 relative of the best objective f*

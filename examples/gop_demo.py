@@ -39,7 +39,8 @@ def main(argv=None):
     import pyomo.environ as pyo
 
     import varopt
-    from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo, vem
+    from varopt.baselines.bgmm_vem import vem
+    from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo
 
     if "gop" not in varopt.registered_solvers():
         sys.exit("error: the varopt solver 'gop' is not registered (varopt/solvers/gop missing or "

@@ -6,6 +6,8 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+# benchmarks/ holds the data loaders and independent references (SCIP, dense multistart) the tests use
+sys.path.insert(1, str(HERE.parent / "benchmarks"))
 
 import plugin_solver  # noqa: E402,F401  (registers 'vo_test_scipy' through the public registry)
 

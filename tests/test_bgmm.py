@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 
 from varopt.errors import InputDataError
+from varopt.baselines import bgmm_vem as V
 from varopt.formulations import bgmm as B
+
+import bgmm_reference as R  # benchmarks/ (independent references; path set in conftest)
 
 COMBOS = [(f, v) for f in B.FAMILIES for v in (1.0, 2.5, "learned")]
 
@@ -95,7 +98,7 @@ def test_vem_monotone_and_stationary(family, variance):
     rng = np.random.default_rng(2)
     x = np.concatenate([rng.normal(0, 1, 6), rng.normal(4, 1, 5)])
     K, lam = 2, 0.4
-    res = B.vem(x, K, family, lam, variance, n_restarts=5, seed=1, keep_trace=True)
+    res = V.vem(x, K, family, lam, variance, n_restarts=5, seed=1, keep_trace=True)
     for run in res.runs:
         tr = np.array(run.trace)
         assert np.all(np.diff(tr) <= 1e-10 * (1 + np.abs(tr[1:]))), "ELBO decreased"
@@ -111,7 +114,7 @@ def test_vem_monotone_and_stationary(family, variance):
             theta = np.concatenate([theta, [math.log(tau)]])
 
         def g(th):
-            q = B._theta_to_params(th, K, family, variance, variance == "learned")
+            q = R._theta_to_params(th, K, family, variance, variance == "learned")
             if variance == "learned":
                 q = {"eta": q["tau"] * q["mu"], "pi": q["pi"], "tau": q["tau"],
                      **({"w": q["tau"] * q["v"]} if family == "gaussian" else {})}
@@ -124,10 +127,10 @@ def test_vem_monotone_and_stationary(family, variance):
 
 def test_vem_reproducible_and_wrapper():
     x = np.array(B.MINIMAL_DATA["x"])
-    a = B.vem(x, 2, n_restarts=4, seed=7).values
-    b = B.vem(x, 2, n_restarts=4, seed=7).values
+    a = V.vem(x, 2, n_restarts=4, seed=7).values
+    b = V.vem(x, 2, n_restarts=4, seed=7).values
     assert np.array_equal(a, b)
-    est = B.BayesianGMMVEM(2, n_restarts=4, seed=7).fit(x)
+    est = V.BayesianGMMVEM(2, n_restarts=4, seed=7).fit(x)
     assert est.neg_elbo_ == pytest.approx(a.min())
     assert est.predict_proba(x).sum(axis=1) == pytest.approx(np.ones(x.size))
 
@@ -138,7 +141,7 @@ def test_bounds_contain_reference_optimum(family, variance):
     rng = np.random.default_rng(8)
     x = np.concatenate([rng.normal(-2, 1, 5), rng.normal(3, 0.5, 4)])
     K, lam = 2, 0.3
-    ref = B.profile_multistart(x, K, family, lam, variance, n_starts=256, n_polish=8)
+    ref = R.profile_multistart(x, K, family, lam, variance, n_starts=256, n_polish=8)
     bnd = B.bgmm_bounds(x, K, family, lam, variance)
     for name, (lo, hi) in bnd.items():
         if name in ref["params"]:
@@ -208,7 +211,7 @@ def test_input_errors():
     with pytest.raises(InputDataError, match="x: empty"):
         B.bgmm_pyomo([], 2)
     with pytest.raises(InputDataError, match="x: 1 non-finite"):
-        B.vem([0.0, np.nan, 1.0], 2)
+        V.vem([0.0, np.nan, 1.0], 2)
     with pytest.raises(InputDataError, match="x: 1 non-finite"):
         B.neg_elbo({"phi": np.ones((2, 1)), "pi": np.ones(1), "mu": np.zeros(1)}, [0.0, np.inf])
     with pytest.raises(InputDataError, match="K:"):
@@ -234,10 +237,10 @@ def test_one_point_data_is_a_well_defined_problem():
     weights at their lower bound (the restriction pi >= pi_min is active)."""
     x = np.array([1.5])
     lam = 1.0
-    one = B.profile_multistart(x, 1, "point", lam, 1.0, n_starts=64, n_polish=4)
+    one = R.profile_multistart(x, 1, "point", lam, 1.0, n_starts=64, n_polish=4)
     mu = 1.5 / (1 + lam)  # shrunk mean
     assert one["value"] == pytest.approx(B.profile_neg_log_lik([mu], [1.0], x, lam), rel=1e-10)
-    res = B.vem(x, 2, n_restarts=10, seed=0)
+    res = V.vem(x, 2, n_restarts=10, seed=0)
     assert np.all(np.isfinite(res.values))
 
 
@@ -267,8 +270,8 @@ def test_scip_matches_profile_multistart_tiny(family):
     pytest.importorskip("pyscipopt")
     x = np.array([0.0, 2.0, 6.0])
     K, lam = 2, 0.5
-    ref = B.profile_multistart(x, K, family, lam, 1.0, n_starts=512, n_polish=8)
-    scip = B.scip_reference(x, K, family, lam, 1.0, time_limit=5, gap=1e-6)
+    ref = R.profile_multistart(x, K, family, lam, 1.0, n_starts=512, n_polish=8)
+    scip = R.scip_reference(x, K, family, lam, 1.0, time_limit=5, gap=1e-6)
     assert scip["lower"] is not None and scip["value"] is not None
     assert scip["lower"] <= ref["value"] + 1e-7 * abs(ref["value"])
     # SCIP's best point, evaluated exactly, is the same optimum (SCIP's own upper bound differs
@@ -280,9 +283,9 @@ def test_scip_matches_profile_multistart_tiny(family):
 def test_minimal_data_vem_mostly_local():
     d = B.MINIMAL_DATA
     x = np.array(d["x"])
-    ref = B.profile_multistart(x, d["K"], "point", d["prior_precision"], d["variance"], n_starts=2048,
+    ref = R.profile_multistart(x, d["K"], "point", d["prior_precision"], d["variance"], n_starts=2048,
                                n_polish=16)
-    res = B.vem(x, d["K"], "point", d["prior_precision"], d["variance"], n_restarts=100, seed=0)
+    res = V.vem(x, d["K"], "point", d["prior_precision"], d["variance"], n_restarts=100, seed=0)
     assert np.all(res.values >= ref["value"] - 1e-7 * abs(ref["value"]))  # the reference is not beaten
     hits = res.count_global(ref["value"], 1e-6)
     assert 1 <= hits < 50
@@ -307,7 +310,7 @@ def test_gop_certifies_minimal_data(family):
     pyo, solver = _gop_factory()
     d = B.MINIMAL_DATA
     x = np.array(d["x"])
-    ref = B.profile_multistart(x, d["K"], family, d["prior_precision"], d["variance"], n_starts=2048,
+    ref = R.profile_multistart(x, d["K"], family, d["prior_precision"], d["variance"], n_starts=2048,
                                n_polish=16)
     m = B.bgmm_pyomo(**d, family=family)
     r = solver.solve(m, rel_gap=1e-7, time_limit=100).varopt_result
@@ -325,7 +328,7 @@ def test_gop_random_starting_points_same_optimum():
     pyo, solver = _gop_factory()
     d = B.MINIMAL_DATA
     x = np.array(d["x"])
-    ref = B.profile_multistart(x, d["K"], "point", d["prior_precision"], d["variance"], n_starts=2048,
+    ref = R.profile_multistart(x, d["K"], "point", d["prior_precision"], d["variance"], n_starts=2048,
                                n_polish=16)
     rng = np.random.default_rng(123)
     for _ in range(3):
@@ -346,7 +349,7 @@ def test_gop_learned_variance_tiny(family):
     the bounds bracket the reference; a certified run must match it.)"""
     pyo, solver = _gop_factory()
     x = np.array([0.0, 1.0, 4.0])
-    ref = B.profile_multistart(x, 2, family, 0.5, "learned", n_starts=1024, n_polish=8)["value"]
+    ref = R.profile_multistart(x, 2, family, 0.5, "learned", n_starts=1024, n_polish=8)["value"]
     m = B.bgmm_pyomo(x, 2, family, 0.5, "learned")
     r = solver.solve(m, rel_gap=1e-6, time_limit=8).varopt_result
     assert r.status in ("optimal", "time_limit")
@@ -407,7 +410,7 @@ def test_gop_through_cvxpy_matches_reference():
     _gop_factory()
     d = B.MINIMAL_DATA
     x = np.array(d["x"])
-    ref = B.profile_multistart(x, 2, "point", d["prior_precision"], d["variance"], n_starts=1024,
+    ref = R.profile_multistart(x, 2, "point", d["prior_precision"], d["variance"], n_starts=1024,
                                n_polish=8)["value"]
     prob = B.bgmm_cvxpy(**d)
     val = prob.solve(method="gop", rel_gap=1e-6, time_limit=100)
@@ -424,7 +427,7 @@ def test_gop_one_point_data():
     pyo, solver = _gop_factory()
     x = np.array([1.5])
     K, pi_min = 2, 1e-6
-    ref = B.profile_multistart(x, K, "point", 1.0, 1.0, n_starts=256, n_polish=4)["value"]
+    ref = R.profile_multistart(x, K, "point", 1.0, 1.0, n_starts=256, n_polish=4)["value"]
     slack = -x.size * math.log(1 - K * pi_min)
     r = solver.solve(B.bgmm_pyomo(x, K, pi_min=pi_min), rel_gap=1e-6, time_limit=10).varopt_result
     assert r.status in ("optimal", "time_limit")
@@ -464,7 +467,7 @@ def test_symmetry_breaking_keeps_a_global_optimum(mode, family, variance):
     pyo = pytest.importorskip("pyomo.environ")
     x = np.array(B.MINIMAL_DATA["x"])
     K, lam = 3, 1.0
-    ref = B.profile_multistart(x, K, family, lam, variance, n_starts=256, n_polish=8)
+    ref = R.profile_multistart(x, K, family, lam, variance, n_starts=256, n_polish=8)
     anchors = B.symmetry_anchors(x, K)
     p = _sorted_representative(ref["params"], K, mode, anchors)
     assert B.neg_elbo(p, x, family, lam, variance) == pytest.approx(ref["value"], rel=1e-9)
@@ -490,7 +493,7 @@ def test_gop_with_symmetry_breaking_matches_reference():
     # K = 2, small data: same certified optimum as the multistart on the unconstrained profile
     pyo, solver = _gop_factory()
     x = np.array([-2.1, -1.9, -0.2, 1.8, 2.2, 2.0])
-    ref = B.profile_multistart(x, 2, "point", 0.5, 1.0, n_starts=1024, n_polish=16)["value"]
+    ref = R.profile_multistart(x, 2, "point", 0.5, 1.0, n_starts=1024, n_polish=16)["value"]
     m = B.bgmm_pyomo(x, 2, "point", 0.5, 1.0, symmetry_breaking=True)
     r = solver.solve(m, rel_gap=1e-7, time_limit=60).varopt_result
     assert r.status == "optimal"

@@ -1,4 +1,4 @@
-"""Expectation propagation baseline (varopt.formulations.gp_ep / ep_tilted): tilted moments against
+"""Expectation propagation baseline (varopt.baselines.gp_ep / ep_tilted): tilted moments against
 numerical quadrature, exactness on the Gaussian likelihood, probit EP against brute-force integration."""
 import math
 
@@ -10,8 +10,8 @@ from scipy.stats import norm
 
 from varopt.errors import InputDataError
 from varopt.formulations.bayes_glm import se_kernel
-from varopt.formulations.ep_tilted import tilted_moments, trunc_factors
-from varopt.formulations.gp_ep import ep_log_predictive, ep_predict, gp_ep, gp_ep_fallback
+from varopt.baselines.ep_tilted import tilted_moments, trunc_factors
+from varopt.baselines.gp_ep import ep_log_predictive, ep_predict, gp_ep, gp_ep_fallback
 
 # the reference quadratures warn about rounding at their 1e-13 target; the comparisons are at 1e-9
 pytestmark = pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")

@@ -9,7 +9,7 @@ from scipy import integrate
 from scipy.special import expit
 
 import varopt  # noqa: F401  (registers the solvers)
-from varopt.formulations import klprox_baselines as B
+from varopt.baselines import klprox as B
 from varopt.formulations.bayes_glm import design, glm_program, gp_program
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
@@ -66,7 +66,7 @@ def test_gp_regression_on_housing_matches_sklearn():
     path = DATA / "housing" / "housing.csv"
     if not path.exists():
         pytest.skip(f"shared data set housing absent ({path})")
-    from varopt.formulations.klprox_data import load_housing
+    from shared_data import load_housing
     X, y = load_housing()
     idx = np.random.default_rng(0).permutation(506)[:150]
     _gpr_check(X[idx], y[idx], 1.0, 0.0, 0.4)
@@ -189,7 +189,7 @@ def test_a1a_large_prior_variance_converges_monotonically():
     path = DATA / "a1a" / "a1a"
     if not path.exists():
         pytest.skip(f"shared data set a1a absent ({path})")
-    from varopt.formulations.klprox_data import load_a1a
+    from shared_data import load_a1a
     X, y, _, _ = load_a1a()
     p = glm_program(X, y, "logistic", prior_var=10.0)
     r = S.solve(p)

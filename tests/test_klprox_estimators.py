@@ -8,7 +8,7 @@ from scipy import integrate
 from scipy.special import expit
 
 from varopt.errors import InputDataError
-from varopt.formulations.klprox_estimators import (BayesianLogisticRegression, BayesianPoissonRegression, GPClassifier,
+from varopt.estimators.klprox import (BayesianLogisticRegression, BayesianPoissonRegression, GPClassifier,
                                                    GPRegressor, log_loss_bits)
 
 

@@ -12,9 +12,9 @@ from scipy.special import logsumexp, softmax
 
 import varopt  # noqa: F401  (registers the solvers)
 from varopt.errors import InvalidOptionError, ModelStructureError
-from varopt.formulations import klprox_baselines as B
+from varopt.baselines import klprox as B
 from varopt.formulations.bayes_glm import build_cvxpy, build_pyomo, design, glm_program
-from varopt.formulations.klprox_estimators import BayesianMultinomialRegression
+from varopt.estimators.klprox import BayesianMultinomialRegression
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
 from varopt.solvers.klprox.expectations import (
@@ -311,6 +311,6 @@ def test_estimator_with_many_classes_uses_the_bound():
     # the Sobol rule against the tensor rule where both apply (reduce to 3 classes by construction)
     X3, y3 = _data(N=40, p=2, K=3, seed=5)
     e3 = BayesianMultinomialRegression(prior_var=1.0).fit(X3, y3)
-    from varopt.formulations.klprox_estimators import _qmc_softmax
+    from varopt.estimators.klprox import _qmc_softmax
     mt, Vt = e3._predictors(X3[:4])
     assert np.max(np.abs(_qmc_softmax(mt, Vt) - e3.predict_proba(X3[:4]))) < 2e-3

@@ -7,7 +7,7 @@ from scipy.special import expit
 
 import varopt  # noqa: F401  (registers the solvers)
 from varopt.errors import InvalidOptionError
-from varopt.formulations import klprox_baselines as B
+from varopt.baselines import klprox as B
 from varopt.formulations.bayes_glm import design, glm_program, gp_program
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view

@@ -5,7 +5,7 @@ import pytest
 import varopt
 import varopt.solvers.ipsa  # noqa: F401
 from varopt.errors import InputDataError
-from varopt.formulations import l1_baselines as bl
+from varopt.baselines import l1_online as bl
 from varopt.formulations.l1 import (L1LeastSquares, L1LogisticRegression, l1_least_squares_cvxpy,
                                     l1_least_squares_program, l1_least_squares_pyomo, l1_logistic_cvxpy,
                                     l1_logistic_program, l1_logistic_pyomo)

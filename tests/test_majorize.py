@@ -13,8 +13,9 @@ from varopt.program.program import Constraint
 from varopt.program.terms import AtomGroup, LseGroup, QuadraticTerms
 from varopt.solvers.majorize.bound import compute_bound, compute_bound_reference, omega
 from varopt.solvers.majorize.latent import jensen_linear
-from varopt.formulations.logistic import (MajorizeLogisticRegression, build_cvxpy, load_dataset,
-                                          logistic_program)
+from varopt.formulations.logistic import MajorizeLogisticRegression, build_cvxpy, logistic_program
+
+from shared_data import load_dataset  # benchmarks/ (path set in conftest)
 
 
 def _data(rng, t=60, d=4, C=2):

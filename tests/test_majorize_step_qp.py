@@ -6,7 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from varopt import lpqp
-from varopt.formulations.logistic import build_cvxpy, load_dataset
+from varopt.formulations.logistic import build_cvxpy
+
+from shared_data import load_dataset  # benchmarks/ (path set in conftest)
 from varopt.lpqp.active_set import ActiveSetQP
 
 

@@ -8,7 +8,7 @@ from scipy.optimize import minimize
 
 from varopt.errors import InputDataError
 from varopt.formulations.sparse_ising import check_spins, moments
-from varopt.formulations.sparse_ising_estimator import SparseIsing
+from varopt.estimators.sparse_ising import SparseIsing
 from varopt.oracles.ising import IsingExactOracle, IsingGibbsOracle
 
 

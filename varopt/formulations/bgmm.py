@@ -26,14 +26,12 @@ natural parameters ``eta_k = tau m_k`` and ``w_k = tau v_k`` make it biconvex to
 ``(eta, tau)``) and ``tau v = w``; the builders then use variables ``eta, tau[, w]``.
 
 Public API: :func:`bgmm_pyomo`, :func:`bgmm_cvxpy`, :func:`neg_elbo`,
-:func:`profile_neg_log_lik`, :func:`profile_neg_elbo`, :func:`profile_multistart`
-(independent reference), :func:`vem` (variational EM baseline, App. B.3 / C.3 with the
-random initialisation of §3.2), :func:`bgmm_bounds`, :data:`MINIMAL_DATA`.
+:func:`profile_neg_log_lik`, :func:`profile_neg_elbo`, :func:`bgmm_bounds`, :data:`MINIMAL_DATA`.
 
-Layout: :mod:`.bgmm_elbo` (negative ELBO, data checks, proven bounds, starting point),
-:mod:`.bgmm_vem` (variational EM baseline), :mod:`.bgmm_reference` (independent global
-references); this module holds the Pyomo and CVXPY builders and re-exports the others,
-so ``from varopt.formulations.bgmm import ...`` keeps working for every name.
+Layout: :mod:`.bgmm_elbo` (negative ELBO, data checks, proven bounds, starting point); this module
+holds the Pyomo and CVXPY builders and re-exports the ELBO functions. The variational EM baseline
+(App. B.3 / C.3 with the random initialisation of §3.2) is :mod:`varopt.baselines.bgmm_vem`; the
+independent global references (dense multistart, SCIP) are in the benchmarks (``bgmm_reference``).
 """
 from __future__ import annotations
 
@@ -60,25 +58,6 @@ from .bgmm_elbo import (  # noqa: F401  (re-exported: this module's import path 
     profile_neg_log_lik,
     _xlogy,
 )
-from .bgmm_vem import (  # noqa: F401  (re-exported: this module's import path is public)
-    BayesianGMMVEM,
-    _moment_neg_elbo,
-    _to_output,
-    vem,
-    vem_random_init,
-    vem_single,
-    vem_step,
-    VemResult,
-    VemRun,
-)
-from .bgmm_reference import (  # noqa: F401  (re-exported: this module's import path is public)
-    bgmm_profile_pyomo,
-    profile_multistart,
-    scip_profile_reference,
-    scip_reference,
-    _theta_to_params,
-)
-
 #: Minimal data set (found by ``benchmarks/find_minimal_dataset.py``; see docs/gop_bgmm.md):
 #: repeated observations plus outliers on which variational EM from 100 random restarts
 #: (seed 0) ends at a non-global optimum in most restarts. Use ``bgmm_pyomo(**MINIMAL_DATA)``.

@@ -13,12 +13,10 @@ The intercept is not penalized, as in scikit-learn; scikit-learn's ``C`` maps to
 (sklearn minimises ``C * sum_i loss_i + 1/2 ||w||^2``, i.e. ``1/C`` times our objective).
 
 Builders: :func:`logistic_program` (arrays -> Program, no Pyomo/CVXPY), :func:`build_cvxpy`,
-:func:`build_pyomo`; estimator :class:`MajorizeLogisticRegression`; data loaders
-:func:`load_dataset` for the benchmark sets.
+:func:`build_pyomo`; estimator :class:`MajorizeLogisticRegression` (in :mod:`varopt.estimators`). The
+data loaders of the benchmark sets are in the benchmarks (``shared_data.load_dataset``).
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,8 +25,6 @@ from ..errors import InputDataError
 from ..program import Program
 from ..program.expression import Expression
 from ..program.terms import LseGroup, QuadraticTerms
-
-DATA = Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
 
 
 def _check_xy(X, y):
@@ -175,61 +171,6 @@ def build_pyomo(X, y, C: float = 1.0, fit_intercept: bool = True):
                                    for i in range(t))
                           + lam / 2 * sum(m.W[c, j] ** 2 for c in range(K) for j in range(d)), sense=pyo.minimize)
     return m
-
-
-# --- data ------------------------------------------------------------------------------------------------------
-def _standardize(X):
-    mu = X.mean(axis=0)
-    sd = X.std(axis=0)
-    sd[sd == 0] = 1.0
-    return (X - mu) / sd
-
-
-def _mean_impute(X):
-    X = X.copy()
-    col = np.nanmean(X, axis=0)
-    r, c = np.nonzero(np.isnan(X))
-    X[r, c] = col[c]
-    return X
-
-
-def load_dataset(name: str, data_dir=None, standardize: bool = True):
-    """``(X, y)`` of a benchmark set: sklearn ``breast_cancer``, ``wine``, ``digits``, ``iris`` or
-    ``bupa``, ``heart_statlog``, ``hepatitis`` (mean-imputed), ``srbct`` from ``../shared/data``.
-
-    Features are standardized (zero mean, unit variance; constant columns left at 0) when
-    ``standardize``. Raises FileNotFoundError when a shared data folder is absent.
-    """
-    base = Path(data_dir) if data_dir is not None else DATA
-    if name in ("breast_cancer", "wine", "digits", "iris"):
-        from sklearn import datasets
-        ds = getattr(datasets, f"load_{name}")()
-        X, y = ds.data.astype(float), ds.target
-    elif name == "bupa":
-        raw = np.loadtxt(base / "bupa" / "bupa.data", delimiter=",")
-        X, y = raw[:, :6], raw[:, 6].astype(int)  # column 7 ("selector") as in the 2012-era benchmarks
-    elif name == "heart_statlog":
-        rows = [ln.strip() for ln in open(base / "heart_statlog" / "heart-statlog.arff")
-                if ln.strip() and not ln.startswith(("@", "%"))]
-        vals = [r.split(",") for r in rows]
-        X = np.array([[float(v) for v in r[:-1]] for r in vals])
-        y = np.array([r[-1].strip().strip("'") == "present" for r in vals], dtype=int)
-    elif name == "hepatitis":
-        rows = [ln.strip().split(",") for ln in open(base / "hepatitis" / "hepatitis.data") if ln.strip()]
-        arr = np.array([[np.nan if v == "?" else float(v) for v in r] for r in rows])
-        y = arr[:, 0].astype(int)
-        X = _mean_impute(arr[:, 1:])
-    elif name == "srbct":
-        lines = open(base / "srbct" / "02_SRBCT.tab").read().splitlines()
-        data = [ln.split("\t") for ln in lines[3:] if ln.strip()]
-        X = np.array([[float(v) for v in r[:-1]] for r in data])
-        labels = [r[-1].strip() for r in data]
-        _, y = np.unique(labels, return_inverse=True)
-    else:
-        raise ValueError(f"unknown data set {name!r}")
-    if standardize:
-        X = _standardize(X)
-    return X, np.asarray(y)
 
 
 def __getattr__(name):

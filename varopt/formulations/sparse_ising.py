@@ -13,7 +13,7 @@ with ``mu_hat`` the column means and ``s_hat_e`` the mean of ``x_i x_j``; ``b`` 
 :func:`ising_program` builds the compiled program (the linear data term and the ``abs`` penalty;
 ``log Z`` comes from an oracle with ``oracle_adds_objective=True``); :func:`ising_cvxpy` /
 :func:`ising_pyomo` write the same model (with ``explicit=True`` the log-partition as an explicit
-log-sum-exp over all ``2^n`` states, for small ``n``). The estimator is in :mod:`.sparse_ising_estimator`.
+log-sum-exp over all ``2^n`` states, for small ``n``). The estimator is in :mod:`varopt.estimators.sparse_ising`.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from scipy.special import log_ndtr
 from ..errors import InputDataError
 from ..registry import get_solver
 from ..solvers.klprox.expectations import MAX_SOFTMAX_DIM, family_table
-from .bayes_glm import check_data, design, glm_program, gp_program, se_kernel
+from ..formulations.bayes_glm import check_data, design, glm_program, gp_program, se_kernel
 
 
 def _grid(v):

@@ -17,7 +17,7 @@ from scipy.special import logsumexp
 
 from ..errors import InputDataError
 from ..estimators.base import VaroptEstimator
-from .bgmm_elbo import _check_args, _learned, _moments, _profile_costs, check_data, neg_elbo
+from ..formulations.bgmm_elbo import _check_args, _learned, _moments, _profile_costs, check_data, neg_elbo
 
 
 @dataclass

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputDataError
-from .sparse_ising import check_spins, ising_program, moments
+from ..formulations.sparse_ising import check_spins, ising_program, moments
 
 
 class SparseIsing:

@@ -15,9 +15,9 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from .bgmm_elbo import (LOG2PI, _check_args, _learned, _moments, bgmm_bounds, check_data, default_init,
+from varopt.formulations.bgmm_elbo import (LOG2PI, _check_args, _learned, _moments, bgmm_bounds, check_data, default_init,
                         neg_elbo, profile_neg_elbo)
-from .bgmm_vem import vem_single
+from varopt.baselines.bgmm_vem import vem_single
 
 
 def _theta_to_params(theta, K, family, variance, learned):
@@ -251,7 +251,7 @@ def scip_reference(x, K: int, family: str = "point", prior_precision: float = 1.
     """
     import pyomo.environ as pyo
 
-    from .bgmm import bgmm_pyomo, pyomo_params  # the builders import this module: import at call time
+    from varopt.formulations.bgmm import bgmm_pyomo, pyomo_params  # the builders import this module: import at call time
 
     m = bgmm_pyomo(x, K, family, prior_precision, variance, bounds=True, pi_min=pi_min,
                    symmetry_breaking=symmetry_breaking)
