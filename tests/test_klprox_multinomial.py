@@ -313,4 +313,4 @@ def test_estimator_with_many_classes_uses_the_bound():
     e3 = BayesianMultinomialRegression(prior_var=1.0).fit(X3, y3)
     from varopt.estimators.klprox import _qmc_softmax
     mt, Vt = e3._predictors(X3[:4])
-    assert np.max(np.abs(_qmc_softmax(mt, Vt) - e3.predict_proba(X3[:4]))) < 2e-3
+    assert np.max(np.abs(_qmc_softmax(mt, Vt) - e3.predict_proba(X3[:4]))) < 2e-5  # measured 1.9e-6

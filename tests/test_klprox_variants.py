@@ -133,7 +133,7 @@ def test_poisson_minibatches_with_the_natural_mean_step():
     r0 = S.solve(prog)
     assert S.solve(prog, step_rule="fixed", beta=1.0, max_iter=200).status == "error"
     r = S.solve(prog, batch_size=10, max_iter=1000)
-    assert r.status == "iteration_limit" and 0 <= r.objective - r0.objective < 1e-3
+    assert r.status == "iteration_limit" and 0 <= r.objective - r0.objective < 2e-4  # measured 2.2e-5
     rp = S.solve(prog, batch_size=10, max_iter=50, mean_step="paper")
     assert rp.status == "error" and "batch_size" in rp.message and rp.info["shrunk_steps"] > 0
 
