@@ -138,6 +138,49 @@ def test_cvxpy_norm1_dictionary_learning_tiny_certified():
     assert prob.value == pytest.approx(val, rel=1e-6)
 
 
+MARKOV_P0 = np.array([[[0.2, 0.7, 0.1], [0.3, 0.3, 0.4], [0.1, 0.8, 0.1]],
+                      [[0.25, 0.35, 0.4], [0.1, 0.1, 0.8], [0.45, 0.05, 0.5]],
+                      [[0.1, 0.25, 0.65], [0.2, 0.1, 0.7], [0.3, 0.3, 0.4]],
+                      [[0.23, 0.67, 0.1], [0.01, 0.24, 0.75], [0.2, 0.45, 0.35]]])
+
+
+def _markov_brute_force(x0):
+    """min over theta in the simplex of ||x(theta) - x0||, x(theta) the stationary distribution of
+    sum_i theta_i P0_i: a 30-step grid, then SLSQP from the best 20 grid points."""
+    from scipy.optimize import minimize
+
+    def f(th):
+        T = np.tensordot(th, MARKOV_P0, axes=1)
+        A = np.vstack([T.T - np.eye(3), np.ones(3)])
+        return float(np.linalg.norm(np.linalg.lstsq(A, np.r_[0.0, 0.0, 0.0, 1.0], rcond=None)[0] - x0))
+    G = 30
+    grid = [np.array([a, b, c, G - a - b - c]) / G for a in range(G + 1) for b in range(G + 1 - a)
+            for c in range(G + 1 - a - b)]
+    grid.sort(key=f)
+    cons = [{"type": "eq", "fun": lambda t: t.sum() - 1}]
+    return min(minimize(f, g, method="SLSQP", bounds=[(0, 1)] * 4, constraints=cons,
+                        options={"ftol": 1e-15, "maxiter": 500}).fun for g in grid[:20])
+
+
+def test_cvxpy_markov_chain_fitting_certified_at_the_exact_optimum():
+    """The Markov-chain fitting example of DMCP as its users write it (``P`` a variable, ``P @ x == x``,
+    ``cp.norm(x - x0)``): certified at the brute-force optimum, and the loaded point satisfies the
+    stationarity rows exactly (a point on the rows' 1e-6 tolerance would buy objective below it)."""
+    x0 = np.array([0.5, 0.2, 0.3])
+    theta, x, P = cp.Variable(4, nonneg=True), cp.Variable(3, nonneg=True), cp.Variable((3, 3))
+    right = sum(theta[i] * MARKOV_P0[i].T for i in range(4))
+    prob = cp.Problem(cp.Minimize(cp.norm(x - x0)),
+                      [cp.sum(theta) == 1, cp.sum(x) == 1, P @ x == x, P == right])
+    val = prob.solve(method="gop", time_limit=120)
+    res = prob.varopt_result
+    best = _markov_brute_force(x0)
+    assert res.lower_bound <= best + 1e-9
+    assert res.status == "optimal" and val == pytest.approx(best, rel=1e-6)
+    assert np.max(np.abs(P.value @ x.value - x.value)) < 1e-9
+    assert np.max(np.abs(P.value - sum(theta.value[i] * MARKOV_P0[i].T for i in range(4)))) < 1e-9
+    assert float(np.linalg.norm(x.value - x0)) == pytest.approx(val, rel=1e-9)
+
+
 def test_smooth_solvers_reject_lifted_terms_clearly():
     m = pyo.ConcreteModel()
     m.w = pyo.Var(bounds=(0, 1))
