@@ -87,8 +87,8 @@ def test_multinomial_bound_is_a_sum_of_kronecker_products(rng, C, intercept):
     op = StructuredSigma(grp, T, model.Hd)
     for _ in range(3):
         v = rng.normal(size=prog.n)
-        assert np.allclose(op.sigma_matvec(v), ref @ v, atol=1e-10)
-    assert np.allclose(op.diag_sigma, np.diag(ref), atol=1e-12)
+        np.testing.assert_allclose(op.sigma_matvec(v), ref @ v, rtol=0, atol=1e-12)  # measured 1.1e-14
+    np.testing.assert_allclose(op.diag_sigma, np.diag(ref), rtol=0, atol=1e-13)  # measured 1.8e-15
 
 
 def test_kronecker_preconditioner_is_exact_when_every_M_g_is_equal(rng):
@@ -125,8 +125,8 @@ def test_cg_iterates_equal_dense_iterates(rng, C):
     rc, xc = _iterates(prog, step_solver="cg", tol=1e-12, max_iter=40, extrapolate=False)
     assert rc.info["step_solver"] == {"cg": rc.iterations} and rd.info["step_solver"] == {"dense": rd.iterations}
     assert xd.shape == xc.shape
-    assert np.abs(xd - xc).max() <= 1e-10 * max(1.0, np.abs(xd).max())
-    assert abs(rd.objective - rc.objective) <= 1e-12 * abs(rd.objective)
+    assert np.abs(xd - xc).max() <= 1e-12 * max(1.0, np.abs(xd).max())  # measured 1.4e-14
+    assert abs(rd.objective - rc.objective) <= 1e-13 * abs(rd.objective)
 
 
 def test_cg_iterates_equal_dense_iterates_with_extrapolation(rng):
@@ -138,9 +138,9 @@ def test_cg_iterates_equal_dense_iterates_with_extrapolation(rng):
     rd, xd = _iterates(prog, step_solver="dense", tol=1e-12)
     rc, xc = _iterates(prog, step_solver="cg", tol=1e-12)
     k = min(6, len(xd), len(xc))
-    assert np.abs(xd[:k] - xc[:k]).max() <= 1e-10 * max(1.0, np.abs(xd).max())
+    assert np.abs(xd[:k] - xc[:k]).max() <= 1e-12 * max(1.0, np.abs(xd).max())  # measured 5.0e-14
     assert rd.status == rc.status == "optimal"
-    assert abs(rd.objective - rc.objective) <= 1e-11 * abs(rd.objective)
+    assert abs(rd.objective - rc.objective) <= 1e-13 * abs(rd.objective)
 
 
 def test_cg_with_unpenalized_intercepts_equals_dense_up_to_the_flat_shift(rng):
@@ -154,11 +154,11 @@ def test_cg_with_unpenalized_intercepts_equals_dense_up_to_the_flat_shift(rng):
     rc, xc = _iterates(prog, step_solver="cg", tol=1e-12, max_iter=30, extrapolate=False)
     fd = np.array([h["objective"] for h in rd.history])
     fc = np.array([h["objective"] for h in rc.history])
-    assert fd.shape == fc.shape and np.allclose(fd, fc, rtol=1e-12, atol=0)
+    assert fd.shape == fc.shape and np.allclose(fd, fc, rtol=1e-13, atol=0)
     b = np.asarray(_class_columns(5, C, True))[:, -1]
     diff = xd - xc
     diff[:, b] -= diff[:, b].mean(axis=1, keepdims=True)
-    assert np.abs(diff).max() <= 1e-9 * max(1.0, np.abs(xd).max())
+    assert np.abs(diff).max() <= 1e-12 * max(1.0, np.abs(xd).max())  # measured 9.5e-15
     assert np.all(np.diff(fc) <= 1e-12 * np.abs(fc[:-1]))
 
 
@@ -192,7 +192,7 @@ def test_generic_features_cg_equals_dense(seed):
     assert np.allclose(op.diag_sigma, np.diag(S), atol=1e-12)
     _, xd = _iterates(prog, step_solver="dense", tol=1e-12, max_iter=30)
     _, xc = _iterates(prog, step_solver="cg", tol=1e-12, max_iter=30)
-    assert xd.shape == xc.shape and np.abs(xd - xc).max() <= 1e-10 * max(1.0, np.abs(xd).max())
+    assert xd.shape == xc.shape and np.abs(xd - xc).max() <= 1e-12 * max(1.0, np.abs(xd).max())
 
 
 def test_inexact_cg_steps_stay_monotone_and_reach_the_optimum(rng, monkeypatch):
@@ -201,12 +201,11 @@ def test_inexact_cg_steps_stay_monotone_and_reach_the_optimum(rng, monkeypatch):
     X, y = _data(rng, t=120, d=8, C=5, scale=3.0)
     prog = logistic_program(X, y, 0.05)
     ref = get_solver("majorize").solve(prog, step_solver="dense", tol=1e-12)
-    monkeypatch.setattr(st, "CG_MAXIT", 2)
     monkeypatch.setattr(st.cg_step, "__defaults__", (st.CG_RTOL, 2))
     res = get_solver("majorize").solve(prog, step_solver="cg", tol=1e-12, max_iter=3000, check_bound=True)
     f = np.array([h["objective"] for h in res.history])
     assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
-    assert res.status == "optimal" and abs(res.objective - ref.objective) <= 1e-7 * abs(ref.objective)
+    assert res.status == "optimal" and abs(res.objective - ref.objective) <= 1e-10 * abs(ref.objective)
 
 
 def test_cg_matches_clarabel_multinomial(rng):
@@ -218,7 +217,7 @@ def test_cg_matches_clarabel_multinomial(rng):
     ref = prob.value
     prob2, _, _ = build_cvxpy(X, y, C=0.5)
     v = prob2.solve(method="majorize", tol=1e-12, step_solver="cg")
-    assert abs(v - ref) <= 1e-6 * max(1.0, abs(ref))
+    assert abs(v - ref) <= 1e-9 * max(1.0, abs(ref))  # measured 7.2e-12
 
 
 def test_automatic_choice_by_predicted_cost(rng):

@@ -223,7 +223,7 @@ def test_pn_certificate_bounds_the_gap_on_lasso():
     val = prob.solve(method="proxsg", variant="PN")
     info = prob.varopt_result.info
     assert prob.varopt_result.status == "converged"
-    assert info["gap_estimate"] <= 1e-15 and abs(val - ref) <= 1e-8
+    assert info["gap_estimate"] <= 1e-15 and abs(val - ref) <= 1e-11  # measured 4.0e-13
 
 
 def test_pn_needs_exact_gradients():

@@ -93,6 +93,8 @@ class Solver:
         if program.aux and res.x is not None:
             # auxiliary columns (lifted squares/norms of bilinear terms) never reach the user's model
             res.x = np.asarray(res.x, dtype=float).ravel()[:program.n_user]
+            if "descent_direction" in res.info:
+                res.info["descent_direction"] = np.asarray(res.info["descent_direction"])[:program.n_user]
         res.maximize = program.maximize
         res.options = {k: getattr(opts, k) for k in opts.given}
         # convert the internal minimisation to the user's sense

@@ -86,6 +86,8 @@ class _IsingBase(Oracle):
 def _gram(A):
     """``A^T A`` by a symmetric rank-k update (BLAS ``dsyrk``: half the work of a product)."""
     from scipy.linalg.blas import dsyrk
+    if A.shape[1] == 0:  # no pairs (n = 1, or no edges): BLAS rejects a zero dimension
+        return np.zeros((0, 0))
     C = dsyrk(1.0, A.T, trans=0)  # A (C order) is A^T in Fortran order: no copy
     return np.triu(C) + np.triu(C, 1).T
 

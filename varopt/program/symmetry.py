@@ -45,12 +45,20 @@ def _pairs(row, p):
     return tuple(sorted(zip(p[row.indices].tolist(), row.data.tolist())))
 
 
+def _linear(e):
+    """The nonzero linear coefficients of ``e`` as lists ``(vars, coefs)`` (``e.linear`` would build a
+    dense n-vector per access for sparsely stored rows)."""
+    idx, val = e.linear_items()
+    keep = val != 0
+    return idx[keep].tolist(), val[keep].tolist()
+
+
 def _terms(e, p):
     """The terms of expression ``e`` with every variable ``v`` renamed ``p[v]`` (a list of tuples;
     tuples with the same leading tag have the same layout)."""
     out = [("c", float(e.constant))]
-    nz = np.flatnonzero(e.linear)
-    out.extend(("l", int(p[v]), float(e.linear[v])) for v in nz)
+    idx, val = _linear(e)
+    out.extend(("l", int(p[v]), c) for v, c in zip(idx, val))
     q = e.quadratic
     if len(q):
         a, b = p[q.i], p[q.j]
@@ -141,8 +149,8 @@ class _Graph:
             (("con", float(c.lo), float(c.hi), float(c.body.constant)), c.body) for c in program.constraints]
         for x, (lab, e) in enumerate(exprs):
             self.expr_label.append(lab)
-            for v in np.flatnonzero(e.linear).tolist():
-                self.terms.append((("l", float(e.linear[v])), x, [(v, "x")]))
+            for v, c in zip(*_linear(e)):
+                self.terms.append((("l", c), x, [(v, "x")]))
             q = e.quadratic
             for i, j, c in zip(q.i.tolist(), q.j.tolist(), q.v.tolist()):
                 self.terms.append((("q", c, i == j), x, [(i, "q"), (j, "q")] if i != j else [(i, "sq")]))

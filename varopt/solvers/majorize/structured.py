@@ -116,7 +116,7 @@ class StructuredSigma:
         if not self.template:
             return lambda r: jac * r
         h = self.Dg[self.cmat]  # (K, d')
-        if not np.all(h == h[0]):
+        if not np.all(h == h[0]) or not kron_preconditioner_fits(self.grp):
             return lambda r: jac * r
         kc = _kron_cache(self.grp)
         V, gam = _generalized_pairs(kc, h[0], self.eps)
@@ -251,7 +251,9 @@ def predicted_costs(model, opts, cg_iterations=None):
     G, c = grp.G, grp.c
     # small programs: skip the (one-off, ~ms) template detection; the generic costs are upper bounds
     tpl = grp.template if (n > SMALL_N or grp._template is not False) else None
-    if exact and n * n <= DENSE_MAX_ENTRIES:
+    # with constraints the step QP needs the dense curvature whatever the bound, so bound='full' keeps
+    # it (dropping it would silently swap in the looser low-rank bound and still form an n x n matrix)
+    if exact and (n * n <= DENSE_MAX_ENTRIES or (model.constrained and opts.bound == "full")):
         if tpl is not None and (grp._dense2 is None or c >= 8):  # as PaddedGroups.sigma decides
             K, dp = len(tpl[0]), tpl[2].shape[1]
             packed = G * dp * (dp + 1) / 2 <= grp.PACKED_LIMIT  # PaddedGroups._sigma_template's packed GEMM
