@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError
+from ..program.energy import spin_states
 
 
 def check_spins(X, name="X", penalize_bias=False):
@@ -79,11 +80,6 @@ def ising_program(S, rho, penalize_bias=False):
     return Program(names, np.full(p, -np.inf), np.full(p, np.inf), expr, [], objective_name="ising_l1_ml")
 
 
-def _states(n):
-    idx = np.arange(1 << n)
-    return ((idx[:, None] >> np.arange(n)) & 1) * 2.0 - 1.0
-
-
 def ising_cvxpy(S, rho, explicit=False, penalize_bias=False):
     """CVXPY problem ``(prob, b, J)``; ``explicit``: ``log Z`` as ``log_sum_exp`` over the 2^n states."""
     import cvxpy as cp
@@ -92,7 +88,7 @@ def ising_cvxpy(S, rho, explicit=False, penalize_bias=False):
     b, J = cp.Variable(n, name="b"), cp.Variable(n * (n - 1) // 2, name="J")
     f = -(mu @ b) - (s @ J) + rho * cp.norm1(J) + (rho * cp.norm1(b) if penalize_bias else 0)
     if explicit:
-        X = _states(n)
+        X = spin_states(n)
         a, c = np.triu_indices(n, 1)
         f = f + cp.log_sum_exp(X @ b + (X[:, a] * X[:, c]) @ J)
     return cp.Problem(cp.Minimize(f)), b, J
@@ -112,7 +108,7 @@ def ising_pyomo(S, rho, explicit=False, penalize_bias=False):
     if penalize_bias:
         f = f + rho * sum(abs(m.b[i]) for i in range(n))
     if explicit:
-        X = _states(n)
+        X = spin_states(n)
         P = X[:, a] * X[:, c]
         f = f + pyo.log(sum(pyo.exp(sum(float(X[t, i]) * m.b[i] for i in range(n))
                                     + sum(float(P[t, k]) * m.J[k] for k in range(a.size)))

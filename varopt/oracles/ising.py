@@ -32,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..core.checks import require_finite
+from ..program.energy import spin_states
 from .colouring import colour_classes
 from .gibbs_kernel import ColourGibbs
 from .protocol import Oracle
@@ -92,11 +93,6 @@ def _gram(A):
     return np.triu(C) + np.triu(C, 1).T
 
 
-def _states(start, stop, n):
-    idx = np.arange(start, stop, dtype=np.int64)
-    return (((idx[:, None] >> np.arange(n)) & 1) * 2 - 1).astype(float)
-
-
 class IsingExactOracle(_IsingBase):
     """``IsingExactOracle(n, edges=None, data_mean=None, chunk_rows=None, cache_bytes=2**27)``: exact
     ``E phi``, ``log Z`` and ``Hess log Z = Cov phi`` by enumeration (module docstring).
@@ -142,7 +138,7 @@ class IsingExactOracle(_IsingBase):
     def _features(self, lo, hi):
         if self.cache and self._feat is not None:
             return self._feat
-        X = _states(lo, hi, self.n)
+        X = spin_states(self.n, lo, hi)
         f = (np.ascontiguousarray(X), X[:, self.a] * X[:, self.b])
         if self.cache:
             self._feat = f

@@ -205,3 +205,14 @@ def energy_of(program, solver_name="this solver") -> EnergyModel:
             "binary variables only (Pyomo domain=Binary, CVXPY boolean=True)")
     return EnergyModel.from_expression(program.objective, program.names,
                                        f"objective '{program.objective_name}'")
+
+
+def spin_states(n: int, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """Rows ``start .. stop - 1`` of the ``2^n`` spin configurations, as floats in ``{-1, +1}``.
+
+    Row ``k`` is the binary expansion of ``k`` with bit ``i`` giving spin ``i`` (spin 0 fastest), the one
+    enumeration order of every exact sum over states (oracles, the exact solver, the formulations)."""
+    stop = (1 << n) if stop is None else stop
+    idx = np.arange(start, stop, dtype=np.int64)
+    return ((idx[:, None] >> np.arange(n, dtype=np.int64)) & 1) * 2.0 - 1.0
+

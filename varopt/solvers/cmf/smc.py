@@ -19,8 +19,6 @@ random-scan moves at gamma_t follow (the target does not change: weight 1). Resa
 """
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
@@ -37,11 +35,6 @@ def log_f(X, theta, J):
     """``theta.x + x^T J x / 2`` per row, and the local fields ``theta + J x``."""
     XJ = np.asarray(J.T @ X.T).T if X.shape[1] else np.zeros_like(X)
     return X @ theta + 0.5 * np.einsum("ij,ij->i", X, XJ), theta + XJ
-
-
-def all_states(n):
-    """The 2^n spin configurations (rows)."""
-    return np.array(list(itertools.product([-1.0, 1.0], repeat=n))).reshape(-1, n)
 
 
 def exact_weights(S, theta, J):

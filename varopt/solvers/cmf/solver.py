@@ -27,12 +27,13 @@ import numpy as np
 from ...errors import InvalidOptionError
 from ...options import Option, OptionSet, limit_options, positive, progress_options, start_options
 from ...oracles.particles import RESAMPLING, Particles
+from ...program.energy import spin_states
 from ...registry import Solver, register_solver
 from ..meanfield import MeanField, mean_field_bound
 from ..energy_result import beta_option, finish, fraction_option, log_potential
 from .objective import ConditionalObjective, log2cosh
 from .partition import bisection_schedule, user_schedule
-from .smc import all_states, coupling_matrix, exact_weights, log_f, move_along_path
+from .smc import coupling_matrix, exact_weights, log_f, move_along_path
 
 MAX_EXACT = 20
 
@@ -103,7 +104,7 @@ class ConditionalMeanField(Solver):
         failures = [(0, failed)] if failed else []
         thetas, cs, blocks = [theta.copy()], [c0], [1]
         if exact:
-            X = all_states(n)
+            X = spin_states(n)
             lam, _ = exact_weights(X, theta, coupling_matrix(model, v))
             pop = None
         else:

@@ -27,14 +27,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from ...program.energy import spin_states
 from .order import adjacency, best_order
 
 _SPIN = np.array([-1.0, 1.0])
-
-
-def _states(k):
-    idx = np.arange(1 << k, dtype=np.int64)
-    return ((idx[:, None] >> np.arange(k, dtype=np.int64)) & 1) * 2.0 - 1.0
 
 
 def enumerate_model(model, block=1 << 22):
@@ -47,7 +43,7 @@ def enumerate_model(model, block=1 << 22):
     n = model.n
     nA = n // 2
     A, B = np.arange(nA), np.arange(nA, n)
-    SA, SB = _states(nA), _states(n - nA)
+    SA, SB = spin_states(nA), spin_states(n - nA)
     inA = (model.i < nA) & (model.j < nA)
     inB = (model.i >= nA) & (model.j >= nA)
     cross = ~(inA | inB)
