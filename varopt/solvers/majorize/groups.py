@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from ...errors import InputDataError
 from .bound import min_norm_solve, omega
+from .templates import detect_template, sigma_template
 
 EPS = np.finfo(float).eps
 
@@ -102,45 +103,16 @@ class PaddedGroups:
 
     # --- structure -------------------------------------------------------------------------------------------
     def _detect_template(self):
-        """``(rows, cols, X)`` when row ``y`` of every group equals ``x_g`` on the columns ``cols[y]``.
-
-        ``rows`` are the padded positions that are not identically zero, ``cols[y]`` the (disjoint,
-        equally long) column sets, ``X`` (G x d') the shared feature vectors. ``None`` otherwise.
-        Linear in the number of nonzeros: with sorted indices and no stored zeros, row ``y`` of group ``g``
-        equals ``x_g`` on ``cols[y]`` iff all positions share one ``indptr``, the same positions of their
-        indices within ``cols[y]`` and the same values.
-        """
-        c = self.c
-        if c < 2:
+        """Class-template structure of the padded features (:func:`.templates.detect_template`)."""
+        found = detect_template(self.Apad, self.c, self.d, self.G)
+        if found is None:
             return None
-        Apad = self.Apad.copy()
-        Apad.eliminate_zeros()
-        Apad.sort_indices()
-        rows, cols, parts = [], [], []
-        for y in range(c):
-            Ay = Apad[y::c]
-            if Ay.nnz == 0:
-                continue
-            cy = np.flatnonzero(np.bincount(Ay.indices, minlength=self.d))
-            where = np.empty(self.d, dtype=np.int64)
-            where[cy] = np.arange(cy.size)
-            rows.append(y)
-            cols.append(cy)
-            parts.append((Ay.indptr, where[Ay.indices], Ay.data))
-        if not rows or len({cy.size for cy in cols}) != 1:
-            return None
+        rows, cols, X = found
         allc = np.concatenate(cols)
-        if np.unique(allc).size != allc.size:
-            return None
-        ip0, pos0, v0 = parts[0]
-        for ip, pos, v in parts[1:]:
-            if not (np.array_equal(ip, ip0) and np.array_equal(pos, pos0) and np.array_equal(v, v0)):
-                return None
-        X = sp.csr_matrix((v0, pos0, ip0), shape=(self.G, cols[0].size)).toarray()
         self._template_identity = bool(allc.size == self.d and np.array_equal(allc, np.arange(self.d)))
         self._cmat = np.asarray(cols, dtype=np.int64)
         self._rows = np.asarray(rows, dtype=np.int64)
-        return rows, cols, X
+        return found
 
     @property
     def dense(self) -> np.ndarray:
@@ -293,55 +265,10 @@ class PaddedGroups:
         return R.T @ R
 
     def _sigma_template(self, T):
-        rows, cols, X = self.template
-        G, dp = X.shape
-        r = len(rows)
-        if r == 1:
-            t = T[:, :, rows[0]]
-            m = t[:, 0] * t[:, 0] if t.shape[1] == 1 else np.einsum("gi,gi->g", t, t)
-            B = X.T @ (X * m[:, None])
-        else:
-            Tr = T[:, :, rows]
-            M = np.matmul(Tr.transpose(0, 2, 1), Tr)  # (G, r, r)
-            XX = self._packed_products(X)
-            if XX is not None:
-                # block (a, b) entry (i, j) = sum_g M_g[a, b] x_gi x_gj: symmetric in (a, b) and in (i, j), so one
-                # GEMM over the packed pairs a <= b, i <= j (4x fewer flops than all blocks, no 4-D temporary)
-                ka, kb = np.triu_indices(r)
-                iu, ju = self._packed_index
-                Z = M[:, ka, kb].T @ XX  # (r (r+1)/2, d' (d'+1)/2)
-                blk = np.empty((ka.size, dp, dp))
-                blk[:, iu, ju] = Z
-                blk[:, ju, iu] = Z
-                B4 = np.empty((r, r, dp, dp))
-                B4[ka, kb] = blk
-                B4[kb, ka] = blk
-                B = B4.transpose(0, 2, 1, 3).reshape(r * dp, r * dp)
-            else:
-                # block (a, b) = X^T diag(M[:, a, b]) X, all blocks in one GEMM
-                Y = (M[:, :, :, None] * X[:, None, None, :]).reshape(G, r * r * dp)
-                B = (X.T @ Y).reshape(dp, r, r, dp).transpose(1, 0, 2, 3).reshape(r * dp, r * dp)
-        if self._template_identity:
-            return B
-        allc = np.concatenate(cols)
-        out = np.zeros((self.d, self.d))
-        out[np.ix_(allc, allc)] = B
-        return out
+        return sigma_template(self, T)
 
     #: largest G d' (d'+1) / 2 kept as the packed products x_gi x_gj of the class-template Sigma
     PACKED_LIMIT = 2e7
-
-    def _packed_products(self, X):
-        """``(G, d'(d'+1)/2)`` products ``x_gi x_gj`` (``i <= j``), cached; None when too large."""
-        if getattr(self, "_packed", None) is None:
-            G, dp = X.shape
-            if G * dp * (dp + 1) / 2 > self.PACKED_LIMIT:
-                self._packed = False
-            else:
-                self._packed_index = np.triu_indices(dp)
-                iu, ju = self._packed_index
-                self._packed = X[:, iu] * X[:, ju]
-        return None if self._packed is False else self._packed
 
     # --- Woodbury pieces -----------------------------------------------------------------------------------------
     def gram(self, cols, dinv) -> np.ndarray:
