@@ -108,12 +108,14 @@ class ChainCRF(VaroptEstimator):
 
     def __init__(self, templates=None, labels=None, lam: float = 1.0, min_count: int = 1, max_features=None,
                  method: str = "majorize", tol: float = 1e-8, max_iter: int = 200, time_limit=None,
-                 verbose: bool = False, callback=None, extrapolate: bool = True):
+                 verbose: bool = False, callback=None, extrapolate: bool = True, bound_reuse: int = 100,
+                 reuse_metric: str = "scalar"):
         self.templates = templates
         self.labels = labels
         self.lam, self.min_count, self.max_features = lam, min_count, max_features
         self.method, self.tol, self.max_iter, self.time_limit = method, tol, max_iter, time_limit
         self.verbose, self.callback, self.extrapolate = verbose, callback, extrapolate
+        self.bound_reuse, self.reuse_metric = bound_reuse, reuse_metric
 
     # --- features ---------------------------------------------------------------------------------------------
     def _feats(self, tokens):
@@ -234,6 +236,7 @@ class ChainCRF(VaroptEstimator):
             params.update(overrides)
         method, tol, max_iter, time_limit = params["method"], params["tol"], params["max_iter"], params["time_limit"]
         verbose, callback, extrapolate = params["verbose"], params["callback"], params["extrapolate"]
+        bound_reuse, reuse_metric = params["bound_reuse"], params["reuse_metric"]
         if len(X) != len(Y):
             raise InputDataError("X and Y have different numbers of sentences")
         self.templates_ = list(self.templates) if self.templates is not None else default_templates()
@@ -272,7 +275,8 @@ class ChainCRF(VaroptEstimator):
             def cb(it, th, f):
                 callback(th, f)  # the estimator's callback(theta, J) never stops the run
             res = majorize(self, theta, quadratic=self.lam, linear=self.linear_, tol=tol, max_iter=max_iter,
-                           time_limit=time_limit, verbose=verbose, callback=cb if callback else None, extrapolate=extrapolate)
+                           time_limit=time_limit, verbose=verbose, callback=cb if callback else None, extrapolate=extrapolate,
+                           bound_reuse=bound_reuse, **({"reuse_metric": reuse_metric} if bound_reuse else {}))
             self.result_ = res
             self.history_ = res.history
             self.theta_ = res.x
