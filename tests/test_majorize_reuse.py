@@ -2,6 +2,7 @@
 value, with Algorithm 2's bound step as fallback. Checked against enumeration, L-BFGS and Algorithm 2 itself."""
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.optimize import minimize as scipy_minimize
 
 import varopt.solvers.majorize.reuse as reuse
@@ -9,6 +10,7 @@ from varopt import get_solver
 from varopt.errors import InvalidOptionError
 from varopt.formulations.crf import ChainCRF
 from varopt.solvers.majorize import minimize
+from varopt.solvers.majorize.bound import compute_bound
 
 from test_crf import X, Y, _brute
 from test_majorize_bound_oracle import _problem, _program
@@ -103,3 +105,25 @@ def test_reuse_options_are_validated():
         ChainCRF(lam=0.5, bound_reuse=-3).fit(X, Y)
     with pytest.raises(InvalidOptionError, match="reuse_metric"):
         ChainCRF(lam=0.5, reuse_metric="diag").fit(X, Y)
+
+
+def test_bad_problems_reported_as_without_reuse():
+    """An objective affine along a flat direction of the bound is 'unbounded' at once, and one that decreases
+    without bound while the bound never flattens ends with 'diverging iterates', with or without reuse."""
+    def flat(theta, want_sigma):  # log Z = theta_0 + log(e^{theta_1} + e^{-theta_1})
+        lz = theta[0] + np.logaddexp(theta[1], -theta[1])
+        mu = np.array([1.0, np.tanh(theta[1])])
+        return lz, mu, np.diag([0.0, 1.0]) if want_sigma else None
+
+    A = sp.csr_matrix(np.array([[2.0], [0.0]]))
+
+    def lse2(theta, want_sigma):  # log(1 + e^{2x}) by Algorithm 1: f = log(1 + e^{2x}) - 3x -> -inf
+        bp = compute_bound(A, np.zeros(2), np.zeros(2, int), theta, want_mu=True)
+        return float(bp.logz.sum()), bp.mu.sum(0), bp.sigma() if want_sigma else None
+    for k in (0, 3):
+        for metric in (["bound", "scalar"] if k else [None]):
+            kw = dict(bound_reuse=k, **({"reuse_metric": metric} if metric else {}))
+            res = minimize(flat, np.zeros(2), quadratic=[0.0, 1.0], linear=[0.0, 0.3], **kw)
+            assert res.status == "unbounded" and res.iterations == 1 and res.objective == -np.inf
+            res = minimize(lse2, np.zeros(1), linear=[-3.0], max_iter=100000, **kw)
+            assert res.status == "error" and "diverging iterates" in res.message and res.objective < -1e19

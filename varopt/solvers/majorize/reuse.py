@@ -49,6 +49,8 @@ C0 = 0.5
 C_MIN = 1e-3
 #: shortened trials (quadratic interpolation) before the bound-step fallback
 BACKTRACK = 2
+#: relative part of u outside the range of H + Sigma_ref + rho I that sends the iteration to the bound step
+FLAT = 1e-6
 #: L-BFGS pairs kept
 PAIRS = 10
 
@@ -77,7 +79,7 @@ class ScaledCurvature:
         self.c = C0
         self.sigma = None  # Sigma_ref
         self.age = 0
-        self.cf_bound = None  # Cholesky of P = H + Sigma_ref + rho I
+        self.P = self.cf_bound = None  # P = H + Sigma_ref + rho I and its Cholesky factor
         self.pairs = []  # (s, y, 1 / s^T y), most recent first
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
 
@@ -108,10 +110,16 @@ class ScaledCurvature:
         if self.sigma is None or self.age >= self.reuse:
             self.sigma_here(model, x)
         if self.cf_bound is None:
-            self.cf_bound = _factor(model.bound_matrix(self.sigma, 1.0, opts))
+            self.P = model.bound_matrix(self.sigma, 1.0, opts)
+            self.cf_bound = _factor(self.P)
             if self.cf_bound is None:
                 return None
-        guaranteed = 0.5 * float(u @ _solve(self.cf_bound, u))
+        w = _solve(self.cf_bound, u)
+        if np.linalg.norm(self.P @ w - u) > FLAT * np.linalg.norm(u):
+            # u leaves the range of the bound's curvature: possibly unbounded along a flat direction,
+            # which the bound step's own check (docs/majorize.md section 2) decides on a fresh bound
+            return None
+        guaranteed = 0.5 * float(u @ w)
         # two-loop recursion: r = B^{-1} u
         q = u.copy()
         alphas = []
