@@ -129,8 +129,10 @@ class ScaledCurvature:
             q -= a * y
         if self.metric == "scalar" and self.pairs:
             r = self.gamma * q
+            metric = {"gamma": self.gamma}
         else:
             r = _solve(self.cf_bound, q) / self.c
+            metric = {"scale": self.c}
         for (s, y, rho), a in zip(reversed(self.pairs), reversed(alphas)):
             r += (a - rho * float(y @ r)) * s
         if not np.all(np.isfinite(r)):
@@ -148,9 +150,8 @@ class ScaledCurvature:
             if guaranteed > 0 and slope < 0 and f - f_new >= ETA * guaranteed:
                 self.stats["accepted"] += 1
                 Da = a * D
-                return x + Da, f_new, S_new, Da, a * slope + 0.5 * a * a * -slope, {
-                    "flat": 0.0, "scale": self.c, "bound_age": self.age, "ratio": (f - f_new) / -qval,
-                    "backtracks": k}
+                return x + Da, f_new, S_new, Da, a * slope + 0.5 * a * a * -slope, dict(
+                    metric, flat=0.0, bound_age=self.age, ratio=(f - f_new) / -qval, backtracks=k)
             if not slope < 0 or k == BACKTRACK:
                 break
             # minimiser of the quadratic through phi(0), phi'(0), phi(a), kept in [0.1 a, 0.5 a]
