@@ -62,8 +62,9 @@ def test_batched_chain_bound_equals_single():
         assert abs(lz[b] - bp.logz[0]) <= 1e-10 and np.max(np.abs(mu[b] - bp.mu[0])) <= 1e-10
 
 
-def test_majorize_fit_matches_lbfgs_and_is_monotone():
-    a = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=300).fit(X, Y)
+@pytest.mark.parametrize("bound_reuse", [0, 100])  # Algorithm 2 / the default quasi-Newton trials on a reused bound
+def test_majorize_fit_matches_lbfgs_and_is_monotone(bound_reuse):
+    a = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=300, bound_reuse=bound_reuse).fit(X, Y)
     b = ChainCRF(lam=0.5, method="lbfgs", tol=1e-14, max_iter=2000).fit(X, Y)
     assert abs(a.objective() - b.objective()) <= 1e-6 * abs(b.objective())
     f = np.array([h["objective"] for h in a.history_])

@@ -117,6 +117,25 @@ class OracleModel:
             Q.flat[::self.n + 1] += opts.ridge
         return dense_step(Q, u) + (None,)
 
+    def sigma_at(self, x):
+        """The oracle's bound curvature at ``x`` (option ``bound_reuse``, :mod:`.reuse`)."""
+        return self._call(x, True)[2]
+
+    def bound_matrix(self, sig, c, opts):
+        """``H + c Sigma + rho I`` (``c = 1``: the matrix of Algorithm 2's step)."""
+        Q = c * sig  # a fresh array: H is added in place
+        if self.Hm is None:
+            Q.flat[::self.n + 1] += self.Hd + opts.ridge
+        else:
+            Q += self.Hm
+            Q.flat[::self.n + 1] += opts.ridge
+        return Q
+
+    def quadratic_form(self, s, opts):
+        """``s^T (H + rho I) s``."""
+        Hs = self.Hd * s if self.Hm is None else self.Hm @ s
+        return float(s @ Hs) + opts.ridge * float(s @ s)
+
     def final_value(self, x, f, S):
         return f
 
@@ -126,7 +145,7 @@ def minimize(oracle, x0, *, quadratic=None, linear=None, constant=0.0, **options
     oracle ``oracle`` (protocol in the module docstring), from ``x0``.
 
     ``options`` are the ``majorize`` solver's (validated by the same :class:`~varopt.options.OptionSet`:
-    ``tol``, ``max_iter``, ``time_limit``, ``verbose``, ``callback``, ``extrapolate``, ``bound``,
+    ``tol``, ``max_iter``, ``time_limit``, ``verbose``, ``callback``, ``extrapolate``, ``bound_reuse``, ``bound``,
     ``rank``, ``ridge``, ``check_bound``, ``blas_threads``; the start is ``x0``). Returns a
     :class:`~varopt.result.Result` with the same statuses (``optimal``, ``iteration_limit``,
     ``time_limit``, ``unbounded``, ``error``, ``interrupted`` after Ctrl-C with the last iterate) and
@@ -141,14 +160,27 @@ def minimize(oracle, x0, *, quadratic=None, linear=None, constant=0.0, **options
     if opts.step_solver not in ("auto", "dense"):
         raise InvalidOptionError(f"step_solver={opts.step_solver!r}: a bound oracle returns a dense Sigma, so its "
                                  "steps are dense solves (use 'auto' or 'dense')")
-    model = OracleModel(oracle, x.size, quadratic, linear, constant, eager_sigma=not opts.extrapolate)
+    if "reuse_metric" in getattr(opts, "given", ()) and not opts.bound_reuse:
+        raise InvalidOptionError("option 'reuse_metric' needs bound_reuse >= 1 (it sets bound_reuse's quasi-Newton "
+                                 "steps)")
+    if opts.bound_reuse and opts.bound == "lowrank":
+        raise InvalidOptionError("bound_reuse scales the full bound's Sigma; it cannot be combined with "
+                                 "bound='lowrank' (use bound_reuse=0 or bound='full')")
+    # Sigma with every value only when every evaluated point is the next iterate (Algorithm 2 exactly)
+    model = OracleModel(oracle, x.size, quadratic, linear, constant,
+                        eager_sigma=not opts.extrapolate and not opts.bound_reuse)
     run = Run(MajorizeSolver.name, opts)
+    maj = None
     try:
         with blas_limit(x.size, opts):
-            res = Majorization(model, opts, run).solve(x)
+            maj = Majorization(model, opts, run)
+            res = maj.solve(x)
     except KeyboardInterrupt:
         res = run.interrupted()
     res.wall_time = time.perf_counter() - run.t0
     res.options = dict(options)
     res.info = {"bound": opts.bound, "constrained": False, "convex": True}
+    if opts.bound_reuse:
+        # scaled trials made / accepted / rejected (each rejection is followed by a bound step), bounds computed
+        res.info["bound_reuse"] = dict(maj.reuse.stats) if maj is not None else {}
     return res

@@ -7,7 +7,9 @@ inequalities are checked every iteration (:class:`~varopt.errors.SolverBugError`
 exceeds its majorizer by more than ``MONO_TOL`` relative). Every iteration then tries the
 monotone secant/subspace extrapolation of :mod:`.extrapolate` (option ``extrapolate``; trials outside the
 constraints are rejected and secant factors capped at the feasible one; beyond the
-paper). Stopping: the relative decrease ``delta_k``, its extrapolated remainder
+paper). With option ``bound_reuse = k >= 1`` (bound oracles only) each iteration first tries a
+quasi-Newton step (L-BFGS pairs on the scaled last bound, at most ``k`` moves old), accepted on
+sufficient decrease of the exact objective, else takes the bound step from a fresh ``Sigma`` (:mod:`.reuse`). Stopping: the relative decrease ``delta_k``, its extrapolated remainder
 ``delta_k rho / (1 - rho)`` (``rho = delta_k / delta_{k-1}``, linear convergence, Theorem 2) and the
 relative step (``<= sqrt(tol)``) all small.
 
@@ -29,6 +31,8 @@ import numpy as np
 
 from ...errors import InputDataError, SolverBugError
 from .extrapolate import MEMORY, secant_extrapolate
+from .reuse import ScaledCurvature
+from .step import dense_step
 
 #: relative slack allowed between f(theta_new) and the majorizer (rounding only)
 MONO_TOL = 1e-12
@@ -64,6 +68,8 @@ class Majorization:
         self.images = []  # their score images (F step, rounding bound), when the steps come with images
         self.prev_rel_f = 0.0
         self.u_scale = None
+        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric)
+                      if getattr(opts, "bound_reuse", 0) else None)
 
     def solve(self, x):
         """Run from the feasible start ``x``; the :class:`~varopt.result.Result` (internal sense)."""
@@ -95,7 +101,17 @@ class Majorization:
         model, opts, x, f, S = self.model, self.opts, self.x, self.f, self.S
         u = model.gradient_at(x, S) if self.u_next is None else self.u_next
         self.u_next = None
-        step, mval, info, FD = model.step(x, u, S, opts, self.qp)
+        scaled = None
+        if self.reuse is None:
+            step, mval, info, FD = model.step(x, u, S, opts, self.qp)
+        else:
+            # option bound_reuse (.reuse): a scaled trial on the last bound, else the bound step on a fresh one
+            scaled = self.reuse.trial(model, x, u, f, opts)
+            if scaled is None:
+                step, mval, info = dense_step(model.bound_matrix(self.reuse.sigma_here(model, x), 1.0, opts), u)
+            else:
+                step, mval, info = scaled[3], scaled[4], scaled[5]
+            FD = None
         if step is None:
             return info, ("the majorizer QP is unbounded below over the constraints: along a feasible direction "
                           "where the bound has no curvature the objective decreases without bound"
@@ -108,14 +124,24 @@ class Majorization:
             # the quadratic part are affine, so f is affine (concave with latent terms) with nonzero slope
             return "unbounded", (f"the objective is unbounded below: along a direction where the bound has no "
                                  f"curvature it is affine{'' if model.convex else ' or concave'} with slope {flat:.3g}")
-        if mval > 0:
-            # an inexact QP answer worse than D = 0: the majorizer says theta~ is optimal
-            step, mval, FD = np.zeros(model.n), 0.0, None
-        x_new, f_new, S_new, lin, limit = self._trial(it, x, f, S, step, mval, FD)
-        if self.extrapolate and mval < 0:
+        if scaled is not None:
+            # accepted by its sufficient-decrease test (f_new < f); m_c is no majorizer: no bound check
+            x_new, f_new, S_new = scaled[:3]
+            lin, limit = False, LIN_TOL * max(1.0, abs(f))
+        else:
+            if mval > 0:
+                # an inexact QP answer worse than D = 0: the majorizer says theta~ is optimal
+                step, mval, FD = np.zeros(model.n), 0.0, None
+            x_new, f_new, S_new, lin, limit = self._trial(it, x, f, S, step, mval, FD)
+        # trials of bound_reuse already use the curvature of earlier iterates: only bound steps are extrapolated
+        if self.extrapolate and mval < 0 and scaled is None:
             x_new, f_new, S_new, alpha = self._extrapolate(x, u, S, step, x_new, f_new, S_new, FD, lin, limit)
             step = x_new - x
             info = dict(info, alpha=alpha)
+        if self.reuse is not None:
+            if self.u_next is None:
+                self.u_next = model.gradient_at(x_new, S_new)
+            self.reuse.moved(x_new - x, self.u_next - u, model, opts)
         return self._accept(x_new, f_new, S_new, step, mval, info)
 
     def _trial(self, it, x, f, S, step, mval, FD):

@@ -71,6 +71,14 @@ class MajorizeSolver(Solver):
         Option("extrapolate", True, "after each majorization step D, try a secant-Newton point in the plane of D "
                "and the previous step, then secant points x + a D (a > 1), keeping one only if it lowers f "
                "(monotone; with constraints only feasible trials; beyond the paper). False runs Algorithm 2 exactly", bool),
+        Option("bound_reuse", 0, "bound oracles only (minimize, ChainCRF): 0 runs Algorithm 2 (a fresh bound Sigma every "
+               "iteration); k >= 1 first tries a quasi-Newton step (L-BFGS pairs of earlier iterates on the last bound, "
+               "at most k moves old, scaled), kept only if the exact objective decreases by 1% of what the bound step "
+               "guarantees, else the bound step on a fresh Sigma (monotone, convergent; beyond the paper)",
+               int, nonnegative, "must be >= 0"),
+        Option("reuse_metric", "bound", "initial matrix of bound_reuse's quasi-Newton steps: 'bound' (c (H + Sigma), c "
+               "from the last step's secant) or 'scalar' (L-BFGS's (y^T y / s^T y) I; the bound then only tests and "
+               "falls back)", ("bound", "scalar")),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
     ] + progress_options("called as callback(iteration, x, f) after every iteration (f in the internal, "
@@ -80,6 +88,9 @@ class MajorizeSolver(Solver):
 
     def _solve(self, program, opts, run) -> Result:
         program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
+        if opts.bound_reuse:
+            raise InvalidOptionError("option 'bound_reuse' applies to bound oracles (varopt.solvers.majorize.minimize, "
+                                     "ChainCRF); a compiled program's bound is cheap to recompute: use bound_reuse=0")
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             check_step_solver(model, opts)
