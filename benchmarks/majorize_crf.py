@@ -1,6 +1,6 @@
 """Benchmark: chain CRF on a CoNLL-2002 Spanish subset (seed 003 Table 1, CoNLL column).
 
-Same model and oracle for every optimizer (:class:`varopt.formulations.crf.ChainCRF`): majorization with
+Same model and oracle for every optimizer (:class:`varopt.estimators.crf.ChainCRF`): majorization with
 the junction-tree bound (Algorithm 3 inside Algorithm 2, with the secant extrapolation), its ``bound_reuse``
 variants (quasi-Newton trials on a reused bound with the bound step as fallback; ``reuse_metric``
 ``'scalar'`` is ChainCRF's default) and scipy L-BFGS-B (``maxcor = 10``, the same memory as
@@ -28,7 +28,9 @@ import time
 
 import numpy as np
 
-from varopt.formulations.crf import ChainCRF, conll_path, f1_entities, read_conll
+from varopt.estimators.crf import ChainCRF, f1_entities, read_conll
+
+from shared_data import conll_path
 
 
 

@@ -108,6 +108,11 @@ def load_heart():
     return X, y.astype(float)
 
 
+def conll_path(name="esp.train"):
+    """A file of the CoNLL-2002 Spanish NER data (``esp.train``, ``esp.testa``, ``esp.testb``)."""
+    return DATA / "conll2002_esp" / name
+
+
 def splits(n, n_splits, train_frac=0.5, seed=0):
     """``n_splits`` random (train, test) index pairs with ``round(train_frac * n)`` training rows."""
     rng = np.random.default_rng(seed)

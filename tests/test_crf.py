@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from varopt.errors import InputDataError
-from varopt.formulations.crf import ChainCRF, f1_entities, read_conll
+from varopt.estimators.crf import ChainCRF, f1_entities, read_conll
 from varopt.solvers.majorize.bound import compute_bound
 from varopt.solvers.majorize.junction_tree import chain_bound, chain_enumerate
 

@@ -220,7 +220,7 @@ def test_input_errors():
     with pytest.raises(InputDataError, match="identically zero"):
         pg.value_weights(pg.scores(np.zeros(2)))
     with pytest.raises(InputDataError, match="empty"):
-        from varopt.formulations.crf import ChainCRF
+        from varopt.estimators.crf import ChainCRF
         ChainCRF(labels=[]).fit([["a"]], [["B"]])
 
 

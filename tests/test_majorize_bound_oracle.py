@@ -9,7 +9,7 @@ from scipy.special import logsumexp
 import varopt.solvers.majorize  # noqa: F401  (registers 'majorize')
 from varopt import get_solver
 from varopt.errors import InputDataError, InvalidOptionError
-from varopt.formulations.crf import ChainCRF
+from varopt.estimators.crf import ChainCRF
 from varopt.program import Program
 from varopt.program.expression import Expression
 from varopt.program.terms import LseGroup, QuadraticTerms

@@ -8,7 +8,7 @@ from scipy.optimize import minimize as scipy_minimize
 import varopt.solvers.majorize.reuse as reuse
 from varopt import get_solver
 from varopt.errors import InvalidOptionError
-from varopt.formulations.crf import ChainCRF
+from varopt.estimators.crf import ChainCRF
 from varopt.solvers.majorize import minimize
 from varopt.solvers.majorize.bound import compute_bound
 

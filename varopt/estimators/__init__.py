@@ -30,7 +30,7 @@ def __getattr__(name):
         from .sparse_ising import SparseIsing
         return SparseIsing
     if name == "ChainCRF":
-        from ..formulations.crf import ChainCRF
+        from .crf import ChainCRF
         return ChainCRF
     if name == "BayesianGMMVEM":
         from ..baselines.bgmm_vem import BayesianGMMVEM

@@ -12,7 +12,7 @@ its gradient ``mu = grad log Z(theta)`` (length ``n``) and, when ``want_sigma``,
 
 (Jebara & Choromanska 2012, Theorem 1, after taking logs). The ``majorize`` solver runs
 Algorithm 2 over any bound oracle (:func:`varopt.solvers.majorize.bound_oracle.minimize`); the
-junction-tree bound of :class:`varopt.formulations.crf.ChainCRF` is one.
+junction-tree bound of :class:`varopt.estimators.crf.ChainCRF` is one.
 
 :class:`BoundOracle` checks what an oracle returns (:meth:`BoundOracle.bound`) and makes it a
 gradient oracle of the common protocol (:mod:`.protocol`) as well: ``gradient(theta, batch)`` is the

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError
-from ..estimators.base import VaroptEstimator
+from .base import VaroptEstimator
 from ..solvers.majorize.bound_oracle import minimize as majorize
 from ..solvers.majorize.junction_tree import chain_bound
 
@@ -319,7 +318,3 @@ class ChainCRF(VaroptEstimator):
                 path.append(int(back[t][path[-1]]))
             out.append([self.labels_[k] for k in path[::-1]])
         return out
-
-
-def conll_path(name="esp.train"):
-    return Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "conll2002_esp" / name
