@@ -29,6 +29,20 @@ def swapped(part):
     return Partition(x=part.y, y=part.x, connected=np.zeros(0, dtype=np.int64), names=part.names)
 
 
+def snap(z, lb, ub, rel=1e-2):
+    """``z`` with every coordinate within ``rel * max(1, |bound|, finite width)`` of a bound moved onto
+    it; ``None`` when nothing moves."""
+    width = np.where(np.isfinite(ub - lb), ub - lb, 0.0)
+    out = z.copy()
+    for b in (lb, ub):
+        fin = np.isfinite(b)
+        bb = np.where(fin, b, 0.0)
+        tol = rel * np.maximum(np.maximum(1.0, np.abs(bb)), width)
+        near = fin & (np.abs(z - bb) <= tol) & (z != bb)
+        out[near] = bb[near]
+    return out if np.any(out != z) else None
+
+
 class LocalSearch:
     #: SLSQP is dense (O(n^3) per step): only for programs up to this many variables
     max_polish_vars = 300
@@ -48,6 +62,7 @@ class LocalSearch:
         self.complete = None
         self._cons = None
         self.rescues = 0
+        self._fixed_bms = {}  # fixed-variable mask -> BlockModel (None: not convex in the free ones)
 
     def violation(self, z):
         """Largest row violation relative to ``max(1, |side|, 0.01 sum_k |term_k|)``; ``inf`` outside
@@ -74,9 +89,11 @@ class LocalSearch:
             side = np.where(v[1:] < lf.lo[1:], np.abs(lf.lo[1:]), np.abs(lf.hi[1:]))
         side = np.where(np.isfinite(side), side, 0.0)
         scale = np.maximum(np.maximum(1.0, side), 1e-2 * size[1:])
-        # and never more than a millionth of the row's own terms (+1e-8): a violation comparable to
-        # the terms themselves is not rounding
-        own = np.where(viol > 1e-8 + 1e-6 * size[1:], np.inf, 0.0)
+        # and never more than a millionth of the row's own terms (+1e-12): a violation comparable to
+        # the terms themselves is not rounding (a floor of 1e-8 let ex9_2_2's ``x4 * x8 == 0`` at
+        # 5e-5 * 1.5e-4 buy 5e-6 of relative objective; candidates are snapped onto the bounds they
+        # touch to 1e-9 first, so LP noise at a bound is not counted here)
+        own = np.where(viol > 1e-12 + 1e-6 * size[1:], np.inf, 0.0)
         return float(np.max(viol / scale + own, initial=0.0))
 
     def value(self, z):
@@ -87,7 +104,11 @@ class LocalSearch:
         return float(val)
 
     def checked(self, z):
-        """``(value, point)`` of ``z`` or of its completion (the better feasible one), or ``(None, z)``."""
+        """``(value, point)`` of ``z`` or of its completion (the better feasible one), or ``(None, z)``;
+        ``z`` is first snapped onto the bounds it touches to 1e-9 (LP noise)."""
+        zs = snap(z, self.program.lb, self.program.ub, rel=1e-9)
+        if zs is not None:
+            z = zs
         if self.complete is not None:
             zc = self.complete(z)
             vc = self.value(zc)
@@ -105,6 +126,84 @@ class LocalSearch:
         v, zc = self.checked(z)
         if v is not None:
             best.append((v, zc.copy()))
+        cur = self._alternate(z, lb, ub, best)
+        zs = snap(z, lb, ub)
+        if zs is not None and not (best and min(t[0] for t in best) < cutoff):
+            # a relaxation point with a product factor at 2e-4 instead of its bound 0 fixes the other
+            # factor to 0 in the primal problem (complementarity rows s * u == 0): the point snapped
+            # onto the bounds it nearly touches starts a second alternation
+            v, zc = self.checked(zs)
+            if v is not None:
+                best.append((v, zc.copy()))
+            cur2 = self._alternate(zs, lb, ub, best)
+            if not best:
+                cur = cur2
+            self._fix_and_solve(zs, lb, ub, best)
+        start = min(best, key=lambda t: t[0])[1] if best else cur
+        # a point that improves the incumbent is worth polishing (it is rare, and the polish moves
+        # degenerate points such as near-complementary ones onto the exact optimum); so is a nearly
+        # feasible one that would improve it (a bounded number of times per solve): rows violated by
+        # at most 1e-3 of the point's scale (a relaxation point converging on the optimum, whose
+        # alternations fail because each block alone is overdetermined)
+        improving = bool(best) and min(t[0] for t in best) < cutoff
+        if not (best and min(t[0] for t in best) < cutoff) and self.rescues < 20:
+            for c in ((cur,) if zs is None else (zs, cur)):
+                if self.program.max_violation(c) > 1e-3 * max(1.0, float(np.abs(c).max(initial=0))):
+                    continue
+                f = self.program.objective.value(c)
+                if math.isfinite(f) and f < cutoff:
+                    self.rescues += 1
+                    improving, start = True, c
+                    break
+        polish = polish or improving
+        if polish and self.program.n <= self.max_polish_vars:
+            zp = self._slsqp(start, lb, ub)
+            if zp is not None:
+                v, zc = self.checked(zp)
+                if v is not None:
+                    best.append((v, zc))
+        return min(best, key=lambda t: t[0]) if best else None
+
+    def _fix_and_solve(self, zs, lb, ub, best):
+        """Fix the variables of ``zs`` that sit on a bound; when every product then has a fixed factor,
+        the rest is convex (GOP's primal problem with the fixed variables as its ``y`` block): solve it
+        for the free ones. Both blocks move at once, which the alternation cannot do when each block
+        alone is determined by equality rows (complementarity ``s * u == 0`` with linear rows)."""
+        lf = self.lifted
+        fixed = (zs == lb) | (zs == ub)
+        if fixed.all() or not fixed.any():
+            return
+        if lf.nW and not np.all(fixed[lf.W[:, 0]] | fixed[lf.W[:, 1]]):
+            return
+        if lf.nP and not np.all(fixed[lf.Pw]):
+            return
+        key = fixed.tobytes()
+        bm = self._fixed_bms.get(key, False)
+        if bm is False:
+            part = Partition(x=np.flatnonzero(~fixed), y=np.flatnonzero(fixed),
+                             connected=np.zeros(0, dtype=np.int64), names=self.program.names)
+            try:
+                bm = BlockModel(self.program, part)
+            except ModelStructureError:
+                bm = None
+            if len(self._fixed_bms) < 64:
+                self._fixed_bms[key] = bm
+        if bm is None:
+            return
+        try:
+            pr = solve_primal(bm, zs[bm.yi], lb[bm.xi], ub[bm.xi])
+        except (ModelStructureError, SolverBugError, np.linalg.LinAlgError, ValueError):
+            return
+        if pr.status != "optimal":
+            return
+        znew = zs.copy()
+        znew[bm.xi] = pr.x
+        v, zc = self.checked(znew)
+        if v is not None:
+            best.append((v, zc.copy()))
+
+    def _alternate(self, z, lb, ub, best):
+        """Up to three block alternations from ``z``; feasible points are appended to ``best``."""
         cur = z
         for _ in range(3):
             moved = False
@@ -125,24 +224,7 @@ class LocalSearch:
                 cur = znew
             if not moved:
                 break
-        start = min(best, key=lambda t: t[0])[1] if best else cur
-        # a point that improves the incumbent is worth polishing (it is rare, and the polish moves
-        # degenerate points such as near-complementary ones onto the exact optimum); so is a nearly
-        # feasible one that would improve it (a bounded number of times per solve)
-        improving = bool(best) and min(t[0] for t in best) < cutoff
-        if not best and self.rescues < 20 and self.violation(cur) <= 1e-3:
-            f = self.program.objective.value(cur)
-            if math.isfinite(f) and f < cutoff:
-                self.rescues += 1
-                improving = True
-        polish = polish or improving
-        if polish and self.program.n <= self.max_polish_vars:
-            zp = self._slsqp(start, lb, ub)
-            if zp is not None:
-                v, zc = self.checked(zp)
-                if v is not None:
-                    best.append((v, zc))
-        return min(best, key=lambda t: t[0]) if best else None
+        return cur
 
     # ------------------------------------------------------------------ SLSQP polish
     def _evaluate(self, z):

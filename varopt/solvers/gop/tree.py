@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from ...lpqp import HighsModel
 from .local import LocalSearch
+from .dualbt import reduced_cost_bounds
 from .relax import Lifted, rows_to_csr
 from .tighten import Tightener
 from .unbounded import Unbounded
@@ -63,6 +64,9 @@ class GopTree:
         self.pool = []  # tangent cuts, valid everywhere
         self.n_lp = 0
         self.n_lp_failed = 0
+        self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
+        self._last_lp = None
+        self._last_duals = None
 
     def _out_of_time(self):
         tl = self.run.time_limit
@@ -126,11 +130,13 @@ class GopTree:
             his.append(np.array([cutoff - lf.const[0]]))
         A = sp.vstack(parts, format="csr")
         c = np.asarray(lf.R[0].todense()).ravel()
+        self._last_lp = (c, A, np.concatenate(los), np.concatenate(his))
         return HighsModel(c, A, np.concatenate(los), np.concatenate(his), L, U, const=float(lf.const[0]))
 
     def _solve_node(self, l, u, L, U, cutoff, oa_tol):
         """Relaxation value and point; adds tangent cuts until the atoms are within ``oa_tol``."""
         lf = self.lf
+        self._last_duals = None
         for rnd in range(12):
             if rnd and self._out_of_time():
                 break  # a looser outer approximation is still a valid bound
@@ -163,6 +169,7 @@ class GopTree:
                     added += 1
             if not added:
                 break
+        self._last_duals = r.row_duals
         return "optimal", float(r.objective), Z
 
     # ------------------------------------------------------------------ branching
@@ -226,6 +233,7 @@ class GopTree:
         closed_lb = math.inf  # smallest bound of the nodes pruned by bound
         LB = -math.inf
         nodes = 0
+        ls_every = 8  # nodes between two local searches (besides the first 16 and nearly feasible points)
         for _ in run.iterations():
             if not heap:
                 break
@@ -273,17 +281,33 @@ class GopTree:
                     # the local search is the dearest step: at the first nodes, then every 8th, and
                     # wherever the relaxation point is already nearly feasible
                     found = None
-                    if nodes <= 16 or nodes % 8 == 0 or self.local.nearly_feasible(Z[:program.n]):
+                    tried = False
+                    if nodes <= 16 or nodes % ls_every == 0 or self.local.nearly_feasible(Z[:program.n]):
+                        tried = True
                         found = self.local.improve(Z, l0, u0, polish=nodes == 1 or (best is None and nodes % 32 == 0),
                                                    cutoff=UB)
                     if found is not None and found[0] < UB:
                         UB, best = found
                         run.incumbent(best, objective=UB, upper=UB)
+                        ls_every = 8
+                    elif tried and best is not None and nodes > 16:
+                        # with an incumbent, a search that keeps failing is spaced out (8, 16, ... 64
+                        # nodes): on the pooling problems it took a third of the time
+                        ls_every = min(64, 2 * ls_every)
                     tol = self._tol(UB)
-                    if val >= UB - tol:
+                    empty = False
+                    if val < UB - tol and math.isfinite(UB):
+                        nl, nu, nL, nU, empty = self._rc_tighten(nl, nu, nL, nU, UB)
+                    if val >= UB - tol or empty:
                         closed_lb = min(closed_lb, val)
                     else:
                         j = self._branch_var(Z, nl, nu, l0, u0, 1e-9 * max(1.0, abs(val)))
+                        if j is None:
+                            # every relaxation error is below 1e-9 and yet the gap is open: a degenerate
+                            # optimum where an error eps buys sqrt(eps) of objective (complementarity
+                            # s * u == 0 at 1e-4 * 3e-4): the variables of the smallest errors still
+                            # carry the gap, the widest variable may not enter it at all
+                            j = self._branch_var(Z, nl, nu, l0, u0, 0.0)
                         if j is None:
                             j = self._widest(nl, nu, l0, u0)
                         if j is None:
@@ -312,7 +336,8 @@ class GopTree:
             if run.limit_reached():
                 break
         LB = min(heap[0][0] if heap else math.inf, closed_lb, UB)
-        info = dict(mode="tree", nodes=nodes, n_subproblems=self.n_lp, failed_relaxations=self.n_lp_failed, partition=self.part.describe(),
+        info = dict(mode="tree", nodes=nodes, n_subproblems=self.n_lp, failed_relaxations=self.n_lp_failed,
+                    reduced_cost_tightenings=self.n_rc_tightened, partition=self.part.describe(),
                     connected=[program.names[i] for i in self.part.connected])
         if not math.isfinite(UB):
             if not heap and run.status is None:
@@ -327,6 +352,35 @@ class GopTree:
             run.stop("error", f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node "
                      "relaxations could not be solved); the bounds are valid")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
+
+    def _rc_tighten(self, l, u, L, U, UB):
+        """Reduced-cost tightening of the node box with the last node LP's duals (:mod:`.dualbt`):
+        every feasible point of the box with objective ``<= UB`` stays. Returns ``(l, u, L, U, empty)``."""
+        if self._last_lp is None or self._last_duals is None:
+            return l, u, L, U, False
+        c, A, rlo, rhi = self._last_lp
+        if A.shape[0] != len(self._last_duals):
+            return l, u, L, U, False
+        # objective = c^T Z + const <= UB, with a hair of slack for the rounding of UB itself
+        cut = UB - float(self.lf.const[0]) + 1e-9 * max(1.0, abs(UB))
+        out = reduced_cost_bounds(c, A, rlo, rhi, L, U, self._last_duals, cut)
+        if out is None:
+            return l, u, L, U, False
+        L2, U2 = out
+        tol = 1e-9 * np.maximum(1.0, np.abs(L2) + np.abs(U2))
+        with np.errstate(invalid="ignore"):
+            if np.any(L2 > U2 + tol):
+                return l, u, L, U, True
+        U2 = np.maximum(U2, L2)
+        moved = int(np.count_nonzero(L2 > L) + np.count_nonzero(U2 < U))
+        if not moved:
+            return l, u, L, U, False
+        self.n_rc_tightened += moved
+        n = self.lf.n
+        l, u = np.maximum(l, L2[:n]), np.minimum(u, U2[:n])
+        u = np.maximum(u, l)
+        L2[:n], U2[:n] = l, u
+        return l, u, L2, U2, False
 
     def _widest(self, l, u, l0, u0):
         need = self._product_vars() + sorted({int(v) for a in self.lf.atoms for v in a.idx})
