@@ -53,6 +53,10 @@ class GopTree:
     #: nodes down to this depth get OBBT with the incumbent cutoff (a tighter box near the root
     #: pays over its whole subtree; deeper, FBBT alone is cheaper)
     obbt_depth = 3
+    #: branching point: the relaxation value moved ``1 - branch_alpha`` of the way to the middle, at
+    #: least ``branch_clamp`` of the width from both ends
+    branch_alpha = 0.8
+    branch_clamp = 0.1
 
     def __init__(self, program, part, opts, run, lifted=None):
         self.program, self.part, self.opts, self.run = program, part, opts, run
@@ -321,8 +325,9 @@ class GopTree:
                                 # that face, so the bound near the incumbent closes fast
                                 p = float(best[j])
                             else:
-                                p = 0.8 * Z[j] + 0.2 * 0.5 * (nl[j] + nu[j])
-                                p = min(max(p, nl[j] + 0.1 * w), nu[j] - 0.1 * w)
+                                a = self.branch_alpha
+                                p = a * Z[j] + (1.0 - a) * 0.5 * (nl[j] + nu[j])
+                                p = min(max(p, nl[j] + self.branch_clamp * w), nu[j] - self.branch_clamp * w)
                             for lo_j, hi_j in ((nl[j], p), (p, nu[j])):
                                 cl, cu = nl.copy(), nu.copy()
                                 cl[j], cu[j] = lo_j, hi_j
