@@ -53,6 +53,9 @@ class GopTree:
     #: nodes down to this depth get OBBT with the incumbent cutoff (a tighter box near the root
     #: pays over its whole subtree; deeper, FBBT alone is cheaper)
     obbt_depth = 3
+    #: below obbt_depth, OBBT continues while one node's OBBT removes at least this much relative width
+    #: (summed over the variables of the products)
+    obbt_min_gain = 0.05
     #: branching point: the relaxation value moved ``1 - branch_alpha`` of the way to the middle, at
     #: least ``branch_clamp`` of the width from both ends
     branch_alpha = 0.8
@@ -238,6 +241,7 @@ class GopTree:
         LB = -math.inf
         nodes = 0
         ls_every = 8  # nodes between two local searches (besides the first 16 and nearly feasible points)
+        obbt_skip = obbt_wait = 0  # OBBT below obbt_depth: current back-off and nodes left to skip
         for _ in run.iterations():
             if not heap:
                 break
@@ -249,10 +253,24 @@ class GopTree:
                 break
             nodes += 1
             nl, nu, nL, nU, infeas = self.tight.tighten(nl, nu, cutoff=UB, colL=nL, colU=nU)
-            if not infeas and depth and depth <= self.obbt_depth and opts.bound_tightening:
-                # OBBT with the incumbent cutoff near the root, where a tighter box pays for itself
-                # over the whole subtree
+            if not infeas and depth and opts.bound_tightening and (depth <= self.obbt_depth or obbt_wait <= 0):
+                # OBBT with the incumbent cutoff: always near the root, where a tighter box pays for
+                # itself over the whole subtree; deeper while it keeps paying (a node whose OBBT cuts
+                # less than `obbt_min_gain` of a variable's width in total lets the next 1, 2, 4 ... 32
+                # nodes skip it; one that pays resets the wait)
+                w_before = nu - nl
                 nl, nu, nL, nU, infeas = self._obbt(nl, nu, nL, nU, need, UB, rounds=1)
+                if depth > self.obbt_depth:
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        cut = np.where(np.isfinite(w_before) & (w_before > 0), 1.0 - (nu - nl) / w_before, 0.0)
+                    gain = float(np.sum(np.clip(cut[need], 0.0, 1.0))) if need else 0.0
+                    if infeas or gain >= self.obbt_min_gain:
+                        obbt_skip, obbt_wait = 0, 0
+                    else:
+                        obbt_skip = min(32, max(1, 2 * obbt_skip))
+                        obbt_wait = obbt_skip
+            elif depth > self.obbt_depth:
+                obbt_wait -= 1
             if not infeas:
                 oa = max(0.25 * tol, 1e-9) if math.isfinite(UB) else 1e-6
                 st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
