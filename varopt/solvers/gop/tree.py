@@ -9,6 +9,9 @@ upper bounds and uses, as node relaxation, the McCormick relaxation of the lifte
   cutoff ``f <= UBD`` (:mod:`.tighten`); the relaxation LP (HiGHS) with tangent cuts added at
   its solution until the convex atoms are approximated to the gap tolerance. Its value is a
   lower bound of the program on the box (relax.py); infeasible LP => no feasible point.
+  OBBT with the cutoff at depth <= 3 and deeper while it pays; after the LP, reduced-cost
+  tightening with its duals (Ryoo & Sahinidis 1996; :mod:`.dualbt`) shrinks the box the children
+  inherit (docs/gop.md §8d).
 * **upper bounds**: the relaxation point's relaxed-dual block ``y`` fixes GOP's primal problem
   (convex in ``x``); the ``x`` found fixes the swapped primal problem (convex in ``y``); each
   point is checked against the original program before it becomes the incumbent.
