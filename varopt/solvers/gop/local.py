@@ -142,19 +142,13 @@ class LocalSearch:
         start = min(best, key=lambda t: t[0])[1] if best else cur
         # a point that improves the incumbent is worth polishing (it is rare, and the polish moves
         # degenerate points such as near-complementary ones onto the exact optimum); so is a nearly
-        # feasible one that would improve it (a bounded number of times per solve): rows violated by
-        # at most 1e-3 of the point's scale (a relaxation point converging on the optimum, whose
-        # alternations fail because each block alone is overdetermined)
+        # feasible one that would improve it (a bounded number of times per solve)
         improving = bool(best) and min(t[0] for t in best) < cutoff
-        if not (best and min(t[0] for t in best) < cutoff) and self.rescues < 20:
-            for c in ((cur,) if zs is None else (zs, cur)):
-                if self.program.max_violation(c) > 1e-3 * max(1.0, float(np.abs(c).max(initial=0))):
-                    continue
-                f = self.program.objective.value(c)
-                if math.isfinite(f) and f < cutoff:
-                    self.rescues += 1
-                    improving, start = True, c
-                    break
+        if not best and self.rescues < 20 and self.violation(cur) <= 1e-3:
+            f = self.program.objective.value(cur)
+            if math.isfinite(f) and f < cutoff:
+                self.rescues += 1
+                improving = True
         polish = polish or improving
         if polish and self.program.n <= self.max_polish_vars:
             zp = self._slsqp(start, lb, ub)
