@@ -138,7 +138,8 @@ class LocalSearch:
             cur2 = self._alternate(zs, lb, ub, best)
             if not best:
                 cur = cur2
-            self._fix_and_solve(zs, lb, ub, best)
+        if not (best and min(t[0] for t in best) < cutoff):
+            self._fix_and_solve(z if zs is None else zs, lb, ub, best)
         start = min(best, key=lambda t: t[0])[1] if best else cur
         # a point that improves the incumbent is worth polishing (it is rare, and the polish moves
         # degenerate points such as near-complementary ones onto the exact optimum); so is a nearly
@@ -159,15 +160,31 @@ class LocalSearch:
         return min(best, key=lambda t: t[0]) if best else None
 
     def _fix_and_solve(self, zs, lb, ub, best):
-        """Fix the variables of ``zs`` that sit on a bound; when every product then has a fixed factor,
-        the rest is convex (GOP's primal problem with the fixed variables as its ``y`` block): solve it
+        """Fix the variables of ``zs`` that sit on a bound, and for every product with neither factor on a
+        bound the factor nearer to one (relative to its width) onto it; every product then has a fixed
+        factor and the rest is convex (GOP's primal problem with the fixed variables as its ``y`` block): solve it
         for the free ones. Both blocks move at once, which the alternation cannot do when each block
         alone is determined by equality rows (complementarity ``s * u == 0`` with linear rows)."""
         lf = self.lifted
+        zs = zs.copy()
         fixed = (zs == lb) | (zs == ub)
+        if lf.nW:
+            # a product with both factors off their bounds: the factor nearer (relative to its width)
+            # to a bound goes onto it (complementarity rows: the pair's smaller side becomes 0)
+            for i, j in lf.W.tolist():
+                if fixed[i] or fixed[j]:
+                    continue
+                best_k, best_d, best_b = None, math.inf, None
+                for k in (i, j):
+                    w = ub[k] - lb[k] if math.isfinite(ub[k] - lb[k]) else max(1.0, abs(zs[k]))
+                    for b in (lb[k], ub[k]):
+                        if math.isfinite(b) and abs(zs[k] - b) / max(w, 1e-12) < best_d:
+                            best_k, best_d, best_b = k, abs(zs[k] - b) / max(w, 1e-12), b
+                if best_k is None:
+                    return
+                zs[best_k] = best_b
+                fixed[best_k] = True
         if fixed.all() or not fixed.any():
-            return
-        if lf.nW and not np.all(fixed[lf.W[:, 0]] | fixed[lf.W[:, 1]]):
             return
         if lf.nP and not np.all(fixed[lf.Pw]):
             return
