@@ -58,7 +58,7 @@ class GopTree:
     obbt_depth = 3
     #: below obbt_depth, OBBT continues while one node's OBBT removes at least this much relative width
     #: (summed over the variables of the products)
-    obbt_min_gain = 0.05
+    obbt_min_gain = 0.5
     #: branching point: the relaxation value moved ``1 - branch_alpha`` of the way to the middle, at
     #: least ``branch_clamp`` of the width from both ends
     branch_alpha = 0.8
@@ -243,7 +243,6 @@ class GopTree:
         closed_lb = math.inf  # smallest bound of the nodes pruned by bound
         LB = -math.inf
         nodes = 0
-        ls_every = 8  # nodes between two local searches (besides the first 16 and nearly feasible points)
         obbt_skip = obbt_wait = 0  # OBBT below obbt_depth: current back-off and nodes left to skip
         for _ in run.iterations():
             if not heap:
@@ -259,7 +258,7 @@ class GopTree:
             if not infeas and depth and opts.bound_tightening and (depth <= self.obbt_depth or obbt_wait <= 0):
                 # OBBT with the incumbent cutoff: always near the root, where a tighter box pays for
                 # itself over the whole subtree; deeper while it keeps paying (a node whose OBBT cuts
-                # less than `obbt_min_gain` of a variable's width in total lets the next 1, 2, 4 ... 32
+                # less than `obbt_min_gain` of one variable's width in total lets the next 1, 2, 4 ... 32
                 # nodes skip it; one that pays resets the wait)
                 w_before = nu - nl
                 nl, nu, nL, nU, infeas = self._obbt(nl, nu, nL, nU, need, UB, rounds=1)
@@ -306,19 +305,12 @@ class GopTree:
                     # the local search is the dearest step: at the first nodes, then every 8th, and
                     # wherever the relaxation point is already nearly feasible
                     found = None
-                    tried = False
-                    if nodes <= 16 or nodes % ls_every == 0 or self.local.nearly_feasible(Z[:program.n]):
-                        tried = True
+                    if nodes <= 16 or nodes % 8 == 0 or self.local.nearly_feasible(Z[:program.n]):
                         found = self.local.improve(Z, l0, u0, polish=nodes == 1 or (best is None and nodes % 32 == 0),
                                                    cutoff=UB)
                     if found is not None and found[0] < UB:
                         UB, best = found
                         run.incumbent(best, objective=UB, upper=UB)
-                        ls_every = 8
-                    elif tried and best is not None and nodes > 16:
-                        # with an incumbent, a search that keeps failing is spaced out (8, 16, ... 64
-                        # nodes): on the pooling problems it took a third of the time
-                        ls_every = min(64, 2 * ls_every)
                     tol = self._tol(UB)
                     empty = False
                     if val < UB - tol and math.isfinite(UB):
