@@ -128,17 +128,10 @@ class LocalSearch:
             best.append((v, zc.copy()))
         cur = self._alternate(z, lb, ub, best)
         zs = snap(z, lb, ub)
-        if zs is not None and not (best and min(t[0] for t in best) < cutoff):
+        if not (best and min(t[0] for t in best) < cutoff):
             # a relaxation point with a product factor at 2e-4 instead of its bound 0 fixes the other
             # factor to 0 in the primal problem (complementarity rows s * u == 0): the point snapped
-            # onto the bounds it nearly touches starts a second alternation
-            v, zc = self.checked(zs)
-            if v is not None:
-                best.append((v, zc.copy()))
-            cur2 = self._alternate(zs, lb, ub, best)
-            if not best:
-                cur = cur2
-        if not (best and min(t[0] for t in best) < cutoff):
+            # onto the bounds it nearly touches starts a fix-and-solve
             self._fix_and_solve(z if zs is None else zs, lb, ub, best)
         start = min(best, key=lambda t: t[0])[1] if best else cur
         # a point that improves the incumbent is worth polishing (it is rare, and the polish moves
