@@ -29,6 +29,20 @@ def swapped(part):
     return Partition(x=part.y, y=part.x, connected=np.zeros(0, dtype=np.int64), names=part.names)
 
 
+def snap(z, lb, ub, rel=1e-2):
+    """``z`` with every coordinate within ``rel * max(1, |bound|, finite width)`` of a bound moved onto
+    it; ``None`` when nothing moves."""
+    width = np.where(np.isfinite(ub - lb), ub - lb, 0.0)
+    out = z.copy()
+    for b in (lb, ub):
+        fin = np.isfinite(b)
+        bb = np.where(fin, b, 0.0)
+        tol = rel * np.maximum(np.maximum(1.0, np.abs(bb)), width)
+        near = fin & (np.abs(z - bb) <= tol) & (z != bb)
+        out[near] = bb[near]
+    return out if np.any(out != z) else None
+
+
 class LocalSearch:
     #: SLSQP is dense (O(n^3) per step): only for programs up to this many variables
     max_polish_vars = 300
@@ -48,6 +62,7 @@ class LocalSearch:
         self.complete = None
         self._cons = None
         self.rescues = 0
+        self._fixed_bms = {}  # fixed-variable mask -> BlockModel (None: not convex in the free ones)
 
     def violation(self, z):
         """Largest row violation relative to ``max(1, |side|, 0.01 sum_k |term_k|)``; ``inf`` outside
@@ -74,9 +89,11 @@ class LocalSearch:
             side = np.where(v[1:] < lf.lo[1:], np.abs(lf.lo[1:]), np.abs(lf.hi[1:]))
         side = np.where(np.isfinite(side), side, 0.0)
         scale = np.maximum(np.maximum(1.0, side), 1e-2 * size[1:])
-        # and never more than a millionth of the row's own terms (+1e-8): a violation comparable to
-        # the terms themselves is not rounding
-        own = np.where(viol > 1e-8 + 1e-6 * size[1:], np.inf, 0.0)
+        # and never more than a millionth of the row's own terms (+1e-12): a violation comparable to
+        # the terms themselves is not rounding (a floor of 1e-8 let ex9_2_2's ``x4 * x8 == 0`` at
+        # 5e-5 * 1.5e-4 buy 5e-6 of relative objective; candidates are snapped onto the bounds they
+        # touch to 1e-9 first, so LP noise at a bound is not counted here)
+        own = np.where(viol > 1e-12 + 1e-6 * size[1:], np.inf, 0.0)
         return float(np.max(viol / scale + own, initial=0.0))
 
     def value(self, z):
@@ -89,10 +106,13 @@ class LocalSearch:
     def checked(self, z):
         """``(value, point)`` of ``z`` or of its completion (the better feasible one), or ``(None, z)``.
 
-        A point within the row tolerance but not exactly on its rows is first projected onto them
-        (:meth:`_repair`; the completion's auxiliary columns are recomputed after the projection, which
-        moved them only to first order), so the tolerance does not buy objective below the exact
-        optimum."""
+        ``z`` is first snapped onto the bounds it touches to 1e-9 (LP noise). A point within the row
+        tolerance but not exactly on its rows is then projected onto them (:meth:`_repair`; the
+        completion's auxiliary columns are recomputed after the projection, which moved them only to
+        first order), so the tolerance does not buy objective below the exact optimum."""
+        zs = snap(z, self.program.lb, self.program.ub, rel=1e-9)
+        if zs is not None:
+            z = zs
         small = self.program.n <= self.max_polish_vars
         if self.complete is not None:
             zc = self.complete(z)
@@ -115,6 +135,88 @@ class LocalSearch:
         v, zc = self.checked(z)
         if v is not None:
             best.append((v, zc.copy()))
+        cur = self._alternate(z, lb, ub, best)
+        zs = snap(z, lb, ub)
+        if not (best and min(t[0] for t in best) < cutoff):
+            # a relaxation point with a product factor at 2e-4 instead of its bound 0 fixes the other
+            # factor to 0 in the primal problem (complementarity rows s * u == 0): the point snapped
+            # onto the bounds it nearly touches starts a fix-and-solve
+            self._fix_and_solve(z if zs is None else zs, lb, ub, best)
+        start = min(best, key=lambda t: t[0])[1] if best else cur
+        # a point that improves the incumbent is worth polishing (it is rare, and the polish moves
+        # degenerate points such as near-complementary ones onto the exact optimum); so is a nearly
+        # feasible one that would improve it (a bounded number of times per solve)
+        improving = bool(best) and min(t[0] for t in best) < cutoff
+        if not best and self.rescues < 20 and self.violation(cur) <= 1e-3:
+            f = self.program.objective.value(cur)
+            if math.isfinite(f) and f < cutoff:
+                self.rescues += 1
+                improving = True
+        polish = polish or improving
+        if polish and self.program.n <= self.max_polish_vars:
+            zp = self._slsqp(start, lb, ub)
+            if zp is not None:
+                v, zc = self.checked(zp)
+                if v is not None:
+                    best.append((v, zc))
+        return min(best, key=lambda t: t[0]) if best else None
+
+    def _fix_and_solve(self, zs, lb, ub, best):
+        """Fix the variables of ``zs`` that sit on a bound, and for every product with neither factor on a
+        bound the factor nearer to one (relative to its width) onto it; every product then has a fixed
+        factor and the rest is convex (GOP's primal problem with the fixed variables as its ``y`` block): solve it
+        for the free ones. Both blocks move at once, which the alternation cannot do when each block
+        alone is determined by equality rows (complementarity ``s * u == 0`` with linear rows)."""
+        lf = self.lifted
+        zs = zs.copy()
+        fixed = (zs == lb) | (zs == ub)
+        if lf.nW:
+            # a product with both factors off their bounds: the factor nearer (relative to its width)
+            # to a bound goes onto it (complementarity rows: the pair's smaller side becomes 0)
+            for i, j in lf.W.tolist():
+                if fixed[i] or fixed[j]:
+                    continue
+                best_k, best_d, best_b = None, math.inf, None
+                for k in (i, j):
+                    w = ub[k] - lb[k] if math.isfinite(ub[k] - lb[k]) else max(1.0, abs(zs[k]))
+                    for b in (lb[k], ub[k]):
+                        if math.isfinite(b) and abs(zs[k] - b) / max(w, 1e-12) < best_d:
+                            best_k, best_d, best_b = k, abs(zs[k] - b) / max(w, 1e-12), b
+                if best_k is None:
+                    return
+                zs[best_k] = best_b
+                fixed[best_k] = True
+        if fixed.all() or not fixed.any():
+            return
+        if lf.nP and not np.all(fixed[lf.Pw]):
+            return
+        key = fixed.tobytes()
+        bm = self._fixed_bms.get(key, False)
+        if bm is False:
+            part = Partition(x=np.flatnonzero(~fixed), y=np.flatnonzero(fixed),
+                             connected=np.zeros(0, dtype=np.int64), names=self.program.names)
+            try:
+                bm = BlockModel(self.program, part)
+            except ModelStructureError:
+                bm = None
+            if len(self._fixed_bms) < 64:
+                self._fixed_bms[key] = bm
+        if bm is None:
+            return
+        try:
+            pr = solve_primal(bm, zs[bm.yi], lb[bm.xi], ub[bm.xi])
+        except (ModelStructureError, SolverBugError, np.linalg.LinAlgError, ValueError):
+            return
+        if pr.status != "optimal":
+            return
+        znew = zs.copy()
+        znew[bm.xi] = pr.x
+        v, zc = self.checked(znew)
+        if v is not None:
+            best.append((v, zc.copy()))
+
+    def _alternate(self, z, lb, ub, best):
+        """Up to three block alternations from ``z``; feasible points are appended to ``best``."""
         cur = z
         for _ in range(3):
             moved = False
@@ -135,24 +237,7 @@ class LocalSearch:
                 cur = znew
             if not moved:
                 break
-        start = min(best, key=lambda t: t[0])[1] if best else cur
-        # a point that improves the incumbent is worth polishing (it is rare, and the polish moves
-        # degenerate points such as near-complementary ones onto the exact optimum); so is a nearly
-        # feasible one that would improve it (a bounded number of times per solve)
-        improving = bool(best) and min(t[0] for t in best) < cutoff
-        if not best and self.rescues < 20 and self.violation(cur) <= 1e-3:
-            f = self.program.objective.value(cur)
-            if math.isfinite(f) and f < cutoff:
-                self.rescues += 1
-                improving = True
-        polish = polish or improving
-        if polish and self.program.n <= self.max_polish_vars:
-            zp = self._slsqp(start, lb, ub)
-            if zp is not None:
-                v, zc = self.checked(zp)
-                if v is not None:
-                    best.append((v, zc))
-        return min(best, key=lambda t: t[0]) if best else None
+        return cur
 
     # ------------------------------------------------------------------ SLSQP polish
     def _evaluate(self, z):

@@ -9,6 +9,9 @@ upper bounds and uses, as node relaxation, the McCormick relaxation of the lifte
   cutoff ``f <= UBD`` (:mod:`.tighten`); the relaxation LP (HiGHS) with tangent cuts added at
   its solution until the convex atoms are approximated to the gap tolerance. Its value is a
   lower bound of the program on the box (relax.py); infeasible LP => no feasible point.
+  OBBT with the cutoff at depth <= 3 and deeper while it pays; after the LP, reduced-cost
+  tightening with its duals (Ryoo & Sahinidis 1996; :mod:`.dualbt`) shrinks the box the children
+  inherit (docs/gop.md §8d).
 * **upper bounds**: the relaxation point's relaxed-dual block ``y`` fixes GOP's primal problem
   (convex in ``x``); the ``x`` found fixes the swapped primal problem (convex in ``y``); each
   point is checked against the original program before it becomes the incumbent.
@@ -33,6 +36,7 @@ import scipy.sparse as sp
 
 from ...lpqp import HighsModel
 from .local import LocalSearch
+from .dualbt import reduced_cost_bounds
 from .relax import Lifted, rows_to_csr
 from .tighten import Tightener
 from .unbounded import Unbounded
@@ -52,6 +56,13 @@ class GopTree:
     #: nodes down to this depth get OBBT with the incumbent cutoff (a tighter box near the root
     #: pays over its whole subtree; deeper, FBBT alone is cheaper)
     obbt_depth = 3
+    #: below obbt_depth, OBBT continues while one node's OBBT removes at least this much relative width
+    #: (summed over the variables of the products)
+    obbt_min_gain = 0.5
+    #: branching point: the relaxation value moved ``1 - branch_alpha`` of the way to the middle, at
+    #: least ``branch_clamp`` of the width from both ends
+    branch_alpha = 0.8
+    branch_clamp = 0.1
 
     def __init__(self, program, part, opts, run, lifted=None):
         self.program, self.part, self.opts, self.run = program, part, opts, run
@@ -63,6 +74,9 @@ class GopTree:
         self.pool = []  # tangent cuts, valid everywhere
         self.n_lp = 0
         self.n_lp_failed = 0
+        self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
+        self._last_lp = None
+        self._last_duals = None
 
     def _out_of_time(self):
         tl = self.run.time_limit
@@ -126,11 +140,13 @@ class GopTree:
             his.append(np.array([cutoff - lf.const[0]]))
         A = sp.vstack(parts, format="csr")
         c = np.asarray(lf.R[0].todense()).ravel()
+        self._last_lp = (c, A, np.concatenate(los), np.concatenate(his))
         return HighsModel(c, A, np.concatenate(los), np.concatenate(his), L, U, const=float(lf.const[0]))
 
     def _solve_node(self, l, u, L, U, cutoff, oa_tol):
         """Relaxation value and point; adds tangent cuts until the atoms are within ``oa_tol``."""
         lf = self.lf
+        self._last_duals = None
         for rnd in range(12):
             if rnd and self._out_of_time():
                 break  # a looser outer approximation is still a valid bound
@@ -163,6 +179,7 @@ class GopTree:
                     added += 1
             if not added:
                 break
+        self._last_duals = r.row_duals
         return "optimal", float(r.objective), Z
 
     # ------------------------------------------------------------------ branching
@@ -226,6 +243,7 @@ class GopTree:
         closed_lb = math.inf  # smallest bound of the nodes pruned by bound
         LB = -math.inf
         nodes = 0
+        obbt_skip = obbt_wait = 0  # OBBT below obbt_depth: current back-off and nodes left to skip
         for _ in run.iterations():
             if not heap:
                 break
@@ -237,10 +255,24 @@ class GopTree:
                 break
             nodes += 1
             nl, nu, nL, nU, infeas = self.tight.tighten(nl, nu, cutoff=UB, colL=nL, colU=nU)
-            if not infeas and depth and depth <= self.obbt_depth and opts.bound_tightening:
-                # OBBT with the incumbent cutoff near the root, where a tighter box pays for itself
-                # over the whole subtree
+            if not infeas and depth and opts.bound_tightening and (depth <= self.obbt_depth or obbt_wait <= 0):
+                # OBBT with the incumbent cutoff: always near the root, where a tighter box pays for
+                # itself over the whole subtree; deeper while it keeps paying (a node whose OBBT cuts
+                # less than `obbt_min_gain` of one variable's width in total lets the next 1, 2, 4 ... 32
+                # nodes skip it; one that pays resets the wait)
+                w_before = nu - nl
                 nl, nu, nL, nU, infeas = self._obbt(nl, nu, nL, nU, need, UB, rounds=1)
+                if depth > self.obbt_depth:
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        cut = np.where(np.isfinite(w_before) & (w_before > 0), 1.0 - (nu - nl) / w_before, 0.0)
+                    gain = float(np.sum(np.clip(cut[need], 0.0, 1.0))) if need else 0.0
+                    if infeas or gain >= self.obbt_min_gain:
+                        obbt_skip, obbt_wait = 0, 0
+                    else:
+                        obbt_skip = min(32, max(1, 2 * obbt_skip))
+                        obbt_wait = obbt_skip
+            elif depth > self.obbt_depth:
+                obbt_wait -= 1
             if not infeas:
                 oa = max(0.25 * tol, 1e-9) if math.isfinite(UB) else 1e-6
                 st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
@@ -280,10 +312,19 @@ class GopTree:
                         UB, best = found
                         run.incumbent(best, objective=UB, upper=UB)
                     tol = self._tol(UB)
-                    if val >= UB - tol:
+                    empty = False
+                    if val < UB - tol and math.isfinite(UB):
+                        nl, nu, nL, nU, empty = self._rc_tighten(nl, nu, nL, nU, UB)
+                    if val >= UB - tol or empty:
                         closed_lb = min(closed_lb, val)
                     else:
                         j = self._branch_var(Z, nl, nu, l0, u0, 1e-9 * max(1.0, abs(val)))
+                        if j is None:
+                            # every relaxation error is below 1e-9 and yet the gap is open: a degenerate
+                            # optimum where an error eps buys sqrt(eps) of objective (complementarity
+                            # s * u == 0 at 1e-4 * 3e-4): the variables of the smallest errors still
+                            # carry the gap, the widest variable may not enter it at all
+                            j = self._branch_var(Z, nl, nu, l0, u0, 0.0)
                         if j is None:
                             j = self._widest(nl, nu, l0, u0)
                         if j is None:
@@ -297,8 +338,9 @@ class GopTree:
                                 # that face, so the bound near the incumbent closes fast
                                 p = float(best[j])
                             else:
-                                p = 0.8 * Z[j] + 0.2 * 0.5 * (nl[j] + nu[j])
-                                p = min(max(p, nl[j] + 0.1 * w), nu[j] - 0.1 * w)
+                                a = self.branch_alpha
+                                p = a * Z[j] + (1.0 - a) * 0.5 * (nl[j] + nu[j])
+                                p = min(max(p, nl[j] + self.branch_clamp * w), nu[j] - self.branch_clamp * w)
                             for lo_j, hi_j in ((nl[j], p), (p, nu[j])):
                                 cl, cu = nl.copy(), nu.copy()
                                 cl[j], cu[j] = lo_j, hi_j
@@ -312,7 +354,8 @@ class GopTree:
             if run.limit_reached():
                 break
         LB = min(heap[0][0] if heap else math.inf, closed_lb, UB)
-        info = dict(mode="tree", nodes=nodes, n_subproblems=self.n_lp, failed_relaxations=self.n_lp_failed, partition=self.part.describe(),
+        info = dict(mode="tree", nodes=nodes, n_subproblems=self.n_lp, failed_relaxations=self.n_lp_failed,
+                    reduced_cost_tightenings=self.n_rc_tightened, partition=self.part.describe(),
                     connected=[program.names[i] for i in self.part.connected])
         if not math.isfinite(UB):
             if not heap and run.status is None:
@@ -327,6 +370,35 @@ class GopTree:
             run.stop("error", f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node "
                      "relaxations could not be solved); the bounds are valid")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
+
+    def _rc_tighten(self, l, u, L, U, UB):
+        """Reduced-cost tightening of the node box with the last node LP's duals (:mod:`.dualbt`):
+        every feasible point of the box with objective ``<= UB`` stays. Returns ``(l, u, L, U, empty)``."""
+        if self._last_lp is None or self._last_duals is None:
+            return l, u, L, U, False
+        c, A, rlo, rhi = self._last_lp
+        if A.shape[0] != len(self._last_duals):
+            return l, u, L, U, False
+        # objective = c^T Z + const <= UB, with a hair of slack for the rounding of UB itself
+        cut = UB - float(self.lf.const[0]) + 1e-9 * max(1.0, abs(UB))
+        out = reduced_cost_bounds(c, A, rlo, rhi, L, U, self._last_duals, cut)
+        if out is None:
+            return l, u, L, U, False
+        L2, U2 = out
+        tol = 1e-9 * np.maximum(1.0, np.abs(L2) + np.abs(U2))
+        with np.errstate(invalid="ignore"):
+            if np.any(L2 > U2 + tol):
+                return l, u, L, U, True
+        U2 = np.maximum(U2, L2)
+        moved = int(np.count_nonzero(L2 > L) + np.count_nonzero(U2 < U))
+        if not moved:
+            return l, u, L, U, False
+        self.n_rc_tightened += moved
+        n = self.lf.n
+        l, u = np.maximum(l, L2[:n]), np.minimum(u, U2[:n])
+        u = np.maximum(u, l)
+        L2[:n], U2[:n] = l, u
+        return l, u, L2, U2, False
 
     def _widest(self, l, u, l0, u0):
         need = self._product_vars() + sorted({int(v) for a in self.lf.atoms for v in a.idx})
