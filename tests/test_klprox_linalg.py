@@ -87,3 +87,17 @@ def test_whitened_gp_state_uses_the_triangular_gram(log_sf):
     g2[0] = -1e-3
     np.testing.assert_allclose(post._AtGA(g2), Lam - post.P + (g2 - gt)[0] * np.outer(A[0], A[0]).astype(float),
                                rtol=1e-10, atol=1e-10 * np.abs(Lam).max())
+
+
+def test_dense_glm_state_uses_the_symmetric_rank_k_update():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 12))
+    y = (rng.uniform(size=150) < 0.5).astype(float)
+    post = FullGaussian(likelihood_view(glm_program(X, y, "logistic", prior_var=3.0), FAMS))
+    assert post.pairs is None and not post.lower_square and not sp.issparse(post.A)
+    gt = rng.uniform(0.0, 0.25, post.N)
+    st = post._state(np.zeros(post.D), gt)
+    Lam, V, vt = _dense_state(post, gt)
+    np.testing.assert_allclose(st.Lam, Lam, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(st.vt, vt, rtol=1e-10)
+    np.testing.assert_allclose(post.covariance(st), V, rtol=1e-10, atol=1e-13)

@@ -47,10 +47,17 @@ def _tri(L, B):
     return sla.solve_triangular(L, B, lower=True, check_finite=False)
 
 
+def _symmetrize(low):
+    """The symmetric matrix with lower triangle ``low`` (whose strict upper triangle is zero)."""
+    out = low + low.T
+    out[np.diag_indices_from(out)] *= 0.5
+    return out
+
+
 def _tri_inv(L):
     """``L^-1`` of a lower-triangular ``L`` (LAPACK trtri, D^3 / 3 flops; a solve against the identity costs D^3)."""
-    Linv, info = lapack.dtrtri(L, lower=1)
-    return np.tril(Linv) if info == 0 else _tri(L, np.eye(L.shape[0]))
+    Linv, info = lapack.dtrtri(L, lower=1)      # the strict upper part of L (zeros, _chol) is left as it is
+    return Linv if info == 0 else _tri(L, np.eye(L.shape[0]))
 
 
 class _Base:
@@ -80,10 +87,10 @@ class _Base:
         if not sp.issparse(self.A):
             if np.all(g >= 0.0):     # A^T G A = B^T B, B = G^1/2 A: the symmetric rank-k update, half a product
                 if self.lower_square:  # B lower triangular (whitened GP: A = L_K): LAPACK lauum, a third of syrk
-                    low = np.tril(lapack.dlauum(np.sqrt(g)[:, None] * self.A, lower=1)[0])
-                    return low + np.tril(low, -1).T
-                low = dsyrk(1.0, (np.sqrt(g)[:, None] * self.A).T, trans=0, lower=1)   # B^T: Fortran order, no copy
-                return low + np.tril(low, -1).T
+                    low = lapack.dlauum(np.sqrt(g)[:, None] * self.A, lower=1)[0]    # strict upper part: B's zeros
+                else:
+                    low = dsyrk(1.0, (np.sqrt(g)[:, None] * self.A).T, trans=0, lower=1)   # B^T: Fortran order
+                return _symmetrize(low)
             return self.AT @ (g[:, None] * self.A)
         return (self.A.T @ sp.diags(g) @ self.A).toarray()
 
@@ -129,8 +136,7 @@ class _RowPairs:
         low = np.zeros(self.D * self.D)
         if self.entries.size:
             low[self.entries] = np.add.reduceat(np.take(g, self.g_row) * self.g_val, self.entry_starts)
-        low = low.reshape(self.D, self.D)
-        return low + np.tril(low, -1).T
+        return _symmetrize(low.reshape(self.D, self.D))
 
     def quad(self, V):
         """``a_n^T V a_n`` for every row (``V`` symmetric)."""
@@ -197,7 +203,8 @@ class FullGaussian(_Base):
         return float(np.sum(parts))
 
     def gradient(self, st, alpha):
-        return -(self.P @ st.m + self.view.c + self.A.T @ alpha)
+        Pm = self.P_diag * st.m if getattr(self, "P_diag", None) is not None else self.P @ st.m
+        return -(Pm + self.view.c + self.AT @ alpha)
 
     def step(self, st, alpha, gamma, r, natural=False):
         g = self.gradient(st, alpha)
