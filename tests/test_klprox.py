@@ -162,7 +162,12 @@ def test_default_rule_is_monotone_where_fixed_beta_one_diverges(case):
     fixed = S.solve(p, step_rule="fixed", beta=1.0, max_iter=300)
     ada = S.solve(p)
     assert ada.status == "converged"
-    assert fixed.status != "converged" and fixed.objective > ada.objective + 1.0  # beta = 1 oscillates/diverges
+    # beta = 1 oscillates or diverges: the ELBO falls by more than a nat at some step (whether the chaotic orbit
+    # happens to land near the optimum within max_iter depends on rounding: it did after 194 steps once the
+    # expectations were summed in another order, with the same first 60 steps to 7 digits)
+    hf = _history(fixed)
+    oscillates = hf.size > 1 and np.max(np.diff(hf)) > 1.0
+    assert oscillates or (fixed.status != "converged" and fixed.objective > ada.objective + 1.0)
     h = _history(ada)
     assert np.all(np.diff(h) <= ada.info["rounding"]) and ada.info["rounding"] <= 1e-11 * abs(ada.objective)
     small = S.solve(p, step_rule="fixed", beta=0.1, max_iter=5000)

@@ -107,6 +107,11 @@ class LikelihoodView:
         ``-t u`` to ``l(u)``."""
         t = -self.lin[sl] / self.coef[sl]
         v = np.maximum(vt, 1e-300)
+        if np.all((t == 0.0) | (t == 1.0)):
+            # 0/1 labels: each row is l(u) or l(-u), one call with the means reflected (E[l(-u)] = E(-mt, vt))
+            sgn = 1.0 - 2.0 * t
+            E, d1, d2 = fam.expect(sgn * mt, v)
+            return E, sgn * d1, d2
         refl, plain = (t > 0.0) & (t <= 1.0), t < 1.0     # rows needing l(-u), l(u)
         E, d1, d2 = np.zeros_like(mt), np.zeros_like(mt), np.zeros_like(mt)
         if plain.any():

@@ -1,0 +1,103 @@
+"""klprox full form: the structure-specific products of a posterior state (sparse row pairs, the triangular Gram of
+a whitened GP, the triangular inverse) against plain dense linear algebra; the predictor variances of a wide-prior
+GP state against an independent computation in extended precision."""
+import math
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import varopt  # noqa: F401
+from varopt.formulations.bayes_glm import glm_program, gp_program
+from varopt.solvers.klprox import family_table, likelihood_view
+from varopt.solvers.klprox.posterior import FullGaussian, _RowPairs
+
+FAMS = family_table()
+
+
+def _dense_state(post, gt):
+    """``(V^-1, V, vt)`` by dense algebra: ``V^-1 = P + A^T diag(gt) A``, ``vt_n = a_n^T V a_n``."""
+    A = post.view.A.toarray()
+    Lam = post.P + A.T @ (gt[:, None] * A)
+    V = np.linalg.inv(Lam)
+    return Lam, V, np.einsum("ij,jk,ik->i", A, V, A)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_row_pairs_give_the_dense_gram_and_quadratic_forms(seed):
+    rng = np.random.default_rng(seed)
+    N, D = 300, 60
+    A = sp.random(N, D, density=0.06, random_state=seed, format="lil")
+    A[5] = 0.0                          # an empty row
+    A[7, 3] = 2.0
+    A = A.tocsr()
+    A.eliminate_zeros()
+    A.indices[A.indptr[7]:A.indptr[8]] = A.indices[A.indptr[7]:A.indptr[8]][::-1].copy()   # unsorted columns
+    A.data[A.indptr[7]:A.indptr[8]] = A.data[A.indptr[7]:A.indptr[8]][::-1].copy()
+    A.has_sorted_indices = False
+    rp = _RowPairs(A, D)
+    g = rng.uniform(-0.5, 2.0, N)       # also negative weights
+    Ad = A.toarray()
+    np.testing.assert_allclose(rp.gram(g), Ad.T @ (g[:, None] * Ad), rtol=0, atol=1e-12)
+    M = rng.normal(size=(D, D))
+    V = M @ M.T
+    np.testing.assert_allclose(rp.quad(V), np.einsum("ij,jk,ik->i", Ad, V, Ad), rtol=1e-12, atol=1e-12)
+    assert rp.quad(V)[5] == 0.0
+
+
+def test_sparse_glm_state_uses_row_pairs_and_equals_dense_algebra():
+    rng = np.random.default_rng(3)
+    X = (rng.uniform(size=(400, 80)) < 0.08).astype(float)      # binary features, as a1a
+    y = (rng.uniform(size=400) < 0.4).astype(float)
+    post = FullGaussian(likelihood_view(glm_program(X, y, "logistic", prior_var=2.0), FAMS))
+    assert post.pairs is not None and post.P_diag is not None
+    gt = rng.uniform(0.0, 0.25, post.N)
+    st = post._state(np.zeros(post.D), gt)
+    Lam, V, vt = _dense_state(post, gt)
+    np.testing.assert_allclose(st.Lam, Lam, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(st.V, V, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(st.vt, vt, rtol=1e-10)
+    # the Gaussian part with the diagonal-prior trace equals the general formula
+    gp_ = post.gauss_part(st)
+    post.P_diag = None
+    assert abs(post.gauss_part(st) - gp_) <= 1e-12 * abs(gp_)
+
+
+@pytest.mark.parametrize("log_sf", [0.0, 4.0])
+def test_whitened_gp_state_uses_the_triangular_gram(log_sf):
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(70, 2))
+    p = gp_program(X, np.sin(X[:, 0]) + 0.1 * rng.laplace(size=70), "laplace", 0.5, log_sf, math.exp(-2))[0]
+    post = FullGaussian(likelihood_view(p, FAMS))
+    assert post.lower_square and post.pairs is None
+    gt = rng.uniform(0.0, 50.0, post.N)
+    st = post._state(np.zeros(post.D), gt)
+    Lam, V, vt = _dense_state(post, gt)
+    np.testing.assert_allclose(st.Lam, Lam, rtol=1e-12, atol=1e-12 * np.abs(Lam).max())
+    np.testing.assert_allclose(post.covariance(st), V, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(st.Linv @ st.L, np.eye(post.D), atol=1e-10)
+    # vt in extended precision: A V A^T = A (Lam^-1) A^T with Lam^-1 from the same factor, summed in longdouble
+    A = np.asarray(post.view.A.toarray(), dtype=np.longdouble)
+    W = np.asarray(st.Linv, dtype=np.longdouble) @ A.T
+    ref = np.asarray(np.sum(W * W, axis=0), dtype=float)
+    np.testing.assert_allclose(st.vt, ref, rtol=1e-12)
+    assert np.all(st.vt > 0)
+    # a negative weight (not a pseudo-precision of a convex term) takes the general product
+    g2 = gt.copy()
+    g2[0] = -1e-3
+    np.testing.assert_allclose(post._AtGA(g2), Lam - post.P + (g2 - gt)[0] * np.outer(A[0], A[0]).astype(float),
+                               rtol=1e-10, atol=1e-10 * np.abs(Lam).max())
+
+
+def test_dense_glm_state_uses_the_symmetric_rank_k_update():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 12))
+    y = (rng.uniform(size=150) < 0.5).astype(float)
+    post = FullGaussian(likelihood_view(glm_program(X, y, "logistic", prior_var=3.0), FAMS))
+    assert post.pairs is None and not post.lower_square and not sp.issparse(post.A)
+    gt = rng.uniform(0.0, 0.25, post.N)
+    st = post._state(np.zeros(post.D), gt)
+    Lam, V, vt = _dense_state(post, gt)
+    np.testing.assert_allclose(st.Lam, Lam, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(st.vt, vt, rtol=1e-10)
+    np.testing.assert_allclose(post.covariance(st), V, rtol=1e-10, atol=1e-13)
