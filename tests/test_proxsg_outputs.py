@@ -76,6 +76,11 @@ def test_sparsify_prox_is_the_prox_of_the_average_within_the_bound():
     G = max(np.linalg.norm(grad(avg + t * (soft - avg))) for t in np.linspace(0, 1, 101))
     assert _f(A, y, lam, soft) - _f(A, y, lam, avg) <= 0.5 * eta * G * G + 1e-12
     assert prob.varopt_result.objective == pytest.approx(_f(A, y, lam, soft), rel=1e-12)
+    # sparsify='gradient' from the same run: same average, sparser than it
+    x.value = None
+    prob.solve(method="proxsg", sparsify="gradient", **opts)
+    np.testing.assert_array_equal(prob.varopt_result.info["unsparsified"], avg)
+    assert np.count_nonzero(x.value) < np.count_nonzero(avg)
 
 
 def test_sparsify_validation():
@@ -99,7 +104,35 @@ def test_estimator_sparse_outputs():
     rand = SparseIsing(variant="FU", **common).fit(S)
     np.testing.assert_array_equal(sparse.result_.info["unsparsified"], dense.theta_)
     assert sparse.adjacency_.sum() <= dense.adjacency_.sum()
+    grad = SparseIsing(variant="FB", sparsify="gradient", **common).fit(S)
+    np.testing.assert_array_equal(grad.result_.info["unsparsified"], dense.theta_)
+    assert grad.adjacency_.sum() < dense.adjacency_.sum()
     np.testing.assert_array_equal(rand.theta_, dense.result_.info["random"])
     assert np.array_equal(rand.adjacency_, rand.coef_ != 0) and not np.diag(rand.adjacency_).any()
     with pytest.raises(InvalidOptionError, match="sparsify"):
         SparseIsing(gradient="exact", sparsify="prox").fit(S)
+
+
+def test_sparsify_gradient_step_from_the_average_with_the_suffix_gradient_mean():
+    prob, x, (A, y, lam) = _lasso(seed=3, lam=0.2)
+    K = 300
+    seen = []
+    # exact gradients: g_k = grad g(x_k) can be recomputed from the visited points x_1 = 0, x_2, ...
+    step = 1.0 / np.linalg.eigvalsh(A.T @ A / A.shape[0])[-1]
+    prob.solve(method="proxsg", variant="FB", sparsify="gradient", max_iter=K, r=0.0, step=step, average="suffix",
+               callback=lambda k, z: seen.append(np.array(z)))
+    info = prob.varopt_result.info
+    pts = [np.zeros(A.shape[1])] + seen[:-1]
+    grad = lambda z: A.T @ (A @ z - y) / A.shape[0]  # noqa: E731
+    lo = 2 ** (int(np.log2(K)) - 1)  # 'last half' window: points lo..K (two windows restarted at powers of 2)
+    gbar = np.mean([grad(p) for p in pts[lo - 1:]], axis=0)
+    np.testing.assert_allclose(info["average_gradient"], gbar, rtol=1e-10, atol=1e-12)
+    eta, a = info["sparsify_step"], info["unsparsified"]
+    assert eta == info["step0"]
+    v = a - eta * gbar
+    np.testing.assert_allclose(x.value, np.sign(v) * np.maximum(np.abs(v) - eta * lam, 0.0), rtol=0, atol=1e-12)
+    # near the optimum it is a proximal-gradient step: the optimum's support (Clarabel) is recovered
+    out = x.value.copy()
+    x.value = None
+    prob.solve(solver="CLARABEL")
+    np.testing.assert_array_equal(out != 0, np.abs(x.value) > 1e-6)

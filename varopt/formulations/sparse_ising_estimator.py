@@ -8,7 +8,9 @@ sampler (mean-field start, ``n_sweeps`` sweeps, ``samples`` chains growing by ``
 ``variant='auto'`` is FB). FB's output, the average of the iterates (Honorio 2012, Theorem 7), is
 dense (every pair is nonzero somewhere on the path); a sparse answer: ``sparsify='prox'`` (the
 average moved by one proximal step of the last step size, objective within ``eta_{K+1} G^2/2`` of
-the average's), ``variant='FU'`` (a uniformly random visited point, Theorem 8) or ``'FL'`` (the last
+the average's), ``sparsify='gradient'`` (a proximal-gradient step from the average with the mean of
+the last half's sampled gradients: a pair is kept when ``|W_ij/eta_1 - gbar_ij| > rho``, a test on
+averaged moments; the sparsest of these in the benchmarks), ``variant='FU'`` (a uniformly random visited point, Theorem 8) or ``'FL'`` (the last
 point); every FBS fit keeps all of them in ``result_.info`` (``average``, ``last``, ``random``).
 Fitted: ``coef_`` (W, symmetric, zero diagonal; ``x^T W x = sum_e J_e x_i x_j``), ``intercept_`` (b), ``adjacency_`` (``W != 0``), ``theta_``
 (``(b, J)`` of :mod:`varopt.oracles.ising`), ``result_``, ``n_iter_``. ``score(X)``: the exact

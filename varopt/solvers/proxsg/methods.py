@@ -13,7 +13,8 @@
   probability ``1 - delta`` by ``1/delta`` times Theorem 7's bound, Markov's inequality). Every FBS run
   keeps the random point by reservoir sampling (replace the kept point by ``x_k`` with probability
   ``1/k``: uniform over ``1..K`` whatever ``K`` the run stops at) from its own random stream, so the
-  gradient samples and the other outputs do not depend on it.
+  gradient samples and the other outputs do not depend on it. The sampled gradients are averaged
+  over the last half of the run (``grad_average``, for ``sparsify='gradient'``).
 
 With exact gradients and values PB/PA find ``L`` by backtracking (``g(p) <= g(y) + grad.(p - y)
 + L/2 |p - y|^2``), starting from the Lipschitz hint, which is shrunk by 0.8 per iteration until the first backtrack; they stop when the prox-gradient mapping
@@ -153,6 +154,7 @@ class ProxRun:
         self.info.update(grad_bound=G, step0=eta0, r=o.r)
         uni, wtd = Averager(x.size, o.average), Averager(x.size, o.average)
         pick = np.random.default_rng(np.random.SeedSequence(o.seed).spawn(2)[1])  # Theorem 8's random index
+        gavg = Averager(x.size, "suffix")  # the sampled gradients over the last half (sparsify='gradient')
         self.random_point, self.random_index, self.iterations = x, 1, 0
         for k in run.iterations():
             if k > 1:
@@ -160,6 +162,8 @@ class ProxRun:
             eta = eta0 / k ** o.r
             uni.add(x, 1.0)
             wtd.add(x, eta)
+            gavg.add(g, 1.0)
+            self.grad_average = gavg
             if k > 1 and pick.random() * k < 1.0:
                 self.random_point, self.random_index = x, k
             self.iterations = k

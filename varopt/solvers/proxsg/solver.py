@@ -37,11 +37,13 @@ OPTIONS = OptionSet(limit_options(max_iter=1000) + progress_options() + start_op
            "gradients and Hessian: the program's smooth part or an oracle with one), FB forward-backward "
            "splitting (average), FR robust FBS (step-weighted average), FL FBS last point, FU FBS uniformly random "
            "visited point (Theorem 8; sparse like FL); auto: PA with exact gradients, FB with sampled ones", METHODS),
-    Option("sparsify", "none", "FB/FR: 'prox' outputs prox_{eta_{K+1} h}(average), the averaged point moved by "
-           "one proximal step of the last step size (sparse; its objective exceeds the average's by at most "
-           "eta_{K+1} G^2 / 2 = O(K^-r), the order of Theorems 6-7, docs/proxsg.md); 'none' the average itself "
-           "(Honorio 2012, Theorems 6-7)",
-           ("none", "prox")),
+    Option("sparsify", "none", "FB/FR: a sparse answer from the averaged point a (docs/proxsg.md). 'prox': "
+           "prox_{eta_{K+1} h}(a), one proximal step of the last step size (objective at most eta_{K+1} G^2/2 "
+           "= O(K^-r) above a's, the order of Theorems 6-7); 'gradient': prox_{eta_1 h}(a - eta_1 gbar) with gbar "
+           "the mean of the sampled gradients over the last half of the run, a proximal-gradient step whose "
+           "fixed point is the optimum and whose support test |a/eta_1 - gbar| > l1 uses averaged gradients "
+           "(dual averaging, Xiao 2010); 'none': a itself (Honorio 2012, Theorems 6-7)",
+           ("none", "prox", "gradient")),
     Option("step", None, "PB/PA: constant step (default 1/L); FB/FR/FL: eta_0 in eta_k = eta_0/k^r "
            "(default beta/G)", float, positive, "must be positive"),
     Option("beta", 1.0, "FBS step factor beta in eta_k = beta/(G k^r) (Honorio 2012, Theorems 6-8)", float,
@@ -125,6 +127,13 @@ class ProxSG(Solver):
                 # g(p) <= g(avg) + G |p - avg|: f(p) - f(avg) <= max_d G d - d^2/(2 eta) = eta G^2/2
                 info.update(unsparsified=dense, sparsify_step=eta, sparsify_shift=float(np.linalg.norm(out - dense)),
                             sparsify_bound=0.5 * eta * pr.info["grad_bound"] ** 2)
+            elif opts.sparsify == "gradient":
+                eta = pr.info["step0"]
+                gbar = pr.grad_average.value()
+                dense = out
+                out = pen.prox(dense - eta * gbar, eta)
+                info.update(unsparsified=dense, sparsify_step=eta, average_gradient=gbar,
+                            sparsify_shift=float(np.linalg.norm(out - dense)))
         info.update(pr.info)
         obj = pr.objective(out) if pr.can_value else None
         if src.exact:
