@@ -4,7 +4,7 @@ beta on the reproduction's instances: the exact-objective gap to the certified L
 carries the chains over between iterations (persistent contrastive divergence, Tieleman 2008).
 beta scales the step eta_k = beta/(G sqrt k) of Theorems 6-8 (the paper: beta = 1).
 
-    python benchmarks/proxsg_ising_inits.py [--reps 3] [--inits meanfield uniform persistent] [--betas 1]
+    python benchmarks/proxsg_ising_inits.py [--reps 3] [--first 0] [--inits meanfield uniform persistent] [--betas 1]
         [--iters 1000] [--average all|suffix]
 """
 import argparse
@@ -18,6 +18,7 @@ def main():
     from varopt.formulations.sparse_ising_estimator import SparseIsing
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--first", type=int, default=0, help="first repetition (split runs over processes)")
     ap.add_argument("--iters", type=int, default=1000)
     ap.add_argument("--inits", nargs="+", default=["meanfield", "uniform", "persistent"])
     ap.add_argument("--betas", nargs="+", type=float, default=[1.0])
@@ -26,7 +27,7 @@ def main():
     cols = [(i, b) for b in args.betas for i in args.inits]
     print("| rep | " + " | ".join(f"{i}, beta {b:g}" for i, b in cols) + " |")
     print("|---|" + "---|" * len(cols))
-    for rep in range(args.reps):
+    for rep in range(args.first, args.first + args.reps):
         _, S, keep = instance(rep)
         St = S[:, keep]
         opt = SparseIsing(rho=RHO).fit(St).result_.objective
