@@ -38,7 +38,7 @@ def main():
                               solver_options={"history_every": args.iters, "beta": beta,
                                               "average": args.average}).fit(St)
             gaps.append(est.result_.objective - opt)
-        print(f"| {rep} | " + " | ".join(f"{g:.4f}" for g in gaps) + " |", flush=True)
+        print(f"| {rep} | " + " | ".join(f"{g:.2e}" for g in gaps) + " |", flush=True)
 
 
 if __name__ == "__main__":
