@@ -55,7 +55,7 @@ def neighbourhood(S, C):
     Jm, bb = np.zeros((n, n)), np.zeros(n)
     for i in range(n):
         others = np.delete(np.arange(n), i)
-        clf = LogisticRegression(penalty="l1", C=C, solver="liblinear", tol=1e-8, max_iter=1000)
+        clf = LogisticRegression(penalty="l1", C=C, solver="liblinear", tol=1e-8, max_iter=1000, random_state=0)
         clf.fit(S[:, others], S[:, i])
         Jm[i, others] = clf.coef_[0] / 2.0            # log-odds of x_i = +1 is 2 (b_i + sum_j J_ij x_j)
         bb[i] = clf.intercept_[0] / 2.0

@@ -4,7 +4,8 @@
    exactly (proxsg PN, chunked enumeration of 2^21 spin-flip pairs) and by sampling (FB, log
    schedule, mean-field + 5 Gibbs sweeps); held-out *exact* average log-likelihood on the test split
    against neighbourhood selection (L1 logistic per node) at its best C (chosen on the test split:
-   the baseline's best case).
+   the baseline's best case; benchmarks/proxsg_spect_cv.py chooses rho and C by cross-validation on
+   the training rows instead).
 2. N = 64 (no enumeration): synthetic sparse truth, data from long Gibbs runs; FB (log schedule)
    fit time and edge recovery against neighbourhood selection.
 

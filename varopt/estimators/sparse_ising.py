@@ -5,8 +5,14 @@
 ``gradient='auto'`` picks it there, and ``variant='auto'`` is then proximal Newton ``PN``, which
 ends with a certificate: least-norm subgradient and gap estimate in ``result_.info``) or the Gibbs
 sampler (mean-field start, ``n_sweeps`` sweeps, ``samples`` chains growing by ``schedule``;
-``variant='auto'`` is FB). Fitted: ``coef_`` (W, symmetric, zero diagonal;
-``x^T W x = sum_e J_e x_i x_j``), ``intercept_`` (b), ``adjacency_`` (``W != 0``), ``theta_``
+``variant='auto'`` is FB). FB's output, the average of the iterates (Honorio 2012, Theorem 7), is
+dense (every pair is nonzero somewhere on the path); a sparse answer: ``sparsify='prox'`` (the
+average moved by one proximal step of the last step size, objective within ``eta_{K+1} G^2/2`` of
+the average's), ``sparsify='gradient'`` (a proximal-gradient step from the average with the mean of
+the last half's sampled gradients: a pair is kept when ``|W_ij/eta_1 - gbar_ij| > rho``, a test on
+averaged moments; the sparsest of these in the benchmarks), ``variant='FU'`` (a uniformly random visited point, Theorem 8) or ``'FL'`` (the last
+point); every FBS fit keeps all of them in ``result_.info`` (``average``, ``last``, ``random``).
+Fitted: ``coef_`` (W, symmetric, zero diagonal; ``x^T W x = sum_e J_e x_i x_j``), ``intercept_`` (b), ``adjacency_`` (``W != 0``), ``theta_``
 (``(b, J)`` of :mod:`varopt.oracles.ising`), ``result_``, ``n_iter_``. ``score(X)``: the exact
 average log-likelihood (enumeration, ``n <= 26``).
 """
@@ -20,7 +26,8 @@ from ..formulations.sparse_ising import check_spins, ising_program, moments
 
 class SparseIsing:
     def __init__(self, rho=1.0 / 16, gradient="auto", variant="auto", schedule="log", samples=None,
-                 n_sweeps=5, init="meanfield", max_iter=None, penalize_bias=False, seed=0, solver_options=None):
+                 n_sweeps=5, init="meanfield", max_iter=None, penalize_bias=False, sparsify="none", seed=0,
+                 solver_options=None):
         self.rho = rho
         self.gradient = gradient
         self.variant = variant
@@ -30,11 +37,12 @@ class SparseIsing:
         self.init = init
         self.max_iter = max_iter
         self.penalize_bias = penalize_bias
+        self.sparsify = sparsify
         self.seed = seed
         self.solver_options = solver_options
 
     _PARAMS = ("rho", "gradient", "variant", "schedule", "samples", "n_sweeps", "init", "max_iter",
-               "penalize_bias", "seed", "solver_options")
+               "penalize_bias", "sparsify", "seed", "solver_options")
 
     def get_params(self, deep=True):
         return {k: getattr(self, k) for k in self._PARAMS}
@@ -76,6 +84,8 @@ class SparseIsing:
             opts.update(restart=True)
         else:
             opts.update(schedule=self.schedule, samples=self.samples or 100)
+        if self.sparsify != "none":
+            opts.update(sparsify=self.sparsify)
         opts["max_iter"] = self.max_iter or (5000 if oracle.exact else 1000)
         opts.update(self.solver_options or {})
         res = varopt.get_solver("proxsg").solve(prog, **opts)

@@ -8,7 +8,13 @@
 * **FB / FR / FL** forward-backward splitting (Duchi & Singer 2009) with the decreasing step
   ``eta_k = beta / (G k^r)`` (Theorems 6-8): ``x_{k+1/2} = x_k - eta_k grad``,
   ``x_{k+1} = prox_{eta_{k+1} h}(x_{k+1/2})``; FB outputs the average of the visited points
-  ``x_1..x_K`` (Theorem 7), FR the ``eta``-weighted average (robust, Theorem 6), FL the last point.
+  ``x_1..x_K`` (Theorem 7), FR the ``eta``-weighted average (robust, Theorem 6), FL the last point,
+  FU a visited point ``x_k`` with ``k`` uniform on ``1..K`` (Theorem 8: ``f(x_k) - f*`` bounded with
+  probability ``1 - delta`` by ``1/delta`` times Theorem 7's bound, Markov's inequality). Every FBS run
+  keeps the random point by reservoir sampling (replace the kept point by ``x_k`` with probability
+  ``1/k``: uniform over ``1..K`` whatever ``K`` the run stops at) from its own random stream, so the
+  gradient samples and the other outputs do not depend on it. The sampled gradients are averaged
+  over the last half of the run (``grad_average``, for ``sparsify='gradient'``).
 
 With exact gradients and values PB/PA find ``L`` by backtracking (``g(p) <= g(y) + grad.(p - y)
 + L/2 |p - y|^2``), starting from the Lipschitz hint, which is shrunk by 0.8 per iteration until the first backtrack; they stop when the prox-gradient mapping
@@ -147,18 +153,27 @@ class ProxRun:
         eta0 = o.step if o.step is not None else o.beta / G
         self.info.update(grad_bound=G, step0=eta0, r=o.r)
         uni, wtd = Averager(x.size, o.average), Averager(x.size, o.average)
+        pick = np.random.default_rng(np.random.SeedSequence(o.seed).spawn(2)[1])  # Theorem 8's random index
+        gavg = Averager(x.size, "suffix")  # the sampled gradients over the last half (sparsify='gradient')
+        self.random_point, self.random_index, self.iterations = x, 1, 0
         for k in run.iterations():
             if k > 1:
                 g, batch = src.grad(x, k)
             eta = eta0 / k ** o.r
             uni.add(x, 1.0)
             wtd.add(x, eta)
+            gavg.add(g, 1.0)
+            self.grad_average = gavg
+            if k > 1 and pick.random() * k < 1.0:
+                self.random_point, self.random_index = x, k
+            self.iterations = k
             x_new = pen.prox(x - eta * g, eta0 / (k + 1) ** o.r)
             done = self._converged(x, pen.prox(x - eta * g, eta), 1.0 / eta, g) and self.method == "FL"
             x = x_new
             out = {"FB": uni, "FR": wtd}.get(self.method)
             self.avg = (uni, wtd)
-            self._report(out.value() if out is not None else x, x, k, step=eta)
+            shown = out.value() if out is not None else (self.random_point if self.method == "FU" else x)
+            self._report(shown, x, k, step=eta)
             if run.callback(x):
                 break
             if done:

@@ -20,7 +20,7 @@ from .penalty import split_objective
 from .schedules import schedule_domain
 from .source import GradientSource
 
-METHODS = ("auto", "PB", "PA", "PN", "FB", "FR", "FL")
+METHODS = ("auto", "PB", "PA", "PN", "FB", "FR", "FL", "FU")
 
 
 def _oracle_domain(v):
@@ -35,8 +35,15 @@ OPTIONS = OptionSet(limit_options(max_iter=1000) + progress_options() + start_op
            "theta = 0), projected on the bounds") + [
     Option("variant", "auto", "PB basic proximal gradient, PA accelerated (FISTA), PN proximal Newton (exact "
            "gradients and Hessian: the program's smooth part or an oracle with one), FB forward-backward "
-           "splitting (average), FR robust FBS (step-weighted average), FL FBS last point; auto: PA with exact "
-           "gradients, FB with sampled ones", METHODS),
+           "splitting (average), FR robust FBS (step-weighted average), FL FBS last point, FU FBS uniformly random "
+           "visited point (Theorem 8; sparse like FL); auto: PA with exact gradients, FB with sampled ones", METHODS),
+    Option("sparsify", "none", "FB/FR: a sparse answer from the averaged point a (docs/proxsg.md). 'prox': "
+           "prox_{eta_{K+1} h}(a), one proximal step of the last step size (objective at most eta_{K+1} G^2/2 "
+           "= O(K^-r) above a's, the order of Theorems 6-7); 'gradient': prox_{eta_1 h}(a - eta_1 gbar) with gbar "
+           "the mean of the sampled gradients over the last half of the run, a proximal-gradient step whose "
+           "fixed point is the optimum and whose support test |a/eta_1 - gbar| > l1 uses averaged gradients "
+           "(dual averaging, Xiao 2010); 'none': a itself (Honorio 2012, Theorems 6-7)",
+           ("none", "prox", "gradient")),
     Option("step", None, "PB/PA: constant step (default 1/L); FB/FR/FL: eta_0 in eta_k = eta_0/k^r "
            "(default beta/G)", float, positive, "must be positive"),
     Option("beta", 1.0, "FBS step factor beta in eta_k = beta/(G k^r) (Honorio 2012, Theorems 6-8)", float,
@@ -93,6 +100,9 @@ class ProxSG(Solver):
         src = GradientSource(smooth, opts, rng)
         x0 = start_point(program, opts.x0, pen)
         method = opts.variant if opts.variant != "auto" else ("PA" if src.exact else "FB")
+        if opts.sparsify != "none" and method not in ("FB", "FR"):
+            raise InvalidOptionError(f"option 'sparsify' applies to the averaged outputs of variants FB and FR; "
+                                     f"variant {method} already outputs a proximal point (sparse)")
         pr = ProxRun(src, pen, opts, run, x0, method)
         if method == "PN":
             status, msg, last = proximal_newton(pr)
@@ -106,8 +116,24 @@ class ProxSG(Solver):
             status, msg, last = pr.splitting()
             uni, wtd = pr.avg
             avg, wavg = uni.value(), wtd.value()
-            out = {"FB": avg, "FR": wavg}.get(method, last)
-            info = {"average": avg, "weighted_average": wavg}
+            out = {"FB": avg, "FR": wavg, "FU": pr.random_point}.get(method, last)
+            info = {"average": avg, "weighted_average": wavg, "random": pr.random_point,
+                    "random_index": pr.random_index}
+            if opts.sparsify == "prox":
+                eta = pr.info["step0"] / (pr.iterations + 1) ** opts.r
+                dense = out
+                out = pen.prox(dense, eta)
+                # h(p) <= h(avg) - |p - avg|^2/(2 eta) (p minimises |p - avg|^2/2 + eta h(p)), and
+                # g(p) <= g(avg) + G |p - avg|: f(p) - f(avg) <= max_d G d - d^2/(2 eta) = eta G^2/2
+                info.update(unsparsified=dense, sparsify_step=eta, sparsify_shift=float(np.linalg.norm(out - dense)),
+                            sparsify_bound=0.5 * eta * pr.info["grad_bound"] ** 2)
+            elif opts.sparsify == "gradient":
+                eta = pr.info["step0"]
+                gbar = pr.grad_average.value()
+                dense = out
+                out = pen.prox(dense - eta * gbar, eta)
+                info.update(unsparsified=dense, sparsify_step=eta, average_gradient=gbar,
+                            sparsify_shift=float(np.linalg.norm(out - dense)))
         info.update(pr.info)
         obj = pr.objective(out) if pr.can_value else None
         if src.exact:
