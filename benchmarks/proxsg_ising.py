@@ -22,12 +22,13 @@ CS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 
 
 def instance(rep):
-    from varopt.oracles.ising import IsingExactOracle, _states
+    from varopt.oracles.ising import IsingExactOracle
+    from varopt.program.energy import spin_states
     rng = np.random.default_rng(1000 + rep)
     a, _ = np.triu_indices(N, 1)
     W = np.where(rng.random(a.size) < 0.5, rng.uniform(-1, 1, a.size), 0.0)
     theta = np.r_[np.zeros(N), 2.0 * W]          # x^T W x = sum_e 2 W_e x_i x_j
-    X = _states(0, 1 << N, N)
+    X = spin_states(N)
     lw = IsingExactOracle(N).statistics(X) @ theta
     p = np.exp(lw - lw.max())
     S = X[rng.choice(X.shape[0], size=T, p=p / p.sum())]

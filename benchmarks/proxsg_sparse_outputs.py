@@ -35,7 +35,7 @@ def main():
     threadpool_limits(1)
     warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")
     warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
-    from varopt.formulations.sparse_ising_estimator import SparseIsing
+    from varopt.estimators.sparse_ising import SparseIsing
     from varopt.oracles.ising import IsingGibbsOracle
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=10)

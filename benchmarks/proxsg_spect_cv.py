@@ -31,7 +31,7 @@ def main():
     warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")
     warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
     from varopt.formulations.sparse_ising import check_spins
-    from varopt.formulations.sparse_ising_estimator import SparseIsing
+    from varopt.estimators.sparse_ising import SparseIsing
     from varopt.oracles.ising import IsingExactOracle
     ap = argparse.ArgumentParser()
     ap.add_argument("--folds", type=int, default=5)

@@ -94,7 +94,7 @@ def test_sparsify_validation():
 
 
 def test_estimator_sparse_outputs():
-    from varopt.formulations.sparse_ising_estimator import SparseIsing
+    from varopt.estimators.sparse_ising import SparseIsing
     rng = np.random.default_rng(0)
     S = np.where(rng.random((60, 6)) < 0.5, 1.0, -1.0)
     S[:, 1] = np.where(rng.random(60) < 0.8, S[:, 0], -S[:, 0])
