@@ -168,3 +168,24 @@ def test_collection_flags_wrong_certificates():
     assert gc.flags(inst, res("time_limit", -390.0, -399.0)) == ["BAD BOUND"]
     assert gc.flags(inst, res("time_limit", -390.0, -450.0)) == []
     assert "NO EVAL" in gc.flags(inst, {**res("optimal", -400.0, -400.0), "evaluates": False})
+
+
+def test_tolerance_cannot_buy_objective_below_the_published_optimum():
+    """ex3_1_1 (Floudas et al. 1999): a partial projection of a nearly feasible point onto its rows once
+    turned a rejected point (violation 1.2e-5) into an accepted one (9e-7) 4e-7 below the published optimum,
+    and gop certified it. The certified value must not lie below the optimum beyond 1e-8 relative, and the
+    point loaded into the model must satisfy the model's rows to 1e-8 (Pyomo's own evaluation)."""
+    import varopt  # noqa: F401
+    inst = BY_NAME["ex3_1_1"]
+    m = inst.build()
+    res = pyo.SolverFactory("gop").solve(m, time_limit=60)
+    val = pyo.value(m.obj)
+    assert str(res.solver.termination_condition) == "optimal"
+    assert val >= inst.optimum - 1e-8 * abs(inst.optimum)
+    assert abs(val - inst.optimum) <= 1e-6 * abs(inst.optimum)
+    for c in m.component_data_objects(pyo.Constraint, active=True):
+        body = pyo.value(c.body)
+        if c.lower is not None:
+            assert body >= pyo.value(c.lower) - 1e-8 * max(1.0, abs(pyo.value(c.lower))), c.name
+        if c.upper is not None:
+            assert body <= pyo.value(c.upper) + 1e-8 * max(1.0, abs(pyo.value(c.upper))), c.name
