@@ -168,3 +168,19 @@ def test_exact_pn_certificate_and_agreement():
     pa = SparseIsing(rho=1 / 16, variant="PA", solver_options=dict(restart=True)).fit(S)
     assert abs(pa.result_.objective - pn.result_.objective) <= 1e-12
     assert pa.result_.objective >= pn.result_.objective - 1e-12
+
+
+def test_certificate_hessian_only_where_it_is_cheap_or_formed_anyway(monkeypatch):
+    """The gap estimate needs the dense Hessian: PN forms it (and reports the estimate); PA on the enumerated
+    Ising oracle does not form it (it would cost hundreds of gradients) and reports None."""
+    from varopt.oracles.ising import IsingExactOracle
+    n = 5
+    S = _data(n, _model(n, 3), 40, 2)
+    calls = []
+    orig = IsingExactOracle.hessian
+    monkeypatch.setattr(IsingExactOracle, "hessian", lambda self, *a, **k: calls.append(1) or orig(self, *a, **k))
+    pa = SparseIsing(rho=1 / 16, variant="PA").fit(S)
+    assert calls == [] and pa.result_.info["gap_estimate"] is None
+    assert pa.result_.info["subgradient_inf"] < 1e-6
+    pn = SparseIsing(rho=1 / 16, variant="PN").fit(S)
+    assert calls and pn.result_.info["gap_estimate"] is not None

@@ -137,8 +137,10 @@ class ProxSG(Solver):
         info.update(pr.info)
         obj = pr.objective(out) if pr.can_value else None
         if src.exact:
-            # the optimality certificate (docs/proxsg.md): least-norm subgradient, gap estimate
-            info.update(certificate(src, pen, out))
+            # the optimality certificate (docs/proxsg.md): least-norm subgradient, and the gap estimate, whose
+            # Hessian is formed for PN (it forms one per iteration anyway) and for the program's own smooth part,
+            # not for an oracle's (an enumerated Ising Hessian costs hundreds of gradients)
+            info.update(certificate(src, pen, out, hessian=method == "PN" or opts.oracle is None))
         supp = pen.support(out)
         info.update(last=last, support=[program.names[j] for j in supp], support_size=int(supp.size),
                     samples_total=src.samples_total, exact_gradients=src.exact,
