@@ -201,19 +201,24 @@ class LocalSearch:
                 bm = None
             if len(self._fixed_bms) < 64:
                 self._fixed_bms[key] = bm
-        if bm is None:
-            return
+        if bm is not None:
+            self._primal_point(bm, zs, lb, ub, best)
+
+    def _primal_point(self, bm, z, lb, ub, best):
+        """``z`` with ``bm``'s ``x`` block replaced by its primal solution for ``z``'s ``y`` (None when the primal
+        problem fails); the point, when feasible, is appended to ``best``."""
         try:
-            pr = solve_primal(bm, zs[bm.yi], lb[bm.xi], ub[bm.xi])
+            pr = solve_primal(bm, z[bm.yi], lb[bm.xi], ub[bm.xi])
         except (ModelStructureError, SolverBugError, np.linalg.LinAlgError, ValueError):
-            return
+            return None
         if pr.status != "optimal":
-            return
-        znew = zs.copy()
+            return None
+        znew = z.copy()
         znew[bm.xi] = pr.x
         v, zc = self.checked(znew)
         if v is not None:
             best.append((v, zc.copy()))
+        return znew
 
     def _alternate(self, z, lb, ub, best):
         """Up to three block alternations from ``z``; feasible points are appended to ``best``."""
@@ -221,17 +226,9 @@ class LocalSearch:
         for _ in range(3):
             moved = False
             for bm in self.bms:
-                try:
-                    pr = solve_primal(bm, cur[bm.yi], lb[bm.xi], ub[bm.xi])
-                except (ModelStructureError, SolverBugError, np.linalg.LinAlgError, ValueError):
+                znew = self._primal_point(bm, cur, lb, ub, best)
+                if znew is None:
                     continue
-                if pr.status != "optimal":
-                    continue
-                znew = cur.copy()
-                znew[bm.xi] = pr.x
-                v, zc = self.checked(znew)
-                if v is not None:
-                    best.append((v, zc.copy()))
                 if np.max(np.abs(znew - cur), initial=0) > 1e-9:
                     moved = True
                 cur = znew
