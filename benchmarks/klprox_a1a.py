@@ -26,7 +26,7 @@ import numpy as np
 import varopt  # noqa: F401
 from varopt.baselines import klprox as B
 from varopt.formulations.bayes_glm import design, glm_program
-from shared_data import load_a1a
+from shared_data import kfold_select, load_a1a
 from varopt.estimators.klprox import log_loss_bits
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
@@ -43,21 +43,12 @@ def test_logloss(Ft, yt, m, V=None):
 
 
 def map_cv(X, y, deltas, folds=5, seed=0):
-    rng = np.random.default_rng(seed)
-    idx = rng.permutation(len(y))
-    parts = np.array_split(idx, folds)
     t0 = time.perf_counter()
-    scores = []
-    for d in deltas:
-        s = 0.0
-        for k in range(folds):
-            te = parts[k]
-            tr = np.concatenate([parts[j] for j in range(folds) if j != k])
-            v = likelihood_view(glm_program(X[tr], y[tr], "logistic", prior_var=d), family_table())
-            m = B.map_estimate(v)["m"]
-            s += test_logloss(design(X[te]), y[te], m) * len(te)
-        scores.append(s / len(y))
-    best = deltas[int(np.argmin(scores))]
+
+    def fold_loss(d, tr, te):
+        v = likelihood_view(glm_program(X[tr], y[tr], "logistic", prior_var=d), family_table())
+        return test_logloss(design(X[te]), y[te], B.map_estimate(v)["m"]) * len(te)
+    best, _ = kfold_select(len(y), deltas, fold_loss, folds, seed)
     v = likelihood_view(glm_program(X, y, "logistic", prior_var=best), family_table())
     return best, B.map_estimate(v)["m"], time.perf_counter() - t0
 

@@ -36,7 +36,7 @@ import varopt  # noqa: F401
 from varopt.core.threads import blas_threads
 from varopt.baselines import klprox as B
 from varopt.formulations.bayes_glm import design, glm_program
-from shared_data import load_colon, splits
+from shared_data import kfold_select, load_colon, splits
 from varopt.estimators.klprox import log_loss_bits
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
@@ -83,19 +83,11 @@ def laplace_evidence(view, d):
 
 
 def map_cv(X, y, deltas, folds=5, seed=0):
-    rng = np.random.default_rng(seed)
-    parts = np.array_split(rng.permutation(len(y)), folds)
-    scores = []
-    for d in deltas:
-        s = 0.0
-        for k in range(folds):
-            te = parts[k]
-            tr = np.concatenate([parts[j] for j in range(folds) if j != k])
-            m = B.map_estimate(view_of(X[tr], y[tr], d), gtol=GTOL)["m"]
-            Ft = design(X[te])
-            s += logloss(Ft, y[te], Ft @ m, np.zeros(len(te))) * len(te)
-        scores.append(s / len(y))
-    best = deltas[int(np.argmin(scores))]
+    def fold_loss(d, tr, te):
+        m = B.map_estimate(view_of(X[tr], y[tr], d), gtol=GTOL)["m"]
+        Ft = design(X[te])
+        return logloss(Ft, y[te], Ft @ m, np.zeros(len(te))) * len(te)
+    best, _ = kfold_select(len(y), deltas, fold_loss, folds, seed)
     return best, B.map_estimate(view_of(X, y, best), gtol=GTOL)["m"]
 
 

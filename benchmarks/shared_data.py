@@ -113,6 +113,22 @@ def conll_path(name="esp.train"):
     return DATA / "conll2002_esp" / name
 
 
+def kfold_select(n, candidates, fold_loss, folds=5, seed=0):
+    """The candidate with the smallest ``folds``-fold cross-validated loss, and the mean losses.
+
+    ``fold_loss(c, train_idx, test_idx)`` returns the summed loss on the test rows of a fit on the
+    training rows; the folds are one seeded permutation of ``range(n)``."""
+    parts = np.array_split(np.random.default_rng(seed).permutation(n), folds)
+    scores = []
+    for c in candidates:
+        s = 0.0
+        for k in range(folds):
+            tr = np.concatenate([parts[j] for j in range(folds) if j != k])
+            s += fold_loss(c, tr, parts[k])
+        scores.append(s / n)
+    return candidates[int(np.argmin(scores))], scores
+
+
 def splits(n, n_splits, train_frac=0.5, seed=0):
     """``n_splits`` random (train, test) index pairs with ``round(train_frac * n)`` training rows."""
     rng = np.random.default_rng(seed)

@@ -40,6 +40,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ...errors import InputDataError
+from .step import proximal_cholesky
 
 #: fraction (*) of the bound step's guaranteed decrease that an accepted trial must achieve
 ETA = 1e-2
@@ -53,15 +54,6 @@ BACKTRACK = 2
 FLAT = 1e-6
 #: L-BFGS pairs kept
 PAIRS = 10
-
-
-def _factor(Q):
-    """Cholesky factor of ``Q`` plus a relative 1e-10 proximal term, or None when it fails."""
-    n = Q.shape[0]
-    Qe = Q.copy()
-    Qe.flat[::n + 1] += 1e-10 * max(float(np.abs(Q.diagonal()).max(initial=0.0)), 1e-300)
-    cf, info = lapack.dpotrf(Qe, lower=False, clean=False, overwrite_a=True)
-    return cf if info == 0 else None
 
 
 def _solve(cf, v):
@@ -111,7 +103,7 @@ class ScaledCurvature:
             self.sigma_here(model, x)
         if self.cf_bound is None:
             self.P = model.bound_matrix(self.sigma, 1.0, opts)
-            self.cf_bound = _factor(self.P)
+            self.cf_bound = proximal_cholesky(self.P)
             if self.cf_bound is None:
                 return None
         w = _solve(self.cf_bound, u)

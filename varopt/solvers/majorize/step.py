@@ -75,21 +75,26 @@ def gram(R) -> np.ndarray:
     return R.T @ R
 
 
+def proximal_cholesky(Q):
+    """Upper Cholesky factor (LAPACK ``potrf``) of ``Q`` plus a relative 1e-10 proximal term, or None.
+
+    The proximal term keeps the majorizer a majorizer and lets Cholesky factor a singular bound (flat
+    directions, e.g. a softmax's common intercept shift, get almost no step since the right-hand
+    side is orthogonal to them). LAPACK directly: scipy's cho_factor/cho_solve wrappers cost more
+    than the factorization itself on the small systems of most models."""
+    n = Q.shape[0]
+    Qe = Q.copy()
+    Qe.flat[::n + 1] += 1e-10 * max(float(np.abs(Q.diagonal()).max(initial=0.0)), 1e-300)
+    cf, info = lapack.dpotrf(Qe, lower=False, clean=False, overwrite_a=True)
+    return cf if info == 0 else None
+
+
 def psd_solve(Q, rhs):
     """Minimiser of ``1/2 D^T Q D - rhs^T D`` for PSD ``Q``: Cholesky, or the minimum-norm solution
     ``Q^+ rhs`` when ``Q`` is singular (flat directions of the bound, e.g. shifting every class
     intercept of a softmax). The majorizer value ``-1/2 rhs^T Q^+ rhs <= 0`` keeps the step monotone."""
-    # a relative 1e-10 proximal term keeps the majorizer a majorizer and lets Cholesky factor a
-    # singular bound (flat directions, e.g. a softmax's common intercept shift, get almost no
-    # step since rhs is orthogonal to them)
-    n = Q.shape[0]
-    eps = 1e-10 * max(float(np.abs(Q.diagonal()).max(initial=0.0)), 1e-300)
-    Qe = Q.copy()
-    Qe.flat[::n + 1] += eps
-    # LAPACK potrf/potrs directly: scipy's cho_factor/cho_solve wrappers cost more than the
-    # factorization itself on the small systems of most models
-    cf, info = lapack.dpotrf(Qe, lower=False, clean=False, overwrite_a=True)
-    if info == 0:
+    cf = proximal_cholesky(Q)
+    if cf is not None:
         sol, info = lapack.dpotrs(cf, rhs)
         if info == 0 and np.all(np.isfinite(sol)):
             return sol
