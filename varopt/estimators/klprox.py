@@ -100,28 +100,36 @@ class _GLM(_Base):
         return F @ self.mean_, np.einsum("ij,jk,ik->i", F, self.covariance_, F)
 
 
-def _logistic_proba(mt, vt):
-    return family_table()["logistic"].expect(mt, np.maximum(vt, 1e-300))[1]
-
-
-class BayesianLogisticRegression(_GLM):
-    """Binary Bayesian logistic regression; labels ``y`` in ``classes_`` (two values)."""
+class _BinaryLogistic:
+    """Two labels in ``classes_``, a logistic likelihood of the latent predictor ``f`` (``_latent(X)``: its
+    posterior mean and variance), and ``p(y = classes_[1] | x) = E_q[sigmoid(f)]``."""
 
     likelihood = "logistic"
 
-    def fit(self, X, y):
+    def _binary_targets(self, y):
         y = np.asarray(y)
         self.classes_ = np.unique(y)
         if self.classes_.size != 2:
             raise InputDataError(f"binary classification needs two classes, got {self.classes_.size}")
-        return super().fit(X, (y == self.classes_[1]).astype(float))
+        return (y == self.classes_[1]).astype(float)
 
     def predict_proba(self, X):
-        p = _logistic_proba(*self._predictor(X))
+        mt, vt = self._latent(X)
+        p = family_table()["logistic"].expect(mt, np.maximum(vt, 1e-300))[1]
         return np.column_stack([1 - p, p])
 
     def predict(self, X):
         return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+
+
+class BayesianLogisticRegression(_BinaryLogistic, _GLM):
+    """Binary Bayesian logistic regression; labels ``y`` in ``classes_`` (two values)."""
+
+    def fit(self, X, y):
+        return super().fit(X, self._binary_targets(y))
+
+    def _latent(self, X):
+        return self._predictor(X)
 
 
 class BayesianMultinomialRegression(_GLM):
@@ -234,28 +242,19 @@ class _GP(_Base):
         return mt, np.maximum(vt, 0.0)
 
 
-class GPClassifier(_GP):
+class GPClassifier(_BinaryLogistic, _GP):
     """GP classification with a logistic likelihood (``log_noise`` unused)."""
 
-    likelihood = "logistic"
     _params = ("log_ell", "log_sf", "jitter", "solver_options")
 
     def __init__(self, log_ell=0.0, log_sf=0.0, jitter=1e-8, solver_options=None):
         super().__init__(log_ell, log_sf, 0.0, jitter, solver_options)
 
     def fit(self, X, y):
-        y = np.asarray(y)
-        self.classes_ = np.unique(y)
-        if self.classes_.size != 2:
-            raise InputDataError(f"binary classification needs two classes, got {self.classes_.size}")
-        return self._fit(X, (y == self.classes_[1]).astype(float))
+        return self._fit(X, self._binary_targets(y))
 
-    def predict_proba(self, X):
-        p = _logistic_proba(*self.latent(X))
-        return np.column_stack([1 - p, p])
-
-    def predict(self, X):
-        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+    def _latent(self, X):
+        return self.latent(X)
 
 
 class GPRegressor(_GP):
