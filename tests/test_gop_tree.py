@@ -189,3 +189,58 @@ def test_time_limit_is_honoured_in_tree_mode():
     assert res.lower_bound <= inst.optimum + tol
     if res.upper_bound is not None:
         assert res.upper_bound >= inst.optimum - tol
+
+
+@settings(max_examples=200, deadline=None)
+@given(kind=st.sampled_from(["xlogx", "neglog", "exp", "square", "abs"]),
+       pts=st.lists(st.floats(-6, 6), min_size=1, max_size=12),
+       a=st.floats(-5, 5), w=st.floats(0, 4), s=st.floats(0, 1))
+def test_tangent_pool_filter_keeps_the_outer_approximation_on_the_interval(kind, pts, a, w, s):
+    """The cuts the pool leaves out are implied on [ul, uh]: the max over the kept tangents equals the
+    max over all of them at every u of the interval (checked at the ends and a random inner point)."""
+    from varopt.program.atoms import ATOMS
+    from varopt.solvers.gop.relax import TangentPool
+    kern = ATOMS[kind]
+    lo_dom = kern.domain[0]
+    pool, allc = TangentPool(1), []
+    for p in pts:
+        p = float(kern.tangent_point(np.array(max(p, lo_dom))))
+        g, d = float(kern.value(np.array(p))), float(kern.d1(np.array(p)))
+        cut = ({1: 1.0, 0: -d}, g - d * p, np.inf)  # T - d u >= g(p) - d p
+        pool.add(0, (p, cut))
+        allc.append(cut)
+    ul = max(a, lo_dom + 1e-6) if np.isfinite(lo_dom) else a
+    uh = ul + w
+    A, lo, hi = pool.block(np.array([ul]), np.array([uh]), 2)
+    assert 1 <= A.shape[0] <= len(allc) and np.all(np.isinf(hi))
+    A = A.toarray()
+    assert np.all(A[:, 1] == 1.0)
+
+    for u in (ul, uh, ul + s * w):
+        full = max(c[1] - c[0][0] * u for c in allc)
+        sub = float(np.max(lo - A[:, 0] * u))
+        assert sub <= full + 1e-12 * max(1.0, abs(full))
+        assert sub >= full - 1e-9 * max(1.0, abs(full)), (u, full, sub)
+
+
+def test_lifted_jacobian_matches_finite_differences_with_repeated_columns():
+    """The cached-pattern Jacobian of the lifted form (used by the local search's SLSQP polish) against
+    central differences, on products of atoms whose multiplier also enters the atom (summed entries)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(3), bounds=(0, 2))
+    m.y = pyo.Var(range(2), bounds=(0.5, 2))
+    m.obj = pyo.Objective(expr=m.x[0] * pyo.exp(m.y[0] + 2 * m.y[1] - 1) + m.x[1] * pyo.log(m.y[0] + m.x[2])
+                          + m.y[1] * pyo.exp(m.y[1] - m.x[2]) - m.x[0] * m.x[2] + m.x[2] ** 2)
+    m.c = pyo.Constraint(expr=m.x[1] * pyo.exp(m.y[1]) + m.x[0] * m.y[0] <= 3)
+    out = compile_pyomo(m)
+    lf = Lifted(out[0] if isinstance(out, tuple) else out)
+    assert lf.nW and lf.nT and lf.nP
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        z = rng.uniform(0.5, 2.0, lf.n)
+        v, J = lf.jacobian(z)
+        assert np.allclose(v, lf.R @ lf.lift(z) + lf.const, rtol=0, atol=1e-13)
+        eps = 1e-6
+        fd = np.column_stack([(lf.jacobian(z + eps * e)[0] - lf.jacobian(z - eps * e)[0]) / (2 * eps)
+                              for e in np.eye(lf.n)])
+        assert np.max(np.abs(fd - J.toarray())) < 1e-7

@@ -162,18 +162,38 @@ class Lifted:
             Z[self.oP:] = z[self.Pw] * Z[self.oT + self.PT]
         return Z
 
+    def _jacobian_pattern(self):
+        """Sparsity of ``dlift/dz`` (fixed): the positions of its entries in CSR order and the data
+        the values are built from, so :meth:`jacobian` does no sparse construction per call."""
+        n = self.n
+        TA = self.TA.tocoo()
+        TP = self.TA[self.PT].tocoo() if self.nP else None
+        rows, cols = [np.arange(n)], [np.arange(n)]
+        if self.nW:
+            k = self.oW + np.arange(self.nW)
+            rows += [k, k]
+            cols += [self.W[:, 0], self.W[:, 1]]
+        if self.nT:
+            rows.append(self.oT + TA.row)
+            cols.append(TA.col)
+            if self.nP:
+                rows += [self.oP + np.arange(self.nP), self.oP + TP.row]
+                cols += [self.Pw, TP.col]
+        key = np.concatenate(rows).astype(np.int64) * n + np.concatenate(cols)
+        uniq, inv = np.unique(key, return_inverse=True)  # the P rows may repeat a column: summed
+        indptr = np.searchsorted(uniq // n, np.arange(self.N + 1))
+        self._jp = (inv, (uniq % n).astype(np.int32), indptr.astype(np.int32), TA, TP)
+        return self._jp
+
     def jacobian(self, z):
         """``(values, J)`` of all expressions (objective first) at ``z``: ``R lift(z) + const`` and
         its derivative ``R dlift/dz`` (sparse)."""
         n = self.n
+        inv, ind, ptr, TA, TP = getattr(self, "_jp", None) or self._jacobian_pattern()
         Z = self.lift(z)
-        rows, cols, vals = [np.arange(n)], [np.arange(n)], [np.ones(n)]
+        vals = [np.ones(n)]
         if self.nW:
-            k = self.oW + np.arange(self.nW)
-            i, j = self.W[:, 0], self.W[:, 1]
-            rows += [k, k]
-            cols += [i, j]
-            vals += [z[j], z[i]]
+            vals += [z[self.W[:, 1]], z[self.W[:, 0]]]
         if self.nT:
             u = self.Tb + self.TA @ z
             d1 = np.empty(self.nT)
@@ -181,23 +201,13 @@ class Lifted:
                 kern = ATOMS[kind]
                 with np.errstate(all="ignore"):
                     d1[ts] = kern.d1(kern.tangent_point(np.maximum(u[ts], kern.domain[0])))
-            DT = sp.diags(d1) @ self.TA
-            DT = DT.tocoo()
-            rows.append(self.oT + DT.row)
-            cols.append(DT.col)
-            vals.append(DT.data)
+            vals.append(d1[TA.row] * TA.data)
             if self.nP:
                 # P = z_w T(u): dP = T e_w + z_w dT
-                k = self.oP + np.arange(self.nP)
-                rows.append(k)
-                cols.append(self.Pw)
                 vals.append(Z[self.oT + self.PT])
-                DP = (sp.diags(z[self.Pw]) @ self.TA[self.PT]).tocoo()
-                DP = sp.coo_matrix((DP.data * d1[self.PT][DP.row], (DP.row, DP.col)), shape=DP.shape)
-                rows.append(self.oP + DP.row)
-                cols.append(DP.col)
-                vals.append(DP.data)
-        D = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(self.N, n))
+                vals.append(z[self.Pw][TP.row] * d1[self.PT][TP.row] * TP.data)
+        data = np.bincount(inv, weights=np.concatenate(vals), minlength=ind.size)
+        D = sp.csr_matrix((data, ind, ptr), shape=(self.N, n))
         return self.R @ Z + self.const, (self.R @ D).tocsr()
 
     def u_values(self, Z):
@@ -275,6 +285,12 @@ class Lifted:
 
     def tangent(self, t, point):
         """Tangent cut of ``T_t`` at ``u = point``: ({col: coef}, lo, hi)."""
+        cut = self.tangent_at(t, point)
+        return None if cut is None else cut[1]
+
+    def tangent_at(self, t, point):
+        """``(p, cut)``: the tangent cut of ``T_t`` and the point ``p`` it touches (``point`` lifted
+        into the atom's domain by ``tangent_point``), or None where ``g`` or ``g'`` is not finite."""
         a = self.atoms[t]
         kern = ATOMS[a.kind]
         p = float(kern.tangent_point(np.array(max(point, kern.domain[0]))))
@@ -284,7 +300,7 @@ class Lifted:
         r = {self.oT + t: 1.0}
         for v, c in zip(a.idx.tolist(), a.val.tolist()):
             r[v] = r.get(v, 0.0) - d * c
-        return r, g + d * (a.b - p), np.inf
+        return p, (r, g + d * (a.b - p), np.inf)
 
     def domain_rows(self):
         """``u_t >= domain lower end`` for atoms with a bounded domain (``u log u``: ``u >= 0``)."""
@@ -331,3 +347,80 @@ def rows_to_csr(rows, N):
         ptr.append(len(ind))
     A = sp.csr_matrix((np.array(dat, dtype=float), np.array(ind, dtype=np.int64), np.array(ptr)), shape=(len(rows), N))
     return A, np.array([r[1] for r in rows], dtype=float), np.array([r[2] for r in rows], dtype=float)
+
+
+class TangentPool:
+    r"""Tangent cuts of the convex atoms, shared by all nodes, handed to a node only where they can bind.
+
+    For a convex ``g`` and tangent points ``p_1 < p_2 <= u_l``, the tangent at ``p_2`` dominates the one
+    at ``p_1`` on ``u >= p_2``: their difference is ``g(p_2) - g(p_1) - g'(p_1)(p_2 - p_1)
+    + (g'(p_2) - g'(p_1))(u - p_2) >= 0`` (both terms are nonnegative by convexity). On a node whose
+    columns keep ``u_t`` in ``[u_l, u_h]`` the cuts touching below ``u_l`` other than the closest one,
+    and symmetrically above ``u_h``, are therefore implied by the rows kept: the node LP's value is
+    the same with or without them, and its rows stay few as the pool grows (docs/gop.md §8).
+
+    The cuts of one atom share their columns (``T_t`` and the atom's variables), so they are kept as
+    arrays per atom and a node's block is assembled without per-row Python work.
+    """
+
+    def __init__(self, n_atoms):
+        self._pts = [[] for _ in range(n_atoms)]
+        self._data = [[] for _ in range(n_atoms)]
+        self._lo = [[] for _ in range(n_atoms)]
+        self._cols = [None] * n_atoms
+        self._arr = [None] * n_atoms  # (points, data, lo) as arrays, rebuilt after an add
+        self.size = 0
+
+    def add(self, t, tangent):
+        """Add ``tangent = (p, (row, lo, hi))`` of atom ``t`` (None is ignored). Returns True if added."""
+        if tangent is None:
+            return False
+        p, (row, lo, _) = tangent
+        if self._cols[t] is None:
+            self._cols[t] = np.fromiter(row.keys(), dtype=np.int64, count=len(row))
+        self._pts[t].append(p)
+        self._data[t].append([row[c] for c in self._cols[t].tolist()])
+        self._lo[t].append(lo)
+        self._arr[t] = None
+        self.size += 1
+        return True
+
+    def _arrays(self, t):
+        if self._arr[t] is None:
+            self._arr[t] = (np.array(self._pts[t]), np.array(self._data[t], dtype=float), np.array(self._lo[t]))
+        return self._arr[t]
+
+    def keep(self, t, ul, uh):
+        """Indices of atom ``t``'s cuts that can bind while ``u_t`` lies in ``[ul, uh]``."""
+        pts = self._arrays(t)[0]
+        inside = (pts >= ul) & (pts <= uh)
+        sel = [np.flatnonzero(inside)]
+        below = np.flatnonzero(pts < ul)
+        if below.size:
+            sel.append(below[[int(np.argmax(pts[below]))]])
+        above = np.flatnonzero(pts > uh)
+        if above.size:
+            sel.append(above[[int(np.argmin(pts[above]))]])
+        return np.concatenate(sel)
+
+    def block(self, ul, uh, N):
+        """``(A, lo, hi)``: the cuts that can bind when every ``u_t`` lies in ``[ul[t], uh[t]]``."""
+        ind, dat, los = [], [], []
+        ptr = [np.zeros(1, dtype=np.int64)]
+        nnz = 0
+        for t, pts in enumerate(self._pts):
+            if not pts:
+                continue
+            k = self.keep(t, ul[t], uh[t])
+            _, data, lo = self._arrays(t)
+            cols = self._cols[t]
+            ind.append(np.tile(cols, k.size))
+            dat.append(data[k].ravel())
+            los.append(lo[k])
+            ptr.append(nnz + cols.size * np.arange(1, k.size + 1, dtype=np.int64))
+            nnz += cols.size * k.size
+        if not los:
+            return sp.csr_matrix((0, N)), np.zeros(0), np.zeros(0)
+        lo = np.concatenate(los)
+        A = sp.csr_matrix((np.concatenate(dat), np.concatenate(ind), np.concatenate(ptr)), shape=(lo.size, N))
+        return A, lo, np.full(lo.size, np.inf)

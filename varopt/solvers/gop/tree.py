@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from ...lpqp import HighsModel
 from .local import LocalSearch
 from .dualbt import reduced_cost_bounds
-from .relax import Lifted, rows_to_csr
+from .relax import Lifted, TangentPool, rows_to_csr
 from .tighten import Tightener
 from .unbounded import Unbounded
 
@@ -71,7 +71,7 @@ class GopTree:
         self.conn = np.zeros(program.n, dtype=bool)
         self.conn[part.connected] = True
         self.local = LocalSearch(program, part, self.lf)
-        self.pool = []  # tangent cuts, valid everywhere
+        self.pool = TangentPool(self.lf.nT)  # tangent cuts, valid everywhere
         self.n_lp = 0
         self.n_lp_failed = 0
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
@@ -104,9 +104,7 @@ class GopTree:
             if not pts:
                 pts = [0.0, 1.0]
             for p in pts:
-                cut = self.lf.tangent(t, p)
-                if cut is not None:
-                    self.pool.append(cut)
+                self.pool.add(t, self.lf.tangent_at(t, p))
 
     def _unbounded_message(self, l, u, need):
         program = self.program
@@ -127,13 +125,14 @@ class GopTree:
     def _lp(self, l, u, L, U, cutoff):
         lf = self.lf
         ul, uh = lf.u_intervals(l, u)
-        rows = lf.node_rows(L, U, ul, uh) + lf.domain_rows() + self.pool
-        A1, lo1, hi1 = rows_to_csr(rows, lf.N)
+        A1, lo1, hi1 = rows_to_csr(lf.node_rows(L, U, ul, uh) + lf.domain_rows(), lf.N)
+        # the pool's cuts filtered by the intervals the LP's own column bounds give u
+        A2, lo2, hi2 = self.pool.block(*lf.u_intervals(L[:lf.n], U[:lf.n]), lf.N)
         A0 = lf.R[1:]
         lo0 = lf.lo[1:] - lf.const[1:]
         hi0 = lf.hi[1:] - lf.const[1:]
-        parts = [A0, A1]
-        los, his = [lo0, lo1], [hi0, hi1]
+        parts = [A0, A1, A2]
+        los, his = [lo0, lo1, lo2], [hi0, hi1, hi2]
         if math.isfinite(cutoff):
             parts.append(lf.R[:1])
             los.append(np.array([-np.inf]))
@@ -173,10 +172,7 @@ class GopTree:
             _, vT, _, uval, _ = lf.violations(Z)
             added = 0
             for t in np.flatnonzero(-vT > oa_tol):
-                cut = lf.tangent(int(t), float(uval[t]))
-                if cut is not None:
-                    self.pool.append(cut)
-                    added += 1
+                added += self.pool.add(int(t), lf.tangent_at(int(t), float(uval[t])))
             if not added:
                 break
         self._last_duals = r.row_duals
