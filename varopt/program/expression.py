@@ -139,12 +139,18 @@ class Expression:
             grad = grad + g.gradient(x)
         return np.asarray(grad, dtype=float).ravel()
 
-    def hessian(self, x) -> sp.csr_matrix:
+    def hessian(self, x, dense: bool = False):
+        """The Hessian at ``x``: a csr matrix, or a dense array when ``dense`` (formed without a
+        sparse intermediate: the weighted Grams of :mod:`.gram`)."""
         x = np.asarray(x, dtype=float)
-        H = self.quadratic.hessian_matrix
+        if len(self.quadratic):
+            H = self.quadratic.hessian_matrix
+            H = H.toarray() if dense else H
+        else:  # (an empty n x n csr costs a millisecond to build)
+            H = np.zeros((self.n, self.n)) if dense else sp.csr_matrix((self.n, self.n))
         for g in self.groups():
-            H = H + g.hessian(x)
-        return sp.csr_matrix(H)
+            H = H + g.hessian(x, dense)
+        return H if dense else sp.csr_matrix(H)
 
     # --- structure ------------------------------------------------------------------------
     def support(self) -> np.ndarray:
