@@ -140,12 +140,17 @@ def test_group_hessians_match_former_formula_and_finite_differences(seed, densit
         np.testing.assert_allclose(g.hessian(x, dense=True), ref, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g.hessian(x + 0.05, dense=True), g.hessian(x + 0.05).toarray(), rtol=1e-12,
                                    atol=1e-12)  # a second evaluation reuses the cached structure
+        idx = np.sort(rng.choice(n, size=int(rng.integers(1, n + 1)), replace=False))
+        np.testing.assert_allclose(g.hessian(x, dense=True, idx=idx), ref[np.ix_(idx, idx)], rtol=1e-12,
+                                   atol=1e-12)
     iq = rng.integers(0, n, 4)
     jq = rng.integers(0, n, 4)
     e = Expression(n, 1.0, rng.normal(size=n), QuadraticTerms(iq, jq, rng.normal(size=4), n), *(
         ([g for g in groups if isinstance(g, AtomGroup)], [g for g in groups if isinstance(g, LseGroup)])))
     H = e.hessian(x, dense=True)
     np.testing.assert_allclose(H, e.hessian(x).toarray(), rtol=1e-12, atol=1e-12)
+    idx = rng.permutation(n)[:max(1, n // 2)]  # unsorted: the submatrix in the order of idx
+    np.testing.assert_allclose(e.hessian(x, dense=True, idx=idx), H[np.ix_(idx, idx)], rtol=1e-12, atol=1e-12)
     fd = _fd_hessian(e, x)
     np.testing.assert_allclose(H, fd, rtol=1e-5, atol=1e-5 * max(1.0, np.abs(fd).max()))
 
@@ -194,7 +199,9 @@ def test_infinite_second_derivative_stays_on_the_support(mode):
         assert np.isfinite(H[1:, 1:]).all() and not np.isnan(H).any()
 
 
-def test_weight_count_is_checked():
+def test_weight_count_and_submatrix_form_are_checked():
     W = G.WeightedGram(sp.eye(3, format="csr"), [0, 1, 2], [0, 1, 2])
     with pytest.raises(ValueError, match="3 row pairs"):
         W(np.ones(2))
+    with pytest.raises(ValueError, match="dense only"):
+        W(np.ones(3), idx=[0])

@@ -71,6 +71,8 @@ class WeightedGram:
         pk, pl = pk[keep], pl[keep]
         self.diagonal = bool(np.all(pk == pl))
         used = np.unique(np.concatenate([pk, pl]))
+        #: ``rank H <= rank_bound`` at every ``x`` (``H = S_u^T M_u S_u``, ``S_u`` has this many rows)
+        self.rank_bound = int(used.size)
         entries = float(np.sum(nnz[pk].astype(float) * nnz[pl])) / (2.0 if self.diagonal else 1.0)
         dense_cost = float(used.size) * n * n
         dense_ok = n <= DENSE_MAX_N and (pk.size if self.diagonal else used.size) * n <= DENSE_MAX_ENTRIES
@@ -156,9 +158,14 @@ class WeightedGram:
         return int(self.n_entries) if self.mode == "pattern" else 0
 
     # --- evaluation -----------------------------------------------------------------------
-    def __call__(self, M, dense: bool = False):
+    def __call__(self, M, dense: bool = False, idx=None):
         """``H`` for the pair weights ``M`` (one per pair given to the constructor): a csr matrix, or
-        a dense array when ``dense``."""
+        a dense array when ``dense``; with ``idx`` (dense only) the principal submatrix
+        ``H[idx][:, idx] = S[:, idx]^T M S[:, idx]`` (in dense mode formed from those columns alone)."""
+        if idx is not None:
+            if not dense:
+                raise ValueError("weighted Gram: a principal submatrix (idx) is returned dense only")
+            return self._sub(np.asarray(M, dtype=float), np.asarray(idx, dtype=np.int64))
         M = np.asarray(M, dtype=float)
         if M.shape != (self.n_pairs,):
             raise ValueError(f"weighted Gram: {M.shape} weights for {self.n_pairs} row pairs")
@@ -193,3 +200,20 @@ class WeightedGram:
                           shape=(K, K))
         H = sp.csr_matrix(S.T @ (W @ S))
         return H.toarray() if dense else H
+
+    def _sub(self, M, idx):
+        if M.shape != (self.n_pairs,):
+            raise ValueError(f"weighted Gram: {M.shape} weights for {self.n_pairs} row pairs")
+        if self.mode == "dense" and np.isfinite(M).all():
+            if self.keep is not None:
+                M = M[self.keep]
+            Su = self.Su[:, idx]
+            if self.diagonal:
+                return Su.T @ (M[:, None] * Su)
+            K = Su.shape[0]
+            off = self.off
+            W = sp.csr_matrix((np.concatenate([M, M[off]]),
+                               (np.concatenate([self.lk, self.ll[off]]), np.concatenate([self.ll, self.lk[off]]))),
+                              shape=(K, K))
+            return Su.T @ (W @ Su)
+        return self(M, dense=True)[np.ix_(idx, idx)]

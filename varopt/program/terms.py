@@ -59,6 +59,15 @@ def _mult_matrix(mult: np.ndarray, n: int) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(has.size), (mult[has], has)), shape=(n, mult.shape[0]))
 
 
+def _add_cross(H, C, dense, idx):
+    """``H + C + C^T`` (the multiplier cross terms) in the form of ``H``: csr, dense, or the dense
+    principal submatrix on ``idx``."""
+    C = sp.csr_matrix(C + C.T)
+    if idx is not None:
+        return H + C[idx][:, idx].toarray()
+    return H + C.toarray() if dense else sp.csr_matrix(H + C)
+
+
 @dataclass
 class QuadraticTerms:
     """Sum of ``v_k x_{i_k} x_{j_k}``: bilinear products (``i != j``) and squares (``i == j``)."""
@@ -93,9 +102,11 @@ class QuadraticTerms:
         return (U + U.T).tocsr()
 
     def value(self, x):
-        return float(np.dot(self.v, x[self.i] * x[self.j]))
+        return float(np.dot(self.v, x[self.i] * x[self.j])) if self.v.size else 0.0
 
     def gradient(self, x):
+        if not self.v.size:  # (building the empty n x n matrix costs a millisecond)
+            return np.zeros(self.n)
         return self.hessian_matrix @ x
 
     def hessian(self, x):
@@ -199,19 +210,25 @@ class AtomGroup:
             c = self._gram_cache = (self.A, self.A2, gram)
         return c[2]
 
-    def hessian(self, x, dense: bool = False):
+    def hessian_rank_bound(self) -> int:
+        """An upper bound on the rank of the Hessian at every ``x`` (the used rows of the weighted
+        Gram; ``n`` with multiplier rows, whose cross terms are not bounded here)."""
+        return self.n if np.any(self.mult >= 0) else min(self.n, self._gram().rank_bound)
+
+    def hessian(self, x, dense: bool = False, idx=None):
         """Hessian at ``x``: ``A^T diag(c w g'') A`` (two-argument atoms: the 2 x 2 blocks of
         ``(A, A2)``) by :class:`~.gram.WeightedGram`, plus the multiplier cross terms ``C + C^T``;
-        csr, or a dense array when ``dense``."""
+        csr, or a dense array when ``dense`` (with ``idx``: the dense principal submatrix on the
+        variables ``idx``)."""
         w = _mult_values(self.mult, x)
         cw = self.coef * w
         if self.kernel.arity == 2:
             u, v, g = self._g(x, 2)
             huu, huv, hvv = self.kernel.hess(u, v)
-            H = self._gram()(np.concatenate([cw * huu, cw * huv, cw * hvv]), dense)
+            H = self._gram()(np.concatenate([cw * huu, cw * huv, cw * hvv]), dense, idx)
         else:
             u, g, d1, d2 = self._g(x, 2)
-            H = self._gram()(cw * d2, dense)
+            H = self._gram()(cw * d2, dense, idx)
         has = self.mult >= 0
         if not has.any():
             return H
@@ -222,8 +239,7 @@ class AtomGroup:
             C = E @ sp.diags(self.coef * du) @ self.A + E @ sp.diags(self.coef * dv) @ self.A2
         else:
             C = E @ sp.diags(self.coef * d1) @ self.A
-        C = C + C.T
-        return H + C.toarray() if dense else sp.csr_matrix(H + C)
+        return _add_cross(H, C, dense, idx)
 
     def is_convex(self) -> bool:
         """True when every row is a convex function of x on the atom's domain."""
@@ -312,22 +328,26 @@ class LseGroup:
             c = self._gram_cache = (self.A, self.seg, WeightedGram(self.A, pk, pl), pk, pl)
         return c[2:]
 
-    def hessian(self, x, dense: bool = False):
+    def hessian_rank_bound(self) -> int:
+        """An upper bound on the rank of the Hessian at every ``x`` (see :class:`AtomGroup`)."""
+        return self.n if np.any(self.mult >= 0) else min(self.n, self._gram()[0].rank_bound)
+
+    def hessian(self, x, dense: bool = False, idx=None):
         """Hessian at ``x``: ``A^T M A`` with ``M_g = s_g (diag(p) - p p^T)`` on each group
         (``s = c w``, ``p`` its softmax) by :class:`~.gram.WeightedGram`, plus the multiplier cross
-        terms ``C + C^T``, ``C = E diag(c) P A``; csr, or a dense array when ``dense``."""
+        terms ``C + C^T``, ``C = E diag(c) P A``; csr, or a dense array when ``dense`` (with ``idx``:
+        the dense principal submatrix on the variables ``idx``)."""
         lse, p = self._softmax(x)
         s = self.coef * _mult_values(self.mult, x)
         gram, pk, pl = self._gram()
         M = s[self.seg[pk]] * p[pk] * (np.where(pk == pl, 1.0, 0.0) - p[pl])
-        H = gram(M, dense)
+        H = gram(M, dense, idx)
         if not np.any(self.mult >= 0):
             return H
         G, K = self.coef.size, self.seg.size
         P = sp.csr_matrix((p, (self.seg, np.arange(K))), shape=(G, K))
         C = _mult_matrix(self.mult, self.n) @ sp.diags(self.coef) @ (P @ self.A)
-        C = C + C.T
-        return H + C.toarray() if dense else sp.csr_matrix(H + C)
+        return _add_cross(H, C, dense, idx)
 
     def is_convex(self) -> bool:
         return bool(np.all(self.mult < 0) and np.all(self.coef >= 0))

@@ -53,6 +53,16 @@ class SeparablePenalty:
     def n(self):
         return self.l1.size
 
+    def subset(self, idx) -> "SeparablePenalty":
+        """The penalty of the variables ``idx`` alone (``h`` is separable)."""
+        return SeparablePenalty(self.l1[idx], self.center[idx], self.l2[idx], self.lb[idx], self.ub[idx])
+
+    def settled(self, x, v) -> np.ndarray:
+        """Variables held at a kink of ``h`` or at a bound whose least-norm subgradient entry ``v_j``
+        is 0: no model step moves them unless the other variables change their gradient."""
+        u = x - self.center
+        return (((u == 0) & (self.l1 > 0)) | (x <= self.lb) | (x >= self.ub)) & (v == 0)
+
     def value(self, x) -> float:
         """``h(x)`` (``+inf`` outside the box)."""
         x = np.asarray(x, dtype=float)
