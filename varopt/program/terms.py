@@ -285,6 +285,14 @@ class LseGroup:
 
     def _softmax(self, x):
         s = self.A @ x + self.b
+        if self.__dict__.get("_pairs") is None:  # every group of two rows (a logistic loss): no reduceat
+            self._pairs = bool(self.seg.size == 2 * self.coef.size and np.all(np.diff(self.starts) == 2))
+        if self._pairs:
+            a, c = s[0::2], s[1::2]
+            mx = np.maximum(a, c)
+            e = np.exp(s - np.repeat(mx, 2))
+            tot = e[0::2] + e[1::2]
+            return mx + np.log(tot), e / np.repeat(tot, 2)
         mx = np.maximum.reduceat(s, self.starts) if s.size else s
         e = np.exp(s - mx[self.seg])
         tot = np.add.reduceat(e, self.starts) if s.size else e
