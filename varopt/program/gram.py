@@ -18,9 +18,10 @@ so ``H = sum_{k <= l in one block} M_kl (s_k s_l^T + [k != l] s_l s_k^T)``. Only
   ``i <= j`` is stored once, with its position in the fixed sparsity pattern of ``H``, as a sparse
   matrix ``P`` (upper entries x pairs), so one evaluation is ``P @ M`` over
   ``E = sum_pairs nnz_k nnz_l (/2 on diagonal pairs)`` entries (for ``l != k`` both orders
-  ``s_k s_l^T + s_l s_k^T`` fold onto the same upper entries);
-* **dense**: ``H = S_u^T (M_u S_u)`` by BLAS over the used rows ``S_u`` (a dense copy made once), for
-  a dense result;
+  ``s_k s_l^T + s_l s_k^T`` fold onto the same upper entries); built on the second evaluation, the
+  first taking the sparse product;
+* **dense**: ``H = S_u^T (M_u S_u)`` by BLAS over the used rows ``S_u`` (a dense copy made on the
+  first dense evaluation), for a dense result;
 * **product**: scipy's sparse ``S^T (W S)`` (``W`` the symmetric pair matrix) for a csr result when
   the pattern is not chosen, for infinite weights, or when neither of the others fits.
 
@@ -83,16 +84,23 @@ class WeightedGram:
         else:
             self.mode = "product"  # neither fits: scipy's sparse product, per call
         self.S, self.pk, self.pl = S, pk, pl
-        if self.mode == "pattern":
-            self._build_pattern(S, pk, pl)
-        elif self.mode == "dense":
-            if self.diagonal:
-                self.Su = S[pk].toarray()  # one row per pair: H = Su^T diag(M) Su
-            else:
+        self.P = None  # pattern mode: built on the second evaluation (a one-shot use, e.g. the Hessian
+        # of a sampled batch's rows, takes the sparse product: building costs ~100 evaluations)
+        self.evaluations = 0
+        if self.mode == "dense":
+            self._used = used
+            self._Su = None  # the dense rows, made on the first dense evaluation (csr results do not use them)
+            if not self.diagonal:
                 loc = np.searchsorted(used, np.concatenate([pk, pl]))
-                self.Su = S[used].toarray()
                 self.lk, self.ll = loc[:pk.size], loc[pk.size:]
                 self.off = self.lk != self.ll
+
+    @property
+    def Su(self):
+        """Dense mode's used rows of ``S`` (one per pair when every block is one row)."""
+        if self._Su is None:
+            self._Su = (self.S[self.pk] if self.diagonal else self.S[self._used]).toarray()
+        return self._Su
 
     # --- pattern mode ---------------------------------------------------------------------
     def _build_pattern(self, S, pk, pl):
@@ -155,7 +163,7 @@ class WeightedGram:
     @property
     def entries(self) -> int:
         """Products per evaluation in pattern mode (0 otherwise)."""
-        return int(self.n_entries) if self.mode == "pattern" else 0
+        return int(self.n_entries) if self.P is not None else 0
 
     # --- evaluation -----------------------------------------------------------------------
     def __call__(self, M, dense: bool = False, idx=None):
@@ -172,7 +180,10 @@ class WeightedGram:
         if self.keep is not None:
             M = M[self.keep]
         n = self.n
-        if self.mode == "pattern":
+        self.evaluations += 1
+        if self.mode == "pattern" and self.P is None and self.evaluations >= 2:
+            self._build_pattern(self.S, self.pk, self.pl)
+        if self.mode == "pattern" and self.P is not None:
             u = self.P @ M
             if dense:
                 H = np.zeros((n, n))
