@@ -1,8 +1,8 @@
 r"""Weighted Gram matrices ``H = S^T M S`` of a fixed sparse ``S`` and a block-diagonal weight ``M``.
 
 The Hessian of every term group of :mod:`varopt.program.terms` without multipliers is of this form
-(docs/architecture.md, "Hessians of term groups", where the LSE block is derived): the rows ``s_k`` of ``S`` are the affine maps of
-the group and ``M`` couples only rows of the same block,
+(docs/architecture.md, "Hessians of term groups", where the LSE block is derived): the rows ``s_k``
+of ``S`` are the affine maps of the group and ``M`` couples only rows of the same block,
 
 * an atom row ``c g(a^T x + b)``: ``M_kk = c g''(u_k)`` (blocks of one row);
 * a two-argument atom ``c g(u, v)``: the block of rows ``(a_r, a2_r)`` is ``c [[g_uu, g_uv], [g_uv, g_vv]]``;
@@ -227,4 +227,4 @@ class WeightedGram:
                                (np.concatenate([self.lk, self.ll[off]]), np.concatenate([self.ll, self.lk[off]]))),
                               shape=(K, K))
             return Su.T @ (W @ Su)
-        return self(M, dense=True)[np.ix_(idx, idx)]
+        return self(M)[idx][:, idx].toarray()  # (no dense n x n intermediate)
