@@ -139,12 +139,36 @@ class Expression:
             grad = grad + g.gradient(x)
         return np.asarray(grad, dtype=float).ravel()
 
-    def hessian(self, x) -> sp.csr_matrix:
+    def hessian(self, x, dense: bool = False, idx=None):
+        """The Hessian at ``x``: a csr matrix, or a dense array when ``dense`` (formed without a
+        sparse intermediate: the weighted Grams of :mod:`.gram`); ``idx`` (with ``dense``): only the
+        principal submatrix on the variables ``idx`` (``H[idx][:, idx]``), formed from those
+        columns (proximal Newton's working set)."""
         x = np.asarray(x, dtype=float)
-        H = self.quadratic.hessian_matrix
+        if idx is not None:
+            if not dense:
+                raise ValueError("Expression.hessian: a principal submatrix (idx) is returned dense only")
+            idx = np.asarray(idx, dtype=np.int64)
+        k = self.n if idx is None else idx.size
+        if len(self.quadratic):
+            H = self.quadratic.hessian_matrix
+            if idx is not None:
+                H = H[idx][:, idx]
+            H = H.toarray() if dense else H
+        else:  # (an empty n x n csr costs a millisecond to build)
+            H = np.zeros((k, k)) if dense else sp.csr_matrix((self.n, self.n))
         for g in self.groups():
-            H = H + g.hessian(x)
-        return sp.csr_matrix(H)
+            H = H + g.hessian(x, dense, idx)
+        return H if dense else sp.csr_matrix(H)
+
+    def hessian_rank_bound(self) -> int:
+        """An upper bound on the rank of the Hessian at every point: the variables of the quadratic
+        terms plus each group's bound (``rank(A + B) <= rank A + rank B``), at most ``n``."""
+        q = self.quadratic
+        r = np.unique(np.concatenate([q.i, q.j])).size if len(q) else 0
+        for g in self.groups():
+            r += g.hessian_rank_bound()
+        return int(min(r, self.n))
 
     # --- structure ------------------------------------------------------------------------
     def support(self) -> np.ndarray:

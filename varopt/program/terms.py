@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .atoms import ATOM_KINDS, ATOMS
+from .gram import WeightedGram
 
 
 def _csr(A, n: int) -> sp.csr_matrix:
@@ -56,6 +57,15 @@ def _mult_matrix(mult: np.ndarray, n: int) -> sp.csr_matrix:
     """E (n x m) with E[mult_r, r] = 1 for rows that have a multiplier."""
     has = np.flatnonzero(mult >= 0)
     return sp.csr_matrix((np.ones(has.size), (mult[has], has)), shape=(n, mult.shape[0]))
+
+
+def _add_cross(H, C, dense, idx):
+    """``H + C + C^T`` (the multiplier cross terms) in the form of ``H``: csr, dense, or the dense
+    principal submatrix on ``idx``."""
+    C = sp.csr_matrix(C + C.T)
+    if idx is not None:
+        return H + C[idx][:, idx].toarray()
+    return H + C.toarray() if dense else sp.csr_matrix(H + C)
 
 
 @dataclass
@@ -92,9 +102,11 @@ class QuadraticTerms:
         return (U + U.T).tocsr()
 
     def value(self, x):
-        return float(np.dot(self.v, x[self.i] * x[self.j]))
+        return float(np.dot(self.v, x[self.i] * x[self.j])) if self.v.size else 0.0
 
     def gradient(self, x):
+        if not self.v.size:  # (building the empty n x n matrix costs a millisecond)
+            return np.zeros(self.n)
         return self.hessian_matrix @ x
 
     def hessian(self, x):
@@ -183,24 +195,51 @@ class AtomGroup:
             grad = grad + np.bincount(self.mult[has], weights=(self.coef * g)[has], minlength=self.n)
         return np.asarray(grad).ravel()
 
-    def hessian(self, x):
+    def _gram(self) -> WeightedGram:
+        """The weighted Gram of this group's rows (:mod:`.gram`), built on first use and kept while
+        ``A`` and ``A2`` are the same objects."""
+        c = self.__dict__.get("_gram_cache")
+        if c is None or c[0] is not self.A or c[1] is not self.A2:
+            m = len(self)
+            r = np.arange(m)
+            if self.kernel.arity == 2:  # blocks (a_r, a2_r): pairs (r, r), (r, m + r), (m + r, m + r)
+                S = sp.vstack([self.A, self.A2], format="csr")
+                gram = WeightedGram(S, np.concatenate([r, r, r + m]), np.concatenate([r, r + m, r + m]))
+            else:
+                gram = WeightedGram(self.A, r, r)
+            c = self._gram_cache = (self.A, self.A2, gram)
+        return c[2]
+
+    def hessian_rank_bound(self) -> int:
+        """An upper bound on the rank of the Hessian at every ``x`` (the used rows of the weighted
+        Gram; ``n`` with multiplier rows, whose cross terms are not bounded here)."""
+        return self.n if np.any(self.mult >= 0) else min(self.n, self._gram().rank_bound)
+
+    def hessian(self, x, dense: bool = False, idx=None):
+        """Hessian at ``x``: ``A^T diag(c w g'') A`` (two-argument atoms: the 2 x 2 blocks of
+        ``(A, A2)``) by :class:`~.gram.WeightedGram`, plus the multiplier cross terms ``C + C^T``;
+        csr, or a dense array when ``dense`` (with ``idx``: the dense principal submatrix on the
+        variables ``idx``)."""
         w = _mult_values(self.mult, x)
-        E = _mult_matrix(self.mult, self.n)
+        cw = self.coef * w
         if self.kernel.arity == 2:
             u, v, g = self._g(x, 2)
-            cw = self.coef * w
             huu, huv, hvv = self.kernel.hess(u, v)
-            du, dv = self.kernel.grad(u, v)
-            A, B = self.A, self.A2
-            H = (A.T @ sp.diags(cw * huu) @ A + B.T @ sp.diags(cw * hvv) @ B
-                 + A.T @ sp.diags(cw * huv) @ B + B.T @ sp.diags(cw * huv) @ A)
-            # the multiplier w enters linearly: cross terms c * dg/du * (e_w A_r + A_r^T e_w^T)
-            C = E @ sp.diags(self.coef * du) @ A + E @ sp.diags(self.coef * dv) @ B
+            H = self._gram()(np.concatenate([cw * huu, cw * huv, cw * hvv]), dense, idx)
         else:
             u, g, d1, d2 = self._g(x, 2)
-            H = self.A.T @ sp.diags(self.coef * w * d2) @ self.A
+            H = self._gram()(cw * d2, dense, idx)
+        has = self.mult >= 0
+        if not has.any():
+            return H
+        E = _mult_matrix(self.mult, self.n)
+        # the multiplier w enters linearly: cross terms c * dg/du * (e_w A_r + A_r^T e_w^T)
+        if self.kernel.arity == 2:
+            du, dv = self.kernel.grad(u, v)
+            C = E @ sp.diags(self.coef * du) @ self.A + E @ sp.diags(self.coef * dv) @ self.A2
+        else:
             C = E @ sp.diags(self.coef * d1) @ self.A
-        return sp.csr_matrix(H + C + C.T)
+        return _add_cross(H, C, dense, idx)
 
     def is_convex(self) -> bool:
         """True when every row is a convex function of x on the atom's domain."""
@@ -246,6 +285,14 @@ class LseGroup:
 
     def _softmax(self, x):
         s = self.A @ x + self.b
+        if self.__dict__.get("_pairs") is None:  # every group of two rows (a logistic loss): no reduceat
+            self._pairs = bool(self.seg.size == 2 * self.coef.size and np.all(np.diff(self.starts) == 2))
+        if self._pairs:
+            a, c = s[0::2], s[1::2]
+            mx = np.maximum(a, c)
+            e = np.exp(s - np.repeat(mx, 2))
+            tot = e[0::2] + e[1::2]
+            return mx + np.log(tot), e / np.repeat(tot, 2)
         mx = np.maximum.reduceat(s, self.starts) if s.size else s
         e = np.exp(s - mx[self.seg])
         tot = np.add.reduceat(e, self.starts) if s.size else e
@@ -272,16 +319,43 @@ class LseGroup:
             grad = grad + np.bincount(self.mult[has], weights=(self.coef * lse)[has], minlength=self.n)
         return np.asarray(grad).ravel()
 
-    def hessian(self, x):
+    def _gram(self) -> WeightedGram:
+        """The weighted Gram over the row pairs ``k <= l`` of each group (:mod:`.gram`), built on first
+        use and kept while ``A`` and ``seg`` are the same objects."""
+        c = self.__dict__.get("_gram_cache")
+        if c is None or c[0] is not self.A or c[1] is not self.seg:
+            size = np.diff(np.append(self.starts, self.seg.size))
+            pk, pl = [], []
+            for m in np.unique(size):  # groups of one size at a time: their pairs are triu offsets
+                a, b = np.triu_indices(int(m))
+                st = self.starts[size == m][:, None]
+                pk.append((st + a).ravel())
+                pl.append((st + b).ravel())
+            pk = np.concatenate(pk) if pk else np.zeros(0, dtype=np.int64)
+            pl = np.concatenate(pl) if pl else np.zeros(0, dtype=np.int64)
+            c = self._gram_cache = (self.A, self.seg, WeightedGram(self.A, pk, pl), pk, pl)
+        return c[2:]
+
+    def hessian_rank_bound(self) -> int:
+        """An upper bound on the rank of the Hessian at every ``x`` (see :class:`AtomGroup`)."""
+        return self.n if np.any(self.mult >= 0) else min(self.n, self._gram()[0].rank_bound)
+
+    def hessian(self, x, dense: bool = False, idx=None):
+        """Hessian at ``x``: ``A^T M A`` with ``M_g = s_g (diag(p) - p p^T)`` on each group
+        (``s = c w``, ``p`` its softmax) by :class:`~.gram.WeightedGram`, plus the multiplier cross
+        terms ``C + C^T``, ``C = E diag(c) P A``; csr, or a dense array when ``dense`` (with ``idx``:
+        the dense principal submatrix on the variables ``idx``)."""
         lse, p = self._softmax(x)
-        G, K = self.coef.size, self.seg.size
         s = self.coef * _mult_values(self.mult, x)
+        gram, pk, pl = self._gram()
+        M = s[self.seg[pk]] * p[pk] * (np.where(pk == pl, 1.0, 0.0) - p[pl])
+        H = gram(M, dense, idx)
+        if not np.any(self.mult >= 0):
+            return H
+        G, K = self.coef.size, self.seg.size
         P = sp.csr_matrix((p, (self.seg, np.arange(K))), shape=(G, K))
-        B = P @ self.A  # row g: E_p[A_k] over the group's softmax
-        H = self.A.T @ sp.diags(p * s[self.seg]) @ self.A - B.T @ sp.diags(s) @ B
-        E = _mult_matrix(self.mult, self.n)
-        C = E @ sp.diags(self.coef) @ B
-        return sp.csr_matrix(H + C + C.T)
+        C = _mult_matrix(self.mult, self.n) @ sp.diags(self.coef) @ (P @ self.A)
+        return _add_cross(H, C, dense, idx)
 
     def is_convex(self) -> bool:
         return bool(np.all(self.mult < 0) and np.all(self.coef >= 0))

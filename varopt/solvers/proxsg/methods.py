@@ -182,12 +182,14 @@ class ProxRun:
         self.x = x
         return None, None, x
 
-    def _report(self, out, last, k, **fields):
+    def _report(self, out, last, k, objective=None, **fields):
+        """Record iteration ``k`` (``objective``: the caller's value of the objective at ``out``, when
+        it has one, spares an evaluation)."""
         run = self.run
         S = self.src.size(k)
         obj = None
         if run.due() and self.opts.history_objective and self.can_value:
-            obj = self.objective(out)
+            obj = self.objective(out) if objective is None else objective
             if out is not last:
                 fields["objective_last"] = self.objective(last)
         run.incumbent(out, objective=obj)

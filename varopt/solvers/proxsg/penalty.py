@@ -53,6 +53,16 @@ class SeparablePenalty:
     def n(self):
         return self.l1.size
 
+    def subset(self, idx) -> "SeparablePenalty":
+        """The penalty of the variables ``idx`` alone (``h`` is separable)."""
+        return SeparablePenalty(self.l1[idx], self.center[idx], self.l2[idx], self.lb[idx], self.ub[idx])
+
+    def settled(self, x, v) -> np.ndarray:
+        """Variables held at a kink of ``h`` or at a bound whose least-norm subgradient entry ``v_j``
+        is 0: no model step moves them unless the other variables change their gradient."""
+        u = x - self.center
+        return (((u == 0) & (self.l1 > 0)) | (x <= self.lb) | (x >= self.ub)) & (v == 0)
+
     def value(self, x) -> float:
         """``h(x)`` (``+inf`` outside the box)."""
         x = np.asarray(x, dtype=float)
@@ -114,22 +124,25 @@ def split_objective(program, solver="proxsg"):
             continue
         A = sp.csr_matrix(g.A)
         A.eliminate_zeros()
+
+        def text(r, g=g, A=A):  # a row's text, formatted only for an error message
+            return _row_text(g.kind, A, g.b, r, names)
+
         for r in range(len(g)):
-            text = _row_text(g.kind, A, g.b, r, names)
             nnz = A.indptr[r + 1] - A.indptr[r]
             if g.mult[r] >= 0:
                 raise ModelStructureError(
-                    f"{where}: the nonsmooth term {names[g.mult[r]]}*{text} has a variable multiplier; solver "
+                    f"{where}: the nonsmooth term {names[g.mult[r]]}*{text(r)} has a variable multiplier; solver "
                     f"'{solver}' needs a separable penalty with a closed-form prox (no known prox for it)")
             if nnz == 0:
                 continue  # |b|: a constant
             if nnz > 1:
                 raise ModelStructureError(
-                    f"{where}: the nonsmooth term {text} couples {nnz} variables; solver '{solver}' needs a "
+                    f"{where}: the nonsmooth term {text(r)} couples {nnz} variables; solver '{solver}' needs a "
                     "separable penalty (each nonsmooth term on one variable) with a closed-form prox; a "
                     "nonsmooth term cannot be part of the smooth part")
             if g.coef[r] < 0:
-                raise ModelStructureError(f"{where}: the nonsmooth term {g.coef[r]:g}*{text} has a negative "
+                raise ModelStructureError(f"{where}: the nonsmooth term {g.coef[r]:g}*{text(r)} has a negative "
                                           "coefficient (nonconvex); no proximal operator")
             j = A.indices[A.indptr[r]]
             a = A.data[A.indptr[r]]

@@ -140,7 +140,8 @@ class ProxSG(Solver):
             # the optimality certificate (docs/proxsg.md): least-norm subgradient, and the gap estimate, whose
             # Hessian is formed for PN (it forms one per iteration anyway) and for the program's own smooth part,
             # not for an oracle's (an enumerated Ising Hessian costs hundreds of gradients)
-            info.update(certificate(src, pen, out, hessian=method == "PN" or opts.oracle is None))
+            g_out = getattr(pr, "last_grad", None) if status == "converged" and out is last else None
+            info.update(certificate(src, pen, out, g=g_out, hessian=method == "PN" or opts.oracle is None))
         supp = pen.support(out)
         info.update(last=last, support=[program.names[j] for j in supp], support_size=int(supp.size),
                     samples_total=src.samples_total, exact_gradients=src.exact,

@@ -58,6 +58,12 @@ class GradientSource:
         """Gradient estimate at ``x`` for iteration ``k``; returns ``(g, batch)`` (the batch can be
         reused at another point: common random numbers)."""
         o = self.oracle
+        if batch is None and self.finite and self.schedule is None:
+            # every row, weight 1: the smooth part's own gradient (the oracle would gather rows)
+            g = self.smooth.gradient(x)
+            if not np.isfinite(g).all():
+                raise InputDataError(f"proxsg iteration {k}: the gradient of the smooth part is NaN or inf")
+            return g, None
         if batch is None:
             S = self.size(k)
             if S is not None:
@@ -95,16 +101,26 @@ class GradientSource:
             return True
         return bool(getattr(self.oracle, "has_hessian", False))
 
-    def hessian(self, x):
-        """The smooth part's Hessian at ``x`` as a dense array (proximal Newton, certificates)."""
+    def hessian(self, x, idx=None):
+        """The smooth part's Hessian at ``x`` as a dense array (proximal Newton, certificates); with
+        ``idx`` only its principal submatrix on the variables ``idx`` (formed from those columns
+        for the program's own smooth part)."""
         if isinstance(self.oracle, FiniteSumOracle):
-            H = self.smooth.hessian(x)
+            H = self.smooth.hessian(x, dense=True, idx=idx)
         else:
             H = self.oracle.hessian(x, None)
+            H = H.toarray() if hasattr(H, "toarray") else np.asarray(H, dtype=float)
+            if idx is not None:
+                H = H[np.ix_(idx, idx)]
             if self.add is not None:
-                H = H + self.smooth.hessian(x)
-        H = H.toarray() if hasattr(H, "toarray") else np.asarray(H, dtype=float)
+                H = H + self.smooth.hessian(x, dense=True, idx=idx)
         return 0.5 * (H + H.T)
+
+    def hessian_rank_bound(self):
+        """An upper bound on the rank of :meth:`hessian` at every ``x`` (None for an oracle's)."""
+        if isinstance(self.oracle, FiniteSumOracle):
+            return self.smooth.hessian_rank_bound()
+        return None
 
     def lipschitz_hint(self, x):
         """A Lipschitz estimate of the smooth gradient: the oracle's ``lipschitz`` attribute, else
