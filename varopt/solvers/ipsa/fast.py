@@ -18,6 +18,8 @@ nonzeros); ``hessian`` ``identity``, ``bb`` or ``diagonal``; ``batch_size=1``.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ...errors import InvalidOptionError
@@ -26,7 +28,10 @@ from ...oracles.rows import _AtomRows, _LseRows
 from ...program.atoms import ATOMS
 
 HESSIANS = {"identity": 0, "bb": 1, "diagonal": 2}
-CHUNK = 4096
+#: most iterations per kernel call; most history records per call (saved by the kernel)
+CHUNK, RECORDS = 4096, 16
+#: wall time aimed at per kernel call under a time limit (the clock is read between calls)
+TIME_SLICE = 0.002
 
 
 def numba_available() -> bool:
@@ -102,8 +107,6 @@ class FastLoop:
     """Packs an :class:`.IpsaRun` into the kernel's arrays and runs its loop (module docstring)."""
 
     def __init__(self, r):
-        from . import compiled
-        self.kernel = compiled.run_chunk
         self.r = r
         opts, cons, oracle, hess = r.opts, r.cons, r.oracle, r.hess
         helper, _, order = oracle.parts[0]
@@ -120,12 +123,28 @@ class FastLoop:
         mode = 0 if r.system.mode == "diag" else 1
         self.ip = np.array([r.n, r.m, kind, int(cons.lower_only), cons.n_lb, cons.n_ub, cons.n_lin, mode,
                             HESSIANS[opts.hessian], int(opts.dual_step == "same")], dtype=np.int64)
-        self.cons = (_i64(cons.lb_idx), _f64(cons.lb), _i64(cons.ub_idx), _f64(cons.ub), *_csr(cons.G),
-                     _f64(cons.h), *_csr(cons.GT), _f64(cons.G_terms), _f64(cons.G_norm1))
-        self.blocks = self._blocks(r.system, r.n) if mode == 1 else (
+        self.rec = np.empty((RECORDS, 8))
+        self.rec_x = np.empty((RECORDS if opts.history_objective else 0, r.n))
+        self.no_trace = (np.zeros((0, r.n)), np.zeros((0, r.m)))
+        self.block = 16  # iterations per call under a time limit (adapted to the measured speed)
+        if mode == 0 and cons.n_lin == 0:
+            # bounds only: the fused kernel of compiled_bounds, slacks described per row
+            from . import compiled_bounds
+            self.kernel = compiled_bounds.run_bounds
+            lb_idx, ub_idx = _i64(cons.lb_idx), _i64(cons.ub_idx)
+            prefix = bool(cons.n_ub == 0 and np.array_equal(lb_idx, np.arange(cons.n_lb)))
+            self.static = (*self.rowdata, np.concatenate([lb_idx, ub_idx]),
+                           np.concatenate([np.ones(cons.n_lb), -np.ones(cons.n_ub)]),
+                           np.concatenate([_f64(cons.lb), _f64(cons.ub)]), prefix)
+            return
+        from . import compiled
+        self.kernel = compiled.run_chunk
+        cons_arrays = (_i64(cons.lb_idx), _f64(cons.lb), _i64(cons.ub_idx), _f64(cons.ub), *_csr(cons.G),
+                       _f64(cons.h), *_csr(cons.GT), _f64(cons.G_terms), _f64(cons.G_norm1))
+        blocks = self._blocks(r.system, r.n) if mode == 1 else (
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), _i64(np.zeros(r.n)),
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        self.no_trace = (np.zeros((0, r.n)), np.zeros((0, r.m)))
+        self.static = (*self.rowdata, *cons_arrays, *blocks)
 
     @staticmethod
     def _blocks(system, n):
@@ -150,8 +169,10 @@ class FastLoop:
 
     # --- one chunk ---------------------------------------------------------------------------
     def chunk(self, samples, trace=None):
-        """Run the kernel over ``samples``; returns the number of iterations done and whether the
-        next one must be replayed on the numpy path. ``trace``: (x, z) arrays of shape (count, .)."""
+        """Run the kernel over ``samples`` from iteration ``r.it``; returns the number of iterations
+        done, whether the next one must be replayed on the numpy path and the number of history
+        records the kernel saved (in ``self.rec``, ``self.rec_x``). ``trace``: (x, z) arrays of
+        shape (count, .)."""
         r = self.r
         hess = r.hess
         st = np.array([r.ap, r.ad, r.a_prim, r.a_dual, r.mu, getattr(hess, "beta", 1.0),
@@ -162,8 +183,8 @@ class FastLoop:
                                                               else np.zeros(0))
         x, s, z = r.x.copy(), r.s.copy(), r.z.copy()
         tx, tz = trace if trace is not None else self.no_trace
-        done, code = self.kernel(self.fp, self.ip, st, sti, x, s, z, self.lin, Bvec, self.order[samples],
-                                 *self.rowdata, *self.cons, *self.blocks, tx, tz)
+        done, code, nrec = self.kernel(self.fp, self.ip, st, sti, x, s, z, self.lin, Bvec, self.order[samples],
+                                       *self.static, r.it, r.run.history_every, self.rec, self.rec_x, tx, tz)
         r.x, r.s, r.z = x, s, z
         r.ap, r.ad, r.a_prim, r.a_dual, r.mu = (float(v) for v in st[:5])
         r.stats["sum_step_ratio"] = float(st[6])
@@ -171,7 +192,21 @@ class FastLoop:
         r.stats["backtracks"], r.stats["steps"], r.stats["boundary_limited"] = (int(v) for v in sti[2:5])
         if r.opts.hessian == "bb":
             hess.beta, hess.skipped = float(st[5]), int(sti[5])
-        return int(done), bool(code)
+        return int(done), bool(code), int(nrec)
+
+    def _flush(self, it0, nrec):
+        """Hand the kernel's saved history records (iterations: the multiples of ``history_every``
+        after ``it0``) to the run loop; their time stamps are those of the hand-over, at most one
+        kernel call (<= RECORDS records) late."""
+        r, run = self.r, self.r.run
+        every = run.history_every
+        first = (it0 // every + 1) * every
+        for q in range(nrec):
+            v = self.rec[q]
+            r.it = run.iteration = first + q * every
+            x = self.rec_x[q] if self.rec_x.shape[0] else None
+            r.record_values(False, int(v[0]), x, float(v[2]), float(v[1]), float(v[3]), float(v[4]),
+                            float(v[5]), float(v[6]), int(v[7]))
 
     # --- the loop ----------------------------------------------------------------------------
     def _chunk_length(self):
@@ -180,11 +215,11 @@ class FastLoop:
         if run.callback_fn is not None:
             return 1
         every = run.history_every
-        length = min(CHUNK, every - it % every)
+        length = min(CHUNK, RECORDS * every - it % every)
         if r.total is not None:
             length = min(length, r.total - it)
-        if r.opts.time_limit is not None:
-            length = min(length, 16 - (it & 15))
+        if r.opts.time_limit is not None:  # end on a multiple of 16, where the numpy loop reads the clock
+            length = min(length, self.block - (it & 15))
         return max(1, length)
 
     def solve(self):
@@ -195,17 +230,22 @@ class FastLoop:
         while not r._stopped():
             count = self._chunk_length()
             samples = self.take(count)
-            done, replay = self.chunk(samples)
+            it0 = r.it
+            t0 = time.perf_counter()
+            done, replay, nrec = self.chunk(samples)
+            if done and r.opts.time_limit is not None:
+                per_it = (time.perf_counter() - t0) / done
+                self.block = int(min(CHUNK, max(16, 16 * (TIME_SLICE / per_it // 16))))
+            self._flush(it0, nrec)
+            r.it = run.iteration = it0 + done
             if replay:
                 self._rewind(count - done - 1)
-                r.it = run.iteration = r.it + done
                 r.step(np.array([samples[done]]))  # raises the numpy path's error, or steps
-                done = 1
-            r.it = run.iteration = r.it + done
+                r.it = run.iteration = r.it + 1
+                r.record()
             run.incumbent(r.x)
             if run.callback(r.x, r.z, r.s):
                 break
-            r.record()
         r.record(force=True)
         return r.result()
 
