@@ -45,10 +45,10 @@ MAX_BACKTRACKS = 60
 
 @njit(cache=True, error_model="numpy")
 def sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, want_h, hs, Bm, sv,
-                    mark, supp, cnt):
+                    S_ptr, S_idx):
     """Add ``weight * grad f_r(x)`` to ``gs`` and (``want_h``) ``weight * diag Hess f_r(x)`` to ``hs``
-    (both zero on the sample's coordinates on entry), the formulas of :func:`.compiled._gradient`;
-    coordinates not yet in ``supp`` (``mark`` 0) are appended; returns the new count."""
+    (both zero on the sample's coordinates ``S_idx[S_ptr[r]:S_ptr[r + 1]]`` on entry), the formulas
+    of :func:`.compiled._gradient`."""
     if kind == 0:  # square atom: u = a_r^T x + b_r, coef * u^2
         u = 0.0
         for p in range(A_ptr[r], A_ptr[r + 1]):
@@ -57,18 +57,13 @@ def sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, 
         cw = coef[r] * weight
         w = cw * (2.0 * u)
         for p in range(A_ptr[r], A_ptr[r + 1]):
-            j = A_idx[p]
-            if mark[j] == 0:
-                mark[j] = 1
-                supp[cnt] = j
-                cnt += 1
-            gs[j] += A_val[p] * w
+            gs[A_idx[p]] += A_val[p] * w
         if want_h:
             hw = cw * 2.0
             for p in range(A_ptr[r], A_ptr[r + 1]):
                 v = A_val[p]
                 hs[A_idx[p]] += v * v * hw
-        return cnt
+        return
     k0, k1 = lse_ptr[r], lse_ptr[r + 1]  # log-sum-exp group r
     mx = -np.inf
     for k in range(k0, k1):
@@ -88,20 +83,35 @@ def sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, 
         w = pk * cw
         for p in range(A_ptr[k], A_ptr[k + 1]):
             j = A_idx[p]
-            if mark[j] == 0:
-                mark[j] = 1
-                supp[cnt] = j
-                cnt += 1
             v = A_val[p]
             gs[j] += v * w
             if want_h:
                 hs[j] += v * v * w
                 Bm[j] += pk * v
     if want_h:
-        for q in range(cnt):
-            j = supp[q]
+        for q in range(S_ptr[r], S_ptr[r + 1]):
+            j = S_idx[q]
             hs[j] = hs[j] - cw * (Bm[j] * Bm[j])
-    return cnt
+
+
+@njit(cache=True)
+def group_support(A_ptr, A_idx, lse_ptr, n):
+    """``(S_ptr, S_idx)``: the distinct coordinates of the rows of each log-sum-exp group."""
+    G = lse_ptr.size - 1
+    mark = np.full(n, -1, dtype=np.int64)
+    S_ptr = np.zeros(G + 1, dtype=np.int64)
+    S_idx = np.empty(A_ptr[lse_ptr[G]] - A_ptr[lse_ptr[0]], dtype=np.int64)
+    c = 0
+    for r in range(G):
+        for k in range(lse_ptr[r], lse_ptr[r + 1]):
+            for p in range(A_ptr[k], A_ptr[k + 1]):
+                j = A_idx[p]
+                if mark[j] != r:
+                    mark[j] = r
+                    S_idx[c] = j
+                    c += 1
+        S_ptr[r + 1] = c
+    return S_ptr, S_idx[:c].copy()
 
 
 @njit(cache=True, error_model="numpy")
@@ -149,7 +159,7 @@ def _max4(a, n):
 
 @njit(cache=True, error_model="numpy")
 def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-               svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
+               S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
     """Up to ``rows.size`` IPSA iterations in place; returns ``(done, code, records)`` (module docstring)."""
     k0, step_power, sigma, ks, sigma_power, mu_min, frac, inv_m, weight, beta_min, d_min = (
         fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
@@ -158,15 +168,13 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         if not math.isfinite(lin[j]):
             return 0, 1, 0
     gs, hs, gs2, Bm = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    mark = np.zeros(n, dtype=np.uint8)
-    supp = np.empty(n, dtype=np.int64)
     width = 1
     for q in range(lse_ptr.size - 1):
         width = max(width, lse_ptr[q + 1] - lse_ptr[q])
     sv = np.empty(width)
     dx, t, bd, xn, Dn = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    inv, d, ms, dz, q1, q2, sn, zn = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
-                                      np.empty(m), np.empty(m), np.empty(m))
+    inv, d, ms, dz, q1, q2, sn, zn, Jdx = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
+                                           np.empty(m), np.empty(m), np.empty(m), np.empty(m))
     x, s, z, Bv = x0, s0, z0, Bvec0
     flip = False
     nrec = 0
@@ -179,19 +187,15 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         ahat = float(k0 + k) ** -step_power
         sig = sigma * (ks / (ks + k)) ** sigma_power
         mu = max(mu_min, sig * eta * inv_m) if m else 0.0
-        cnt = sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, hess == 2, hs, Bm,
-                              sv, mark, supp, 0)
-        bad = False
+        q0, q1_ = S_ptr[r], S_ptr[r + 1]
+        sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, hess == 2, hs, Bm, sv,
+                        S_ptr, S_idx)
+        # a non-finite g_j makes dx_j non-finite (checked below): no separate test
         hfin = True
-        for q in range(cnt):
-            j = supp[q]
-            if not math.isfinite(lin[j] + gs[j]):
-                bad = True
-            if not math.isfinite(hs[j]):
-                hfin = False
-        if bad:
-            done, code = it, 1
-            break
+        if hess == 2:
+            for q in range(q0, q1_):
+                if not math.isfinite(hs[S_idx[q]]):
+                    hfin = False
         # B: identity (Bvec), damped BB (beta), running diagonal (Dn, committed with the step)
         if hess == 0:
             Bc = Bv
@@ -208,12 +212,12 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                     Dn[j] = max(a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0), d_min)
             else:
                 Dn[:n] = Bv
-        # direction (2.20) and dual direction (2.21)
+        # direction (2.20) and dual direction (2.21); short loops over few arrays, which LLVM
+        # vectorises (the divisions dominate the step)
         for i in range(m):
-            si = s[i]
-            inv[i] = 1.0 / si
-            d[i] = z[i] / si
-            ms[i] = mu / si
+            inv[i] = 1.0 / s[i]
+        for i in range(m):
+            d[i] = z[i] / s[i]
         if prefix:
             for j in range(m):
                 dx[j] = (-(lin[j] + gs[j]) - mu * (0.0 - inv[j])) / (Bc[j] + (0.0 + d[j]))
@@ -228,28 +232,28 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                 bd[j] += d[i]
             for j in range(n):
                 dx[j] = (-(lin[j] + gs[j]) - mu * t[j]) / (Bc[j] + bd[j])
+        nbad = 0
         for j in range(n):
-            if not math.isfinite(dx[j]):
-                bad = True
-        if bad:
+            nbad += 0 if math.isfinite(dx[j]) else 1
+        if nbad:
             done, code = it, 1
             break
         a_dual = a_prim = np.inf
         if m:
             if prefix:
                 for i in range(m):
-                    Jd = -dx[i]
-                    dzi = ms[i] - z[i] + d[i] * Jd
-                    dz[i] = dzi
-                    q1[i] = dzi / z[i]
-                    q2[i] = Jd / s[i]
+                    Jdx[i] = -dx[i]
             else:
                 for i in range(m):
-                    Jd = -(ssg[i] * dx[svar[i]])
-                    dzi = ms[i] - z[i] + d[i] * Jd
-                    dz[i] = dzi
-                    q1[i] = dzi / z[i]
-                    q2[i] = Jd / s[i]
+                    Jdx[i] = -(ssg[i] * dx[svar[i]])
+            for i in range(m):
+                ms[i] = mu / s[i]
+            for i in range(m):
+                dz[i] = ms[i] - z[i] + d[i] * Jdx[i]
+            for i in range(m):
+                q1[i] = dz[i] / z[i]
+            for i in range(m):
+                q2[i] = Jdx[i] / s[i]
             tmin = _min4(q1, m)
             rmax = _max4(q2, m)
             if tmin < 0:
@@ -301,11 +305,11 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             eta_new = _dot4(sn, zn, m)
         # --- commit ---------------------------------------------------------------------------
         if hess == 1 and ap > 0:
-            sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm,
-                            sv, mark, supp, cnt)
+            sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
+                            S_ptr, S_idx)
             fin = True
-            for q in range(cnt):
-                if not math.isfinite(lin[supp[q]] + gs2[supp[q]]):
+            for q in range(q0, q1_):
+                if not math.isfinite(lin[S_idx[q]] + gs2[S_idx[q]]):
                     fin = False
             if fin:
                 c0 = c1 = c2 = c3 = 0.0
@@ -321,8 +325,8 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                     c0 += e0 * e0
                 ss = (c0 + c1) + (c2 + c3)
                 sy = 0.0
-                for q in range(cnt):
-                    j = supp[q]
+                for q in range(q0, q1_):
+                    j = S_idx[q]
                     sy += (xn[j] - x[j]) * ((lin[j] + gs2[j]) - (lin[j] + gs[j]))
                 if ss > 1e-300:
                     beta = st[5]
@@ -346,13 +350,15 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             Bv, Dn = Dn, Bv
         flip = not flip
         eta = eta_new
-        for q in range(cnt):
-            j = supp[q]
-            gs[j] = 0.0
-            hs[j] = 0.0
-            gs2[j] = 0.0
-            Bm[j] = 0.0
-            mark[j] = 0
+        for q in range(q0, q1_):
+            gs[S_idx[q]] = 0.0
+        if hess == 1:
+            for q in range(q0, q1_):
+                gs2[S_idx[q]] = 0.0
+        elif hess == 2:
+            for q in range(q0, q1_):
+                hs[S_idx[q]] = 0.0
+                Bm[S_idx[q]] = 0.0
         if trace_x.shape[0] > it:
             trace_x[it, :] = x
             trace_z[it, :] = z

@@ -103,6 +103,12 @@ def _csr(M):
     return _i64(M.indptr), _i64(M.indices), _f64(M.data)
 
 
+def _index(a):
+    """Index array as stored (int32 or int64: the kernel is compiled for either), no copy."""
+    a = np.ascontiguousarray(a)
+    return a if a.dtype in (np.int32, np.int64) else a.astype(np.int64)
+
+
 class FastLoop:
     """Packs an :class:`.IpsaRun` into the kernel's arrays and runs its loop (module docstring)."""
 
@@ -115,7 +121,7 @@ class FastLoop:
         g = helper.g
         A = helper.A.csr
         lse_ptr = _i64(helper.ptr) if kind == 1 else np.zeros(1, dtype=np.int64)
-        self.rowdata = (*_csr(A), _f64(g.b), _f64(g.coef), lse_ptr)
+        self.rowdata = (_index(A.indptr), _index(A.indices), _f64(A.data), _f64(g.b), _f64(g.coef), lse_ptr)
         self.lin = _f64(oracle.lin)
         self.fp = np.array([opts.k0, opts.step_power, opts.sigma, r.ks, opts.sigma_power, opts.mu_min,
                             opts.step_fraction, r.inv_m, oracle.n_samples / 1.0,
@@ -133,7 +139,13 @@ class FastLoop:
             self.kernel = compiled_bounds.run_bounds
             lb_idx, ub_idx = _i64(cons.lb_idx), _i64(cons.ub_idx)
             prefix = bool(cons.n_ub == 0 and np.array_equal(lb_idx, np.arange(cons.n_lb)))
-            self.static = (*self.rowdata, np.concatenate([lb_idx, ub_idx]),
+            A_ptr, A_idx = self.rowdata[:2]
+            if kind == 0 and A.has_canonical_format:  # each row's coordinates are distinct
+                support = (A_ptr, A_idx)
+            else:
+                support = compiled_bounds.group_support(
+                    A_ptr, A_idx, lse_ptr if kind == 1 else np.arange(A.shape[0] + 1), r.n)
+            self.static = (*self.rowdata, *support, np.concatenate([lb_idx, ub_idx]),
                            np.concatenate([np.ones(cons.n_lb), -np.ones(cons.n_ub)]),
                            np.concatenate([_f64(cons.lb), _f64(cons.ub)]), prefix)
             return
