@@ -10,7 +10,7 @@ path (``backend='numpy'``), the compiled per-sample loop (``backend='numba'``, n
   anchor: SGDClassifier(loss='log_loss', penalty='l1', max_iter=5, shuffle=False).
 
 samples/s = (passes x N) / wall time of the whole solve (IPSA: setup of the program and start
-point included). Best of 3 runs, after one warm-up call. The JIT cost is reported apart: the
+point included). Best of 7 runs, after one warm-up call. The JIT cost is reported apart: the
 compile of the kernel in a fresh process with an empty numba cache, and the first call in this
 process (cache load, ``cache=True``). The machine is shared (2 cores, several workers): timings are noisy.
 Usage: python benchmarks/ipsa_throughput.py
@@ -34,7 +34,7 @@ from varopt.formulations.l1 import l1_least_squares_program, l1_logistic_program
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 
 
-def best_of(fn, reps=3):
+def best_of(fn, reps=7):
     ts = []
     for _ in range(reps):
         t = time.perf_counter()

@@ -32,7 +32,7 @@ EPS = float(np.finfo(float).eps)
 MAX_BACKTRACKS = 60
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _rowdot(ptr, idx, val, r, x):
     acc = 0.0
     for p in range(ptr[r], ptr[r + 1]):
@@ -40,7 +40,7 @@ def _rowdot(ptr, idx, val, r, x):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, want_h, h, Bm):
     """``g = lin + weight * grad f_r(x)`` and (``want_h``) ``h = weight * diag Hess f_r(x)`` of sample
     row ``r`` (:class:`varopt.oracles.rows._AtomRows` / ``_LseRows``)."""
@@ -93,7 +93,7 @@ def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g
         g[j] = lin[j] + g[j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _slack(ip, x, s, lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh):
     n_lb, n_ub, n_lin = ip[4], ip[5], ip[6]
     if ip[3]:
@@ -109,7 +109,7 @@ def _slack(ip, x, s, lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh):
         s[o + r] = hh[r] - _rowdot(G_ptr, G_idx, G_val, r, x)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _interior(ip, x, s, G_ptr, G_idx, G_val, hh, G_terms, G_norm1):
     """:meth:`.ConstraintSet.interior` (no nonlinear block)."""
     if s.size == 0:
@@ -135,7 +135,7 @@ def _interior(ip, x, s, G_ptr, G_idx, G_val, hh, G_terms, G_norm1):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off):
     for b in range(blk_off.size):
         p0 = blk_ptr[b]
@@ -203,7 +203,10 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
             eta += s[i] * z[i]
         mu = max(mu_min, sig * eta * inv_m) if m else 0.0
         _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, hess == 2, h, Bm)
-        if not np.isfinite(g).all():
+        nbad = 0
+        for j in range(n):  # no temporary array
+            nbad += 0 if math.isfinite(g[j]) else 1
+        if nbad:
             return it, 1, nrec
         if hess == 0:
             B[:] = Bvec
@@ -252,7 +255,10 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
             for j in range(n):
                 flat[diag_pos[j]] += B[j] + bd[j]
             _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off)
-        if not np.isfinite(dx).all():
+        nbad = 0
+        for j in range(n):  # no temporary array
+            nbad += 0 if math.isfinite(dx[j]) else 1
+        if nbad:
             return it, 1, nrec
         a_dual = a_prim = np.inf
         if m:

@@ -43,7 +43,7 @@ from numba import njit
 MAX_BACKTRACKS = 60
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, want_h, hs, Bm, sv,
                     S_ptr, S_idx):
     """Add ``weight * grad f_r(x)`` to ``gs`` and (``want_h``) ``weight * diag Hess f_r(x)`` to ``hs``
@@ -114,7 +114,7 @@ def group_support(A_ptr, A_idx, lse_ptr, n):
     return S_ptr, S_idx[:c].copy()
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _dot4(a, b, n):
     """``a[:n] @ b[:n]`` on four accumulators."""
     c0 = c1 = c2 = c3 = 0.0
@@ -129,7 +129,7 @@ def _dot4(a, b, n):
     return (c0 + c1) + (c2 + c3)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _min4(a, n):
     c0 = c1 = c2 = c3 = np.inf
     n4 = n - n % 4
@@ -143,7 +143,7 @@ def _min4(a, n):
     return min(min(c0, c1), min(c2, c3))
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _max4(a, n):
     c0 = c1 = c2 = c3 = -np.inf
     n4 = n - n % 4
