@@ -179,13 +179,17 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
     flip = False
     nrec = 0
     eta = _dot4(s, z, m)
+    beta_filled = np.nan
+    due = every - it0 % every  # iterations to the next history record
     done = rows.size
     code = 0
     for it in range(rows.size):
         r = rows[it]
         k = sti[0] + 1
         ahat = float(k0 + k) ** -step_power
-        sig = sigma * (ks / (ks + k)) ** sigma_power
+        # x ** 1.0 == x exactly (libm pow is within 0.52 ulp, x is representable): no pow call
+        # for the default sigma_power
+        sig = sigma * (ks / (ks + k)) if sigma_power == 1.0 else sigma * (ks / (ks + k)) ** sigma_power
         mu = max(mu_min, sig * eta * inv_m) if m else 0.0
         q0, q1_ = S_ptr[r], S_ptr[r + 1]
         sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, hess == 2, hs, Bm, sv,
@@ -202,14 +206,16 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         else:
             Bc = Dn
             if hess == 1:
-                beta = st[5]
-                for j in range(n):
-                    Dn[j] = beta
+                if st[5] != beta_filled:  # B = beta I, refilled only when beta moved
+                    beta_filled = st[5]
+                    for j in range(n):
+                        Dn[j] = beta_filled
             elif hfin:
                 a1 = 1.0 - ahat
-                for j in range(n):
+                for j in range(n):  # finite operands: these selects are np.maximum
                     hj = hs[j]
-                    Dn[j] = max(a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0), d_min)
+                    v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
+                    Dn[j] = v if v > d_min else d_min
             else:
                 Dn[:n] = Bv
         # direction (2.20) and dual direction (2.21); short loops over few arrays, which LLVM
@@ -266,22 +272,24 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             ap, ad = min(ahat, a_prim), min(ahat, a_dual)
         n_bt = 0
         while True:  # Fig. 2.1 step 5
-            for j in range(n):
-                xn[j] = x[j] + ap * dx[j]
-            if not m:
-                break
             ok = 0
             if prefix:
                 for i in range(m):
-                    v = xn[i] - sbnd[i]
+                    v = x[i] + ap * dx[i]
+                    xn[i] = v
+                    v = v - sbnd[i]
                     sn[i] = v
                     ok += 1 if v > 0.0 else 0
+                for j in range(m, n):
+                    xn[j] = x[j] + ap * dx[j]
             else:
+                for j in range(n):
+                    xn[j] = x[j] + ap * dx[j]
                 for i in range(m):
                     v = ssg[i] * (xn[svar[i]] - sbnd[i])  # ub - x = -(x - ub) exactly
                     sn[i] = v
                     ok += 1 if v > 0.0 else 0
-            if ok == m:
+            if ok == m:  # (m = 0: no constraints, the full step)
                 break
             ap *= 0.5
             if same:
@@ -362,12 +370,15 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         if trace_x.shape[0] > it:
             trace_x[it, :] = x
             trace_z[it, :] = z
-        if (it0 + it + 1) % every == 0 and nrec < rec.shape[0]:
+        due -= 1
+        if due == 0 and nrec < rec.shape[0]:
             rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = k, mu, eta, ap
             rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = ad, a_prim, a_dual, n_bt
             if rec_x.shape[0] > nrec:
                 rec_x[nrec, :] = x
             nrec += 1
+        if due == 0:
+            due = every
     if flip:
         x0[:] = x
         s0[:] = s
