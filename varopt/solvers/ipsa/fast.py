@@ -213,12 +213,11 @@ class FastLoop:
         r, run = self.r, self.r.run
         every = run.history_every
         first = (it0 // every + 1) * every
-        for q in range(nrec):
-            v = self.rec[q]
+        with_x = self.rec_x.shape[0] > 0
+        for q, (k, mu, eta, ap, ad, a_prim, a_dual, n_bt) in enumerate(self.rec[:nrec].tolist()):
             r.it = run.iteration = first + q * every
-            x = self.rec_x[q] if self.rec_x.shape[0] else None
-            r.record_values(False, int(v[0]), x, float(v[2]), float(v[1]), float(v[3]), float(v[4]),
-                            float(v[5]), float(v[6]), int(v[7]))
+            r.record_values(False, int(k), self.rec_x[q] if with_x else None, eta, mu, ap, ad, a_prim, a_dual,
+                            int(n_bt))
 
     # --- the loop ----------------------------------------------------------------------------
     def _chunk_length(self):
