@@ -19,8 +19,9 @@ Same formulas, same evaluation order per entry as the numpy path (:mod:`.directi
   (damped BB) ``s^T s``; the point is written to spare buffers which are swapped in when
   accepted, so a rejected trial or an error leaves the state untouched;
 * minima/maxima run on four accumulators (exact in any order); the sums ``s^T z`` and
-  ``s^T s`` also run on four accumulators, a different but equally exact order as the BLAS
-  dot product of the numpy path (~1e-16 relative);
+  ``s^T s`` are summed in the order LLVM's vectoriser picks (``fastmath`` reassociation on
+  those two sums only), like the BLAS dot product of the numpy path, whose order is another
+  one (~1e-16 relative);
 * the damped BB curvature ``s^T y`` sums over the sample's nonzeros only: elsewhere
   ``y_j = lin_j - lin_j = 0`` exactly.
 
@@ -114,19 +115,24 @@ def group_support(A_ptr, A_idx, lse_ptr, n):
     return S_ptr, S_idx[:c].copy()
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _dot4(a, b, n):
-    """``a[:n] @ b[:n]`` on four accumulators."""
-    c0 = c1 = c2 = c3 = 0.0
-    n4 = n - n % 4
-    for i in range(0, n4, 4):
-        c0 += a[i] * b[i]
-        c1 += a[i + 1] * b[i + 1]
-        c2 += a[i + 2] * b[i + 2]
-        c3 += a[i + 3] * b[i + 3]
-    for i in range(n4, n):
-        c0 += a[i] * b[i]
-    return (c0 + c1) + (c2 + c3)
+@njit(cache=True, error_model="numpy", fastmath={"reassoc"})
+def _dot(a, b, n):
+    """``a[:n] @ b[:n]`` summed in the order the vectoriser picks (as a BLAS dot product does;
+    exact to rounding, not the numpy path's order)."""
+    c = 0.0
+    for i in range(n):
+        c += a[i] * b[i]
+    return c
+
+
+@njit(cache=True, error_model="numpy", fastmath={"reassoc"})
+def _sqdist(a, b, n):
+    """``||a[:n] - b[:n]||^2`` (summed as :func:`_dot`)."""
+    c = 0.0
+    for i in range(n):
+        e = a[i] - b[i]
+        c += e * e
+    return c
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -178,7 +184,7 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
     x, s, z, Bv = x0, s0, z0, Bvec0
     flip = False
     nrec = 0
-    eta = _dot4(s, z, m)
+    eta = _dot(s, z, m)
     beta_filled = np.nan
     due = every - it0 % every  # iterations to the next history record
     done = rows.size
@@ -310,7 +316,7 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             if ok != m:
                 done, code = it, 1
                 break
-            eta_new = _dot4(sn, zn, m)
+            eta_new = _dot(sn, zn, m)
         # --- commit ---------------------------------------------------------------------------
         if hess == 1 and ap > 0:
             sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
@@ -320,18 +326,7 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                 if not math.isfinite(lin[S_idx[q]] + gs2[S_idx[q]]):
                     fin = False
             if fin:
-                c0 = c1 = c2 = c3 = 0.0
-                n4 = n - n % 4
-                for j in range(0, n4, 4):
-                    e0, e1, e2, e3 = xn[j] - x[j], xn[j + 1] - x[j + 1], xn[j + 2] - x[j + 2], xn[j + 3] - x[j + 3]
-                    c0 += e0 * e0
-                    c1 += e1 * e1
-                    c2 += e2 * e2
-                    c3 += e3 * e3
-                for j in range(n4, n):
-                    e0 = xn[j] - x[j]
-                    c0 += e0 * e0
-                ss = (c0 + c1) + (c2 + c3)
+                ss = _sqdist(xn, x, n)
                 sy = 0.0
                 for q in range(q0, q1_):
                     j = S_idx[q]
