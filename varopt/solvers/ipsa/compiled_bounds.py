@@ -179,8 +179,8 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         width = max(width, lse_ptr[q + 1] - lse_ptr[q])
     sv = np.empty(width)
     dx, t, bd, xn, Dn = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    inv, d, ms, dz, q1, q2, sn, zn, Jdx = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
-                                           np.empty(m), np.empty(m), np.empty(m), np.empty(m))
+    inv, d, dz, q1, q2, sn, zn, Jdx = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
+                                       np.empty(m), np.empty(m), np.empty(m))
     x, s, z, Bv = x0, s0, z0, Bvec0
     flip = False
     nrec = 0
@@ -230,11 +230,16 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             inv[i] = 1.0 / s[i]
         for i in range(m):
             d[i] = z[i] / s[i]
+        nbad = 0
         if prefix:
             for j in range(m):
-                dx[j] = (-(lin[j] + gs[j]) - mu * (0.0 - inv[j])) / (Bc[j] + (0.0 + d[j]))
+                v = (-(lin[j] + gs[j]) - mu * (0.0 - inv[j])) / (Bc[j] + (0.0 + d[j]))
+                dx[j] = v
+                nbad += 0 if math.isfinite(v) else 1
             for j in range(m, n):
-                dx[j] = (-(lin[j] + gs[j]) - mu * 0.0) / (Bc[j] + 0.0)
+                v = (-(lin[j] + gs[j]) - mu * 0.0) / (Bc[j] + 0.0)
+                dx[j] = v
+                nbad += 0 if math.isfinite(v) else 1
         else:
             t[:] = 0.0
             bd[:] = 0.0
@@ -243,29 +248,28 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                 t[j] -= ssg[i] * inv[i]
                 bd[j] += d[i]
             for j in range(n):
-                dx[j] = (-(lin[j] + gs[j]) - mu * t[j]) / (Bc[j] + bd[j])
-        nbad = 0
-        for j in range(n):
-            nbad += 0 if math.isfinite(dx[j]) else 1
+                v = (-(lin[j] + gs[j]) - mu * t[j]) / (Bc[j] + bd[j])
+                dx[j] = v
+                nbad += 0 if math.isfinite(v) else 1
         if nbad:
             done, code = it, 1
             break
         a_dual = a_prim = np.inf
         if m:
-            if prefix:
+            if prefix:  # J dx = -dx
                 for i in range(m):
-                    Jdx[i] = -dx[i]
+                    dz[i] = mu / s[i] - z[i] + d[i] * -dx[i]
+                for i in range(m):
+                    q2[i] = -dx[i] / s[i]
             else:
                 for i in range(m):
                     Jdx[i] = -(ssg[i] * dx[svar[i]])
-            for i in range(m):
-                ms[i] = mu / s[i]
-            for i in range(m):
-                dz[i] = ms[i] - z[i] + d[i] * Jdx[i]
+                for i in range(m):
+                    dz[i] = mu / s[i] - z[i] + d[i] * Jdx[i]
+                for i in range(m):
+                    q2[i] = Jdx[i] / s[i]
             for i in range(m):
                 q1[i] = dz[i] / z[i]
-            for i in range(m):
-                q2[i] = Jdx[i] / s[i]
             tmin = _min4(q1, m)
             rmax = _max4(q2, m)
             if tmin < 0:
