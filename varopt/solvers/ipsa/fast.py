@@ -1,14 +1,17 @@
 """The compiled IPSA loop at batch size 1 (option ``backend``), with the numpy path as reference.
 
-:func:`select` decides, for one :class:`.IpsaRun`, whether the numba kernel of
-:mod:`.compiled` covers the problem (:func:`unsupported` names the first reason it does not);
-:class:`FastLoop` then replaces :meth:`.IpsaRun.solve`: it takes the samples of the next chunk of
-iterations from the oracle's own sampler (same random stream), runs the chunk in compiled code and
-does the run-loop work (limits, time limit every 16 iterations, history, callback, incumbent)
-between chunks exactly where the numpy loop does it. A chunk ends at the next history record, at
-the iteration cap, every 16 iterations under a time limit, after every iteration when the user
-gave a callback (it sees every iterate), and when the kernel meets an iteration the numpy path
-would reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its usual error).
+:func:`select` decides, for one :class:`.IpsaRun`, whether the numba kernels cover the problem
+(:func:`unsupported` names the first reason they do not); :class:`FastLoop` then replaces
+:meth:`.IpsaRun.solve`: it takes the samples of the next chunk of iterations from the oracle's own
+sampler (same random stream) and runs the chunk in compiled code, bounds-only problems in the
+fused kernel of :mod:`.compiled_bounds`, linear rows in :mod:`.compiled`. The kernel saves the
+history records that fall inside the chunk (at most ``RECORDS``; handed to the run loop after the
+call, time-stamped then); the rest of the run-loop work (limits, callback, incumbent) is done
+between chunks. A chunk ends after ``CHUNK`` iterations or ``RECORDS`` records, at the iteration
+cap, under a time limit on a multiple of 16 iterations about every ``TIME_SLICE`` seconds (the
+numpy loop reads the clock every 16 iterations), after every iteration when the user gave a
+callback (it sees every iterate), and when the kernel meets an iteration the numpy path would
+reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its usual error).
 
 Covered: the program objective as a finite sum of ``square`` atom rows (least squares) or
 log-sum-exp groups (logistic, multinomial), one row/group per sample, plus a linear term, dense
