@@ -22,10 +22,17 @@ class RowMatrix:
         self.n = A.shape[1]
         self.csr = A
         m = A.shape[0]
-        self.dense = None
-        if m * self.n <= 2e7 and A.nnz >= 0.25 * m * self.n:
-            self.dense = A.toarray()
+        self._want_dense = m * self.n <= 2e7 and A.nnz >= 0.25 * m * self.n
+        self._dense = None
         self.indptr, self.indices, self.data = A.indptr, A.indices, A.data
+
+    @property
+    def dense(self):
+        """Dense copy of the rows when dense enough (made at first use: a solver that reads the
+        CSR arrays only, such as the compiled IPSA loop, never pays for it)."""
+        if self._want_dense and self._dense is None:
+            self._dense = self.csr.toarray()
+        return self._dense
 
     def gather(self, R):
         """(rowloc, cols, vals) of the rows R (CSR gather, vectorized)."""

@@ -16,7 +16,10 @@ leaving ``z > 0``) is not handled here: the kernel returns *before* changing any
 Packed parameters (see :mod:`.fast`): ``fp = (k0, step_power, sigma, ks, sigma_power, mu_min,
 step_fraction, inv_m, weight, beta_min, d_min)``, ``ip = (n, m, kind, lower_only, n_lb, n_ub, n_lin,
 mode, hessian, dual_same)``, float state ``st = (ap, ad, a_prim, a_dual, mu, beta, sum_step_ratio)``,
-int state ``sti = (k, n_bt, backtracks, steps, boundary_limited, bb_skipped)``.
+int state ``sti = (k, n_bt, backtracks, steps, boundary_limited, bb_skipped)``. History records
+(iteration ``it0 + it + 1`` a multiple of ``every``) go to ``rec`` as ``(k, mu, eta, ap, ad, a_prim,
+a_dual, n_bt)`` and, when ``rec_x`` has rows, the iterate to ``rec_x``. Bounds-only problems run the
+fused kernel of :mod:`.compiled_bounds` instead.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ EPS = float(np.finfo(float).eps)
 MAX_BACKTRACKS = 60
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _rowdot(ptr, idx, val, r, x):
     acc = 0.0
     for p in range(ptr[r], ptr[r + 1]):
@@ -37,7 +40,7 @@ def _rowdot(ptr, idx, val, r, x):
     return acc
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, want_h, h, Bm):
     """``g = lin + weight * grad f_r(x)`` and (``want_h``) ``h = weight * diag Hess f_r(x)`` of sample
     row ``r`` (:class:`varopt.oracles.rows._AtomRows` / ``_LseRows``)."""
@@ -90,7 +93,7 @@ def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g
         g[j] = lin[j] + g[j]
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _slack(ip, x, s, lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh):
     n_lb, n_ub, n_lin = ip[4], ip[5], ip[6]
     if ip[3]:
@@ -106,7 +109,7 @@ def _slack(ip, x, s, lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh):
         s[o + r] = hh[r] - _rowdot(G_ptr, G_idx, G_val, r, x)
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _interior(ip, x, s, G_ptr, G_idx, G_val, hh, G_terms, G_norm1):
     """:meth:`.ConstraintSet.interior` (no nonlinear block)."""
     if s.size == 0:
@@ -132,7 +135,7 @@ def _interior(ip, x, s, G_ptr, G_idx, G_val, hh, G_terms, G_norm1):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline='always')
 def _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off):
     for b in range(blk_off.size):
         p0 = blk_ptr[b]
@@ -178,8 +181,8 @@ def _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off):
 def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
               A_ptr, A_idx, A_val, ab, coef, lse_ptr,
               lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh, GT_ptr, GT_idx, GT_val, G_terms, G_norm1,
-              T_ptr, T_idx, T_val, diag_pos, blk_ptr, blk_vars, blk_off, trace_x, trace_z):
-    """Up to ``rows.size`` IPSA iterations in place; returns ``(done, code)`` (module docstring)."""
+              T_ptr, T_idx, T_val, diag_pos, blk_ptr, blk_vars, blk_off, it0, every, rec, rec_x, trace_x, trace_z):
+    """Up to ``rows.size`` IPSA iterations in place; returns ``(done, code, records)`` (module docstring)."""
     k0, step_power, sigma, ks, sigma_power, mu_min, frac, inv_m, weight, beta_min, d_min = (
         fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
     n, m, kind, lower_only, n_lb, n_ub, n_lin, mode, hess, same = (
@@ -189,6 +192,7 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
     d, Jdx, dz, s_new, z_new = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
     flat = np.empty(T_ptr.size - 1)
     o_lin = n_lb + n_ub
+    nrec = 0
     for it in range(rows.size):
         r = rows[it]
         k = sti[0] + 1
@@ -199,8 +203,11 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
             eta += s[i] * z[i]
         mu = max(mu_min, sig * eta * inv_m) if m else 0.0
         _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, hess == 2, h, Bm)
-        if not np.isfinite(g).all():
-            return it, 1
+        nbad = 0
+        for j in range(n):  # no temporary array
+            nbad += 0 if math.isfinite(g[j]) else 1
+        if nbad:
+            return it, 1, nrec
         if hess == 0:
             B[:] = Bvec
         elif hess == 1:
@@ -248,8 +255,11 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
             for j in range(n):
                 flat[diag_pos[j]] += B[j] + bd[j]
             _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off)
-        if not np.isfinite(dx).all():
-            return it, 1
+        nbad = 0
+        for j in range(n):  # no temporary array
+            nbad += 0 if math.isfinite(dx[j]) else 1
+        if nbad:
+            return it, 1, nrec
         a_dual = a_prim = np.inf
         if m:
             if lower_only:
@@ -300,7 +310,7 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
                 z_new[i] = z[i] + ad * dz[i]
                 zmin = min(zmin, z_new[i])
             if not zmin > 0:
-                return it, 1
+                return it, 1, nrec
         # --- commit ---------------------------------------------------------------------------
         if hess == 1 and ap > 0:
             _gradient(kind, r, x_new, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g2, False, h, Bm)
@@ -335,4 +345,13 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
         if trace_x.shape[0] > it:
             trace_x[it] = x
             trace_z[it] = z
-    return rows.size, 0
+        if (it0 + it + 1) % every == 0 and nrec < rec.shape[0]:
+            eta = 0.0
+            for i in range(m):
+                eta += s[i] * z[i]
+            rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = k, mu, eta, ap
+            rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = ad, a_prim, a_dual, n_bt
+            if rec_x.shape[0] > nrec:
+                rec_x[nrec, :] = x
+            nrec += 1
+    return rows.size, 0, nrec

@@ -1,14 +1,17 @@
 """The compiled IPSA loop at batch size 1 (option ``backend``), with the numpy path as reference.
 
-:func:`select` decides, for one :class:`.IpsaRun`, whether the numba kernel of
-:mod:`.compiled` covers the problem (:func:`unsupported` names the first reason it does not);
-:class:`FastLoop` then replaces :meth:`.IpsaRun.solve`: it takes the samples of the next chunk of
-iterations from the oracle's own sampler (same random stream), runs the chunk in compiled code and
-does the run-loop work (limits, time limit every 16 iterations, history, callback, incumbent)
-between chunks exactly where the numpy loop does it. A chunk ends at the next history record, at
-the iteration cap, every 16 iterations under a time limit, after every iteration when the user
-gave a callback (it sees every iterate), and when the kernel meets an iteration the numpy path
-would reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its usual error).
+:func:`select` decides, for one :class:`.IpsaRun`, whether the numba kernels cover the problem
+(:func:`unsupported` names the first reason they do not); :class:`FastLoop` then replaces
+:meth:`.IpsaRun.solve`: it takes the samples of the next chunk of iterations from the oracle's own
+sampler (same random stream) and runs the chunk in compiled code, bounds-only problems in the
+fused kernel of :mod:`.compiled_bounds`, linear rows in :mod:`.compiled`. The kernel saves the
+history records that fall inside the chunk (at most ``RECORDS``; handed to the run loop after the
+call, time-stamped then); the rest of the run-loop work (limits, callback, incumbent) is done
+between chunks. A chunk ends after ``CHUNK`` iterations or ``RECORDS`` records, at the iteration
+cap, under a time limit on a multiple of 16 iterations about every ``TIME_SLICE`` seconds (the
+numpy loop reads the clock every 16 iterations), after every iteration when the user gave a
+callback (it sees every iterate), and when the kernel meets an iteration the numpy path would
+reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its usual error).
 
 Covered: the program objective as a finite sum of ``square`` atom rows (least squares) or
 log-sum-exp groups (logistic, multinomial), one row/group per sample, plus a linear term, dense
@@ -18,6 +21,8 @@ nonzeros); ``hessian`` ``identity``, ``bb`` or ``diagonal``; ``batch_size=1``.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ...errors import InvalidOptionError
@@ -26,7 +31,10 @@ from ...oracles.rows import _AtomRows, _LseRows
 from ...program.atoms import ATOMS
 
 HESSIANS = {"identity": 0, "bb": 1, "diagonal": 2}
-CHUNK = 4096
+#: most iterations per kernel call; most history records per call (saved by the kernel)
+CHUNK, RECORDS = 4096, 16
+#: wall time aimed at per kernel call under a time limit (the clock is read between calls)
+TIME_SLICE = 0.002
 
 
 def numba_available() -> bool:
@@ -98,12 +106,16 @@ def _csr(M):
     return _i64(M.indptr), _i64(M.indices), _f64(M.data)
 
 
+def _index(a):
+    """Index array as stored (int32 or int64: the kernel is compiled for either), no copy."""
+    a = np.ascontiguousarray(a)
+    return a if a.dtype in (np.int32, np.int64) else a.astype(np.int64)
+
+
 class FastLoop:
     """Packs an :class:`.IpsaRun` into the kernel's arrays and runs its loop (module docstring)."""
 
     def __init__(self, r):
-        from . import compiled
-        self.kernel = compiled.run_chunk
         self.r = r
         opts, cons, oracle, hess = r.opts, r.cons, r.oracle, r.hess
         helper, _, order = oracle.parts[0]
@@ -112,7 +124,7 @@ class FastLoop:
         g = helper.g
         A = helper.A.csr
         lse_ptr = _i64(helper.ptr) if kind == 1 else np.zeros(1, dtype=np.int64)
-        self.rowdata = (*_csr(A), _f64(g.b), _f64(g.coef), lse_ptr)
+        self.rowdata = (_index(A.indptr), _index(A.indices), _f64(A.data), _f64(g.b), _f64(g.coef), lse_ptr)
         self.lin = _f64(oracle.lin)
         self.fp = np.array([opts.k0, opts.step_power, opts.sigma, r.ks, opts.sigma_power, opts.mu_min,
                             opts.step_fraction, r.inv_m, oracle.n_samples / 1.0,
@@ -120,12 +132,34 @@ class FastLoop:
         mode = 0 if r.system.mode == "diag" else 1
         self.ip = np.array([r.n, r.m, kind, int(cons.lower_only), cons.n_lb, cons.n_ub, cons.n_lin, mode,
                             HESSIANS[opts.hessian], int(opts.dual_step == "same")], dtype=np.int64)
-        self.cons = (_i64(cons.lb_idx), _f64(cons.lb), _i64(cons.ub_idx), _f64(cons.ub), *_csr(cons.G),
-                     _f64(cons.h), *_csr(cons.GT), _f64(cons.G_terms), _f64(cons.G_norm1))
-        self.blocks = self._blocks(r.system, r.n) if mode == 1 else (
+        self.rec = np.empty((RECORDS, 8))
+        self.rec_x = np.empty((RECORDS if opts.history_objective else 0, r.n))
+        self.no_trace = (np.zeros((0, r.n)), np.zeros((0, r.m)))
+        self.block = 16  # iterations per call under a time limit (adapted to the measured speed)
+        if mode == 0 and cons.n_lin == 0:
+            # bounds only: the fused kernel of compiled_bounds, slacks described per row
+            from . import compiled_bounds
+            self.kernel = compiled_bounds.run_bounds
+            lb_idx, ub_idx = _i64(cons.lb_idx), _i64(cons.ub_idx)
+            prefix = bool(cons.n_ub == 0 and np.array_equal(lb_idx, np.arange(cons.n_lb)))
+            A_ptr, A_idx = self.rowdata[:2]
+            if kind == 0 and A.has_canonical_format:  # each row's coordinates are distinct
+                support = (A_ptr, A_idx)
+            else:
+                support = compiled_bounds.group_support(
+                    A_ptr, A_idx, lse_ptr if kind == 1 else np.arange(A.shape[0] + 1), r.n)
+            self.static = (*self.rowdata, *support, np.concatenate([lb_idx, ub_idx]),
+                           np.concatenate([np.ones(cons.n_lb), -np.ones(cons.n_ub)]),
+                           np.concatenate([_f64(cons.lb), _f64(cons.ub)]), prefix)
+            return
+        from . import compiled
+        self.kernel = compiled.run_chunk
+        cons_arrays = (_i64(cons.lb_idx), _f64(cons.lb), _i64(cons.ub_idx), _f64(cons.ub), *_csr(cons.G),
+                       _f64(cons.h), *_csr(cons.GT), _f64(cons.G_terms), _f64(cons.G_norm1))
+        blocks = self._blocks(r.system, r.n) if mode == 1 else (
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0), _i64(np.zeros(r.n)),
             np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        self.no_trace = (np.zeros((0, r.n)), np.zeros((0, r.m)))
+        self.static = (*self.rowdata, *cons_arrays, *blocks)
 
     @staticmethod
     def _blocks(system, n):
@@ -150,8 +184,10 @@ class FastLoop:
 
     # --- one chunk ---------------------------------------------------------------------------
     def chunk(self, samples, trace=None):
-        """Run the kernel over ``samples``; returns the number of iterations done and whether the
-        next one must be replayed on the numpy path. ``trace``: (x, z) arrays of shape (count, .)."""
+        """Run the kernel over ``samples`` from iteration ``r.it``; returns the number of iterations
+        done, whether the next one must be replayed on the numpy path and the number of history
+        records the kernel saved (in ``self.rec``, ``self.rec_x``). ``trace``: (x, z) arrays of
+        shape (count, .)."""
         r = self.r
         hess = r.hess
         st = np.array([r.ap, r.ad, r.a_prim, r.a_dual, r.mu, getattr(hess, "beta", 1.0),
@@ -162,8 +198,8 @@ class FastLoop:
                                                               else np.zeros(0))
         x, s, z = r.x.copy(), r.s.copy(), r.z.copy()
         tx, tz = trace if trace is not None else self.no_trace
-        done, code = self.kernel(self.fp, self.ip, st, sti, x, s, z, self.lin, Bvec, self.order[samples],
-                                 *self.rowdata, *self.cons, *self.blocks, tx, tz)
+        done, code, nrec = self.kernel(self.fp, self.ip, st, sti, x, s, z, self.lin, Bvec, self.order[samples],
+                                       *self.static, r.it, r.run.history_every, self.rec, self.rec_x, tx, tz)
         r.x, r.s, r.z = x, s, z
         r.ap, r.ad, r.a_prim, r.a_dual, r.mu = (float(v) for v in st[:5])
         r.stats["sum_step_ratio"] = float(st[6])
@@ -171,7 +207,20 @@ class FastLoop:
         r.stats["backtracks"], r.stats["steps"], r.stats["boundary_limited"] = (int(v) for v in sti[2:5])
         if r.opts.hessian == "bb":
             hess.beta, hess.skipped = float(st[5]), int(sti[5])
-        return int(done), bool(code)
+        return int(done), bool(code), int(nrec)
+
+    def _flush(self, it0, nrec):
+        """Hand the kernel's saved history records (iterations: the multiples of ``history_every``
+        after ``it0``) to the run loop; their time stamps are those of the hand-over, at most one
+        kernel call (<= RECORDS records) late."""
+        r, run = self.r, self.r.run
+        every = run.history_every
+        first = (it0 // every + 1) * every
+        with_x = self.rec_x.shape[0] > 0
+        for q, (k, mu, eta, ap, ad, a_prim, a_dual, n_bt) in enumerate(self.rec[:nrec].tolist()):
+            r.it = run.iteration = first + q * every
+            r.record_values(False, int(k), self.rec_x[q] if with_x else None, eta, mu, ap, ad, a_prim, a_dual,
+                            int(n_bt))
 
     # --- the loop ----------------------------------------------------------------------------
     def _chunk_length(self):
@@ -180,11 +229,11 @@ class FastLoop:
         if run.callback_fn is not None:
             return 1
         every = run.history_every
-        length = min(CHUNK, every - it % every)
+        length = min(CHUNK, RECORDS * every - it % every)
         if r.total is not None:
             length = min(length, r.total - it)
-        if r.opts.time_limit is not None:
-            length = min(length, 16 - (it & 15))
+        if r.opts.time_limit is not None:  # end on a multiple of 16, where the numpy loop reads the clock
+            length = min(length, self.block - (it & 15))
         return max(1, length)
 
     def solve(self):
@@ -195,17 +244,22 @@ class FastLoop:
         while not r._stopped():
             count = self._chunk_length()
             samples = self.take(count)
-            done, replay = self.chunk(samples)
+            it0 = r.it
+            t0 = time.perf_counter()
+            done, replay, nrec = self.chunk(samples)
+            if done and r.opts.time_limit is not None:
+                per_it = (time.perf_counter() - t0) / done
+                self.block = int(min(CHUNK, max(16, 16 * (TIME_SLICE / per_it // 16))))
+            self._flush(it0, nrec)
+            r.it = run.iteration = it0 + done
             if replay:
                 self._rewind(count - done - 1)
-                r.it = run.iteration = r.it + done
                 r.step(np.array([samples[done]]))  # raises the numpy path's error, or steps
-                done = 1
-            r.it = run.iteration = r.it + done
+                r.it = run.iteration = r.it + 1
+                r.record()
             run.incumbent(r.x)
             if run.callback(r.x, r.z, r.s):
                 break
-            r.record()
         r.record(force=True)
         return r.result()
 

@@ -127,16 +127,21 @@ class IpsaRun:
             return None
 
     def record(self, force=False):
-        run, opts, k = self.run, self.opts, self.k
-        if not (force or run.due()):
+        if not (force or self.run.due()):
             return
-        eta = float(self.s @ self.z)
-        run.record(force, objective=self.objective(self.x) if opts.history_objective else None,
-                   mu=self.mu, eta=eta, duality_measure=eta / self.m if self.m else 0.0,
-                   sigma=opts.sigma * (self.ks / (self.ks + k)) ** opts.sigma_power,
-                   step=self.ap, step_dual=self.ad, step_max=(opts.k0 + k) ** -opts.step_power if opts.k0 + k > 0 else 1.0,
-                   ftb_primal=self.a_prim, ftb_dual=self.a_dual, backtracks=self.n_bt,
-                   passes=(self.it / self.it_per_pass) if self.it_per_pass else None)
+        self.record_values(force, self.k, self.x, float(self.s @ self.z), self.mu, self.ap, self.ad,
+                           self.a_prim, self.a_dual, self.n_bt)
+
+    def record_values(self, force, k, x, eta, mu, ap, ad, a_prim, a_dual, n_bt):
+        """History entry of iteration ``self.it`` from the given state (the compiled loop passes the
+        values its kernel saved at that iteration)."""
+        opts, m, ipp = self.opts, self.m, self.it_per_pass
+        self.run.record(force, objective=self.objective(x) if opts.history_objective else None,
+                        mu=mu, eta=eta, duality_measure=eta / m if m else 0.0,
+                        sigma=opts.sigma * (self.ks / (self.ks + k)) ** opts.sigma_power,
+                        step=ap, step_dual=ad, step_max=(opts.k0 + k) ** -opts.step_power if opts.k0 + k > 0 else 1.0,
+                        ftb_primal=a_prim, ftb_dual=a_dual, backtracks=n_bt,
+                        passes=(self.it / ipp) if ipp else None)
 
     def result(self, status=None, message=None):
         stats = self.stats

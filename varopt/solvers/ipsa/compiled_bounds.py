@@ -1,0 +1,387 @@
+"""Numba kernel of the IPSA step at batch size 1 for bound constraints only (the L1 split form).
+
+:func:`run_bounds` performs up to ``rows.size`` iterations of :meth:`.IpsaRun.step` (Carbonetto
+2009, Fig. 2.1 steps 1-7) when ``c(x) <= 0`` holds bounds only (lower ``lb_i - x_j <= 0``, upper
+``x_j - ub_i <= 0``) and ``B`` is diagonal, so that the reduced system (2.20) is diagonal:
+
+    dx_j = (-g_j - mu (J^T (1/s))_j) / (B_j + (J^T diag(z/s) J)_jj)
+    dz_i = mu/s_i - z_i + (z_i/s_i) (J dx)_i                                   (2.21)
+
+Same formulas, same evaluation order per entry as the numpy path (:mod:`.direction`,
+:mod:`.constraints`); what differs is how the work is laid out, not what is computed:
+
+* the sample's gradient (and, for the running diagonal, its Hessian diagonal) is scattered into
+  zeroed scratch vectors on the sample's nonzeros only, and ``g_j = lin_j + scratch_j`` is read
+  in the pass that needs it (off the sample's nonzeros that is ``lin_j + 0.0``, as in numpy);
+* a step is two kinds of passes over contiguous vectors: the direction (elementwise
+  divisions, vectorised by LLVM) with the fraction-to-boundary minima, and the trial point
+  ``x + a dx`` with its slacks, the interior test, ``z + a dz``, the next ``eta = s^T z`` and
+  (damped BB) ``s^T s``; the point is written to spare buffers which are swapped in when
+  accepted, so a rejected trial or an error leaves the state untouched;
+* minima/maxima run on four accumulators (exact in any order); the sums ``s^T z`` and
+  ``s^T s`` are summed in the order LLVM's vectoriser picks (``fastmath`` reassociation on
+  those two sums only), like the BLAS dot product of the numpy path, whose order is another
+  one (~1e-16 relative);
+* the damped BB curvature ``s^T y`` sums over the sample's nonzeros only: elsewhere
+  ``y_j = lin_j - lin_j = 0`` exactly.
+
+With ``prefix`` (slack ``i`` is the lower bound of variable ``i``, ``i < m``; free variables
+after them: the L1 split form with or without an intercept) the passes read no index arrays.
+
+Anything that makes the numpy path raise returns ``code = 1`` before the state changes; the
+caller replays that iteration on the numpy path (see :mod:`.compiled`). History records
+(iteration ``it0 + it + 1`` a multiple of ``every``) are written to ``rec`` as ``(k, mu, eta, ap,
+ad, a_prim, a_dual, n_bt)`` and, when ``rec_x`` has rows, the iterate to ``rec_x``. Packed
+parameters ``fp``, ``ip``, ``st``, ``sti`` as in :mod:`.compiled`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+MAX_BACKTRACKS = 60
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, want_h, hs, Bm, sv,
+                    S_ptr, S_idx):
+    """Add ``weight * grad f_r(x)`` to ``gs`` and (``want_h``) ``weight * diag Hess f_r(x)`` to ``hs``
+    (both zero on the sample's coordinates ``S_idx[S_ptr[r]:S_ptr[r + 1]]`` on entry), the formulas
+    of :func:`.compiled._gradient`."""
+    if kind == 0:  # square atom: u = a_r^T x + b_r, coef * u^2
+        u = 0.0
+        for p in range(A_ptr[r], A_ptr[r + 1]):
+            u += A_val[p] * x[A_idx[p]]
+        u = u + ab[r]
+        cw = coef[r] * weight
+        w = cw * (2.0 * u)
+        for p in range(A_ptr[r], A_ptr[r + 1]):
+            gs[A_idx[p]] += A_val[p] * w
+        if want_h:
+            hw = cw * 2.0
+            for p in range(A_ptr[r], A_ptr[r + 1]):
+                v = A_val[p]
+                hs[A_idx[p]] += v * v * hw
+        return
+    k0, k1 = lse_ptr[r], lse_ptr[r + 1]  # log-sum-exp group r
+    mx = -np.inf
+    for k in range(k0, k1):
+        acc = 0.0
+        for p in range(A_ptr[k], A_ptr[k + 1]):
+            acc += A_val[p] * x[A_idx[p]]
+        sv[k - k0] = acc + ab[k]
+        if sv[k - k0] > mx:
+            mx = sv[k - k0]
+    tot = 0.0
+    for k in range(k1 - k0):
+        sv[k] = math.exp(sv[k] - mx)
+        tot += sv[k]
+    cw = coef[r] * weight * 1.0
+    for k in range(k0, k1):
+        pk = sv[k - k0] / tot
+        w = pk * cw
+        for p in range(A_ptr[k], A_ptr[k + 1]):
+            j = A_idx[p]
+            v = A_val[p]
+            gs[j] += v * w
+            if want_h:
+                hs[j] += v * v * w
+                Bm[j] += pk * v
+    if want_h:
+        for q in range(S_ptr[r], S_ptr[r + 1]):
+            j = S_idx[q]
+            hs[j] = hs[j] - cw * (Bm[j] * Bm[j])
+
+
+@njit(cache=True)
+def group_support(A_ptr, A_idx, lse_ptr, n):
+    """``(S_ptr, S_idx)``: the distinct coordinates of the rows of each log-sum-exp group."""
+    G = lse_ptr.size - 1
+    mark = np.full(n, -1, dtype=np.int64)
+    S_ptr = np.zeros(G + 1, dtype=np.int64)
+    S_idx = np.empty(A_ptr[lse_ptr[G]] - A_ptr[lse_ptr[0]], dtype=np.int64)
+    c = 0
+    for r in range(G):
+        for k in range(lse_ptr[r], lse_ptr[r + 1]):
+            for p in range(A_ptr[k], A_ptr[k + 1]):
+                j = A_idx[p]
+                if mark[j] != r:
+                    mark[j] = r
+                    S_idx[c] = j
+                    c += 1
+        S_ptr[r + 1] = c
+    return S_ptr, S_idx[:c].copy()
+
+
+@njit(cache=True, error_model="numpy", fastmath={"reassoc"})
+def _dot(a, b, n):
+    """``a[:n] @ b[:n]`` summed in the order the vectoriser picks (as a BLAS dot product does;
+    exact to rounding, not the numpy path's order)."""
+    c = 0.0
+    for i in range(n):
+        c += a[i] * b[i]
+    return c
+
+
+@njit(cache=True, error_model="numpy", fastmath={"reassoc"})
+def _sqdist(a, b, n):
+    """``||a[:n] - b[:n]||^2`` (summed as :func:`_dot`)."""
+    c = 0.0
+    for i in range(n):
+        e = a[i] - b[i]
+        c += e * e
+    return c
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _min4(a, n):
+    c0 = c1 = c2 = c3 = np.inf
+    n4 = n - n % 4
+    for i in range(0, n4, 4):
+        c0 = a[i] if a[i] < c0 else c0
+        c1 = a[i + 1] if a[i + 1] < c1 else c1
+        c2 = a[i + 2] if a[i + 2] < c2 else c2
+        c3 = a[i + 3] if a[i + 3] < c3 else c3
+    for i in range(n4, n):
+        c0 = a[i] if a[i] < c0 else c0
+    return min(min(c0, c1), min(c2, c3))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _max4(a, n):
+    c0 = c1 = c2 = c3 = -np.inf
+    n4 = n - n % 4
+    for i in range(0, n4, 4):
+        c0 = a[i] if a[i] > c0 else c0
+        c1 = a[i + 1] if a[i + 1] > c1 else c1
+        c2 = a[i + 2] if a[i + 2] > c2 else c2
+        c3 = a[i + 3] if a[i + 3] > c3 else c3
+    for i in range(n4, n):
+        c0 = a[i] if a[i] > c0 else c0
+    return max(max(c0, c1), max(c2, c3))
+
+
+@njit(cache=True, error_model="numpy")
+def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+               S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
+    """Up to ``rows.size`` IPSA iterations in place; returns ``(done, code, records)`` (module docstring)."""
+    k0, step_power, sigma, ks, sigma_power, mu_min, frac, inv_m, weight, beta_min, d_min = (
+        fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
+    n, m, kind, hess, same = ip[0], ip[1], ip[2], ip[8], ip[9]
+    for j in range(n):
+        if not math.isfinite(lin[j]):
+            return 0, 1, 0
+    gs, hs, gs2, Bm = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    width = 1
+    for q in range(lse_ptr.size - 1):
+        width = max(width, lse_ptr[q + 1] - lse_ptr[q])
+    sv = np.empty(width)
+    dx, t, bd, xn, Dn = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    inv, d, dz, q1, q2, sn, zn, Jdx = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
+                                       np.empty(m), np.empty(m), np.empty(m))
+    x, s, z, Bv = x0, s0, z0, Bvec0
+    flip = False
+    nrec = 0
+    eta = _dot(s, z, m)
+    beta_filled = np.nan
+    due = every - it0 % every  # iterations to the next history record
+    done = rows.size
+    code = 0
+    for it in range(rows.size):
+        r = rows[it]
+        k = sti[0] + 1
+        ahat = float(k0 + k) ** -step_power
+        # x ** 1.0 == x exactly (libm pow is within 0.52 ulp, x is representable): no pow call
+        # for the default sigma_power
+        sig = sigma * (ks / (ks + k)) if sigma_power == 1.0 else sigma * (ks / (ks + k)) ** sigma_power
+        mu = max(mu_min, sig * eta * inv_m) if m else 0.0
+        q0, q1_ = S_ptr[r], S_ptr[r + 1]
+        sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, hess == 2, hs, Bm, sv,
+                        S_ptr, S_idx)
+        # a non-finite g_j makes dx_j non-finite (checked below): no separate test
+        hfin = True
+        if hess == 2:
+            for q in range(q0, q1_):
+                if not math.isfinite(hs[S_idx[q]]):
+                    hfin = False
+        # B: identity (Bvec), damped BB (beta), running diagonal (Dn, committed with the step)
+        if hess == 0:
+            Bc = Bv
+        else:
+            Bc = Dn
+            if hess == 1:
+                if st[5] != beta_filled:  # B = beta I, refilled only when beta moved
+                    beta_filled = st[5]
+                    for j in range(n):
+                        Dn[j] = beta_filled
+            elif hfin:
+                a1 = 1.0 - ahat
+                for j in range(n):  # finite operands: these selects are np.maximum
+                    hj = hs[j]
+                    v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
+                    Dn[j] = v if v > d_min else d_min
+            else:
+                Dn[:n] = Bv
+        # direction (2.20) and dual direction (2.21); short loops over few arrays, which LLVM
+        # vectorises (the divisions dominate the step)
+        for i in range(m):
+            inv[i] = 1.0 / s[i]
+        for i in range(m):
+            d[i] = z[i] / s[i]
+        nbad = 0
+        if prefix:
+            for j in range(m):
+                v = (-(lin[j] + gs[j]) - mu * (0.0 - inv[j])) / (Bc[j] + (0.0 + d[j]))
+                dx[j] = v
+                nbad += 0 if math.isfinite(v) else 1
+            for j in range(m, n):
+                v = (-(lin[j] + gs[j]) - mu * 0.0) / (Bc[j] + 0.0)
+                dx[j] = v
+                nbad += 0 if math.isfinite(v) else 1
+        else:
+            t[:] = 0.0
+            bd[:] = 0.0
+            for i in range(m):  # lower bounds first, then upper: the numpy path's order
+                j = svar[i]
+                t[j] -= ssg[i] * inv[i]
+                bd[j] += d[i]
+            for j in range(n):
+                v = (-(lin[j] + gs[j]) - mu * t[j]) / (Bc[j] + bd[j])
+                dx[j] = v
+                nbad += 0 if math.isfinite(v) else 1
+        if nbad:
+            done, code = it, 1
+            break
+        a_dual = a_prim = np.inf
+        if m:
+            if prefix:  # J dx = -dx
+                for i in range(m):
+                    dz[i] = mu / s[i] - z[i] + d[i] * -dx[i]
+                for i in range(m):
+                    q2[i] = -dx[i] / s[i]
+            else:
+                for i in range(m):
+                    Jdx[i] = -(ssg[i] * dx[svar[i]])
+                for i in range(m):
+                    dz[i] = mu / s[i] - z[i] + d[i] * Jdx[i]
+                for i in range(m):
+                    q2[i] = Jdx[i] / s[i]
+            for i in range(m):
+                q1[i] = dz[i] / z[i]
+            tmin = _min4(q1, m)
+            rmax = _max4(q2, m)
+            if tmin < 0:
+                a_dual = frac / -tmin
+            if rmax > 0:
+                a_prim = frac / rmax
+        if same:
+            ap = ad = min(ahat, a_dual, a_prim)
+        else:
+            ap, ad = min(ahat, a_prim), min(ahat, a_dual)
+        n_bt = 0
+        while True:  # Fig. 2.1 step 5
+            ok = 0
+            if prefix:
+                for i in range(m):
+                    v = x[i] + ap * dx[i]
+                    xn[i] = v
+                    v = v - sbnd[i]
+                    sn[i] = v
+                    ok += 1 if v > 0.0 else 0
+                for j in range(m, n):
+                    xn[j] = x[j] + ap * dx[j]
+            else:
+                for j in range(n):
+                    xn[j] = x[j] + ap * dx[j]
+                for i in range(m):
+                    v = ssg[i] * (xn[svar[i]] - sbnd[i])  # ub - x = -(x - ub) exactly
+                    sn[i] = v
+                    ok += 1 if v > 0.0 else 0
+            if ok == m:  # (m = 0: no constraints, the full step)
+                break
+            ap *= 0.5
+            if same:
+                ad = ap
+            n_bt += 1
+            if n_bt > MAX_BACKTRACKS:
+                ap = ad = 0.0
+                xn[:n] = x
+                sn[:m] = s
+                break
+        eta_new = 0.0
+        if m:
+            ok = 0
+            for i in range(m):
+                v = z[i] + ad * dz[i]
+                zn[i] = v
+                ok += 1 if v > 0.0 else 0
+            if ok != m:
+                done, code = it, 1
+                break
+            eta_new = _dot(sn, zn, m)
+        # --- commit ---------------------------------------------------------------------------
+        if hess == 1 and ap > 0:
+            sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
+                            S_ptr, S_idx)
+            fin = True
+            for q in range(q0, q1_):
+                if not math.isfinite(lin[S_idx[q]] + gs2[S_idx[q]]):
+                    fin = False
+            if fin:
+                ss = _sqdist(xn, x, n)
+                sy = 0.0
+                for q in range(q0, q1_):
+                    j = S_idx[q]
+                    sy += (xn[j] - x[j]) * ((lin[j] + gs2[j]) - (lin[j] + gs[j]))
+                if ss > 1e-300:
+                    beta = st[5]
+                    new = beta - ahat * (beta - sy / ss)  # (2.45)
+                    if not np.isfinite(new) or new < beta_min:
+                        sti[5] += 1
+                    else:
+                        st[5] = new
+        sti[0] = k
+        sti[1] = n_bt
+        sti[2] += n_bt
+        sti[3] += 1
+        if ap < ahat * (1 - 1e-12):
+            sti[4] += 1
+        st[0], st[1], st[2], st[3], st[4] = ap, ad, a_prim, a_dual, mu
+        st[6] += ap / ahat
+        x, xn = xn, x
+        s, sn = sn, s
+        z, zn = zn, z
+        if hess == 2:
+            Bv, Dn = Dn, Bv
+        flip = not flip
+        eta = eta_new
+        for q in range(q0, q1_):
+            gs[S_idx[q]] = 0.0
+        if hess == 1:
+            for q in range(q0, q1_):
+                gs2[S_idx[q]] = 0.0
+        elif hess == 2:
+            for q in range(q0, q1_):
+                hs[S_idx[q]] = 0.0
+                Bm[S_idx[q]] = 0.0
+        if trace_x.shape[0] > it:
+            trace_x[it, :] = x
+            trace_z[it, :] = z
+        due -= 1
+        if due == 0 and nrec < rec.shape[0]:
+            rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = k, mu, eta, ap
+            rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = ad, a_prim, a_dual, n_bt
+            if rec_x.shape[0] > nrec:
+                rec_x[nrec, :] = x
+            nrec += 1
+        if due == 0:
+            due = every
+    if flip:
+        x0[:] = x
+        s0[:] = s
+        z0[:] = z
+        if hess == 2:
+            Bvec0[:] = Bv
+    return done, code, nrec
