@@ -110,6 +110,8 @@ def test_kronecker_preconditioner_is_exact_when_every_M_g_is_equal(rng):
 
 
 def _iterates(prog, **opts):
+    """Every iterate; Algorithm 2's steps (bound_reuse=0) unless asked: the step solvers are compared."""
+    opts.setdefault("bound_reuse", 0)
     xs = []
     res = get_solver("majorize").solve(prog, callback=lambda it, x, f: xs.append(np.array(x)) and False, **opts)
     return res, np.array(xs)

@@ -106,12 +106,18 @@ class Majorization:
             step, mval, info, FD = model.step(x, u, S, opts, self.qp)
         else:
             # option bound_reuse (.reuse): a scaled trial on the last bound, else the bound step on a fresh one
-            scaled = self.reuse.trial(model, x, u, f, opts)
-            if scaled is None:
-                step, mval, info = dense_step(model.bound_matrix(self.reuse.sigma_here(model, x), 1.0, opts), u)
-            else:
-                step, mval, info = scaled[3], scaled[4], scaled[5]
+            scaled = self.reuse.trial(model, x, u, f, opts, S, self.qp if model.constrained else None)
             FD = None
+            if scaled is not None:
+                step, mval, info = scaled[3], scaled[4], scaled[5]
+            elif hasattr(model, "reuse_metric"):
+                # compiled program: Algorithm 2's step by its own solver (dense, CG, QP with constraints);
+                # its bound becomes Sigma_ref
+                step, mval, info, FD = model.step(x, u, S, opts, self.qp)
+                if step is not None:
+                    self.reuse.refresh(model, x, S, opts)
+            else:
+                step, mval, info = dense_step(model.bound_matrix(self.reuse.sigma_here(model, x), 1.0, opts), u)
         if step is None:
             return info, ("the majorizer QP is unbounded below over the constraints: along a feasible direction "
                           "where the bound has no curvature the objective decreases without bound"
