@@ -7,9 +7,11 @@ inequalities are checked every iteration (:class:`~varopt.errors.SolverBugError`
 exceeds its majorizer by more than ``MONO_TOL`` relative). Every iteration then tries the
 monotone secant/subspace extrapolation of :mod:`.extrapolate` (option ``extrapolate``; trials outside the
 constraints are rejected and secant factors capped at the feasible one; beyond the
-paper). With option ``bound_reuse = k >= 1`` (bound oracles only) each iteration first tries a
-quasi-Newton step (L-BFGS pairs on the scaled last bound, at most ``k`` moves old), accepted on
-sufficient decrease of the exact objective, else takes the bound step from a fresh ``Sigma`` (:mod:`.reuse`). Stopping: the relative decrease ``delta_k``, its extrapolated remainder
+paper). With option ``bound_reuse = k >= 1`` (the default ``'auto'`` chooses it for compiled programs with a
+dense or Kronecker-CG step) each iteration first tries a quasi-Newton step (L-BFGS pairs on the scaled last
+bound, at most ``k`` moves old; with constraints on the face of the active bounds, capped to stay feasible),
+accepted on sufficient decrease of the exact objective, else takes the bound step from a fresh ``Sigma``
+(:mod:`.reuse`; compiled programs: the model's own step, extrapolated). Stopping: the relative decrease ``delta_k``, its extrapolated remainder
 ``delta_k rho / (1 - rho)`` (``rho = delta_k / delta_{k-1}``, linear convergence, Theorem 2) and the
 relative step (``<= sqrt(tol)``) all small.
 

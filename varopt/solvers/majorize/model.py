@@ -289,10 +289,11 @@ class MajorizeModel:
     #: (x, step solver, its matrix or operator) of the last Algorithm 2 step (set by .step.majorizer_step)
     last_bound = None
 
-    def reuse_metric(self, x, S, opts):
+    def reuse_metric(self, x, S, opts, exact=True):
         """Option ``bound_reuse``'s reference metric at ``x`` (:mod:`.reuse_metric`): the dense ``H + Sigma + rho I``
         or the Kronecker approximation of the CG step, taken from the bound step just made at ``x`` when there
-        was one; None when the step solver has neither (Woodbury, low-rank: no trials then)."""
+        was one; None when the step solver has neither (Woodbury, low-rank: no trials then). ``exact=False``:
+        only an approximate metric (the Kronecker one), else None without computing anything."""
         from .reuse_metric import DenseMetric, KronMetric
         from .structured import StructuredSigma, choose_step_solver
         last = self.last_bound
@@ -300,7 +301,7 @@ class MajorizeModel:
             path, obj = last[1], last[2]
         else:
             path, obj = choose_step_solver(self, opts, self.step_stats.get("cg_last")), None
-            if path not in ("dense", "cg"):
+            if path not in ("dense", "cg") or (not exact and path != "cg"):
                 return None
             grp = self.groups
             T = None if grp is None else grp.factors(S[0] if S is not None else grp.scores(x))
@@ -310,7 +311,8 @@ class MajorizeModel:
                 obj = StructuredSigma(grp, T, self.Hd + opts.ridge)
         if obj is None:
             return None
-        return DenseMetric(obj) if path == "dense" else KronMetric(obj)
+        met = DenseMetric(obj) if path == "dense" else KronMetric(obj)
+        return met if met.ok else None
 
     def sigma_at(self, x, T=None):
         """Dense ``sum_g c_g Sigma_g`` of Algorithm 1 at ``x`` (``T``: the padded groups' factors there)."""

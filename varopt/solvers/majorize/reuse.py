@@ -33,6 +33,14 @@ objective than the previous one. Convergence: every iteration decreases ``f`` by
 ``Sigma'`` computed at an earlier iterate (a rejected trial is followed by the bound step itself,
 which gives ``1/2 u^T (H + Sigma + rho I)^{-1} u``); the bounds are bounded on the level set, so for
 ``f`` bounded below ``sum ||u_k||^2 < inf`` and ``u_k -> 0`` as in Algorithm 2.
+
+Compiled programs (:class:`.model.MajorizeModel`, docs/majorize.md section 2): ``P`` is the reference metric
+of :mod:`.reuse_metric` (the dense bound matrix, or the Kronecker approximation ``Pbar`` of the CG step, for
+which (*) uses that matrix: the argument above needs only eigenvalues bounded on the level set). An exact
+metric of age 0 is never used for a trial (the model's extrapolated bound step is better); ``Pbar`` is built
+at the start and tried at once (``c = 1``). With constraints the trial lives on the free set of
+:func:`free_set` (variables at a bound with an outward gradient stay fixed), uses ``P_FF`` and the pairs
+restricted to it, and is capped at the largest feasible factor.
 """
 from __future__ import annotations
 
@@ -118,9 +126,17 @@ class ScaledCurvature:
         bounds (:func:`free_set`: the variables at a bound that the gradient pushes outward stay fixed, the
         rest is free), is shortened to the largest feasible factor, and is rejected without evaluation when
         that is below ``MIN_FEASIBLE`` (e.g. an active linear row it would cross)."""
-        if hasattr(model, "reuse_metric") and (self.ref is None or self.age > self.reuse):
-            # compiled programs: a fresh bound comes with Algorithm 2's (extrapolated) step; trials use bounds
-            # 1..k moves old (a bound of age 0 would only repeat that step without its extrapolation)
+        if hasattr(model, "reuse_metric") and self.ref is None and not self.pairs:
+            # the first iteration: an approximate metric (the Kronecker Pbar of the CG path) costs a fraction of
+            # the CG bound step and its trial is not that step, so it is tried at once (c = 1)
+            self.ref = model.reuse_metric(x, S, opts, exact=False)
+            if self.ref is not None:
+                self.age, self.c = 0, 1.0
+                self.stats["bounds"] += 1
+        if hasattr(model, "reuse_metric") and (self.ref is None or self.age > self.reuse
+                                               or (self.age == 0 and self.ref.exact)):
+            # compiled programs: a fresh bound comes with Algorithm 2's (extrapolated) step; trials on an exact
+            # metric use bounds 1..k moves old (one of age 0 would only repeat that step without its extrapolation)
             return None
         ref = self._reference(model, x, S, opts)
         if ref is None:

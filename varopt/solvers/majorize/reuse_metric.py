@@ -31,6 +31,7 @@ class DenseMetric:
     """``P`` dense, its proximal Cholesky factor; ``ok`` is False when that fails."""
 
     kind = "dense"
+    exact = True  # the matrix of Algorithm 2's step
 
     def __init__(self, P):
         self.P = P
@@ -59,6 +60,7 @@ class KronMetric:
     """``Pbar`` of the CG step's Kronecker preconditioner (:class:`.structured.StructuredSigma`)."""
 
     kind = "kron"
+    exact = False  # an approximation of the bound
 
     def __init__(self, op):
         self.op = op
