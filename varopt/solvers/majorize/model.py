@@ -292,22 +292,32 @@ class MajorizeModel:
     def reuse_metric(self, x, S, opts, exact=True):
         """Option ``bound_reuse``'s reference metric at ``x`` (:mod:`.reuse_metric`): the dense ``H + Sigma + rho I``
         or the Kronecker approximation of the CG step, taken from the bound step just made at ``x`` when there
-        was one; None when the step solver has neither (Woodbury, low-rank: no trials then). ``exact=False``:
-        only an approximate metric (the Kronecker one), else None without computing anything."""
+        was one; None when the step solver has neither (Woodbury, low-rank: no trials then).
+
+        ``exact=False`` (the first iteration): only the Kronecker approximation, when the step would be CG or,
+        with constraints, when the dense step would form a large class-template ``Sigma`` (``n > SMALL_N``);
+        else None without computing anything."""
         from .reuse_metric import DenseMetric, KronMetric
-        from .structured import StructuredSigma, choose_step_solver
+        from .structured import SMALL_N, StructuredSigma, choose_step_solver, kron_preconditioner_fits
         last = self.last_bound
         if last is not None and last[0] is x:
             path, obj = last[1], last[2]
         else:
             path, obj = choose_step_solver(self, opts, self.step_stats.get("cg_last")), None
-            if path not in ("dense", "cg") or (not exact and path != "cg"):
-                return None
             grp = self.groups
+            if not exact:
+                kron = (grp is not None and self.H_diagonal and self.pos is not None
+                        and (path == "cg" or (self.constrained and self.n > SMALL_N and path == "dense"))
+                        and kron_preconditioner_fits(grp))
+                if not kron:
+                    return None
+                path = "cg"
+            if path not in ("dense", "cg"):
+                return None
             T = None if grp is None else grp.factors(S[0] if S is not None else grp.scores(x))
             if path == "dense":
                 obj = self.add_H(self.sigma_at(x, T), opts.ridge)
-            elif T is not None and self.H_diagonal and not self.constrained:
+            elif T is not None and self.H_diagonal:
                 obj = StructuredSigma(grp, T, self.Hd + opts.ridge)
         if obj is None:
             return None
