@@ -123,7 +123,8 @@ def main(argv=None):
         best = run_interleaved(prog, a.repeat, prog.n <= a.dense_max)
         fstar = min(r[1][-1][1] for r in best.values())
         row = {"name": name, "t": t, "K": np.unique(y).size, "n": prog.n, "fstar": fstar,
-               "chosen": "+".join(f"{k}:{v}" for k, v in best["auto"][0].info["step_solver"].items())}
+               "chosen": "+".join(f"{k}:{v}" for k, v in best["auto"][0].info["step_solver"].items())
+               or "trials only"}
         for rel in TARGETS:
             for k in ("auto", "alg2", "loose", "dense", "lbfgs"):
                 row[(k, rel)] = within(best[k][1], fstar, rel) if k in best else (np.nan, -1)

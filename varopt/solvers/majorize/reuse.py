@@ -71,10 +71,10 @@ class ScaledCurvature:
     Bound oracles keep ``Sigma_ref`` itself (their fallback step reuses it); compiled programs keep the
     reference metric of :meth:`.model.MajorizeModel.reuse_metric` (:mod:`.reuse_metric`)."""
 
-    def __init__(self, reuse: int, metric: str = "bound", c0: float = C0):
+    def __init__(self, reuse: int, metric: str = "bound"):
         self.reuse, self.metric = int(reuse), metric
         self.gamma = None
-        self.c = c0
+        self.c = C0
         self.sigma = None  # Sigma_ref (bound oracles)
         self.ref = None  # the metric P = H + Sigma_ref + rho I (DenseMetric / KronMetric), built lazily
         self.age = 0
@@ -96,10 +96,10 @@ class ScaledCurvature:
         self.stats["bounds"] += 1
 
     def _reference(self, model, x, S, opts):
-        if hasattr(model, "reuse_metric"):
-            if self.ref is None or self.age >= self.reuse:
-                self.refresh(model, x, S, opts)
-        else:
+        """The metric of this trial. Bound oracles: ``Sigma_ref`` recomputed at ``x`` after ``reuse`` moves.
+        Compiled programs: the current reference (:meth:`trial` takes the bound step when it is missing or
+        too old)."""
+        if not hasattr(model, "reuse_metric"):
             if self.sigma is None or self.age >= self.reuse:
                 self.sigma_here(model, x)
             if self.ref is None:
