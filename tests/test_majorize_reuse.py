@@ -358,4 +358,29 @@ def test_constrained_kronecker_trials_feasible_and_optimal():
     PF = Pbar[np.ix_(F, F)]
     scale = np.linalg.norm(PF, 2) * np.linalg.norm(w)
     assert np.linalg.norm(PF @ w - v) <= 1e-12 * scale
-    assert sub.residual(w, v) <= 1e-12 * scale
+    # the range test uses Pbar without its regularization (delta, eps): flat directions stay flat
+    P0 = np.column_stack([met.op.precondition_matvec(e, regularized=False) for e in np.eye(n)])
+    assert abs(sub.residual(w, v) - np.linalg.norm(P0[np.ix_(F, F)] @ w - v)) <= 1e-12 * scale
+
+
+def test_unbounded_along_the_flat_intercept_shift_on_the_kronecker_path():
+    """A linear term along the common intercept shift (flat for the bound and the ridge): 'unbounded' at once
+    on the CG path with trials on the Kronecker metric too (its range test uses Pbar without its
+    regularization), as with Algorithm 2 — not 'diverging iterates' after many accepted trials."""
+    from varopt.formulations.logistic import logistic_program
+    from varopt.program import Program
+    from varopt.program.expression import Expression
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 6))
+    y = np.arange(80) % 4
+    prog = logistic_program(X, y, 1.0)
+    obj = prog.objective
+    lin = np.array(obj.linear, dtype=float)
+    lin[-4:] += 0.3
+    bad = Program(prog.names, prog.lb, prog.ub,
+                  Expression(prog.n, obj.constant, lin, obj.quadratic, atoms=list(obj.atoms), lse=list(obj.lse)), [])
+    for kw in (dict(step_solver="cg"), dict(step_solver="cg", bound_reuse=0), dict(), dict(bound_reuse=0)):
+        res = get_solver("majorize").solve(bad, max_iter=2000, **kw)
+        assert res.status == "unbounded" and res.objective == -np.inf and res.iterations == 1, (kw, res.message)
+    res = get_solver("majorize").solve(prog, step_solver="cg", tol=1e-12)
+    assert res.status == "optimal" and res.info["bound_reuse"]["accepted"] >= 2  # the test does not reject all

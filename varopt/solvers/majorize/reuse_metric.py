@@ -70,7 +70,10 @@ class KronMetric:
         return self.op.precondition(v)
 
     def residual(self, w, u):
-        r = self.op.precondition_matvec(w) - u
+        """``||Pbar0 w - u||`` with ``Pbar0`` = ``Pbar`` without its regularization: as the dense metric's residual
+        (computed with ``P`` itself, not with the proximal term of its Cholesky factor), it is large when ``u``
+        has a component along a flat direction of the bound."""
+        r = self.op.precondition_matvec(w, regularized=False) - u
         return math.sqrt(float(r @ r))
 
     def restricted(self, F):
@@ -120,5 +123,5 @@ class _RestrictedKron:
     def residual(self, w, u):
         wt = np.zeros(self.F.size)
         wt[self.F] = w
-        r = self.met.op.precondition_matvec(wt)[self.F] - u
+        r = self.met.op.precondition_matvec(wt, regularized=False)[self.F] - u
         return math.sqrt(float(r @ r))

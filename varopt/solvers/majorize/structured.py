@@ -117,12 +117,17 @@ class StructuredSigma:
             self._prec = self._build_prec()
         return self._kron
 
-    def precondition_matvec(self, v):
+    def precondition_matvec(self, v, regularized=True):
         """``Pbar v``: ``Y B + Mbar Y C = U [(U^T Y W V) * den] V^T W`` on the template columns (``V^{-1} = V^T W``),
-        the diagonal ``dq`` elsewhere (option ``bound_reuse``'s residual test, :mod:`.reuse_metric`)."""
+        the diagonal ``dq`` elsewhere (option ``bound_reuse``'s residual test, :mod:`.reuse_metric`).
+        ``regularized=False``: without the ``delta`` of ``B`` and the ``eps`` of ``dq`` (the flat directions of
+        the bound stay flat, so the range test sees them)."""
         U, V, den, W = self.kron_parts()
         out = self._dq * v
         out[self.cmat] = U @ (((U.T @ v[self.cmat] @ W @ V) * den) @ V.T @ W)
+        if not regularized:
+            out -= self.eps * v
+            out[self.cmat] -= (self._kron_delta - self.eps) * v[self.cmat]
         return out
 
     _kron = None
@@ -146,6 +151,7 @@ class StructuredSigma:
         den = 1.0 - gam[None, :] + lam[:, None] * gam[None, :]  # > 0: gam < 1 since B > 0
         cmat = self.cmat
         self._kron = (U, V, den, kc["pairs"][h[0].tobytes()][2])
+        self._kron_delta = kc["pairs"][h[0].tobytes()][3]
 
         def apply(r):
             out = jac * r  # columns outside the template: Q is diagonal there
@@ -179,7 +185,7 @@ def _generalized_pairs(kc, h, eps):
         W = C.copy()
         W.flat[::C.shape[0] + 1] += h + delta
         gam, V = sla.eigh(C, W, check_finite=False)
-        got = (V, np.clip(gam, 0.0, 1.0 - 1e-16), W)
+        got = (V, np.clip(gam, 0.0, 1.0 - 1e-16), W, delta)
         kc["pairs"] = {key: got}  # one regularizer per solve
     return got[:2]
 
