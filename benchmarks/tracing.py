@@ -17,10 +17,10 @@ from varopt.solvers.majorize.solver import MajorizeModel
 REL = 1e-4
 
 
-def first_within(trace, fstar):
-    """``(time, iteration)`` of the first ``(time, f)`` entry of ``trace`` within ``REL`` of ``fstar``."""
+def first_within(trace, fstar, rel=REL):
+    """``(time, iteration)`` of the first ``(time, f)`` entry of ``trace`` within ``rel`` of ``fstar``."""
     for it, (t, f) in enumerate(trace):
-        if f - fstar <= REL * abs(fstar):
+        if f - fstar <= rel * abs(fstar):
             return t, it
     return np.nan, -1
 

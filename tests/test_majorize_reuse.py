@@ -99,8 +99,14 @@ def test_reuse_options_are_validated():
         minimize(sm, np.zeros(n), quadratic=lam, reuse_metric="scalar")
     with pytest.raises(InvalidOptionError, match="lowrank"):
         minimize(sm, np.zeros(n), quadratic=lam, bound_reuse=2, bound="lowrank")
-    with pytest.raises(InvalidOptionError, match="bound oracles"):
-        get_solver("majorize").solve(_program(sm, lam), bound_reuse=2)
+    with pytest.raises(InvalidOptionError, match="bound_reuse"):
+        get_solver("majorize").solve(_program(sm, lam), bound_reuse="always")
+    with pytest.raises(InvalidOptionError, match="bound_reuse"):
+        get_solver("majorize").solve(_program(sm, lam), bound_reuse=True)
+    with pytest.raises(InvalidOptionError, match="reuse_metric.*bound_reuse"):
+        get_solver("majorize").solve(_program(sm, lam), bound_reuse=0, reuse_metric="scalar")
+    with pytest.raises(InvalidOptionError, match="lowrank"):
+        get_solver("majorize").solve(_program(sm, lam), bound_reuse=3, bound="lowrank")
     with pytest.raises(InvalidOptionError, match="bound_reuse"):
         ChainCRF(lam=0.5, bound_reuse=-3).fit(X, Y)
     with pytest.raises(InvalidOptionError, match="reuse_metric"):
@@ -127,3 +133,254 @@ def test_bad_problems_reported_as_without_reuse():
             assert res.status == "unbounded" and res.iterations == 1 and res.objective == -np.inf
             res = minimize(lse2, np.zeros(1), linear=[-3.0], max_iter=100000, **kw)
             assert res.status == "error" and "diverging iterates" in res.message and res.objective < -1e19
+
+
+# --- compiled programs (bound_reuse='auto', the solver's default) -------------------------------------------------
+def _trace(prog, **opts):
+    xs = []
+    res = get_solver("majorize").solve(prog, callback=lambda it, x, f: xs.append(np.array(x)) and False, **opts)
+    return res, xs
+
+
+def _monotone_by_independent_evaluation(prog, res, xs):
+    """Every iterate's objective, recomputed from the program's own expression (not the solver's model),
+    is the reported one and never increases."""
+    f = np.array([prog.objective.value(x) for x in xs])
+    rep = np.array([h["objective"] for h in res.history[1:len(xs) + 1]])
+    assert np.allclose(f, rep, rtol=1e-11, atol=1e-11)
+    assert np.all(np.diff(f) <= 1e-12 * np.maximum(1.0, np.abs(f[:-1])))
+
+
+def _lbfgs_opt(prog):
+    from varopt.solvers.majorize.model import MajorizeModel
+    ref = scipy_minimize(MajorizeModel(prog).value_and_gradient, np.zeros(prog.n), jac=True, method="L-BFGS-B",
+                         options={"ftol": 1e-15, "gtol": 1e-11, "maxiter": 20000})
+    return ref.fun
+
+
+@pytest.mark.parametrize("C", [2, 4])
+def test_compiled_default_reuse_is_monotone_and_reaches_the_optimum(C):
+    """Binary and multinomial logistic regression (dense step): the default trials are accepted, every iterate
+    decreases the independently evaluated objective, and the optimum is Algorithm 2's and L-BFGS's."""
+    from varopt.formulations.logistic import logistic_program
+    rng = np.random.default_rng(C)
+    X = rng.normal(size=(120, 6))
+    y = np.argmax(X @ rng.normal(size=(6, C)) + rng.gumbel(size=(120, C)), axis=1)
+    prog = logistic_program(X, y, 2.0)
+    res, xs = _trace(prog, tol=1e-13)
+    st = res.info["bound_reuse"]
+    assert res.status == "optimal" and st["k"] == 100 and st["accepted"] >= 2
+    _monotone_by_independent_evaluation(prog, res, xs)
+    alg2 = get_solver("majorize").solve(prog, tol=1e-13, bound_reuse=0)
+    assert "bound_reuse" not in alg2.info
+    fl = _lbfgs_opt(prog)
+    assert abs(res.objective - alg2.objective) <= 1e-10 * abs(alg2.objective)
+    assert res.objective <= fl + 1e-10 * abs(fl)
+    for k in (1, 3):  # a bound at most k moves old
+        rk, xk = _trace(prog, tol=1e-13, bound_reuse=k, reuse_metric="scalar")
+        _monotone_by_independent_evaluation(prog, rk, xk)
+        assert abs(rk.objective - alg2.objective) <= 1e-10 * abs(alg2.objective)
+    off = get_solver("majorize").solve(prog, tol=1e-13, extrapolate=False)
+    assert "bound_reuse" not in off.info  # extrapolate=False runs Algorithm 2 exactly
+
+
+def test_kronecker_metric_on_the_cg_path():
+    """Class-template features on the CG step: trials use the Kronecker approximation Pbar of the bound
+    (precondition_matvec is its inverse's inverse), stay monotone and reach L-BFGS's optimum."""
+    from varopt.formulations.logistic import logistic_program
+    from varopt.solvers.majorize.model import MajorizeModel
+    from varopt.solvers.majorize.reuse_metric import KronMetric
+    from varopt.solvers.majorize.structured import StructuredSigma
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(150, 8))
+    y = np.argmax(2 * X @ rng.normal(size=(8, 5)) + rng.gumbel(size=(150, 5)), axis=1)
+    prog = logistic_program(X, y, 1.5)
+    model = MajorizeModel(prog)
+    grp = model.groups
+    th = rng.normal(size=prog.n) * 0.3
+    met = KronMetric(StructuredSigma(grp, grp.factors(grp.scores(th)), model.Hd))
+    assert met.ok
+    v = rng.normal(size=prog.n)
+    diff = met.solve(met.op.precondition_matvec(v)) - v
+    cm = np.asarray(grp.template[1])
+    diff[cm[:, -1]] -= diff[cm[:, -1]].mean()  # up to the flat common intercept shift (only eps/delta act there)
+    assert np.abs(diff).max() <= 1e-8 * np.abs(v).max()
+    assert np.abs(met.op.precondition_matvec(v) - met.op.matvec(v)).max() > 1e-3  # Pbar is not the bound
+    res, xs = _trace(prog, tol=1e-13, step_solver="cg", bound_reuse=100)
+    assert res.status == "optimal" and res.info["bound_reuse"]["accepted"] >= 2
+    _monotone_by_independent_evaluation(prog, res, xs)
+    fl = _lbfgs_opt(prog)
+    assert abs(res.objective - fl) <= 1e-9 * abs(fl)
+
+
+def _feasible(prog, x, tol=1e-9):
+    """Independent feasibility check on the program's original rows and bounds (numpy on its data)."""
+    A, lo, hi, _ = prog.linear_constraints()
+    ax = A @ x
+    sc = lambda v: tol * np.maximum(1.0, np.abs(v))  # noqa: E731
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(x >= prog.lb - sc(prog.lb)) and np.all(x <= prog.ub + sc(prog.ub))
+                    and np.all(ax >= lo - sc(lo)) and np.all(ax <= hi + sc(hi)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_constrained_trials_stay_feasible_and_reach_algorithm_2s_optimum(seed):
+    """Random bound rows written as rows (x_j >= l, -x_j >= ..., scaled), bounds and a dense row, some active at
+    the optimum: every iterate of the default (face-restricted trials) is feasible by an independent check,
+    the objective decreases, and the optimum equals Algorithm 2's (bound_reuse=0) and Clarabel's."""
+    from varopt.formulations.logistic import logistic_program
+    from varopt.program import Program
+    from varopt.program.expression import Expression
+    from varopt.program.program import Constraint
+    rng = np.random.default_rng(seed)
+    t, d, C = 100, 5, 3
+    X = rng.normal(size=(t, d))
+    y = np.argmax(2 * X @ rng.normal(size=(d, C)) + rng.gumbel(size=(t, C)), axis=1)
+    prog = logistic_program(X, y, 0.5)
+    n = prog.n
+    cons = []
+    for j in rng.choice(n, size=4, replace=False):  # singleton rows: a x_j >= 0.05 a or <= (sign of a random)
+        a = rng.choice([-2.0, 0.5, 3.0])
+        e = np.zeros(n)
+        e[j] = a
+        cons.append(Constraint(f"b{j}", Expression(n, linear=e), 0.05 * a if a > 0 else -np.inf,
+                               0.05 * a if a < 0 else np.inf))
+    cons.append(Constraint("sum", Expression(n, linear=rng.normal(size=n)), -np.inf, 0.1))
+    lb = np.full(n, -np.inf)
+    ub = np.full(n, np.inf)
+    ub[rng.choice(n, size=2, replace=False)] = -0.02
+    cprog = Program(prog.names, lb, ub, prog.objective, cons)
+    res, xs = _trace(cprog, tol=1e-13, max_iter=2000)
+    assert res.status == "optimal" and res.info["bound_reuse"]["k"] == 100
+    assert res.info["bound_reuse"]["trials"] >= 1
+    assert all(_feasible(cprog, x) for x in xs)
+    _monotone_by_independent_evaluation(cprog, res, xs)
+    alg2 = get_solver("majorize").solve(cprog, tol=1e-13, max_iter=2000, bound_reuse=0)
+    assert abs(res.objective - alg2.objective) <= 1e-9 * abs(alg2.objective)
+    cp = pytest.importorskip("cvxpy")
+    A, lo, hi, _ = cprog.linear_constraints()
+    th = cp.Variable(n)
+    Xa = np.hstack([X, np.ones((t, 1))])
+    W = cp.reshape(th[:C * d], (C, d), order="C")
+    S = X @ W.T + cp.reshape(th[C * d:], (1, C), order="C")
+    obj = cp.sum(cp.log_sum_exp(S, axis=1)) - cp.sum(cp.multiply(np.eye(C)[y], S)) + 0.25 * cp.sum_squares(th[:C * d])
+    Ad = A.toarray()
+    rows = [Ad[i] @ th >= lo[i] for i in range(len(lo)) if np.isfinite(lo[i])]
+    rows += [Ad[i] @ th <= hi[i] for i in range(len(hi)) if np.isfinite(hi[i])]
+    rows += [th[j] <= ub[j] for j in np.flatnonzero(np.isfinite(ub))]
+    ref = cp.Problem(cp.Minimize(obj), rows)
+    ref.solve(solver="CLARABEL")
+    assert Xa.shape[1] == d + 1
+    assert abs(ref.value - cprog.objective.value(res.x)) <= 1e-6 * abs(ref.value)
+
+
+def test_singleton_rows_become_bounds_with_the_same_feasible_set():
+    from varopt.solvers.majorize.model import singleton_rows_to_bounds
+    rng = np.random.default_rng(0)
+    n = 4
+    A = sp.csr_matrix(np.array([[2.0, 0, 0, 0], [0, -0.5, 0, 0], [1.0, 1.0, 0, 0], [0, 0, 0, 3.0], [0, 0, 0, 0]]))
+    lo = np.array([1.0, -np.inf, -1.0, -3.0, -1.0])
+    hi = np.array([np.inf, 0.25, 1.0, 6.0, 1.0])
+    lb, ub = np.full(n, -5.0), np.array([5.0, 5.0, 5.0, 1.5])
+    A2, lo2, hi2, lb2, ub2 = singleton_rows_to_bounds(A, lo, hi, lb, ub)
+    assert A2.shape[0] == 2 and np.array_equal(lb, np.full(n, -5.0))  # inputs untouched
+    for _ in range(2000):
+        x = rng.uniform(-6, 6, size=n)
+        a = np.all(A @ x >= lo) and np.all(A @ x <= hi) and np.all(x >= lb) and np.all(x <= ub)
+        b = np.all(A2 @ x >= lo2) and np.all(A2 @ x <= hi2) and np.all(x >= lb2) and np.all(x <= ub2)
+        assert a == b
+
+
+def test_constrained_infeasible_and_unbounded_reported_with_reuse():
+    """Bad inputs with the default (trials on): an infeasible pair of singleton rows is 'infeasible', a feasible
+    direction of no curvature with negative slope is 'unbounded' (as with bound_reuse=0)."""
+    from varopt.program import Program
+    from varopt.program.expression import Expression
+    from varopt.program.program import Constraint
+    from varopt.program.terms import LseGroup, QuadraticTerms
+    A = sp.csr_matrix(np.array([[1.0, 2.0], [0.0, 0.0]]))
+    obj = Expression(2, quadratic=QuadraticTerms(np.array([1]), np.array([1]), np.array([0.5]), 2),
+                     linear=np.array([-1.0, 0.0]),
+                     lse=[LseGroup(A=sp.csr_matrix(np.array([[0.0, 1.0], [0.0, -1.0]])), b=np.zeros(2),
+                                   seg=np.zeros(2, int), coef=np.ones(1))])
+    c1 = Constraint("a", Expression(2, linear=np.array([1.0, 0.0])), 1.0, np.inf)
+    c2 = Constraint("b", Expression(2, linear=np.array([-2.0, 0.0])), 0.0, np.inf)
+    for k in ("auto", 0):
+        res = get_solver("majorize").solve(Program(["x", "y"], np.full(2, -np.inf), np.full(2, np.inf), obj,
+                                                   [c1, c2]), bound_reuse=k)
+        assert res.status == "infeasible"
+        res = get_solver("majorize").solve(Program(["x", "y"], np.full(2, -np.inf), np.full(2, np.inf), obj,
+                                                   [c1]), bound_reuse=k)
+        assert res.status == "unbounded" and res.objective == -np.inf
+    del A
+
+
+def test_constrained_kronecker_trials_feasible_and_optimal():
+    """A wide multinomial (n > 256, class templates) with bound rows and an inactive row: the trials use the
+    Kronecker metric restricted to the free variables (bordered system; checked against the dense Pbar_FF),
+    every iterate is feasible by an independent check and the optimum is Algorithm 2's."""
+    from varopt.formulations.logistic import logistic_program
+    from varopt.program import Program
+    from varopt.program.expression import Expression
+    from varopt.program.program import Constraint
+    from varopt.solvers.majorize.model import MajorizeModel
+    from varopt.solvers.majorize.reuse_metric import KronMetric
+    from varopt.solvers.majorize.structured import StructuredSigma
+    rng = np.random.default_rng(11)
+    t, d, C = 200, 29, 10
+    X = rng.normal(size=(t, d))
+    y = np.argmax(2 * X @ rng.normal(size=(d, C)) + rng.gumbel(size=(t, C)), axis=1)
+    prog = logistic_program(X, y, 1.0)
+    n = prog.n
+    assert n > 256
+    cons = [Constraint(f"p{j}", Expression(n, linear=np.eye(n)[j]), 0.0, np.inf) for j in range(6)]
+    cons.append(Constraint("sum", Expression(n, linear=np.r_[np.zeros(6), np.ones(6), np.zeros(n - 12)]), -np.inf, 5.0))
+    cprog = Program(prog.names, np.full(n, -np.inf), np.full(n, np.inf), prog.objective, cons)
+    res, xs = _trace(cprog, tol=1e-12, max_iter=3000)
+    st = res.info["bound_reuse"]
+    assert res.status == "optimal" and st["accepted"] >= 3
+    assert all(_feasible(cprog, x) for x in xs)
+    _monotone_by_independent_evaluation(cprog, res, xs)
+    alg2 = get_solver("majorize").solve(cprog, tol=1e-12, max_iter=3000, bound_reuse=0)
+    assert abs(res.objective - alg2.objective) <= 1e-9 * abs(alg2.objective)
+    assert cprog.max_violation(res.x) <= 1e-9
+    # the restricted Kronecker solve equals the dense Pbar_FF solve
+    model = MajorizeModel(prog)
+    grp = model.groups
+    met = KronMetric(StructuredSigma(grp, grp.factors(grp.scores(rng.normal(size=n) * 0.2)), model.Hd))
+    Pbar = np.column_stack([met.op.precondition_matvec(e) for e in np.eye(n)])
+    F = np.ones(n, bool)
+    F[[0, 3, 7, 40]] = False
+    sub = met.restricted(F)
+    v = rng.normal(size=F.sum())
+    w = sub.solve(v)
+    # backward error (Pbar is nearly singular along the common intercept shift, so w is large there)
+    PF = Pbar[np.ix_(F, F)]
+    scale = np.linalg.norm(PF, 2) * np.linalg.norm(w)
+    assert np.linalg.norm(PF @ w - v) <= 1e-12 * scale
+    # the range test uses Pbar without its regularization (delta, eps): flat directions stay flat
+    P0 = np.column_stack([met.op.precondition_matvec(e, regularized=False) for e in np.eye(n)])
+    assert abs(sub.residual(w, v) - np.linalg.norm(P0[np.ix_(F, F)] @ w - v)) <= 1e-12 * scale
+
+
+def test_unbounded_along_the_flat_intercept_shift_on_the_kronecker_path():
+    """A linear term along the common intercept shift (flat for the bound and the ridge): 'unbounded' at once
+    on the CG path with trials on the Kronecker metric too (its range test uses Pbar without its
+    regularization), as with Algorithm 2 — not 'diverging iterates' after many accepted trials."""
+    from varopt.formulations.logistic import logistic_program
+    from varopt.program import Program
+    from varopt.program.expression import Expression
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(80, 6))
+    y = np.arange(80) % 4
+    prog = logistic_program(X, y, 1.0)
+    obj = prog.objective
+    lin = np.array(obj.linear, dtype=float)
+    lin[-4:] += 0.3
+    bad = Program(prog.names, prog.lb, prog.ub,
+                  Expression(prog.n, obj.constant, lin, obj.quadratic, atoms=list(obj.atoms), lse=list(obj.lse)), [])
+    for kw in (dict(step_solver="cg"), dict(step_solver="cg", bound_reuse=0), dict(), dict(bound_reuse=0)):
+        res = get_solver("majorize").solve(bad, max_iter=2000, **kw)
+        assert res.status == "unbounded" and res.objective == -np.inf and res.iterations == 1, (kw, res.message)
+    res = get_solver("majorize").solve(prog, step_solver="cg", tol=1e-12)
+    assert res.status == "optimal" and res.info["bound_reuse"]["accepted"] >= 2  # the test does not reject all

@@ -110,6 +110,8 @@ def test_kronecker_preconditioner_is_exact_when_every_M_g_is_equal(rng):
 
 
 def _iterates(prog, **opts):
+    """Every iterate; Algorithm 2's steps (bound_reuse=0) unless asked: the step solvers are compared."""
+    opts.setdefault("bound_reuse", 0)
     xs = []
     res = get_solver("majorize").solve(prog, callback=lambda it, x, f: xs.append(np.array(x)) and False, **opts)
     return res, np.array(xs)
@@ -224,7 +226,7 @@ def test_automatic_choice_by_predicted_cost(rng):
     """Wide multinomial -> CG; small binary -> dense; few samples, many parameters -> row-space Woodbury."""
     X, y = _data(rng, t=400, d=64, C=10)
     prog = logistic_program(X, y, 400.0)
-    res = get_solver("majorize").solve(prog, tol=1e-10)
+    res = get_solver("majorize").solve(prog, tol=1e-10, bound_reuse=0)  # Algorithm 2: every step by the solver
     assert set(res.info["step_solver"]) == {"cg"}
     costs = predicted_costs(MajorizeModel(prog), get_solver("majorize").options.validate({}))
     assert costs["cg"] < costs["dense"] and costs["cg"] < costs["woodbury"]

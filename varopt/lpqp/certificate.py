@@ -26,7 +26,8 @@ def kkt_residual(res, c, A=None, row_lo=None, row_hi=None, lb=None, ub=None, Q=N
     x = np.asarray(res.x, dtype=float)
     n = x.size
     c = np.asarray(c, dtype=float).reshape(-1)
-    A = sp.csr_matrix((0, n)) if A is None else sp.csr_matrix(A)
+    # a dense A (small QPs, e.g. the active-set fast path) is used as it is: converting it costs more than the check
+    A = sp.csr_matrix((0, n)) if A is None else (A if isinstance(A, np.ndarray) and A.ndim == 2 else sp.csr_matrix(A))
     m = A.shape[0]
     rlo = np.full(m, -INF) if row_lo is None else np.broadcast_to(np.asarray(row_lo, float), (m,))
     rhi = np.full(m, INF) if row_hi is None else np.broadcast_to(np.asarray(row_hi, float), (m,))

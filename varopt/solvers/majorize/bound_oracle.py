@@ -33,7 +33,7 @@ from ...core.run import Run
 from ...errors import InputDataError, InvalidOptionError, ModelStructureError
 from ...oracles.bound import BoundOracle
 from .loop import Majorization
-from .solver import MajorizeSolver, blas_limit
+from .solver import MajorizeSolver, blas_limit, check_reuse_options
 from .step import dense_step, lowrank_sigma, lowrank_step
 
 __all__ = ["minimize", "OracleModel"]
@@ -160,12 +160,9 @@ def minimize(oracle, x0, *, quadratic=None, linear=None, constant=0.0, **options
     if opts.step_solver not in ("auto", "dense"):
         raise InvalidOptionError(f"step_solver={opts.step_solver!r}: a bound oracle returns a dense Sigma, so its "
                                  "steps are dense solves (use 'auto' or 'dense')")
-    if "reuse_metric" in getattr(opts, "given", ()) and not opts.bound_reuse:
-        raise InvalidOptionError("option 'reuse_metric' needs bound_reuse >= 1 (it sets bound_reuse's quasi-Newton "
-                                 "steps)")
-    if opts.bound_reuse and opts.bound == "lowrank":
-        raise InvalidOptionError("bound_reuse scales the full bound's Sigma; it cannot be combined with "
-                                 "bound='lowrank' (use bound_reuse=0 or bound='full')")
+    if opts.bound_reuse == "auto":
+        opts.bound_reuse = 0  # bound oracles: Algorithm 2 unless asked (ChainCRF asks)
+    check_reuse_options(opts)
     # Sigma with every value only when every evaluated point is the next iterate (Algorithm 2 exactly)
     model = OracleModel(oracle, x.size, quadratic, linear, constant,
                         eager_sigma=not opts.extrapolate and not opts.bound_reuse)

@@ -7,9 +7,11 @@ inequalities are checked every iteration (:class:`~varopt.errors.SolverBugError`
 exceeds its majorizer by more than ``MONO_TOL`` relative). Every iteration then tries the
 monotone secant/subspace extrapolation of :mod:`.extrapolate` (option ``extrapolate``; trials outside the
 constraints are rejected and secant factors capped at the feasible one; beyond the
-paper). With option ``bound_reuse = k >= 1`` (bound oracles only) each iteration first tries a
-quasi-Newton step (L-BFGS pairs on the scaled last bound, at most ``k`` moves old), accepted on
-sufficient decrease of the exact objective, else takes the bound step from a fresh ``Sigma`` (:mod:`.reuse`). Stopping: the relative decrease ``delta_k``, its extrapolated remainder
+paper). With option ``bound_reuse = k >= 1`` (the default ``'auto'`` chooses it for compiled programs with a
+dense or Kronecker-CG step) each iteration first tries a quasi-Newton step (L-BFGS pairs on the scaled last
+bound, at most ``k`` moves old; with constraints on the face of the active bounds, capped to stay feasible),
+accepted on sufficient decrease of the exact objective, else takes the bound step from a fresh ``Sigma``
+(:mod:`.reuse`; compiled programs: the model's own step, extrapolated). Stopping: the relative decrease ``delta_k``, its extrapolated remainder
 ``delta_k rho / (1 - rho)`` (``rho = delta_k / delta_{k-1}``, linear convergence, Theorem 2) and the
 relative step (``<= sqrt(tol)``) all small.
 
@@ -106,12 +108,18 @@ class Majorization:
             step, mval, info, FD = model.step(x, u, S, opts, self.qp)
         else:
             # option bound_reuse (.reuse): a scaled trial on the last bound, else the bound step on a fresh one
-            scaled = self.reuse.trial(model, x, u, f, opts)
-            if scaled is None:
-                step, mval, info = dense_step(model.bound_matrix(self.reuse.sigma_here(model, x), 1.0, opts), u)
-            else:
-                step, mval, info = scaled[3], scaled[4], scaled[5]
+            scaled = self.reuse.trial(model, x, u, f, opts, S, self.qp if model.constrained else None)
             FD = None
+            if scaled is not None:
+                step, mval, info = scaled[3], scaled[4], scaled[5]
+            elif hasattr(model, "reuse_metric"):
+                # compiled program: Algorithm 2's step by its own solver (dense, CG, QP with constraints);
+                # its bound becomes Sigma_ref
+                step, mval, info, FD = model.step(x, u, S, opts, self.qp)
+                if step is not None:
+                    self.reuse.refresh(model, x, S, opts)
+            else:
+                step, mval, info = dense_step(model.bound_matrix(self.reuse.sigma_here(model, x), 1.0, opts), u)
         if step is None:
             return info, ("the majorizer QP is unbounded below over the constraints: along a feasible direction "
                           "where the bound has no curvature the objective decreases without bound"

@@ -67,6 +67,32 @@ def _check_atoms(program):
 # --- end of atom kinds ------------------------------------------------------------------------------------------
 
 
+def singleton_rows_to_bounds(A, lo, hi, lb, ub):
+    """Rows ``lo_i <= a x_j <= hi_i`` with one nonzero become bounds on ``x_j`` (new arrays; the rest of ``A`` kept).
+
+    Modelling layers write ``x[:5] >= 0`` as rows; as bounds the step QP fixes columns instead of holding rows,
+    and quasi-Newton trials (option ``bound_reuse``) can move on the face of the active bounds. The feasible set
+    is the same (``x_j >= lo_i / a`` for ``a > 0``, the bounds swapped for ``a < 0``)."""
+    if A.shape[0] == 0:
+        return A, lo, hi, lb, ub
+    A = sp.csr_matrix(A)
+    A.eliminate_zeros()
+    single = np.diff(A.indptr) == 1
+    if not single.any():
+        return A, lo, hi, lb, ub
+    rows = np.flatnonzero(single)
+    j, a = A.indices[A.indptr[rows]], A.data[A.indptr[rows]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        l1, h1 = lo[rows] / a, hi[rows] / a
+    nlo = np.where(a > 0, l1, h1)
+    nhi = np.where(a > 0, h1, l1)
+    lb, ub = np.array(lb, dtype=float), np.array(ub, dtype=float)
+    np.maximum.at(lb, j, np.where(np.isnan(nlo), -np.inf, nlo))
+    np.minimum.at(ub, j, np.where(np.isnan(nhi), np.inf, nhi))
+    keep = ~single
+    return A[keep], lo[keep], hi[keep], lb, ub
+
+
 class MajorizeModel:
     """The program split into the pieces Algorithm 2 needs (checked once)."""
 
@@ -150,7 +176,8 @@ class MajorizeModel:
             a = arr.data if sp.issparse(arr) else arr
             if np.any(np.isnan(a)):
                 raise InputDataError(f"{nm} contains NaN")
-        self.lb, self.ub = program.lb, program.ub
+        self.A, self.lo, self.hi, self.lb, self.ub = singleton_rows_to_bounds(self.A, self.lo, self.hi,
+                                                                              program.lb, program.ub)
         self.constrained = self.A.shape[0] > 0 or np.any(np.isfinite(self.lb)) or np.any(np.isfinite(self.ub))
         self.convex = self.neg is None
         #: steps per solver (dense, woodbury, cg, lowrank) and the last step's CG iterations ("cg_last")
@@ -258,6 +285,60 @@ class MajorizeModel:
     def step(self, x, u, S, opts, qp):
         """Algorithm 2 step 3 at ``x`` (see :func:`.step.majorizer_step`)."""
         return majorizer_step(self, x, u, opts, qp, S)
+
+    #: (x, step solver, its matrix or operator) of the last Algorithm 2 step (set by .step.majorizer_step)
+    last_bound = None
+
+    def reuse_metric(self, x, S, opts, exact=True):
+        """Option ``bound_reuse``'s reference metric at ``x`` (:mod:`.reuse_metric`): the dense ``H + Sigma + rho I``
+        or the Kronecker approximation of the CG step, taken from the bound step just made at ``x`` when there
+        was one; None when the step solver has neither (Woodbury, low-rank: no trials then).
+
+        ``exact=False`` (the first iteration): only the Kronecker approximation, when the step would be CG or,
+        with constraints, when the dense step would form a large class-template ``Sigma`` (``n > SMALL_N``);
+        else None without computing anything."""
+        from .reuse_metric import DenseMetric, KronMetric
+        from .structured import SMALL_N, StructuredSigma, choose_step_solver, kron_preconditioner_fits
+        last = self.last_bound
+        if last is not None and last[0] is x:
+            path, obj = last[1], last[2]
+        else:
+            path, obj = choose_step_solver(self, opts, self.step_stats.get("cg_last")), None
+            grp = self.groups
+            if not exact:
+                kron = (grp is not None and self.H_diagonal and self.pos is not None
+                        and (path == "cg" or (self.constrained and self.n > SMALL_N and path == "dense"))
+                        and kron_preconditioner_fits(grp))
+                if not kron:
+                    return None
+                path = "cg"
+            if path not in ("dense", "cg"):
+                return None
+            T = None if grp is None else grp.factors(S[0] if S is not None else grp.scores(x))
+            if path == "dense":
+                obj = self.add_H(self.sigma_at(x, T), opts.ridge)
+            elif T is not None and self.H_diagonal:
+                obj = StructuredSigma(grp, T, self.Hd + opts.ridge)
+        if obj is None:
+            return None
+        met = DenseMetric(obj) if path == "dense" else KronMetric(obj)
+        return met if met.ok else None
+
+    def sigma_at(self, x, T=None):
+        """Dense ``sum_g c_g Sigma_g`` of Algorithm 1 at ``x`` (``T``: the padded groups' factors there)."""
+        grp = self.groups
+        if grp is not None:
+            T = grp.factors(grp.scores(x)) if T is None else T
+            if grp.dense_fits(grp.G, grp.c, grp.d) or grp.template is not None:
+                return grp.sigma(T)
+            from .step import gram
+            return gram(grp.rows_sparse(T))
+        from .bound import compute_bound
+        from .step import gram
+        if self.pos is None:
+            return np.zeros((self.n, self.n))
+        A, b, seg, coef = self.pos
+        return gram(compute_bound(A, b, seg, x, coef).R)
 
     def final_value(self, x, f, S):
         """The exact ``f(x)`` when the last scores came by linearity (``f`` otherwise)."""

@@ -33,14 +33,20 @@ objective than the previous one. Convergence: every iteration decreases ``f`` by
 ``Sigma'`` computed at an earlier iterate (a rejected trial is followed by the bound step itself,
 which gives ``1/2 u^T (H + Sigma + rho I)^{-1} u``); the bounds are bounded on the level set, so for
 ``f`` bounded below ``sum ||u_k||^2 < inf`` and ``u_k -> 0`` as in Algorithm 2.
+
+Compiled programs (:class:`.model.MajorizeModel`, docs/majorize.md section 2): ``P`` is the reference metric
+of :mod:`.reuse_metric` (the dense bound matrix, or the Kronecker approximation ``Pbar`` of the CG step, for
+which (*) uses that matrix: the argument above needs only eigenvalues bounded on the level set). An exact
+metric of age 0 is never used for a trial (the model's extrapolated bound step is better); ``Pbar`` is built
+at the start and tried at once (``c = 1``). With constraints the trial lives on the free set of
+:func:`free_set` (variables at a bound with an outward gradient stay fixed), uses ``P_FF`` and the pairs
+restricted to it, and is capped at the largest feasible factor.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack
-
 from ...errors import InputDataError
-from .step import proximal_cholesky
+from .reuse_metric import DenseMetric
 
 #: fraction (*) of the bound step's guaranteed decrease that an accepted trial must achieve
 ETA = 1e-2
@@ -54,34 +60,51 @@ BACKTRACK = 2
 FLAT = 1e-6
 #: L-BFGS pairs kept
 PAIRS = 10
-
-
-def _solve(cf, v):
-    return lapack.dpotrs(cf, v)[0]
+#: with constraints: a trial whose largest feasible factor is below this is not evaluated
+MIN_FEASIBLE = 1e-3
 
 
 class ScaledCurvature:
     """State of the reused, scaled bound of one run (see the module docstring).
 
-    ``age`` counts the moves since ``Sigma_ref`` was computed (0: it is the bound at the current iterate)."""
+    ``age`` counts the moves since ``Sigma_ref`` was computed (0: it is the bound at the current iterate).
+    Bound oracles keep ``Sigma_ref`` itself (their fallback step reuses it); compiled programs keep the
+    reference metric of :meth:`.model.MajorizeModel.reuse_metric` (:mod:`.reuse_metric`)."""
 
     def __init__(self, reuse: int, metric: str = "bound"):
         self.reuse, self.metric = int(reuse), metric
         self.gamma = None
         self.c = C0
-        self.sigma = None  # Sigma_ref
+        self.sigma = None  # Sigma_ref (bound oracles)
+        self.ref = None  # the metric P = H + Sigma_ref + rho I (DenseMetric / KronMetric), built lazily
         self.age = 0
-        self.P = self.cf_bound = None  # P = H + Sigma_ref + rho I and its Cholesky factor
         self.pairs = []  # (s, y, 1 / s^T y), most recent first
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
 
     def sigma_here(self, model, x):
-        """The bound at the current iterate ``x`` (computed unless ``Sigma_ref`` already is)."""
+        """The bound at the current iterate ``x`` (computed unless ``Sigma_ref`` already is; bound oracles)."""
         if self.sigma is None or self.age > 0:
             self.sigma, self.age = model.sigma_at(x), 0
-            self.cf_bound = None
+            self.ref = None
             self.stats["bounds"] += 1
         return self.sigma
+
+    def refresh(self, model, x, S, opts):
+        """``Sigma_ref`` := the bound at ``x`` (compiled programs, after a bound step at ``x``: its matrix or
+        operator is reused)."""
+        self.ref, self.age = model.reuse_metric(x, S, opts), 0
+        self.stats["bounds"] += 1
+
+    def _reference(self, model, x, S, opts):
+        """The metric of this trial. Bound oracles: ``Sigma_ref`` recomputed at ``x`` after ``reuse`` moves.
+        Compiled programs: the current reference (:meth:`trial` takes the bound step when it is missing or
+        too old)."""
+        if not hasattr(model, "reuse_metric"):
+            if self.sigma is None or self.age >= self.reuse:
+                self.sigma_here(model, x)
+            if self.ref is None:
+                self.ref = DenseMetric(model.bound_matrix(self.sigma, 1.0, opts))
+        return self.ref if self.ref is not None and self.ref.ok else None
 
     def moved(self, s, y, model, opts):
         """The iterate moved by ``s`` with gradient change ``y`` (an accepted trial or a bound step)."""
@@ -90,50 +113,84 @@ class ScaledCurvature:
         if not sy > 1e-12 * float(np.sqrt((s @ s) * (y @ y))):
             return  # no positive curvature along s (rounding or nonconvexity): no pair
         self.pairs = [(s, y, 1.0 / sy)] + self.pairs[:PAIRS - 1]
-        if self.cf_bound is not None:
-            self.c = float(np.clip(float(y @ _solve(self.cf_bound, y)) / sy, C_MIN, 1.0))
+        if self.ref is not None and self.ref.ok:
+            self.c = float(np.clip(float(y @ self.ref.solve(y)) / sy, C_MIN, 1.0))
         self.gamma = sy / float(y @ y)
 
-    def trial(self, model, x, u, f, opts):
+    def trial(self, model, x, u, f, opts, S=None, qp=None):
         """Try the quasi-Newton step at ``x``; ``(x_new, f_new, S_new, D, q(D), info)`` if accepted, else None.
 
         After ``reuse`` moves the bound is recomputed at ``x`` first. None means: take Algorithm 2's
-        bound step on :meth:`sigma_here`."""
-        if self.sigma is None or self.age >= self.reuse:
-            self.sigma_here(model, x)
-        if self.cf_bound is None:
-            self.P = model.bound_matrix(self.sigma, 1.0, opts)
-            self.cf_bound = proximal_cholesky(self.P)
-            if self.cf_bound is None:
+        bound step (:meth:`sigma_here` for bound oracles, the model's own step for compiled programs).
+        With constraints (``qp`` a :class:`.step_qp.StepQP`) the trial lives on the face of the active
+        bounds (:func:`free_set`: the variables at a bound that the gradient pushes outward stay fixed, the
+        rest is free), is shortened to the largest feasible factor, and is rejected without evaluation when
+        that is below ``MIN_FEASIBLE`` (e.g. an active linear row it would cross)."""
+        if hasattr(model, "reuse_metric") and self.ref is None and not self.pairs:
+            # the first iteration: an approximate metric (the Kronecker Pbar of the CG path) costs a fraction of
+            # the CG bound step and its trial is not that step, so it is tried at once (c = 1)
+            self.ref = model.reuse_metric(x, S, opts, exact=False)
+            if self.ref is not None:
+                self.age, self.c = 0, 1.0
+                self.stats["bounds"] += 1
+        if hasattr(model, "reuse_metric") and (self.ref is None or self.age > self.reuse
+                                               or (self.age == 0 and self.ref.exact)):
+            # compiled programs: a fresh bound comes with Algorithm 2's (extrapolated) step; trials on an exact
+            # metric use bounds 1..k moves old (one of age 0 would only repeat that step without its extrapolation)
+            return None
+        ref = self._reference(model, x, S, opts)
+        if ref is None:
+            return None
+        F = None if qp is None else free_set(x, u, model.lb, model.ub)
+        if F is not None and F.all():
+            F = None
+        if F is not None:
+            ref = ref.restricted(F)
+            if ref is None or not F.any():
                 return None
-        w = _solve(self.cf_bound, u)
-        if np.linalg.norm(self.P @ w - u) > FLAT * np.linalg.norm(u):
+        uf = u if F is None else u[F]
+        w = ref.solve(uf)
+        if not np.all(np.isfinite(w)) or ref.residual(w, uf) > FLAT * np.linalg.norm(uf):
             # u leaves the range of the bound's curvature: possibly unbounded along a flat direction,
             # which the bound step's own check (docs/majorize.md section 2) decides on a fresh bound
             return None
-        guaranteed = 0.5 * float(u @ w)
-        # two-loop recursion: r = B^{-1} u
-        q = u.copy()
+        guaranteed = 0.5 * float(uf @ w)
+        pairs = self.pairs if F is None else _restricted_pairs(self.pairs, F)
+        # two-loop recursion: r = B^{-1} u (on the free variables)
+        q = uf.copy()
         alphas = []
-        for s, y, rho in self.pairs:
+        for s, y, rho in pairs:
             a = rho * float(s @ q)
             alphas.append(a)
             q -= a * y
-        if self.metric == "scalar" and self.pairs:
-            r = self.gamma * q
-            metric = {"gamma": self.gamma}
+        if self.metric == "scalar" and pairs:
+            sy, yy = pairs[0][0] @ pairs[0][1], pairs[0][1] @ pairs[0][1]
+            gamma = self.gamma if F is None else float(sy / yy)
+            r = gamma * q
+            metric = {"gamma": gamma}
         else:
-            r = _solve(self.cf_bound, q) / self.c
+            r = (w if not pairs else ref.solve(q)) / self.c
             metric = {"scale": self.c}
-        for (s, y, rho), a in zip(reversed(self.pairs), reversed(alphas)):
+        for (s, y, rho), a in zip(reversed(pairs), reversed(alphas)):
             r += (a - rho * float(y @ r)) * s
+        if F is not None:
+            full = np.zeros_like(u)
+            full[F] = r
+            r = full
         if not np.all(np.isfinite(r)):
             return None
-        self.stats["trials"] += 1
         D = -r
         qval = -0.5 * float(u @ r)
         slope = -float(u @ r)  # phi'(0) of phi(a) = f(x + a D)
         a = 1.0
+        if qp is not None:
+            a = min(1.0, qp.max_factor(x, D))
+            while a >= MIN_FEASIBLE and not qp.feasible(x + a * D):
+                a *= 1.0 - 1e-9  # rounding of the ratio test
+            if a < MIN_FEASIBLE:
+                self.stats["blocked"] = self.stats.get("blocked", 0) + 1
+                return None
+        self.stats["trials"] += 1
         for k in range(BACKTRACK + 1):
             try:
                 f_new, _, S_new = model.evaluate(x + a * D)
@@ -154,3 +211,25 @@ class ScaledCurvature:
         self.c = min(1.0, 2.0 * self.c)
         self.stats["rejected"] += 1
         return None
+
+
+def free_set(x, u, lb, ub):
+    """The free variables of a constrained trial: all but those at a bound (``1e-12`` relative) whose gradient
+    component pushes outward (``u_j > 0`` at ``lb``, ``u_j < 0`` at ``ub``: their bound multiplier has the right
+    sign). With bounds only, ``x`` is a KKT point iff ``u`` vanishes on this set, so the guarantee
+    ``1/2 u_F^T P_FF^{-1} u_F`` of the acceptance test is zero exactly there."""
+    with np.errstate(invalid="ignore"):
+        at_lb = np.isfinite(lb) & (x - lb <= 1e-12 * np.maximum(1.0, np.abs(lb)))
+        at_ub = np.isfinite(ub) & (ub - x <= 1e-12 * np.maximum(1.0, np.abs(ub)))
+    return ~((at_lb & (u > 0)) | (at_ub & (u < 0)))
+
+
+def _restricted_pairs(pairs, F):
+    """The L-BFGS pairs on the free variables ``F`` (pairs without positive curvature there dropped)."""
+    out = []
+    for s, y, _ in pairs:
+        sf, yf = s[F], y[F]
+        sy = float(sf @ yf)
+        if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))):
+            out.append((sf, yf, 1.0 / sy))
+    return out

@@ -28,6 +28,47 @@ from .step import woodbury_solve as _woodbury_solve  # noqa: F401  (import path 
 
 __all__ = ["MajorizeSolver", "MajorizeModel"]
 
+#: bound_reuse='auto' on a compiled program where it pays (:func:`reuse_pays`)
+AUTO_REUSE = 100
+
+
+def _reuse_value(v):
+    """Option ``bound_reuse``: ``'auto'`` or an integer ``>= 0``."""
+    if isinstance(v, str) and v == "auto":
+        return v
+    if isinstance(v, bool) or not float(v).is_integer() or v < 0:
+        raise ValueError("must be 'auto' or an integer >= 0")
+    return int(v)
+
+
+def check_reuse_options(opts):
+    """``reuse_metric`` only with quasi-Newton trials; neither with the low-rank bound."""
+    given = getattr(opts, "given", ())
+    if "reuse_metric" in given and opts.bound_reuse == 0:
+        raise InvalidOptionError("option 'reuse_metric' needs bound_reuse >= 1 (it sets bound_reuse's quasi-Newton "
+                                 "steps)")
+    if opts.bound == "lowrank":
+        if opts.bound_reuse not in (0, "auto"):
+            raise InvalidOptionError("bound_reuse scales the full bound's Sigma; it cannot be combined with "
+                                     "bound='lowrank' (use bound_reuse=0 or bound='full')")
+        opts.bound_reuse = 0
+
+
+def reuse_pays(model, opts):
+    """The rule of ``bound_reuse='auto'`` on a compiled program (measured, docs/majorize.md section 6): trials on
+    the last bound when the program is convex and the bound's metric is cheap to apply: the dense Cholesky
+    (with or without constraints: the step QP needs the dense curvature anyway) or, unconstrained, the
+    Kronecker approximation of the CG step. Not with the row-space Woodbury step (each solve costs a
+    capacitance factorization) nor the low-rank bound."""
+    from .structured import choose_step_solver, kron_preconditioner_fits
+    if model.pos is None or not model.convex or not opts.extrapolate:
+        return False  # extrapolate=False runs Algorithm 2 exactly
+    path = choose_step_solver(model, opts)
+    if path == "dense":
+        return True
+    grp = model.groups
+    return path == "cg" and grp is not None and not model.constrained and kron_preconditioner_fits(grp)
+
 
 def blas_limit(n, opts):
     """The shared ``blas_threads`` option (:mod:`varopt.core.threads`); automatic: 1 thread when
@@ -71,11 +112,13 @@ class MajorizeSolver(Solver):
         Option("extrapolate", True, "after each majorization step D, try a secant-Newton point in the plane of D "
                "and the previous step, then secant points x + a D (a > 1), keeping one only if it lowers f "
                "(monotone; with constraints only feasible trials; beyond the paper). False runs Algorithm 2 exactly", bool),
-        Option("bound_reuse", 0, "bound oracles only (minimize, ChainCRF): 0 runs Algorithm 2 (a fresh bound Sigma every "
-               "iteration); k >= 1 first tries a quasi-Newton step (L-BFGS pairs of earlier iterates on the last bound, "
-               "at most k moves old, scaled), kept only if the exact objective decreases by 1% of what the bound step "
-               "guarantees, else the bound step on a fresh Sigma (monotone, convergent; beyond the paper)",
-               int, nonnegative, "must be >= 0"),
+        Option("bound_reuse", "auto", "0 runs Algorithm 2 (a fresh bound Sigma every iteration); k >= 1 first tries a "
+               "quasi-Newton step (L-BFGS pairs of earlier iterates on the last bound, at most k moves old, scaled), kept "
+               "only if the exact objective decreases by 1% of what the bound step guarantees, else the bound step on a "
+               "fresh Sigma (monotone, convergent; beyond the paper). 'auto': for a compiled program "
+               f"{AUTO_REUSE} when it is convex, extrapolate is on and its step solver is dense (also with constraints: trials then move on "
+               "the face of the active bounds) or Kronecker-preconditioned CG, else 0; for bound oracles (minimize) 0",
+               _reuse_value),
         Option("reuse_metric", "bound", "initial matrix of bound_reuse's quasi-Newton steps: 'bound' (c (H + Sigma), c "
                "from the last step's secant) or 'scalar' (L-BFGS's (y^T y / s^T y) I; the bound then only tests and "
                "falls back)", ("bound", "scalar")),
@@ -88,12 +131,12 @@ class MajorizeSolver(Solver):
 
     def _solve(self, program, opts, run) -> Result:
         program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
-        if opts.bound_reuse:
-            raise InvalidOptionError("option 'bound_reuse' applies to bound oracles (varopt.solvers.majorize.minimize, "
-                                     "ChainCRF); a compiled program's bound is cheap to recompute: use bound_reuse=0")
+        check_reuse_options(opts)
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             check_step_solver(model, opts)
+            if opts.bound_reuse == "auto":
+                opts.bound_reuse = AUTO_REUSE if reuse_pays(model, opts) else 0
             qp = None
             if model.constrained:
                 from ... import lpqp as highs  # the one LP/QP layer
@@ -102,9 +145,13 @@ class MajorizeSolver(Solver):
             if isinstance(x, tuple):
                 return run.finish(*x)
             step_qp = StepQP(model, qp) if model.constrained else None
-            res = Majorization(model, opts, run, step_qp).solve(x)
+            maj = Majorization(model, opts, run, step_qp)
+            res = maj.solve(x)
         res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex),
                     "step_solver": {k: v for k, v in model.step_stats.items() if k != "cg_last"}}
+        if maj.reuse is not None:
+            # trials made / accepted / shortened / rejected (each rejection is followed by a bound step), bounds
+            res.info["bound_reuse"] = dict(maj.reuse.stats, k=opts.bound_reuse)
         if step_qp is not None:
             res.info["step_qp"] = dict(step_qp.stats)  # steps by the active-set fast path / the general layer
         return res

@@ -150,8 +150,11 @@ def majorizer_step(model, x, u, opts, qp, S=None):
     # dense / row-space Woodbury / matrix-free CG / low-rank, by option or predicted cost (structured.py)
     path = choose_step_solver(model, opts, model.step_stats.get("cg_last"))
     exact_unc = not model.constrained and model.pos is not None and model.H_diagonal and path != "lowrank"
+    model.last_bound = (x, path, None)  # the bound's matrix or operator at x (option bound_reuse, .reuse_metric)
     if T is not None and exact_unc and path == "cg":
-        D, mval, info = cg_step(StructuredSigma(grp, T, model.Hd + ridge), u, rtol=opts.cg_tol)
+        op = StructuredSigma(grp, T, model.Hd + ridge)
+        model.last_bound = (x, path, op)
+        D, mval, info = cg_step(op, u, rtol=opts.cg_tol)
         model.step_stats["cg_last"] = info["cg_iterations"]
         model.count_step("cg")
         return D, mval, info, None
@@ -191,6 +194,7 @@ def majorizer_step(model, x, u, opts, qp, S=None):
         else:
             Q = np.zeros((n, n))
         Q = model.add_H(Q, ridge)
+        model.last_bound = (x, path, Q)
     if not model.constrained:
         return dense_step(Q, u) + (None,)
     return qp.solve(x, u, Q)  # .step_qp.StepQP: warm active set, else the general QP layer

@@ -110,8 +110,31 @@ class StructuredSigma:
             self._prec = self._build_prec()
         return self._prec(r)
 
+    def kron_parts(self):
+        """``(U, V, den, W)`` of the Kronecker preconditioner ``Pbar`` (``Mbar = U Lambda U^T``, ``C V = (B + C) V
+        Gamma``, ``den = 1 - Gamma + Lambda Gamma``, ``W = B + C``), or None when it does not apply (Jacobi)."""
+        if self._prec is None:
+            self._prec = self._build_prec()
+        return self._kron
+
+    def precondition_matvec(self, v, regularized=True):
+        """``Pbar v``: ``Y B + Mbar Y C = U [(U^T Y W V) * den] V^T W`` on the template columns (``V^{-1} = V^T W``),
+        the diagonal ``dq`` elsewhere (option ``bound_reuse``'s residual test, :mod:`.reuse_metric`).
+        ``regularized=False``: without the ``delta`` of ``B`` and the ``eps`` of ``dq`` (the flat directions of
+        the bound stay flat, so the range test sees them)."""
+        U, V, den, W = self.kron_parts()
+        out = self._dq * v
+        out[self.cmat] = U @ (((U.T @ v[self.cmat] @ W @ V) * den) @ V.T @ W)
+        if not regularized:
+            out -= self.eps * v
+            out[self.cmat] -= (self._kron_delta - self.eps) * v[self.cmat]
+        return out
+
+    _kron = None
+
     def _build_prec(self):
         dq = self.Dg + self.diag_sigma + self.eps
+        self._dq = dq
         jac = 1.0 / dq
         if not self.template:
             return lambda r: jac * r
@@ -127,6 +150,8 @@ class StructuredSigma:
         lam = np.maximum(lam, 0.0)
         den = 1.0 - gam[None, :] + lam[:, None] * gam[None, :]  # > 0: gam < 1 since B > 0
         cmat = self.cmat
+        self._kron = (U, V, den, kc["pairs"][h[0].tobytes()][2])
+        self._kron_delta = kc["pairs"][h[0].tobytes()][3]
 
         def apply(r):
             out = jac * r  # columns outside the template: Q is diagonal there
@@ -160,9 +185,9 @@ def _generalized_pairs(kc, h, eps):
         W = C.copy()
         W.flat[::C.shape[0] + 1] += h + delta
         gam, V = sla.eigh(C, W, check_finite=False)
-        got = (V, np.clip(gam, 0.0, 1.0 - 1e-16))
+        got = (V, np.clip(gam, 0.0, 1.0 - 1e-16), W, delta)
         kc["pairs"] = {key: got}  # one regularizer per solve
-    return got
+    return got[:2]
 
 
 def cg_step(op, u, rtol=CG_RTOL, maxit=CG_MAXIT):
