@@ -324,3 +324,26 @@ def test_unsupported_atom_messages_show_public_function_names(make, public):
     with pytest.raises(ModelStructureError) as err:
         cp.Problem(cp.Minimize(make(x)), [x >= 1]).solve(method="ipsa")
     assert public in str(err.value) and "Approx" not in str(err.value)
+
+
+@pytest.mark.parametrize("zero", [False, True])
+def test_node_scale_equals_the_diagonal_product(zero):
+    """The row-scaling fast path of ``_Node.scale`` gives the node ``diag(d) @ node`` (with a zero in
+    ``d`` it takes the product, which drops the entries instead of storing explicit zeros)."""
+    import scipy.sparse as sp
+    from varopt.frontends.cvxpy_nodes import _Node
+    rng = np.random.default_rng(7)
+    m, n = 6, 4
+    A = sp.random(m, n, density=0.5, random_state=1, format="csr")
+    W = sp.random(m, 3, density=0.5, random_state=2, format="csr")
+    z = _Node((m,), n, A, rng.normal(size=m), [("q", W)], [("r", W * 2.0)], [("g", W * 3.0)])
+    d = rng.normal(size=m)
+    if zero:
+        d[2] = 0.0
+    fast, ref = z.scale(d), z.apply(sp.diags(d), (m,))
+    assert np.array_equal(fast.c, ref.c)
+    for P, R in [(fast.A, ref.A)] + [(a[1], b[1]) for a, b in zip(fast.Q + fast.rows + fast.lse,
+                                                                   ref.Q + ref.rows + ref.lse)]:
+        assert abs(P - R).max() == 0.0
+        if zero:
+            assert P.nnz == R.nnz  # no explicit zeros left for the nonlinear-term checks

@@ -178,7 +178,19 @@ class _Node:
                      [(g, sp.csr_matrix(L @ V)) for g, V in self.lse])
 
     def scale(self, d):
-        return self.apply(sp.diags(np.broadcast_to(np.asarray(d, dtype=float), (self.m,))), self.shape)
+        """``diag(d) @ self``. Rows are scaled in place of a sparse product (the compile of a GLM scales
+        its rows two or three times); a zero in ``d`` takes the product, which drops the entries."""
+        d = np.broadcast_to(np.asarray(d, dtype=float), (self.m,))
+        if not np.all(d != 0):
+            return self.apply(sp.diags(d), self.shape)
+
+        def rs(M):
+            M = sp.csr_matrix(M, copy=True)
+            M.data *= np.repeat(d, np.diff(M.indptr))
+            return M
+
+        return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
+                     [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
 
 
 def _bcast(z, shape):
