@@ -205,13 +205,12 @@ def _add(nodes, shape):
     shape = tuple(shape)
     nodes = [_bcast(z, shape) for z in nodes]
     n = nodes[0].n
-    m = _size(shape)
-    A = sp.csr_matrix((m, n))
-    c = np.zeros(m)
-    Q, rows, lse = [], [], []
-    for z in nodes:
+    A, c = nodes[0].A, nodes[0].c
+    for z in nodes[1:]:
         A = A + z.A
         c = c + z.c
+    Q, rows, lse = [], [], []
+    for z in nodes:
         Q += z.Q
         rows += z.rows
         lse += z.lse
@@ -238,8 +237,10 @@ def _selection_matrix(src, m_in):
     """Sparse ``L`` from 1-based source indices (0 = structural zero)."""
     src = np.asarray(src).ravel(order="F")
     s = np.rint(np.real(src)).astype(np.int64)
-    keep = np.flatnonzero(s > 0)
-    return sp.csr_matrix((np.ones(keep.size), (keep, s[keep] - 1)), shape=(src.size, m_in))
+    has = s > 0
+    # at most one entry per row, rows in order: the csr arrays directly (no coo conversion)
+    indptr = np.concatenate([[0], np.cumsum(has)])
+    return sp.csr_matrix((np.ones(int(indptr[-1])), s[has] - 1, indptr), shape=(src.size, m_in))
 
 
 def _broadcast_matrix(shape_in, shape_out):
