@@ -11,10 +11,11 @@ methods maximise the same ELBO (GPyTorch's own ``LaplaceLikelihood`` integrates 
 (``learn_inducing_locations=False``), ``NaturalVariationalDistribution``, ``NGD`` over all points, float64,
 a Bernoulli-logistic likelihood written here (GPyTorch's own ``BernoulliLikelihood`` is probit), expected
 log-likelihood by Gauss-Hermite with 100 nodes. For each learning rate: the time and iterations to reach
-the klprox -ELBO within 1e-6 relative (both models add a small jitter to K, so they differ slightly:
-"gap at end" shows GPyTorch's own limit). klprox with its defaults and with the natural mean step
+the klprox -ELBO within 1e-6 relative (the same prior K + eps I as klprox's whitened model: see
+``gpytorch_run``). klprox with its defaults and with the natural mean step
 (``beta_max=10``); its time to the same ELBO is that of its first iterate within 1e-6 relative of its own
-optimum (the run's history), the whole solve (to residuals 1e-8) is shown too.
+optimum (the run's history), the whole solve (to residuals 1e-8) is shown too; klprox times are medians of 5
+runs, GPyTorch runs under 5 s medians of 5.
 Run: ``python benchmarks/klprox_gpytorch.py [--data heart|housing|both] [--lrs 1,0.5,0.2,0.1]``
 (needs ``torch`` and ``gpytorch``).
 """
@@ -24,6 +25,8 @@ import argparse
 import math
 import time
 
+
+import numpy as np
 
 import varopt  # noqa: F401
 from varopt.formulations.bayes_glm import gp_program
@@ -36,9 +39,10 @@ PROBLEMS = {"heart": (load_heart, "logistic", 1.8, 1.8, None),
 
 
 def gpytorch_run(X, y, lr, target, likelihood="logistic", log_ell=1.8, log_sf=1.8, noise=None, max_iter=3000,
-                 time_cap=120.0):
+                 time_cap=120.0, eps=0.0):
     import torch
     import gpytorch
+    from linear_operator.operators import DenseLinearOperator
     torch.set_default_dtype(torch.float64)
     torch.set_num_threads(1)
     Xt, yt = torch.tensor(X), torch.tensor(y)
@@ -69,13 +73,19 @@ def gpytorch_run(X, y, lr, target, likelihood="logistic", log_ell=1.8, log_sf=1.
     class GP(gpytorch.models.ApproximateGP):
         def __init__(self):
             vd = gpytorch.variational.NaturalVariationalDistribution(Xt.shape[0])
-            vs = gpytorch.variational.VariationalStrategy(self, Xt, vd, learn_inducing_locations=False)
+            # klprox's prior is K + eps I; here the kernel adds eps where two inputs coincide (so K_zz = K_xz = K_xx =
+            # K + eps I with Z = X) and the strategy's own jitter is 1e-14 (its default, 1e-6, is another prior:
+            # on housing its optimum was 1.3e-4 relative above klprox's)
+            vs = gpytorch.variational.VariationalStrategy(self, Xt, vd, learn_inducing_locations=False,
+                                                          jitter_val=1e-14)
             super().__init__(vs)
             self.mean_module = gpytorch.means.ZeroMean()
             self.covar_module = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel())
 
         def forward(self, x):
-            return gpytorch.distributions.MultivariateNormal(self.mean_module(x), self.covar_module(x))
+            K = self.covar_module(x).to_dense() + eps * (torch.cdist(x, x) == 0).to(x.dtype)
+            # a linear operator, not a tensor: the joint of [Z; X] is singular (Z = X), and only its blocks are used
+            return gpytorch.distributions.MultivariateNormal(self.mean_module(x), DenseLinearOperator(K))
 
     model = GP()
     lik = Logistic() if likelihood == "logistic" else ExactLaplace(noise / math.sqrt(2.0))
@@ -129,17 +139,19 @@ def main():
         X, y = load()
         tr, _ = splits(len(y), 1)[0]
         X, y = X[tr], y[tr]
-        p = gp_program(X, y, lik, le, ls, 1.0 if noise is None else noise)[0]
+        p, _, eps = gp_program(X, y, lik, le, ls, 1.0 if noise is None else noise)
         print(f"\n{name} ({lik}, {X.shape[0]} rows, (log ell, log sf) = ({le}, {ls}))")
         print(f"{'klprox options':<36} {'status':>10} {'-ELBO':>16} {'iterations':>10} {'time s':>8} {'to 1e-6 s':>9}")
         t_to = {}
         for label, kw in (("defaults", {}), ("mean_step='natural', beta_max=10", dict(mean_step="natural",
                                                                                       beta_max=10.0))):
-            r = get_solver("klprox").solve(p, **kw)     # once to warm up caches, then timed
-            t0 = time.perf_counter()
-            r = get_solver("klprox").solve(p, **kw)
-            t_prox = time.perf_counter() - t0
-            t_to[label] = klprox_time_to(r)
+            r = get_solver("klprox").solve(p, **kw)     # once to warm up caches, then the median of 5 timed runs
+            runs = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                r = get_solver("klprox").solve(p, **kw)
+                runs.append((time.perf_counter() - t0, klprox_time_to(r)))
+            t_prox, t_to[label] = (float(np.median(v)) for v in zip(*runs))
             print(f"{label:<36} {r.status:>10} {r.objective:16.10f} {r.iterations:10d} {t_prox:8.3f} "
                   f"{t_to[label]:9.3f}", flush=True)
         print("GPyTorch: time to -ELBO within 1e-6 relative of klprox's, and its ratio to klprox's time to 1e-6 of "
@@ -148,7 +160,10 @@ def main():
               f"{'/ klprox':>9} {'/ natural':>9}")
         for lr in (float(v) for v in args.lrs.split(",")):
             out, it, t, val = gpytorch_run(X, y, lr, r.objective, lik, le, ls, noise, max_iter=10 ** 6,
-                                           time_cap=args.time_cap)
+                                           time_cap=args.time_cap, eps=eps)
+            if out == "reached" and t < 5.0:       # short runs: the median of 5 (timer and cache noise)
+                t = float(np.median([t] + [gpytorch_run(X, y, lr, r.objective, lik, le, ls, noise, max_iter=10 ** 6,
+                                                        time_cap=args.time_cap, eps=eps)[2] for _ in range(4)]))
             rat = [t / v for v in t_to.values()]
             print(f"{lr:16.2f} {out:>12} {it:10d} {t:8.2f} {val:16.8f} {rat[0]:9.1f} {rat[1]:9.1f}", flush=True)
 
