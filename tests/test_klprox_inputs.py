@@ -203,6 +203,22 @@ def test_warm_start_sites_reproduce_the_solution_and_carry_over_to_a_new_kernel(
             S.solve(p2, warm_start=bad)
 
 
+def test_warm_start_sites_of_softmax_groups_reproduce_the_solution():
+    """The site start with J x J pseudo-precision blocks (multinomial rows): the solution under the same prior."""
+    from varopt.solvers.klprox.posterior import DualGaussian, FullGaussian
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(40, 2))
+    y = rng.integers(0, 3, 40).astype(float)
+    p = glm_program(X, y, "multinomial", prior_var=1.0)
+    r = S.solve(p, gtol=1e-10)
+    v = likelihood_view(p, FAMS)
+    assert not v.diagonal
+    for cls in (FullGaussian, DualGaussian):
+        post = cls(v)
+        sites = post.warm(r.x, r.info["pseudo_precisions"], r.info["alpha"], r.info["predictor_mean"])[-1]
+        np.testing.assert_allclose(post.mean(sites), r.x, atol=1e-8)
+
+
 def test_natural_mean_step_reaches_the_same_optimum():
     rng = np.random.default_rng(9)
     X = rng.normal(size=(80, 3))
