@@ -252,7 +252,8 @@ class _GP(_Base):
 
 
 class GPClassifier(_BinaryLogistic, _GP):
-    """GP classification with a logistic likelihood (``log_noise`` unused)."""
+    """GP classification with a logistic likelihood (``log_noise`` unused); grids and ``n_jobs`` as in
+    :class:`GPRegressor`."""
 
     _params = ("log_ell", "log_sf", "jitter", "solver_options", "n_jobs")
 
@@ -267,7 +268,9 @@ class GPClassifier(_BinaryLogistic, _GP):
 
 
 class GPRegressor(_GP):
-    """GP regression with a ``laplace`` (noise std ``exp(log_noise)``) or ``gaussian`` likelihood."""
+    """GP regression with a ``laplace`` (noise std ``exp(log_noise)``) or ``gaussian`` likelihood. Lists of
+    ``log_ell``, ``log_sf``, ``log_noise`` form a grid selected by the ELBO; ``n_jobs`` (scikit-learn's
+    convention) solves it in that many processes with the serial fit's values."""
 
     def __init__(self, likelihood="laplace", log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8,
                  solver_options=None, n_jobs=None):
