@@ -87,3 +87,26 @@ def test_gp_classifier_latent_at_training_inputs_and_probabilities():
     np.testing.assert_allclose(mt, est.f_mean_, atol=1e-6)
     P = est.predict_proba(X)
     assert np.all((P > 0) & (P < 1)) and np.mean(est.predict(X) == y) > 0.75
+
+
+def test_gp_grid_in_two_processes_equals_the_serial_fit():
+    """n_jobs=2 solves grid points whose neighbours are solved in worker processes, from the same warm starts
+    as the serial order: every grid value, the selection and the posterior are bit-identical."""
+    from varopt.errors import InvalidOptionError
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-3, 3, size=(40, 2))
+    y = np.sin(X[:, 0]) - 0.5 * X[:, 1] + 0.1 * rng.laplace(size=40)
+    kw = dict(log_ell=[-0.5, 0.5, 1.5], log_sf=[-0.5, 0.5], log_noise=[-2.0, -1.0])
+    a = GPRegressor("laplace", **kw).fit(X, y)
+    b = GPRegressor("laplace", n_jobs=2, **kw).fit(X, y)
+    assert len(a.grid_) == 12 and a.grid_ == b.grid_
+    assert (a.log_ell_, a.log_sf_, a.log_noise_) == (b.log_ell_, b.log_sf_, b.log_noise_)
+    assert np.array_equal(a.mean_, b.mean_) and np.array_equal(a.covariance_, b.covariance_)
+    assert a.neg_elbo_ == b.neg_elbo_ == min(v for _, v in a.grid_)
+    assert b.get_params()["n_jobs"] == 2
+    # every point is at the optimum a cold start reaches
+    cold = GPRegressor("laplace", log_ell=a.log_ell_, log_sf=a.log_sf_, log_noise=a.log_noise_).fit(X, y)
+    assert abs(cold.neg_elbo_ - a.neg_elbo_) <= 1e-9 * abs(a.neg_elbo_)
+    for bad in (0, 1.5, "2"):
+        with pytest.raises(InvalidOptionError, match="n_jobs"):
+            GPRegressor("laplace", n_jobs=bad).fit(X, y)

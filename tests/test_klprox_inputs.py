@@ -172,6 +172,53 @@ def test_warm_start_from_a_previous_solution():
         S.solve(glm_program(X, y, prior_var=1.0), warm_start={"x": np.zeros(4)})
 
 
+def test_warm_start_sites_reproduce_the_solution_and_carry_over_to_a_new_kernel():
+    """The Gaussian-site start (docs/klprox.md, section 3): under the same prior it is the solution itself (both
+    parameterizations); under a new GP kernel it starts lower than the carried mean and ends at the cold optimum."""
+    from varopt.formulations.bayes_glm import gp_program
+    from varopt.solvers.klprox.posterior import DualGaussian, FullGaussian
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(40, 2))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.laplace(size=40)
+    p = gp_program(X, y, "laplace", 0.0, 0.0, 0.2)[0]
+    r = S.solve(p, gtol=1e-10)
+    v = likelihood_view(p, FAMS)
+    for cls in (FullGaussian, DualGaussian):
+        post = cls(v)
+        sites = post.warm(r.x, r.info["pseudo_precisions"], r.info["alpha"], r.info["predictor_mean"])[-1]
+        np.testing.assert_allclose(post.mean(sites), r.x, atol=1e-8)
+    p2 = gp_program(X, y, "laplace", 0.0, 0.5, 0.2)[0]
+    post = FullGaussian(likelihood_view(p2, FAMS))
+    carried, sites = post.warm(r.x, r.info["pseudo_precisions"], r.info["alpha"], r.info["predictor_mean"])
+    f = [post.gauss_part(st) + post.view.terms(FAMS, *post.predictors(st))[0] for st in (carried, sites)]
+    assert f[1] < f[0]
+    cold, warm = S.solve(p2), S.solve(p2, warm_start=[r, S.solve(gp_program(X, y, "laplace", 0.5, 0.0, 0.2)[0])])
+    assert warm.status == cold.status == "converged" and warm.iterations < cold.iterations
+    assert abs(warm.objective - cold.objective) <= 1e-9 * abs(cold.objective)
+    h = np.array([e["objective"] for e in warm.history])
+    assert np.all(np.diff(h) <= warm.info["rounding"])
+    for bad, match in (([], "empty"), (dict(r.info, x=r.x, beta=-1.0), "beta"),
+                       (dict(r.info, x=r.x, predictor_mean=r.info["predictor_mean"][:5]), "predictor means")):
+        with pytest.raises(InvalidOptionError, match=match):
+            S.solve(p2, warm_start=bad)
+
+
+def test_warm_start_sites_of_softmax_groups_reproduce_the_solution():
+    """The site start with J x J pseudo-precision blocks (multinomial rows): the solution under the same prior."""
+    from varopt.solvers.klprox.posterior import DualGaussian, FullGaussian
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(40, 2))
+    y = rng.integers(0, 3, 40).astype(float)
+    p = glm_program(X, y, "multinomial", prior_var=1.0)
+    r = S.solve(p, gtol=1e-10)
+    v = likelihood_view(p, FAMS)
+    assert not v.diagonal
+    for cls in (FullGaussian, DualGaussian):
+        post = cls(v)
+        sites = post.warm(r.x, r.info["pseudo_precisions"], r.info["alpha"], r.info["predictor_mean"])[-1]
+        np.testing.assert_allclose(post.mean(sites), r.x, atol=1e-8)
+
+
 def test_natural_mean_step_reaches_the_same_optimum():
     rng = np.random.default_rng(9)
     X = rng.normal(size=(80, 3))

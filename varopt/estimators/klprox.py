@@ -7,7 +7,8 @@ r"""scikit-learn style estimators over the ``klprox`` solver (Khan, Baque, Fleur
   likelihood): squared-exponential GP (:func:`.bayes_glm.gp_program`).
 
 Hyperparameters given as lists (``prior_var``; ``log_ell``, ``log_sf``, ``log_noise``) are selected by
-the ELBO (the marginal-likelihood bound, as in the paper) over their grid; the fitted attributes are
+the ELBO (the marginal-likelihood bound, as in the paper) over their grid, each point warm-started from the
+previous (GP: from its neighbours in every direction, in ``n_jobs`` processes; :mod:`.klprox_grid`); the fitted attributes are
 ``coef_``/``intercept_`` or ``f_mean_``, the posterior mean ``mean_``, covariance ``covariance_``,
 ``neg_elbo_`` (the paper's Neg-Log-Lik), ``grid_`` (value per grid point) and ``result_``.
 
@@ -20,7 +21,6 @@ Laplace density ``E[exp(-|y - f*|/b)] / (2b)`` (closed form). GP: ``f* | v`` wit
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -29,7 +29,8 @@ from scipy.special import log_ndtr
 from ..errors import InputDataError
 from ..registry import get_solver
 from ..solvers.klprox.expectations import MAX_SOFTMAX_DIM, family_table
-from ..formulations.bayes_glm import check_data, design, glm_program, gp_program, se_kernel
+from ..formulations.bayes_glm import check_data, design, glm_program, gp_factor, gp_program, se_kernel
+from .klprox_grid import check_n_jobs, grid_search
 
 
 def _grid(v):
@@ -203,25 +204,33 @@ class BayesianPoissonRegression(_GLM):
         return np.exp(mt + 0.5 * vt)
 
 
-class _GP(_Base):
-    likelihood = ""
-    _params = ("log_ell", "log_sf", "log_noise", "jitter", "solver_options")
+def _gp_build(X, y, likelihood, jitter, log_ell, log_sf, log_noise):
+    """The whitened GP program at one grid point (module level: sent to the grid's worker processes)."""
+    return gp_program(X, y, likelihood, log_ell, log_sf, math.exp(log_noise), jitter)[0]
 
-    def __init__(self, log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8, solver_options=None):
+
+class _GP(_Base):
+    """Grids of ``log_ell x log_sf x log_noise`` are solved by :func:`.klprox_grid.grid_search`: each point
+    warm-started from its solved neighbours in every direction, in ``n_jobs`` processes (the same values as
+    serially)."""
+
+    likelihood = ""
+    _params = ("log_ell", "log_sf", "log_noise", "jitter", "solver_options", "n_jobs")
+
+    def __init__(self, log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8, solver_options=None, n_jobs=None):
         self.log_ell, self.log_sf, self.log_noise = log_ell, log_sf, log_noise
         self.jitter = jitter
         self.solver_options = solver_options
+        self.n_jobs = n_jobs
 
     def _fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
-        best, self.grid_, r = None, [], None
-        for le, ls, ln in itertools.product(_grid(self.log_ell), _grid(self.log_sf), _grid(self.log_noise)):
-            p, L, eps = gp_program(X, y, self.likelihood, le, ls, math.exp(ln), self.jitter)
-            r = self._solve(p, r)
-            self.grid_.append(((le, ls, ln), r.objective))
-            if best is None or r.objective < best[1].objective:
-                best = ((le, ls, ln), r, L)
-        (self.log_ell_, self.log_sf_, self.log_noise_), self.result_, self.L_ = best
+        check_n_jobs(self.n_jobs)
+        grids = (_grid(self.log_ell), _grid(self.log_sf), _grid(self.log_noise))
+        self.grid_, best, self.result_ = grid_search(_gp_build, (X, y, self.likelihood, self.jitter), grids,
+                                                     self.solver_options, self.n_jobs)
+        self.log_ell_, self.log_sf_, self.log_noise_ = best
+        self.L_ = gp_factor(X, self.log_ell_, self.log_sf_, self.jitter)[0]
         r = self.result_
         self.X_train_ = X
         self.mean_, self.covariance_, self.neg_elbo_ = r.x, r.info["covariance"], r.objective
@@ -243,12 +252,13 @@ class _GP(_Base):
 
 
 class GPClassifier(_BinaryLogistic, _GP):
-    """GP classification with a logistic likelihood (``log_noise`` unused)."""
+    """GP classification with a logistic likelihood (``log_noise`` unused); grids and ``n_jobs`` as in
+    :class:`GPRegressor`."""
 
-    _params = ("log_ell", "log_sf", "jitter", "solver_options")
+    _params = ("log_ell", "log_sf", "jitter", "solver_options", "n_jobs")
 
-    def __init__(self, log_ell=0.0, log_sf=0.0, jitter=1e-8, solver_options=None):
-        super().__init__(log_ell, log_sf, 0.0, jitter, solver_options)
+    def __init__(self, log_ell=0.0, log_sf=0.0, jitter=1e-8, solver_options=None, n_jobs=None):
+        super().__init__(log_ell, log_sf, 0.0, jitter, solver_options, n_jobs)
 
     def fit(self, X, y):
         return self._fit(X, self._binary_targets(y))
@@ -258,14 +268,16 @@ class GPClassifier(_BinaryLogistic, _GP):
 
 
 class GPRegressor(_GP):
-    """GP regression with a ``laplace`` (noise std ``exp(log_noise)``) or ``gaussian`` likelihood."""
+    """GP regression with a ``laplace`` (noise std ``exp(log_noise)``) or ``gaussian`` likelihood. Lists of
+    ``log_ell``, ``log_sf``, ``log_noise`` form a grid selected by the ELBO; ``n_jobs`` (scikit-learn's
+    convention) solves it in that many processes with the serial fit's values."""
 
     def __init__(self, likelihood="laplace", log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8,
-                 solver_options=None):
-        super().__init__(log_ell, log_sf, log_noise, jitter, solver_options)
+                 solver_options=None, n_jobs=None):
+        super().__init__(log_ell, log_sf, log_noise, jitter, solver_options, n_jobs)
         self.likelihood = likelihood
 
-    _params = ("likelihood", "log_ell", "log_sf", "log_noise", "jitter", "solver_options")
+    _params = ("likelihood", "log_ell", "log_sf", "log_noise", "jitter", "solver_options", "n_jobs")
 
     def fit(self, X, y):
         if self.likelihood not in ("laplace", "gaussian"):

@@ -182,8 +182,16 @@ class FullGaussian(_Base):
             V, vt = Linv.T @ Linv, np.zeros(0)
         return SimpleNamespace(m=m, gt=gt, L=L, Lam=Lam, Linv=Linv, V=V, vt=vt)
 
-    def warm(self, m, gt, alpha):
-        return self._state(m.copy(), gt.copy())
+    def warm(self, m, gt, alpha, mt=None):
+        """Starts from a previous solution: its mean ``m`` as it is, and (given its predictor means ``mt``) its
+        Gaussian sites, which carry over to a changed prior such as a new GP kernel (docs/klprox.md, section 3)."""
+        out = [self._state(m.copy(), gt.copy())]
+        if mt is not None:
+            st = self._state(m.copy(), gt.copy())
+            st.m = sla.cho_solve((st.L, True), -self.view.c + self.AT @ _site_shift(self.view, gt, alpha, mt),
+                                 check_finite=False)
+            out.append(st)
+        return out
 
     def predictors(self, st):
         vt = getattr(st, "vt", None)          # states of the stochastic variant carry W = L^-1 A^T instead
@@ -245,6 +253,16 @@ class FullGaussian(_Base):
         A_new = sp.csr_matrix(A_new) if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))
         Wn = _tri(st.L, A_new.T.toarray() if sp.issparse(A_new) else A_new.T)
         return np.asarray(A_new @ st.m).ravel() + b_new, np.einsum("ij,ij->j", Wn, Wn)
+
+
+def _site_shift(view, gt, alpha, mt):
+    r"""``nu = G (mt - b) - alpha``: the linear coefficients of the Gaussian sites ``exp(-1/2 u^T G u + nu^T u)``,
+    ``u = A w``, that reproduce a stationary ``q`` from the prior (``V^-1 = P + A^T G A`` (18) and, with
+    ``P m + c + A^T alpha = 0``, ``V^-1 m = -c + A^T nu``). Per row, like EP's site parameters, they do not
+    depend on the prior, so they carry a solution over to a changed prior (a GP kernel)."""
+    shift = mt - view.b
+    Gs = gt * shift if view.diagonal else view.curvature_matrix(gt) @ shift
+    return Gs - alpha
 
 
 def _half(view, g):
@@ -310,8 +328,14 @@ class DualGaussian(_Base):
     def _gmul(self, gt, v):
         return gt * v if self.view.diagonal else self.view.curvature_matrix(gt) @ v
 
-    def warm(self, m, gt, alpha):
-        return self._state(-alpha, gt.copy())               # the fixed point has z = -alpha
+    def warm(self, m, gt, alpha, mt=None):
+        out = [self._state(-alpha, gt.copy())]              # the fixed point has z = -alpha
+        if mt is not None:  # the previous Gaussian sites: (I + G St) z = nu - G A mu  (docs/klprox.md, section 3)
+            st = self._state(-alpha, gt.copy())
+            y = _site_shift(self.view, gt, alpha, mt) - self._gmul(gt, self.A @ self.mu)
+            st.z = y - _hmul(st.sg, sla.cho_solve((st.L, True), _hmul(st.sg, self.St @ y), check_finite=False))
+            out.append(st)
+        return out
 
     def predictors(self, st):
         return self.mut + self.St @ st.z, st.vt

@@ -80,17 +80,36 @@ class Cur(NamedTuple):
 
 
 def _warm(v):
-    """Validate the ``warm_start`` option: a Result (its ``x`` and ``info``) or a dict of arrays."""
+    """Validate the ``warm_start`` option: a Result (its ``x`` and ``info``), a dict of arrays, or a list of
+    them (e.g. the neighbours of a grid point in each hyperparameter direction)."""
     if v is None:
         return None
+    many = isinstance(v, (list, tuple))
+    out = [_warm_one(w) for w in (v if many else [v])]
+    if many and not out:
+        raise InvalidOptionError("option 'warm_start' is an empty list (use None for no warm start)")
+    return out
+
+
+def _warm_one(v):
     d = dict(v.info, x=v.x) if hasattr(v, "info") and hasattr(v, "x") else v
     try:
         out = {k: np.asarray(d[k], dtype=float).ravel() for k in ("x", "pseudo_precisions", "alpha")}
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidOptionError("option 'warm_start' must be a klprox Result or a dict with arrays 'x', "
-                                 f"'pseudo_precisions' and 'alpha' ({exc})") from None
+                                 f"'pseudo_precisions' and 'alpha', or a list of them ({exc})") from None
     if not all(np.all(np.isfinite(a)) for a in out.values()):
         raise InvalidOptionError("option 'warm_start' holds NaN or inf")
+    if d.get("predictor_mean") is not None:     # with it, the warm start's Gaussian sites are a second start
+        out["predictor_mean"] = np.asarray(d["predictor_mean"], dtype=float).ravel()
+        if not np.all(np.isfinite(out["predictor_mean"])):
+            raise InvalidOptionError("option 'warm_start' holds NaN or inf")
+    beta = d.get("beta")
+    if beta is not None:           # the step size the previous run ended with: the first step size from there
+        beta = float(beta)
+        if not (math.isfinite(beta) and beta > 0):
+            raise InvalidOptionError(f"option 'warm_start': 'beta' must be positive, got {beta}")
+        out["beta"] = beta
     return out
 
 
@@ -129,7 +148,12 @@ class KLProxSolver(Solver):
                float, nonnegative, "must be >= 0"),
         Option("warm_start", None, "start from a previous klprox solution of a model with the same rows (e.g. the "
                "previous value of a hyperparameter sweep): its Result, or a dict with 'x', 'pseudo_precisions' and "
-               "'alpha'; used when its -ELBO here is below the default starts'", _warm),
+               "'alpha' (optional: 'predictor_mean', and 'beta', its last step size), or a list of them (e.g. the "
+               "solved neighbours of a grid point). Each gives its mean and pseudo-precisions as a start and, with "
+               "the predictor means, its Gaussian sites under this model's prior (which carry over to a changed "
+               "prior such as a new GP kernel); the start with the lowest -ELBO here is used (the default starts "
+               "included), "
+               "and with the adaptive rule a warm start's last step size (capped by beta_max) is the first one", _warm),
         Option("softmax", "quadrature", "expectation of log-sum-exp (multinomial) rows: 'quadrature' (the exact "
                "ELBO, tensor Gauss-Hermite, up to 4 classes) or 'bound' (Boehning's quadratic bound, any number of "
                "classes: the objective is then an upper bound on -ELBO)", ("quadrature", "bound")),
@@ -210,13 +234,15 @@ class KLProx:
         likelihood terms such as ``-y f``, or at 0), with ``V0^-1 = P + gamma0 A^T A``; ``gamma0`` is
         raised while ``-ELBO`` is not finite (e.g. ``exp`` of a wide prior predictor overflows)."""
         g0 = self.opts.gamma0
+        warm = self.warm()
+        self.start_beta = self.opts.beta
         for _ in range(12):
             best = None
             with np.errstate(over="ignore", invalid="ignore"):
-                for st in [self.post.start(g0, at_mu) for at_mu in (True, False)] + self.warm():
+                for st, beta in [(self.post.start(g0, at_mu), self.opts.beta) for at_mu in (True, False)] + warm:
                     ev = self.evaluate(st)
                     if math.isfinite(ev[0]) and (best is None or ev[0] < best[1][0]):
-                        best = (st, ev)
+                        best, self.start_beta = (st, ev), beta
             if best is not None:
                 return best
             g0 = max(10.0 * g0, 1.0) * 10.0
@@ -224,17 +250,23 @@ class KLProx:
                              "(e.g. exp of a large predictor); rescale the data")
 
     def warm(self):
-        """The state of the ``warm_start`` option, when its sizes fit this model."""
-        w = self.opts.warm_start
-        if w is None:
-            return []
-        v = self.view
-        if w["x"].size != v.D or w["pseudo_precisions"].size != v.npat or w["alpha"].size != v.N:
-            raise InvalidOptionError(f"option 'warm_start' has sizes (x {w['x'].size}, rows "
-                                     f"{w['pseudo_precisions'].size}), this model has {v.D} variables and {v.N} rows")
-        if np.any(w["pseudo_precisions"][v.eye() > 0] < 0):
-            raise InvalidOptionError("option 'warm_start' holds negative pseudo-precisions")
-        return [self.post.warm(w["x"], w["pseudo_precisions"], w["alpha"])]
+        """``(state, first beta)`` of the ``warm_start`` option's starts, when their sizes fit this model."""
+        v, out = self.view, []
+        for w in self.opts.warm_start or ():
+            if w["x"].size != v.D or w["pseudo_precisions"].size != v.npat or w["alpha"].size != v.N:
+                raise InvalidOptionError(f"option 'warm_start' has sizes (x {w['x'].size}, rows "
+                                         f"{w['pseudo_precisions'].size}), this model has {v.D} variables and {v.N} "
+                                         "rows")
+            if np.any(w["pseudo_precisions"][v.eye() > 0] < 0):
+                raise InvalidOptionError("option 'warm_start' holds negative pseudo-precisions")
+            # the step size the previous run ended with (accepted there): the first one here (adaptive rule only)
+            beta = self.opts.beta if self.opts.step_rule == "fixed" else min(w.get("beta", self.opts.beta),
+                                                                             self.opts.beta_max)
+            mt = w.get("predictor_mean")
+            if mt is not None and mt.size != v.N:
+                raise InvalidOptionError(f"option 'warm_start' has {mt.size} predictor means, this model has {v.N} rows")
+            out += [(st, beta) for st in self.post.warm(w["x"], w["pseudo_precisions"], w["alpha"], mt)]
+        return out
 
     def state(self, st):
         """The evaluated state ``(st, neg_elbo, alpha, gamma, mt, vt, residuals)``."""
@@ -287,7 +319,7 @@ class KLProx:
         opts, run, post = self.opts, self.run, self.post
         st, (f, alpha, gamma, mt, vt) = self.start()
         cur = Cur(st, f, alpha, gamma, mt, vt, post.residuals(st, alpha, gamma, vt))
-        beta, rejected = opts.beta, 0
+        beta, rejected = self.start_beta, 0
         status, msg = None, ""
         window = []                                    # max residual at the start of each SWITCH_WINDOW
         run.incumbent(post.mean(st), objective=f)
