@@ -28,8 +28,9 @@ import math
 import numpy as np
 from numba import njit
 
+from .kernel_steps import MAX_BACKTRACKS, bb_secant, save_record, step_lengths, step_stats
+
 EPS = float(np.finfo(float).eps)
-MAX_BACKTRACKS = 60
 
 
 @njit(cache=True, inline='always')
@@ -282,10 +283,7 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
                 a_dual = frac / -tmin
             if rmax > 0:
                 a_prim = frac / rmax
-        if same:
-            ap = ad = min(ahat, a_dual, a_prim)
-        else:
-            ap, ad = min(ahat, a_prim), min(ahat, a_dual)
+        ap, ad = step_lengths(ahat, a_prim, a_dual, same)
         n_bt = 0
         while True:  # Fig. 2.1 step 5
             for j in range(n):
@@ -321,23 +319,10 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
                     sj = x_new[j] - x[j]
                     ss += sj * sj
                     sy += sj * (g2[j] - g[j])
-                if ss > 1e-300:
-                    beta = st[5]
-                    new = beta - ahat * (beta - sy / ss)  # (2.45)
-                    if not np.isfinite(new) or new < beta_min:
-                        sti[5] += 1
-                    else:
-                        st[5] = new
+                bb_secant(st, sti, ahat, sy, ss, beta_min)
         elif hess == 2:
             Bvec[:] = Dn
-        sti[0] = k
-        sti[1] = n_bt
-        sti[2] += n_bt
-        sti[3] += 1
-        if ap < ahat * (1 - 1e-12):
-            sti[4] += 1
-        st[0], st[1], st[2], st[3], st[4] = ap, ad, a_prim, a_dual, mu
-        st[6] += ap / ahat
+        step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x[:] = x_new
         if m:
             s[:] = s_new
@@ -349,9 +334,5 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
             eta = 0.0
             for i in range(m):
                 eta += s[i] * z[i]
-            rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = k, mu, eta, ap
-            rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = ad, a_prim, a_dual, n_bt
-            if rec_x.shape[0] > nrec:
-                rec_x[nrec, :] = x
-            nrec += 1
+            nrec = save_record(rec, rec_x, nrec, k, mu, eta, ap, ad, a_prim, a_dual, n_bt, x)
     return rows.size, 0, nrec

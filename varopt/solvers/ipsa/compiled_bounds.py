@@ -41,7 +41,8 @@ import math
 import numpy as np
 from numba import njit
 
-MAX_BACKTRACKS = 60
+from .kernel_steps import MAX_BACKTRACKS, bb_secant, save_record, step_lengths, step_stats
+
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -276,10 +277,7 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                 a_dual = frac / -tmin
             if rmax > 0:
                 a_prim = frac / rmax
-        if same:
-            ap = ad = min(ahat, a_dual, a_prim)
-        else:
-            ap, ad = min(ahat, a_prim), min(ahat, a_dual)
+        ap, ad = step_lengths(ahat, a_prim, a_dual, same)
         n_bt = 0
         while True:  # Fig. 2.1 step 5
             ok = 0
@@ -335,21 +333,8 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                 for q in range(q0, q1_):
                     j = S_idx[q]
                     sy += (xn[j] - x[j]) * ((lin[j] + gs2[j]) - (lin[j] + gs[j]))
-                if ss > 1e-300:
-                    beta = st[5]
-                    new = beta - ahat * (beta - sy / ss)  # (2.45)
-                    if not np.isfinite(new) or new < beta_min:
-                        sti[5] += 1
-                    else:
-                        st[5] = new
-        sti[0] = k
-        sti[1] = n_bt
-        sti[2] += n_bt
-        sti[3] += 1
-        if ap < ahat * (1 - 1e-12):
-            sti[4] += 1
-        st[0], st[1], st[2], st[3], st[4] = ap, ad, a_prim, a_dual, mu
-        st[6] += ap / ahat
+                bb_secant(st, sti, ahat, sy, ss, beta_min)
+        step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x, xn = xn, x
         s, sn = sn, s
         z, zn = zn, z
@@ -371,11 +356,7 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             trace_z[it, :] = z
         due -= 1
         if due == 0 and nrec < rec.shape[0]:
-            rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = k, mu, eta, ap
-            rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = ad, a_prim, a_dual, n_bt
-            if rec_x.shape[0] > nrec:
-                rec_x[nrec, :] = x
-            nrec += 1
+            nrec = save_record(rec, rec_x, nrec, k, mu, eta, ap, ad, a_prim, a_dual, n_bt, x)
         if due == 0:
             due = every
     if flip:
