@@ -36,6 +36,15 @@ def instance(rep):
     return theta, S, keep
 
 
+def quiet_single_thread():
+    """One BLAS thread (two spinning threads against other processes slowed the fits 5-10x) and no
+    scikit-learn deprecation noise (``penalty='l1'``) in the tables of the proxsg benchmarks."""
+    from threadpoolctl import threadpool_limits
+    threadpool_limits(1)
+    warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")
+    warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
+
+
 def kl(theta_t, theta_l, n):
     from varopt.oracles.ising import IsingExactOracle
     ex = IsingExactOracle(n)
@@ -100,10 +109,7 @@ class BPMoments:
 
 
 def run_rep(rep, iters, cap):
-    from threadpoolctl import threadpool_limits
-    threadpool_limits(1)
-    warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")  # penalty='l1' deprecation
-    warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
+    quiet_single_thread()
     import varopt
     from varopt.formulations.sparse_ising import ising_program, moments
     from varopt.estimators.sparse_ising import SparseIsing

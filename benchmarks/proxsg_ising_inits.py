@@ -12,18 +12,14 @@ best C (the issue's goal: the learned model at most half as far from the truth a
 selection, on average over the repetitions).
 """
 import argparse
-import warnings
 
 import numpy as np
 
-from proxsg_ising import CS, RHO, instance, kl, neighbourhood, restrict
+from proxsg_ising import CS, RHO, instance, kl, neighbourhood, quiet_single_thread, restrict
 
 
 def main():
-    from threadpoolctl import threadpool_limits
-    threadpool_limits(1)
-    warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")  # penalty='l1' deprecation
-    warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
+    quiet_single_thread()
     from varopt.estimators.sparse_ising import SparseIsing
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=3)

@@ -17,10 +17,9 @@ N = 64: the instance of benchmarks/proxsg_spect.py (500 samples, s0 = 100); neig
 """
 import argparse
 import time
-import warnings
 
 import numpy as np
-from proxsg_ising import CS, RHO, instance, kl, neighbourhood, pr, restrict
+from proxsg_ising import CS, RHO, instance, kl, neighbourhood, pr, quiet_single_thread, restrict
 
 
 
@@ -31,10 +30,7 @@ def outputs(est, sp):
 
 
 def main():
-    from threadpoolctl import threadpool_limits
-    threadpool_limits(1)
-    warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")
-    warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
+    quiet_single_thread()
     from varopt.estimators.sparse_ising import SparseIsing
     from varopt.oracles.ising import IsingGibbsOracle
     ap = argparse.ArgumentParser()

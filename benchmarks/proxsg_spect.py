@@ -14,11 +14,10 @@
 import argparse
 import os
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
-from proxsg_ising import CS, neighbourhood, pr
+from proxsg_ising import CS, neighbourhood, pr, quiet_single_thread
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "spect"
 
@@ -34,10 +33,7 @@ def load(name):
 
 
 def main():
-    from threadpoolctl import threadpool_limits
-    threadpool_limits(1)
-    warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")
-    warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
+    quiet_single_thread()
     from varopt.formulations.sparse_ising import check_spins
     from varopt.estimators.sparse_ising import SparseIsing
     from varopt.oracles.ising import IsingExactOracle, IsingGibbsOracle

@@ -11,10 +11,9 @@ sweeps, 1000 iterations: ~4 s each; an exact PN fit over 2^21 spin-flip pairs ta
 """
 import argparse
 import time
-import warnings
 
 import numpy as np
-from proxsg_ising import CS, neighbourhood
+from proxsg_ising import CS, neighbourhood, quiet_single_thread
 from proxsg_spect import DATA, load
 
 RHOS = (1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2)
@@ -26,10 +25,7 @@ def folds(m, k, seed=0):
 
 
 def main():
-    from threadpoolctl import threadpool_limits
-    threadpool_limits(1)
-    warnings.filterwarnings("ignore", category=UserWarning, module="sklearn")
-    warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
+    quiet_single_thread()
     from varopt.formulations.sparse_ising import check_spins
     from varopt.estimators.sparse_ising import SparseIsing
     from varopt.oracles.ising import IsingExactOracle

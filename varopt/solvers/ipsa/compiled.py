@@ -28,7 +28,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernel_steps import MAX_BACKTRACKS, bb_secant, save_record, step_lengths, step_stats
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, row_gradient, save_record,
+                           step_lengths, step_stats)
 
 EPS = float(np.finfo(float).eps)
 
@@ -51,45 +52,12 @@ def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g
     if want_h:
         for j in range(n):
             h[j] = 0.0
-    if kind == 0:  # square atom: u = a_r^T x + b_r, coef * u^2
-        u = _rowdot(A_ptr, A_idx, A_val, r, x) + ab[r]
-        cw = coef[r] * weight
-        w = cw * (2.0 * u)
-        for p in range(A_ptr[r], A_ptr[r + 1]):
-            g[A_idx[p]] += A_val[p] * w
-        if want_h:
-            hw = cw * 2.0
-            for p in range(A_ptr[r], A_ptr[r + 1]):
-                v = A_val[p]
-                h[A_idx[p]] += v * v * hw
-    else:  # log-sum-exp group r over rows lse_ptr[r]..lse_ptr[r+1]
-        k0, k1 = lse_ptr[r], lse_ptr[r + 1]
-        mx = -np.inf
-        svals = np.empty(k1 - k0)
-        for k in range(k0, k1):
-            svals[k - k0] = _rowdot(A_ptr, A_idx, A_val, k, x) + ab[k]
-            if svals[k - k0] > mx:
-                mx = svals[k - k0]
-        tot = 0.0
-        for k in range(k1 - k0):
-            svals[k] = math.exp(svals[k] - mx)
-            tot += svals[k]
-        cw = coef[r] * weight * 1.0
-        if want_h:
-            for j in range(n):
-                Bm[j] = 0.0
-        for k in range(k0, k1):
-            pk = svals[k - k0] / tot
-            w = pk * cw
-            for p in range(A_ptr[k], A_ptr[k + 1]):
-                v = A_val[p]
-                g[A_idx[p]] += v * w
-                if want_h:
-                    h[A_idx[p]] += v * v * w
-                    Bm[A_idx[p]] += pk * v
-        if want_h:
-            for j in range(n):
-                h[j] = h[j] - cw * (Bm[j] * Bm[j])
+            Bm[j] = 0.0
+    sv = np.empty(0 if kind == 0 else lse_ptr[r + 1] - lse_ptr[r])
+    cw = row_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, want_h, h, Bm, sv)
+    if kind != 0 and want_h:
+        for j in range(n):
+            h[j] = h[j] - cw * (Bm[j] * Bm[j])
     for j in range(n):
         g[j] = lin[j] + g[j]
 
@@ -279,10 +247,7 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
                 dz[i] = mu / s[i] - z[i] + d[i] * Jdx[i]  # (2.21)
                 tmin = min(tmin, dz[i] / z[i])
                 rmax = max(rmax, Jdx[i] / s[i])
-            if tmin < 0:
-                a_dual = frac / -tmin
-            if rmax > 0:
-                a_prim = frac / rmax
+            a_prim, a_dual = boundary_steps(tmin, rmax, frac, a_prim, a_dual)
         ap, ad = step_lengths(ahat, a_prim, a_dual, same)
         n_bt = 0
         while True:  # Fig. 2.1 step 5
@@ -293,12 +258,8 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
             _slack(ip, x_new, s_new, lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh)
             if _interior(ip, x_new, s_new, G_ptr, G_idx, G_val, hh, G_terms, G_norm1):
                 break
-            ap *= 0.5
-            if same:
-                ad = ap
-            n_bt += 1
+            ap, ad, n_bt = backtrack(ap, ad, same, n_bt)
             if n_bt > MAX_BACKTRACKS:
-                ap = ad = 0.0
                 x_new[:] = x
                 s_new[:] = s
                 break

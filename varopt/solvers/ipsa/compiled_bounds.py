@@ -41,7 +41,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernel_steps import MAX_BACKTRACKS, bb_secant, save_record, step_lengths, step_stats
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, row_gradient, save_record,
+                           step_lengths, step_stats)
 
 
 
@@ -51,46 +52,8 @@ def sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, 
     """Add ``weight * grad f_r(x)`` to ``gs`` and (``want_h``) ``weight * diag Hess f_r(x)`` to ``hs``
     (both zero on the sample's coordinates ``S_idx[S_ptr[r]:S_ptr[r + 1]]`` on entry), the formulas
     of :func:`.compiled._gradient`."""
-    if kind == 0:  # square atom: u = a_r^T x + b_r, coef * u^2
-        u = 0.0
-        for p in range(A_ptr[r], A_ptr[r + 1]):
-            u += A_val[p] * x[A_idx[p]]
-        u = u + ab[r]
-        cw = coef[r] * weight
-        w = cw * (2.0 * u)
-        for p in range(A_ptr[r], A_ptr[r + 1]):
-            gs[A_idx[p]] += A_val[p] * w
-        if want_h:
-            hw = cw * 2.0
-            for p in range(A_ptr[r], A_ptr[r + 1]):
-                v = A_val[p]
-                hs[A_idx[p]] += v * v * hw
-        return
-    k0, k1 = lse_ptr[r], lse_ptr[r + 1]  # log-sum-exp group r
-    mx = -np.inf
-    for k in range(k0, k1):
-        acc = 0.0
-        for p in range(A_ptr[k], A_ptr[k + 1]):
-            acc += A_val[p] * x[A_idx[p]]
-        sv[k - k0] = acc + ab[k]
-        if sv[k - k0] > mx:
-            mx = sv[k - k0]
-    tot = 0.0
-    for k in range(k1 - k0):
-        sv[k] = math.exp(sv[k] - mx)
-        tot += sv[k]
-    cw = coef[r] * weight * 1.0
-    for k in range(k0, k1):
-        pk = sv[k - k0] / tot
-        w = pk * cw
-        for p in range(A_ptr[k], A_ptr[k + 1]):
-            j = A_idx[p]
-            v = A_val[p]
-            gs[j] += v * w
-            if want_h:
-                hs[j] += v * v * w
-                Bm[j] += pk * v
-    if want_h:
+    cw = row_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, want_h, hs, Bm, sv)
+    if kind != 0 and want_h:
         for q in range(S_ptr[r], S_ptr[r + 1]):
             j = S_idx[q]
             hs[j] = hs[j] - cw * (Bm[j] * Bm[j])
@@ -273,10 +236,7 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                 q1[i] = dz[i] / z[i]
             tmin = _min4(q1, m)
             rmax = _max4(q2, m)
-            if tmin < 0:
-                a_dual = frac / -tmin
-            if rmax > 0:
-                a_prim = frac / rmax
+            a_prim, a_dual = boundary_steps(tmin, rmax, frac, a_prim, a_dual)
         ap, ad = step_lengths(ahat, a_prim, a_dual, same)
         n_bt = 0
         while True:  # Fig. 2.1 step 5
@@ -299,12 +259,8 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                     ok += 1 if v > 0.0 else 0
             if ok == m:  # (m = 0: no constraints, the full step)
                 break
-            ap *= 0.5
-            if same:
-                ad = ap
-            n_bt += 1
+            ap, ad, n_bt = backtrack(ap, ad, same, n_bt)
             if n_bt > MAX_BACKTRACKS:
-                ap = ad = 0.0
                 xn[:n] = x
                 sn[:m] = s
                 break

@@ -7,14 +7,29 @@ arithmetic, in the same order, as the numpy reference in :mod:`.iteration`:
   and ``min(a_hat_k, a_dual)``, or their common minimum when one step length serves both;
 * :func:`bb_secant`: the damped Barzilai–Borwein update (2.45) of the scalar Hessian, rejected (and
   counted) when it is not finite or falls below ``beta_min``;
-* :func:`step_stats`, :func:`save_record`: the per-step statistics and one history record.
+* :func:`step_stats`, :func:`save_record`: the per-step statistics and one history record;
+* :func:`row_gradient`: ``weight * grad f_r(x)`` of one sample row (and its Hessian diagonal before
+  the log-sum-exp correction), added onto the row's coordinates only.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
 
-from .iteration import MAX_BACKTRACKS  # noqa: F401  (one value for the numpy path and both kernels)
+from .iteration import MAX_BACKTRACKS  # one value for the numpy path and both kernels
+
+
+@njit(cache=True, inline="always")
+def boundary_steps(tmin, rmax, frac, a_prim, a_dual):
+    """The fraction-to-boundary step lengths (Fig. 2.1 step 4): ``frac / -min_i dz_i/z_i`` when some
+    dual decreases, ``frac / max_i (J dx)_i/s_i`` when some slack does; else unchanged."""
+    if tmin < 0:
+        a_dual = frac / -tmin
+    if rmax > 0:
+        a_prim = frac / rmax
+    return a_prim, a_dual
 
 
 @njit(cache=True, inline="always")
@@ -23,6 +38,19 @@ def step_lengths(ahat, a_prim, a_dual, same):
         a = min(ahat, a_dual, a_prim)
         return a, a
     return min(ahat, a_prim), min(ahat, a_dual)
+
+
+@njit(cache=True, inline="always")
+def backtrack(ap, ad, same, n_bt):
+    """One halving of Fig. 2.1 step 5 (the dual step follows when one length serves both); after
+    ``MAX_BACKTRACKS`` halvings both steps are 0 (the caller keeps the old point)."""
+    ap *= 0.5
+    if same:
+        ad = ap
+    n_bt += 1
+    if n_bt > MAX_BACKTRACKS:
+        ap = ad = 0.0
+    return ap, ad, n_bt
 
 
 @njit(cache=True, inline="always")
@@ -55,3 +83,56 @@ def save_record(rec, rec_x, nrec, k, mu, eta, ap, ad, a_prim, a_dual, n_bt, x):
     if rec_x.shape[0] > nrec:
         rec_x[nrec, :] = x
     return nrec + 1
+
+
+@njit(cache=True, inline="always")
+def row_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, want_h, h, Bm, sv):
+    """Add ``weight * grad f_r(x)`` to ``g`` and (``want_h``) the first part of ``weight * diag Hess
+    f_r(x)`` to ``h`` on the coordinates of sample row ``r`` (:class:`varopt.oracles.rows._AtomRows`
+    / ``_LseRows``); ``sv`` is scratch of the group's size.
+
+    Square atom ``coef (a^T x + b)^2``: ``g += 2 c w u a``, ``h += 2 c w a^2`` (complete). Log-sum-exp
+    group ``coef log sum_k exp(a_k^T x + b_k)`` with softmax ``p``: ``g += c w sum_k p_k a_k``,
+    ``h += c w sum_k p_k a_k^2`` and ``Bm += sum_k p_k a_k``; the caller completes the diagonal with
+    ``h_j -= c w Bm_j^2`` on the coordinates it tracks, ``c w`` being the returned value (0 for a
+    square atom)."""
+    if kind == 0:  # square atom: u = a_r^T x + b_r, coef * u^2
+        u = 0.0
+        for p in range(A_ptr[r], A_ptr[r + 1]):
+            u += A_val[p] * x[A_idx[p]]
+        u = u + ab[r]
+        cw = coef[r] * weight
+        w = cw * (2.0 * u)
+        for p in range(A_ptr[r], A_ptr[r + 1]):
+            g[A_idx[p]] += A_val[p] * w
+        if want_h:
+            hw = cw * 2.0
+            for p in range(A_ptr[r], A_ptr[r + 1]):
+                v = A_val[p]
+                h[A_idx[p]] += v * v * hw
+        return 0.0
+    k0, k1 = lse_ptr[r], lse_ptr[r + 1]  # log-sum-exp group r
+    mx = -np.inf
+    for k in range(k0, k1):
+        acc = 0.0
+        for p in range(A_ptr[k], A_ptr[k + 1]):
+            acc += A_val[p] * x[A_idx[p]]
+        sv[k - k0] = acc + ab[k]
+        if sv[k - k0] > mx:
+            mx = sv[k - k0]
+    tot = 0.0
+    for k in range(k1 - k0):
+        sv[k] = math.exp(sv[k] - mx)
+        tot += sv[k]
+    cw = coef[r] * weight * 1.0
+    for k in range(k0, k1):
+        pk = sv[k - k0] / tot
+        w = pk * cw
+        for p in range(A_ptr[k], A_ptr[k + 1]):
+            j = A_idx[p]
+            v = A_val[p]
+            g[j] += v * w
+            if want_h:
+                h[j] += v * v * w
+                Bm[j] += pk * v
+    return cw
