@@ -87,78 +87,158 @@ def restrict(e: Expression, keep: np.ndarray, fixed: np.ndarray, vals: np.ndarra
     """Substitute ``z[fixed] = vals`` into ``e``; return an Expression over ``z[keep]`` (in that order).
 
     Atom rows whose argument becomes constant turn into constants (or linear terms when their
-    multiplier is kept); multipliers that are fixed scale the coefficient.
+    multiplier is kept); multipliers that are fixed scale the coefficient. A row whose
+    coefficient becomes zero (a fixed multiplier at 0) is dropped.
+
+    GOP restricts the same expression to the same block at every iteration with new values, so
+    everything that depends only on ``(keep, fixed)`` (column selections, constant rows, index
+    maps) is computed once and kept on ``e`` (:class:`_RestrictPlan`); only the values are
+    substituted per call. ``tests/test_gop_restrict.py`` checks the result against a direct
+    substitution.
     """
-    n = e.n
-    full = np.zeros(n)
-    full[fixed] = vals
-    pos = np.full(n, -1, dtype=np.int64)
-    pos[keep] = np.arange(keep.size)
-    m = keep.size
-    isk = pos >= 0
-    const = e.constant + float(e.linear[fixed] @ vals)
-    lin = e.linear[keep].copy()
-    q = e.quadratic
-    ki, kj = isk[q.i], isk[q.j]
-    both = ki & kj
-    Q = QuadraticTerms(pos[q.i[both]], pos[q.j[both]], q.v[both], m)
-    one_i = ki & ~kj  # x_i kept, x_j fixed
-    np.add.at(lin, pos[q.i[one_i]], q.v[one_i] * full[q.j[one_i]])
-    one_j = kj & ~ki
-    np.add.at(lin, pos[q.j[one_j]], q.v[one_j] * full[q.i[one_j]])
-    none = ~ki & ~kj
-    const += float(np.sum(q.v[none] * full[q.i[none]] * full[q.j[none]]))
-    Akeep = sp.csr_matrix((np.ones(m), (keep, np.arange(m))), shape=(n, m))
-    atoms, lses = [], []
-    for g in e.atoms:
-        A = g.A @ Akeep
-        b = g.b + g.A @ full
-        A2 = b2 = None
-        if g.A2 is not None:
-            A2 = g.A2 @ Akeep
-            b2 = g.b2 + g.A2 @ full
-        mult = g.mult
-        has = mult >= 0
-        coef = g.coef.copy()
-        wfix = has & ~isk[np.where(has, mult, 0)]
-        coef[wfix] *= full[mult[wfix]]
-        newmult = np.where(has & ~wfix, pos[np.where(has, mult, 0)], -1)
-        nnz = np.diff(A.indptr) + (np.diff(A2.indptr) if A2 is not None else 0)
-        constrow = nnz == 0
-        if constrow.any():
-            cg = AtomGroup(g.kind, coef[constrow], sp.csr_matrix((int(constrow.sum()), m)), b[constrow], None,
-                           None if A2 is None else sp.csr_matrix((int(constrow.sum()), m)),
-                           None if b2 is None else b2[constrow])
-            vals_r = cg.row_values(np.zeros(m))
-            cm = newmult[constrow]
-            const += float(np.sum(vals_r[cm < 0]))
-            np.add.at(lin, cm[cm >= 0], vals_r[cm >= 0])
-        keep_rows = np.flatnonzero(~constrow & (coef != 0))
-        if keep_rows.size:
-            atoms.append(AtomGroup(g.kind, coef[keep_rows], A[keep_rows], b[keep_rows], newmult[keep_rows],
-                                   None if A2 is None else A2[keep_rows], None if b2 is None else b2[keep_rows]))
-    for g in e.lse:
-        A = g.A @ Akeep
-        b = g.b + g.A @ full
-        coef = g.coef.copy()
-        has = g.mult >= 0
-        wfix = has & ~isk[np.where(has, g.mult, 0)]
-        coef[wfix] *= full[g.mult[wfix]]
-        newmult = np.where(has & ~wfix, pos[np.where(has, g.mult, 0)], -1)
-        lg = LseGroup(A, b, g.seg, coef, newmult)
-        # groups whose rows are all constant
-        rownnz = np.diff(A.indptr)
-        gnnz = np.add.reduceat(rownnz, lg.starts) if rownnz.size else rownnz
-        cgroups = np.flatnonzero(gnnz == 0)
-        if cgroups.size:
-            vals_g = coef[cgroups] * lg.group_values(np.zeros(m))[cgroups]
-            cm = newmult[cgroups]
-            const += float(np.sum(vals_g[cm < 0]))
-            np.add.at(lin, cm[cm >= 0], vals_g[cm >= 0])
-        kg = np.setdiff1d(np.arange(coef.size), cgroups)
-        if kg.size:
-            lses.append(_sub_lse(lg, kg))
-    return Expression(m, const, lin, Q, atoms, lses)
+    keep = np.asarray(keep, dtype=np.int64)
+    fixed = np.asarray(fixed, dtype=np.int64)
+    plans = e.__dict__.setdefault("_restrict_plans", {})
+    key = (keep.tobytes(), fixed.tobytes())
+    plan = plans.get(key)
+    if plan is None:
+        if len(plans) > 64:  # a bounded cache: one entry per block/side in GOP
+            plans.clear()
+        plan = plans[key] = _RestrictPlan(e, keep, fixed)
+    return plan(e, np.asarray(vals, dtype=float))
+
+
+def _fast_atom_group(kind, coef, A, b, mult, A2, b2) -> AtomGroup:
+    """An :class:`AtomGroup` from parts that are already validated (csr, float, aligned)."""
+    g = object.__new__(AtomGroup)
+    g.__dict__.update(kind=kind, coef=coef, A=A, b=b, mult=mult, A2=A2, b2=b2, label=None)
+    return g
+
+
+class _RestrictPlan:
+    """The parts of :func:`restrict` that depend on ``(keep, fixed)`` only."""
+
+    def __init__(self, e: Expression, keep: np.ndarray, fixed: np.ndarray):
+        n = e.n
+        m = keep.size
+        self.n, self.m, self.fixed = n, m, fixed
+        pos = np.full(n, -1, dtype=np.int64)
+        pos[keep] = np.arange(m)
+        isk = pos >= 0
+        self.keep = keep
+        q = e.quadratic
+        ki, kj = isk[q.i], isk[q.j]
+        both = ki & kj
+        self.Q = QuadraticTerms(pos[q.i[both]], pos[q.j[both]], q.v[both], m)
+        one_i = ki & ~kj  # x_i kept, x_j fixed
+        one_j = kj & ~ki
+        none = ~ki & ~kj
+        self.q_lin = (np.concatenate([pos[q.i[one_i]], pos[q.j[one_j]]]),
+                      np.concatenate([q.v[one_i], q.v[one_j]]),
+                      np.concatenate([q.j[one_i], q.i[one_j]]))
+        self.q_const = (q.v[none], q.i[none], q.j[none])
+        Akeep = sp.csr_matrix((np.ones(m), (keep, np.arange(m))), shape=(n, m))
+        self.atoms = []
+        for g in e.atoms:
+            A = (g.A @ Akeep).tocsr()
+            A2 = None if g.A2 is None else (g.A2 @ Akeep).tocsr()
+            has = g.mult >= 0
+            mult0 = np.where(has, g.mult, 0)
+            wfix = has & ~isk[mult0]
+            newmult = np.where(has & ~wfix, pos[mult0], -1)
+            nnz = np.diff(A.indptr) + (np.diff(A2.indptr) if A2 is not None else 0)
+            crow = np.flatnonzero(nnz == 0)
+            ccg = None
+            if crow.size:
+                ccg = AtomGroup(g.kind, np.zeros(crow.size), sp.csr_matrix((crow.size, m)), np.zeros(crow.size),
+                                None, None if A2 is None else sp.csr_matrix((crow.size, m)),
+                                None if A2 is None else np.zeros(crow.size))
+            rows = np.flatnonzero(nnz != 0)
+            self.atoms.append((g, np.flatnonzero(wfix), g.mult[wfix], newmult, crow, ccg, rows,
+                               A[rows], None if A2 is None else A2[rows], newmult[rows], A, A2))
+        self.lses = []
+        for g in e.lse:
+            A = (g.A @ Akeep).tocsr()
+            has = g.mult >= 0
+            mult0 = np.where(has, g.mult, 0)
+            wfix = has & ~isk[mult0]
+            newmult = np.where(has & ~wfix, pos[mult0], -1)
+            rownnz = np.diff(A.indptr)
+            starts = np.searchsorted(g.seg, np.arange(g.coef.size))
+            gnnz = np.add.reduceat(rownnz, starts) if rownnz.size else rownnz
+            cgroups = np.flatnonzero(gnnz == 0)
+            kg = np.setdiff1d(np.arange(g.coef.size), cgroups)
+            crows = np.flatnonzero(np.isin(g.seg, cgroups)) if cgroups.size else cgroups
+            clg = None
+            if cgroups.size:
+                newid = np.full(g.coef.size, -1)
+                newid[cgroups] = np.arange(cgroups.size)
+                clg = LseGroup(sp.csr_matrix((crows.size, m)), np.zeros(crows.size), newid[g.seg[crows]],
+                               np.ones(cgroups.size))
+            ks = seg = None
+            if kg.size:
+                mask = np.isin(g.seg, kg)
+                ks = np.flatnonzero(mask)
+                newid = np.full(g.coef.size, -1)
+                newid[kg] = np.arange(kg.size)
+                seg = newid[g.seg[ks]]
+                order = np.argsort(seg, kind="stable")
+                ks, seg = ks[order], seg[order]
+            self.lses.append((g, np.flatnonzero(wfix), g.mult[wfix], newmult, cgroups, crows, clg, kg, ks, seg,
+                              None if ks is None else A[ks]))
+
+    def __call__(self, e: Expression, vals: np.ndarray) -> Expression:
+        m = self.m
+        full = np.zeros(self.n)
+        full[self.fixed] = vals
+        const = e.constant + float(e.linear[self.fixed] @ vals)
+        lin = e.linear[self.keep].copy()
+        li, lv, lj = self.q_lin
+        if li.size:
+            np.add.at(lin, li, lv * full[lj])
+        cv, ci, cj = self.q_const
+        if cv.size:
+            const += float(np.sum(cv * full[ci] * full[cj]))
+        atoms, lses = [], []
+        for g, wfix, wmult, newmult, crow, ccg, rows, A_r, A2_r, nm_r, A, A2 in self.atoms:
+            b = g.b + g.A @ full
+            b2 = None if g.A2 is None else g.b2 + g.A2 @ full
+            coef = g.coef.copy()
+            if wfix.size:
+                coef[wfix] *= full[wmult]
+            if crow.size:
+                ccg.coef = coef[crow]
+                ccg.b = b[crow]
+                if b2 is not None:
+                    ccg.b2 = b2[crow]
+                vals_r = ccg.row_values(np.zeros(m))
+                cm = newmult[crow]
+                const += float(np.sum(vals_r[cm < 0]))
+                np.add.at(lin, cm[cm >= 0], vals_r[cm >= 0])
+            if rows.size:
+                c = coef[rows]
+                nz = c != 0
+                if nz.all():
+                    atoms.append(_fast_atom_group(g.kind, c, A_r, b[rows], nm_r, A2_r,
+                                                  None if b2 is None else b2[rows]))
+                elif nz.any():
+                    kr = rows[nz]
+                    atoms.append(_fast_atom_group(g.kind, c[nz], A[kr], b[kr], newmult[kr],
+                                                  None if A2 is None else A2[kr], None if b2 is None else b2[kr]))
+        for g, wfix, wmult, newmult, cgroups, crows, clg, kg, ks, seg, A_k in self.lses:
+            b = g.b + g.A @ full
+            coef = g.coef.copy()
+            if wfix.size:
+                coef[wfix] *= full[wmult]
+            if cgroups.size:
+                clg.b = b[crows]
+                vals_g = coef[cgroups] * clg.group_values(np.zeros(m))
+                cm = newmult[cgroups]
+                const += float(np.sum(vals_g[cm < 0]))
+                np.add.at(lin, cm[cm >= 0], vals_g[cm >= 0])
+            if kg.size:
+                lses.append(LseGroup(A_k, b[ks], seg, coef[kg], newmult[kg]))
+        return Expression(m, const, lin, self.Q, atoms, lses)
 
 
 class MixedHessian:

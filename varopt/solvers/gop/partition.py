@@ -72,14 +72,27 @@ def _row_txt(names, g, r):
 
 
 def _row_vars(g, r):
+    A = g.A
     if isinstance(g, LseGroup):
         lo = g.starts[r]
         hi = g.starts[r + 1] if r + 1 < len(g.starts) else g.seg.size
-        return np.unique(g.A[lo:hi].indices)
-    vs = g.A[r].indices
+        return np.unique(A.indices[A.indptr[lo]:A.indptr[hi]])
+    vs = A.indices[A.indptr[r]:A.indptr[r + 1]]
     if g.A2 is not None:
-        vs = np.union1d(vs, g.A2[r].indices)
+        vs = np.union1d(vs, g.A2.indices[g.A2.indptr[r]:g.A2.indptr[r + 1]])
     return np.unique(vs)
+
+
+class _Text:
+    """A description formatted only when a message needs it (most analyses raise nothing)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __str__(self):
+        return self.fn()
 
 
 @dataclass
@@ -160,7 +173,7 @@ class _Parity:
         u = b
         while u in prev and prev[u] is not None:
             u, why = prev[u]
-            out.append(why)
+            out.append(str(why))
         return list(reversed(out))
 
 
@@ -220,6 +233,7 @@ def _analyze(program, partition, merge) -> Partition:
 
     def fail_cycle(a, b, why, rel):
         path = uf.explain(a, b)
+        why = str(why)
         terms = [p for p in path if not p.startswith("(")] + [why]
         if rel == 1:
             msg = (f"the products {_join(terms)} cannot be split into two blocks: they form an odd cycle "
@@ -238,25 +252,30 @@ def _analyze(program, partition, merge) -> Partition:
             for r in range(len(g)):
                 vs = _row_vars(g, r).tolist()
                 w = int(g.mult[r])
-                txt = _row_txt(names, g, r)
+
+                def txt(g=g, r=r):
+                    return _row_txt(names, g, r)
+
                 nonlin[vs] = True
                 if w >= 0:
                     nonlin[w] = True
                     if w in vs:
                         raise ModelStructureError(
-                            f"{ename}: the term {txt} multiplies an atom by one of its own variables "
+                            f"{ename}: the term {txt()} multiplies an atom by one of its own variables "
                             f"({names[w]}); GOP needs the multiplier and the atom in different blocks")
-                    if not uf.union(w, Y, 0, f"{txt} (needs {names[w]} in the relaxed-dual block)"):
-                        fail_cycle(w, Y, f"{txt} (needs {names[w]} in the relaxed-dual block)", 0)
+                    why = _Text(lambda txt=txt, w=w: f"{txt()} (needs {names[w]} in the relaxed-dual block)")
+                    if not uf.union(w, Y, 0, why):
+                        fail_cycle(w, Y, why, 0)
                     for v in vs:
-                        why = f"{txt} (needs {names[v]} in the primal block)"
+                        why = _Text(lambda txt=txt, v=v: f"{txt()} (needs {names[v]} in the primal block)")
                         if not uf.union(v, X, 0, why):
                             fail_cycle(v, X, why, 0)
                         cross[v].add(w)
                         cross[w].add(v)
                 elif len(vs) > 1:
                     for v in vs[1:]:
-                        why = f"{txt} mixes {names[vs[0]]} and {names[v]} (one atom must stay in one block)"
+                        why = _Text(lambda txt=txt, v=v, v0=vs[0]: f"{txt()} mixes {names[v0]} and {names[v]} "
+                                    f"(one atom must stay in one block)")
                         if not uf.union(vs[0], v, 0, why):
                             fail_cycle(vs[0], v, why, 0)
 
@@ -362,7 +381,7 @@ def _check_conditions(program, is_x, names, same_block_products):
         for g in e.groups():
             kind_txt = "log-sum-exp" if isinstance(g, LseGroup) else g.kind
             for r in range(len(g)):
-                txt = _row_txt(names, g, r)
+                txt = _Text(lambda g=g, r=r: _row_txt(names, g, r))
                 if biaffine_only:
                     raise ModelStructureError(
                         f"constraint {ename}: the term {txt} is nonlinear; equality, >= and range constraints "

@@ -157,8 +157,12 @@ class DenseExpr:
             v += float(coef @ (mx + np.log(np.add.reduceat(np.exp(s - mx[seg]), starts))))
         return float(v)
 
-    def derivs(self, x):
+    def derivs(self, x, hessian=True):
+        """``(gradient, Hessian)`` at ``x``; the Hessian is None when ``hessian`` is False (the
+        residuals of the interior-point line search need the gradient only)."""
         g = self.c + self.H @ x
+        if not hessian:
+            return self._gradient(x, g), None
         H = self.H.copy()
         for kind, coef, A, b, A2, b2 in self.groups:
             kern = ATOMS[kind]
@@ -189,8 +193,25 @@ class DenseExpr:
             H = H + (A.T * cw) @ A - (B.T * coef) @ B
         return g, H
 
+    def _gradient(self, x, g):
+        for kind, coef, A, b, A2, b2 in self.groups:
+            kern = ATOMS[kind]
+            u = A @ x + b
+            if kern.arity == 1:
+                g = g + A.T @ (coef * kern.derivs(u, 1)[1])
+            else:
+                du, dw = kern.grad(u, A2 @ x + b2)
+                g = g + A.T @ (coef * du) + A2.T @ (coef * dw)
+        for A, b, seg, starts, coef in self.lse:
+            s = A @ x + b
+            mx = np.maximum.reduceat(s, starts)
+            e = np.exp(s - mx[seg])
+            p = e / np.add.reduceat(e, starts)[seg]
+            g = g + A.T @ (coef[seg] * p)
+        return g
+
     def gradient(self, x):
-        return self.derivs(x)[0]
+        return self.derivs(x, hessian=False)[0]
 
 
 def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
@@ -201,6 +222,13 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     eq = np.isfinite(lo) & np.isfinite(hi) & (np.abs(hi - lo) <= 1e-12 * np.maximum(1.0, np.abs(hi)))
     up = np.isfinite(hi) & ~eq
     dn = np.isfinite(lo) & ~eq
+    zero = ~np.any(Ad != 0, axis=1)
+    if zero.any():
+        # rows whose primal part vanished in the restriction read lo <= 0 <= hi: no constraint on x
+        # (kept, their slack would be exactly 0 and the barrier undefined), or an infeasible primal
+        if np.any(zero & ((hi < -1e-9) | (lo > 1e-9))):
+            return PrimalResult("infeasible", path="pdip")
+        up, dn, eq = up & ~zero, dn & ~zero, eq & ~zero
     fixed = np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-12 * np.maximum(1.0, np.abs(xub)))
     bup = np.isfinite(xub) & ~fixed
     bdn = np.isfinite(xlb) & ~fixed
@@ -229,7 +257,9 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
             return PrimalResult("infeasible", path="pdip")
         if r.status != "optimal":
             raise SolverBugError(f"GOP primal: no interior start ({r.status}: {r.message})")
-        if r.x[-1] <= 1e-12:
+        # checked on the rows themselves: HiGHS meets G x + s <= h only to its tolerance, and a
+        # slack of 1e-9 can sit on a row with G x - h = 0 (the barrier is undefined there)
+        if r.x[-1] <= 1e-12 or not np.all(G @ r.x[:nx] - h < 0):
             # the inequalities have no strict interior; treat them by an l1 feasibility check
             if r.x[-1] < -1e-9:
                 return PrimalResult("infeasible", path="pdip")
