@@ -59,6 +59,12 @@ FLAT_RESIDUAL = 1e-6
 STALL_RESIDUAL = 1e-3
 #: below this step size a rejected step means the ELBO cannot be raised beyond rounding
 BETA_MIN = 1e-12
+#: CRAWL_STEPS accepted steps in a row with beta below CRAWL_BETA, none of which lowers -ELBO by more than its
+#: rounding, end the run like BETA_MIN does: an ill-conditioned prior (a GP prior written as quad_form(f, K^-1)
+#: with a small jitter) floors the residuals at ~1e-6-1e-5, where only steps of beta ~ 1e-10 pass the
+#: acceptance test (by lowering the residual, not the ELBO), and the run would otherwise crawl to max_iter
+CRAWL_BETA = 1e-6
+CRAWL_STEPS = 20
 #: mean_step='auto': every SWITCH_WINDOW iterations, the paper's mean step (16) is replaced by the natural
 #: one when the largest residual has not fallen below SWITCH_RATIO of its value SWITCH_WINDOW iterations
 #: earlier (both steps pass the same exact-ELBO acceptance test and have the same fixed points; (16)
@@ -323,6 +329,7 @@ class KLProx:
         status, msg = None, ""
         window = []                                    # max residual at the start of each SWITCH_WINDOW
         run.incumbent(post.mean(st), objective=f)
+        crawl = 0                                      # accepted steps in a row that crawl (CRAWL_BETA)
         for it in run.iterations():
             if max(cur.res) <= opts.gtol:
                 status, msg = "converged", f"stationarity residuals {cur.res[0]:.2e}, {cur.res[1]:.2e} <= gtol"
@@ -331,12 +338,20 @@ class KLProx:
             rejected += rej
             if status is not None:
                 break
+            crawl = crawl + 1 if beta < CRAWL_BETA and cur.f - new.f <= ROUNDING * self.scale else 0
             cur = new
             self._maybe_switch(it, cur.res, window)
             m = post.mean(cur.st) if run.callback_fn is not None else None
             run.incumbent(objective=cur.f)
             run.record(objective=cur.f, beta=beta, residual_mean=cur.res[0], residual_cov=cur.res[1])
             if run.callback_fn is not None and run.callback(m, cur.f):
+                break
+            if crawl >= CRAWL_STEPS:
+                ok = max(cur.res) <= STALL_RESIDUAL
+                status = "converged" if ok else "error"
+                msg = (f"only steps with beta < {CRAWL_BETA:g} raise the ELBO, each by less than its rounding, for "
+                       f"{CRAWL_STEPS} iterations (residuals {cur.res[0]:.2e}, {cur.res[1]:.2e}"
+                       + (": flat to rounding; an ill-conditioned prior floors the residuals)" if ok else ")"))
                 break
         extra = {} if self.switched_at is None else {"mean_step_switched_at": self.switched_at}
         return self.finish(cur, status, msg, rejected=rejected, beta=beta, **extra)
