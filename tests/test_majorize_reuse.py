@@ -39,6 +39,36 @@ def test_crf_reuse_is_monotone_by_enumeration_and_reaches_lbfgs(metric, k):
     assert a.predict(X) == Y
 
 
+def test_crf_line_reference_is_used_and_only_with_a_positive_definite_regularizer():
+    """ChainCRF's default (scalar metric) takes its reference curvature along the gradient (no dense Sigma when
+    every trial is accepted); with lam = 0 (a singular H) the dense reference and its range test stay."""
+    a = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=300).fit(X, Y)
+    st = a.result_.info["bound_reuse"]
+    assert st.get("line", 0) >= 1 and st["bounds"] >= st["line"]
+    b = ChainCRF(lam=0.0, method="majorize", tol=1e-10, max_iter=30).fit(X, Y)
+    assert b.result_.info["bound_reuse"].get("line", 0) == 0 and b.result_.info["bound_reuse"]["bounds"] >= 1
+    f = np.array([h["objective"] for h in b.history_])
+    assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+
+
+def test_crf_line_reference_with_rejections_falls_back_to_dense_bound_steps(monkeypatch):
+    """A demanding acceptance test on the line reference: rejected trials take Algorithm 2's step on a fresh dense
+    junction-tree Sigma (checked against its majorizer), accepted ones mix in; every iterate's objective, by
+    enumeration, is the reported one and decreases, and the optimum is L-BFGS's."""
+    monkeypatch.setattr(reuse, "ETA", 3.0)
+    iterates = []
+    a = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=300, bound_reuse=3,
+                 callback=lambda th, J: iterates.append((th.copy(), J))).fit(X, Y)
+    st = a.result_.info["bound_reuse"]
+    assert st["rejected"] > 0 and st["accepted"] > 0 and st["line"] >= 1 and st["bounds"] > st["line"]
+    f = np.array([_brute(a, th) for th, _ in iterates])
+    assert np.allclose(f, [J for _, J in iterates], rtol=1e-12, atol=0)
+    f = np.concatenate([[_brute(a, np.zeros(a.d_))], f])
+    assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+    b = ChainCRF(lam=0.5, method="lbfgs", tol=1e-14, max_iter=2000).fit(X, Y)
+    assert a.result_.status == "optimal" and abs(a.objective() - b.objective()) <= 1e-9 * abs(b.objective())
+
+
 def test_all_trials_rejected_is_algorithm_2(monkeypatch):
     """With an unattainable acceptance test every iteration falls back to the bound step on a fresh Sigma:
     the iterates are those of Algorithm 2 (bound_reuse=0) and each is checked against its majorizer."""

@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import numpy as np
 from ...errors import InputDataError
-from .reuse_metric import DenseMetric
+from .reuse_metric import DenseMetric, LineMetric
 
 #: fraction (*) of the bound step's guaranteed decrease that an accepted trial must achieve
 ETA = 1e-2
@@ -95,15 +95,32 @@ class ScaledCurvature:
         self.ref, self.age = model.reuse_metric(x, S, opts), 0
         self.stats["bounds"] += 1
 
-    def _reference(self, model, x, S, opts):
-        """The metric of this trial. Bound oracles: ``Sigma_ref`` recomputed at ``x`` after ``reuse`` moves.
+    def _reference(self, model, x, u, S, opts):
+        """The metric of this trial. Bound oracles: ``Sigma_ref`` recomputed at ``x`` after ``reuse`` moves; with
+        ``reuse_metric='scalar'`` and an oracle that gives ``u^T Sigma u`` without forming ``Sigma``
+        (:meth:`.bound_oracle.OracleModel.line_curvature`) the line reference :class:`.reuse_metric.LineMetric`
+        at ``x`` instead (the dense bound of a fallback step is used while it is at most ``reuse`` moves old).
         Compiled programs: the current reference (:meth:`trial` takes the bound step when it is missing or
         too old)."""
         if not hasattr(model, "reuse_metric"):
-            if self.sigma is None or self.age >= self.reuse:
-                self.sigma_here(model, x)
-            if self.ref is None:
-                self.ref = DenseMetric(model.bound_matrix(self.sigma, 1.0, opts))
+            fresh = self.age >= self.reuse
+            if self.metric == "scalar" and getattr(model, "curvature_along", None) is not None:
+                if self.ref is not None and not fresh:
+                    pass
+                elif self.sigma is not None and not fresh:
+                    self.ref = DenseMetric(model.bound_matrix(self.sigma, 1.0, opts))
+                else:
+                    L = model.line_curvature(x, u, opts)
+                    if L is None:
+                        return None
+                    self.ref, self.sigma, self.age = LineMetric(L), None, 0
+                    self.stats["bounds"] += 1
+                    self.stats["line"] = self.stats.get("line", 0) + 1
+            else:
+                if self.sigma is None or fresh:
+                    self.sigma_here(model, x)
+                if self.ref is None:
+                    self.ref = DenseMetric(model.bound_matrix(self.sigma, 1.0, opts))
         return self.ref if self.ref is not None and self.ref.ok else None
 
     def moved(self, s, y, model, opts):
@@ -138,7 +155,7 @@ class ScaledCurvature:
             # compiled programs: a fresh bound comes with Algorithm 2's (extrapolated) step; trials on an exact
             # metric use bounds 1..k moves old (one of age 0 would only repeat that step without its extrapolation)
             return None
-        ref = self._reference(model, x, S, opts)
+        ref = self._reference(model, x, u, S, opts)
         if ref is None:
             return None
         F = None if qp is None else free_set(x, u, model.lb, model.ub)
