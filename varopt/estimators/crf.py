@@ -15,9 +15,13 @@ estimator is a bound oracle (:meth:`ChainCRF.partition_bound`: ``sum_s log Z_{x_
 with that solver's options, limits, history and :class:`~varopt.result.Result` (``result_``).
 ``method='lbfgs'`` runs scipy L-BFGS-B on the same oracle. :meth:`ChainCRF.predict` is Viterbi.
 
-The oracle groups sentences of equal length and runs the recursions batched; the bound
-curvature ``M_s`` (coefficient space) is mapped to the parameters with
-``Sigma = sum_s P_s^T M_s P_s``, ``P_s = Phi_s (x) I_K`` on the node block, as one GEMM.
+The oracle groups sentences of equal length and runs the recursions batched: the value and gradient
+by forward-backward (``O(T K^2)`` per sentence; the oracle L-BFGS uses too), the bound curvature
+``M_s`` (coefficient space) by the junction tree, mapped to the parameters with
+``Sigma = sum_s P_s^T M_s P_s``, ``P_s = Phi_s (x) I_K`` on the node block, as one GEMM, and
+:meth:`ChainCRF.curvature_along` (``V^T Sigma V`` for a few directions by the projected junction tree,
+without ``Sigma``), which the default ``bound_reuse`` trials use as their reference along the gradient
+(docs/majorize.md sections 2 and 4): a dense ``Sigma`` is then formed only for a fallback bound step.
 Dense ``Sigma`` is ``d x d`` with ``d = K F + K^2``: keep the feature count ``F`` moderate
 (``max_features``) — this is the ``O(t n d^2)`` cost of Algorithm 2 the paper mentions.
 """

@@ -8,6 +8,11 @@ the junction tree of Algorithm 3 for chain and tree CRFs (``junction_tree.chain_
 oracle: option ``bound='lowrank'`` compresses whatever ``Sigma`` the oracle returns into
 ``V^T S V + D`` (rank ``rank``) before each step.
 
+An oracle object may also have ``curvature_along(theta, V) -> V^T Sigma V`` (``V`` of shape ``(n,)``: a float, or
+``(n, m)``), the bound's curvature on a few directions without forming ``Sigma`` (the chain CRF's projected
+junction tree); with a positive definite ``H`` and ``bound_reuse``'s scalar metric it gives the line reference of
+:mod:`.reuse` (docs/majorize.md section 2), so that a dense ``Sigma`` is formed only for a fallback step.
+
 **The objective.** :func:`minimize` minimises
 
     f(theta) = constant + linear^T theta + 1/2 theta^T H theta + log Z(theta)

@@ -2,7 +2,7 @@
 
 Beyond the paper. Algorithm 2 (Jebara & Choromanska 2012) computes a fresh bound ``Sigma`` at every
 iterate and steps ``D = -(H + Sigma + rho I)^{-1} u``; ``f(x + D) <= f(x) + m(D) < f(x)`` by
-Theorem 1. For a chain CRF the junction-tree ``Sigma`` (Algorithm 3) costs about three
+Theorem 1. For a chain CRF the junction-tree ``Sigma`` (Algorithm 3) costs about forty
 value-and-gradient evaluations and over-estimates the Hessian several times, so the steps are short
 and expensive. With ``bound_reuse = k >= 1`` each iteration first tries the step of the model
 
@@ -26,7 +26,11 @@ With ``reuse_metric='scalar'`` the initial matrix is L-BFGS's own, ``B_0 = (y^T 
 until the first pair): the bound then serves only the test (*) and the fallback. Measured on the
 chain CRF (docs/majorize.md section 6) the junction-tree ``P`` is a *worse* initial matrix than the
 scalar one (its over-count across separator states is far from uniform), so the CRF uses
-``'scalar'``. If (*) fails, the iteration takes Algorithm 2's bound step from a *fresh* ``Sigma`` at ``x`` (always a
+``'scalar'``. With ``'scalar'``, a positive definite ``H`` and an oracle that gives ``u^T Sigma u`` without forming
+``Sigma`` (``curvature_along``, the chain CRF's projected junction tree), ``P`` is the *line reference*
+:class:`.reuse_metric.LineMetric` ``L I``, ``L = u^T (H + Sigma + rho I) u / u^T u`` at the reference point (the bound
+restricted to the gradient's line; ``L <= lambda_max(P)``, so the argument below holds), and a dense ``Sigma`` is
+formed only for a fallback step. If (*) fails, the iteration takes Algorithm 2's bound step from a *fresh* ``Sigma`` at ``x`` (always a
 decrease, checked against its majorizer as before) and ``c`` is doubled. Every iterate has a lower
 objective than the previous one. Convergence: every iteration decreases ``f`` by at least
 ``ETA/2 u^T (H + Sigma' + rho I)^{-1} u >= ETA/2 ||u||^2 / (||H|| + ||Sigma'|| + rho)`` for a bound
