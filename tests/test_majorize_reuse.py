@@ -7,7 +7,7 @@ from scipy.optimize import minimize as scipy_minimize
 
 import varopt.solvers.majorize.reuse as reuse
 from varopt import get_solver
-from varopt.errors import InvalidOptionError
+from varopt.errors import InputDataError, InvalidOptionError
 from varopt.estimators.crf import ChainCRF
 from varopt.solvers.majorize import minimize
 from varopt.solvers.majorize.bound import compute_bound
@@ -114,6 +114,36 @@ def test_user_oracle_with_reuse_matches_program_path(metric):
     assert np.abs(res.x - prog.x).max() <= 1e-6 * max(1.0, np.abs(prog.x).max())
     f = np.array([h["objective"] for h in res.history])
     assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+
+
+def test_user_oracle_with_curvature_along_uses_the_line_reference():
+    """A user oracle that gives V^T Sigma V (here from its own dense Sigma): with the scalar metric and H = lam I the
+    line reference is used, the run is monotone and reaches the program path's optimum; a negative u^T Sigma u is an
+    error naming curvature_along; with a singular H the dense reference is kept."""
+    sm, lam = _problem()
+    n = sm.A.shape[1]
+
+    class Along:
+        def __init__(self, sign=1.0):
+            self.sign = sign
+
+        def partition_bound(self, theta, want_sigma):
+            return sm.partition_bound(theta, want_sigma)
+
+        def curvature_along(self, theta, V):
+            return self.sign * float(V @ sm.partition_bound(theta, True)[2] @ V)
+    res = minimize(Along(), np.zeros(n), quadratic=lam, linear=sm.gold, tol=1e-13, bound_reuse=3, reuse_metric="scalar")
+    prog = get_solver("majorize").solve(_program(sm, lam), tol=1e-13)
+    assert res.status == "optimal" and res.info["bound_reuse"]["line"] >= 1
+    assert abs(res.objective - prog.objective) <= 1e-9 * abs(prog.objective)
+    f = np.array([h["objective"] for h in res.history])
+    assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+    with pytest.raises(InputDataError, match="curvature_along"):
+        minimize(Along(-1.0), np.zeros(n), quadratic=lam, linear=sm.gold, bound_reuse=3, reuse_metric="scalar")
+    H = np.full(n, lam)
+    H[0] = 0.0
+    res = minimize(Along(), np.zeros(n), quadratic=H, linear=sm.gold, tol=1e-10, bound_reuse=3, reuse_metric="scalar")
+    assert res.info["bound_reuse"].get("line", 0) == 0 and res.info["bound_reuse"]["bounds"] >= 1
 
 
 def test_reuse_options_are_validated():

@@ -94,8 +94,9 @@ class OracleModel:
         # optional: V^T Sigma V without forming Sigma (the junction tree's projected recursion); used for the
         # line reference of bound_reuse with reuse_metric='scalar' when H is positive definite
         along = getattr(oracle, "curvature_along", None)
-        pd = (np.all(self.Hd > 0) if self.Hm is None else np.linalg.eigvalsh(self.Hm).min() > 0)
-        self.curvature_along = along if callable(along) and pd else None
+        if callable(along) and not (np.all(self.Hd > 0) if self.Hm is None else np.linalg.eigvalsh(self.Hm).min() > 0):
+            along = None  # a singular H: the bound may have flat directions, which the dense reference detects
+        self.curvature_along = along if callable(along) else None
 
     def _call(self, x, want_sigma):
         return self.oracle.bound(x, want_sigma)
