@@ -49,6 +49,18 @@ def test_oracle_value_gradient_and_bound_against_enumeration():
         assert _brute(crf, th + D) <= v + g @ D + 0.5 * D @ H @ D + 1e-9 * abs(v)
 
 
+def test_curvature_along_equals_the_dense_bound():
+    """ChainCRF.curvature_along (projected junction tree, no d x d matrix) is V^T Sigma V of partition_bound."""
+    crf = _prepared()
+    rng = np.random.default_rng(3)
+    th = rng.normal(size=crf.d_) * 0.5
+    _, _, Sig = crf.partition_bound(th, True)
+    V = rng.normal(size=(crf.d_, 3))
+    Q = crf.curvature_along(th, V)
+    assert np.max(np.abs(Q - V.T @ Sig @ V)) <= 1e-10 * np.abs(Q).max()
+    assert abs(crf.curvature_along(th, V[:, 1]) - V[:, 1] @ Sig @ V[:, 1]) <= 1e-10 * Q[1, 1]
+
+
 def test_batched_chain_bound_equals_single():
     rng = np.random.default_rng(1)
     S = rng.normal(size=(3, 4, 3))

@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy.special import logsumexp
 
 from varopt.solvers.majorize.bound import compute_bound, compute_bound_reference, log_bound_value, omega
-from varopt.solvers.majorize.junction_tree import chain_bound, chain_enumerate, tree_bound, tree_enumerate
+from varopt.solvers.majorize.junction_tree import (chain_bound, chain_curvature, chain_enumerate, tree_bound,
+                                                   tree_enumerate)
 from varopt.solvers.majorize.lowrank import LowRankSigma
 
 FAST = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
@@ -101,6 +102,50 @@ def test_junction_tree_matches_algorithm_1_on_enumerable_chains(T, K, seed, scal
         D = rng.normal(size=th.size) * s
         lZ = logsumexp(F @ (th + D))
         assert log_bound_value(lz[0], mu[0], M[0], D) >= lZ - 1e-10 * max(1.0, abs(lZ))
+
+
+@settings(max_examples=600, **FAST)
+@given(st.integers(1, 2), st.integers(1, 4), st.integers(1, 3), st.integers(0, 2 ** 32 - 1),
+       st.sampled_from([1e-3, 1.0, 5.0, 50.0, 1e3]))
+def test_forward_backward_equals_algorithm_1_on_enumerable_chains(B, T, K, seed, scale):
+    """The value/gradient path of chain_bound (want_sigma=False: forward-backward) on a batch: log Z and mu equal
+    Algorithm 1 on each enumerated chain to 1e-10 relative, and the junction-tree path's to 1e-10."""
+    rng = np.random.default_rng(seed)
+    S = rng.normal(size=(B, T, K)) * scale
+    Tr = rng.normal(size=(K, K)) * scale
+    lz, mu, M = chain_bound(S, Tr, want_sigma=False)
+    assert M is None and lz.shape == (B,) and mu.shape == (B, T * K + K * K)
+    lj, mj, _ = chain_bound(S, Tr)
+    for b in range(B):
+        F, th = chain_enumerate(S[b], Tr)
+        bp = compute_bound(F, np.zeros(len(F)), np.zeros(len(F), int), th, want_mu=True)
+        tol = 1e-10 * max(1.0, abs(bp.logz[0]))
+        assert abs(lz[b] - bp.logz[0]) <= tol and abs(lz[b] - lj[b]) <= tol
+        assert np.max(np.abs(mu[b] - bp.mu[0])) <= 1e-10 and np.max(np.abs(mu[b] - mj[b])) <= 1e-10
+
+
+@settings(max_examples=400, **FAST)
+@given(st.integers(1, 3), st.integers(1, 5), st.integers(1, 4), st.integers(1, 3), st.integers(0, 2 ** 32 - 1),
+       st.sampled_from([1e-3, 1.0, 5.0, 50.0, 1e3]))
+def test_projected_junction_tree_curvature_equals_the_dense_one(B, T, K, m, seed, scale):
+    """chain_curvature (the projected recursion, no D x D matrix) gives W^T M W of chain_bound's M to 1e-10
+    relative on a batch, for m random directions; and it bounds log Z on the subspace (enumeration)."""
+    rng = np.random.default_rng(seed)
+    S = rng.normal(size=(B, T, K)) * scale
+    Tr = rng.normal(size=(K, K)) * scale
+    D = T * K + K * K
+    W = rng.normal(size=(B, D, m))
+    Q = chain_curvature(S, Tr, W)
+    lz, mu, M = chain_bound(S, Tr)
+    ref = np.einsum("bdi,bde,bej->bij", W, M, W)
+    assert Q.shape == (B, m, m)
+    assert np.max(np.abs(Q - ref)) <= 1e-10 * max(1.0, np.abs(ref).max())
+    F, th = chain_enumerate(S[0], Tr)
+    for s in (0.01, 0.3, 2.0):
+        a = rng.normal(size=m) * s
+        Da = W[0] @ a
+        lZ = logsumexp(F @ (th + Da))
+        assert lz[0] + Da @ mu[0] + 0.5 * a @ Q[0] @ a >= lZ - 1e-10 * max(1.0, abs(lZ))
 
 
 @settings(max_examples=1500, **FAST)

@@ -7,7 +7,7 @@ from scipy.optimize import minimize as scipy_minimize
 
 import varopt.solvers.majorize.reuse as reuse
 from varopt import get_solver
-from varopt.errors import InvalidOptionError
+from varopt.errors import InputDataError, InvalidOptionError
 from varopt.estimators.crf import ChainCRF
 from varopt.solvers.majorize import minimize
 from varopt.solvers.majorize.bound import compute_bound
@@ -37,6 +37,36 @@ def test_crf_reuse_is_monotone_by_enumeration_and_reaches_lbfgs(metric, k):
     assert st["accepted"] > 0 and st["bounds"] >= 1
     assert st["trials"] == st["accepted"] + st["rejected"]
     assert a.predict(X) == Y
+
+
+def test_crf_line_reference_is_used_and_only_with_a_positive_definite_regularizer():
+    """ChainCRF's default (scalar metric) takes its reference curvature along the gradient (no dense Sigma when
+    every trial is accepted); with lam = 0 (a singular H) the dense reference and its range test stay."""
+    a = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=300).fit(X, Y)
+    st = a.result_.info["bound_reuse"]
+    assert st.get("line", 0) >= 1 and st["bounds"] >= st["line"]
+    b = ChainCRF(lam=0.0, method="majorize", tol=1e-10, max_iter=30).fit(X, Y)
+    assert b.result_.info["bound_reuse"].get("line", 0) == 0 and b.result_.info["bound_reuse"]["bounds"] >= 1
+    f = np.array([h["objective"] for h in b.history_])
+    assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+
+
+def test_crf_line_reference_with_rejections_falls_back_to_dense_bound_steps(monkeypatch):
+    """A demanding acceptance test on the line reference: rejected trials take Algorithm 2's step on a fresh dense
+    junction-tree Sigma (checked against its majorizer), accepted ones mix in; every iterate's objective, by
+    enumeration, is the reported one and decreases, and the optimum is L-BFGS's."""
+    monkeypatch.setattr(reuse, "ETA", 3.0)
+    iterates = []
+    a = ChainCRF(lam=0.5, method="majorize", tol=1e-13, max_iter=300, bound_reuse=3,
+                 callback=lambda th, J: iterates.append((th.copy(), J))).fit(X, Y)
+    st = a.result_.info["bound_reuse"]
+    assert st["rejected"] > 0 and st["accepted"] > 0 and st["line"] >= 1 and st["bounds"] > st["line"]
+    f = np.array([_brute(a, th) for th, _ in iterates])
+    assert np.allclose(f, [J for _, J in iterates], rtol=1e-12, atol=0)
+    f = np.concatenate([[_brute(a, np.zeros(a.d_))], f])
+    assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+    b = ChainCRF(lam=0.5, method="lbfgs", tol=1e-14, max_iter=2000).fit(X, Y)
+    assert a.result_.status == "optimal" and abs(a.objective() - b.objective()) <= 1e-9 * abs(b.objective())
 
 
 def test_all_trials_rejected_is_algorithm_2(monkeypatch):
@@ -84,6 +114,36 @@ def test_user_oracle_with_reuse_matches_program_path(metric):
     assert np.abs(res.x - prog.x).max() <= 1e-6 * max(1.0, np.abs(prog.x).max())
     f = np.array([h["objective"] for h in res.history])
     assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+
+
+def test_user_oracle_with_curvature_along_uses_the_line_reference():
+    """A user oracle that gives V^T Sigma V (here from its own dense Sigma): with the scalar metric and H = lam I the
+    line reference is used, the run is monotone and reaches the program path's optimum; a negative u^T Sigma u is an
+    error naming curvature_along; with a singular H the dense reference is kept."""
+    sm, lam = _problem()
+    n = sm.A.shape[1]
+
+    class Along:
+        def __init__(self, sign=1.0):
+            self.sign = sign
+
+        def partition_bound(self, theta, want_sigma):
+            return sm.partition_bound(theta, want_sigma)
+
+        def curvature_along(self, theta, V):
+            return self.sign * float(V @ sm.partition_bound(theta, True)[2] @ V)
+    res = minimize(Along(), np.zeros(n), quadratic=lam, linear=sm.gold, tol=1e-13, bound_reuse=3, reuse_metric="scalar")
+    prog = get_solver("majorize").solve(_program(sm, lam), tol=1e-13)
+    assert res.status == "optimal" and res.info["bound_reuse"]["line"] >= 1
+    assert abs(res.objective - prog.objective) <= 1e-9 * abs(prog.objective)
+    f = np.array([h["objective"] for h in res.history])
+    assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+    with pytest.raises(InputDataError, match="curvature_along"):
+        minimize(Along(-1.0), np.zeros(n), quadratic=lam, linear=sm.gold, bound_reuse=3, reuse_metric="scalar")
+    H = np.full(n, lam)
+    H[0] = 0.0
+    res = minimize(Along(), np.zeros(n), quadratic=H, linear=sm.gold, tol=1e-10, bound_reuse=3, reuse_metric="scalar")
+    assert res.info["bound_reuse"].get("line", 0) == 0 and res.info["bound_reuse"]["bounds"] >= 1
 
 
 def test_reuse_options_are_validated():

@@ -15,9 +15,13 @@ estimator is a bound oracle (:meth:`ChainCRF.partition_bound`: ``sum_s log Z_{x_
 with that solver's options, limits, history and :class:`~varopt.result.Result` (``result_``).
 ``method='lbfgs'`` runs scipy L-BFGS-B on the same oracle. :meth:`ChainCRF.predict` is Viterbi.
 
-The oracle groups sentences of equal length and runs the recursions batched; the bound
-curvature ``M_s`` (coefficient space) is mapped to the parameters with
-``Sigma = sum_s P_s^T M_s P_s``, ``P_s = Phi_s (x) I_K`` on the node block, as one GEMM.
+The oracle groups sentences of equal length and runs the recursions batched: the value and gradient
+by forward-backward (``O(T K^2)`` per sentence; the oracle L-BFGS uses too), the bound curvature
+``M_s`` (coefficient space) by the junction tree, mapped to the parameters with
+``Sigma = sum_s P_s^T M_s P_s``, ``P_s = Phi_s (x) I_K`` on the node block, as one GEMM, and
+:meth:`ChainCRF.curvature_along` (``V^T Sigma V`` for a few directions by the projected junction tree,
+without ``Sigma``), which the default ``bound_reuse`` trials use as their reference along the gradient
+(docs/majorize.md sections 2 and 4): a dense ``Sigma`` is then formed only for a fallback bound step.
 Dense ``Sigma`` is ``d x d`` with ``d = K F + K^2``: keep the feature count ``F`` moderate
 (``max_features``) — this is the ``O(t n d^2)`` cost of Algorithm 2 the paper mentions.
 """
@@ -32,7 +36,7 @@ import scipy.sparse as sp
 from ..errors import InputDataError
 from .base import VaroptEstimator
 from ..solvers.majorize.bound_oracle import minimize as majorize
-from ..solvers.majorize.junction_tree import chain_bound
+from ..solvers.majorize.junction_tree import chain_bound, chain_curvature
 
 
 def read_conll(path, max_sentences=None, max_len=None, word_col=0, tag_col=-1):
@@ -179,6 +183,30 @@ class ChainCRF(VaroptEstimator):
             if want_sigma:
                 self._add_sigma(Sig, Phi, M, T)
         return logz_sum, np.concatenate([gW.ravel(), gT.ravel()]), Sig
+
+    def curvature_along(self, theta, V):
+        """``V^T Sigma V`` for the junction-tree curvature ``Sigma = sum_s Sigma_s`` of :meth:`partition_bound` at
+        ``theta``, without forming ``Sigma``: ``V`` (d,) or (d, m) parameter directions are mapped to each
+        sentence's coefficient space (``P_s V``, node block ``Phi_s V_k``, transitions as they are) and the
+        projected junction-tree recursion gives ``(P_s V)^T M_s (P_s V)``
+        (:func:`~varopt.solvers.majorize.junction_tree.chain_curvature`). About the cost of one value and
+        gradient for a few directions; a float for one direction, else ``(m, m)``."""
+        K, F = self.K_, self.F_
+        V = np.asarray(V, dtype=float)
+        one = V.ndim == 1
+        V = V.reshape(self.d_, -1)
+        m = V.shape[1]
+        W, Tr = self._unpack(theta)
+        VW = V[:K * F].reshape(K, F, m)
+        VT = V[K * F:].reshape(K * K, m)
+        out = np.zeros((m, m))
+        for Phi, _ in self.batches_:
+            Bn, T, _ = Phi.shape
+            Wc = np.empty((Bn, T * K + K * K, m))
+            Wc[:, :T * K] = np.einsum("btf,kfj->btkj", Phi, VW, optimize=True).reshape(Bn, T * K, m)
+            Wc[:, T * K:] = VT
+            out += chain_curvature(Phi @ W.T, Tr, Wc).sum(0)
+        return float(out[0, 0]) if one else out
 
     def _gold_features(self):
         """``-sum_s f_{x_s}(y_s)``: the linear part of ``J`` (``theta^T f`` is the gold sentence's score)."""

@@ -8,6 +8,11 @@ the junction tree of Algorithm 3 for chain and tree CRFs (``junction_tree.chain_
 oracle: option ``bound='lowrank'`` compresses whatever ``Sigma`` the oracle returns into
 ``V^T S V + D`` (rank ``rank``) before each step.
 
+An oracle object may also have ``curvature_along(theta, V) -> V^T Sigma V`` (``V`` of shape ``(n,)``: a float, or
+``(n, m)``), the bound's curvature on a few directions without forming ``Sigma`` (the chain CRF's projected
+junction tree); with a positive definite ``H`` and ``bound_reuse``'s scalar metric it gives the line reference of
+:mod:`.reuse` (docs/majorize.md section 2), so that a dense ``Sigma`` is formed only for a fallback step.
+
 **The objective.** :func:`minimize` minimises
 
     f(theta) = constant + linear^T theta + 1/2 theta^T H theta + log Z(theta)
@@ -86,6 +91,12 @@ class OracleModel:
         if not np.isfinite(self.k):
             raise InputDataError("constant is not finite")
         self.eager_sigma = eager_sigma
+        # optional: V^T Sigma V without forming Sigma (the junction tree's projected recursion); used for the
+        # line reference of bound_reuse with reuse_metric='scalar' when H is positive definite
+        along = getattr(oracle, "curvature_along", None)
+        if callable(along) and not (np.all(self.Hd > 0) if self.Hm is None else np.linalg.eigvalsh(self.Hm).min() > 0):
+            along = None  # a singular H: the bound may have flat directions, which the dense reference detects
+        self.curvature_along = along if callable(along) else None
 
     def _call(self, x, want_sigma):
         return self.oracle.bound(x, want_sigma)
@@ -120,6 +131,20 @@ class OracleModel:
     def sigma_at(self, x):
         """The oracle's bound curvature at ``x`` (option ``bound_reuse``, :mod:`.reuse`)."""
         return self._call(x, True)[2]
+
+    def line_curvature(self, x, u, opts):
+        """``u^T (H + Sigma(x) + rho I) u / u^T u`` from the oracle's ``curvature_along`` (None without it, or for
+        ``u = 0``); a non-finite or negative ``u^T Sigma u`` is an error of the oracle."""
+        uu = float(u @ u)
+        if self.curvature_along is None or not uu > 0:
+            return None
+        q = self.curvature_along(x, u)
+        q = float(np.asarray(q, dtype=float).reshape(-1)[0])
+        if not np.isfinite(q) or q < -1e-8 * uu * max(1.0, abs(q) / uu):
+            raise InputDataError(f"the bound oracle's curvature_along returned u^T Sigma u = {q!r}: Sigma must be "
+                                 "positive semidefinite and finite")
+        Hu = self.Hd * u if self.Hm is None else self.Hm @ u
+        return (max(q, 0.0) + float(u @ Hu)) / uu + opts.ridge
 
     def bound_matrix(self, sig, c, opts):
         """``H + c Sigma + rho I`` (``c = 1``: the matrix of Algorithm 2's step)."""

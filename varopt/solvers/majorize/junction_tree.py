@@ -59,14 +59,59 @@ def _alg1_last_axis(logalpha, F, want_rows=True):
     return logz, mu, rows
 
 
+def _lse(a, axis):
+    """``log sum exp`` along ``axis`` (max-shifted; an all ``-inf`` slice gives ``-inf``)."""
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(a - m), axis=axis)) + np.squeeze(m, axis=axis)
+
+
+def chain_marginals(S, Tr):
+    """Forward-backward (log space) for a batch of chains: ``log Z`` and ``mu = grad log Z`` without ``Sigma``.
+
+    ``S`` (B, T, K), ``Tr`` (K, K). With ``a_0 = S_0``, ``a_t(v) = S_t(v) + lse_u(a_{t-1}(u) + Tr(u, v))`` and
+    ``b_{T-1} = 0``, ``b_t(u) = lse_v(Tr(u, v) + S_{t+1}(v) + b_{t+1}(v))``: ``log Z = lse(a_{T-1})``, the node
+    marginals ``p_t(k) = exp(a_t + b_t - log Z)`` and the pair marginals
+    ``p_t(u, v) = exp(a_{t-1}(u) + Tr(u, v) + S_t(v) + b_t(v) - log Z)``; ``mu`` in the coefficient space of
+    :func:`chain_bound` is ``(p_t(k))`` on the node block and ``sum_t p_t(u, v)`` on the transitions. These are
+    the ``z`` and ``mu`` the junction-tree recursion returns (Algorithm 3 computes them exactly), in
+    ``O(T K^2)`` per chain instead of carrying ``D``-dimensional ``mu_t(u)`` through it (``O(T K^2 D)``).
+    """
+    S = np.asarray(S, dtype=float)
+    Bn, T, K = S.shape
+    Tr = np.asarray(Tr, dtype=float)
+    a = np.empty((Bn, T, K))
+    b = np.zeros((Bn, T, K))
+    a[:, 0] = S[:, 0]
+    for t in range(1, T):
+        a[:, t] = S[:, t] + _lse(a[:, t - 1, :, None] + Tr[None], axis=1)
+    for t in range(T - 2, -1, -1):
+        b[:, t] = _lse(Tr[None] + (S[:, t + 1] + b[:, t + 1])[:, None, :], axis=2)
+    logz = _lse(a[:, T - 1], axis=1)
+    mu = np.empty((Bn, T * K + K * K))
+    mu[:, :T * K] = np.exp(a + b - logz[:, None, None]).reshape(Bn, T * K)
+    if T > 1:
+        pair = np.exp(a[:, :-1, :, None] + Tr[None, None] + (S[:, 1:] + b[:, 1:])[:, :, None, :]
+                      - logz[:, None, None, None])
+        mu[:, T * K:] = pair.sum(1).reshape(Bn, K * K)
+    else:
+        mu[:, T * K:] = 0.0
+    return logz, mu
+
+
 def chain_bound(S, Tr, want_sigma: bool = True):
     """Junction-tree bound of a batch of chains of equal length.
 
     ``S`` (B, T, K) node scores, ``Tr`` (K, K) transition weights. Returns ``logZ (B,)``,
     ``mu (B, D)`` (gradient of ``log Z`` in coefficient space) and ``M (B, D, D)`` (the bound's
-    curvature in coefficient space) or ``None``.
+    curvature in coefficient space) or ``None``. Without ``Sigma`` the value and gradient come from
+    forward-backward (:func:`chain_marginals`, the same numbers).
     """
     S = np.asarray(S, dtype=float)
+    if not want_sigma:
+        logz, mu = chain_marginals(S, Tr)
+        return logz, mu, None
     Bn, T, K = S.shape
     D = T * K + K * K
     node = lambda t: t * K  # noqa: E731
@@ -97,6 +142,42 @@ def chain_bound(S, Tr, want_sigma: bool = True):
     if want_sigma:
         M += np.matmul(rows.transpose(0, 2, 1), rows)
     return logz, mu, M
+
+
+def chain_curvature(S, Tr, W):
+    """The junction-tree curvature of :func:`chain_bound` on a few directions, without forming it: ``W_b^T M_b W_b``.
+
+    ``S`` (B, T, K), ``Tr`` (K, K), ``W`` (B, D, m): ``m`` coefficient-space directions per chain
+    (``D = T K + K^2``). Every row ``sqrt(omega) l`` of :func:`chain_bound` is a combination of the
+    clique features ``f(u, v) = e_node(t, v) + e_trans(u, v) + mu_{t+1}(v)`` with coefficients that depend on
+    the scores only, and ``mu_{t+1}(v)`` is itself a combination of the deeper cliques' features, so the
+    same recursion run on the projections ``f(u, v)^T W`` (``m`` numbers instead of ``D``) gives the
+    projected rows ``l^T W`` and ``W^T M W = sum (W^T l)(l^T W)``: ``O(T K^2 m)`` per chain instead of
+    ``O(T K^2 D^2)`` for ``M``. Restricted to the span of ``W`` this is the same bound,
+    ``log Z(theta + W a) <= log z + a^T W^T mu + 1/2 a^T (W^T M W) a`` (Theorem 1 / Algorithm 3).
+    Returns ``(B, m, m)``.
+    """
+    S = np.asarray(S, dtype=float)
+    Bn, T, K = S.shape
+    W = np.asarray(W, dtype=float)
+    m = W.shape[-1]
+    if W.shape != (Bn, T * K + K * K, m):
+        raise ValueError(f"W has shape {W.shape}, expected ({Bn}, {T * K + K * K}, m)")
+    Wn = W[:, :T * K].reshape(Bn, T, K, m)
+    Wt = W[:, T * K:].reshape(Bn, K, K, m)
+    out = np.zeros((Bn, m, m))
+    logz_next = np.zeros((Bn, K))
+    mu_next = np.zeros((Bn, K, m))
+    for t in range(T - 1, 0, -1):
+        la = S[:, t, None, :] + Tr[None] + logz_next[:, None, :]  # (B, u, v)
+        F = Wn[:, t, None, :, :] + Wt + mu_next[:, None, :, :]  # projections of f(u, v): (B, u, v, m)
+        logz_next, mu_next, rows = _alg1_last_axis(la, F)
+        Rr = rows.reshape(Bn, K * K, m)
+        out += np.matmul(Rr.transpose(0, 2, 1), Rr)
+    la = S[:, 0, :] + logz_next
+    _, _, rows = _alg1_last_axis(la, Wn[:, 0] + mu_next)
+    out += np.matmul(rows.transpose(0, 2, 1), rows)
+    return out
 
 
 def chain_features(T: int, K: int, path) -> np.ndarray:

@@ -2,7 +2,7 @@
 
 Beyond the paper. Algorithm 2 (Jebara & Choromanska 2012) computes a fresh bound ``Sigma`` at every
 iterate and steps ``D = -(H + Sigma + rho I)^{-1} u``; ``f(x + D) <= f(x) + m(D) < f(x)`` by
-Theorem 1. For a chain CRF the junction-tree ``Sigma`` (Algorithm 3) costs about three
+Theorem 1. For a chain CRF the junction-tree ``Sigma`` (Algorithm 3) costs about forty
 value-and-gradient evaluations and over-estimates the Hessian several times, so the steps are short
 and expensive. With ``bound_reuse = k >= 1`` each iteration first tries the step of the model
 
@@ -26,7 +26,11 @@ With ``reuse_metric='scalar'`` the initial matrix is L-BFGS's own, ``B_0 = (y^T 
 until the first pair): the bound then serves only the test (*) and the fallback. Measured on the
 chain CRF (docs/majorize.md section 6) the junction-tree ``P`` is a *worse* initial matrix than the
 scalar one (its over-count across separator states is far from uniform), so the CRF uses
-``'scalar'``. If (*) fails, the iteration takes Algorithm 2's bound step from a *fresh* ``Sigma`` at ``x`` (always a
+``'scalar'``. With ``'scalar'``, a positive definite ``H`` and an oracle that gives ``u^T Sigma u`` without forming
+``Sigma`` (``curvature_along``, the chain CRF's projected junction tree), ``P`` is the *line reference*
+:class:`.reuse_metric.LineMetric` ``L I``, ``L = u^T (H + Sigma + rho I) u / u^T u`` at the reference point (the bound
+restricted to the gradient's line; ``L <= lambda_max(P)``, so the argument below holds), and a dense ``Sigma`` is
+formed only for a fallback step. If (*) fails, the iteration takes Algorithm 2's bound step from a *fresh* ``Sigma`` at ``x`` (always a
 decrease, checked against its majorizer as before) and ``c`` is doubled. Every iterate has a lower
 objective than the previous one. Convergence: every iteration decreases ``f`` by at least
 ``ETA/2 u^T (H + Sigma' + rho I)^{-1} u >= ETA/2 ||u||^2 / (||H|| + ||Sigma'|| + rho)`` for a bound
@@ -46,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 from ...errors import InputDataError
-from .reuse_metric import DenseMetric
+from .reuse_metric import DenseMetric, LineMetric
 
 #: fraction (*) of the bound step's guaranteed decrease that an accepted trial must achieve
 ETA = 1e-2
@@ -95,15 +99,32 @@ class ScaledCurvature:
         self.ref, self.age = model.reuse_metric(x, S, opts), 0
         self.stats["bounds"] += 1
 
-    def _reference(self, model, x, S, opts):
-        """The metric of this trial. Bound oracles: ``Sigma_ref`` recomputed at ``x`` after ``reuse`` moves.
+    def _reference(self, model, x, u, S, opts):
+        """The metric of this trial. Bound oracles: ``Sigma_ref`` recomputed at ``x`` after ``reuse`` moves; with
+        ``reuse_metric='scalar'`` and an oracle that gives ``u^T Sigma u`` without forming ``Sigma``
+        (:meth:`.bound_oracle.OracleModel.line_curvature`) the line reference :class:`.reuse_metric.LineMetric`
+        at ``x`` instead (the dense bound of a fallback step is used while it is at most ``reuse`` moves old).
         Compiled programs: the current reference (:meth:`trial` takes the bound step when it is missing or
         too old)."""
         if not hasattr(model, "reuse_metric"):
-            if self.sigma is None or self.age >= self.reuse:
-                self.sigma_here(model, x)
-            if self.ref is None:
-                self.ref = DenseMetric(model.bound_matrix(self.sigma, 1.0, opts))
+            fresh = self.age >= self.reuse
+            if self.metric == "scalar" and getattr(model, "curvature_along", None) is not None:
+                if self.ref is not None and not fresh:
+                    pass
+                elif self.sigma is not None and not fresh:
+                    self.ref = DenseMetric(model.bound_matrix(self.sigma, 1.0, opts))
+                else:
+                    L = model.line_curvature(x, u, opts)
+                    if L is None:
+                        return None
+                    self.ref, self.sigma, self.age = LineMetric(L), None, 0
+                    self.stats["bounds"] += 1
+                    self.stats["line"] = self.stats.get("line", 0) + 1
+            else:
+                if self.sigma is None or fresh:
+                    self.sigma_here(model, x)
+                if self.ref is None:
+                    self.ref = DenseMetric(model.bound_matrix(self.sigma, 1.0, opts))
         return self.ref if self.ref is not None and self.ref.ok else None
 
     def moved(self, s, y, model, opts):
@@ -138,7 +159,7 @@ class ScaledCurvature:
             # compiled programs: a fresh bound comes with Algorithm 2's (extrapolated) step; trials on an exact
             # metric use bounds 1..k moves old (one of age 0 would only repeat that step without its extrapolation)
             return None
-        ref = self._reference(model, x, S, opts)
+        ref = self._reference(model, x, u, S, opts)
         if ref is None:
             return None
         F = None if qp is None else free_set(x, u, model.lb, model.ub)

@@ -56,6 +56,30 @@ class DenseMetric:
         return got if got.ok else None
 
 
+class LineMetric:
+    """``P = L I`` with ``L = u^T (H + Sigma + rho I) u / u^T u``: the bound's curvature along the gradient ``u`` at the
+    reference point (bound oracles that give ``V^T Sigma V`` without forming ``Sigma``, e.g. the chain CRF's
+    junction tree; only with ``reuse_metric='scalar'`` and a positive definite ``H + rho I``).
+
+    ``-u / L`` is Algorithm 2's step restricted to the line ``theta + a u`` (Theorem 1 on that line), and
+    ``1/2 u^T u / L`` its guaranteed decrease, which the acceptance test of :mod:`.reuse` then asks a fraction
+    of (``L <= lambda_max(H + Sigma + rho I)``, so the convergence argument there holds). ``H + rho I`` positive
+    definite: the bound has no flat direction, so the range test is void (``residual`` 0)."""
+
+    kind = "line"
+    exact = False
+
+    def __init__(self, L):
+        self.L = float(L)
+        self.ok = math.isfinite(self.L) and self.L > 0
+
+    def solve(self, v):
+        return v / self.L
+
+    def residual(self, w, u):
+        return 0.0
+
+
 class KronMetric:
     """``Pbar`` of the CG step's Kronecker preconditioner (:class:`.structured.StructuredSigma`)."""
 
