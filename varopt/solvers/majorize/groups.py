@@ -128,13 +128,27 @@ class PaddedGroups:
     # --- values ------------------------------------------------------------------------------------------------
     def scores(self, theta) -> np.ndarray:
         """``(G, c)`` scores ``theta^T f + log h`` (``-inf`` on padding)."""
+        return self.fmul(theta) + self.logh
+
+    def fmul(self, z) -> np.ndarray:
+        """``(G, c)`` products ``F_g z`` of the padded features (0 on padding)."""
         F2 = self._dense2
         if F2 is None and self._template_fast():
-            # class templates: one dense GEMM X Theta^T instead of a sparse product with K copies of X
+            # class templates: one dense GEMM X Z^T instead of a sparse product with K copies of X
             S = np.zeros((self.G, self.c))
-            S[:, self._rows] = self._template[2] @ theta[self._cmat].T
-            return S + self.logh
-        return (F2 @ theta if F2 is not None else self.Apad @ theta).reshape(self.G, self.c) + self.logh
+            S[:, self._rows] = self._template[2] @ z[self._cmat].T
+            return S
+        return (F2 @ z if F2 is not None else self.Apad @ z).reshape(self.G, self.c)
+
+    def ftmul(self, W) -> np.ndarray:
+        """``sum_g F_g^T W_g`` (``W`` of shape ``(G, c)``: the transpose of :meth:`fmul`)."""
+        F2 = self._dense2
+        if F2 is None and self._template_fast():
+            out = np.zeros(self.d)
+            out[self._cmat] = (self._template[2].T @ W[:, self._rows]).T
+            return out
+        W = W.reshape(-1)
+        return F2.T @ W if F2 is not None else self.AT @ W
 
     def _template_fast(self) -> bool:
         """Class-template products on large problems (the detection, linear in the nonzeros, runs once)."""
@@ -208,12 +222,7 @@ class PaddedGroups:
 
     def gradient(self, W):
         """``sum_g c_g E_g[f]`` from the weights of :meth:`value_weights`."""
-        F2 = self._dense2
-        if F2 is None and self._template_fast():
-            out = np.zeros(self.d)
-            out[self._cmat] = (self._template[2].T @ W[:, self._rows]).T
-            return out
-        return F2.T @ W.ravel() if F2 is not None else self.AT @ W.ravel()
+        return self.ftmul(W)
 
     # --- Algorithm 1 in row space -------------------------------------------------------------------------------
     def factors(self, S) -> np.ndarray:
@@ -281,31 +290,60 @@ class PaddedGroups:
             G, c, d = self.G, self.c, self.d
             w = np.zeros(d)
             w[cols] = dinv
-            Fy = [self.Apad[y::c] for y in range(c)]
-            supp = [(np.bincount(F.indices, minlength=d) > 0) & (w != 0) for F in Fy]
-            Gm = np.zeros((G, c, G, c))
-            for y in range(c):
-                for z in range(y, c):
-                    S = np.flatnonzero(supp[y] & supp[z])
-                    if S.size == 0:
-                        continue
-                    A = Fy[y][:, S]
-                    B = A if z == y else Fy[z][:, S]
-                    if A.nnz > 0.05 * A.shape[0] * S.size:
-                        A = A.toarray()
-                        B = A if z == y else B.toarray()
-                        blk = (A * w[S]) @ B.T
-                    else:
-                        blk = np.asarray((A @ sp.diags(w[S]) @ B.T).toarray())
-                    Gm[:, y, :, z] = blk
-                    if z != y:
-                        Gm[:, z, :, y] = blk.T
+            if self.template is not None:
+                Gm = self._gram_template(w)
+            else:
+                Gm = self._gram_generic(w)
             self._gram = Gm.reshape(G * c, G * c)
             self._abs_gram = np.abs(self._gram)
             b = np.flatnonzero(w == 0)
             self._gram_b = (b, self.Apad[:, b].toarray().reshape(G, c, b.size))
             self._gram_key = key
         return self._gram
+
+    def _gram_template(self, w):
+        """The Gram blocks of class-template features: row ``y`` of group ``g`` is ``x_g`` on the columns ``cols[y]``,
+        so block ``(y, y')`` vanishes for ``y != y'`` and block ``(y, y)`` is ``X diag(w[cols[y]]) X^T`` -- one
+        symmetric product (SYRK on ``X diag(sqrt(w))``) per distinct weight vector, usually one for all ``y``."""
+        G, c = self.G, self.c
+        rows, cols, X = self._template
+        Gm = np.zeros((G, c, G, c))
+        done = []
+        for y, cy in zip(rows, cols):
+            wy = w[cy]
+            for wz, blk in done:
+                if np.array_equal(wz, wy):
+                    break
+            else:
+                Xs = X * np.sqrt(wy)
+                blk = Xs @ Xs.T
+                done.append((wy, blk))
+            Gm[:, y, :, y] = blk
+        return Gm
+
+    def _gram_generic(self, w):
+        """The Gram blocks per pair of padded row positions on the columns both use (:meth:`gram`)."""
+        G, c, d = self.G, self.c, self.d
+        Fy = [self.Apad[y::c] for y in range(c)]
+        supp = [(np.bincount(F.indices, minlength=d) > 0) & (w != 0) for F in Fy]
+        Gm = np.zeros((G, c, G, c))
+        for y in range(c):
+            for z in range(y, c):
+                S = np.flatnonzero(supp[y] & supp[z])
+                if S.size == 0:
+                    continue
+                A = Fy[y][:, S]
+                B = A if z == y else Fy[z][:, S]
+                if A.nnz > 0.05 * A.shape[0] * S.size:
+                    A = A.toarray()
+                    B = A if z == y else B.toarray()
+                    blk = (A * w[S]) @ B.T
+                else:
+                    blk = np.asarray((A @ sp.diags(w[S]) @ B.T).toarray())
+                Gm[:, y, :, z] = blk
+                if z != y:
+                    Gm[:, z, :, y] = blk.T
+        return Gm
 
     def congruence(self, T, Gm) -> np.ndarray:
         """``T Gm T^T`` for the block-diagonal ``T`` ((G (c-1)) x (G (c-1)))."""
@@ -339,7 +377,7 @@ class PaddedGroups:
         C[np.diag_indices_from(C)] += 1.0
         cf = sla.cho_factor(C, check_finite=False)
         z = np.where(a, u / np.where(a, Dg, 1.0), 0.0)
-        Fz = (self._dense2 @ z if self._dense2 is not None else self.Apad @ z).reshape(G, c)
+        Fz = self.fmul(z)
         r0 = np.matmul(T, Fz[:, :, None]).ravel()
         b, Fb = self._gram_b
         x = np.empty_like(u)
@@ -362,7 +400,7 @@ class PaddedGroups:
         else:
             w = sla.cho_solve(cf, r0, check_finite=False)
         v = np.matmul(w.reshape(G, 1, c - 1), T).ravel()
-        RTw = self._dense2.T @ v if self._dense2 is not None else self.AT @ v
+        RTw = self.ftmul(v.reshape(G, c))
         x[cols] = (u[cols] - RTw[cols]) / Dg[cols]
         # the image F x in score space for free: F_a x_a = F_a P u_a - (F_a P F_a^T) v = F z - Gm v
         Fx = Fz.ravel() - Gm @ v
