@@ -84,7 +84,8 @@ class PaddedGroups:
         self._gram = None
         self._lower = np.tril(np.ones((c, c)), -1)[1:]  # (c-1, c): j < i
         self._gather_index = (np.arange(G)[:, None, None], np.arange(max(c - 1, 0))[None, :, None])
-        self._shift = np.eye(c)[1:]  # e_i, i = 2..c
+        # flat position of T[g, i, 0] in a (G, c-1, c) array (factors' scatter to the original row order)
+        self._flat_base = ((np.arange(G)[:, None] * max(c - 1, 0) + np.arange(max(c - 1, 0))[None, :]) * c)[:, :, None]
 
     @property
     def AT(self):
@@ -249,10 +250,15 @@ class PaddedGroups:
         # log(alpha_i / z_{i-1}); -inf on padding (omega = 0), never nan: top is finite, cum >= 1
         r = ls[:, 1:] - np.log(cum[:, :-1])
         a = np.sqrt(self.coef[:, None] * omega(r))
-        Ts = self._shift - (w[:, None, :] * self._lower) / cum[:, :-1, None]
-        Ts *= a[:, :, None]
+        # Ts = a (e_i - P_i): the prefix weights scaled by -a_i / z_{i-1} (two passes over (G, c-1, c)), then a_i
+        # on the shifted diagonal
+        Ts = w[:, None, :] * self._lower
+        Ts *= (-a / cum[:, :-1])[:, :, None]
+        Ts[:, ii[0, :, 0], ii[0, :, 0] + 1] += a
+        # back to the original row order: T[g, i, order[g, j]] = Ts[g, i, j], by flat positions (faster than a 3-index
+        # fancy assignment)
         T = np.empty_like(Ts)
-        T[gi, ii, order[:, None, :]] = Ts
+        T.reshape(-1)[(self._flat_base + order[:, None, :]).reshape(-1)] = Ts.reshape(-1)
         return T
 
     def rows(self, T) -> np.ndarray:

@@ -63,12 +63,12 @@ class StructuredSigma:
             rows = tpl[0]
             kc = _kron_cache(grp)
             self.cmat = kc["cmat"]
-            Tr = T[:, :, rows]  # (G, c-1, K)
-            self.M = np.matmul(Tr.transpose(0, 2, 1), Tr)  # (G, K, K): M_g = T_g^T T_g on the used rows
+            self._Tr = Tr = T if len(rows) == T.shape[2] else T[:, :, rows]  # (G, c-1, K)
+            self._M = None  # M_g = T_g^T T_g on the used rows, formed by the first matvec (CG steps only)
             self.X = kc["X"]
             self.XT = kc["XT"]
-            # diag(Sigma) on the template columns: sum_g M_g[y, y] x_g^2
-            mdiag = np.ascontiguousarray(np.diagonal(self.M, axis1=1, axis2=2))
+            # diag(Sigma) on the template columns: sum_g M_g[y, y] x_g^2, M_g[y, y] = sum_i T_g[i, y]^2
+            mdiag = np.einsum("giy,giy->gy", Tr, Tr)
             dS = np.zeros(grp.d)
             dS[self.cmat] = (kc["X2T"] @ mdiag).T
         else:
@@ -85,6 +85,15 @@ class StructuredSigma:
         self._prec = None
 
     # --- the operator -------------------------------------------------------------------------------------------
+    @property
+    def M(self):
+        """``(G, K, K)``: ``M_g = T_g^T T_g`` on the used rows (a batched product of small matrices: the preconditioner
+        and the trials of option ``bound_reuse`` need only its weighted mean and diagonal)."""
+        if self._M is None:
+            Tr = self._Tr
+            self._M = np.matmul(Tr.transpose(0, 2, 1), Tr)
+        return self._M
+
     def sigma_matvec(self, v):
         """``Sigma v`` (the bound's curvature only)."""
         if self.template:
@@ -144,8 +153,11 @@ class StructuredSigma:
         kc = _kron_cache(self.grp)
         V, gam = _generalized_pairs(kc, h[0], self.eps)
         w = kc["w"]
-        K = self.M.shape[1]
-        Mbar = (w @ self.M.reshape(-1, K * K)).reshape(K, K)
+        # Mbar = sum_g w_g T_g^T T_g = Tw^T Tw, Tw the stacked sqrt(w_g) T_g: one GEMM, no (G, K, K) tensor
+        Tr = self._Tr
+        K = Tr.shape[2]
+        Tw = (Tr * np.sqrt(w)[:, None, None]).reshape(-1, K)
+        Mbar = Tw.T @ Tw
         lam, U = np.linalg.eigh(0.5 * (Mbar + Mbar.T))
         lam = np.maximum(lam, 0.0)
         den = 1.0 - gam[None, :] + lam[:, None] * gam[None, :]  # > 0: gam < 1 since B > 0
