@@ -298,7 +298,8 @@ class MajorizeModel:
         with constraints, when the dense step would form a large class-template ``Sigma`` (``n > SMALL_N``);
         else None without computing anything."""
         from .reuse_metric import DenseMetric, KronMetric
-        from .structured import SMALL_N, StructuredSigma, choose_step_solver, kron_preconditioner_fits
+        from .structured import (SMALL_N, KronHessian, StructuredSigma, choose_step_solver,
+                                 kron_preconditioner_fits)
         last = self.last_bound
         if last is not None and last[0] is x:
             path, obj = last[1], last[2]
@@ -314,6 +315,12 @@ class MajorizeModel:
                 path = "cg"
             if path not in ("dense", "cg"):
                 return None
+            if not exact:
+                # the first metric: the Kronecker approximation of the Hessian at x (trials need no bound, and it
+                # needs no factors T: docs/majorize.md section 2)
+                W = S[1] if S is not None else self.evaluate(x)[2][1]
+                met = KronMetric(KronHessian(grp, W, self.Hd + opts.ridge))
+                return met if met.ok else None
             T = None if grp is None else grp.factors(S[0] if S is not None else grp.scores(x))
             if path == "dense":
                 obj = self.add_H(self.sigma_at(x, T), opts.ridge)

@@ -153,11 +153,7 @@ class StructuredSigma:
         kc = _kron_cache(self.grp)
         V, gam = _generalized_pairs(kc, h[0], self.eps)
         w = kc["w"]
-        # Mbar = sum_g w_g T_g^T T_g = Tw^T Tw, Tw the stacked sqrt(w_g) T_g: one GEMM, no (G, K, K) tensor
-        Tr = self._Tr
-        K = Tr.shape[2]
-        Tw = (Tr * np.sqrt(w)[:, None, None]).reshape(-1, K)
-        Mbar = Tw.T @ Tw
+        Mbar = self._mbar(w)
         lam, U = np.linalg.eigh(0.5 * (Mbar + Mbar.T))
         lam = np.maximum(lam, 0.0)
         den = 1.0 - gam[None, :] + lam[:, None] * gam[None, :]  # > 0: gam < 1 since B > 0
@@ -171,6 +167,50 @@ class StructuredSigma:
             out[cmat] = U @ Z @ V.T
             return out
         return apply
+
+
+    def _mbar(self, w):
+        """``Mbar = sum_g w_g M_g``; with ``M_g = T_g^T T_g``: ``Tw^T Tw``, ``Tw`` the stacked ``sqrt(w_g) T_g`` (one GEMM,
+        no ``(G, K, K)`` tensor)."""
+        Tr = self._Tr
+        K = Tr.shape[2]
+        Tw = (Tr * np.sqrt(w)[:, None, None]).reshape(-1, K)
+        return Tw.T @ Tw
+
+
+class KronHessian(StructuredSigma):
+    """The Kronecker approximation ``I_K (x) B + Mbar (x) C`` of the objective's **Hessian** (not of the bound) for
+    class-template features: the first metric of option ``bound_reuse`` (docs/majorize.md section 2).
+
+    The Hessian of ``c_g log Z_g`` is ``F_g^T (diag(W_g) - W_g W_g^T / c_g) F_g`` with the softmax weights
+    ``W_g = c_g p_g`` of :meth:`.groups.PaddedGroups.value_weights`, i.e. ``M_g = diag(W_g) - W_g W_g^T / c_g`` in place
+    of the bound's ``T_g^T T_g``: no factors ``T``, and ``Mbar = diag(sum_g w_g W_g) - Ww^T Ww`` (``Ww`` the rows
+    ``sqrt(w_g / c_g) W_g``) is one ``G x K`` GEMM. Only the preconditioner's solve and product exist (no CG)."""
+
+    def __init__(self, grp, W, Dg):
+        self.grp, self.T, self.Dg = grp, None, Dg
+        rows = grp.template[0]
+        kc = _kron_cache(grp)
+        self.template = True
+        self.cmat, self.X, self.XT = kc["cmat"], kc["X"], kc["XT"]
+        Wr = W if len(rows) == W.shape[1] else W[:, rows]
+        self._Wr = Wr
+        self._Tr = None
+        mdiag = Wr - Wr * Wr / grp.coef[:, None]  # M_g[y, y] = W_gy (1 - p_gy) >= 0
+        dS = np.zeros(grp.d)
+        dS[self.cmat] = (kc["X2T"] @ mdiag).T
+        self.diag_sigma = dS
+        self.eps = 1e-10 * max(float(np.abs(Dg + dS).max(initial=0.0)), 1e-300)
+        self._prec = None
+
+    @property
+    def M(self):
+        raise NotImplementedError("KronHessian approximates the Hessian for trials only (no CG matvec)")
+
+    def _mbar(self, w):
+        Wr = self._Wr
+        Ww = Wr * np.sqrt(w / self.grp.coef)[:, None]
+        return np.diag(w @ Wr) - Ww.T @ Ww
 
 
 def _kron_cache(grp):
