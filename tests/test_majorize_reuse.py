@@ -213,6 +213,50 @@ def test_kronecker_metric_on_the_cg_path():
     assert abs(res.objective - fl) <= 1e-9 * abs(fl)
 
 
+@pytest.mark.parametrize("c", [2, 3, 5])
+def test_hessian_factors_give_the_softmax_covariance(c):
+    """``factors(S, hessian=True)``: ``T_g^T T_g = diag(W_g) - W_g W_g^T / c_g`` (the Hessian of ``c_g log Z_g`` in score
+    space, brute force) for groups of unequal sizes (padding), huge score gaps and ties; the dense first metric of a
+    binary logistic program equals central differences of its gradient."""
+    from varopt.solvers.majorize.groups import PaddedGroups
+    rng = np.random.default_rng(c)
+    sizes = rng.integers(1, c + 1, size=40)
+    sizes[0] = c
+    seg = np.repeat(np.arange(sizes.size), sizes)
+    K = seg.size
+    A = sp.csr_matrix(rng.normal(size=(K, 4)))
+    b = rng.normal(size=K) * 3
+    b[:3] = [40.0, -40.0, 0.0]  # huge score gaps
+    coef = rng.uniform(0.5, 2.0, size=sizes.size)
+    grp = PaddedGroups(A, b, seg, coef)
+    S = grp.scores(rng.normal(size=4))
+    _, W = grp.value_weights(S)
+    T = grp.factors(S, hessian=True)
+    for g in range(grp.G):
+        want = np.diag(W[g]) - np.outer(W[g], W[g]) / coef[g]
+        assert np.abs(T[g].T @ T[g] - want).max() <= 1e-13 * max(1.0, coef[g])
+
+
+def test_dense_hessian_first_metric_of_a_binary_program():
+    from varopt.formulations.logistic import logistic_program
+    from varopt.solvers.majorize.model import MajorizeModel
+    from varopt import get_solver
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 5))
+    y = (X @ rng.normal(size=5) + rng.logistic(size=80) > 0).astype(int)
+    prog = logistic_program(X, y, 1.0)
+    model = MajorizeModel(prog)
+    x = rng.normal(size=prog.n) * 0.5
+    _, _, S = model.evaluate(x)
+    opts = get_solver("majorize").options.validate({})
+    met = model.reuse_metric(x, S, opts, exact=False)
+    assert met is not None and met.kind == "dense" and not met.exact
+    for _ in range(3):
+        v = rng.normal(size=prog.n)
+        fd = (model.gradient(x + 1e-5 * v) - model.gradient(x - 1e-5 * v)) / 2e-5
+        assert np.abs(met.P @ v - fd).max() <= 1e-6 * np.abs(fd).max()
+
+
 def test_kronecker_hessian_first_metric():
     """The first metric of the Kronecker path approximates the objective's Hessian: at theta = 0 every sample has the
     same softmax weights, so I (x) B + Mbar (x) C is the Hessian exactly (checked against central differences of the

@@ -226,13 +226,24 @@ class PaddedGroups:
         return self.ftmul(W)
 
     # --- Algorithm 1 in row space -------------------------------------------------------------------------------
-    def factors(self, S) -> np.ndarray:
-        """``T`` (G, c - 1, c) with ``c_g Sigma_g = F_g^T T_g^T T_g F_g`` (columns in the original row order)."""
+    def factors(self, S, hessian=False) -> np.ndarray:
+        """``T`` (G, c - 1, c) with ``c_g Sigma_g = F_g^T T_g^T T_g F_g`` (columns in the original row order).
+
+        ``hessian=True``: the same rows ``e_i - P_i`` with the weights of the **Hessian** of ``c_g log Z_g`` instead of
+        the bound's ``omega_i``. The covariance of ``f`` under ``p`` splits by the last configuration like the
+        recursion of Algorithm 1 (``pi_i = alpha_i / z_i``): ``Cov_i = (1 - pi_i) Cov_{i-1} + pi_i (1 - pi_i) l_i l_i^T``,
+        so ``Cov = sum_i pi_i (1 - pi_i) prod_{j > i} (1 - pi_j) l_i l_i^T`` and the telescoping product gives the
+        weight ``alpha_i z_{i-1} / (z_i z_c)`` (docs/majorize.md section 2; ``T^T T = diag(W) - W W^T / c_g``)."""
         c = self.c
         if c == 2:
             # two configurations: P_21 = 1, so T_g = sqrt(c_g omega(s_1 - s_2)) (e_2 - e_1) up to sign
             # (r is never nan: value_weights rejects +inf scores and groups with both scores -inf)
-            a = np.sqrt(self.coef * omega(S[:, 0] - S[:, 1]))
+            if hessian:
+                d = np.abs(S[:, 0] - S[:, 1])
+                e = np.exp(-d)
+                a = np.sqrt(self.coef * e) / (1.0 + e)  # sqrt(c_g p_1 p_2)
+            else:
+                a = np.sqrt(self.coef * omega(S[:, 0] - S[:, 1]))
             T = np.empty((self.G, 1, 2))
             T[:, 0, 0] = a
             np.negative(a, out=T[:, 0, 1])
@@ -248,8 +259,12 @@ class PaddedGroups:
         for k in range(1, c):
             cum[:, k] += cum[:, k - 1]
         # log(alpha_i / z_{i-1}); -inf on padding (omega = 0), never nan: top is finite, cum >= 1
-        r = ls[:, 1:] - np.log(cum[:, :-1])
-        a = np.sqrt(self.coef[:, None] * omega(r))
+        if hessian:
+            # alpha_i z_{i-1} / (z_i z_c) relative to alpha_max: w_i cum_{i-1} / (cum_i cum_c) (0 on padding)
+            a = np.sqrt(self.coef[:, None] * w[:, 1:] * cum[:, :-1] / (cum[:, 1:] * cum[:, -1:]))
+        else:
+            r = ls[:, 1:] - np.log(cum[:, :-1])
+            a = np.sqrt(self.coef[:, None] * omega(r))
         # Ts = a (e_i - P_i): the prefix weights scaled by -a_i / z_{i-1} (two passes over (G, c-1, c)), then a_i
         # on the shifted diagonal
         Ts = w[:, None, :] * self._lower

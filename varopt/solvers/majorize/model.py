@@ -307,20 +307,24 @@ class MajorizeModel:
             path, obj = choose_step_solver(self, opts, self.step_stats.get("cg_last")), None
             grp = self.groups
             if not exact:
-                kron = (grp is not None and self.H_diagonal and self.pos is not None
+                # the first metric: the objective's Hessian at x (trials need no bound; docs/majorize.md section 2)
+                if grp is None or self.pos is None:
+                    return None
+                if S is None:
+                    S = self.evaluate(x)[2]
+                kron = (self.H_diagonal
                         and (path == "cg" or (self.constrained and self.n > SMALL_N and path == "dense"))
                         and kron_preconditioner_fits(grp))
-                if not kron:
+                if kron:
+                    # its Kronecker approximation (no factors T, one G x K GEMM)
+                    met = KronMetric(KronHessian(grp, S[1], self.Hd + opts.ridge))
+                elif path == "dense":
+                    met = DenseMetric(self.add_H(grp.sigma(grp.factors(S[0], hessian=True)), opts.ridge), exact=False)
+                else:
                     return None
-                path = "cg"
+                return met if met.ok else None
             if path not in ("dense", "cg"):
                 return None
-            if not exact:
-                # the first metric: the Kronecker approximation of the Hessian at x (trials need no bound, and it
-                # needs no factors T: docs/majorize.md section 2)
-                W = S[1] if S is not None else self.evaluate(x)[2][1]
-                met = KronMetric(KronHessian(grp, W, self.Hd + opts.ridge))
-                return met if met.ok else None
             T = None if grp is None else grp.factors(S[0] if S is not None else grp.scores(x))
             if path == "dense":
                 obj = self.add_H(self.sigma_at(x, T), opts.ridge)

@@ -130,12 +130,12 @@ class ScaledCurvature:
         rest is free), is shortened to the largest feasible factor, and is rejected without evaluation when
         that is below ``MIN_FEASIBLE`` (e.g. an active linear row it would cross)."""
         if hasattr(model, "reuse_metric") and self.ref is None and not self.pairs:
-            # the first iteration: an approximate metric (the Kronecker Pbar of the CG path) costs a fraction of
-            # the CG bound step and its trial is not that step, so it is tried at once (c = 1)
+            # the first iteration: the objective's Hessian at x (dense, or its Kronecker approximation on the CG path)
+            # is no bound and its trial (a Newton step) is not Algorithm 2's step, so it is tried at once (c = 1)
             self.ref = model.reuse_metric(x, S, opts, exact=False)
             if self.ref is not None:
                 self.age, self.c = 0, 1.0
-                self.stats["bounds"] += 1
+                self.stats["hessians"] = self.stats.get("hessians", 0) + 1
         if hasattr(model, "reuse_metric") and (self.ref is None or self.age > self.reuse
                                                or (self.age == 0 and self.ref.exact)):
             # compiled programs: a fresh bound comes with Algorithm 2's (extrapolated) step; trials on an exact
