@@ -57,6 +57,26 @@ def test_all_trials_rejected_is_algorithm_2(monkeypatch):
     assert np.allclose(res.x, ref.x, rtol=0, atol=1e-12 * max(1.0, np.abs(ref.x).max()))
 
 
+@pytest.mark.parametrize("classes", [2, 4])
+def test_compiled_all_trials_rejected_is_algorithm_2(monkeypatch, classes):
+    """Compiled programs: with an unattainable acceptance test the first (Hessian) trial and every later one are
+    rejected and the iterates are Algorithm 2's (bound_reuse=0), dense step (binary) and Kronecker/CG (4 classes)."""
+    from varopt.formulations.logistic import logistic_program
+    rng = np.random.default_rng(classes)
+    X = rng.normal(size=(120, 5))
+    y = np.argmax(X @ rng.normal(size=(5, classes)) + rng.gumbel(size=(120, classes)), axis=1)
+    prog = logistic_program(X, y, 1.0)
+    kw = dict(tol=1e-12, max_iter=12) | ({"step_solver": "cg"} if classes > 2 else {})
+    ref = get_solver("majorize").solve(prog, bound_reuse=0, **kw)
+    monkeypatch.setattr(reuse, "ETA", 1e30)
+    res = get_solver("majorize").solve(prog, **kw)
+    st = res.info["bound_reuse"]
+    assert st["hessians"] == 1 and st["accepted"] == 0 and st["rejected"] == st["trials"] >= 1
+    fa = np.array([h["objective"] for h in ref.history])
+    fb = np.array([h["objective"] for h in res.history])
+    assert len(fa) == len(fb) and np.allclose(fa, fb, rtol=1e-12, atol=0)
+
+
 def test_some_trials_rejected_still_monotone_and_optimal(monkeypatch):
     """A demanding acceptance test (but not an impossible one): rejections and accepted trials mix."""
     sm, lam = _problem(seed=3, t=60, d=4)

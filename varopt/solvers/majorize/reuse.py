@@ -37,8 +37,12 @@ which gives ``1/2 u^T (H + Sigma + rho I)^{-1} u``); the bounds are bounded on t
 Compiled programs (:class:`.model.MajorizeModel`, docs/majorize.md section 2): ``P`` is the reference metric
 of :mod:`.reuse_metric` (the dense bound matrix, or the Kronecker approximation ``Pbar`` of the CG step, for
 which (*) uses that matrix: the argument above needs only eigenvalues bounded on the level set). An exact
-metric of age 0 is never used for a trial (the model's extrapolated bound step is better); ``Pbar`` is built
-at the start and tried at once (``c = 1``). With constraints the trial lives on the free set of
+metric of age 0 is never used for a trial (the model's extrapolated bound step is better). The *first* metric
+is the objective's Hessian at the start (dense: :meth:`.groups.PaddedGroups.factors` with ``hessian=True``; on the
+CG path its Kronecker approximation :class:`.structured.KronHessian`), tried at once with ``c = 1`` -- a Newton
+step, accepted by the same test (*) with that matrix; its eigenvalues lie between those of ``H`` and of the
+bound, so the argument above holds; the first rejection brings the bound back (docs/majorize.md section 2).
+With constraints the trial lives on the free set of
 :func:`free_set` (variables at a bound with an outward gradient stay fixed), uses ``P_FF`` and the pairs
 restricted to it, and is capped at the largest feasible factor.
 """
