@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from ...errors import InputDataError
 from .bound import min_norm_solve, omega
+from .gram import gram_generic, gram_template
 from .templates import detect_template, sigma_template
 
 EPS = np.finfo(float).eps
@@ -304,67 +305,20 @@ class PaddedGroups:
     def gram(self, cols, dinv) -> np.ndarray:
         """``F_a diag(dinv) F_a^T`` ((G c) x (G c)) over the columns ``cols`` (cached per solve).
 
-        Computed per pair of padded row positions ``(y, y')`` on the columns both use, so disjoint
-        column blocks (class-template features: only ``y = y'``) cost ``c`` times fewer flops."""
+        Class templates: one SYRK per distinct class weight vector (:func:`.gram.gram_template`); otherwise per pair
+        of padded row positions ``(y, y')`` on the columns both use (:func:`.gram.gram_generic`)."""
         key = (cols.tobytes(), dinv.tobytes())
         if self._gram_key != key:
             G, c, d = self.G, self.c, self.d
             w = np.zeros(d)
             w[cols] = dinv
-            if self.template is not None:
-                Gm = self._gram_template(w)
-            else:
-                Gm = self._gram_generic(w)
+            Gm = gram_template(self, w) if self.template is not None else gram_generic(self, w)
             self._gram = Gm.reshape(G * c, G * c)
             self._abs_gram = np.abs(self._gram)
             b = np.flatnonzero(w == 0)
             self._gram_b = (b, self.Apad[:, b].toarray().reshape(G, c, b.size))
             self._gram_key = key
         return self._gram
-
-    def _gram_template(self, w):
-        """The Gram blocks of class-template features: row ``y`` of group ``g`` is ``x_g`` on the columns ``cols[y]``,
-        so block ``(y, y')`` vanishes for ``y != y'`` and block ``(y, y)`` is ``X diag(w[cols[y]]) X^T`` -- one
-        symmetric product (SYRK on ``X diag(sqrt(w))``) per distinct weight vector, usually one for all ``y``."""
-        G, c = self.G, self.c
-        rows, cols, X = self._template
-        Gm = np.zeros((G, c, G, c))
-        done = []
-        for y, cy in zip(rows, cols):
-            wy = w[cy]
-            for wz, blk in done:
-                if np.array_equal(wz, wy):
-                    break
-            else:
-                Xs = X * np.sqrt(wy)
-                blk = Xs @ Xs.T
-                done.append((wy, blk))
-            Gm[:, y, :, y] = blk
-        return Gm
-
-    def _gram_generic(self, w):
-        """The Gram blocks per pair of padded row positions on the columns both use (:meth:`gram`)."""
-        G, c, d = self.G, self.c, self.d
-        Fy = [self.Apad[y::c] for y in range(c)]
-        supp = [(np.bincount(F.indices, minlength=d) > 0) & (w != 0) for F in Fy]
-        Gm = np.zeros((G, c, G, c))
-        for y in range(c):
-            for z in range(y, c):
-                S = np.flatnonzero(supp[y] & supp[z])
-                if S.size == 0:
-                    continue
-                A = Fy[y][:, S]
-                B = A if z == y else Fy[z][:, S]
-                if A.nnz > 0.05 * A.shape[0] * S.size:
-                    A = A.toarray()
-                    B = A if z == y else B.toarray()
-                    blk = (A * w[S]) @ B.T
-                else:
-                    blk = np.asarray((A @ sp.diags(w[S]) @ B.T).toarray())
-                Gm[:, y, :, z] = blk
-                if z != y:
-                    Gm[:, z, :, y] = blk.T
-        return Gm
 
     def congruence(self, T, Gm) -> np.ndarray:
         """``T Gm T^T`` for the block-diagonal ``T`` ((G (c-1)) x (G (c-1)))."""
