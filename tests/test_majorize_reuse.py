@@ -87,6 +87,26 @@ def test_all_trials_rejected_is_algorithm_2(monkeypatch):
     assert np.allclose(res.x, ref.x, rtol=0, atol=1e-12 * max(1.0, np.abs(ref.x).max()))
 
 
+@pytest.mark.parametrize("classes", [2, 4])
+def test_compiled_all_trials_rejected_is_algorithm_2(monkeypatch, classes):
+    """Compiled programs: with an unattainable acceptance test the first (Hessian) trial and every later one are
+    rejected and the iterates are Algorithm 2's (bound_reuse=0), dense step (binary) and Kronecker/CG (4 classes)."""
+    from varopt.formulations.logistic import logistic_program
+    rng = np.random.default_rng(classes)
+    X = rng.normal(size=(120, 5))
+    y = np.argmax(X @ rng.normal(size=(5, classes)) + rng.gumbel(size=(120, classes)), axis=1)
+    prog = logistic_program(X, y, 1.0)
+    kw = dict(tol=1e-12, max_iter=12) | ({"step_solver": "cg"} if classes > 2 else {})
+    ref = get_solver("majorize").solve(prog, bound_reuse=0, **kw)
+    monkeypatch.setattr(reuse, "ETA", 1e30)
+    res = get_solver("majorize").solve(prog, **kw)
+    st = res.info["bound_reuse"]
+    assert st["hessians"] == 1 and st["accepted"] == 0 and st["rejected"] == st["trials"] >= 1
+    fa = np.array([h["objective"] for h in ref.history])
+    fb = np.array([h["objective"] for h in res.history])
+    assert len(fa) == len(fb) and np.allclose(fa, fb, rtol=1e-12, atol=0)
+
+
 def test_some_trials_rejected_still_monotone_and_optimal(monkeypatch):
     """A demanding acceptance test (but not an impossible one): rejections and accepted trials mix."""
     sm, lam = _problem(seed=3, t=60, d=4)
@@ -266,6 +286,89 @@ def test_kronecker_metric_on_the_cg_path():
     diff[cm[:, -1]] -= diff[cm[:, -1]].mean()  # up to the flat common intercept shift (only eps/delta act there)
     assert np.abs(diff).max() <= 1e-8 * np.abs(v).max()
     assert np.abs(met.op.precondition_matvec(v) - met.op.matvec(v)).max() > 1e-3  # Pbar is not the bound
+    res, xs = _trace(prog, tol=1e-13, step_solver="cg", bound_reuse=100)
+    assert res.status == "optimal" and res.info["bound_reuse"]["accepted"] >= 2
+    _monotone_by_independent_evaluation(prog, res, xs)
+    fl = _lbfgs_opt(prog)
+    assert abs(res.objective - fl) <= 1e-9 * abs(fl)
+
+
+@pytest.mark.parametrize("c", [2, 3, 5])
+def test_hessian_factors_give_the_softmax_covariance(c):
+    """``factors(S, hessian=True)``: ``T_g^T T_g = diag(W_g) - W_g W_g^T / c_g`` (the Hessian of ``c_g log Z_g`` in score
+    space, brute force) for groups of unequal sizes (padding), huge score gaps and ties; the dense first metric of a
+    binary logistic program equals central differences of its gradient."""
+    from varopt.solvers.majorize.groups import PaddedGroups
+    rng = np.random.default_rng(c)
+    sizes = rng.integers(1, c + 1, size=40)
+    sizes[0] = c
+    seg = np.repeat(np.arange(sizes.size), sizes)
+    K = seg.size
+    A = sp.csr_matrix(rng.normal(size=(K, 4)))
+    b = rng.normal(size=K) * 3
+    b[:3] = [40.0, -40.0, 0.0]  # huge score gaps
+    coef = rng.uniform(0.5, 2.0, size=sizes.size)
+    grp = PaddedGroups(A, b, seg, coef)
+    S = grp.scores(rng.normal(size=4))
+    _, W = grp.value_weights(S)
+    T = grp.factors(S, hessian=True)
+    for g in range(grp.G):
+        want = np.diag(W[g]) - np.outer(W[g], W[g]) / coef[g]
+        assert np.abs(T[g].T @ T[g] - want).max() <= 1e-13 * max(1.0, coef[g])
+
+
+def test_dense_hessian_first_metric_of_a_binary_program():
+    from varopt.formulations.logistic import logistic_program
+    from varopt.solvers.majorize.model import MajorizeModel
+    from varopt import get_solver
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 5))
+    y = (X @ rng.normal(size=5) + rng.logistic(size=80) > 0).astype(int)
+    prog = logistic_program(X, y, 1.0)
+    model = MajorizeModel(prog)
+    x = rng.normal(size=prog.n) * 0.5
+    _, _, S = model.evaluate(x)
+    opts = get_solver("majorize").options.validate({})
+    met = model.reuse_metric(x, S, opts, exact=False)
+    assert met is not None and met.kind == "dense" and not met.exact
+    for _ in range(3):
+        v = rng.normal(size=prog.n)
+        fd = (model.gradient(x + 1e-5 * v) - model.gradient(x - 1e-5 * v)) / 2e-5
+        assert np.abs(met.P @ v - fd).max() <= 1e-6 * np.abs(fd).max()
+
+
+def test_kronecker_hessian_first_metric():
+    """The first metric of the Kronecker path approximates the objective's Hessian: at theta = 0 every sample has the
+    same softmax weights, so I (x) B + Mbar (x) C is the Hessian exactly (checked against central differences of the
+    gradient, off the regularization), and its Mbar is sum_g w_g (diag(W_g) - W_g W_g^T / c_g) by brute force at a
+    random point; trials starting from it stay monotone and reach L-BFGS's optimum."""
+    from varopt.formulations.logistic import logistic_program
+    from varopt.solvers.majorize.model import MajorizeModel
+    from varopt.solvers.majorize.reuse_metric import KronMetric
+    from varopt.solvers.majorize.structured import KronHessian, _kron_cache
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(120, 6))
+    y = np.argmax(X @ rng.normal(size=(6, 4)) + rng.gumbel(size=(120, 4)), axis=1)
+    prog = logistic_program(X, y, 2.0)
+    model = MajorizeModel(prog)
+    grp = model.groups
+    x0 = np.zeros(prog.n)
+    _, _, S = model.evaluate(x0)
+    met = KronMetric(KronHessian(grp, S[1], model.Hd))
+    assert met.ok
+    for _ in range(3):
+        v = rng.normal(size=prog.n)
+        h = 1e-5
+        fd = (model.gradient(x0 + h * v) - model.gradient(x0 - h * v)) / (2 * h)
+        Pv = met.op.precondition_matvec(v, regularized=False)
+        assert np.abs(Pv - fd).max() <= 1e-6 * np.abs(fd).max()
+    th = rng.normal(size=prog.n) * 0.5
+    _, _, S = model.evaluate(th)
+    op = KronHessian(grp, S[1], model.Hd)
+    w = _kron_cache(grp)["w"]
+    W = S[1][:, grp.template[0]]
+    brute = sum(w[g] * (np.diag(W[g]) - np.outer(W[g], W[g]) / grp.coef[g]) for g in range(grp.G))
+    assert np.abs(op._mbar(w) - brute).max() <= 1e-12 * np.abs(brute).max()
     res, xs = _trace(prog, tol=1e-13, step_solver="cg", bound_reuse=100)
     assert res.status == "optimal" and res.info["bound_reuse"]["accepted"] >= 2
     _monotone_by_independent_evaluation(prog, res, xs)

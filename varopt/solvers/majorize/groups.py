@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from ...errors import InputDataError
 from .bound import min_norm_solve, omega
+from .gram import gram_generic, gram_template
 from .templates import detect_template, sigma_template
 
 EPS = np.finfo(float).eps
@@ -84,7 +85,8 @@ class PaddedGroups:
         self._gram = None
         self._lower = np.tril(np.ones((c, c)), -1)[1:]  # (c-1, c): j < i
         self._gather_index = (np.arange(G)[:, None, None], np.arange(max(c - 1, 0))[None, :, None])
-        self._shift = np.eye(c)[1:]  # e_i, i = 2..c
+        # flat position of T[g, i, 0] in a (G, c-1, c) array (factors' scatter to the original row order)
+        self._flat_base = ((np.arange(G)[:, None] * max(c - 1, 0) + np.arange(max(c - 1, 0))[None, :]) * c)[:, :, None]
 
     @property
     def AT(self):
@@ -128,13 +130,27 @@ class PaddedGroups:
     # --- values ------------------------------------------------------------------------------------------------
     def scores(self, theta) -> np.ndarray:
         """``(G, c)`` scores ``theta^T f + log h`` (``-inf`` on padding)."""
+        return self.fmul(theta) + self.logh
+
+    def fmul(self, z) -> np.ndarray:
+        """``(G, c)`` products ``F_g z`` of the padded features (0 on padding)."""
         F2 = self._dense2
         if F2 is None and self._template_fast():
-            # class templates: one dense GEMM X Theta^T instead of a sparse product with K copies of X
+            # class templates: one dense GEMM X Z^T instead of a sparse product with K copies of X
             S = np.zeros((self.G, self.c))
-            S[:, self._rows] = self._template[2] @ theta[self._cmat].T
-            return S + self.logh
-        return (F2 @ theta if F2 is not None else self.Apad @ theta).reshape(self.G, self.c) + self.logh
+            S[:, self._rows] = self._template[2] @ z[self._cmat].T
+            return S
+        return (F2 @ z if F2 is not None else self.Apad @ z).reshape(self.G, self.c)
+
+    def ftmul(self, W) -> np.ndarray:
+        """``sum_g F_g^T W_g`` (``W`` of shape ``(G, c)``: the transpose of :meth:`fmul`)."""
+        F2 = self._dense2
+        if F2 is None and self._template_fast():
+            out = np.zeros(self.d)
+            out[self._cmat] = (self._template[2].T @ W[:, self._rows]).T
+            return out
+        W = W.reshape(-1)
+        return F2.T @ W if F2 is not None else self.AT @ W
 
     def _template_fast(self) -> bool:
         """Class-template products on large problems (the detection, linear in the nonzeros, runs once)."""
@@ -208,21 +224,27 @@ class PaddedGroups:
 
     def gradient(self, W):
         """``sum_g c_g E_g[f]`` from the weights of :meth:`value_weights`."""
-        F2 = self._dense2
-        if F2 is None and self._template_fast():
-            out = np.zeros(self.d)
-            out[self._cmat] = (self._template[2].T @ W[:, self._rows]).T
-            return out
-        return F2.T @ W.ravel() if F2 is not None else self.AT @ W.ravel()
+        return self.ftmul(W)
 
     # --- Algorithm 1 in row space -------------------------------------------------------------------------------
-    def factors(self, S) -> np.ndarray:
-        """``T`` (G, c - 1, c) with ``c_g Sigma_g = F_g^T T_g^T T_g F_g`` (columns in the original row order)."""
+    def factors(self, S, hessian=False) -> np.ndarray:
+        """``T`` (G, c - 1, c) with ``c_g Sigma_g = F_g^T T_g^T T_g F_g`` (columns in the original row order).
+
+        ``hessian=True``: the same rows ``e_i - P_i`` with the weights of the **Hessian** of ``c_g log Z_g`` instead of
+        the bound's ``omega_i``. The covariance of ``f`` under ``p`` splits by the last configuration like the
+        recursion of Algorithm 1 (``pi_i = alpha_i / z_i``): ``Cov_i = (1 - pi_i) Cov_{i-1} + pi_i (1 - pi_i) l_i l_i^T``,
+        so ``Cov = sum_i pi_i (1 - pi_i) prod_{j > i} (1 - pi_j) l_i l_i^T`` and the telescoping product gives the
+        weight ``alpha_i z_{i-1} / (z_i z_c)`` (docs/majorize.md section 2; ``T^T T = diag(W) - W W^T / c_g``)."""
         c = self.c
         if c == 2:
             # two configurations: P_21 = 1, so T_g = sqrt(c_g omega(s_1 - s_2)) (e_2 - e_1) up to sign
             # (r is never nan: value_weights rejects +inf scores and groups with both scores -inf)
-            a = np.sqrt(self.coef * omega(S[:, 0] - S[:, 1]))
+            if hessian:
+                d = np.abs(S[:, 0] - S[:, 1])
+                e = np.exp(-d)
+                a = np.sqrt(self.coef * e) / (1.0 + e)  # sqrt(c_g p_1 p_2)
+            else:
+                a = np.sqrt(self.coef * omega(S[:, 0] - S[:, 1]))
             T = np.empty((self.G, 1, 2))
             T[:, 0, 0] = a
             np.negative(a, out=T[:, 0, 1])
@@ -238,12 +260,21 @@ class PaddedGroups:
         for k in range(1, c):
             cum[:, k] += cum[:, k - 1]
         # log(alpha_i / z_{i-1}); -inf on padding (omega = 0), never nan: top is finite, cum >= 1
-        r = ls[:, 1:] - np.log(cum[:, :-1])
-        a = np.sqrt(self.coef[:, None] * omega(r))
-        Ts = self._shift - (w[:, None, :] * self._lower) / cum[:, :-1, None]
-        Ts *= a[:, :, None]
+        if hessian:
+            # alpha_i z_{i-1} / (z_i z_c) relative to alpha_max: w_i cum_{i-1} / (cum_i cum_c) (0 on padding)
+            a = np.sqrt(self.coef[:, None] * w[:, 1:] * cum[:, :-1] / (cum[:, 1:] * cum[:, -1:]))
+        else:
+            r = ls[:, 1:] - np.log(cum[:, :-1])
+            a = np.sqrt(self.coef[:, None] * omega(r))
+        # Ts = a (e_i - P_i): the prefix weights scaled by -a_i / z_{i-1} (two passes over (G, c-1, c)), then a_i
+        # on the shifted diagonal
+        Ts = w[:, None, :] * self._lower
+        Ts *= (-a / cum[:, :-1])[:, :, None]
+        Ts[:, ii[0, :, 0], ii[0, :, 0] + 1] += a
+        # back to the original row order: T[g, i, order[g, j]] = Ts[g, i, j], by flat positions (faster than a 3-index
+        # fancy assignment)
         T = np.empty_like(Ts)
-        T[gi, ii, order[:, None, :]] = Ts
+        T.reshape(-1)[(self._flat_base + order[:, None, :]).reshape(-1)] = Ts.reshape(-1)
         return T
 
     def rows(self, T) -> np.ndarray:
@@ -274,32 +305,14 @@ class PaddedGroups:
     def gram(self, cols, dinv) -> np.ndarray:
         """``F_a diag(dinv) F_a^T`` ((G c) x (G c)) over the columns ``cols`` (cached per solve).
 
-        Computed per pair of padded row positions ``(y, y')`` on the columns both use, so disjoint
-        column blocks (class-template features: only ``y = y'``) cost ``c`` times fewer flops."""
+        Class templates: one SYRK per distinct class weight vector (:func:`.gram.gram_template`); otherwise per pair
+        of padded row positions ``(y, y')`` on the columns both use (:func:`.gram.gram_generic`)."""
         key = (cols.tobytes(), dinv.tobytes())
         if self._gram_key != key:
             G, c, d = self.G, self.c, self.d
             w = np.zeros(d)
             w[cols] = dinv
-            Fy = [self.Apad[y::c] for y in range(c)]
-            supp = [(np.bincount(F.indices, minlength=d) > 0) & (w != 0) for F in Fy]
-            Gm = np.zeros((G, c, G, c))
-            for y in range(c):
-                for z in range(y, c):
-                    S = np.flatnonzero(supp[y] & supp[z])
-                    if S.size == 0:
-                        continue
-                    A = Fy[y][:, S]
-                    B = A if z == y else Fy[z][:, S]
-                    if A.nnz > 0.05 * A.shape[0] * S.size:
-                        A = A.toarray()
-                        B = A if z == y else B.toarray()
-                        blk = (A * w[S]) @ B.T
-                    else:
-                        blk = np.asarray((A @ sp.diags(w[S]) @ B.T).toarray())
-                    Gm[:, y, :, z] = blk
-                    if z != y:
-                        Gm[:, z, :, y] = blk.T
+            Gm = gram_template(self, w) if self.template is not None else gram_generic(self, w)
             self._gram = Gm.reshape(G * c, G * c)
             self._abs_gram = np.abs(self._gram)
             b = np.flatnonzero(w == 0)
@@ -339,7 +352,7 @@ class PaddedGroups:
         C[np.diag_indices_from(C)] += 1.0
         cf = sla.cho_factor(C, check_finite=False)
         z = np.where(a, u / np.where(a, Dg, 1.0), 0.0)
-        Fz = (self._dense2 @ z if self._dense2 is not None else self.Apad @ z).reshape(G, c)
+        Fz = self.fmul(z)
         r0 = np.matmul(T, Fz[:, :, None]).ravel()
         b, Fb = self._gram_b
         x = np.empty_like(u)
@@ -362,7 +375,7 @@ class PaddedGroups:
         else:
             w = sla.cho_solve(cf, r0, check_finite=False)
         v = np.matmul(w.reshape(G, 1, c - 1), T).ravel()
-        RTw = self._dense2.T @ v if self._dense2 is not None else self.AT @ v
+        RTw = self.ftmul(v.reshape(G, c))
         x[cols] = (u[cols] - RTw[cols]) / Dg[cols]
         # the image F x in score space for free: F_a x_a = F_a P u_a - (F_a P F_a^T) v = F z - Gm v
         Fx = Fz.ravel() - Gm @ v

@@ -298,7 +298,8 @@ class MajorizeModel:
         with constraints, when the dense step would form a large class-template ``Sigma`` (``n > SMALL_N``);
         else None without computing anything."""
         from .reuse_metric import DenseMetric, KronMetric
-        from .structured import SMALL_N, StructuredSigma, choose_step_solver, kron_preconditioner_fits
+        from .structured import (SMALL_N, KronHessian, StructuredSigma, choose_step_solver,
+                                 kron_preconditioner_fits)
         last = self.last_bound
         if last is not None and last[0] is x:
             path, obj = last[1], last[2]
@@ -306,12 +307,22 @@ class MajorizeModel:
             path, obj = choose_step_solver(self, opts, self.step_stats.get("cg_last")), None
             grp = self.groups
             if not exact:
-                kron = (grp is not None and self.H_diagonal and self.pos is not None
+                # the first metric: the objective's Hessian at x (trials need no bound; docs/majorize.md section 2)
+                if grp is None or self.pos is None:
+                    return None
+                if S is None:
+                    S = self.evaluate(x)[2]
+                kron = (self.H_diagonal
                         and (path == "cg" or (self.constrained and self.n > SMALL_N and path == "dense"))
                         and kron_preconditioner_fits(grp))
-                if not kron:
+                if kron:
+                    # its Kronecker approximation (no factors T, one G x K GEMM)
+                    met = KronMetric(KronHessian(grp, S[1], self.Hd + opts.ridge))
+                elif path == "dense":
+                    met = DenseMetric(self.add_H(grp.sigma(grp.factors(S[0], hessian=True)), opts.ridge), exact=False)
+                else:
                     return None
-                path = "cg"
+                return met if met.ok else None
             if path not in ("dense", "cg"):
                 return None
             T = None if grp is None else grp.factors(S[0] if S is not None else grp.scores(x))

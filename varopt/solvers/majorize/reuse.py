@@ -41,12 +41,18 @@ which gives ``1/2 u^T (H + Sigma + rho I)^{-1} u``); the bounds are bounded on t
 Compiled programs (:class:`.model.MajorizeModel`, docs/majorize.md section 2): ``P`` is the reference metric
 of :mod:`.reuse_metric` (the dense bound matrix, or the Kronecker approximation ``Pbar`` of the CG step, for
 which (*) uses that matrix: the argument above needs only eigenvalues bounded on the level set). An exact
-metric of age 0 is never used for a trial (the model's extrapolated bound step is better); ``Pbar`` is built
-at the start and tried at once (``c = 1``). With constraints the trial lives on the free set of
+metric of age 0 is never used for a trial (the model's extrapolated bound step is better). The *first* metric
+is the objective's Hessian at the start (dense: :meth:`.groups.PaddedGroups.factors` with ``hessian=True``; on the
+CG path its Kronecker approximation :class:`.structured.KronHessian`), tried at once with ``c = 1`` -- a Newton
+step, accepted by the same test (*) with that matrix; its eigenvalues lie between those of ``H`` and of the
+bound, so the argument above holds; the first rejection brings the bound back (docs/majorize.md section 2).
+With constraints the trial lives on the free set of
 :func:`free_set` (variables at a bound with an outward gradient stay fixed), uses ``P_FF`` and the pairs
 restricted to it, and is capped at the largest feasible factor.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from ...errors import InputDataError
@@ -135,7 +141,8 @@ class ScaledCurvature:
             return  # no positive curvature along s (rounding or nonconvexity): no pair
         self.pairs = [(s, y, 1.0 / sy)] + self.pairs[:PAIRS - 1]
         if self.ref is not None and self.ref.ok:
-            self.c = float(np.clip(float(y @ self.ref.solve(y)) / sy, C_MIN, 1.0))
+            # (min/max: np.clip on a scalar costs ~8 us, a tenth of a small problem's iteration)
+            self.c = min(1.0, max(C_MIN, float(y @ self.ref.solve(y)) / sy))
         self.gamma = sy / float(y @ y)
 
     def trial(self, model, x, u, f, opts, S=None, qp=None):
@@ -148,12 +155,12 @@ class ScaledCurvature:
         rest is free), is shortened to the largest feasible factor, and is rejected without evaluation when
         that is below ``MIN_FEASIBLE`` (e.g. an active linear row it would cross)."""
         if hasattr(model, "reuse_metric") and self.ref is None and not self.pairs:
-            # the first iteration: an approximate metric (the Kronecker Pbar of the CG path) costs a fraction of
-            # the CG bound step and its trial is not that step, so it is tried at once (c = 1)
+            # the first iteration: the objective's Hessian at x (dense, or its Kronecker approximation on the CG path)
+            # is no bound and its trial (a Newton step) is not Algorithm 2's step, so it is tried at once (c = 1)
             self.ref = model.reuse_metric(x, S, opts, exact=False)
             if self.ref is not None:
                 self.age, self.c = 0, 1.0
-                self.stats["bounds"] += 1
+                self.stats["hessians"] = self.stats.get("hessians", 0) + 1
         if hasattr(model, "reuse_metric") and (self.ref is None or self.age > self.reuse
                                                or (self.age == 0 and self.ref.exact)):
             # compiled programs: a fresh bound comes with Algorithm 2's (extrapolated) step; trials on an exact
@@ -171,7 +178,7 @@ class ScaledCurvature:
                 return None
         uf = u if F is None else u[F]
         w = ref.solve(uf)
-        if not np.all(np.isfinite(w)) or ref.residual(w, uf) > FLAT * np.linalg.norm(uf):
+        if not np.isfinite(w).all() or ref.residual(w, uf) > FLAT * math.sqrt(float(uf @ uf)):
             # u leaves the range of the bound's curvature: possibly unbounded along a flat direction,
             # which the bound step's own check (docs/majorize.md section 2) decides on a fresh bound
             return None
@@ -198,7 +205,7 @@ class ScaledCurvature:
             full = np.zeros_like(u)
             full[F] = r
             r = full
-        if not np.all(np.isfinite(r)):
+        if not np.isfinite(r).all():
             return None
         D = -r
         qval = -0.5 * float(u @ r)
@@ -227,7 +234,7 @@ class ScaledCurvature:
             # minimiser of the quadratic through phi(0), phi'(0), phi(a), kept in [0.1 a, 0.5 a]
             curv = (f_new - f - a * slope) / (a * a) if np.isfinite(f_new) else np.inf
             a_new = -slope / (2.0 * curv) if curv > 0 else 0.5 * a
-            a = float(np.clip(a_new, 0.1 * a, 0.5 * a))
+            a = min(0.5 * a, max(0.1 * a, float(a_new)))
             self.stats["backtracks"] += 1
         self.c = min(1.0, 2.0 * self.c)
         self.stats["rejected"] += 1

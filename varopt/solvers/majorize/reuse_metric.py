@@ -31,10 +31,10 @@ class DenseMetric:
     """``P`` dense, its proximal Cholesky factor; ``ok`` is False when that fails."""
 
     kind = "dense"
-    exact = True  # the matrix of Algorithm 2's step
 
-    def __init__(self, P):
+    def __init__(self, P, exact=True):
         self.P = P
+        self.exact = exact  # True: the matrix of Algorithm 2's step; False: the Hessian (the first metric)
         self.cf = proximal_cholesky(P)
         self.ok = self.cf is not None
 
@@ -51,7 +51,7 @@ class DenseMetric:
         key = F.tobytes()
         got = self._sub.get(key) if hasattr(self, "_sub") else None
         if got is None:
-            got = DenseMetric(self.P[np.ix_(F, F)])
+            got = DenseMetric(self.P[np.ix_(F, F)], self.exact)
             self._sub = {key: got}
         return got if got.ok else None
 

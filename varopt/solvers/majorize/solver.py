@@ -113,8 +113,9 @@ class MajorizeSolver(Solver):
                "and the previous step, then secant points x + a D (a > 1), keeping one only if it lowers f "
                "(monotone; with constraints only feasible trials; beyond the paper). False runs Algorithm 2 exactly", bool),
         Option("bound_reuse", "auto", "0 runs Algorithm 2 (a fresh bound Sigma every iteration); k >= 1 first tries a "
-               "quasi-Newton step (L-BFGS pairs of earlier iterates on the last bound, at most k moves old, scaled), kept "
-               "only if the exact objective decreases by 1% of what the bound step guarantees, else the bound step on a "
+               "quasi-Newton step (L-BFGS pairs of earlier iterates on the last bound, at most k moves old, scaled; on compiled "
+               "programs the first one on the Hessian at the start: a Newton step), kept only if the exact objective "
+               "decreases by 1% of what a step on that matrix predicts, else the bound step on a "
                "fresh Sigma (monotone, convergent; beyond the paper). 'auto': for a compiled program "
                f"{AUTO_REUSE} when it is convex, extrapolate is on and its step solver is dense (also with constraints: trials then move on "
                "the face of the active bounds) or Kronecker-preconditioned CG, else 0; for bound oracles (minimize) 0",

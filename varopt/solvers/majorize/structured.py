@@ -63,12 +63,12 @@ class StructuredSigma:
             rows = tpl[0]
             kc = _kron_cache(grp)
             self.cmat = kc["cmat"]
-            Tr = T[:, :, rows]  # (G, c-1, K)
-            self.M = np.matmul(Tr.transpose(0, 2, 1), Tr)  # (G, K, K): M_g = T_g^T T_g on the used rows
+            self._Tr = Tr = T if len(rows) == T.shape[2] else T[:, :, rows]  # (G, c-1, K)
+            self._M = None  # M_g = T_g^T T_g on the used rows, formed by the first matvec (CG steps only)
             self.X = kc["X"]
             self.XT = kc["XT"]
-            # diag(Sigma) on the template columns: sum_g M_g[y, y] x_g^2
-            mdiag = np.ascontiguousarray(np.diagonal(self.M, axis1=1, axis2=2))
+            # diag(Sigma) on the template columns: sum_g M_g[y, y] x_g^2, M_g[y, y] = sum_i T_g[i, y]^2
+            mdiag = np.einsum("giy,giy->gy", Tr, Tr)
             dS = np.zeros(grp.d)
             dS[self.cmat] = (kc["X2T"] @ mdiag).T
         else:
@@ -85,6 +85,15 @@ class StructuredSigma:
         self._prec = None
 
     # --- the operator -------------------------------------------------------------------------------------------
+    @property
+    def M(self):
+        """``(G, K, K)``: ``M_g = T_g^T T_g`` on the used rows (a batched product of small matrices: the preconditioner
+        and the trials of option ``bound_reuse`` need only its weighted mean and diagonal)."""
+        if self._M is None:
+            Tr = self._Tr
+            self._M = np.matmul(Tr.transpose(0, 2, 1), Tr)
+        return self._M
+
     def sigma_matvec(self, v):
         """``Sigma v`` (the bound's curvature only)."""
         if self.template:
@@ -144,8 +153,7 @@ class StructuredSigma:
         kc = _kron_cache(self.grp)
         V, gam = _generalized_pairs(kc, h[0], self.eps)
         w = kc["w"]
-        K = self.M.shape[1]
-        Mbar = (w @ self.M.reshape(-1, K * K)).reshape(K, K)
+        Mbar = self._mbar(w)
         lam, U = np.linalg.eigh(0.5 * (Mbar + Mbar.T))
         lam = np.maximum(lam, 0.0)
         den = 1.0 - gam[None, :] + lam[:, None] * gam[None, :]  # > 0: gam < 1 since B > 0
@@ -159,6 +167,50 @@ class StructuredSigma:
             out[cmat] = U @ Z @ V.T
             return out
         return apply
+
+
+    def _mbar(self, w):
+        """``Mbar = sum_g w_g M_g``; with ``M_g = T_g^T T_g``: ``Tw^T Tw``, ``Tw`` the stacked ``sqrt(w_g) T_g`` (one GEMM,
+        no ``(G, K, K)`` tensor)."""
+        Tr = self._Tr
+        K = Tr.shape[2]
+        Tw = (Tr * np.sqrt(w)[:, None, None]).reshape(-1, K)
+        return Tw.T @ Tw
+
+
+class KronHessian(StructuredSigma):
+    """The Kronecker approximation ``I_K (x) B + Mbar (x) C`` of the objective's **Hessian** (not of the bound) for
+    class-template features: the first metric of option ``bound_reuse`` (docs/majorize.md section 2).
+
+    The Hessian of ``c_g log Z_g`` is ``F_g^T (diag(W_g) - W_g W_g^T / c_g) F_g`` with the softmax weights
+    ``W_g = c_g p_g`` of :meth:`.groups.PaddedGroups.value_weights`, i.e. ``M_g = diag(W_g) - W_g W_g^T / c_g`` in place
+    of the bound's ``T_g^T T_g``: no factors ``T``, and ``Mbar = diag(sum_g w_g W_g) - Ww^T Ww`` (``Ww`` the rows
+    ``sqrt(w_g / c_g) W_g``) is one ``G x K`` GEMM. Only the preconditioner's solve and product exist (no CG)."""
+
+    def __init__(self, grp, W, Dg):
+        self.grp, self.T, self.Dg = grp, None, Dg
+        rows = grp.template[0]
+        kc = _kron_cache(grp)
+        self.template = True
+        self.cmat, self.X, self.XT = kc["cmat"], kc["X"], kc["XT"]
+        Wr = W if len(rows) == W.shape[1] else W[:, rows]
+        self._Wr = Wr
+        self._Tr = None
+        mdiag = Wr - Wr * Wr / grp.coef[:, None]  # M_g[y, y] = W_gy (1 - p_gy) >= 0
+        dS = np.zeros(grp.d)
+        dS[self.cmat] = (kc["X2T"] @ mdiag).T
+        self.diag_sigma = dS
+        self.eps = 1e-10 * max(float(np.abs(Dg + dS).max(initial=0.0)), 1e-300)
+        self._prec = None
+
+    @property
+    def M(self):
+        raise NotImplementedError("KronHessian approximates the Hessian for trials only (no CG matvec)")
+
+    def _mbar(self, w):
+        Wr = self._Wr
+        Ww = Wr * np.sqrt(w / self.grp.coef)[:, None]
+        return np.diag(w @ Wr) - Ww.T @ Ww
 
 
 def _kron_cache(grp):

@@ -20,9 +20,12 @@ def detect_template(Apad, c, d, G):
     """
     if c < 2:
         return None
-    Apad = Apad.copy()
-    Apad.eliminate_zeros()
-    Apad.sort_indices()
+    if not (Apad.has_sorted_indices and Apad.data.all()):
+        # (a copy only when needed: copying and checking the nonzeros of a large feature matrix cost more than the
+        # detection itself)
+        Apad = Apad.copy()
+        Apad.eliminate_zeros()
+        Apad.sort_indices()
     rows, cols, parts = [], [], []
     for y in range(c):
         Ay = Apad[y::c]
