@@ -214,6 +214,20 @@ class DenseExpr:
         return self.derivs(x, hessian=False)[0]
 
 
+def _box_center(xlb, xub, E, e):
+    """The centre of the box (a unit inside a one-sided bound, 0 when free) moved onto ``E x = e`` by the
+    least-norm correction; a candidate interior start (checked by the caller)."""
+    fl, fu = np.isfinite(xlb), np.isfinite(xub)
+    c = np.where(fl & fu, 0.5 * (np.where(fl, xlb, 0.0) + np.where(fu, xub, 0.0)),
+                 np.where(fl, np.where(fl, xlb, 0.0) + 1.0, np.where(fu, np.where(fu, xub, 0.0) - 1.0, 0.0)))
+    if E.shape[0]:
+        try:
+            c = c - np.linalg.lstsq(E, E @ c - e, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return None
+    return c
+
+
 def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     """Primal-dual interior point for ``min f(x) s.t. lo <= A x <= hi, xlb <= x <= xub`` (f convex)."""
     f = DenseExpr(f)
@@ -240,10 +254,18 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     m_in, m_eq = G.shape[0], E.shape[0]
     # strictly interior start: max s s.t. G x + s <= h, E x = e, s <= 1 (reuse the last one when
     # it is still strictly interior: the constraints often do not depend on y)
+    def interior(p):
+        return (p is not None and p.size == nx and np.all(np.isfinite(p)) and np.all(G @ p - h < -1e-9)
+                and (not m_eq or np.abs(E @ p - e).max() <= 1e-12 * max(1.0, np.abs(e).max())))
+
     prev = getattr(_pdip, "_last_start", None)
-    if (m_in and prev is not None and prev.size == nx and np.all(G @ prev - h < -1e-9)
-            and (not m_eq or np.abs(E @ prev - e).max() <= 1e-12 * max(1.0, np.abs(e).max()))):
+    center = _box_center(xlb, xub, E, e) if m_in else None
+    if m_in and interior(prev):
         x = prev.copy()
+    elif m_in and interior(center):
+        # the box centre moved onto the equalities is strictly interior in most tree nodes (boxes and a
+        # simplex row): no LP for the start
+        x = center
     elif m_in:
         c = np.zeros(nx + 1)
         c[-1] = -1.0
