@@ -74,6 +74,11 @@ class _Base:
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
 
+    def start_kinds(self):
+        """The ``at_prior_mean`` values of :meth:`start` that give distinct starts: the start at ``mu`` and the one
+        nearest 0 coincide when ``mu = 0`` (e.g. a zero-mean GP prior; one evaluation saved)."""
+        return (True, False) if np.any(self.mu) else (True,)
+
     def _AtGA(self, g):
         if self.N == 0:
             return np.zeros((self.D, self.D))

@@ -231,15 +231,17 @@ class KLProx:
 
     def start(self):
         """The better of two starts (mean at the Gaussian part's mean ``mu``, which includes linear
-        likelihood terms such as ``-y f``, or at 0), with ``V0^-1 = P + gamma0 A^T A``; ``gamma0`` is
-        raised while ``-ELBO`` is not finite (e.g. ``exp`` of a wide prior predictor overflows)."""
+        likelihood terms such as ``-y f``, or at 0; one when they coincide, e.g. a zero-mean GP prior), with
+        ``V0^-1 = P + gamma0 A^T A``; ``gamma0`` is raised while ``-ELBO`` is not finite (e.g. ``exp`` of a wide
+        prior predictor overflows)."""
         g0 = self.opts.gamma0
         warm = self.warm()
         self.start_beta = self.opts.beta
         for _ in range(12):
             best = None
             with np.errstate(over="ignore", invalid="ignore"):
-                for st, beta in [(self.post.start(g0, at_mu), self.opts.beta) for at_mu in (True, False)] + warm:
+                starts = [(self.post.start(g0, at_mu), self.opts.beta) for at_mu in self.post.start_kinds()]
+                for st, beta in starts + warm:
                     ev = self.evaluate(st)
                     if math.isfinite(ev[0]) and (best is None or ev[0] < best[1][0]):
                         best, self.start_beta = (st, ev), beta
