@@ -50,7 +50,11 @@ def _tri(L, B):
 def _symmetrize(low):
     """The symmetric matrix with lower triangle ``low`` (whose strict upper triangle is zero)."""
     out = low + low.T
-    out[np.diag_indices_from(out)] *= 0.5
+    flat = out.ravel(order="K")       # a view of the fresh (C- or Fortran-) contiguous sum
+    if np.shares_memory(flat, out):   # square: the diagonal is every (n + 1)-th entry in either order
+        flat[:: out.shape[0] + 1] *= 0.5
+    else:
+        out[np.diag_indices_from(out)] *= 0.5
     return out
 
 
@@ -92,7 +96,9 @@ class _Base:
         if not sp.issparse(self.A):
             if np.all(g >= 0.0):     # A^T G A = B^T B, B = G^1/2 A: the symmetric rank-k update, half a product
                 if self.lower_square:  # B lower triangular (whitened GP: A = L_K): LAPACK lauum, a third of syrk
-                    low = lapack.dlauum(np.sqrt(g)[:, None] * self.A, lower=1)[0]    # strict upper part: B's zeros
+                    # B in Fortran order as the transpose of A^T G^1/2 (no copy into LAPACK's layout); the strict
+                    # upper part of the result is B's zeros
+                    low = lapack.dlauum((self.AT * np.sqrt(g)).T, lower=1, overwrite_c=1)[0]
                 else:
                     low = dsyrk(1.0, (np.sqrt(g)[:, None] * self.A).T, trans=0, lower=1)   # B^T: Fortran order
                 return _symmetrize(low)
