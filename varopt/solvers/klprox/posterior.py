@@ -34,7 +34,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.linalg import lapack
-from scipy.linalg.blas import dsyrk, dtrsm
+from scipy.linalg.blas import dsyrk, dtrmm
 
 _LOG2PI = np.log(2.0 * np.pi)
 
@@ -178,21 +178,20 @@ class FullGaussian(_Base):
     def _state(self, m, gt):
         Lam = self.P + self._AtGA(gt)
         L = _chol(Lam)
-        if self.pairs is None and self.N:
-            # dense rows (GP models: A = L_K): W = L^-1 A^T (one triangular solve, N D^2 flops, half of A V) and vt
-            # on the pattern from W^T W, a sum of squares: nothing cancels (the entries of A V A^T summed from A V
-            # lost digits on housing at sf = e^4, where the step rule then stalled); V only when asked for. No
-            # L^-1: tr(P V) = D - tr(V A^T G A) = D - sum_pattern gt vt (V Lam = I), which rounds at eps * D, below
-            # the ELBO's rounding level (L^-1 by trtri, then a triangular product: 1.3x (D = 135) to 1.9x
-            # (D = 253) the time of this one solve)
-            vt = self.view.pattern_cov(dtrsm(1.0, L, self.ATf, lower=1))
-            return SimpleNamespace(m=m, gt=gt, L=L, Lam=Lam, Linv=None, V=None, vt=vt,
-                                   trPV=self.D - float(gt @ vt))
         Linv = _tri_inv(L)
         if self.pairs is not None:
             # sparse rows (a1a): V = L^-T L^-1 (D^3), then a_n^T V a_n from the products of each row's nonzeros
             V = Linv.T @ Linv
             vt = self.pairs.quad(V)
+        elif self.N:
+            # dense rows (GP models: A = L_K): W = L^-1 A^T (a triangular product, N D^2 flops, half of A V) and vt
+            # on the pattern from W^T W, a sum of squares: nothing cancels (the entries of A V A^T summed from A V
+            # lost digits on housing at sf = e^4, where the step rule then stalled); V only when asked for. tr(P V)
+            # from the same L^-1 (gauss_part), not as D - gt^T vt (V Lam = I): that identity is exact only for the
+            # exact V, and with vt's errors (cond(L) eps) amplified by large pseudo-precisions it made the ELBO
+            # noisy beyond its rounding level (housing at sf = e^6: (16) stalled at the iteration limit)
+            V = None
+            vt = self.view.pattern_cov(dtrmm(1.0, Linv, self.ATf, lower=1))
         else:
             V, vt = Linv.T @ Linv, np.zeros(0)
         return SimpleNamespace(m=m, gt=gt, L=L, Lam=Lam, Linv=Linv, V=V, vt=vt)
@@ -215,13 +214,11 @@ class FullGaussian(_Base):
     def gauss_part(self, st):
         # computed directly (not as KL + C0): no cancellation between large prior-mean terms
         m, v = st.m, self.view
-        trPV = getattr(st, "trPV", None)
-        if trPV is None:
-            Linv = st.Linv if getattr(st, "Linv", None) is not None else _tri_inv(st.L)
-            if self.P_diag is not None:   # tr(P V) = sum_j P_jj ||L^-1 e_j||^2: no D^3 product for a diagonal prior
-                trPV = float(np.einsum("ij,ij->j", Linv, Linv) @ self.P_diag)
-            else:
-                trPV = float(np.sum(Linv * (Linv @ self.P)))
+        Linv = st.Linv if getattr(st, "Linv", None) is not None else _tri_inv(st.L)
+        if self.P_diag is not None:   # tr(P V) = sum_j P_jj ||L^-1 e_j||^2: no D^3 product for a diagonal prior
+            trPV = float(np.einsum("ij,ij->j", Linv, Linv) @ self.P_diag)
+        else:
+            trPV = float(np.sum(Linv * (Linv @ self.P)))
         logdetV = -2.0 * float(np.sum(np.log(np.diag(st.L))))
         parts = (0.5 * m @ self.P @ m, v.c @ m, v.k, 0.5 * trPV, -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
         self.magnitude = float(np.sum(np.abs(parts)))
