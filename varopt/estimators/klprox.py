@@ -26,6 +26,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
+from ..core.threads import blas_threads, option_threads
 from ..errors import InputDataError
 from ..registry import get_solver
 from ..solvers.klprox.expectations import MAX_SOFTMAX_DIM, family_table
@@ -230,7 +231,8 @@ class _GP(_Base):
         self.grid_, best, self.result_ = grid_search(_gp_build, (X, y, self.likelihood, self.jitter), grids,
                                                      self.solver_options, self.n_jobs)
         self.log_ell_, self.log_sf_, self.log_noise_ = best
-        self.L_ = gp_factor(X, self.log_ell_, self.log_sf_, self.jitter)[0]
+        with blas_threads(option_threads((self.solver_options or {}).get("blas_threads"), 1)):   # as the grid's
+            self.L_ = gp_factor(X, self.log_ell_, self.log_sf_, self.jitter)[0]
         r = self.result_
         self.X_train_ = X
         self.mean_, self.covariance_, self.neg_elbo_ = r.x, r.info["covariance"], r.objective

@@ -103,11 +103,14 @@ def _gh(n):
     return x, w
 
 
+@functools.lru_cache(maxsize=None)
 def _panels():
     edges = np.array([0, 0.5, 1, 2, 3, 4, 6, 8, 11, 14, 18, 23, 29, 38], dtype=float)
     x, w = np.polynomial.legendre.leggauss(12)
     a, b = edges[:-1, None], edges[1:, None]
-    return ((a + b) / 2 + (b - a) / 2 * x).ravel(), ((b - a) / 2 * w).ravel()
+    t, tw = ((a + b) / 2 + (b - a) / 2 * x).ravel(), ((b - a) / 2 * w).ravel()
+    t.flags.writeable = tw.flags.writeable = False      # shared by every LogisticFamily (computed once)
+    return t, tw
 
 
 class LogisticFamily(Family):

@@ -50,7 +50,11 @@ def _tri(L, B):
 def _symmetrize(low):
     """The symmetric matrix with lower triangle ``low`` (whose strict upper triangle is zero)."""
     out = low + low.T
-    out[np.diag_indices_from(out)] *= 0.5
+    flat = out.ravel(order="K")       # a view of the fresh (C- or Fortran-) contiguous sum
+    if np.shares_memory(flat, out):   # square: the diagonal is every (n + 1)-th entry in either order
+        flat[:: out.shape[0] + 1] *= 0.5
+    else:
+        out[np.diag_indices_from(out)] *= 0.5
     return out
 
 
@@ -74,6 +78,11 @@ class _Base:
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
 
+    def start_kinds(self):
+        """The ``at_prior_mean`` values of :meth:`start` that give distinct starts: the start at ``mu`` and the one
+        nearest 0 coincide when ``mu = 0`` (e.g. a zero-mean GP prior; one evaluation saved)."""
+        return (True, False) if np.any(self.mu) else (True,)
+
     def _AtGA(self, g):
         if self.N == 0:
             return np.zeros((self.D, self.D))
@@ -87,7 +96,9 @@ class _Base:
         if not sp.issparse(self.A):
             if np.all(g >= 0.0):     # A^T G A = B^T B, B = G^1/2 A: the symmetric rank-k update, half a product
                 if self.lower_square:  # B lower triangular (whitened GP: A = L_K): LAPACK lauum, a third of syrk
-                    low = lapack.dlauum(np.sqrt(g)[:, None] * self.A, lower=1)[0]    # strict upper part: B's zeros
+                    # B in Fortran order as the transpose of A^T G^1/2 (no copy into LAPACK's layout); the strict
+                    # upper part of the result is B's zeros
+                    low = lapack.dlauum((self.AT * np.sqrt(g)).T, lower=1, overwrite_c=1)[0]
                 else:
                     low = dsyrk(1.0, (np.sqrt(g)[:, None] * self.A).T, trans=0, lower=1)   # B^T: Fortran order
                 return _symmetrize(low)
@@ -175,7 +186,10 @@ class FullGaussian(_Base):
         elif self.N:
             # dense rows (GP models: A = L_K): W = L^-1 A^T (a triangular product, N D^2 flops, half of A V) and vt
             # on the pattern from W^T W, a sum of squares: nothing cancels (the entries of A V A^T summed from A V
-            # lost digits on housing at sf = e^4, where the step rule then stalled); V only when asked for
+            # lost digits on housing at sf = e^4, where the step rule then stalled); V only when asked for. tr(P V)
+            # from the same L^-1 (gauss_part), not as D - gt^T vt (V Lam = I): that identity is exact only for the
+            # exact V, and with vt's errors (cond(L) eps) amplified by large pseudo-precisions it made the ELBO
+            # noisy beyond its rounding level (housing at sf = e^6: (16) stalled at the iteration limit)
             V = None
             vt = self.view.pattern_cov(dtrmm(1.0, Linv, self.ATf, lower=1))
         else:

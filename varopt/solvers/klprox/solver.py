@@ -20,7 +20,14 @@ at its first ``beta``, ``beta`` grows (``grow``) up to ``beta_max``. As ``beta -
 gradient step (Theorem 1 of the paper: length ``beta/(1 + beta)``), so a non-stationary point
 always has an accepted ``beta``. Near the optimum the ELBO changes by less than the rounding of its
 sum (``1e-14`` times the magnitudes added up, ``info['rounding']``): such a step is accepted when it
-lowers the stationarity residual, and a rejected one at small residuals ends the run as converged. ``step_rule='fixed'`` runs the paper's constant ``beta``.
+lowers the stationarity residual, and a rejected one at small residuals ends the run as converged.
+``step_rule='fixed'`` runs the paper's constant ``beta``.
+
+Mean step (``mean_step='auto'``). The natural-parameter form ``m+ = m + (1 - r) V+ g`` (natural-gradient
+VI with step ``1 - r``; at ``beta -> inf`` the Newton-like NGD step of learning rate 1), with ``beta`` up to
+10, first; the paper's (16) (``beta <= 1``) when its residuals stop falling 10x per 20 iterations (the slow
+tail of GP classification with a large signal variance), and back when (16) stalls. Both steps pass the same
+exact-ELBO acceptance test and have the same fixed points (docs/klprox.md, section 4).
 
 Variants (:mod:`.variants`): ``algorithm='proximal-point'`` (the paper's section 3, eq. (2), for closed-form
 ELBOs) and ``batch_size`` (stochastic minibatch steps).
@@ -71,6 +78,13 @@ CRAWL_STEPS = 20
 #: with the old precision crawls on some wide-prior problems: Colon at delta = 1.61, 1887 iterations
 #: against 166, and GP classification on heart_statlog, which did not converge in 20,000)
 SWITCH_WINDOW, SWITCH_RATIO = 50, 0.5
+#: mean_step='auto': the mean step the deterministic method starts with ('paper' or 'natural'), the default
+#: step-size cap of the natural step, and its stall test: every NATURAL_WINDOW iterations of natural steps,
+#: back to (16) when the largest residual has not fallen below NATURAL_RATIO of its value NATURAL_WINDOW
+#: iterations earlier (the natural step's slow tail: GP classification with a large signal variance)
+AUTO_FIRST = "natural"
+NATURAL_BETA_MAX = 10.0
+NATURAL_WINDOW, NATURAL_RATIO = 20, 0.1
 
 
 class Cur(NamedTuple):
@@ -133,15 +147,21 @@ class KLProxSolver(Solver):
                ("adaptive", "fixed")),
         Option("mean_step", "auto", "'paper': the mean update (16), m+ = m + (1-r) [P + r A^T diag(gt) A]^-1 g; "
                "'natural': the natural-parameter (natural-gradient) form m+ = m + (1-r) V+ g, preconditioned by the "
-               "new precision including the likelihood curvature (Newton-like as beta grows); 'auto': 'paper' for "
-               "the deterministic method (switching to 'natural' when (16) stalls: the residuals not halved over 50 "
-               "iterations; result.info['mean_step_switched_at']), 'natural' for stochastic steps (batch_size), "
-               "where (16) with the old precision overshoots on noisy batches", ("auto", "paper", "natural")),
+               "new precision including the likelihood curvature (Newton-like as beta grows); 'auto': for the "
+               "deterministic adaptive method 'natural' first, switching to 'paper' when the natural step stalls "
+               "(the residuals not reduced 10x over 20 iterations) and back when (16) stalls (not halved over 50 "
+               "iterations; result.info['mean_step_switches'], and 'mean_step_switched_at' for the first switch to "
+               "'natural'); 'paper' for step_rule='fixed' and the proximal-point subproblems; 'natural' for "
+               "stochastic steps (batch_size), where (16) with the old precision overshoots on noisy batches",
+               ("auto", "paper", "natural")),
         Option("grow", 2.0, "factor applied to beta after an accepted step (adaptive rule)", float,
                lambda v: v >= 1, "must be >= 1"),
         Option("shrink", 0.5, "factor applied to beta after a rejected step (adaptive rule)", float,
                lambda v: 0 < v < 1, "must be in (0, 1)"),
-        Option("beta_max", 1.0, "largest step size of the adaptive rule (beta = 1 is the natural-gradient step of length 1/2, Newton-like for likelihood-dominated directions; larger steps overshoot there)", float, positive, "must be positive"),
+        Option("beta_max", None, "largest step size of the adaptive rule; None: 1 for the mean step (16) (beta = 1 "
+               "is the natural-gradient step of length 1/2, Newton-like for likelihood-dominated directions; larger "
+               "steps overshoot there) and 10 for the natural mean step", float, positive,
+               "must be positive or None"),
         Option("gtol", 1e-8, "stop when the natural-gradient residuals of the mean (sqrt(g^T V g)) and of the "
                "covariance (sum_n |gamma_n - gt_n| vt_n) are both <= gtol", float, positive, "must be positive"),
         Option("parameterization", "auto", "'full': N(m, V) with a D x D precision factor (updates (16)-(17)); "
@@ -223,8 +243,20 @@ class KLProx:
 
     def __init__(self, view, post, fams, opts, run):
         self.view, self.post, self.fams, self.opts, self.run = view, post, fams, opts, run
-        self.natural = opts.mean_step == "natural"     # 'auto' = 'paper' for the deterministic steps
-        self.switched_at = None                        # iteration where 'auto' switched to 'natural'
+        # 'auto': AUTO_FIRST for the deterministic adaptive method (the proximal-point inner solves and the fixed
+        # step keep (16), the paper's iteration as stated)
+        self.auto = (opts.mean_step == "auto" and opts.step_rule == "adaptive" and opts.batch_size is None
+                     and opts.algorithm == "proximal-gradient")
+        self.natural = opts.mean_step == "natural" or (self.auto and AUTO_FIRST == "natural")
+        self.switched_at = None                        # first iteration where 'auto' switched (16) -> natural
+        self.switches = []                             # (iteration, mean step from there) of every switch
+
+    @property
+    def beta_max(self):
+        """The step-size cap: the option, else 1 for (16) and NATURAL_BETA_MAX for the natural step."""
+        if self.opts.beta_max is not None:
+            return self.opts.beta_max
+        return NATURAL_BETA_MAX if self.natural else 1.0
 
     def evaluate(self, st):
         """``(neg_elbo, alpha, gamma, mt, vt)`` at the posterior state ``st``; ``self.scale`` is the sum of
@@ -237,15 +269,17 @@ class KLProx:
 
     def start(self):
         """The better of two starts (mean at the Gaussian part's mean ``mu``, which includes linear
-        likelihood terms such as ``-y f``, or at 0), with ``V0^-1 = P + gamma0 A^T A``; ``gamma0`` is
-        raised while ``-ELBO`` is not finite (e.g. ``exp`` of a wide prior predictor overflows)."""
+        likelihood terms such as ``-y f``, or at 0; one when they coincide, e.g. a zero-mean GP prior), with
+        ``V0^-1 = P + gamma0 A^T A``; ``gamma0`` is raised while ``-ELBO`` is not finite (e.g. ``exp`` of a wide
+        prior predictor overflows)."""
         g0 = self.opts.gamma0
         warm = self.warm()
         self.start_beta = self.opts.beta
         for _ in range(12):
             best = None
             with np.errstate(over="ignore", invalid="ignore"):
-                for st, beta in [(self.post.start(g0, at_mu), self.opts.beta) for at_mu in (True, False)] + warm:
+                starts = [(self.post.start(g0, at_mu), self.opts.beta) for at_mu in self.post.start_kinds()]
+                for st, beta in starts + warm:
                     ev = self.evaluate(st)
                     if math.isfinite(ev[0]) and (best is None or ev[0] < best[1][0]):
                         best, self.start_beta = (st, ev), beta
@@ -267,7 +301,7 @@ class KLProx:
                 raise InvalidOptionError("option 'warm_start' holds negative pseudo-precisions")
             # the step size the previous run ended with (accepted there): the first one here (adaptive rule only)
             beta = self.opts.beta if self.opts.step_rule == "fixed" else min(w.get("beta", self.opts.beta),
-                                                                             self.opts.beta_max)
+                                                                             self.beta_max)
             mt = w.get("predictor_mean")
             if mt is not None and mt.size != v.N:
                 raise InvalidOptionError(f"option 'warm_start' has {mt.size} predictor means, this model has {v.N} rows")
@@ -301,7 +335,7 @@ class KLProx:
                 break
             if math.isfinite(f2) and f2 <= f:
                 if first:  # grow only after a step accepted at once (no grow/shrink cycling)
-                    beta = min(beta * opts.grow, opts.beta_max)
+                    beta = min(beta * opts.grow, self.beta_max)
                 break
             if math.isfinite(f2) and f2 - f <= ROUNDING * self.scale:
                 # a change below the rounding of the sum: the stationarity residual decides
@@ -340,7 +374,7 @@ class KLProx:
                 break
             crawl = crawl + 1 if beta < CRAWL_BETA and cur.f - new.f <= ROUNDING * self.scale else 0
             cur = new
-            self._maybe_switch(it, cur.res, window)
+            beta = self._maybe_switch(it, cur.res, window, beta)
             m = post.mean(cur.st) if run.callback_fn is not None else None
             run.incumbent(objective=cur.f)
             run.record(objective=cur.f, beta=beta, residual_mean=cur.res[0], residual_cov=cur.res[1])
@@ -354,18 +388,39 @@ class KLProx:
                        + (": flat to rounding; an ill-conditioned prior floors the residuals)" if ok else ")"))
                 break
         extra = {} if self.switched_at is None else {"mean_step_switched_at": self.switched_at}
+        if self.switches:
+            extra["mean_step_switches"] = list(self.switches)
         return self.finish(cur, status, msg, rejected=rejected, beta=beta, **extra)
 
-    def _maybe_switch(self, it, res, window):
-        """mean_step='auto': switch to the natural mean step when (16) stalls (see SWITCH_WINDOW)."""
-        # a fixed step size reproduces the paper's iteration as stated: no switch there
-        if self.opts.mean_step != "auto" or self.opts.step_rule == "fixed" or self.natural or (it + 1) % SWITCH_WINDOW:
-            return
-        window.append(max(res))
-        if len(window) >= 2 and window[-1] > SWITCH_RATIO * window[-2]:
-            self.natural, self.switched_at = True, it + 1
-            self.run.progress(f"klprox: the mean step (16) stalls (residual {window[-2]:.2e} -> {window[-1]:.2e} "
-                              f"over {SWITCH_WINDOW} iterations); natural mean steps from iteration {it + 1}")
+    def _maybe_switch(self, it, res, window, beta):
+        """mean_step='auto': switch to the natural mean step when (16) stalls (residuals recorded every SWITCH_WINDOW
+        iterations), and back to (16) when the natural step stalls (every NATURAL_WINDOW iterations from the mode's
+        start); ``window`` holds ``(iteration, largest residual)`` records of the current mean step. Returns the step
+        size, capped by the new mean step's cap."""
+        if not self.auto:
+            return beta
+        if self.natural:
+            size, ratio = NATURAL_WINDOW, NATURAL_RATIO
+            if window and it - window[-1][0] < size:
+                return beta
+        else:
+            size, ratio = SWITCH_WINDOW, SWITCH_RATIO
+            if (it + 1) % size:
+                return beta
+        window.append((it, max(res)))
+        if len(window) < 2 or window[-1][1] <= ratio * window[-2][1]:
+            return beta
+        name = "the natural mean step" if self.natural else "the mean step (16)"
+        self.natural = not self.natural
+        self.switches.append((it + 1, "natural" if self.natural else "paper"))
+        if self.natural and self.switched_at is None:
+            self.switched_at = it + 1
+        self.run.progress(f"klprox: {name} stalls (residual {window[-2][1]:.2e} -> {window[-1][1]:.2e} over {size} "
+                          f"iterations); {'natural' if self.natural else '(16)'} mean steps from iteration {it + 1}")
+        window.clear()
+        if self.natural:
+            window.append((it, max(res)))
+        return min(beta, self.beta_max)
 
     def _softmax_accuracy(self, cur):
         """A-posteriori check of the softmax quadrature at the returned q: the likelihood part re-evaluated with

@@ -1,0 +1,102 @@
+"""klprox's default mean-step rule against the previous one, in one run, over the grids of the klprox benchmarks.
+
+``mean_step='auto'`` now starts with the natural mean step (beta <= 10) and returns to the paper's (16) when it
+stalls (docs/klprox.md, section 4); before, it started with (16) (beta <= 1) and switched to the natural step only
+when (16) stalled. The previous rule is run by setting ``varopt.solvers.klprox.solver.AUTO_FIRST = "paper"`` for
+its solves. Cold starts, default options otherwise (residuals to gtol = 1e-8); per point: iterations, wall time
+(after one untimed 1-iteration solve of the same model), the number of mean-step switches (``sN``), and the
+relative difference of the two -ELBO values.
+
+Grids (``--grids``, comma-separated): ``heart`` (GP classification, 6 x 6 of linspace(-1, 6), split 0, as
+benchmarks/klprox_gpc.py), ``housing`` (Laplace GP, noise e^-2, 4 x 4 of linspace(-1, 6), split 0), ``a1a``
+(logistic regression, delta = logspace(-3, 1, 30)), ``wine`` (softmax, K = 3, delta = logspace(-1, 1, 7)),
+``colon`` (logistic, dual form, split 0, delta = logspace(0, 6, 10)).
+Run: ``python benchmarks/klprox_step_rules.py [--grids heart,housing,a1a]``.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import time
+
+import numpy as np
+
+import varopt  # noqa: F401
+from varopt.formulations.bayes_glm import glm_program, gp_program
+from varopt.registry import get_solver
+from varopt.solvers.klprox import solver as KS
+from shared_data import load_a1a, load_colon, load_heart, load_housing, splits
+
+RULES = {"previous": "paper", "default": "natural"}
+
+
+def problems(grids):
+    if "heart" in grids:
+        X, y = load_heart()
+        tr, _ = splits(len(y), 1)[0]
+        for le in np.linspace(-1, 6, 6):
+            for ls in np.linspace(-1, 6, 6):
+                yield f"heart({le:.1f},{ls:.1f})", lambda le=le, ls=ls: gp_program(X[tr], y[tr], "logistic", le, ls)[0]
+    if "housing" in grids:
+        X, y = load_housing()
+        tr, _ = splits(len(y), 1)[0]
+        for le in np.linspace(-1, 6, 4):
+            for ls in np.linspace(-1, 6, 4):
+                yield (f"housing({le:.1f},{ls:.1f})",
+                       lambda le=le, ls=ls: gp_program(X[tr], y[tr], "laplace", le, ls, math.exp(-2))[0])
+    if "a1a" in grids:
+        X, y, _, _ = load_a1a()
+        for d in np.logspace(-3, 1, 30):
+            yield f"a1a({d:.3g})", lambda d=d: glm_program(X, y, "logistic", prior_var=d)
+    if "wine" in grids:
+        from klprox_multinomial import wine
+        X, y, _, _ = wine()
+        for d in np.logspace(-1, 1, 7):
+            yield f"wine({d:.3g})", lambda d=d: glm_program(X, y, "multinomial", prior_var=d)
+    if "colon" in grids:
+        X, y = load_colon()
+        tr, _ = splits(len(y), 1)[0]
+        for d in np.logspace(0, 6, 10):
+            yield f"colon({d:.3g})", lambda d=d: glm_program(X[tr], y[tr], "logistic", prior_var=d)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--grids", default="heart,housing,a1a")
+    args = ap.parse_args()
+    S = get_solver("klprox")
+    saved = KS.AUTO_FIRST
+    print(f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{'point':<20}" + "".join(f"{k:>26}" for k in RULES) + f"{'rel. diff':>10}")
+    totals = {}
+    for name, make in problems(args.grids.split(",")):
+        p = make()
+        S.solve(p, max_iter=1)
+        cells, fs = [], []
+        for label, first in RULES.items():
+            KS.AUTO_FIRST = first
+            try:
+                t0 = time.perf_counter()
+                r = S.solve(p)
+                t = time.perf_counter() - t0
+            finally:
+                KS.AUTO_FIRST = saved
+            sw = len(r.info.get("mean_step_switches", []))
+            flag = "" if r.status == "converged" else f" {r.status}"
+            cells.append(f"{r.iterations:5d} {t:8.3f} s" + (f" s{sw}" if sw else "   ") + flag)
+            fs.append(r.objective)
+            tot = totals.setdefault((name.split("(")[0], label), [0, 0.0, 0])
+            tot[0] += r.iterations
+            tot[1] += t
+            tot[2] += r.status != "converged"
+        rel = abs(fs[1] - fs[0]) / abs(fs[0])
+        print(f"{name:<20}" + "".join(f"{c:>26}" for c in cells) + f"{rel:10.1e}", flush=True)
+    print(f"\n{'grid':<10} {'rule':<10} {'iterations':>10} {'time s':>9} {'not converged':>14}")
+    for (g, label), (it, t, bad) in totals.items():
+        print(f"{g:<10} {label:<10} {it:10d} {t:9.2f} {bad:14d}")
+    print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
