@@ -40,16 +40,21 @@ def _sub_atom(g: AtomGroup, rows) -> AtomGroup:
                      None if g.label is None else np.asarray(g.label)[rows])
 
 
-def _sub_lse(g: LseGroup, groups) -> LseGroup:
-    groups = np.asarray(groups, dtype=np.int64)
-    mask = np.isin(g.seg, groups)
-    ks = np.flatnonzero(mask)
+def _lse_rows(g: LseGroup, groups):
+    """``(rows, seg)``: the rows of the log-sum-exp ``groups`` of ``g`` (ordered by group) and their new
+    group numbers ``0..len(groups)-1``."""
+    ks = np.flatnonzero(np.isin(g.seg, groups))
     newid = np.full(g.coef.size, -1)
     newid[groups] = np.arange(groups.size)
     seg = newid[g.seg[ks]]
     order = np.argsort(seg, kind="stable")
-    ks = ks[order]
-    return LseGroup(g.A[ks], g.b[ks], seg[order], g.coef[groups], g.mult[groups])
+    return ks[order], seg[order]
+
+
+def _sub_lse(g: LseGroup, groups) -> LseGroup:
+    groups = np.asarray(groups, dtype=np.int64)
+    ks, seg = _lse_rows(g, groups)
+    return LseGroup(g.A[ks], g.b[ks], seg, g.coef[groups], g.mult[groups])
 
 
 def split_expression(e: Expression, is_x: np.ndarray):
@@ -177,13 +182,7 @@ class _RestrictPlan:
                                np.ones(cgroups.size))
             ks = seg = None
             if kg.size:
-                mask = np.isin(g.seg, kg)
-                ks = np.flatnonzero(mask)
-                newid = np.full(g.coef.size, -1)
-                newid[kg] = np.arange(kg.size)
-                seg = newid[g.seg[ks]]
-                order = np.argsort(seg, kind="stable")
-                ks, seg = ks[order], seg[order]
+                ks, seg = _lse_rows(g, kg)
             self.lses.append((g, np.flatnonzero(wfix), g.mult[wfix], newmult, cgroups, crows, clg, kg, ks, seg,
                               None if ks is None else A[ks]))
 
