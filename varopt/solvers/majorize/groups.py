@@ -35,7 +35,7 @@ import scipy.sparse as sp
 
 from ...errors import InputDataError
 from .bound import min_norm_solve, omega
-from .gram import gram_generic, gram_template
+from .capacitance import gram_generic, gram_template
 from .templates import detect_template, sigma_template
 
 EPS = np.finfo(float).eps

@@ -115,11 +115,9 @@ class ScaledCurvature:
         if not hasattr(model, "reuse_metric"):
             fresh = self.age >= self.reuse
             if self.metric == "scalar" and getattr(model, "curvature_along", None) is not None:
-                if self.ref is not None and not fresh:
-                    pass
-                elif self.sigma is not None and not fresh:
+                if self.ref is None and self.sigma is not None and not fresh:
                     self.ref = DenseMetric(model.bound_matrix(self.sigma, 1.0, opts))
-                else:
+                elif self.ref is None or fresh:
                     L = model.line_curvature(x, u, opts)
                     if L is None:
                         return None
