@@ -29,7 +29,7 @@ from __future__ import annotations
 import pyomo.environ as pyo
 
 from . import Instance
-from .pooling_data import POOLING
+from .pooling_data import POOLING, POOLING_LATE
 
 
 def _common(m, d):
@@ -70,7 +70,7 @@ def _spec_rows(m, d, content):
 
 
 def p_formulation(key):
-    d = POOLING[key]
+    d = _DATA[key]
     m = pyo.ConcreteModel()
     _common(m, d)
     lam = {c: v[2] for c, v in d["comps"].items()}
@@ -104,7 +104,7 @@ def p_formulation(key):
 
 
 def pq_formulation(key):
-    d = POOLING[key]
+    d = _DATA[key]
     m = pyo.ConcreteModel()
     _common(m, d)
     lam = {c: v[2] for c, v in d["comps"].items()}
@@ -140,10 +140,12 @@ def pq_formulation(key):
 #: to product Y, blended with 100 units of crude C (quality 2) to Y's limit of 1.5.
 _HAVERLY1_POINT = {"x[c2,o1]": 100.0, "y[o1,p2]": 100.0, "z[c3,p2]": 100.0, "w[o1,0]": 1.0}
 
+_DATA = {**POOLING, **POOLING_LATE}
 INSTANCES = []
-for _key, _d in POOLING.items():
+for _key, _d in _DATA.items():
+    _late = _key in POOLING_LATE
     INSTANCES.append(Instance(f"{_key}_p", "pooling-p", p_formulation, _d["optimum"], "min",
                               _d["origin"] + "; P-formulation", args=(_key,),
-                              point=_HAVERLY1_POINT if _key == "haverly1" else None))
+                              point=_HAVERLY1_POINT if _key == "haverly1" else None, late=_late))
     INSTANCES.append(Instance(f"{_key}_pq", "pooling-pq", pq_formulation, _d["optimum"], "min",
-                              _d["origin"] + "; PQ-formulation", args=(_key,)))
+                              _d["origin"] + "; PQ-formulation", args=(_key,), late=_late))

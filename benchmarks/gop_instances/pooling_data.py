@@ -80,6 +80,30 @@ FOULDS2 = dict(
     zarcs={(c, p): b for c in ("c3", "c6") for p, b in zip(["p1", "p2", "p3", "p4"], [100, 200, 100, 200])},
     optimum=-1100.0, origin=FOULDS + ", problem 2; " + _TS)
 
+# Foulds 3-5: one quality; 16 products p_j (demand <= 1, price 20.5 - 0.5 j, quality <= 1 + 0.05 j);
+# 8 pools of capacity 16, every pool feeds every product (arc bound 16); availability 16.
+_F_PRODS = {f"p{j}": (0.0, 1.0, 20.5 - 0.5 * j, None, [round(1.0 + 0.05 * j, 2)]) for j in range(1, 17)}
+_F_POOLS = {f"o{o}": 16.0 for o in range(1, 9)}
+_F_YARCS = {(f"o{o}", f"p{j}"): 16.0 for o in range(1, 9) for j in range(1, 17)}
+# Foulds 4 and 5: 11 components c_k, price 21 - k, quality 0.9 + 0.1 k, each feeding several pools
+_F11 = {f"c{k}": (16.0, 21.0 - k, [round(0.9 + 0.1 * k, 1)]) for k in range(1, 12)}
+FOULDS3 = dict(
+    # 32 components, four per pool: c_{4(o-1)+i} feeds pool o, price 20 - (o-1) - (i-1), quality 1 + 0.1 ((o-1) + (i-1))
+    comps={f"c{4 * (o - 1) + i}": (16.0, 20.0 - (o - 1) - (i - 1), [round(1.0 + 0.1 * ((o - 1) + (i - 1)), 1)])
+           for o in range(1, 9) for i in range(1, 5)},
+    prods=_F_PRODS, pools=_F_POOLS,
+    xarcs=[(f"c{4 * (o - 1) + i}", f"o{o}") for o in range(1, 9) for i in range(1, 5)],
+    yarcs=_F_YARCS, zarcs={}, optimum=-8.0, origin=FOULDS + ", problem 3; " + _TS)
+_F4_FEEDS = {1: (1,), 2: (2, 3), 3: (3, 4, 5), 4: (1, 4, 6, 7), 5: (2, 3, 5, 8), 6: (3, 4, 5, 6), 7: (1, 4, 6, 7),
+             8: (2, 5, 7, 8), 9: (6, 7, 8), 10: (1, 8), 11: (2,)}
+_F5_FEEDS = {1: (1, 7), 2: (1, 3, 7), 3: (1, 3, 7), 4: (1, 3, 5, 7), 5: (3, 5, 8), 6: (5, 8), 7: (4, 5, 8),
+             8: (2, 4, 6, 8), 9: (2, 4, 6), 10: (2, 4, 6), 11: (2, 6)}
+FOULDS4 = dict(comps=_F11, prods=_F_PRODS, pools=_F_POOLS,
+               xarcs=[(f"c{k}", f"o{o}") for k, os_ in _F4_FEEDS.items() for o in os_],
+               yarcs=_F_YARCS, zarcs={}, optimum=-8.0, origin=FOULDS + ", problem 4; " + _TS)
+FOULDS5 = dict(FOULDS4, xarcs=[(f"c{k}", f"o{o}") for k, os_ in _F5_FEEDS.items() for o in os_],
+               origin=FOULDS + ", problem 5; " + _TS)
+
 _AD_COMPS6 = {"c1": (75.0, 7.0, [1.0, 6.0, 4.0, 0.5, 5.0, 9.0]), "c2": (75.0, 3.0, [4.0, 1.0, 3.0, 2.0, 4.0, 4.0]),
               "c3": (75.0, 2.0, [4.0, 5.5, 3.0, 0.9, 7.0, 10.0]), "c4": (75.0, 10.0, [3.0, 3.0, 3.0, 1.0, 3.0, 4.0]),
               "c5": (75.0, 5.0, [1.0, 2.7, 4.0, 1.6, 3.0, 7.0])}
@@ -143,3 +167,5 @@ RT2 = dict(
 POOLING = {"haverly1": _haverly(1), "haverly2": _haverly(2), "haverly3": _haverly(3), "bental4": BENTAL4,
            "bental5": BENTAL5, "foulds2": FOULDS2, "adhya1": ADHYA1, "adhya2": ADHYA2, "adhya3": ADHYA3,
            "adhya4": ADHYA4, "rt2": RT2}
+#: added after the held-out rule was fixed: held out by construction (never tuned on)
+POOLING_LATE = {"foulds3": FOULDS3, "foulds4": FOULDS4, "foulds5": FOULDS5}
