@@ -7,9 +7,9 @@ shows the published optimum, gop's status / value / lower bound / time, SCIP's s
 value / time, the ratio t_gop / t_scip, and a flag:
 
 * ``WRONG CERT`` -- gop returned ``optimal`` but its value or its proven bound differs from
-  the published optimum by more than 1e-6 (relative), or the bound is on the wrong side of it;
+  the published optimum by more than 1e-6 max(1, |optimum|), or the bound is on the wrong side of it;
 * ``BAD BOUND`` -- gop stopped without a certificate and its proven bound is on the wrong
-  side of the published optimum (beyond 1e-6 relative);
+  side of the published optimum (beyond 1e-6 max(1, |optimum|));
 * ``NO EVAL``   -- the point gop loaded into the model does not evaluate the objective, or the
   objective there differs from gop's reported value beyond the tolerance.
 
@@ -49,7 +49,9 @@ TOL = 1e-6
 
 
 def rel_diff(a, b):
-    return abs(a - b) / max(abs(b), 1e-10)
+    # relative to max(1, |b|): an optimum of 0 has no relative accuracy (gop's default certificate
+    # is the same, UBD - LBD <= 1e-6 max(1, |UBD|))
+    return abs(a - b) / max(abs(b), 1.0)
 
 
 def _warm_imports():
@@ -146,7 +148,7 @@ def flags(inst, g):
     maximize = inst.sense == "max"
     b = g["bound"]
     bound_wrong = b is not None and math.isfinite(b) and (
-        (b > pub + TOL * abs(pub)) if not maximize else (b < pub - TOL * abs(pub)))
+        (b > pub + TOL * max(abs(pub), 1.0)) if not maximize else (b < pub - TOL * max(abs(pub), 1.0)))
     if g["status"] == "optimal":
         v = g["value"]
         if v is None or rel_diff(v, pub) > TOL or b is None or rel_diff(b, pub) > TOL or bound_wrong:

@@ -150,6 +150,52 @@ def ex9_2_6():
     return m
 
 
+def ex9_2_1():
+    """Handbook 9.2.1 (= GLOBALLib ex9_2_7): convex quadratic upper level, four complementarity pairs."""
+    m = _model(2, 11, {i: 20 for i in range(4, 12)})
+    x = m.x
+    m.obj = pyo.Objective(expr=(x[2] - 5) ** 2 + (1 + 2 * x[3]) ** 2)
+    m.c1 = pyo.Constraint(expr=-3 * x[2] + x[3] + x[4] == -3)
+    m.c2 = pyo.Constraint(expr=x[2] - 0.5 * x[3] + x[5] == 4)
+    m.c3 = pyo.Constraint(expr=x[2] + x[3] + x[6] == 7)
+    m.c4 = pyo.Constraint(expr=-x[3] + x[7] == 0)
+    _complementarity(m, [(4, 8), (5, 9), (6, 10), (7, 11)])
+    m.stat = pyo.Constraint(expr=-1.5 * x[2] + 2 * x[3] + x[8] - 0.5 * x[9] + x[10] - x[11] == 2)
+    return m
+
+
+def ex9_2_3():
+    """Handbook 9.2.3: linear upper level, two free leader variables x1, x2 (bounded only through rows)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(pyo.RangeSet(1, 17), bounds=lambda m, i: (None, None) if i <= 2 else
+                  (0, 50 if i in (4, 5) else 200))
+    x = m.x
+    m.obj = pyo.Objective(expr=-3 * x[1] - 3 * x[2] + 2 * x[4] + 2 * x[5] - 60)
+    m.c1 = pyo.Constraint(expr=x[1] - 2 * x[2] + x[4] + x[5] <= 40)
+    m.c2 = pyo.Constraint(expr=2 * x[1] - x[4] + x[6] == -10)
+    m.c3 = pyo.Constraint(expr=2 * x[2] - x[5] + x[7] == -10)
+    m.c4 = pyo.Constraint(expr=-x[1] + x[8] == 10)
+    m.c5 = pyo.Constraint(expr=x[1] + x[9] == 20)
+    m.c6 = pyo.Constraint(expr=-x[2] + x[10] == 10)
+    m.c7 = pyo.Constraint(expr=x[2] + x[11] == 20)
+    _complementarity(m, [(6, 12), (7, 13), (8, 14), (9, 15), (10, 16), (11, 17)])
+    m.stat1 = pyo.Constraint(expr=2 * x[1] - 2 * x[4] + 2 * x[12] - x[14] + x[15] == -40)
+    m.stat2 = pyo.Constraint(expr=2 * x[2] - 2 * x[5] + 2 * x[13] - x[16] + x[17] == -40)
+    return m
+
+
+def ex9_2_8():
+    """Handbook 9.2.8: bilinear upper-level objective, the lower level's multipliers fixed at 0."""
+    m = _model(2, 7, {2: 1, 4: 20, 5: 20, 6: 0, 7: 0})
+    x = m.x
+    m.obj = pyo.Objective(expr=3 * x[3] - 4 * x[2] * x[3] + 2 * x[2] + 1)
+    m.c1 = pyo.Constraint(expr=-x[3] + x[4] == 0)
+    m.c2 = pyo.Constraint(expr=x[3] + x[5] == 1)
+    _complementarity(m, [(6, 4), (7, 5)])
+    m.stat = pyo.Constraint(expr=4 * x[2] - x[6] + x[7] == 1)
+    return m
+
+
 def _src(name):
     return HANDBOOK + f", chapter 9 (bilevel program, KKT reformulation); model and optimum as in " \
                       f"GLOBALLib/MINLPLib {name}"
@@ -165,4 +211,8 @@ INSTANCES = [
     Instance("ex9_2_4", "floudas-ch9", ex9_2_4, 0.5, "min", _src("ex9_2_4")),
     Instance("ex9_2_5", "floudas-ch9", ex9_2_5, 5.0, "min", _src("ex9_2_5")),
     Instance("ex9_2_6", "floudas-ch9", ex9_2_6, -1.0, "min", _src("ex9_2_6")),
+    # added after the held-out rule was fixed: held out by construction (never tuned on)
+    Instance("ex9_2_1", "floudas-ch9", ex9_2_1, 17.0, "min", _src("ex9_2_1"), late=True),
+    Instance("ex9_2_3", "floudas-ch9", ex9_2_3, 0.0, "min", _src("ex9_2_3"), late=True),
+    Instance("ex9_2_8", "floudas-ch9", ex9_2_8, 1.5, "min", _src("ex9_2_8"), late=True),
 ]

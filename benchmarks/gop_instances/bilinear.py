@@ -84,6 +84,42 @@ def st_bpaf1a():
 
 
 _ST = "disjoint bilinear program, GLOBALLib/MINLPLib model {} (Sahinidis group test collection); optimum as listed there"
+
+def haverly_gl():
+    """GLOBALLib ``haverly``: Haverly's case 1 in the P form with costs and revenues as variables; the pool
+    quality x12 has no upper bound (none is implied when the pool is empty)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(pyo.RangeSet(1, 12), bounds=lambda m, i: (0, {6: 100, 7: 200}.get(i)))
+    x = m.x
+    m.obj = pyo.Objective(expr=x[1] - x[2])
+    m.cost = pyo.Constraint(expr=x[1] - 6 * x[3] - 16 * x[4] - 10 * x[5] == 0)
+    m.revenue = pyo.Constraint(expr=x[2] - 9 * x[6] - 15 * x[7] == 0)
+    m.bx = pyo.Constraint(expr=x[6] - x[8] - x[10] == 0)
+    m.by = pyo.Constraint(expr=x[7] - x[9] - x[11] == 0)
+    m.pool = pyo.Constraint(expr=x[3] + x[4] - x[10] - x[11] == 0)
+    m.crude_c = pyo.Constraint(expr=x[5] - x[8] - x[9] == 0)
+    m.quality = pyo.Constraint(expr=x[12] * (x[10] + x[11]) - 3 * x[3] - x[4] == 0)
+    m.spec_x = pyo.Constraint(expr=x[12] * x[10] - 2.5 * x[10] - 0.5 * x[8] <= 0)
+    m.spec_y = pyo.Constraint(expr=x[12] * x[11] - 1.5 * x[11] + 0.5 * x[9] <= 0)
+    return m
+
+
+def st_e07():
+    """GLOBALLib ``st_e07`` (Haverly's pooling problem as stated by Ryoo & Sahinidis), pool quality in [1, 3]."""
+    m = pyo.ConcreteModel()
+    ub = {1: 300, 2: 300, 3: 100, 4: 200, 5: 100, 6: 300, 7: 100, 8: 200, 9: 200}
+    m.x = pyo.Var(pyo.RangeSet(1, 10), bounds=lambda m, i: (1, 3) if i == 10 else (0, ub[i]))
+    x = m.x
+    m.obj = pyo.Objective(expr=6 * x[1] + 16 * x[2] - 9 * x[5] + 10 * x[6] - 15 * x[9])
+    m.c1 = pyo.Constraint(expr=x[1] + x[2] - x[3] - x[4] == 0)
+    m.c2 = pyo.Constraint(expr=x[3] - x[5] + x[7] == 0)
+    m.c3 = pyo.Constraint(expr=x[4] + x[8] - x[9] == 0)
+    m.c4 = pyo.Constraint(expr=-x[6] + x[7] + x[8] == 0)
+    m.c5 = pyo.Constraint(expr=x[10] * x[3] - 2.5 * x[5] + 2 * x[7] <= 0)
+    m.c6 = pyo.Constraint(expr=x[10] * x[4] + 2 * x[8] - 1.5 * x[9] <= 0)
+    m.c7 = pyo.Constraint(expr=-x[10] * (x[3] + x[4]) + 3 * x[1] + x[2] == 0)
+    return m
+
 INSTANCES = [
     Instance("fv1990", "bilinear", fv1990, -13.0 / 12.0, "min",
              "Floudas & Visweswaran (1990), Comput. Chem. Eng. 14:1397-1417, illustrative example",
@@ -94,4 +130,9 @@ INSTANCES = [
     Instance("st_bpv1", "bilinear", st_bpv1, 10.0, "min", _ST.format("st_bpv1")),
     Instance("st_bpv2", "bilinear", st_bpv2, -8.0, "min", _ST.format("st_bpv2")),
     Instance("st_bpaf1a", "bilinear", st_bpaf1a, -45.3797, "min", _ST.format("st_bpaf1a")),
+    # added after the held-out rule was fixed: held out by construction (never tuned on)
+    Instance("haverly_gl", "bilinear", haverly_gl, -400.0, "min",
+             "Haverly (1978), case 1, as GLOBALLib model haverly (generated in YALMIP's global test suite, "
+             "test_global_haverly.m); optimum as listed there", late=True),
+    Instance("st_e07", "bilinear", st_e07, -400.0, "min", _ST.format("st_e07"), late=True),
 ]

@@ -96,6 +96,41 @@ def ex5_3_2():
 
 
 _GL = "; model and optimum as in GLOBALLib/MINLPLib "
+
+def ex5_2_4():
+    """Ben-Tal et al.'s example 4 pooling problem in the Handbook's PQ form (chapter 5): pool fractions
+    x1..x3 (sum 1), pool-to-product flows x4, x5, bypass flows x6, x7."""
+    m = _model(7, {1: (0, 1), 2: (0, 1), 3: (0, 1), 4: (0, 100), 5: (0, 200), 6: (0, 100), 7: (0, 200)})
+    x = m.x
+    m.obj = pyo.Objective(expr=-((9 - 6 * x[1] - 16 * x[2] - 15 * x[3]) * x[4]
+                                 + (15 - 6 * x[1] - 16 * x[2] - 15 * x[3]) * x[5]) + x[6] - 5 * x[7])
+    m.c1 = pyo.Constraint(expr=x[3] * x[4] + x[3] * x[5] <= 50)
+    m.c2 = pyo.Constraint(expr=x[4] + x[6] <= 100)
+    m.c3 = pyo.Constraint(expr=x[5] + x[7] <= 200)
+    m.c4 = pyo.Constraint(expr=(3 * x[1] + x[2] + x[3] - 2.5) * x[4] - 0.5 * x[6] <= 0)
+    m.c5 = pyo.Constraint(expr=(3 * x[1] + x[2] + x[3] - 1.5) * x[5] + 0.5 * x[7] <= 0)
+    m.c6 = pyo.Constraint(expr=x[1] + x[2] + x[3] == 1)
+    return m
+
+
+def house():
+    """GLOBALLib ``house`` (floor-plan design): maximise two areas under shape rows; x1..x3, x5, x7, x8
+    have no bounds of their own (they follow from x4, x6 and the rows)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(pyo.RangeSet(1, 8))
+    x = m.x
+    x[4].setlb(40); x[4].setub(68); x[6].setlb(56); x[6].setub(100); x[7].setub(3000)
+    m.obj = pyo.Objective(expr=-x[7] - x[8])
+    m.c1 = pyo.Constraint(expr=-(x[1] * x[2] + x[5] * x[4]) + x[7] == 0)
+    m.c2 = pyo.Constraint(expr=-x[1] * x[3] + x[8] == 0)
+    m.c3 = pyo.Constraint(expr=-x[2] - x[5] + x[6] == 0)
+    m.c4 = pyo.Constraint(expr=x[1] - x[4] / 3 >= 0)
+    m.c5 = pyo.Constraint(expr=x[1] - 0.5 * x[4] <= 0)
+    m.c6 = pyo.Constraint(expr=x[2] * (x[4] - x[1]) >= 1500)
+    m.c7 = pyo.Constraint(expr=-0.5 * x[2] + x[3] - x[5] == 0)
+    m.c8 = pyo.Constraint(expr=-0.5 * x[2] + x[5] >= 0)
+    return m
+
 INSTANCES = [
     Instance("ex3_1_1", "floudas-ch3", ex3_1_1, 7049.24802, "min",
              HANDBOOK + ", chapter 3, quadratically constrained problems (Hock & Schittkowski 1981, problem 106)" + _GL + "ex3_1_1"),
@@ -109,4 +144,11 @@ INSTANCES = [
              HANDBOOK + ", chapter 5, distillation sequencing" + _GL + "ex5_3_2"),
     Instance("ex5_4_2", "floudas-ch5", ex5_4_2, 7512.2259, "min",
              HANDBOOK + ", chapter 5, heat exchanger network design" + _GL + "ex5_4_2"),
+    # added after the held-out rule was fixed: held out by construction (never tuned on)
+    Instance("ex5_2_4", "floudas-ch5", ex5_2_4, -450.0, "min",
+             HANDBOOK + ", chapter 5, pooling problem (Ben-Tal et al. 1994, example 4)" + _GL + "ex5_2_4",
+             late=True),
+    Instance("house", "floudas-ch5", house, -4500.0, "min",
+             "GLOBALLib model house (floor-plan design; GAMS World GLOBALLib collection, as generated in "
+             "YALMIP's global test suite, test_global_house.m); optimum as listed there", late=True),
 ]
