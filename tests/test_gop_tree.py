@@ -244,3 +244,37 @@ def test_lifted_jacobian_matches_finite_differences_with_repeated_columns():
         fd = np.column_stack([(lf.jacobian(z + eps * e)[0] - lf.jacobian(z - eps * e)[0]) / (2 * eps)
                               for e in np.eye(lf.n)])
         assert np.max(np.abs(fd - J.toarray())) < 1e-7
+
+
+def test_obbt_filtering_gives_the_unfiltered_bounds(monkeypatch):
+    """OBBT skips the LPs that an earlier LP point of the round shows cannot move a bound (Gleixner et
+    al. 2017); every OBBT call of a solve, rerun without the filter on copies of its input, must give
+    the same bounds, and the filter must save LPs over the seeds."""
+    from varopt.solvers.gop import tree as T
+    orig = T.GopTree._obbt
+    counts = []
+
+    def both(self, l, u, L, U, idx, cutoff, rounds=2):
+        out = {}
+        for flt in (False, True):
+            self.obbt_filter = flt
+            n0 = self.n_lp
+            cp_ = [a.copy() if isinstance(a, np.ndarray) else a for a in (l, u, L, U)]
+            out[flt] = (orig(self, *cp_, idx, cutoff, rounds), self.n_lp - n0)
+        self.obbt_filter = True
+        (a, na), (b, nb) = out[False], out[True]
+        assert a[4] == b[4]
+        if not a[4]:
+            for k in (0, 1):
+                fin = np.isfinite(a[k])
+                assert np.array_equal(fin, np.isfinite(b[k]))
+                np.testing.assert_allclose(b[k][fin], a[k][fin], rtol=1e-7, atol=1e-7)
+        counts.append((na, nb))
+        return b
+
+    monkeypatch.setattr(T.GopTree, "_obbt", both)
+    for seed in range(12):
+        m = random_bilinear(seed)
+        pyo.SolverFactory("gop").solve(m, mode="tree", max_iter=30)
+    na, nb = map(sum, zip(*counts))
+    assert counts and nb < na, counts
