@@ -384,8 +384,10 @@ def test_nonconvex_and_equality_and_no_interior_rejected():
                 [Constraint("concave", neg_sq, -np.inf, 1.0)])
     with pytest.raises(ModelStructureError, match="concave.*not convex"):
         ipsa(P, max_iter=2)
+    # a nonlinear equality has no interior and cannot be eliminated (linear ones are: test_ipsa_equalities.py)
+    sq = Expression(n, quadratic=QuadraticTerms([0, 1], [0, 1], [1.0, 1.0], n))
     P = Program(names(n), np.zeros(n), np.ones(n), Expression(n, linear=np.ones(n)),
-                [Constraint("eq", Expression(n, linear=np.ones(n)), 1.0, 1.0)])
+                [Constraint("eq", sq, 0.5, 0.5)])
     with pytest.raises(ModelStructureError, match="equality"):
         ipsa(P, max_iter=2)
     # x >= 0 and x0 + x1 <= 0: feasible ({0}) but no strict interior

@@ -2,6 +2,7 @@
 
 Nothing here imports a solver, Pyomo or CVXPY.
 """
+from .affine import AffineOracle
 from .bound import BoundOracle
 from .finite_sum import FiniteSumOracle
 from .gaussian import GaussianOracle
@@ -15,6 +16,6 @@ from .sampling import Sampler
 from .stream import StreamOracle
 from .user import UserOracle
 
-__all__ = ["Oracle", "FiniteSumOracle", "UserOracle", "StreamOracle", "Sampler", "GaussianOracle", "GibbsOracle",
+__all__ = ["AffineOracle", "Oracle", "FiniteSumOracle", "UserOracle", "StreamOracle", "Sampler", "GaussianOracle", "GibbsOracle",
            "BoundOracle", "IsingExactOracle", "IsingGibbsOracle",
            "ColourGibbs", "Particles", "colour_classes"]

@@ -37,7 +37,7 @@ from ...program.symmetry import with_order_rows
 from ...result import Result
 from .partition import Partition, analyze
 from .epigraph import abs_epigraph
-from .presolve import eliminate_equalities
+from ...program.eliminate import eliminate_equalities
 from .relax import Lifted, NotRelaxable
 from .search import GopSearch
 from .stick import stick_breaking

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from ...program import Expression, Program
 from ...program.atoms import ATOMS
 from ...program.terms import AtomGroup
-from .presolve import _map_expr
+from ...program.eliminate import map_expression as _map_expr
 
 
 class StickBreaking:

@@ -114,8 +114,9 @@ class ConstraintSet:
             body = c.body
             if c.lo == c.hi:
                 raise ModelStructureError(
-                    f"constraint {c.name!r} is an equality: ipsa handles inequality constraints c(x) <= 0 "
-                    "only (Carbonetto 2009, §2.1); eliminate it in the model or relax it to a range lo <= body <= hi")
+                    f"constraint {c.name!r} is a nonlinear equality: ipsa eliminates linear equalities, but the "
+                    "interior-point iteration needs inequality constraints c(x) <= 0 with a strict interior "
+                    "(Carbonetto 2009, §2.1); relax it to a range lo <= body <= hi or reformulate it")
             if body.is_linear:
                 a = body.linear_items()  # (indices, values): rows stay sparse for large models
                 if np.isfinite(c.hi):

@@ -29,11 +29,12 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidOptionError
+from ...errors import InputDataError, InvalidOptionError
 from ...core.threads import blas_threads, option_threads
-from ...options import (Alias, Option, OptionSet, limit_options, nonnegative, positive, progress_options,
+from ...options import (Alias, Option, Options, OptionSet, limit_options, nonnegative, positive, progress_options,
                         start_options, thread_options)
 from ...program import Program
+from ...program.eliminate import eliminate_equalities
 from ...core.run import Run
 from ...registry import Solver, register_solver
 from ...result import Result
@@ -127,7 +128,41 @@ class IpsaSolver(Solver):
 
     def _solve(self, program: Program, opts, run: Run) -> Result:
         program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
-        return run_ipsa(program, opts, run)
+        elim = eliminate_equalities(program, max_elim=program.n, min_support=1)
+        if elim is None:
+            return run_ipsa(program, opts, run)
+        return _solve_reduced(program, elim, opts, run)
+
+
+def _solve_reduced(program: Program, elim, opts, run: Run) -> Result:
+    """IPSA on the program with its linear equalities eliminated, ``x = T z + t``
+    (:mod:`varopt.program.eliminate`): an equality has no strict interior, the reduced inequalities
+    do. The user's oracle, start, callback and step cap are mapped through ``x = T z + t``; the
+    result is expanded back to every variable (``info['eliminated']`` names the equalities)."""
+    from ...oracles import AffineOracle
+    from .iteration import _oracle_for
+    T, t = elim.T, elim.t
+    red = elim.program
+    o = Options(**vars(opts))
+    o.given = getattr(opts, "given", ())
+    if opts.oracle is not None:
+        o.oracle = AffineOracle(_oracle_for(program, opts), T, t)
+    if opts.x0 is not None:
+        x0 = np.asarray(opts.x0, dtype=float).ravel()
+        if x0.size != program.n:
+            raise InputDataError(f"x0 has length {x0.size}, the program has {program.n} variables")
+        pos = {nm: i for i, nm in enumerate(program.names)}
+        o.x0 = x0[[pos[nm] for nm in red.names]]
+    if opts.callback is not None:
+        o.callback = lambda it, z, *extra: opts.callback(it, elim.expand(z), *extra)
+        run.callback_fn = o.callback  # the run read the user's callback from opts when it was made
+    if opts.step_cap is not None:
+        o.step_cap = lambda z, dz, a_max: opts.step_cap(elim.expand(z), np.asarray(T @ dz).ravel(), a_max)
+    res = run_ipsa(red, o, run)
+    if res.x is not None:
+        res.x = elim.expand(res.x)
+    res.info["eliminated"] = [f"{v} (by {c})" for v, c in elim.eliminated]
+    return res
 
 
 def run_ipsa(program: Program, opts, run: Run = None) -> Result:

@@ -1,25 +1,29 @@
-r"""Presolve: eliminate linear equalities of the primal block (``x``) by substitution.
+r"""Eliminate linear equalities by substitution (a reduction shared by gop's presolve and ipsa).
 
-A linear equality ``a^T x = e`` on primal-block variables only (e.g. ``sum_k pi_k = 1``) is
+A linear equality ``a^T x = e`` on allowed variables (gop: the primal block, e.g. ``sum_k pi_k = 1``;
+ipsa: every variable, e.g. a probability simplex ``sum_j w_j = 1``) is
 used to eliminate one variable ``x_v = (e - sum_{j != v} a_j x_j) / a_v``: the program is
 rewritten with the affine map ``z = T z' + t`` (every term group stays in its class:
 affine arguments of atoms become ``A T z' + A t + b``; the quadratic part
 ``1/2 z^T H z`` becomes ``1/2 z'^T T^T H T z' + (T^T H t)^T z' + 1/2 t^T H t``). The bounds of
 ``x_v`` become the linear constraint ``lb_v <= x_v(z') <= ub_v`` (a bound when a single
-variable remains). This removes one connected variable per equality (halving the number of
+variable remains). For gop this removes one connected variable per equality (halving the number of
 relaxed duals) and, when the constraint disappears, lets the remaining variables be
-separable so the search-space reduction applies to them (docs/gop.md).
+separable so the search-space reduction applies to them (docs/gop.md). For ipsa, whose
+interior-point iteration needs a strictly feasible interior, it turns equalities (which have
+none) into the inequality rows of the reduced variables (docs/ipsa.md).
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from ...program import Constraint, Expression, Program
-from ...program.terms import AtomGroup, LseGroup, QuadraticTerms
+from .expression import Expression
+from .program import Constraint, Program
+from .terms import AtomGroup, LseGroup, QuadraticTerms
 
 
-def _map_expr(e: Expression, T: sp.csr_matrix, t: np.ndarray, m: int, newpos: np.ndarray) -> Expression:
+def map_expression(e: Expression, T: sp.csr_matrix, t: np.ndarray, m: int, newpos: np.ndarray) -> Expression:
     const = e.constant + float(e.linear @ t)
     lin = np.asarray(T.T @ e.linear).ravel()
     H = e.quadratic.hessian_matrix
@@ -60,8 +64,9 @@ class Elimination:
         return None if zr is None else np.asarray(self.T @ zr).ravel() + self.t
 
 
-def eliminate_equalities(program: Program, xset: set, max_elim: int = 50):
-    """Eliminate x-only linear equalities one at a time; returns an :class:`Elimination` or None."""
+def eliminate_equalities(program: Program, xset: set | None = None, max_elim: int = 50, min_support: int = 2):
+    """Eliminate linear equalities with at least ``min_support`` variables, all in ``xset`` (None:
+    every variable), one at a time, at most ``max_elim``; returns an :class:`Elimination` or None."""
     n = program.n
     T = sp.identity(n, format="csr")
     t = np.zeros(n)
@@ -74,7 +79,7 @@ def eliminate_equalities(program: Program, xset: set, max_elim: int = 50):
             if c.lo != c.hi or not c.body.is_linear:
                 continue
             sup = c.body.linear_items()[0]
-            if sup.size < 2 or not all(keep_idx[j] in xset for j in sup):
+            if sup.size < min_support or (xset is not None and not all(keep_idx[j] in xset for j in sup)):
                 continue
             a = c.body.linear
             # the pivot: the variable with the largest coefficient (numerically safest)
@@ -105,12 +110,14 @@ def eliminate_equalities(program: Program, xset: set, max_elim: int = 50):
         for k, cc in enumerate(prog.constraints):
             if k == ci:
                 continue
-            cons.append(Constraint(cc.name, _map_expr(cc.body, S, s, m, newpos), cc.lo, cc.hi))
+            cons.append(Constraint(cc.name, map_expression(cc.body, S, s, m, newpos), cc.lo, cc.hi))
         lb = prog.lb[others].copy()
         ub = prog.ub[others].copy()
         row = np.asarray(S[v].toarray()).ravel()
         nz = np.flatnonzero(row)
-        if np.isfinite(prog.lb[v]) or np.isfinite(prog.ub[v]):
+        if nz.size == 0 and prog.lb[v] <= s[v] <= prog.ub[v]:
+            pass  # a fixed variable within its bounds: no row left
+        elif np.isfinite(prog.lb[v]) or np.isfinite(prog.ub[v]):
             if nz.size == 1:
                 j = nz[0]
                 lo_j = (prog.lb[v] - s[v]) / row[j]
@@ -122,7 +129,7 @@ def eliminate_equalities(program: Program, xset: set, max_elim: int = 50):
             else:
                 cons.append(Constraint(f"bounds of {prog.names[v]} (eliminated by {c.name})",
                                        Expression(m, s[v], row), prog.lb[v], prog.ub[v]))
-        obj = _map_expr(prog.objective, S, s, m, newpos)
+        obj = map_expression(prog.objective, S, s, m, newpos)
         x0 = prog.x0[others]
         prog = Program([prog.names[j] for j in others], lb, ub, obj, cons, prog.maximize, prog.objective_name, x0)
         # compose z = T_old (S z' + s) + t_old
