@@ -69,10 +69,10 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
              "values)")[1:] + [
     Option("rel_gap", 1e-6, "relative gap (UBD - LBD) / max(|UBD|, 1e-10) at which the optimum is certified",
            float, nonnegative, "must be >= 0"),
-    Option("abs_gap", 1e-6, "absolute gap UBD - LBD at which the optimum is certified (None: relative only); with "
-           "the default rel_gap the certified gap is 1e-6 max(1, |UBD|), as in BARON and ANTIGONE: the LP "
-           "relaxations are accurate to about 1e-7 of the objective's terms, so an optimum at 0 cannot be "
-           "certified to 1e-9",
+    Option("abs_gap", 1e-6, "absolute gap UBD - LBD at which the optimum is certified (None: relative only); when "
+           "not given it equals rel_gap, so the certified gap is rel_gap max(1, |UBD|) (1e-6 by default, as in "
+           "BARON and ANTIGONE: the LP relaxations are accurate to about 1e-7 of the objective's terms, so an "
+           "optimum at 0 cannot be certified to 1e-9)",
            float, nonnegative, "must be >= 0", nullable=True),
     Option("partition", None, "variables of the primal (enumerated) block: names, or component names such as "
            "'mu' matching 'mu[0]', 'mu[1]', ...; None chooses the valid partition with the fewest connected "
@@ -125,6 +125,9 @@ class GopSolver(Solver):
 
     # ------------------------------------------------------------------ setup
     def _solve(self, program, opts, run) -> Result:
+        if "abs_gap" not in getattr(opts, "given", ()):
+            # the certificate UBD - LBD <= rel_gap max(1, |UBD|): a tighter rel_gap tightens it near 0 too
+            opts.abs_gap = opts.rel_gap
         with blas_threads(option_threads(opts.blas_threads, 1)):
             return self._solve_program(program, opts, run)
 
