@@ -22,7 +22,6 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from .bound import min_norm_solve
 
 
 class RowSpaceCurvature:
@@ -33,6 +32,7 @@ class RowSpaceCurvature:
         self.grp, self.T, self.Dg, self.n = grp, T, Dg, Dg.size
         a = Dg > 0
         self.cols = np.flatnonzero(a)
+        self.dinv = np.where(a, 1.0 / np.where(a, Dg, 1.0), 0.0)
         Gm = grp.gram(self.cols, 1.0 / Dg[self.cols])
         C = grp.congruence(T, Gm)
         C[np.diag_indices_from(C)] += 1.0
@@ -45,39 +45,45 @@ class RowSpaceCurvature:
             Sb = self.Rb.T @ self.CiRb
             self.lam, self.U = np.linalg.eigh(0.5 * (Sb + Sb.T))
 
-    def rows_times(self, v):
-        """``R v`` (``G (c-1)``)."""
-        return np.matmul(self.T, self.grp.fmul(v)[:, :, None]).ravel()
+    def rows_times(self, V):
+        """``R V`` (``(G (c-1), k)``; a vector gives a vector)."""
+        one = V.ndim == 1
+        V = V[:, None] if one else V
+        grp = self.grp
+        out = np.matmul(self.T, _fmul_many(grp, V)).reshape(grp.G * (grp.c - 1), V.shape[1])
+        return out[:, 0] if one else out
 
-    def rows_transpose_times(self, w):
-        """``R^T w``."""
-        G, c = self.grp.G, self.grp.c
-        return self.grp.ftmul(np.matmul(w.reshape(G, 1, c - 1), self.T).reshape(G, c))
+    def rows_transpose_times(self, Wr):
+        """``R^T Wr``."""
+        one = Wr.ndim == 1
+        grp = self.grp
+        k = 1 if one else Wr.shape[1]
+        out = _ftmul_many(grp, np.matmul(self.T.transpose(0, 2, 1), Wr.reshape(grp.G, grp.c - 1, k)))
+        return out[:, 0] if one else out
 
     def matvec(self, v):
         return self.Dg * v + self.rows_transpose_times(self.rows_times(v))
 
-    def _solve1(self, u):
-        a, Dg = self.cols, self.Dg
-        z = np.zeros(self.n)
-        z[a] = u[a] / Dg[a]
-        r0 = self.rows_times(z)
-        x = np.empty(self.n)
+    def solve(self, V):
+        """``Q^{-1} V`` (a vector or the columns of a matrix, all columns by one feature product each way)."""
+        V = np.asarray(V, dtype=float)
+        one = V.ndim == 1
+        V = V[:, None] if one else V
+        dinv = self.dinv[:, None]
+        r0 = self.rows_times(V * dinv)
+        xb = None
         if self.b.size:
-            xb = min_norm_solve(self.lam, self.U, u[self.b] - self.CiRb.T @ r0)
-            x[self.b] = xb
+            rhs = V[self.b] - self.CiRb.T @ r0
+            keep = self.lam > 1e-12 * max(self.lam[-1], 1e-300)  # as bound.min_norm_solve
+            Uk = self.U[:, keep]
+            xb = Uk @ ((Uk.T @ rhs) / self.lam[keep, None])
             w = sla.cho_solve(self.cf, r0 + self.Rb @ xb, check_finite=False)
         else:
             w = sla.cho_solve(self.cf, r0, check_finite=False)
-        x[a] = (u[a] - self.rows_transpose_times(w)[a]) / Dg[a]
-        return x
-
-    def solve(self, V):
-        """``Q^{-1} V`` (a vector or the columns of a matrix)."""
-        V = np.asarray(V, dtype=float)
-        if V.ndim == 1:
-            return self._solve1(V)
-        return np.column_stack([self._solve1(V[:, k]) for k in range(V.shape[1])]) if V.shape[1] else V.copy()
+        X = (V - self.rows_transpose_times(w)) * dinv
+        if xb is not None:
+            X[self.b] = xb
+        return X[:, 0] if one else X
 
     def dense(self):
         """``Q`` as a dense matrix (the general QP layer's fallback only)."""
@@ -87,6 +93,29 @@ class RowSpaceCurvature:
         Q = gram(R)
         Q.flat[::self.n + 1] += self.Dg
         return Q
+
+
+def _fmul_many(grp, Z):
+    """``(G, c, k)`` products ``F_g Z`` of the padded features (:meth:`.groups.PaddedGroups.fmul` on ``k`` columns)."""
+    G, c, k = grp.G, grp.c, Z.shape[1]
+    F2 = grp._dense2
+    if F2 is None and grp._template_fast():
+        S = np.zeros((G, c, k))
+        S[:, grp._rows, :] = np.matmul(grp._template[2], Z[grp._cmat]).transpose(1, 0, 2)
+        return S
+    return np.asarray(F2 @ Z if F2 is not None else grp.Apad @ Z).reshape(G, c, k)
+
+
+def _ftmul_many(grp, Wm):
+    """``sum_g F_g^T W_g`` on ``k`` columns (``Wm`` of shape ``(G, c, k)``; :meth:`.groups.PaddedGroups.ftmul`)."""
+    G, c, k = Wm.shape
+    F2 = grp._dense2
+    if F2 is None and grp._template_fast():
+        out = np.zeros((grp.d, k))
+        out[grp._cmat] = np.matmul(grp._template[2].T, Wm[:, grp._rows, :].transpose(1, 0, 2))
+        return out
+    W2 = Wm.reshape(G * c, k)
+    return np.asarray(F2.T @ W2 if F2 is not None else grp.AT @ W2)
 
 
 class DenseRowCurvature:

@@ -70,9 +70,11 @@ class StepQP:
 
     def _finish(self, x, u, res, qmul):
         model = self.model
-        step = np.asarray(res.x, dtype=float)
+        raw = np.asarray(res.x, dtype=float)
         # keep theta inside the box despite QP tolerances
-        step = np.clip(x + step, model.lb, model.ub) - x
+        step = np.clip(x + raw, model.lb, model.ub) - x
+        if np.array_equal(step, raw) and (res.info or {}).get("method") == "active-set":
+            return step, float(res.objective), {}, None  # m(D) as the certificate computed it (no second Q D)
         return step, float(u @ step + 0.5 * step @ qmul(step)), {}, None
 
     # --- feasibility of extrapolation trials (loop.py): a trial outside Lambda is never evaluated -------------
