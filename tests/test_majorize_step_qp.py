@@ -277,3 +277,30 @@ def test_wide_constrained_woodbury_option_and_infeasible():
     bad = cp.Problem(prob.objective, [theta[:5] >= 0, cp.sum(theta[:5]) <= -0.5])
     bad.solve(method="majorize")
     assert bad.status == "infeasible"
+
+
+def test_separable_square_atoms_give_the_expanded_quadratic():
+    """Square atoms of one variable each (``sum_squares(w)``, ``square(2 x_3 - 1)``) take the diagonal shortcut
+    of MajorizeModel; its H, c, k equal Expression.as_quadratic's expansion, and f(x) is the program's value."""
+    import cvxpy as cp
+    import scipy.sparse as sp
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    from varopt.solvers.majorize.model import MajorizeModel
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(20, 4))
+    w = cp.Variable(4)
+    z = X @ w
+    obj = (cp.sum(cp.logistic(z)) + 0.3 * cp.sum_squares(w[:3]) + 2.0 * cp.square(2 * w[3] - 1)
+           + cp.sum(w) + 1.5)
+    prog, _ = compile_cvxpy(cp.Problem(cp.Minimize(obj)))
+    assert prog.objective.atoms  # the squares are atoms here, not quadratic terms
+    model = MajorizeModel(prog)
+    assert model.H_diagonal and model._H is None  # the shortcut, not the sparse expansion
+    from varopt.program.expression import Expression
+    o = prog.objective
+    H, c, k = Expression(prog.n, o.constant, o.linear, o.quadratic, atoms=list(o.atoms)).as_quadratic()
+    assert np.allclose(model.Hd, H.diagonal(), rtol=1e-14, atol=0) and sp.triu(H, 1).nnz == 0
+    assert np.allclose(model.c, c, rtol=1e-14, atol=1e-15) and abs(model.k - k) <= 1e-14 * max(1.0, abs(k))
+    for _ in range(3):
+        x = rng.normal(size=prog.n)
+        assert abs(model.value(x) - prog.objective.value(x)) <= 1e-12 * max(1.0, abs(prog.objective.value(x)))
