@@ -18,7 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
-from .cvxpy_nodes import _Node, _add, _axis_groups, _broadcast_matrix, _selection_matrix, _shape, _size, _stack
+from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _repeat_diag, _selection_matrix, _shape, _size,
+                          _stack)
 
 # classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments
 _SELECTION = {"index", "special_index", "transpose", "reshape", "Promote", "broadcast_to", "diag_vec",
@@ -272,7 +273,7 @@ class _AffineTracer:
         r = pb[1]
         if not self.has_vars(a):
             Ca = self.const_matrix(a, pa)
-            L = Ca if r == 1 else sp.kron(sp.identity(r), Ca, format="csr")  # vec(C Y) = (I kron C) vec(Y)
+            L = _repeat_diag(Ca, r)  # vec(C Y) = (I kron C) vec(Y)
             return self.trace(b).apply(L, shape)
         if not self.has_vars(b):
             Cb = self.const_matrix(b, pb)

@@ -179,7 +179,17 @@ class _Node:
     def apply(self, L, shape):
         """The node ``L @ self`` (``L``: m' x m sparse) with the given output shape."""
         L = _csr(L)
-        return _Node(shape, self.n, L @ self.A, L @ self.c, [(q, _csr(L @ W)) for q, W in self.Q],
+        A = self.A
+        if not (self.Q or self.rows or self.lse) and A.nnz == self.m and np.all(np.diff(A.indptr) == 1):
+            cols = A.indices
+            if np.unique(cols).size == cols.size:
+                # a selection of distinct columns (a variable, an index of one): L @ A has L's pattern with the
+                # columns renamed -- no sparse product (X @ W with a large data matrix X)
+                k = L.indptr[-1]
+                Li = L.indices[:k]
+                LA = sp.csr_matrix((L.data[:k] * A.data[Li], cols[Li], L.indptr), shape=(L.shape[0], self.n))
+                return _Node(shape, self.n, LA, L @ self.c)
+        return _Node(shape, self.n, L @ A, L @ self.c, [(q, _csr(L @ W)) for q, W in self.Q],
                      [(r, _csr(L @ W)) for r, W in self.rows],
                      [(g, _csr(L @ V)) for g, V in self.lse])
 
@@ -197,6 +207,17 @@ class _Node:
 
         return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
                      [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
+
+
+def _repeat_diag(C, r):
+    """``kron(I_r, C)`` (csr): ``r`` copies of ``C`` down the diagonal, built from its arrays."""
+    C = _csr(C)
+    p, q = C.shape
+    nnz = C.indptr[-1]
+    off = np.arange(r)
+    indptr = np.concatenate([(C.indptr[:-1][None, :] + nnz * off[:, None]).ravel(), [r * nnz]])
+    indices = (C.indices[:nnz][None, :] + q * off[:, None]).ravel()
+    return sp.csr_matrix((np.tile(C.data[:nnz], r), indices, indptr), shape=(r * p, r * q))
 
 
 def _bcast(z, shape):
