@@ -19,6 +19,11 @@ first blocking constraint (added to ``W``), and at an equality-constrained minim
 multiplier of the wrong sign (``y_i >= 0`` at a lower bound, ``<= 0`` at an upper one). Started from the
 working set of the previous solve, one factorization usually suffices.
 
+:meth:`ActiveSetQP.solve_operator` runs the same iteration when ``Q`` is only available as an operator
+(``Q^{-1}`` on a few columns and ``Q v``; e.g. the row-space Woodbury form of a bound with few rows and many
+parameters): the fixed columns become equality rows, so only ``Q^{-1}`` of the gradient and of the working
+set's normals and a Schur complement of size ``|W| + |C|`` are needed, never ``Q_FF``.
+
 The answer is accepted only with the certificate of :mod:`varopt.lpqp` (:func:`.certificate.kkt_residual`:
 stationarity, primal feasibility, dual signs, complementarity) at most ``_KKT_ACCEPT`` times the scale
 of the QP layer. Otherwise — singular ``Q_FF`` or ``S`` (dependent active constraints), no convergence
