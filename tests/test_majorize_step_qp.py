@@ -304,3 +304,58 @@ def test_separable_square_atoms_give_the_expanded_quadratic():
     for _ in range(3):
         x = rng.normal(size=prog.n)
         assert abs(model.value(x) - prog.objective.value(x)) <= 1e-12 * max(1.0, abs(prog.objective.value(x)))
+
+
+class _DenseOpInner(_DenseOp):
+    """As _DenseOp, also giving the Schur complement ``N Q^+ N'`` itself (the path of RowSpaceCurvature.inner)."""
+
+    def inner(self, Nt):
+        return Nt.T @ self.pinv @ Nt
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 8), m=st.integers(0, 4),
+       singular=st.booleans(), start_active=st.sampled_from([0.0, 0.3, 0.8]))
+def test_active_set_operator_inner_agrees_with_highs(seed, n, m, singular, start_active):
+    rank = max(1, n - 2) if singular else n
+    Q, c, A, lo, hi, lb, ub, x0 = _random_qp(seed, n, m, rank, start_active)
+    fast = ActiveSetQP(A).solve_operator(_DenseOpInner(Q), c, lo, hi, lb, ub, x0)
+    ref = lpqp.solve_qp(Q, c, A=A if m else None, row_lo=lo if m else None, row_hi=hi if m else None, lb=lb, ub=ub)
+    assert ref.status == "optimal"
+    if fast is None:
+        return
+    assert abs(_objective(Q, c, fast.x) - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
+    assert np.all(fast.x >= lb - 1e-9) and np.all(fast.x <= ub + 1e-9)
+
+
+@pytest.mark.parametrize("t, p, template", [(20, 40, False), (100, 400, True)])
+def test_row_space_inner_matches_dense(t, p, template):
+    """RowSpaceCurvature.inner (row space, feature columns on the normals' support) equals N Q^+ N' of the dense Q,
+    with unpenalized coordinates (intercepts: Q singular along their common shift)."""
+    import cvxpy as cp
+    import scipy.sparse as sp
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    from varopt.solvers.majorize.model import MajorizeModel
+    from varopt.solvers.majorize.step_operator import RowSpaceCurvature
+    X, y = _wide(5, t, p, 3)
+    prob, W = _constrained(X, y, 1.0 / t)
+    prog, _ = compile_cvxpy(prob)
+    model = MajorizeModel(prog)
+    grp = model.groups
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=prog.n) * 0.1
+    if not template:
+        grp._template = None  # the generic padded-feature products
+    op = RowSpaceCurvature(grp, grp.factors(grp.scores(x)), model.Hd)
+    assert grp._template_fast() == template
+    Qd = op.dense()
+    assert np.allclose(Qd @ x, op.matvec(x), rtol=1e-12, atol=1e-12)
+    cols = np.flatnonzero(model.Hd > 0)[[0, 3, 7]]
+    row = rng.normal(size=(prog.n, 1)) * (rng.random((prog.n, 1)) < 0.2)
+    row[model.Hd == 0] = 0.0  # normals off the flat intercept shift
+    Nt = sp.hstack([sp.csr_matrix((np.ones(3), (cols, np.arange(3))), shape=(prog.n, 3)),
+                    sp.csr_matrix(row)]).toarray()
+    ref = Nt.T @ np.linalg.pinv(Qd, rcond=1e-12) @ Nt
+    assert np.allclose(op.inner(Nt), ref, rtol=1e-8, atol=1e-10 * np.abs(ref).max())
+    V = Nt
+    assert np.allclose(Qd @ op.solve(V), V, atol=1e-9 * np.abs(V).max())

@@ -204,6 +204,8 @@ class ActiveSetQP:
         n, A = self.n, self.A
         W = sorted(rows)
         C = sorted(cols)
+        if hasattr(op, "inner"):
+            return self._eqp_inner(op, c, row_lo, row_hi, lb, ub, x, rows, cols, W, C, cache)
         keys = [("r", i) for i in W] + [("c", j) for j in C]
         need = [k for k in [("q", 0)] + keys if k not in cache]
         if need:
@@ -252,6 +254,45 @@ class ActiveSetQP:
         z[Ci] = lam[Wi.size:]
         return xs, y, z
 
+    def _eqp_inner(self, op, c, row_lo, row_hi, lb, ub, x, rows, cols, W, C, cache):
+        """:meth:`_eqp_operator` for an operator that gives ``N Q^{-1} N'`` itself (``op.inner(N')``, e.g. in the row
+        space of a Woodbury form): ``q = Q^{-1} c`` once per QP, then per working set the Schur complement and one
+        solve ``x = Q^{-1}(N' lam) - q`` instead of one solve per constraint."""
+        n, A = self.n, self.A
+        if "q" not in cache:
+            cache["q"] = op.solve(c)
+            if not np.all(np.isfinite(cache["q"])):
+                return None
+        q = cache["q"]
+        y, z = np.zeros(self.m), np.zeros(n)
+        if not W and not C:
+            return -q, y, z
+        Wi, Ci = np.array(W, dtype=np.int64), np.array(C, dtype=np.int64)
+        N = np.zeros((Wi.size + Ci.size, n))
+        N[:Wi.size] = A[Wi]
+        N[Wi.size + np.arange(Ci.size), Ci] = 1.0
+        fixed = np.array([lb[j] if cols[j] >= 0 else ub[j] for j in C])
+        bN = np.concatenate([[row_lo[i] if rows[i] >= 0 else row_hi[i] for i in W], fixed])
+        S = op.inner(N.T)
+        dS = S.diagonal()
+        if not np.all(dS > 0) or not np.all(np.isfinite(S)):
+            return None
+        sc = 1.0 / np.sqrt(dS)
+        cs = _chol(S * sc[:, None] * sc[None, :], 1e-14)
+        if cs is None:
+            return None
+        lam = _cho_solve(cs, sc * (bN + N @ q))
+        if lam is None:
+            return None
+        lam = lam * sc
+        xs = op.solve(N.T @ lam) - q
+        xs[Ci] = fixed
+        if not np.all(np.isfinite(xs)):
+            return None
+        y[Wi] = lam[:Wi.size]
+        z[Ci] = lam[Wi.size:]
+        return xs, y, z
+
     def _ratio(self, p, x, row_lo, row_hi, lb, ub, rows, cols):
         """Step length ``alpha = min(1, ...)`` along ``p`` and the blocking constraint (None when 1)."""
         alpha, block = 1.0, None
@@ -283,5 +324,5 @@ class ActiveSetQP:
             return None
         self.rows = {i: s for i, s in rows.items() if s}
         self.cols = {j: s for j, s in cols.items() if s}
-        res.info = {"kkt": kkt, "method": "active-set", "working_set": len(rows) + len(cols)}
+        res.info = {"kkt": kkt, "method": "active-set", "working_set": len(rows) + len(cols), "Qx": Qx}
         return res

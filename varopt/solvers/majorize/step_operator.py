@@ -85,6 +85,35 @@ class RowSpaceCurvature:
             X[self.b] = xb
         return X[:, 0] if one else X
 
+    def inner(self, Nt):
+        """``Nt^T Q^{-1} Nt`` for constraint normals ``Nt`` (``n x k``, few nonzero rows), in the row space: with
+        ``P = Da^{-1}``, ``r0 = Ra P Nt_a`` (feature columns on the normals' support only), ``x_b`` and ``w`` as in
+        :meth:`solve`,
+
+            Nt^T Q^{-1} Nt = (P Nt_a)^T Nt_a - r0^T w + Nt_b^T x_b,
+
+        so a working set of bounds and sparse rows costs no full feature product (``k`` columns of ``Q^{-1}`` would
+        cost ``k`` of them)."""
+        Nt = np.asarray(Nt, dtype=float)
+        J = np.flatnonzero(np.any(Nt != 0, axis=1))
+        NJ = Nt[J]
+        PN = self.dinv[J, None] * NJ
+        FJ = _feature_columns(self.grp, J)  # (G, c, |J|)
+        r0 = np.matmul(self.T, np.matmul(FJ, PN)).reshape(-1, Nt.shape[1])
+        S = PN.T @ NJ
+        if self.b.size:
+            Nb = Nt[self.b]
+            rhs = Nb - self.CiRb.T @ r0
+            keep = self.lam > 1e-12 * max(self.lam[-1], 1e-300)
+            Uk = self.U[:, keep]
+            xb = Uk @ ((Uk.T @ rhs) / self.lam[keep, None])
+            w = sla.cho_solve(self.cf, r0 + self.Rb @ xb, check_finite=False)
+            S += Nb.T @ xb
+        else:
+            w = sla.cho_solve(self.cf, r0, check_finite=False)
+        S -= r0.T @ w
+        return 0.5 * (S + S.T)
+
     def dense(self):
         """``Q`` as a dense matrix (the general QP layer's fallback only)."""
         from .step import gram
@@ -104,6 +133,39 @@ def _fmul_many(grp, Z):
         S[:, grp._rows, :] = np.matmul(grp._template[2], Z[grp._cmat]).transpose(1, 0, 2)
         return S
     return np.asarray(F2 @ Z if F2 is not None else grp.Apad @ Z).reshape(G, c, k)
+
+
+def _feature_columns(grp, J):
+    """The padded features' columns ``J`` as a dense ``(G, c, |J|)`` array (class templates: columns of ``X`` placed at
+    their class; otherwise from a column-compressed copy of the padded features made once per solve)."""
+    G, c = grp.G, grp.c
+    out = np.zeros((G, c, J.size))
+    if not J.size:
+        return out
+    if grp._dense2 is None and grp._template_fast():
+        owner = getattr(grp, "_column_owner", None)
+        if owner is None:
+            allc = grp._cmat.ravel()
+            owner = False  # a column shared by two classes: the generic path below
+            if np.unique(allc).size == allc.size:
+                cls, pos = np.full(grp.d, -1), np.zeros(grp.d, dtype=np.int64)
+                for y, cols in zip(grp._rows, grp._cmat):
+                    cls[cols], pos[cols] = y, np.arange(cols.size)
+                owner = (cls, pos)
+            grp._column_owner = owner
+        if owner is not False:
+            cls, pos = owner
+            y, p = cls[J], pos[J]
+            on = np.flatnonzero(y >= 0)
+            out[:, y[on], on] = grp._template[2][:, p[on]]
+            return out
+    F2 = grp._dense2
+    if F2 is not None:
+        return F2[:, J].reshape(G, c, J.size)
+    csc = getattr(grp, "_Apad_csc", None)
+    if csc is None:
+        csc = grp._Apad_csc = grp.Apad.tocsc()
+    return csc[:, J].toarray().reshape(G, c, J.size)
 
 
 def _ftmul_many(grp, Wm):

@@ -73,8 +73,15 @@ class StepQP:
         raw = np.asarray(res.x, dtype=float)
         # keep theta inside the box despite QP tolerances
         step = np.clip(x + raw, model.lb, model.ub) - x
-        if np.array_equal(step, raw) and (res.info or {}).get("method") == "active-set":
-            return step, float(res.objective), {}, None  # m(D) as the certificate computed it (no second Q D)
+        info = res.info or {}
+        if info.get("method") == "active-set":
+            # m(D) from the certificate's Q D (no second product): the clip moves D by rounding only, to first
+            # order m(D + d) = m(D) + (u + Q D)^T d (the second-order term ~ |d|^2 ||Q|| is below any tolerance)
+            d = step - raw
+            if not d.any():
+                return step, float(res.objective), {}, None
+            if float(np.abs(d).max()) <= 1e-12 * max(1.0, float(np.abs(raw).max())):
+                return step, float(res.objective) + float((u + info["Qx"]) @ d), {}, None
         return step, float(u @ step + 0.5 * step @ qmul(step)), {}, None
 
     # --- feasibility of extrapolation trials (loop.py): a trial outside Lambda is never evaluated -------------
