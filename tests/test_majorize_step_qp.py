@@ -332,7 +332,6 @@ def test_active_set_operator_inner_agrees_with_highs(seed, n, m, singular, start
 def test_row_space_inner_matches_dense(t, p, template):
     """RowSpaceCurvature.inner (row space, feature columns on the normals' support) equals N Q^+ N' of the dense Q,
     with unpenalized coordinates (intercepts: Q singular along their common shift)."""
-    import cvxpy as cp
     import scipy.sparse as sp
     from varopt.frontends.cvxpy_compile import compile_cvxpy
     from varopt.solvers.majorize.model import MajorizeModel
