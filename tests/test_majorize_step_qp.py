@@ -358,3 +358,18 @@ def test_row_space_inner_matches_dense(t, p, template):
     assert np.allclose(op.inner(Nt), ref, rtol=1e-8, atol=1e-10 * np.abs(ref).max())
     V = Nt
     assert np.allclose(Qd @ op.solve(V), V, atol=1e-9 * np.abs(V).max())
+
+
+def test_wide_constrained_unbounded_reported():
+    """A wide constrained multinomial whose objective is affine along the flat common intercept shift (a linear term
+    in the intercepts' sum): the operator active set declines (its certificate fails) and the step QP reports the
+    objective unbounded, as the dense path did."""
+    import cvxpy as cp
+    X, y = _wide(11, 30, 80, 3)
+    prob, W, b = build_cvxpy(X, y, C=1.0 / 30)
+    theta = cp.vec(W, order="F")
+    bad = cp.Problem(cp.Minimize(prob.objective.args[0] + cp.sum(b)), [theta[:5] >= 0, cp.sum(theta[5:10]) <= 0.5])
+    bad.solve(method="majorize")
+    assert bad.status == "unbounded"
+    res = bad.solver_stats.extra_stats["varopt_result"]
+    assert res.info["step_solver"].get("woodbury", 0) >= 1

@@ -23,7 +23,6 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 
-
 class RowSpaceCurvature:
     """``Q = diag(Dg) + R^T R`` with ``R = blockdiag(T_g) F`` of the padded groups ``grp`` (never formed)."""
 
