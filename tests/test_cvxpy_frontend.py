@@ -347,3 +347,39 @@ def test_node_scale_equals_the_diagonal_product(zero):
         assert abs(P - R).max() == 0.0
         if zero:
             assert P.nnz == R.nnz  # no explicit zeros left for the nonlinear-term checks
+
+
+def test_shared_subexpressions_and_products_compile_as_written():
+    """A sub-expression used several times (traced once, memoized per compile) and a product of variables used
+    twice inside squares (auxiliary columns, never memoized): the program's objective equals CVXPY's value at
+    random points, and a second compile after changing a Parameter's value sees the new value."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 3))
+    Wv = cp.Variable((3, 2), name="W")
+    t = cp.Parameter(nonneg=True, value=0.7)
+    Z = X @ Wv
+    obj = cp.sum(cp.log_sum_exp(Z, axis=1)) - cp.sum(cp.multiply(np.eye(6, 2), Z)) + t * cp.sum_squares(Z)
+    prob = cp.Problem(cp.Minimize(obj))
+    for _ in range(2):
+        prog, mapping = compile_cvxpy(prob)
+        for _ in range(3):
+            x = rng.normal(size=prog.n)
+            mapping.load(x)
+            assert abs(prog.objective.value(x) - obj.value) <= 1e-10 * max(1.0, abs(obj.value))
+        t.value = 2.5
+    u, v = cp.Variable(name="u"), cp.Variable(name="v")
+    uv = cp.multiply(u, v)
+    e = cp.square(uv - 1) + cp.square(uv + 2)
+    prog, mapping = compile_cvxpy(cp.Problem(cp.Minimize(e)))
+    for _ in range(3):
+        x = rng.normal(size=prog.n_user)
+        mapping.load(x)
+        assert abs(prog.objective.value(_lifted_point(prog, x)) - e.value) <= 1e-9 * max(1.0, abs(e.value))
+
+
+def _lifted_point(prog, x):
+    """``x`` with the auxiliary columns at their defining values (varopt.program.lifting's start)."""
+    full = np.concatenate([x, np.zeros(prog.n - x.size)])
+    for a in prog.aux:
+        full[a.index] = a.definition.value(full)
+    return full

@@ -162,3 +162,214 @@ def test_constrained_logistic_infeasible_reported():
     bad = cp.Problem(prob.objective, [W[:5] >= 0, cp.sum(W[:5]) <= -0.5])
     bad.solve(method="majorize")
     assert bad.status == "infeasible"
+
+
+# --- the step QP on a factored operator (Q never formed: the constrained Woodbury step) -------------------------
+class _DenseOp:
+    """A test operator: ``Q`` kept privately, ``Q^{-1}`` by least squares (minimum norm when singular)."""
+
+    def __init__(self, Q):
+        self.Q = Q
+        self.pinv = np.linalg.pinv(Q, rcond=1e-12)
+
+    def matvec(self, v):
+        return self.Q @ v
+
+    def solve(self, V):
+        return self.pinv @ V
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 8), m=st.integers(0, 4),
+       singular=st.booleans(), start_active=st.sampled_from([0.0, 0.3, 0.8]))
+def test_active_set_operator_agrees_with_highs(seed, n, m, singular, start_active):
+    """The operator form (fixed columns as equality rows, Schur complement of the working set) agrees with
+    HiGHS whenever it answers, and its certificate holds with the true Q."""
+    rank = max(1, n - 2) if singular else n
+    Q, c, A, lo, hi, lb, ub, x0 = _random_qp(seed, n, m, rank, start_active)
+    fast = ActiveSetQP(A).solve_operator(_DenseOp(Q), c, lo, hi, lb, ub, x0)
+    ref = lpqp.solve_qp(Q, c, A=A if m else None, row_lo=lo if m else None, row_hi=hi if m else None, lb=lb, ub=ub)
+    assert ref.status == "optimal"
+    if fast is None:
+        return
+    x = fast.x
+    assert abs(_objective(Q, c, x) - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
+    assert np.all(x >= lb - 1e-9) and np.all(x <= ub + 1e-9)
+    if m:
+        assert np.all(A @ x >= lo - 1e-8) and np.all(A @ x <= hi + 1e-8)
+    assert lpqp.kkt_residual(fast, c, A, lo, hi, lb, ub, Q) <= 1e-8 * (1 + np.abs(c).max() + np.abs(Q @ x).max()
+                                                                        + np.abs(A.T @ fast.row_duals).max(initial=0))
+
+
+def test_active_set_operator_answers_nondegenerate_qps():
+    """Positive definite Q, independent rows: the operator form must answer and match HiGHS and Clarabel."""
+    declined = 0
+    for seed in range(40):
+        Q, c, A, lo, hi, lb, ub, x0 = _random_qp(seed, 6, 3, 6, 0.5)
+        A[1] = np.random.default_rng(seed + 1000).normal(size=6)
+        lo[1], hi[1] = A[1] @ x0 - 0.5, A[1] @ x0 + 0.5
+        fast = ActiveSetQP(A).solve_operator(_DenseOp(Q), c, lo, hi, lb, ub, x0)
+        if fast is None:
+            declined += 1
+            continue
+        ref = lpqp.solve_qp(Q, c, A=A, row_lo=lo, row_hi=hi, lb=lb, ub=ub)
+        f = _objective(Q, c, fast.x)
+        assert abs(f - ref.objective) <= 1e-8 * max(1.0, abs(ref.objective))
+        assert abs(f - _clarabel(Q, c, A, lo, hi, lb, ub)) <= 1e-6 * max(1.0, abs(f))
+    assert declined <= 2
+
+
+def _wide(seed, t, p, K):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(t, p))
+    W = rng.normal(size=(p, K)) * 0.3
+    y = np.argmax(X @ W + rng.gumbel(size=(t, K)), axis=1)
+    return X, y
+
+
+@pytest.mark.parametrize("K", [2, 4])
+def test_wide_constrained_logistic_never_forms_dense_curvature(K, monkeypatch):
+    """A wide constrained logistic regression (d = K p >> t, as SRBCT): the step is the row-space Woodbury QP on
+    the factored operator. Fails if any n x n curvature is formed (the bound's Sigma, the Hessian metric, a
+    Cholesky of an n x n matrix, the dense step QP or HiGHS), and the fit matches CVXPY+Clarabel."""
+    from varopt.solvers.majorize import groups, reuse_metric, step, step_operator, step_qp
+    X, y = _wide(K, 40, 150, K)
+    C = 1.0 / X.shape[0]
+    prob, W = _constrained(X, y, C)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    ref_val, ref_W = prob.value, np.array(W.value)
+
+    def forbidden(*a, **k):
+        raise AssertionError("a dense n x n curvature was formed")
+    monkeypatch.setattr(groups.PaddedGroups, "sigma", forbidden)
+    monkeypatch.setattr(step, "gram", forbidden)
+    monkeypatch.setattr(step, "proximal_cholesky", forbidden)
+    monkeypatch.setattr(reuse_metric, "DenseMetric", forbidden)
+    monkeypatch.setattr(step_operator.RowSpaceCurvature, "dense", forbidden)
+    monkeypatch.setattr(step_qp.StepQP, "solve", forbidden)
+    val = prob.solve(method="majorize", tol=1e-12, max_iter=5000)
+    res = prob.solver_stats.extra_stats["varopt_result"]
+    assert res.info["step_solver"] == {"woodbury": res.iterations}
+    assert res.info["step_qp"]["operator"] == res.iterations and res.info["step_qp"]["fallback"] == 0
+    assert abs(val - ref_val) <= 1e-6 * abs(ref_val)
+    assert np.max(np.abs(W.value - ref_W)) <= 1e-5 * max(1.0, np.abs(ref_W).max())
+    assert all(c.violation().max() <= 1e-9 for c in prob.constraints)
+    hist = np.array([h["objective"] for h in res.history])
+    assert np.all(np.diff(hist) <= 1e-12 * np.maximum(1.0, np.abs(hist[:-1])))
+    # the constraints bind (else the test would not exercise the working set)
+    theta = np.ravel(W.value, order="F")
+    assert np.min(theta[:5]) <= 1e-9 or abs(np.sum(theta[5:10]) - 0.5) <= 1e-9
+
+
+def test_wide_constrained_woodbury_option_and_infeasible():
+    """step_solver='woodbury' is accepted with constraints (same answer as 'dense'); 'cg' is still rejected; an
+    infeasible constraint set on a wide problem is reported infeasible."""
+    import cvxpy as cp
+    from varopt.errors import InvalidOptionError
+    X, y = _wide(7, 30, 60, 3)
+    prob, W = _constrained(X, y, 1.0 / 30)
+    v_w = prob.solve(method="majorize", step_solver="woodbury", tol=1e-12)
+    v_d = prob.solve(method="majorize", step_solver="dense", tol=1e-12)
+    assert abs(v_w - v_d) <= 1e-9 * abs(v_d)
+    with pytest.raises(InvalidOptionError):
+        prob.solve(method="majorize", step_solver="cg")
+    theta = cp.vec(W, order="F")
+    bad = cp.Problem(prob.objective, [theta[:5] >= 0, cp.sum(theta[:5]) <= -0.5])
+    bad.solve(method="majorize")
+    assert bad.status == "infeasible"
+
+
+def test_separable_square_atoms_give_the_expanded_quadratic():
+    """Square atoms of one variable each (``sum_squares(w)``, ``square(2 x_3 - 1)``) take the diagonal shortcut
+    of MajorizeModel; its H, c, k equal Expression.as_quadratic's expansion, and f(x) is the program's value."""
+    import cvxpy as cp
+    import scipy.sparse as sp
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    from varopt.solvers.majorize.model import MajorizeModel
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(20, 4))
+    w = cp.Variable(4)
+    z = X @ w
+    obj = (cp.sum(cp.logistic(z)) + 0.3 * cp.sum_squares(w[:3]) + 2.0 * cp.square(2 * w[3] - 1)
+           + cp.sum(w) + 1.5)
+    prog, _ = compile_cvxpy(cp.Problem(cp.Minimize(obj)))
+    assert prog.objective.atoms  # the squares are atoms here, not quadratic terms
+    model = MajorizeModel(prog)
+    assert model.H_diagonal and model._H is None  # the shortcut, not the sparse expansion
+    from varopt.program.expression import Expression
+    o = prog.objective
+    H, c, k = Expression(prog.n, o.constant, o.linear, o.quadratic, atoms=list(o.atoms)).as_quadratic()
+    assert np.allclose(model.Hd, H.diagonal(), rtol=1e-14, atol=0) and sp.triu(H, 1).nnz == 0
+    assert np.allclose(model.c, c, rtol=1e-14, atol=1e-15) and abs(model.k - k) <= 1e-14 * max(1.0, abs(k))
+    for _ in range(3):
+        x = rng.normal(size=prog.n)
+        assert abs(model.value(x) - prog.objective.value(x)) <= 1e-12 * max(1.0, abs(prog.objective.value(x)))
+
+
+class _DenseOpInner(_DenseOp):
+    """As _DenseOp, also giving the Schur complement ``N Q^+ N'`` itself (the path of RowSpaceCurvature.inner)."""
+
+    def inner(self, Nt):
+        return Nt.T @ self.pinv @ Nt
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 8), m=st.integers(0, 4),
+       singular=st.booleans(), start_active=st.sampled_from([0.0, 0.3, 0.8]))
+def test_active_set_operator_inner_agrees_with_highs(seed, n, m, singular, start_active):
+    rank = max(1, n - 2) if singular else n
+    Q, c, A, lo, hi, lb, ub, x0 = _random_qp(seed, n, m, rank, start_active)
+    fast = ActiveSetQP(A).solve_operator(_DenseOpInner(Q), c, lo, hi, lb, ub, x0)
+    ref = lpqp.solve_qp(Q, c, A=A if m else None, row_lo=lo if m else None, row_hi=hi if m else None, lb=lb, ub=ub)
+    assert ref.status == "optimal"
+    if fast is None:
+        return
+    assert abs(_objective(Q, c, fast.x) - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
+    assert np.all(fast.x >= lb - 1e-9) and np.all(fast.x <= ub + 1e-9)
+
+
+@pytest.mark.parametrize("t, p, template", [(20, 40, False), (100, 400, True)])
+def test_row_space_inner_matches_dense(t, p, template):
+    """RowSpaceCurvature.inner (row space, feature columns on the normals' support) equals N Q^+ N' of the dense Q,
+    with unpenalized coordinates (intercepts: Q singular along their common shift)."""
+    import scipy.sparse as sp
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    from varopt.solvers.majorize.model import MajorizeModel
+    from varopt.solvers.majorize.step_operator import RowSpaceCurvature
+    X, y = _wide(5, t, p, 3)
+    prob, W = _constrained(X, y, 1.0 / t)
+    prog, _ = compile_cvxpy(prob)
+    model = MajorizeModel(prog)
+    grp = model.groups
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=prog.n) * 0.1
+    if not template:
+        grp._template = None  # the generic padded-feature products
+    op = RowSpaceCurvature(grp, grp.factors(grp.scores(x)), model.Hd)
+    assert grp._template_fast() == template
+    Qd = op.dense()
+    assert np.allclose(Qd @ x, op.matvec(x), rtol=1e-12, atol=1e-12)
+    cols = np.flatnonzero(model.Hd > 0)[[0, 3, 7]]
+    row = rng.normal(size=(prog.n, 1)) * (rng.random((prog.n, 1)) < 0.2)
+    row[model.Hd == 0] = 0.0  # normals off the flat intercept shift
+    Nt = sp.hstack([sp.csr_matrix((np.ones(3), (cols, np.arange(3))), shape=(prog.n, 3)),
+                    sp.csr_matrix(row)]).toarray()
+    ref = Nt.T @ np.linalg.pinv(Qd, rcond=1e-12) @ Nt
+    assert np.allclose(op.inner(Nt), ref, rtol=1e-8, atol=1e-10 * np.abs(ref).max())
+    V = Nt
+    assert np.allclose(Qd @ op.solve(V), V, atol=1e-9 * np.abs(V).max())
+
+
+def test_wide_constrained_unbounded_reported():
+    """A wide constrained multinomial whose objective is affine along the flat common intercept shift (a linear term
+    in the intercepts' sum): the operator active set declines (its certificate fails) and the step QP reports the
+    objective unbounded, as the dense path did."""
+    import cvxpy as cp
+    X, y = _wide(11, 30, 80, 3)
+    prob, W, b = build_cvxpy(X, y, C=1.0 / 30)
+    theta = cp.vec(W, order="F")
+    bad = cp.Problem(cp.Minimize(prob.objective.args[0] + cp.sum(b)), [theta[:5] >= 0, cp.sum(theta[5:10]) <= 0.5])
+    bad.solve(method="majorize")
+    assert bad.status == "unbounded"
+    res = bad.solver_stats.extra_stats["varopt_result"]
+    assert res.info["step_solver"].get("woodbury", 0) >= 1

@@ -18,7 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
-from .cvxpy_nodes import _Node, _add, _axis_groups, _broadcast_matrix, _selection_matrix, _shape, _size, _stack
+from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _repeat_diag, _selection_matrix, _shape, _size,
+                          _stack)
 
 # classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments
 _SELECTION = {"index", "special_index", "transpose", "reshape", "Promote", "broadcast_to", "diag_vec",
@@ -54,6 +55,8 @@ class _AffineTracer:
         self.n_aux = 0
         self.where = "objective"
         self._const_cache = {}
+        self._var_rows = {}
+        self._memo = {}
 
     # --- errors -----------------------------------------------------------------------
     def fail(self, expr, reason):
@@ -116,11 +119,29 @@ class _AffineTracer:
 
     # --- the tree walk ------------------------------------------------------------------
     def trace(self, expr):
+        """The node of ``expr``. A sub-expression used twice (``Z`` in ``log_sum_exp(Z) - sum(multiply(Y, Z))``) is
+        traced once: nodes are never modified after they are built. The memo holds ``expr`` itself, so its id
+        cannot be reused by a temporary; subtrees that allocated auxiliary columns are not memoized."""
+        hit = self._memo.get(id(expr))
+        if hit is not None and hit[0] is expr:
+            return hit[1]
+        n_aux = len(self.aux)
+        node = self._trace_new(expr)
+        if len(self.aux) == n_aux:
+            self._memo[id(expr)] = (expr, node)
+        return node
+
+    def _trace_new(self, expr):
         from cvxpy.expressions.variable import Variable
         shape = _shape(expr)
         if isinstance(expr, Variable):
-            cols = self.var_cols[id(expr)]
-            A = sp.csr_matrix((np.ones(cols.size), (np.arange(cols.size), cols)), shape=(cols.size, self.n))
+            A = self._var_rows.get(id(expr))
+            if A is None:
+                # one entry per row: the csr arrays directly (no coo conversion); shared by every occurrence
+                # of the variable (nodes never modify their matrices in place)
+                cols = self.var_cols[id(expr)]
+                A = sp.csr_matrix((np.ones(cols.size), cols, np.arange(cols.size + 1)), shape=(cols.size, self.n))
+                self._var_rows[id(expr)] = A
             return _Node(shape, self.n, A)
         if not self.has_vars(expr):
             return self.const_node(shape, self.const_value(expr))
@@ -252,11 +273,11 @@ class _AffineTracer:
         r = pb[1]
         if not self.has_vars(a):
             Ca = self.const_matrix(a, pa)
-            L = sp.kron(sp.identity(r), Ca, format="csr")  # vec(C Y) = (I kron C) vec(Y)
+            L = _repeat_diag(Ca, r)  # vec(C Y) = (I kron C) vec(Y)
             return self.trace(b).apply(L, shape)
         if not self.has_vars(b):
             Cb = self.const_matrix(b, pb)
-            L = sp.kron(Cb.T, sp.identity(p), format="csr")  # vec(Y C) = (C^T kron I) vec(Y)
+            L = Cb.T.tocsr() if p == 1 else sp.kron(Cb.T, sp.identity(p), format="csr")  # vec(Y C) = (C^T kron I) vec(Y)
             return self.trace(a).apply(L, shape)
         # both non-constant: T[i,k,j] = a[i,j] * b[j,k], summed over j
         za, zb = self.trace(a), self.trace(b)

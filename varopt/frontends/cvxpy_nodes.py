@@ -127,6 +127,12 @@ def _pad(pairs, off, M):
     return out
 
 
+def _csr(M):
+    """``M`` as a csr matrix; one already of that type is used as it is (every ``sp.csr_matrix(M)`` re-runs
+    scipy's format checks, a large part of compiling a small problem)."""
+    return M if type(M) is sp.csr_matrix else sp.csr_matrix(M)
+
+
 class _Node:
     """Array-valued traced expression (see the module docstring)."""
 
@@ -136,7 +142,7 @@ class _Node:
         self.shape = tuple(shape)
         self.m = _size(self.shape)
         self.n = n
-        self.A = sp.csr_matrix((self.m, n)) if A is None else sp.csr_matrix(A)
+        self.A = sp.csr_matrix((self.m, n)) if A is None else _csr(A)
         self.c = np.zeros(self.m) if c is None else np.asarray(c, dtype=float).ravel()
         self.Q = Q or []  # list of (_QTerms, W m x T csr)
         self.rows = rows or []  # list of (_Rows, W m x R csr)
@@ -172,10 +178,20 @@ class _Node:
     # --- linear maps ------------------------------------------------------------------
     def apply(self, L, shape):
         """The node ``L @ self`` (``L``: m' x m sparse) with the given output shape."""
-        L = sp.csr_matrix(L)
-        return _Node(shape, self.n, L @ self.A, L @ self.c, [(q, sp.csr_matrix(L @ W)) for q, W in self.Q],
-                     [(r, sp.csr_matrix(L @ W)) for r, W in self.rows],
-                     [(g, sp.csr_matrix(L @ V)) for g, V in self.lse])
+        L = _csr(L)
+        A = self.A
+        if not (self.Q or self.rows or self.lse) and A.nnz == self.m and np.all(np.diff(A.indptr) == 1):
+            cols = A.indices
+            if np.unique(cols).size == cols.size:
+                # a selection of distinct columns (a variable, an index of one): L @ A has L's pattern with the
+                # columns renamed -- no sparse product (X @ W with a large data matrix X)
+                k = L.indptr[-1]
+                Li = L.indices[:k]
+                LA = sp.csr_matrix((L.data[:k] * A.data[Li], cols[Li], L.indptr), shape=(L.shape[0], self.n))
+                return _Node(shape, self.n, LA, L @ self.c)
+        return _Node(shape, self.n, L @ A, L @ self.c, [(q, _csr(L @ W)) for q, W in self.Q],
+                     [(r, _csr(L @ W)) for r, W in self.rows],
+                     [(g, _csr(L @ V)) for g, V in self.lse])
 
     def scale(self, d):
         """``diag(d) @ self``. Rows are scaled in place of a sparse product (the compile of a GLM scales
@@ -191,6 +207,17 @@ class _Node:
 
         return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
                      [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
+
+
+def _repeat_diag(C, r):
+    """``kron(I_r, C)`` (csr): ``r`` copies of ``C`` down the diagonal, built from its arrays."""
+    C = _csr(C)
+    p, q = C.shape
+    nnz = C.indptr[-1]
+    off = np.arange(r)
+    indptr = np.concatenate([(C.indptr[:-1][None, :] + nnz * off[:, None]).ravel(), [r * nnz]])
+    indices = (C.indices[:nnz][None, :] + q * off[:, None]).ravel()
+    return sp.csr_matrix((np.tile(C.data[:nnz], r), indices, indptr), shape=(r * p, r * q))
 
 
 def _bcast(z, shape):

@@ -19,6 +19,11 @@ first blocking constraint (added to ``W``), and at an equality-constrained minim
 multiplier of the wrong sign (``y_i >= 0`` at a lower bound, ``<= 0`` at an upper one). Started from the
 working set of the previous solve, one factorization usually suffices.
 
+:meth:`ActiveSetQP.solve_operator` runs the same iteration when ``Q`` is only available as an operator
+(``Q^{-1}`` on a few columns and ``Q v``; e.g. the row-space Woodbury form of a bound with few rows and many
+parameters): the fixed columns become equality rows, so only ``Q^{-1}`` of the gradient and of the working
+set's normals and a Schur complement of size ``|W| + |C|`` are needed, never ``Q_FF``.
+
 The answer is accepted only with the certificate of :mod:`varopt.lpqp` (:func:`.certificate.kkt_residual`:
 stationarity, primal feasibility, dual signs, complementarity) at most ``_KKT_ACCEPT`` times the scale
 of the QP layer. Otherwise — singular ``Q_FF`` or ``S`` (dependent active constraints), no convergence
@@ -77,6 +82,14 @@ class ActiveSetQP:
     def solve(self, Q, c, row_lo, row_hi, lb, ub, x0, tol=1e-9):
         """Solve from the feasible ``x0``; an optimal :class:`.result.LPResult` (``info['kkt']`` the certified
         residual, ``info['iterations']``), or None when the fast path does not apply (see module doc)."""
+        return self._run(self._eqp, Q, lambda v: Q @ v, c, row_lo, row_hi, lb, ub, x0, tol)
+
+    def solve_operator(self, op, c, row_lo, row_hi, lb, ub, x0, tol=1e-9):
+        """As :meth:`solve` with ``Q`` given as an operator: ``op.solve(V)`` (``Q^{-1}`` on the columns of ``V``)
+        and ``op.matvec(v)``; ``Q`` itself is never formed (:meth:`_eqp_operator`)."""
+        return self._run(self._eqp_operator, op, op.matvec, c, row_lo, row_hi, lb, ub, x0, tol)
+
+    def _run(self, eqp, Q, qmul, c, row_lo, row_hi, lb, ub, x0, tol):
         A, n = self.A, self.n
         x = np.array(x0, dtype=float)
         Ax = A @ x
@@ -99,7 +112,7 @@ class ActiveSetQP:
         max_iter = self.max_iter or 10 + 2 * (len(rows) + len(cols))
         cache = {}
         for it in range(1, max_iter + 1):
-            sol = self._eqp(Q, c, row_lo, row_hi, lb, ub, x, rows, cols, cache)
+            sol = eqp(Q, c, row_lo, row_hi, lb, ub, x, rows, cols, cache)
             if sol is None:
                 return None
             xs, y, z = sol
@@ -117,7 +130,7 @@ class ActiveSetQP:
                         worst, which = -s * z[j], ("c", j)
                 sc = 1.0 + float(np.abs(c).max(initial=0.0))
                 if which is None or worst <= 1e-12 * sc:
-                    return self._certify(Q, c, row_lo, row_hi, lb, ub, x, y, z, rows, cols, it)
+                    return self._certify(qmul, c, row_lo, row_hi, lb, ub, x, y, z, rows, cols, it)
                 (rows if which[0] == "r" else cols).pop(which[1])
             else:
                 x = x + alpha * p
@@ -179,6 +192,107 @@ class ActiveSetQP:
         z[C] = r[C]
         return xs, y, z
 
+    def _eqp_operator(self, op, c, row_lo, row_hi, lb, ub, x, rows, cols, cache):
+        """:meth:`_eqp` with ``Q`` an operator: the fixed columns are equality rows ``e_j' x = x_j`` like the held
+        rows, ``N = [A_W; E_C']``, and with ``Y = Q^{-1} N'`` (one solve per constraint, cached while it stays in the
+        working set during this QP) and ``q = Q^{-1} c``::
+
+            (N Y) lam = b_N + N q,   x = Y lam - q,   (y_W, z_C) = lam,
+
+        stationarity ``Q x + c = N' lam = A_W' y_W + z_C``. ``N Y`` is Jacobi-scaled before its Cholesky factorization
+        (rows and columns of very different norms); None when it is singular (dependent constraints)."""
+        n, A = self.n, self.A
+        W = sorted(rows)
+        C = sorted(cols)
+        if hasattr(op, "inner"):
+            return self._eqp_inner(op, c, row_lo, row_hi, lb, ub, x, rows, cols, W, C, cache)
+        keys = [("r", i) for i in W] + [("c", j) for j in C]
+        need = [k for k in [("q", 0)] + keys if k not in cache]
+        if need:
+            M = np.zeros((n, len(need)))
+            for col, (kind, k) in enumerate(need):
+                if kind == "q":
+                    M[:, col] = c
+                elif kind == "r":
+                    M[:, col] = A[k]
+                else:
+                    M[k, col] = 1.0
+            Y = op.solve(M)
+            if not np.all(np.isfinite(Y)):
+                return None
+            for col, key in enumerate(need):
+                cache[key] = Y[:, col]
+        q = cache[("q", 0)]
+        y, z = np.zeros(self.m), np.zeros(n)
+        if not keys:
+            return -q, y, z
+        Wi, Ci = np.array(W, dtype=np.int64), np.array(C, dtype=np.int64)
+        Yk = np.column_stack([cache[k] for k in keys])
+
+        def N(V):
+            return np.vstack([A[Wi] @ V, V[Ci]]) if V.ndim == 2 else np.concatenate([A[Wi] @ V, V[Ci]])
+        fixed = np.array([lb[j] if cols[j] >= 0 else ub[j] for j in C])
+        bN = np.concatenate([[row_lo[i] if rows[i] >= 0 else row_hi[i] for i in W], fixed])
+        S = N(Yk)
+        S = 0.5 * (S + S.T)
+        dS = S.diagonal()
+        if not np.all(dS > 0):
+            return None
+        sc = 1.0 / np.sqrt(dS)
+        cs = _chol(S * sc[:, None] * sc[None, :], 1e-14)
+        if cs is None:
+            return None
+        lam = _cho_solve(cs, sc * (bN + N(q)))
+        if lam is None:
+            return None
+        lam = lam * sc
+        xs = Yk @ lam - q
+        xs[Ci] = fixed
+        if not np.all(np.isfinite(xs)):
+            return None
+        y[Wi] = lam[:Wi.size]
+        z[Ci] = lam[Wi.size:]
+        return xs, y, z
+
+    def _eqp_inner(self, op, c, row_lo, row_hi, lb, ub, x, rows, cols, W, C, cache):
+        """:meth:`_eqp_operator` for an operator that gives ``N Q^{-1} N'`` itself (``op.inner(N')``, e.g. in the row
+        space of a Woodbury form): ``q = Q^{-1} c`` once per QP, then per working set the Schur complement and one
+        solve ``x = Q^{-1}(N' lam) - q`` instead of one solve per constraint."""
+        n, A = self.n, self.A
+        if "q" not in cache:
+            cache["q"] = op.solve(c)
+            if not np.all(np.isfinite(cache["q"])):
+                return None
+        q = cache["q"]
+        y, z = np.zeros(self.m), np.zeros(n)
+        if not W and not C:
+            return -q, y, z
+        Wi, Ci = np.array(W, dtype=np.int64), np.array(C, dtype=np.int64)
+        N = np.zeros((Wi.size + Ci.size, n))
+        N[:Wi.size] = A[Wi]
+        N[Wi.size + np.arange(Ci.size), Ci] = 1.0
+        fixed = np.array([lb[j] if cols[j] >= 0 else ub[j] for j in C])
+        bN = np.concatenate([[row_lo[i] if rows[i] >= 0 else row_hi[i] for i in W], fixed])
+        S = op.inner(N.T)
+        dS = S.diagonal()
+        if not np.all(dS > 0) or not np.all(np.isfinite(S)):
+            return None
+        sc = 1.0 / np.sqrt(dS)
+        cs = _chol(S * sc[:, None] * sc[None, :], 1e-14)
+        if cs is None:
+            return None
+        lam = _cho_solve(cs, sc * (bN + N @ q))
+        if lam is None:
+            return None
+        lam = lam * sc
+        xs = op.solve(N.T @ lam) - q
+        xs[Ci] = fixed
+        if not np.all(np.isfinite(xs)):
+            return None
+        y[Wi] = lam[:Wi.size]
+        z[Ci] = lam[Wi.size:]
+        return xs, y, z
+
     def _ratio(self, p, x, row_lo, row_hi, lb, ub, rows, cols):
         """Step length ``alpha = min(1, ...)`` along ``p`` and the blocking constraint (None when 1)."""
         alpha, block = 1.0, None
@@ -196,17 +310,19 @@ class ActiveSetQP:
                     alpha, block = max(float(t[k]), 0.0), (kind, k, s)
         return alpha, block
 
-    def _certify(self, Q, c, row_lo, row_hi, lb, ub, x, y, z, rows, cols, it):
-        """The QP layer's certificate: accept only a KKT residual <= _KKT_ACCEPT * scale."""
-        res = LPResult("optimal", x=x, objective=0.5 * float(x @ (Q @ x)) + float(c @ x), row_duals=y,
+    def _certify(self, qmul, c, row_lo, row_hi, lb, ub, x, y, z, rows, cols, it):
+        """The QP layer's certificate: accept only a KKT residual <= _KKT_ACCEPT * scale (``qmul(v) = Q v``;
+        the residual of ``Q x + c`` is that of the linear objective ``(Q x + c)' v`` at ``x``)."""
+        Qx = qmul(x)
+        res = LPResult("optimal", x=x, objective=0.5 * float(x @ Qx) + float(c @ x), row_duals=y,
                        col_duals=z, row_activity=self.A @ x, iterations=it)
-        kkt = kkt_residual(res, c, self.A, row_lo, row_hi, lb, ub, Q)
-        Qx, Ay = Q @ x, self.A.T @ y
+        kkt = kkt_residual(res, Qx + c, self.A, row_lo, row_hi, lb, ub)
+        Ay = self.A.T @ y
         scale = 1.0 + max(float(np.abs(c).max(initial=0.0)), float(np.abs(Qx).max(initial=0.0)),
                           float(np.abs(Ay).max(initial=0.0)))
         if not kkt <= _KKT_ACCEPT * scale:
             return None
         self.rows = {i: s for i, s in rows.items() if s}
         self.cols = {j: s for j, s in cols.items() if s}
-        res.info = {"kkt": kkt, "method": "active-set", "working_set": len(rows) + len(cols)}
+        res.info = {"kkt": kkt, "method": "active-set", "working_set": len(rows) + len(cols), "Qx": Qx}
         return res

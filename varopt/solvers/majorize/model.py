@@ -118,11 +118,19 @@ class MajorizeModel:
         require_finite(f"linear coefficients of {oname!r}", obj.linear)
         require_finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
         q = obj.quadratic
-        if not obj.atoms and np.array_equal(q.i, q.j):
-            # separable squares (ridge penalties): H is the diagonal 2 v, no sparse algebra needed
+        if np.array_equal(q.i, q.j) and all(np.all(np.diff(a.A.indptr) == 1) for a in obj.atoms):
+            # separable squares (ridge penalties, also as square atoms coef (a x_j + b)^2 of one variable each):
+            # H is diagonal, 2 v + 2 coef a^2, no sparse algebra needed (as Expression.as_quadratic expands them)
             self.Hd = np.bincount(q.i, weights=2.0 * q.v, minlength=n) if q.v.size else np.zeros(n)
+            self.c = np.array(obj.linear, dtype=float).ravel()
+            self.k = float(obj.constant)
+            for a in obj.atoms:
+                j, av = a.A.indices, a.A.data
+                self.Hd = self.Hd + np.bincount(j, weights=2.0 * a.coef * av * av, minlength=n)
+                self.c = self.c + np.bincount(j, weights=2.0 * a.coef * av * a.b, minlength=n)
+                self.k += float(np.sum(a.coef * a.b * a.b))
+            require_finite(f"square atoms of {oname!r}", self.Hd, self.c)
             self._H = None  # built on first use (most solves never need the sparse form)
-            self.c, self.k = np.asarray(obj.linear, dtype=float).ravel(), float(obj.constant)
             self.H_diagonal = True
         else:
             from ...program.expression import Expression

@@ -9,7 +9,8 @@ constraints the minimiser is ``D = -(H + Sigma + rho I)^{-1} u``: Cholesky (:fun
 minimum norm when singular), exact Woodbury ``Sigma = diag(Dg) + R^T R`` when the bound has few
 rows (:func:`woodbury_solve`, or the matrix-free row-space form of the padded groups), or the
 low-rank bound of Algorithm 4. With linear constraints and bounds it is a convex QP in ``D``
-(:class:`.step_qp.StepQP`: warm-started active set, else varopt.lpqp). Every step also reports
+(:class:`.step_qp.StepQP`: warm-started active set, else varopt.lpqp); with the Woodbury step solver its
+active set works on the factored row-space operator of :mod:`.step_operator` (``Q`` never formed). Every step also reports
 ``flat = ||(H + Sigma) D + u||``: the part of
 ``u`` outside the range of the curvature (nonzero means an unbounded objective, docs/majorize.md
 section 2).
@@ -164,6 +165,17 @@ def majorizer_step(model, x, u, opts, qp, S=None):
         x_sol, qv, Fx, Fx_err, flat = grp.woodbury_solve(T, model.Hd + ridge, u)
         model.count_step("woodbury")
         return -x_sol, float(-u @ x_sol + 0.5 * qv), {"flat": flat}, (-Fx, Fx_err)
+    if model.constrained and path == "woodbury":
+        # few bound rows, many parameters, constraints: the step QP on the factored row-space operator
+        # (.step_operator; a Schur complement of the working set, Q never formed)
+        from .step_operator import DenseRowCurvature, RowSpaceCurvature
+        model.count_step("woodbury")
+        if T is not None:
+            op = RowSpaceCurvature(grp, T, model.Hd + ridge)
+        else:
+            A, b, seg, coef = model.pos
+            op = DenseRowCurvature(model.Hd + ridge, compute_bound(A, b, seg, x, coef).R)
+        return qp.solve_operator(x, u, op)
     if T is not None and (path == "lowrank" or (not grp.dense_fits(grp.G, grp.c, grp.d)
                                                 and grp.template is None)):
         R = grp.rows(T) if grp.dense_fits(grp.G, grp.c, grp.d) else grp.rows_sparse(T)

@@ -29,13 +29,31 @@ class StepQP:
         self.fast = ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
         self.stats = {"active_set": 0, "fallback": 0}
 
+    def _shifted(self, x):
+        """The constraints in ``D = theta - theta~``: ``(rlo, rhi, blo, bhi)``."""
+        model = self.model
+        Ax = model.A @ x if model.A.shape[0] else np.zeros(0)
+        return model.lo - Ax, model.hi - Ax, model.lb - x, model.ub - x
+
+    def solve_operator(self, x, u, op):
+        """The step QP with ``Q`` a factored operator (:mod:`.step_operator`: ``op.solve``, ``op.matvec``): the
+        active set on a Schur complement of its working set, ``Q`` never formed; when that does not answer, the
+        dense path of :meth:`solve` on ``op.dense()``."""
+        res = None
+        if self.fast is not None:
+            res = self.fast.solve_operator(op, u, *self._shifted(x), np.zeros(self.model.n))
+        if res is None:
+            self.stats["operator_declined"] = self.stats.get("operator_declined", 0) + 1
+            return self.solve(x, u, op.dense())
+        self.stats["active_set"] += 1
+        self.stats["operator"] = self.stats.get("operator", 0) + 1
+        return self._finish(x, u, res, op.matvec)
+
     def solve(self, x, u, Q):
         """``(D, m(D), info, None)``, or ``(None, None, status, None)`` when the QP has no solution."""
         model = self.model
         m = model.A.shape[0]
-        Ax = model.A @ x if m else np.zeros(0)
-        rlo, rhi = model.lo - Ax, model.hi - Ax
-        blo, bhi = model.lb - x, model.ub - x
+        rlo, rhi, blo, bhi = self._shifted(x)
         res = None
         if self.fast is not None and not sp.issparse(Q):
             res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, np.zeros(model.n))
@@ -48,10 +66,23 @@ class StepQP:
                                      row_hi=rhi if m else None, lb=blo, ub=bhi, Q=Qs)
             if res.status != "optimal":
                 return None, None, res.status if res.status in ("infeasible", "unbounded") else "error", None
-        step = np.asarray(res.x, dtype=float)
+        return self._finish(x, u, res, lambda v: Q @ v)
+
+    def _finish(self, x, u, res, qmul):
+        model = self.model
+        raw = np.asarray(res.x, dtype=float)
         # keep theta inside the box despite QP tolerances
-        step = np.clip(x + step, model.lb, model.ub) - x
-        return step, float(u @ step + 0.5 * step @ (Q @ step)), {}, None
+        step = np.clip(x + raw, model.lb, model.ub) - x
+        info = res.info or {}
+        if info.get("method") == "active-set":
+            # m(D) from the certificate's Q D (no second product): the clip moves D by rounding only, to first
+            # order m(D + d) = m(D) + (u + Q D)^T d (the second-order term ~ |d|^2 ||Q|| is below any tolerance)
+            d = step - raw
+            if not d.any():
+                return step, float(res.objective), {}, None
+            if float(np.abs(d).max()) <= 1e-12 * max(1.0, float(np.abs(raw).max())):
+                return step, float(res.objective) + float((u + info["Qx"]) @ d), {}, None
+        return step, float(u @ step + 0.5 * step @ qmul(step)), {}, None
 
     # --- feasibility of extrapolation trials (loop.py): a trial outside Lambda is never evaluated -------------
     def feasible(self, z):

@@ -338,6 +338,10 @@ def predicted_costs(model, opts, cg_iterations=None):
         else:
             form = 2.0 * G * (c - 1) * n * n
         out["dense"] = form + SLOW_FLOP * n ** 3 / 3.0 + DENSE_OVERHEAD
+    if model.constrained and model.H_diagonal and exact and model.pos is not None:
+        woodbury = _constrained_woodbury_cost(model, G, c, n)
+        if woodbury is not None:
+            out["woodbury"] = woodbury
     if model.constrained or not model.H_diagonal:
         if opts.bound == "auto" or "dense" not in out:
             out["lowrank"] = _lowrank_cost(G, c, n, opts.rank)
@@ -359,6 +363,22 @@ def predicted_costs(model, opts, cg_iterations=None):
     if opts.bound == "auto":
         out["lowrank"] = _lowrank_cost(G, c, n, opts.rank)
     return out
+
+
+def _constrained_woodbury_cost(model, G, c, n):
+    """Predicted flops of a constrained row-space Woodbury step (:mod:`.step_operator`): the capacitance and its
+    Cholesky as unconstrained, plus one solve (two feature products, two triangular solves) for the gradient
+    and for each constraint that can enter the working set (the rows and the finitely bounded variables);
+    None when the active set would keep more rows than its dense copy allows (the dense step QP then)."""
+    from .step_qp import MAX_DENSE_ROWS
+    rows = G * (c - 1)
+    m = model.A.shape[0]
+    if rows * rows > DENSE_MAX_ENTRIES or m > MAX_DENSE_ROWS:
+        return None
+    k = min(m + int(np.count_nonzero(np.isfinite(model.lb) | np.isfinite(model.ub))), n)
+    solve = 4.0 * G * c * n + 2.0 * rows * rows
+    return (SLOW_FLOP * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + (k + 1) * solve + 2.0 * k * k * n)
+            + DENSE_OVERHEAD)
 
 
 def _lowrank_cost(G, c, n, k):
@@ -385,9 +405,10 @@ def check_step_solver(model, opts):
     if opts.bound == "lowrank":
         raise InvalidOptionError(f"step_solver={s!r} solves the full bound; bound='lowrank' has its own "
                                  "Woodbury solve (use step_solver='auto')")
-    if model.constrained:
+    if model.constrained and s != "woodbury":
         raise InvalidOptionError(f"step_solver={s!r} needs an unconstrained problem: with linear constraints or "
-                                 "bounds the step is a QP on the dense curvature (use 'auto' or 'dense')")
+                                 "bounds the step is a QP on the dense curvature or, with 'woodbury', on the "
+                                 "bound's row space (use 'auto', 'dense' or 'woodbury')")
     if not model.H_diagonal:
         raise InvalidOptionError(f"step_solver={s!r} needs a diagonal quadratic part (e.g. a ridge penalty)")
     if model.pos is None:
