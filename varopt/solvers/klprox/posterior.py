@@ -124,14 +124,20 @@ class _RowPairs:
         self.D, self.N = D, A.shape[0]
         # a^T V a: pairs in row order, summed per row (np.add.reduceat over the nonempty rows)
         self.flat = cj * D + ci                                 # lower triangle
-        self.val2 = np.where(ci == cj, 1.0, 2.0) * A.data[p] * A.data[q]   # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
+        self.val2 = np.where(ci == cj, 1.0, 2.0)          # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
+        if not np.all(A.data == 1.0):
+            self.val2 *= A.data[p] * A.data[q]
         self.rows = np.flatnonzero(nnz)
         self.row_starts = np.concatenate([[0], np.cumsum(nnz * (nnz + 1) // 2)])[self.rows]
-        # A^T diag(g) A: pairs sorted by their matrix entry, summed per entry
-        order = np.argsort(self.flat, kind="stable")
+        # A^T diag(g) A: pairs sorted by their matrix entry, summed per entry. The entries fit 16 bits for D <= 256,
+        # where numpy's stable sort is a radix sort (a1a: 0.7 ms for 1.9e5 pairs, against 7 ms as int32; the order,
+        # hence every sum, is the same)
+        key = self.flat.astype(np.uint16) if D * D <= 1 << 16 else self.flat
+        order = np.argsort(key, kind="stable")
         fs = self.flat[order]
-        self.g_row = row_of[p][order]
-        self.g_val = (A.data[p] * A.data[q])[order]
+        self.g_row = row_of[p[order]]
+        # binary features (a1a): every product is 1, and the gram is a sum of the gathered weights alone
+        self.g_val = None if np.all(A.data == 1.0) else (A.data[p] * A.data[q])[order]
         first = np.flatnonzero(np.r_[True, fs[1:] != fs[:-1]])
         self.entries, self.entry_starts = fs[first], first
 
@@ -146,7 +152,10 @@ class _RowPairs:
     def gram(self, g):
         low = np.zeros(self.D * self.D)
         if self.entries.size:
-            low[self.entries] = np.add.reduceat(np.take(g, self.g_row) * self.g_val, self.entry_starts)
+            gv = np.take(g, self.g_row)
+            if self.g_val is not None:
+                gv *= self.g_val
+            low[self.entries] = np.add.reduceat(gv, self.entry_starts)
         return _symmetrize(low.reshape(self.D, self.D))
 
     def quad(self, V):
