@@ -165,6 +165,60 @@ class LogisticFamily(Family):
         np.copyto(e, inv, where=u >= 0.0)             # sigmoid(u)
         return sp @ w, e @ w, 0.5 * d2
 
+    def _hermite_pair(self, mt, vt):
+        """``(E[l(u)], E[l'(u)], E[l''(u)]/2, E[l(-u)], E[l'(-u)])`` by the graded Gauss-Hermite rule of
+        :meth:`_hermite`, both from one set of node values (the exponential, ``log1p`` and reciprocal of
+        ``|u|`` are shared: ``l(-u) = max(-u, 0) + log1p(e^-|u|)``, ``sigma(-u)`` the other of ``1/(1 + e)``,
+        ``e/(1 + e)``; ``l''`` is even)."""
+        out = [np.empty_like(mt) for _ in range(5)]
+        lo = -np.inf
+        for vmax, (x, w) in self.grades:
+            sel = (vt > lo) & (vt <= vmax)
+            lo = vmax
+            if sel.any():
+                for o, r in zip(out, self._hermite_pair_rule(mt[sel], vt[sel], x, w)):
+                    o[sel] = r
+        return tuple(out)
+
+    @staticmethod
+    def _hermite_pair_rule(mt, vt, x, w):
+        u = np.multiply.outer(np.sqrt(vt), x)
+        u += mt[:, None]
+        e = np.abs(u)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        lg = np.log1p(e)
+        pos = u >= 0.0
+        sp = np.maximum(u, 0.0)
+        sp += lg
+        np.negative(u, out=u)
+        np.maximum(u, 0.0, out=u)
+        u += lg                                       # softplus(-u)
+        inv = e + 1.0
+        np.reciprocal(inv, out=inv)
+        e *= inv                                      # sigmoid(-|u|)
+        d2 = (e * inv) @ w
+        sneg = np.where(pos, e, inv)                  # sigmoid(-u)
+        np.copyto(e, inv, where=pos)                  # sigmoid(u)
+        return sp @ w, e @ w, 0.5 * d2, u @ w, sneg @ w
+
+    def expect_pair(self, mt, vt):
+        """``E[l(u)]``, ``dE/dmt``, ``dE/dvt`` and ``E[l(-u)]``, ``dE[l(-u)]/d(-mt)`` at once (``dE/dvt`` is the same
+        for both): the rows ``(1 - t) l(u) + t l(-u)`` of :meth:`LikelihoodView._reflect` with a fractional ``t``
+        (the minimum-norm split of ``-y u`` when there are more rows than variables)."""
+        mt, vt = np.asarray(mt, dtype=float), np.asarray(vt, dtype=float)
+        out = [np.empty_like(mt) for _ in range(5)]
+        small = vt <= self.vt_switch
+        if small.any():
+            for o, r in zip(out, self._hermite_pair(mt[small], vt[small])):
+                o[small] = r
+        big = ~small
+        if big.any():
+            m, v = mt[big], vt[big]
+            for o, r in zip(out, self._split(m, v) + self._split(-m, v)[:2]):
+                o[big] = r
+        return tuple(out)
+
     def _split(self, mt, vt):
         s = np.sqrt(vt)
         z = mt / s

@@ -113,6 +113,8 @@ class LikelihoodView:
             sgn = 1.0 - 2.0 * t
             E, d1, d2 = fam.expect(sgn * mt, v)
             return E, sgn * d1, d2
+        if hasattr(fam, "expect_pair"):
+            return self._reflect_pair(fam, mt, v, t)
         refl, plain = (t > 0.0) & (t <= 1.0), t < 1.0     # rows needing l(-u), l(u)
         E, d1, d2 = np.zeros_like(mt), np.zeros_like(mt), np.zeros_like(mt)
         if plain.any():
@@ -132,6 +134,32 @@ class LikelihoodView:
             E[refl] += tt * e
             d1[refl] -= tt * a
             d2[refl] += tt * g
+        return E, d1, d2
+
+    @staticmethod
+    def _reflect_pair(fam, mt, v, t):
+        """:meth:`_reflect` with each row's quadrature made once: rows with ``t`` in ``(0, 1)`` take both
+        ``E[l(u)]`` and ``E[l(-u)]`` from one set of node values (``fam.expect_pair``); the others (``t`` = 0 or 1:
+        ``l(+-u)``; ``t`` outside ``[0, 1]``: ``l(u) - t u``) one ``expect`` with the means reflected where
+        ``t = 1``. The same sums as the three-part evaluation (the rows of a fractional ``t``, a1a's
+        minimum-norm split, were integrated twice there)."""
+        mix = (t > 0.0) & (t < 1.0)
+        E, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
+        if mix.any():
+            tm = t[mix]
+            ep, ap, g, en, an = fam.expect_pair(mt[mix], v[mix])
+            E[mix] = (1.0 - tm) * ep + tm * en
+            d1[mix] = (1.0 - tm) * ap - tm * an
+            d2[mix] = g
+        one = ~mix
+        if one.any():
+            to = t[one]
+            sgn = np.where(to == 1.0, -1.0, 1.0)
+            out = (to < 0.0) | (to > 1.0)                 # l(u) - t u
+            e, a, g = fam.expect(sgn * mt[one], v[one])
+            E[one] = e - np.where(out, to * mt[one], 0.0)
+            d1[one] = sgn * a - np.where(out, to, 0.0)
+            d2[one] = g
         return E, d1, d2
 
     # --- the pattern of the pseudo-precisions: the diagonal for 1-D rows, a J x J block per softmax group
