@@ -28,6 +28,7 @@ covariance.
 """
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import numpy as np
@@ -72,11 +73,15 @@ class _Base:
         # dense rows (GP models: A = L) are much faster as an ndarray than as a filled CSR matrix
         dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D
         self.A = view.A.toarray() if dense else view.A
-        self.AT = view.A.T.toarray()
         # a square lower-triangular A (whitened GP models, A = L_K): A^T G A by a triangular product
         self.lower_square = bool(dense and self.N == self.D and not np.any(np.triu(self.A, 1)))
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
+
+    @functools.cached_property
+    def AT(self):
+        """``A^T`` as a dense array (formed when first needed: the row-pair products of a sparse ``A`` never do)."""
+        return self.view.A.T.toarray()
 
     def start_kinds(self):
         """The ``at_prior_mean`` values of :meth:`start` that give distinct starts: the start at ``mu`` and the one
@@ -171,9 +176,10 @@ class FullGaussian(_Base):
     def __init__(self, view):
         super().__init__(view)
         d = np.diag(self.P)
-        self.ATf = np.asfortranarray(self.AT)
         self.P_diag = d.copy() if np.count_nonzero(self.P - np.diag(d)) == 0 else None
         self.pairs = _RowPairs(view.A, self.D) if view.diagonal and _RowPairs.worth(view.A, self.D) else None
+        # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order); not needed with row pairs
+        self.ATf = np.asfortranarray(self.AT) if self.pairs is None else None
 
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
@@ -231,7 +237,7 @@ class FullGaussian(_Base):
 
     def gradient(self, st, alpha):
         Pm = self.P_diag * st.m if getattr(self, "P_diag", None) is not None else self.P @ st.m
-        return -(Pm + self.view.c + self.AT @ alpha)
+        return -(Pm + self.view.c + self.A.T @ alpha)
 
     def step(self, st, alpha, gamma, r, natural=False):
         g = self.gradient(st, alpha)
