@@ -132,18 +132,20 @@ class LogisticFamily(Family):
 
     def set_nodes(self, nodes: int):
         self.nodes = int(nodes)
-        self.x, self.w = _gh(self.nodes)
-        # graded rule: rows with a small predictor variance need fewer nodes (HERMITE_NODES); the option is the cap
-        self.grades = [(vmax, _gh(min(n, self.nodes))) for vmax, n in HERMITE_NODES] + [(np.inf, (self.x, self.w))]
+        # graded rule: rows with a small predictor variance need fewer nodes (HERMITE_NODES); the option is the cap.
+        # (variance bound, node count): each rule is formed when first used (the last, of `nodes` nodes, only for
+        # variances above vt_switch, which expect() integrates by the split rule: hermgauss(100) was 26 ms of a
+        # process's first solve)
+        self.grades = [(vmax, min(n, self.nodes)) for vmax, n in HERMITE_NODES] + [(np.inf, self.nodes)]
 
     def _hermite(self, mt, vt):
         e, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
         lo = -np.inf
-        for vmax, (x, w) in self.grades:
+        for vmax, n in self.grades:
             sel = (vt > lo) & (vt <= vmax)
             lo = vmax
             if sel.any():
-                e[sel], d1[sel], d2[sel] = self._hermite_rule(mt[sel], vt[sel], x, w)
+                e[sel], d1[sel], d2[sel] = self._hermite_rule(mt[sel], vt[sel], *_gh(n))
         return e, d1, d2
 
     @staticmethod
@@ -172,11 +174,11 @@ class LogisticFamily(Family):
         ``e/(1 + e)``; ``l''`` is even)."""
         out = [np.empty_like(mt) for _ in range(5)]
         lo = -np.inf
-        for vmax, (x, w) in self.grades:
+        for vmax, n in self.grades:
             sel = (vt > lo) & (vt <= vmax)
             lo = vmax
             if sel.any():
-                for o, r in zip(out, self._hermite_pair_rule(mt[sel], vt[sel], x, w)):
+                for o, r in zip(out, self._hermite_pair_rule(mt[sel], vt[sel], *_gh(n))):
                     o[sel] = r
         return tuple(out)
 
