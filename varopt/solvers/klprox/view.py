@@ -144,6 +144,9 @@ class LikelihoodView:
         ``t = 1``. The same sums as the three-part evaluation (the rows of a fractional ``t``, a1a's
         minimum-norm split, were integrated twice there)."""
         mix = (t > 0.0) & (t < 1.0)
+        if mix.all():
+            ep, ap, g, en, an = fam.expect_pair(mt, v)
+            return (1.0 - t) * ep + t * en, (1.0 - t) * ap - t * an, g
         E, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
         if mix.any():
             tm = t[mix]
