@@ -236,8 +236,14 @@ class FullGaussian(_Base):
         return float(np.sum(parts))
 
     def gradient(self, st, alpha):
+        # kept on the state for the same (m, alpha): residuals() and the next step() both need it
+        memo = getattr(st, "grad", None)
+        if memo is not None and memo[0] is st.m and memo[1] is alpha:
+            return memo[2]
         Pm = self.P_diag * st.m if getattr(self, "P_diag", None) is not None else self.P @ st.m
-        return -(Pm + self.view.c + self.A.T @ alpha)
+        g = -(Pm + self.view.c + self.A.T @ alpha)
+        st.grad = (st.m, alpha, g)
+        return g
 
     def step(self, st, alpha, gamma, r, natural=False):
         g = self.gradient(st, alpha)
