@@ -66,12 +66,14 @@ def _tri_inv(L):
 
 
 class _Base:
-    def __init__(self, view):
+    def __init__(self, view, sparse_rows=False):
         self.view = view
         self.P = view.P
         self.D, self.N = view.D, view.N
-        # dense rows (GP models: A = L) are much faster as an ndarray than as a filled CSR matrix
-        dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D
+        # dense rows (GP models: A = L) are much faster as an ndarray than as a filled CSR matrix; rows handled by
+        # their pairs (sparse_rows) only meet A in matrix-vector products, as fast from the CSR matrix (a1a, 12 %
+        # filled: no 1.6 MB dense copy)
+        dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D and not sparse_rows
         self.A = view.A.toarray() if dense else view.A
         # a square lower-triangular A (whitened GP models, A = L_K): A^T G A by a triangular product
         self.lower_square = bool(dense and self.N == self.D and not np.any(np.triu(self.A, 1)))
@@ -118,36 +120,41 @@ class _RowPairs:
 
     Both are sparse matrix-vector products over the pairs: ``a_n^T V a_n = (Q vec(V))_n`` with ``Q`` (N x D^2)
     holding ``a_ni a_nj`` (doubled off the diagonal) at the lower-triangle entry ``(j, i)`` of row ``n``, and the
-    lower triangle of the Gram matrix ``= M g`` with ``M`` (entries x N) holding ``a_ni a_nj`` of row ``n`` at its
-    entry (CSR products in compiled code: one pass over the pairs, no gathered temporaries)."""
+    lower triangle of the Gram matrix ``= M g`` with ``M = Q^T`` (D^2 x N, undoubled) holding ``a_ni a_nj`` of row
+    ``n`` at its entry (CSR products in compiled code: one pass over the pairs, no gathered temporaries)."""
 
     def __init__(self, A, D):
         A = sp.csr_matrix(A, copy=True)
         A.sum_duplicates()
         A.sort_indices()
         nnz = A.indptr[1:] - A.indptr[:-1]
-        row_of = np.repeat(np.arange(A.shape[0], dtype=np.int32), nnz)
-        cnt = A.indptr[1:][row_of] - np.arange(A.nnz)          # pairs (p, q >= p) in the row of entry p
-        p = np.repeat(np.arange(A.nnz), cnt)
-        q = p + np.arange(p.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        ci, cj = A.indices[p], A.indices[q]                     # ci <= cj (sorted rows)
+        ptr = np.concatenate([[0], np.cumsum(nnz * (nnz + 1) // 2)])    # pairs of the rows before row n
+        # every fresh array of the pair count (1.9e5 on a1a) costs its page faults (~1 ms per 1.5 MB here): 32-bit
+        # indices where they fit, and in place
+        it = np.int32 if max(int(ptr[-1]), D * D) < 1 << 31 else np.int64
+        ptr = ptr.astype(it)
+        cnt = (A.indptr[1:].repeat(nnz) - np.arange(A.nnz)).astype(it)   # pairs (p, q >= p) in the row of entry p
+        p = np.arange(A.nnz, dtype=it).repeat(cnt)
+        q = np.arange(p.size, dtype=it)
+        q -= (np.cumsum(cnt, dtype=it) - cnt - np.arange(A.nnz, dtype=it)).repeat(cnt)   # p + position among p's
+        ci = A.indices[p]
+        cj = A.indices[q]                                       # ci <= cj (sorted rows)
+        diag = ci == cj
         self.D, self.N = D, A.shape[0]
-        flat = cj.astype(np.int64) * D + ci                     # lower triangle
-        binary = bool(np.all(A.data == 1.0))                    # binary features (a1a): every product is 1
-        val = None if binary else A.data[p] * A.data[q]
-        val2 = np.where(ci == cj, 1.0, 2.0)                     # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
-        if val is not None:
+        binary = bool(np.all(A.data == 1.0))                   # binary features (a1a): every product is 1
+        val = np.ones(p.size) if binary else A.data[p] * A.data[q]
+        del p, q
+        flat = cj.astype(it, copy=False)
+        flat *= D
+        flat += ci                                              # row n: a_ni a_nj at the lower entry (j, i), j >= i
+        pairs = sp.csr_matrix((val, flat, ptr), shape=(self.N, D * D))
+        # the Gram matrix: the transpose, entry by entry (a counting sort in compiled code; rows of A in order)
+        self.M = pairs.T.tocsr()
+        # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
+        val2 = np.where(diag, 1.0, 2.0)
+        if not binary:
             val2 *= val
-        ptr = np.concatenate([[0], np.cumsum(nnz * (nnz + 1) // 2)])
-        self.Q = sp.csr_matrix((val2, flat, ptr), shape=(self.N, D * D))
-        # the Gram matrix: pairs sorted by their entry. The entries fit 16 bits for D <= 256, where numpy's stable
-        # sort is a radix sort (a1a: 0.7 ms for 1.9e5 pairs, against 7 ms as int32)
-        order = np.argsort(flat.astype(np.uint16) if D * D <= 1 << 16 else flat, kind="stable")
-        fs = flat[order]
-        first = np.flatnonzero(np.r_[True, fs[1:] != fs[:-1]]) if fs.size else np.zeros(0, dtype=np.int64)
-        self.entries = fs[first]
-        self.M = sp.csr_matrix((np.ones(fs.size) if val is None else val[order], row_of[p[order]],
-                                np.append(first, fs.size)), shape=(self.entries.size, self.N))
+        self.Q = sp.csr_matrix((val2, pairs.indices, pairs.indptr), shape=pairs.shape)
 
     @staticmethod
     def worth(A, D):
@@ -158,9 +165,7 @@ class _RowPairs:
         return float(np.sum(nnz * (nnz + 1) / 2)) * 50 <= A.shape[0] * float(D) ** 2
 
     def gram(self, g):
-        low = np.zeros(self.D * self.D)
-        low[self.entries] = self.M @ g
-        return _symmetrize(low.reshape(self.D, self.D))
+        return _symmetrize((self.M @ g).reshape(self.D, self.D))
 
     def quad(self, V):
         """``a_n^T V a_n`` for every row (``V`` symmetric)."""
@@ -174,10 +179,11 @@ class FullGaussian(_Base):
     magnitude = 0.0
 
     def __init__(self, view):
-        super().__init__(view)
+        worth = view.diagonal and _RowPairs.worth(view.A, view.D)
+        super().__init__(view, sparse_rows=worth)
         d = np.diag(self.P)
         self.P_diag = d.copy() if np.count_nonzero(self.P - np.diag(d)) == 0 else None
-        self.pairs = _RowPairs(view.A, self.D) if view.diagonal and _RowPairs.worth(view.A, self.D) else None
+        self.pairs = _RowPairs(view.A, self.D) if worth else None
         # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order); not needed with row pairs
         self.ATf = np.asfortranarray(self.AT) if self.pairs is None else None
 
