@@ -142,19 +142,21 @@ class _RowPairs:
         diag = ci == cj
         self.D, self.N = D, A.shape[0]
         binary = bool(np.all(A.data == 1.0))                   # binary features (a1a): every product is 1
-        val = np.ones(p.size) if binary else A.data[p] * A.data[q]
+        val = None if binary else A.data[p] * A.data[q]
         del p, q
         flat = cj.astype(it, copy=False)
         flat *= D
         flat += ci                                              # row n: a_ni a_nj at the lower entry (j, i), j >= i
-        pairs = sp.csr_matrix((val, flat, ptr), shape=(self.N, D * D))
-        # the Gram matrix: the transpose, entry by entry (a counting sort in compiled code; rows of A in order)
-        self.M = pairs.T.tocsr()
         # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
         val2 = np.where(diag, 1.0, 2.0)
-        if not binary:
+        if val is not None:
             val2 *= val
-        self.Q = sp.csr_matrix((val2, pairs.indices, pairs.indptr), shape=pairs.shape)
+        self.Q = sp.csr_matrix((val2, flat, ptr), shape=(self.N, D * D))
+        # the Gram matrix: the transpose, entry by entry (a counting sort in compiled code; rows of A in order), of
+        # the undoubled products (binary rows: all 1, set in place)
+        self.M = (self.Q if val is None else sp.csr_matrix((val, flat, ptr), shape=self.Q.shape)).T.tocsr()
+        if val is None:
+            self.M.data.fill(1.0)
 
     @staticmethod
     def worth(A, D):
