@@ -138,32 +138,16 @@ class LikelihoodView:
 
     @staticmethod
     def _reflect_pair(fam, mt, v, t):
-        """:meth:`_reflect` with each row's quadrature made once: rows with ``t`` in ``(0, 1)`` take both
-        ``E[l(u)]`` and ``E[l(-u)]`` from one set of node values (``fam.expect_pair``); the others (``t`` = 0 or 1:
-        ``l(+-u)``; ``t`` outside ``[0, 1]``: ``l(u) - t u``) one ``expect`` with the means reflected where
-        ``t = 1``. The same sums as the three-part evaluation (the rows of a fractional ``t``, a1a's
-        minimum-norm split, were integrated twice there)."""
-        mix = (t > 0.0) & (t < 1.0)
-        if mix.all():
-            ep, ap, g, en, an = fam.expect_pair(mt, v)
-            return (1.0 - t) * ep + t * en, (1.0 - t) * ap - t * an, g
-        E, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
-        if mix.any():
-            tm = t[mix]
-            ep, ap, g, en, an = fam.expect_pair(mt[mix], v[mix])
-            E[mix] = (1.0 - tm) * ep + tm * en
-            d1[mix] = (1.0 - tm) * ap - tm * an
-            d2[mix] = g
-        one = ~mix
-        if one.any():
-            to = t[one]
-            sgn = np.where(to == 1.0, -1.0, 1.0)
-            out = (to < 0.0) | (to > 1.0)                 # l(u) - t u
-            e, a, g = fam.expect(sgn * mt[one], v[one])
-            E[one] = e - np.where(out, to * mt[one], 0.0)
-            d1[one] = sgn * a - np.where(out, to, 0.0)
-            d2[one] = g
-        return E, d1, d2
+        """:meth:`_reflect` with each row's quadrature made once, all rows in one call of ``fam.expect_pair``
+        (``E[l(u)]`` and ``E[l(-u)]`` from one set of node values) weighted per row: ``(1 - t, t)`` for ``t`` in
+        ``[0, 1]``, ``(1, 0)`` and ``-t u`` for the others (``l(u) - t u``). Before, rows with a fractional ``t``
+        (a1a's minimum-norm split: 1202 of 1605) were integrated twice, and the rest in a second and third call."""
+        inside = (t >= 0.0) & (t <= 1.0)
+        wn = np.where(inside, t, 0.0)                     # weight of l(-u)
+        wp = 1.0 - wn                                     # weight of l(u)
+        s = np.where(inside, 0.0, -t)                     # rows l(u) - t u
+        ep, ap, g, en, an = fam.expect_pair(mt, v)
+        return wp * ep + wn * en + s * mt, wp * ap - wn * an + s, g
 
     # --- the pattern of the pseudo-precisions: the diagonal for 1-D rows, a J x J block per softmax group
 
