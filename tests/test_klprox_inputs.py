@@ -53,6 +53,18 @@ def test_logistic_quadrature_rules_agree_at_the_switch():
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14)
 
 
+def test_logistic_pair_equals_two_expectations():
+    # E[l(u)] and E[l(-u)] from one set of nodes (the rows (1 - t) l(u) + t l(-u) of a fractional split), every
+    # Gauss-Hermite grade and the split rule (vt > 2), against two separate evaluations
+    fam = FAMS["logistic"]
+    rng = np.random.default_rng(0)
+    m = rng.uniform(-30, 30, 400)
+    v = np.exp(rng.uniform(np.log(1e-4), np.log(1e3), 400))
+    ep, ap, g, en, an = fam.expect_pair(m, v)
+    for x, y in zip((ep, ap, g, en, an), fam.expect(m, v) + fam.expect(-m, v)[:2]):
+        np.testing.assert_allclose(x, y, rtol=1e-14, atol=1e-300)
+
+
 # --- the view of a compiled program --------------------------------------------------------------------
 def test_view_reproduces_the_program_objective():
     rng = np.random.default_rng(0)

@@ -101,3 +101,29 @@ def test_dense_glm_state_uses_the_symmetric_rank_k_update():
     np.testing.assert_allclose(st.Lam, Lam, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(st.vt, vt, rtol=1e-10)
     np.testing.assert_allclose(post.covariance(st), V, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_min_norm_split_of_the_linear_terms_by_normal_equations(seed):
+    # one-hot blocks that each sum to the intercept column (as a1a's): A^T A is rank deficient
+    from varopt.solvers.klprox.view import _min_norm_normal
+    rng = np.random.default_rng(seed)
+    N, blocks, k = 300, 4, 5
+    cols = [np.ones((N, 1))] + [np.eye(k)[rng.integers(0, k, N)] for _ in range(blocks)]
+    A = sp.csr_matrix(np.hstack(cols))
+    s = rng.uniform(-1, 1, N)
+    c = A.T @ s
+    t = _min_norm_normal(A, c)
+    ref = np.linalg.lstsq(A.toarray().T, c, rcond=None)[0]          # SVD: the minimum-norm solution
+    assert np.linalg.matrix_rank(A.toarray()) < A.shape[1]
+    np.testing.assert_allclose(t, ref, rtol=0, atol=1e-12)
+    # c outside the range of A^T (a column of zeros with a nonzero c entry): no solution, the caller falls back
+    A0 = sp.hstack([A, sp.csr_matrix((N, 1))]).tocsr()
+    assert _min_norm_normal(A0, np.append(c, 1.0)) is None
+    # the view's split: the same joint (c = c0 + A^T t), rows -y u as the minimum-norm t
+    X = np.hstack(cols[1:])
+    y = (rng.uniform(size=N) < 0.4).astype(float)
+    view = likelihood_view(glm_program(X, y, "logistic", prior_var=1.0), FAMS)
+    Ad = view.A.toarray()
+    np.testing.assert_allclose(view.lin, np.linalg.lstsq(Ad.T, -Ad.T @ y, rcond=None)[0], rtol=0, atol=1e-12)
+    assert not np.any(view.c)

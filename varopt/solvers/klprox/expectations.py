@@ -113,6 +113,25 @@ def _panels():
     return t, tw
 
 
+def _by_grade(grades, rule, mt, vt, k):
+    """The ``k`` outputs of ``rule(mt, vt, x, w)`` with the Gauss-Hermite rule of each row's variance grade
+    (``grades``: ``(variance bound, nodes)`` in increasing order); one call without copies when a single grade
+    holds every row (a1a at a small prior variance: all rows in the 16-node grade)."""
+    lo, parts = -np.inf, []
+    for vmax, n in grades:
+        sel = (vt > lo) & (vt <= vmax)
+        lo = vmax
+        if sel.all():
+            return rule(mt, vt, *_gh(n))
+        if sel.any():
+            parts.append((sel, n))
+    out = [np.empty_like(mt) for _ in range(k)]
+    for sel, n in parts:
+        for o, r in zip(out, rule(mt[sel], vt[sel], *_gh(n))):
+            o[sel] = r
+    return tuple(out)
+
+
 class LogisticFamily(Family):
     """``softplus(u) = log(1 + exp u)``: Gauss-Hermite for ``vt <= vt_switch``, else the split rule."""
 
@@ -132,19 +151,14 @@ class LogisticFamily(Family):
 
     def set_nodes(self, nodes: int):
         self.nodes = int(nodes)
-        self.x, self.w = _gh(self.nodes)
-        # graded rule: rows with a small predictor variance need fewer nodes (HERMITE_NODES); the option is the cap
-        self.grades = [(vmax, _gh(min(n, self.nodes))) for vmax, n in HERMITE_NODES] + [(np.inf, (self.x, self.w))]
+        # graded rule: rows with a small predictor variance need fewer nodes (HERMITE_NODES); the option is the cap.
+        # (variance bound, node count): each rule is formed when first used (the last, of `nodes` nodes, only for
+        # variances above vt_switch, which expect() integrates by the split rule: hermgauss(100) was 26 ms of a
+        # process's first solve)
+        self.grades = [(vmax, min(n, self.nodes)) for vmax, n in HERMITE_NODES] + [(np.inf, self.nodes)]
 
     def _hermite(self, mt, vt):
-        e, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
-        lo = -np.inf
-        for vmax, (x, w) in self.grades:
-            sel = (vt > lo) & (vt <= vmax)
-            lo = vmax
-            if sel.any():
-                e[sel], d1[sel], d2[sel] = self._hermite_rule(mt[sel], vt[sel], x, w)
-        return e, d1, d2
+        return _by_grade(self.grades, self._hermite_rule, mt, vt, 3)
 
     @staticmethod
     def _hermite_rule(mt, vt, x, w):
@@ -164,6 +178,53 @@ class LogisticFamily(Family):
         d2 = (e * inv) @ w
         np.copyto(e, inv, where=u >= 0.0)             # sigmoid(u)
         return sp @ w, e @ w, 0.5 * d2
+
+    def _hermite_pair(self, mt, vt):
+        """``(E[l(u)], E[l'(u)], E[l''(u)]/2, E[l(-u)], E[l'(-u)])`` by the graded Gauss-Hermite rule of
+        :meth:`_hermite`, both from one set of node values (the exponential, ``log1p`` and reciprocal of
+        ``|u|`` are shared: ``l(-u) = max(-u, 0) + log1p(e^-|u|)``, ``sigma(-u)`` the other of ``1/(1 + e)``,
+        ``e/(1 + e)``; ``l''`` is even)."""
+        return _by_grade(self.grades, self._hermite_pair_rule, mt, vt, 5)
+
+    @staticmethod
+    def _hermite_pair_rule(mt, vt, x, w):
+        u = np.multiply.outer(np.sqrt(vt), x)
+        u += mt[:, None]
+        e = np.abs(u)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        lg = np.log1p(e)
+        pos = u >= 0.0
+        sp = np.maximum(u, 0.0)
+        sp += lg
+        np.negative(u, out=u)
+        np.maximum(u, 0.0, out=u)
+        u += lg                                       # softplus(-u)
+        inv = e + 1.0
+        np.reciprocal(inv, out=inv)
+        e *= inv                                      # sigmoid(-|u|)
+        d2 = (e * inv) @ w
+        sneg = np.where(pos, e, inv)                  # sigmoid(-u)
+        np.copyto(e, inv, where=pos)                  # sigmoid(u)
+        return sp @ w, e @ w, 0.5 * d2, u @ w, sneg @ w
+
+    def expect_pair(self, mt, vt):
+        """``E[l(u)]``, ``dE/dmt``, ``dE/dvt`` and ``E[l(-u)]``, ``dE[l(-u)]/d(-mt)`` at once (``dE/dvt`` is the same
+        for both): the rows ``(1 - t) l(u) + t l(-u)`` of :meth:`LikelihoodView._reflect` with a fractional ``t``
+        (the minimum-norm split of ``-y u`` when there are more rows than variables)."""
+        mt, vt = np.asarray(mt, dtype=float), np.asarray(vt, dtype=float)
+        small = vt <= self.vt_switch
+        if small.all():
+            return self._hermite_pair(mt, vt)
+        out = [np.empty_like(mt) for _ in range(5)]
+        if small.any():
+            for o, r in zip(out, self._hermite_pair(mt[small], vt[small])):
+                o[small] = r
+        big = ~small
+        m, v = mt[big], vt[big]
+        for o, r in zip(out, self._split(m, v) + self._split(-m, v)[:2]):
+            o[big] = r
+        return tuple(out)
 
     def _split(self, mt, vt):
         s = np.sqrt(vt)
@@ -187,8 +248,10 @@ class LogisticFamily(Family):
 
     def expect(self, mt, vt):
         mt, vt = np.asarray(mt, dtype=float), np.asarray(vt, dtype=float)
-        e, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
         small = vt <= self.vt_switch
+        if small.all():
+            return self._hermite(mt, vt)
+        e, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
         for sel, fn in ((small, self._hermite), (~small, self._split)):
             if sel.any():
                 e[sel], d1[sel], d2[sel] = fn(mt[sel], vt[sel])

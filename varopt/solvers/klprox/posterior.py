@@ -28,6 +28,7 @@ covariance.
 """
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 
 import numpy as np
@@ -65,18 +66,24 @@ def _tri_inv(L):
 
 
 class _Base:
-    def __init__(self, view):
+    def __init__(self, view, sparse_rows=False):
         self.view = view
         self.P = view.P
         self.D, self.N = view.D, view.N
-        # dense rows (GP models: A = L) are much faster as an ndarray than as a filled CSR matrix
-        dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D
+        # dense rows (GP models: A = L) are much faster as an ndarray than as a filled CSR matrix; rows handled by
+        # their pairs (sparse_rows) only meet A in matrix-vector products, as fast from the CSR matrix (a1a, 12 %
+        # filled: no 1.6 MB dense copy)
+        dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D and not sparse_rows
         self.A = view.A.toarray() if dense else view.A
-        self.AT = view.A.T.toarray()
         # a square lower-triangular A (whitened GP models, A = L_K): A^T G A by a triangular product
         self.lower_square = bool(dense and self.N == self.D and not np.any(np.triu(self.A, 1)))
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
+
+    @functools.cached_property
+    def AT(self):
+        """``A^T`` as a dense array (formed when first needed: the row-pair products of a sparse ``A`` never do)."""
+        return self.view.A.T.toarray()
 
     def start_kinds(self):
         """The ``at_prior_mean`` values of :meth:`start` that give distinct starts: the start at ``mu`` and the one
@@ -109,31 +116,47 @@ class _Base:
 class _RowPairs:
     r"""The products ``a_ni a_nj`` (``i <= j``) of the nonzeros of every row of a sparse ``A``, for
     ``A^T diag(g) A = sum_n g_n a_n a_n^T`` and ``a_n^T V a_n`` in ``sum_n nnz_n^2 / 2`` operations instead of
-    ``N D^2`` (a1a: 14.9 nonzeros of 124 per row, 1.9e5 pairs against 2.5e7 multiply-adds)."""
+    ``N D^2`` (a1a: 14.9 nonzeros of 124 per row, 1.9e5 pairs against 2.5e7 multiply-adds).
+
+    Both are sparse matrix-vector products over the pairs: ``a_n^T V a_n = (Q vec(V))_n`` with ``Q`` (N x D^2)
+    holding ``a_ni a_nj`` (doubled off the diagonal) at the lower-triangle entry ``(j, i)`` of row ``n``, and the
+    lower triangle of the Gram matrix ``= M g`` with ``M = Q^T`` (D^2 x N, undoubled) holding ``a_ni a_nj`` of row
+    ``n`` at its entry (CSR products in compiled code: one pass over the pairs, no gathered temporaries)."""
 
     def __init__(self, A, D):
         A = sp.csr_matrix(A, copy=True)
         A.sum_duplicates()
         A.sort_indices()
         nnz = A.indptr[1:] - A.indptr[:-1]
-        row_of = np.repeat(np.arange(A.shape[0]), nnz)
-        cnt = A.indptr[1:][row_of] - np.arange(A.nnz)          # pairs (p, q >= p) in the row of entry p
-        p = np.repeat(np.arange(A.nnz), cnt)
-        q = p + np.arange(p.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)
-        ci, cj = A.indices[p], A.indices[q]                     # ci <= cj (sorted rows)
+        ptr = np.concatenate([[0], np.cumsum(nnz * (nnz + 1) // 2)])    # pairs of the rows before row n
+        # every fresh array of the pair count (1.9e5 on a1a) costs its page faults (~1 ms per 1.5 MB here): 32-bit
+        # indices where they fit, and in place
+        it = np.int32 if max(int(ptr[-1]), D * D) < 1 << 31 else np.int64
+        ptr = ptr.astype(it)
+        cnt = (A.indptr[1:].repeat(nnz) - np.arange(A.nnz)).astype(it)   # pairs (p, q >= p) in the row of entry p
+        p = np.arange(A.nnz, dtype=it).repeat(cnt)
+        q = np.arange(p.size, dtype=it)
+        q -= (np.cumsum(cnt, dtype=it) - cnt - np.arange(A.nnz, dtype=it)).repeat(cnt)   # p + position among p's
+        ci = A.indices[p]
+        cj = A.indices[q]                                       # ci <= cj (sorted rows)
+        diag = ci == cj
         self.D, self.N = D, A.shape[0]
-        # a^T V a: pairs in row order, summed per row (np.add.reduceat over the nonempty rows)
-        self.flat = cj * D + ci                                 # lower triangle
-        self.val2 = np.where(ci == cj, 1.0, 2.0) * A.data[p] * A.data[q]   # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
-        self.rows = np.flatnonzero(nnz)
-        self.row_starts = np.concatenate([[0], np.cumsum(nnz * (nnz + 1) // 2)])[self.rows]
-        # A^T diag(g) A: pairs sorted by their matrix entry, summed per entry
-        order = np.argsort(self.flat, kind="stable")
-        fs = self.flat[order]
-        self.g_row = row_of[p][order]
-        self.g_val = (A.data[p] * A.data[q])[order]
-        first = np.flatnonzero(np.r_[True, fs[1:] != fs[:-1]])
-        self.entries, self.entry_starts = fs[first], first
+        binary = bool(np.all(A.data == 1.0))                   # binary features (a1a): every product is 1
+        val = None if binary else A.data[p] * A.data[q]
+        del p, q
+        flat = cj.astype(it, copy=False)
+        flat *= D
+        flat += ci                                              # row n: a_ni a_nj at the lower entry (j, i), j >= i
+        # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
+        val2 = np.where(diag, 1.0, 2.0)
+        if val is not None:
+            val2 *= val
+        self.Q = sp.csr_matrix((val2, flat, ptr), shape=(self.N, D * D))
+        # the Gram matrix: the transpose, entry by entry (a counting sort in compiled code; rows of A in order), of
+        # the undoubled products (binary rows: all 1, set in place)
+        self.M = (self.Q if val is None else sp.csr_matrix((val, flat, ptr), shape=self.Q.shape)).T.tocsr()
+        if val is None:
+            self.M.data.fill(1.0)
 
     @staticmethod
     def worth(A, D):
@@ -144,17 +167,11 @@ class _RowPairs:
         return float(np.sum(nnz * (nnz + 1) / 2)) * 50 <= A.shape[0] * float(D) ** 2
 
     def gram(self, g):
-        low = np.zeros(self.D * self.D)
-        if self.entries.size:
-            low[self.entries] = np.add.reduceat(np.take(g, self.g_row) * self.g_val, self.entry_starts)
-        return _symmetrize(low.reshape(self.D, self.D))
+        return _symmetrize((self.M @ g).reshape(self.D, self.D))
 
     def quad(self, V):
         """``a_n^T V a_n`` for every row (``V`` symmetric)."""
-        out = np.zeros(self.N)
-        if self.rows.size:
-            out[self.rows] = np.add.reduceat(np.take(V.ravel(), self.flat) * self.val2, self.row_starts)
-        return out
+        return self.Q @ np.ascontiguousarray(V).ravel()
 
 
 class FullGaussian(_Base):
@@ -164,11 +181,13 @@ class FullGaussian(_Base):
     magnitude = 0.0
 
     def __init__(self, view):
-        super().__init__(view)
+        worth = view.diagonal and _RowPairs.worth(view.A, view.D)
+        super().__init__(view, sparse_rows=worth)
         d = np.diag(self.P)
-        self.ATf = np.asfortranarray(self.AT)
         self.P_diag = d.copy() if np.count_nonzero(self.P - np.diag(d)) == 0 else None
-        self.pairs = _RowPairs(view.A, self.D) if view.diagonal and _RowPairs.worth(view.A, self.D) else None
+        self.pairs = _RowPairs(view.A, self.D) if worth else None
+        # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order); not needed with row pairs
+        self.ATf = np.asfortranarray(self.AT) if self.pairs is None else None
 
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
@@ -225,8 +244,14 @@ class FullGaussian(_Base):
         return float(np.sum(parts))
 
     def gradient(self, st, alpha):
+        # kept on the state for the same (m, alpha): residuals() and the next step() both need it
+        memo = getattr(st, "grad", None)
+        if memo is not None and memo[0] is st.m and memo[1] is alpha:
+            return memo[2]
         Pm = self.P_diag * st.m if getattr(self, "P_diag", None) is not None else self.P @ st.m
-        return -(Pm + self.view.c + self.AT @ alpha)
+        g = -(Pm + self.view.c + self.A.T @ alpha)
+        st.grad = (st.m, alpha, g)
+        return g
 
     def step(self, st, alpha, gamma, r, natural=False):
         g = self.gradient(st, alpha)
