@@ -191,9 +191,9 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         # direction (2.20) and dual direction (2.21); short loops over few arrays, which LLVM
         # vectorises (the divisions dominate the step)
         for i in range(m):
-            inv[i] = 1.0 / s[i]
-        for i in range(m):
-            d[i] = z[i] / s[i]
+            v = 1.0 / s[i]
+            inv[i] = v
+            d[i] = z[i] * v
         nbad = 0
         if prefix:
             for j in range(m):
@@ -222,16 +222,16 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         if m:
             if prefix:  # J dx = -dx
                 for i in range(m):
-                    dz[i] = mu / s[i] - z[i] + d[i] * -dx[i]
+                    dz[i] = mu * inv[i] - z[i] + d[i] * -dx[i]
                 for i in range(m):
-                    q2[i] = -dx[i] / s[i]
+                    q2[i] = -dx[i] * inv[i]
             else:
                 for i in range(m):
                     Jdx[i] = -(ssg[i] * dx[svar[i]])
                 for i in range(m):
-                    dz[i] = mu / s[i] - z[i] + d[i] * Jdx[i]
+                    dz[i] = mu * inv[i] - z[i] + d[i] * Jdx[i]
                 for i in range(m):
-                    q2[i] = Jdx[i] / s[i]
+                    q2[i] = Jdx[i] * inv[i]
             for i in range(m):
                 q1[i] = dz[i] / z[i]
             tmin = _min4(q1, m)
