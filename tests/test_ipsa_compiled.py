@@ -169,7 +169,7 @@ def test_compiled_iterates_equal_numpy_iterates(case, hessian):
                                          ("ls-split", 3), ("rows-bounds", 2)])
 def test_chunked_runs_equal_numpy_runs(case, every, sampling):
     """Without a callback the compiled loop runs chunks of iterations and its kernel saves the
-    history records (16 per call, so small ``history_every`` spans several calls): the end point,
+    history records (64 per call, so small ``history_every`` spans several calls): the end point,
     the history and the sampler's random stream must be those of the numpy path."""
     P = CASES[case]()
     kw = dict(passes=3.5, sampling=sampling, history_every=every, history_objective=True, seed=11,

@@ -35,7 +35,7 @@ from ...program.atoms import ATOMS
 
 HESSIANS = {"identity": 0, "bb": 1, "diagonal": 2}
 #: most iterations per kernel call; most history records per call (saved by the kernel)
-CHUNK, RECORDS = 4096, 16
+CHUNK, RECORDS = 4096, 64
 #: wall time aimed at per kernel call under a time limit (the clock is read between calls)
 TIME_SLICE = 0.002
 
@@ -233,12 +233,11 @@ class FastLoop:
                 tx[:] = tx[:, ix]
                 tz[:] = tz[:, ic]
         r.x, r.s, r.z = x, s, z
-        r.ap, r.ad, r.a_prim, r.a_dual, r.mu = (float(v) for v in st[:5])
-        r.stats["sum_step_ratio"] = float(st[6])
-        r.k, r.n_bt = int(sti[0]), int(sti[1])
-        r.stats["backtracks"], r.stats["steps"], r.stats["boundary_limited"] = (int(v) for v in sti[2:5])
+        r.ap, r.ad, r.a_prim, r.a_dual, r.mu, beta, r.stats["sum_step_ratio"] = st.tolist()
+        (r.k, r.n_bt, r.stats["backtracks"], r.stats["steps"], r.stats["boundary_limited"],
+         skipped) = sti.tolist()
         if r.opts.hessian == "bb":
-            hess.beta, hess.skipped = float(st[5]), int(sti[5])
+            hess.beta, hess.skipped = beta, skipped
         return int(done), bool(code), int(nrec)
 
     def _flush(self, it0, nrec):
