@@ -86,10 +86,48 @@ def mixed_bounds(with_bounds=True):
     return Program(_names(n), lb, ub, e)
 
 
+def pair_rows():
+    """Rows of one or two variables in blocks of at most two (the pairs kernel beyond the box form):
+    a pair with a range row and a third row, one with a single row and a bound, a variable with a
+    one-variable row, bounded and free variables without rows."""
+    rng = np.random.default_rng(7)
+    n, N = 7, 80
+    A = rng.normal(size=(N, n))
+    e = Expression(n, linear=rng.normal(size=n) * 0.2,
+                   atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N) * 2,
+                                    label=np.arange(N))])
+    lb = np.array([-np.inf, -1.0, -np.inf, -0.4, -np.inf, 0.0, -np.inf])
+    ub = np.array([np.inf, 2.0, np.inf, np.inf, 0.6, np.inf, np.inf])
+    cons = [Constraint("p", Expression(n, linear=np.r_[1.0, -0.5, 0, 0, 0, 0, 0]), -0.7, 0.9),
+            Constraint("p2", Expression(n, linear=np.r_[2.0, 1.0, 0, 0, 0, 0, 0]), -np.inf, 1.5),
+            Constraint("q", Expression(n, linear=np.r_[0, 0, 0, 1.0, 0, 0, 3.0]), 0.1, np.inf),
+            Constraint("one", Expression(n, linear=np.r_[0, 0, 0.5, 0, 0, 0, 0]), -np.inf, 0.4)]
+    return Program(_names(n), lb, ub, e, cons)
+
+
+def uniform_pairs():
+    """Two variable pairs with three rows each (a range row and a one-variable row on the first, three
+    two-variable rows on the second: sums of three terms), bounds on some variables, a free variable."""
+    rng = np.random.default_rng(8)
+    n, N = 5, 60
+    A = rng.normal(size=(N, n))
+    e = Expression(n, linear=rng.normal(size=n) * 0.2,
+                   atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N) * 2,
+                                    label=np.arange(N))])
+    lb = np.array([-np.inf, -1.0, -0.3, -np.inf, -np.inf])
+    ub = np.array([np.inf, 1.5, np.inf, np.inf, np.inf])
+    cons = [Constraint("p", Expression(n, linear=np.r_[1.0, -0.5, 0, 0, 0]), -0.7, 0.9),
+            Constraint("p1", Expression(n, linear=np.r_[0.8, 0, 0, 0, 0]), -np.inf, 1.2),
+            Constraint("q1", Expression(n, linear=np.r_[0, 0, 2.0, 1.0, 0]), -np.inf, 1.5),
+            Constraint("q2", Expression(n, linear=np.r_[0, 0, 1.0, -1.0, 0]), -1.0, np.inf),
+            Constraint("q3", Expression(n, linear=np.r_[0, 0, -0.5, 3.0, 0]), -2.0, np.inf)]
+    return Program(_names(n), lb, ub, e, cons)
+
+
 CASES = {"ls-split": lambda: ls_dense("split"), "ls-box": lambda: ls_dense("box"),
          "logistic-split": lambda: logistic_sparse("split"), "logistic-box": lambda: logistic_sparse("box"),
          "rows-bounds": rows_and_bounds, "multinomial": multinomial, "mixed-bounds": mixed_bounds,
-         "unconstrained": lambda: mixed_bounds(False)}
+         "unconstrained": lambda: mixed_bounds(False), "pair-rows": pair_rows, "uniform-pairs": uniform_pairs}
 
 
 def traced(P, backend, **kw):
@@ -127,11 +165,11 @@ def test_compiled_iterates_equal_numpy_iterates(case, hessian):
 
 
 @pytest.mark.parametrize("sampling", ["cyclic", "permutation", "uniform"])
-@pytest.mark.parametrize("case, every", [("ls-box", 37), ("logistic-split", 37), ("rows-bounds", 37),
+@pytest.mark.parametrize("case, every", [("ls-box", 37), ("logistic-split", 37), ("rows-bounds", 37), ("uniform-pairs", 5),
                                          ("ls-split", 3), ("rows-bounds", 2)])
 def test_chunked_runs_equal_numpy_runs(case, every, sampling):
     """Without a callback the compiled loop runs chunks of iterations and its kernel saves the
-    history records (16 per call, so small ``history_every`` spans several calls): the end point,
+    history records (64 per call, so small ``history_every`` spans several calls): the end point,
     the history and the sampler's random stream must be those of the numpy path."""
     P = CASES[case]()
     kw = dict(passes=3.5, sampling=sampling, history_every=every, history_objective=True, seed=11,
@@ -152,11 +190,13 @@ def test_chunked_runs_equal_numpy_runs(case, every, sampling):
 
 @pytest.mark.parametrize("case, kernel", [("ls-split", "run_bounds"), ("logistic-split", "run_bounds"),
                                           ("mixed-bounds", "run_bounds"), ("unconstrained", "run_bounds"),
-                                          ("multinomial", "run_bounds"), ("ls-box", "run_chunk"),
+                                          ("multinomial", "run_bounds"), ("ls-box", "run_pairs"),
+                                          ("logistic-box", "run_pairs"), ("uniform-pairs", "run_pairs"), ("pair-rows", "run_chunk"),
                                           ("rows-bounds", "run_chunk")])
 def test_bounds_only_problems_run_the_fused_kernel(case, kernel):
-    """The iterate-equality tests above cover both kernels: bounds only (prefix layout of the L1
-    split form, indexed layout, m = 0) and linear rows."""
+    """The iterate-equality tests above cover the three kernels: bounds only (prefix layout of the L1
+    split form, indexed layout, m = 0), variable pairs with the same number of rows each (box form),
+    other linear rows (a row on a single variable, pairs with different numbers of rows, 3x3 blocks)."""
     from varopt.core.run import Run
     from varopt.solvers.ipsa.iteration import IpsaRun
 

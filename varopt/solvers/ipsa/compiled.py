@@ -158,7 +158,7 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
         ip[0], ip[1], ip[2], ip[3], ip[4], ip[5], ip[6], ip[7], ip[8], ip[9])
     g, g2, h, Bm, B = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     rhs, dx, bd, tmp, x_new, Dn = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    d, Jdx, dz, s_new, z_new = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
+    d, Jdx, dz, s_new, z_new, inv = np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m)
     flat = np.empty(T_ptr.size - 1)
     o_lin = n_lb + n_ub
     nrec = 0
@@ -189,26 +189,27 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
                 Dn[:] = Bvec
             B[:] = Dn
         for i in range(m):
-            d[i] = z[i] / s[i]
+            inv[i] = 1.0 / s[i]
+            d[i] = z[i] * inv[i]
         # rhs = -g - mu J^T (1/s)
         if lower_only:
             for j in range(n):
-                rhs[j] = -g[j] - mu * -(1.0 / s[j])
+                rhs[j] = -g[j] - mu * -inv[j]
                 bd[j] = d[j]
         else:
             for j in range(n):
                 tmp[j] = 0.0
                 bd[j] = 0.0
             for i in range(n_lb):
-                tmp[lb_idx[i]] -= 1.0 / s[i]
+                tmp[lb_idx[i]] -= inv[i]
                 bd[lb_idx[i]] += d[i]
             for i in range(n_ub):
-                tmp[ub_idx[i]] += 1.0 / s[n_lb + i]
+                tmp[ub_idx[i]] += inv[n_lb + i]
                 bd[ub_idx[i]] += d[n_lb + i]
             for j in range(n):
                 acc = 0.0
                 for p in range(GT_ptr[j], GT_ptr[j + 1]):
-                    acc += GT_val[p] * (1.0 / s[o_lin + GT_idx[p]])
+                    acc += GT_val[p] * inv[o_lin + GT_idx[p]]
                 if GT_ptr[j + 1] > GT_ptr[j]:
                     tmp[j] = tmp[j] + acc
                 rhs[j] = -g[j] - mu * tmp[j] if m else -g[j]
@@ -244,9 +245,9 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
             tmin = np.inf
             rmax = -np.inf
             for i in range(m):
-                dz[i] = mu / s[i] - z[i] + d[i] * Jdx[i]  # (2.21)
+                dz[i] = mu * inv[i] - z[i] + d[i] * Jdx[i]  # (2.21)
                 tmin = min(tmin, dz[i] / z[i])
-                rmax = max(rmax, Jdx[i] / s[i])
+                rmax = max(rmax, Jdx[i] * inv[i])
             a_prim, a_dual = boundary_steps(tmin, rmax, frac, a_prim, a_dual)
         ap, ad = step_lengths(ahat, a_prim, a_dual, same)
         n_bt = 0

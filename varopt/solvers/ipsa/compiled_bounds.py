@@ -191,9 +191,9 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         # direction (2.20) and dual direction (2.21); short loops over few arrays, which LLVM
         # vectorises (the divisions dominate the step)
         for i in range(m):
-            inv[i] = 1.0 / s[i]
-        for i in range(m):
-            d[i] = z[i] / s[i]
+            v = 1.0 / s[i]
+            inv[i] = v
+            d[i] = z[i] * v
         nbad = 0
         if prefix:
             for j in range(m):
@@ -222,16 +222,16 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         if m:
             if prefix:  # J dx = -dx
                 for i in range(m):
-                    dz[i] = mu / s[i] - z[i] + d[i] * -dx[i]
+                    dz[i] = mu * inv[i] - z[i] + d[i] * -dx[i]
                 for i in range(m):
-                    q2[i] = -dx[i] / s[i]
+                    q2[i] = -dx[i] * inv[i]
             else:
                 for i in range(m):
                     Jdx[i] = -(ssg[i] * dx[svar[i]])
                 for i in range(m):
-                    dz[i] = mu / s[i] - z[i] + d[i] * Jdx[i]
+                    dz[i] = mu * inv[i] - z[i] + d[i] * Jdx[i]
                 for i in range(m):
-                    q2[i] = Jdx[i] / s[i]
+                    q2[i] = Jdx[i] * inv[i]
             for i in range(m):
                 q1[i] = dz[i] / z[i]
             tmin = _min4(q1, m)
@@ -280,16 +280,15 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
                             S_ptr, S_idx)
             fin = True
-            for q in range(q0, q1_):
-                if not math.isfinite(lin[S_idx[q]] + gs2[S_idx[q]]):
-                    fin = False
+            sy = 0.0
+            for q in range(q0, q1_):  # one pass: finiteness, s^T y, and gs2 zeroed for the next sample
+                j = S_idx[q]
+                g2j = lin[j] + gs2[j]
+                gs2[j] = 0.0
+                fin = fin and math.isfinite(g2j)
+                sy += (xn[j] - x[j]) * (g2j - (lin[j] + gs[j]))
             if fin:
-                ss = _sqdist(xn, x, n)
-                sy = 0.0
-                for q in range(q0, q1_):
-                    j = S_idx[q]
-                    sy += (xn[j] - x[j]) * ((lin[j] + gs2[j]) - (lin[j] + gs[j]))
-                bb_secant(st, sti, ahat, sy, ss, beta_min)
+                bb_secant(st, sti, ahat, sy, _sqdist(xn, x, n), beta_min)
         step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x, xn = xn, x
         s, sn = sn, s
@@ -300,10 +299,7 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         eta = eta_new
         for q in range(q0, q1_):
             gs[S_idx[q]] = 0.0
-        if hess == 1:
-            for q in range(q0, q1_):
-                gs2[S_idx[q]] = 0.0
-        elif hess == 2:
+        if hess == 2:
             for q in range(q0, q1_):
                 hs[S_idx[q]] = 0.0
                 Bm[S_idx[q]] = 0.0

@@ -261,11 +261,11 @@ class ConstraintSet:
             H += zj * body.hessian_dense(x)
         return H
 
-    def max_primal_step(self, s, Jdx, frac: float) -> float:
+    def max_primal_step(self, inv_s, Jdx, frac: float) -> float:
         """Largest ``a`` keeping the linear part (bounds + rows) strictly feasible: ``frac`` times the
-        distance to the boundary along ``dx`` (eqs. 2.68-2.69 for the L1 box form)."""
+        distance to the boundary along ``dx`` (eqs. 2.68-2.69 for the L1 box form); ``inv_s = 1/s``."""
         mlin = self.m - self.n_nl
         if mlin == 0:
             return np.inf
-        rmax = float((Jdx[:mlin] / s[:mlin]).max())  # = 1 / (distance to the nearest boundary)
+        rmax = float((Jdx[:mlin] * inv_s[:mlin]).max())  # = 1 / (distance to the nearest boundary)
         return frac / rmax if rmax > 0 else np.inf

@@ -57,7 +57,6 @@ class ReducedSystem:
         n = self.n
         local = np.zeros(n, dtype=np.int64)  # position of a variable inside its block
         self.groups = []  # (sz, idx (nc, sz), flat offset)
-        comp_to_block = {}
         offset = 0
         for sz in np.unique(sizes):
             if sz == 1:
@@ -67,30 +66,26 @@ class ReducedSystem:
                 vs = np.flatnonzero(sizes[lab] == sz)
                 vs = vs[np.argsort(lab[vs], kind="stable")]
                 idx = vs.reshape(-1, sz)
-            for k, row in enumerate(idx):
-                comp_to_block[int(lab[row[0]])] = (len(self.groups), k)
             local[idx.ravel()] = np.tile(np.arange(sz), idx.shape[0])
             self.groups.append((int(sz), idx, offset))
             offset += idx.size * sz
         self.flat_size = offset
-        # T maps the row weights d (length n_lin) to the entries of G^T diag(d) G inside the blocks
+        # T maps the row weights d (length n_lin) to the entries of G^T diag(d) G inside the blocks:
+        # row r puts G_ri G_rj at entry (local i, local j) of its block, for every pair (i, j) of
+        # its nonzeros (all pairs of all rows at once, in row order, i-major)
         G = self.cons.G.tocsr()
-        ent, rowid, val = [], [], []
-        for r in range(G.shape[0]):
-            cols = G.indices[G.indptr[r]:G.indptr[r + 1]]
-            vals = G.data[G.indptr[r]:G.indptr[r + 1]]
-            g, k = comp_to_block[int(lab[cols[0]])]
-            sz, _, off = self.groups[g]
-            base = off + k * sz * sz
-            pos = base + local[cols][:, None] * sz + local[cols][None, :]
-            ent.append(pos.ravel())
-            rowid.append(np.full(pos.size, r))
-            val.append(np.outer(vals, vals).ravel())
-        if ent:
-            T = sp.csr_matrix((np.concatenate(val), (np.concatenate(ent), np.concatenate(rowid))),
-                              shape=(self.flat_size, G.shape[0]))
-        else:
-            T = sp.csr_matrix((self.flat_size, G.shape[0]))
+        base, bsz = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
+        for sz, idx, off in self.groups:
+            base[idx] = off + np.arange(idx.shape[0])[:, None] * sz * sz
+            bsz[idx] = sz
+        cnt = np.diff(G.indptr)
+        row_of = np.repeat(np.arange(G.shape[0]), cnt)  # row of each nonzero
+        P = np.repeat(np.arange(G.nnz), cnt[row_of])  # nonzero i, once per partner j in its row
+        first = np.repeat(np.cumsum(cnt[row_of]) - cnt[row_of], cnt[row_of])
+        Q = G.indptr[row_of[P]] + (np.arange(P.size) - first)
+        ci, cj = G.indices[P], G.indices[Q]
+        pos = base[ci] + local[ci] * bsz[ci] + local[cj]
+        T = sp.csr_matrix((G.data[P] * G.data[Q], (pos, row_of[P])), shape=(self.flat_size, G.shape[0]))
         T.sum_duplicates()
         self.T = T
         self.diag_pos = np.empty(n, dtype=np.int64)

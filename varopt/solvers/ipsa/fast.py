@@ -4,7 +4,8 @@
 (:func:`unsupported` names the first reason they do not); :class:`FastLoop` then replaces
 :meth:`.IpsaRun.solve`: it takes the samples of the next chunk of iterations from the oracle's own
 sampler (same random stream) and runs the chunk in compiled code, bounds-only problems in the
-fused kernel of :mod:`.compiled_bounds`, linear rows in :mod:`.compiled`. The kernel saves the
+fused kernel of :mod:`.compiled_bounds`, rows of at most two variables in 1x1/2x2 blocks (the L1 box
+form) in that of :mod:`.compiled_pairs`, other linear rows in :mod:`.compiled`. The kernel saves the
 history records that fall inside the chunk (at most ``RECORDS``; handed to the run loop after the
 call, time-stamped then); the rest of the run-loop work (limits, callback, incumbent) is done
 between chunks. A chunk ends after ``CHUNK`` iterations or ``RECORDS`` records, at the iteration
@@ -16,8 +17,10 @@ reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its us
 Covered: the program objective as a finite sum of ``square`` atom rows (least squares) or
 log-sum-exp groups (logistic, multinomial), one row/group per sample, plus a linear term, dense
 or sparse data; bounds (the L1 split form), and linear rows whose reduced system is block
-diagonal with blocks of at most 16 variables (the L1 box form ``-u <= w <= u``, rows with few
-nonzeros); ``hessian`` ``identity``, ``bb`` or ``diagonal``; ``batch_size=1``.
+diagonal with blocks of at most 16 variables (rows with few nonzeros; the L1 box form
+``-u <= w <= u`` and other variable pairs with equally many rows each run the kernel of
+:mod:`.compiled_pairs`, in an order of variables and constraints of its own, permuted back after
+each call); ``hessian`` ``identity``, ``bb`` or ``diagonal``; ``batch_size=1``.
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from ...program.atoms import ATOMS
 
 HESSIANS = {"identity": 0, "bb": 1, "diagonal": 2}
 #: most iterations per kernel call; most history records per call (saved by the kernel)
-CHUNK, RECORDS = 4096, 16
+CHUNK, RECORDS = 4096, 64
 #: wall time aimed at per kernel call under a time limit (the clock is read between calls)
 TIME_SLICE = 0.002
 
@@ -136,21 +139,36 @@ class FastLoop:
         self.rec_x = np.empty((RECORDS if opts.history_objective else 0, r.n))
         self.no_trace = (np.zeros((0, r.n)), np.zeros((0, r.m)))
         self.block = 16  # iterations per call under a time limit (adapted to the measured speed)
-        if mode == 0 and cons.n_lin == 0:
-            # bounds only: the fused kernel of compiled_bounds, slacks described per row
+        self.perm = None  # (variables, constraints) in a kernel's own order, and the inverses
+        pairs = None
+        if mode == 1:
+            from . import compiled_pairs
+            pairs = compiled_pairs.pair_layout(cons, r.system)
+        if (mode == 0 and cons.n_lin == 0) or pairs is not None:
+            # bounds only (compiled_bounds) or rows of <= 2 variables in blocks of <= 2 (compiled_pairs):
+            # the fused kernels, slacks of the bounds described per row
             from . import compiled_bounds
-            self.kernel = compiled_bounds.run_bounds
             lb_idx, ub_idx = _i64(cons.lb_idx), _i64(cons.ub_idx)
-            prefix = bool(cons.n_ub == 0 and np.array_equal(lb_idx, np.arange(cons.n_lb)))
             A_ptr, A_idx = self.rowdata[:2]
             if kind == 0 and A.has_canonical_format:  # each row's coordinates are distinct
                 support = (A_ptr, A_idx)
             else:
                 support = compiled_bounds.group_support(
                     A_ptr, A_idx, lse_ptr if kind == 1 else np.arange(A.shape[0] + 1), r.n)
-            self.static = (*self.rowdata, *support, np.concatenate([lb_idx, ub_idx]),
-                           np.concatenate([np.ones(cons.n_lb), -np.ones(cons.n_ub)]),
-                           np.concatenate([_f64(cons.lb), _f64(cons.ub)]), prefix)
+            bounds = (np.concatenate([lb_idx, ub_idx]), np.concatenate([np.ones(cons.n_lb), -np.ones(cons.n_ub)]),
+                      np.concatenate([_f64(cons.lb), _f64(cons.ub)]))
+            if pairs is not None:  # the kernel works in its own order of variables and constraints
+                px, pc, arrays = pairs
+                self.perm = (px, pc, np.argsort(px), np.argsort(pc))
+                to_k = self.perm[2]  # original variable index -> kernel's
+                self.kernel = compiled_pairs.run_pairs
+                self.lin = self.lin[px]
+                self.static = (A_ptr, to_k[A_idx], *self.rowdata[2:], support[0], to_k[support[1]], to_k[bounds[0]],
+                               *bounds[1:], *arrays)
+                return
+            self.kernel = compiled_bounds.run_bounds
+            prefix = bool(cons.n_ub == 0 and np.array_equal(lb_idx, np.arange(cons.n_lb)))
+            self.static = (*self.rowdata, *support, *bounds, prefix)
             return
         from . import compiled
         self.kernel = compiled.run_chunk
@@ -196,17 +214,30 @@ class FastLoop:
                         getattr(hess, "skipped", 0)], dtype=np.int64)
         Bvec = hess.B if r.opts.hessian == "identity" else (hess.D if r.opts.hessian == "diagonal"
                                                               else np.zeros(0))
-        x, s, z = r.x.copy(), r.s.copy(), r.z.copy()
         tx, tz = trace if trace is not None else self.no_trace
+        if self.perm is None:
+            x, s, z = r.x.copy(), r.s.copy(), r.z.copy()
+        else:
+            px, pc, ix, ic = self.perm
+            x, s, z = r.x[px], r.s[pc], r.z[pc]
+            Bvec = Bvec[px] if Bvec.size else Bvec
         done, code, nrec = self.kernel(self.fp, self.ip, st, sti, x, s, z, self.lin, Bvec, self.order[samples],
                                        *self.static, r.it, r.run.history_every, self.rec, self.rec_x, tx, tz)
+        if self.perm is not None:  # back to the program's order
+            x, s, z = x[ix], s[ic], z[ic]
+            if r.opts.hessian == "diagonal":
+                hess.D = Bvec[ix]
+            if nrec and self.rec_x.shape[0]:
+                self.rec_x[:nrec] = self.rec_x[:nrec, ix]
+            if tx.shape[0]:
+                tx[:] = tx[:, ix]
+                tz[:] = tz[:, ic]
         r.x, r.s, r.z = x, s, z
-        r.ap, r.ad, r.a_prim, r.a_dual, r.mu = (float(v) for v in st[:5])
-        r.stats["sum_step_ratio"] = float(st[6])
-        r.k, r.n_bt = int(sti[0]), int(sti[1])
-        r.stats["backtracks"], r.stats["steps"], r.stats["boundary_limited"] = (int(v) for v in sti[2:5])
+        r.ap, r.ad, r.a_prim, r.a_dual, r.mu, beta, r.stats["sum_step_ratio"] = st.tolist()
+        (r.k, r.n_bt, r.stats["backtracks"], r.stats["steps"], r.stats["boundary_limited"],
+         skipped) = sti.tolist()
         if r.opts.hessian == "bb":
-            hess.beta, hess.skipped = float(st[5]), int(sti[5])
+            hess.beta, hess.skipped = beta, skipped
         return int(done), bool(code), int(nrec)
 
     def _flush(self, it0, nrec):

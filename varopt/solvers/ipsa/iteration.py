@@ -227,20 +227,23 @@ class IpsaRun:
         if cons.n_nl:
             Jnl = cons.nonlinear_jacobian(x)
             Wnl = cons.nonlinear_hessian(x, z[cons.sl_nl])
-        d = z / s
+        # one division per slack: d = z/s, mu/s and (J dx)/s multiply by 1/s (the compiled
+        # kernels evaluate the same products; docs/ipsa.md, "Reciprocals")
+        inv = 1.0 / s
+        d = z * inv
         rhs = -g
         if m:
-            rhs = rhs - mu * cons.JT_dot(1.0 / s, Jnl)
+            rhs = rhs - mu * cons.JT_dot(inv, Jnl)
         dx = self.system.solve(B, d, rhs, Wnl, Jnl)
         if not np.isfinite(dx).all():
             raise SolverBugError(f"ipsa iteration {self.it + 1}: non-finite search direction")
         if m:
             Jdx = cons.J_dot(dx, Jnl)
-            dz = mu / s - z + d * Jdx  # (2.21)
+            dz = mu * inv - z + d * Jdx  # (2.21)
             # largest step to z >= 0: 1 / max_i(-dz_i / z_i) (one reduction, no boolean indexing)
             tmin = float((dz / z).min())
             self.a_dual = opts.step_fraction / -tmin if tmin < 0 else np.inf
-            self.a_prim = cons.max_primal_step(s, Jdx, opts.step_fraction)
+            self.a_prim = cons.max_primal_step(inv, Jdx, opts.step_fraction)
         else:
             dz = z
             self.a_dual = self.a_prim = np.inf

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 from ...errors import InputDataError, ModelStructureError
 from ...lpqp import solve_lp
@@ -88,7 +89,8 @@ def phase1_linear(cons, names):
 
 def centre(x, G, h, iters=30):
     """Damped Newton on ``-sum log(h - Gx) + ||x - x_lp||^2/2`` from a strictly feasible x
-    (sparse products; the n x n Newton matrix is dense, so this runs only for small n)."""
+    (sparse products; the n x n Newton matrix is factorised sparse when at most 5 % of it is
+    nonzero, dense otherwise, so this runs only for small n)."""
     x_lp = x.copy()
     G = sp.csr_matrix(G)
     GT = G.T.tocsr()
@@ -99,8 +101,11 @@ def centre(x, G, h, iters=30):
     for _ in range(iters):
         s = h - G @ x
         grad = GT @ (1.0 / s) + (x - x_lp)
-        H = (GT @ sp.diags(1.0 / s ** 2) @ G).toarray() + np.eye(x.size)
-        dx = -np.linalg.solve(H, grad)
+        H = GT @ sp.diags(1.0 / s ** 2) @ G + sp.identity(x.size, format="csr")
+        if H.nnz <= 0.05 * x.size ** 2:  # e.g. block diagonal (L1 box form): sparse LU
+            dx = -spla.spsolve(H.tocsc(), grad)
+        else:
+            dx = -np.linalg.solve(H.toarray(), grad)
         dec = float(-grad @ dx)
         if dec < 1e-10:
             break
