@@ -95,7 +95,11 @@ def cholesky_vi(view, gtol=1e-9, maxiter=50000, nodes=100):
     D = view.D
     il = np.tril_indices(D)
     diag = il[0] == il[1]
-    Ad = view.A.toarray()
+    # the feature matrix as a user would hold it: sparse products when it is sparse (a1a: 12 % filled),
+    # dense ones otherwise
+    A = view.A
+    Ad = A.tocsr() if sp.issparse(A) and A.nnz < 0.3 * A.shape[0] * A.shape[1] else (
+        A.toarray() if sp.issparse(A) else np.asarray(A))
 
     def unpack(x):
         C = np.zeros((D, D))
@@ -106,14 +110,14 @@ def cholesky_vi(view, gtol=1e-9, maxiter=50000, nodes=100):
 
     def fun(x):
         m, C = unpack(x)
-        AC = Ad @ C
-        mt, vt = Ad @ m + view.b, _pattern(view, AC, AC)
+        AC = np.asarray(Ad @ C)
+        mt, vt = np.asarray(Ad @ m).ravel() + view.b, _pattern(view, AC, AC)
         lik, a, g = _terms(view, fams, mt, vt)
         PC = view.P @ C
         f = (0.5 * m @ view.P @ m + view.c @ m + view.k + 0.5 * float(np.sum(C * PC)) + lik
              - 0.5 * D * (1 + _LOG2PI) - float(np.sum(x[D:][diag])))
-        gm = view.P @ m + view.c + Ad.T @ a
-        GC = PC + Ad.T @ (view.curvature_matrix(g) @ AC)   # d f / d C (lower triangle), before the log-diagonal
+        gm = view.P @ m + view.c + np.asarray(Ad.T @ a).ravel()
+        GC = PC + np.asarray(Ad.T @ (view.curvature_matrix(g) @ AC))   # d f / d C (lower triangle), before the log-diagonal
         gC = GC[il]
         gC[diag] = gC[diag] * np.diag(C) - 1.0
         return f, np.concatenate([gm, gC])
