@@ -99,6 +99,26 @@ def _sqdist(a, b, n):
     return c
 
 
+@njit(cache=True, inline="always")
+def bb_commit(kind, r, xn, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, gs2, hs, Bm, sv, S_ptr, S_idx,
+              q0, q1_, lin, st, sti, ahat, beta_min, n):
+    """Damped BB's secant pair at an accepted step (shared by both kernels): the sample's gradient at the new
+    point ``xn`` into ``gs2``, then one pass over the sample's coordinates for finiteness, ``s^T y`` and the
+    reset of ``gs2`` for the next sample; the update is skipped when the new gradient is not finite."""
+    sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
+                    S_ptr, S_idx)
+    fin = True
+    sy = 0.0
+    for q in range(q0, q1_):
+        j = S_idx[q]
+        g2j = lin[j] + gs2[j]
+        gs2[j] = 0.0
+        fin = fin and math.isfinite(g2j)
+        sy += (xn[j] - x[j]) * (g2j - (lin[j] + gs[j]))
+    if fin:
+        bb_secant(st, sti, ahat, sy, _sqdist(xn, x, n), beta_min)
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _min4(a, n):
     c0 = c1 = c2 = c3 = np.inf
@@ -277,18 +297,8 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             eta_new = _dot(sn, zn, m)
         # --- commit ---------------------------------------------------------------------------
         if hess == 1 and ap > 0:
-            sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
-                            S_ptr, S_idx)
-            fin = True
-            sy = 0.0
-            for q in range(q0, q1_):  # one pass: finiteness, s^T y, and gs2 zeroed for the next sample
-                j = S_idx[q]
-                g2j = lin[j] + gs2[j]
-                gs2[j] = 0.0
-                fin = fin and math.isfinite(g2j)
-                sy += (xn[j] - x[j]) * (g2j - (lin[j] + gs[j]))
-            if fin:
-                bb_secant(st, sti, ahat, sy, _sqdist(xn, x, n), beta_min)
+            bb_commit(kind, r, xn, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, gs2, hs, Bm, sv, S_ptr,
+                      S_idx, q0, q1_, lin, st, sti, ahat, beta_min, n)
         step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x, xn = xn, x
         s, sn = sn, s

@@ -38,8 +38,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .compiled_bounds import _dot, _max4, _min4, _sqdist, sample_gradient
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, save_record, step_lengths,
+from .compiled_bounds import _dot, _max4, _min4, bb_commit, sample_gradient
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, save_record, step_lengths,
                            step_stats)
 
 EPS = float(np.finfo(float).eps)
@@ -276,18 +276,8 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
         eta_new = _dot(sn, zn, m)
         # --- commit ---------------------------------------------------------------------------
         if hess == 1 and ap > 0:
-            sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
-                            S_ptr, S_idx)
-            fin = True
-            sy = 0.0
-            for q in range(q0, q1_):  # one pass: finiteness, s^T y, and gs2 zeroed for the next sample
-                j = S_idx[q]
-                g2j = lin[j] + gs2[j]
-                gs2[j] = 0.0
-                fin = fin and math.isfinite(g2j)
-                sy += (xn[j] - x[j]) * (g2j - (lin[j] + gs[j]))
-            if fin:
-                bb_secant(st, sti, ahat, sy, _sqdist(xn, x, n), beta_min)
+            bb_commit(kind, r, xn, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, gs2, hs, Bm, sv, S_ptr,
+                      S_idx, q0, q1_, lin, st, sti, ahat, beta_min, n)
         step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x, xn = xn, x
         s, sn = sn, s
