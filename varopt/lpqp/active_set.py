@@ -67,6 +67,17 @@ def _cho_solve(cf, B):
     return sol if info == 0 else None
 
 
+
+def _eqp_point(xs, lam, Wi, Ci, fixed, y, z):
+    """The equality-QP point of the working set: fixed columns at their values, the multipliers split into row
+    duals ``y`` (working rows ``Wi``) and column duals ``z`` (fixed columns ``Ci``); None when not finite."""
+    xs[Ci] = fixed
+    if not np.all(np.isfinite(xs)):
+        return None
+    y[Wi] = lam[:Wi.size]
+    z[Ci] = lam[Wi.size:]
+    return xs, y, z
+
 class ActiveSetQP:
     """The fixed constraints ``r_lo <= A x <= r_hi``, ``lb <= x <= ub`` of a family of QPs, and the working
     set carried from one solve to the next (the warm start)."""
@@ -246,13 +257,7 @@ class ActiveSetQP:
         if lam is None:
             return None
         lam = lam * sc
-        xs = Yk @ lam - q
-        xs[Ci] = fixed
-        if not np.all(np.isfinite(xs)):
-            return None
-        y[Wi] = lam[:Wi.size]
-        z[Ci] = lam[Wi.size:]
-        return xs, y, z
+        return _eqp_point(Yk @ lam - q, lam, Wi, Ci, fixed, y, z)
 
     def _eqp_inner(self, op, c, row_lo, row_hi, lb, ub, x, rows, cols, W, C, cache):
         """:meth:`_eqp_operator` for an operator that gives ``N Q^{-1} N'`` itself (``op.inner(N')``, e.g. in the row
@@ -285,13 +290,7 @@ class ActiveSetQP:
         if lam is None:
             return None
         lam = lam * sc
-        xs = op.solve(N.T @ lam) - q
-        xs[Ci] = fixed
-        if not np.all(np.isfinite(xs)):
-            return None
-        y[Wi] = lam[:Wi.size]
-        z[Ci] = lam[Wi.size:]
-        return xs, y, z
+        return _eqp_point(op.solve(N.T @ lam) - q, lam, Wi, Ci, fixed, y, z)
 
     def _ratio(self, p, x, row_lo, row_hi, lb, ub, rows, cols):
         """Step length ``alpha = min(1, ...)`` along ``p`` and the blocking constraint (None when 1)."""
