@@ -24,9 +24,9 @@ Nothing of size ``n^2`` (dense ``Sigma``, Kronecker factors, Cholesky or eigen-d
 
 The rule of ``reuse_metric='auto'`` (docs/majorize.md section 2, :func:`line_pays`): the line metric when the
 matrix metric is predicted to cost more than ``LINE_THRESHOLD`` line iterations (:func:`metric_gradients`), or,
-without a matrix metric (row-space Woodbury, CG without class templates: every iteration a bound step), when a
-bound step costs more than ``NO_METRIC_THRESHOLD``. No switch back: a line-metric run costs about what L-BFGS does (the same
-products per iteration), while a matrix formed late is paid in full (measured, docs/majorize.md section 6.0).
+without a matrix metric (row-space Woodbury, CG without class templates: every iteration a bound step), always
+(``NO_METRIC_THRESHOLD = 0``). No switch to the matrix later: a line-metric run costs about what L-BFGS does (the
+same products per iteration), while a matrix formed late is paid in full (measured, docs/majorize.md section 2).
 """
 from __future__ import annotations
 
@@ -38,11 +38,13 @@ from .structured import (CG_GUESS, DENSE_MAX_ENTRIES, DENSE_OVERHEAD, SLOW_FLOP,
                          kron_preconditioner_fits, predicted_costs)
 
 #: the matrix metric is replaced by the line metric when predicted to cost more than this many line iterations
-#: (calibrated on the seven logistic benchmark sets and synthetic dense shapes, docs/majorize.md section 6.0)
-LINE_THRESHOLD = 10.0
+#: (calibrated on the seven logistic benchmark sets and synthetic dense shapes, docs/majorize.md section 6.0: the
+#: seven sets predict 0.3-0.8 and gain from the matrix; every synthetic shape from 2 up gains from the line metric)
+LINE_THRESHOLD = 1.5
 #: without a matrix metric (every iteration a bound step), the line metric when a bound step costs more than this
-#: many line iterations (Algorithm 2 with extrapolation needs about a quarter to a half of L-BFGS's iterations)
-NO_METRIC_THRESHOLD = 3.0
+#: many line iterations: 0, i.e. always (measured: Algorithm 2 with extrapolation on the row-space Woodbury step was
+#: slower than the line metric on every such program, SRBCT 1.3x, colon cancer 24x at 1e-8; docs/majorize.md 6.0)
+NO_METRIC_THRESHOLD = 0.0
 #: flop-equivalent of the Python overhead of one line-metric iteration (trial, test, pairs, record: ~110 us)
 ITER_OVERHEAD = 2.5e6
 #: cost of a flop of the memory-bound feature products relative to a GEMM flop (measured: 0.2 ns against 0.043 ns)
@@ -129,8 +131,8 @@ def line_pays(model, opts) -> bool:
     if opts.step_solver != "auto" or not line_applies(model, opts):
         return False
     grad = gradient_flops(model)
-    if _upper_flops(model) <= min(LINE_THRESHOLD, NO_METRIC_THRESHOLD) * grad:
-        return False  # small programs: decided without costing the step solvers
+    if _upper_flops(model) <= LINE_THRESHOLD * grad and choose_step_solver(model, opts) == "dense":
+        return False  # small programs with the dense step: decided without costing the other metrics
     if _lower_flops(model, opts) > max(LINE_THRESHOLD, NO_METRIC_THRESHOLD) * grad:
         return True  # decided without detecting class templates
     limit = LINE_THRESHOLD if matrix_metric_path(model, opts) is not None else NO_METRIC_THRESHOLD

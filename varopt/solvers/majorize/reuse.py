@@ -26,8 +26,8 @@ With ``reuse_metric='scalar'`` the initial matrix is L-BFGS's own, ``B_0 = (y^T 
 until the first pair): the bound then serves only the test (*) and the fallback. Measured on the
 chain CRF (docs/majorize.md section 6) the junction-tree ``P`` is a *worse* initial matrix than the
 scalar one (its over-count across separator states is far from uniform), so the CRF uses
-``'scalar'``. ``'line'`` (compiled programs; chosen by ``'auto'`` when the matrix would cost more than a few dozen
-gradients, :mod:`.line_metric`) uses L-BFGS's initial matrix too, with ``P = L I`` at the current iterate (the
+``'scalar'``. ``'line'`` (compiled programs; chosen by ``'auto'`` when the matrix would cost more than one or two
+line iterations, :mod:`.line_metric`) uses L-BFGS's initial matrix too, with ``P = L I`` at the current iterate (the
 Hessian's, then the bound's curvature along the gradient) for the test (*), and Algorithm 2's step restricted
 to the gradient's line as the fallback: no matrix is formed. With ``'scalar'``, a positive definite ``H`` and an oracle that gives ``u^T Sigma u`` without forming
 ``Sigma`` (``curvature_along``, the chain CRF's projected junction tree), ``P`` is the *line reference*

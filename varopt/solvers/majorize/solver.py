@@ -138,8 +138,9 @@ class MajorizeSolver(Solver):
                "from the last step's secant), 'scalar' (L-BFGS's (y^T y / s^T y) I; the bound then only tests and "
                "falls back), 'line' (compiled unconstrained programs: L-BFGS's matrix, tested with the bound's "
                "curvature along the gradient, and the bound step on the gradient's line as fallback: no n x n matrix "
-               "is formed) or 'auto' ('line' when forming the bound's matrix is predicted to cost more than "
-               "about 30 gradient evaluations, else 'bound'; bound oracles: 'bound')",
+               "is formed) or 'auto' ('line' when forming the matrix is predicted to cost more than about 1.5 "
+               "gradient evaluations, or always when the step solver has none (row-space Woodbury, CG without "
+               "class templates); else 'bound'; bound oracles: 'bound')",
                ("auto", "bound", "scalar", "line")),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
