@@ -8,7 +8,8 @@ predicted cost, :mod:`varopt.solvers.majorize.line_metric`), majorize with the m
 L-BFGS-B on the same value/gradient code; time (ms, model build included, compile not) and iterations to within
 1e-4 and 1e-8 relative of ``f*`` (the best value reached), best of ``--repeat`` interleaved runs. ``pred`` is the
 matrix metric's predicted cost in gradient evaluations (:func:`~varopt.solvers.majorize.line_metric.metric_gradients`;
-the rule takes the line metric above ``LINE_THRESHOLD``).
+the rule takes the line metric above ``LINE_THRESHOLD``, and always when the step solver has no matrix metric);
+``use`` what the default chose (``line``, ``mat`` the matrix metric, ``alg2`` no trials).
 
 The shapes of ``CALIB`` were used to choose ``LINE_THRESHOLD`` (with the seven sets of majorize_logistic.py);
 ``HELDOUT`` were run only after it was fixed (at 10), and failed (the matrix metric lost 2-4x on four of five
@@ -96,8 +97,7 @@ def main(argv=None):
             for k, fn in METHODS.items():
                 runs[k].append(fn(prog))
         fstar = min(tr[-1][1] for lst in runs.values() for _, tr in lst)
-        row = dict(shape=shape, n=prog.n, pred=pred,
-                   chosen=runs["auto"][-1][0].info.get("bound_reuse", {}), steps=runs["auto"][-1][0].info)
+        row = dict(shape=shape, n=prog.n, pred=pred, steps=runs["auto"][-1][0].info)
         for k, lst in runs.items():
             for rel in TARGETS:
                 got = [first_within(tr, fstar, rel) for _, tr in lst]
@@ -113,8 +113,7 @@ def main(argv=None):
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
-        use = "line" if "line" in r["chosen"] or "line" in r["steps"].get("step_solver", {}) or (
-            r["pred"] > LINE_THRESHOLD) else "mat"
+        use = {"line": "line", "bound": "mat"}.get(r["steps"].get("reuse_metric"), "alg2")
         cells = []
         for rel in TARGETS:
             ta, tb, tl, tL = (r[k, rel][0] for k in ("auto", "bound", "line", "lbfgs"))

@@ -55,9 +55,33 @@ EIGH_FLOPS = 9.0
 
 def line_applies(model, opts) -> bool:
     """The line metric needs the padded groups (``F u`` and the factors ``T``), a convex program without
-    constraints (the constrained trials move on a face with the restricted matrix metric) and the full bound."""
+    constraints (the constrained trials move on a face with the restricted matrix metric), the full bound, and no
+    flat coordinate (:func:`flat_coordinates`)."""
     return (model.groups is not None and model.pos is not None and model.convex and not model.constrained
-            and opts.bound != "lowrank")
+            and opts.bound != "lowrank" and not (opts.ridge == 0 and flat_coordinates(model).any()))
+
+
+def flat_coordinates(model) -> np.ndarray:
+    """Coordinates ``j`` along which the bound has no curvature anywhere: ``H_jj = 0`` and column ``j`` of the
+    features constant over the configurations of every partition function (``Sigma_g e_j = 0``: Algorithm 1's
+    rows ``l_i = F_g^T (e_i - P_i)`` are then orthogonal to ``e_j``). ``f`` is affine along such a ``j``; the
+    matrix steps detect a nonzero slope there (status ``unbounded``, section 2 of docs/majorize.md), the line
+    metric would not (its curvature along ``u`` is positive whenever ``u`` has any other component), so such
+    programs keep the matrix steps. Only the columns with ``H_jj = 0`` (typically the intercepts) are examined."""
+    got = getattr(model, "_flat_coordinates", None)
+    if got is not None:
+        return got
+    grp = model.groups
+    hd = model.Hd if model.Hd is not None else model.H.diagonal()
+    flat = np.zeros(model.n, dtype=bool)
+    J = np.flatnonzero(hd <= 0)
+    if J.size:
+        Fj = grp.Apad[:, J].toarray().reshape(grp.G, grp.c, J.size)  # padded rows are 0
+        live = grp.live[:, :, None]
+        big, small = np.where(live, Fj, -np.inf).max(axis=1), np.where(live, Fj, np.inf).min(axis=1)
+        flat[J] = np.all(big == small, axis=0)
+    model._flat_coordinates = flat
+    return flat
 
 
 def gradient_flops(model) -> float:
