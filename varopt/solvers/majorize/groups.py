@@ -80,7 +80,7 @@ class PaddedGroups:
                         if G * c * d <= 2e6 and self.Apad.nnz >= 0.1 * G * c * d else None)
         # padded rows without features (the 0 row of every logistic loss log(1 + e^z)): the dense products skip them
         self._dense2_rows = None
-        if self._dense2 is not None:
+        if self._dense2 is not None and G * c * d >= 1e5:  # (on small features the scatter costs more)
             keep = np.flatnonzero(np.diff(self.Apad.indptr) > 0)
             if keep.size <= 0.9 * G * c:
                 self._dense2_rows, self._dense2 = keep, np.ascontiguousarray(self._dense2[keep])

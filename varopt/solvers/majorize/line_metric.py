@@ -53,12 +53,16 @@ GEMV_FLOP = 4.5
 EIGH_FLOPS = 9.0
 
 
+def _structure_applies(model, opts) -> bool:
+    return (model.groups is not None and model.pos is not None and model.convex and not model.constrained
+            and opts.bound != "lowrank")
+
+
 def line_applies(model, opts) -> bool:
     """The line metric needs the padded groups (``F u`` and the factors ``T``), a convex program without
     constraints (the constrained trials move on a face with the restricted matrix metric), the full bound, and no
     flat coordinate (:func:`flat_coordinates`)."""
-    return (model.groups is not None and model.pos is not None and model.convex and not model.constrained
-            and opts.bound != "lowrank" and not (opts.ridge == 0 and flat_coordinates(model).any()))
+    return _structure_applies(model, opts) and not (opts.ridge == 0 and flat_coordinates(model).any())
 
 
 def flat_coordinates(model) -> np.ndarray:
@@ -152,15 +156,17 @@ def line_pays(model, opts) -> bool:
     """The rule of ``reuse_metric='auto'`` on a compiled program (an explicit ``step_solver`` keeps its metric):
     with a matrix metric, the line metric when the matrix costs more than ``LINE_THRESHOLD`` iterations; without
     one, when a bound step costs more than ``NO_METRIC_THRESHOLD`` iterations."""
-    if opts.step_solver != "auto" or not line_applies(model, opts):
+    if opts.step_solver != "auto" or not _structure_applies(model, opts):
         return False
     grad = gradient_flops(model)
-    if _upper_flops(model) <= LINE_THRESHOLD * grad and choose_step_solver(model, opts) == "dense":
-        return False  # small programs with the dense step: decided without costing the other metrics
+    if _upper_flops(model) <= LINE_THRESHOLD * grad:
+        return False  # small programs: even the generic dense metric is cheap (decided without costing the paths)
     if _lower_flops(model, opts) > max(LINE_THRESHOLD, NO_METRIC_THRESHOLD) * grad:
-        return True  # decided without detecting class templates
-    limit = LINE_THRESHOLD if matrix_metric_path(model, opts) is not None else NO_METRIC_THRESHOLD
-    return metric_flops(model, opts) > limit * grad
+        pays = True  # decided without detecting class templates
+    else:
+        limit = LINE_THRESHOLD if matrix_metric_path(model, opts) is not None else NO_METRIC_THRESHOLD
+        pays = metric_flops(model, opts) > limit * grad
+    return pays and not (opts.ridge == 0 and flat_coordinates(model).any())
 
 
 def line_curvature(model, x, u, S, opts, hessian=False):
