@@ -235,8 +235,11 @@ def test_automatic_choice_by_predicted_cost(rng):
     res = get_solver("majorize").solve(logistic_program(X, y, 1.0), bound_reuse=0)
     assert set(res.info["step_solver"]) == {"dense"}
     X, y = _data(rng, t=8, d=60, C=3)
-    res = get_solver("majorize").solve(logistic_program(X, y, 1.0))
+    # (bound_reuse=0: with the default, a program without a matrix metric takes the line metric's trials)
+    res = get_solver("majorize").solve(logistic_program(X, y, 1.0), bound_reuse=0)
     assert set(res.info["step_solver"]) == {"woodbury"}
+    res = get_solver("majorize").solve(logistic_program(X, y, 1.0))
+    assert res.info["reuse_metric"] == "line" and set(res.info["step_solver"]) <= {"line"}
     opts = get_solver("majorize").options.validate({"bound": "auto"})
     assert "lowrank" in predicted_costs(MajorizeModel(logistic_program(X, y, 1.0)), opts)
 

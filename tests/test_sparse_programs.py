@@ -107,3 +107,39 @@ def test_l1_builders_take_sparse_data_without_densifying():
         zz = np.empty(program.n)
         zz[[program.index[nm] for nm in ref.names]] = z
         assert program.objective.value(zz) == pytest.approx(target, rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["reversed", "shuffled", "runs", "duplicates"])
+def test_unsorted_csr_rows_are_canonicalised_exactly(mode, monkeypatch):
+    """terms._csr sorts unsorted rows by index arithmetic or a stable key sort (large matrices, e.g. CVXPY's dense
+    ``X @ w + b`` with every row reversed) and sums duplicates: same matrix as the dense reference, canonical."""
+    import varopt.program.terms as terms
+    monkeypatch.setattr(terms, "SORT_ROWS_MIN", 0)
+    rng = np.random.default_rng(7)
+    for _ in range(10):
+        m, n = int(rng.integers(1, 60)), int(rng.integers(1, 80))
+        dense = rng.normal(size=(m, n)) * (rng.random((m, n)) < 0.6)
+        ind, dat, ptr = [], [], [0]
+        for i in range(m):
+            cols = np.flatnonzero(dense[i])
+            vals = dense[i, cols]
+            if mode == "reversed":
+                cols, vals = cols[::-1], vals[::-1]
+            elif mode == "shuffled":
+                p = rng.permutation(cols.size)
+                cols, vals = cols[p], vals[p]
+            elif mode == "runs":
+                h = cols.size // 2
+                cols, vals = np.r_[cols[h:], cols[:h]], np.r_[vals[h:], vals[:h]]
+            else:  # every entry split in two halves, the second copy at the end of the row
+                cols, vals = np.r_[cols, cols], np.r_[vals / 2, vals / 2]
+            ind.append(cols)
+            dat.append(vals)
+            ptr.append(ptr[-1] + cols.size)
+        A = sp.csr_matrix((np.concatenate(dat), np.concatenate(ind).astype(np.int32), ptr), shape=(m, n))
+        want = A.toarray()  # sums duplicates
+        got = terms._csr(A, n)
+        assert got.has_canonical_format
+        for i in range(m):
+            assert np.all(np.diff(got.indices[got.indptr[i]:got.indptr[i + 1]]) > 0)
+        np.testing.assert_allclose(got.toarray(), want, rtol=0, atol=1e-15)

@@ -187,6 +187,11 @@ def minimize(oracle, x0, *, quadratic=None, linear=None, constant=0.0, **options
                                  "steps are dense solves (use 'auto' or 'dense')")
     if opts.bound_reuse == "auto":
         opts.bound_reuse = 0  # bound oracles: Algorithm 2 unless asked (ChainCRF asks)
+    if opts.reuse_metric == "line":
+        raise InvalidOptionError("reuse_metric='line' is for compiled programs; a bound oracle with curvature_along "
+                                 "gets the line reference with reuse_metric='scalar'")
+    if opts.reuse_metric == "auto":
+        opts.reuse_metric = "bound"
     check_reuse_options(opts)
     # Sigma with every value only when every evaluated point is the next iterate (Algorithm 2 exactly)
     model = OracleModel(oracle, x.size, quadratic, linear, constant,

@@ -33,6 +33,7 @@ import numpy as np
 
 from ...errors import InputDataError, SolverBugError
 from .extrapolate import MEMORY, secant_extrapolate
+from .line_metric import line_bound_step
 from .reuse import ScaledCurvature
 from .step import dense_step
 
@@ -112,6 +113,10 @@ class Majorization:
             FD = None
             if scaled is not None:
                 step, mval, info = scaled[3], scaled[4], scaled[5]
+            elif self.reuse.metric == "line":
+                # matrix-free (.line_metric): Algorithm 2's step on the gradient's line; its L becomes the metric
+                step, mval, info, FD, L = line_bound_step(model, x, u, S, opts)
+                self.reuse.line_refresh(L)
             elif hasattr(model, "reuse_metric"):
                 # compiled program: Algorithm 2's step by its own solver (dense, CG, QP with constraints);
                 # its bound becomes Sigma_ref

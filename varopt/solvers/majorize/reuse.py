@@ -26,7 +26,10 @@ With ``reuse_metric='scalar'`` the initial matrix is L-BFGS's own, ``B_0 = (y^T 
 until the first pair): the bound then serves only the test (*) and the fallback. Measured on the
 chain CRF (docs/majorize.md section 6) the junction-tree ``P`` is a *worse* initial matrix than the
 scalar one (its over-count across separator states is far from uniform), so the CRF uses
-``'scalar'``. With ``'scalar'``, a positive definite ``H`` and an oracle that gives ``u^T Sigma u`` without forming
+``'scalar'``. ``'line'`` (compiled programs; chosen by ``'auto'`` when the matrix would cost more than one or two
+line iterations, :mod:`.line_metric`) uses L-BFGS's initial matrix too, with ``P = L I`` at the current iterate (the
+Hessian's, then the bound's curvature along the gradient) for the test (*), and Algorithm 2's step restricted
+to the gradient's line as the fallback: no matrix is formed. With ``'scalar'``, a positive definite ``H`` and an oracle that gives ``u^T Sigma u`` without forming
 ``Sigma`` (``curvature_along``, the chain CRF's projected junction tree), ``P`` is the *line reference*
 :class:`.reuse_metric.LineMetric` ``L I``, ``L = u^T (H + Sigma + rho I) u / u^T u`` at the reference point (the bound
 restricted to the gradient's line; ``L <= lambda_max(P)``, so the argument below holds), and a dense ``Sigma`` is
@@ -56,6 +59,7 @@ import math
 
 import numpy as np
 from ...errors import InputDataError
+from .line_metric import line_curvature
 from .reuse_metric import DenseMetric, LineMetric
 
 #: fraction (*) of the bound step's guaranteed decrease that an accepted trial must achieve
@@ -105,6 +109,12 @@ class ScaledCurvature:
         self.ref, self.age = model.reuse_metric(x, S, opts), 0
         self.stats["bounds"] += 1
 
+    def line_refresh(self, L):
+        """The line metric := the bound's ``L`` of the line bound step just taken (``reuse_metric='line'``)."""
+        self.stats["bounds"] += 1
+        if L is not None:
+            self.ref, self.age = LineMetric(L), 0
+
     def _reference(self, model, x, u, S, opts):
         """The metric of this trial. Bound oracles: ``Sigma_ref`` recomputed at ``x`` after ``reuse`` moves; with
         ``reuse_metric='scalar'`` and an oracle that gives ``u^T Sigma u`` without forming ``Sigma``
@@ -152,7 +162,21 @@ class ScaledCurvature:
         bounds (:func:`free_set`: the variables at a bound that the gradient pushes outward stay fixed, the
         rest is free), is shortened to the largest feasible factor, and is rejected without evaluation when
         that is below ``MIN_FEASIBLE`` (e.g. an active linear row it would cross)."""
-        if hasattr(model, "reuse_metric") and self.ref is None and not self.pairs:
+        if self.metric == "line" and hasattr(model, "reuse_metric"):
+            # matrix-free (.line_metric): L along u at x, the Hessian's at the start, else the bound's after
+            # ``reuse`` moves (a rejected trial's line bound step also sets it, :meth:`line_refresh`)
+            if self.ref is None or self.age > self.reuse:
+                first = self.ref is None and not self.pairs
+                L = line_curvature(model, x, u, S, opts, hessian=first)
+                if L is None:
+                    return None
+                self.ref, self.age = LineMetric(L), 0
+                if first:
+                    self.c = 1.0
+                    self.stats["hessians"] = self.stats.get("hessians", 0) + 1
+                else:
+                    self.stats["line"] = self.stats.get("line", 0) + 1
+        elif hasattr(model, "reuse_metric") and self.ref is None and not self.pairs:
             # the first iteration: the objective's Hessian at x (dense, or its Kronecker approximation on the CG path)
             # is no bound and its trial (a Newton step) is not Algorithm 2's step, so it is tried at once (c = 1)
             self.ref = model.reuse_metric(x, S, opts, exact=False)
@@ -189,7 +213,7 @@ class ScaledCurvature:
             a = rho * float(s @ q)
             alphas.append(a)
             q -= a * y
-        if self.metric == "scalar" and pairs:
+        if self.metric in ("scalar", "line") and pairs:
             sy, yy = pairs[0][0] @ pairs[0][1], pairs[0][1] @ pairs[0][1]
             gamma = self.gamma if F is None else float(sy / yy)
             r = gamma * q

@@ -54,6 +54,18 @@ def check_reuse_options(opts):
         opts.bound_reuse = 0
 
 
+def resolve_reuse_metric(model, opts):
+    """``reuse_metric='auto'`` on a compiled program: ``'line'`` by the predicted-cost rule of :mod:`.line_metric`,
+    else ``'bound'``; an explicit ``'line'`` the program cannot use is refused."""
+    from .line_metric import line_applies, line_pays
+    if opts.reuse_metric == "auto":
+        opts.reuse_metric = "line" if opts.bound_reuse != 0 and line_pays(model, opts) else "bound"
+    elif opts.reuse_metric == "line" and not line_applies(model, opts):
+        raise InvalidOptionError("reuse_metric='line' needs a convex program without constraints whose partition "
+                                 f"functions have at most {model.PADDED_MAX_ROWS} configurations each, and the full "
+                                 "bound")
+
+
 def reuse_pays(model, opts):
     """The rule of ``bound_reuse='auto'`` on a compiled program (measured, docs/majorize.md section 6): trials on
     the last bound when the program is convex and the bound's metric is cheap to apply: the dense Cholesky
@@ -63,6 +75,8 @@ def reuse_pays(model, opts):
     from .structured import choose_step_solver, kron_preconditioner_fits
     if model.pos is None or not model.convex or not opts.extrapolate:
         return False  # extrapolate=False runs Algorithm 2 exactly
+    if opts.reuse_metric == "line":
+        return True  # matrix-free trials (.line_metric): the fallback is the bound step on the gradient's line
     path = choose_step_solver(model, opts)
     if path == "dense":
         return True
@@ -120,9 +134,14 @@ class MajorizeSolver(Solver):
                f"{AUTO_REUSE} when it is convex, extrapolate is on and its step solver is dense (also with constraints: trials then move on "
                "the face of the active bounds) or Kronecker-preconditioned CG, else 0; for bound oracles (minimize) 0",
                _reuse_value),
-        Option("reuse_metric", "bound", "initial matrix of bound_reuse's quasi-Newton steps: 'bound' (c (H + Sigma), c "
-               "from the last step's secant) or 'scalar' (L-BFGS's (y^T y / s^T y) I; the bound then only tests and "
-               "falls back)", ("bound", "scalar")),
+        Option("reuse_metric", "auto", "initial matrix of bound_reuse's quasi-Newton steps: 'bound' (c (H + Sigma), c "
+               "from the last step's secant), 'scalar' (L-BFGS's (y^T y / s^T y) I; the bound then only tests and "
+               "falls back), 'line' (compiled unconstrained programs: L-BFGS's matrix, tested with the bound's "
+               "curvature along the gradient, and the bound step on the gradient's line as fallback: no n x n matrix "
+               "is formed) or 'auto' ('line' when forming the matrix is predicted to cost more than about 1.5 "
+               "gradient evaluations, or always when the step solver has none (row-space Woodbury, CG without "
+               "class templates); else 'bound'; bound oracles: 'bound')",
+               ("auto", "bound", "scalar", "line")),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
     ] + progress_options("called as callback(iteration, x, f) after every iteration (f in the internal, "
@@ -136,6 +155,7 @@ class MajorizeSolver(Solver):
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             check_step_solver(model, opts)
+            resolve_reuse_metric(model, opts)
             if opts.bound_reuse == "auto":
                 opts.bound_reuse = AUTO_REUSE if reuse_pays(model, opts) else 0
             qp = None
@@ -153,6 +173,7 @@ class MajorizeSolver(Solver):
         if maj.reuse is not None:
             # trials made / accepted / shortened / rejected (each rejection is followed by a bound step), bounds
             res.info["bound_reuse"] = dict(maj.reuse.stats, k=opts.bound_reuse)
+            res.info["reuse_metric"] = opts.reuse_metric  # 'auto' resolved (.line_metric.line_pays)
         if step_qp is not None:
             res.info["step_qp"] = dict(step_qp.stats)  # steps by the active-set fast path / the general layer
         return res

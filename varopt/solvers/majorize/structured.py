@@ -103,10 +103,9 @@ class StructuredSigma:
             out[self.cmat] = (self.XT @ B).T
             return out
         grp, T = self.grp, self.T
-        F2 = grp._dense2
-        s = (F2 @ v if F2 is not None else grp.Apad @ v).reshape(grp.G, grp.c, 1)
-        t = np.matmul(T.transpose(0, 2, 1), np.matmul(T, s)).ravel()
-        return F2.T @ t if F2 is not None else grp.AT @ t
+        s = grp.fmul(v).reshape(grp.G, grp.c, 1)
+        t = np.matmul(T.transpose(0, 2, 1), np.matmul(T, s))
+        return grp.ftmul(t.reshape(grp.G, grp.c))
 
     def matvec(self, v):
         """``(H + rho I + Sigma) v``."""
