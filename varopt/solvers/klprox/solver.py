@@ -345,6 +345,7 @@ class KLProx:
         first, rejected = True, 0
         while True:
             r = 1.0 / (1.0 + beta)
+            res2 = None
             try:
                 with np.errstate(over="ignore", invalid="ignore"):
                     st2 = post.step(cur.st, cur.alpha, cur.gamma, r, natural=self.natural)
@@ -356,7 +357,6 @@ class KLProx:
                     return None, beta, "error", (f"the fixed step beta={beta:g} diverged at iteration {it} "
                                                  f"(-ELBO {f2}); use step_rule='adaptive'"), rejected
                 break
-            res2 = None
             if math.isfinite(f2) and f2 <= f:
                 res2 = post.residuals(st2, a2, g2, vt2)
                 # the first step's ratio is not used for growth: the start's pseudo-precisions (gamma0) are a guess
