@@ -21,7 +21,9 @@ gradient step (Theorem 1 of the paper: length ``beta/(1 + beta)``), so a non-sta
 always has an accepted ``beta``. Near the optimum the ELBO changes by less than the rounding of its
 sum (``1e-14`` times the magnitudes added up, ``info['rounding']``): such a step is accepted when it
 lowers the stationarity residual, and a rejected one at small residuals ends the run as converged.
-``step_rule='fixed'`` runs the paper's constant ``beta``.
+``step_rule='fixed'`` runs the paper's constant ``beta``. With the natural mean step and the default cap, a step
+that cuts the largest residual to ``2 r`` or less (``r = 1/(1 + beta)``: the damping, not the problem, sets the
+rate) raises the cap (DAMPED; docs/klprox.md, section 4); a rejected trial returns it to 10.
 
 Mean step (``mean_step='auto'``). The natural-parameter form ``m+ = m + (1 - r) V+ g`` (natural-gradient
 VI with step ``1 - r``; at ``beta -> inf`` the Newton-like NGD step of learning rate 1), with ``beta`` up to
@@ -89,8 +91,9 @@ NATURAL_WINDOW, NATURAL_RATIO = 20, 0.1
 #: while the steps are limited by the damping, not by the problem: a step accepted at the cap that cuts the
 #: largest residual to at most DAMPED * r, r = 1/(1 + beta) (a step of length 1 - r from the fixed point
 #: iteration gt <- gamma, m <- m + V g cuts it to about r + rho, rho the iteration's own contraction rate;
-#: rho < r: the cap, not the problem, sets the rate); any other accepted step returns it to NATURAL_BETA_MAX.
-#: Steps pass the same exact-ELBO test (docs/klprox.md, section 4: a1a at delta = 0.001, 12 -> 9 iterations)
+#: rho < r: the cap, not the problem, sets the rate); a rejected trial returns it to NATURAL_BETA_MAX.
+#: After a step cutting it to at most r the next beta grows by grow^2. Steps pass the same exact-ELBO test
+#: (docs/klprox.md, section 4: a1a at delta = 0.001, 12 -> 10 iterations)
 DAMPED, BOOST_MAX = 2.0, 100.0
 
 
@@ -167,7 +170,8 @@ class KLProxSolver(Solver):
                lambda v: 0 < v < 1, "must be in (0, 1)"),
         Option("beta_max", None, "largest step size of the adaptive rule; None: 1 for the mean step (16) (beta = 1 "
                "is the natural-gradient step of length 1/2, Newton-like for likelihood-dominated directions; larger "
-               "steps overshoot there) and 10 for the natural mean step", float, positive,
+               "steps overshoot there) and 10 for the natural mean step, raised (up to 1000) while its accepted steps cut the "
+               "residuals to at most 2/(1 + beta) (damping-limited) and reset by a rejected step", float, positive,
                "must be positive or None"),
         Option("gtol", 1e-8, "stop when the natural-gradient residuals of the mean (sqrt(g^T V g)) and of the "
                "covariance (sum_n |gamma_n - gt_n| vt_n) are both <= gtol", float, positive, "must be positive"),
@@ -445,6 +449,7 @@ class KLProx:
             return beta
         name = "the natural mean step" if self.natural else "the mean step (16)"
         self.natural = not self.natural
+        self.boost = 1.0                               # a mean step starts from its default cap
         self.switches.append((it + 1, "natural" if self.natural else "paper"))
         if self.natural and self.switched_at is None:
             self.switched_at = it + 1
