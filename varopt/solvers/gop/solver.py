@@ -30,7 +30,7 @@ import numpy as np
 
 from ...errors import InvalidOptionError, ModelStructureError
 from ...core.threads import blas_threads, option_threads
-from ...options import Option, OptionSet, common_options, nonnegative, start_options, thread_options
+from ...options import Option, Options, OptionSet, common_options, nonnegative, start_options, thread_options
 from ...registry import Solver, register_solver
 from ...program.evaluable import evaluable_point
 from ...program.symmetry import with_order_rows
@@ -127,7 +127,10 @@ class GopSolver(Solver):
     def _solve(self, program, opts, run) -> Result:
         if "abs_gap" not in getattr(opts, "given", ()):
             # the certificate UBD - LBD <= rel_gap max(1, |UBD|): a tighter rel_gap tightens it near 0 too
-            opts.abs_gap = opts.rel_gap
+            # (on a copy: a validated options object may be passed to several solves)
+            given = getattr(opts, "given", ())
+            opts = Options(**{**vars(opts), "abs_gap": opts.rel_gap})
+            opts.given = given
         with blas_threads(option_threads(opts.blas_threads, 1)):
             return self._solve_program(program, opts, run)
 
