@@ -714,3 +714,35 @@ def test_highs_writes_nothing_on_stdout(capfd):
     from varopt.lpqp import HighsModel
     HighsModel(np.array([1.0, 2.0]), lb=np.zeros(2), ub=np.ones(2)).solve()
     assert capfd.readouterr().out == ""
+
+
+def test_set_coefficients_batches_equal_cold():
+    """``set_coefficients`` (several entries, repeated rows and columns, zeros that remove entries) keeps the
+    model equal to one built cold from the changed data, warm solve for warm solve."""
+    rng, d = _mid_lp(6)
+    d = dict(d, A=np.asarray(d["A"], float))
+    mdl = HighsModel(**d)
+    mdl.solve()
+    m, n = d["A"].shape
+    for step in range(25):
+        k = int(rng.integers(1, 3 * n))
+        rows = rng.integers(0, min(m, 3), size=k)        # a few rows, hit many times
+        cols = rng.integers(0, n, size=k)
+        flat = np.unique(rows * n + cols)                 # one value per entry
+        rows, cols = flat // n, flat % n
+        vals = np.where(rng.random(rows.size) < 0.3, 0.0, rng.normal(size=rows.size))
+        d["A"][rows, cols] = vals
+        mdl.set_coefficients(rows, cols, vals)
+        warm, cold = mdl.solve(), HighsModel(**d).solve()
+        assert warm.status == cold.status, (step, warm.message, cold.message)
+        if cold.status == "optimal":
+            assert warm.objective == pytest.approx(cold.objective, rel=1e-8, abs=1e-8), step
+        assert np.allclose(mdl.data()["A"].toarray(), d["A"])
+    with pytest.raises(InputDataError, match="rows"):
+        mdl.set_coefficients([m], [0], [1.0])
+    with pytest.raises(InputDataError, match="cols"):
+        mdl.set_coefficients([0], [-1], [1.0])
+    with pytest.raises(InputDataError, match="finite"):
+        mdl.set_coefficients([0], [0], [np.nan])
+    with pytest.raises(InputDataError, match="sizes"):
+        mdl.set_coefficients([0, 1], [0], [1.0])

@@ -210,6 +210,22 @@ class HighsModel(LPSolving, QPSolving):
             raise InputDataError("val: must be finite")
         self._check(self._h.changeCoeff(row, col, val), "changeCoeff")
 
+    def set_coefficients(self, rows, cols, vals):
+        """Set ``A[rows[i], cols[i]] = vals[i]`` for every ``i`` (0 removes the entry). The basis is kept, so
+        the next solve starts from it (a warm start when the changes are small)."""
+        rows, cols = np.atleast_1d(np.asarray(rows)), np.atleast_1d(np.asarray(cols))
+        for name, a, size in (("rows", rows, self._m), ("cols", cols, self._n)):
+            if a.ndim != 1 or (a.size and (not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= size)):
+                raise InputDataError(f"{name}: expected integer indices in [0, {size})")
+        vals = np.asarray(vals, dtype=float).ravel()
+        if not (rows.size == cols.size == vals.size):
+            raise InputDataError(f"rows, cols, vals: sizes {rows.size}, {cols.size}, {vals.size} differ")
+        if not np.all(np.isfinite(vals)):
+            raise InputDataError("vals: must be finite")
+        change = self._h.changeCoeff
+        for r, c, v in zip(rows.tolist(), cols.tolist(), vals.tolist()):
+            self._check(change(r, c, v), "changeCoeff")
+
     def add_rows(self, A_new, lo=None, hi=None) -> np.ndarray:
         """Append rows ``lo <= A_new x <= hi``; return their (positional) row indices."""
         R = _matrix("A_new", A_new, self._n, fmt="csr")
