@@ -34,7 +34,7 @@ def test_node_rows_in_the_lp_are_the_requested_ones(name, monkeypatch):
         d = self.hm.data()                   # what HiGHS holds, read back
         k = A.shape[0]
         assert d["A"].shape[0] == self.m_base + k
-        want = A.toarray()
+        want = np.array(A, dtype=float)
         want[np.abs(want) <= 1e-9] = 0.0       # HiGHS drops entries below its small_matrix_value (1e-9)
         np.testing.assert_array_equal(d["A"][self.m_base:].toarray(), want)
         np.testing.assert_array_equal(d["row_lo"][self.m_base:], np.maximum(lo, -np.inf))

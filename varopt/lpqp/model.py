@@ -223,8 +223,9 @@ class HighsModel(LPSolving, QPSolving):
         if not np.all(np.isfinite(vals)):
             raise InputDataError("vals: must be finite")
         change = self._h.changeCoeff
-        for r, c, v in zip(rows.tolist(), cols.tolist(), vals.tolist()):
-            self._check(change(r, c, v), "changeCoeff")
+        status = {change(r, c, v) for r, c, v in zip(rows.tolist(), cols.tolist(), vals.tolist())}
+        for st in status:
+            self._check(st, "changeCoeff")
 
     def add_rows(self, A_new, lo=None, hi=None) -> np.ndarray:
         """Append rows ``lo <= A_new x <= hi``; return their (positional) row indices."""

@@ -86,16 +86,16 @@ class RDModel:
             self.node_rows = None
 
     def _set_node_rows(self, A, lo, hi):
-        """Make rows ``m_base ..`` of the LP the node rows ``lo <= A z <= hi``: written over the previous
+        """Make rows ``m_base ..`` of the LP the node rows ``lo <= A z <= hi`` (``A`` dense): written over the previous
         node's rows where there are as many (only the entries and bounds that differ are changed), else
         deleted and added."""
-        k = A.shape[0]
+        D = A
+        k = D.shape[0]
         prev = self.node_rows
-        D = A.toarray()
         if prev is None or prev[0].shape[0] != k:
             self._drop_node_rows()
             if k:
-                self.hm.add_rows(A, lo, hi)
+                self.hm.add_rows(sp.csr_matrix(D), lo, hi)
                 self.node_rows = (D, np.array(lo, dtype=float), np.array(hi, dtype=float))
             return
         P, plo, phi = prev
@@ -155,9 +155,12 @@ class RDModel:
         value ``-inf``.
         """
         hm = self.hm
+        A = A.toarray() if sp.issparse(A) else np.asarray(A, dtype=float)
+        if A.shape[1] != self.ncol:
+            A = np.hstack([A, np.zeros((A.shape[0], self.ncol - A.shape[1]))])
         k = A.shape[0]
         tcol = self.tcol
-        no_opt = k == 0 or A[:, tcol].nnz == 0
+        no_opt = k == 0 or not np.any(A[:, tcol])
         self._set_cutoff(np.inf if no_opt else cutoff)
         if no_opt:
             tcols = list(range(tcol, self.ncol))

@@ -389,7 +389,7 @@ class GopSearch:
                     M[r + p, tcol + 1 + p] = 1.0
                     lo[r + p], hi[r + p] = cst_p, np.inf
                 r += ms
-        return sp.csr_matrix(M), lo, hi
+        return M, lo, hi          # dense: the relaxed-dual model compares it with the previous node's rows
 
     def _children(self, node, k):
         """(path, box lo, box hi) of the children of ``node`` for the new Lagrangian ``k``, generated
