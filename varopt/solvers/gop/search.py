@@ -434,7 +434,9 @@ class GopSearch:
         nw = getattr(ex, "_max_workers", None) or 2
         nchunk = min(len(node_rows), max(2, nw))
         bounds = np.linspace(0, len(node_rows), nchunk + 1).round().astype(int)
-        chunks = [node_rows[bounds[i]:bounds[i + 1]] for i in range(nchunk)]
+        # sparse rows on the wire (the dense node rows of a wide block are mostly zeros)
+        chunks = [[(sp.csr_matrix(A), lo, hi) for A, lo, hi in node_rows[bounds[i]:bounds[i + 1]]]
+                  for i in range(nchunk)]
         if self._payload_cache is None:
             self._payload_cache = self.rd.data()  # the base model before any cut: sent with every batch
         # log entries every known worker has applied need not be sent again (unknown workers
