@@ -20,7 +20,8 @@ update (``parameterization='full'``), and the stationarity of an independent -EL
 
 The baselines stop at an L-BFGS gradient norm of ``GTOL`` = 1e-5 (the paper: 1e-4 for all methods).
 
-Run: ``python benchmarks/klprox_colon.py [--splits 10] [--n-grid 30] [--check] [--warm] [--no-map-cv]``.
+Run: ``python benchmarks/klprox_colon.py [--splits 10] [--n-grid 30] [--check] [--warm] [--no-map-cv]
+[--run-splits FIRST STOP]``.
 """
 from __future__ import annotations
 
@@ -149,18 +150,29 @@ def check(X, y, tr, d, r):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--splits", type=int, default=10)
+    ap.add_argument("--run-splits", type=int, nargs=2, metavar=("FIRST", "STOP"), default=None,
+                    help="run only splits FIRST .. STOP-1 of the --splits seeded splits (to share a long run between "
+                         "processes; the table then covers those splits only)")
     ap.add_argument("--n-grid", type=int, default=30)
     ap.add_argument("--check", action="store_true", help="independent checks on split 0 (slow: the D x D update)")
     ap.add_argument("--warm", action="store_true", help="also the sweep warm-started from the previous delta")
     ap.add_argument("--no-map-cv", action="store_true", help="skip the MAP cross-validation (1500 L-BFGS runs)")
+    ap.add_argument("--aggregate", nargs="+", metavar="LOG",
+                    help="no solves: the table over the per-split lines of earlier runs' output (e.g. two processes "
+                         "that ran --run-splits 0 6 and 6 10)")
     args = ap.parse_args()
+    if args.aggregate:
+        return aggregate(args.aggregate)
     X, y = load_colon()
     deltas = np.logspace(0, 6, args.n_grid)
     S = get_solver("klprox")
     res = {k: [] for k in ("Proximal (klprox)", "Proximal, warm-started sweep", "Mean-field", "MAP (5-fold CV)",
                            "Laplace (evidence)")}
     worst_warm, statuses, iters = 0.0, set(), []
+    first, stop = args.run_splits or (0, args.splits)
     for k, (tr, te) in enumerate(splits(len(y), args.splits, 0.5, seed=0)):
+        if not first <= k < stop:
+            continue
         Ft = design(X[te])
         t0 = time.perf_counter()
         prox = []
@@ -213,11 +225,11 @@ def main():
             f"{name} {'—' if v[-1][0] is None else format(v[-1][0], '.4f')} / {v[-1][1]:.4f} / {v[-1][2]:.1f} / "
             f"{v[-1][3]:.3g}" for name, v in res.items() if v), flush=True)
 
-    print(f"\nklprox statuses over {args.splits} splits x {len(deltas)} deltas: {statuses}; iterations min/median/max "
+    print(f"\nklprox statuses over {stop - first} splits x {len(deltas)} deltas: {statuses}; iterations min/median/max "
           f"{min(iters)}/{int(np.median(iters))}/{max(iters)}")
     if args.warm:
         print(f"warm-started sweep vs cold: largest relative -ELBO difference over all deltas and splits {worst_warm:.1e}")
-    print(f"\nTable 2, Colon ({args.splits} splits, mean (standard error); Neg-Log-Lik = -ELBO or Laplace evidence at "
+    print(f"\nTable 2, Colon (splits {first}..{stop - 1}, mean (standard error); Neg-Log-Lik = -ELBO or Laplace evidence at "
           "the selected delta; time for the whole delta range per split)")
     print(f"{'method':<30} {'Neg-Log-Lik':>15} {'log-loss':>15} {'time s':>8} {'median delta':>12}   paper")
     for name, rows in res.items():
@@ -230,6 +242,34 @@ def main():
         ps = "" if p is None else f"{'—' if p[0] is None else p[0]} / {p[1]} / {p[2]}"
         print(f"{name:<30} {fs:>15} {a[:, 1].mean():8.3f} ({se[1]:.3f}) {a[:, 2].mean():8.1f} "
               f"{np.median(a[:, 3]):12.4g}   {ps}")
+
+
+def aggregate(logs):
+    """The table of ``main`` from the ``split k (...): name f / ll / t / d; ...`` lines of earlier runs (the first
+    line of each split wins)."""
+    rows = {}
+    for path in logs:
+        for line in open(path):
+            if not line.startswith("split "):
+                continue
+            head, body = line.split(": ", 1)
+            k = int(head.split()[1])
+            for part in body.strip().split("; "):
+                name, vals = part.rsplit(" ", 7)[0], part.rsplit(" ", 7)[1:]
+                f, ll, t, d = vals[0], vals[2], vals[4], vals[6]
+                rows.setdefault(name, {}).setdefault(k, (np.nan if f == "—" else float(f), float(ll), float(t),
+                                                         float(d)))
+    ks = sorted({k for v in rows.values() for k in v})
+    print(f"Table 2, Colon ({len(ks)} splits: {ks}; mean (standard error); from {', '.join(logs)})")
+    print(f"{'method':<30} {'Neg-Log-Lik':>15} {'log-loss':>15} {'time s':>8} {'median delta':>12}   paper")
+    for name, by in rows.items():
+        a = np.array([by[k] for k in sorted(by)])
+        se = a.std(0, ddof=1) / math.sqrt(len(a)) if len(a) > 1 else np.zeros(4)
+        fs = "—" if np.isnan(a[0, 0]) else f"{a[:, 0].mean():.2f} ({se[0]:.2f})"
+        p = PAPER.get(name)
+        ps = "" if p is None else f"{'—' if p[0] is None else p[0]} / {p[1]} / {p[2]}"
+        print(f"{name:<30} {fs:>15} {a[:, 1].mean():8.3f} ({se[1]:.3f}) {a[:, 2].mean():8.1f} "
+              f"{np.median(a[:, 3]):12.4g}   {ps}  [{len(a)} splits]")
 
 
 if __name__ == "__main__":
