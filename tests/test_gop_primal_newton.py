@@ -72,3 +72,4 @@ def test_newton_and_interior_point_agree_with_clarabel(seed, tight, monkeypatch)
     binds = np.any(r_ipm.x >= xub - 1e-7)
     if binds:
         assert r_new.path.startswith("pdip")                            # a bound binds: the interior point
+

@@ -228,6 +228,12 @@ def _box_center(xlb, xub, E, e):
     return c
 
 
+def reset_warm_starts():
+    """Forget the interior start and the last solution that :func:`_pdip` reuses (called at the start of a solve)."""
+    _pdip._last_start = None
+    _pdip._last_x = None
+
+
 def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     """Primal-dual interior point for ``min f(x) s.t. lo <= A x <= hi, xlb <= x <= xub`` (f convex)."""
     f = DenseExpr(f)

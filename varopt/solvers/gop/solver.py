@@ -131,6 +131,10 @@ class GopSolver(Solver):
             given = getattr(opts, "given", ())
             opts = Options(**{**vars(opts), "abs_gap": opts.rel_gap})
             opts.given = given
+        # the primal's warm starts carry over between the primal problems of one solve, not between solves (a
+        # solve's iterates do not depend on what the process solved before)
+        from .primal import reset_warm_starts
+        reset_warm_starts()
         with blas_threads(option_threads(opts.blas_threads, 1)):
             return self._solve_program(program, opts, run)
 
