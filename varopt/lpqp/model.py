@@ -210,9 +210,15 @@ class HighsModel(LPSolving, QPSolving):
             raise InputDataError("val: must be finite")
         self._check(self._h.changeCoeff(row, col, val), "changeCoeff")
 
-    def set_coefficients(self, rows, cols, vals):
+    def set_coefficients(self, rows, cols, vals, check=True):
         """Set ``A[rows[i], cols[i]] = vals[i]`` for every ``i`` (0 removes the entry). The basis is kept, so
-        the next solve starts from it (a warm start when the changes are small)."""
+        the next solve starts from it (a warm start when the changes are small). ``check=False`` skips the
+        validation of indices and values (callers inside varopt that built them; HiGHS still rejects bad indices)."""
+        if not check:
+            change = self._h.changeCoeff
+            for st in {change(r, c, v) for r, c, v in zip(rows.tolist(), cols.tolist(), vals.tolist())}:
+                self._check(st, "changeCoeff")
+            return
         rows, cols = np.atleast_1d(np.asarray(rows)), np.atleast_1d(np.asarray(cols))
         for name, a, size in (("rows", rows, self._m), ("cols", cols, self._n)):
             if a.ndim != 1 or (a.size and (not np.issubdtype(a.dtype, np.integer) or a.min() < 0 or a.max() >= size)):
@@ -227,11 +233,16 @@ class HighsModel(LPSolving, QPSolving):
         for st in status:
             self._check(st, "changeCoeff")
 
-    def add_rows(self, A_new, lo=None, hi=None) -> np.ndarray:
-        """Append rows ``lo <= A_new x <= hi``; return their (positional) row indices."""
-        R = _matrix("A_new", A_new, self._n, fmt="csr")
-        k = R.shape[0]
-        lo, hi = _bounds("lo", "hi", lo, hi, k)
+    def add_rows(self, A_new, lo=None, hi=None, check=True) -> np.ndarray:
+        """Append rows ``lo <= A_new x <= hi``; return their (positional) row indices. ``check=False``: ``A_new``
+        is a csr matrix of the right width with finite entries and ``lo``, ``hi`` float arrays (callers inside
+        varopt that built them), not validated again."""
+        if check:
+            R = _matrix("A_new", A_new, self._n, fmt="csr")
+            k = R.shape[0]
+            lo, hi = _bounds("lo", "hi", lo, hi, k)
+        else:
+            R, k = A_new, A_new.shape[0]
         if k == 0:
             return np.zeros(0, dtype=np.int64)
         self._check(self._h.addRows(k, lo, hi, R.nnz, R.indptr[:-1].astype(np.int32),

@@ -91,17 +91,21 @@ class RDModel:
         deleted and added."""
         D = A
         k = D.shape[0]
+        if not np.all(np.isfinite(D)):
+            raise SolverBugError("a relaxed-dual node row has a non-finite coefficient")
         prev = self.node_rows
         if prev is None or prev[0].shape[0] != k:
             self._drop_node_rows()
             if k:
-                self.hm.add_rows(sp.csr_matrix(D), lo, hi)
+                r, c = np.nonzero(D)
+                R = sp.csr_matrix((D[r, c], c, np.searchsorted(r, np.arange(k + 1))), shape=D.shape)
+                self.hm.add_rows(R, np.asarray(lo, dtype=float), np.asarray(hi, dtype=float), check=False)
                 self.node_rows = (D, np.array(lo, dtype=float), np.array(hi, dtype=float))
             return
         P, plo, phi = prev
         rows, cols = np.nonzero(D != P)
         if rows.size:
-            self.hm.set_coefficients(self.m_base + rows, cols, D[rows, cols])
+            self.hm.set_coefficients(self.m_base + rows, cols, D[rows, cols], check=False)
         lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
         ch = np.flatnonzero((lo != plo) | (hi != phi))
         if ch.size:
