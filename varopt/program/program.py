@@ -16,6 +16,8 @@ upper bound in the user's sense).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,6 +139,26 @@ class Program:
         lo = np.array([self.constraints[k].lo for k in idx]) - const
         hi = np.array([self.constraints[k].hi for k in idx]) - const
         return A, lo, hi, idx
+
+    def fold_bound_rows(self) -> "Program":
+        """This program with every linear constraint on one variable, ``lo <= a x_j + c <= hi`` (a
+        CVXPY ``x <= 0.8`` on a vector, a Pyomo ``Constraint(expr=x[0] >= 1)``), intersected into the
+        bounds of ``x_j`` and dropped; the other constraints are kept in order. The result may have
+        ``lb > ub`` (no feasible value), which the caller reports."""
+        lb, ub, keep = self.lb.copy(), self.ub.copy(), []
+        for c in self.constraints:
+            idx, val = c.body.linear_items() if c.body.is_linear else ((), ())
+            if len(idx) != 1 or val[0] == 0:
+                keep.append(c)
+                continue
+            j, a = int(idx[0]), float(val[0])
+            lo, hi = (c.lo - c.body.constant) / a, (c.hi - c.body.constant) / a
+            if a < 0:
+                lo, hi = hi, lo
+            lb[j], ub[j] = max(lb[j], lo), min(ub[j], hi)
+        if len(keep) == len(self.constraints):
+            return self
+        return dataclasses.replace(self, lb=lb, ub=ub, constraints=keep)
 
     def nonlinear_constraints(self):
         return [c for c in self.constraints if not c.body.is_linear]
