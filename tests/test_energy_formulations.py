@@ -105,3 +105,21 @@ def test_rbm_matches_its_bit_energy_and_is_bipartite():
     assert np.abs(e.value(2 * X - 1) - E).max() < 1e-12
     from varopt.oracles import colour_classes
     assert len(colour_classes(e.n, e.i, e.j)) == 2
+
+
+def test_non_integer_edge_endpoints_and_bad_coupling_shapes_are_named():
+    """Endpoints 1.5 (or NaN) were truncated to 1 silently; a per-bond J of the wrong shape failed with
+    'too many values to unpack'."""
+    from varopt.errors import InputDataError
+    from varopt.program.energy import EnergyModel
+    with pytest.raises(InputDataError, match=r"j\[0\] = 1.5 is not an integer"):
+        EnergyModel([0.0, 0.0, 0.0], [0.0], [1.5], [1.0])
+    with pytest.raises(InputDataError, match=r"i\[1\] = nan"):
+        EnergyModel([0.0, 0.0, 0.0], [0, np.nan], [1, 2], [1.0, 1.0])
+    e = EnergyModel([0.0, 0.0, 0.0], [0.0, 1.0], np.array([1, 2], dtype=np.int32), [1.0, 2.0])  # integral floats
+    assert e.i.tolist() == [0, 1] and e.j.tolist() == [1, 2]
+    with pytest.raises(ValueError, match=r"J must be a scalar or a pair"):
+        ising.lattice(3, 3, J=np.ones(5))
+    rows, cols = np.arange(1.0, 10.0), -np.arange(1.0, 10.0)   # a per-bond pair still works
+    lat = ising.lattice(3, 3, J=(rows, cols))
+    assert lat.m == 18

@@ -37,14 +37,26 @@ from ..errors import InputDataError, ModelStructureError
 from .atoms import ATOMS
 
 
+def _indices(a, name):
+    """Edge endpoints as int64; a non-integer value (1.5, NaN) is an error, not truncated."""
+    a = np.asarray(a).ravel()
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        f = np.asarray(a, dtype=float)
+        bad = ~np.isfinite(f) | (f != np.round(f))
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise InputDataError(f"energy model: edge endpoint {name}[{k}] = {float(f[k])!r} is not an integer index")
+        a = f
+    return a.astype(np.int64)
+
+
 class EnergyModel:
     """``q(s) = const + h.s + sum_e w_e s_i s_j`` over spins (see the module docstring)."""
 
     def __init__(self, h, i=(), j=(), w=(), const=0.0, names=None):
         self.h = np.array(h, dtype=float).ravel()
         n = self.n = self.h.size
-        i = np.asarray(i, dtype=np.int64).ravel()
-        j = np.asarray(j, dtype=np.int64).ravel()
+        i, j = _indices(i, "i"), _indices(j, "j")
         w = np.asarray(w, dtype=float).ravel()
         if not (i.size == j.size == w.size):
             raise ValueError("edge arrays i, j, w must have the same length")
