@@ -107,7 +107,7 @@ class TreeReweightedBP(Solver):
             info["edge_probs_excess"] = eps
             if eps is None:
                 why = f"edge_probs could not be checked ({model.n} nodes > {MAX_NODES})"
-            elif eps > 1e-6:
+            elif eps > 1e-3:
                 why = (f"edge_probs is not in the spanning-tree polytope: a set S of nodes containing "
                        f"{program.names[node]!r} has rho(E(S)) = |S| - 1 + {eps:.3g}")
             else:
