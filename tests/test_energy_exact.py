@@ -301,3 +301,17 @@ def test_energy_model_bits_roundtrip():
     f = c + X @ lin + np.einsum("si,ij,sj->s", X, Q, X)
     assert np.abs(e.value(2 * X - 1) - f).max() < 1e-12
     assert np.abs(c2 + X @ lin2 + (X[:, i2] * X[:, j2]) @ q2 - f).max() < 1e-12
+
+
+def test_cvxpy_boolean_with_bounds_is_rejected_not_ignored():
+    """cp.Variable(3, boolean=True, bounds=[0, [1, 0, 1]]) pins x[1] = 0; the bound was ignored and the
+    free model's log Z returned. nonneg=True (no effect on bits) stays accepted."""
+    x = cp.Variable(3, boolean=True, bounds=[0, np.array([1.0, 0.0, 1.0])], name="x")
+    with pytest.raises(ModelStructureError, match="variable `x` has bounds"):
+        cp.Problem(cp.Minimize(x[0] * x[1] + 0.5 * x[1] + x[2])).solve(method="exact")
+    y = cp.Variable(3, boolean=True, nonneg=True, name="y")
+    val = cp.Problem(cp.Minimize(y[0] * y[1] + 0.5 * y[1] + y[2])).solve(method="exact")
+    Q = np.zeros((3, 3))
+    Q[0, 1] = 1.0
+    lz, _, _, _ = _brute(0.0, np.array([0.0, 0.5, 1.0]), Q)
+    assert val == pytest.approx(-lz, abs=1e-12)
