@@ -160,6 +160,29 @@ class Program:
             return self
         return dataclasses.replace(self, lb=lb, ub=ub, constraints=keep)
 
+    def split_abs_rows(self) -> "Program":
+        """This program with every constraint ``c |a^T x + b| + l^T x + k <= hi`` (one ``abs`` row with
+        ``c > 0`` and no multiplier, otherwise linear; a CVXPY ``cp.abs(w) <= u``, a Pyomo
+        ``abs(w[j]) <= u[j]``: the box form ``-u <= w <= u``) replaced by its two linear rows
+        ``+-c (a^T x + b) + l^T x + k <= hi``, which define the same set."""
+        out, changed = [], False
+        for con in self.constraints:
+            e = con.body
+            g = e.atoms[0] if len(e.atoms) == 1 else None
+            if (g is None or g.kind != "abs" or len(g) != 1 or g.coef[0] <= 0 or g.mult[0] >= 0
+                    or len(e.quadratic) or e.lse or np.isfinite(con.lo)):
+                out.append(con)
+                continue
+            changed = True
+            a = np.asarray(sp.csr_matrix(g.A).toarray()).ravel() * g.coef[0]
+            idx, val = e.linear_items()
+            lin = np.zeros(self.n)
+            lin[idx] = val
+            for sign, tag in ((1.0, "+"), (-1.0, "-")):
+                out.append(Constraint(f"{con.name} ({tag})", Expression(self.n, e.constant + sign * g.coef[0] * g.b[0],
+                                                                        lin + sign * a), -np.inf, con.hi))
+        return dataclasses.replace(self, constraints=out) if changed else self
+
     def nonlinear_constraints(self):
         return [c for c in self.constraints if not c.body.is_linear]
 

@@ -129,6 +129,7 @@ class IpsaSolver(Solver):
         return None if opts.oracle is None else "the gradient came from a user oracle, not from the program"
 
     def _solve(self, program: Program, opts, run: Run) -> Result:
+        program = program.split_abs_rows()   # |w| <= u is the box form -u <= w <= u: two linear rows
         program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
         elim = eliminate_equalities(_pinned_as_equalities(program), max_elim=program.n, min_support=1)
         if elim is None:
