@@ -123,3 +123,29 @@ def test_non_integer_edge_endpoints_and_bad_coupling_shapes_are_named():
     rows, cols = np.arange(1.0, 10.0), -np.arange(1.0, 10.0)   # a per-bond pair still works
     lat = ising.lattice(3, 3, J=(rows, cols))
     assert lat.m == 18
+
+
+def test_energy_model_from_a_dense_or_sparse_coupling_matrix():
+    """q(s) = const + h.s + s^T J s / 2 from a symmetric J (dense, scipy sparse matrix or array, e.g. a
+    networkx adjacency): the values at every state match the formula; the diagonal is a constant; a
+    non-symmetric J is refused."""
+    import scipy.sparse as sps
+    from varopt.errors import InputDataError
+    from varopt.program.energy import EnergyModel
+    rng = np.random.default_rng(0)
+    n = 5
+    A = rng.normal(size=(n, n))
+    J = (A + A.T) / 2
+    h = rng.normal(size=n)
+    S = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
+    q = 0.3 + S @ h + 0.5 * np.einsum("si,ij,sj->s", S, J, S)
+    for JJ in (J, sps.csr_matrix(J), sps.csr_array(J)):
+        e = EnergyModel.from_matrix(h, JJ, const=0.3)
+        assert np.abs(e.value(S) - q).max() < 1e-12
+        assert np.allclose(e.J.toarray(), J - np.diag(np.diag(J)))
+    with pytest.raises(InputDataError, match="not symmetric"):
+        EnergyModel.from_matrix(h, A)
+    with pytest.raises(InputDataError, match=r"shape \(4, 4\)"):
+        EnergyModel.from_matrix(h, J[:4, :4])
+    with pytest.raises(InputDataError, match="NaN or inf"):
+        EnergyModel.from_matrix(h, np.where(np.eye(n) > 0, np.nan, J))

@@ -127,6 +127,29 @@ class EnergyModel:
 
     # --- construction -------------------------------------------------------------------
     @classmethod
+    def from_matrix(cls, h, J, const=0.0, names=None) -> "EnergyModel":
+        """``q(s) = const + h.s + s^T J s / 2`` from a symmetric coupling matrix ``J`` (dense array or
+        scipy sparse; the convention of :attr:`J`, so ``w_e = J_ij`` for ``i < j``). The diagonal is a
+        constant (``s_i^2 = 1``) and is added to ``const``; a non-symmetric ``J`` is an error (its two
+        triangles would have to be summed or one dropped: say which by passing ``(J + J.T)/2``)."""
+        h = np.asarray(h, dtype=float).ravel()
+        M = sp.coo_matrix(J, dtype=float) if sp.issparse(J) else sp.coo_matrix(np.asarray(J, dtype=float))
+        n = h.size
+        if M.shape != (n, n):
+            raise InputDataError(f"energy model: J has shape {M.shape}, expected ({n}, {n}) for {n} fields")
+        if not np.isfinite(M.data).all():
+            raise InputDataError("energy model: couplings J contain NaN or inf")
+        D = (M - M.T).tocoo()
+        if D.nnz and np.abs(D.data).max() > 1e-12 * max(1.0, np.abs(M.data).max()):
+            k = int(np.argmax(np.abs(D.data)))
+            raise InputDataError(f"energy model: J is not symmetric (J[{D.row[k]}, {D.col[k]}] differs from its "
+                                 "transpose); pass (J + J.T) / 2 for q = h.s + s^T J s / 2")
+        diag = M.row == M.col
+        up = M.row < M.col
+        c = math.fsum([float(const)] + list(0.5 * M.data[diag]))
+        return cls(h, M.row[up], M.col[up], M.data[up], c, names)
+
+    @classmethod
     def from_bits(cls, const, lin, qi=(), qj=(), qv=(), names=None) -> "EnergyModel":
         """The spin form of ``f(x) = const + lin.x + sum_k qv_k x_{qi_k} x_{qj_k}`` over bits
         (``x_i x_i = x_i``; duplicate pairs, in either order, are summed)."""
