@@ -165,11 +165,12 @@ class Program:
         ``c > 0`` and no multiplier, otherwise linear; a CVXPY ``cp.abs(w) <= u``, a Pyomo
         ``abs(w[j]) <= u[j]``: the box form ``-u <= w <= u``) replaced by its two linear rows
         ``+-c (a^T x + b) + l^T x + k <= hi``, which define the same set."""
+        from .atoms import ATOMS
         out, changed = [], False
         for con in self.constraints:
             e = con.body
             g = e.atoms[0] if len(e.atoms) == 1 else None
-            if (g is None or g.kind != "abs" or len(g) != 1 or g.coef[0] <= 0 or g.mult[0] >= 0
+            if (g is None or not ATOMS[g.kind].max_of_pm_u or len(g) != 1 or g.coef[0] <= 0 or g.mult[0] >= 0
                     or len(e.quadratic) or e.lse or np.isfinite(con.lo)):
                 out.append(con)
                 continue
