@@ -229,3 +229,19 @@ def test_pyomo_and_cvxpy_front_ends():
     prob, x = ising.to_cvxpy(e)
     prob.solve(method="cmf", particles=2000, seed=0)
     assert abs(prob.varopt_result.info["log_partition"] - ex["log_partition"]) < 0.05
+
+
+def test_collapsed_population_never_reports_below_the_mean_field_bound():
+    """3 x 3 +-J glass at T = 0.01 (couplings 100): the tempered population collapses and the SMC
+    estimate fell 160 below log Z, under the certified mean-field bound F. The reported log Z is now
+    at least F, F is the certified lower bound of the result, and the raw estimate is kept."""
+    e = ising.spin_glass(3, 3, T=0.01, seed=3)
+    lz = exact(e)["log_partition"]
+    r = cmf(e, seed=0)
+    F = r.info["mean_field_bound"]
+    assert F <= lz + 1e-9
+    assert r.info["log_partition"] >= F
+    assert abs(r.info["log_partition"] - lz) <= 2.0
+    assert r.info["log_partition_lower"] == F and r.upper_bound == -F   # free energy -log Z <= -F
+    assert r.info["log_partition_smc"] < F
+    assert "mean-field lower bound" in r.message

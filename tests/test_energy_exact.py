@@ -208,6 +208,55 @@ def test_bad_pyomo_inputs(kind, err, match):
         pyo.SolverFactory("exact").solve(_bad_model(kind))
 
 
+@pytest.mark.parametrize("solver", ["exact", "trw", "lbp"])
+def test_bounds_that_pin_a_binary_condition_the_distribution(solver):
+    """``x[1].setub(0)`` and ``x[2].setlb(1)`` pin those bits (the energy is conditioned on them, as
+    for ``fix``); an integer variable with bounds (0, 1) is a spin. Reference: enumeration of the
+    free bits with the pinned ones substituted by hand."""
+    rng = np.random.default_rng(3)
+    c, lin, Q = _random_bits_model(rng, 5)
+    Q = np.triu(rng.normal(size=(5, 5)), 1)   # dense: every pinned bit is coupled to the free ones
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(4), domain=pyo.Binary)
+    m.y = pyo.Var(domain=pyo.Integers, bounds=(0, 1))
+    xs = [m.x[0], m.x[1], m.x[2], m.x[3], m.y]
+    m.o = pyo.Objective(expr=c + sum(lin[i] * xs[i] for i in range(5))
+                        + sum(Q[i, j] * xs[i] * xs[j] for i in range(5) for j in range(i + 1, 5)))
+    m.x[1].setub(0)
+    m.x[2].setlb(1)
+    free = [0, 3, 4]
+    X = np.array(list(itertools.product([0, 1], repeat=3)), dtype=float)
+    full = np.zeros((8, 5))
+    full[:, free] = X
+    full[:, 2] = 1.0
+    f = c + full @ lin + np.einsum("si,ij,sj->s", full, Q, full)
+    lz = logsumexp(-f)
+    res = pyo.SolverFactory(solver).solve(m).varopt_result
+    assert sorted(res.info["marginals"]) == ["x[0]", "x[3]", "y"]
+    if solver == "exact":
+        assert res.info["log_partition"] == pytest.approx(lz, abs=1e-10)
+        p = np.exp(-f - lz)
+        got = [res.info["marginals"][k] for k in ("x[0]", "x[3]", "y")]
+        assert np.allclose(got, p @ X, atol=1e-10)
+    elif solver == "trw":
+        assert res.info["log_partition"] >= lz - 1e-9   # still an upper bound of the conditioned log Z
+
+
+def test_bounds_without_a_binary_value_are_rejected():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(2), domain=pyo.Binary)
+    m.x[1].setlb(0.2)
+    m.x[1].setub(0.8)
+    m.o = pyo.Objective(expr=m.x[0] * m.x[1])
+    with pytest.raises(InputDataError, match=r"variable 'x\[1\]': no integer value"):
+        pyo.SolverFactory("exact").solve(m)
+    m2 = pyo.ConcreteModel()
+    m2.s = pyo.Var(range(2), domain=pyo.Integers, bounds=(-1, 1))   # spins as {-1, 0, 1}: not bits
+    m2.o = pyo.Objective(expr=m2.s[0] * m2.s[1])
+    with pytest.raises(ModelStructureError, match=r"variable 's\[0\]' is general integer"):
+        pyo.SolverFactory("exact").solve(m2)
+
+
 def test_bad_cvxpy_inputs_and_options():
     x = cp.Variable(3, boolean=True, name="x")
     y = cp.Variable(name="y")
@@ -252,3 +301,17 @@ def test_energy_model_bits_roundtrip():
     f = c + X @ lin + np.einsum("si,ij,sj->s", X, Q, X)
     assert np.abs(e.value(2 * X - 1) - f).max() < 1e-12
     assert np.abs(c2 + X @ lin2 + (X[:, i2] * X[:, j2]) @ q2 - f).max() < 1e-12
+
+
+def test_cvxpy_boolean_with_bounds_is_rejected_not_ignored():
+    """cp.Variable(3, boolean=True, bounds=[0, [1, 0, 1]]) pins x[1] = 0; the bound was ignored and the
+    free model's log Z returned. nonneg=True (no effect on bits) stays accepted."""
+    x = cp.Variable(3, boolean=True, bounds=[0, np.array([1.0, 0.0, 1.0])], name="x")
+    with pytest.raises(ModelStructureError, match="variable `x` has bounds"):
+        cp.Problem(cp.Minimize(x[0] * x[1] + 0.5 * x[1] + x[2])).solve(method="exact")
+    y = cp.Variable(3, boolean=True, nonneg=True, name="y")
+    val = cp.Problem(cp.Minimize(y[0] * y[1] + 0.5 * y[1] + y[2])).solve(method="exact")
+    Q = np.zeros((3, 3))
+    Q[0, 1] = 1.0
+    lz, _, _, _ = _brute(0.0, np.array([0.0, 0.5, 1.0]), Q)
+    assert val == pytest.approx(-lz, abs=1e-12)

@@ -105,3 +105,47 @@ def test_rbm_matches_its_bit_energy_and_is_bipartite():
     assert np.abs(e.value(2 * X - 1) - E).max() < 1e-12
     from varopt.oracles import colour_classes
     assert len(colour_classes(e.n, e.i, e.j)) == 2
+
+
+def test_non_integer_edge_endpoints_and_bad_coupling_shapes_are_named():
+    """Endpoints 1.5 (or NaN) were truncated to 1 silently; a per-bond J of the wrong shape failed with
+    'too many values to unpack'."""
+    from varopt.errors import InputDataError
+    from varopt.program.energy import EnergyModel
+    with pytest.raises(InputDataError, match=r"j\[0\] = 1.5 is not an integer"):
+        EnergyModel([0.0, 0.0, 0.0], [0.0], [1.5], [1.0])
+    with pytest.raises(InputDataError, match=r"i\[1\] = nan"):
+        EnergyModel([0.0, 0.0, 0.0], [0, np.nan], [1, 2], [1.0, 1.0])
+    e = EnergyModel([0.0, 0.0, 0.0], [0.0, 1.0], np.array([1, 2], dtype=np.int32), [1.0, 2.0])  # integral floats
+    assert e.i.tolist() == [0, 1] and e.j.tolist() == [1, 2]
+    with pytest.raises(ValueError, match=r"J must be a scalar or a pair"):
+        ising.lattice(3, 3, J=np.ones(5))
+    rows, cols = np.arange(1.0, 10.0), -np.arange(1.0, 10.0)   # a per-bond pair still works
+    lat = ising.lattice(3, 3, J=(rows, cols))
+    assert lat.m == 18
+
+
+def test_energy_model_from_a_dense_or_sparse_coupling_matrix():
+    """q(s) = const + h.s + s^T J s / 2 from a symmetric J (dense, scipy sparse matrix or array, e.g. a
+    networkx adjacency): the values at every state match the formula; the diagonal is a constant; a
+    non-symmetric J is refused."""
+    import scipy.sparse as sps
+    from varopt.errors import InputDataError
+    from varopt.program.energy import EnergyModel
+    rng = np.random.default_rng(0)
+    n = 5
+    A = rng.normal(size=(n, n))
+    J = (A + A.T) / 2
+    h = rng.normal(size=n)
+    S = np.array(list(itertools.product([-1.0, 1.0], repeat=n)))
+    q = 0.3 + S @ h + 0.5 * np.einsum("si,ij,sj->s", S, J, S)
+    for JJ in (J, sps.csr_matrix(J), sps.csr_array(J)):
+        e = EnergyModel.from_matrix(h, JJ, const=0.3)
+        assert np.abs(e.value(S) - q).max() < 1e-12
+        assert np.allclose(e.J.toarray(), J - np.diag(np.diag(J)))
+    with pytest.raises(InputDataError, match="not symmetric"):
+        EnergyModel.from_matrix(h, A)
+    with pytest.raises(InputDataError, match=r"shape \(4, 4\)"):
+        EnergyModel.from_matrix(h, J[:4, :4])
+    with pytest.raises(InputDataError, match="NaN or inf"):
+        EnergyModel.from_matrix(h, np.where(np.eye(n) > 0, np.nan, J))

@@ -161,3 +161,52 @@ def test_pyomo_entry_point_user_sense():
 def test_invalid_options(name, opts, match):
     with pytest.raises(InvalidOptionError, match=match):
         solve(name, ising.four_node(), **opts)
+
+
+def _max_excess_brute(n, i, j, rho):
+    import itertools
+    best = 0.0
+    for r in range(2, n + 1):
+        for S in itertools.combinations(range(n), r):
+            inside = np.zeros(n, dtype=bool)
+            inside[list(S)] = True
+            best = max(best, float(rho[inside[i] & inside[j]].sum()) - r + 1)
+    return best
+
+
+def test_forest_polytope_check_matches_subset_enumeration():
+    from varopt.solvers.trw.polytope import forest_excess
+    from varopt.solvers.trw.solver import spanning_tree_probabilities
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        n = int(rng.integers(2, 8))
+        ii, jj = np.triu_indices(n, 1)
+        keep = rng.random(ii.size) < rng.uniform(0.3, 1.0)
+        i, j = ii[keep], jj[keep]
+        if not i.size:
+            continue
+        rho = spanning_tree_probabilities(n, i, j)
+        if trial % 2:
+            rho = np.minimum(1.0, rho * rng.uniform(0.8, 1.3, i.size))
+        eps, _ = forest_excess(n, i, j, rho)
+        ref = _max_excess_brute(n, i, j, rho)
+        assert ref - 1e-12 <= eps <= ref + 1e-8
+
+
+def test_trw_reports_a_bound_for_user_edge_probs_only_inside_the_polytope():
+    """A user's edge_probs outside the spanning-tree polytope (0.9 on every edge of a 3 x 3 grid:
+    sum 10.8 > n - 1 = 8) gave a 'bound' below the exact log Z; now no bound is reported. Inside
+    (0.5 everywhere, below the polytope) the bound is reported and holds. Reference: enumeration."""
+    import itertools
+    E = ising.lattice(3, 3, J=0.5, h=0.1, periodic=False)
+    S = np.array(list(itertools.product([-1.0, 1.0], repeat=E.n)))
+    t = -E.value(S)
+    lz = float(np.log(np.exp(t - t.max()).sum()) + t.max())
+    out = varopt.get_solver("trw").solve(E.to_program(), edge_probs=np.full(E.m, 0.9))
+    assert out.info["log_partition"] < lz          # the value is not a bound here
+    assert out.lower_bound is None and "log_partition_upper" not in out.info
+    assert "not in the spanning-tree polytope" in out.message
+    inside = varopt.get_solver("trw").solve(E.to_program(), edge_probs=np.full(E.m, 0.5))
+    assert inside.status == "converged"
+    assert inside.info["log_partition_upper"] >= lz
+    assert -inside.lower_bound >= lz

@@ -109,6 +109,26 @@ def test_product_with_an_unbounded_variable_is_solved_when_the_relaxation_bounds
     assert res.status == "optimal" and abs(res.objective - scip_optimum(m.clone())[1]) <= 1e-6
 
 
+@pytest.mark.parametrize("fix_z", [True, False])
+def test_free_variables_of_a_squared_bilinear_residual_are_branched_on(fix_z):
+    """x, y without any bounds in (x*y - 1)^2 + ...: the relaxation is bounded (the objective cutoff
+    bounds x and y by FBBT once an incumbent exists) but the root box is infinite; such a variable
+    must count as open for branching (it was treated as closed: status 'error', 'ran out of nodes')."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var()
+    m.y = pyo.Var()
+    m.z = pyo.Var(bounds=(0, 5))
+    if fix_z:
+        m.z.fix(2.0)
+    m.obj = pyo.Objective(expr=(m.x * m.y - 1) ** 2 + 0.1 * (m.x - m.z) ** 2 + 0.1 * m.y ** 2)
+    res = pyo.SolverFactory("gop").solve(m, time_limit=60).varopt_result
+    f_ref = scip_optimum(m.clone())[1]
+    assert res.status == "optimal", res.message
+    assert abs(res.objective - f_ref) <= 1e-6 * max(1.0, abs(f_ref))
+    assert res.lower_bound <= f_ref + 1e-9
+    assert abs(pyo.value(m.obj) - res.objective) <= 1e-9
+
+
 def test_truly_unbounded_variable_names_it_and_the_rows():
     m = pyo.ConcreteModel()
     m.x = pyo.Var(domain=pyo.NonNegativeReals)

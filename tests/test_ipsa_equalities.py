@@ -99,3 +99,29 @@ def test_equality_with_one_variable_fixes_it():
     r = varopt.get_solver("ipsa").solve(P, hessian="exact", step_power=0, max_iter=300, kkt_tol=1e-10)
     assert r.status == "converged", r.message
     np.testing.assert_allclose(r.x, [1.0, 0.5, 3.0], atol=1e-5)
+
+
+def test_bounds_that_pin_a_variable_are_eliminated_like_an_equality():
+    """A Pyomo ``Var(bounds=(2, 2))`` (or ``setlb``/``setub`` to one value) is a fixed value, as
+    ``fix(2)`` is: the optimum of the rest matches Clarabel's with ``w[1] == 2``, and the model
+    evaluates at the loaded point (it used to be rejected: no strict interior)."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 3))
+    y = rng.normal(size=30)
+    m = pyo.ConcreteModel()
+    m.w = pyo.Var(range(3), bounds=(0, 10))
+    m.w[1].setlb(2.0)
+    m.w[1].setub(2.0)
+    m.obj = pyo.Objective(expr=sum((y[i] - sum(X[i, j] * m.w[j] for j in range(3))) ** 2 for i in range(30))
+                          + pyo.log(1 + pyo.exp(m.w[1] - m.w[2])))
+    r = pyo.SolverFactory("ipsa").solve(m, batch_size=31, hessian="exact", step_power=0, max_iter=300,
+                                        kkt_tol=1e-10).varopt_result
+    assert r.status == "converged", r.message
+    w = cp.Variable(3)
+    pr = cp.Problem(cp.Minimize(cp.sum_squares(y - X @ w) + cp.logistic(w[1] - w[2])),
+                    [w >= 0, w <= 10, w[1] == 2])
+    pr.solve(solver="CLARABEL")
+    assert m.w[1].value == 2.0
+    np.testing.assert_allclose([m.w[j].value for j in range(3)], w.value, atol=1e-5)
+    assert pyo.value(m.obj) == pytest.approx(pr.value, rel=1e-7)
+    assert r.objective == pytest.approx(pyo.value(m.obj), rel=1e-12)

@@ -177,6 +177,37 @@ def test_bad_models_are_named():
         pyo.SolverFactory("proxsg").solve(m)
 
 
+def test_one_variable_constraints_are_bounds():
+    """CVXPY writes a box on a vector as constraint rows (`x <= 0.8`, `2*x[3] - 1 >= -2`, `-x[4] <= 0.1`),
+    Pyomo as one-variable Constraints: they are the bounds of the prox (they were rejected, 'bounds
+    only'). Reference: Clarabel on the same problem; the loaded point satisfies the rows."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(60, 8))
+    y = A @ np.r_[1.0, -1.0, np.zeros(6)] + 0.1 * rng.normal(size=60)
+    x = cp.Variable(8)
+    f = cp.sum_squares(A @ x - y) / 120 + 0.1 * cp.norm1(x)
+    cons = [x >= -0.3, x <= 0.8, 2 * x[3] - 1 >= -2.0, -x[4] <= 0.1]
+    ref = cp.Problem(cp.Minimize(f), cons)
+    ref.solve(solver="CLARABEL")
+    prob = cp.Problem(cp.Minimize(f), cons)
+    val = prob.solve(method="proxsg", variant="PA", max_iter=3000)
+    assert abs(val - ref.value) <= 1e-7
+    assert abs(prob.value - val) <= 1e-12
+    assert max(c.violation().max() for c in cons) <= 1e-12
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(8))
+    m.o = pyo.Objective(expr=sum((sum(A[i, j] * m.x[j] for j in range(8)) - y[i]) ** 2 for i in range(60)) / 120
+                        + 0.1 * sum(abs(m.x[j]) for j in range(8)))
+    m.lo = pyo.Constraint(range(8), rule=lambda m, j: m.x[j] >= -0.3)
+    m.hi = pyo.Constraint(range(8), rule=lambda m, j: m.x[j] <= 0.8)
+    m.c3 = pyo.Constraint(expr=2 * m.x[3] - 1 >= -2.0)
+    m.c4 = pyo.Constraint(expr=-m.x[4] <= 0.1)
+    pyo.SolverFactory("proxsg").solve(m, variant="PA", max_iter=3000)
+    assert abs(pyo.value(m.o) - ref.value) <= 1e-7
+    with pytest.raises(varopt.InputDataError, match="no feasible value"):
+        cp.Problem(cp.Minimize(f), [x >= 1, x[2] <= 0]).solve(method="proxsg")
+
+
 def test_cli_lists_proxsg():
     assert "proxsg" in varopt.registered_solvers() if hasattr(varopt, "registered_solvers") else True
     from varopt.registry import get_solver

@@ -184,3 +184,16 @@ def test_certificate_hessian_only_where_it_is_cheap_or_formed_anyway(monkeypatch
     assert pa.result_.info["subgradient_inf"] < 1e-6
     pn = SparseIsing(rho=1 / 16, variant="PN").fit(S)
     assert calls and pn.result_.info["gap_estimate"] is not None
+
+
+def test_sparse_01_data_are_read_as_dense_spins():
+    """0/1 data stored as a scipy sparse matrix (zeros = -1 spins) give the fit of the dense array
+    (they raised 'must be a numeric array')."""
+    import scipy.sparse as sps
+    rng = np.random.default_rng(0)
+    X = (rng.random((80, 4)) < 0.4).astype(float)
+    X[:, 1] = np.where(rng.random(80) < 0.8, X[:, 0], 1 - X[:, 0])
+    assert np.array_equal(check_spins(sps.csr_matrix(X)), check_spins(X))
+    dense = SparseIsing(rho=0.05).fit(X)
+    sparse = SparseIsing(rho=0.05).fit(sps.csr_matrix(X))
+    assert np.array_equal(dense.theta_, sparse.theta_)

@@ -48,7 +48,13 @@ def lattice(L, W, J=1.0, h=0.0, periodic=True, T=1.0):
     if not T > 0:
         raise ValueError("the temperature T must be positive")
     (ri, rj), (ci, cj) = _lattice_edges(int(L), int(W), periodic)
-    Jr, Jc = (J, J) if np.isscalar(J) else J
+    if np.isscalar(J) or np.ndim(J) == 0:
+        Jr, Jc = J, J
+    elif len(J) == 2:
+        Jr, Jc = J
+    else:
+        raise ValueError(f"J must be a scalar or a pair (J_row, J_col) of scalars or arrays with one entry per "
+                         f"bond of the rows ({ri.size}) and of the columns ({ci.size}); got {np.shape(J)}")
     i, j = np.r_[ri, ci], np.r_[rj, cj]
     w = np.r_[np.broadcast_to(np.asarray(Jr, dtype=float), ri.shape),
               np.broadcast_to(np.asarray(Jc, dtype=float), ci.shape)]

@@ -26,6 +26,8 @@ from ..program.energy import spin_states
 
 def check_spins(X, name="X", penalize_bias=False):
     """Validated spin data (float array of -1/+1) from ``X`` in {-1, +1} or {0, 1}."""
+    if sp.issparse(X):  # 0/1 data are often stored sparse (zeros are the -1 spins)
+        X = X.toarray()
     try:
         A = np.asarray(X, dtype=float)
     except (TypeError, ValueError):

@@ -8,7 +8,7 @@ affine expressions (expanded with ``x^2 = x``), spins written ``2*x - 1``. The t
 continuous front-end (:mod:`.cvxpy_compile`) does the tracing, so everything it vectorizes works
 here; what it compiles to a non-polynomial atom (``exp``, ``log``, ``entr``, ``log_sum_exp``, ...)
 is rejected here naming the CVXPY sub-expression. Every variable must be ``boolean=True`` (all
-entries); constraints are rejected naming the constraint.
+entries) without bounds (``nonneg=True`` is harmless); constraints are rejected naming the constraint.
 """
 from __future__ import annotations
 
@@ -63,6 +63,13 @@ def compile_cvxpy_energy(problem, solver_name="this solver"):
             raise ModelStructureError(
                 f"variable `{var.name()}` is {kind}; solver '{solver_name}' needs an energy model over "
                 "boolean variables only (cp.Variable(..., boolean=True))")
+        if attrs.get("bounds") is not None or attrs.get("nonpos") or attrs.get("neg") or attrs.get("pos"):
+            # a bound that pins an entry would condition the distribution; silently ignoring it (as before)
+            # gave the log Z of the free model
+            raise ModelStructureError(
+                f"variable `{var.name()}` has bounds; solver '{solver_name}' takes boolean variables without "
+                "bounds (substitute a pinned entry's value in the objective, or use the Pyomo front-end, where "
+                "bounds that pin a binary condition the distribution)")
         m, vnames, cols, x0 = layout_variable(var, off, used)
         names += vnames
         var_cols[id(var)] = cols

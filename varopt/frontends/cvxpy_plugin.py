@@ -16,7 +16,8 @@ Usage::
 
 Energy-model solvers (``exact``, ``meanfield``, ``lbp``, ``trw``, ``ais``) take problems over
 ``boolean=True`` variables (:mod:`varopt.frontends.cvxpy_energy`); they leave the variables'
-values untouched and return the free energy as ``prob.value``.
+values untouched, ``prob.solve`` returns the free energy (also ``prob.varopt_result.objective``),
+and ``prob.value`` stays None (CVXPY evaluates the objective at the variables, which hold no state).
 
 ``prob.solve(method=...)`` bypasses CVXPY's DCP analysis: the problem is compiled by
 :func:`varopt.frontends.cvxpy_compile.compile_cvxpy`, so non-convex products such as

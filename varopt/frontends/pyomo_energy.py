@@ -10,7 +10,11 @@ as do ``exp``, ``log`` and every other function of variables. Constraints, and u
 variables that are not binary (continuous or general integer, used in the objective or merely
 declared), are rejected naming the constraint or variable: the sample space of the energy model
 is every unfixed variable of the model (a declared binary variable that the objective does not
-use is a free spin and contributes ``ln 2`` to log Z). Fixed variables are constants.
+use is a free spin and contributes ``ln 2`` to log Z). Fixed variables are constants, and so is
+a binary or integer variable whose bounds admit one integer value (``x.setub(0)`` pins ``x`` at
+0: the distribution is conditioned on it, as for ``x.fix(0)``); an integer variable whose bounds
+admit exactly the values 0 and 1 (``domain=Integers, bounds=(0, 1)``) is a spin, and bounds that
+admit no integer value raise :class:`~varopt.errors.InputDataError`.
 """
 from __future__ import annotations
 
@@ -25,6 +29,28 @@ from .pyomo_walk import _Leaves
 
 _WHAT = ("energy models take a polynomial of degree <= 2 in binary variables: constants, linear terms, "
          "products x[i]*x[j] (x[i]**2 is x[i]), spins written 2*x[i] - 1")
+
+
+def _pinned_value(v, solver_name):
+    """None when the unfixed variable ``v`` is a spin (its bounds admit exactly the integers 0 and 1),
+    else the one integer value its bounds admit (a constant, like a fixed variable). A continuous
+    variable, or an integer one with another set of values, raises ``ModelStructureError``."""
+    import math
+
+    if v.is_integer():
+        lb, ub = v.lb, v.ub
+        lo = -math.inf if lb is None else math.ceil(float(lb) - 1e-9)
+        hi = math.inf if ub is None else math.floor(float(ub) + 1e-9)
+        if lo > hi:
+            raise InputDataError(f"variable '{v.name}': no integer value lies within its bounds [{lb}, {ub}]")
+        if lo == hi:
+            return float(lo)
+        if (lo, hi) == (0, 1):
+            return None
+    kind = "general integer" if v.is_integer() else "continuous"
+    raise ModelStructureError(
+        f"variable '{v.name}' is {kind} (domain {v.domain}, bounds {v.bounds}); solver '{solver_name}' "
+        "needs an energy model over binary variables only (domain=Binary)")
 
 
 def _mul(p, q, node):
@@ -42,6 +68,16 @@ def _mul(p, q, node):
 class _PolyWalker(_Leaves):
     """Pyomo expression -> ``{(): c, (i,): a_i, (i, j): q_ij}`` over walker indices (multilinear)."""
 
+    def __init__(self, solver_name="this solver"):
+        super().__init__()
+        self.solver_name = solver_name
+        self.pinned = {}   # id(VarData) -> the value its bounds pin it at, or None for a spin
+
+    def pinned_value(self, v):
+        if id(v) not in self.pinned:
+            self.pinned[id(v)] = _pinned_value(v, self.solver_name)
+        return self.pinned[id(v)]
+
     def _wrap(self, val):
         return {(): val}
 
@@ -50,6 +86,8 @@ class _PolyWalker(_Leaves):
             return self._const(node, node)
         if not node.is_expression_type():
             if node.is_variable_type():
+                if not node.fixed and self.pinned_value(node) is not None:
+                    return {(): self.pinned_value(node)}
                 k = self._var_index(node)
                 return self._const(node, node.value) if k is None else {(k,): 1.0}
             return self._eval(node)
@@ -107,7 +145,7 @@ def compile_pyomo_energy(model, solver_name="this solver"):
         raise ModelStructureError(f"constraint '{c.name}': solver '{solver_name}' infers an energy model "
                                   "p(x) ∝ exp(-beta f(x)) over binary variables, which takes no constraints "
                                   "(deactivate it or encode it in the energy)")
-    walker = _PolyWalker()
+    walker = _PolyWalker(solver_name)
     where = f"objective '{obj.name}'"
     try:
         poly = walker.walk(obj.expr)
@@ -121,14 +159,9 @@ def compile_pyomo_energy(model, solver_name="this solver"):
     for v in model.component_data_objects(pyo.Var, active=True, descend_into=True):
         if not v.fixed and id(v) not in seen:
             seen.add(id(v))
-            vars_.append(v)
+            if walker.pinned_value(v) is None:
+                vars_.append(v)
     vars_ += [v for v in walker.vars if id(v) not in seen]
-    for v in vars_:
-        if not v.is_binary():
-            kind = "general integer" if v.is_integer() else "continuous"
-            raise ModelStructureError(
-                f"variable '{v.name}' is {kind} (domain {v.domain}); solver '{solver_name}' needs an energy "
-                "model over binary variables only (domain=Binary)")
     n = len(vars_)
     pos = {id(v): k for k, v in enumerate(vars_)}
     perm = np.array([pos[id(v)] for v in walker.vars], dtype=np.int64)

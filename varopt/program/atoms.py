@@ -55,6 +55,9 @@ class AtomKernel:
     #: domain of ``u`` (of ``v`` for arity 2) as ``(lo, hi, lo_closed)``; ``hi`` is always open
     domain: tuple = (-np.inf, np.inf, False)
     convex: bool = True
+    #: ``g(u) = max(u, -u)``: a constraint row ``c g(u) + l <= r`` (``c > 0``) is the two linear rows
+    #: ``+-c u + l <= r`` (ipsa's box form, :meth:`~varopt.program.Program.split_abs_rows`)
+    max_of_pm_u: bool = False
     #: +1 nondecreasing, -1 nonincreasing, 0 neither (over the domain, in ``u``)
     monotone: int = 0
     #: ``g(u) = u^2`` exactly: rows ``c (a^T x + b)^2`` expand into a quadratic form
@@ -242,6 +245,7 @@ class Abs(AtomKernel):
     min 0 at ``u = 0``; nonsmooth (``smooth = False``)."""
 
     kind, text, smooth = "abs", "abs({u})", False
+    max_of_pm_u = True
 
     def value(self, u):
         return np.abs(u)

@@ -37,14 +37,26 @@ from ..errors import InputDataError, ModelStructureError
 from .atoms import ATOMS
 
 
+def _indices(a, name):
+    """Edge endpoints as int64; a non-integer value (1.5, NaN) is an error, not truncated."""
+    a = np.asarray(a).ravel()
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        f = np.asarray(a, dtype=float)
+        bad = ~np.isfinite(f) | (f != np.round(f))
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise InputDataError(f"energy model: edge endpoint {name}[{k}] = {float(f[k])!r} is not an integer index")
+        a = f
+    return a.astype(np.int64)
+
+
 class EnergyModel:
     """``q(s) = const + h.s + sum_e w_e s_i s_j`` over spins (see the module docstring)."""
 
     def __init__(self, h, i=(), j=(), w=(), const=0.0, names=None):
         self.h = np.array(h, dtype=float).ravel()
         n = self.n = self.h.size
-        i = np.asarray(i, dtype=np.int64).ravel()
-        j = np.asarray(j, dtype=np.int64).ravel()
+        i, j = _indices(i, "i"), _indices(j, "j")
         w = np.asarray(w, dtype=float).ravel()
         if not (i.size == j.size == w.size):
             raise ValueError("edge arrays i, j, w must have the same length")
@@ -114,6 +126,29 @@ class EnergyModel:
         return f"EnergyModel(n={self.n}, couplings={self.m}, const={self.const:g})"
 
     # --- construction -------------------------------------------------------------------
+    @classmethod
+    def from_matrix(cls, h, J, const=0.0, names=None) -> "EnergyModel":
+        """``q(s) = const + h.s + s^T J s / 2`` from a symmetric coupling matrix ``J`` (dense array or
+        scipy sparse; the convention of :attr:`J`, so ``w_e = J_ij`` for ``i < j``). The diagonal is a
+        constant (``s_i^2 = 1``) and is added to ``const``; a non-symmetric ``J`` is an error (its two
+        triangles would have to be summed or one dropped: say which by passing ``(J + J.T)/2``)."""
+        h = np.asarray(h, dtype=float).ravel()
+        M = sp.coo_matrix(J, dtype=float) if sp.issparse(J) else sp.coo_matrix(np.asarray(J, dtype=float))
+        n = h.size
+        if M.shape != (n, n):
+            raise InputDataError(f"energy model: J has shape {M.shape}, expected ({n}, {n}) for {n} fields")
+        if not np.isfinite(M.data).all():
+            raise InputDataError("energy model: couplings J contain NaN or inf")
+        D = (M - M.T).tocoo()
+        if D.nnz and np.abs(D.data).max() > 1e-12 * max(1.0, np.abs(M.data).max()):
+            k = int(np.argmax(np.abs(D.data)))
+            raise InputDataError(f"energy model: J is not symmetric (J[{D.row[k]}, {D.col[k]}] differs from its "
+                                 "transpose); pass (J + J.T) / 2 for q = h.s + s^T J s / 2")
+        diag = M.row == M.col
+        up = M.row < M.col
+        c = math.fsum([float(const)] + list(0.5 * M.data[diag]))
+        return cls(h, M.row[up], M.col[up], M.data[up], c, names)
+
     @classmethod
     def from_bits(cls, const, lin, qi=(), qj=(), qv=(), names=None) -> "EnergyModel":
         """The spin form of ``f(x) = const + lin.x + sum_k qv_k x_{qi_k} x_{qj_k}`` over bits

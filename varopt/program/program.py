@@ -16,6 +16,8 @@ upper bound in the user's sense).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,6 +139,50 @@ class Program:
         lo = np.array([self.constraints[k].lo for k in idx]) - const
         hi = np.array([self.constraints[k].hi for k in idx]) - const
         return A, lo, hi, idx
+
+    def fold_bound_rows(self) -> "Program":
+        """This program with every linear constraint on one variable, ``lo <= a x_j + c <= hi`` (a
+        CVXPY ``x <= 0.8`` on a vector, a Pyomo ``Constraint(expr=x[0] >= 1)``), intersected into the
+        bounds of ``x_j`` and dropped; the other constraints are kept in order. The result may have
+        ``lb > ub`` (no feasible value), which the caller reports."""
+        lb, ub, keep = self.lb.copy(), self.ub.copy(), []
+        for c in self.constraints:
+            idx, val = c.body.linear_items() if c.body.is_linear else ((), ())
+            if len(idx) != 1 or val[0] == 0:
+                keep.append(c)
+                continue
+            j, a = int(idx[0]), float(val[0])
+            lo, hi = (c.lo - c.body.constant) / a, (c.hi - c.body.constant) / a
+            if a < 0:
+                lo, hi = hi, lo
+            lb[j], ub[j] = max(lb[j], lo), min(ub[j], hi)
+        if len(keep) == len(self.constraints):
+            return self
+        return dataclasses.replace(self, lb=lb, ub=ub, constraints=keep)
+
+    def split_abs_rows(self) -> "Program":
+        """This program with every constraint ``c |a^T x + b| + l^T x + k <= hi`` (one ``abs`` row with
+        ``c > 0`` and no multiplier, otherwise linear; a CVXPY ``cp.abs(w) <= u``, a Pyomo
+        ``abs(w[j]) <= u[j]``: the box form ``-u <= w <= u``) replaced by its two linear rows
+        ``+-c (a^T x + b) + l^T x + k <= hi``, which define the same set."""
+        from .atoms import ATOMS
+        out, changed = [], False
+        for con in self.constraints:
+            e = con.body
+            g = e.atoms[0] if len(e.atoms) == 1 else None
+            if (g is None or not ATOMS[g.kind].max_of_pm_u or len(g) != 1 or g.coef[0] <= 0 or g.mult[0] >= 0
+                    or len(e.quadratic) or e.lse or np.isfinite(con.lo)):
+                out.append(con)
+                continue
+            changed = True
+            a = np.asarray(sp.csr_matrix(g.A).toarray()).ravel() * g.coef[0]
+            idx, val = e.linear_items()
+            lin = np.zeros(self.n)
+            lin[idx] = val
+            for sign, tag in ((1.0, "+"), (-1.0, "-")):
+                out.append(Constraint(f"{con.name} ({tag})", Expression(self.n, e.constant + sign * g.coef[0] * g.b[0],
+                                                                        lin + sign * a), -np.inf, con.hi))
+        return dataclasses.replace(self, constraints=out) if changed else self
 
     def nonlinear_constraints(self):
         return [c for c in self.constraints if not c.body.is_linear]

@@ -197,5 +197,12 @@ class ConditionalMeanField(Solver):
                f"{pop.N} particles, {pop.resamples} resampling events"))
         if failures:
             msg += f"; the (4.13) solve failed in {sum(len(f) for _, f in failures)} block(s) (previous fields kept)"
-        return finish(run, program, opts, model, log_z, means, corr, se=se, status="converged", message=msg,
-                      info=info)
+        if log_z < mf_bound:
+            # F <= log Z is certified, so an estimate below F is further from log Z than F itself: a
+            # collapsed population (low temperatures: every particle from one ancestor)
+            info["log_partition_smc"] = log_z
+            msg += (f"; the SMC estimate {log_z:.6g} was below the certified mean-field lower bound {mf_bound:.6g} "
+                    "(degenerate particles: raise particles or temper_steps), log Z is reported as that bound")
+            log_z = mf_bound
+        return finish(run, program, opts, model, log_z, means, corr, lower=mf_bound, se=se, status="converged",
+                      message=msg, info=info)

@@ -191,7 +191,10 @@ class GopTree:
         # an unbounded direction counts as full width
         rel = np.where(ok, width / np.where(ok, w0, 1.0), np.where(np.isfinite(width), 0.0, 1.0))
         score = np.zeros(n)
-        open_ = width > 1e-9 * np.maximum(1.0, np.abs(l) + np.abs(u))
+        with np.errstate(invalid="ignore"):
+            # an infinite interval is open (inf > inf would call it closed, and an unbounded
+            # variable of a violated product would never be branched on)
+            open_ = ~np.isfinite(width) | (width > 1e-9 * np.maximum(1.0, np.abs(l) + np.abs(u)))
         for k, (i, j) in enumerate(lf.W):
             if vW[k] <= tol:
                 continue
@@ -420,8 +423,12 @@ class GopTree:
             return None
         need = np.array(sorted(set(need)))
         w = u[need] - l[need]
-        rel = w / np.maximum(u0[need] - l0[need], 1e-300)
+        with np.errstate(invalid="ignore"):
+            # an infinite interval first (inf / inf would be NaN, and inf > inf False)
+            rel = np.where(np.isfinite(w), w / np.maximum(u0[need] - l0[need], 1e-300), np.inf)
         k = int(np.argmax(rel))
+        if not math.isfinite(w[k]):
+            return int(need[k])
         return int(need[k]) if w[k] > 1e-9 * max(1.0, abs(l[need[k]]) + abs(u[need[k]])) else None
 
     def _obbt(self, l, u, L, U, idx, cutoff, rounds=2):

@@ -24,6 +24,8 @@ This module registers the solver and declares its options; one solve is an
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 
 
@@ -127,11 +129,30 @@ class IpsaSolver(Solver):
         return None if opts.oracle is None else "the gradient came from a user oracle, not from the program"
 
     def _solve(self, program: Program, opts, run: Run) -> Result:
+        program = program.split_abs_rows()   # |w| <= u is the box form -u <= w <= u: two linear rows
         program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
-        elim = eliminate_equalities(program, max_elim=program.n, min_support=1)
+        elim = eliminate_equalities(_pinned_as_equalities(program), max_elim=program.n, min_support=1)
         if elim is None:
             return run_ipsa(program, opts, run)
         return _solve_reduced(program, elim, opts, run)
+
+
+def _pinned_as_equalities(program: Program) -> Program:
+    """``program`` with each variable whose bounds pin it (``lb == ub``, e.g. a Pyomo
+    ``Var(bounds=(2, 2))``) given the equality ``x_v == lb_v``, which the elimination substitutes
+    like any other equality (a pinned variable has no strict interior, as an equality has none)."""
+    pinned = np.flatnonzero(program.lb == program.ub)
+    if pinned.size == 0:
+        return program
+    from ...program.expression import Expression
+    from ...program.program import Constraint
+    extra = []
+    for v in pinned:
+        a = np.zeros(program.n)
+        a[v] = 1.0
+        extra.append(Constraint(f"bounds of {program.names[v]} (lb == ub)", Expression(program.n, 0.0, a),
+                                float(program.lb[v]), float(program.lb[v])))
+    return dataclasses.replace(program, constraints=list(program.constraints) + extra)
 
 
 def _solve_reduced(program: Program, elim, opts, run: Run) -> Result:

@@ -112,8 +112,9 @@ def split_objective(program, solver="proxsg"):
                 f"constraint '{con.name}': a nonsmooth term ({ATOMS[kinds[0]].text.format(u='.')}) in a "
                 f"constraint; solver '{solver}' takes nonsmooth terms only as a separable penalty in the objective")
         raise ModelStructureError(
-            f"constraint '{con.name}': solver '{solver}' takes variable bounds only (the projection onto a "
-            "general constraint has no closed form); write the restriction as bounds or use 'ipsa'")
+            f"constraint '{con.name}': solver '{solver}' takes variable bounds only (a linear constraint on one "
+            "variable counts as a bound; the projection onto a general constraint has no closed form); write "
+            "the restriction as bounds or use 'ipsa'")
     l1, center, l2 = np.zeros(n), np.zeros(n), np.zeros(n)
     has_c = np.zeros(n, dtype=bool)
     smooth_groups, quad_groups = [], []

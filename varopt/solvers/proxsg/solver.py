@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import InvalidOptionError
+from ...errors import InputDataError, InvalidOptionError
 from ...options import Option, OptionSet, limit_options, nonnegative, positive, progress_options, start_options
 from ...oracles import Oracle
 from ...registry import Solver, register_solver
@@ -95,6 +95,13 @@ class ProxSG(Solver):
 
     def _solve(self, program, opts, run):
         program.require_no_aux("proxsg")
+        # a constraint on one variable is a bound (CVXPY writes `x <= 0.8` on a vector as rows)
+        program = program.fold_bound_rows()
+        empty = np.flatnonzero(program.lb > program.ub)
+        if empty.size:
+            j = int(empty[0])
+            raise InputDataError(f"variable '{program.names[j]}': its bounds and one-variable constraints leave "
+                                 f"no feasible value ([{program.lb[j]:g}, {program.ub[j]:g}])")
         smooth, pen = split_objective(program, self.name)
         rng = np.random.default_rng(opts.seed)
         src = GradientSource(smooth, opts, rng)

@@ -43,6 +43,7 @@ from ...oracles.gibbs_kernel import ColourGibbs
 from ...oracles.particles import RESAMPLING
 from ...oracles.smc import SMCOracle
 from ...program import Program
+from ...program.energy import EnergyModel
 from ...program.expression import Expression
 from ...registry import Solver, register_solver
 from ..energy_result import beta_option, finish, fraction_option, log_potential
@@ -128,6 +129,24 @@ def _theta_program(labels, theta_star, bounds):
     return Program(names, lo, hi, Expression(d))
 
 
+#: log-potential coefficients below this magnitude are dropped: ipsa's first iterate sits at
+#: START * theta* inside [0, theta*], and below ~1e-150 the barrier terms (1/slack)^2 overflow; the
+#: dropped terms move log Z by at most their summed magnitude (< 1e-100 (n + m)) and the marginals less
+NEGLIGIBLE = 1e-100
+
+
+def _drop_negligible(model):
+    """``(model without its fields and couplings below NEGLIGIBLE in magnitude, number dropped)``."""
+    small_h = (model.h != 0) & (np.abs(model.h) < NEGLIGIBLE)
+    small_w = np.abs(model.w) < NEGLIGIBLE
+    dropped = int(small_h.sum() + small_w.sum())
+    if not dropped:
+        return model, 0
+    keep = ~small_w
+    return EnergyModel(np.where(small_h, 0.0, model.h), model.i[keep], model.j[keep], model.w[keep], model.const,
+                       model.names), dropped
+
+
 @register_solver
 class StochasticApproximationSMC(Solver):
     name = "sasmc"
@@ -139,7 +158,9 @@ class StochasticApproximationSMC(Solver):
     def _solve(self, program, opts, run):
         model = log_potential(program, opts, self.name)
         n = model.n
-        ei, ej, fi, group, theta_star, labels = build_family(model, opts.family)
+        # the family is built on the model without negligible terms; the outputs use the model itself
+        reduced, negligible = _drop_negligible(model)
+        ei, ej, fi, group, theta_star, labels = build_family(reduced, opts.family)
         base = model.const
         if theta_star.size == 0:  # independent uniform spins
             return finish(run, program, opts, model, base + n * math.log(2.0), np.zeros(n), np.zeros(model.m), se=0.0,
@@ -181,7 +202,7 @@ class StochasticApproximationSMC(Solver):
         oracle.move_to(ipsa.x)  # Fig. 3.4 steps 7-9 of the last iteration
         theta_K = oracle.theta_pop.copy()
         info = {"theta": theta_K, "theta_star": theta_star, "theta_labels": labels,
-                "rao_blackwellized": oracle.rb, "family_size": theta_star.size,
+                "rao_blackwellized": oracle.rb, "family_size": theta_star.size, "negligible_terms": negligible,
                 "sa_iterations": len(steps), "sa_resamples": oracle.pop.resamples, "sa_final_ess": oracle.pop.ess(),
                 "steps": np.array(steps).reshape(-1, 4)}
         if opts.replay:  # fresh particles along the learned path: the estimates do not depend on the

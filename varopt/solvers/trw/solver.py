@@ -12,10 +12,14 @@ trees*: by Kirchhoff's theorem ``rho_e`` is the effective resistance between the
 with unit resistors, ``rho_e = (e_i - e_j)^T L^+ (e_i - e_j)`` (L the graph Laplacian), which is
 always in the polytope and equals ``(n - 1)/|E|`` on edge-transitive graphs (tori, complete
 graphs). Computed per component with a sparse LU of the grounded Laplacian. An array gives
-``rho`` directly (in the order of ``info['edges']``); the bound is then certified only if that
-array lies in the spanning-tree polytope, which is the caller's responsibility.
+``rho`` directly (in the order of ``info['edges']``); the bound is then reported only when the
+array is checked to lie in the forest polytope, below the spanning-tree polytope
+(:mod:`.polytope`: one max-flow per node, up to 3000 nodes), with the slack of that check added;
+otherwise the value is an estimate (``info['edge_probs_excess']``, the message says why).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +32,7 @@ from ...registry import Solver, register_solver
 from ..energy_result import finish, log_potential
 from ..lbp.messages import Messages, run_messages
 from ..lbp.solver import message_options
+from .polytope import MAX_NODES, forest_excess
 
 
 def spanning_tree_probabilities(n, i, j, block=512):
@@ -96,9 +101,23 @@ class TreeReweightedBP(Solver):
         converged, delta = run_messages(msgs, opts, run, self.name)
         val, mu, corr = msgs.objective()
         info = {"converged": converged, "max_change": delta, "edge_probs": rho}
-        if converged:
-            return finish(run, program, opts, model, val, mu, corr, upper=val, status="converged",
+        slack, why = 0.0, None
+        if not isinstance(opts.edge_probs, str):
+            eps, node = forest_excess(model.n, model.i, model.j, rho)
+            info["edge_probs_excess"] = eps
+            if eps is None:
+                why = f"edge_probs could not be checked ({model.n} nodes > {MAX_NODES})"
+            elif eps > 1e-3:
+                why = (f"edge_probs is not in the spanning-tree polytope: a set S of nodes containing "
+                       f"{program.names[node]!r} has rho(E(S)) = |S| - 1 + {eps:.3g}")
+            else:
+                slack = eps * math.log(2.0) * float(rho.sum())   # polytope.py: rho/(1 + eps) is inside
+        if converged and why is None:
+            return finish(run, program, opts, model, val, mu, corr, upper=val + slack, status="converged",
                           message="messages converged; upper bound on log Z", info=info)
+        if converged:
+            return finish(run, program, opts, model, val, mu, corr, status="converged",
+                          message=f"messages converged; no bound reported: {why}", info=info)
         return finish(run, program, opts, model, val, mu, corr,
                       message=f"messages did not converge (last change {delta:.3g}); no bound reported",
                       info=info)
