@@ -8,8 +8,9 @@ from scipy import integrate
 from scipy.special import expit
 
 from varopt.errors import InputDataError
-from varopt.estimators.klprox import (BayesianLogisticRegression, BayesianPoissonRegression, GPClassifier,
-                                                   GPRegressor, log_loss_bits)
+from varopt.estimators.klprox import (BayesianLogisticRegression, BayesianMultinomialRegression,
+                                      BayesianPoissonRegression, GPClassifier,
+                                      GPRegressor, log_loss_bits)
 
 
 def _clf_data(n=120, seed=0):
@@ -110,3 +111,32 @@ def test_gp_grid_in_two_processes_equals_the_serial_fit():
     for bad in (0, 1.5, "2"):
         with pytest.raises(InvalidOptionError, match="n_jobs"):
             GPRegressor("laplace", n_jobs=bad).fit(X, y)
+
+
+def test_estimators_follow_scikit_learn_conventions():
+    """score, NotFittedError, cross-validation and grid search, sparse X, NaN labels named as such (before:
+    no ``score`` (cross_val_score refused the estimator), no ``__sklearn_tags__`` (GridSearchCV failed),
+    ``AttributeError`` before fit, sparse ``X`` crashed ``predict``, NaN labels counted as a third class)."""
+    import scipy.sparse as sp
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    from varopt.estimators.base import NotFittedError
+    X, y = _clf_data()
+    est = BayesianLogisticRegression().fit(X, y)
+    assert est.score(X, y) == np.mean(est.predict(X) == y)
+    assert cross_val_score(BayesianLogisticRegression(), X, y, cv=3).shape == (3,)
+    gs = GridSearchCV(BayesianLogisticRegression(), {"prior_var": [0.1, 1.0]}, cv=2, scoring="neg_log_loss")
+    assert gs.fit(X, y).best_params_["prior_var"] in (0.1, 1.0)
+    sparse = BayesianLogisticRegression().fit(sp.csr_matrix(X), y)
+    assert np.allclose(sparse.predict_proba(sp.csr_matrix(X)), est.predict_proba(X), rtol=0, atol=1e-12)
+    for E in (BayesianLogisticRegression, BayesianMultinomialRegression, GPClassifier):
+        with pytest.raises(NotFittedError):
+            E().predict(X)
+    yn = (y == "yes").astype(float)
+    yn[3] = np.nan
+    with pytest.raises(InputDataError, match="y contains NaN"):
+        BayesianLogisticRegression().fit(X, yn)
+    rng = np.random.default_rng(5)
+    Xr = rng.normal(size=(30, 2))
+    reg = GPRegressor(likelihood="gaussian").fit(Xr, Xr[:, 0] + 0.1 * rng.normal(size=30))
+    assert reg.score(Xr, Xr[:, 0]) > 0.5
