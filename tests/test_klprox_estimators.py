@@ -140,3 +140,22 @@ def test_estimators_follow_scikit_learn_conventions():
     Xr = rng.normal(size=(30, 2))
     reg = GPRegressor(likelihood="gaussian").fit(Xr, Xr[:, 0] + 0.1 * rng.normal(size=30))
     assert reg.score(Xr, Xr[:, 0]) > 0.5
+
+
+def test_fitted_estimators_and_results_pickle():
+    """A fitted estimator (and its klprox Result, whose ``info['predict']`` was a closure) survives pickling with
+    the same predictions: joblib.dump of a model, GridSearchCV(n_jobs=2)."""
+    import pickle
+
+    from varopt.formulations.bayes_glm import design, glm_program
+    from varopt.registry import get_solver
+    X, y = _clf_data(60)
+    for est in (BayesianLogisticRegression(), BayesianMultinomialRegression(), GPClassifier()):
+        est.fit(X, y)
+        again = pickle.loads(pickle.dumps(est))
+        assert np.array_equal(again.predict_proba(X), est.predict_proba(X))
+    yb = (y == "yes").astype(float)
+    for par in ("full", "dual"):
+        r = get_solver("klprox").solve(glm_program(X, yb), parameterization=par)
+        mean, var = pickle.loads(pickle.dumps(r)).info["predict"](design(X))
+        assert np.array_equal(mean, r.info["predict"](design(X))[0]) and np.all(var > 0)

@@ -46,6 +46,11 @@ class _Base(VaroptEstimator):
 
     _solver_options: dict = None
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _inputs(self, X, y):
         """``(X, y)`` validated as scikit-learn does (``n_features_in_`` set); ``X`` dense float."""
         X, y = self._validate(X, y, reset=True, accept_sparse=True, classifier=isinstance(self, ClassifierMixin))
@@ -116,14 +121,23 @@ class _BinaryLogistic:
 
     likelihood = "logistic"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False      # two labels; BayesianMultinomialRegression for more
+        return tags
+
     def _targets(self, y):
         return self._binary_targets(y)
 
     def _binary_targets(self, y):
         y = np.asarray(y)
         self.classes_ = np.unique(y)
-        if self.classes_.size != 2:
-            raise InputDataError(f"binary classification needs two classes, got {self.classes_.size}")
+        n = self.classes_.size
+        if n > 2:   # scikit-learn's wording for binary-only classifiers
+            raise InputDataError(f"Only binary classification is supported. y has {n} classes "
+                                 "(BayesianMultinomialRegression fits up to 4)")
+        if n < 2:
+            raise InputDataError(f"binary classification needs two classes, got {n} class{'' if n == 1 else 'es'}")
         return (y == self.classes_[1]).astype(float)
 
     def predict_proba(self, X):
@@ -136,7 +150,7 @@ class _BinaryLogistic:
         return self.classes_[(p1 > 0.5).astype(int)]
 
 
-class BayesianLogisticRegression(ClassifierMixin, _BinaryLogistic, _GLM):
+class BayesianLogisticRegression(_BinaryLogistic, ClassifierMixin, _GLM):
     """Binary Bayesian logistic regression; labels ``y`` in ``classes_`` (two values)."""
 
     def _latent(self, X):
@@ -262,7 +276,7 @@ class _GP(_Base):
         return mt, np.maximum(vt, 0.0)
 
 
-class GPClassifier(ClassifierMixin, _BinaryLogistic, _GP):
+class GPClassifier(_BinaryLogistic, ClassifierMixin, _GP):
     """GP classification with a logistic likelihood (``log_noise`` unused); grids and ``n_jobs`` as in
     :class:`GPRegressor`."""
 
