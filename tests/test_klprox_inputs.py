@@ -243,3 +243,22 @@ def test_natural_mean_step_reaches_the_same_optimum():
         np.testing.assert_allclose(a.x, b.x, atol=1e-7)
         h = np.array([e["objective"] for e in b.history])
         assert np.all(np.diff(h) <= b.info["rounding"])
+
+
+def test_cvxpy_warm_start_keyword():
+    """CVXPY's ``warm_start=True`` (a boolean) starts from the problem's previous klprox solve (before: an
+    InvalidOptionError "'bool' object is not subscriptable"); False is a cold start; majorize accepts it too."""
+    import cvxpy as cp
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), (rng.random(50) < 0.5).astype(float)
+    w, lam = cp.Variable(3), cp.Parameter(nonneg=True, value=1.0)
+    p = cp.Problem(cp.Minimize(cp.sum(cp.logistic(X @ w)) - y @ (X @ w) + lam / 2 * cp.sum_squares(w)))
+    cold = p.solve(method="klprox", warm_start=True)        # no previous solve: a cold start
+    n_cold = p.varopt_result.iterations
+    assert p.solve(method="klprox", warm_start=True) == pytest.approx(cold, rel=1e-12)
+    assert p.varopt_result.iterations < n_cold
+    lam.value = 2.0
+    warm = p.solve(method="klprox", warm_start=True)
+    assert p.solve(method="klprox", warm_start=False) == pytest.approx(warm, rel=1e-10)
+    assert p.varopt_result.iterations > 1
+    assert p.solve(method="majorize", warm_start=True) == pytest.approx(p.solve(solver=cp.CLARABEL), rel=1e-7)

@@ -22,7 +22,8 @@ values untouched and return the free energy as ``prob.value``.
 :func:`varopt.frontends.cvxpy_compile.compile_cvxpy`, so non-convex products such as
 ``cp.multiply(phi, cp.square(x - mu))`` are accepted. Keyword arguments are the solver's
 options (unknown names raise :class:`~varopt.errors.InvalidOptionError` listing the valid
-ones); ``verbose`` is accepted by every solver.
+ones); ``verbose`` is accepted by every solver, and so is CVXPY's ``warm_start=True`` (start from
+this problem's previous solve by the same solver: klprox's ``warm_start`` Result, else ``x0``).
 
 Status mapping (varopt -> CVXPY): ``optimal`` -> ``OPTIMAL``; ``converged`` (a local or
 stochastic method stopped by its convergence test, no optimality proof) ->
@@ -79,6 +80,7 @@ def solve_problem(prob, name, *args, **options):
     solver = get_solver(name)
     if "verbose" in options and "verbose" not in solver.options.names():
         options.pop("verbose")
+    _cvxpy_warm_start(prob, name, solver, options)
     opts = solver.options.validate(options)  # fail on unknown/invalid options before compiling
     if getattr(solver, "accepts_binary", False):
         from .cvxpy_energy import compile_cvxpy_energy
@@ -124,6 +126,25 @@ def solve_problem(prob, name, *args, **options):
     # solver's objective is not the model at a point: klprox (-ELBO at the posterior, the model at
     # its mean) and the energy solvers (free energy; the variables stay unassigned, prob.value None)
     return value
+
+
+def _cvxpy_warm_start(prob, name, solver, options):
+    """CVXPY's own ``warm_start=True/False`` keyword (a boolean, unlike a varopt ``warm_start`` option's value):
+    True starts from this problem's previous solve by the same solver, passed as the solver's ``warm_start`` option
+    (its Result: klprox) or as ``x0`` (its point) when the solver takes one and none is given; False, or no
+    previous solve, is a cold start. Solvers without either option ignore it, as CVXPY's solvers do."""
+    ws = options.get("warm_start")
+    if not isinstance(ws, (bool, np.bool_)):
+        return
+    names = solver.options.names()
+    prev = getattr(prob, "varopt_result", None)
+    prev = prev if bool(ws) and prev is not None and prev.solver == name and prev.x is not None else None
+    if "warm_start" in names:
+        options["warm_start"] = prev
+        return
+    options.pop("warm_start")
+    if prev is not None and "x0" in names and options.get("x0") is None:
+        options["x0"] = np.asarray(prev.x, dtype=float).copy()
 
 
 class _Chain:
