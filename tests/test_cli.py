@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -142,3 +143,13 @@ def test_python_dash_m_varopt_runs_the_cli():
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["solver"] == "klprox" and d["status"] == "converged" and sorted(d["variables"]) == ["w[0]", "w[1]"]
+    # the posterior's standard deviations beside its mean, checked against an in-process solve
+    sys.path.insert(0, str(MODELS))
+    try:
+        from cvxpy_bayes_logistic import build
+    finally:
+        sys.path.pop(0)
+    prob = build()
+    prob.solve(method="klprox")
+    sd = np.sqrt(np.diag(prob.varopt_result.info["covariance"]))
+    assert [d["posterior_sd"][k] for k in ("w[0]", "w[1]")] == pytest.approx(sd, rel=1e-9)
