@@ -159,3 +159,20 @@ def test_fitted_estimators_and_results_pickle():
         r = get_solver("klprox").solve(glm_program(X, yb), parameterization=par)
         mean, var = pickle.loads(pickle.dumps(r)).info["predict"](design(X))
         assert np.array_equal(mean, r.info["predict"](design(X))[0]) and np.all(var > 0)
+
+
+def test_bad_hyperparameters_are_named():
+    """NaN/empty/non-numeric grids and a negative jitter are errors naming the hyperparameter (before: "abs affine
+    data contains NaN", "kernel matrix is not positive definite", a TypeError from unpacking an empty grid)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=12)
+    for kw, name in (({"log_ell": float("nan")}, "log_ell"), ({"log_sf": []}, "log_sf"),
+                     ({"log_noise": [0.0, float("inf")]}, "log_noise"), ({"jitter": -1.0}, "jitter")):
+        with pytest.raises(InputDataError, match=name):
+            GPRegressor(**kw).fit(X, y)
+    with pytest.raises(InputDataError, match="jitter=0"):
+        GPRegressor(jitter=0.0).fit(np.vstack([X, X]), np.r_[y, y])
+    for pv in ([], "a", float("nan")):
+        with pytest.raises(InputDataError, match="prior_var"):
+            BayesianLogisticRegression(prior_var=pv).fit(X, y > 0)

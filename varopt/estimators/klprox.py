@@ -35,8 +35,15 @@ from ..formulations.bayes_glm import check_data, design, glm_program, gp_factor,
 from .klprox_grid import check_n_jobs, grid_search
 
 
-def _grid(v):
-    return list(np.atleast_1d(np.asarray(v, dtype=float)))
+def _grid(name, v):
+    """A hyperparameter given as a number or a list of them (a grid), as a list of finite floats."""
+    try:
+        g = np.atleast_1d(np.asarray(v, dtype=float))
+    except (TypeError, ValueError):
+        g = None
+    if g is None or g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)):
+        raise InputDataError(f"{name} must be a finite number or a non-empty list of them, got {v!r}")
+    return list(g)
 
 
 class _Base(VaroptEstimator):
@@ -92,7 +99,7 @@ class _GLM(_Base):
     def _fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
         best, self.grid_, r = None, [], None
-        for d in _grid(self.prior_var):
+        for d in _grid("prior_var", self.prior_var):
             r = self._solve(glm_program(X, y, self.likelihood, prior_var=d, fit_intercept=self.fit_intercept,
                                         classes=self._classes), r)
             self.grid_.append((d, r.objective))
@@ -252,7 +259,7 @@ class _GP(_Base):
     def _fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
         check_n_jobs(self.n_jobs)
-        grids = (_grid(self.log_ell), _grid(self.log_sf), _grid(self.log_noise))
+        grids = tuple(_grid(k, getattr(self, k)) for k in ("log_ell", "log_sf", "log_noise"))
         self.grid_, best, self.result_ = grid_search(_gp_build, (X, y, self.likelihood, self.jitter), grids,
                                                      self.solver_options, self.n_jobs)
         self.log_ell_, self.log_sf_, self.log_noise_ = best
