@@ -262,3 +262,20 @@ def test_cvxpy_warm_start_keyword():
     assert p.solve(method="klprox", warm_start=False) == pytest.approx(warm, rel=1e-10)
     assert p.varopt_result.iterations > 1
     assert p.solve(method="majorize", warm_start=True) == pytest.approx(p.solve(solver=cp.CLARABEL), rel=1e-7)
+
+
+@pytest.mark.parametrize("form", ["power", "square"])
+def test_squared_two_norm_prior_is_sum_squares(form):
+    """``cp.norm(w)**2`` and ``cp.square(cp.norm(w))`` compile to sum_squares' rows (before: an auxiliary
+    ``t = sqrt(sum w^2)`` that only gop handles, so klprox and majorize refused the most common L2 prior)."""
+    import cvxpy as cp
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(30, 3)), (rng.random(30) < 0.5).astype(float)
+    priors = {"power": lambda w: cp.norm(w, 2) ** 2 / 2, "square": lambda w: cp.square(cp.norm(w)) / 2}
+    vals = []
+    for pr in (priors[form], lambda w: cp.sum_squares(w) / 2):
+        w = cp.Variable(3)
+        p = cp.Problem(cp.Minimize(cp.sum(cp.logistic(X @ w)) - y @ (X @ w) + pr(w)))
+        vals.append((p.solve(method="klprox"), w.value.copy(), p.solve(method="majorize")))
+    assert vals[0][0] == pytest.approx(vals[1][0], rel=1e-13) and np.allclose(vals[0][1], vals[1][1], atol=1e-12)
+    assert vals[0][2] == pytest.approx(vals[1][2], rel=1e-10)
