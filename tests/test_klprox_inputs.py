@@ -279,3 +279,21 @@ def test_squared_two_norm_prior_is_sum_squares(form):
         vals.append((p.solve(method="klprox"), w.value.copy(), p.solve(method="majorize")))
     assert vals[0][0] == pytest.approx(vals[1][0], rel=1e-13) and np.allclose(vals[0][1], vals[1][1], atol=1e-12)
     assert vals[0][2] == pytest.approx(vals[1][2], rel=1e-10)
+
+
+def test_converged_cvxpy_solve_does_not_warn_inaccurate():
+    """A converged klprox solve maps to CVXPY's OPTIMAL_INACCURATE without CVXPY's "Solution may be inaccurate. Try
+    another solver" warning (the convergence test passed); an iteration limit is still USER_LIMIT."""
+    import warnings
+
+    import cvxpy as cp
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(20, 2)), (rng.random(20) < 0.5).astype(float)
+    w = cp.Variable(2)
+    p = cp.Problem(cp.Minimize(cp.sum(cp.logistic(X @ w)) - y @ (X @ w) + cp.sum_squares(w)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p.solve(method="klprox")
+    assert p.status == "optimal_inaccurate" and p.varopt_result.status == "converged"
+    p.solve(method="klprox", max_iter=1)
+    assert p.status == "user_limit"

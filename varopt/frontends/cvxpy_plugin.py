@@ -27,7 +27,8 @@ this problem's previous solve by the same solver: klprox's ``warm_start`` Result
 
 Status mapping (varopt -> CVXPY): ``optimal`` -> ``OPTIMAL``; ``converged`` (a local or
 stochastic method stopped by its convergence test, no optimality proof) ->
-``OPTIMAL_INACCURATE``; ``iteration_limit``/``time_limit``/``pass_limit``/``interrupted`` (Ctrl-C) -> ``USER_LIMIT``
+``OPTIMAL_INACCURATE`` (without CVXPY's "Solution may be inaccurate" warning: the solver's
+convergence test passed); ``iteration_limit``/``time_limit``/``pass_limit``/``interrupted`` (Ctrl-C) -> ``USER_LIMIT``
 (variables hold the best point found); ``infeasible`` -> ``INFEASIBLE`` (value ``+inf`` for
 a minimisation, ``-inf`` for a maximisation); ``unbounded`` -> ``UNBOUNDED`` (value
 ``-inf``/``+inf``); ``error`` -> ``SOLVER_ERROR`` (value ``None``). The return value of
@@ -36,6 +37,7 @@ a minimisation, ``-inf`` for a maximisation); ``unbounded`` -> ``UNBOUNDED`` (va
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -117,7 +119,13 @@ def solve_problem(prob, name, *args, **options):
             s.EXTRA_STATS: {"varopt_result": res, "message": res.message}}
     solution = Solution(status, None if value is None else float(value), primal, {}, attr)
     try:
-        prob.unpack_results(solution, _Chain(name), None)
+        with warnings.catch_warnings():
+            if res.status == "converged":
+                # CVXPY warns "Solution may be inaccurate. Try another solver" for every *_INACCURATE status; for
+                # 'converged' the solver's own convergence test passed (klprox: stationarity to gtol), the status
+                # already says there is no optimality proof, and the advice is wrong
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+            prob.unpack_results(solution, _Chain(name), None)
     except cp_error.SolverError as exc:
         raise cp_error.SolverError(f"varopt solver {name!r} failed: {res.message or res.status}; the "
                                    f"varopt.Result is prob.varopt_result") from exc
