@@ -558,3 +558,19 @@ def test_woodbury_with_every_coordinate_unpenalized(rng):
     ref = np.linalg.pinv(R.T @ R) @ u
     assert np.allclose(x, ref, rtol=1e-7, atol=1e-9 * np.abs(ref).max())
     assert res <= 1e-8 * np.linalg.norm(u)
+
+
+def test_tight_tol_on_unscaled_data_does_not_trip_the_bound_check():
+    """Unscaled digits (pixels 0..16, C = 1): near the optimum f = 17 is the difference of parts of size 4e4
+    (sum of log-partitions against the data term), so f's rounding is ~1e-12 relative to |f|; the monotonicity
+    check scaled by |f| raised SolverBugError ("exceeds its majorizer", relative 1.5e-12) at tol=1e-14. The check
+    is relative to the parts' size; the run converges below the tol=1e-8 optimum."""
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_digits
+
+    from varopt.formulations.logistic import logistic_program
+    X, y = load_digits(return_X_y=True)
+    prog = logistic_program(X, y, 1.0, True, np.unique(y))
+    tight = get_solver("majorize").solve(prog, tol=1e-14, max_iter=5000)
+    loose = get_solver("majorize").solve(prog, tol=1e-8)
+    assert tight.status == "optimal" and tight.objective <= loose.objective
