@@ -176,3 +176,22 @@ def test_bad_hyperparameters_are_named():
     for pv in ([], "a", float("nan")):
         with pytest.raises(InputDataError, match="prior_var"):
             BayesianLogisticRegression(prior_var=pv).fit(X, y > 0)
+
+
+def test_limits_keep_the_fit_with_a_convergence_warning():
+    """A fit stopped at max_iter keeps its last posterior with scikit-learn's ConvergenceWarning, and a stochastic
+    fit (``batch_size``: always max_iter steps by design) is a plain fit (before: RuntimeError "klprox did not
+    converge: iteration_limit" for both, so the estimators could not use the stochastic variant)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    X, y = _clf_data(300)
+    exact = BayesianLogisticRegression().fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sgd = BayesianLogisticRegression(solver_options={"batch_size": 30, "max_iter": 300}).fit(X, y)
+    assert sgd.result_.status == "iteration_limit"
+    assert abs(sgd.neg_elbo_ - exact.neg_elbo_) < 1e-2 * abs(exact.neg_elbo_)
+    with pytest.warns(ConvergenceWarning, match="iteration_limit"):
+        short = BayesianLogisticRegression(solver_options={"max_iter": 2}).fit(X, y)
+    assert short.neg_elbo_ >= exact.neg_elbo_ and short.predict_proba(X).shape == (300, 2)

@@ -32,7 +32,7 @@ from ..registry import get_solver
 from ..solvers.klprox.expectations import MAX_SOFTMAX_DIM, family_table
 from .base import ClassifierMixin, RegressorMixin, VaroptEstimator
 from ..formulations.bayes_glm import check_data, design, glm_program, gp_factor, gp_program, se_kernel
-from .klprox_grid import check_n_jobs, grid_search
+from .klprox_grid import accept_run, check_n_jobs, grid_search
 
 
 def _grid(name, v):
@@ -73,10 +73,7 @@ class _Base(VaroptEstimator):
         opts = dict(self.solver_options or {})
         if warm is not None:
             opts.setdefault("warm_start", warm)  # the previous grid point: a start, kept only if better
-        r = get_solver("klprox").solve(program, **opts)
-        if not r.success:
-            raise RuntimeError(f"klprox did not converge: {r.status} ({r.message})")
-        return r
+        return accept_run(get_solver("klprox").solve(program, **opts), opts)
 
 
 class _GLM(_Base):
