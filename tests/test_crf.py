@@ -138,3 +138,16 @@ def test_fit_validates_lengths_and_lam_and_applies_overrides():
     ref = ChainCRF(lam=5.0, tol=1e-12).fit(X, Y)
     assert over.result_.objective == pytest.approx(ref.result_.objective, rel=1e-10)
     assert over.lam == 1.0 and over.lam_ == 5.0
+
+
+def test_numeric_tokens_and_score():
+    """Tokens that are numbers (word ids) use the default templates as their strings (before: AttributeError
+    'int' object has no attribute 'lower'); ``score`` is the token accuracy of ``predict`` (before: missing)."""
+    X = [[3, 17, 4], [5, 9], [12, 8], [3, 9, 4, 2]]
+    Y = [["D", "N", "V"], ["D", "N"], ["N", "V"], ["D", "N", "V", "P"]]
+    ints = ChainCRF(tol=1e-12).fit(X, Y)
+    strs = ChainCRF(tol=1e-12).fit([[str(t) for t in s] for s in X], Y)
+    assert ints.result_.objective == pytest.approx(strs.result_.objective, rel=1e-12)
+    pred = ints.predict(X)
+    acc = np.mean([a == b for p, ys in zip(pred, Y) for a, b in zip(p, ys)])
+    assert ints.score(X, Y) == pytest.approx(acc) and 0.5 < acc <= 1.0

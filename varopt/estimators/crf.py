@@ -64,6 +64,8 @@ def read_conll(path, max_sentences=None, max_len=None, word_col=0, tag_col=-1):
 def default_templates():
     """Feature templates ``f(tokens, t) -> [str]`` (word shape, affixes, neighbours)."""
     def word(tk, t):
+        tk = [str(x) for x in tk[max(t - 1, 0):t + 2]]   # tokens may be numbers (word ids); t's window only
+        t = min(t, 1)
         w = tk[t]
         out = ["bias", "w=" + w.lower(), "suf3=" + w[-3:].lower(), "pre3=" + w[:3].lower()]
         if w[:1].isupper():
@@ -332,6 +334,14 @@ class ChainCRF(VaroptEstimator):
 
     def objective(self, theta=None):
         return self.oracle(self.theta_ if theta is None else theta)[0]
+
+    def score(self, X, Y):
+        """Token accuracy of :meth:`predict` on sentences ``X`` with tags ``Y`` (scikit-learn's ``score``)."""
+        pred = self.predict(X)
+        if len(Y) != len(pred) or any(len(p) != len(ys) for p, ys in zip(pred, Y)):
+            raise InputDataError("Y must hold one tag per token of every sentence of X")
+        n = sum(len(ys) for ys in Y)
+        return sum(a == b for p, ys in zip(pred, Y) for a, b in zip(p, ys)) / max(n, 1)
 
     # --- prediction ---------------------------------------------------------------------------------------------
     def predict(self, X):
