@@ -119,3 +119,35 @@ def test_tree_bound_rejects_non_trees():
         tree_bound(S, np.zeros((2, 2)), [-1, 2, 1])
     with pytest.raises(ValueError, match="entries"):
         tree_bound(S, np.zeros((2, 2)), [-1, 0])
+
+
+def test_fit_validates_lengths_and_lam_and_applies_overrides():
+    """A sentence whose tag list has another length is an InputDataError naming it (before: an IndexError from
+    numpy broadcasting); a negative or non-numeric lam is named (before: "quadratic has a negative diagonal
+    entry"); the deprecated ``fit(X, Y, lam=...)`` override is applied (before: silently ignored, the
+    constructor's lam was used)."""
+    X = [["the", "cat", "sat"], ["a", "dog"], ["John", "runs"], ["the", "dog", "sat", "down"]]
+    Y = [["D", "N", "V"], ["D", "N"], ["N", "V"], ["D", "N", "V", "P"]]
+    with pytest.raises(InputDataError, match="sentence 1 has 2 tokens but 3 tags"):
+        ChainCRF().fit(X, [Y[0], ["D", "N", "V"], Y[2], Y[3]])
+    for lam in (-1.0, "a", float("nan")):
+        with pytest.raises(InputDataError, match="lam must be"):
+            ChainCRF(lam=lam).fit(X, Y)
+    with pytest.warns(DeprecationWarning):
+        over = ChainCRF(tol=1e-12).fit(X, Y, lam=5.0)
+    ref = ChainCRF(lam=5.0, tol=1e-12).fit(X, Y)
+    assert over.result_.objective == pytest.approx(ref.result_.objective, rel=1e-10)
+    assert over.lam == 1.0 and over.lam_ == 5.0
+
+
+def test_numeric_tokens_and_score():
+    """Tokens that are numbers (word ids) use the default templates as their strings (before: AttributeError
+    'int' object has no attribute 'lower'); ``score`` is the token accuracy of ``predict`` (before: missing)."""
+    X = [[3, 17, 4], [5, 9], [12, 8], [3, 9, 4, 2]]
+    Y = [["D", "N", "V"], ["D", "N"], ["N", "V"], ["D", "N", "V", "P"]]
+    ints = ChainCRF(tol=1e-12).fit(X, Y)
+    strs = ChainCRF(tol=1e-12).fit([[str(t) for t in s] for s in X], Y)
+    assert ints.result_.objective == pytest.approx(strs.result_.objective, rel=1e-12)
+    pred = ints.predict(X)
+    acc = np.mean([a == b for p, ys in zip(pred, Y) for a, b in zip(p, ys)])
+    assert ints.score(X, Y) == pytest.approx(acc) and 0.5 < acc <= 1.0

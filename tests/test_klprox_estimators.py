@@ -8,8 +8,9 @@ from scipy import integrate
 from scipy.special import expit
 
 from varopt.errors import InputDataError
-from varopt.estimators.klprox import (BayesianLogisticRegression, BayesianPoissonRegression, GPClassifier,
-                                                   GPRegressor, log_loss_bits)
+from varopt.estimators.klprox import (BayesianLogisticRegression, BayesianMultinomialRegression,
+                                      BayesianPoissonRegression, GPClassifier,
+                                      GPRegressor, log_loss_bits)
 
 
 def _clf_data(n=120, seed=0):
@@ -110,3 +111,87 @@ def test_gp_grid_in_two_processes_equals_the_serial_fit():
     for bad in (0, 1.5, "2"):
         with pytest.raises(InvalidOptionError, match="n_jobs"):
             GPRegressor("laplace", n_jobs=bad).fit(X, y)
+
+
+def test_estimators_follow_scikit_learn_conventions():
+    """score, NotFittedError, cross-validation and grid search, sparse X, NaN labels named as such (before:
+    no ``score`` (cross_val_score refused the estimator), no ``__sklearn_tags__`` (GridSearchCV failed),
+    ``AttributeError`` before fit, sparse ``X`` crashed ``predict``, NaN labels counted as a third class)."""
+    import scipy.sparse as sp
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+
+    from varopt.estimators.base import NotFittedError
+    X, y = _clf_data()
+    est = BayesianLogisticRegression().fit(X, y)
+    assert est.score(X, y) == np.mean(est.predict(X) == y)
+    assert cross_val_score(BayesianLogisticRegression(), X, y, cv=3).shape == (3,)
+    gs = GridSearchCV(BayesianLogisticRegression(), {"prior_var": [0.1, 1.0]}, cv=2, scoring="neg_log_loss")
+    assert gs.fit(X, y).best_params_["prior_var"] in (0.1, 1.0)
+    sparse = BayesianLogisticRegression().fit(sp.csr_matrix(X), y)
+    assert np.allclose(sparse.predict_proba(sp.csr_matrix(X)), est.predict_proba(X), rtol=0, atol=1e-12)
+    for E in (BayesianLogisticRegression, BayesianMultinomialRegression, GPClassifier):
+        with pytest.raises(NotFittedError):
+            E().predict(X)
+    yn = (y == "yes").astype(float)
+    yn[3] = np.nan
+    with pytest.raises(InputDataError, match="y contains NaN"):
+        BayesianLogisticRegression().fit(X, yn)
+    rng = np.random.default_rng(5)
+    Xr = rng.normal(size=(30, 2))
+    reg = GPRegressor(likelihood="gaussian").fit(Xr, Xr[:, 0] + 0.1 * rng.normal(size=30))
+    assert reg.score(Xr, Xr[:, 0]) > 0.5
+
+
+def test_fitted_estimators_and_results_pickle():
+    """A fitted estimator (and its klprox Result, whose ``info['predict']`` was a closure) survives pickling with
+    the same predictions: joblib.dump of a model, GridSearchCV(n_jobs=2)."""
+    import pickle
+
+    from varopt.formulations.bayes_glm import design, glm_program
+    from varopt.registry import get_solver
+    X, y = _clf_data(60)
+    for est in (BayesianLogisticRegression(), BayesianMultinomialRegression(), GPClassifier()):
+        est.fit(X, y)
+        again = pickle.loads(pickle.dumps(est))
+        assert np.array_equal(again.predict_proba(X), est.predict_proba(X))
+    yb = (y == "yes").astype(float)
+    for par in ("full", "dual"):
+        r = get_solver("klprox").solve(glm_program(X, yb), parameterization=par)
+        mean, var = pickle.loads(pickle.dumps(r)).info["predict"](design(X))
+        assert np.array_equal(mean, r.info["predict"](design(X))[0]) and np.all(var > 0)
+
+
+def test_bad_hyperparameters_are_named():
+    """NaN/empty/non-numeric grids and a negative jitter are errors naming the hyperparameter (before: "abs affine
+    data contains NaN", "kernel matrix is not positive definite", a TypeError from unpacking an empty grid)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=12)
+    for kw, name in (({"log_ell": float("nan")}, "log_ell"), ({"log_sf": []}, "log_sf"),
+                     ({"log_noise": [0.0, float("inf")]}, "log_noise"), ({"jitter": -1.0}, "jitter")):
+        with pytest.raises(InputDataError, match=name):
+            GPRegressor(**kw).fit(X, y)
+    with pytest.raises(InputDataError, match="jitter=0"):
+        GPRegressor(jitter=0.0).fit(np.vstack([X, X]), np.r_[y, y])
+    for pv in ([], "a", float("nan")):
+        with pytest.raises(InputDataError, match="prior_var"):
+            BayesianLogisticRegression(prior_var=pv).fit(X, y > 0)
+
+
+def test_limits_keep_the_fit_with_a_convergence_warning():
+    """A fit stopped at max_iter keeps its last posterior with scikit-learn's ConvergenceWarning, and a stochastic
+    fit (``batch_size``: always max_iter steps by design) is a plain fit (before: RuntimeError "klprox did not
+    converge: iteration_limit" for both, so the estimators could not use the stochastic variant)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    X, y = _clf_data(300)
+    exact = BayesianLogisticRegression().fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sgd = BayesianLogisticRegression(solver_options={"batch_size": 30, "max_iter": 300}).fit(X, y)
+    assert sgd.result_.status == "iteration_limit"
+    assert abs(sgd.neg_elbo_ - exact.neg_elbo_) < 1e-2 * abs(exact.neg_elbo_)
+    with pytest.warns(ConvergenceWarning, match="iteration_limit"):
+        short = BayesianLogisticRegression(solver_options={"max_iter": 2}).fit(X, y)
+    assert short.neg_elbo_ >= exact.neg_elbo_ and short.predict_proba(X).shape == (300, 2)

@@ -243,3 +243,57 @@ def test_natural_mean_step_reaches_the_same_optimum():
         np.testing.assert_allclose(a.x, b.x, atol=1e-7)
         h = np.array([e["objective"] for e in b.history])
         assert np.all(np.diff(h) <= b.info["rounding"])
+
+
+def test_cvxpy_warm_start_keyword():
+    """CVXPY's ``warm_start=True`` (a boolean) starts from the problem's previous klprox solve (before: an
+    InvalidOptionError "'bool' object is not subscriptable"); False is a cold start; majorize accepts it too."""
+    import cvxpy as cp
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), (rng.random(50) < 0.5).astype(float)
+    w, lam = cp.Variable(3), cp.Parameter(nonneg=True, value=1.0)
+    p = cp.Problem(cp.Minimize(cp.sum(cp.logistic(X @ w)) - y @ (X @ w) + lam / 2 * cp.sum_squares(w)))
+    cold = p.solve(method="klprox", warm_start=True)        # no previous solve: a cold start
+    n_cold = p.varopt_result.iterations
+    assert p.solve(method="klprox", warm_start=True) == pytest.approx(cold, rel=1e-12)
+    assert p.varopt_result.iterations < n_cold
+    lam.value = 2.0
+    warm = p.solve(method="klprox", warm_start=True)
+    assert p.solve(method="klprox", warm_start=False) == pytest.approx(warm, rel=1e-10)
+    assert p.varopt_result.iterations > 1
+    assert p.solve(method="majorize", warm_start=True) == pytest.approx(p.solve(solver=cp.CLARABEL), rel=1e-7)
+
+
+@pytest.mark.parametrize("form", ["power", "square"])
+def test_squared_two_norm_prior_is_sum_squares(form):
+    """``cp.norm(w)**2`` and ``cp.square(cp.norm(w))`` compile to sum_squares' rows (before: an auxiliary
+    ``t = sqrt(sum w^2)`` that only gop handles, so klprox and majorize refused the most common L2 prior)."""
+    import cvxpy as cp
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(30, 3)), (rng.random(30) < 0.5).astype(float)
+    priors = {"power": lambda w: cp.norm(w, 2) ** 2 / 2, "square": lambda w: cp.square(cp.norm(w)) / 2}
+    vals = []
+    for pr in (priors[form], lambda w: cp.sum_squares(w) / 2):
+        w = cp.Variable(3)
+        p = cp.Problem(cp.Minimize(cp.sum(cp.logistic(X @ w)) - y @ (X @ w) + pr(w)))
+        vals.append((p.solve(method="klprox"), w.value.copy(), p.solve(method="majorize")))
+    assert vals[0][0] == pytest.approx(vals[1][0], rel=1e-13) and np.allclose(vals[0][1], vals[1][1], atol=1e-12)
+    assert vals[0][2] == pytest.approx(vals[1][2], rel=1e-10)
+
+
+def test_converged_cvxpy_solve_does_not_warn_inaccurate():
+    """A converged klprox solve maps to CVXPY's OPTIMAL_INACCURATE without CVXPY's "Solution may be inaccurate. Try
+    another solver" warning (the convergence test passed); an iteration limit is still USER_LIMIT."""
+    import warnings
+
+    import cvxpy as cp
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(20, 2)), (rng.random(20) < 0.5).astype(float)
+    w = cp.Variable(2)
+    p = cp.Problem(cp.Minimize(cp.sum(cp.logistic(X @ w)) - y @ (X @ w) + cp.sum_squares(w)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p.solve(method="klprox")
+    assert p.status == "optimal_inaccurate" and p.varopt_result.status == "converged"
+    p.solve(method="klprox", max_iter=1)
+    assert p.status == "user_limit"

@@ -64,3 +64,16 @@ def test_deprecated_majorize_blas_threads_zero_still_means_automatic():
         warnings.simplefilter("error")
         new = varopt.get_solver("majorize").solve(p)
     assert np.array_equal(old.x, new.x)
+
+
+@pytest.mark.parametrize("name", ["klprox", "majorize", "gop", "ipsa"])
+def test_a_boolean_is_not_a_number(name):
+    """``max_iter=True`` was accepted as 1 iteration (bool is an int subclass) and ``time_limit=True`` as 1 s;
+    numeric options refuse booleans with a message naming the option."""
+    opts = varopt.get_solver(name).options
+    for key in ("max_iter", "time_limit"):
+        with pytest.raises(InvalidOptionError, match=f"option '{key}' must be a number"):
+            opts.validate({key: True})
+        with pytest.raises(InvalidOptionError, match=f"option '{key}' must be a number"):
+            opts.validate({key: np.False_})
+    assert opts.validate({"max_iter": 5, "time_limit": 2}).max_iter == 5

@@ -3,7 +3,9 @@
 ``varopt solvers`` lists the registered solvers; ``varopt solvers NAME`` prints one solver's options.
 ``varopt solve MODEL.py --solver NAME [--option key=value ...] [--json] [--plot FILE]``
 loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem), compiles it,
-solves it and prints a summary (or exactly one JSON object with ``--json``).
+solves it and prints a summary (or exactly one JSON object with ``--json``; a solver returning a
+Gaussian posterior, ``klprox``, adds ``posterior_sd``: the standard deviation of every variable,
+whose posterior mean is in ``variables``). ``python -m varopt`` is the same command.
 
 Exit status (one table for every solver; the same statuses as ``Result.status``):
 
@@ -129,12 +131,26 @@ def cmd_solve(args) -> int:
         d = result.to_dict()
         keys = ("solver", "status", "message", "objective", "lower_bound", "upper_bound", "gap", "iterations",
                 "wall_time", "variables")
-        print(json.dumps({k: d[k] for k in keys}))
+        out = {k: d[k] for k in keys}
+        sd = _posterior_sd(result)
+        if sd is not None:
+            out["posterior_sd"] = sd
+        print(json.dumps(out))
     else:
         print(result.summary())
     if result.status == "error":
         print(f"varopt: solver error: {result.message}", file=sys.stderr)
     return EXIT_CODES.get(result.status, 1)
+
+
+def _posterior_sd(result):
+    """``{name: posterior standard deviation}`` of a solver returning a Gaussian posterior (klprox: the loaded point
+    is its mean, ``info['covariance']`` its covariance); None for the others."""
+    cov = result.info.get("covariance") if isinstance(result.info, dict) else None
+    names = result.names or []
+    if not isinstance(cov, np.ndarray) or cov.ndim != 2 or cov.shape != (len(names), len(names)):
+        return None
+    return {n: float(v) for n, v in zip(names, np.sqrt(np.maximum(np.diag(cov), 0.0)))}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Callable
 
+import numpy as np
+
 from .errors import InvalidOptionError
 
 
@@ -66,6 +68,9 @@ class Option:
                     value = low in ("true", "1", "yes", "on")
                 else:
                     value = bool(value)
+            elif d in (int, float) and isinstance(value, (bool, np.bool_)):
+                # bool is an int subclass: max_iter=True would silently be 1 iteration
+                raise InvalidOptionError(f"option {self.name!r} must be a number, got the boolean {value!r}")
             elif d is int:
                 if isinstance(value, float) and not value.is_integer():
                     raise InvalidOptionError(f"option {self.name!r} must be an integer, got {value!r}")

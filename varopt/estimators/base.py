@@ -19,13 +19,16 @@ import numpy as np
 try:  # scikit-learn is optional
     from sklearn.base import BaseEstimator as _Base
     from sklearn.base import ClassifierMixin, RegressorMixin
-    from sklearn.exceptions import NotFittedError
+    from sklearn.exceptions import ConvergenceWarning, NotFittedError
     HAVE_SKLEARN = True
 except ImportError:  # pragma: no cover - exercised only without scikit-learn
     HAVE_SKLEARN = False
 
     class NotFittedError(ValueError, AttributeError):
         """The estimator is used before ``fit`` (scikit-learn's exception when it is installed)."""
+
+    class ConvergenceWarning(UserWarning):
+        """A fit stopped at a limit before its convergence test (scikit-learn's warning when it is installed)."""
 
     class _Base:
         @classmethod
@@ -109,4 +112,5 @@ class VaroptEstimator(_Base):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
 
-__all__ = ["VaroptEstimator", "RegressorMixin", "ClassifierMixin", "NotFittedError", "HAVE_SKLEARN"]
+__all__ = ["VaroptEstimator", "RegressorMixin", "ClassifierMixin", "NotFittedError", "ConvergenceWarning",
+           "HAVE_SKLEARN"]

@@ -64,6 +64,8 @@ def read_conll(path, max_sentences=None, max_len=None, word_col=0, tag_col=-1):
 def default_templates():
     """Feature templates ``f(tokens, t) -> [str]`` (word shape, affixes, neighbours)."""
     def word(tk, t):
+        tk = [str(x) for x in tk[max(t - 1, 0):t + 2]]   # tokens may be numbers (word ids); t's window only
+        t = min(t, 1)
         w = tk[t]
         out = ["bias", "w=" + w.lower(), "suf3=" + w[-3:].lower(), "pre3=" + w[:3].lower()]
         if w[:1].isupper():
@@ -126,12 +128,12 @@ class ChainCRF(VaroptEstimator):
     def _feats(self, tokens):
         return [[s for tpl in self.templates_ for s in tpl(tokens, t)] for t in range(len(tokens))]
 
-    def _build_index(self, X):
+    def _build_index(self, X, min_count, max_features):
         cnt = Counter(s for tk in X for fs in self._feats(tk) for s in fs)
-        items = [(c, s) for s, c in cnt.items() if c >= self.min_count]
+        items = [(c, s) for s, c in cnt.items() if c >= min_count]
         items.sort(key=lambda cs: (-cs[0], cs[1]))
-        if self.max_features:
-            items = items[: self.max_features]
+        if max_features:
+            items = items[: max_features]
         self.vocab_ = {s: i for i, (_, s) in enumerate(items)}
 
     def _phi(self, tokens):
@@ -225,8 +227,8 @@ class ChainCRF(VaroptEstimator):
     def oracle(self, theta, want_sigma=False):
         """``J(theta)``, its gradient and (optionally) the junction-tree bound curvature (dense d x d)."""
         logz, mu, Sig = self.partition_bound(theta, want_sigma)
-        val = logz + float(self.linear_ @ theta) + 0.5 * self.lam * float(theta @ theta)
-        return val, mu + self.linear_ + self.lam * theta, Sig
+        val = logz + float(self.linear_ @ theta) + 0.5 * self.lam_ * float(theta @ theta)
+        return val, mu + self.linear_ + self.lam_ * theta, Sig
 
     def _add_sigma(self, Sig, Phi, M, T):
         K, F = self.K_, self.F_
@@ -274,8 +276,17 @@ class ChainCRF(VaroptEstimator):
         bound_reuse, reuse_metric = params["bound_reuse"], params["reuse_metric"]
         if len(X) != len(Y):
             raise InputDataError("X and Y have different numbers of sentences")
-        self.templates_ = list(self.templates) if self.templates is not None else default_templates()
-        self.labels_ = (sorted({tg for ys in Y for tg in ys}) if self.labels is None else list(self.labels))
+        for i, (tk, ys) in enumerate(zip(X, Y)):
+            if len(tk) != len(ys):
+                raise InputDataError(f"sentence {i} has {len(tk)} tokens but {len(ys)} tags")
+        lam = params["lam"]
+        if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(lam) or lam < 0:
+            raise InputDataError(f"lam must be a finite number >= 0, got {lam!r}")
+        self.lam_ = float(lam)     # the fit's value (a deprecated fit(..., lam=) override included)
+        templates, labels = params["templates"], params["labels"]
+        self.templates_ = list(templates) if templates is not None else default_templates()
+        self.labels_ = (sorted({tg for ys in Y for tg in ys}) if labels is None else list(labels))
         if len(self.labels_) == 0:
             raise InputDataError("empty label set: Omega has no configurations")
         self.label_index_ = {tg: i for i, tg in enumerate(self.labels_)}
@@ -283,7 +294,7 @@ class ChainCRF(VaroptEstimator):
             for tg in ys:
                 if tg not in self.label_index_:
                     raise InputDataError(f"tag {tg!r} is not in the label set")
-        self._build_index(X)
+        self._build_index(X, params["min_count"], params["max_features"])
         self.K_, self.F_ = len(self.labels_), len(self.vocab_)
         self.d_ = self.K_ * self.F_ + self.K_ ** 2
         self.batches_ = self._prepare(X, Y)
@@ -309,7 +320,7 @@ class ChainCRF(VaroptEstimator):
         elif method == "majorize":
             def cb(it, th, f):
                 callback(th, f)  # the estimator's callback(theta, J) never stops the run
-            res = majorize(self, theta, quadratic=self.lam, linear=self.linear_, tol=tol, max_iter=max_iter,
+            res = majorize(self, theta, quadratic=self.lam_, linear=self.linear_, tol=tol, max_iter=max_iter,
                            time_limit=time_limit, verbose=verbose, callback=cb if callback else None, extrapolate=extrapolate,
                            bound_reuse=bound_reuse, **({"reuse_metric": reuse_metric} if bound_reuse else {}))
             self.result_ = res
@@ -323,6 +334,14 @@ class ChainCRF(VaroptEstimator):
 
     def objective(self, theta=None):
         return self.oracle(self.theta_ if theta is None else theta)[0]
+
+    def score(self, X, Y):
+        """Token accuracy of :meth:`predict` on sentences ``X`` with tags ``Y`` (scikit-learn's ``score``)."""
+        pred = self.predict(X)
+        if len(Y) != len(pred) or any(len(p) != len(ys) for p, ys in zip(pred, Y)):
+            raise InputDataError("Y must hold one tag per token of every sentence of X")
+        n = sum(len(ys) for ys in Y)
+        return sum(a == b for p, ys in zip(pred, Y) for a, b in zip(p, ys)) / max(n, 1)
 
     # --- prediction ---------------------------------------------------------------------------------------------
     def predict(self, X):

@@ -30,40 +30,54 @@ from ..core.threads import blas_threads, option_threads
 from ..errors import InputDataError
 from ..registry import get_solver
 from ..solvers.klprox.expectations import MAX_SOFTMAX_DIM, family_table
+from .base import ClassifierMixin, RegressorMixin, VaroptEstimator
 from ..formulations.bayes_glm import check_data, design, glm_program, gp_factor, gp_program, se_kernel
-from .klprox_grid import check_n_jobs, grid_search
+from .klprox_grid import accept_run, check_n_jobs, grid_search
 
 
-def _grid(v):
-    return list(np.atleast_1d(np.asarray(v, dtype=float)))
+def _grid(name, v):
+    """A hyperparameter given as a number or a list of them (a grid), as a list of finite floats."""
+    try:
+        g = np.atleast_1d(np.asarray(v, dtype=float))
+    except (TypeError, ValueError):
+        g = None
+    if g is None or g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)):
+        raise InputDataError(f"{name} must be a finite number or a non-empty list of them, got {v!r}")
+    return list(g)
 
 
-class _Base:
+class _Base(VaroptEstimator):
+    """scikit-learn conventions through :class:`.base.VaroptEstimator` (``get_params``/``set_params``, ``clone``,
+    ``score`` from the classifier/regressor mixin, ``NotFittedError``, scikit-learn's input validation; sparse
+    ``X`` is accepted and densified: the solver's covariance is dense in the weights anyway)."""
+
     _solver_options: dict = None
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    def _inputs(self, X, y):
+        """``(X, y)`` validated as scikit-learn does (``n_features_in_`` set); ``X`` dense float."""
+        X, y = self._validate(X, y, reset=True, accept_sparse=True, classifier=isinstance(self, ClassifierMixin))
+        return (X.toarray() if hasattr(X, "toarray") else X), y
+
+    def _new_inputs(self, X, fitted_attr):
+        """New inputs to predict at: fitted estimator, same number of features, finite, dense."""
+        self._check_fitted(fitted_attr)
+        X = self._validate(X, reset=False, accept_sparse=True, with_y=False)
+        return X.toarray() if hasattr(X, "toarray") else X
 
     def _solve(self, program, warm=None):
         opts = dict(self.solver_options or {})
         if warm is not None:
             opts.setdefault("warm_start", warm)  # the previous grid point: a start, kept only if better
-        r = get_solver("klprox").solve(program, **opts)
-        if not r.success:
-            raise RuntimeError(f"klprox did not converge: {r.status} ({r.message})")
-        return r
-
-    def get_params(self, deep=True):
-        return {k: getattr(self, k) for k in self._params}
-
-    def set_params(self, **params):
-        for k, v in params.items():
-            if k not in self._params:
-                raise ValueError(f"unknown parameter {k!r}; valid: {self._params}")
-            setattr(self, k, v)
-        return self
+        return accept_run(get_solver("klprox").solve(program, **opts), opts)
 
 
 class _GLM(_Base):
     likelihood = ""
-    _params = ("prior_var", "fit_intercept", "solver_options")
     _classes = None
 
     def __init__(self, prior_var=1.0, fit_intercept=True, solver_options=None):
@@ -72,9 +86,17 @@ class _GLM(_Base):
         self.solver_options = solver_options
 
     def fit(self, X, y):
+        X, y = self._inputs(X, y)
+        return self._fit(X, self._targets(y))
+
+    def _targets(self, y):
+        """The likelihood's numeric targets of validated labels ``y`` (classifiers set ``classes_``)."""
+        return y
+
+    def _fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
         best, self.grid_, r = None, [], None
-        for d in _grid(self.prior_var):
+        for d in _grid("prior_var", self.prior_var):
             r = self._solve(glm_program(X, y, self.likelihood, prior_var=d, fit_intercept=self.fit_intercept,
                                         classes=self._classes), r)
             self.grid_.append((d, r.objective))
@@ -90,12 +112,7 @@ class _GLM(_Base):
 
     def _design(self, X):
         """The checked design matrix of new inputs (intercept column included)."""
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise InputDataError(f"X must have {self.n_features_in_} columns")
-        if not np.all(np.isfinite(X)):
-            raise InputDataError("X contains NaN or inf")
-        return design(X, self.fit_intercept)
+        return design(self._new_inputs(X, "mean_"), self.fit_intercept)
 
     def _predictor(self, X):
         F = self._design(X)
@@ -108,11 +125,23 @@ class _BinaryLogistic:
 
     likelihood = "logistic"
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False      # two labels; BayesianMultinomialRegression for more
+        return tags
+
+    def _targets(self, y):
+        return self._binary_targets(y)
+
     def _binary_targets(self, y):
         y = np.asarray(y)
         self.classes_ = np.unique(y)
-        if self.classes_.size != 2:
-            raise InputDataError(f"binary classification needs two classes, got {self.classes_.size}")
+        n = self.classes_.size
+        if n > 2:   # scikit-learn's wording for binary-only classifiers
+            raise InputDataError(f"Only binary classification is supported. y has {n} classes "
+                                 "(BayesianMultinomialRegression fits up to 4)")
+        if n < 2:
+            raise InputDataError(f"binary classification needs two classes, got {n} class{'' if n == 1 else 'es'}")
         return (y == self.classes_[1]).astype(float)
 
     def predict_proba(self, X):
@@ -121,20 +150,18 @@ class _BinaryLogistic:
         return np.column_stack([1 - p, p])
 
     def predict(self, X):
-        return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+        p1 = self.predict_proba(X)[:, 1]      # first: it checks that the estimator is fitted
+        return self.classes_[(p1 > 0.5).astype(int)]
 
 
-class BayesianLogisticRegression(_BinaryLogistic, _GLM):
+class BayesianLogisticRegression(_BinaryLogistic, ClassifierMixin, _GLM):
     """Binary Bayesian logistic regression; labels ``y`` in ``classes_`` (two values)."""
-
-    def fit(self, X, y):
-        return super().fit(X, self._binary_targets(y))
 
     def _latent(self, X):
         return self._predictor(X)
 
 
-class BayesianMultinomialRegression(_GLM):
+class BayesianMultinomialRegression(ClassifierMixin, _GLM):
     """Bayesian multinomial (softmax) logistic regression: ``p(y = k | x, W) = softmax(W^T x)_k``, one weight
     vector per class with prior ``N(0, prior_var I)`` (and intercepts). ``coef_`` is K x n_features and
     ``intercept_`` has K entries (scikit-learn's layout); ``mean_``/``covariance_`` are over the weights
@@ -144,13 +171,15 @@ class BayesianMultinomialRegression(_GLM):
 
     likelihood = "multinomial"
 
-    def fit(self, X, y):
-        y = np.asarray(y)
-        self.classes_, codes = np.unique(y, return_inverse=True)
+    def _targets(self, y):
+        self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
         if self.classes_.size < 2:
             raise InputDataError(f"classification needs at least two classes, got {self.classes_.size}")
         self._classes = self.classes_.size
-        super().fit(X, codes.astype(float))
+        return codes.astype(float)
+
+    def fit(self, X, y):
+        super().fit(X, y)
         K, d = self.classes_.size, self.n_features_in_
         Wm = self.mean_.reshape(K, -1)
         self.coef_ = Wm[:, :d]
@@ -178,7 +207,8 @@ class BayesianMultinomialRegression(_GLM):
         return np.column_stack([1.0 - p.sum(axis=1), p])
 
     def predict(self, X):
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        k = np.argmax(self.predict_proba(X), axis=1)      # first: it checks that the estimator is fitted
+        return self.classes_[k]
 
 
 def _qmc_softmax(mt, Vt, m=14):
@@ -196,7 +226,7 @@ def _qmc_softmax(mt, Vt, m=14):
     return out
 
 
-class BayesianPoissonRegression(_GLM):
+class BayesianPoissonRegression(RegressorMixin, _GLM):
     likelihood = "poisson"
 
     def predict(self, X):
@@ -216,7 +246,6 @@ class _GP(_Base):
     serially)."""
 
     likelihood = ""
-    _params = ("log_ell", "log_sf", "log_noise", "jitter", "solver_options", "n_jobs")
 
     def __init__(self, log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8, solver_options=None, n_jobs=None):
         self.log_ell, self.log_sf, self.log_noise = log_ell, log_sf, log_noise
@@ -227,7 +256,7 @@ class _GP(_Base):
     def _fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
         check_n_jobs(self.n_jobs)
-        grids = (_grid(self.log_ell), _grid(self.log_sf), _grid(self.log_noise))
+        grids = tuple(_grid(k, getattr(self, k)) for k in ("log_ell", "log_sf", "log_noise"))
         self.grid_, best, self.result_ = grid_search(_gp_build, (X, y, self.likelihood, self.jitter), grids,
                                                      self.solver_options, self.n_jobs)
         self.log_ell_, self.log_sf_, self.log_noise_ = best
@@ -241,9 +270,7 @@ class _GP(_Base):
 
     def latent(self, X):
         """Mean and variance of the latent ``f(x)`` at new inputs."""
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[1] != self.X_train_.shape[1] or not np.all(np.isfinite(X)):
-            raise InputDataError(f"X must be a finite 2-D array with {self.X_train_.shape[1]} columns")
+        X = self._new_inputs(X, "X_train_")
         import scipy.linalg as sla
         Ks = se_kernel(self.X_train_, X, self.log_ell_, self.log_sf_)
         a = sla.solve_triangular(self.L_, Ks, lower=True)                 # L^-1 k*, one column per input
@@ -253,23 +280,22 @@ class _GP(_Base):
         return mt, np.maximum(vt, 0.0)
 
 
-class GPClassifier(_BinaryLogistic, _GP):
+class GPClassifier(_BinaryLogistic, ClassifierMixin, _GP):
     """GP classification with a logistic likelihood (``log_noise`` unused); grids and ``n_jobs`` as in
     :class:`GPRegressor`."""
-
-    _params = ("log_ell", "log_sf", "jitter", "solver_options", "n_jobs")
 
     def __init__(self, log_ell=0.0, log_sf=0.0, jitter=1e-8, solver_options=None, n_jobs=None):
         super().__init__(log_ell, log_sf, 0.0, jitter, solver_options, n_jobs)
 
     def fit(self, X, y):
+        X, y = self._inputs(X, y)
         return self._fit(X, self._binary_targets(y))
 
     def _latent(self, X):
         return self.latent(X)
 
 
-class GPRegressor(_GP):
+class GPRegressor(RegressorMixin, _GP):
     """GP regression with a ``laplace`` (noise std ``exp(log_noise)``) or ``gaussian`` likelihood. Lists of
     ``log_ell``, ``log_sf``, ``log_noise`` form a grid selected by the ELBO; ``n_jobs`` (scikit-learn's
     convention) solves it in that many processes with the serial fit's values."""
@@ -279,12 +305,10 @@ class GPRegressor(_GP):
         super().__init__(log_ell, log_sf, log_noise, jitter, solver_options, n_jobs)
         self.likelihood = likelihood
 
-    _params = ("likelihood", "log_ell", "log_sf", "log_noise", "jitter", "solver_options", "n_jobs")
-
     def fit(self, X, y):
         if self.likelihood not in ("laplace", "gaussian"):
             raise InputDataError(f"GPRegressor likelihood must be 'laplace' or 'gaussian', got {self.likelihood!r}")
-        return self._fit(X, y)
+        return self._fit(*self._inputs(X, y))
 
     def predict(self, X):
         return self.latent(X)[0]

@@ -44,7 +44,7 @@ def warm_summary(r):
 
 def solve_point(build, args, options, warm):
     """Solve the program ``build(*args)``; ``warm``: the neighbours' summaries (a user's own ``warm_start`` in
-    ``options`` takes precedence). Raises when the solver does not converge."""
+    ``options`` takes precedence). Raises when the solver fails (:func:`accept_run`)."""
     opts = dict(options or {})
     if warm:
         opts.setdefault("warm_start", warm)
@@ -53,10 +53,28 @@ def solve_point(build, args, options, warm):
     # 60 % of a 6 x 6 GP classification grid on the loaded machine
     with blas_threads(option_threads(opts.get("blas_threads"), 1)):
         program = build(*args)
-    r = get_solver("klprox").solve(program, **opts)
-    if not r.success:
-        raise RuntimeError(f"klprox did not converge at grid point {args[-3:]}: {r.status} ({r.message})")
-    return r
+    return accept_run(get_solver("klprox").solve(program, **opts), opts, f" at grid point {args[-3:]}")
+
+
+#: statuses of a run stopped at a limit: its last iterate is a posterior, kept with a ConvergenceWarning
+LIMITS = ("iteration_limit", "time_limit", "pass_limit")
+
+
+def accept_run(r, opts, where=""):
+    """``r`` when it converged or stopped at a limit (scikit-learn's convention: keep the fit, warn with a
+    ConvergenceWarning; a stochastic run, ``batch_size``, ends after its max_iter steps by design: no warning);
+    RuntimeError otherwise."""
+    if r.success:
+        return r
+    if r.status in LIMITS and r.x is not None:
+        if not (opts.get("batch_size") is not None and r.status == "iteration_limit"):
+            import warnings
+
+            from .base import ConvergenceWarning
+            warnings.warn(f"klprox stopped at a limit before converging{where}: {r.status} ({r.message}); the "
+                          "posterior is the last iterate", ConvergenceWarning, stacklevel=3)
+        return r
+    raise RuntimeError(f"klprox did not converge{where}: {r.status} ({r.message})")
 
 
 def _worker(build, args, options, warm):

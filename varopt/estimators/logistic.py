@@ -1,6 +1,8 @@
 """L2 logistic regression fitted by bound majorization (Jebara & Choromanska 2012), solver ``majorize``."""
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ..errors import InputDataError
@@ -21,15 +23,20 @@ class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
         self.C, self.fit_intercept, self.tol, self.max_iter = C, fit_intercept, tol, max_iter
         self.bound, self.rank, self.verbose, self.step_solver = bound, rank, verbose, step_solver
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True      # the program's rows are sparse (formulations.logistic)
+        return tags
+
     def fit(self, X, y):
         from ..registry import get_solver
         import varopt.solvers.majorize  # noqa: F401  (registers the solver even if varopt/__init__ did not)
-        X, y = self._validate(X, y, reset=True, classifier=True)
+        X, y = self._validate(X, y, reset=True, accept_sparse="csr", classifier=True)
         X, y = _check_xy(X, y)
         if np.unique(y).size < 2:
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got 1 class")
-        if not self.C > 0:
-            raise InputDataError(f"C must be positive, got {self.C!r}")
+        if isinstance(self.C, (bool, np.bool_)) or not isinstance(self.C, numbers.Real) or not self.C > 0:
+            raise InputDataError(f"C must be a positive number, got {self.C!r}")
         self.classes_ = np.unique(y)
         prog = logistic_program(X, y, 1.0 / self.C, self.fit_intercept, self.classes_)
         self.program_ = prog
@@ -42,7 +49,7 @@ class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
 
     def decision_function(self, X):
         self._check_fitted("coef_")
-        X = self._validate(X, reset=False, with_y=False)
+        X = self._validate(X, reset=False, accept_sparse="csr", with_y=False)
         Z = X @ self.coef_.T + self.intercept_
         return Z.ravel() if self.classes_.size == 2 else Z
 

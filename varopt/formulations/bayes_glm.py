@@ -159,6 +159,11 @@ def se_kernel(X1, X2, log_ell, log_sf):
 
 def gp_factor(X, log_ell, log_sf, jitter=1e-8):
     """Lower Cholesky factor of ``K + jitter * sf^2 I`` (relative jitter, raised until it factors)."""
+    for name, v in (("log_ell", log_ell), ("log_sf", log_sf)):
+        if not (isinstance(v, (int, float, np.integer, np.floating)) and math.isfinite(v)):
+            raise InputDataError(f"{name} must be a finite number, got {v!r}")
+    if not (isinstance(jitter, (int, float, np.integer, np.floating)) and math.isfinite(jitter) and jitter >= 0):
+        raise InputDataError(f"jitter must be a finite number >= 0, got {jitter!r}")
     K = se_kernel(X, X, log_ell, log_sf)
     eps = jitter * math.exp(2 * log_sf)
     for _ in range(8):
@@ -166,6 +171,9 @@ def gp_factor(X, log_ell, log_sf, jitter=1e-8):
             return np.linalg.cholesky(K + eps * np.eye(K.shape[0])), eps
         except np.linalg.LinAlgError:
             eps *= 10.0
+    if jitter == 0:
+        raise InputDataError("the kernel matrix is singular (e.g. duplicate rows of X) and jitter=0 cannot be raised; "
+                             "use jitter > 0")
     raise InputDataError("the kernel matrix is not positive definite even with jitter; check X")
 
 

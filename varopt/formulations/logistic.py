@@ -28,10 +28,11 @@ from ..program.terms import LseGroup, QuadraticTerms
 
 
 def _check_xy(X, y):
-    X = np.asarray(X, dtype=float)
+    """Float ``X`` (a scipy.sparse matrix stays sparse, as CSR: the program's rows are sparse anyway) and ``y``."""
+    X = sp.csr_matrix(X, dtype=float) if sp.issparse(X) else np.asarray(X, dtype=float)
     if X.ndim != 2:
         raise InputDataError("X must be a 2-D array (samples x features)")
-    if not np.all(np.isfinite(X)):
+    if not np.all(np.isfinite(X.data if sp.issparse(X) else X)):
         raise InputDataError("X contains NaN or inf")
     y = np.asarray(y)
     if y.shape[0] != X.shape[0]:
@@ -52,7 +53,10 @@ def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None)
         raise InputDataError("logistic regression needs at least two classes in y")
     yi = np.searchsorted(classes, y)
     t, d = X.shape
-    Xa = np.hstack([X, np.ones((t, 1))]) if fit_intercept else X
+    if fit_intercept:
+        Xa = sp.hstack([X, np.ones((t, 1))]).tocsr() if sp.issparse(X) else np.hstack([X, np.ones((t, 1))])
+    else:
+        Xa = X
     p = Xa.shape[1]
     C = classes.size
     if C == 2:
@@ -69,7 +73,7 @@ def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None)
         perm[1::2] = t + np.arange(t)
         A = A[perm]
         seg = rows
-        linear = -(Xa.T @ (yi == 1).astype(float))
+        linear = -np.asarray(Xa.T @ (yi == 1).astype(float)).ravel()
         reg_idx = np.arange(d)
     else:
         n = C * p
@@ -91,7 +95,7 @@ def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None)
         seg = np.repeat(np.arange(t), C)
         Y = np.zeros((t, C))
         Y[np.arange(t), yi] = 1.0
-        linear = -np.concatenate([(Y.T @ X).ravel(), Y.sum(axis=0) if fit_intercept else np.zeros(0)])
+        linear = -np.concatenate([np.asarray(Xs.T @ Y).T.ravel(), Y.sum(axis=0) if fit_intercept else np.zeros(0)])
         reg_idx = np.arange(C * d)
     lse = LseGroup(A=A, b=np.zeros(A.shape[0]), seg=seg, coef=np.ones(t), label=np.arange(t))
     quad = QuadraticTerms(reg_idx, reg_idx, np.full(reg_idx.size, 0.5 * lam), n)

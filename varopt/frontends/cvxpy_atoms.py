@@ -9,6 +9,7 @@ log-sum-exp groups (catalogue kinds of :mod:`varopt.program.terms`):
 * ``quad_form(u, P)`` with constant ``P`` -> ``u^T P_s u`` with ``P_s = (P + P^T)/2``,
   i.e. quadratic terms ``x^T A^T P_s A x``, linear ``2 b^T P_s A x`` and constant ``b^T P b``;
 * ``abs`` -> ``abs`` rows (elementwise); ``norm1(u, axis)`` -> the sums of ``abs`` rows;
+* ``norm(u, 2)**2``/``square(norm(u))`` -> ``sum_squares(u)``'s ``square`` rows (per output entry with ``axis``);
 * ``norm(u, 2)``/``norm2``/``norm(U, 'fro')`` (``pnorm``, ``p = 2``) -> an auxiliary ``t = sqrt(sum u^2)``
   per output entry, ``power(e, 0.5)``/``sqrt(e)`` -> ``t = sqrt(e)`` (:mod:`varopt.program.lifting`);
 * a square, ``abs``, ``norm1``, 2-norm or ``sum_squares`` argument with products of variables
@@ -97,7 +98,15 @@ class _Tracer(_ProductTracer):
             return self.sqrt_node(expr, self.trace(expr.args[0]), shape)
         if p != 2:
             self.fail(expr, f"power with exponent {p:g} (only 2 and 0.5 are recognised)")
-        return self.atom_node("square", self.lifted_arg(expr, expr.args[0]), 1.0, shape)
+        arg = expr.args[0]
+        if type(arg).__name__ in ("Pnorm", "PnormApprox") and float(arg.p) == 2:
+            # norm(u, 2)**2 = sum_k u_k^2 (the usual way to write an L2 penalty or a Gaussian prior): square rows,
+            # as sum_squares, instead of an auxiliary t = sqrt(sum u^2) that only gop handles
+            z = self.lifted_arg(arg, arg.args[0])
+            pos, m_out = _axis_groups(z.shape, getattr(arg, "axis", None))
+            S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
+            return self.atom_node("square", z, 1.0, z.shape).apply(S, shape)
+        return self.atom_node("square", self.lifted_arg(expr, arg), 1.0, shape)
 
     _Power = _power
     _PowerApprox = _power

@@ -23,11 +23,13 @@ and ``prob.value`` stays None (CVXPY evaluates the objective at the variables, w
 :func:`varopt.frontends.cvxpy_compile.compile_cvxpy`, so non-convex products such as
 ``cp.multiply(phi, cp.square(x - mu))`` are accepted. Keyword arguments are the solver's
 options (unknown names raise :class:`~varopt.errors.InvalidOptionError` listing the valid
-ones); ``verbose`` is accepted by every solver.
+ones); ``verbose`` is accepted by every solver, and so is CVXPY's ``warm_start=True`` (start from
+this problem's previous solve by the same solver: klprox's ``warm_start`` Result, else ``x0``).
 
 Status mapping (varopt -> CVXPY): ``optimal`` -> ``OPTIMAL``; ``converged`` (a local or
 stochastic method stopped by its convergence test, no optimality proof) ->
-``OPTIMAL_INACCURATE``; ``iteration_limit``/``time_limit``/``pass_limit``/``interrupted`` (Ctrl-C) -> ``USER_LIMIT``
+``OPTIMAL_INACCURATE`` (without CVXPY's "Solution may be inaccurate" warning: the solver's
+convergence test passed); ``iteration_limit``/``time_limit``/``pass_limit``/``interrupted`` (Ctrl-C) -> ``USER_LIMIT``
 (variables hold the best point found); ``infeasible`` -> ``INFEASIBLE`` (value ``+inf`` for
 a minimisation, ``-inf`` for a maximisation); ``unbounded`` -> ``UNBOUNDED`` (value
 ``-inf``/``+inf``); ``error`` -> ``SOLVER_ERROR`` (value ``None``). The return value of
@@ -36,6 +38,7 @@ a minimisation, ``-inf`` for a maximisation); ``unbounded`` -> ``UNBOUNDED`` (va
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -80,6 +83,7 @@ def solve_problem(prob, name, *args, **options):
     solver = get_solver(name)
     if "verbose" in options and "verbose" not in solver.options.names():
         options.pop("verbose")
+    _cvxpy_warm_start(prob, name, solver, options)
     opts = solver.options.validate(options)  # fail on unknown/invalid options before compiling
     if getattr(solver, "accepts_binary", False):
         from .cvxpy_energy import compile_cvxpy_energy
@@ -116,7 +120,13 @@ def solve_problem(prob, name, *args, **options):
             s.EXTRA_STATS: {"varopt_result": res, "message": res.message}}
     solution = Solution(status, None if value is None else float(value), primal, {}, attr)
     try:
-        prob.unpack_results(solution, _Chain(name), None)
+        with warnings.catch_warnings():
+            if res.status == "converged":
+                # CVXPY warns "Solution may be inaccurate. Try another solver" for every *_INACCURATE status; for
+                # 'converged' the solver's own convergence test passed (klprox: stationarity to gtol), the status
+                # already says there is no optimality proof, and the advice is wrong
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+            prob.unpack_results(solution, _Chain(name), None)
     except cp_error.SolverError as exc:
         raise cp_error.SolverError(f"varopt solver {name!r} failed: {res.message or res.status}; the "
                                    f"varopt.Result is prob.varopt_result") from exc
@@ -125,6 +135,25 @@ def solve_problem(prob, name, *args, **options):
     # solver's objective is not the model at a point: klprox (-ELBO at the posterior, the model at
     # its mean) and the energy solvers (free energy; the variables stay unassigned, prob.value None)
     return value
+
+
+def _cvxpy_warm_start(prob, name, solver, options):
+    """CVXPY's own ``warm_start=True/False`` keyword (a boolean, unlike a varopt ``warm_start`` option's value):
+    True starts from this problem's previous solve by the same solver, passed as the solver's ``warm_start`` option
+    (its Result: klprox) or as ``x0`` (its point) when the solver takes one and none is given; False, or no
+    previous solve, is a cold start. Solvers without either option ignore it, as CVXPY's solvers do."""
+    ws = options.get("warm_start")
+    if not isinstance(ws, (bool, np.bool_)):
+        return
+    names = solver.options.names()
+    prev = getattr(prob, "varopt_result", None)
+    prev = prev if bool(ws) and prev is not None and prev.solver == name and prev.x is not None else None
+    if "warm_start" in names:
+        options["warm_start"] = prev
+        return
+    options.pop("warm_start")
+    if prev is not None and "x0" in names and options.get("x0") is None:
+        options["x0"] = np.asarray(prev.x, dtype=float).copy()
 
 
 class _Chain:

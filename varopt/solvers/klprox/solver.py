@@ -36,6 +36,7 @@ ELBOs) and ``batch_size`` (stochastic minibatch steps).
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import NamedTuple
@@ -481,7 +482,8 @@ class KLProx:
                 "rejected_steps": 0, "algorithm": self.opts.algorithm,
                 "pseudo_precisions": None if st.gt is None else st.gt.copy(), "alpha": cur.alpha.copy(),
                 "predictor_mean": cur.mt.copy(), "predictor_var": cur.vt.copy(), "prior_mean": view.mu,
-                "predict": lambda A_new, b_new=0.0: post.predict(st, A_new, b_new),
+                # a partial of the posterior's method, not a closure: results (and fitted estimators) pickle
+                "predict": functools.partial(post.predict, st),
                 "covariance": post.covariance(st) if view.D <= self.opts.max_dense_covariance else None}
         info.update(extra)
         if view.groups and self.fams["softmax"].bound:

@@ -465,7 +465,8 @@ def _prior_cholesky(P, names, where):
         shown = ", ".join(repr(names[j]) for j in free[:5]) + (" ..." if free.size > 5 else "")
         raise ModelStructureError(f"klprox: {where}: no Gaussian prior on {shown}: the quadratic part of the "
                                   "negative log joint (e.g. lam/2*sum(w**2), cp.quad_form(w, Kinv)) must involve every "
-                                  "variable and be positive definite")
+                                  "variable and be positive definite; an improper flat prior (e.g. an unpenalized "
+                                  "intercept) is not a Gaussian: give it a wide one, e.g. + b**2/(2*100)")
     try:
         return np.linalg.cholesky(P)
     except np.linalg.LinAlgError:

@@ -230,7 +230,8 @@ class MajorizeModel:
         (None: computed here, exact up to the usual rounding)."""
         x = np.asarray(x, dtype=float)
         Hx = self.Hd * x if self.Hd is not None else self.H @ x
-        v = self.k + float(self.c @ x) + 0.5 * float(x @ Hx)
+        parts = [self.k, float(self.c @ x), 0.5 * float(x @ Hx)]
+        v = sum(parts)
         g = self.c + Hx if want_grad else None
         S = None
         if self.groups is not None:
@@ -239,17 +240,23 @@ class MajorizeModel:
             if want_grad:
                 g = g + self.groups.gradient(W)
             v += pv
+            parts.append(pv)
             S = (S, W, None if scores is None else err)
         elif self.pos is not None:
             pv, pg = _lse_value_gradient(self.pos, self._pos_starts, x, want_grad)
             v += pv
+            parts.append(pv)
             if want_grad:
                 g = g + pg
         if self.neg is not None:
             nv, ng = _lse_value_gradient(self.neg, self._neg_starts, x, want_grad)
             v += nv
+            parts.append(nv)
             if want_grad:
                 g = g + ng
+        # the size of the parts that cancel in v (sum of log-partitions against the data term -c^T x): f's
+        # rounding is relative to it, not to |f| (the loop's monotonicity checks use it)
+        self.magnitude = float(sum(abs(p) for p in parts))
         return v, (None if g is None else np.asarray(g, dtype=float).ravel()), S
 
     def value(self, x):
