@@ -42,7 +42,8 @@ def test_heldout_third_is_fixed_and_spread():
     assert held == {i.name for i in instances() if i.heldout}
     assert held == {i.name for i in heldout_rule(list(reversed(instances()))) if i.heldout}
     for fam in FAMILIES:
-        members = [i for i in INSTS if i.family == fam]
+        # the positional rule spreads the third over each family; late instances are held out regardless
+        members = [i for i in INSTS if i.family == fam and not i.late]
         if len(members) >= 3:
             assert any(i.heldout for i in members), fam
             assert not all(i.heldout for i in members), fam
@@ -60,7 +61,7 @@ def test_instance_builds_with_recorded_sense(name):
         # bilinear / quadratic programs: every row and the objective have degree <= 2 ...
         for c in m.component_data_objects(pyo.Constraint, active=True):
             assert polynomial_degree(c.body) in (0, 1, 2), c.name
-        assert polynomial_degree(m.obj.expr) in (1, 2)
+        assert polynomial_degree(m.obj.expr) in (0, 1, 2)  # 0: a feasibility problem (st_robot)
         # ... and at least one product of two variables somewhere
         degs = [polynomial_degree(c.body) for c in m.component_data_objects(pyo.Constraint, active=True)]
         assert 2 in degs + [polynomial_degree(m.obj.expr)]

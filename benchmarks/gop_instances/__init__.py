@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-FAMILIES = ("pooling-p", "pooling-pq", "floudas-ch3", "floudas-ch5", "floudas-ch9", "bilinear", "multiconvex")
+FAMILIES = ("pooling-p", "pooling-pq", "floudas-ch2", "floudas-ch3", "floudas-ch5", "floudas-ch9", "bilinear", "multiconvex")
 
 
 @dataclass
@@ -69,9 +69,9 @@ def heldout_rule(insts):
 
 
 def instances():
-    from . import bilevel, bilinear, floudas, multiconvex, pooling
+    from . import bilevel, bilinear, concave, floudas, multiconvex, pooling
     insts = []
-    for mod in (pooling, floudas, bilevel, bilinear, multiconvex):
+    for mod in (pooling, floudas, bilevel, bilinear, multiconvex, concave):
         insts.extend(mod.INSTANCES)
     names = [i.name for i in insts]
     dup = {n for n in names if names.count(n) > 1}
