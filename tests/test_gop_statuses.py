@@ -81,8 +81,14 @@ def test_non_biconvex_product_is_named():
     m.a, m.b, m.c = (pyo.Var(bounds=(-1, 1)) for _ in range(3))
     m.obj = pyo.Objective(expr=m.a * m.b + m.b * m.c + m.a * m.c)
     with pytest.raises(ModelStructureError, match="odd cycle") as e:
-        gop(m)
+        gop(m, mode="gop")
     assert "a*b" in str(e.value) and "b*c" in str(e.value) and "a*c" in str(e.value)
+    # the default mode certifies it with the tree (docs/gop.md §8b) and keeps the named reason
+    r = gop(m)
+    res = r.varopt_result
+    assert res.status == "optimal" and "odd cycle" in res.info["not_biconvex"]
+    assert pyo.value(m.obj) == pytest.approx(-1.0, abs=1e-6)  # -1: two of a, b, c equal, the third opposite
+    assert res.lower_bound <= -1.0 + 1e-9
 
 
 def test_infeasible_model_has_no_certificate():

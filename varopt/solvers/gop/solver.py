@@ -145,12 +145,11 @@ class GopSolver(Solver):
         try:
             part, outside = analyze(program, xpart), None
         except ModelStructureError as exc:
-            # outside GOP's class (e.g. the defining row t^2 == e of a lifted norm): the tree still
-            # certifies it when the McCormick relaxation covers every term (docs/gop.md §8b)
-            # only for lifted terms (norms) and nonlinear constraints: a non-biconvex objective keeps its
-            # named error (issue 11's bad-input rule)
-            if mode == "gop" or xpart is not None or not (
-                    user.aux or any(not c.body.is_linear for c in program.constraints)):
+            # outside GOP's class (the defining row t^2 == e of a lifted norm, a concave square, an odd
+            # cycle of products): the tree still certifies it when the McCormick relaxation covers every
+            # term (docs/gop.md §8b); the partition's error is kept for mode='gop', an explicit partition,
+            # and programs the relaxation does not cover, and is recorded in the notes otherwise
+            if mode == "gop" or xpart is not None:
                 raise
             part, outside = Partition(x=np.arange(program.n), y=np.zeros(0, dtype=np.int64),
                                       connected=np.zeros(0, dtype=np.int64), names=list(program.names),
@@ -228,6 +227,9 @@ class GopSolver(Solver):
                               "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
                               upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,
                                                          unbounded_from=z))
+        if outside is not None:
+            # the partition's named reason, for the user who expected GOP's primal/relaxed-dual iteration
+            res.info["not_biconvex"] = f"{outside}; certified by the spatial tree (McCormick relaxation) instead"
         if sym_info is not None:
             if getattr(search, "order_note", None):
                 sym_info["note"] = search.order_note
