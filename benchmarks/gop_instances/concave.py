@@ -125,6 +125,57 @@ def ex2_1_9():
     return m
 
 
+_A7 = [[-3, 7, 0, -5, 1, 1, 0, 2, -1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6],
+       [7, 0, -5, 1, 1, 0, 2, -1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6, -3],
+       [0, -5, 1, 1, 0, 2, -1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6, -3, 7],
+       [-5, 1, 1, 0, 2, -1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6, -3, 7, 0],
+       [1, 1, 0, 2, -1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6, -3, 7, 0, -5],
+       [1, 0, 2, -1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6, -3, 7, 0, -5, 1],
+       [0, 2, -1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6, -3, 7, 0, -5, 1, 1],
+       [2, -1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6, -3, 7, 0, -5, 1, 1, 0],
+       [-1, -1, -9, 3, 5, 0, 0, 1, 7, -7, -4, -6, -3, 7, 0, -5, 1, 1, 0, 2],
+       [1] * 20]
+_B7 = [-5, 2, -1, -3, 5, 4, -1, 0, 9, 40]
+
+
+def ex2_1_7():
+    """Twenty variables, ten rows (a cyclic pattern of coefficients), concave separable objective; x >= 0
+    bounded only through the rows."""
+    m = _box(20, default=(0, None))
+    x = m.x
+    m.obj = pyo.Objective(expr=-0.5 * sum(i * (x[i] - 2) ** 2 for i in range(1, 21)))
+    m.c = pyo.Constraint(range(len(_A7)), rule=lambda m, k: sum(a * m.x[j + 1] for j, a in enumerate(_A7[k]) if a)
+                         <= _B7[k])
+    return m
+
+
+_A10 = [[3, 5, 5, 6, 4, 4, 5, 6, 4, 4, 8, 4, 2, 1, 1, 1, 2, 1, 7, 3],
+        [5, 4, 5, 4, 1, 4, 4, 2, 5, 2, 3, 6, 1, 7, 7, 5, 8, 7, 2, 1],
+        [1, 5, 2, 4, 7, 3, 1, 5, 7, 6, 1, 7, 2, 4, 7, 5, 3, 4, 1, 2],
+        [3, 2, 6, 3, 2, 1, 6, 1, 7, 3, 7, 7, 8, 2, 3, 4, 5, 8, 1, 2],
+        [6, 6, 6, 4, 5, 2, 2, 4, 3, 2, 7, 5, 3, 6, 7, 5, 8, 4, 6, 3],
+        [5, 5, 2, 1, 3, 5, 5, 7, 4, 3, 4, 1, 7, 3, 8, 3, 1, 6, 2, 8],
+        [3, 6, 6, 3, 1, 6, 1, 6, 7, 1, 4, 3, 1, 4, 3, 6, 4, 6, 5, 4],
+        [1, 2, 1, 7, 8, 7, 6, 5, 8, 7, 2, 3, 5, 5, 4, 5, 4, 2, 2, 8],
+        [8, 5, 2, 5, 3, 8, 1, 3, 3, 5, 4, 5, 5, 6, 1, 7, 1, 2, 2, 4],
+        [1] * 20]
+_B10 = [380, 415, 385, 405, 470, 415, 400, 460, 400, 200]
+# 0.5 w_i (x_i - c_i)^2: concave (subtracted) for x1..x10, convex for x11..x20
+_W10 = [63, 15, 44, 91, 45, 50, 89, 58, 86, 82, 42, 98, 48, 91, 11, 63, 61, 61, 38, 26]
+_C10 = [-19, -27, -23, -53, -42, 26, -33, -23, 41, 19, -52, -3, 81, 30, -85, 68, 27, -81, 97, -73]
+
+
+def ex2_1_10():
+    """Twenty variables, ten rows, a separable indefinite objective: concave in x1..x10, convex in x11..x20."""
+    m = _box(20, default=(0, None))
+    x = m.x
+    m.obj = pyo.Objective(expr=0.5 * sum(_W10[i - 1] * (x[i] - _C10[i - 1]) ** 2 for i in range(11, 21))
+                          - 0.5 * sum(_W10[i - 1] * (x[i] - _C10[i - 1]) ** 2 for i in range(1, 11)))
+    m.c = pyo.Constraint(range(len(_A10)), rule=lambda m, k: sum(a * m.x[j + 1] for j, a in enumerate(_A10[k]))
+                         <= _B10[k])
+    return m
+
+
 def ex3_1_3():
     m = _box(6, {1: (0, None), 2: (0, None), 3: (1, 5), 4: (0, 6), 5: (1, 5), 6: (0, 10)})
     x = m.x
@@ -166,6 +217,10 @@ INSTANCES = [
     Instance("ex2_1_6", "floudas-ch2", ex2_1_6, -39.0, "min", _ch2("ex2_1_6", "concave QP"), late=True),
     Instance("ex2_1_9", "floudas-ch2", ex2_1_9, -0.375, "min",
              _ch2("ex2_1_9", "maximum of a sum of products over the simplex"), late=True),
+    Instance("ex2_1_7", "floudas-ch2", ex2_1_7, -4150.4101, "min", _ch2("ex2_1_7", "concave QP, 20 variables"),
+             late=True),
+    Instance("ex2_1_10", "floudas-ch2", ex2_1_10, 49318.018, "min",
+             _ch2("ex2_1_10", "indefinite separable QP, 20 variables"), late=True),
     Instance("ex3_1_3", "floudas-ch3", ex3_1_3, -310.0, "min",
              HANDBOOK + ", chapter 3, quadratically constrained problems (concave objective, reverse-convex rows); "
              "model and optimum as in GLOBALLib/MINLPLib ex3_1_3 (as generated in YALMIP's global test suite, "
