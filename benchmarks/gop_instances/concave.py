@@ -176,6 +176,19 @@ def ex2_1_10():
     return m
 
 
+def st_bsj4():
+    """GLOBALLib ``st_bsj4``: a separable concave QP in six variables on [0, 99]^6 with four rows."""
+    m = _box(6, default=(0, 99))
+    x = m.x
+    m.obj = pyo.Objective(expr=10.5 * x[1] - 1.5 * x[1] ** 2 - x[2] ** 2 - 3.95 * x[2] - x[3] ** 2 + 3 * x[3]
+                          - 2 * x[4] ** 2 + 5 * x[4] - x[5] ** 2 + 1.5 * x[5] - 2.5 * x[6] ** 2 - 1.5 * x[6])
+    m.e1 = pyo.Constraint(expr=sum(x[i] for i in range(1, 7)) <= 500)
+    m.e2 = pyo.Constraint(expr=x[1] + 3 * x[2] + 6 * x[3] + 2 * x[4] >= 50)
+    m.e3 = pyo.Constraint(expr=3 * x[5] + 4 * x[6] >= 50)
+    m.e4 = pyo.Constraint(expr=x[3] + 2 * x[4] + 3 * x[5] + x[6] <= 350)
+    return m
+
+
 def ex3_1_3():
     m = _box(6, {1: (0, None), 2: (0, None), 3: (1, 5), 4: (0, 6), 5: (1, 5), 6: (0, 10)})
     x = m.x
@@ -225,6 +238,10 @@ INSTANCES = [
              HANDBOOK + ", chapter 3, quadratically constrained problems (concave objective, reverse-convex rows); "
              "model and optimum as in GLOBALLib/MINLPLib ex3_1_3 (as generated in YALMIP's global test suite, "
              "test_global_ex3_1_3.m)", late=True),
+    Instance("st_bsj4", "bilinear", st_bsj4, -70262.051056, "min",
+             "GLOBALLib/MINLPLib model st_bsj4 (Sahinidis group test collection; model and bounds as in the "
+             "MINLPLib model files); optimum certified by SCIP 10 (gap 0)", optimum_source="SCIP 10, gap 0",
+             late=True),
     Instance("st_e24", "bilinear", st_e24, 3.0, "min",
              "GLOBALLib/MINLPLib model st_e24 (Sahinidis group test collection; model as in the MINLPLib model "
              "files); optimum certified by SCIP 10 (gap 0)", optimum_source="SCIP 10, gap 0", late=True),
