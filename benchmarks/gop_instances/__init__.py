@@ -8,8 +8,8 @@ through the constraints, as published), and the objective sense is the published
 Each :class:`Instance` records
 
 * ``name`` -- a short identifier (MINLPLib / GLOBALLib names where one exists);
-* ``family`` -- ``pooling-p``, ``pooling-pq``, ``floudas-ch3``, ``floudas-ch5``,
-  ``floudas-ch9``, ``bilinear`` or ``multiconvex``;
+* ``family`` -- ``pooling-p``, ``pooling-pq``, ``floudas-ch2`` (concave / indefinite QPs, module
+  ``concave``), ``floudas-ch3``, ``floudas-ch5``, ``floudas-ch9``, ``bilinear`` or ``multiconvex``;
 * ``source`` -- authors, year, publication and table/page of the problem, and where the
   optimum comes from;
 * ``optimum`` and ``sense`` (``"min"``/``"max"``) -- the published global optimum (for the
@@ -19,7 +19,10 @@ Each :class:`Instance` records
   third instance, positions 2, 5, 8, ... of the list sorted by ``(family, name)``); held-out
   instances are reported separately and are not to be tuned on. Instances added after the solver
   work they check (``late=True``) are held out by construction and stay outside the positional
-  rule, so adding one never moves another instance between the two sets.
+  rule, so adding one never moves another instance between the two sets. Instances whose objective is
+  not biconvex (``concave``: the Handbook's chapter 2 QPs, ``st_e24``, ``st_bsj4``, ``ex3_1_3``) are
+  certified by gop's tree (docs/gop.md §8b), not by the GOP iteration; a constant objective
+  (``st_robot``) makes a feasibility problem whose optimum is 0.
 
 ``instances()`` returns the list, ``get(name)`` one instance; ``inst.build()`` returns a fresh
 ``ConcreteModel`` whose objective is the component ``obj``.
