@@ -39,6 +39,7 @@ import scipy.sparse as sp
 
 from ...errors import ModelStructureError
 from ...lpqp import solve_lp
+from ...program.atoms import ATOMS
 
 
 class Unbounded(ModelStructureError):
@@ -51,7 +52,8 @@ class Unbounded(ModelStructureError):
 
 def _plain_squares(g):
     """An atom group of squares ``c (a^T z + b)^2`` without multipliers (a quadratic in disguise)."""
-    return getattr(g, "kind", None) == "square" and bool(np.all(g.mult < 0))
+    kern = ATOMS.get(getattr(g, "kind", None))
+    return kern is not None and kern.quadratic and kern.arity == 1 and bool(np.all(g.mult < 0))
 
 
 def _affine_set(program, S, objective_quadratic=True):
