@@ -87,7 +87,9 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
     Option("mode", "auto", "'gop': the primal / relaxed-dual iteration (Floudas & Visweswaran 1990); 'tree': "
            "spatial branch-and-bound with McCormick node relaxations and GOP primal problems for the upper bounds "
            "(Floudas 2000, ch. 3; McCormick 1976); 'auto': the iteration for programs with multiplied atom rows "
-           "(ELBOs such as phi*log(pi)), the tree for the others (docs/gop.md §9)", str,
+           "(ELBOs such as phi*log(pi)), the tree for the others, including programs with no biconvex partition "
+           "(concave or indefinite quadratics, odd cycles of products) that the tree's relaxation covers "
+           "(docs/gop.md §8, §8b)", str,
            lambda v: v in ("auto", "gop", "tree"), "must be 'auto', 'gop' or 'tree'"),
     Option("symmetry", "auto", "symmetry breaking (docs/gop.md §8c): 'auto' detects groups of variables whose "
            "exchange leaves the objective, the constraints and the bounds exactly invariant (mixture components) and "
