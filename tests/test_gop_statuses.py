@@ -98,6 +98,23 @@ def test_unbounded_along_negative_curvature_is_reported_unbounded(case):
     assert f[0][0] > f[1][0] > f[2][0] > f[3][0] and f[3][0] < -1e4
 
 
+def test_unbounded_odd_cycle_is_reported_without_warnings():
+    """max x0 x1 + x1 x2 + x0 x2 over x >= 0, x0 - x1 <= 1: no biconvex partition, unbounded along
+    x = (1, 1, 1). The root LP's point lies far out on the unbounded box; evaluating it must not
+    overflow into RuntimeWarnings (issue 11: none on ordinary models)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(3), bounds=(0, None))
+    m.obj = pyo.Objective(expr=m.x[0] * m.x[1] + m.x[1] * m.x[2] + m.x[0] * m.x[2], sense=pyo.maximize)
+    m.c = pyo.Constraint(expr=m.x[0] - m.x[1] <= 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = gop(m, time_limit=30)
+    res = r.varopt_result
+    assert res.status == "unbounded" and res.objective == math.inf
+    f = [_along_ray(m, res, s) for s in (0.0, 10.0, 100.0)]
+    assert all(viol <= 1e-9 for _, viol in f) and f[0][0] < f[1][0] < f[2][0]
+
+
 def test_concave_objective_bounded_by_a_row_is_not_unbounded():
     m = pyo.ConcreteModel()
     m.x = pyo.Var()
