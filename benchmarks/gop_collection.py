@@ -85,7 +85,7 @@ def _gop_child(name, time_limit, memory_gb, queue):
         inst = get(name)
         m = inst.build()
         t0 = time.perf_counter()
-        res = pyo.SolverFactory("gop").solve(m, time_limit=time_limit)
+        res = pyo.SolverFactory("gop").solve(m, time_limit=time_limit, **(inst.options or {}))
         out["time"] = time.perf_counter() - t0
         r = res.varopt_result
         out["status"] = r.status

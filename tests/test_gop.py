@@ -103,12 +103,30 @@ def test_bgmm_small_certified_against_grid():
     assert abs(prog.objective.value(res.x) - res.objective) <= 1e-8 * max(1, abs(res.objective))
 
 
+def _grid_min(prog, k=41):
+    """Brute-force minimum of a small program over a k^n grid of its box (feasible points only)."""
+    axes = [np.linspace(lo, hi, k) for lo, hi in zip(prog.lb, prog.ub)]
+    pts = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, prog.n)
+    vals = [prog.objective.value(z) for z in pts if prog.max_violation(z) <= 1e-9]
+    return min(vals)
+
+
 def test_odd_cycle_is_reported():
     prog = bilinear_program([(0, 1, 1.0), (1, 2, 1.0), (0, 2, 1.0)], [0, 0, 0], [-1] * 3, [1] * 3, ["x", "y", "z"])
     with pytest.raises(ModelStructureError) as e:
-        gop(prog)
+        gop(prog, mode="gop")
     msg = str(e.value)
     assert "x*y" in msg and "y*z" in msg and "x*z" in msg
+    # outside GOP's class: the default mode refuses with the reason and names mode='tree', which certifies it
+    with pytest.raises(ModelStructureError, match="mode='tree'") as e:
+        gop(prog)
+    assert "x*y" in str(e.value) and "x*z" in str(e.value)
+    res = gop(prog, mode="tree")
+    assert res.status == "optimal" and res.info["mode"] == "tree"
+    assert "x*y" in res.info["not_biconvex"] and "x*z" in res.info["not_biconvex"]
+    best = _grid_min(prog)  # -1 at a vertex with one sign differing
+    assert res.objective == pytest.approx(best, abs=1e-6) and res.lower_bound <= best + 1e-9
+    assert prog.objective.value(res.x) == pytest.approx(res.objective, abs=1e-9)
 
 
 def test_atom_mixing_blocks_is_reported():
@@ -118,14 +136,56 @@ def test_atom_mixing_blocks_is_reported():
     obj = Expression(n, 0.0, np.zeros(n), QuadraticTerms([0], [1], [-1.0], n), [AtomGroup("exp", [1.0], A, [0.0])])
     prog = Program(["x", "y"], [-1, -1], [1, 1], obj)
     with pytest.raises(ModelStructureError) as e:
-        gop(prog)
+        gop(prog, mode="gop")
     assert "exp(x + y)" in str(e.value)
+    with pytest.raises(ModelStructureError, match="mode='tree'"):
+        gop(prog)
+    res = gop(prog, mode="tree")  # the tree covers exp of an affine argument and the product
+    assert res.status == "optimal" and "exp(x + y)" in res.info["not_biconvex"]
+    best = _grid_min(prog, k=401)
+    assert res.objective <= best + 1e-9 and best - res.objective <= 1e-4
+    assert res.lower_bound <= res.objective
 
 
 def test_concave_term_is_reported():
     prog = bilinear_program([(0, 1, 1.0), (0, 0, -1.0)], [0, 0], [-1, -1], [1, 1], ["x", "y"])
     with pytest.raises(ModelStructureError, match="not convex|concave"):
+        gop(prog, mode="gop")
+    with pytest.raises(ModelStructureError, match="not convex|concave"):
+        gop(prog, partition="x")
+    with pytest.raises(ModelStructureError, match="mode='tree'"):
         gop(prog)
+    res = gop(prog, mode="tree")  # the tree: secant of the concave square, McCormick envelope of x*y
+    assert res.status == "optimal" and "concave" in res.info["not_biconvex"]
+    assert res.objective == pytest.approx(-2.0, abs=1e-6)  # x = +-1, y = -x
+    assert res.lower_bound <= -2.0 + 1e-9
+
+
+def test_concave_quadratic_objective_over_a_polytope_is_certified():
+    """A concave QP (Floudas & Pardalos 1990 style, min sum c_i x_i - 50 x_i^2 over a knapsack row) is
+    outside GOP's class; the tree (mode='tree') certifies it: the optimum against enumeration of the polytope's vertices
+    (a concave function attains its minimum over a polytope at a vertex)."""
+    import itertools
+    c = np.array([42.0, 44.0, 45.0, 47.0])
+    a, b = np.array([20.0, 12.0, 11.0, 7.0]), 30.0
+    n = c.size
+    quad = [(i, i, -50.0) for i in range(n)]
+    row = Constraint("knap", Expression(n, 0.0, a), -np.inf, b)
+    prog = bilinear_program(quad, c, [0] * n, [1] * n, [f"x{i}" for i in range(n)], cons=[row])
+    f = lambda z: float(c @ z - 50.0 * z @ z)
+    # the vertices: 0/1 points, and points with one coordinate set by the row at equality
+    cands = [np.array(bits) for bits in itertools.product([0.0, 1.0], repeat=n)]
+    for free in range(n):
+        for z in list(cands):
+            z = z.copy()
+            z[free] = (b - a @ z + a[free] * z[free]) / a[free]
+            cands.append(z)
+    best = min(f(z) for z in cands if a @ z <= b + 1e-12 and z.min() >= 0 and z.max() <= 1)
+    res = gop(prog, mode="tree")
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(best, abs=1e-6 * max(1, abs(best)))
+    assert res.lower_bound <= best + 1e-9
+    assert prog.max_violation(res.x) <= 1e-7
 
 
 def test_unbounded_connected_variable_names_the_variable():

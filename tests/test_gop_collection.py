@@ -42,7 +42,8 @@ def test_heldout_third_is_fixed_and_spread():
     assert held == {i.name for i in instances() if i.heldout}
     assert held == {i.name for i in heldout_rule(list(reversed(instances()))) if i.heldout}
     for fam in FAMILIES:
-        members = [i for i in INSTS if i.family == fam]
+        # the positional rule spreads the third over each family; late instances are held out regardless
+        members = [i for i in INSTS if i.family == fam and not i.late]
         if len(members) >= 3:
             assert any(i.heldout for i in members), fam
             assert not all(i.heldout for i in members), fam
@@ -60,7 +61,7 @@ def test_instance_builds_with_recorded_sense(name):
         # bilinear / quadratic programs: every row and the objective have degree <= 2 ...
         for c in m.component_data_objects(pyo.Constraint, active=True):
             assert polynomial_degree(c.body) in (0, 1, 2), c.name
-        assert polynomial_degree(m.obj.expr) in (1, 2)
+        assert polynomial_degree(m.obj.expr) in (0, 1, 2)  # 0: a feasibility problem (st_robot)
         # ... and at least one product of two variables somewhere
         degs = [polynomial_degree(c.body) for c in m.component_data_objects(pyo.Constraint, active=True)]
         assert 2 in degs + [polynomial_degree(m.obj.expr)]
@@ -103,7 +104,9 @@ def test_published_point_check_can_fail():
     assert pyo.value(m.obj) != pytest.approx(inst.optimum)
 
 
-@pytest.mark.parametrize("name", ["fv1990", "st_e01", "haverly1_p", "ex9_1_2"])
+@pytest.mark.parametrize("name", ["fv1990", "st_e01", "haverly1_p", "ex9_1_2",
+                                  # held out by construction; st_e24's and st_bsj4's optima are SCIP's own
+                                  "st_e05", "st_glmp_kk92", "ex2_1_4", "st_e24", "st_bsj4"])
 def test_scip_reproduces_published_optimum(name):
     pytest.importorskip("pyscipopt")
     from gop_instances.scip import scip_available, solve_scip

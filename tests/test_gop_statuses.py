@@ -59,6 +59,71 @@ def test_unbounded_lp_in_the_primal_block():
     assert d.min() >= 0 and d[0] - d[1] <= 1e-12 and -d.sum() < 0
 
 
+def _along_ray(m, res, s):
+    """The model's objective and largest row violation at the unbounded-from point moved s along the ray."""
+    ray, z0 = res.info["unbounded_ray"], res.info["unbounded_from"]
+    for v, x0 in zip(m.component_data_objects(pyo.Var), z0):
+        v.set_value(float(x0) + s * ray.get(v.name, 0.0), skip_validation=True)
+    viol = 0.0
+    for c in m.component_data_objects(pyo.Constraint, active=True):
+        body = pyo.value(c.body)
+        viol = max(viol, (pyo.value(c.lower) - body) if c.lower is not None else 0.0,
+                   (body - pyo.value(c.upper)) if c.upper is not None else 0.0)
+    return pyo.value(m.obj), viol
+
+
+@pytest.mark.parametrize("case", ["free", "row", "halfline", "form"])
+def test_unbounded_along_negative_curvature_is_reported_unbounded(case):
+    """Outside GOP's class the objective may fall along a direction of negative curvature; the
+    certificate (a feasible point and a ray, unbounded.py) is checked here on the user's model."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, None) if case in ("halfline", "form") else (None, None))
+    m.y = pyo.Var(bounds=(0, 1) if case != "form" else (0, None))
+    if case == "free":
+        m.obj = pyo.Objective(expr=-m.x ** 2 + m.y)
+    elif case == "row":
+        m.obj = pyo.Objective(expr=-m.x ** 2 + 3 * m.x + m.x * m.y)
+        m.c = pyo.Constraint(expr=m.x + m.y <= 3)
+    elif case == "halfline":
+        m.obj = pyo.Objective(expr=m.x * m.y - m.x ** 2)
+    else:  # convex in x and in y, concave along x = y
+        m.obj = pyo.Objective(expr=m.x ** 2 - 3 * m.x * m.y + m.y ** 2)
+        m.c = pyo.Constraint(expr=m.x - m.y == 0)
+    r = gop(m, time_limit=30, mode="tree")      # outside GOP's class: the tree is the user's choice
+    res = r.varopt_result
+    assert res.status == "unbounded" and str(r.solver.termination_condition) == "unbounded"
+    assert res.objective == -math.inf and m.x.value is None
+    f = [_along_ray(m, res, s) for s in (0.0, 10.0, 100.0, 1000.0)]
+    assert all(viol <= 1e-9 for _, viol in f)
+    assert f[0][0] > f[1][0] > f[2][0] > f[3][0] and f[3][0] < -1e4
+
+
+def test_unbounded_odd_cycle_is_reported_without_warnings():
+    """max x0 x1 + x1 x2 + x0 x2 over x >= 0, x0 - x1 <= 1: no biconvex partition, unbounded along
+    x = (1, 1, 1). The root LP's point lies far out on the unbounded box; evaluating it must not
+    overflow into RuntimeWarnings (issue 11: none on ordinary models)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(3), bounds=(0, None))
+    m.obj = pyo.Objective(expr=m.x[0] * m.x[1] + m.x[1] * m.x[2] + m.x[0] * m.x[2], sense=pyo.maximize)
+    m.c = pyo.Constraint(expr=m.x[0] - m.x[1] <= 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        r = gop(m, time_limit=30, mode="tree")
+    res = r.varopt_result
+    assert res.status == "unbounded" and res.objective == math.inf
+    f = [_along_ray(m, res, s) for s in (0.0, 10.0, 100.0)]
+    assert all(viol <= 1e-9 for _, viol in f) and f[0][0] < f[1][0] < f[2][0]
+
+
+def test_concave_objective_bounded_by_a_row_is_not_unbounded():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var()
+    m.obj = pyo.Objective(expr=-m.x ** 2)
+    m.c = pyo.Constraint(expr=m.x ** 2 <= 4)
+    res = gop(m).varopt_result
+    assert res.status == "optimal" and res.objective == pytest.approx(-4.0, abs=1e-6)
+
+
 def test_bounded_with_an_implied_bound_is_not_unbounded():
     # z has no upper bound of its own, but z + y <= 3 bounds it: optimum -3 at y = 0, z = 3
     m = _bilinear_minus_z(cap=3.0)
@@ -80,9 +145,18 @@ def test_non_biconvex_product_is_named():
     m = pyo.ConcreteModel()
     m.a, m.b, m.c = (pyo.Var(bounds=(-1, 1)) for _ in range(3))
     m.obj = pyo.Objective(expr=m.a * m.b + m.b * m.c + m.a * m.c)
-    with pytest.raises(ModelStructureError, match="odd cycle") as e:
-        gop(m)
-    assert "a*b" in str(e.value) and "b*c" in str(e.value) and "a*c" in str(e.value)
+    for mode in ("gop", "auto"):           # refused, naming the products (issue 11's bad-input rule)
+        with pytest.raises(ModelStructureError, match="odd cycle") as e:
+            gop(m, mode=mode)
+        assert "a*b" in str(e.value) and "b*c" in str(e.value) and "a*c" in str(e.value)
+    assert "mode='tree'" in str(e.value)
+    assert all(v.value is None for v in (m.a, m.b, m.c))
+    # the tree, asked for, certifies it (docs/gop.md §8b) and keeps the named reason
+    r = gop(m, mode="tree")
+    res = r.varopt_result
+    assert res.status == "optimal" and "odd cycle" in res.info["not_biconvex"]
+    assert pyo.value(m.obj) == pytest.approx(-1.0, abs=1e-6)  # -1: two of a, b, c equal, the third opposite
+    assert res.lower_bound <= -1.0 + 1e-9
 
 
 def test_infeasible_model_has_no_certificate():

@@ -8,8 +8,8 @@ through the constraints, as published), and the objective sense is the published
 Each :class:`Instance` records
 
 * ``name`` -- a short identifier (MINLPLib / GLOBALLib names where one exists);
-* ``family`` -- ``pooling-p``, ``pooling-pq``, ``floudas-ch3``, ``floudas-ch5``,
-  ``floudas-ch9``, ``bilinear`` or ``multiconvex``;
+* ``family`` -- ``pooling-p``, ``pooling-pq``, ``floudas-ch2`` (concave / indefinite QPs, module
+  ``concave``), ``floudas-ch3``, ``floudas-ch5``, ``floudas-ch9``, ``bilinear`` or ``multiconvex``;
 * ``source`` -- authors, year, publication and table/page of the problem, and where the
   optimum comes from;
 * ``optimum`` and ``sense`` (``"min"``/``"max"``) -- the published global optimum (for the
@@ -19,7 +19,11 @@ Each :class:`Instance` records
   third instance, positions 2, 5, 8, ... of the list sorted by ``(family, name)``); held-out
   instances are reported separately and are not to be tuned on. Instances added after the solver
   work they check (``late=True``) are held out by construction and stay outside the positional
-  rule, so adding one never moves another instance between the two sets.
+  rule, so adding one never moves another instance between the two sets. Instances whose objective is
+  not biconvex (``concave``: the Handbook's chapter 2 QPs, ``st_e24``, ``st_bsj4``, ``ex3_1_3``) are
+  certified by gop's tree (docs/gop.md §8b), not by the GOP iteration: ``mode='auto'`` refuses them by name,
+  so they carry ``options = {"mode": "tree"}``, the user's explicit choice; a constant objective
+  (``st_robot``) makes a feasibility problem whose optimum is 0.
 
 ``instances()`` returns the list, ``get(name)`` one instance; ``inst.build()`` returns a fresh
 ``ConcreteModel`` whose objective is the component ``obj``.
@@ -29,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-FAMILIES = ("pooling-p", "pooling-pq", "floudas-ch3", "floudas-ch5", "floudas-ch9", "bilinear", "multiconvex")
+FAMILIES = ("pooling-p", "pooling-pq", "floudas-ch2", "floudas-ch3", "floudas-ch5", "floudas-ch9", "bilinear", "multiconvex")
 
 
 @dataclass
@@ -47,6 +51,9 @@ class Instance:
     point: dict = None
     #: added after the held-out rule was fixed: always held out, not counted by the positional rule
     late: bool = False
+    #: solver options the instance's user gives: ``{"mode": "tree"}`` for the programs outside GOP's class
+    #: (no biconvex partition: concave or indefinite quadratics, odd cycles), which ``mode='auto'`` refuses by name
+    options: dict = None
 
     def build(self):
         m = self.builder(*self.args)
@@ -69,9 +76,9 @@ def heldout_rule(insts):
 
 
 def instances():
-    from . import bilevel, bilinear, floudas, multiconvex, pooling
+    from . import bilevel, bilinear, concave, floudas, multiconvex, pooling
     insts = []
-    for mod in (pooling, floudas, bilevel, bilinear, multiconvex):
+    for mod in (pooling, floudas, bilevel, bilinear, multiconvex, concave):
         insts.extend(mod.INSTANCES)
     names = [i.name for i in insts]
     dup = {n for n in names if names.count(n) > 1}

@@ -120,6 +120,129 @@ def st_e07():
     m.c7 = pyo.Constraint(expr=-x[10] * (x[3] + x[4]) + 3 * x[1] + x[2] == 0)
     return m
 
+
+# -- added after the held-out rule was fixed (held out by construction, never tuned on) --------------
+
+def st_bpk1():
+    """GLOBALLib ``st_bpk1``: Konno's (1976) disjoint bilinear program; ``x >= 0`` bounded only by the rows."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var([1, 2, 3, 4], within=pyo.NonNegativeReals)
+    x = m.x
+    m.obj = pyo.Objective(expr=x[1] - x[1] * x[3] - x[3] + x[1] * x[4] + x[2] * x[3] - x[2] - x[2] * x[4])
+    m.e1 = pyo.Constraint(expr=x[1] + 4 * x[2] <= 8)
+    m.e2 = pyo.Constraint(expr=4 * x[1] + x[2] <= 12)
+    m.e3 = pyo.Constraint(expr=3 * x[1] + 4 * x[2] <= 12)
+    m.e4 = pyo.Constraint(expr=2 * x[3] + x[4] <= 8)
+    m.e5 = pyo.Constraint(expr=x[3] + 2 * x[4] <= 8)
+    m.e6 = pyo.Constraint(expr=x[3] + x[4] <= 5)
+    return m
+
+
+def st_glmp_kk92():
+    """GLOBALLib ``st_glmp_kk92``: a linear multiplicative program (Konno & Kuno 1992), the product of two
+    affine functions written through the free variables x4 = x1 + x2 and x5 = x1 - x2."""
+    m = pyo.ConcreteModel()
+    m.x1 = pyo.Var(bounds=(-3, 1))
+    m.x2 = pyo.Var(bounds=(-3, 4))
+    m.x4 = pyo.Var()
+    m.x5 = pyo.Var()
+    m.obj = pyo.Objective(expr=m.x4 * m.x5)
+    m.e1 = pyo.Constraint(expr=-4 * m.x1 + m.x2 <= 12)
+    m.e2 = pyo.Constraint(expr=-4 * m.x1 - 2 * m.x2 <= 12)
+    m.e3 = pyo.Constraint(expr=m.x1 - 2 * m.x2 <= 6)
+    m.e4 = pyo.Constraint(expr=m.x1 - m.x2 <= 3)
+    m.e5 = pyo.Constraint(expr=m.x1 + m.x2 <= 2)
+    m.e6 = pyo.Constraint(expr=2 * m.x1 + m.x2 <= 2)
+    m.e7 = pyo.Constraint(expr=m.x1 + m.x2 - m.x4 == 0)
+    m.e8 = pyo.Constraint(expr=m.x1 - m.x2 - m.x5 == 0)
+    return m
+
+
+def st_e09():
+    """GLOBALLib ``st_e09``: max 2 x1 x2 s.t. 4 x1 x2 + 2 x1 + 2 x2 <= 3 on the unit box (as a minimisation)."""
+    m = pyo.ConcreteModel()
+    m.x1 = pyo.Var(bounds=(0, 1))
+    m.x2 = pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=-2 * m.x1 * m.x2)
+    m.e1 = pyo.Constraint(expr=4 * m.x1 * m.x2 + 2 * m.x1 + 2 * m.x2 <= 3)
+    return m
+
+
+def st_e33():
+    """GLOBALLib ``st_e33``: Haverly's pooling problem case 1 with sulphur as a fraction (pool quality x9 in
+    [0.01, 0.03]) as stated by Ryoo & Sahinidis."""
+    m = pyo.ConcreteModel()
+    ub = {1: 300, 2: 300, 3: 100, 4: 200, 5: 100, 6: 300, 7: 100, 8: 200}
+    m.x = pyo.Var(pyo.RangeSet(1, 9), bounds=lambda m, i: (0.01, 0.03) if i == 9 else (0, ub[i]))
+    x = m.x
+    m.obj = pyo.Objective(expr=6 * x[1] + 16 * x[2] - 9 * x[5] + 10 * x[6] + 10 * x[7] - 15 * x[8])
+    m.e1 = pyo.Constraint(expr=x[1] + x[2] - x[3] - x[4] == 0)
+    m.e2 = pyo.Constraint(expr=-x[9] * (x[3] + x[4]) + 0.03 * x[1] + 0.01 * x[2] == 0)
+    m.e3 = pyo.Constraint(expr=x[3] - x[5] + x[6] == 0)
+    m.e4 = pyo.Constraint(expr=x[4] + x[7] - x[8] == 0)
+    m.e5 = pyo.Constraint(expr=x[9] * x[3] - 0.025 * x[5] + 0.02 * x[6] <= 0)
+    m.e6 = pyo.Constraint(expr=x[9] * x[4] + 0.02 * x[7] - 0.015 * x[8] <= 0)
+    return m
+
+
+def st_e08():
+    """GLOBALLib ``st_e08``: min 2 x1 + x2 outside the hyperbola 16 x1 x2 >= 1 and the circle
+    4 (x1^2 + x2^2) >= 1 (a nonconvex quadratic row)."""
+    m = pyo.ConcreteModel()
+    m.x1 = pyo.Var(bounds=(0, 1))
+    m.x2 = pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=2 * m.x1 + m.x2)
+    m.e1 = pyo.Constraint(expr=-16 * m.x1 * m.x2 <= -1)
+    m.e2 = pyo.Constraint(expr=-4 * m.x1 ** 2 - 4 * m.x2 ** 2 <= -1)
+    return m
+
+
+def st_e05():
+    """GLOBALLib ``st_e05``: heat-exchanger network with bilinear energy balances (equalities)."""
+    m = pyo.ConcreteModel()
+    ub = {1: (0, 15834), 2: (0, 36250), 3: (0, 10000), 4: (100, 300), 5: (100, 400)}
+    m.x = pyo.Var(pyo.RangeSet(1, 5), bounds=lambda m, i: ub[i])
+    x = m.x
+    m.obj = pyo.Objective(expr=x[1] + x[2] + x[3])
+    m.e1 = pyo.Constraint(expr=100000 * x[4] - 120 * x[1] * (300 - x[4]) == 10000000)
+    m.e2 = pyo.Constraint(expr=100000 * x[5] - 80 * x[2] * (400 - x[5]) - 100000 * x[4] == 0)
+    m.e3 = pyo.Constraint(expr=-4000 * x[3] - 100000 * x[5] == -50000000)
+    return m
+
+
+def st_e02():
+    """GLOBALLib ``st_e02``: min x3 subject to three equalities with concave and convex squares."""
+    m = pyo.ConcreteModel()
+    m.x1 = pyo.Var(bounds=(0, 9.422))
+    m.x2 = pyo.Var(bounds=(0, 5.9023))
+    m.x3 = pyo.Var(bounds=(0, 267.4171))
+    m.obj = pyo.Objective(expr=m.x3)
+    m.e1 = pyo.Constraint(expr=30 * m.x1 - 6 * m.x1 * m.x1 - m.x3 == -250)
+    m.e2 = pyo.Constraint(expr=20 * m.x2 - 12 * m.x2 * m.x2 - m.x3 == -300)
+    m.e3 = pyo.Constraint(expr=0.5 * (m.x1 + m.x2) ** 2 - m.x3 == -150)
+    return m
+
+
+def st_robot():
+    """GLOBALLib ``st_robot``: inverse kinematics of a robot arm as a feasibility problem (objective 0):
+    bilinear equalities and four unit circles (nonconvex equalities)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(pyo.RangeSet(1, 8), bounds=(-1, 1))
+    x = m.x
+    m.obj = pyo.Objective(expr=0 * x[1])
+    m.e1 = pyo.Constraint(expr=0.004731 * x[1] * x[3] - 0.1238 * x[1] - 0.3578 * x[2] * x[3] - 0.001637 * x[2]
+                          - 0.9338 * x[4] + x[7] == 0.3571)
+    m.e2 = pyo.Constraint(expr=0.2238 * x[1] * x[3] + 0.2638 * x[1] + 0.7623 * x[2] * x[3] - 0.07745 * x[2]
+                          - 0.6734 * x[4] - x[7] == 0.6022)
+    m.e3 = pyo.Constraint(expr=x[6] * x[8] + 0.3578 * x[1] + 0.004731 * x[2] == 0)
+    m.e4 = pyo.Constraint(expr=-0.7623 * x[1] + 0.2238 * x[2] == -0.3461)
+    m.circ = pyo.Constraint([1, 3, 5, 7], rule=lambda m, i: m.x[i] ** 2 + m.x[i + 1] ** 2 == 1)
+    return m
+
+_GLY = ("GLOBALLib/MINLPLib model {} (Sahinidis group test collection, as generated in YALMIP's global test "
+        "suite, test_global_{}.m, and in the MINLPLib model files); optimum as listed there{}")
+
+
 INSTANCES = [
     Instance("fv1990", "bilinear", fv1990, -13.0 / 12.0, "min",
              "Floudas & Visweswaran (1990), Comput. Chem. Eng. 14:1397-1417, illustrative example",
@@ -135,4 +258,19 @@ INSTANCES = [
              "Haverly (1978), case 1, as GLOBALLib model haverly (generated in YALMIP's global test suite, "
              "test_global_haverly.m); optimum as listed there", late=True),
     Instance("st_e07", "bilinear", st_e07, -400.0, "min", _ST.format("st_e07"), late=True),
+    Instance("st_bpk1", "bilinear", st_bpk1, -13.0, "min",
+             "Konno (1976), Math. Program. 11:14-27, disjoint bilinear program; "
+             + _GLY.format("st_bpk1", "bmibnb_gamsrobot1", ""), late=True),
+    Instance("st_glmp_kk92", "bilinear", st_glmp_kk92, -12.0, "min",
+             "Konno & Kuno (1992), Math. Program. 56:51-64, linear multiplicative program; "
+             + _GLY.format("st_glmp_kk92", "st_glmp_kk92", ""), late=True),
+    Instance("st_e09", "bilinear", st_e09, -0.5, "min", _GLY.format("st_e09", "st_e09", ""), late=True),
+    Instance("st_e33", "bilinear", st_e33, -400.0, "min",
+             "Haverly (1978) case 1 as stated by Ryoo & Sahinidis (1995); " + _GLY.format("st_e33", "st_e33", ""),
+             late=True),
+    Instance("st_e08", "bilinear", st_e08, 0.74178195949521, "min", _GLY.format("st_e08", "st_e08", ""), late=True),
+    Instance("st_e05", "bilinear", st_e05, 7049.24802, "min",
+             _GLY.format("st_e05", "st_e05", " (bounds from the MINLPLib model file)"), late=True),
+    Instance("st_e02", "bilinear", st_e02, 201.1593340563166, "min", _GLY.format("st_e02", "st_e02", ""), late=True),
+    Instance("st_robot", "bilinear", st_robot, 0.0, "min", _GLY.format("st_robot", "st_robot", ""), late=True),
 ]

@@ -131,6 +131,36 @@ def house():
     m.c8 = pyo.Constraint(expr=-0.5 * x[2] + x[5] >= 0)
     return m
 
+
+def ex3_1_2():
+    """Handbook 3.1.2 (Colville's / Himmelblau's problem, Hock & Schittkowski 83 in bilinear form): bilinear
+    objective with a convex square, six bilinear rows with squares of both signs."""
+    m = _model(5, {1: (78, 102), 2: (33, 45), 3: (27, 45), 4: (27, 45), 5: (27, 45)})
+    x = m.x
+    m.obj = pyo.Objective(expr=0.8356891 * x[1] * x[5] + 37.293239 * x[1] + 5.3578547 * x[3] * x[3] - 40792.141)
+    m.c1 = pyo.Constraint(expr=0.0056858 * x[2] * x[5] - 0.0022053 * x[3] * x[5] + 0.0006262 * x[1] * x[4] <= 6.665593)
+    m.c2 = pyo.Constraint(expr=0.0022053 * x[3] * x[5] - 0.0056858 * x[2] * x[5] - 0.0006262 * x[1] * x[4] <= 85.334407)
+    m.c3 = pyo.Constraint(expr=0.0071317 * x[2] * x[5] + 0.0021813 * x[3] * x[3] + 0.0029955 * x[1] * x[2] <= 29.48751)
+    m.c4 = pyo.Constraint(expr=-0.0071317 * x[2] * x[5] - 0.0021813 * x[3] * x[3] - 0.0029955 * x[1] * x[2] <= -9.48751)
+    m.c5 = pyo.Constraint(expr=0.0047026 * x[3] * x[5] + 0.0019085 * x[3] * x[4] + 0.0012547 * x[1] * x[3] <= 15.599039)
+    m.c6 = pyo.Constraint(expr=-0.0047026 * x[3] * x[5] - 0.0019085 * x[3] * x[4] - 0.0012547 * x[1] * x[3]
+                          <= -10.699039)
+    return m
+
+
+def ex3_1_4():
+    """Handbook 3.1.4: linear objective over a polytope and one indefinite quadratic row, written as
+    products of variables with affine factors; x2 is bounded only through the rows."""
+    m = _model(3, {1: (0, 2), 3: (0, 3)})
+    x = m.x
+    m.obj = pyo.Objective(expr=-2 * x[1] + x[2] - x[3])
+    m.q = pyo.Constraint(expr=x[1] * (4 * x[1] - 2 * x[2] + 2 * x[3]) + x[2] * (2 * x[2] - 2 * x[1] - x[3])
+                         + x[3] * (2 * x[1] - x[2] + 2 * x[3]) - 20 * x[1] + 9 * x[2] - 13 * x[3] >= -24)
+    m.c1 = pyo.Constraint(expr=x[1] + x[2] + x[3] <= 4)
+    m.c2 = pyo.Constraint(expr=3 * x[2] + x[3] <= 6)
+    return m
+
+
 INSTANCES = [
     Instance("ex3_1_1", "floudas-ch3", ex3_1_1, 7049.24802, "min",
              HANDBOOK + ", chapter 3, quadratically constrained problems (Hock & Schittkowski 1981, problem 106)" + _GL + "ex3_1_1"),
@@ -151,4 +181,10 @@ INSTANCES = [
     Instance("house", "floudas-ch5", house, -4500.0, "min",
              "GLOBALLib model house (floor-plan design; GAMS World GLOBALLib collection, as generated in "
              "YALMIP's global test suite, test_global_house.m); optimum as listed there", late=True),
+    Instance("ex3_1_2", "floudas-ch3", ex3_1_2, -30665.53867, "min",
+             HANDBOOK + ", chapter 3, quadratically constrained problems (Colville / Himmelblau)" + _GL + "ex3_1_2"
+             + " (as generated in YALMIP's global test suite, test_global_ex3_1_2.m)", late=True),
+    Instance("ex3_1_4", "floudas-ch3", ex3_1_4, -4.0, "min",
+             HANDBOOK + ", chapter 3, quadratically constrained problems" + _GL + "ex3_1_4"
+             + " (as generated in YALMIP's global test suite, test_global_ex3_1_4.m)", late=True),
 ]

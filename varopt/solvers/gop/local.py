@@ -79,8 +79,11 @@ class LocalSearch:
         program, lf = self.program, self.lifted
         if np.any(z < program.lb) or np.any(z > program.ub):
             return math.inf
-        Z = lf.lift(z)
-        v = lf.R @ Z + lf.const
+        with np.errstate(over="ignore", invalid="ignore"):
+            # a point far out on an unbounded box (the zero-cost LP point of an unbounded root) can
+            # overflow its products: such a point is rejected below, not warned about
+            Z = lf.lift(z)
+            v = lf.R @ Z + lf.const
         if not np.all(np.isfinite(v)):
             return math.inf
         size = abs(lf.R) @ np.abs(Z) + np.abs(lf.const)
@@ -98,8 +101,11 @@ class LocalSearch:
 
     def value(self, z):
         """The objective at ``z`` when ``z`` is feasible for the program (:meth:`violation`), else None."""
-        val = self.program.objective.value(z)
-        if not math.isfinite(val) or self.violation(z) > 1e-6:
+        if self.violation(z) > 1e-6:
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing value is rejected, not warned
+            val = self.program.objective.value(z)
+        if not math.isfinite(val):
             return None
         return float(val)
 

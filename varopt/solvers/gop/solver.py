@@ -87,7 +87,10 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
     Option("mode", "auto", "'gop': the primal / relaxed-dual iteration (Floudas & Visweswaran 1990); 'tree': "
            "spatial branch-and-bound with McCormick node relaxations and GOP primal problems for the upper bounds "
            "(Floudas 2000, ch. 3; McCormick 1976); 'auto': the iteration for programs with multiplied atom rows "
-           "(ELBOs such as phi*log(pi)), the tree for the others (docs/gop.md §9)", str,
+           "(ELBOs such as phi*log(pi)), the tree for the others and for lifted norms and nonlinear rows outside "
+           "GOP's class; a program whose objective has no biconvex partition (concave or indefinite quadratics, "
+           "odd cycles of products) is refused under 'auto' with the reason, and certified by 'tree' when its "
+           "McCormick relaxation covers every term (docs/gop.md §8, §8b)", str,
            lambda v: v in ("auto", "gop", "tree"), "must be 'auto', 'gop' or 'tree'"),
     Option("symmetry", "auto", "symmetry breaking (docs/gop.md §8c): 'auto' detects groups of variables whose "
            "exchange leaves the objective, the constraints and the bounds exactly invariant (mixture components) and "
@@ -149,13 +152,21 @@ class GopSolver(Solver):
         try:
             part, outside = analyze(program, xpart), None
         except ModelStructureError as exc:
-            # outside GOP's class (e.g. the defining row t^2 == e of a lifted norm): the tree still
-            # certifies it when the McCormick relaxation covers every term (docs/gop.md §8b)
-            # only for lifted terms (norms) and nonlinear constraints: a non-biconvex objective keeps its
-            # named error (issue 11's bad-input rule)
-            if mode == "gop" or xpart is not None or not (
-                    user.aux or any(not c.body.is_linear for c in program.constraints)):
+            # outside GOP's class (the defining row t^2 == e of a lifted norm, a concave square, an odd
+            # cycle of products): the tree still certifies it when the McCormick relaxation covers every
+            # term (docs/gop.md §8b). The partition's error is kept for mode='gop' and an explicit partition;
+            # under mode='auto' also for a non-biconvex objective or product (issue 11's bad-input rule: the
+            # user learns that the model is outside the class), where mode='tree' is the user's explicit
+            # choice; 'auto' falls back to the tree only for lifted terms (norms) and nonlinear constraints
+            if mode == "gop" or xpart is not None:
                 raise
+            if mode == "auto" and not (user.aux or any(not c.body.is_linear for c in program.constraints)):
+                if type(exc) is not ModelStructureError:
+                    raise
+                raise ModelStructureError(
+                    f"{exc}. The model is not biconvex, so GOP's primal / relaxed-dual iteration does not apply; "
+                    "mode='tree' certifies it by spatial branch-and-bound over the McCormick relaxation "
+                    "when that covers every term") from None
             part, outside = Partition(x=np.arange(program.n), y=np.zeros(0, dtype=np.int64),
                                       connected=np.zeros(0, dtype=np.int64), names=list(program.names),
                                       notes=[f"not biconvex ({exc}); tree without primal problems"]), exc
@@ -232,6 +243,9 @@ class GopSolver(Solver):
                               "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
                               upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,
                                                          unbounded_from=z))
+        if outside is not None:
+            # the partition's named reason, for the user who expected GOP's primal/relaxed-dual iteration
+            res.info["not_biconvex"] = f"{outside}; certified by the spatial tree (McCormick relaxation) instead"
         if sym_info is not None:
             if getattr(search, "order_note", None):
                 sym_info["note"] = search.order_note

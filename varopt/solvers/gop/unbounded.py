@@ -18,6 +18,19 @@ with a negative value gives points ``z + s d``, feasible for every ``s >= 0``, w
 decreases without bound: the program is unbounded. Without such a ray the original error stands
 (e.g. "declare finite bounds"), so a variable that merely lacks a bound is never reported
 unbounded.
+
+*Negative curvature* (programs outside GOP's class, docs/gop.md §8b: ``min -x^2 + y``, ``x`` free).
+Let ``S'`` be the variables along which every *constraint* is affine and that no objective atom
+contains; the objective's quadratic terms may have both factors in ``S'``. Along ``d`` supported on
+``S'``, ``f(z + s d) = f(z) + s grad f(z)^T d + s^2 q(d)`` exactly, with ``q(d) = sum_t v_t d_i d_j``
+over the objective's terms with both factors in ``S'``. A ``d`` in the cone above (constraints and
+bounds hold for every ``s >= 0``) with ``q(d) < 0`` proves unboundedness whatever the slope. Such a
+``d`` is sought among the eigenvectors of negative eigenvalues of the form's matrix (used as they are
+when the cone holds them: ``x^2 - 3xy + y^2`` with the row ``x == y``), then from each variable ``x_p`` of
+a concave diagonal term or a concave square ``c (a^T z + b)^2`` (``c < 0``): the LP
+``min sum_{k != p} |d_k|`` over the cone with ``d_p = +-1`` (the sparsest ray moving ``x_p``). Every
+candidate is accepted only after ``q(d) < 0`` and the constraints' sides are evaluated at it (plain
+squares ``c (a^T z + b)^2`` of the objective count in ``q`` as ``c (a^T d)^2``).
 """
 from __future__ import annotations
 
@@ -26,6 +39,7 @@ import scipy.sparse as sp
 
 from ...errors import ModelStructureError
 from ...lpqp import solve_lp
+from ...program.atoms import ATOMS
 
 
 class Unbounded(ModelStructureError):
@@ -36,16 +50,27 @@ class Unbounded(ModelStructureError):
         self.primal = primal
 
 
-def _affine_set(program, S):
-    """The variables of ``S`` along which every expression is affine (module docstring)."""
+def _plain_squares(g):
+    """An atom group of squares ``c (a^T z + b)^2`` without multipliers (a quadratic in disguise)."""
+    kern = ATOMS.get(getattr(g, "kind", None))
+    return kern is not None and kern.quadratic and kern.arity == 1 and bool(np.all(g.mult < 0))
+
+
+def _affine_set(program, S, objective_quadratic=True):
+    """The variables of ``S`` along which every expression is affine (module docstring); with
+    ``objective_quadratic=False`` the objective's quadratic terms are allowed."""
     ok = np.zeros(program.n, dtype=bool)
     ok[np.asarray(S, dtype=np.int64)] = True
     inS = ok.copy()
-    for e in [program.objective] + [c.body for c in program.constraints]:
+    for k, e in enumerate([program.objective] + [c.body for c in program.constraints]):
         for g in e.groups():
+            if k == 0 and not objective_quadratic and _plain_squares(g):
+                continue
             ok[g.A.indices] = False
             if getattr(g, "A2", None) is not None:
                 ok[g.A2.indices] = False
+        if k == 0 and not objective_quadratic:
+            continue
         q = e.quadratic
         both = inS[q.i] & inS[q.j]
         ok[q.i[both]] = False
@@ -53,12 +78,9 @@ def _affine_set(program, S):
     return np.flatnonzero(ok)
 
 
-def unbounded_ray(program, z, S, tol=1e-9):
-    """A ray ``d`` (full length) proving unboundedness from the feasible ``z`` along ``S``, or None."""
-    J = _affine_set(program, S)
-    if J.size == 0:
-        return None
-    g = program.objective.gradient(z)[J]
+def _cone(program, z, J):
+    """The recession cone at ``z`` along ``J``: rows ``A`` with sides ``lo``/``hi`` (0 or inf) and
+    the box of ``d`` (``0`` on the side of a finite bound, else ``-+1``)."""
     rows, lo, hi = [], [], []
     for c in program.constraints:
         a = c.body.gradient(z)[J]
@@ -70,22 +92,106 @@ def unbounded_ray(program, z, S, tol=1e-9):
     lb = np.where(np.isfinite(program.lb[J]), 0.0, -1.0)
     ub = np.where(np.isfinite(program.ub[J]), 0.0, 1.0)
     A = sp.csr_matrix(np.array(rows)) if rows else None
-    r = solve_lp(g, A, np.array(lo) if rows else None, np.array(hi) if rows else None, lb, ub)
-    if r.status != "optimal":
+    return A, np.array(lo), np.array(hi), lb, ub
+
+
+def _drifts(A, lo, hi, d, scale):
+    """True when ``d`` moves a constraint off its side by more than a rounding fraction of ``scale``."""
+    if A is None:
+        return False
+    s = A @ d
+    bad = np.maximum(np.where(np.isfinite(hi), s, 0.0), np.where(np.isfinite(lo), -s, 0.0))
+    return bool(np.any(bad > 1e-12 * scale))
+
+
+def curvature_ray(program, z, S, tol=1e-9):
+    """A ray ``d`` along which the objective is a concave parabola in ``s`` and every constraint
+    stays satisfied (module docstring, *negative curvature*), or None."""
+    J = _affine_set(program, S, objective_quadratic=False)
+    if J.size == 0:
         return None
-    d = np.clip(r.x, lb, ub)
-    slope = float(g @ d)
-    if not slope < -tol * max(1.0, float(np.abs(g).max())):
-        return None
-    if rows:
-        s = A @ d
-        bad = np.maximum(np.where(np.isfinite(hi), s, 0.0), np.where(np.isfinite(lo), -s, 0.0))
-        # a constraint drifting by more than a rounding fraction of the descent is no proof
-        if np.any(bad > 1e-12 * abs(slope)):
+    pos = -np.ones(program.n, dtype=np.int64)
+    pos[J] = np.arange(J.size)
+    q = program.objective.quadratic
+    keep = (pos[q.i] >= 0) & (pos[q.j] >= 0)
+    qi, qj, qv = pos[q.i[keep]], pos[q.j[keep]], np.asarray(q.v, dtype=float)[keep]
+    sq = [(g.coef, g.A[:, J]) for g in program.objective.atoms if _plain_squares(g)]
+    # the variables of the concave diagonal terms and of the concave squares: the rays to try
+    starts = set(qi[(qi == qj) & (qv < 0)].tolist())
+    for coef, AJ in sq:
+        for r in np.flatnonzero(coef < 0):
+            starts.update(AJ[r].indices.tolist())
+
+    def curv(d):
+        return float(np.sum(qv * d[qi] * d[qj])) + sum(float(coef @ (AJ @ d) ** 2) for coef, AJ in sq)
+    scale = max([1.0, float(np.abs(qv).max()) if qv.size else 0.0] + [float(np.abs(c).max()) for c, _ in sq if c.size])
+    A, lo, hi, lb, ub = _cone(program, z, J)
+    m = J.size
+
+    def accept(d):
+        k = curv(d)
+        if not k < -tol * scale or _drifts(A, lo, hi, d, abs(k)):
             return None
-    out = np.zeros(program.n)
-    out[J] = d
-    return out
+        out = np.zeros(program.n)
+        out[J] = d
+        return out
+    if m <= 200:
+        # the directions of negative curvature of the whole form (x^2 - 3xy + y^2 along x = y):
+        # eigenvectors of negative eigenvalues, used as they are when the cone holds them
+        H = np.zeros((m, m))
+        np.add.at(H, (qi, qj), 0.5 * qv)
+        np.add.at(H, (qj, qi), 0.5 * qv)
+        for coef, AJ in sq:
+            D = AJ.toarray()
+            H += D.T @ (coef[:, None] * D)
+        lam, V = np.linalg.eigh(H)
+        for t in np.flatnonzero(lam < -tol * scale):
+            for sign in (1.0, -1.0):
+                d = sign * V[:, t] / np.abs(V[:, t]).max()
+                d[np.abs(d) < 1e-12] = 0.0
+                if np.all(d >= lb) and np.all(d <= ub):
+                    out = accept(d)
+                    if out is not None:
+                        return out
+    # d = u - w, u, w >= 0: min sum_{k != p} (u_k + w_k), d_p fixed at +-1
+    A2 = None if A is None else sp.hstack([A, -A]).tocsr()
+    for p in sorted(starts):
+        for sign in (1.0, -1.0):
+            if (sign > 0 and ub[p] <= 0) or (sign < 0 and lb[p] >= 0):
+                continue
+            c = np.ones(2 * m)
+            c[p] = c[m + p] = 0.0
+            ulo, uhi = np.zeros(m), np.maximum(ub, 0.0)
+            wlo, whi = np.zeros(m), np.maximum(-lb, 0.0)
+            ulo[p] = uhi[p] = max(sign, 0.0)
+            wlo[p] = whi[p] = max(-sign, 0.0)
+            r = solve_lp(c, A2, lo if A is not None else None, hi if A is not None else None,
+                         np.concatenate([ulo, wlo]), np.concatenate([uhi, whi]))
+            if r.status != "optimal":
+                continue
+            out = accept(np.clip(r.x[:m] - r.x[m:], lb, ub))
+            if out is not None:
+                return out
+    return None
+
+
+def unbounded_ray(program, z, S, tol=1e-9):
+    """A ray ``d`` (full length) proving unboundedness from the feasible ``z`` along ``S``, or None:
+    a descent direction along which every expression is affine, else one of negative curvature."""
+    J = _affine_set(program, S)
+    if J.size:
+        g = program.objective.gradient(z)[J]
+        A, lo, hi, lb, ub = _cone(program, z, J)
+        r = solve_lp(g, A, lo if A is not None else None, hi if A is not None else None, lb, ub)
+        if r.status == "optimal":
+            d = np.clip(r.x, lb, ub)
+            slope = float(g @ d)
+            # a constraint drifting by more than a rounding fraction of the descent is no proof
+            if slope < -tol * max(1.0, float(np.abs(g).max())) and not _drifts(A, lo, hi, d, abs(slope)):
+                out = np.zeros(program.n)
+                out[J] = d
+                return out
+    return curvature_ray(program, z, S, tol)
 
 
 def prove_unbounded(program, part, incumbent, exc: Unbounded):
