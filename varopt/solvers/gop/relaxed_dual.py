@@ -180,7 +180,6 @@ class RDModel:
 
     def _solve(self, A, lo, hi, oa_tol, feas_tol, max_rounds):
         hm = self.hm
-        k = A.shape[0]
         self._set_node_rows(A, lo, hi)
         out = None
         last = None  # (value, y, oa gap) of the last round whose y met the y-constraints
