@@ -134,13 +134,17 @@ class LocalSearch:
     def nearly_feasible(self, z):
         return self.program.max_violation(z) <= 1e-4 * max(1.0, float(np.abs(z).max(initial=0)))
 
-    def improve(self, Z, lb, ub, polish=True, cutoff=math.inf):
-        """Best ``(value, z)`` found from the relaxation point ``Z`` (its first ``n`` entries), or None."""
+    def improve(self, Z, lb, ub, polish=True, cutoff=math.inf, enough=-math.inf):
+        """Best ``(value, z)`` found from the relaxation point ``Z`` (its first ``n`` entries), or None.
+        ``enough``: a feasible relaxation point with a value at most this (the node's lower bound plus a small
+        part of the gap tolerance) is returned at once: no point of the node can be better by more than that."""
         z = np.clip(Z[:self.program.n], lb, ub)
         best = []
         v, zc = self.checked(z)
         if v is not None:
             best.append((v, zc.copy()))
+            if v <= enough:
+                return v, zc
         cur = self._alternate(z, lb, ub, best)
         zs = snap(z, lb, ub)
         if not (best and min(t[0] for t in best) < cutoff):

@@ -317,8 +317,11 @@ class GopTree:
                         ls_wait -= 1
                         near = False
                     if scheduled or near:
+                        # a relaxation point that is feasible with (nearly) the node's bound as its value
+                        # closes the node: the search could gain at most 0.1 of the gap tolerance there
+                        enough = val + 0.1 * self._tol(val)
                         found = self.local.improve(Z, l0, u0, polish=nodes == 1 or (best is None and nodes % 32 == 0),
-                                                   cutoff=UB)
+                                                   cutoff=UB, enough=enough)
                         if near:
                             if found is not None and found[0] < UB - self._tol(UB):
                                 ls_skip = ls_wait = 0
