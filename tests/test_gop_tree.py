@@ -298,3 +298,29 @@ def test_obbt_filtering_gives_the_unfiltered_bounds(monkeypatch):
         pyo.SolverFactory("gop").solve(m, mode="tree", max_iter=30)
     na, nb = map(sum, zip(*counts))
     assert counts and nb < na, counts
+
+
+def test_a_feasible_relaxation_point_at_the_node_bound_needs_no_local_search(monkeypatch):
+    """Pooling-like bilinear program whose McCormick relaxation is exact at the root optimum (products at box
+    corners): the relaxation point is feasible with the node's bound as its value, so it is the incumbent at once;
+    the local search (alternation) is not run. The optimum is checked by enumeration of the box corners (a
+    bilinear objective over a box with no rows is minimised at a vertex)."""
+    import itertools
+
+    from varopt.solvers.gop import local as L
+
+    calls = []
+    cls = next(v for v in vars(L).values() if isinstance(v, type) and hasattr(v, "_alternate"))
+    orig = cls._alternate
+    monkeypatch.setattr(cls, "_alternate", lambda self, *a, **k: calls.append(1) or orig(self, *a, **k))
+    c = [1.5, -2.0, 0.5, -1.0]
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(2), bounds=(0, 2))
+    m.y = pyo.Var(range(2), bounds=(-1, 1))
+    m.obj = pyo.Objective(expr=c[0] * m.x[0] * m.y[0] + c[1] * m.x[1] * m.y[1] + c[2] * m.x[0] + c[3] * m.y[1])
+    r = pyo.SolverFactory("gop").solve(m, mode="tree").varopt_result
+    f = lambda x0, x1, y0, y1: c[0] * x0 * y0 + c[1] * x1 * y1 + c[2] * x0 + c[3] * y1
+    best = min(f(*v) for v in itertools.product([0, 2], [0, 2], [-1, 1], [-1, 1]))
+    assert r.status == "optimal" and r.objective == pytest.approx(best, abs=1e-9)
+    assert pyo.value(m.obj) == pytest.approx(best, abs=1e-9)
+    assert not calls
