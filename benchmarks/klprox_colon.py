@@ -235,13 +235,7 @@ def main():
     for name, rows in res.items():
         if not rows:
             continue
-        a = np.array([[np.nan if f is None else f, ll, t, d] for f, ll, t, d in rows])
-        se = a.std(0, ddof=1) / math.sqrt(len(a)) if len(a) > 1 else np.zeros(4)
-        fs = "—" if np.isnan(a[0, 0]) else f"{a[:, 0].mean():.2f} ({se[0]:.2f})"
-        p = PAPER.get(name)
-        ps = "" if p is None else f"{'—' if p[0] is None else p[0]} / {p[1]} / {p[2]}"
-        print(f"{name:<30} {fs:>15} {a[:, 1].mean():8.3f} ({se[1]:.3f}) {a[:, 2].mean():8.1f} "
-              f"{np.median(a[:, 3]):12.4g}   {ps}")
+        table_row(name, np.array([[np.nan if f is None else f, ll, t, d] for f, ll, t, d in rows]))
 
 
 def aggregate(logs):
@@ -263,13 +257,17 @@ def aggregate(logs):
     print(f"Table 2, Colon ({len(ks)} splits: {ks}; mean (standard error); from {', '.join(logs)})")
     print(f"{'method':<30} {'Neg-Log-Lik':>15} {'log-loss':>15} {'time s':>8} {'median delta':>12}   paper")
     for name, by in rows.items():
-        a = np.array([by[k] for k in sorted(by)])
-        se = a.std(0, ddof=1) / math.sqrt(len(a)) if len(a) > 1 else np.zeros(4)
-        fs = "—" if np.isnan(a[0, 0]) else f"{a[:, 0].mean():.2f} ({se[0]:.2f})"
-        p = PAPER.get(name)
-        ps = "" if p is None else f"{'—' if p[0] is None else p[0]} / {p[1]} / {p[2]}"
-        print(f"{name:<30} {fs:>15} {a[:, 1].mean():8.3f} ({se[1]:.3f}) {a[:, 2].mean():8.1f} "
-              f"{np.median(a[:, 3]):12.4g}   {ps}  [{len(a)} splits]")
+        table_row(name, np.array([by[k] for k in sorted(by)]), f"  [{len(by)} splits]")
+
+
+def table_row(name, a, note=""):
+    """One method's line of Table 2: ``a`` holds (Neg-Log-Lik or NaN, log-loss, time, delta) per split."""
+    se = a.std(0, ddof=1) / math.sqrt(len(a)) if len(a) > 1 else np.zeros(4)
+    fs = "—" if np.isnan(a[0, 0]) else f"{a[:, 0].mean():.2f} ({se[0]:.2f})"
+    p = PAPER.get(name)
+    ps = "" if p is None else f"{'—' if p[0] is None else p[0]} / {p[1]} / {p[2]}"
+    print(f"{name:<30} {fs:>15} {a[:, 1].mean():8.3f} ({se[1]:.3f}) {a[:, 2].mean():8.1f} "
+          f"{np.median(a[:, 3]):12.4g}   {ps}{note}")
 
 
 if __name__ == "__main__":
