@@ -188,8 +188,14 @@ class HighsModel(LPSolving, QPSolving):
         """Set ``lb <= x[idx] <= ub`` (scalars broadcast; ``None`` means -inf / +inf)."""
         self._change_bounds(idx, lb, ub, self._n, ("lb", "ub"), "changeColsBounds")
 
-    def set_row_bounds(self, idx, lo, hi):
-        """Set ``lo <= (A x)[idx] <= hi`` (scalars broadcast; ``None`` means -inf / +inf)."""
+    def set_row_bounds(self, idx, lo, hi, check=True):
+        """Set ``lo <= (A x)[idx] <= hi`` (scalars broadcast; ``None`` means -inf / +inf). ``check=False``: ``idx``
+        sorted distinct integer indices, ``lo``/``hi`` float arrays of its length (callers inside varopt that built
+        them), passed to HiGHS without validation."""
+        if not check:
+            if len(idx):
+                self._check(self._h.changeRowsBounds(len(idx), idx.astype(np.int32), lo, hi), "changeRowsBounds")
+            return
         self._change_bounds(idx, lo, hi, self._m, ("row_lo", "row_hi"), "changeRowsBounds")
 
     def _change_bounds(self, idx, lo, hi, size, names, method):
@@ -215,8 +221,7 @@ class HighsModel(LPSolving, QPSolving):
         the next solve starts from it (a warm start when the changes are small). ``check=False`` skips the
         validation of indices and values (callers inside varopt that built them; HiGHS still rejects bad indices)."""
         if not check:
-            change = self._h.changeCoeff
-            for st in {change(r, c, v) for r, c, v in zip(rows.tolist(), cols.tolist(), vals.tolist())}:
+            for st in set(map(self._h.changeCoeff, rows.tolist(), cols.tolist(), vals.tolist())):
                 self._check(st, "changeCoeff")
             return
         rows, cols = np.atleast_1d(np.asarray(rows)), np.atleast_1d(np.asarray(cols))

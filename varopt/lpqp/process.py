@@ -15,6 +15,7 @@ import sys
 #: CLI's stdout. While HiGHS runs, file descriptor 1 is pointed at /dev/null (stderr is kept).
 SILENCE_NATIVE_STDOUT = True
 _LIBC = []
+_DEVNULL = []  # [(pid, fd)]
 
 
 @contextlib.contextmanager
@@ -38,16 +39,17 @@ def _native_stdout_silenced():
     except OSError:  # no fd 1
         yield
         return
-    devnull = os.open(os.devnull, os.O_WRONLY)
+    if not _DEVNULL or _DEVNULL[0][0] != os.getpid():
+        # one descriptor on /dev/null per process (opened once: a solve runs HiGHS thousands of times)
+        _DEVNULL[:] = [(os.getpid(), os.open(os.devnull, os.O_WRONLY))]
     try:
-        os.dup2(devnull, 1)
+        os.dup2(_DEVNULL[0][1], 1)
         yield
     finally:
         if libc is not None:
             libc.fflush(None)  # drop what HiGHS buffered before fd 1 is restored
         os.dup2(saved, 1)
         os.close(saved)
-        os.close(devnull)
 
 
 def new_highs(hp=None):

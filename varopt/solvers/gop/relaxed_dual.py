@@ -109,7 +109,7 @@ class RDModel:
         lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
         ch = np.flatnonzero((lo != plo) | (hi != phi))
         if ch.size:
-            self.hm.set_row_bounds(self.m_base + ch, lo[ch], hi[ch])
+            self.hm.set_row_bounds(self.m_base + ch, lo[ch], hi[ch], check=False)
         self.node_rows = (D, lo.copy(), hi.copy())
 
     def add_base_rows(self, A, lo, hi):
