@@ -258,6 +258,48 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     E = np.vstack([Ad[eq], I[fixed]])
     e = np.concatenate([hi[eq], xub[fixed]])
     m_in, m_eq = G.shape[0], E.shape[0]
+    etol = tol * max(1.0, np.abs(e).max(initial=0))
+    # most primal problems of a GOP run have their minimiser strictly inside the inequalities (BGMM: the means
+    # and stick-breaking weights): Newton's method on the equalities alone, from the last solution, reaches the
+    # same KKT point (lambda = 0) in a few steps, and then no interior start (possibly an LP) is needed; the
+    # interior-point iterations run when it does not
+    newton = _try_newton(f, G, h, E, e, getattr(_pdip, "_last_x", None), tol, etol)
+    if newton is None:
+        x = _interior_start(G, h, E, e, xlb, xub)
+        if isinstance(x, PrimalResult):
+            return x
+        if not np.isfinite(f.value(x)):
+            raise SolverBugError("GOP primal: the objective is not finite at the interior start")
+        newton = _try_newton(f, G, h, E, e, x, tol, etol)
+    if newton is not None:
+        x, nu, it, scale = newton
+        lam = np.zeros(m_in)
+    else:
+        x, lam, nu, it, scale = _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter)
+    # multipliers of the original rows (convention: lambda_c > 0 when the upper side binds)
+    m = A.shape[0]
+    lam_c = np.zeros(m)
+    k = 0
+    iu = np.flatnonzero(up)
+    lam_c[iu] += lam[k:k + iu.size]
+    k += iu.size
+    idn = np.flatnonzero(dn)
+    lam_c[idn] -= lam[k:k + idn.size]
+    ieq = np.flatnonzero(eq)
+    lam_c[ieq] += nu[:ieq.size]
+    rd = f.gradient(x) + G.T @ lam + E.T @ nu
+    kkt = max(_inf_norm(rd) / scale, _inf_norm(E @ x - e) if m_eq else 0.0)
+    _pdip._last_x = x.copy()
+    return PrimalResult("optimal", x=np.clip(x, xlb, xub), lam=lam_c, kkt=kkt,
+                        path=f"newton({it} it)" if newton is not None else f"pdip({it} it)")
+
+
+def _interior_start(G, h, E, e, xlb, xub):
+    """A strictly interior point of ``G x < h``, ``E x = e`` (the last one, the box centre, or the LP below), or an
+    infeasible :class:`PrimalResult`."""
+    nx = G.shape[1]   # G and E always have nx columns (possibly no rows)
+    m_in, m_eq = G.shape[0], E.shape[0]
+
     # strictly interior start: max s s.t. G x + s <= h, E x = e, s <= 1 (reuse the last one when
     # it is still strictly interior: the constraints often do not depend on y)
     def interior(p):
@@ -267,12 +309,12 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     prev = getattr(_pdip, "_last_start", None)
     center = _box_center(xlb, xub, E, e) if m_in else None
     if m_in and interior(prev):
-        x = prev.copy()
-    elif m_in and interior(center):
+        return prev.copy()
+    if m_in and interior(center):
         # the box centre moved onto the equalities is strictly interior in most tree nodes (boxes and a
         # simplex row): no LP for the start
-        x = center
-    elif m_in:
+        return center
+    if m_in:
         c = np.zeros(nx + 1)
         c[-1] = -1.0
         AA = np.vstack([np.hstack([G, np.ones((m_in, 1))]), np.hstack([E, np.zeros((m_eq, 1))])])
@@ -293,13 +335,16 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
                 return PrimalResult("infeasible", path="pdip")
             raise ModelStructureError("the GOP primal problem has no strictly feasible point (Slater's condition, "
                                       "Saddiki, Trapp & Flaherty 2017, §2.1 condition 4, fails); write implied equalities as equalities")
-        x = r.x[:nx]
-        _pdip._last_start = x.copy()
-    else:
-        if m_eq:
-            x = np.linalg.lstsq(E, e, rcond=None)[0]
-        else:
-            x = np.zeros(nx)
+        _pdip._last_start = r.x[:nx].copy()
+        return r.x[:nx]
+    return np.linalg.lstsq(E, e, rcond=None)[0] if m_eq else np.zeros(nx)
+
+
+def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
+    """The primal-dual interior-point iterations (Boyd & Vandenberghe §11.7) from the strictly interior ``x``:
+    ``(x, lam, nu, iterations, scale)``."""
+    nx = x.size
+    m_in, m_eq = G.shape[0], E.shape[0]
     lam = np.ones(m_in)
     nu = np.zeros(m_eq)
     mu = 10.0
@@ -314,34 +359,14 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
         return rd, rc, rp, fi
 
     fval = f.value(x)
-    if not np.isfinite(fval):
-        raise SolverBugError("GOP primal: the objective is not finite at the interior start")
     it = 0
     scale = max(1.0, float(np.abs(f.gradient(x)).max()))
-    etol = tol * max(1.0, np.abs(e).max(initial=0))
-    # most primal problems of a GOP run have their minimiser strictly inside the inequalities (BGMM: the means
-    # and stick-breaking weights): Newton's method on the equalities alone, from the last solution, reaches the
-    # same KKT point (lambda = 0) in a few steps; the interior-point iterations run when it does not
-    warm = getattr(_pdip, "_last_x", None)
-    newton = None
-    for x0 in ([warm] if warm is not None and warm.size == nx else []) + [x]:
-        if m_in and not np.all(G @ x0 - h < 0):
-            continue
-        if m_eq and _inf_norm(E @ x0 - e) > 1e-6 * max(1.0, np.abs(e).max(initial=0)):
-            continue          # Newton's step restores E x = e exactly, but its line search assumes it nearly holds
-        newton = _interior_newton(f, G, h, E, e, x0, tol * scale, etol)
-        if newton is not None:
-            break
-    if newton is not None:
-        x, nu, it = newton
-        lam = np.zeros(m_in)
-        fval = f.value(x)
-    for it in range(0 if newton is None else max_iter, max_iter):
+    for it in range(max_iter):
         fi = G @ x - h
         eta = float(-fi @ lam) if m_in else 0.0
         t = mu * m_in / eta if (m_in and eta > 0) else 1e12
         rd, rc, rp, fi = resid(x, lam, nu, t)
-        if (_inf_norm(rd) <= tol * scale and _inf_norm(rp) <= tol * max(1.0, np.abs(e).max(initial=0))
+        if (_inf_norm(rd) <= tol * scale and _inf_norm(rp) <= etol
                 and eta <= tol * max(1.0, abs(fval))):
             break
         _, Hf = f.derivs(x)
@@ -376,22 +401,23 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
                 break
         x, lam, nu = x + s * dx, lam + s * dlam, nu + s * dnu
         fval = f.value(x)
-    # multipliers of the original rows (convention: lambda_c > 0 when the upper side binds)
-    m = A.shape[0]
-    lam_c = np.zeros(m)
-    k = 0
-    iu = np.flatnonzero(up)
-    lam_c[iu] += lam[k:k + iu.size]
-    k += iu.size
-    idn = np.flatnonzero(dn)
-    lam_c[idn] -= lam[k:k + idn.size]
-    ieq = np.flatnonzero(eq)
-    lam_c[ieq] += nu[:ieq.size]
-    rd, _, rp, _ = resid(x, lam, nu, 1e300)
-    kkt = max(_inf_norm(rd) / scale, _inf_norm(rp) if m_eq else 0.0)
-    _pdip._last_x = x.copy()
-    return PrimalResult("optimal", x=np.clip(x, xlb, xub), lam=lam_c, kkt=kkt,
-                        path=f"newton({it} it)" if newton is not None else f"pdip({it} it)")
+    return x, lam, nu, it, scale
+
+
+def _try_newton(f, G, h, E, e, x0, tol, etol):
+    """:func:`_interior_newton` from ``x0`` when it is usable (strictly inside the inequalities, on the equalities
+    to 1e-6): ``(x, nu, iterations, scale)`` or None."""
+    if x0 is None or x0.size != G.shape[1]:
+        return None
+    if G.shape[0] and not np.all(G @ x0 - h < 0):
+        return None
+    if E.shape[0] and _inf_norm(E @ x0 - e) > 1e-6 * max(1.0, np.abs(e).max(initial=0)):
+        return None           # Newton's step restores E x = e exactly, but its line search assumes it nearly holds
+    if not np.isfinite(f.value(x0)):
+        return None
+    scale = max(1.0, float(np.abs(f.gradient(x0)).max()))
+    out = _interior_newton(f, G, h, E, e, x0, tol * scale, etol)
+    return None if out is None else (*out, scale)
 
 
 def _interior_newton(f, G, h, E, e, x, gtol, etol, max_iter=30):

@@ -74,7 +74,7 @@ class RDModel:
         self.max_age = int(base.get("max_age", 40))
         # the last node's rows stay in the LP after its solve (positions m_base ..): the next node of the same
         # size is written over them, so their basis statuses carry over (siblings in the Gray-code order differ
-        # in one qualifying constraint and the box corner, docs/gop.md §5); deleting and re-adding them made
+        # in one qualifying constraint and the box corner, docs/gop.md §7); deleting and re-adding them made
         # every node's dual simplex re-enter the active node rows (~70 iterations a node on the K = 3 BGMM)
         self.node_rows = None     # (dense rows, lo, hi) of the rows at m_base .. m_base + k, or None
 
@@ -89,8 +89,7 @@ class RDModel:
         """Make rows ``m_base ..`` of the LP the node rows ``lo <= A z <= hi`` (``A`` dense): written over the previous
         node's rows where there are as many (only the entries and bounds that differ are changed), else
         deleted and added."""
-        D = A
-        k = D.shape[0]
+        D, k = A, A.shape[0]
         if not np.all(np.isfinite(D)):
             raise SolverBugError("a relaxed-dual node row has a non-finite coefficient")
         prev = self.node_rows
@@ -159,9 +158,8 @@ class RDModel:
         value ``-inf``.
         """
         hm = self.hm
+        # dense in-process; sparse from solve_batch (executor workers)
         A = A.toarray() if sp.issparse(A) else np.asarray(A, dtype=float)
-        if A.shape[1] != self.ncol:
-            A = np.hstack([A, np.zeros((A.shape[0], self.ncol - A.shape[1]))])
         k = A.shape[0]
         tcol = self.tcol
         no_opt = k == 0 or not np.any(A[:, tcol])
