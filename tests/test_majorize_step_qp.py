@@ -46,6 +46,36 @@ def _objective(Q, c, x):
     return 0.5 * x @ Q @ x + c @ x
 
 
+def _assert_matches(fast, ref, Q, c, A, lo, hi, lb, ub):
+    """The fast path's answer: HiGHS's objective to 1e-7, feasible, and a KKT certificate recomputed here."""
+    x = fast.x
+    assert abs(_objective(Q, c, x) - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
+    assert np.all(x >= lb - 1e-9) and np.all(x <= ub + 1e-9)
+    if A.shape[0]:
+        assert np.all(A @ x >= lo - 1e-8) and np.all(A @ x <= hi + 1e-8)
+    assert lpqp.kkt_residual(fast, c, A, lo, hi, lb, ub, Q) <= 1e-8 * (1 + np.abs(c).max() + np.abs(Q @ x).max()
+                                                                        + np.abs(A.T @ fast.row_duals).max(initial=0))
+
+
+def _answers_nondegenerate_qps(solve):
+    """40 QPs with positive definite Q, independent rows and tight constraints at the start: ``solve`` (the
+    matrix or the operator form of ActiveSetQP) answers all but at most 2, matching HiGHS and Clarabel."""
+    declined = 0
+    for seed in range(40):
+        Q, c, A, lo, hi, lb, ub, x0 = _random_qp(seed, 6, 3, 6, 0.5)
+        A[1] = np.random.default_rng(seed + 1000).normal(size=6)  # no duplicated rows here
+        lo[1], hi[1] = A[1] @ x0 - 0.5, A[1] @ x0 + 0.5
+        fast = solve(ActiveSetQP(A), Q, c, lo, hi, lb, ub, x0)
+        if fast is None:
+            declined += 1
+            continue
+        ref = lpqp.solve_qp(Q, c, A=A, row_lo=lo, row_hi=hi, lb=lb, ub=ub)
+        f = _objective(Q, c, fast.x)
+        assert abs(f - ref.objective) <= 1e-8 * max(1.0, abs(ref.objective))
+        assert abs(f - _clarabel(Q, c, A, lo, hi, lb, ub)) <= 1e-6 * max(1.0, abs(f))
+    assert declined <= 2
+
+
 def _clarabel(Q, c, A, lo, hi, lb, ub):
     import cvxpy as cp
     n = c.size
@@ -73,34 +103,13 @@ def test_active_set_agrees_with_highs(seed, n, m, singular, start_active):
     assert ref.status == "optimal"
     if fast is None:
         return  # the fast path declined (degenerate or not converged): the caller falls back to HiGHS
-    x = fast.x
-    tol = 1e-7 * max(1.0, abs(ref.objective))
-    assert abs(_objective(Q, c, x) - ref.objective) <= tol
-    # feasibility and the certificate, recomputed here
-    assert np.all(x >= lb - 1e-9) and np.all(x <= ub + 1e-9)
-    if m:
-        assert np.all(A @ x >= lo - 1e-8) and np.all(A @ x <= hi + 1e-8)
-    assert lpqp.kkt_residual(fast, c, A, lo, hi, lb, ub, Q) <= 1e-8 * (1 + np.abs(c).max() + np.abs(Q @ x).max()
-                                                                        + np.abs(A.T @ fast.row_duals).max(initial=0))
+    _assert_matches(fast, ref, Q, c, A, lo, hi, lb, ub)
 
 
 def test_active_set_solves_nondegenerate_qps_and_matches_clarabel():
     """Positive definite Q, independent rows, starts with tight constraints: the fast path must answer
     (not decline) and agree with HiGHS and with CVXPY+Clarabel."""
-    declined = 0
-    for seed in range(40):
-        Q, c, A, lo, hi, lb, ub, x0 = _random_qp(seed, 6, 3, 6, 0.5)
-        A[1] = np.random.default_rng(seed + 1000).normal(size=6)  # no duplicated rows here
-        lo[1], hi[1] = A[1] @ x0 - 0.5, A[1] @ x0 + 0.5
-        fast = ActiveSetQP(A).solve(Q, c, lo, hi, lb, ub, x0)
-        if fast is None:
-            declined += 1
-            continue
-        ref = lpqp.solve_qp(Q, c, A=A, row_lo=lo, row_hi=hi, lb=lb, ub=ub)
-        f = _objective(Q, c, fast.x)
-        assert abs(f - ref.objective) <= 1e-8 * max(1.0, abs(ref.objective))
-        assert abs(f - _clarabel(Q, c, A, lo, hi, lb, ub)) <= 1e-6 * max(1.0, abs(f))
-    assert declined <= 2
+    _answers_nondegenerate_qps(lambda asq, Q, c, lo, hi, lb, ub, x0: asq.solve(Q, c, lo, hi, lb, ub, x0))
 
 
 def test_active_set_warm_start_and_infeasible_start():
@@ -192,31 +201,13 @@ def test_active_set_operator_agrees_with_highs(seed, n, m, singular, start_activ
     assert ref.status == "optimal"
     if fast is None:
         return
-    x = fast.x
-    assert abs(_objective(Q, c, x) - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
-    assert np.all(x >= lb - 1e-9) and np.all(x <= ub + 1e-9)
-    if m:
-        assert np.all(A @ x >= lo - 1e-8) and np.all(A @ x <= hi + 1e-8)
-    assert lpqp.kkt_residual(fast, c, A, lo, hi, lb, ub, Q) <= 1e-8 * (1 + np.abs(c).max() + np.abs(Q @ x).max()
-                                                                        + np.abs(A.T @ fast.row_duals).max(initial=0))
+    _assert_matches(fast, ref, Q, c, A, lo, hi, lb, ub)
 
 
 def test_active_set_operator_answers_nondegenerate_qps():
     """Positive definite Q, independent rows: the operator form must answer and match HiGHS and Clarabel."""
-    declined = 0
-    for seed in range(40):
-        Q, c, A, lo, hi, lb, ub, x0 = _random_qp(seed, 6, 3, 6, 0.5)
-        A[1] = np.random.default_rng(seed + 1000).normal(size=6)
-        lo[1], hi[1] = A[1] @ x0 - 0.5, A[1] @ x0 + 0.5
-        fast = ActiveSetQP(A).solve_operator(_DenseOp(Q), c, lo, hi, lb, ub, x0)
-        if fast is None:
-            declined += 1
-            continue
-        ref = lpqp.solve_qp(Q, c, A=A, row_lo=lo, row_hi=hi, lb=lb, ub=ub)
-        f = _objective(Q, c, fast.x)
-        assert abs(f - ref.objective) <= 1e-8 * max(1.0, abs(ref.objective))
-        assert abs(f - _clarabel(Q, c, A, lo, hi, lb, ub)) <= 1e-6 * max(1.0, abs(f))
-    assert declined <= 2
+    _answers_nondegenerate_qps(
+        lambda asq, Q, c, lo, hi, lb, ub, x0: asq.solve_operator(_DenseOp(Q), c, lo, hi, lb, ub, x0))
 
 
 def _wide(seed, t, p, K):

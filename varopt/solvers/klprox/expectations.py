@@ -113,6 +113,16 @@ def _panels():
     return t, tw
 
 
+
+def _nodes_and_exp(mt, vt, x):
+    """The Gauss-Hermite node values ``u = mt + sqrt(vt) x`` (rows: predictors) and ``exp(-|u|)``, in place."""
+    u = np.multiply.outer(np.sqrt(vt), x)
+    u += mt[:, None]
+    e = np.abs(u)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    return u, e
+
 def _by_grade(grades, rule, mt, vt, k):
     """The ``k`` outputs of ``rule(mt, vt, x, w)`` with the Gauss-Hermite rule of each row's variance grade
     (``grades``: ``(variance bound, nodes)`` in increasing order); one call without copies when a single grade
@@ -162,14 +172,10 @@ class LogisticFamily(Family):
 
     @staticmethod
     def _hermite_rule(mt, vt, x, w):
-        u = np.multiply.outer(np.sqrt(vt), x)
-        u += mt[:, None]
         # one exponential for both: softplus(u) = max(u, 0) + log1p(e), sigmoid(u) = 1/(1 + e) or e/(1 + e),
         # e = exp(-|u|) (the work of this solver on a1a is mostly these 1605 x 100 evaluations); in place: the
         # passes over the N x n arrays are the cost
-        e = np.abs(u)
-        np.negative(e, out=e)
-        np.exp(e, out=e)
+        u, e = _nodes_and_exp(mt, vt, x)
         sp = np.maximum(u, 0.0)
         sp += np.log1p(e)
         inv = e + 1.0
@@ -188,11 +194,7 @@ class LogisticFamily(Family):
 
     @staticmethod
     def _hermite_pair_rule(mt, vt, x, w):
-        u = np.multiply.outer(np.sqrt(vt), x)
-        u += mt[:, None]
-        e = np.abs(u)
-        np.negative(e, out=e)
-        np.exp(e, out=e)
+        u, e = _nodes_and_exp(mt, vt, x)
         lg = np.log1p(e)
         pos = u >= 0.0
         sp = np.maximum(u, 0.0)
