@@ -321,6 +321,13 @@ class SoftmaxFamily(Family):
             self._rules[key] = (X[keep], W[keep])
         return self._rules[key]
 
+    def _transposed(self, n, J):
+        """The nodes of :meth:`rule` as a contiguous (J, M) array."""
+        key = ("T", n, J)
+        if key not in self._rules:
+            self._rules[key] = np.ascontiguousarray(self.rule(n, J)[0].T)
+        return self._rules[key]
+
     def expect_group(self, mt, Vt):
         mt, Vt = np.asarray(mt, dtype=float), np.asarray(Vt, dtype=float)
         G, J = mt.shape
@@ -334,19 +341,27 @@ class SoftmaxFamily(Family):
         for n in np.unique(ns):           # groups of one node count together
             idx = np.flatnonzero(ns == n)
             X, W = self.rule(int(n), J)
+            XT = self._transposed(int(n), J)
             step = max(1, 2_000_000 // max(X.shape[0] * J, 1))
             for s0 in range(0, idx.size, step):
                 sl = idx[s0:s0 + step]
-                d = mt[sl, None, :] + np.matmul(X[None], np.swapaxes(S[sl], 1, 2))   # (g, M, J)
-                mx = np.maximum(d.max(axis=2), 0.0)
-                ed = np.exp(d - mx[:, :, None])
-                tot = np.exp(-mx) + ed.sum(axis=2)
-                lse = mx + np.log(tot)
-                p = ed / tot[:, :, None]
+                # (g, J, M) layout: the reductions over the J classes are then elementwise operations on
+                # contiguous node vectors (3x faster than reducing a trailing axis of length 2 or 3)
+                d = np.matmul(S[sl], XT)
+                d += mt[sl, :, None]
+                mx = d.max(axis=1)
+                np.maximum(mx, 0.0, out=mx)
+                d -= mx[:, None, :]
+                np.exp(d, out=d)
+                tot = d.sum(axis=1)
+                tot += np.exp(-mx)
+                lse = np.log(tot)
+                lse += mx
                 E[sl] = lse @ W
-                pw = p * W[None, :, None]
-                d1[sl] = pw.sum(axis=1)
-                pp = np.matmul(np.swapaxes(pw, 1, 2), p)
+                d /= tot[:, None, :]                                   # p, (g, J, M)
+                pw = d * W
+                d1[sl] = pw.sum(axis=2)
+                pp = np.matmul(pw, np.swapaxes(d, 1, 2))
                 d2[sl] = 0.5 * (d1[sl][:, :, None] * np.eye(J)[None] - pp)
         return E, d1, d2
 
