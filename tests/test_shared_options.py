@@ -77,3 +77,31 @@ def test_a_boolean_is_not_a_number(name):
         with pytest.raises(InvalidOptionError, match=f"option '{key}' must be a number"):
             opts.validate({key: np.False_})
     assert opts.validate({"max_iter": 5, "time_limit": 2}).max_iter == 5
+
+
+def test_small_matrices_leave_blas_alone(monkeypatch):
+    """OpenBLAS runs matrices up to order SMALL_ORDER on one thread anyway: below it no thread controller is
+    built (its first build scans every loaded library, a third of a tiny gop solve); above it BLAS is capped."""
+    from varopt.core import threads
+    from varopt.solvers.gop import solver as gop_solver
+    built = []
+
+    def controller():
+        built.append(1)
+        return None                      # as without threadpoolctl: the cap becomes a no-op
+
+    monkeypatch.setattr(threads, "_controller", controller)
+    with threads.one_thread_above(threads.SMALL_ORDER):
+        pass
+    assert not built
+    with threads.one_thread_above(threads.SMALL_ORDER + 1):
+        pass
+    assert built == [1]
+    seen = []
+    monkeypatch.setattr(gop_solver, "blas_threads", lambda n: seen.append(n) or threads.blas_threads(None))
+    small = _ridge_lse(3)
+    big = _ridge_lse(threads.SMALL_ORDER + 1)
+    assert gop_solver._auto_threads(small) is None and gop_solver._auto_threads(big) == 1
+    varopt.get_solver("gop").solve(small)
+    varopt.get_solver("gop").solve(small, blas_threads=2)
+    assert seen == [None, 2]

@@ -17,6 +17,12 @@ import contextlib
 
 _CONTROLLER = []
 
+#: OpenBLAS runs matrices up to this order on one thread whatever its setting (measured on this 2-core machine:
+#: equal times for 1 and 2 threads up to order 64, 200x slower at 96 with 2 threads under load), so limiting the
+#: threads below it only costs the controller's first build, a scan of every loaded library (~8 ms, a third of
+#: the first solve of a 10-variable gop model)
+SMALL_ORDER = 64
+
 
 def _controller():
     """One cached threadpoolctl controller (building it scans the loaded libraries: ~5 ms)."""
@@ -41,6 +47,11 @@ def blas_threads(n=1):
         # of the smallest solves' first iteration
         return contextlib.nullcontext()
     return ctl.limit(limits=n, user_api="blas")
+
+
+def one_thread_above(order):
+    """``blas_threads(1)`` for matrices above :data:`SMALL_ORDER`, a no-op for smaller ones."""
+    return blas_threads(1 if order > SMALL_ORDER else None)
 
 
 def option_threads(option, auto):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..core.threads import blas_threads
+from ..core.threads import one_thread_above
 from .result import LPResult
 
 
@@ -60,7 +60,7 @@ def _solve_kkt(K, rhs):
     except RuntimeError:  # exactly singular
         pass
     if k <= 800:
-        with blas_threads(1):
+        with one_thread_above(k):
             sol, *_ = np.linalg.lstsq(K.toarray(), rhs, rcond=None)
         return sol
     return spla.lsmr(K, rhs, atol=1e-15, btol=1e-15, maxiter=20 * k)[0]

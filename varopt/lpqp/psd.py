@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..core.threads import blas_threads
+from ..core.threads import one_thread_above
 from ..errors import InputDataError
 from .checks import _matrix
 
@@ -25,7 +25,7 @@ def _is_psd(M, scale):
         return True
     import scipy.linalg as sla
     try:
-        with blas_threads(1):
+        with one_thread_above(n):
             sla.cholesky(M.toarray() + 1e-9 * scale * np.eye(n), lower=True, check_finite=False)
         return True
     except sla.LinAlgError:
@@ -36,7 +36,7 @@ def _min_eig(Q):
     """Smallest eigenvalue of the symmetric sparse ``Q`` (dense for n <= 2000, else Lanczos)."""
     n = Q.shape[0]
     if n <= 2000:
-        with blas_threads(1):
+        with one_thread_above(n):
             return float(np.linalg.eigvalsh(Q.toarray())[0])
     import scipy.sparse.linalg as spla
     try:

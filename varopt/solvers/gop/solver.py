@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ...errors import InvalidOptionError, ModelStructureError
-from ...core.threads import blas_threads, option_threads
+from ...core.threads import SMALL_ORDER, blas_threads, option_threads
 from ...options import Option, Options, OptionSet, common_options, nonnegative, start_options, thread_options
 from ...registry import Solver, register_solver
 from ...program.evaluable import evaluable_point
@@ -120,6 +120,12 @@ def _resolve_partition(program, names):
     return sorted(idx)
 
 
+def _auto_threads(program):
+    """The automatic ``blas_threads``: 1 thread, or unchanged (None) when the program's matrices are small
+    enough for OpenBLAS to run them on one thread anyway (:data:`varopt.core.threads.SMALL_ORDER`)."""
+    return None if program.n + len(program.constraints) <= SMALL_ORDER else 1
+
+
 @register_solver
 class GopSolver(Solver):
     name = "gop"
@@ -138,7 +144,7 @@ class GopSolver(Solver):
         # solve's iterates do not depend on what the process solved before)
         from .primal import reset_warm_starts
         reset_warm_starts()
-        with blas_threads(option_threads(opts.blas_threads, 1)):
+        with blas_threads(option_threads(opts.blas_threads, _auto_threads(program))):
             return self._solve_program(program, opts, run)
 
     def _solve_program(self, program, opts, run) -> Result:
