@@ -238,7 +238,6 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
         if R == 2:
             for b in range(n2):
                 J0[b] = c00[b] * dx[b] + c10[b] * dx1[b]
-            for b in range(n2):
                 J1[b] = c01[b] * dx[b] + c11[b] * dx1[b]
         for q in range(R if R != 2 else 0):  # two-term sums: the order of the terms does not matter
             lo, hi = q * n2, (q + 1) * n2
