@@ -15,8 +15,9 @@ with ``d = z/s`` and ``r = -(g + mu J^T (1/s))``; then ``dz = mu/s - z + diag(z/
 Layout: the caller permutes the variables (first variables of the pairs, their second variables,
 the rest) and the constraints (bounds, then row ``q`` of every pair for ``q = 0..R-1``), so that
 every phase of a step is a flat loop over contiguous slices that LLVM vectorises (with two rows per
-pair, ``R = 2``, the box form, the whole direction is one such loop over the pairs: LLVM vectorises
-a loop over at most ≈ 8 arrays, the number of run-time overlap checks it accepts), as in
+pair, ``R = 2``, the box form, the whole direction is one such loop over the pairs, which writes one
+array: LLVM vectorises a loop only while the run-time overlap checks between the arrays it writes
+and the others stay few — one written array and a dozen read ones, not five written ones), as in
 :mod:`.compiled_bounds` (which this kernel follows otherwise: the sample's gradient on its
 nonzeros, trial points in spare buffers swapped in when accepted). The general kernel of
 :mod:`.compiled` walks compressed sparse rows with an inner loop per row and variable (3-4 times
