@@ -124,10 +124,30 @@ def uniform_pairs():
     return Program(_names(n), lb, ub, e, cons)
 
 
+
+def general_box_pairs():
+    """Two rows on every variable pair (R = 2: the box form's fused direction loop) with general
+    coefficients: a range row on the first pair (its two sides), a two-variable and a one-variable row
+    on the second (a row missing a variable: c = 0), bounds on pair variables (their terms in
+    J^T(1/s) and the block diagonal) and a bounded variable without rows."""
+    rng = np.random.default_rng(9)
+    n, N = 5, 70
+    A = rng.normal(size=(N, n))
+    e = Expression(n, linear=rng.normal(size=n) * 0.2,
+                   atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N) * 2,
+                                    label=np.arange(N))])
+    lb = np.array([-np.inf, -1.0, -0.3, -np.inf, -np.inf])
+    ub = np.array([np.inf, 2.0, np.inf, 0.8, 0.5])
+    cons = [Constraint("p", Expression(n, linear=np.r_[1.5, -0.5, 0, 0, 0]), -0.7, 0.9),
+            Constraint("q", Expression(n, linear=np.r_[0, 0, 2.0, 1.0, 0]), -np.inf, 1.5),
+            Constraint("q1", Expression(n, linear=np.r_[0, 0, 0, 0.5, 0]), -1.0, np.inf)]
+    return Program(_names(n), lb, ub, e, cons)
+
 CASES = {"ls-split": lambda: ls_dense("split"), "ls-box": lambda: ls_dense("box"),
          "logistic-split": lambda: logistic_sparse("split"), "logistic-box": lambda: logistic_sparse("box"),
          "rows-bounds": rows_and_bounds, "multinomial": multinomial, "mixed-bounds": mixed_bounds,
-         "unconstrained": lambda: mixed_bounds(False), "pair-rows": pair_rows, "uniform-pairs": uniform_pairs}
+         "unconstrained": lambda: mixed_bounds(False), "pair-rows": pair_rows, "uniform-pairs": uniform_pairs,
+         "general-box-pairs": general_box_pairs}
 
 
 def traced(P, backend, **kw):
@@ -166,6 +186,7 @@ def test_compiled_iterates_equal_numpy_iterates(case, hessian):
 
 @pytest.mark.parametrize("sampling", ["cyclic", "permutation", "uniform"])
 @pytest.mark.parametrize("case, every", [("ls-box", 37), ("logistic-split", 37), ("rows-bounds", 37), ("uniform-pairs", 5),
+                                         ("general-box-pairs", 5),
                                          ("ls-split", 3), ("rows-bounds", 2)])
 def test_chunked_runs_equal_numpy_runs(case, every, sampling):
     """Without a callback the compiled loop runs chunks of iterations and its kernel saves the
@@ -191,7 +212,8 @@ def test_chunked_runs_equal_numpy_runs(case, every, sampling):
 @pytest.mark.parametrize("case, kernel", [("ls-split", "run_bounds"), ("logistic-split", "run_bounds"),
                                           ("mixed-bounds", "run_bounds"), ("unconstrained", "run_bounds"),
                                           ("multinomial", "run_bounds"), ("ls-box", "run_pairs"),
-                                          ("logistic-box", "run_pairs"), ("uniform-pairs", "run_pairs"), ("pair-rows", "run_chunk"),
+                                          ("logistic-box", "run_pairs"), ("uniform-pairs", "run_pairs"),
+                                          ("general-box-pairs", "run_pairs"), ("pair-rows", "run_chunk"),
                                           ("rows-bounds", "run_chunk")])
 def test_bounds_only_problems_run_the_fused_kernel(case, kernel):
     """The iterate-equality tests above cover the three kernels: bounds only (prefix layout of the L1

@@ -134,3 +134,31 @@ def test_old_style_plugins_still_work():
     program, _ = varopt.compile_model(box_model())
     r = varopt.get_solver("vo_test_scipy").solve(program)
     assert r.status == "converged" and r.objective == pytest.approx(F_STAR, abs=1e-8)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_record_batch_appends_the_entries_record_would(verbose, capsys):
+    """A compiled loop hands over its kernel's records at once: the same entries (iteration, fields,
+    an update of an entry already there) as ``record`` one by one, and the progress lines when verbose."""
+    class Opts:
+        history_every = 5
+
+    Opts.verbose = verbose
+    entries = [(0, {"objective": 9.0, "mu": 0.5}), (5, {"objective": 3.0, "mu": 0.25}), (10, {"mu": 0.125})]
+    one, batch = Run("s", Opts()), Run("s", Opts())
+    for r in (one, batch):
+        r.iteration = 0
+        r.record(objective=10.0)  # the entry of iteration 0 exists: updated, not duplicated
+    capsys.readouterr()
+    for it, fields in entries:
+        one.iteration = it
+        one.record(**fields)
+    lines_one = capsys.readouterr().err
+    batch.record_batch(entries)
+    lines_batch = capsys.readouterr().err
+    strip = [[{k: v for k, v in h.items() if k != "time"} for h in r.history] for r in (one, batch)]
+    assert strip[0] == strip[1] and [h["iteration"] for h in batch.history] == [0, 5, 10]
+    assert batch.history[0]["objective"] == 9.0 and batch.iteration == 10
+    assert all(h["time"] >= 0 for h in batch.history)
+    # a line per new entry (iterations 5 and 10) when verbose
+    assert lines_batch.count("s it") == lines_one.count("s it") == (2 if verbose else 0)

@@ -143,3 +143,25 @@ def test_unsorted_csr_rows_are_canonicalised_exactly(mode, monkeypatch):
         for i in range(m):
             assert np.all(np.diff(got.indices[got.indptr[i]:got.indptr[i + 1]]) > 0)
         np.testing.assert_allclose(got.toarray(), want, rtol=0, atol=1e-15)
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_linear_rows_are_the_linear_items_row_by_row(mixed):
+    """Expression.linear_rows (ipsa's ConstraintSet builds its row matrix with it): row k holds
+    exactly ``exprs[k].linear_items()``, for dense bodies (one nonzero call over all of them), with
+    an all-zero body, and for a mix with sparse storage."""
+    from varopt.program import Expression
+
+    rng = np.random.default_rng(0)
+    n = 9
+    dense = [np.where(rng.random(n) < 0.4, rng.normal(size=n), 0.0) for _ in range(6)]
+    dense[3][:] = 0.0
+    exprs = [Expression(n, linear=v) for v in dense]
+    if mixed:
+        exprs[1] = Expression(n, linear=(np.array([7, 2, 2]), np.array([1.5, -1.0, 0.25])))
+    ptr, idx, val = Expression.linear_rows(exprs, n)
+    assert ptr.dtype == idx.dtype == np.int64 and ptr[0] == 0 and ptr[-1] == idx.size == val.size
+    for k, e in enumerate(exprs):
+        i, v = e.linear_items()
+        assert np.array_equal(idx[ptr[k]:ptr[k + 1]], i) and np.array_equal(val[ptr[k]:ptr[k + 1]], v)
+        assert np.array_equal(np.bincount(i, weights=v, minlength=n), e.linear)

@@ -179,6 +179,29 @@ class Run:
             self.progress(f"{self.solver} it {it:>7d}  {shown}  t {h['time']:.3g}s", force=force)
         return h
 
+    def record_batch(self, entries) -> None:
+        """Append the history entries ``(iteration, fields)`` (increasing iterations, each one
+        :meth:`record` would record) at once, time-stamped now: a compiled loop hands over the records
+        its kernel saved. Same entries as :meth:`record` one by one, which this falls back to when
+        progress lines are printed."""
+        if not entries:
+            return
+        if self.progress.active:
+            for it, fields in entries:
+                self.iteration = it
+                self.record(**fields)
+            return
+        t = self.elapsed()
+        hist = self.history
+        for it, fields in entries:
+            if hist and hist[-1]["iteration"] == it:
+                hist[-1].update(fields)
+                continue
+            h = {"iteration": it, "time": t, "lower": None, "upper": None, "objective": None}
+            h.update(fields)
+            hist.append(h)
+        self.iteration = entries[-1][0]
+
     def callback(self, x, *extra) -> bool:
         """Call the user's callback; a ``True`` answer stops the run."""
         if self.callback_fn is not None and self.callback_fn(self.iteration, x, *extra):

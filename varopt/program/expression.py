@@ -93,6 +93,23 @@ class Expression:
         idx = np.flatnonzero(self._lin)
         return idx, self._lin[idx]
 
+    @staticmethod
+    def linear_rows(exprs, n):
+        """The nonzero linear coefficients of ``exprs`` (length ``n`` each) as compressed rows
+        ``(indptr, indices, values)``, row ``k`` being ``exprs[k].linear_items()``; the dense ones with one
+        ``nonzero`` call (many small rows, e.g. the box form's 2 n constraints, without a call each)."""
+        if exprs and all(e._lin is not None for e in exprs):
+            D = np.stack([e._lin for e in exprs])
+            rows, cols = np.nonzero(D)  # row-major: each row's columns ascending, as flatnonzero
+            indptr = np.zeros(len(exprs) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(rows, minlength=len(exprs)), out=indptr[1:])
+            return indptr, cols.astype(np.int64), D[rows, cols]
+        items = [e.linear_items() for e in exprs]
+        indptr = np.zeros(len(exprs) + 1, dtype=np.int64)
+        np.cumsum([i.size for i, _ in items], out=indptr[1:])
+        return (indptr, np.concatenate([np.zeros(0, dtype=np.int64)] + [np.asarray(i, dtype=np.int64) for i, _ in items]),
+                np.concatenate([np.zeros(0)] + [np.asarray(v, dtype=float) for _, v in items]))
+
     def _linear_dot(self, x) -> float:
         if self._lin is None:
             return float(self._lin_val @ x[self._lin_idx])

@@ -147,6 +147,23 @@ def _max4(a, n):
     return max(max(c0, c1), max(c2, c3))
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _maxabs4(a, n):
+    """``max(|a[:n]|)`` (0 when empty; exact in any order), on four accumulators."""
+    c0 = c1 = c2 = c3 = 0.0
+    n4 = n - n % 4
+    for i in range(0, n4, 4):
+        v0, v1, v2, v3 = abs(a[i]), abs(a[i + 1]), abs(a[i + 2]), abs(a[i + 3])
+        c0 = v0 if v0 > c0 else c0
+        c1 = v1 if v1 > c1 else c1
+        c2 = v2 if v2 > c2 else c2
+        c3 = v3 if v3 > c3 else c3
+    for i in range(n4, n):
+        v0 = abs(a[i])
+        c0 = v0 if v0 > c0 else c0
+    return max(max(c0, c1), max(c2, c3))
+
+
 @njit(cache=True, error_model="numpy")
 def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
                S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):

@@ -14,7 +14,10 @@ with ``d = z/s`` and ``r = -(g + mu J^T (1/s))``; then ``dz = mu/s - z + diag(z/
 
 Layout: the caller permutes the variables (first variables of the pairs, their second variables,
 the rest) and the constraints (bounds, then row ``q`` of every pair for ``q = 0..R-1``), so that
-every phase of a step is a flat loop over contiguous slices that LLVM vectorises, as in
+every phase of a step is a flat loop over contiguous slices that LLVM vectorises (with two rows per
+pair, ``R = 2``, the box form, the whole direction is one such loop over the pairs, which writes one
+array: LLVM vectorises a loop only while the run-time overlap checks between the arrays it writes
+and the others stay few — one written array and a dozen read ones, not five written ones), as in
 :mod:`.compiled_bounds` (which this kernel follows otherwise: the sample's gradient on its
 nonzeros, trial points in spare buffers swapped in when accepted). The general kernel of
 :mod:`.compiled` walks compressed sparse rows with an inner loop per row and variable (3-4 times
@@ -38,7 +41,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .compiled_bounds import _dot, _max4, _min4, bb_commit, sample_gradient
+from .compiled_bounds import _dot, _max4, _maxabs4, _min4, bb_commit, sample_gradient
 from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, save_record, step_lengths,
                            step_stats)
 
@@ -120,6 +123,18 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
     inv, d, dz, q1, q2, sn, zn, Jdx = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
                                        np.empty(m), np.empty(m), np.empty(m))
     x, s, z, Bv = x0, s0, z0, Bvec0
+    # views made once (a slice costs ~15 cycles; a step used ~40): the two rows of every pair when R = 2
+    # (slot q n2 + b), the pairs' first/second variables; the views of the swapped buffers are swapped with them
+    c00, c01, c10, c11 = c0[:n2], c0[n2:2 * n2], c1[:n2], c1[n2:2 * n2]
+    t000, t001, t010, t011, t110, t111 = t00[:n2], t00[n2:2 * n2], t01[:n2], t01[n2:2 * n2], t11[:n2], t11[n2:2 * n2]
+    h0, h1 = hh[:n2], hh[n2:2 * n2]
+    i0, i1, w0, w1, J0, J1 = (inv[o:o + n2], inv[o + n2:o + 2 * n2], d[o:o + n2], d[o + n2:o + 2 * n2],
+                              Jdx[o:o + n2], Jdx[o + n2:o + 2 * n2])
+    lin1, gs1, t1, bd1, dx1 = lin[n2:2 * n2], gs[n2:2 * n2], t[n2:2 * n2], bd[n2:2 * n2], dx[n2:2 * n2]
+    lin2, gs2_, t2, bd2, dx2 = lin[2 * n2:], gs[2 * n2:], t[2 * n2:], bd[2 * n2:], dx[2 * n2:]
+    x1, xn1 = x[n2:2 * n2], xn[n2:2 * n2]
+    sr0, sr1, snr0, snr1 = s[o:o + n2], s[o + n2:o + 2 * n2], sn[o:o + n2], sn[o + n2:o + 2 * n2]
+    Bv1, Bv2, Dn1, Dn2 = Bv[n2:2 * n2], Bv[2 * n2:], Dn[n2:2 * n2], Dn[2 * n2:]
     flip = False
     nrec = 0
     eta = _dot(s, z, m)
@@ -142,9 +157,9 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
                 if not math.isfinite(hs[S_idx[q]]):
                     hfin = False
         if hess == 0:
-            Bc = Bv
+            Bc, Bc1, Bc2 = Bv, Bv1, Bv2
         else:
-            Bc = Dn
+            Bc, Bc1, Bc2 = Dn, Dn1, Dn2
             if hess == 1:
                 if st[5] != beta_filled:
                     beta_filled = st[5]
@@ -169,38 +184,50 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
             j = svar[i]
             t[j] -= ssg[i] * inv[i]
             bd[j] += d[i]
-        # ... then each block's rows in ascending order (slot-major: flat loops over the blocks);
-        # the block matrix [a b; b e] of (2.20): T d summed in the same order
-        tl0[:] = 0.0
-        tl1[:] = 0.0
-        Ma[:] = 0.0
-        Mb[:] = 0.0
-        Me[:] = 0.0
-        # (slices, not offset indices: loops over a slice with a range index are contiguous to LLVM)
-        for q in range(R):
-            lo, hi = q * n2, (q + 1) * n2
-            iq, dq = inv[o + lo:o + hi], d[o + lo:o + hi]
-            c0q, c1q, t00q, t01q, t11q = c0[lo:hi], c1[lo:hi], t00[lo:hi], t01[lo:hi], t11[lo:hi]
+        if R == 2:  # the box form: (2.20) for every pair in one loop (LLVM vectorises it), with
+            # t.. = c.c recomputed (the same products as pair_layout's) and the sums over the two rows
+            # from 0.0 as below
             for b in range(n2):
-                vi = iq[b]
-                vd = dq[b]
-                tl0[b] += c0q[b] * vi
-                tl1[b] += c1q[b] * vi
-                Ma[b] += t00q[b] * vd
-                Mb[b] += t01q[b] * vd
-                Me[b] += t11q[b] * vd
-        lin1, gs1, t1, Bc1, bd1, dx1 = (lin[n2:2 * n2], gs[n2:2 * n2], t[n2:2 * n2], Bc[n2:2 * n2],
-                                        bd[n2:2 * n2], dx[n2:2 * n2])
-        for b in range(n2):
-            r0 = -(lin[b] + gs[b]) - mu * (t[b] + tl0[b])
-            r1 = -(lin1[b] + gs1[b]) - mu * (t1[b] + tl1[b])
-            a = Ma[b] + (Bc[b] + bd[b])
-            e = Me[b] + (Bc1[b] + bd1[b])
-            bb = Mb[b]
-            det = a * e - bb * bb
-            dx[b] = (e * r0 - bb * r1) / det
-            dx1[b] = (a * r1 - bb * r0) / det
-        lin2, gs2_, t2, Bc2, bd2, dx2 = lin[2 * n2:], gs[2 * n2:], t[2 * n2:], Bc[2 * n2:], bd[2 * n2:], dx[2 * n2:]
+                v0, v1, u0, u1 = i0[b], i1[b], w0[b], w1[b]
+                a0, a1, e0, e1 = c00[b], c01[b], c10[b], c11[b]
+                r0 = -(lin[b] + gs[b]) - mu * (t[b] + ((0.0 + a0 * v0) + a1 * v1))
+                r1 = -(lin1[b] + gs1[b]) - mu * (t1[b] + ((0.0 + e0 * v0) + e1 * v1))
+                a = ((0.0 + (a0 * a0) * u0) + (a1 * a1) * u1) + (Bc[b] + bd[b])
+                e = ((0.0 + (e0 * e0) * u0) + (e1 * e1) * u1) + (Bc1[b] + bd1[b])
+                bb = (0.0 + (a0 * e0) * u0) + (a1 * e1) * u1
+                det = a * e - bb * bb
+                dx[b] = (e * r0 - bb * r1) / det
+                dx1[b] = (a * r1 - bb * r0) / det
+        else:
+            # ... then each block's rows in ascending order (slot-major: flat loops over the blocks);
+            # the block matrix [a b; b e] of (2.20): T d summed in the same order
+            tl0[:] = 0.0
+            tl1[:] = 0.0
+            Ma[:] = 0.0
+            Mb[:] = 0.0
+            Me[:] = 0.0
+            # (slices, not offset indices: loops over a slice with a range index are contiguous to LLVM)
+            for q in range(R):
+                lo, hi = q * n2, (q + 1) * n2
+                iq, dq = inv[o + lo:o + hi], d[o + lo:o + hi]
+                c0q, c1q, t00q, t01q, t11q = c0[lo:hi], c1[lo:hi], t00[lo:hi], t01[lo:hi], t11[lo:hi]
+                for b in range(n2):
+                    vi = iq[b]
+                    vd = dq[b]
+                    tl0[b] += c0q[b] * vi
+                    tl1[b] += c1q[b] * vi
+                    Ma[b] += t00q[b] * vd
+                    Mb[b] += t01q[b] * vd
+                    Me[b] += t11q[b] * vd
+            for b in range(n2):
+                r0 = -(lin[b] + gs[b]) - mu * (t[b] + tl0[b])
+                r1 = -(lin1[b] + gs1[b]) - mu * (t1[b] + tl1[b])
+                a = Ma[b] + (Bc[b] + bd[b])
+                e = Me[b] + (Bc1[b] + bd1[b])
+                bb = Mb[b]
+                det = a * e - bb * bb
+                dx[b] = (e * r0 - bb * r1) / det
+                dx1[b] = (a * r1 - bb * r0) / det
         for j in range(n - 2 * n2):  # 1-blocks (no rows): T d = 0, J^T v gets + 0.0
             dx2[j] = (-(lin2[j] + gs2_[j]) - mu * (t2[j] + 0.0)) / (0.0 + (Bc2[j] + bd2[j]))
         nbad = 0
@@ -211,7 +238,11 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
             break
         for i in range(nb):
             Jdx[i] = -(ssg[i] * dx[svar[i]])
-        for q in range(R):  # two-term sums: the order of the terms does not matter
+        if R == 2:
+            for b in range(n2):
+                J0[b] = c00[b] * dx[b] + c10[b] * dx1[b]
+                J1[b] = c01[b] * dx[b] + c11[b] * dx1[b]
+        for q in range(R if R != 2 else 0):  # two-term sums: the order of the terms does not matter
             lo, hi = q * n2, (q + 1) * n2
             Jq, c0q, c1q = Jdx[o + lo:o + hi], c0[lo:hi], c1[lo:hi]
             for b in range(n2):
@@ -226,26 +257,32 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
         ap, ad = step_lengths(ahat, a_prim, a_dual, same)
         n_bt = 0
         while True:  # Fig. 2.1 step 5
-            xinf = 0.0
             for j in range(n):
-                v = x[j] + ap * dx[j]
-                xn[j] = v
-                av = abs(v)
-                xinf = av if av > xinf else xinf
+                xn[j] = x[j] + ap * dx[j]
             ok = 0
             for i in range(nb):
                 v = ssg[i] * (xn[svar[i]] - sbnd[i])
                 sn[i] = v
                 ok += 1 if v > 0.0 else 0
-            xn1 = xn[n2:2 * n2]
-            for q in range(R):
+            if R == 2:
+                for b in range(n2):
+                    v = h0[b] - (c00[b] * xn[b] + c10[b] * xn1[b])
+                    snr0[b] = v
+                    ok += 1 if v > 0.0 else 0
+                for b in range(n2):
+                    v = h1[b] - (c01[b] * xn[b] + c11[b] * xn1[b])
+                    snr1[b] = v
+                    ok += 1 if v > 0.0 else 0
+            xn1_ = xn[n2:2 * n2] if R != 2 else xn1
+            for q in range(R if R != 2 else 0):
                 lo, hi = q * n2, (q + 1) * n2
                 snq, hq, c0q, c1q = sn[o + lo:o + hi], hh[lo:hi], c0[lo:hi], c1[lo:hi]
                 for b in range(n2):
-                    v = hq[b] - (c0q[b] * xn[b] + c1q[b] * xn1[b])
+                    v = hq[b] - (c0q[b] * xn[b] + c1q[b] * xn1_[b])
                     snq[b] = v
                     ok += 1 if v > 0.0 else 0
             if ok == m:  # rounding margins of the rows: screen with ||G_q||_1 max|x| (no branch), then exact
+                xinf = _maxabs4(xn, n)
                 snl = sn[o:]
                 close = 0
                 for q in range(nl):
@@ -256,7 +293,7 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
                         sl = snl[q]
                         if sl <= r_marg[q] * (r_habs[q] + r_norm1[q] * xinf):
                             b = q % n2
-                            sc = abs(c0[q]) * abs(xn[b]) + abs(c1[q]) * abs(xn1[b])
+                            sc = abs(c0[q]) * abs(xn[b]) + abs(c1[q]) * abs(xn1_[b])
                             close += 1 if sl <= r_marg[q] * (r_habs[q] + sc) else 0
                 if close == 0:
                     break
@@ -280,10 +317,13 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
                       S_idx, q0, q1_, lin, st, sti, ahat, beta_min, n)
         step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x, xn = xn, x
+        x1, xn1 = xn1, x1
         s, sn = sn, s
+        sr0, sr1, snr0, snr1 = snr0, snr1, sr0, sr1
         z, zn = zn, z
         if hess == 2:
             Bv, Dn = Dn, Bv
+            Bv1, Bv2, Dn1, Dn2 = Dn1, Dn2, Bv1, Bv2
         flip = not flip
         eta = eta_new
         for q in range(q0, q1_):

@@ -22,6 +22,8 @@ them in the model, or relax ``a^T x = b`` to ``b - eps <= a^T x <= b + eps``.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -108,8 +110,9 @@ class ConstraintSet:
         self.lb = lb[self.lb_idx].copy()
         self.ub = ub[self.ub_idx].copy()
 
-        rows, h, names = [], [], []
+        src, sign, h, names = [], [], [], []  # row r: sign[r] * (linear body src[r]) <= h[r]
         self.nonlinear = []  # list of (name, Expression, hi)
+        linear = []
         for c in program.constraints:
             body = c.body
             if c.lo == c.hi:
@@ -118,15 +121,17 @@ class ConstraintSet:
                     "interior-point iteration needs inequality constraints c(x) <= 0 with a strict interior "
                     "(Carbonetto 2009, §2.1); relax it to a range lo <= body <= hi or reformulate it")
             if body.is_linear:
-                a = body.linear_items()  # (indices, values): rows stay sparse for large models
-                if np.isfinite(c.hi):
-                    rows.append(a)
+                if math.isfinite(c.hi):
+                    src.append(len(linear))
+                    sign.append(1.0)
                     h.append(c.hi - body.constant)
                     names.append(f"{c.name} (<= {c.hi:g})")
-                if np.isfinite(c.lo):
-                    rows.append((a[0], -a[1]))
+                if math.isfinite(c.lo):
+                    src.append(len(linear))
+                    sign.append(-1.0)
                     h.append(-(c.lo - body.constant))
                     names.append(f"{c.name} (>= {c.lo:g})")
+                linear.append(body)
                 continue
             if np.isfinite(c.lo):
                 raise ModelStructureError(
@@ -138,11 +143,16 @@ class ConstraintSet:
                     "ipsa requires convex c(x) <= 0")
             if np.isfinite(c.hi):
                 self.nonlinear.append((c.name, _Body(body), float(c.hi)))
-        if rows:
-            indptr = np.concatenate([[0], np.cumsum([r[0].size for r in rows])])
-            self.G = sp.csr_matrix((np.concatenate([r[1] for r in rows]),
-                                    np.concatenate([r[0] for r in rows]).astype(np.int64), indptr),
-                                   shape=(len(rows), n))
+        if src:
+            # rows stay sparse for large models; a row of a body's coefficients (or their negatives: exact)
+            a_ptr, a_idx, a_val = Expression.linear_rows(linear, n)
+            src = np.asarray(src, dtype=np.int64)
+            cnt = a_ptr[src + 1] - a_ptr[src]
+            indptr = np.zeros(src.size + 1, dtype=np.int64)
+            np.cumsum(cnt, out=indptr[1:])
+            take = np.arange(indptr[-1]) + np.repeat(a_ptr[src] - indptr[:-1], cnt)
+            self.G = sp.csr_matrix((a_val[take] * np.repeat(np.asarray(sign), cnt), a_idx[take], indptr),
+                                   shape=(src.size, n))
             self.h = np.asarray(h, dtype=float)
             norms = np.sqrt(np.asarray(self.G.multiply(self.G).sum(axis=1)).ravel())
             if np.any(norms == 0):

@@ -248,10 +248,13 @@ class FastLoop:
         every = run.history_every
         first = (it0 // every + 1) * every
         with_x = self.rec_x.shape[0] > 0
-        for q, (k, mu, eta, ap, ad, a_prim, a_dual, n_bt) in enumerate(self.rec[:nrec].tolist()):
-            r.it = run.iteration = first + q * every
-            r.record_values(False, int(k), self.rec_x[q] if with_x else None, eta, mu, ap, ad, a_prim, a_dual,
-                            int(n_bt))
+        fields = r.history_fields
+        run.record_batch([(first + q * every,
+                           fields(first + q * every, int(k), self.rec_x[q] if with_x else None, eta, mu, ap, ad, a_prim,
+                                  a_dual, int(n_bt)))
+                          for q, (k, mu, eta, ap, ad, a_prim, a_dual, n_bt) in enumerate(self.rec[:nrec].tolist())])
+        if nrec:
+            r.it = run.iteration
 
     # --- the loop ----------------------------------------------------------------------------
     def _chunk_length(self):

@@ -133,15 +133,20 @@ class IpsaRun:
                            self.a_prim, self.a_dual, self.n_bt)
 
     def record_values(self, force, k, x, eta, mu, ap, ad, a_prim, a_dual, n_bt):
-        """History entry of iteration ``self.it`` from the given state (the compiled loop passes the
-        values its kernel saved at that iteration)."""
+        """History entry of iteration ``self.it`` from the given state."""
+        self.run.record(force, **self.history_fields(self.it, k, x, eta, mu, ap, ad, a_prim, a_dual, n_bt))
+
+    def history_fields(self, it, k, x, eta, mu, ap, ad, a_prim, a_dual, n_bt):
+        """The fields of the history entry of iteration ``it`` (counter ``k``) from the given state (the
+        compiled loop passes the values its kernel saved at that iteration)."""
         opts, m, ipp = self.opts, self.m, self.it_per_pass
-        self.run.record(force, objective=self.objective(x) if opts.history_objective else None,
-                        mu=mu, eta=eta, duality_measure=eta / m if m else 0.0,
-                        sigma=opts.sigma * (self.ks / (self.ks + k)) ** opts.sigma_power,
-                        step=ap, step_dual=ad, step_max=(opts.k0 + k) ** -opts.step_power if opts.k0 + k > 0 else 1.0,
-                        ftb_primal=a_prim, ftb_dual=a_dual, backtracks=n_bt,
-                        passes=(self.it / ipp) if ipp else None)
+        return {"objective": self.objective(x) if opts.history_objective else None,
+                "mu": mu, "eta": eta, "duality_measure": eta / m if m else 0.0,
+                "sigma": opts.sigma * (self.ks / (self.ks + k)) ** opts.sigma_power,
+                "step": ap, "step_dual": ad,
+                "step_max": (opts.k0 + k) ** -opts.step_power if opts.k0 + k > 0 else 1.0,
+                "ftb_primal": a_prim, "ftb_dual": a_dual, "backtracks": n_bt,
+                "passes": (it / ipp) if ipp else None}
 
     def result(self, status=None, message=None):
         stats = self.stats
