@@ -18,8 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
-from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _repeat_diag, _selection_matrix, _shape, _size,
-                          _stack)
+from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _group_matrix, _repeat_diag,
+                          _selection_matrix, _shape, _size, _stack)
 
 # classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments
 _SELECTION = {"index", "special_index", "transpose", "reshape", "Promote", "broadcast_to", "diag_vec",
@@ -111,7 +111,10 @@ class _AffineTracer:
                 raise InputDataError(f"{self.where}: sparse constant of shape {M.shape} contains {bad}")
             return M.reshape(shape2d) if M.shape != shape2d else M
         val = np.broadcast_to(self.const_value(expr), _shape(expr)).reshape(shape2d)
-        return sp.csr_matrix(val)
+        # the csr arrays of the dense array directly (scipy's dense constructor goes through coo)
+        nz = val != 0
+        indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(nz, axis=1))])
+        return _csr_raw(val[nz], np.nonzero(nz)[1], indptr, shape2d)
 
     def const_node(self, shape, val):
         val = np.broadcast_to(np.asarray(val, dtype=float), shape)
@@ -140,7 +143,7 @@ class _AffineTracer:
                 # one entry per row: the csr arrays directly (no coo conversion); shared by every occurrence
                 # of the variable (nodes never modify their matrices in place)
                 cols = self.var_cols[id(expr)]
-                A = sp.csr_matrix((np.ones(cols.size), cols, np.arange(cols.size + 1)), shape=(cols.size, self.n))
+                A = _csr_raw(np.ones(cols.size), cols, np.arange(cols.size + 1), (cols.size, self.n))
                 self._var_rows[id(expr)] = A
             return _Node(shape, self.n, A)
         if not self.has_vars(expr):
@@ -225,9 +228,7 @@ class _AffineTracer:
 
     def _Sum(self, expr, shape):
         z = self.trace(expr.args[0])
-        pos, m_out = _axis_groups(z.shape, expr.axis)
-        L = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
-        return z.apply(L, shape)
+        return z.apply(_group_matrix(*_axis_groups(z.shape, expr.axis)), shape)
 
     def _Trace(self, expr, shape):
         z = self.trace(expr.args[0])

@@ -73,7 +73,7 @@ from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
 from .cvxpy_atoms import NeedAux, _Tracer
-from .cvxpy_nodes import _Rows, _add, _entries, _shape, _size
+from .cvxpy_nodes import _Rows, _add, _canonical, _entries, _shape, _size
 
 
 def _index_names(name, shape):
@@ -285,8 +285,7 @@ def _to_expressions(z, n, order_c=False):
     entries = np.arange(m)
     if order_c and z.shape:
         entries = np.arange(m).reshape(z.shape, order="F").ravel(order="C")
-    A = sp.csr_matrix(z.A)
-    A.sum_duplicates()
+    A = _canonical(z.A)
 
     def stacked(pairs, get):
         """Concatenate the objects' per-column arrays and hstack the weights (csr m x total)."""
