@@ -22,6 +22,8 @@ product ``(A1_e x)(A2_e x)``) that the tracer (:mod:`.cvxpy_affine`, :mod:`.cvxp
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -31,7 +33,7 @@ def _shape(expr):
 
 
 def _size(shape):
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+    return math.prod(int(s) for s in shape)
 
 
 class _Rows:
@@ -51,6 +53,8 @@ class _Rows:
 
     def take(self, idx, mult=None, label=None):
         idx = np.asarray(idx, dtype=np.int64)
+        if mult is None and label is None and _is_range(idx, self.b.size):
+            return self  # all rows in order (an entry that holds every row): immutable, shared
         return _Rows(self.kind, self.A[idx], self.b[idx], self.mult[idx] if mult is None else mult,
                      None if self.A2 is None else self.A2[idx], None if self.b2 is None else self.b2[idx],
                      self.label[idx] if label is None else label)
@@ -77,11 +81,18 @@ class _Lse:
     def take_groups(self, groups, mult=None, label=None):
         """New group set made of copies of ``groups`` (may repeat), in that order."""
         groups = np.asarray(groups, dtype=np.int64)
+        if mult is None and label is None and _is_range(groups, self.G):
+            return self  # all groups in order (the objective's single entry): immutable, shared
         cnt = self.starts[groups + 1] - self.starts[groups]
         rows = _ranges(self.starts[groups], cnt)
         seg = np.repeat(np.arange(groups.size), cnt)
         return _Lse(self.A[rows], self.b[rows], seg, self.mult[groups] if mult is None else mult,
                     self.label[groups] if label is None else label)
+
+
+def _is_range(idx, size):
+    """Whether the index array ``idx`` is ``0, 1, ..., size - 1``."""
+    return idx.size == size and (size == 0 or (idx[0] == 0 and idx[-1] == size - 1 and bool(np.all(np.diff(idx) == 1))))
 
 
 def _first_index(shape):
@@ -204,11 +215,14 @@ def _group_matrix(pos, m_out):
 
 
 def _one_per_row_distinct(M):
-    """Whether every row of csr ``M`` holds exactly one stored entry, in distinct columns (a selection)."""
-    k = M.indptr[-1]
-    if k != M.shape[0] or not np.all(np.diff(M.indptr) == 1):
-        return False
-    return np.unique(M.indices[:k]).size == k
+    """Whether every row of csr ``M`` holds exactly one stored entry, in distinct columns (a selection). The answer
+    is kept on ``M`` (traced matrices are never modified in place; a variable's rows are tested at every use)."""
+    got = getattr(M, "_varopt_selection", None)
+    if got is None:
+        k = M.indptr[-1]
+        got = bool(k == M.shape[0] and np.all(np.diff(M.indptr) == 1) and np.unique(M.indices[:k]).size == k)
+        M._varopt_selection = got
+    return got
 
 
 def _matmul(L, M):
@@ -282,7 +296,8 @@ class _Node:
     def apply(self, L, shape):
         """The node ``L @ self`` (``L``: m' x m sparse) with the given output shape."""
         L = _csr(L)
-        return _Node(shape, self.n, _matmul(L, self.A), L @ self.c, [(q, _matmul(L, W)) for q, W in self.Q],
+        c = L @ self.c if self.c.any() else np.zeros(L.shape[0])
+        return _Node(shape, self.n, _matmul(L, self.A), c, [(q, _matmul(L, W)) for q, W in self.Q],
                      [(r, _matmul(L, W)) for r, W in self.rows], [(g, _matmul(L, V)) for g, V in self.lse])
 
     def scale(self, d):
