@@ -173,12 +173,12 @@ def _unchecked_works():
     """Whether this scipy's csr matrices work when built by :func:`_csr_unchecked` (it sets scipy's private
     attributes; a scipy whose layout differs falls back to the checked constructor)."""
     try:
-        args = (np.array([1.0, 2.0, 3.0]), np.array([1, 0, 2]), np.array([0, 1, 1, 3]), (3, 3))
+        args = (np.array([1.0, 2.0, 3.0]), np.array([1, 0, 3]), np.array([0, 1, 1, 3]), (3, 4))
         ref, new = _csr_checked(*args), _csr_unchecked(*args)
-        v = np.array([1.0, -2.0, 0.5])
+        v = np.array([1.0, -2.0, 0.5, 4.0])
         ok = (type(new) is type(ref) and new.shape == ref.shape and new.nnz == ref.nnz
               and np.array_equal(new.toarray(), ref.toarray()) and np.array_equal(new @ v, ref @ v)
-              and np.array_equal((new @ ref.T + new).toarray(), (ref @ ref.T + ref).toarray())
+              and np.array_equal((new.T @ ref + new.T @ new).toarray(), 2 * (ref.T @ ref).toarray())
               and np.array_equal(new[[2, 0]].toarray(), ref[[2, 0]].toarray())
               and new.has_canonical_format == ref.has_canonical_format)
         new.check_format(full_check=True)
