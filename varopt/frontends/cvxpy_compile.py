@@ -65,6 +65,8 @@ objects and :class:`CvxpyMapping`.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -77,10 +79,12 @@ from .cvxpy_nodes import _Rows, _add, _canonical, _entries, _shape, _size
 
 
 def _index_names(name, shape):
+    """``name[i,j,...]`` for every entry of ``shape`` in C order (``name`` for a scalar)."""
     if not shape:
         return [name]
-    idx = np.indices(shape).reshape(len(shape), -1)  # C order
-    return [f"{name}[{','.join(str(int(t)) for t in col)}]" for col in idx.T]
+    if len(shape) == 1:
+        return [f"{name}[{i}]" for i in range(shape[0])]
+    return [f"{name}[{','.join(map(str, t))}]" for t in itertools.product(*(range(int(d)) for d in shape))]
 
 
 class CvxpyMapping:
