@@ -95,8 +95,9 @@ def test_structural_matrices_match_scipy_constructions():
 
 
 def test_scaling_and_canonical_copies_leave_shared_arrays_alone():
-    """Scaled nodes share their index arrays with the original; putting one into canonical form (sorting, summing
-    duplicates, done in place by scipy) must copy first and leave the other matrices unchanged."""
+    """A scaled node owns its index arrays (an in-place sort of one matrix must not permute another's indices
+    under its unchanged data); putting a matrix into canonical form (sorting, summing duplicates, done in place by
+    scipy) copies first and leaves the others unchanged."""
     rng = np.random.default_rng(3)
     A = _random_csr(rng, 5, 8, dup=True)
     assert not A.has_canonical_format
@@ -104,7 +105,7 @@ def test_scaling_and_canonical_copies_leave_shared_arrays_alone():
     before = z.A.toarray().copy(), z.A.indices.copy(), z.A.data.copy()
     d = rng.uniform(1.0, 2.0, 5)
     s = z.scale(d)
-    assert np.shares_memory(s.A.indices, z.A.indices)
+    assert not np.shares_memory(s.A.indices, z.A.indices) and not np.shares_memory(s.A.indptr, z.A.indptr)
     np.testing.assert_allclose(s.A.toarray(), d[:, None] * before[0], rtol=1e-15)
     C = nodes._canonical(s.A)
     assert C.has_canonical_format and C is not s.A
@@ -132,3 +133,26 @@ def test_whole_sets_are_shared_and_partial_ones_copied(rows_per_entry):
     back = rows.take(np.arange(6)[::-1])
     np.testing.assert_array_equal(back.A.toarray(), rows.A.toarray()[::-1])
     np.testing.assert_array_equal(back.b, rows.b[::-1])
+
+
+def test_shared_unsorted_rows_survive_program_construction():
+    """``C @ x[::-1]`` has rows with decreasing column indices; its node is shared by the objective's square
+    atoms (the Program sorts atom rows into canonical form) and by a scaled constraint body (which shares index
+    arrays with it). Every constraint row and the objective must still equal CVXPY's values at random points."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    rng = np.random.default_rng(6)
+    x = cp.Variable(6, name="x")
+    C = rng.standard_normal((4, 6))
+    Z = C @ x[::-1]
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(Z) + cp.sum(cp.exp(Z))), [cp.multiply(2.0, Z) <= 1.0, Z >= -3.0])
+    program, mapping = compile_cvxpy(prob)
+    for _ in range(5):
+        pt = rng.standard_normal(6)
+        x.value = pt
+        assert abs(program.objective.value(pt) - prob.objective.value) <= 1e-12 * max(1.0, abs(prob.objective.value))
+        body = np.array([c.body.value(pt) for c in program.constraints])
+        z = C @ pt[::-1]
+        np.testing.assert_allclose(body[:4], 2.0 * z - 1.0 if program.constraints[0].hi == 0 else 2.0 * z,
+                                   rtol=1e-13, atol=1e-13)

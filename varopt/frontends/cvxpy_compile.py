@@ -336,9 +336,12 @@ def _to_expressions(z, n, order_c=False):
             sl = slice(WQ.indptr[e], WQ.indptr[e + 1])
             t = WQ.indices[sl]
             quad = QuadraticTerms(qi[t], qj[t], WQ.data[sl], n)
-        atoms = [AtomGroup(r.kind, W.data[sl], sub.A, sub.b, sub.mult, sub.A2, sub.b2, sub.label)
+        # the Program puts its matrices into canonical form in place; traced matrices share arrays with other
+        # nodes, so a non-canonical one is copied first (_canonical)
+        atoms = [AtomGroup(r.kind, W.data[sl], _canonical(sub.A), sub.b, sub.mult,
+                           None if sub.A2 is None else _canonical(sub.A2), sub.b2, sub.label)
                  for r, W, sl, sub in _entries(rowsets, e, lambda r, idx: r.take(idx))]
-        lses = [LseGroup(sub.A, sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
+        lses = [LseGroup(_canonical(sub.A), sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
                 for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))]
         out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses))
     return out

@@ -308,9 +308,11 @@ class _Node:
             return self.apply(_diagonal(d), self.shape)
 
         def rs(M):
-            # the index arrays are shared with M (traced matrices are never modified in place)
+            # own index arrays: a matrix sharing M's indices but not its data would be corrupted by an in-place
+            # sort of either (scipy's sum_duplicates / sort_indices)
             k = M.indptr[-1]
-            return _csr_raw(M.data[:k] * np.repeat(d, np.diff(M.indptr)), M.indices[:k], M.indptr, M.shape)
+            return _csr_raw(M.data[:k] * np.repeat(d, np.diff(M.indptr)), M.indices[:k].copy(), M.indptr.copy(),
+                            M.shape)
 
         return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
                      [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
