@@ -85,6 +85,9 @@ def test_structural_matrices_match_scipy_constructions():
     ref = sp.csr_matrix((np.ones(13), (pos, np.arange(13))), shape=(5, 13))
     np.testing.assert_array_equal(G.toarray(), ref.toarray())
     assert G.has_canonical_format
+    G1 = nodes._group_matrix(np.zeros(7, dtype=np.int64), 1)  # the sum of everything
+    np.testing.assert_array_equal(G1.toarray(), np.ones((1, 7)))
+    G1.check_format(full_check=True)
     W = _random_csr(rng, 4, 6, dup=True)
     (_, P), = nodes._pad([("x", W)], 3, 10)
     np.testing.assert_array_equal(P.toarray(), np.vstack([np.zeros((3, 6)), W.toarray(), np.zeros((3, 6))]))

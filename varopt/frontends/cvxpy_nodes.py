@@ -209,6 +209,8 @@ def _diagonal(d):
 def _group_matrix(pos, m_out):
     """The ``m_out x m`` 0/1 matrix summing input entry ``k`` into output entry ``pos[k]``."""
     pos = np.asarray(pos, dtype=np.int64)
+    if m_out == 1:  # a sum of everything (cp.sum(x))
+        return _csr_raw(np.ones(pos.size), np.arange(pos.size), np.array([0, pos.size]), (1, pos.size))
     order = np.argsort(pos, kind="stable")
     indptr = np.concatenate([[0], np.cumsum(np.bincount(pos, minlength=m_out))])
     return _csr_raw(np.ones(pos.size), order, indptr, (m_out, pos.size))
