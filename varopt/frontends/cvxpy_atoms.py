@@ -135,7 +135,7 @@ class _Tracer(_ProductTracer):
             self.fail(expr, f"the {p:g}-norm (only the 1- and 2-norms are recognised)")
         z = self.lifted_arg(expr, expr.args[0])
         S = _group_matrix(*_axis_groups(z.shape, getattr(expr, "axis", None)))
-        return self.sqrt_node(expr, self.atom_node("square", z, 1.0, z.shape).apply(S, (m_out,)), shape)
+        return self.sqrt_node(expr, self.atom_node("square", z, 1.0, z.shape).apply(S, (S.shape[0],)), shape)
 
     _Pnorm = _pnorm
     _PnormApprox = _pnorm
