@@ -547,3 +547,45 @@ def test_unbounded_along_the_flat_intercept_shift_on_the_kronecker_path():
         assert res.status == "unbounded" and res.objective == -np.inf and res.iterations == 1, (kw, res.message)
     res = get_solver("majorize").solve(prog, step_solver="cg", tol=1e-12)
     assert res.status == "optimal" and res.info["bound_reuse"]["accepted"] >= 2  # the test does not reject all
+
+
+def test_restricted_pairs_cache_matches_a_fresh_restriction():
+    """The L-BFGS pairs restricted to a free set are cached by pair across trials; with the free set or the
+    pairs changed (a new pair in front, the oldest dropped, a pair without curvature on F) the answer is the
+    fresh restriction's."""
+    from varopt.solvers.majorize.reuse import _restricted_pairs
+    rng = np.random.default_rng(5)
+    n = 9
+
+    def fresh(pairs, F):
+        out = []
+        for s, y, _ in pairs:
+            sf, yf = s[F], y[F]
+            sy = float(sf @ yf)
+            if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))):
+                out.append((sf, yf, 1.0 / sy))
+        return out
+
+    def same(a, b):
+        assert len(a) == len(b)
+        for (s1, y1, r1), (s2, y2, r2) in zip(a, b):
+            np.testing.assert_array_equal(s1, s2)
+            np.testing.assert_array_equal(y1, y2)
+            assert r1 == r2
+
+    pairs = []
+    cache = {}
+    F = np.ones(n, bool)
+    F[[1, 4]] = False
+    for k in range(25):
+        s = rng.standard_normal(n)
+        y = s * rng.uniform(0.5, 2.0, n)
+        if k % 7 == 3:
+            y = -s  # no positive curvature: dropped on every free set
+        pairs = [(s, y, 1.0 / float(s @ y))] + pairs[:4]
+        if k % 5 == 4:  # the free set changes: a new cache, as ScaledCurvature.trial keeps one per free set
+            F = rng.random(n) < 0.7
+            cache = {}
+        same(_restricted_pairs(pairs, F, cache), fresh(pairs, F))
+        same(_restricted_pairs(pairs, F, cache), fresh(pairs, F))  # all from the cache
+        assert len(cache) <= 2 * len(pairs)

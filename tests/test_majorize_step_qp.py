@@ -161,7 +161,10 @@ def test_constrained_logistic_matches_clarabel(name):
     res = prob.solver_stats.extra_stats["varopt_result"]
     hist = np.array([h["objective"] for h in res.history])
     assert np.all(np.diff(hist) <= 1e-12 * np.maximum(1.0, np.abs(hist[:-1])))
-    assert res.info["step_qp"]["fallback"] == 0 and res.info["step_qp"]["active_set"] == res.iterations
+    # every step QP went through the fast path: the iterations are accepted quasi-Newton trials (no QP; here the
+    # start is Clarabel's point, where a trial may pass the test on a rounding-level decrease) or bound steps
+    trials = res.info["bound_reuse"]["accepted"]
+    assert res.info["step_qp"]["fallback"] == 0 and res.info["step_qp"]["active_set"] == res.iterations - trials
 
 
 def test_constrained_logistic_infeasible_reported():

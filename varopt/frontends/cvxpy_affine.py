@@ -18,8 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
-from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _repeat_diag, _selection_matrix, _shape, _size,
-                          _stack)
+from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _group_matrix, _repeat_diag,
+                          _selection_matrix, _shape, _size, _stack)
 
 # classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments
 _SELECTION = {"index", "special_index", "transpose", "reshape", "Promote", "broadcast_to", "diag_vec",
@@ -57,6 +57,13 @@ class _AffineTracer:
         self._const_cache = {}
         self._var_rows = {}
         self._memo = {}
+        # the CVXPY classes the walk tests every node against, imported once per compile (an import statement
+        # in the walk costs a few microseconds per node)
+        from cvxpy.atoms.affine.affine_atom import AffAtom
+        from cvxpy.expressions.constants.constant import Constant
+        from cvxpy.expressions.constants.parameter import Parameter
+        from cvxpy.expressions.variable import Variable
+        self._Variable, self._Constant, self._Parameter, self._AffAtom = Variable, Constant, Parameter, AffAtom
 
     # --- errors -----------------------------------------------------------------------
     def fail(self, expr, reason):
@@ -67,8 +74,7 @@ class _AffineTracer:
         key = id(expr)
         v = self._const_cache.get(key)
         if v is None:
-            from cvxpy.expressions.variable import Variable
-            if isinstance(expr, Variable):
+            if isinstance(expr, self._Variable):
                 v = True
             else:
                 v = any(self.has_vars(a) for a in expr.args)
@@ -76,7 +82,7 @@ class _AffineTracer:
         return v
 
     def const_value(self, expr):
-        from cvxpy.expressions.constants.parameter import Parameter
+        Parameter = self._Parameter
         val = expr.value
         if val is None:
             params = [p for p in expr.parameters()] if hasattr(expr, "parameters") else []
@@ -87,8 +93,8 @@ class _AffineTracer:
         val = np.asarray(val)
         if np.iscomplexobj(val):
             self.fail(expr, "complex data is not supported")
-        val = val.astype(float)
-        if not np.all(np.isfinite(val)):
+        val = val.astype(float, copy=False)  # never written to: CVXPY's own float array is used as it is
+        if not np.isfinite(val).all():
             if isinstance(expr, Parameter):
                 what = f"parameter {expr.name()!r}"
             else:
@@ -103,15 +109,17 @@ class _AffineTracer:
 
     def const_matrix(self, expr, shape2d):
         """A constant operand of ``@`` as a csr matrix of ``shape2d`` (sparse data kept sparse)."""
-        from cvxpy.expressions.constants.constant import Constant
-        if isinstance(expr, Constant) and sp.issparse(expr.value):
+        if isinstance(expr, self._Constant) and sp.issparse(expr.value):
             M = sp.csr_matrix(expr.value, dtype=float)
             if not np.all(np.isfinite(M.data)):
                 bad = "NaN" if np.isnan(M.data).any() else "inf"
                 raise InputDataError(f"{self.where}: sparse constant of shape {M.shape} contains {bad}")
             return M.reshape(shape2d) if M.shape != shape2d else M
         val = np.broadcast_to(self.const_value(expr), _shape(expr)).reshape(shape2d)
-        return sp.csr_matrix(val)
+        # the csr arrays of the dense array directly (scipy's dense constructor goes through coo)
+        nz = val != 0
+        indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(nz, axis=1))])
+        return _csr_raw(val[nz], np.nonzero(nz)[1], indptr, shape2d)
 
     def const_node(self, shape, val):
         val = np.broadcast_to(np.asarray(val, dtype=float), shape)
@@ -132,15 +140,14 @@ class _AffineTracer:
         return node
 
     def _trace_new(self, expr):
-        from cvxpy.expressions.variable import Variable
         shape = _shape(expr)
-        if isinstance(expr, Variable):
+        if isinstance(expr, self._Variable):
             A = self._var_rows.get(id(expr))
             if A is None:
                 # one entry per row: the csr arrays directly (no coo conversion); shared by every occurrence
                 # of the variable (nodes never modify their matrices in place)
                 cols = self.var_cols[id(expr)]
-                A = sp.csr_matrix((np.ones(cols.size), cols, np.arange(cols.size + 1)), shape=(cols.size, self.n))
+                A = _csr_raw(np.ones(cols.size), cols, np.arange(cols.size + 1), (cols.size, self.n))
                 self._var_rows[id(expr)] = A
             return _Node(shape, self.n, A)
         if not self.has_vars(expr):
@@ -151,8 +158,7 @@ class _AffineTracer:
             return handler(expr, shape)
         if name in _SELECTION:
             return self._selection(expr, shape)
-        from cvxpy.atoms.affine.affine_atom import AffAtom
-        if isinstance(expr, AffAtom) and expr.is_atom_affine():
+        if isinstance(expr, self._AffAtom) and expr.is_atom_affine():
             return self._probe(expr, shape)
         self.fail(expr, f"the atom `{name}` is not supported by varopt "
                   "(see varopt.frontends.cvxpy_compile for the recognised atoms)")
@@ -225,9 +231,7 @@ class _AffineTracer:
 
     def _Sum(self, expr, shape):
         z = self.trace(expr.args[0])
-        pos, m_out = _axis_groups(z.shape, expr.axis)
-        L = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
-        return z.apply(L, shape)
+        return z.apply(_group_matrix(*_axis_groups(z.shape, expr.axis)), shape)
 
     def _Trace(self, expr, shape):
         z = self.trace(expr.args[0])

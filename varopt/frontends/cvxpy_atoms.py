@@ -26,7 +26,8 @@ import scipy.sparse as sp
 
 from ..errors import InputDataError
 from .cvxpy_affine import _public
-from .cvxpy_nodes import _Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _first_index
+from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
+                          _first_index, _group_matrix)
 from .cvxpy_products import _ProductTracer
 
 
@@ -84,7 +85,7 @@ class _Tracer(_ProductTracer):
     def atom_node(self, kind, z, coef, shape, A2=None, b2=None):
         """Node with one ``kind`` row per entry of affine ``z`` and weights ``coef``."""
         rows = _Rows(kind, z.A, z.c, None, A2, b2, _first_index(z.shape))
-        W = sp.diags(np.broadcast_to(np.asarray(coef, dtype=float), (z.m,))).tocsr()
+        W = _diagonal(np.broadcast_to(np.asarray(coef, dtype=float), (z.m,)))
         return _Node(shape, self.n, rows=[(rows, W)])
 
     def _power(self, expr, shape, p=None):
@@ -103,8 +104,7 @@ class _Tracer(_ProductTracer):
             # norm(u, 2)**2 = sum_k u_k^2 (the usual way to write an L2 penalty or a Gaussian prior): square rows,
             # as sum_squares, instead of an auxiliary t = sqrt(sum u^2) that only gop handles
             z = self.lifted_arg(arg, arg.args[0])
-            pos, m_out = _axis_groups(z.shape, getattr(arg, "axis", None))
-            S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
+            S = _group_matrix(*_axis_groups(z.shape, getattr(arg, "axis", None)))
             return self.atom_node("square", z, 1.0, z.shape).apply(S, shape)
         return self.atom_node("square", self.lifted_arg(expr, arg), 1.0, shape)
 
@@ -122,8 +122,7 @@ class _Tracer(_ProductTracer):
 
     def _norm1(self, expr, shape):
         z = self.lifted_arg(expr, expr.args[0])
-        pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
-        S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
+        S = _group_matrix(*_axis_groups(z.shape, getattr(expr, "axis", None)))
         return self.atom_node("abs", z, 1.0, z.shape).apply(S, shape)
 
     def _pnorm(self, expr, shape):
@@ -135,9 +134,8 @@ class _Tracer(_ProductTracer):
         if p != 2:
             self.fail(expr, f"the {p:g}-norm (only the 1- and 2-norms are recognised)")
         z = self.lifted_arg(expr, expr.args[0])
-        pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
-        S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
-        return self.sqrt_node(expr, self.atom_node("square", z, 1.0, z.shape).apply(S, (m_out,)), shape)
+        S = _group_matrix(*_axis_groups(z.shape, getattr(expr, "axis", None)))
+        return self.sqrt_node(expr, self.atom_node("square", z, 1.0, z.shape).apply(S, (S.shape[0],)), shape)
 
     _Pnorm = _pnorm
     _PnormApprox = _pnorm
@@ -171,8 +169,7 @@ class _Tracer(_ProductTracer):
     def _quad_over_lin(self, expr, shape):
         xa, ya = expr.args
         z = self.lifted_arg(expr, xa)
-        pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
-        S = sp.csr_matrix((np.ones(z.m), (pos, np.arange(z.m))), shape=(m_out, z.m))
+        S = _group_matrix(*_axis_groups(z.shape, getattr(expr, "axis", None)))
         if not self.has_vars(ya):
             y = float(np.asarray(self.const_value(ya)).ravel()[0])
             if y <= 0:
@@ -206,14 +203,16 @@ class _Tracer(_ProductTracer):
         pos, m_out = _axis_groups(z.shape, expr.axis)
         order = np.argsort(pos, kind="stable")
         grp = _Lse(z.A[order], z.c[order], pos[order], None, _first_index(shape)[:m_out])
-        return _Node(shape, self.n, lse=[(grp, sp.identity(m_out, format="csr"))])
+        return _Node(shape, self.n, lse=[(grp, _diagonal(np.ones(m_out)))])
 
     def _logistic(self, expr, shape):
         z = self.affine_arg(expr, expr.args[0])
         m = z.m
-        # rows 2e (zero) and 2e+1 (z_e) form group e: log(exp(0) + exp(z_e))
-        perm = sp.csr_matrix((np.ones(m), (2 * np.arange(m) + 1, np.arange(m))), shape=(2 * m, m))
-        A = perm @ z.A
-        b = perm @ z.c
+        # rows 2e (zero) and 2e+1 (z_e) form group e: log(exp(0) + exp(z_e)); row 2e is empty, row 2e+1 is
+        # row e of z.A (indptr p_0, p_0, p_1, p_1, ..., p_m)
+        k = z.A.indptr[-1]
+        A = _csr_raw(z.A.data[:k], z.A.indices[:k], np.repeat(z.A.indptr, 2)[:-1], (2 * m, self.n))
+        b = np.zeros(2 * m)
+        b[1::2] = z.c
         grp = _Lse(A, b, np.repeat(np.arange(m), 2), None, _first_index(z.shape))
-        return _Node(shape, self.n, lse=[(grp, sp.identity(m, format="csr"))])
+        return _Node(shape, self.n, lse=[(grp, _diagonal(np.ones(m)))])

@@ -65,6 +65,8 @@ objects and :class:`CvxpyMapping`.
 """
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -73,14 +75,16 @@ from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
 from .cvxpy_atoms import NeedAux, _Tracer
-from .cvxpy_nodes import _Rows, _add, _entries, _shape, _size
+from .cvxpy_nodes import _Rows, _add, _canonical, _entries, _shape, _size
 
 
 def _index_names(name, shape):
+    """``name[i,j,...]`` for every entry of ``shape`` in C order (``name`` for a scalar)."""
     if not shape:
         return [name]
-    idx = np.indices(shape).reshape(len(shape), -1)  # C order
-    return [f"{name}[{','.join(str(int(t)) for t in col)}]" for col in idx.T]
+    if len(shape) == 1:
+        return [f"{name}[{i}]" for i in range(shape[0])]
+    return [f"{name}[{','.join(map(str, t))}]" for t in itertools.product(*(range(int(d)) for d in shape))]
 
 
 class CvxpyMapping:
@@ -285,8 +289,7 @@ def _to_expressions(z, n, order_c=False):
     entries = np.arange(m)
     if order_c and z.shape:
         entries = np.arange(m).reshape(z.shape, order="F").ravel(order="C")
-    A = sp.csr_matrix(z.A)
-    A.sum_duplicates()
+    A = _canonical(z.A)
 
     def stacked(pairs, get):
         """Concatenate the objects' per-column arrays and hstack the weights (csr m x total)."""
@@ -333,9 +336,12 @@ def _to_expressions(z, n, order_c=False):
             sl = slice(WQ.indptr[e], WQ.indptr[e + 1])
             t = WQ.indices[sl]
             quad = QuadraticTerms(qi[t], qj[t], WQ.data[sl], n)
-        atoms = [AtomGroup(r.kind, W.data[sl], sub.A, sub.b, sub.mult, sub.A2, sub.b2, sub.label)
+        # the Program puts its matrices into canonical form in place; traced matrices share arrays with other
+        # nodes, so a non-canonical one is copied first (_canonical)
+        atoms = [AtomGroup(r.kind, W.data[sl], _canonical(sub.A), sub.b, sub.mult,
+                           None if sub.A2 is None else _canonical(sub.A2), sub.b2, sub.label)
                  for r, W, sl, sub in _entries(rowsets, e, lambda r, idx: r.take(idx))]
-        lses = [LseGroup(sub.A, sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
+        lses = [LseGroup(_canonical(sub.A), sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
                 for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))]
         out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses))
     return out

@@ -22,6 +22,8 @@ product ``(A1_e x)(A2_e x)``) that the tracer (:mod:`.cvxpy_affine`, :mod:`.cvxp
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -31,7 +33,7 @@ def _shape(expr):
 
 
 def _size(shape):
-    return int(np.prod(shape, dtype=np.int64)) if shape else 1
+    return math.prod(int(s) for s in shape)
 
 
 class _Rows:
@@ -41,16 +43,18 @@ class _Rows:
 
     def __init__(self, kind, A, b, mult=None, A2=None, b2=None, label=None):
         self.kind = kind
-        self.A = sp.csr_matrix(A)
+        self.A = _csr(A)
         self.b = np.asarray(b, dtype=float).ravel()
         R = self.A.shape[0]
         self.mult = np.full(R, -1, dtype=np.int64) if mult is None else np.asarray(mult, dtype=np.int64)
-        self.A2 = None if A2 is None else sp.csr_matrix(A2)
+        self.A2 = None if A2 is None else _csr(A2)
         self.b2 = None if b2 is None else np.asarray(b2, dtype=float).ravel()
         self.label = np.zeros(R, dtype=np.int64) if label is None else np.asarray(label, dtype=np.int64)
 
     def take(self, idx, mult=None, label=None):
         idx = np.asarray(idx, dtype=np.int64)
+        if mult is None and label is None and _is_range(idx, self.b.size):
+            return self  # all rows in order (an entry that holds every row): immutable, shared
         return _Rows(self.kind, self.A[idx], self.b[idx], self.mult[idx] if mult is None else mult,
                      None if self.A2 is None else self.A2[idx], None if self.b2 is None else self.b2[idx],
                      self.label[idx] if label is None else label)
@@ -62,7 +66,7 @@ class _Lse:
     __slots__ = ("A", "b", "seg", "mult", "starts", "label")
 
     def __init__(self, A, b, seg, mult=None, label=None):
-        self.A = sp.csr_matrix(A)
+        self.A = _csr(A)
         self.b = np.asarray(b, dtype=float).ravel()
         self.seg = np.asarray(seg, dtype=np.int64)
         G = int(self.seg[-1]) + 1 if self.seg.size else 0
@@ -77,11 +81,18 @@ class _Lse:
     def take_groups(self, groups, mult=None, label=None):
         """New group set made of copies of ``groups`` (may repeat), in that order."""
         groups = np.asarray(groups, dtype=np.int64)
+        if mult is None and label is None and _is_range(groups, self.G):
+            return self  # all groups in order (the objective's single entry): immutable, shared
         cnt = self.starts[groups + 1] - self.starts[groups]
         rows = _ranges(self.starts[groups], cnt)
         seg = np.repeat(np.arange(groups.size), cnt)
         return _Lse(self.A[rows], self.b[rows], seg, self.mult[groups] if mult is None else mult,
                     self.label[groups] if label is None else label)
+
+
+def _is_range(idx, size):
+    """Whether the index array ``idx`` is ``0, 1, ..., size - 1``."""
+    return idx.size == size and (size == 0 or (idx[0] == 0 and idx[-1] == size - 1 and bool(np.all(np.diff(idx) == 1))))
 
 
 def _first_index(shape):
@@ -122,8 +133,10 @@ def _pad(pairs, off, M):
     """Move the weight rows of ``(object, W)`` pairs down by ``off`` into ``M`` rows."""
     out = []
     for obj, W in pairs:
-        Wc = W.tocoo()
-        out.append((obj, sp.csr_matrix((Wc.data, (Wc.row + off, Wc.col)), shape=(M, W.shape[1]))))
+        W = _csr(W)
+        k = W.indptr[-1]
+        indptr = np.concatenate([np.zeros(off, np.int64), W.indptr, np.full(M - off - W.shape[0], k, np.int64)])
+        out.append((obj, _csr_raw(W.data[:k], W.indices[:k], indptr, (M, W.shape[1]))))
     return out
 
 
@@ -131,6 +144,112 @@ def _csr(M):
     """``M`` as a csr matrix; one already of that type is used as it is (every ``sp.csr_matrix(M)`` re-runs
     scipy's format checks, a large part of compiling a small problem)."""
     return M if type(M) is sp.csr_matrix else sp.csr_matrix(M)
+
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def _csr_checked(data, indices, indptr, shape):
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def _csr_unchecked(data, indices, indptr, shape):
+    """The csr matrix with these arrays, without scipy's constructor (about 25 us per matrix in scipy 1.17: the
+    index-dtype search and the format checks; a small problem's compile builds dozens). The caller guarantees a
+    valid csr structure (``indptr`` nondecreasing from 0 with one entry per row plus one, ``indices`` in range);
+    index arrays get the dtype scipy's constructor would choose (int32 when everything fits)."""
+    rows, cols = int(shape[0]), int(shape[1])
+    idx = np.int32 if max(rows, cols, len(indices)) < _INT32_MAX else np.int64
+    M = sp.csr_matrix.__new__(sp.csr_matrix)
+    M._shape = (rows, cols)
+    M.maxprint = _MAXPRINT
+    M.data = np.asarray(data, dtype=float)
+    M.indices = np.asarray(indices, dtype=idx)
+    M.indptr = np.asarray(indptr, dtype=idx)
+    return M
+
+
+def _unchecked_works():
+    """Whether this scipy's csr matrices work when built by :func:`_csr_unchecked` (it sets scipy's private
+    attributes; a scipy whose layout differs falls back to the checked constructor)."""
+    try:
+        args = (np.array([1.0, 2.0, 3.0]), np.array([1, 0, 3]), np.array([0, 1, 1, 3]), (3, 4))
+        ref, new = _csr_checked(*args), _csr_unchecked(*args)
+        v = np.array([1.0, -2.0, 0.5, 4.0])
+        ok = (type(new) is type(ref) and new.shape == ref.shape and new.nnz == ref.nnz
+              and np.array_equal(new.toarray(), ref.toarray()) and np.array_equal(new @ v, ref @ v)
+              and np.array_equal((new.T @ ref + new.T @ new).toarray(), 2 * (ref.T @ ref).toarray())
+              and np.array_equal(new[[2, 0]].toarray(), ref[[2, 0]].toarray())
+              and new.has_canonical_format == ref.has_canonical_format)
+        new.check_format(full_check=True)
+        return bool(ok)
+    except Exception:  # noqa: BLE001 -- any failure means: use scipy's constructor
+        return False
+
+
+try:
+    from scipy.sparse._base import MAXPRINT as _MAXPRINT
+except ImportError:  # pragma: no cover - other scipy layouts use the checked constructor
+    _MAXPRINT = 50
+_csr_raw = _csr_unchecked if _unchecked_works() else _csr_checked
+
+
+def _empty(m, n):
+    """The empty ``m x n`` csr matrix."""
+    return _csr_raw(np.zeros(0), np.zeros(0, np.int32), np.zeros(m + 1, np.int32), (m, n))
+
+
+def _diagonal(d):
+    """``diag(d)`` as csr without its zero entries."""
+    d = np.asarray(d, dtype=float)
+    keep = d != 0
+    return _csr_raw(d[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep)]), (d.size, d.size))
+
+
+def _group_matrix(pos, m_out):
+    """The ``m_out x m`` 0/1 matrix summing input entry ``k`` into output entry ``pos[k]``."""
+    pos = np.asarray(pos, dtype=np.int64)
+    if m_out == 1:  # a sum of everything (cp.sum(x))
+        return _csr_raw(np.ones(pos.size), np.arange(pos.size), np.array([0, pos.size]), (1, pos.size))
+    order = np.argsort(pos, kind="stable")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(pos, minlength=m_out))])
+    return _csr_raw(np.ones(pos.size), order, indptr, (m_out, pos.size))
+
+
+def _one_per_row_distinct(M):
+    """Whether every row of csr ``M`` holds exactly one stored entry, in distinct columns (a selection). The answer
+    is kept on ``M`` (traced matrices are never modified in place; a variable's rows are tested at every use)."""
+    got = getattr(M, "_varopt_selection", None)
+    if got is None:
+        k = M.indptr[-1]
+        got = bool(k == M.shape[0] and np.all(np.diff(M.indptr) == 1) and np.unique(M.indices[:k]).size == k)
+        M._varopt_selection = got
+    return got
+
+
+def _matmul(L, M):
+    """``L @ M`` for csr matrices, without scipy's sparse product where the result has a simple form: an empty
+    ``M`` gives an empty product; ``M`` with one entry per row in distinct columns (a variable, an index of one,
+    a diagonal weight matrix) gives ``L``'s pattern with the columns renamed (``X @ W`` with a large data
+    matrix ``X``)."""
+    rows, cols = L.shape[0], M.shape[1]
+    if M.indptr[-1] == 0:
+        return _empty(rows, cols)
+    if _one_per_row_distinct(M):
+        k = L.indptr[-1]
+        Li = L.indices[:k]
+        return _csr_raw(L.data[:k] * M.data[Li], M.indices[Li], L.indptr, (rows, cols))
+    return _csr(L @ M)
+
+
+def _canonical(M):
+    """``M`` with sorted, summed duplicate indices; a copy when ``M`` is not already so (scipy's
+    ``sum_duplicates`` works in place, and traced matrices share their arrays)."""
+    if M.has_canonical_format:
+        return M
+    M = M.copy()
+    M.sum_duplicates()
+    return M
 
 
 class _Node:
@@ -142,7 +261,7 @@ class _Node:
         self.shape = tuple(shape)
         self.m = _size(self.shape)
         self.n = n
-        self.A = sp.csr_matrix((self.m, n)) if A is None else _csr(A)
+        self.A = _empty(self.m, n) if A is None else _csr(A)
         self.c = np.zeros(self.m) if c is None else np.asarray(c, dtype=float).ravel()
         self.Q = Q or []  # list of (_QTerms, W m x T csr)
         self.rows = rows or []  # list of (_Rows, W m x R csr)
@@ -179,31 +298,23 @@ class _Node:
     def apply(self, L, shape):
         """The node ``L @ self`` (``L``: m' x m sparse) with the given output shape."""
         L = _csr(L)
-        A = self.A
-        if not (self.Q or self.rows or self.lse) and A.nnz == self.m and np.all(np.diff(A.indptr) == 1):
-            cols = A.indices
-            if np.unique(cols).size == cols.size:
-                # a selection of distinct columns (a variable, an index of one): L @ A has L's pattern with the
-                # columns renamed -- no sparse product (X @ W with a large data matrix X)
-                k = L.indptr[-1]
-                Li = L.indices[:k]
-                LA = sp.csr_matrix((L.data[:k] * A.data[Li], cols[Li], L.indptr), shape=(L.shape[0], self.n))
-                return _Node(shape, self.n, LA, L @ self.c)
-        return _Node(shape, self.n, L @ A, L @ self.c, [(q, _csr(L @ W)) for q, W in self.Q],
-                     [(r, _csr(L @ W)) for r, W in self.rows],
-                     [(g, _csr(L @ V)) for g, V in self.lse])
+        c = L @ self.c if self.c.any() else np.zeros(L.shape[0])
+        return _Node(shape, self.n, _matmul(L, self.A), c, [(q, _matmul(L, W)) for q, W in self.Q],
+                     [(r, _matmul(L, W)) for r, W in self.rows], [(g, _matmul(L, V)) for g, V in self.lse])
 
     def scale(self, d):
         """``diag(d) @ self``. Rows are scaled in place of a sparse product (the compile of a GLM scales
         its rows two or three times); a zero in ``d`` takes the product, which drops the entries."""
         d = np.broadcast_to(np.asarray(d, dtype=float), (self.m,))
         if not np.all(d != 0):
-            return self.apply(sp.diags(d), self.shape)
+            return self.apply(_diagonal(d), self.shape)
 
         def rs(M):
-            M = sp.csr_matrix(M, copy=True)
-            M.data *= np.repeat(d, np.diff(M.indptr))
-            return M
+            # own index arrays: a matrix sharing M's indices but not its data would be corrupted by an in-place
+            # sort of either (scipy's sum_duplicates / sort_indices)
+            k = M.indptr[-1]
+            return _csr_raw(M.data[:k] * np.repeat(d, np.diff(M.indptr)), M.indices[:k].copy(), M.indptr.copy(),
+                            M.shape)
 
         return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
                      [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
@@ -217,7 +328,7 @@ def _repeat_diag(C, r):
     off = np.arange(r)
     indptr = np.concatenate([(C.indptr[:-1][None, :] + nnz * off[:, None]).ravel(), [r * nnz]])
     indices = (C.indices[:nnz][None, :] + q * off[:, None]).ravel()
-    return sp.csr_matrix((np.tile(C.data[:nnz], r), indices, indptr), shape=(r * p, r * q))
+    return _csr_raw(np.tile(C.data[:nnz], r), indices, indptr, (r * p, r * q))
 
 
 def _bcast(z, shape):
@@ -234,7 +345,11 @@ def _add(nodes, shape):
     n = nodes[0].n
     A, c = nodes[0].A, nodes[0].c
     for z in nodes[1:]:
-        A = A + z.A
+        # an empty side (a constant, atom rows) adds nothing: no sparse sum
+        if A.indptr[-1] == 0:
+            A = z.A
+        elif z.A.indptr[-1] != 0:
+            A = A + z.A
         c = c + z.c
     Q, rows, lse = [], [], []
     for z in nodes:
@@ -267,7 +382,7 @@ def _selection_matrix(src, m_in):
     has = s > 0
     # at most one entry per row, rows in order: the csr arrays directly (no coo conversion)
     indptr = np.concatenate([[0], np.cumsum(has)])
-    return sp.csr_matrix((np.ones(int(indptr[-1])), s[has] - 1, indptr), shape=(src.size, m_in))
+    return _csr_raw(np.ones(int(indptr[-1])), s[has] - 1, indptr, (src.size, m_in))
 
 
 def _broadcast_matrix(shape_in, shape_out):
@@ -293,8 +408,8 @@ def _axis_groups(shape, axis):
 
 def _bilinear(A1, A2, n):
     """Quadratic part ``[(terms, W)]`` whose entry e is ``(A1_e x) (A2_e x)``."""
-    A1 = sp.csr_matrix(A1)
-    A2 = sp.csr_matrix(A2)
+    A1 = _csr(A1)
+    A2 = _csr(A2)
     m = A1.shape[0]
     cnt1 = np.diff(A1.indptr)
     cnt2 = np.diff(A2.indptr)
@@ -306,4 +421,6 @@ def _bilinear(A1, A2, n):
     vals = A1.data[P] * A2.data[Q2]
     T = rows.size
     terms = _QTerms(A1.indices[P], A2.indices[Q2])
-    return [(terms, sp.csr_matrix((vals, (rows, np.arange(T))), shape=(m, T)))]
+    # rows is nondecreasing (entry by entry), one column per term: the csr arrays directly
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=m))])
+    return [(terms, _csr_raw(vals, np.arange(T), indptr, (m, T)))]

@@ -54,7 +54,7 @@ class _ProductTracer(_AffineTracer):
         if other.has_quad:
             self.fail(expr, "product of a variable with a quadratic expression (degree 3)")
         m = F.m
-        AF = F.A.tocsr()
+        AF = F.A.copy()  # sum_duplicates and eliminate_zeros work in place; F.A shares its arrays
         AF.sum_duplicates()
         AF.eliminate_zeros()
         cnt = np.diff(AF.indptr)

@@ -93,6 +93,7 @@ class ScaledCurvature:
         self.ref = None  # the metric P = H + Sigma_ref + rho I (DenseMetric / KronMetric), built lazily
         self.age = 0
         self.pairs = []  # (s, y, 1 / s^T y), most recent first
+        self._free_key, self._free_pairs = None, {}  # the pairs restricted to the last free set (by id of s)
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
 
     def sigma_here(self, model, x):
@@ -205,7 +206,13 @@ class ScaledCurvature:
             # which the bound step's own check (docs/majorize.md section 2) decides on a fresh bound
             return None
         guaranteed = 0.5 * float(uf @ w)
-        pairs = self.pairs if F is None else _restricted_pairs(self.pairs, F)
+        if F is None:
+            pairs = self.pairs
+        else:
+            key = F.tobytes()
+            if key != self._free_key:
+                self._free_key, self._free_pairs = key, {}
+            pairs = _restricted_pairs(self.pairs, F, self._free_pairs)
         # two-loop recursion: r = B^{-1} u (on the free variables)
         q = uf.copy()
         alphas = []
@@ -274,12 +281,22 @@ def free_set(x, u, lb, ub):
     return ~((at_lb & (u > 0)) | (at_ub & (u < 0)))
 
 
-def _restricted_pairs(pairs, F):
-    """The L-BFGS pairs on the free variables ``F`` (pairs without positive curvature there dropped)."""
+def _restricted_pairs(pairs, F, cache):
+    """The L-BFGS pairs on the free variables ``F`` (pairs without positive curvature there dropped). ``cache``
+    holds the restrictions to this ``F`` by ``id(s)`` (with ``s`` itself, so a reused id never matches): the free
+    set usually stays the same from one trial to the next, and only the newest pair is new."""
     out = []
     for s, y, _ in pairs:
-        sf, yf = s[F], y[F]
-        sy = float(sf @ yf)
-        if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))):
-            out.append((sf, yf, 1.0 / sy))
+        got = cache.get(id(s))
+        if got is None or got[0] is not s:
+            sf, yf = s[F], y[F]
+            sy = float(sf @ yf)
+            got = (s, (sf, yf, 1.0 / sy) if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))) else None)
+            cache[id(s)] = got
+        if got[1] is not None:
+            out.append(got[1])
+    if len(cache) > 2 * len(pairs):  # drop the pairs that left the memory
+        live = {id(s) for s, _, _ in pairs}
+        for k in [k for k in cache if k not in live]:
+            del cache[k]
     return out

@@ -17,6 +17,8 @@ import scipy.sparse as sp
 
 #: the fast path keeps a dense copy of the constraint rows when they are this few
 MAX_DENSE_ROWS = 200
+#: ... and for the feasibility tests of trials when they have at most this many entries
+DENSE_ENTRIES = 200_000
 
 
 class StepQP:
@@ -28,6 +30,13 @@ class StepQP:
         m = model.A.shape[0]
         self.fast = ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
         self.stats = {"active_set": 0, "fallback": 0}
+        # A z for the feasibility tests of every trial: a dense copy of a few rows multiplies without scipy's
+        # per-call overhead (about 8 us, several times per iteration of a small problem)
+        self._A = model.A.toarray() if m <= MAX_DENSE_ROWS and m * model.n <= DENSE_ENTRIES else model.A
+        # the rows' tolerances of feasible() (1e-9 relative, the start's), once
+        with np.errstate(invalid="ignore"):
+            self._lo_tol = model.lo - 1e-9 * np.maximum(1.0, np.abs(model.lo))
+            self._hi_tol = model.hi + 1e-9 * np.maximum(1.0, np.abs(model.hi))
 
     def _shifted(self, x):
         """The constraints in ``D = theta - theta~``: ``(rlo, rhi, blo, bhi)``."""
@@ -88,26 +97,25 @@ class StepQP:
     def feasible(self, z):
         """``z`` in the box exactly and in the rows within ``1e-9`` relative (the start's tolerance)."""
         model = self.model
-        if not (np.all(z >= model.lb) and np.all(z <= model.ub)):
+        if not ((z >= model.lb).all() and (z <= model.ub).all()):
             return False
         if not model.A.shape[0]:
             return True
-        Az = model.A @ z
-        with np.errstate(invalid="ignore"):
-            return bool(np.all(Az >= model.lo - 1e-9 * np.maximum(1.0, np.abs(model.lo)))
-                        and np.all(Az <= model.hi + 1e-9 * np.maximum(1.0, np.abs(model.hi))))
+        Az = self._A @ z
+        return bool((Az >= self._lo_tol).all() and (Az <= self._hi_tol).all())
 
     def max_factor(self, x, step):
         """The largest ``a`` with ``x + a step`` in Lambda (ratio test; constraints ``step`` does not move
-        are ignored)."""
+        are ignored). An infinite side gives the ratio ``+inf`` by itself (``(-inf - v) / dv`` with ``dv < 0``)."""
         model = self.model
         a = np.inf
         pairs = [(x, step, model.lb, model.ub)]
         if model.A.shape[0]:
-            pairs.append((model.A @ x, model.A @ step, model.lo, model.hi))
+            pairs.append((self._A @ x, self._A @ step, model.lo, model.hi))
         for v, dv, lo, hi in pairs:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                tlo = np.where((dv < 0) & np.isfinite(lo), (lo - v) / dv, np.inf)
-                thi = np.where((dv > 0) & np.isfinite(hi), (hi - v) / dv, np.inf)
-            a = min(a, float(np.min(tlo, initial=np.inf)), float(np.min(thi, initial=np.inf)))
+            down, up = dv < 0, dv > 0
+            if down.any():
+                a = min(a, float(((lo[down] - v[down]) / dv[down]).min()))
+            if up.any():
+                a = min(a, float(((hi[up] - v[up]) / dv[up]).min()))
         return max(a, 0.0)

@@ -1,0 +1,161 @@
+"""The sparse helpers of the CVXPY tracer (varopt.frontends.cvxpy_nodes) against scipy's own constructions.
+
+The tracer builds its csr matrices from their arrays without scipy's constructor checks and skips sparse
+products whose result has a simple form; every such shortcut must give exactly the matrix scipy gives.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from varopt.frontends import cvxpy_nodes as nodes
+
+
+def _random_csr(rng, m, n, density=0.3, dup=False):
+    M = sp.random(m, n, density=density, format="coo", random_state=rng)
+    if dup and M.nnz:  # repeated (row, col) pairs and unsorted rows, as CVXPY's sums leave them
+        r = np.concatenate([M.row, M.row[::-1]])
+        c = np.concatenate([M.col, M.col[::-1]])
+        d = np.concatenate([M.data, -0.5 * M.data[::-1]])
+        order = rng.permutation(r.size)
+        r, c, d = r[order], c[order], d[order]
+        srt = np.argsort(r, kind="stable")
+        r, c, d = r[srt], c[srt], d[srt]
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=m))])
+        return sp.csr_matrix((d, c, indptr), shape=(m, n))
+    return M.tocsr()
+
+
+def test_unchecked_constructor_is_scipys_matrix():
+    assert nodes._unchecked_works()  # this scipy: the fast constructor is in use
+    assert nodes._csr_raw is nodes._csr_unchecked
+    rng = np.random.default_rng(0)
+    for m, n in [(0, 3), (3, 0), (1, 1), (7, 5), (40, 90)]:
+        M = _random_csr(rng, m, n, dup=True) if m and n else sp.csr_matrix((m, n))
+        F = nodes._csr_unchecked(M.data, M.indices.astype(np.int64), M.indptr.astype(np.int64), M.shape)
+        assert type(F) is sp.csr_matrix and F.shape == M.shape and F.nnz == M.nnz
+        assert F.indices.dtype == F.indptr.dtype == np.int32  # what scipy's constructor chooses
+        F.check_format(full_check=True)
+        np.testing.assert_array_equal(F.toarray(), M.toarray())
+        v = rng.standard_normal(n)
+        np.testing.assert_array_equal(F @ v, M @ v)
+        if m and n:
+            np.testing.assert_allclose((F.T @ F + M.T @ M).toarray(), 2 * (M.T @ M).toarray(), rtol=1e-14,
+                                       atol=1e-14)
+
+
+def test_unchecked_constructor_falls_back_when_the_self_test_fails(monkeypatch):
+    def broken(data, indices, indptr, shape):
+        M = sp.csr_matrix((data, indices, indptr), shape=shape)
+        M._shape = (shape[1], shape[0])  # a scipy whose layout the fast constructor gets wrong
+        return M
+    monkeypatch.setattr(nodes, "_csr_unchecked", broken)
+    assert not nodes._unchecked_works()
+
+
+def test_matmul_matches_scipy_for_every_operand_kind():
+    rng = np.random.default_rng(1)
+    m, k, n = 6, 9, 11
+    L = _random_csr(rng, m, k, density=0.5)
+    sel = sp.csr_matrix((rng.standard_normal(k), rng.permutation(n)[:k], np.arange(k + 1)), shape=(k, n))
+    repeated = sp.csr_matrix((np.ones(k), np.zeros(k, int), np.arange(k + 1)), shape=(k, n))  # one column
+    cases = {"general": _random_csr(rng, k, n), "duplicates": _random_csr(rng, k, n, dup=True),
+             "empty": sp.csr_matrix((k, n)), "selection": sel, "repeated column": repeated,
+             "diagonal": nodes._diagonal(rng.standard_normal(k))[:, :k].tocsr()}
+    for name, M in cases.items():
+        if M.shape[0] != k:
+            continue
+        got = nodes._matmul(L, M)
+        assert got.shape == (m, M.shape[1]), name
+        np.testing.assert_allclose(got.toarray(), (L @ M).toarray(), rtol=1e-15, atol=1e-15, err_msg=name)
+    # the selection answer is remembered on the matrix and right
+    assert sel._varopt_selection is True and repeated._varopt_selection is False
+
+
+def test_structural_matrices_match_scipy_constructions():
+    rng = np.random.default_rng(2)
+    d = rng.standard_normal(8)
+    d[[1, 5]] = 0.0
+    D = nodes._diagonal(d)
+    np.testing.assert_array_equal(D.toarray(), np.diag(d))
+    assert D.nnz == 6  # zeros are not stored (as sp.diags(...).tocsr() drops them)
+    pos = rng.integers(0, 4, size=13)
+    G = nodes._group_matrix(pos, 5)
+    ref = sp.csr_matrix((np.ones(13), (pos, np.arange(13))), shape=(5, 13))
+    np.testing.assert_array_equal(G.toarray(), ref.toarray())
+    assert G.has_canonical_format
+    G1 = nodes._group_matrix(np.zeros(7, dtype=np.int64), 1)  # the sum of everything
+    np.testing.assert_array_equal(G1.toarray(), np.ones((1, 7)))
+    G1.check_format(full_check=True)
+    W = _random_csr(rng, 4, 6, dup=True)
+    (_, P), = nodes._pad([("x", W)], 3, 10)
+    np.testing.assert_array_equal(P.toarray(), np.vstack([np.zeros((3, 6)), W.toarray(), np.zeros((3, 6))]))
+    A1, A2 = _random_csr(rng, 5, 7), _random_csr(rng, 5, 7)
+    ((terms, Wq),) = nodes._bilinear(A1, A2, 7)
+    x = rng.standard_normal(7)
+    np.testing.assert_allclose(Wq @ (x[terms.i] * x[terms.j]), (A1 @ x) * (A2 @ x), rtol=1e-13, atol=1e-13)
+
+
+def test_scaling_and_canonical_copies_leave_shared_arrays_alone():
+    """A scaled node owns its index arrays (an in-place sort of one matrix must not permute another's indices
+    under its unchanged data); putting a matrix into canonical form (sorting, summing duplicates, done in place by
+    scipy) copies first and leaves the others unchanged."""
+    rng = np.random.default_rng(3)
+    A = _random_csr(rng, 5, 8, dup=True)
+    assert not A.has_canonical_format
+    z = nodes._Node((5,), 8, A, np.zeros(5))
+    before = z.A.toarray().copy(), z.A.indices.copy(), z.A.data.copy()
+    d = rng.uniform(1.0, 2.0, 5)
+    s = z.scale(d)
+    assert not np.shares_memory(s.A.indices, z.A.indices) and not np.shares_memory(s.A.indptr, z.A.indptr)
+    np.testing.assert_allclose(s.A.toarray(), d[:, None] * before[0], rtol=1e-15)
+    C = nodes._canonical(s.A)
+    assert C.has_canonical_format and C is not s.A
+    np.testing.assert_allclose(C.toarray(), d[:, None] * before[0], rtol=1e-15)
+    np.testing.assert_array_equal(z.A.indices, before[1])
+    np.testing.assert_array_equal(z.A.data, before[2])
+    np.testing.assert_allclose(s.A.toarray(), d[:, None] * before[0], rtol=1e-15)
+    canon = A.copy()
+    canon.sum_duplicates()
+    assert nodes._canonical(canon) is canon
+
+
+@pytest.mark.parametrize("rows_per_entry", [1, 3])
+def test_whole_sets_are_shared_and_partial_ones_copied(rows_per_entry):
+    rng = np.random.default_rng(4)
+    G = 4
+    seg = np.repeat(np.arange(G), rows_per_entry)
+    lse = nodes._Lse(_random_csr(rng, seg.size, 5), rng.standard_normal(seg.size), seg)
+    assert lse.take_groups(np.arange(G)) is lse
+    part = lse.take_groups(np.array([2, 0]))
+    assert part is not lse and part.G == 2
+    np.testing.assert_array_equal(part.A.toarray(), np.vstack([lse.A.toarray()[seg == 2], lse.A.toarray()[seg == 0]]))
+    rows = nodes._Rows("square", _random_csr(rng, 6, 5), rng.standard_normal(6))
+    assert rows.take(np.arange(6)) is rows
+    back = rows.take(np.arange(6)[::-1])
+    np.testing.assert_array_equal(back.A.toarray(), rows.A.toarray()[::-1])
+    np.testing.assert_array_equal(back.b, rows.b[::-1])
+
+
+def test_shared_unsorted_rows_survive_program_construction():
+    """``C @ x[::-1]`` has rows with decreasing column indices; its node is shared by the objective's square
+    atoms (the Program sorts atom rows into canonical form) and by a scaled constraint body (which shares index
+    arrays with it). Every constraint row and the objective must still equal CVXPY's values at random points."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    rng = np.random.default_rng(6)
+    x = cp.Variable(6, name="x")
+    C = rng.standard_normal((4, 6))
+    Z = C @ x[::-1]
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(Z) + cp.sum(cp.exp(Z))), [cp.multiply(2.0, Z) <= 1.0, Z >= -3.0])
+    program, mapping = compile_cvxpy(prob)
+    for _ in range(5):
+        pt = rng.standard_normal(6)
+        x.value = pt
+        assert abs(program.objective.value(pt) - prob.objective.value) <= 1e-12 * max(1.0, abs(prob.objective.value))
+        body = np.array([c.body.value(pt) for c in program.constraints])
+        z = C @ pt[::-1]
+        np.testing.assert_allclose(body[:4], 2.0 * z - 1.0 if program.constraints[0].hi == 0 else 2.0 * z,
+                                   rtol=1e-13, atol=1e-13)
