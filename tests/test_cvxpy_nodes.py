@@ -159,3 +159,15 @@ def test_shared_unsorted_rows_survive_program_construction():
         z = C @ pt[::-1]
         np.testing.assert_allclose(body[:4], 2.0 * z - 1.0 if program.constraints[0].hi == 0 else 2.0 * z,
                                    rtol=1e-13, atol=1e-13)
+
+
+def test_unchecked_constructor_falls_back_when_scipy_sets_another_attribute(monkeypatch):
+    """A scipy whose constructor sets an instance attribute the fast constructor does not: fall back."""
+    real = nodes._csr_checked
+
+    def with_extra(data, indices, indptr, shape):
+        M = real(data, indices, indptr, shape)
+        M._new_private_state = 1
+        return M
+    monkeypatch.setattr(nodes, "_csr_checked", with_extra)
+    assert not nodes._unchecked_works()

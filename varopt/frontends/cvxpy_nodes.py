@@ -176,7 +176,10 @@ def _unchecked_works():
         args = (np.array([1.0, 2.0, 3.0]), np.array([1, 0, 3]), np.array([0, 1, 1, 3]), (3, 4))
         ref, new = _csr_checked(*args), _csr_unchecked(*args)
         v = np.array([1.0, -2.0, 0.5, 4.0])
-        ok = (type(new) is type(ref) and new.shape == ref.shape and new.nnz == ref.nnz
+        # the same instance attributes as the constructor sets (a scipy that adds one falls back), same dtypes
+        ok = (type(new) is type(ref) and set(vars(new)) == set(vars(ref))
+              and all(getattr(new, a).dtype == getattr(ref, a).dtype for a in ("data", "indices", "indptr"))
+              and new.shape == ref.shape and new.nnz == ref.nnz
               and np.array_equal(new.toarray(), ref.toarray()) and np.array_equal(new @ v, ref @ v)
               and np.array_equal((new.T @ ref + new.T @ new).toarray(), 2 * (ref.T @ ref).toarray())
               and np.array_equal(new[[2, 0]].toarray(), ref[[2, 0]].toarray())
