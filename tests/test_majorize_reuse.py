@@ -589,3 +589,37 @@ def test_restricted_pairs_cache_matches_a_fresh_restriction():
         same(_restricted_pairs(pairs, F, cache), fresh(pairs, F))
         same(_restricted_pairs(pairs, F, cache), fresh(pairs, F))  # all from the cache
         assert len(cache) <= 2 * len(pairs)
+
+
+def test_an_overestimated_ratio_test_costs_few_feasibility_tests(monkeypatch):
+    """When the ratio test overestimates the feasible step (here: it ignores every row and bound), the trial is
+    shrunk until feasible in a few tests (the shrink grows tenfold per failure; a fixed 1e-9 shrink needed ~1e9),
+    and the solve still ends feasible at Algorithm 2's optimum."""
+    from varopt.solvers.majorize import step_qp
+    calls = []
+    real = step_qp.StepQP.feasible
+
+    def counted(self, x):
+        calls.append(1)
+        if len(calls) > 20000:
+            raise AssertionError("the shrink loop does not end")
+        return real(self, x)
+    monkeypatch.setattr(step_qp.StepQP, "max_factor", lambda self, x, step: 1.0)
+    monkeypatch.setattr(step_qp.StepQP, "feasible", counted)
+    from varopt.formulations.logistic import logistic_program
+    from varopt.program import Program
+    from varopt.program.expression import Expression
+    from varopt.program.program import Constraint
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 4))
+    y = (X @ rng.normal(size=4) + rng.logistic(size=80) > 0).astype(int)
+    prog = logistic_program(X, y, 0.5)
+    n = prog.n
+    cons = [Constraint("sum", Expression(n, linear=np.ones(n)), -np.inf, -0.5)]
+    cprog = Program(prog.names, np.full(n, -np.inf), np.full(n, 0.3), prog.objective, cons)
+    res, xs = _trace(cprog, tol=1e-12, max_iter=2000)
+    assert res.status == "optimal" and all(_feasible(cprog, x) for x in xs)
+    st = res.info["bound_reuse"]
+    assert calls and st["trials"] + st.get("blocked", 0) >= 1     # the shrink loop ran
+    alg2 = get_solver("majorize").solve(cprog, tol=1e-12, max_iter=2000, bound_reuse=0)
+    assert abs(res.objective - alg2.objective) <= 1e-9 * abs(alg2.objective)

@@ -242,8 +242,10 @@ class ScaledCurvature:
         a = 1.0
         if qp is not None:
             a = min(1.0, qp.max_factor(x, D))
+            shrink = 1e-9  # rounding of the ratio test; grown tenfold per failure, so the loop ends in < 30 tests
             while a >= MIN_FEASIBLE and not qp.feasible(x + a * D):
-                a *= 1.0 - 1e-9  # rounding of the ratio test
+                a *= 1.0 - shrink
+                shrink = min(0.5, 10.0 * shrink)
             if a < MIN_FEASIBLE:
                 self.stats["blocked"] = self.stats.get("blocked", 0) + 1
                 return None
