@@ -333,9 +333,14 @@ class GopSearch:
         if split:
             Dc, Da = self._split_parts(xk)
             pos = {int(i): q for q, i in enumerate(conn.tolist())}
+            cpos = np.array([pos.get(int(i), -1) for i in self.split], dtype=np.int64)
+            cq, other = np.flatnonzero(cpos >= 0), np.flatnonzero(cpos < 0)
+            var = self.split[other]
+            # the index sets of the split rows, for the vectorised row build of _node_rows
+            rows = dict(rows=np.arange(self.split.size), conn=cq, cpos=cpos[cq], other=other, var=var,
+                        g=g0[var].copy(), xb=xk[var].copy())
             L.update(split=True, const=base_const - float(Dc.sum()), a=a - Da.sum(axis=0), Dc=Dc, Da=Da,
-                     g0=g0.copy(), xk=xk.copy(), cpos=np.array([pos.get(int(i), -1) for i in self.split]),
-                     rest=~np.isin(conn, self.split))
+                     split_rows=rows, rest=~np.isin(conn, self.split))
         self.lags.append(L)
         return len(self.lags) - 1
 
@@ -374,20 +379,22 @@ class GopSearch:
                 hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
             r += 1 + c
             if L["split"]:
-                # t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p) with the node box (docs/gop.md §6b)
-                for p, i in enumerate(self.split.tolist()):
-                    q = L["cpos"][p]
-                    if q >= 0:
-                        d = D[q]
-                        cst_p = L["Dc"][p] + d * L["g0c"][q]
-                        a_p = L["Da"][p] + d * L["G1c"][q]
-                    else:  # not connected in this Lagrangian: its gradient is constant in y
-                        g, xb = L["g0"][i], L["xk"][i]
-                        cst_p = L["Dc"][p] + (min(g * (blo[i] - xb), g * (bub[i] - xb)) if g != 0 else 0.0)
-                        a_p = L["Da"][p]
-                    M[r + p, :ny] = -a_p
-                    M[r + p, tcol + 1 + p] = 1.0
-                    lo[r + p], hi[r + p] = cst_p, np.inf
+                # t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p) with the node box (docs/gop.md §6b), all split
+                # variables at once (the per-variable loop was ~10 % of a K = 3 BGMM solve)
+                s = L["split_rows"]
+                ar, cq, q = s["rows"], s["conn"], s["cpos"]
+                d = D[q]
+                lo[r + ar[cq]] = L["Dc"][cq] + d * L["g0c"][q]
+                M[r + ar[cq], :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
+                nc = s["other"]
+                if nc.size:  # not connected in this Lagrangian: its gradient is constant in y
+                    g, xb, i = s["g"], s["xb"], s["var"]
+                    with np.errstate(invalid="ignore"):
+                        off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
+                    lo[r + nc] = L["Dc"][nc] + off
+                    M[r + nc, :ny] = -L["Da"][nc]
+                M[r + ar, tcol + 1 + ar] = 1.0
+                hi[r:r + ms] = np.inf
                 r += ms
         return M, lo, hi          # dense: the relaxed-dual model compares it with the previous node's rows
 
