@@ -127,3 +127,53 @@ def test_node_rows_match_the_term_by_term_rows(name, monkeypatch):
     assert seen["nodes"] > 10, seen
     if name == "bgmm_gaussian":
         assert seen["split"] > 10, seen
+
+
+def _reference_children(self, node, k):
+    """The children of ``node`` one bit and one variable at a time (Gray-code order, docs/gop.md §6): the oracle of
+    the vectorised ``GopSearch._children`` (symmetry ordering left out: both apply the same ``order_box`` after)."""
+    L = self.lags[k]
+    conn, xk = L["conn"], L["xkc"]
+    c = conn.size
+    br = np.isin(conn, self.branchable) if self.opts.reduction else np.zeros(c, dtype=bool)
+    for g in range(1 << c):
+        gc = g ^ (g >> 1)
+        B = np.array([(gc >> (c - 1 - j)) & 1 for j in range(c)], dtype=bool)
+        blo, bub = node.blo.copy(), node.bub.copy()
+        for j in np.flatnonzero(br):
+            i = conn[j]
+            if B[j]:
+                blo[i] = min(max(blo[i], xk[j]), bub[i])
+            else:
+                bub[i] = max(min(bub[i], xk[j]), blo[i])
+        yield B, blo, bub
+
+
+@pytest.mark.parametrize("name", ["bgmm_gaussian", "bilinear"])
+def test_children_match_the_bit_by_bit_children(name, monkeypatch):
+    from varopt.solvers.gop import search as S
+    model = {"bgmm_gaussian": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="gaussian"), "bilinear": _bilinear}[name]()
+    orig = S.GopSearch._children
+    seen = {"children": 0, "boxes_cut": 0}
+
+    def checked(self, node, k):
+        chain, self.chain = self.chain, None      # compare the boxes before the symmetry ordering
+        try:
+            got = list(orig(self, node, k))
+        finally:
+            self.chain = chain
+        want = list(_reference_children(self, node, k))
+        assert len(got) == len(want)
+        for (path, blo, bub), (B, wlo, wub) in zip(got, want):
+            assert path[:-1] == node.path and path[-1][0] == k
+            np.testing.assert_array_equal(path[-1][1], B)
+            np.testing.assert_array_equal(blo, wlo)
+            np.testing.assert_array_equal(bub, wub)
+            seen["boxes_cut"] += int(np.any(blo != node.blo) or np.any(bub != node.bub))
+        seen["children"] += len(got)
+        return orig(self, node, k)
+
+    monkeypatch.setattr(S.GopSearch, "_children", checked)
+    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
+    assert res.varopt_result.status == "optimal", res.varopt_result.message
+    assert seen["children"] > 10 and seen["boxes_cut"] > 10, seen
