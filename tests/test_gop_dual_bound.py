@@ -1,7 +1,8 @@
-"""The dual bound check of the relaxed duals (``RDModel._dual_bound``): the multipliers of the last LP, applied to the
-next node's rows, bound that node's LP from below (weak duality); a node is fathomed without an LP solve only when
-that bound reaches the incumbent. Checked against the node's LP solved from scratch by SciPy's HiGHS interface at
-every node where the bound is finite, and by the certified optima of solves that use it."""
+"""The dual checks of the relaxed duals: the multipliers of the last LPs, applied to the next node's rows, bound that
+node's LP from below (weak duality, ``RDModel._dual_bound``); a node is fathomed without an LP solve only when that
+bound reaches the incumbent. The dual rays of the last infeasible LPs prove a node infeasible (Farkas,
+``RDModel._ray_proves_infeasible``). Checked against the node's LP solved from scratch by SciPy's HiGHS interface
+(every 7th finite bound, every 3rd ray-fathomed node) and by the certified optima of solves that use them."""
 import numpy as np
 import pyomo.environ as pyo
 import pytest
@@ -48,8 +49,8 @@ def test_dual_bound_is_below_the_node_lp(name, monkeypatch):
     orig = RD.RDModel._dual_bound
     seen = {"finite": 0, "checked": 0, "fathomed": 0}
 
-    def checked(self, A, lo, hi):
-        b = orig(self, A, lo, hi)
+    def checked(self, A, lo, hi, stop=np.inf):
+        b = orig(self, A, lo, hi, stop)
         if np.isfinite(b):
             seen["finite"] += 1
             if seen["finite"] % 7 == 1:  # every 7th: the LPs from scratch would dominate the test's time
@@ -59,6 +60,19 @@ def test_dual_bound_is_below_the_node_lp(name, monkeypatch):
         return b
 
     monkeypatch.setattr(RD.RDModel, "_dual_bound", checked)
+    orig_ray = RD.RDModel._ray_proves_infeasible
+    seen.update(infeasible=0, infeasible_checked=0)
+
+    def checked_ray(self, A, lo, hi):
+        out = orig_ray(self, A, lo, hi)
+        if out:
+            seen["infeasible"] += 1
+            if seen["infeasible"] % 3 == 1:
+                assert _lp_value(self, A, lo, hi) == np.inf
+                seen["infeasible_checked"] += 1
+        return out
+
+    monkeypatch.setattr(RD.RDModel, "_ray_proves_infeasible", checked_ray)
     orig_node = RD.RDModel.solve_node
 
     def node(self, *a, **kw):
@@ -74,4 +88,6 @@ def test_dual_bound_is_below_the_node_lp(name, monkeypatch):
     assert seen["checked"] >= 5, seen
     if name.startswith("bgmm"):
         assert seen["fathomed"] > 0, seen
+    if name == "bgmm_gaussian":
+        assert seen["infeasible_checked"] > 0, seen
     print(seen)
