@@ -387,15 +387,13 @@ class RDModel:
 
 
 def _row_term(pi, lo, hi, tol=1e-9):
-    """``sum_i min(pi_i lo_i, pi_i hi_i)`` restricted to the side ``pi_i`` selects: ``pi_i lo_i`` for ``pi_i > 0``,
-    ``pi_i hi_i`` for ``pi_i < 0``; ``-inf`` when that side is infinite and ``|pi_i| > tol`` (tolerance-sized
-    multipliers against an infinite side count as 0). Used for the rows (multipliers, row bounds) and the columns
-    (reduced costs, column bounds) of :meth:`RDModel._dual_bound`."""
+    """``sum_i pi_i b_i`` with ``b_i = lo_i`` for ``pi_i > 0``, ``hi_i`` for ``pi_i < 0``; ``-inf`` when that side is
+    infinite and ``|pi_i| > tol`` (tolerance-sized multipliers against an infinite side count as 0). Used for the
+    rows (multipliers, row bounds) and the columns (reduced costs, column bounds) of :meth:`RDModel._dual_bound`."""
     b = np.where(pi > 0, lo, hi)
-    fin = np.isfinite(b)
-    if np.any(~fin & (np.abs(pi) > tol)):
-        return -np.inf
-    return float(pi[fin] @ b[fin])
+    # an infinite side meets a multiplier of the sign that selects it, so a product is -inf or 0 * inf (nan)
+    v = float(pi @ np.where(np.isinf(b) & (np.abs(pi) <= tol), 0.0, b))
+    return v if v == v else -np.inf
 
 
 def _pad(A, ncol):
