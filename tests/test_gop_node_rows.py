@@ -47,3 +47,133 @@ def test_node_rows_in_the_lp_are_the_requested_ones(name, monkeypatch):
     r = res.varopt_result
     assert r.status == "optimal", r.message
     assert seen["checked"] > 10 and seen["in_place"] > 0, seen
+
+
+def _reference_node_rows(self, path, blo, bub):
+    """The node rows written out term by term, one split variable at a time (docs/gop.md §5, §6b): the oracle of
+    the vectorised ``GopSearch._node_rows``."""
+    ny, ncol, tcol, split = self.bm.ny, self.ncol, self.tcol, self.split.tolist()
+    rows = []
+    for k, B in path:
+        L = self.lags[k]
+        conn = L["conn"]
+        D = np.array([bub[i] if b else blo[i] for i, b in zip(conn.tolist(), B)]) - L["xkc"]
+        use = L["rest"] if L["split"] else np.ones(conn.size, dtype=bool)
+        cst = L["const"] + sum(D[j] * L["g0c"][j] for j in np.flatnonzero(use))
+        a = L["a"] + sum((D[j] * L["G1c"][j] for j in np.flatnonzero(use)), np.zeros(ny))
+        row = np.zeros(ncol)
+        if L["feas"]:
+            row[:ny] = a
+            rows.append((row, -np.inf, -cst))
+        else:
+            row[:ny], row[tcol] = -a, 1.0
+            rows.append((row, cst, np.inf))
+        for j, b in enumerate(B):
+            row = np.zeros(ncol)
+            row[:ny] = L["G1c"][j]
+            g0 = L["g0c"][j]
+            rows.append((row, -np.inf, -g0) if b else (row, -g0, np.inf))   # g_j(y) <= 0 (upper) or >= 0 (lower)
+        if L["split"]:
+            for p, i in enumerate(split):
+                row = np.zeros(ncol)
+                hit = np.flatnonzero(conn == i)
+                if hit.size:
+                    q = hit[0]
+                    cst_p = L["Dc"][p] + D[q] * L["g0c"][q]
+                    row[:ny] = -(L["Da"][p] + D[q] * L["G1c"][q])
+                else:
+                    # a split variable not connected in this Lagrangian: a constant gradient g (in y) times
+                    # x_i - xbar_i, minimised over the node box
+                    g, xb = self._lag_inputs[k][0][i], self._lag_inputs[k][1][i]
+                    cst_p = L["Dc"][p] + (min(g * (blo[i] - xb), g * (bub[i] - xb)) if g != 0 else 0.0)
+                    row[:ny] = -L["Da"][p]
+                row[tcol + 1 + p] = 1.0
+                rows.append((row, cst_p, np.inf))
+    if not rows:
+        return np.zeros((0, ncol)), np.zeros(0), np.zeros(0)
+    return np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+
+
+@pytest.mark.parametrize("name", ["bgmm_gaussian", "bilinear"])
+def test_node_rows_match_the_term_by_term_rows(name, monkeypatch):
+    """``GopSearch._node_rows`` (vectorised over the split variables) against the rows written out term by term, at
+    every node of a solve; entries may differ only by rounding (sums in another order)."""
+    from varopt.solvers.gop import search as S
+    model = {"bgmm_gaussian": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="gaussian"), "bilinear": _bilinear}[name]()
+    orig, orig_new = S.GopSearch._node_rows, S.GopSearch._new_lagrangian
+    seen = {"nodes": 0, "split": 0, "split_not_connected": 0}
+
+    def new_lagrangian(self, lag):
+        # the full gradient g0 and linearisation point xbar of every Lagrangian, for the oracle
+        self.__dict__.setdefault("_lag_inputs", []).append((lag[2].copy(), lag[4].copy()))
+        return orig_new(self, lag)
+
+    def checked(self, path, blo, bub):
+        M, lo, hi = orig(self, path, blo, bub)
+        Mr, lor, hir = _reference_node_rows(self, path, blo, bub)
+        np.testing.assert_allclose(M, Mr, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(lo, lor, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(hi, hir, rtol=1e-13, atol=1e-13)
+        seen["nodes"] += 1
+        seen["split"] += any(self.lags[k]["split"] for k, _ in path)
+        seen["split_not_connected"] += any(self.lags[k]["split"] and self.lags[k]["split_rows"]["other"].size
+                                           for k, _ in path)
+        return M, lo, hi
+
+    monkeypatch.setattr(S.GopSearch, "_node_rows", checked)
+    monkeypatch.setattr(S.GopSearch, "_new_lagrangian", new_lagrangian)
+    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
+    assert res.varopt_result.status == "optimal", res.varopt_result.message
+    assert seen["nodes"] > 10, seen
+    if name == "bgmm_gaussian":
+        assert seen["split"] > 10, seen
+
+
+def _reference_children(self, node, k):
+    """The children of ``node`` one bit and one variable at a time (Gray-code order, docs/gop.md §6): the oracle of
+    the vectorised ``GopSearch._children`` (symmetry ordering left out: both apply the same ``order_box`` after)."""
+    L = self.lags[k]
+    conn, xk = L["conn"], L["xkc"]
+    c = conn.size
+    br = np.isin(conn, self.branchable) if self.opts.reduction else np.zeros(c, dtype=bool)
+    for g in range(1 << c):
+        gc = g ^ (g >> 1)
+        B = np.array([(gc >> (c - 1 - j)) & 1 for j in range(c)], dtype=bool)
+        blo, bub = node.blo.copy(), node.bub.copy()
+        for j in np.flatnonzero(br):
+            i = conn[j]
+            if B[j]:
+                blo[i] = min(max(blo[i], xk[j]), bub[i])
+            else:
+                bub[i] = max(min(bub[i], xk[j]), blo[i])
+        yield B, blo, bub
+
+
+@pytest.mark.parametrize("name", ["bgmm_gaussian", "bilinear"])
+def test_children_match_the_bit_by_bit_children(name, monkeypatch):
+    from varopt.solvers.gop import search as S
+    model = {"bgmm_gaussian": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="gaussian"), "bilinear": _bilinear}[name]()
+    orig = S.GopSearch._children
+    seen = {"children": 0, "boxes_cut": 0}
+
+    def checked(self, node, k):
+        chain, self.chain = self.chain, None      # compare the boxes before the symmetry ordering
+        try:
+            got = list(orig(self, node, k))
+        finally:
+            self.chain = chain
+        want = list(_reference_children(self, node, k))
+        assert len(got) == len(want)
+        for (path, blo, bub), (B, wlo, wub) in zip(got, want):
+            assert path[:-1] == node.path and path[-1][0] == k
+            np.testing.assert_array_equal(path[-1][1], B)
+            np.testing.assert_array_equal(blo, wlo)
+            np.testing.assert_array_equal(bub, wub)
+            seen["boxes_cut"] += int(np.any(blo != node.blo) or np.any(bub != node.bub))
+        seen["children"] += len(got)
+        return orig(self, node, k)
+
+    monkeypatch.setattr(S.GopSearch, "_children", checked)
+    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
+    assert res.varopt_result.status == "optimal", res.varopt_result.message
+    assert seen["children"] > 10 and seen["boxes_cut"] > 10, seen

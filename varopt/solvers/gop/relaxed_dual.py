@@ -62,8 +62,22 @@ class RDModel:
                                       # small warm-started LPs (measured on the BGMM relaxed duals)
                                       "simplex_dual_edge_weight_strategy": 1})
         self.m_base = A.shape[0]
-        self.ylb = np.asarray(base["lb"], dtype=float)[:self.ny]
-        self.yub = np.asarray(base["ub"], dtype=float)[:self.ny]
+        self.col_lb = np.asarray(base["lb"], dtype=float)
+        self.col_ub = np.asarray(base["ub"], dtype=float)
+        self.ylb = self.col_lb[:self.ny]
+        self.yub = self.col_ub[:self.ny]
+        self.c = c
+        # row bounds of the base rows (positions 0 .. m_base), kept beside HiGHS's for the dual bound check
+        self.base_lo = np.asarray(base["lo"], dtype=float).copy()
+        self.base_hi = np.asarray(base["hi"], dtype=float).copy()
+        # the multipliers of the last LPs (most recent first), for the dual bound check of later nodes (_dual_bound)
+        self.duals = []
+        self.rays = []            # Farkas certificates of the last infeasible LPs (_ray_proves_infeasible)
+        self.n_duals = 4
+        self._base_A = None       # the base rows as a csr matrix, read from HiGHS when a ray needs them
+        self.n_ray_fathomed = 0
+        self._keep_duals = True
+        self.n_dual_fathomed = 0
         self.new_cuts = []  # (A, lo, hi) added while solving, to report to the master
         # cut management: base rows from index n_perm on are cuts; drop the ones that stayed
         # inactive for ``max_age`` node solves (they can be re-generated when violated again)
@@ -120,6 +134,7 @@ class RDModel:
             raise SolverBugError("base rows added while node rows are present")
         self.hm.add_rows(A, lo, hi)
         self.m_base += A.shape[0]
+        self._extend_base_bounds(lo, hi)
         self.last_active = np.concatenate([self.last_active, np.full(A.shape[0], self.n_solves)])
 
     def data(self):
@@ -137,7 +152,90 @@ class RDModel:
             keep = np.ones(self.m_base, dtype=bool)
             keep[old] = False
             self.last_active = self.last_active[keep]
+            self.base_lo, self.base_hi = self.base_lo[keep], self.base_hi[keep]
+            self.duals, self.rays, self._base_A = [], [], None
             self.m_base -= old.size
+
+    def _extend_base_bounds(self, lo, hi):
+        self.base_lo = np.concatenate([self.base_lo, np.asarray(lo, dtype=float)])
+        self.base_hi = np.concatenate([self.base_hi, np.asarray(hi, dtype=float)])
+        # other base rows: the multipliers of the earlier LPs do not cover them
+        self.duals, self.rays, self._base_A = [], [], None
+
+    def _keep_dual(self, res):
+        """Keep the multipliers of the LP just solved (base rows + the node rows in ``self.node_rows``) with the
+        part of the dual bound that the next node shares: the base rows' term ``sum_i pi_i b_i``."""
+        pi, r = res.row_duals, res.col_duals
+        k = self.node_rows[0].shape[0] if self.node_rows is not None else -1
+        if not self._keep_duals or pi is None or r is None or k < 0 or pi.size != self.m_base + k \
+                or self.hm._L is not None:
+            return
+        base = _row_term(pi[:self.m_base], self.base_lo, self.base_hi)
+        if not np.isfinite(base):
+            return
+        d = dict(pi=pi[self.m_base:].copy(), r=np.asarray(r, dtype=float).copy(), base=base, A=self.node_rows[0])
+        self.duals = [d] + self.duals[:self.n_duals - 1]
+
+    def _keep_ray(self):
+        r"""After an infeasible LP (base rows + the node rows in ``self.node_rows``): keep HiGHS's dual ray ``rho``
+        (scaled to ``max |rho_i| = 1``, the sign that certifies) when it proves the infeasibility by Farkas' lemma,
+
+        .. math::  F(\rho) = \textstyle\sum_i \rho_i b_i(\rho_i) + \sum_j \min_{z_j \in [l_j, u_j]} (-A^T \rho)_j z_j > 0
+
+        (``F <= 0`` for every ``rho`` when a point with ``lo <= A z <= hi``, ``l <= z <= u`` exists). Kept with the
+        base rows' parts, so that :meth:`_ray_proves_infeasible` re-evaluates ``F`` on other node rows."""
+        k = self.node_rows[0].shape[0] if self.node_rows is not None else -1
+        if not self._keep_duals or k < 0:
+            return
+        _, has, ray = self.hm.highs.getDualRay()
+        ray = np.asarray(ray, dtype=float)
+        if not has or ray.size != self.m_base + k or not np.all(np.isfinite(ray)) or not np.any(ray):
+            return
+        if self._base_A is None:
+            self._base_A = self.hm.data()["A"][:self.m_base]
+        ray = ray / np.abs(ray).max()
+        for rho in (ray, -ray):
+            base = _row_term(rho[:self.m_base], self.base_lo, self.base_hi)
+            if not np.isfinite(base):
+                continue
+            d = dict(rho=rho[self.m_base:].copy(), s=self._base_A.T @ rho[:self.m_base], base=base)
+            if self._farkas(d, *self.node_rows) > 1e-6:
+                self.rays = [d] + self.rays[:self.n_duals - 1]
+                return
+
+    def _farkas(self, d, A, lo, hi):
+        """``F(rho)`` of :meth:`_keep_ray` for the node rows ``lo <= A z <= hi``."""
+        rho = d["rho"]
+        return d["base"] + _row_term(rho, lo, hi) + _row_term(-(d["s"] + rho @ A), self.col_lb, self.col_ub)
+
+    def _ray_proves_infeasible(self, A, lo, hi):
+        """True when a kept ray certifies that the node LP (base rows + ``lo <= A z <= hi``) is infeasible, with a
+        margin of 1e-6 (the ray is scaled to max 1) over the tolerance-sized terms :func:`_row_term` counts as 0."""
+        return any(self._farkas(d, A, lo, hi) > 1e-6 for d in self.rays if d["rho"].size == A.shape[0])
+
+    def _dual_bound(self, A, lo, hi, stop=np.inf):
+        r"""A lower bound on the LP of a node with the rows ``lo <= A z <= hi`` from the multipliers ``pi`` of the
+        last LP solved (a sibling, as many node rows, the same base rows), by weak LP duality:
+
+        .. math::  \min_{z \in [l, u]} c^T z \ \text{s.t.}\ lo \le A z \le hi \quad\ge\quad
+                   \textstyle\sum_i \pi_i b_i(\pi_i) + \sum_j \min_{z_j \in [l_j, u_j]} (c - A^T \pi)_j z_j
+
+        for any ``pi`` (``b_i = lo_i`` where ``pi_i > 0``, ``hi_i`` where ``pi_i < 0``; a term with an infinite bound
+        makes the bound ``-inf``). Only the node rows differ from the last LP, so ``c - A^T pi`` is HiGHS's reduced
+        cost minus ``(A - A_last)^T pi_node``. Multipliers and reduced costs within HiGHS's dual feasibility
+        tolerance (1e-9) of 0 count as 0 against an infinite bound (as in HiGHS's own ``objective_bound`` test).
+        The multipliers of the last ``n_duals`` LPs (of these base rows and as many node rows) are tried, most
+        recent first, until one bound reaches ``stop``; returns the largest (``-inf`` when none is usable)."""
+        best = -np.inf
+        for d in self.duals:
+            if d["A"].shape != A.shape:
+                continue
+            pi = d["pi"]
+            r = d["r"] - pi @ (A - d["A"])
+            best = max(best, d["base"] + _row_term(pi, lo, hi) + _row_term(r, self.col_lb, self.col_ub))
+            if best >= stop:
+                break
+        return best
 
     def _set_cutoff(self, cutoff):
         if cutoff != self._cutoff:
@@ -167,13 +265,24 @@ class RDModel:
         if no_opt:
             tcols = list(range(tcol, self.ncol))
             hm.set_col_bounds(tcols, 0.0, 0.0)
+            self._keep_duals = False   # multipliers of an LP with other column bounds
             try:
                 out = self._solve(A, lo, hi, oa_tol, feas_tol, max_rounds)
             finally:
                 hm.set_col_bounds(tcols, None, None)
+                self._keep_duals = True
             if out["status"] == "optimal":
                 out["value"] = -np.inf
             return out
+        if self.rays and self._ray_proves_infeasible(A, lo, hi):
+            self.n_ray_fathomed += 1
+            return dict(status="infeasible", value=np.inf, y=None)
+        thr = cutoff + 1e-7 * max(1.0, abs(cutoff))
+        if np.isfinite(cutoff) and self._dual_bound(A, lo, hi, thr) >= thr:
+            # the last LP's multipliers already prove the node's LP value >= the incumbent: fathomed without an LP
+            # solve (the margin covers the tolerance-sized terms _dual_bound counts as 0)
+            self.n_dual_fathomed += 1
+            return dict(status="cutoff", value=float(cutoff), y=None)
         return self._solve(A, lo, hi, oa_tol, feas_tol, max_rounds)
 
     def _solve(self, A, lo, hi, oa_tol, feas_tol, max_rounds):
@@ -181,7 +290,8 @@ class RDModel:
         self._set_node_rows(A, lo, hi)
         out = None
         last = None  # (value, y, oa gap) of the last round whose y met the y-constraints
-        n_cut_rows = 0
+        n_cut_rows, cut_lo, cut_hi = 0, [], []
+        res = None
         try:
             for _ in range(max_rounds):
                 res = hm.solve()
@@ -251,6 +361,8 @@ class RDModel:
                 lcut, hcut = np.concatenate(rows_lo), np.concatenate(rows_hi)
                 hm.add_rows(Acut, lcut, hcut)
                 n_cut_rows += Acut.shape[0]
+                cut_lo.append(lcut)
+                cut_hi.append(hcut)
                 self.last_active = np.concatenate([self.last_active, np.full(Acut.shape[0], self.n_solves)])
                 self.new_cuts.append((Acut, lcut, hcut))
             else:
@@ -259,13 +371,29 @@ class RDModel:
             if n_cut_rows:
                 # the cuts follow the node rows: they become base rows once the node rows are gone
                 self._drop_node_rows()
-            self.m_base += n_cut_rows
+                self.m_base += n_cut_rows
+                self._extend_base_bounds(np.concatenate(cut_lo), np.concatenate(cut_hi))
+        if n_cut_rows == 0 and res is not None and out is not None and out["status"] in ("optimal", "cutoff"):
+            # (after an infeasible LP the multipliers kept before stay: they hold for any node of these base rows)
+            self._keep_dual(res)
+        elif n_cut_rows == 0 and out is not None and out["status"] == "infeasible":
+            self._keep_ray()
         self._age_cuts()
         return out
 
     def take_new_cuts(self):
         cuts, self.new_cuts = self.new_cuts, []
         return cuts
+
+
+def _row_term(pi, lo, hi, tol=1e-9):
+    """``sum_i pi_i b_i`` with ``b_i = lo_i`` for ``pi_i > 0``, ``hi_i`` for ``pi_i < 0``; ``-inf`` when that side is
+    infinite and ``|pi_i| > tol`` (tolerance-sized multipliers against an infinite side count as 0). Used for the
+    rows (multipliers, row bounds) and the columns (reduced costs, column bounds) of :meth:`RDModel._dual_bound`."""
+    b = np.where(pi > 0, lo, hi)
+    # an infinite side meets a multiplier of the sign that selects it, so a product is -inf or 0 * inf (nan)
+    v = float(pi @ np.where(np.isinf(b) & (np.abs(pi) <= tol), 0.0, b))
+    return v if v == v else -np.inf
 
 
 def _pad(A, ncol):

@@ -1,0 +1,93 @@
+"""The dual checks of the relaxed duals: the multipliers of the last LPs, applied to the next node's rows, bound that
+node's LP from below (weak duality, ``RDModel._dual_bound``); a node is fathomed without an LP solve only when that
+bound reaches the incumbent. The dual rays of the last infeasible LPs prove a node infeasible (Farkas,
+``RDModel._ray_proves_infeasible``). Checked against the node's LP solved from scratch by SciPy's HiGHS interface
+(every 7th finite bound, every 3rd ray-fathomed node) and by the certified optima of solves that use them."""
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+from scipy.optimize import linprog
+
+import varopt  # noqa: F401
+from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo
+from varopt.solvers.gop import relaxed_dual as RD
+
+
+def _lp_value(model, A, lo, hi):
+    """min c^T z over the base rows HiGHS holds, the node rows ``lo <= A z <= hi`` and the column bounds, solved
+    from scratch (no basis, no cuts added)."""
+    d = model.hm.data()
+    Ab = d["A"][:model.m_base].toarray()
+    M = np.vstack([Ab, A])
+    rlo = np.concatenate([d["row_lo"][:model.m_base], lo])
+    rhi = np.concatenate([d["row_hi"][:model.m_base], hi])
+    up, dn = np.isfinite(rhi), np.isfinite(rlo)
+    res = linprog(model.c, A_ub=np.vstack([M[up], -M[dn]]), b_ub=np.concatenate([rhi[up], -rlo[dn]]),
+                  bounds=list(zip(np.where(np.isfinite(d["lb"]), d["lb"], None),
+                                  np.where(np.isfinite(d["ub"]), d["ub"], None))), method="highs")
+    if res.status == 2:
+        return np.inf
+    assert res.status == 0, res.message
+    return res.fun
+
+
+def _bilinear():
+    m = pyo.ConcreteModel()
+    m.I = pyo.RangeSet(0, 3)
+    m.x = pyo.Var(m.I, bounds=(0, 2))
+    m.y = pyo.Var(m.I, bounds=(-1, 1))
+    m.obj = pyo.Objective(expr=sum((i - 1.5) * m.x[i] * m.y[i] for i in m.I) + m.x[0] * m.y[2] - m.x[3] * m.y[1]
+                          + 0.1 * sum((m.y[i] - 0.3) ** 2 for i in m.I) + 0.1 * sum((m.x[i] - 1) ** 2 for i in m.I))
+    return m
+
+
+@pytest.mark.parametrize("name", ["bgmm_gaussian", "bgmm_point", "bilinear"])
+def test_dual_bound_is_below_the_node_lp(name, monkeypatch):
+    model = {"bgmm_point": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="point"),
+             "bgmm_gaussian": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="gaussian"),
+             "bilinear": _bilinear}[name]()
+    orig = RD.RDModel._dual_bound
+    seen = {"finite": 0, "checked": 0, "fathomed": 0}
+
+    def checked(self, A, lo, hi, stop=np.inf):
+        b = orig(self, A, lo, hi, stop)
+        if np.isfinite(b):
+            seen["finite"] += 1
+            if seen["finite"] % 7 == 1:  # every 7th: the LPs from scratch would dominate the test's time
+                v = _lp_value(self, A, lo, hi)
+                assert b <= v + 1e-7 * max(1.0, abs(v)), (b, v)
+                seen["checked"] += 1
+        return b
+
+    monkeypatch.setattr(RD.RDModel, "_dual_bound", checked)
+    orig_ray = RD.RDModel._ray_proves_infeasible
+    seen.update(infeasible=0, infeasible_checked=0)
+
+    def checked_ray(self, A, lo, hi):
+        out = orig_ray(self, A, lo, hi)
+        if out:
+            seen["infeasible"] += 1
+            if seen["infeasible"] % 3 == 1:
+                assert _lp_value(self, A, lo, hi) == np.inf
+                seen["infeasible_checked"] += 1
+        return out
+
+    monkeypatch.setattr(RD.RDModel, "_ray_proves_infeasible", checked_ray)
+    orig_node = RD.RDModel.solve_node
+
+    def node(self, *a, **kw):
+        n0 = self.n_dual_fathomed
+        out = orig_node(self, *a, **kw)
+        seen["fathomed"] += self.n_dual_fathomed - n0
+        return out
+
+    monkeypatch.setattr(RD.RDModel, "solve_node", node)
+    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
+    r = res.varopt_result
+    assert r.status == "optimal", r.message
+    assert seen["checked"] >= 5, seen
+    if name.startswith("bgmm"):
+        assert seen["fathomed"] > 0, seen
+    if name == "bgmm_gaussian":
+        assert seen["infeasible_checked"] > 0, seen
+    print(seen)
