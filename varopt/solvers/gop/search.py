@@ -348,7 +348,7 @@ class GopSearch:
         """All rows of a node: for every (k, B) on its path, the Lagrangian row (with the node box)
         and the qualifying constraints; each Lagrangian's block starts from its template
         (:meth:`_row_template`: the entries that depend neither on ``B`` nor on the box)."""
-        ny, tcol = self.bm.ny, self.tcol
+        ny = self.bm.ny
         ms = self.split.size
         blocks = [self._row_template(k) for k, _ in path]
         if not blocks:

@@ -126,7 +126,6 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
     # views made once (a slice costs ~15 cycles; a step used ~40): the two rows of every pair when R = 2
     # (slot q n2 + b), the pairs' first/second variables; the views of the swapped buffers are swapped with them
     c00, c01, c10, c11 = c0[:n2], c0[n2:2 * n2], c1[:n2], c1[n2:2 * n2]
-    t000, t001, t010, t011, t110, t111 = t00[:n2], t00[n2:2 * n2], t01[:n2], t01[n2:2 * n2], t11[:n2], t11[n2:2 * n2]
     h0, h1 = hh[:n2], hh[n2:2 * n2]
     i0, i1, w0, w1, J0, J1 = (inv[o:o + n2], inv[o + n2:o + 2 * n2], d[o:o + n2], d[o + n2:o + 2 * n2],
                               Jdx[o:o + n2], Jdx[o + n2:o + 2 * n2])
