@@ -14,28 +14,15 @@ Usage (alternate the checkouts, one process at a time, on a shared machine)::
 from __future__ import annotations
 
 import os
-import sys
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from ipsa_throughput import DATA, best_of
 
 import varopt
 import varopt.solvers.ipsa  # noqa: F401
 from varopt.formulations.l1 import l1_logistic_program
-
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-CLOCK = time.process_time if "--cpu" in sys.argv else time.perf_counter
-
-
-def best(fn, reps=15):
-    ts = []
-    for _ in range(reps):
-        t = CLOCK()
-        fn()
-        ts.append(CLOCK() - t)
-    return min(ts)
 
 
 def main():
@@ -55,12 +42,12 @@ def main():
     split, box = l1_logistic_program(X, y, 1e-4), l1_logistic_program(X, y, 1e-4, "box")
     for P in (split, box):
         solver.solve(P, passes=5, history_objective=False, backend="numba")
-    t_sk = best(lambda: SGDClassifier(loss="log_loss", penalty="l1", alpha=1e-4, max_iter=5, tol=None,
-                                      shuffle=False).fit(X, y))
+    t_sk = best_of(lambda: SGDClassifier(loss="log_loss", penalty="l1", alpha=1e-4, max_iter=5, tol=None,
+                                      shuffle=False).fit(X, y), reps=15)
     out = [f"{Path(varopt.__file__).parents[1].name}: load {os.getloadavg()[0]:.2f}, sklearn {N / t_sk / 1e6:.2f} M/s"]
     for name, P, h in (("identity", split, "identity"), ("bb", split, "bb"), ("diagonal", split, "diagonal"),
                        ("box", box, "identity")):
-        t = best(lambda: solver.solve(P, passes=5, hessian=h, history_objective=False, backend="numba"))
+        t = best_of(lambda: solver.solve(P, passes=5, hessian=h, history_objective=False, backend="numba"), reps=15)
         out.append(f"{name} {N / t / 1e3:.0f} k/s ({t_sk / t:.3f} x)")
     print("; ".join(out))
 

@@ -6,10 +6,10 @@ bound reaches the incumbent. The dual rays of the last infeasible LPs prove a no
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from gop_rd_models import MODELS
 from scipy.optimize import linprog
 
 import varopt  # noqa: F401
-from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo
 from varopt.solvers.gop import relaxed_dual as RD
 
 
@@ -31,21 +31,9 @@ def _lp_value(model, A, lo, hi):
     return res.fun
 
 
-def _bilinear():
-    m = pyo.ConcreteModel()
-    m.I = pyo.RangeSet(0, 3)
-    m.x = pyo.Var(m.I, bounds=(0, 2))
-    m.y = pyo.Var(m.I, bounds=(-1, 1))
-    m.obj = pyo.Objective(expr=sum((i - 1.5) * m.x[i] * m.y[i] for i in m.I) + m.x[0] * m.y[2] - m.x[3] * m.y[1]
-                          + 0.1 * sum((m.y[i] - 0.3) ** 2 for i in m.I) + 0.1 * sum((m.x[i] - 1) ** 2 for i in m.I))
-    return m
-
-
 @pytest.mark.parametrize("name", ["bgmm_gaussian", "bgmm_point", "bilinear"])
 def test_dual_bound_is_below_the_node_lp(name, monkeypatch):
-    model = {"bgmm_point": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="point"),
-             "bgmm_gaussian": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="gaussian"),
-             "bilinear": _bilinear}[name]()
+    model = MODELS[name]()
     orig = RD.RDModel._dual_bound
     seen = {"finite": 0, "checked": 0, "fathomed": 0}
 

@@ -4,27 +4,15 @@ must still certify the known optima."""
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from gop_rd_models import MODELS
 
 import varopt  # noqa: F401
-from varopt.formulations.bgmm import MINIMAL_DATA, bgmm_pyomo
 from varopt.solvers.gop import relaxed_dual as RD
-
-
-def _bilinear():
-    m = pyo.ConcreteModel()
-    m.I = pyo.RangeSet(0, 3)
-    m.x = pyo.Var(m.I, bounds=(0, 2))
-    m.y = pyo.Var(m.I, bounds=(-1, 1))
-    m.obj = pyo.Objective(expr=sum((i - 1.5) * m.x[i] * m.y[i] for i in m.I) + m.x[0] * m.y[2] - m.x[3] * m.y[1]
-                          + 0.1 * sum((m.y[i] - 0.3) ** 2 for i in m.I) + 0.1 * sum((m.x[i] - 1) ** 2 for i in m.I))
-    return m
 
 
 @pytest.mark.parametrize("name", ["bgmm_point", "bgmm_gaussian", "bilinear"])
 def test_node_rows_in_the_lp_are_the_requested_ones(name, monkeypatch):
-    model = {"bgmm_point": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="point"),
-             "bgmm_gaussian": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="gaussian"),
-             "bilinear": _bilinear}[name]()
+    model = MODELS[name]()
     seen = {"in_place": 0, "checked": 0}
     orig = RD.RDModel._set_node_rows
 
@@ -99,7 +87,7 @@ def test_node_rows_match_the_term_by_term_rows(name, monkeypatch):
     """``GopSearch._node_rows`` (vectorised over the split variables) against the rows written out term by term, at
     every node of a solve; entries may differ only by rounding (sums in another order)."""
     from varopt.solvers.gop import search as S
-    model = {"bgmm_gaussian": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="gaussian"), "bilinear": _bilinear}[name]()
+    model = MODELS[name]()
     orig, orig_new = S.GopSearch._node_rows, S.GopSearch._new_lagrangian
     seen = {"nodes": 0, "split": 0, "split_not_connected": 0}
 
@@ -152,7 +140,7 @@ def _reference_children(self, node, k):
 @pytest.mark.parametrize("name", ["bgmm_gaussian", "bilinear"])
 def test_children_match_the_bit_by_bit_children(name, monkeypatch):
     from varopt.solvers.gop import search as S
-    model = {"bgmm_gaussian": lambda: bgmm_pyomo(**dict(MINIMAL_DATA), family="gaussian"), "bilinear": _bilinear}[name]()
+    model = MODELS[name]()
     orig = S.GopSearch._children
     seen = {"children": 0, "boxes_cut": 0}
 

@@ -92,10 +92,7 @@ def pair_rows():
     one-variable row, bounded and free variables without rows."""
     rng = np.random.default_rng(7)
     n, N = 7, 80
-    A = rng.normal(size=(N, n))
-    e = Expression(n, linear=rng.normal(size=n) * 0.2,
-                   atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N) * 2,
-                                    label=np.arange(N))])
+    e = _least_squares(rng, n, N)
     lb = np.array([-np.inf, -1.0, -np.inf, -0.4, -np.inf, 0.0, -np.inf])
     ub = np.array([np.inf, 2.0, np.inf, np.inf, 0.6, np.inf, np.inf])
     cons = [Constraint("p", Expression(n, linear=np.r_[1.0, -0.5, 0, 0, 0, 0, 0]), -0.7, 0.9),
@@ -105,15 +102,20 @@ def pair_rows():
     return Program(_names(n), lb, ub, e, cons)
 
 
+def _least_squares(rng, n, N):
+    """A random least-squares objective of ``n`` variables and ``N`` labelled samples, with a linear part."""
+    A = rng.normal(size=(N, n))
+    return Expression(n, linear=rng.normal(size=n) * 0.2,
+                      atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N) * 2,
+                                       label=np.arange(N))])
+
+
 def uniform_pairs():
     """Two variable pairs with three rows each (a range row and a one-variable row on the first, three
     two-variable rows on the second: sums of three terms), bounds on some variables, a free variable."""
     rng = np.random.default_rng(8)
     n, N = 5, 60
-    A = rng.normal(size=(N, n))
-    e = Expression(n, linear=rng.normal(size=n) * 0.2,
-                   atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N) * 2,
-                                    label=np.arange(N))])
+    e = _least_squares(rng, n, N)
     lb = np.array([-np.inf, -1.0, -0.3, -np.inf, -np.inf])
     ub = np.array([np.inf, 1.5, np.inf, np.inf, np.inf])
     cons = [Constraint("p", Expression(n, linear=np.r_[1.0, -0.5, 0, 0, 0]), -0.7, 0.9),
@@ -132,10 +134,7 @@ def general_box_pairs():
     J^T(1/s) and the block diagonal) and a bounded variable without rows."""
     rng = np.random.default_rng(9)
     n, N = 5, 70
-    A = rng.normal(size=(N, n))
-    e = Expression(n, linear=rng.normal(size=n) * 0.2,
-                   atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N) * 2,
-                                    label=np.arange(N))])
+    e = _least_squares(rng, n, N)
     lb = np.array([-np.inf, -1.0, -0.3, -np.inf, -np.inf])
     ub = np.array([np.inf, 2.0, np.inf, 0.8, 0.5])
     cons = [Constraint("p", Expression(n, linear=np.r_[1.5, -0.5, 0, 0, 0]), -0.7, 0.9),
