@@ -17,8 +17,7 @@ import os
 import warnings
 from pathlib import Path
 
-import numpy as np
-from ipsa_throughput import DATA, best_of
+from ipsa_throughput import best_of, load_a1a
 
 import varopt
 import varopt.solvers.ipsa  # noqa: F401
@@ -27,16 +26,12 @@ from varopt.formulations.l1 import l1_logistic_program
 
 def main():
     warnings.simplefilter("ignore")
-    from sklearn.datasets import load_svmlight_file
     from sklearn.linear_model import SGDClassifier
 
-    f = DATA / "a1a" / "a1a"
-    if not f.exists():
-        print(f"a1a not found at {f}: skipped")
+    a1a = load_a1a()
+    if a1a is None:
         return
-    X, y = load_svmlight_file(str(f), n_features=123)
-    X = X.tocsr()
-    X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)
+    X, y = a1a
     solver = varopt.get_solver("ipsa")
     N = 5 * X.shape[0]
     split, box = l1_logistic_program(X, y, 1e-4), l1_logistic_program(X, y, 1e-4, "box")

@@ -39,6 +39,19 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 CLOCK = time.process_time if "--cpu" in sys.argv else time.perf_counter
 
 
+def load_a1a():
+    """``(X csr with int32 indices, y)`` of LIBSVM's a1a, or None (said on stdout) when the data set is absent."""
+    from sklearn.datasets import load_svmlight_file
+    f = DATA / "a1a" / "a1a"
+    if not f.exists():
+        print(f"a1a not found at {f}: skipped")
+        return None
+    X, y = load_svmlight_file(str(f), n_features=123)
+    X = X.tocsr()
+    X.indices, X.indptr = X.indices.astype(np.int32), X.indptr.astype(np.int32)  # sklearn needs int32
+    return X, y
+
+
 def best_of(fn, reps=7):
     ts = []
     for _ in range(reps):
@@ -74,7 +87,6 @@ def jit_costs():
 def main():
     warnings.simplefilter("ignore")
     from sklearn.linear_model import SGDClassifier, SGDRegressor
-    from sklearn.datasets import load_svmlight_file
 
     solver = varopt.get_solver("ipsa")
     compile_s, load_s = jit_costs()
@@ -106,13 +118,10 @@ def main():
     t_build = best_of(lambda: l1_least_squares_program(X, y, alpha))
     print(f"  (building the Program from arrays: {t_build * 1e3:.1f} ms, not included)")
 
-    f = DATA / "a1a" / "a1a"
-    if not f.exists():
-        print(f"a1a not found at {f}: skipped")
+    a1a = load_a1a()
+    if a1a is None:
         return
-    Xa, ya = load_svmlight_file(str(f), n_features=123)
-    Xa = Xa.tocsr()
-    Xa.indices, Xa.indptr = Xa.indices.astype(np.int32), Xa.indptr.astype(np.int32)  # sklearn needs int32
+    Xa, ya = a1a
     Na = Xa.shape[0]
     a_alpha = 1e-4
     t_sk = best_of(lambda: SGDClassifier(loss="log_loss", penalty="l1", alpha=a_alpha, max_iter=5, tol=None,
