@@ -191,6 +191,41 @@ def test_reuse_options_are_validated():
         ChainCRF(lam=0.5, bound_reuse=-3).fit(X, Y)
     with pytest.raises(InvalidOptionError, match="reuse_metric"):
         ChainCRF(lam=0.5, reuse_metric="diag").fit(X, Y)
+    for bad in (0, -2, 2.5, True):
+        with pytest.raises(InvalidOptionError, match="reuse_pairs"):
+            get_solver("majorize").solve(_program(sm, lam), reuse_pairs=bad)
+        with pytest.raises(InvalidOptionError, match="memory"):
+            ChainCRF(lam=0.5, memory=bad).fit(X, Y)
+    with pytest.raises(InvalidOptionError, match="reuse_pairs.*bound_reuse"):
+        get_solver("majorize").solve(_program(sm, lam), bound_reuse=0, reuse_pairs=5)
+
+
+def test_reuse_pairs_is_the_memory_of_the_trials():
+    """``reuse_pairs`` caps the L-BFGS pairs the trials use (most recent first), ChainCRF's ``memory`` reaches both
+    majorize (``reuse_pairs``) and L-BFGS-B (``maxcor``: a different memory changes L-BFGS-B's iterates), and
+    runs with 1 and 30 pairs reach the same optimum monotonically."""
+    from varopt.solvers.majorize.reuse import ScaledCurvature
+    rng = np.random.default_rng(3)
+    sc = ScaledCurvature(5, "scalar", memory=3)
+    moves = [(rng.normal(size=4), None) for _ in range(5)]
+    for s, _ in moves:
+        sc.moved(s, 2.0 * s, None, None)
+    assert [id(p[0]) for p in sc.pairs] == [id(s) for s, _ in moves[::-1][:3]]
+    sm, lam = _problem()
+    got = {}
+    for k in (1, 30):
+        res = get_solver("majorize").solve(_program(sm, lam), tol=1e-13, bound_reuse=100, reuse_pairs=k)
+        f = np.array([h["objective"] for h in res.history])
+        assert res.status == "optimal" and np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+        got[k] = res.objective
+    assert got[1] == pytest.approx(got[30], rel=1e-9)
+    a = ChainCRF(lam=0.5, memory=4, tol=1e-12).fit(X, Y)
+    assert a.result_.options["reuse_pairs"] == 4
+    b3 = ChainCRF(lam=0.5, method="lbfgs", memory=1, tol=1e-14, max_iter=2000).fit(X, Y)
+    b30 = ChainCRF(lam=0.5, method="lbfgs", memory=30, tol=1e-14, max_iter=2000).fit(X, Y)
+    assert [h["objective"] for h in b3.history_] != [h["objective"] for h in b30.history_]
+    assert b3.objective() == pytest.approx(b30.objective(), rel=1e-7)
+    assert a.objective() == pytest.approx(b30.objective(), rel=1e-7)
 
 
 def test_bad_problems_reported_as_without_reuse():
@@ -623,3 +658,26 @@ def test_an_overestimated_ratio_test_costs_few_feasibility_tests(monkeypatch):
     assert calls and st["trials"] + st.get("blocked", 0) >= 1     # the shrink loop ran
     alg2 = get_solver("majorize").solve(cprog, tol=1e-12, max_iter=2000, bound_reuse=0)
     assert abs(res.objective - alg2.objective) <= 1e-9 * abs(alg2.objective)
+
+
+def test_two_loop_equals_the_bfgs_inverse_update():
+    """``two_loop`` (inner products from ``S Y^T``) against the inverse BFGS matrix built by its recursive update
+    ``H <- (I - rho s y^T) H (I - rho y s^T) + rho s s^T`` from the oldest pair to the newest, with ``H_0`` a
+    scalar and an SPD matrix, for 0 to 12 pairs."""
+    from varopt.solvers.majorize.reuse import two_loop
+    rng = np.random.default_rng(7)
+    n = 9
+    A = rng.normal(size=(n, n))
+    H0 = np.linalg.inv(A @ A.T + n * np.eye(n))
+    for m in range(13):
+        pairs = []
+        for _ in range(m):
+            s = rng.normal(size=n)
+            y = (A @ A.T + np.diag(rng.uniform(1, 3, n))) @ s  # s^T y > 0
+            pairs = [(s, y, 1.0 / float(s @ y))] + pairs
+        u = rng.normal(size=n)
+        for h0, H in ((lambda q: 0.7 * q, 0.7 * np.eye(n)), (lambda q: H0 @ q, H0)):
+            for s, y, rho in reversed(pairs):
+                V = np.eye(n) - rho * np.outer(y, s)
+                H = V.T @ H @ V + rho * np.outer(s, s)
+            assert np.allclose(two_loop(pairs, u, h0), H @ u, rtol=1e-10, atol=1e-12)

@@ -74,7 +74,7 @@ class Majorization:
         self.images = []  # their score images (F step, rounding bound), when the steps come with images
         self.rel_fs = []   # the last RATE_WINDOW + 1 relative decreases
         self.u_scale = None
-        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric)
+        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs)
                       if getattr(opts, "bound_reuse", 0) else None)
 
     def solve(self, x):
@@ -217,9 +217,12 @@ class Majorization:
         # linear convergence: the remaining decrease is about df * rate / (1 - rate), with the slowest rate of the
         # last RATE_WINDOW ratios: quasi-Newton and extrapolated steps make the decreases irregular, and one lucky
         # ratio stopped unscaled digits at 1.8e-7 relative above the optimum with tol = 1e-8
-        self.rel_fs = (self.rel_fs + [rel_f])[-(RATE_WINDOW + 1):]
-        rates = [min(b / a, 0.999) for a, b in zip(self.rel_fs[:-1], self.rel_fs[1:]) if a > 0]
-        rate = max(rates, default=0.0)
+        fs = self.rel_fs = (self.rel_fs + [rel_f])[-(RATE_WINDOW + 1):]
+        rate = 0.0
+        for a, b in zip(fs, fs[1:]):
+            if a > 0 and b / a > rate:
+                rate = b / a
+        rate = min(rate, 0.999)
         rest = rel_f * rate / (1.0 - rate)
         rel_x = math.sqrt(float(step @ step)) / max(1.0, math.sqrt(float(x @ x)))
         self.x, self.f, self.S = x_new, f_new, S_new

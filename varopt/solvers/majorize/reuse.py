@@ -10,7 +10,7 @@ and expensive. With ``bound_reuse = k >= 1`` each iteration first tries the step
 
 ``Sigma_ref`` the last computed bound (at most ``k`` moves old, ``P`` is the matrix of Algorithm 2's
 step on it), ``0 < c <= 1`` the scale ``c = y^T P^{-1} y / s^T y`` of the latest step ``s`` and
-gradient change ``y`` (``C0`` before the first step), and the L-BFGS pairs of the last ``PAIRS``
+gradient change ``y`` (``C0`` before the first step), and the L-BFGS pairs of the last ``reuse_pairs``
 moves (two-loop recursion, Nocedal & Wright 2006 Alg. 7.4, with ``B_0^{-1} = P^{-1} / c`` from one
 Cholesky factor per bound). The scale is the bound's analogue of L-BFGS's ``gamma = s^T y / y^T y``:
 with the mean Hessian ``A`` along the step (``y = A s``) it is the ``P^{-1}``-weighted mean of ``A``
@@ -72,7 +72,7 @@ C_MIN = 1e-3
 BACKTRACK = 2
 #: relative part of u outside the range of H + Sigma_ref + rho I that sends the iteration to the bound step
 FLAT = 1e-6
-#: L-BFGS pairs kept
+#: L-BFGS pairs kept by default (option ``reuse_pairs``; scipy L-BFGS-B's ``maxcor``)
 PAIRS = 10
 #: with constraints: a trial whose largest feasible factor is below this is not evaluated
 MIN_FEASIBLE = 1e-3
@@ -85,8 +85,8 @@ class ScaledCurvature:
     Bound oracles keep ``Sigma_ref`` itself (their fallback step reuses it); compiled programs keep the
     reference metric of :meth:`.model.MajorizeModel.reuse_metric` (:mod:`.reuse_metric`)."""
 
-    def __init__(self, reuse: int, metric: str = "bound"):
-        self.reuse, self.metric = int(reuse), metric
+    def __init__(self, reuse: int, metric: str = "bound", memory: int = PAIRS):
+        self.reuse, self.metric, self.memory = int(reuse), metric, int(memory)
         self.gamma = None
         self.c = C0
         self.sigma = None  # Sigma_ref (bound oracles)
@@ -145,14 +145,14 @@ class ScaledCurvature:
     def moved(self, s, y, model, opts):
         """The iterate moved by ``s`` with gradient change ``y`` (an accepted trial or a bound step)."""
         self.age += 1
-        sy = float(s @ y)
-        if not sy > 1e-12 * float(np.sqrt((s @ s) * (y @ y))):
+        sy, ss, yy = float(s @ y), float(s @ s), float(y @ y)
+        if not sy > 1e-12 * math.sqrt(ss * yy):
             return  # no positive curvature along s (rounding or nonconvexity): no pair
-        self.pairs = [(s, y, 1.0 / sy)] + self.pairs[:PAIRS - 1]
+        self.pairs = [(s, y, 1.0 / sy)] + self.pairs[:self.memory - 1]
         if self.ref is not None and self.ref.ok:
             # (min/max: np.clip on a scalar costs ~8 us, a tenth of a small problem's iteration)
             self.c = min(1.0, max(C_MIN, float(y @ self.ref.solve(y)) / sy))
-        self.gamma = sy / float(y @ y)
+        self.gamma = sy / yy
 
     def trial(self, model, x, u, f, opts, S=None, qp=None):
         """Try the quasi-Newton step at ``x``; ``(x_new, f_new, S_new, D, q(D), info)`` if accepted, else None.
@@ -201,11 +201,11 @@ class ScaledCurvature:
                 return None
         uf = u if F is None else u[F]
         w = ref.solve(uf)
-        if not np.isfinite(w).all() or ref.residual(w, uf) > FLAT * math.sqrt(float(uf @ uf)):
+        guaranteed = 0.5 * float(uf @ w)  # finite iff w is (u is finite): the cheap test of w
+        if not math.isfinite(guaranteed) or ref.residual(w, uf) > FLAT * math.sqrt(float(uf @ uf)):
             # u leaves the range of the bound's curvature: possibly unbounded along a flat direction,
             # which the bound step's own check (docs/majorize.md section 2) decides on a fresh bound
             return None
-        guaranteed = 0.5 * float(uf @ w)
         if F is None:
             pairs = self.pairs
         else:
@@ -214,31 +214,24 @@ class ScaledCurvature:
                 self._free_key, self._free_pairs = key, {}
             pairs = _restricted_pairs(self.pairs, F, self._free_pairs)
         # two-loop recursion: r = B^{-1} u (on the free variables)
-        q = uf.copy()
-        alphas = []
-        for s, y, rho in pairs:
-            a = rho * float(s @ q)
-            alphas.append(a)
-            q -= a * y
         if self.metric in ("scalar", "line") and pairs:
             sy, yy = pairs[0][0] @ pairs[0][1], pairs[0][1] @ pairs[0][1]
             gamma = self.gamma if F is None else float(sy / yy)
-            r = gamma * q
+            r = two_loop(pairs, uf, lambda q: gamma * q)
             metric = {"gamma": gamma}
         else:
-            r = (w if not pairs else ref.solve(q)) / self.c
+            c = self.c
+            r = two_loop(pairs, uf, lambda q: ref.solve(q) / c) if pairs else w / c
             metric = {"scale": self.c}
-        for (s, y, rho), a in zip(reversed(pairs), reversed(alphas)):
-            r += (a - rho * float(y @ r)) * s
         if F is not None:
             full = np.zeros_like(u)
             full[F] = r
             r = full
-        if not np.isfinite(r).all():
+        slope = -float(u @ r)  # phi'(0) of phi(a) = f(x + a D); finite iff r is (u is finite)
+        if not math.isfinite(slope):
             return None
         D = -r
-        qval = -0.5 * float(u @ r)
-        slope = -float(u @ r)  # phi'(0) of phi(a) = f(x + a D)
+        qval = 0.5 * slope
         a = 1.0
         if qp is not None:
             a = min(1.0, qp.max_factor(x, D))
@@ -270,6 +263,40 @@ class ScaledCurvature:
         self.c = min(1.0, 2.0 * self.c)
         self.stats["rejected"] += 1
         return None
+
+
+def two_loop(pairs, u, h0):
+    """``B^{-1} u`` of the L-BFGS matrix with initial inverse ``h0`` and the ``pairs`` ``(s, y, 1/s^T y)``, most
+    recent first: the two-loop recursion (Nocedal & Wright 2006, Alg. 7.4) with its inner products taken from
+    ``S Y^T`` and three matrix-vector products. With ``q_i`` the first loop's vector before pair ``i``,
+    ``s_i^T q_i = s_i^T u - sum_{j<i} a_j s_i^T y_j``; in the second loop (oldest pair first, ``r_0 = h0(q)``),
+    ``y_i^T r = y_i^T r_0 + sum_{j>i} (a_j - b_j) y_i^T s_j``. The same arithmetic as the loop over vectors up to
+    rounding, in a constant number of numpy calls (the vector loop made ~4 per pair, most of a small problem's
+    iteration)."""
+    if not pairs:
+        return h0(u)
+    S = np.array([p[0] for p in pairs])
+    Y = np.array([p[1] for p in pairs])
+    rho = [p[2] for p in pairs]
+    M = (S @ Y.T).tolist()  # M[i][j] = s_i^T y_j
+    su = (S @ u).tolist()
+    m = len(pairs)
+    a = [0.0] * m
+    for i in range(m):
+        t = su[i]
+        Mi = M[i]
+        for j in range(i):
+            t -= a[j] * Mi[j]
+        a[i] = rho[i] * t
+    r = h0(u - Y.T @ np.array(a))
+    yr = (Y @ r).tolist()
+    e = [0.0] * m  # a_i - b_i
+    for i in range(m - 1, -1, -1):
+        t = yr[i]
+        for j in range(i + 1, m):
+            t += e[j] * M[j][i]
+        e[i] = a[i] - rho[i] * t
+    return r + S.T @ np.array(e)
 
 
 def free_set(x, u, lb, ub):

@@ -44,9 +44,10 @@ def _reuse_value(v):
 def check_reuse_options(opts):
     """``reuse_metric`` only with quasi-Newton trials; neither with the low-rank bound."""
     given = getattr(opts, "given", ())
-    if "reuse_metric" in given and opts.bound_reuse == 0:
-        raise InvalidOptionError("option 'reuse_metric' needs bound_reuse >= 1 (it sets bound_reuse's quasi-Newton "
-                                 "steps)")
+    for name in ("reuse_metric", "reuse_pairs"):
+        if name in given and opts.bound_reuse == 0:
+            raise InvalidOptionError(f"option {name!r} needs bound_reuse >= 1 (it sets bound_reuse's quasi-Newton "
+                                     "steps)")
     if opts.bound == "lowrank":
         if opts.bound_reuse not in (0, "auto"):
             raise InvalidOptionError("bound_reuse scales the full bound's Sigma; it cannot be combined with "
@@ -142,6 +143,9 @@ class MajorizeSolver(Solver):
                "gradient evaluations, or always when the step solver has none (row-space Woodbury, CG without "
                "class templates); else 'bound'; bound oracles: 'bound')",
                ("auto", "bound", "scalar", "line")),
+        Option("reuse_pairs", 10, "L-BFGS pairs (s, y) kept by bound_reuse's quasi-Newton trials (scipy L-BFGS-B's "
+               "maxcor); more pairs cost O(pairs * n) per trial and pay when an evaluation is expensive", int,
+               positive, "must be a positive integer"),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
     ] + progress_options("called as callback(iteration, x, f) after every iteration (f in the internal, "
