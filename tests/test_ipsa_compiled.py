@@ -317,3 +317,56 @@ def test_oracle_error_is_raised_at_the_same_iteration_with_the_last_good_iterate
     assert errs["numpy"].iteration == errs["numba"].iteration == 18
     assert_close(errs["numpy"].x, errs["numba"].x)
     assert str(errs["numpy"]) == str(errs["numba"])
+
+
+def _box_pairs_with_bound(lin):
+    """``-u_j <= w_j <= u_j`` on two pairs (variables w0, u0, w1, u1: the box kernel's fused R = 2 loops)
+    and the bound ``w1 >= 1``; square rows on the w's plus the linear term ``lin``."""
+    rng = np.random.default_rng(10)
+    n, N = 4, 20
+    A = np.zeros((N, n))
+    A[:, [0, 2]] = rng.normal(size=(N, 2))
+    e = Expression(n, linear=np.asarray(lin, dtype=float),
+                   atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N),
+                                    label=np.arange(N))])
+    cons = []
+    for w, u in ((0, 1), (2, 3)):
+        cons.append(Constraint(f"lo{w}", Expression(n, linear=np.eye(n)[w] + np.eye(n)[u]), 0.0, np.inf))
+        cons.append(Constraint(f"hi{w}", Expression(n, linear=np.eye(n)[w] - np.eye(n)[u]), -np.inf, 0.0))
+    return Program(_names(n), np.array([-np.inf, -np.inf, 1.0, -np.inf]), np.full(n, np.inf), e, cons)
+
+
+@pytest.mark.parametrize("x, backtracks", [
+    # w1 one ulp above its bound 1, pushed down (lin): the fraction-to-boundary trial x - 0.995 ulp rounds onto
+    # the bound (slack 0, rejected), half of it rounds back to x (accepted after one halving)
+    ([0.5, 2.0, 1.0 + 2 ** -52, 3.0], 1),
+    # and w0 one ulp of 1e8 below u0 = 1e8 (row w0 - u0 <= 0), or above -u0 (row w0 + u0 >= 0): slack 1.5e-8,
+    # inside the row's rounding margin 8 eps 2e8 = 3.6e-7; the bound keeps the step ~1e-17, every trial
+    # point fails the margin test and the step is abandoned after MAX_BACKTRACKS halvings
+    ([1e8 - 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61),
+    ([-1e8 + 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61)])
+def test_pair_kernel_trial_rejections_equal_numpy(x, backtracks):
+    """One step of the box kernel of :mod:`.compiled_pairs` from a point where the trial point of Fig. 2.1
+    step 5 is rejected by a row's rounding margin or by a bound rounded onto its boundary: the backtracking
+    and the new point equal the numpy path's (the iterate-equality tests above never reach these branches)."""
+    from varopt.core.run import Run
+    from varopt.solvers.ipsa.iteration import IpsaRun
+
+    P = _box_pairs_with_bound([0.0, 0.1, 1e17, 0.1])
+    out = {}
+    for backend in ("numpy", "numba"):
+        opts = S.options.validate(dict(backend=backend, max_iter=1, history_objective=False))
+        r = IpsaRun(P, opts, Run("ipsa", opts))
+        r.x = np.array(x)
+        r.s = r.cons.slack(r.x)
+        r.z = np.minimum(1.0, 1.0 / r.s)  # s z <= 1: the large slacks do not inflate mu
+        if backend == "numpy":
+            r.step(np.array([3]))
+        else:
+            assert r.fast.kernel.__name__ == "run_pairs"
+            assert r.fast.chunk(np.array([3]))[:2] == (1, False)
+        out[backend] = (r.x, r.s, r.z, r.n_bt, r.stats["backtracks"])
+    assert out["numpy"][3] == out["numba"][3] == out["numba"][4] == backtracks
+    for a, b in zip(out["numpy"][:3], out["numba"][:3]):
+        assert_close(a, b)
+    assert np.all(out["numba"][1] > 0)

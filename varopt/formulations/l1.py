@@ -120,13 +120,13 @@ def _penalty_and_constraints(m, form, alpha, nvar):
         lin[:2 * m] = alpha
     else:
         lin[m:2 * m] = alpha
+        # two nonzeros per row, stored sparse (indices ascending, as a dense row's nonzeros read)
         for j in range(m):
-            a = np.zeros(nvar)
-            a[j], a[m + j] = 1.0, 1.0
-            cons.append(Constraint(f"lower[{j}]", Expression(nvar, linear=a), 0.0, np.inf))  # -u <= w
-            a = np.zeros(nvar)
-            a[j], a[m + j] = 1.0, -1.0
-            cons.append(Constraint(f"upper[{j}]", Expression(nvar, linear=a), -np.inf, 0.0))  # w <= u
+            idx = np.array([j, m + j])
+            cons.append(Constraint(f"lower[{j}]", Expression(nvar, linear=(idx, np.array([1.0, 1.0]))), 0.0,
+                                   np.inf))  # -u <= w
+            cons.append(Constraint(f"upper[{j}]", Expression(nvar, linear=(idx, np.array([1.0, -1.0]))), -np.inf,
+                                   0.0))  # w <= u
     return lin, cons
 
 

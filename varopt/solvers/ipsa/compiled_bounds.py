@@ -213,7 +213,9 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         else:
             Bc = Dn
             if hess == 1:
-                if st[5] != beta_filled:  # B = beta I, refilled only when beta moved
+                # B = beta I: the prefix layout reads the scalar (its own loops below); the indexed
+                # one reads Dn, refilled only when beta moved
+                if not prefix and st[5] != beta_filled:
                     beta_filled = st[5]
                     for j in range(n):
                         Dn[j] = beta_filled
@@ -232,7 +234,18 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             inv[i] = v
             d[i] = z[i] * v
         nbad = 0
-        if prefix:
+        if prefix and hess == 1:  # B = beta I: the same loops with the scalar (a select in the
+            # loop would keep LLVM from vectorising it)
+            beta = st[5]
+            for j in range(m):
+                v = (-(lin[j] + gs[j]) - mu * (0.0 - inv[j])) / (beta + (0.0 + d[j]))
+                dx[j] = v
+                nbad += 0 if math.isfinite(v) else 1
+            for j in range(m, n):
+                v = (-(lin[j] + gs[j]) - mu * 0.0) / (beta + 0.0)
+                dx[j] = v
+                nbad += 0 if math.isfinite(v) else 1
+        elif prefix:
             for j in range(m):
                 v = (-(lin[j] + gs[j]) - mu * (0.0 - inv[j])) / (Bc[j] + (0.0 + d[j]))
                 dx[j] = v

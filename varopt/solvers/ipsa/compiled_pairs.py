@@ -118,7 +118,8 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
     for q in range(lse_ptr.size - 1):
         width = max(width, lse_ptr[q + 1] - lse_ptr[q])
     sv = np.empty(width)
-    dx, t, bd, xn, Dn = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    dx, xn, Dn = np.empty(n), np.empty(n), np.empty(n)
+    t, bd = np.zeros(n), np.zeros(n)  # zero off the bounded variables for good (re-zeroed per step on them)
     tl0, tl1, Ma, Mb, Me = np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2)
     inv, d, dz, q1, q2, sn, zn, Jdx = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
                                        np.empty(m), np.empty(m), np.empty(m))
@@ -127,6 +128,8 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
     # (slot q n2 + b), the pairs' first/second variables; the views of the swapped buffers are swapped with them
     c00, c01, c10, c11 = c0[:n2], c0[n2:2 * n2], c1[:n2], c1[n2:2 * n2]
     h0, h1 = hh[:n2], hh[n2:2 * n2]
+    mg0, mg1, ha0, ha1, nm0, nm1 = (r_marg[:n2], r_marg[n2:2 * n2], r_habs[:n2], r_habs[n2:2 * n2], r_norm1[:n2],
+                                    r_norm1[n2:2 * n2])
     i0, i1, w0, w1, J0, J1 = (inv[o:o + n2], inv[o + n2:o + 2 * n2], d[o:o + n2], d[o + n2:o + 2 * n2],
                               Jdx[o:o + n2], Jdx[o + n2:o + 2 * n2])
     lin1, gs1, t1, bd1, dx1 = lin[n2:2 * n2], gs[n2:2 * n2], t[n2:2 * n2], bd[n2:2 * n2], dx[n2:2 * n2]
@@ -176,9 +179,12 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
             v = 1.0 / s[i]
             inv[i] = v
             d[i] = z[i] * v
+        nbad = 0
         # J^T (1/s) and the bound diagonal: bounds (lower then upper, the numpy path's order) ...
-        t[:] = 0.0
-        bd[:] = 0.0
+        for i in range(nb):
+            j = svar[i]
+            t[j] = 0.0
+            bd[j] = 0.0
         for i in range(nb):
             j = svar[i]
             t[j] -= ssg[i] * inv[i]
@@ -195,8 +201,11 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
                 e = ((0.0 + (e0 * e0) * u0) + (e1 * e1) * u1) + (Bc1[b] + bd1[b])
                 bb = (0.0 + (a0 * e0) * u0) + (a1 * e1) * u1
                 det = a * e - bb * bb
-                dx[b] = (e * r0 - bb * r1) / det
-                dx1[b] = (a * r1 - bb * r0) / det
+                v0 = (e * r0 - bb * r1) / det
+                v1 = (a * r1 - bb * r0) / det
+                dx[b] = v0
+                dx1[b] = v1
+                nbad += (0 if math.isfinite(v0) else 1) + (0 if math.isfinite(v1) else 1)
         else:
             # ... then each block's rows in ascending order (slot-major: flat loops over the blocks);
             # the block matrix [a b; b e] of (2.20): T d summed in the same order
@@ -228,9 +237,10 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
                 dx[b] = (e * r0 - bb * r1) / det
                 dx1[b] = (a * r1 - bb * r0) / det
         for j in range(n - 2 * n2):  # 1-blocks (no rows): T d = 0, J^T v gets + 0.0
-            dx2[j] = (-(lin2[j] + gs2_[j]) - mu * (t2[j] + 0.0)) / (0.0 + (Bc2[j] + bd2[j]))
-        nbad = 0
-        for j in range(n):  # a non-finite g_j makes its block's dx non-finite
+            v = (-(lin2[j] + gs2_[j]) - mu * (t2[j] + 0.0)) / (0.0 + (Bc2[j] + bd2[j]))
+            dx2[j] = v
+            nbad += 0 if math.isfinite(v) else 1
+        for j in range(2 * n2 if R != 2 else 0):  # a non-finite g_j makes its block's dx non-finite
             nbad += 0 if math.isfinite(dx[j]) else 1
         if nbad:
             done, code = it, 1
@@ -263,15 +273,22 @@ def run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val
                 v = ssg[i] * (xn[svar[i]] - sbnd[i])
                 sn[i] = v
                 ok += 1 if v > 0.0 else 0
-            if R == 2:
+            if R == 2:  # the slacks with the screen of the rounding margins below (``close``) in the same
+                # loops: a slack above its screen bound (>= 0) is positive
+                xinf = _maxabs4(xn, n)
+                close = 0
                 for b in range(n2):
                     v = h0[b] - (c00[b] * xn[b] + c10[b] * xn1[b])
                     snr0[b] = v
-                    ok += 1 if v > 0.0 else 0
+                    close += 1 if v <= mg0[b] * (ha0[b] + nm0[b] * xinf) else 0
                 for b in range(n2):
                     v = h1[b] - (c01[b] * xn[b] + c11[b] * xn1[b])
                     snr1[b] = v
-                    ok += 1 if v > 0.0 else 0
+                    close += 1 if v <= mg1[b] * (ha1[b] + nm1[b] * xinf) else 0
+                if close == 0 and ok == nb:
+                    break
+                for q in range(nl):
+                    ok += 1 if sn[o + q] > 0.0 else 0
             xn1_ = xn[n2:2 * n2] if R != 2 else xn1
             for q in range(R if R != 2 else 0):
                 lo, hi = q * n2, (q + 1) * n2

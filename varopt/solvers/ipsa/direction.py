@@ -70,6 +70,25 @@ class ReducedSystem:
             self.groups.append((int(sz), idx, offset))
             offset += idx.size * sz
         self.flat_size = offset
+        self._local = local
+        self._T = self._diag_pos = None  # built on first use (_block_map): the numpy path and compiled.run_chunk
+
+    @property
+    def T(self):
+        """Sparse map from the row weights ``d`` (length n_lin) to the flat block entries of ``G^T diag(d) G``."""
+        if self._T is None:
+            self._block_map()
+        return self._T
+
+    @property
+    def diag_pos(self):
+        """Position of each variable's diagonal entry in the flat block storage."""
+        if self._diag_pos is None:
+            self._block_map()
+        return self._diag_pos
+
+    def _block_map(self):
+        n, local = self.n, self._local
         # T maps the row weights d (length n_lin) to the entries of G^T diag(d) G inside the blocks:
         # row r puts G_ri G_rj at entry (local i, local j) of its block, for every pair (i, j) of
         # its nonzeros (all pairs of all rows at once, in row order, i-major)
@@ -87,12 +106,12 @@ class ReducedSystem:
         pos = base[ci] + local[ci] * bsz[ci] + local[cj]
         T = sp.csr_matrix((G.data[P] * G.data[Q], (pos, row_of[P])), shape=(self.flat_size, G.shape[0]))
         T.sum_duplicates()
-        self.T = T
-        self.diag_pos = np.empty(n, dtype=np.int64)
+        self._T = T
+        self._diag_pos = np.empty(n, dtype=np.int64)
         for sz, idx, off in self.groups:
             nc = idx.shape[0]
-            self.diag_pos[idx.ravel()] = (off + (np.arange(nc)[:, None] * sz * sz)
-                                          + np.arange(sz)[None, :] * (sz + 1)).ravel()
+            self._diag_pos[idx.ravel()] = (off + (np.arange(nc)[:, None] * sz * sz)
+                                           + np.arange(sz)[None, :] * (sz + 1)).ravel()
 
     # --- solve ---------------------------------------------------------------------------------
     def solve(self, B, d, rhs, Wnl=None, Jnl=None):

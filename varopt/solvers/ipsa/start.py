@@ -4,7 +4,14 @@
   feasible; an explicit ``x0`` that is not strictly feasible is an error.
 * **Bounds only**: ``x_i = lb_i + 1`` / ``ub_i - 1`` / ``0`` for one-sided / free variables and
   the midpoint for boxes narrower than 2 (``x = 1`` for ``x >= 0``, as in the author's code).
-* **Linear rows**: a phase-1 LP through :mod:`varopt.lpqp` maximises the common normalised
+* **Linear rows, each with a loosening variable** (a variable that, moved one way, increases the
+  slack of every row it enters and has no bound that way; the L1 box form ``-u_j <= w_j <= u_j``,
+  Carbonetto 2009, eq. 2.64, has ``u_j``): closed form, :func:`loosened_interior`: the bounds
+  point above, then each row whose loosening variable is less than 1 from the row's boundary moves
+  that variable to 1 from it (``w = 0``, ``u = 1`` for the box form, the analogue of the split
+  form's ``w+ = w- = 1``). No LP, no centring (Fig. 2.1 asks only for a strictly feasible ``x_0``;
+  the bounds case is not centred either).
+* **Other linear rows**: a phase-1 LP through :mod:`varopt.lpqp` maximises the common normalised
   slack ``t``: ``max t  s.t.  (G_r x - h_r)/||G_r|| + t <= 0,  lb_i + t <= x_i <= ub_i - t,
   t <= 1``. ``t* <= 0`` means there is no strict interior (Slater fails) -> error. When cheap
   (n <= 1000) the LP point is then moved towards the analytic centre by damped Newton steps on
@@ -47,6 +54,48 @@ def _linear_rows(cons):
     h = np.concatenate([-cons.lb, cons.ub, cons.h])
     nrm = np.sqrt(np.asarray(G.multiply(G).sum(axis=1)).ravel())
     return sp.diags(1.0 / nrm) @ G, h / nrm
+
+
+def loosened_interior(cons, lb, ub):
+    """The closed-form start for linear rows that each have a loosening variable (module
+    docstring), or None when some row has none, with nonlinear rows, or when the point fails the
+    interior test.
+
+    Rows ``G x <= h``; variable ``j`` loosens upwards when ``ub_j = inf`` and ``G_rj <= 0`` in every
+    row (``< 0`` in at least one), downwards when ``lb_j = -inf`` and ``G_rj >= 0``. From
+    ``x = bounds_interior(lb, ub)``, row ``r`` with slack ``s_r < |G_rj|`` (``j`` its loosening
+    variable of largest ``|G_rj|``, less than 1 from the row's boundary) asks for a move of ``j`` by
+    ``1 - s_r / |G_rj|``; each loosening variable moves by the largest move its rows ask for, which
+    only increases the slacks of the other rows it enters. O(nnz(G))."""
+    G = cons.G.tocsr()
+    nr = G.shape[0]
+    if nr == 0 or cons.n_nl:
+        return None
+    col = G.tocsc()
+    cid = np.repeat(np.arange(cons.n), np.diff(col.indptr))
+    pos = np.bincount(cid, weights=col.data > 0, minlength=cons.n)
+    neg = np.bincount(cid, weights=col.data < 0, minlength=cons.n)
+    up = np.isinf(ub) & (pos == 0) & (neg > 0)
+    down = np.isinf(lb) & (neg == 0) & (pos > 0)
+    rid = np.repeat(np.arange(nr), np.diff(G.indptr))
+    mag = np.where(up[G.indices] | down[G.indices], np.abs(G.data), 0.0)
+    # per row, the entry of its loosening variable of largest |G_rj| (the first in column order on ties)
+    order = np.lexsort((-np.arange(mag.size), mag, rid))
+    pick = order[np.r_[rid[order][1:] != rid[order][:-1], True]]
+    if pick.size != nr or np.any(mag[pick] == 0):
+        return None  # a row without a loosening variable (or without variables)
+    best = np.empty(nr, dtype=np.int64)
+    best[rid[pick]] = pick
+    x = bounds_interior(lb, ub)
+    s = cons.h - G @ x
+    a = mag[best]
+    rows = np.flatnonzero(s < a)
+    if rows.size:
+        step = np.zeros(cons.n)
+        np.maximum.at(step, G.indices[best[rows]], 1.0 - s[rows] / a[rows])
+        x = x + np.where(up, step, -step)
+    sl = cons.slack(x)
+    return x if cons.interior(x, sl) else None
 
 
 class InfeasibleStart(ModelStructureError):
@@ -175,9 +224,11 @@ def strictly_feasible_start(cons, program, x0=None):
     if cons.n_lin == 0:
         x = bounds_interior(program.lb, program.ub)
     else:
-        x, G, h = phase1_linear(cons, program.names)
-        if n <= 1000:
-            x = centre(x, G, h)
+        x = loosened_interior(cons, program.lb, program.ub)
+        if x is None:
+            x, G, h = phase1_linear(cons, program.names)
+            if n <= 1000:
+                x = centre(x, G, h)
     if cons.n_nl:
         s = cons.slack(x)
         if not cons.interior(x, s):
