@@ -190,7 +190,12 @@ class _Graph:
         """Stable colours of the variables (ints comparable between calls on this graph)."""
         col = [self._id(("v", lab)) for lab in self.var_label] if colour is None else list(colour)
         ecol = [self._id(("e", lab)) for lab in self.expr_label]
-        ncls = len(set(col))
+        # stable when no class count of variables, terms or expressions grew in a round: a split reaches the
+        # variables one round after it reaches an expression (a constraint told apart by an individualised
+        # variable separates that constraint's other variables only in the next round), so counting the
+        # variables alone stopped one round early and hid the swap of (x_0, y_0) and (x_1, y_1) when only the
+        # constraints tell y_0 from y_1
+        ncls = None
         for _ in range(max_rounds):
             tcol = [self._id(("t", lab, ecol[x], tuple(sorted((col[v], repr(r)) for v, r in ed))))
                     for lab, x, ed in self.terms]
@@ -198,7 +203,7 @@ class _Graph:
                     for x, ts in enumerate(self.expr_terms)]
             new = [self._id(("v", col[v], tuple(sorted((tcol[t], repr(r)) for t, r in vt))))
                    for v, vt in enumerate(self.var_terms)]
-            k = len(set(new))
+            k = (len(set(new)), len(set(tcol)), len(set(ecol)))
             col = new
             if k == ncls:
                 break
