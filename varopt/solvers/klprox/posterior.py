@@ -126,9 +126,11 @@ class _RowPairs:
     last bit, as a transposed undoubled copy of ``Q``, whose construction cost 0.7 ms a solve on a1a)."""
 
     def __init__(self, A, D):
-        A = sp.csr_matrix(A, copy=True)
-        A.sum_duplicates()
-        A.sort_indices()
+        A = sp.csr_matrix(A)
+        if not A.has_canonical_format:          # sorted rows without duplicates (the view's are): else a sorted copy
+            A = A.copy()
+            A.sum_duplicates()
+            A.sort_indices()
         nnz = A.indptr[1:] - A.indptr[:-1]
         ptr = np.concatenate([[0], np.cumsum(nnz * (nnz + 1) // 2)])    # pairs of the rows before row n
         # every fresh array of the pair count (1.9e5 on a1a) costs its page faults (~1 ms per 1.5 MB here): 32-bit
@@ -136,16 +138,16 @@ class _RowPairs:
         it = np.int32 if max(int(ptr[-1]), D * D) < 1 << 31 else np.int64
         ptr = ptr.astype(it)
         cnt = (A.indptr[1:].repeat(nnz) - np.arange(A.nnz)).astype(it)   # pairs (p, q >= p) in the row of entry p
-        p = np.arange(A.nnz, dtype=it).repeat(cnt)
-        q = np.arange(p.size, dtype=it)
+        # entry p of the pair: entry p repeated cnt_p times (a repeat, not a gather through an index array)
+        q = np.arange(int(ptr[-1]), dtype=it)
         q -= (np.cumsum(cnt, dtype=it) - cnt - np.arange(A.nnz, dtype=it)).repeat(cnt)   # p + position among p's
-        ci = A.indices[p]
+        ci = A.indices.repeat(cnt)
         cj = A.indices[q]                                       # ci <= cj (sorted rows)
         diag = ci == cj
         self.D, self.N = D, A.shape[0]
         binary = bool(np.all(A.data == 1.0))                   # binary features (a1a): every product is 1
-        val = None if binary else A.data[p] * A.data[q]
-        del p, q
+        val = None if binary else A.data.repeat(cnt) * A.data[q]
+        del q
         flat = cj.astype(it, copy=False)
         flat *= D
         flat += ci                                              # row n: a_ni a_nj at the lower entry (j, i), j >= i
