@@ -98,6 +98,11 @@ NATURAL_WINDOW, NATURAL_RATIO = 10, 0.1
 #: After a step cutting it to at most r the next beta grows by grow^2. Steps pass the same exact-ELBO test
 #: (docs/klprox.md, section 4: a1a at delta = 0.001, 12 -> 10 iterations)
 DAMPED, BOOST_MAX = 2.0, 100.0
+#: adaptive rule: for REGROW_WINDOW iterations after a trial step is rejected at beta_r, beta does not grow back to
+#: beta_r or above (a step accepted at once still grows beta below it). Without it, a problem whose steps pass at
+#: beta_r / 2 and fail at beta_r cycles grow, reject, shrink: wine at delta = 3 spent 31 of its 99 evaluations on
+#: such rejected trials (docs/klprox.md, section 4). Every accepted step passes the same exact-ELBO test. 0: off
+REGROW_WINDOW = 5
 
 
 class Cur(NamedTuple):
@@ -269,6 +274,7 @@ class KLProx:
                           and opts.algorithm == "proximal-gradient" and opts.mean_step in ("auto", "natural"))
         self.boost = 1.0                               # factor on the default natural cap
         self.accepted = 0                              # steps accepted by advance()
+        self.rejected_at = None                        # (iteration, beta) of the last rejected trial (REGROW_WINDOW)
 
     @property
     def beta_max(self):
@@ -287,6 +293,16 @@ class KLProx:
         if beta >= self.beta_max:
             self.boost = min(self.boost * self.opts.grow, BOOST_MAX)
         return ratio <= 1.0 / (1.0 + beta)
+
+    def _grown(self, beta, factor, it):
+        """The step size after a step accepted at once at ``beta``: ``beta * factor`` up to the cap, but below a step
+        size rejected in the last REGROW_WINDOW iterations (``beta`` itself when that leaves no growth)."""
+        new = min(beta * factor, self.beta_max)
+        if self.rejected_at is not None and it - self.rejected_at[0] < REGROW_WINDOW:
+            below = self.rejected_at[1] * self.opts.shrink
+            if new > below:
+                new = max(min(beta, self.beta_max), below)
+        return new
 
     def evaluate(self, st):
         """``(neg_elbo, alpha, gamma, mt, vt)`` at the posterior state ``st``; ``self.scale`` is the sum of
@@ -369,7 +385,7 @@ class KLProx:
                 # the first step's ratio is not used for growth: the start's pseudo-precisions (gamma0) are a guess
                 damped = self._damped(beta, max(res2) / max(max(res), 1e-300)) and self.accepted > 0
                 if first:  # grow only after a step accepted at once (no grow/shrink cycling); faster when damped
-                    beta = min(beta * opts.grow ** (1 + damped), self.beta_max)
+                    beta = self._grown(beta, opts.grow ** (1 + damped), it)
                 break
             if math.isfinite(f2) and f2 - f <= ROUNDING * self.scale:
                 # a change below the rounding of the sum: the stationarity residual decides
@@ -380,6 +396,7 @@ class KLProx:
                     break
             rejected += 1
             first = False
+            self.rejected_at = (it, beta)
             self.boost = 1.0      # a rejected step: back to the default cap
             if f2 - f <= ROUNDING * self.scale and max(res) <= FLAT_RESIDUAL:
                 return None, beta, "converged", (f"the ELBO is flat to rounding (residuals {res[0]:.2e}, "
