@@ -164,8 +164,8 @@ def main():
                 r = get_solver("klprox").solve(p, **kw)
                 runs.append((time.perf_counter() - t0, klprox_time_to(r)))
             t_prox, t_to[label] = (float(np.median(v)) for v in zip(*runs))
-            print(f"{label:<36} {r.status:>10} {r.objective:16.10f} {r.iterations:10d} {t_prox:8.3f} "
-                  f"{t_to[label]:9.3f}", flush=True)
+            print(f"{label:<36} {r.status:>10} {r.objective:16.10f} {r.iterations:10d} {t_prox:8.4f} "
+                  f"{t_to[label]:9.4f}", flush=True)
         print("GPyTorch: time to -ELBO within 1e-6 relative of klprox's, and its ratio to klprox's time to 1e-6 of "
               "its own optimum (defaults / paper)")
         print(f"{'GPyTorch NGD lr':>16} {'outcome':>12} {'iterations':>10} {'time s':>8} {'-ELBO at stop':>16} "

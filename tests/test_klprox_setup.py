@@ -122,3 +122,51 @@ def test_row_pairs_from_a_canonical_matrix_leave_it_untouched_and_equal_a_sorted
     if canonical:
         for a, b in zip(before, (M.indptr, M.indices, M.data)):
             np.testing.assert_array_equal(a, b)
+
+
+
+def test_upper_entries_read_from_the_sparse_structure():
+    from varopt.solvers.klprox.view import upper_entries
+    rng = np.random.default_rng(7)
+    low = np.tril(rng.normal(size=(9, 9)))
+    assert not upper_entries(sp.csr_matrix(low))
+    up = low.copy()
+    up[2, 5] = 1e-300
+    assert upper_entries(sp.csr_matrix(up))
+    # a stored zero above the diagonal is no entry (as in the dense triangle the structure replaced)
+    Z = sp.csr_matrix(up)
+    Z.data[Z.indices == 5] = np.where(np.repeat(np.arange(9), np.diff(Z.indptr))[Z.indices == 5] == 2, 0.0,
+                                      Z.data[Z.indices == 5])
+    assert Z.nnz == np.count_nonzero(low) + 1 and np.array_equal(Z.toarray(), low)
+    assert not upper_entries(Z)
+    rect = sp.csr_matrix(np.triu(rng.normal(size=(4, 6)), 1))
+    assert upper_entries(rect)
+
+
+def test_full_state_set_up_of_a_whitened_gp_and_a_correlated_prior():
+    from varopt.solvers.klprox.posterior import FullGaussian
+    post = FullGaussian(likelihood_view(_gp(2), FAMS))
+    assert post.lower_square and post.P_diag is not None
+    np.testing.assert_array_equal(post.P_diag, np.diag(post.P))
+    np.testing.assert_array_equal(post.ATf, post.view.A.T.toarray())
+    assert post.ATf.flags.f_contiguous
+    # a prior with off-diagonal entries, and rows that are not lower triangular
+    view = likelihood_view(_glm(2, N=8, D=8, dense=True), FAMS)
+    view.P = view.P + 0.1 * (np.eye(view.D, k=1) + np.eye(view.D, k=-1))
+    post2 = FullGaussian(view)
+    assert post2.P_diag is None
+    assert not post2.lower_square and np.any(np.triu(post2.A, 1))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_prior_with_folded_square_terms_is_symmetric(seed):
+    # Gaussian rows (u^2 terms) join the quadratic part through a sparse product A^T D A, whose mirrored entries may
+    # be summed in different orders: the view symmetrizes it; a pure prior Hessian is symmetric as it is
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(200, 12)) * rng.uniform(0.1, 10.0, size=12)
+    p = glm_program(X, rng.normal(size=200), "gaussian", prior_var=0.3, noise=0.7)
+    P = likelihood_view(p, FAMS).P
+    np.testing.assert_array_equal(P, P.T)
+    H = p.objective.quadratic.hessian_matrix.toarray()
+    np.testing.assert_allclose(P, H + sum((g.A.T @ sp.diags(2.0 * g.coef) @ g.A).toarray()
+                                          for g in p.objective.atoms if g.kernel.quadratic), rtol=1e-13, atol=1e-12)

@@ -37,6 +37,8 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 from scipy.linalg.blas import dsyrk, dtrmm
 
+from .view import upper_entries
+
 _LOG2PI = np.log(2.0 * np.pi)
 
 
@@ -77,7 +79,7 @@ class _Base:
         self.A = view.A.toarray() if dense else view.A
         self.A_T = self.A.T          # of a sparse A: a CSC view, made once (A^T alpha in every gradient)
         # a square lower-triangular A (whitened GP models, A = L_K): A^T G A by a triangular product
-        self.lower_square = bool(dense and self.N == self.D and not np.any(np.triu(self.A, 1)))
+        self.lower_square = bool(dense and self.N == self.D and not upper_entries(view.A))
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
 
@@ -187,10 +189,14 @@ class FullGaussian(_Base):
         worth = view.diagonal and _RowPairs.worth(view.A, view.D)
         super().__init__(view, sparse_rows=worth)
         d = np.diag(self.P)
-        self.P_diag = d.copy() if np.count_nonzero(self.P - np.diag(d)) == 0 else None
+        self.P_diag = d.copy() if np.count_nonzero(self.P) == np.count_nonzero(d) else None   # nothing off the diagonal
         self.pairs = _RowPairs(view.A, self.D) if worth else None
-        # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order); not needed with row pairs
-        self.ATf = np.asfortranarray(self.AT) if self.pairs is None else None
+        # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order: the transpose of a C-ordered dense A
+        # as it is, no copy); not needed with row pairs
+        if self.pairs is None:
+            self.ATf = np.asfortranarray(self.A.T if isinstance(self.A, np.ndarray) else self.AT)
+        else:
+            self.ATf = None
 
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""

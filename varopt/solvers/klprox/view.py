@@ -244,6 +244,7 @@ def likelihood_view(program, families) -> LikelihoodView:
     e = program.objective
     D = program.n
     H = _dense_hessian(e.quadratic, D)
+    symmetric = True          # H + H^T of _dense_hessian: symmetric to the last bit, (H + H^T) / 2 = H
     c = e.linear.copy()
     k = e.constant
     rows = {}  # kind -> list of (A, b, coef)
@@ -257,6 +258,7 @@ def likelihood_view(program, families) -> LikelihoodView:
                   "is a product with a variable, not a function of an affine predictor")
         if kern.quadratic:
             H = H + (g.A.T @ sp.diags(2.0 * g.coef) @ g.A).toarray()
+            symmetric = False
             c = c + np.asarray(g.A.T @ (2.0 * g.coef * g.b)).ravel()
             k += float(np.sum(g.coef * g.b * g.b))
             continue
@@ -342,7 +344,7 @@ def likelihood_view(program, families) -> LikelihoodView:
         start += G * J
         pstart += G * J * J
     A = _stack(As) if As else sp.csr_matrix((0, D))
-    P = 0.5 * (H + H.T)
+    P = H if symmetric else 0.5 * (H + H.T)
     view = LikelihoodView(list(program.names), P, c, k, A, np.concatenate(bs) if bs else np.zeros(0),
                           np.concatenate(cs) if cs else np.zeros(0), blocks, objective_name=program.objective_name)
     view.groups = groups
@@ -404,7 +406,7 @@ def _rows_take_linear_terms(view):
     At = None
     if t is None:
         At = view.A.T.toarray()
-        if At.shape[0] == At.shape[1] and _full_rank_upper(At):
+        if At.shape[0] == At.shape[1] and _full_rank_upper(At, view.A):
             # A^T upper triangular and of full rank (whitened GP models, A = L_K): the unique solution, a D^2 solve
             t = sla.solve_triangular(At, view.c, lower=False, check_finite=False)
         else:
@@ -426,10 +428,18 @@ def _rows_take_linear_terms(view):
     view.k -= float(t @ view.b)
 
 
-def _full_rank_upper(At):
+def upper_entries(A):
+    """Whether the sparse ``A`` has a nonzero above its diagonal (read from its structure: no dense triangle)."""
+    A = sp.csr_matrix(A)
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    return bool(np.any((A.indices > rows) & (A.data != 0)))
+
+
+def _full_rank_upper(At, A):
+    """``At = A^T`` (dense) is upper triangular (read from the sparse ``A``'s structure) with a diagonal of full rank."""
     cut = np.finfo(float).eps * max(At.shape)
     d = np.abs(np.diag(At))
-    return bool(d.size and d.min() > cut * d.max() and not np.any(np.tril(At, -1)))
+    return bool(d.size and d.min() > cut * d.max() and not upper_entries(A))
 
 
 #: _min_norm_normal accepts its solution when ``||c - A^T t|| <= MIN_NORM_RESIDUAL ||c||`` (gelsy reaches ~1e-15)
