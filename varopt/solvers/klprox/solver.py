@@ -16,7 +16,8 @@ Step rule. Fixed steps diverge on real data (a1a with beta = 1 and a large prior
 housing with the Laplace likelihood at beta >= 0.5), so the default rule is adaptive: a step is
 accepted only when the ELBO, computed to quadrature accuracy at the proposed ``q``, does not
 decrease; otherwise ``beta`` is halved (``shrink``) and the step recomputed; after a step accepted
-at its first ``beta``, ``beta`` grows (``grow``) up to ``beta_max``. As ``beta -> 0`` the step is a small natural-
+at its first ``beta``, ``beta`` grows (``grow``) up to ``beta_max``, but for REGROW_WINDOW iterations after a rejected
+trial not back to the rejected size (no grow-reject-shrink cycles). As ``beta -> 0`` the step is a small natural-
 gradient step (Theorem 1 of the paper: length ``beta/(1 + beta)``), so a non-stationary point
 always has an accepted ``beta``. Near the optimum the ELBO changes by less than the rounding of its
 sum (``1e-14`` times the magnitudes added up, ``info['rounding']``): such a step is accepted when it
@@ -172,7 +173,8 @@ class KLProxSolver(Solver):
                "'natural'); 'paper' for step_rule='fixed' and the proximal-point subproblems; 'natural' for "
                "stochastic steps (batch_size), where (16) with the old precision overshoots on noisy batches",
                ("auto", "paper", "natural")),
-        Option("grow", 2.0, "factor applied to beta after an accepted step (adaptive rule)", float,
+        Option("grow", 2.0, "factor applied to beta after a step accepted at its first beta (adaptive rule; for 5 "
+               "iterations after a rejected trial, beta grows only up to shrink times the rejected beta)", float,
                lambda v: v >= 1, "must be >= 1"),
         Option("shrink", 0.5, "factor applied to beta after a rejected step (adaptive rule)", float,
                lambda v: 0 < v < 1, "must be in (0, 1)"),
