@@ -82,7 +82,8 @@ def run(name, data, deltas):
             ll = predictive_logloss(Ft, yte, K, m, V)
             print(f"{d:7.3g} {meth:<12} {f:14.8f} {t:8.2f} {t / tk:9.2f} {ll:14.4f} {st}")
         print(f"{'':7} klprox - cholesky -ELBO: {rows[0][1] - rows[1][1]:.2e} (relative "
-              f"{(rows[0][1] - rows[1][1]) / abs(rows[1][1]):.1e}); iterations {len(r.history)}")
+              f"{(rows[0][1] - rows[1][1]) / abs(rows[1][1]):.1e}); iterations {len(r.history)}, rejected trial "
+              f"steps {r.info['rejected_steps']}")
 
 
 def main(argv=None):

@@ -11,7 +11,9 @@ Grids (``--grids``, comma-separated): ``heart`` (GP classification, 6 x 6 of lin
 benchmarks/klprox_gpc.py), ``housing`` (Laplace GP, noise e^-2, 4 x 4 of linspace(-1, 6), split 0), ``a1a``
 (logistic regression, delta = logspace(-3, 1, 30)), ``wine`` (softmax, K = 3, delta = logspace(-1, 1, 7)),
 ``colon`` (logistic, dual form, split 0, delta = logspace(0, 6, 10)).
-Run: ``python benchmarks/klprox_step_rules.py [--grids heart,housing,a1a]``.
+``--compare regrow`` compares the adaptive rule without and with its REGROW_WINDOW (no regrowth to a step size
+rejected in the last 5 iterations) instead; the cells then count rejected trial steps too.
+Run: ``python benchmarks/klprox_step_rules.py [--grids heart,housing,a1a] [--compare mean-step|regrow]``.
 """
 from __future__ import annotations
 
@@ -28,7 +30,9 @@ from varopt.registry import get_solver
 from varopt.solvers.klprox import solver as KS
 from shared_data import load_a1a, load_colon, load_heart, load_housing, splits
 
-RULES = {"previous": "paper", "default": "natural"}
+#: --compare: the module constant of varopt.solvers.klprox.solver switched, and its (previous, default) values
+RULES = {"mean-step": ("AUTO_FIRST", "paper", "natural"),   # the natural mean step first (docs/klprox.md section 4)
+         "regrow": ("REGROW_WINDOW", 0, 5)}                 # no regrowth to a step size rejected 5 iterations ago
 
 
 def problems(grids):
@@ -64,37 +68,44 @@ def problems(grids):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--grids", default="heart,housing,a1a")
+    ap.add_argument("--compare", choices=tuple(RULES), default="mean-step",
+                    help="mean-step: AUTO_FIRST 'paper' against 'natural'; regrow: REGROW_WINDOW 0 against 5")
     args = ap.parse_args()
     S = get_solver("klprox")
-    saved = KS.AUTO_FIRST
-    print(f"load average {os.getloadavg()[0]:.2f}")
-    print(f"{'point':<20}" + "".join(f"{k:>26}" for k in RULES) + f"{'rel. diff':>10}")
+    const, *values = RULES[args.compare]
+    rules = dict(zip(("previous", "default"), values))
+    saved = getattr(KS, const)
+    print(f"load average {os.getloadavg()[0]:.2f}; {const}: previous {values[0]!r}, default {values[1]!r}; cells: "
+          "iterations, rejected trial steps, time")
+    print(f"{'point':<20}" + "".join(f"{k:>30}" for k in rules) + f"{'rel. diff':>10}")
     totals = {}
     for name, make in problems(args.grids.split(",")):
         p = make()
         S.solve(p, max_iter=1)
         cells, fs = [], []
-        for label, first in RULES.items():
-            KS.AUTO_FIRST = first
+        for label, value in rules.items():
+            setattr(KS, const, value)
             try:
                 t0 = time.perf_counter()
                 r = S.solve(p)
                 t = time.perf_counter() - t0
             finally:
-                KS.AUTO_FIRST = saved
+                setattr(KS, const, saved)
             sw = len(r.info.get("mean_step_switches", []))
+            rej = r.info["rejected_steps"]
             flag = "" if r.status == "converged" else f" {r.status}"
-            cells.append(f"{r.iterations:5d} {t:8.3f} s" + (f" s{sw}" if sw else "   ") + flag)
+            cells.append(f"{r.iterations:5d} {rej:4d} {t:8.3f} s" + (f" s{sw}" if sw else "   ") + flag)
             fs.append(r.objective)
-            tot = totals.setdefault((name.split("(")[0], label), [0, 0.0, 0])
+            tot = totals.setdefault((name.split("(")[0], label), [0, 0, 0.0, 0])
             tot[0] += r.iterations
-            tot[1] += t
-            tot[2] += r.status != "converged"
+            tot[1] += rej
+            tot[2] += t
+            tot[3] += r.status != "converged"
         rel = abs(fs[1] - fs[0]) / abs(fs[0])
-        print(f"{name:<20}" + "".join(f"{c:>26}" for c in cells) + f"{rel:10.1e}", flush=True)
-    print(f"\n{'grid':<10} {'rule':<10} {'iterations':>10} {'time s':>9} {'not converged':>14}")
-    for (g, label), (it, t, bad) in totals.items():
-        print(f"{g:<10} {label:<10} {it:10d} {t:9.2f} {bad:14d}")
+        print(f"{name:<20}" + "".join(f"{c:>30}" for c in cells) + f"{rel:10.1e}", flush=True)
+    print(f"\n{'grid':<10} {'rule':<10} {'iterations':>10} {'rejected':>9} {'time s':>9} {'not converged':>14}")
+    for (g, label), (it, rej, t, bad) in totals.items():
+        print(f"{g:<10} {label:<10} {it:10d} {rej:9d} {t:9.2f} {bad:14d}")
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

@@ -37,6 +37,8 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 from scipy.linalg.blas import dsyrk, dtrmm
 
+from .view import upper_entries
+
 _LOG2PI = np.log(2.0 * np.pi)
 
 
@@ -77,7 +79,7 @@ class _Base:
         self.A = view.A.toarray() if dense else view.A
         self.A_T = self.A.T          # of a sparse A: a CSC view, made once (A^T alpha in every gradient)
         # a square lower-triangular A (whitened GP models, A = L_K): A^T G A by a triangular product
-        self.lower_square = bool(dense and self.N == self.D and not np.any(np.triu(self.A, 1)))
+        self.lower_square = bool(dense and self.N == self.D and not upper_entries(view.A))
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
 
@@ -126,9 +128,11 @@ class _RowPairs:
     last bit, as a transposed undoubled copy of ``Q``, whose construction cost 0.7 ms a solve on a1a)."""
 
     def __init__(self, A, D):
-        A = sp.csr_matrix(A, copy=True)
-        A.sum_duplicates()
-        A.sort_indices()
+        A = sp.csr_matrix(A)
+        if not A.has_canonical_format:          # sorted rows without duplicates (the view's are): else a sorted copy
+            A = A.copy()
+            A.sum_duplicates()
+            A.sort_indices()
         nnz = A.indptr[1:] - A.indptr[:-1]
         ptr = np.concatenate([[0], np.cumsum(nnz * (nnz + 1) // 2)])    # pairs of the rows before row n
         # every fresh array of the pair count (1.9e5 on a1a) costs its page faults (~1 ms per 1.5 MB here): 32-bit
@@ -136,16 +140,16 @@ class _RowPairs:
         it = np.int32 if max(int(ptr[-1]), D * D) < 1 << 31 else np.int64
         ptr = ptr.astype(it)
         cnt = (A.indptr[1:].repeat(nnz) - np.arange(A.nnz)).astype(it)   # pairs (p, q >= p) in the row of entry p
-        p = np.arange(A.nnz, dtype=it).repeat(cnt)
-        q = np.arange(p.size, dtype=it)
+        # entry p of the pair: entry p repeated cnt_p times (a repeat, not a gather through an index array)
+        q = np.arange(int(ptr[-1]), dtype=it)
         q -= (np.cumsum(cnt, dtype=it) - cnt - np.arange(A.nnz, dtype=it)).repeat(cnt)   # p + position among p's
-        ci = A.indices[p]
+        ci = A.indices.repeat(cnt)
         cj = A.indices[q]                                       # ci <= cj (sorted rows)
         diag = ci == cj
         self.D, self.N = D, A.shape[0]
         binary = bool(np.all(A.data == 1.0))                   # binary features (a1a): every product is 1
-        val = None if binary else A.data[p] * A.data[q]
-        del p, q
+        val = None if binary else A.data.repeat(cnt) * A.data[q]
+        del q
         flat = cj.astype(it, copy=False)
         flat *= D
         flat += ci                                              # row n: a_ni a_nj at the lower entry (j, i), j >= i
@@ -185,10 +189,14 @@ class FullGaussian(_Base):
         worth = view.diagonal and _RowPairs.worth(view.A, view.D)
         super().__init__(view, sparse_rows=worth)
         d = np.diag(self.P)
-        self.P_diag = d.copy() if np.count_nonzero(self.P - np.diag(d)) == 0 else None
+        self.P_diag = d.copy() if np.count_nonzero(self.P) == np.count_nonzero(d) else None   # nothing off the diagonal
         self.pairs = _RowPairs(view.A, self.D) if worth else None
-        # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order); not needed with row pairs
-        self.ATf = np.asfortranarray(self.AT) if self.pairs is None else None
+        # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order: the transpose of a C-ordered dense A
+        # as it is, no copy); not needed with row pairs
+        if self.pairs is None:
+            self.ATf = np.asfortranarray(self.A.T if isinstance(self.A, np.ndarray) else self.AT)
+        else:
+            self.ATf = None
 
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""

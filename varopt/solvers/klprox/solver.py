@@ -16,7 +16,8 @@ Step rule. Fixed steps diverge on real data (a1a with beta = 1 and a large prior
 housing with the Laplace likelihood at beta >= 0.5), so the default rule is adaptive: a step is
 accepted only when the ELBO, computed to quadrature accuracy at the proposed ``q``, does not
 decrease; otherwise ``beta`` is halved (``shrink``) and the step recomputed; after a step accepted
-at its first ``beta``, ``beta`` grows (``grow``) up to ``beta_max``. As ``beta -> 0`` the step is a small natural-
+at its first ``beta``, ``beta`` grows (``grow``) up to ``beta_max``, but for REGROW_WINDOW iterations after a rejected
+trial not back to the rejected size (no grow-reject-shrink cycles). As ``beta -> 0`` the step is a small natural-
 gradient step (Theorem 1 of the paper: length ``beta/(1 + beta)``), so a non-stationary point
 always has an accepted ``beta``. Near the optimum the ELBO changes by less than the rounding of its
 sum (``1e-14`` times the magnitudes added up, ``info['rounding']``): such a step is accepted when it
@@ -98,6 +99,11 @@ NATURAL_WINDOW, NATURAL_RATIO = 10, 0.1
 #: After a step cutting it to at most r the next beta grows by grow^2. Steps pass the same exact-ELBO test
 #: (docs/klprox.md, section 4: a1a at delta = 0.001, 12 -> 10 iterations)
 DAMPED, BOOST_MAX = 2.0, 100.0
+#: adaptive rule: for REGROW_WINDOW iterations after a trial step is rejected at beta_r, beta does not grow back to
+#: beta_r or above (a step accepted at once still grows beta below it). Without it, a problem whose steps pass at
+#: beta_r / 2 and fail at beta_r cycles grow, reject, shrink: wine at delta = 3 spent 31 of its 99 evaluations on
+#: such rejected trials (docs/klprox.md, section 4). Every accepted step passes the same exact-ELBO test. 0: off
+REGROW_WINDOW = 5
 
 
 class Cur(NamedTuple):
@@ -167,7 +173,8 @@ class KLProxSolver(Solver):
                "'natural'); 'paper' for step_rule='fixed' and the proximal-point subproblems; 'natural' for "
                "stochastic steps (batch_size), where (16) with the old precision overshoots on noisy batches",
                ("auto", "paper", "natural")),
-        Option("grow", 2.0, "factor applied to beta after an accepted step (adaptive rule)", float,
+        Option("grow", 2.0, "factor applied to beta after a step accepted at its first beta (adaptive rule; for 5 "
+               "iterations after a rejected trial, beta grows only up to shrink times the rejected beta)", float,
                lambda v: v >= 1, "must be >= 1"),
         Option("shrink", 0.5, "factor applied to beta after a rejected step (adaptive rule)", float,
                lambda v: 0 < v < 1, "must be in (0, 1)"),
@@ -269,6 +276,7 @@ class KLProx:
                           and opts.algorithm == "proximal-gradient" and opts.mean_step in ("auto", "natural"))
         self.boost = 1.0                               # factor on the default natural cap
         self.accepted = 0                              # steps accepted by advance()
+        self.rejected_at = None                        # (iteration, beta) of the last rejected trial (REGROW_WINDOW)
 
     @property
     def beta_max(self):
@@ -287,6 +295,16 @@ class KLProx:
         if beta >= self.beta_max:
             self.boost = min(self.boost * self.opts.grow, BOOST_MAX)
         return ratio <= 1.0 / (1.0 + beta)
+
+    def _grown(self, beta, factor, it):
+        """The step size after a step accepted at once at ``beta``: ``beta * factor`` up to the cap, but below a step
+        size rejected in the last REGROW_WINDOW iterations (``beta`` itself when that leaves no growth)."""
+        new = min(beta * factor, self.beta_max)
+        if self.rejected_at is not None and it - self.rejected_at[0] < REGROW_WINDOW:
+            below = self.rejected_at[1] * self.opts.shrink
+            if new > below:
+                new = max(min(beta, self.beta_max), below)
+        return new
 
     def evaluate(self, st):
         """``(neg_elbo, alpha, gamma, mt, vt)`` at the posterior state ``st``; ``self.scale`` is the sum of
@@ -369,7 +387,7 @@ class KLProx:
                 # the first step's ratio is not used for growth: the start's pseudo-precisions (gamma0) are a guess
                 damped = self._damped(beta, max(res2) / max(max(res), 1e-300)) and self.accepted > 0
                 if first:  # grow only after a step accepted at once (no grow/shrink cycling); faster when damped
-                    beta = min(beta * opts.grow ** (1 + damped), self.beta_max)
+                    beta = self._grown(beta, opts.grow ** (1 + damped), it)
                 break
             if math.isfinite(f2) and f2 - f <= ROUNDING * self.scale:
                 # a change below the rounding of the sum: the stationarity residual decides
@@ -380,6 +398,7 @@ class KLProx:
                     break
             rejected += 1
             first = False
+            self.rejected_at = (it, beta)
             self.boost = 1.0      # a rejected step: back to the default cap
             if f2 - f <= ROUNDING * self.scale and max(res) <= FLAT_RESIDUAL:
                 return None, beta, "converged", (f"the ELBO is flat to rounding (residuals {res[0]:.2e}, "

@@ -1,0 +1,172 @@
+"""klprox set-up shortcuts against the general construction they replace, entry for entry: the likelihood view's rows
+when the log-sum-exp base rows are empty (logistic rows: no sparse difference), one row block (no stack), the dense
+prior Hessian; the sparse row pairs built from a canonical matrix without a copy. The shortcuts change no number,
+so the iterates stay the same."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.special import expit
+
+import varopt  # noqa: F401
+from varopt.formulations.bayes_glm import glm_program, gp_program
+from varopt.program.terms import QuadraticTerms
+from varopt.solvers.klprox import family_table, likelihood_view
+from varopt.solvers.klprox.posterior import _RowPairs
+from varopt.solvers.klprox.view import _dense_hessian
+
+FAMS = family_table()
+
+
+def _same_csr(A, B):
+    assert A.shape == B.shape
+    np.testing.assert_array_equal(A.indptr, B.indptr)
+    np.testing.assert_array_equal(A.indices, B.indices)
+    np.testing.assert_array_equal(A.data, B.data)       # bit for bit
+
+
+def _reference_rows(program):
+    """The logistic rows as the general construction forms them: ``A[other] - A[base]`` of every two-entry
+    log-sum-exp group, ``b`` likewise, and ``c`` plus ``A[base]^T coef`` (the base entries' linear parts)."""
+    e = program.objective
+    c = e.linear.copy()
+    As, bs = [], []
+    for grp in e.lse:
+        sizes = np.diff(np.append(grp.starts, grp.seg.size))
+        assert np.all(sizes == 2)
+        base, other = grp.starts.copy(), grp.starts + 1
+        nnz = np.diff(grp.A.indptr)
+        swap = (nnz[other] == 0) & (nnz[base] > 0)
+        base[swap], other[swap] = other[swap], base[swap]
+        c = c + np.asarray(grp.A[base].T @ grp.coef).ravel()
+        As.append(grp.A[other] - grp.A[base])
+        bs.append(grp.b[other] - grp.b[base])
+    return sp.vstack(As).tocsr(), np.concatenate(bs), c
+
+
+def _gp(seed, N=40):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, 3))
+    y = (rng.uniform(size=N) < expit(X[:, 0] - X[:, 1])).astype(float)
+    return gp_program(X, y, "logistic", 0.3, 1.0)[0]
+
+
+def _glm(seed, N=120, D=30, dense=False):
+    rng = np.random.default_rng(seed)
+    X = (rng.uniform(size=(N, D)) < 0.15).astype(float) * (1.0 if dense else rng.choice([1.0, 2.5], size=(N, D)))
+    y = (rng.uniform(size=N) < 0.4).astype(float)
+    return glm_program(X, y, "logistic", prior_var=0.7)
+
+
+@pytest.mark.parametrize("make", [lambda: _gp(0), lambda: _gp(1), lambda: _glm(0), lambda: _glm(1, dense=True)])
+def test_view_rows_equal_the_general_construction(make):
+    p = make()
+    view = likelihood_view(p, FAMS)
+    A, b, c = _reference_rows(p)
+    _same_csr(view.A, A)
+    np.testing.assert_array_equal(view.b, b)
+    # c is then split into the rows' linear parts (view.lin) and the rest: the same joint, c = c0 + A^T lin
+    np.testing.assert_allclose(view.c + np.asarray(view.A.T @ view.lin).ravel(), c, rtol=0,
+                               atol=1e-12 * max(1.0, np.abs(c).max()))
+    np.testing.assert_array_equal(view.P, p.objective.quadratic.hessian_matrix.toarray())
+
+
+def test_view_rows_with_a_linear_part_in_the_base_entry():
+    # log(exp(a^T w) + exp(u)): the base entry has variables, so the rows are differences (the general path)
+    import cvxpy as cp
+    rng = np.random.default_rng(3)
+    N, D = 30, 4
+    F, G = rng.normal(size=(N, D)), rng.normal(size=(N, D))
+    w = cp.Variable(D)
+    prob = cp.Problem(cp.Minimize(sum(cp.log_sum_exp(cp.hstack([F[n] @ w, G[n] @ w])) for n in range(N))
+                                  + cp.sum_squares(w) / 2))
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    p = compile_cvxpy(prob)[0]
+    view = likelihood_view(p, FAMS)
+    A, b, c = _reference_rows(p)
+    _same_csr(view.A, A)
+    np.testing.assert_array_equal(view.b, b)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dense_hessian_equals_the_sparse_sum(seed):
+    rng = np.random.default_rng(seed)
+    n, k = 12, 40
+    q = QuadraticTerms(rng.integers(0, n, k), rng.integers(0, n, k), rng.normal(size=k), n)
+    np.testing.assert_array_equal(_dense_hessian(q, n), q.hessian_matrix.toarray())
+    assert not np.any(_dense_hessian(QuadraticTerms(np.zeros(0), np.zeros(0), np.zeros(0), n), n))
+
+
+@pytest.mark.parametrize("canonical", [True, False])
+def test_row_pairs_from_a_canonical_matrix_leave_it_untouched_and_equal_a_sorted_copy(canonical):
+    rng = np.random.default_rng(5)
+    N, D = 60, 25
+    M = sp.random(N, D, density=0.2, random_state=rng, format="csr")
+    if not canonical:                          # every row's entries in reverse column order, a duplicate in the last
+        ind = np.concatenate([M.indices[a:b][::-1] for a, b in zip(M.indptr[:-1], M.indptr[1:])] + [M.indices[-1:]])
+        val = np.concatenate([M.data[a:b][::-1] for a, b in zip(M.indptr[:-1], M.indptr[1:])] + [[0.5]])
+        ptr = M.indptr.copy()
+        ptr[-1] += 1
+        M = sp.csr_matrix((val, ind, ptr), shape=(N, D))
+        assert not M.has_canonical_format
+    before = (M.indptr.copy(), M.indices.copy(), M.data.copy())
+    pairs = _RowPairs(M, D)
+    ref = M.copy()
+    ref.sum_duplicates()
+    ref.sort_indices()
+    g = rng.uniform(size=N)
+    dense = ref.toarray()
+    np.testing.assert_allclose(pairs.gram(g), dense.T @ (g[:, None] * dense), rtol=1e-13, atol=1e-13)
+    V = rng.normal(size=(D, D))
+    V = V @ V.T
+    np.testing.assert_allclose(pairs.quad(V), np.einsum("ij,jk,ik->i", dense, V, dense), rtol=1e-12)
+    if canonical:
+        for a, b in zip(before, (M.indptr, M.indices, M.data)):
+            np.testing.assert_array_equal(a, b)
+
+
+
+def test_upper_entries_read_from_the_sparse_structure():
+    from varopt.solvers.klprox.view import upper_entries
+    rng = np.random.default_rng(7)
+    low = np.tril(rng.normal(size=(9, 9)))
+    assert not upper_entries(sp.csr_matrix(low))
+    up = low.copy()
+    up[2, 5] = 1e-300
+    assert upper_entries(sp.csr_matrix(up))
+    # a stored zero above the diagonal is no entry (as in the dense triangle the structure replaced)
+    Z = sp.csr_matrix(up)
+    Z.data[Z.indices == 5] = np.where(np.repeat(np.arange(9), np.diff(Z.indptr))[Z.indices == 5] == 2, 0.0,
+                                      Z.data[Z.indices == 5])
+    assert Z.nnz == np.count_nonzero(low) + 1 and np.array_equal(Z.toarray(), low)
+    assert not upper_entries(Z)
+    rect = sp.csr_matrix(np.triu(rng.normal(size=(4, 6)), 1))
+    assert upper_entries(rect)
+
+
+def test_full_state_set_up_of_a_whitened_gp_and_a_correlated_prior():
+    from varopt.solvers.klprox.posterior import FullGaussian
+    post = FullGaussian(likelihood_view(_gp(2), FAMS))
+    assert post.lower_square and post.P_diag is not None
+    np.testing.assert_array_equal(post.P_diag, np.diag(post.P))
+    np.testing.assert_array_equal(post.ATf, post.view.A.T.toarray())
+    assert post.ATf.flags.f_contiguous
+    # a prior with off-diagonal entries, and rows that are not lower triangular
+    view = likelihood_view(_glm(2, N=8, D=8, dense=True), FAMS)
+    view.P = view.P + 0.1 * (np.eye(view.D, k=1) + np.eye(view.D, k=-1))
+    post2 = FullGaussian(view)
+    assert post2.P_diag is None
+    assert not post2.lower_square and np.any(np.triu(post2.A, 1))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_prior_with_folded_square_terms_is_symmetric(seed):
+    # Gaussian rows (u^2 terms) join the quadratic part through a sparse product A^T D A, whose mirrored entries may
+    # be summed in different orders: the view symmetrizes it; a pure prior Hessian is symmetric as it is
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(200, 12)) * rng.uniform(0.1, 10.0, size=12)
+    p = glm_program(X, rng.normal(size=200), "gaussian", prior_var=0.3, noise=0.7)
+    P = likelihood_view(p, FAMS).P
+    np.testing.assert_array_equal(P, P.T)
+    H = p.objective.quadratic.hessian_matrix.toarray()
+    np.testing.assert_allclose(P, H + sum((g.A.T @ sp.diags(2.0 * g.coef) @ g.A).toarray()
+                                          for g in p.objective.atoms if g.kernel.quadratic), rtol=1e-13, atol=1e-12)
