@@ -179,6 +179,12 @@ class GopSearch:
         t = o.rel_gap * max(abs(UB), 1e-10) if math.isfinite(UB) else 0.0
         return max(t, o.abs_gap or 0.0)
 
+    def _cutoff(self, UB):
+        """The value from which a relaxed dual is fathomed: half the gap tolerance below the incumbent ``UB``. A node
+        proved ``>= UB - tol/2`` can lower the certified bound by at most ``tol/2``, so it is dropped and the run keeps
+        the smallest such cutoff as a floor of the lower bound (``floor`` in :meth:`_run`; docs/gop.md §7)."""
+        return UB - 0.5 * self._tol(UB) if math.isfinite(UB) else math.inf
+
     def _oa_tol(self, UB, LB):
         t = self._tol(UB) if math.isfinite(UB) else self.opts.rel_gap * max(1.0, abs(LB) if math.isfinite(LB) else 1.0)
         gap = (UB - LB) if (math.isfinite(UB) and math.isfinite(LB)) else math.inf
@@ -504,6 +510,9 @@ class GopSearch:
         opts, bm, program = self.opts, self.bm, self.program
         run = self.run
         UB, LB = math.inf, -math.inf
+        # the smallest cutoff (or value) at which a relaxed dual below the incumbent was fathomed: a bound on the
+        # regions dropped that way (_cutoff), so the lower bound never exceeds it
+        floor = math.inf
         best_z, run_best = None, math.inf
         heap = []
         seq = itertools.count()
@@ -563,7 +572,8 @@ class GopSearch:
                 n_all = len(kids)
                 kids = [c for c in kids if c is not None]
                 full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
-                results = self._solve_nodes(full, oa_tol, UB) if full else []
+                cut = self._cutoff(UB)
+                results = self._solve_nodes(full, oa_tol, cut) if full else []
                 n_sub += len(results)
                 n_batch += len(results)
                 for ((path, blo, bub), r) in zip(kids, results):
@@ -574,10 +584,14 @@ class GopSearch:
                         if node.value < UB:
                             heapq.heappush(heap, _Node(node.value, next(seq), path, blo, bub, node.y, 0.0, 1))
                         continue
+                    if r["status"] == "cutoff":
+                        floor = min(floor, r["value"])   # the LP value is proved >= the cutoff
+                        continue
                     if r["status"] != "optimal":
                         continue  # infeasible region: fathomed
                     v = max(r["value"], node.value)  # children only add constraints
-                    if v >= UB:
+                    if v >= cut:
+                        floor = min(floor, v) if v < UB else floor
                         continue
                     heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
                 if exp.tick(n_all) and exp.done < exp.total:
@@ -588,7 +602,7 @@ class GopSearch:
             # ---- step 4: lowest relaxed dual
             while True:
                 # nodes pushed before the incumbent improved may lie above it: the bound is the smaller
-                LB = min(heap[0].value, UB) if heap else (UB if math.isfinite(UB) else math.inf)
+                LB = min(heap[0].value, UB, floor) if heap else min(UB if math.isfinite(UB) else math.inf, floor)
                 tol = self._tol(UB)
                 if not heap or UB - LB <= tol:
                     break
@@ -597,15 +611,20 @@ class GopSearch:
                 if top.oa_gap > ot and top.oa_gap > 1e-12 and top.refined < 1:
                     # refine a node whose outer approximation was loose before expanding it
                     heapq.heappop(heap)
-                    rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot, UB)[0]
+                    cut = self._cutoff(UB)
+                    rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot, cut)[0]
                     n_sub += 1
                     top.refined += 1
                     if rr["status"] == "failed":
                         self.n_failed += 1
                         heapq.heappush(heap, top)  # unchanged: its value still bounds its region
+                    elif rr["status"] == "cutoff":
+                        floor = min(floor, rr["value"])
                     elif rr["status"] == "optimal":
                         v = max(rr["value"], top.value)
-                        if v < UB:
+                        if v >= cut:
+                            floor = min(floor, v) if v < UB else floor
+                        else:
                             top.value, top.y, top.oa_gap = v, rr["y"], rr.get("oa_gap", 0.0)
                             top.seq = next(seq)
                             heapq.heappush(heap, top)
