@@ -352,10 +352,119 @@ class GopSearch:
 
     def _node_rows(self, path, blo, bub):
         """All rows of a node: for every (k, B) on its path, the Lagrangian row (with the node box)
-        and the qualifying constraints; each Lagrangian's block starts from its template
-        (:meth:`_row_template`: the entries that depend neither on ``B`` nor on the box)."""
+        and the qualifying constraints (:meth:`_node_rows_full`). A sibling of the last node built (the same
+        ancestors, the same new Lagrangian) starts from that node's rows: the ancestors' blocks change only in the
+        rows that use a box end of a variable whose box differs (:meth:`_update_ancestor_rows`), the last block is
+        built anew. The rows are the same numbers as :meth:`_node_rows_full` gives (the same operations per entry)."""
+        last = self._rows_last
+        if (last is None or len(path) != len(last[0]) or not path or path[-1][0] != last[0][-1][0]
+                or any(a is not b for a, b in zip(path[:-1], last[0][:-1]))):
+            out = self._node_rows_full(path, blo, bub)
+        else:
+            _, lblo, lbub, M, lo, hi = last
+            M, lo, hi = M.copy(), lo.copy(), hi.copy()
+            changed = (blo != lblo) | (bub != lbub)
+            r = 0
+            for k, B in path[:-1]:
+                r = self._update_ancestor_rows(M, lo, hi, r, k, B, blo, bub, changed)
+            k, B = path[-1]
+            T = self._row_template(k)
+            nb = T[0].shape[0]
+            M[r:r + nb], lo[r:r + nb], hi[r:r + nb] = T
+            self._fill_block(M, lo, hi, r, k, B, blo, bub)
+            out = (M, lo, hi)
+        self._rows_last = (path, blo, bub) + out
+        return out
+
+    def _update_ancestor_rows(self, M, lo, hi, r, k, B, blo, bub, changed):
+        """Rewrite, in the block of ``(k, B)`` at row ``r``, the rows that use the box of a variable with
+        ``changed`` set (its Lagrangian row when a connected non-split variable changed; the split rows of the
+        changed variables) as :meth:`_fill_block` computes them; returns the row after the block."""
+        L = self.lags[k]
+        conn = L["conn"]
+        c = conn.size
+        ms = self.split.size if L["split"] else 0
+        hit = changed[conn]
+        if L["split"]:
+            s = L["split_rows"]
+            hit_cq = hit[s["cpos"]]
+            hit_nc = changed[s["var"]]
+            if not (hit_cq.any() or hit_nc.any() or (L["rest"].any() and hit[L["rest"]].any())):
+                return r + 1 + c + ms
+        elif not hit.any():
+            return r + 1 + c
+        ny = self.bm.ny
+        D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
+        if not L["split"] or (L["rest"].any() and hit[L["rest"]].any()):
+            self._lagrangian_row(M, lo, hi, r, L, D)
+        if L["split"]:
+            r0 = r + 1 + c
+            cq, q = s["conn"][hit_cq], s["cpos"][hit_cq]
+            if cq.size:
+                d = D[q]
+                lo[r0 + cq] = L["Dc"][cq] + d * L["g0c"][q]
+                M[r0 + cq, :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
+            if hit_nc.any():
+                nc = s["other"][hit_nc]
+                g, xb, i = s["g"][hit_nc], s["xb"][hit_nc], s["var"][hit_nc]
+                with np.errstate(invalid="ignore"):
+                    off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
+                lo[r0 + nc] = L["Dc"][nc] + off
+        return r + 1 + c + ms
+
+    def _lagrangian_row(self, M, lo, hi, r, L, D):
+        """Row ``r``: the Lagrangian row of ``L`` with the box ends ``D`` (minus ``x^k``) of its connected variables
+        (the non-split ones with split rows)."""
+        ny = self.bm.ny
+        if L["split"]:
+            rest = L["rest"]
+            cst = L["const"] + float(D[rest] @ L["g0c"][rest])
+            a = L["a"] + D[rest] @ L["G1c"][rest]
+        else:
+            cst = L["const"] + float(D @ L["g0c"])
+            a = L["a"] + D @ L["G1c"]
+        if L["feas"]:
+            M[r, :ny] = a
+            hi[r] = -cst
+        else:
+            M[r, :ny] = -a
+            lo[r] = cst
+
+    def _fill_block(self, M, lo, hi, r, k, B, blo, bub):
+        """Fill in the block of ``(k, B)`` at row ``r`` (holding its template) for the box ``[blo, bub]``; returns
+        the row after the block."""
         ny = self.bm.ny
         ms = self.split.size
+        L = self.lags[k]
+        conn = L["conn"]
+        D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
+        if not L["split"] or L["rest"].any():
+            self._lagrangian_row(M, lo, hi, r, L, D)
+        c = conn.size
+        if c:
+            lo[r + 1:r + 1 + c] = np.where(B, -np.inf, -L["g0c"])
+            hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
+        r += 1 + c
+        if L["split"]:
+            # t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p) with the node box (docs/gop.md §6b), all split
+            # variables at once (the per-variable loop was ~10 % of a K = 3 BGMM solve)
+            s = L["split_rows"]
+            cq, q = s["conn"], s["cpos"]
+            d = D[q]
+            lo[r + cq] = L["Dc"][cq] + d * L["g0c"][q]
+            M[r + cq, :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
+            nc = s["other"]
+            if nc.size:  # not connected in this Lagrangian: its gradient is constant in y
+                g, xb, i = s["g"], s["xb"], s["var"]
+                with np.errstate(invalid="ignore"):
+                    off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
+                lo[r + nc] = L["Dc"][nc] + off
+            r += ms
+        return r
+
+    def _node_rows_full(self, path, blo, bub):
+        """All rows of a node, each Lagrangian's block from its template (:meth:`_row_template`: the entries that
+        depend neither on ``B`` nor on the box) filled in by :meth:`_fill_block`."""
         blocks = [self._row_template(k) for k, _ in path]
         if not blocks:
             return np.zeros((0, self.ncol)), np.zeros(0), np.zeros(0)
@@ -363,44 +472,8 @@ class GopSearch:
         lo = np.concatenate([b[1] for b in blocks])
         hi = np.concatenate([b[2] for b in blocks])
         r = 0
-        for (k, B), blk in zip(path, blocks):
-            L = self.lags[k]
-            conn = L["conn"]
-            D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
-            if not L["split"] or L["rest"].any():
-                if L["split"]:
-                    rest = L["rest"]
-                    cst = L["const"] + float(D[rest] @ L["g0c"][rest])
-                    a = L["a"] + D[rest] @ L["G1c"][rest]
-                else:
-                    cst = L["const"] + float(D @ L["g0c"])
-                    a = L["a"] + D @ L["G1c"]
-                if L["feas"]:
-                    M[r, :ny] = a
-                    hi[r] = -cst
-                else:
-                    M[r, :ny] = -a
-                    lo[r] = cst
-            c = conn.size
-            if c:
-                lo[r + 1:r + 1 + c] = np.where(B, -np.inf, -L["g0c"])
-                hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
-            r += 1 + c
-            if L["split"]:
-                # t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p) with the node box (docs/gop.md §6b), all split
-                # variables at once (the per-variable loop was ~10 % of a K = 3 BGMM solve)
-                s = L["split_rows"]
-                cq, q = s["conn"], s["cpos"]
-                d = D[q]
-                lo[r + cq] = L["Dc"][cq] + d * L["g0c"][q]
-                M[r + cq, :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
-                nc = s["other"]
-                if nc.size:  # not connected in this Lagrangian: its gradient is constant in y
-                    g, xb, i = s["g"], s["xb"], s["var"]
-                    with np.errstate(invalid="ignore"):
-                        off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
-                    lo[r + nc] = L["Dc"][nc] + off
-                r += ms
+        for k, B in path:
+            r = self._fill_block(M, lo, hi, r, k, B, blo, bub)
         return M, lo, hi          # dense: the relaxed-dual model compares it with the previous node's rows
 
     def _row_template(self, k):
@@ -522,6 +595,7 @@ class GopSearch:
             return self._infeasible(program, "the linear constraints of the relaxed-dual block are infeasible")
         node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
         self.lags = []
+        self._rows_last = None   # (path, blo, bub, M, lo, hi) of the last node built by _node_rows
         self.chain, self.n_sym_pruned, self.n_failed = self._order_chain(), 0, 0
         if self.chain is not None and not order_box(self.chain, node.blo, node.bub):
             raise SolverBugError("GOP: the symmetry ordering left the root box empty")
