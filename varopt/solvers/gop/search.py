@@ -57,12 +57,16 @@ class GopSearch:
     #: seconds one alternation call may always use (more once the run is long: alt_share of it); 0.5 s
     #: made the 1 s minimal-data demo spend half its time here
     alt_min_call = 0.1
+    #: the share is halved after every call that does not improve the incumbent, down to this fraction of
+    #: ``alt_share``, and restored when the incumbent improves (docs/gop.md §3)
+    alt_share_floor = 1 / 16
 
     def __init__(self, program, part, opts, run):
         self.program, self.part, self.opts, self.run = program, part, opts, run
         self.order_note = None
         self._swapped = None
         self._alt_calls, self._alt_time = 0, 0.0
+        self._alt_share_now, self._alt_ub = self.alt_share, math.inf
 
     def solve(self):
         program, part, opts = self.program, self.part, self.opts
@@ -228,10 +232,14 @@ class GopSearch:
         viol = self.program.max_violation(z)
         return viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))) and (self.accept is None or self.accept(z))
 
-    def _alternate(self, z, val, rounds=100):
+    def _alternate(self, z, val, UB=math.inf, rounds=100):
         """Block alternation from a primal point (upper bounds only): ``y`` for fixed ``x`` (the convex
         problem with the blocks swapped), then ``x`` for that ``y``; ``(z, value)`` of the best feasible
-        point that improves ``val``, or ``(None, inf)``."""
+        point that improves ``val``, or ``(None, inf)``. ``UB``: the incumbent value; the share of the run time
+        the calls may use is halved after a call that does not improve it and restored when it improves."""
+        if UB < self._alt_ub:
+            self._alt_share_now = self.alt_share   # a new incumbent: its basin is worth descending
+        self._alt_ub = min(self._alt_ub, UB)
         if self._swapped is None:
             try:
                 self._swapped = BlockModel(self.program, swapped(self.part))
@@ -243,14 +251,22 @@ class GopSearch:
         # a heuristic for upper bounds only: its share of the run time is capped (it solved ~170
         # swapped primal problems, 45 % of a 120 s K = 3 BGMM run, finding the incumbent once), and
         # it stops at the time limit
-        if self._alt_calls and self._alt_time > self.alt_share * run.elapsed():
+        if self._alt_calls and self._alt_time > self._alt_share_now * run.elapsed():
             return None, math.inf
         self._alt_calls += 1
         t0 = run.elapsed()
+        out = (None, math.inf)
         try:
-            return self._alternate_rounds(z, val, rounds)
+            out = self._alternate_rounds(z, val, rounds)
+            return out
         finally:
             self._alt_time += run.elapsed() - t0
+            if out[1] < self._alt_ub:
+                self._alt_ub, self._alt_share_now = out[1], self.alt_share
+            else:
+                # most later calls from points near the incumbent re-descend to it (on the K = 3 BGMM every call
+                # after the incumbent was found did): less time for the next ones
+                self._alt_share_now = max(0.5 * self._alt_share_now, self.alt_share * self.alt_share_floor)
 
     def _alternate_rounds(self, z, val, rounds):
         bm, sw, run = self.bm, self._swapped, self.run
@@ -260,7 +276,7 @@ class GopSearch:
             now = run.elapsed()
             # the time limit, and this call's own share (a first call from a poor point may need many
             # rounds; the lower bound must not wait for it)
-            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(self.alt_min_call, self.alt_share * t0):
+            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(self.alt_min_call, self._alt_share_now * t0):
                 break
             try:
                 py = solve_primal(sw, cur[sw.yi], self.lb[sw.xi], self.ub[sw.xi])
@@ -614,7 +630,7 @@ class GopSearch:
                 if self._feasible(z) and val < UB:
                     UB, best_z = float(val), z
                 if val < UB + 1e-2 * abs(UB) or not math.isfinite(UB):
-                    zl, vl = self._alternate(z, val)
+                    zl, vl = self._alternate(z, val, UB)
                     if zl is not None and vl < UB:
                         UB, best_z = vl, zl
                 if best_z is not None and UB < run_best:
