@@ -79,24 +79,3 @@ def test_dual_bound_is_below_the_node_lp(name, monkeypatch):
     if name == "bgmm_gaussian":
         assert seen["infeasible_checked"] > 0, seen
     print(seen)
-
-
-def test_prepared_bounds_term_is_the_row_term():
-    """``_Bounds.term`` (the column term of the dual checks with the bounds prepared once) gives the same number as
-    ``_row_term`` on random multipliers and bounds, including infinite sides and multipliers at, below and above
-    the 1e-9 tolerance."""
-    rng = np.random.default_rng(7)
-    finite = 0
-    for _ in range(5000):
-        m = int(rng.integers(1, 25))
-        lo = rng.normal(size=m)
-        hi = lo + rng.exponential(size=m)
-        lo[rng.random(m) < 0.3] = -np.inf
-        hi[rng.random(m) < 0.3] = np.inf
-        pi = rng.normal(size=m) * (rng.random(m) < 0.7)
-        small = rng.random(m) < 0.4
-        pi[small] = rng.choice([1e-10, -1e-10, 1e-9, -1e-9, 2e-9, -2e-9, 0.0], size=int(small.sum()))
-        want = RD._row_term(pi, lo, hi)
-        assert RD._Bounds(lo, hi).term(pi) == want
-        finite += np.isfinite(want)
-    assert 500 < finite < 4500

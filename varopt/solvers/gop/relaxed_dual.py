@@ -69,7 +69,6 @@ class RDModel:
         self.col_lb = np.asarray(base["lb"], dtype=float)
         self.col_ub = np.asarray(base["ub"], dtype=float)
         self.ylb = self.col_lb[:self.ny]
-        self.col_bounds = _Bounds(self.col_lb, self.col_ub)   # the column term of the dual checks, prepared once
         self.yub = self.col_ub[:self.ny]
         self.c = c
         # row bounds of the base rows (positions 0 .. m_base), kept beside HiGHS's for the dual bound check
@@ -211,7 +210,7 @@ class RDModel:
     def _farkas(self, d, A, lo, hi):
         """``F(rho)`` of :meth:`_keep_ray` for the node rows ``lo <= A z <= hi``."""
         rho = d["rho"]
-        return d["base"] + _row_term(rho, lo, hi) + self.col_bounds.term(-(d["s"] + rho @ A))
+        return d["base"] + _row_term(rho, lo, hi) + _row_term(-(d["s"] + rho @ A), self.col_lb, self.col_ub)
 
     def _ray_proves_infeasible(self, A, lo, hi):
         """True when a kept ray certifies that the node LP (base rows + ``lo <= A z <= hi``) is infeasible, with a
@@ -237,7 +236,7 @@ class RDModel:
                 continue
             pi = d["pi"]
             r = d["r"] - pi @ (A - d["A"])
-            best = max(best, d["base"] + _row_term(pi, lo, hi) + self.col_bounds.term(r))
+            best = max(best, d["base"] + _row_term(pi, lo, hi) + _row_term(r, self.col_lb, self.col_ub))
             if best >= stop:
                 break
         return best
@@ -399,25 +398,6 @@ def _row_term(pi, lo, hi, tol=1e-9):
     # an infinite side meets a multiplier of the sign that selects it, so a product is -inf or 0 * inf (nan)
     v = float(pi @ np.where(np.isinf(b) & (np.abs(pi) <= tol), 0.0, b))
     return v if v == v else -np.inf
-
-
-class _Bounds:
-    """Fixed bounds ``lo, hi`` prepared for :func:`_row_term`: the infinite sides replaced by 0 and their positions
-    listed, so that a term needs one ``where`` and one dot product (the same numbers as :func:`_row_term`)."""
-
-    def __init__(self, lo, hi, tol=1e-9):
-        lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
-        self.lo0, self.hi0 = np.where(np.isinf(lo), 0.0, lo), np.where(np.isinf(hi), 0.0, hi)
-        self.inf_lo, self.inf_hi = np.flatnonzero(np.isinf(lo)), np.flatnonzero(np.isinf(hi))
-        self.tol = tol
-
-    def term(self, pi):
-        """:func:`_row_term` ``(pi, lo, hi)``."""
-        # a multiplier beyond the tolerance that selects an infinite side (pi > 0: lo, pi <= 0: hi) makes it -inf
-        if np.any(pi[self.inf_lo] > self.tol) or np.any(pi[self.inf_hi] < -self.tol):
-            return -np.inf
-        v = float(pi @ np.where(pi > 0, self.lo0, self.hi0))
-        return v if v == v else -np.inf
 
 
 def _pad(A, ncol):
