@@ -165,3 +165,103 @@ def test_children_match_the_bit_by_bit_children(name, monkeypatch):
     res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
     assert res.varopt_result.status == "optimal", res.varopt_result.message
     assert seen["children"] > 10 and seen["boxes_cut"] > 10, seen
+
+
+@pytest.mark.parametrize("name", ["bgmm_point", "bgmm_gaussian", "bilinear"])
+def test_sibling_rows_are_the_rows_built_from_scratch(name, monkeypatch):
+    """``GopSearch._node_rows`` starts a sibling of the last node from that node's rows and rewrites only the rows
+    that use a changed box end (plus the last block): at every node they must equal, bit for bit, the rows
+    ``_node_rows_full`` builds from the templates."""
+    from varopt.solvers.gop import search as S
+    model = MODELS[name]()
+    orig = S.GopSearch._node_rows
+    seen = {"nodes": 0, "siblings": 0, "box_changed": 0}
+
+    def checked(self, path, blo, bub):
+        last = self._rows_last
+        sibling = (last is not None and len(path) == len(last[0]) and len(path) > 1 and path[-1][0] == last[0][-1][0]
+                   and all(a is b for a, b in zip(path[:-1], last[0][:-1])))
+        M, lo, hi = orig(self, path, blo, bub)
+        Mf, lof, hif = self._node_rows_full(path, blo, bub)
+        np.testing.assert_array_equal(M, Mf)
+        np.testing.assert_array_equal(lo, lof)
+        np.testing.assert_array_equal(hi, hif)
+        seen["nodes"] += 1
+        seen["siblings"] += sibling
+        seen["box_changed"] += sibling and bool(np.any(blo != last[1]) or np.any(bub != last[2]))
+        return M, lo, hi
+
+    monkeypatch.setattr(S.GopSearch, "_node_rows", checked)
+    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
+    assert res.varopt_result.status == "optimal", res.varopt_result.message
+    assert seen["siblings"] > 10 and seen["box_changed"] > 10, seen
+
+
+@pytest.mark.parametrize("name", ["bgmm_gaussian", "bilinear"])
+def test_sibling_rows_after_random_box_changes(name, monkeypatch):
+    """The paths of a solve, rebuilt as siblings after random changes of the box (any variable, either end) and of
+    the last bound combination: ``_node_rows`` from the previous sibling equals ``_node_rows_full`` bit for bit (this
+    reaches the rows the solve's own siblings rarely change, e.g. split rows of variables not connected in an
+    ancestor's Lagrangian)."""
+    from varopt.solvers.gop import search as S
+    model = MODELS[name]()
+    orig_run = S.GopSearch._run
+    kept = {}
+
+    def run(self):
+        kept["s"] = self
+        return orig_run(self)
+
+    monkeypatch.setattr(S.GopSearch, "_run", run)
+    orig_rows = S.GopSearch._node_rows
+    paths = []
+
+    def rows(self, path, blo, bub):
+        if len(path) > 1 and len(paths) < 400:
+            paths.append(path)
+        return orig_rows(self, path, blo, bub)
+
+    monkeypatch.setattr(S.GopSearch, "_node_rows", rows)
+    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
+    assert res.varopt_result.status == "optimal"
+    s = kept["s"]
+    rng = np.random.default_rng(3)
+    lo0 = np.where(np.isfinite(s.xlb), s.xlb, -10.0)
+    hi0 = np.where(np.isfinite(s.xub), s.xub, 10.0)
+    seen = {"checked": 0, "other_rows": 0}
+    if s.split.size:
+        # an ancestor whose Lagrangian does not connect a split variable (its split row is then constant in y and
+        # uses both box ends): a random Lagrangian with that variable's row of G1 zero
+        bm = s.bm
+        G1 = rng.normal(size=(bm.nx, bm.ny))
+        G1[np.setdiff1d(np.arange(bm.nx), bm.conn_local)] = 0.0
+        G1[int(s.split[0])] = 0.0
+        g0 = np.zeros(bm.nx)
+        g0[bm.conn_local] = rng.normal(size=len(bm.conn_local))
+        k_art = s._new_lagrangian((0.0, rng.normal(size=bm.ny), g0, G1, rng.uniform(lo0, hi0), False))
+        assert s.lags[k_art]["split_rows"]["other"].size > 0
+        art = (k_art, rng.random(s.lags[k_art]["conn"].size) < 0.5)
+        paths = paths + [(art,) + p for p in paths[:120]]
+    for path in paths[::4]:
+        s._rows_last = None
+        a, b = np.sort(rng.uniform(lo0, hi0, size=(2, lo0.size)), axis=0)
+        orig_rows(s, path, a, b)
+        for _ in range(3):
+            a2, b2 = a.copy(), b.copy()
+            ch = rng.random(a.size) < 0.5
+            a2[ch] = np.minimum(a[ch], rng.uniform(lo0, hi0)[ch])
+            b2[ch] = np.maximum(b[ch], rng.uniform(lo0, hi0)[ch])
+            k, B = path[-1]
+            sib = path[:-1] + ((k, rng.random(B.size) < 0.5),)
+            M, lo, hi = orig_rows(s, sib, a2, b2)
+            Mf, lof, hif = s._node_rows_full(sib, a2, b2)
+            np.testing.assert_array_equal(M, Mf)
+            np.testing.assert_array_equal(lo, lof)
+            np.testing.assert_array_equal(hi, hif)
+            seen["checked"] += 1
+            a, b = a2, b2
+        seen["other_rows"] += sum(int(s.lags[k]["split"] and s.lags[k]["split_rows"]["other"].size > 0)
+                                  for k, _ in path[:-1])
+    assert seen["checked"] > 30, seen
+    if name == "bgmm_gaussian":
+        assert seen["other_rows"] > 5, seen

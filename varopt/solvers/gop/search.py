@@ -57,12 +57,16 @@ class GopSearch:
     #: seconds one alternation call may always use (more once the run is long: alt_share of it); 0.5 s
     #: made the 1 s minimal-data demo spend half its time here
     alt_min_call = 0.1
+    #: the share is halved after every call that does not improve the incumbent, down to this fraction of
+    #: ``alt_share``, and restored when the incumbent improves (docs/gop.md §3)
+    alt_share_floor = 1 / 16
 
     def __init__(self, program, part, opts, run):
         self.program, self.part, self.opts, self.run = program, part, opts, run
         self.order_note = None
         self._swapped = None
         self._alt_calls, self._alt_time = 0, 0.0
+        self._alt_share_now, self._alt_ub = self.alt_share, math.inf
 
     def solve(self):
         program, part, opts = self.program, self.part, self.opts
@@ -179,6 +183,12 @@ class GopSearch:
         t = o.rel_gap * max(abs(UB), 1e-10) if math.isfinite(UB) else 0.0
         return max(t, o.abs_gap or 0.0)
 
+    def _cutoff(self, UB):
+        """The value from which a relaxed dual is fathomed: half the gap tolerance below the incumbent ``UB``. A node
+        proved ``>= UB - tol/2`` can lower the certified bound by at most ``tol/2``, so it is dropped and the run keeps
+        the smallest such cutoff as a floor of the lower bound (``floor`` in :meth:`_run`; docs/gop.md §7)."""
+        return UB - 0.5 * self._tol(UB) if math.isfinite(UB) else math.inf
+
     def _oa_tol(self, UB, LB):
         t = self._tol(UB) if math.isfinite(UB) else self.opts.rel_gap * max(1.0, abs(LB) if math.isfinite(LB) else 1.0)
         gap = (UB - LB) if (math.isfinite(UB) and math.isfinite(LB)) else math.inf
@@ -222,10 +232,14 @@ class GopSearch:
         viol = self.program.max_violation(z)
         return viol <= 1e-7 * max(1.0, float(np.abs(z).max(initial=0))) and (self.accept is None or self.accept(z))
 
-    def _alternate(self, z, val, rounds=100):
+    def _alternate(self, z, val, UB=math.inf, rounds=100):
         """Block alternation from a primal point (upper bounds only): ``y`` for fixed ``x`` (the convex
         problem with the blocks swapped), then ``x`` for that ``y``; ``(z, value)`` of the best feasible
-        point that improves ``val``, or ``(None, inf)``."""
+        point that improves ``val``, or ``(None, inf)``. ``UB``: the incumbent value; the share of the run time
+        the calls may use is halved after a call that does not improve it and restored when it improves."""
+        if UB < self._alt_ub:
+            self._alt_share_now = self.alt_share   # a new incumbent: its basin is worth descending
+        self._alt_ub = min(self._alt_ub, UB)
         if self._swapped is None:
             try:
                 self._swapped = BlockModel(self.program, swapped(self.part))
@@ -237,14 +251,22 @@ class GopSearch:
         # a heuristic for upper bounds only: its share of the run time is capped (it solved ~170
         # swapped primal problems, 45 % of a 120 s K = 3 BGMM run, finding the incumbent once), and
         # it stops at the time limit
-        if self._alt_calls and self._alt_time > self.alt_share * run.elapsed():
+        if self._alt_calls and self._alt_time > self._alt_share_now * run.elapsed():
             return None, math.inf
         self._alt_calls += 1
         t0 = run.elapsed()
+        out = (None, math.inf)
         try:
-            return self._alternate_rounds(z, val, rounds)
+            out = self._alternate_rounds(z, val, rounds)
+            return out
         finally:
             self._alt_time += run.elapsed() - t0
+            if out[1] < self._alt_ub:
+                self._alt_ub, self._alt_share_now = out[1], self.alt_share
+            else:
+                # most later calls from points near the incumbent re-descend to it (on the K = 3 BGMM every call
+                # after the incumbent was found did): less time for the next ones
+                self._alt_share_now = max(0.5 * self._alt_share_now, self.alt_share * self.alt_share_floor)
 
     def _alternate_rounds(self, z, val, rounds):
         bm, sw, run = self.bm, self._swapped, self.run
@@ -254,7 +276,7 @@ class GopSearch:
             now = run.elapsed()
             # the time limit, and this call's own share (a first call from a poor point may need many
             # rounds; the lower bound must not wait for it)
-            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(self.alt_min_call, self.alt_share * t0):
+            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(self.alt_min_call, self._alt_share_now * t0):
                 break
             try:
                 py = solve_primal(sw, cur[sw.yi], self.lb[sw.xi], self.ub[sw.xi])
@@ -346,10 +368,119 @@ class GopSearch:
 
     def _node_rows(self, path, blo, bub):
         """All rows of a node: for every (k, B) on its path, the Lagrangian row (with the node box)
-        and the qualifying constraints; each Lagrangian's block starts from its template
-        (:meth:`_row_template`: the entries that depend neither on ``B`` nor on the box)."""
+        and the qualifying constraints (:meth:`_node_rows_full`). A sibling of the last node built (the same
+        ancestors, the same new Lagrangian) starts from that node's rows: the ancestors' blocks change only in the
+        rows that use a box end of a variable whose box differs (:meth:`_update_ancestor_rows`), the last block is
+        built anew. The rows are the same numbers as :meth:`_node_rows_full` gives (the same operations per entry)."""
+        last = self._rows_last
+        if (last is None or len(path) != len(last[0]) or not path or path[-1][0] != last[0][-1][0]
+                or any(a is not b for a, b in zip(path[:-1], last[0][:-1]))):
+            out = self._node_rows_full(path, blo, bub)
+        else:
+            _, lblo, lbub, M, lo, hi = last
+            M, lo, hi = M.copy(), lo.copy(), hi.copy()
+            changed = (blo != lblo) | (bub != lbub)
+            r = 0
+            for k, B in path[:-1]:
+                r = self._update_ancestor_rows(M, lo, hi, r, k, B, blo, bub, changed)
+            k, B = path[-1]
+            T = self._row_template(k)
+            nb = T[0].shape[0]
+            M[r:r + nb], lo[r:r + nb], hi[r:r + nb] = T
+            self._fill_block(M, lo, hi, r, k, B, blo, bub)
+            out = (M, lo, hi)
+        self._rows_last = (path, blo, bub) + out
+        return out
+
+    def _update_ancestor_rows(self, M, lo, hi, r, k, B, blo, bub, changed):
+        """Rewrite, in the block of ``(k, B)`` at row ``r``, the rows that use the box of a variable with
+        ``changed`` set (its Lagrangian row when a connected non-split variable changed; the split rows of the
+        changed variables) as :meth:`_fill_block` computes them; returns the row after the block."""
+        L = self.lags[k]
+        conn = L["conn"]
+        c = conn.size
+        ms = self.split.size if L["split"] else 0
+        hit = changed[conn]
+        if L["split"]:
+            s = L["split_rows"]
+            hit_cq = hit[s["cpos"]]
+            hit_nc = changed[s["var"]]
+            if not (hit_cq.any() or hit_nc.any() or (L["rest"].any() and hit[L["rest"]].any())):
+                return r + 1 + c + ms
+        elif not hit.any():
+            return r + 1 + c
+        ny = self.bm.ny
+        D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
+        if not L["split"] or (L["rest"].any() and hit[L["rest"]].any()):
+            self._lagrangian_row(M, lo, hi, r, L, D)
+        if L["split"]:
+            r0 = r + 1 + c
+            cq, q = s["conn"][hit_cq], s["cpos"][hit_cq]
+            if cq.size:
+                d = D[q]
+                lo[r0 + cq] = L["Dc"][cq] + d * L["g0c"][q]
+                M[r0 + cq, :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
+            if hit_nc.any():
+                nc = s["other"][hit_nc]
+                g, xb, i = s["g"][hit_nc], s["xb"][hit_nc], s["var"][hit_nc]
+                with np.errstate(invalid="ignore"):
+                    off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
+                lo[r0 + nc] = L["Dc"][nc] + off
+        return r + 1 + c + ms
+
+    def _lagrangian_row(self, M, lo, hi, r, L, D):
+        """Row ``r``: the Lagrangian row of ``L`` with the box ends ``D`` (minus ``x^k``) of its connected variables
+        (the non-split ones with split rows)."""
+        ny = self.bm.ny
+        if L["split"]:
+            rest = L["rest"]
+            cst = L["const"] + float(D[rest] @ L["g0c"][rest])
+            a = L["a"] + D[rest] @ L["G1c"][rest]
+        else:
+            cst = L["const"] + float(D @ L["g0c"])
+            a = L["a"] + D @ L["G1c"]
+        if L["feas"]:
+            M[r, :ny] = a
+            hi[r] = -cst
+        else:
+            M[r, :ny] = -a
+            lo[r] = cst
+
+    def _fill_block(self, M, lo, hi, r, k, B, blo, bub):
+        """Fill in the block of ``(k, B)`` at row ``r`` (holding its template) for the box ``[blo, bub]``; returns
+        the row after the block."""
         ny = self.bm.ny
         ms = self.split.size
+        L = self.lags[k]
+        conn = L["conn"]
+        D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
+        if not L["split"] or L["rest"].any():
+            self._lagrangian_row(M, lo, hi, r, L, D)
+        c = conn.size
+        if c:
+            lo[r + 1:r + 1 + c] = np.where(B, -np.inf, -L["g0c"])
+            hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
+        r += 1 + c
+        if L["split"]:
+            # t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p) with the node box (docs/gop.md §6b), all split
+            # variables at once (the per-variable loop was ~10 % of a K = 3 BGMM solve)
+            s = L["split_rows"]
+            cq, q = s["conn"], s["cpos"]
+            d = D[q]
+            lo[r + cq] = L["Dc"][cq] + d * L["g0c"][q]
+            M[r + cq, :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
+            nc = s["other"]
+            if nc.size:  # not connected in this Lagrangian: its gradient is constant in y
+                g, xb, i = s["g"], s["xb"], s["var"]
+                with np.errstate(invalid="ignore"):
+                    off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
+                lo[r + nc] = L["Dc"][nc] + off
+            r += ms
+        return r
+
+    def _node_rows_full(self, path, blo, bub):
+        """All rows of a node, each Lagrangian's block from its template (:meth:`_row_template`: the entries that
+        depend neither on ``B`` nor on the box) filled in by :meth:`_fill_block`."""
         blocks = [self._row_template(k) for k, _ in path]
         if not blocks:
             return np.zeros((0, self.ncol)), np.zeros(0), np.zeros(0)
@@ -357,44 +488,8 @@ class GopSearch:
         lo = np.concatenate([b[1] for b in blocks])
         hi = np.concatenate([b[2] for b in blocks])
         r = 0
-        for (k, B), blk in zip(path, blocks):
-            L = self.lags[k]
-            conn = L["conn"]
-            D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
-            if not L["split"] or L["rest"].any():
-                if L["split"]:
-                    rest = L["rest"]
-                    cst = L["const"] + float(D[rest] @ L["g0c"][rest])
-                    a = L["a"] + D[rest] @ L["G1c"][rest]
-                else:
-                    cst = L["const"] + float(D @ L["g0c"])
-                    a = L["a"] + D @ L["G1c"]
-                if L["feas"]:
-                    M[r, :ny] = a
-                    hi[r] = -cst
-                else:
-                    M[r, :ny] = -a
-                    lo[r] = cst
-            c = conn.size
-            if c:
-                lo[r + 1:r + 1 + c] = np.where(B, -np.inf, -L["g0c"])
-                hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
-            r += 1 + c
-            if L["split"]:
-                # t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p) with the node box (docs/gop.md §6b), all split
-                # variables at once (the per-variable loop was ~10 % of a K = 3 BGMM solve)
-                s = L["split_rows"]
-                cq, q = s["conn"], s["cpos"]
-                d = D[q]
-                lo[r + cq] = L["Dc"][cq] + d * L["g0c"][q]
-                M[r + cq, :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
-                nc = s["other"]
-                if nc.size:  # not connected in this Lagrangian: its gradient is constant in y
-                    g, xb, i = s["g"], s["xb"], s["var"]
-                    with np.errstate(invalid="ignore"):
-                        off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
-                    lo[r + nc] = L["Dc"][nc] + off
-                r += ms
+        for k, B in path:
+            r = self._fill_block(M, lo, hi, r, k, B, blo, bub)
         return M, lo, hi          # dense: the relaxed-dual model compares it with the previous node's rows
 
     def _row_template(self, k):
@@ -504,6 +599,9 @@ class GopSearch:
         opts, bm, program = self.opts, self.bm, self.program
         run = self.run
         UB, LB = math.inf, -math.inf
+        # the smallest cutoff (or value) at which a relaxed dual below the incumbent was fathomed: a bound on the
+        # regions dropped that way (_cutoff), so the lower bound never exceeds it
+        floor = math.inf
         best_z, run_best = None, math.inf
         heap = []
         seq = itertools.count()
@@ -513,6 +611,7 @@ class GopSearch:
             return self._infeasible(program, "the linear constraints of the relaxed-dual block are infeasible")
         node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
         self.lags = []
+        self._rows_last = None   # (path, blo, bub, M, lo, hi) of the last node built by _node_rows
         self.chain, self.n_sym_pruned, self.n_failed = self._order_chain(), 0, 0
         if self.chain is not None and not order_box(self.chain, node.blo, node.bub):
             raise SolverBugError("GOP: the symmetry ordering left the root box empty")
@@ -531,7 +630,7 @@ class GopSearch:
                 if self._feasible(z) and val < UB:
                     UB, best_z = float(val), z
                 if val < UB + 1e-2 * abs(UB) or not math.isfinite(UB):
-                    zl, vl = self._alternate(z, val)
+                    zl, vl = self._alternate(z, val, UB)
                     if zl is not None and vl < UB:
                         UB, best_z = vl, zl
                 if best_z is not None and UB < run_best:
@@ -563,7 +662,8 @@ class GopSearch:
                 n_all = len(kids)
                 kids = [c for c in kids if c is not None]
                 full = [self._node_rows(path, blo, bub) for (path, blo, bub) in kids]
-                results = self._solve_nodes(full, oa_tol, UB) if full else []
+                cut = self._cutoff(UB)
+                results = self._solve_nodes(full, oa_tol, cut) if full else []
                 n_sub += len(results)
                 n_batch += len(results)
                 for ((path, blo, bub), r) in zip(kids, results):
@@ -574,10 +674,14 @@ class GopSearch:
                         if node.value < UB:
                             heapq.heappush(heap, _Node(node.value, next(seq), path, blo, bub, node.y, 0.0, 1))
                         continue
+                    if r["status"] == "cutoff":
+                        floor = min(floor, r["value"])   # the LP value is proved >= the cutoff
+                        continue
                     if r["status"] != "optimal":
                         continue  # infeasible region: fathomed
                     v = max(r["value"], node.value)  # children only add constraints
-                    if v >= UB:
+                    if v >= cut:
+                        floor = min(floor, v) if v < UB else floor
                         continue
                     heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
                 if exp.tick(n_all) and exp.done < exp.total:
@@ -588,7 +692,7 @@ class GopSearch:
             # ---- step 4: lowest relaxed dual
             while True:
                 # nodes pushed before the incumbent improved may lie above it: the bound is the smaller
-                LB = min(heap[0].value, UB) if heap else (UB if math.isfinite(UB) else math.inf)
+                LB = min(heap[0].value, UB, floor) if heap else min(UB if math.isfinite(UB) else math.inf, floor)
                 tol = self._tol(UB)
                 if not heap or UB - LB <= tol:
                     break
@@ -597,15 +701,20 @@ class GopSearch:
                 if top.oa_gap > ot and top.oa_gap > 1e-12 and top.refined < 1:
                     # refine a node whose outer approximation was loose before expanding it
                     heapq.heappop(heap)
-                    rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot, UB)[0]
+                    cut = self._cutoff(UB)
+                    rr = self._solve_nodes([self._node_rows(top.path, top.blo, top.bub)], ot, cut)[0]
                     n_sub += 1
                     top.refined += 1
                     if rr["status"] == "failed":
                         self.n_failed += 1
                         heapq.heappush(heap, top)  # unchanged: its value still bounds its region
+                    elif rr["status"] == "cutoff":
+                        floor = min(floor, rr["value"])
                     elif rr["status"] == "optimal":
                         v = max(rr["value"], top.value)
-                        if v < UB:
+                        if v >= cut:
+                            floor = min(floor, v) if v < UB else floor
+                        else:
                             top.value, top.y, top.oa_gap = v, rr["y"], rr.get("oa_gap", 0.0)
                             top.seq = next(seq)
                             heapq.heappush(heap, top)
