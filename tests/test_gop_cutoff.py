@@ -88,3 +88,31 @@ def test_cutoff_is_below_the_incumbent_and_bounds_the_lower_bound(name, monkeypa
     tol = 1e-6 * max(1.0, abs(ref))
     assert lb <= ref + tol, (lb, ref)
     assert abs(ub - ref) <= tol, (ub, ref)
+
+
+def test_relaxed_duals_run_unscaled_only_on_well_scaled_rows(monkeypatch):
+    """The relaxed-dual LPs switch HiGHS's scaling off (fewer simplex iterations on the BGMM relaxed duals) only
+    when the base rows' nonzeros span at most ``UNSCALED_RANGE``; the same bilinear program with one row scaled
+    mixing coefficients 1 and 1e6 keeps HiGHS's scaling, and both certify the same optimum."""
+    import pyomo.environ as pyo
+    import varopt.solvers.gop.relaxed_dual as rd
+    from gop_rd_models import bilinear
+    assert rd._coefficient_range(np.array([[0.0, -2.0], [0.5, 0.0]])) == 4.0
+    assert rd._coefficient_range(np.zeros((2, 2))) == 1.0
+    built = []
+    orig = rd.RDModel.__init__
+
+    def spy(self, base):
+        orig(self, base)
+        built.append((self.scaled, self.hm._h.getOptionValue("simplex_scale_strategy")[1]))
+    monkeypatch.setattr(rd.RDModel, "__init__", spy)
+    got = {}
+    for big in (1.0, 1e6):
+        m = bilinear()
+        m.row = pyo.Constraint(expr=big * (m.y[0] + m.y[1] + m.y[2]) <= big * 1.5)  # a row of the relaxed duals
+        built.clear()
+        r = pyo.SolverFactory("gop").solve(m, time_limit=60, mode="gop").varopt_result
+        assert r.status == "optimal" and built
+        assert all(s == (big > 1.0) and (v == 0) == (not s) for s, v in built), built
+        got[big] = r.upper_bound
+    assert got[1.0] == pytest.approx(got[1e6], rel=1e-6, abs=1e-8)

@@ -34,6 +34,17 @@ from ...lpqp import HighsModel
 from .unbounded import Unbounded
 
 
+#: largest ratio of the base rows' absolute nonzeros for which the relaxed-dual LPs run unscaled
+UNSCALED_RANGE = 1e4
+
+
+def _coefficient_range(A):
+    """``max |a| / min |a|`` over the nonzeros of ``A`` (1 for an empty matrix)."""
+    a = np.abs(sp.csr_matrix(A).data)
+    a = a[a > 0]
+    return float(a.max() / a.min()) if a.size else 1.0
+
+
 class RDModel:
     """A persistent relaxed-dual model: base rows (y-constraints, cuts) + per-node rows."""
 
@@ -54,6 +65,8 @@ class RDModel:
         if self.pieces.Q is not None:
             Q = sp.block_diag([self.pieces.Q, sp.csr_matrix((ncol - self.ny, ncol - self.ny))], format="csr")
         A = _pad(base["A"], ncol)
+        rng = _coefficient_range(A)
+        self.scaled = rng > UNSCALED_RANGE  # HiGHS's scaling on (docs/gop.md §7)
         self.hm = HighsModel(c, A, base["lo"], base["hi"], base["lb"], base["ub"], Q=Q,
                              options={"presolve": "off", "threads": 1,
                                       "primal_feasibility_tolerance": 1e-9,
@@ -63,8 +76,10 @@ class RDModel:
                                       "simplex_dual_edge_weight_strategy": 1,
                                       # no scaling: every node changes coefficients, and HiGHS re-scales the whole
                                       # LP after a change; unscaled, the warm dual simplex also needed ~25 % fewer
-                                      # iterations on the K = 3 BGMM relaxed duals (docs/gop.md §7)
-                                      "simplex_scale_strategy": 0})
+                                      # iterations on the K = 3 BGMM relaxed duals (docs/gop.md §7). Only for base
+                                      # rows whose nonzeros span at most UNSCALED_RANGE: badly scaled programs keep
+                                      # HiGHS's scaling, which their tolerances need
+                                      **({"simplex_scale_strategy": 0} if rng <= UNSCALED_RANGE else {})})
         self.m_base = A.shape[0]
         self.col_lb = np.asarray(base["lb"], dtype=float)
         self.col_ub = np.asarray(base["ub"], dtype=float)
