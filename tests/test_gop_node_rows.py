@@ -10,6 +10,16 @@ import varopt  # noqa: F401
 from varopt.solvers.gop import relaxed_dual as RD
 
 
+def _same_as_full(search, rows, path, blo, bub):
+    """``rows`` (the incremental node rows) equal the full build's bit for bit; returns them."""
+    M, lo, hi = rows
+    Mf, lof, hif = search._node_rows_full(path, blo, bub)
+    np.testing.assert_array_equal(M, Mf)
+    np.testing.assert_array_equal(lo, lof)
+    np.testing.assert_array_equal(hi, hif)
+    return M, lo, hi
+
+
 @pytest.mark.parametrize("name", ["bgmm_point", "bgmm_gaussian", "bilinear"])
 def test_node_rows_in_the_lp_are_the_requested_ones(name, monkeypatch):
     model = MODELS[name]()
@@ -181,11 +191,7 @@ def test_sibling_rows_are_the_rows_built_from_scratch(name, monkeypatch):
         last = self._rows_last
         sibling = (last is not None and len(path) == len(last[0]) and len(path) > 1 and path[-1][0] == last[0][-1][0]
                    and all(a is b for a, b in zip(path[:-1], last[0][:-1])))
-        M, lo, hi = orig(self, path, blo, bub)
-        Mf, lof, hif = self._node_rows_full(path, blo, bub)
-        np.testing.assert_array_equal(M, Mf)
-        np.testing.assert_array_equal(lo, lof)
-        np.testing.assert_array_equal(hi, hif)
+        M, lo, hi = _same_as_full(self, orig(self, path, blo, bub), path, blo, bub)
         seen["nodes"] += 1
         seen["siblings"] += sibling
         seen["box_changed"] += sibling and bool(np.any(blo != last[1]) or np.any(bub != last[2]))
@@ -253,11 +259,7 @@ def test_sibling_rows_after_random_box_changes(name, monkeypatch):
             b2[ch] = np.maximum(b[ch], rng.uniform(lo0, hi0)[ch])
             k, B = path[-1]
             sib = path[:-1] + ((k, rng.random(B.size) < 0.5),)
-            M, lo, hi = orig_rows(s, sib, a2, b2)
-            Mf, lof, hif = s._node_rows_full(sib, a2, b2)
-            np.testing.assert_array_equal(M, Mf)
-            np.testing.assert_array_equal(lo, lof)
-            np.testing.assert_array_equal(hi, hif)
+            _same_as_full(s, orig_rows(s, sib, a2, b2), sib, a2, b2)
             seen["checked"] += 1
             a, b = a2, b2
         seen["other_rows"] += sum(int(s.lags[k]["split"] and s.lags[k]["split_rows"]["other"].size > 0)
