@@ -309,11 +309,7 @@ def test_box_form_uses_block_solver():
     P2 = lasso_split_program(A, y, alpha)
     r2 = ipsa(P2, batch_size=n, hessian="exact", step_power=0, max_iter=300)
     w_exact = r2.x[:m] - r2.x[m:]
-    # the same on-line iteration on the split form (start w+ = w- = 1, the box form's w = 0, u = 1):
-    # after 30 passes of per-sample steps both are ~0.066 from the optimum (the step noise)
-    rs = ipsa(P2, passes=30)
-    err_box, err_split = np.abs(r.x[:m] - w_exact).mean(), np.abs(rs.x[:m] - rs.x[m:] - w_exact).mean()
-    assert err_split < 0.08 and err_box < 1.1 * err_split
+    assert np.abs(r.x[:m] - w_exact).mean() < 0.05
     # the general (dense) solver gives the same direction: exact Hessian forces it
     r3 = ipsa(P, batch_size=n, hessian="exact", step_power=0, max_iter=300)
     assert r3.info["system"] == "general"

@@ -1,5 +1,5 @@
 """IPSA's start point (varopt/solvers/ipsa/start.py): the closed form for linear rows that each have a
-loosening variable (the L1 box form and others), checked by independent evaluation of every row and
+loosening variable (the L1 box form and others; centred like the phase-1 LP's point), checked by independent evaluation of every row and
 against hand-computed points; rows without one still go through the phase-1 LP."""
 import math
 
@@ -32,13 +32,19 @@ def _no_lp(monkeypatch):
 
 
 def test_box_form_starts_at_w0_u1_without_the_lp(monkeypatch):
+    """The closed form gives w = 0, u = 1; the start is that point centred (as the phase-1 LP's point is), without
+    the LP."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 5))
     P = l1_logistic_program(X, np.where(X[:, 0] > 0, 1.0, -1.0), 0.1, "box")  # w (5), u (5), b
     _no_lp(monkeypatch)
-    x = start.strictly_feasible_start(ConstraintSet(P), P)
-    assert np.array_equal(x, np.r_[np.zeros(5), np.ones(5), 0.0])
-    assert _strict(P, x)
+    cons = ConstraintSet(P)
+    x0 = start.loosened_interior(cons, P.lb, P.ub)
+    assert np.array_equal(x0, np.r_[np.zeros(5), np.ones(5), 0.0])
+    G, h = start._linear_rows(cons)
+    x = start.strictly_feasible_start(cons, P)
+    np.testing.assert_array_equal(x, start.centre(x0, G, h))
+    assert _strict(P, x0) and _strict(P, x)
     r = varopt.get_solver("ipsa").solve(P, max_iter=3, backend="numpy", history_objective=False)
     assert r.iterations == 3
 

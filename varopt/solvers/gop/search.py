@@ -409,23 +409,11 @@ class GopSearch:
                 return r + 1 + c + ms
         elif not hit.any():
             return r + 1 + c
-        ny = self.bm.ny
         D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
         if not L["split"] or (L["rest"].any() and hit[L["rest"]].any()):
             self._lagrangian_row(M, lo, hi, r, L, D)
         if L["split"]:
-            r0 = r + 1 + c
-            cq, q = s["conn"][hit_cq], s["cpos"][hit_cq]
-            if cq.size:
-                d = D[q]
-                lo[r0 + cq] = L["Dc"][cq] + d * L["g0c"][q]
-                M[r0 + cq, :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
-            if hit_nc.any():
-                nc = s["other"][hit_nc]
-                g, xb, i = s["g"][hit_nc], s["xb"][hit_nc], s["var"][hit_nc]
-                with np.errstate(invalid="ignore"):
-                    off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
-                lo[r0 + nc] = L["Dc"][nc] + off
+            self._split_rows(M, lo, r + 1 + c, L, D, blo, bub, hit_cq, hit_nc)
         return r + 1 + c + ms
 
     def _lagrangian_row(self, M, lo, hi, r, L, D):
@@ -449,7 +437,6 @@ class GopSearch:
     def _fill_block(self, M, lo, hi, r, k, B, blo, bub):
         """Fill in the block of ``(k, B)`` at row ``r`` (holding its template) for the box ``[blo, bub]``; returns
         the row after the block."""
-        ny = self.bm.ny
         ms = self.split.size
         L = self.lags[k]
         conn = L["conn"]
@@ -462,21 +449,30 @@ class GopSearch:
             hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
         r += 1 + c
         if L["split"]:
-            # t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p) with the node box (docs/gop.md §6b), all split
-            # variables at once (the per-variable loop was ~10 % of a K = 3 BGMM solve)
-            s = L["split_rows"]
-            cq, q = s["conn"], s["cpos"]
-            d = D[q]
-            lo[r + cq] = L["Dc"][cq] + d * L["g0c"][q]
-            M[r + cq, :ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
-            nc = s["other"]
-            if nc.size:  # not connected in this Lagrangian: its gradient is constant in y
-                g, xb, i = s["g"], s["xb"], s["var"]
-                with np.errstate(invalid="ignore"):
-                    off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
-                lo[r + nc] = L["Dc"][nc] + off
+            self._split_rows(M, lo, r, L, D, blo, bub)
             r += ms
         return r
+
+    def _split_rows(self, M, lo, r0, L, D, blo, bub, conn_sel=None, other_sel=None):
+        """The split rows of ``L`` from row ``r0``: ``t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p)`` with the node
+        box (docs/gop.md §6b), all split variables at once (the per-variable loop was ~10 % of a K = 3 BGMM solve);
+        ``conn_sel`` / ``other_sel`` (boolean masks over the connected / not connected split variables) restrict
+        the rewrite to those rows (:meth:`_update_ancestor_rows`)."""
+        s = L["split_rows"]
+        cq, q = s["conn"], s["cpos"]
+        if conn_sel is not None:
+            cq, q = cq[conn_sel], q[conn_sel]
+        if cq.size:
+            d = D[q]
+            lo[r0 + cq] = L["Dc"][cq] + d * L["g0c"][q]
+            M[r0 + cq, :self.bm.ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
+        nc, g, xb, i = s["other"], s["g"], s["xb"], s["var"]
+        if other_sel is not None:
+            nc, g, xb, i = nc[other_sel], g[other_sel], xb[other_sel], i[other_sel]
+        if nc.size:  # not connected in this Lagrangian: its gradient is constant in y
+            with np.errstate(invalid="ignore"):
+                off = np.where(g != 0, np.minimum(g * (blo[i] - xb), g * (bub[i] - xb)), 0.0)
+            lo[r0 + nc] = L["Dc"][nc] + off
 
     def _node_rows_full(self, path, blo, bub):
         """All rows of a node, each Lagrangian's block from its template (:meth:`_row_template`: the entries that
