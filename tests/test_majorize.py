@@ -112,6 +112,49 @@ def test_constrained_matches_clarabel(rng):
     assert abs(w.value[0] - w.value[1] - 0.1) <= 1e-7 and np.all(w.value >= 0.05 - 1e-7)
 
 
+@pytest.mark.parametrize("form", ["abs", "norm_inf", "max", "pyomo_abs"])
+def test_box_constraints_written_with_abs_or_a_maximum(rng, form):
+    """``|e| <= r``, ``norm_inf(e) <= r`` and ``max(e) <= r`` bound the same polyhedron as their linear rows:
+    majorize solves them (they are not smooth terms of the model, only a way to write rows) and agrees with
+    Clarabel on the problem as written, at a point that satisfies the constraints as CVXPY / Pyomo evaluate them."""
+    import cvxpy as cp
+    X, y = _data(rng, t=60, d=5, C=2)
+    s = 2.0 * y - 1.0
+    w = cp.Variable(5)
+    e = w[:4] - 0.1
+    cons = {"abs": [cp.abs(e) <= 0.2], "norm_inf": [cp.norm(e, "inf") <= 0.2], "max": [cp.max(e) <= 0.2, e >= -0.2],
+            "pyomo_abs": [cp.abs(e) <= 0.2]}[form]
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(s, X @ w))) + 0.05 * cp.sum_squares(w)), cons)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    ref_val, ref_w = prob.value, w.value.copy()
+    assert np.abs(ref_w[:4] - 0.1).max() >= 0.2 - 1e-6  # the box is active, so a dropped row would show
+    if form == "pyomo_abs":
+        pyo = pytest.importorskip("pyomo.environ")
+        m = pyo.ConcreteModel()
+        m.w = pyo.Var(range(5), initialize=0.0)
+        z = [sum(float(X[i, j]) * m.w[j] for j in range(5)) for i in range(X.shape[0])]
+        m.obj = pyo.Objective(expr=sum(pyo.log(1 + pyo.exp(-float(s[i]) * z[i])) for i in range(X.shape[0]))
+                              + 0.05 * sum(m.w[j] ** 2 for j in range(5)))
+        m.c = pyo.Constraint(range(4), rule=lambda m, j: abs(m.w[j] - 0.1) <= 0.2)
+        assert pyo.check_optimal_termination(pyo.SolverFactory("majorize").solve(m, tol=1e-12))
+        val, got = pyo.value(m.obj), np.array([pyo.value(m.w[j]) for j in range(5)])
+        assert all(pyo.value(m.c[j].body) <= 0.2 + 1e-12 for j in range(4))
+    else:
+        val, got = prob.solve(method="majorize", tol=1e-12), w.value.copy()
+        assert max(float(np.max(c.violation())) for c in prob.constraints) <= 1e-12
+    assert abs(val - ref_val) <= 1e-6 * abs(ref_val)
+    assert _rel(got, ref_w) <= 1e-5
+
+
+def test_maximum_bounded_below_is_not_rewritten():
+    """``r <= norm_inf(e)`` is not convex: it stays a nonsmooth term and is refused, not turned into rows."""
+    import cvxpy as cp
+    w = cp.Variable(3)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(w - 1)), [cp.norm(w, "inf") >= 0.5])
+    with pytest.raises(ModelStructureError):
+        prob.solve(method="majorize")
+
+
 def test_pyomo_solverfactory(rng):
     pyo = pytest.importorskip("pyomo.environ")
     from varopt.formulations.logistic import build_pyomo

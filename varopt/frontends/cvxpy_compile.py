@@ -55,7 +55,8 @@ Constraints ``<=``, ``>=``, ``==`` (and ``Zero``/``NonNeg``/``NonPos``) become o
 :class:`~varopt.program.Constraint` per entry (named ``c{k}`` or ``c{k}[i,j]``, C-style
 index), with the body's constant moved to the bounds: ``g(x) <= h(x)`` becomes
 ``g - h <= 0``, ``c <= g(x)`` (also written ``g >= c``) with constant ``c`` stays
-``c <= g(x)``. Cone constraints are rejected.
+``c <= g(x)``. A scalar bound on a maximum, ``norm_inf(e) <= r`` or ``max(e) <= r``, is written as its
+rows ``abs(e) <= r`` or ``e <= r`` (the same set). Cone constraints are rejected.
 
 Layout: :mod:`.cvxpy_nodes` (traced nodes and sparse index helpers), :mod:`.cvxpy_affine`
 (tree walk, constants, linear atoms), :mod:`.cvxpy_products` (products of two nodes),
@@ -260,6 +261,8 @@ def _trace(problem, var_cols, n_user, cap):
         tracer.where = f"constraint {k} ({con})"
         if isinstance(con, (Inequality, Equality)):
             lhs, rhs = con.args
+            if isinstance(con, Inequality):
+                lhs = _max_bound_rows(lhs, rhs)
             shape = np.broadcast_shapes(_shape(lhs), _shape(rhs))
             # ``c <= g`` (e.g. ``x >= 0``) is kept as ``c <= g(x)``, anything else as ``lhs - rhs <= 0``
             flip = not tracer.has_vars(lhs) and tracer.has_vars(rhs)
@@ -277,6 +280,21 @@ def _trace(problem, var_cols, n_user, cap):
                                       "supported (only <=, >= and == between expressions)")
         cons.append((k, con, body, lo_inf, hi_inf))
     return tracer, z, cons
+
+
+def _max_bound_rows(lhs, rhs):
+    """``lhs`` of ``lhs <= rhs``, with a scalar bound on a maximum written as its rows, the same set:
+    ``norm_inf(e) <= r`` as ``abs(vec(e)) <= r`` and ``max(e) <= r`` as ``vec(e) <= r`` (``r`` scalar; a
+    maximum can only be bounded above, so ``r <= norm_inf(e)``, not convex, is left as written). This is
+    how a CVXPY user writes a box ``-r <= e <= r`` in one constraint."""
+    import cvxpy as cp
+    from cvxpy.atoms.max import max as max_atom
+    from cvxpy.atoms.norm_inf import norm_inf
+
+    if not isinstance(lhs, (norm_inf, max_atom)) or lhs.axis is not None or _shape(rhs) not in ((), (1,)):
+        return lhs
+    e = cp.vec(lhs.args[0], order="F")
+    return cp.abs(e) if isinstance(lhs, norm_inf) else e
 
 
 def _to_expressions(z, n, order_c=False):

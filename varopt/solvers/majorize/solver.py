@@ -154,6 +154,7 @@ class MajorizeSolver(Solver):
       + thread_options("1 thread when n <= 2000, else the library's setting"))
 
     def _solve(self, program, opts, run) -> Result:
+        program = program.split_abs_rows()   # |a'x + b| <= r is the pair of linear rows +-(a'x + b) <= r
         program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
         check_reuse_options(opts)
         with blas_limit(program.n, opts):
