@@ -98,6 +98,40 @@ def test_bounds_implied_through_a_bilinear_equality():
     assert abs(pyo.value(m.obj) - res.objective) <= 1e-6
 
 
+@pytest.mark.parametrize("how", ["fix", "bound"])
+def test_pooling_with_a_feed_fixed_to_zero_finds_the_optimum_at_a_degenerate_quality(how):
+    """Haverly's first pooling problem with feed B switched off (fixed to 0 or bounded to 0): only the pool
+    quality 3 admits pool flow, so the optimum (100) sits on ``qp = 3`` and every LP point next to it carries
+    noise such as ``byp_y = 3e-9`` on a row ``0.5 byp_y <= 0`` of tiny terms. The local search must project
+    that noise away (it rejected such points outright and the tree ran to its time limit at 86.3)."""
+    m = pyo.ConcreteModel()
+    m.S, m.P = pyo.Set(initialize=["A", "B", "C"]), pyo.Set(initialize=["x", "y"])
+    cost, price, q = {"A": 6, "B": 16, "C": 10}, {"x": 9, "y": 15}, {"A": 3, "B": 1, "C": 2}
+    qmax, dmax = {"x": 2.5, "y": 1.5}, {"x": 100, "y": 200}
+    m.f = pyo.Var(m.S, within=pyo.NonNegativeReals)
+    m.pool = pyo.Var(m.P, within=pyo.NonNegativeReals)
+    m.byp = pyo.Var(m.P, within=pyo.NonNegativeReals)
+    m.qp = pyo.Var(bounds=(1, 3))
+    m.bal = pyo.Constraint(expr=m.f["A"] + m.f["B"] == sum(m.pool[p] for p in m.P))
+    m.cbal = pyo.Constraint(expr=m.f["C"] == sum(m.byp[p] for p in m.P))
+    m.qbal = pyo.Constraint(expr=m.qp * sum(m.pool[p] for p in m.P) == q["A"] * m.f["A"] + q["B"] * m.f["B"])
+    m.dem = pyo.Constraint(m.P, rule=lambda m, p: pyo.inequality(0, m.pool[p] + m.byp[p], dmax[p]))
+    m.qual = pyo.Constraint(m.P, rule=lambda m, p: m.qp * m.pool[p] + q["C"] * m.byp[p]
+                            <= qmax[p] * (m.pool[p] + m.byp[p]))
+    m.obj = pyo.Objective(expr=sum(price[p] * (m.pool[p] + m.byp[p]) for p in m.P)
+                          - sum(cost[s] * m.f[s] for s in m.S), sense=pyo.maximize)
+    if how == "fix":
+        m.f["B"].fix(0.0)
+    else:
+        m.f["B"].setub(0.0)
+    f_ref = scip_optimum(m.clone())[1]
+    res = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    assert res.status == "optimal", res.message
+    assert abs(res.objective - f_ref) <= 1e-6 * abs(f_ref) and abs(f_ref - 100.0) <= 1e-5
+    assert abs(pyo.value(m.obj) - f_ref) <= 1e-6 * abs(f_ref)
+    assert all(pyo.value(c.body) <= pyo.value(c.upper) + 1e-9 for c in m.qual.values())
+
+
 def test_product_with_an_unbounded_variable_is_solved_when_the_relaxation_bounds_it():
     """x has no upper bound, but x * (1 - y) >= 0 makes the objective bounded: no error, SCIP's optimum."""
     m = pyo.ConcreteModel()
