@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings, strategies as hs
 
 import varopt  # noqa: F401
-from varopt.formulations.bayes_glm import gp_program
+from varopt.formulations.bayes_glm import glm_program, gp_program
 from varopt.registry import get_solver
 from varopt.solvers.klprox import family_table, likelihood_view
 from varopt.solvers.klprox import posterior as post_mod
@@ -43,17 +43,7 @@ def _reference_vt(view, gt):
     return _reference(view, gt)[0]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(N=hs.integers(3, 12), d=hs.integers(1, 3), log_ell=hs.floats(-1.0, 3.0), log_sf=hs.floats(-2.0, 4.0),
-       seed=hs.integers(0, 2 ** 16), lo=hs.floats(-14.0, 0.0), span=hs.floats(0.0, 14.0),
-       zeros=hs.integers(0, 2))
-def test_woodbury_state_equals_the_direct_state(N, d, log_ell, log_sf, seed, lo, span, zeros):
-    # random RBF kernels (jitter 1e-8: badly conditioned at long length scales) and pseudo-precisions spread over up
-    # to 14 decades, some exactly 0: rows with gt vt << 1 (where 1 - (B^-1)_nn loses digits) in every kind of mix
-    view = _gp_view(N, d, log_ell, log_sf, seed)
-    rng = np.random.default_rng(seed + 1)
-    gt = 10.0 ** rng.uniform(lo, lo + span, N)
-    gt[rng.permutation(N)[:zeros]] = 0.0
+def _check_against_direct(view, gt, rng):
     wood, direct = FullGaussian(view, woodbury=True), FullGaussian(view)
     assert wood.woodbury and not direct.woodbury
     m = rng.normal(size=view.D)
@@ -71,7 +61,7 @@ def test_woodbury_state_equals_the_direct_state(N, d, log_ell, log_sf, seed, lo,
     gref = 0.5 * m @ view.P @ m + view.c @ m + view.k + 0.5 * trPV - 0.5 * (logdetV + view.D * (1 + math.log(2 * math.pi)))
     assert abs(gw - gref) <= 1e-12 * max(wood.magnitude, 1.0)
     assert abs(gw - gd) <= 1e-12 * max(wood.magnitude, 1.0) + abs(gd - gref)
-    alpha, gamma = rng.normal(size=N), rng.uniform(0.0, 0.25, N)
+    alpha, gamma = rng.normal(size=view.N), rng.uniform(0.0, 0.25, view.N)
     rw, rd = wood.residuals(sw, alpha, gamma, sw.vt), direct.residuals(sd, alpha, gamma, sd.vt)
     assert abs(rw[0] - rd[0]) <= 1e-7 * rd[0]
     assert abs(rw[1] - rd[1]) <= 1e-12 * rd[1]
@@ -81,6 +71,37 @@ def test_woodbury_state_equals_the_direct_state(N, d, log_ell, log_sf, seed, lo,
             assert np.linalg.norm(nw.m - nd.m) <= 1e-7 * np.linalg.norm(nd.m - m)
     np.testing.assert_allclose(wood.covariance(sw), direct.covariance(sd), rtol=1e-12, atol=0)
     np.testing.assert_allclose(wood.predict(sw, view.A.toarray())[1], sd.vt, rtol=1e-12)
+    # a site warm start solves V x = rhs the same way
+    mt = rng.normal(size=view.N)
+    np.testing.assert_allclose(wood.warm(m, gt, alpha, mt)[1].m, direct.warm(m, gt, alpha, mt)[1].m, rtol=1e-7,
+                               atol=1e-7 * np.linalg.norm(direct.warm(m, gt, alpha, mt)[1].m))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(N=hs.integers(3, 12), d=hs.integers(1, 3), log_ell=hs.floats(-1.0, 3.0), log_sf=hs.floats(-2.0, 4.0),
+       seed=hs.integers(0, 2 ** 16), lo=hs.floats(-14.0, 0.0), span=hs.floats(0.0, 14.0),
+       zeros=hs.integers(0, 2))
+def test_woodbury_state_equals_the_direct_state(N, d, log_ell, log_sf, seed, lo, span, zeros):
+    # random RBF kernels (jitter 1e-8: badly conditioned at long length scales) and pseudo-precisions spread over up
+    # to 14 decades, some exactly 0: rows with gt vt << 1 (where 1 - (B^-1)_nn loses digits) in every kind of mix
+    view = _gp_view(N, d, log_ell, log_sf, seed)
+    rng = np.random.default_rng(seed + 1)
+    gt = 10.0 ** rng.uniform(lo, lo + span, N)
+    gt[rng.permutation(N)[:zeros]] = 0.0
+    _check_against_direct(view, gt, rng)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(N=hs.integers(2, 8), extra=hs.integers(0, 4), log_var=hs.floats(0.3, 3.0), sign=hs.sampled_from([-1.0, 1.0]),
+       seed=hs.integers(0, 2 ** 16), lo=hs.floats(-8.0, 0.0), span=hs.floats(0.0, 8.0))
+def test_woodbury_state_of_a_glm_with_a_scaled_prior(N, extra, log_var, sign, seed, lo, span):
+    # a dense GLM with N <= D (parameterization='full'), prior N(0, s I), s != 1: Sigma and log det P enter
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, N + extra))
+    view = likelihood_view(glm_program(X, (rng.uniform(size=N) < 0.5).astype(float), "logistic",
+                                       prior_var=math.exp(sign * log_var)), FAMS)
+    assert view.N <= view.D and not np.allclose(view.P, np.eye(view.D))
+    _check_against_direct(view, 10.0 ** rng.uniform(lo, lo + span, N), rng)
 
 
 def test_woodbury_state_is_used_with_rows_of_tiny_gt_vt():
@@ -98,12 +119,23 @@ def test_woodbury_state_is_used_with_rows_of_tiny_gt_vt():
     assert np.all(one[:3] * 1e-4 < st.vt[:3] * gt[:3])      # the first form would have lost 4+ digits there
 
 
-def test_woodbury_state_declines_an_ill_conditioned_b():
-    # eps ||B|| above WOODBURY_COND_TOL (pseudo-precisions 1e9 on a wide kernel): the direct state
-    view = _gp_view(10, 1, 1.0, 3.0, 0)
-    wood = FullGaussian(view, woodbury=True)
-    assert wood._woodbury_state(np.zeros(view.D), np.full(view.N, 1e9)) is None
-    assert wood._state(np.zeros(view.D), np.full(view.N, 1e9)).L is not None
+def test_woodbury_state_declines_an_ill_conditioned_b(monkeypatch):
+    # a short length scale (K nearly diagonal) and pseudo-precisions 1e12: every row's vt is exact in the first form
+    # (gt vt ~ 1), but ||B|| ~ 4e12, so g^T V g = g^T Sigma g - ||L_B^-1 G^1/2 A Sigma g||^2 cancels (4e-5 relative):
+    # eps ||B|| > WOODBURY_COND_TOL sends it to the direct state
+    view = _gp_view(10, 2, -3.0, 0.0, 0)
+    rng = np.random.default_rng(0)
+    gt = 1e12 * rng.uniform(0.5, 2.0, view.N)
+    m, alpha, gamma = rng.normal(size=view.N), rng.normal(size=view.N), rng.uniform(0.0, 0.25, view.N)
+    wood, direct = FullGaussian(view, woodbury=True), FullGaussian(view)
+    assert wood._woodbury_state(m, gt) is None
+    assert wood._state(m, gt).L is not None
+    sd = direct._state(m, gt)
+    rd = direct.residuals(sd, alpha, gamma, sd.vt)[0]
+    monkeypatch.setattr(post_mod, "WOODBURY_COND_TOL", math.inf)
+    sw = wood._woodbury_state(m, gt)
+    assert sw is not None
+    assert abs(wood.residuals(sw, alpha, gamma, sw.vt)[0] - rd) > 1e-7 * rd
 
 
 def test_gp_solve_by_woodbury_states_reports_the_200_node_elbo(monkeypatch):
