@@ -210,7 +210,14 @@ class FullGaussian(_Base):
         if self.woodbury:
             self.Sd = 1.0 / self.P_diag                          # Sigma = P^-1 (diagonal)
             ASh = self.A * np.sqrt(self.Sd)                      # A Sigma^1/2
-            self.St = _symmetrize(dsyrk(1.0, ASh, trans=0, lower=1))
+            if self.lower_square:
+                # C C^T of a lower-triangular C by LAPACK lauum (a third of syrk's flops): with J the reversal, J C J
+                # is upper triangular and C C^T = J (J C J)(J C J)^T J; lauum leaves the upper triangle of U U^T
+                up = lapack.dlauum(np.asfortranarray(ASh[::-1, ::-1]), lower=0, overwrite_c=1)[0]
+                low = np.ascontiguousarray(up[::-1, ::-1])
+            else:
+                low = dsyrk(1.0, ASh, trans=0, lower=1)
+            self.St = _symmetrize(low)
             self.St_diag = np.diag(self.St).copy()
             self.logdetP = float(np.sum(np.log(self.P_diag)))
 
