@@ -199,10 +199,6 @@ class FullGaussian(_Base):
         self.pairs = _RowPairs(view.A, self.D) if worth else None
         # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order: the transpose of a C-ordered dense A
         # as it is, no copy); not needed with row pairs
-        if self.pairs is None:
-            self.ATf = np.asfortranarray(self.A.T if isinstance(self.A, np.ndarray) else self.AT)
-        else:
-            self.ATf = None
         # the state in the N-dimensional predictor space (_woodbury_state) for dense 1-D rows, a diagonal prior and
         # N <= D (whitened GP models): B = I + G^1/2 St G^1/2, St = A Sigma A^T formed once
         self.woodbury = bool(woodbury and view.diagonal and self.pairs is None and isinstance(self.A, np.ndarray)
@@ -220,6 +216,12 @@ class FullGaussian(_Base):
             self.St = _symmetrize(low)
             self.St_diag = np.diag(self.St).copy()
             self.logdetP = float(np.sum(np.log(self.P_diag)))
+
+    @functools.cached_property
+    def ATf(self):
+        """``A^T`` in Fortran order for ``trmm`` (the transpose of a C-ordered dense ``A`` as it is, no copy); formed
+        when a direct dense-row state first needs it (a Woodbury state does not)."""
+        return np.asfortranarray(self.A.T if isinstance(self.A, np.ndarray) else self.AT)
 
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""

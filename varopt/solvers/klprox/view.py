@@ -79,6 +79,8 @@ class LikelihoodView:
     @property
     def mu(self) -> np.ndarray:
         """Prior mean ``-P^-1 c``."""
+        if not np.any(self.c):        # c = 0 (GP models, every row took its linear part): no solve; -0 as the solve's
+            return -np.zeros(self.D)
         return -sla.cho_solve((self.P_chol, True), self.c)
 
     def logdet_P(self) -> float:
@@ -501,6 +503,10 @@ def _prior_cholesky(P, names, where):
                                   "negative log joint (e.g. lam/2*sum(w**2), cp.quad_form(w, Kinv)) must involve every "
                                   "variable and be positive definite; an improper flat prior (e.g. an unpenalized "
                                   "intercept) is not a Gaussian: give it a wide one, e.g. + b**2/(2*100)")
+    d = np.diag(P)
+    if np.all(d > 0) and np.count_nonzero(P) == np.count_nonzero(d):
+        # diagonal (GLM and whitened GP priors): the factor LAPACK computes, sqrt(P_jj), without the D^3/3 factorization
+        return np.diag(np.sqrt(d))
     try:
         return np.linalg.cholesky(P)
     except np.linalg.LinAlgError:
