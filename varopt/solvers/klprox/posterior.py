@@ -196,7 +196,10 @@ class FullGaussian(_Base):
         super().__init__(view, sparse_rows=worth)
         d = np.diag(self.P)
         self.P_diag = d.copy() if np.count_nonzero(self.P) == np.count_nonzero(d) else None   # nothing off the diagonal
-        self.pairs = _RowPairs(view.A, self.D) if worth else None
+        if worth:   # built by the view for the split of section 1 when it had more rows than variables
+            self.pairs = view.row_pairs if view.row_pairs is not None else _RowPairs(view.A, self.D)
+        else:
+            self.pairs = None
         # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order: the transpose of a C-ordered dense A
         # as it is, no copy); not needed with row pairs
         # the state in the N-dimensional predictor space (_woodbury_state) for dense 1-D rows, a diagonal prior and
