@@ -127,3 +127,34 @@ def test_min_norm_split_of_the_linear_terms_by_normal_equations(seed):
     Ad = view.A.toarray()
     np.testing.assert_allclose(view.lin, np.linalg.lstsq(Ad.T, -Ad.T @ y, rcond=None)[0], rtol=0, atol=1e-12)
     assert not np.any(view.c)
+
+
+def test_view_row_pairs_give_the_split_gram_and_serve_the_full_form(monkeypatch):
+    # sparse rows, N > D: the view forms the row pairs, takes A^T A for the split of section 1 from them (the same
+    # integers for 0/1 features, equal to 1e-15 otherwise) and the full form reuses the same object
+    from varopt.solvers.klprox import view as view_mod
+    rng = np.random.default_rng(3)
+    N, k = 400, 8
+    X = np.hstack([np.eye(k)[rng.integers(0, k, N)] for _ in range(10)])     # 11 of 81 entries per row
+    y = (rng.uniform(size=N) < 0.4).astype(float)
+    grams = []
+    orig = view_mod._min_norm_normal
+
+    def spy(A, c, gram=None):
+        grams.append(gram)
+        return orig(A, c, gram)
+
+    monkeypatch.setattr(view_mod, "_min_norm_normal", spy)
+    for scale in (None, rng.uniform(0.5, 2.0, X.shape[1])):
+        Xs = X if scale is None else X * scale
+        v = likelihood_view(glm_program(Xs, y, "logistic", prior_var=2.0), FAMS)
+        assert v.row_pairs is not None and grams[-1] is not None
+        ref = (v.A.T @ v.A).toarray()
+        if scale is None:
+            np.testing.assert_array_equal(grams[-1], ref)
+        else:
+            np.testing.assert_allclose(grams[-1], ref, rtol=1e-15, atol=1e-15 * np.abs(ref).max())
+        post = FullGaussian(v)
+        assert post.pairs is v.row_pairs
+        # the split is the minimum-norm one: t = A z
+        np.testing.assert_allclose(v.A.T @ v.lin + v.c, -np.append(Xs.T @ y, y.sum()), rtol=1e-12, atol=1e-12)

@@ -13,7 +13,9 @@ and with ``V^-1 = P + A^T diag(gt) A`` (18) the covariance is carried by the pse
 ``gt+ = r gt + (1 - r) gamma``. (16) is rewritten as ``m+ = m + (1 - r) M^-1 g`` with
 ``M = P + r A^T diag(gt) A`` and ``g = -(P m + c + A^T alpha)`` (the ELBO's gradient in ``m``).
 
-* :class:`FullGaussian`: ``m`` and the Cholesky factor of ``V^-1`` (D x D); for ``D`` small.
+* :class:`FullGaussian`: ``m`` and the Cholesky factor of ``V^-1`` (D x D); for ``D`` small. With dense 1-D rows, a
+  diagonal prior and ``N <= D`` (whitened GP models) the state is computed from ``B = I + G^1/2 St G^1/2`` (N x N)
+  by Woodbury's identity instead (``FullGaussian._woodbury_state``), where its rounding allows.
 * :class:`DualGaussian`: update (19) in the N-dimensional space of the predictors, for
   ``N < D`` (GP models): ``m = mu + Sigma A^T z``; with ``St = A Sigma A^T``,
   ``mt = mut + St z`` and (16) becomes ``z+ = (I + r G St)^-1 [r (I + G St) z - (1 - r) alpha]``,
@@ -29,6 +31,7 @@ covariance.
 from __future__ import annotations
 
 import functools
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -40,6 +43,11 @@ from scipy.linalg.blas import dsyrk, dtrmm
 from .view import upper_entries
 
 _LOG2PI = np.log(2.0 * np.pi)
+_EPS = np.finfo(float).eps
+#: largest estimated relative rounding error of a row's ``vt`` in the Woodbury state (FullGaussian._woodbury_state)
+WOODBURY_ROW_TOL = 1e-12
+#: largest ``eps ||B||`` of the Woodbury state: its mean solves and ``g^T V g`` lose about that much relative accuracy
+WOODBURY_COND_TOL = 1e-8
 
 
 def _chol(M):
@@ -185,18 +193,38 @@ class FullGaussian(_Base):
     name = "full"
     magnitude = 0.0
 
-    def __init__(self, view):
+    def __init__(self, view, woodbury=False):
         worth = view.diagonal and _RowPairs.worth(view.A, view.D)
         super().__init__(view, sparse_rows=worth)
         d = np.diag(self.P)
         self.P_diag = d.copy() if np.count_nonzero(self.P) == np.count_nonzero(d) else None   # nothing off the diagonal
-        self.pairs = _RowPairs(view.A, self.D) if worth else None
-        # W = L^-1 A^T of the dense-row states (trmm reads A^T in Fortran order: the transpose of a C-ordered dense A
-        # as it is, no copy); not needed with row pairs
-        if self.pairs is None:
-            self.ATf = np.asfortranarray(self.A.T if isinstance(self.A, np.ndarray) else self.AT)
+        if worth:   # built by the view for the split of section 1 when it had more rows than variables
+            self.pairs = view.row_pairs if view.row_pairs is not None else _RowPairs(view.A, self.D)
         else:
-            self.ATf = None
+            self.pairs = None
+        # the state in the N-dimensional predictor space (_woodbury_state) for dense 1-D rows, a diagonal prior and
+        # N <= D (whitened GP models): B = I + G^1/2 St G^1/2, St = A Sigma A^T formed once
+        self.woodbury = bool(woodbury and view.diagonal and self.pairs is None and isinstance(self.A, np.ndarray)
+                             and self.P_diag is not None and 0 < self.N <= self.D and np.all(self.P_diag > 0))
+        if self.woodbury:
+            self.Sd = 1.0 / self.P_diag                          # Sigma = P^-1 (diagonal)
+            ASh = self.A * np.sqrt(self.Sd)                      # A Sigma^1/2
+            if self.lower_square:
+                # C C^T of a lower-triangular C by LAPACK lauum (a third of syrk's flops): with J the reversal, J C J
+                # is upper triangular and C C^T = J (J C J)(J C J)^T J; lauum leaves the upper triangle of U U^T
+                up = lapack.dlauum(np.asfortranarray(ASh[::-1, ::-1]), lower=0, overwrite_c=1)[0]
+                low = np.ascontiguousarray(up[::-1, ::-1])
+            else:
+                low = dsyrk(1.0, ASh, trans=0, lower=1)
+            self.St = _symmetrize(low)
+            self.St_diag = np.diag(self.St).copy()
+            self.logdetP = float(np.sum(np.log(self.P_diag)))
+
+    @functools.cached_property
+    def ATf(self):
+        """``A^T`` in Fortran order for ``trmm`` (the transpose of a C-ordered dense ``A`` as it is, no copy); formed
+        when a direct dense-row state first needs it (a Woodbury state does not)."""
+        return np.asfortranarray(self.A.T if isinstance(self.A, np.ndarray) else self.AT)
 
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
@@ -204,6 +232,58 @@ class FullGaussian(_Base):
         return self._state(m, float(gamma0) * self.view.eye())
 
     def _state(self, m, gt):
+        if self.woodbury:
+            st = self._woodbury_state(m, gt)
+            if st is not None:
+                return st
+        return self._direct_state(m, gt)
+
+    def _woodbury_state(self, m, gt):
+        r"""The state from ``B = I + G^1/2 St G^1/2`` (N x N, ``St = A Sigma A^T``, ``G = diag(gt)``): with
+        ``V = Sigma - Sigma A^T G^1/2 B^-1 G^1/2 A Sigma`` (Woodbury),
+
+            vt_n = (1 - (B^-1)_nn) / gt_n,   tr(P V) = D - N + tr B^-1,   log det V = -log det P - log det B
+
+        (docs/klprox.md, section 3): a Cholesky factor of ``B`` and ``trtri``, no Gram ``A^T G A`` and no ``trmm``.
+        ``1 - (B^-1)_nn`` loses digits where ``gt_n vt_n << 1``: the rounding error of ``(B^-1)_nn`` is about
+        ``eps ||B|| (B^-1)_nn`` (Cholesky's backward error ``eps ||B||``; ``B^-1 <= I``), so the relative error of
+        ``vt_n`` is about ``eps ||B|| (B^-1)_nn / (1 - (B^-1)_nn)`` (measured against 40 digits: at most 0.6 of that,
+        plus ``2.5 eps`` of the last subtraction and division). Rows where ``eps (4 + ||B||_F) (B^-1)_nn /
+        (1 - (B^-1)_nn)`` exceeds ``WOODBURY_ROW_TOL`` take ``vt_n = St_nn - ||L_B^-1 G^1/2 St e_n||^2`` (relative error
+        about ``2 eps sqrt(||B||) St_nn / vt_n``: cond(L_B) <= sqrt(||B||)); if that bound fails too, or
+        ``eps ||B||_F`` exceeds ``WOODBURY_COND_TOL`` (the mean's Woodbury solves lose that much), or a
+        pseudo-precision is negative: None, the direct state."""
+        if not np.all(gt >= 0.0):
+            return None
+        sg = np.sqrt(gt)
+        B = self.St * sg
+        B *= sg[:, None]
+        B.flat[:: self.N + 1] += 1.0
+        norm = math.sqrt(float(np.dot(B.ravel(), B.ravel())))      # ||B||_F >= ||B||_2 (>= 1)
+        if _EPS * norm > WOODBURY_COND_TOL:
+            return None
+        try:
+            LB = _chol(B)
+        except np.linalg.LinAlgError:
+            return None
+        LBinv = _tri_inv(LB)
+        binv = np.einsum("ij,ij->j", LBinv, LBinv)                 # diag(B^-1)
+        one = 1.0 - binv
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vt = one / gt
+            bad = ~(_EPS * (4.0 + norm) * binv <= WOODBURY_ROW_TOL * one)    # also gt = 0 (0 / 0)
+        if np.any(bad):
+            rows = np.flatnonzero(bad)
+            # L_B^-1 G^1/2 St e_n of the flagged rows (a triangular product: L_B^-1's strict upper part is zero)
+            U = dtrmm(1.0, LBinv, sg[:, None] * self.St[:, rows], lower=1)
+            v1 = self.St_diag[rows] - np.einsum("ij,ij->j", U, U)
+            if not np.all(2.0 * _EPS * np.sqrt(norm) * self.St_diag[rows] <= WOODBURY_ROW_TOL * v1):
+                return None
+            vt[rows] = v1
+        return SimpleNamespace(m=m, gt=gt, L=None, Lam=None, Linv=None, V=None, vt=vt, B=B, LB=LB, LBinv=LBinv,
+                               binv=binv, sg=sg)
+
+    def _direct_state(self, m, gt):
         Lam = self.P + self._AtGA(gt)
         L = _chol(Lam)
         Linv = _tri_inv(L)
@@ -222,7 +302,26 @@ class FullGaussian(_Base):
             vt = self.view.pattern_cov(dtrmm(1.0, Linv, self.ATf, lower=1))
         else:
             V, vt = Linv.T @ Linv, np.zeros(0)
-        return SimpleNamespace(m=m, gt=gt, L=L, Lam=Lam, Linv=Linv, V=V, vt=vt)
+        return SimpleNamespace(m=m, gt=gt, L=L, Lam=Lam, Linv=Linv, V=V, vt=vt, LB=None)
+
+    def _factor(self, st):
+        """The Cholesky factor of ``V^-1 = P + A^T G A`` (formed for a Woodbury state when first asked for: the
+        returned covariance and predictions come from it, without the Woodbury form's cancellation)."""
+        if st.L is None:
+            st.L = _chol(self.P + self._AtGA(st.gt))
+        return st.L
+
+    def _vmul(self, st, x):
+        """``V x``; for a Woodbury state ``Sigma x - Sigma A^T G^1/2 B^-1 G^1/2 A Sigma x``."""
+        if getattr(st, "LB", None) is None:
+            return sla.cho_solve((st.L, True), x, check_finite=False)
+        return self._woodbury_solve(st.LB, st.sg, x)
+
+    def _woodbury_solve(self, LB, sg, x):
+        """``(P + A^T S A)^-1 x`` with ``S = diag(sg^2)`` and ``LB`` the Cholesky factor of ``I + S^1/2 St S^1/2``."""
+        Sx = self.Sd * x
+        h = sla.cho_solve((LB, True), sg * (self.A @ Sx), check_finite=False)
+        return Sx - self.Sd * (self.A_T @ (sg * h))
 
     def warm(self, m, gt, alpha, mt=None):
         """Starts from a previous solution: its mean ``m`` as it is, and (given its predictor means ``mt``) its
@@ -230,8 +329,7 @@ class FullGaussian(_Base):
         out = [self._state(m.copy(), gt.copy())]
         if mt is not None:
             st = self._state(m.copy(), gt.copy())
-            st.m = sla.cho_solve((st.L, True), -self.view.c + self.AT @ _site_shift(self.view, gt, alpha, mt),
-                                 check_finite=False)
+            st.m = self._vmul(st, -self.view.c + self.AT @ _site_shift(self.view, gt, alpha, mt))
             out.append(st)
         return out
 
@@ -242,6 +340,13 @@ class FullGaussian(_Base):
     def gauss_part(self, st):
         # computed directly (not as KL + C0): no cancellation between large prior-mean terms
         m, v = st.m, self.view
+        if getattr(st, "LB", None) is not None:
+            # Woodbury state: tr(P V) = D - tr(G^1/2 B^-1 G^1/2 St) = D - N + tr B^-1; log det V = -log det P B
+            trPV = self.D - self.N + float(np.sum(st.binv))
+            logdetV = -self.logdetP - 2.0 * float(np.sum(np.log(np.diag(st.LB))))
+            parts = (0.5 * m @ (self.P_diag * m), v.c @ m, v.k, 0.5 * trPV, -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
+            self.magnitude = float(np.sum(np.abs(parts)))
+            return float(np.sum(parts))
         Linv = st.Linv if getattr(st, "Linv", None) is not None else _tri_inv(st.L)
         if self.P_diag is not None:   # tr(P V) = sum_j P_jj ||L^-1 e_j||^2: no D^3 product for a diagonal prior
             trPV = float(np.einsum("ij,ij->j", Linv, Linv) @ self.P_diag)
@@ -267,10 +372,16 @@ class FullGaussian(_Base):
         gt = r * st.gt + (1.0 - r) * gamma
         if natural:  # natural-parameter form: m+ = m + (1 - r) V+ g
             new = self._state(st.m, gt)
-            new.m = st.m + (1.0 - r) * sla.cho_solve((new.L, True), g, check_finite=False)
+            new.m = st.m + (1.0 - r) * self._vmul(new, g)
             return new
         # M = P + r A^T diag(gt) A = (1 - r) P + r V^-1: the state's precision, no second O(N D^2) product
         Lam = getattr(st, "Lam", None)
+        if getattr(st, "LB", None) is not None and r > 0:
+            # Woodbury: M^-1 through B_r = I + r G^1/2 St G^1/2 = r B + (1 - r) I
+            Br = r * st.B
+            Br.flat[:: self.N + 1] += 1.0 - r
+            dm = self._woodbury_solve(_chol(Br), np.sqrt(r) * st.sg, g)
+            return self._state(st.m + (1.0 - r) * dm, gt)
         if r <= 0:
             M = self.P
         elif Lam is not None:
@@ -281,6 +392,13 @@ class FullGaussian(_Base):
         return self._state(st.m + (1.0 - r) * dm, gt)
 
     def residuals(self, st, alpha, gamma, vt):
+        if getattr(st, "LB", None) is not None:
+            # g^T V g = g^T Sigma g - ||L_B^-1 G^1/2 A Sigma g||^2 (relative error ~ eps ||B|| <= WOODBURY_COND_TOL)
+            g = self.gradient(st, alpha)
+            Sg = self.Sd * g
+            u = st.LBinv @ (st.sg * (self.A @ Sg))
+            return (float(np.sqrt(max(float(g @ Sg - u @ u), 0.0))),
+                    self.view.curvature_residual(gamma, st.gt, vt))
         g = _tri(st.L, self.gradient(st, alpha))
         if st.gt is None:  # precision held directly (stochastic variant): ||L^-1 (P + A^T Gamma A) L^-T - I||_F
             R = _tri(st.L, _tri(st.L, self.P + self._AtGA(gamma)).T)
@@ -293,13 +411,13 @@ class FullGaussian(_Base):
     def covariance(self, st):
         if getattr(st, "V", None) is not None:
             return st.V.copy()
-        Linv = st.Linv if getattr(st, "Linv", None) is not None else _tri_inv(st.L)
+        Linv = st.Linv if getattr(st, "Linv", None) is not None else _tri_inv(self._factor(st))
         return Linv.T @ Linv
 
     def predict(self, st, A_new, b_new=0.0):
         """Mean and variance of ``A_new w + b_new`` under ``q``."""
         A_new = sp.csr_matrix(A_new) if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))
-        Wn = _tri(st.L, A_new.T.toarray() if sp.issparse(A_new) else A_new.T)
+        Wn = _tri(self._factor(st), A_new.T.toarray() if sp.issparse(A_new) else A_new.T)
         return np.asarray(A_new @ st.m).ravel() + b_new, np.einsum("ij,ij->j", Wn, Wn)
 
 

@@ -250,7 +250,9 @@ class KLProxSolver(Solver):
                                          "parameterization: use parameterization='full' or 'auto'")
             if kind == "auto":
                 kind = "dual" if view.N < view.D and not variant else "full"
-            post = (DualGaussian if kind == "dual" else FullGaussian)(view)
+            # the full form's state in the predictor space (Woodbury) for the proximal-gradient iterations; the
+            # variants read the precision's factor of every state
+            post = DualGaussian(view) if kind == "dual" else FullGaussian(view, woodbury=not variant)
             kp = KLProx(view, post, fams, opts, run)
             if opts.batch_size is not None:
                 return stochastic(kp)
