@@ -27,6 +27,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from ..core import csr as _csrmod
+
 
 def _shape(expr):
     return tuple(int(s) for s in expr.shape)
@@ -109,14 +111,7 @@ def _entries(sets, e, take):
             yield grp, W, sl, take(grp, W.indices[sl])
 
 
-def _ranges(starts, counts):
-    """Concatenation of ``arange(s, s + c)`` for every (s, c), vectorized."""
-    counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + offs
+_ranges = _csrmod.ranges
 
 
 class _QTerms:
@@ -146,55 +141,17 @@ def _csr(M):
     return M if type(M) is sp.csr_matrix else sp.csr_matrix(M)
 
 
-_INT32_MAX = np.iinfo(np.int32).max
-
-
-def _csr_checked(data, indices, indptr, shape):
-    return sp.csr_matrix((data, indices, indptr), shape=shape)
-
-
-def _csr_unchecked(data, indices, indptr, shape):
-    """The csr matrix with these arrays, without scipy's constructor (about 25 us per matrix in scipy 1.17: the
-    index-dtype search and the format checks; a small problem's compile builds dozens). The caller guarantees a
-    valid csr structure (``indptr`` nondecreasing from 0 with one entry per row plus one, ``indices`` in range);
-    index arrays get the dtype scipy's constructor would choose (int32 when everything fits)."""
-    rows, cols = int(shape[0]), int(shape[1])
-    idx = np.int32 if max(rows, cols, len(indices)) < _INT32_MAX else np.int64
-    M = sp.csr_matrix.__new__(sp.csr_matrix)
-    M._shape = (rows, cols)
-    M.maxprint = _MAXPRINT
-    M.data = np.asarray(data, dtype=float)
-    M.indices = np.asarray(indices, dtype=idx)
-    M.indptr = np.asarray(indptr, dtype=idx)
-    return M
+# csr matrices from known-valid arrays without scipy's constructor (varopt.core.csr; shared with the Program and
+# the solvers); the names stay here for the tracer and its tests
+_csr_checked = _csrmod.csr_checked
+_csr_unchecked = _csrmod.csr_unchecked
+_csr_raw = _csrmod.csr_raw
 
 
 def _unchecked_works():
-    """Whether this scipy's csr matrices work when built by :func:`_csr_unchecked` (it sets scipy's private
-    attributes; a scipy whose layout differs falls back to the checked constructor)."""
-    try:
-        args = (np.array([1.0, 2.0, 3.0]), np.array([1, 0, 3]), np.array([0, 1, 1, 3]), (3, 4))
-        ref, new = _csr_checked(*args), _csr_unchecked(*args)
-        v = np.array([1.0, -2.0, 0.5, 4.0])
-        # the same instance attributes as the constructor sets (a scipy that adds one falls back), same dtypes
-        ok = (type(new) is type(ref) and set(vars(new)) == set(vars(ref))
-              and all(getattr(new, a).dtype == getattr(ref, a).dtype for a in ("data", "indices", "indptr"))
-              and new.shape == ref.shape and new.nnz == ref.nnz
-              and np.array_equal(new.toarray(), ref.toarray()) and np.array_equal(new @ v, ref @ v)
-              and np.array_equal((new.T @ ref + new.T @ new).toarray(), 2 * (ref.T @ ref).toarray())
-              and np.array_equal(new[[2, 0]].toarray(), ref[[2, 0]].toarray())
-              and new.has_canonical_format == ref.has_canonical_format)
-        new.check_format(full_check=True)
-        return bool(ok)
-    except Exception:  # noqa: BLE001 -- any failure means: use scipy's constructor
-        return False
-
-
-try:
-    from scipy.sparse._base import MAXPRINT as _MAXPRINT
-except ImportError:  # pragma: no cover - other scipy layouts use the checked constructor
-    _MAXPRINT = 50
-_csr_raw = _csr_unchecked if _unchecked_works() else _csr_checked
+    """Whether this scipy's csr matrices work when built by :func:`_csr_unchecked` (see
+    :func:`varopt.core.csr.unchecked_works`)."""
+    return _csrmod.unchecked_works(_csr_unchecked, _csr_checked)
 
 
 def _empty(m, n):

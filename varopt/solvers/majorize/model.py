@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from ...errors import InputDataError, ModelStructureError
 from ...core.checks import require_finite
+from ...core.csr import csr_raw, ranges
 from ...program.atoms import ATOMS
 from .groups import PaddedGroups
 from .step import majorizer_step
@@ -75,8 +76,10 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     is the same (``x_j >= lo_i / a`` for ``a > 0``, the bounds swapped for ``a < 0``)."""
     if A.shape[0] == 0:
         return A, lo, hi, lb, ub
-    A = sp.csr_matrix(A)
-    A.eliminate_zeros()
+    A = A if type(A) is sp.csr_matrix else sp.csr_matrix(A)
+    if not np.all(A.data[:A.indptr[-1]]):  # stored zeros do not count as a row's entries (a copy: A is the caller's)
+        A = A.copy()
+        A.eliminate_zeros()
     single = np.diff(A.indptr) == 1
     if not single.any():
         return A, lo, hi, lb, ub
@@ -90,7 +93,16 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     np.maximum.at(lb, j, np.where(np.isnan(nlo), -np.inf, nlo))
     np.minimum.at(ub, j, np.where(np.isnan(nhi), np.inf, nhi))
     keep = ~single
-    return A[keep], lo[keep], hi[keep], lb, ub
+    return _csr_rows(A, keep), lo[keep], hi[keep], lb, ub
+
+
+def _csr_rows(A, keep):
+    """The rows of csr ``A`` where the mask ``keep`` holds, from its arrays (scipy's row indexing costs ~40 us)."""
+    counts = np.diff(A.indptr)[keep]
+    idx = ranges(A.indptr[:-1][keep], counts)
+    indptr = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return csr_raw(A.data[idx], A.indices[idx], indptr, (counts.size, A.shape[1]))
 
 
 class MajorizeModel:
