@@ -148,6 +148,7 @@ class _AffineTracer:
                 # of the variable (nodes never modify their matrices in place)
                 cols = self.var_cols[id(expr)]
                 A = _csr_raw(np.ones(cols.size), cols, np.arange(cols.size + 1), (cols.size, self.n))
+                A._varopt_selection = True  # distinct columns: a variable's entries are distinct program columns
                 self._var_rows[id(expr)] = A
             return _Node(shape, self.n, A)
         if not self.has_vars(expr):
@@ -225,6 +226,14 @@ class _AffineTracer:
                 z = z.apply(_broadcast_matrix(z.shape, shape), shape)
             nodes.append(z)
         return _add(nodes, shape)
+
+    def _Promote(self, expr, shape):
+        """A scalar repeated to ``shape`` (CVXPY's ``b`` in ``X @ w + b``): one column of ones."""
+        z = self.trace(expr.args[0])
+        if z.m != 1:
+            return self._selection(expr, shape)
+        m = _size(shape)
+        return z.apply(_csr_raw(np.ones(m), np.zeros(m, np.int64), np.arange(m + 1), (m, 1)), shape)
 
     def _NegExpression(self, expr, shape):
         return self.trace(expr.args[0]).scale(-1.0)

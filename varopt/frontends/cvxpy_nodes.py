@@ -22,6 +22,7 @@ product ``(A1_e x)(A2_e x)``) that the tracer (:mod:`.cvxpy_affine`, :mod:`.cvxp
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -155,15 +156,33 @@ def _unchecked_works():
 
 
 def _empty(m, n):
-    """The empty ``m x n`` csr matrix."""
+    """The empty ``m x n`` csr matrix; small ones are shared (traced matrices are never modified in place, and the
+    in-place canonicalizations of the Program leave an empty matrix as it is)."""
+    if m <= _EMPTY_SHARED_ROWS:
+        return _empty_shared(int(m), int(n))
     return _csr_raw(np.zeros(0), np.zeros(0, np.int32), np.zeros(m + 1, np.int32), (m, n))
 
 
+#: empty matrices with at most this many rows are shared (most nodes of a small problem have no linear part)
+_EMPTY_SHARED_ROWS = 4096
+
+
+@functools.lru_cache(maxsize=256)
+def _empty_shared(m, n):
+    M = _csr_raw(np.zeros(0), np.zeros(0, np.int32), np.zeros(m + 1, np.int32), (m, n))
+    for a in (M.data, M.indices, M.indptr):
+        a.flags.writeable = False  # shared: a write would change every node holding it
+    return M
+
+
 def _diagonal(d):
-    """``diag(d)`` as csr without its zero entries."""
+    """``diag(d)`` as csr without its zero entries (a selection, :func:`_one_per_row_distinct`, when none is zero)."""
     d = np.asarray(d, dtype=float)
     keep = d != 0
-    return _csr_raw(d[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep)]), (d.size, d.size))
+    M = _csr_raw(d[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep)]), (d.size, d.size))
+    if keep.all():
+        M._varopt_selection = True
+    return M
 
 
 def _group_matrix(pos, m_out):
@@ -283,6 +302,8 @@ class _Node:
 def _repeat_diag(C, r):
     """``kron(I_r, C)`` (csr): ``r`` copies of ``C`` down the diagonal, built from its arrays."""
     C = _csr(C)
+    if r == 1:
+        return C
     p, q = C.shape
     nnz = C.indptr[-1]
     off = np.arange(r)
@@ -299,6 +320,36 @@ def _bcast(z, shape):
     return z.apply(_broadcast_matrix(z.shape, shape), shape)
 
 
+def _csr_sum(A, B):
+    """``A + B`` for csr matrices of one shape. When every column of ``A`` comes before every column of ``B`` (or
+    after: different variables, ``X @ w + b``) no entry is added to another: each row is ``A``'s entries followed by
+    ``B``'s, built from the arrays; else scipy's sum. Stored zeros are dropped as scipy's sum drops them."""
+    ka, kb = A.indptr[-1], B.indptr[-1]
+    if ka == 0 or kb == 0 or not (A.has_canonical_format and B.has_canonical_format):
+        return _csr(A + B)
+    ai, bi = A.indices[:ka], B.indices[:kb]
+    if ai.max() >= bi.min():
+        if bi.max() >= ai.min():
+            return _csr(A + B)
+        A, B, ka, kb, ai, bi = B, A, kb, ka, bi, ai
+    ca, cb = np.diff(A.indptr), np.diff(B.indptr)
+    indptr = np.zeros(ca.size + 1, dtype=np.int64)
+    np.cumsum(ca + cb, out=indptr[1:])
+    # position of every entry of A and of B in the merged rows
+    pa = np.arange(ka) + np.repeat(B.indptr[:-1], ca)
+    pb = np.arange(kb) + np.repeat(A.indptr[1:], cb)
+    data = np.empty(ka + kb)
+    idx = np.empty(ka + kb, dtype=np.int64)
+    data[pa], data[pb] = A.data[:ka], B.data[:kb]
+    idx[pa], idx[pb] = ai, bi
+    if not data.all():
+        keep = data != 0
+        data, idx = data[keep], idx[keep]
+        rows = np.repeat(np.arange(ca.size), ca + cb)
+        np.cumsum(np.bincount(rows[keep], minlength=ca.size), out=indptr[1:])
+    return _csr_raw(data, idx, indptr, A.shape)
+
+
 def _add(nodes, shape):
     shape = tuple(shape)
     nodes = [_bcast(z, shape) for z in nodes]
@@ -309,7 +360,7 @@ def _add(nodes, shape):
         if A.indptr[-1] == 0:
             A = z.A
         elif z.A.indptr[-1] != 0:
-            A = A + z.A
+            A = _csr_sum(A, z.A)
         c = c + z.c
     Q, rows, lse = [], [], []
     for z in nodes:
