@@ -171,3 +171,82 @@ def test_unchecked_constructor_falls_back_when_scipy_sets_another_attribute(monk
         return M
     monkeypatch.setattr(nodes, "_csr_checked", with_extra)
     assert not nodes._unchecked_works()
+
+
+def test_csr_sum_of_column_disjoint_operands_matches_scipy():
+    """``_csr_sum`` merges the rows of operands whose columns do not interleave (``X @ w + b``) from their arrays;
+    any other pair goes through scipy. Either way: scipy's sum, canonical, stored zeros dropped as scipy drops
+    them."""
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        m = int(rng.integers(1, 7))
+        na, nb = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        n = na + nb
+        left = _random_csr(rng, m, na, density=0.6)
+        right = _random_csr(rng, m, nb, density=0.6)
+        A = sp.hstack([left, sp.csr_matrix((m, nb))], format="csr")
+        B = sp.hstack([sp.csr_matrix((m, na)), right], format="csr")
+        if trial % 3 == 1:
+            A, B = B, A  # the later columns first
+        elif trial % 3 == 2:
+            B = _random_csr(rng, m, n, density=0.6)  # interleaved columns: scipy's sum
+        if trial % 4 == 0 and A.nnz:
+            A = A.copy()
+            A.data[0] = 0.0  # a stored zero
+        if not (A.nnz and B.nnz):
+            continue
+        A, B = nodes._csr(A), nodes._csr(B)
+        S = nodes._csr_sum(A, B)
+        ref = A + B
+        S.check_format(full_check=True)
+        assert S.has_canonical_format and S.shape == ref.shape and S.nnz == ref.nnz, trial
+        np.testing.assert_array_equal(S.toarray(), ref.toarray())
+
+
+def test_shared_empty_matrices_cannot_be_written():
+    """Small empty matrices are shared by the nodes that hold them: a write into one must fail loudly instead of
+    changing every node."""
+    a, b = nodes._Node((3,), 5).A, nodes._Node((3,), 5).A
+    assert a is b and a.shape == (3, 5) and a.nnz == 0
+    with pytest.raises(ValueError):
+        a.indptr[1] = 1
+    big = nodes._empty(nodes._EMPTY_SHARED_ROWS + 1, 2)
+    assert big is not nodes._empty(nodes._EMPTY_SHARED_ROWS + 1, 2) and big.nnz == 0
+
+
+def test_scalar_scale_matches_the_vector_scale():
+    rng = np.random.default_rng(8)
+    A = _random_csr(rng, 5, 7, dup=True)
+    rows = nodes._Rows("square", _random_csr(rng, 4, 7), rng.standard_normal(4))
+    z = nodes._Node((5,), 7, A, rng.standard_normal(5), rows=[(rows, _random_csr(rng, 5, 4))])
+    for d in (-1.0, 2.5):
+        s, v = z.scale(d), z.scale(np.full(5, d))
+        np.testing.assert_array_equal(s.A.toarray(), v.A.toarray())
+        np.testing.assert_array_equal(s.c, v.c)
+        np.testing.assert_array_equal(s.rows[0][1].toarray(), v.rows[0][1].toarray())
+        assert not np.shares_memory(s.A.indices, z.A.indices)
+
+
+@pytest.mark.parametrize("key", [np.s_[:5], np.s_[5:10], np.s_[::3], np.s_[-4:], np.s_[7:2:-2], np.s_[3],
+                                 np.s_[1:, 2], np.s_[::-1, 1:3], np.s_[2, ::2]])
+def test_sliced_index_compiles_to_cvxpys_entries(key):
+    """``x[slices]`` takes the tracer's own selection (no CVXPY ``numeric``); the compiled objective and
+    constraint rows must equal CVXPY's values of the same expressions at random points."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    rng = np.random.default_rng(9)
+    shape = (12,) if not isinstance(key, tuple) else (4, 5)
+    x = cp.Variable(shape, name="x")
+    e = x[key]
+    c = rng.standard_normal(e.shape)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(e - 1.0) + cp.sum(cp.multiply(c, e))), [e <= 2.0])
+    program, _ = compile_cvxpy(prob)
+    for _ in range(4):
+        pt = rng.standard_normal(int(np.prod(shape)))
+        x.value = pt.reshape(shape)  # program columns are the entries in C order
+        assert abs(program.objective.value(pt) - prob.objective.value) <= 1e-12 * max(1.0, abs(prob.objective.value))
+        body = np.array([k.body.value(pt) for k in program.constraints])
+        want = np.asarray(e.value, dtype=float).ravel(order="C") - 2.0
+        np.testing.assert_allclose(body - np.array([k.hi for k in program.constraints]), want, rtol=1e-13,
+                                   atol=1e-13)

@@ -181,6 +181,23 @@ class _AffineTracer:
         base = nodes[0] if len(nodes) == 1 else _stack(nodes)
         return base.apply(L, shape)
 
+    def _index(self, expr, shape):
+        """``x[key]`` with slices only (``theta[:5]``): the selected entries are numpy's basic indexing of the entry
+        numbers, distinct columns (a selection), without CVXPY's ``numeric``; other keys take :meth:`_selection`."""
+        arg = expr.args[0]
+        ashape = _shape(arg)
+        key = expr.key
+        if not (isinstance(key, tuple) and len(key) == len(ashape) and all(type(k) is slice for k in key)):
+            return self._selection(expr, shape)
+        z = self.trace(arg)
+        src = np.arange(z.m).reshape(ashape, order="F")[key].ravel(order="F")
+        if src.size != _size(shape):
+            return self._selection(expr, shape)
+        m = src.size
+        L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, z.m))
+        L._varopt_selection = True  # a slice never repeats an entry
+        return z.apply(L, shape)
+
     def _probe(self, expr, shape):
         """Other affine atoms (cumsum, diff, kron/conv with a constant, ...): probe ``numeric``.
 

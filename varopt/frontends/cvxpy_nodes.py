@@ -284,16 +284,18 @@ class _Node:
     def scale(self, d):
         """``diag(d) @ self``. Rows are scaled in place of a sparse product (the compile of a GLM scales
         its rows two or three times); a zero in ``d`` takes the product, which drops the entries."""
-        d = np.broadcast_to(np.asarray(d, dtype=float), (self.m,))
-        if not np.all(d != 0):
-            return self.apply(_diagonal(d), self.shape)
+        scalar = isinstance(d, float) and d != 0  # -x, 2 * x: one factor for every entry, no per-row repeat
+        if not scalar:
+            d = np.broadcast_to(np.asarray(d, dtype=float), (self.m,))
+            if not np.all(d != 0):
+                return self.apply(_diagonal(d), self.shape)
 
         def rs(M):
             # own index arrays: a matrix sharing M's indices but not its data would be corrupted by an in-place
             # sort of either (scipy's sum_duplicates / sort_indices)
             k = M.indptr[-1]
-            return _csr_raw(M.data[:k] * np.repeat(d, np.diff(M.indptr)), M.indices[:k].copy(), M.indptr.copy(),
-                            M.shape)
+            return _csr_raw(M.data[:k] * (d if scalar else np.repeat(d, np.diff(M.indptr))), M.indices[:k].copy(),
+                            M.indptr.copy(), M.shape)
 
         return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
                      [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
