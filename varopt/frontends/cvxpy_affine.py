@@ -182,20 +182,21 @@ class _AffineTracer:
         return base.apply(L, shape)
 
     def _index(self, expr, shape):
-        """``x[key]`` with slices only (``theta[:5]``): the selected entries are numpy's basic indexing of the entry
-        numbers, distinct columns (a selection), without CVXPY's ``numeric``; other keys take :meth:`_selection`."""
-        arg = expr.args[0]
-        ashape = _shape(arg)
-        key = expr.key
-        if not (isinstance(key, tuple) and len(key) == len(ashape) and all(type(k) is slice for k in key)):
+        """``x[key]`` with integers and slices only (``theta[:5]``): numpy's basic indexing of the entry numbers by
+        the user's key (what CVXPY's ``index.numeric`` applies, ``get_data()[1]``), distinct entries (a selection),
+        without the 1-based float arrays of :meth:`_selection`, which takes every other key."""
+        data = expr.get_data()
+        key = data[1] if isinstance(data, (list, tuple)) and len(data) == 2 else None
+        parts = key if isinstance(key, tuple) else (key,)
+        if key is None or not all(type(k) is slice or isinstance(k, (int, np.integer)) for k in parts):
             return self._selection(expr, shape)
-        z = self.trace(arg)
-        src = np.arange(z.m).reshape(ashape, order="F")[key].ravel(order="F")
+        z = self.trace(expr.args[0])
+        src = np.asarray(np.arange(z.m).reshape(_shape(expr.args[0]), order="F")[key]).ravel(order="F")
         if src.size != _size(shape):
             return self._selection(expr, shape)
         m = src.size
         L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, z.m))
-        L._varopt_selection = True  # a slice never repeats an entry
+        L._varopt_selection = True  # basic indexing never repeats an entry
         return z.apply(L, shape)
 
     def _probe(self, expr, shape):
