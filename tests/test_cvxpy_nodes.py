@@ -255,3 +255,32 @@ def test_sliced_index_compiles_to_cvxpys_entries(key, monkeypatch):
         want = np.asarray(e.value, dtype=float).ravel(order="C") - 2.0
         np.testing.assert_allclose(body - np.array([k.hi for k in program.constraints]), want, rtol=1e-13,
                                    atol=1e-13)
+
+
+def test_products_with_at_most_one_entry_per_row_match_scipy():
+    """``L @ M`` with ``L`` a partial diagonal, a selection with repeats or a broadcast gathers ``M``'s rows; the
+    result equals scipy's product, stored zeros dropped as scipy drops them; row indexing by arrays as scipy's."""
+    from varopt.core.csr import take_rows
+    rng = np.random.default_rng(10)
+    for trial in range(100):
+        m, k, n = int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 8))
+        M = _random_csr(rng, k, n, density=0.5)
+        if trial % 3 == 0 and M.nnz:
+            M.data[rng.integers(M.nnz)] = 0.0  # a stored zero
+        has = rng.random(m) < 0.7
+        cols = rng.integers(0, k, m)[has]
+        vals = rng.choice([-2.0, 0.5, 1.0, 0.0], cols.size)
+        L = sp.csr_matrix((vals, cols, np.concatenate([[0], np.cumsum(has)])), shape=(m, k))
+        assert nodes._at_most_one_per_row(L)
+        got = nodes._scaled_rows(L, nodes._csr(M))
+        ref = (L @ M).tocsr()
+        got.check_format(full_check=True)
+        np.testing.assert_array_equal(got.toarray(), ref.toarray())
+        assert got.nnz == ref.nnz, trial
+        np.testing.assert_array_equal(nodes._matmul(nodes._csr(L), nodes._csr(M)).toarray(), ref.toarray())
+        rows = rng.integers(0, k, int(rng.integers(0, 6)))
+        T = take_rows(nodes._csr(M), rows)
+        T.check_format(full_check=True)
+        np.testing.assert_array_equal(T.toarray(), M[rows].toarray())
+    two = sp.csr_matrix(np.array([[1.0, 1.0], [0.0, 1.0]]))
+    assert not nodes._at_most_one_per_row(two)

@@ -69,3 +69,15 @@ def ranges(starts, counts):
         return np.zeros(0, dtype=np.int64)
     offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     return np.repeat(np.asarray(starts, dtype=np.int64), counts) + offs
+
+
+def take_rows(M, rows):
+    """``M[rows]`` for a csr ``M`` and an integer array ``rows`` (repeats allowed) from the arrays (scipy's row
+    indexing costs tens of microseconds on small matrices); the rows keep their order within, so a canonical ``M``
+    gives a canonical result."""
+    rows = np.asarray(rows, dtype=np.int64)
+    counts = M.indptr[rows + 1] - M.indptr[rows]
+    idx = ranges(M.indptr[rows], counts)
+    indptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return csr_raw(M.data[idx], M.indices[idx], indptr, (rows.size, M.shape[1]))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..core.csr import take_rows
 from ..errors import InputDataError
 from .cvxpy_affine import _public
 from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
@@ -202,7 +203,7 @@ class _Tracer(_ProductTracer):
         z = self.affine_arg(expr, expr.args[0])
         pos, m_out = _axis_groups(z.shape, expr.axis)
         order = np.argsort(pos, kind="stable")
-        grp = _Lse(z.A[order], z.c[order], pos[order], None, _first_index(shape)[:m_out])
+        grp = _Lse(take_rows(z.A, order), z.c[order], pos[order], None, _first_index(shape)[:m_out])
         return _Node(shape, self.n, lse=[(grp, _diagonal(np.ones(m_out)))])
 
     def _logistic(self, expr, shape):

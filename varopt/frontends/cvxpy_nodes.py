@@ -58,8 +58,8 @@ class _Rows:
         idx = np.asarray(idx, dtype=np.int64)
         if mult is None and label is None and _is_range(idx, self.b.size):
             return self  # all rows in order (an entry that holds every row): immutable, shared
-        return _Rows(self.kind, self.A[idx], self.b[idx], self.mult[idx] if mult is None else mult,
-                     None if self.A2 is None else self.A2[idx], None if self.b2 is None else self.b2[idx],
+        return _Rows(self.kind, _csrmod.take_rows(self.A, idx), self.b[idx], self.mult[idx] if mult is None else mult,
+                     None if self.A2 is None else _csrmod.take_rows(self.A2, idx), None if self.b2 is None else self.b2[idx],
                      self.label[idx] if label is None else label)
 
 
@@ -89,7 +89,7 @@ class _Lse:
         cnt = self.starts[groups + 1] - self.starts[groups]
         rows = _ranges(self.starts[groups], cnt)
         seg = np.repeat(np.arange(groups.size), cnt)
-        return _Lse(self.A[rows], self.b[rows], seg, self.mult[groups] if mult is None else mult,
+        return _Lse(_csrmod.take_rows(self.A, rows), self.b[rows], seg, self.mult[groups] if mult is None else mult,
                     self.label[groups] if label is None else label)
 
 
@@ -218,7 +218,33 @@ def _matmul(L, M):
         k = L.indptr[-1]
         Li = L.indices[:k]
         return _csr_raw(L.data[:k] * M.data[Li], M.indices[Li], L.indptr, (rows, cols))
+    if M.has_canonical_format and _at_most_one_per_row(L):
+        return _scaled_rows(L, M)
     return _csr(L @ M)
+
+
+def _at_most_one_per_row(L):
+    """Whether every row of csr ``L`` holds at most one stored entry (selections, broadcasts, partial diagonals)."""
+    return L.indptr[-1] <= L.shape[0] and bool(np.all(np.diff(L.indptr) <= 1))
+
+
+def _scaled_rows(L, M):
+    """``L @ M`` for ``L`` with at most one entry per row: row ``i`` is ``L_ij M_j`` (an empty row where ``L``'s is),
+    gathered from ``M``'s arrays; zeros are dropped as scipy's product drops them."""
+    k = L.indptr[-1]
+    T = _csrmod.take_rows(M, L.indices[:k])
+    cnt = np.diff(T.indptr)
+    data = T.data * np.repeat(L.data[:k], cnt)
+    indices = T.indices
+    if not data.all():
+        keep = data != 0
+        cnt = np.bincount(np.repeat(np.arange(k), cnt)[keep], minlength=k)
+        data, indices = data[keep], indices[keep]
+    rowcnt = np.zeros(L.shape[0], dtype=np.int64)
+    rowcnt[np.diff(L.indptr) == 1] = cnt
+    indptr = np.zeros(L.shape[0] + 1, dtype=np.int64)
+    np.cumsum(rowcnt, out=indptr[1:])
+    return _csr_raw(data, indices, indptr, (L.shape[0], M.shape[1]))
 
 
 def _canonical(M):

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ...errors import InputDataError, ModelStructureError
 from ...core.checks import require_finite
-from ...core.csr import csr_raw, ranges
+from ...core.csr import take_rows
 from ...program.atoms import ATOMS
 from .groups import PaddedGroups
 from .step import majorizer_step
@@ -93,16 +93,7 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     np.maximum.at(lb, j, np.where(np.isnan(nlo), -np.inf, nlo))
     np.minimum.at(ub, j, np.where(np.isnan(nhi), np.inf, nhi))
     keep = ~single
-    return _csr_rows(A, keep), lo[keep], hi[keep], lb, ub
-
-
-def _csr_rows(A, keep):
-    """The rows of csr ``A`` where the mask ``keep`` holds, from its arrays (scipy's row indexing costs ~40 us)."""
-    counts = np.diff(A.indptr)[keep]
-    idx = ranges(A.indptr[:-1][keep], counts)
-    indptr = np.zeros(counts.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return csr_raw(A.data[idx], A.indices[idx], indptr, (counts.size, A.shape[1]))
+    return take_rows(A, np.flatnonzero(keep)), lo[keep], hi[keep], lb, ub
 
 
 class MajorizeModel:
