@@ -201,7 +201,10 @@ def _one_per_row_distinct(M):
     got = getattr(M, "_varopt_selection", None)
     if got is None:
         k = M.indptr[-1]
-        got = bool(k == M.shape[0] and np.all(np.diff(M.indptr) == 1) and np.unique(M.indices[:k]).size == k)
+        got = k == M.shape[0] and bool(np.all(np.diff(M.indptr) == 1))
+        if got and k > 1:  # distinct columns: no two equal neighbours once sorted
+            srt = np.sort(M.indices[:k])
+            got = bool(np.all(srt[1:] != srt[:-1]))
         M._varopt_selection = got
     return got
 
