@@ -284,3 +284,28 @@ def test_products_with_at_most_one_entry_per_row_match_scipy():
         np.testing.assert_array_equal(T.toarray(), M[rows].toarray())
     two = sp.csr_matrix(np.array([[1.0, 1.0], [0.0, 1.0]]))
     assert not nodes._at_most_one_per_row(two)
+
+
+def test_scalar_diagonal_is_a_scaled_identity():
+    for d in (1.0, -2.5, np.float64(3.0)):
+        D = nodes._diagonal(d, 4)
+        D.check_format(full_check=True)
+        np.testing.assert_array_equal(D.toarray(), d * np.eye(4))
+        assert nodes._one_per_row_distinct(D)
+    Z = nodes._diagonal(0.0, 3)
+    assert Z.shape == (3, 3) and Z.nnz == 0
+    np.testing.assert_array_equal(nodes._diagonal(np.array([1.0, 0.0, 2.0])).toarray(), np.diag([1.0, 0.0, 2.0]))
+
+
+def test_constant_nodes_own_their_entries():
+    """A traced constant never shares memory with the user's array (the node's entries feed the Program's offsets)."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_affine import _AffineTracer
+    c = np.arange(6.0)
+    tracer = _AffineTracer({}, 0)
+    for val, shape in ((c, (6,)), (c.reshape(2, 3), (2, 3)), (np.float64(2.0), (3,))):
+        k = cp.Constant(val)
+        z = tracer.trace(k) if np.shape(val) == shape else tracer.const_node(shape, val)
+        assert not np.shares_memory(z.c, c) and not np.shares_memory(z.c, k.value)
+        np.testing.assert_array_equal(z.c, np.broadcast_to(val, shape).ravel(order="F"))

@@ -122,8 +122,10 @@ class _AffineTracer:
         return _csr_raw(val[nz], np.nonzero(nz)[1], indptr, shape2d)
 
     def const_node(self, shape, val):
-        val = np.broadcast_to(np.asarray(val, dtype=float), shape)
-        return _Node(shape, self.n, c=np.asarray(val).ravel(order="F"))
+        val = np.asarray(val, dtype=float)
+        # the node's own entries (never a view of the user's constant), broadcast when the shapes differ
+        c = val.flatten(order="F") if val.shape == tuple(shape) else np.broadcast_to(val, shape).ravel(order="F")
+        return _Node(shape, self.n, c=c)
 
     # --- the tree walk ------------------------------------------------------------------
     def trace(self, expr):

@@ -175,8 +175,16 @@ def _empty_shared(m, n):
     return M
 
 
-def _diagonal(d):
-    """``diag(d)`` as csr without its zero entries (a selection, :func:`_one_per_row_distinct`, when none is zero)."""
+def _diagonal(d, m=None):
+    """``diag(d)`` as csr without its zero entries (a selection, :func:`_one_per_row_distinct`, when none is zero);
+    a scalar ``d`` with ``m`` is ``d I_m``."""
+    if m is not None and np.ndim(d) == 0:
+        d = float(d)
+        if d != 0:
+            M = _csr_raw(np.full(m, d), np.arange(m), np.arange(m + 1), (m, m))
+            M._varopt_selection = True
+            return M
+        return _empty(m, m)
     d = np.asarray(d, dtype=float)
     keep = d != 0
     M = _csr_raw(d[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep)]), (d.size, d.size))
@@ -315,7 +323,9 @@ class _Node:
         its rows two or three times); a zero in ``d`` takes the product, which drops the entries."""
         scalar = isinstance(d, float) and d != 0  # -x, 2 * x: one factor for every entry, no per-row repeat
         if not scalar:
-            d = np.broadcast_to(np.asarray(d, dtype=float), (self.m,))
+            d = np.asarray(d, dtype=float)
+            if d.shape != (self.m,):
+                d = np.broadcast_to(d, (self.m,))
             if not np.all(d != 0):
                 return self.apply(_diagonal(d), self.shape)
 
