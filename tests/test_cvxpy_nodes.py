@@ -219,8 +219,8 @@ def test_scalar_scale_matches_the_vector_scale():
     A = _random_csr(rng, 5, 7, dup=True)
     rows = nodes._Rows("square", _random_csr(rng, 4, 7), rng.standard_normal(4))
     z = nodes._Node((5,), 7, A, rng.standard_normal(5), rows=[(rows, _random_csr(rng, 5, 4))])
-    for d in (-1.0, 2.5):
-        s, v = z.scale(d), z.scale(np.full(5, d))
+    for d in (-1.0, 2.5, np.array([0.75]), np.float64(-3.0)):
+        s, v = z.scale(d), z.scale(np.full(5, float(np.ravel(d)[0])))
         np.testing.assert_array_equal(s.A.toarray(), v.A.toarray())
         np.testing.assert_array_equal(s.c, v.c)
         np.testing.assert_array_equal(s.rows[0][1].toarray(), v.rows[0][1].toarray())

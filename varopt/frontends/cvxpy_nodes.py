@@ -321,6 +321,8 @@ class _Node:
     def scale(self, d):
         """``diag(d) @ self``. Rows are scaled in place of a sparse product (the compile of a GLM scales
         its rows two or three times); a zero in ``d`` takes the product, which drops the entries."""
+        if not isinstance(d, float) and np.size(d) == 1:  # a scalar constant's one entry (lam / 2 * sum_squares(w))
+            d = float(np.asarray(d).ravel()[0])
         scalar = isinstance(d, float) and d != 0  # -x, 2 * x: one factor for every entry, no per-row repeat
         if not scalar:
             d = np.asarray(d, dtype=float)
