@@ -309,3 +309,29 @@ def test_constant_nodes_own_their_entries():
         z = tracer.trace(k) if np.shape(val) == shape else tracer.const_node(shape, val)
         assert not np.shares_memory(z.c, c) and not np.shares_memory(z.c, k.value)
         np.testing.assert_array_equal(z.c, np.broadcast_to(val, shape).ravel(order="F"))
+
+
+def test_one_row_products_are_scipys_to_the_last_bit():
+    """``sum(...)`` of a node is a one-row ``L`` times its matrices; the bincount path must give scipy's product
+    exactly (same summation order), zero sums dropped, and a non-canonical ``L`` goes to scipy."""
+    rng = np.random.default_rng(12)
+    for trial in range(60):
+        m, n = int(rng.integers(1, 30)), int(rng.integers(1, 9))
+        M = _random_csr(rng, m, n, density=0.6, dup=trial % 4 == 0)
+        M.data *= 10.0 ** rng.integers(-8, 8, M.nnz)  # magnitudes that make the summation order visible
+        L = _random_csr(rng, 1, m, density=rng.uniform(0.2, 1.0))
+        if trial % 5 == 0 and M.nnz:  # a column whose entries cancel exactly
+            M = M.tolil()
+            M[:, 0] = 0.0
+            rows = np.flatnonzero(L.toarray()[0])
+            if rows.size >= 2:
+                M[rows[0], 0] = 1.0 / L[0, rows[0]]
+                M[rows[1], 0] = -1.0 / L[0, rows[1]]
+            M = M.tocsr()
+        got = nodes._matmul(nodes._csr(L), nodes._csr(M))
+        ref = (L @ M).tocsr()
+        ref.sort_indices()
+        got.check_format(full_check=True)
+        assert got.nnz == ref.nnz, trial
+        np.testing.assert_array_equal(got.indices, ref.indices)
+        np.testing.assert_array_equal(got.data, ref.data)  # bitwise

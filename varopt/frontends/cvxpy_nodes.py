@@ -231,7 +231,22 @@ def _matmul(L, M):
         return _csr_raw(L.data[:k] * M.data[Li], M.indices[Li], L.indptr, (rows, cols))
     if M.has_canonical_format and _at_most_one_per_row(L):
         return _scaled_rows(L, M)
+    if rows == 1 and L.has_canonical_format:
+        return _row_product(L, M)
     return _csr(L @ M)
+
+
+def _row_product(L, M):
+    """``L @ M`` for a one-row canonical ``L`` (a sum over all entries, ``sum(multiply(Y, Z))``): the rows of ``M``
+    that ``L`` uses, weighted, summed per column by ``bincount`` in the order scipy's product sums them (``L``'s
+    entries in column order, each row of ``M`` in storage order), so the result is the same to the last bit; zero
+    sums dropped as scipy drops them."""
+    k = L.indptr[-1]
+    T = _csrmod.take_rows(M, L.indices[:k])
+    w = np.repeat(L.data[:k], np.diff(T.indptr)) * T.data
+    out = np.bincount(T.indices, weights=w, minlength=M.shape[1]) if w.size else np.zeros(M.shape[1])
+    nz = np.flatnonzero(out)
+    return _csr_raw(out[nz], nz, np.array([0, nz.size]), (1, M.shape[1]))
 
 
 def _at_most_one_per_row(L):
