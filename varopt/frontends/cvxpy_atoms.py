@@ -86,7 +86,10 @@ class _Tracer(_ProductTracer):
     def atom_node(self, kind, z, coef, shape, A2=None, b2=None):
         """Node with one ``kind`` row per entry of affine ``z`` and weights ``coef``."""
         rows = _Rows(kind, z.A, z.c, None, A2, b2, _first_index(z.shape))
-        W = _diagonal(coef, z.m) if np.ndim(coef) == 0 else _diagonal(np.broadcast_to(np.asarray(coef, dtype=float), (z.m,)))
+        if np.ndim(coef) == 0:
+            W = _diagonal(coef, z.m)
+        else:
+            W = _diagonal(np.broadcast_to(np.asarray(coef, dtype=float), (z.m,)))
         return _Node(shape, self.n, rows=[(rows, W)])
 
     def _power(self, expr, shape, p=None):

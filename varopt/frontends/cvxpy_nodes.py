@@ -58,8 +58,9 @@ class _Rows:
         idx = np.asarray(idx, dtype=np.int64)
         if mult is None and label is None and _is_range(idx, self.b.size):
             return self  # all rows in order (an entry that holds every row): immutable, shared
-        return _Rows(self.kind, _csrmod.take_rows(self.A, idx), self.b[idx], self.mult[idx] if mult is None else mult,
-                     None if self.A2 is None else _csrmod.take_rows(self.A2, idx), None if self.b2 is None else self.b2[idx],
+        take = _csrmod.take_rows
+        return _Rows(self.kind, take(self.A, idx), self.b[idx], self.mult[idx] if mult is None else mult,
+                     None if self.A2 is None else take(self.A2, idx), None if self.b2 is None else self.b2[idx],
                      self.label[idx] if label is None else label)
 
 
