@@ -383,3 +383,33 @@ def _lifted_point(prog, x):
     for a in prog.aux:
         full[a.index] = a.definition.value(full)
     return full
+
+
+def test_write_back_stores_each_variable_once_in_its_shape():
+    """The solution reaches the variables through ``unpack_results`` only (no validated setter first): every
+    variable holds its entries of ``res.x`` in its own shape (program columns in C order), a scalar a float, and
+    ``prob.value`` is CVXPY's objective at those values; ``mapping.load`` stores a tiny bound violation as it is."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    rng = np.random.default_rng(21)
+    W, w, b = cp.Variable((3, 2), name="W"), cp.Variable(4, name="w"), cp.Variable(name="b")
+    T = rng.standard_normal((3, 2))
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(W - T) + cp.sum_squares(w - np.arange(4.0)) + cp.square(b - 0.5)),
+                      [w[:2] >= 0.5])
+    prob.solve(method="majorize", tol=1e-12)
+    res = prob.varopt_result
+    vals = dict(zip(res.names, res.x))
+    for v in (W, w, b):
+        assert np.shape(v.value) == v.shape
+        for idx in np.ndindex(*v.shape):
+            name = v.name() + (f"[{','.join(map(str, idx))}]" if idx else "")
+            assert v.value[idx] == vals[name]
+    assert isinstance(b.value, float) and not isinstance(b.value, np.ndarray)
+    np.testing.assert_allclose(W.value, T, atol=1e-6)
+    assert prob.value == prob.objective.value
+    nn = cp.Variable(2, nonneg=True, name="nn")
+    p2 = cp.Problem(cp.Minimize(cp.sum_squares(nn)))
+    _, mapping = compile_cvxpy(p2)
+    mapping.load(np.array([-1e-14, 2.0]))  # cvxpy's value setter would refuse the negative entry
+    np.testing.assert_array_equal(nn.value, [-1e-14, 2.0])

@@ -171,3 +171,167 @@ def test_unchecked_constructor_falls_back_when_scipy_sets_another_attribute(monk
         return M
     monkeypatch.setattr(nodes, "_csr_checked", with_extra)
     assert not nodes._unchecked_works()
+
+
+def test_csr_sum_of_column_disjoint_operands_matches_scipy():
+    """``_csr_sum`` merges the rows of operands whose columns do not interleave (``X @ w + b``) from their arrays;
+    any other pair goes through scipy. Either way: scipy's sum, canonical, stored zeros dropped as scipy drops
+    them."""
+    rng = np.random.default_rng(7)
+    for trial in range(200):
+        m = int(rng.integers(1, 7))
+        na, nb = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+        n = na + nb
+        left = _random_csr(rng, m, na, density=0.6)
+        right = _random_csr(rng, m, nb, density=0.6)
+        A = sp.hstack([left, sp.csr_matrix((m, nb))], format="csr")
+        B = sp.hstack([sp.csr_matrix((m, na)), right], format="csr")
+        if trial % 3 == 1:
+            A, B = B, A  # the later columns first
+        elif trial % 3 == 2:
+            B = _random_csr(rng, m, n, density=0.6)  # interleaved columns: scipy's sum
+        if trial % 4 == 0 and A.nnz:
+            A = A.copy()
+            A.data[0] = 0.0  # a stored zero
+        if not (A.nnz and B.nnz):
+            continue
+        A, B = nodes._csr(A), nodes._csr(B)
+        S = nodes._csr_sum(A, B)
+        ref = A + B
+        S.check_format(full_check=True)
+        assert S.has_canonical_format and S.shape == ref.shape and S.nnz == ref.nnz, trial
+        np.testing.assert_array_equal(S.toarray(), ref.toarray())
+
+
+def test_shared_empty_matrices_cannot_be_written():
+    """Small empty matrices are shared by the nodes that hold them: a write into one must fail loudly instead of
+    changing every node."""
+    a, b = nodes._Node((3,), 5).A, nodes._Node((3,), 5).A
+    assert a is b and a.shape == (3, 5) and a.nnz == 0
+    with pytest.raises(ValueError):
+        a.indptr[1] = 1
+    big = nodes._empty(nodes._EMPTY_SHARED_ROWS + 1, 2)
+    assert big is not nodes._empty(nodes._EMPTY_SHARED_ROWS + 1, 2) and big.nnz == 0
+
+
+def test_scalar_scale_matches_the_vector_scale():
+    rng = np.random.default_rng(8)
+    A = _random_csr(rng, 5, 7, dup=True)
+    rows = nodes._Rows("square", _random_csr(rng, 4, 7), rng.standard_normal(4))
+    z = nodes._Node((5,), 7, A, rng.standard_normal(5), rows=[(rows, _random_csr(rng, 5, 4))])
+    for d in (-1.0, 2.5, np.array([0.75]), np.float64(-3.0)):
+        s, v = z.scale(d), z.scale(np.full(5, float(np.ravel(d)[0])))
+        np.testing.assert_array_equal(s.A.toarray(), v.A.toarray())
+        np.testing.assert_array_equal(s.c, v.c)
+        np.testing.assert_array_equal(s.rows[0][1].toarray(), v.rows[0][1].toarray())
+        assert not np.shares_memory(s.A.indices, z.A.indices)
+
+
+@pytest.mark.parametrize("key", [np.s_[:5], np.s_[5:10], np.s_[::3], np.s_[-4:], np.s_[7:2:-2], np.s_[3],
+                                 np.s_[1:, 2], np.s_[::-1, 1:3], np.s_[2, ::2]])
+def test_sliced_index_compiles_to_cvxpys_entries(key, monkeypatch):
+    """``x[slices]`` takes the tracer's own selection (no CVXPY ``numeric``); the compiled objective and
+    constraint rows must equal CVXPY's values of the same expressions at random points."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_affine import _AffineTracer
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+
+    def no_numeric(self, expr, shape):
+        raise AssertionError(f"{type(expr).__name__} took the generic selection")
+    monkeypatch.setattr(_AffineTracer, "_selection", no_numeric)
+    rng = np.random.default_rng(9)
+    shape = (12,) if not isinstance(key, tuple) else (4, 5)
+    x = cp.Variable(shape, name="x")
+    e = x[key]
+    c = rng.standard_normal(e.shape)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(e - 1.0) + cp.sum(cp.multiply(c, e))), [e <= 2.0])
+    program, _ = compile_cvxpy(prob)
+    for _ in range(4):
+        pt = rng.standard_normal(int(np.prod(shape)))
+        x.value = pt.reshape(shape)  # program columns are the entries in C order
+        assert abs(program.objective.value(pt) - prob.objective.value) <= 1e-12 * max(1.0, abs(prob.objective.value))
+        body = np.array([k.body.value(pt) for k in program.constraints])
+        want = np.asarray(e.value, dtype=float).ravel(order="C") - 2.0
+        np.testing.assert_allclose(body - np.array([k.hi for k in program.constraints]), want, rtol=1e-13,
+                                   atol=1e-13)
+
+
+def test_products_with_at_most_one_entry_per_row_match_scipy():
+    """``L @ M`` with ``L`` a partial diagonal, a selection with repeats or a broadcast gathers ``M``'s rows; the
+    result equals scipy's product, stored zeros dropped as scipy drops them; row indexing by arrays as scipy's."""
+    from varopt.core.csr import take_rows
+    rng = np.random.default_rng(10)
+    for trial in range(100):
+        m, k, n = int(rng.integers(1, 8)), int(rng.integers(1, 8)), int(rng.integers(1, 8))
+        M = _random_csr(rng, k, n, density=0.5)
+        if trial % 3 == 0 and M.nnz:
+            M.data[rng.integers(M.nnz)] = 0.0  # a stored zero
+        has = rng.random(m) < 0.7
+        cols = rng.integers(0, k, m)[has]
+        vals = rng.choice([-2.0, 0.5, 1.0, 0.0], cols.size)
+        L = sp.csr_matrix((vals, cols, np.concatenate([[0], np.cumsum(has)])), shape=(m, k))
+        assert nodes._at_most_one_per_row(L)
+        got = nodes._scaled_rows(L, nodes._csr(M))
+        ref = (L @ M).tocsr()
+        got.check_format(full_check=True)
+        np.testing.assert_array_equal(got.toarray(), ref.toarray())
+        assert got.nnz == ref.nnz, trial
+        np.testing.assert_array_equal(nodes._matmul(nodes._csr(L), nodes._csr(M)).toarray(), ref.toarray())
+        rows = rng.integers(0, k, int(rng.integers(0, 6)))
+        T = take_rows(nodes._csr(M), rows)
+        T.check_format(full_check=True)
+        np.testing.assert_array_equal(T.toarray(), M[rows].toarray())
+    two = sp.csr_matrix(np.array([[1.0, 1.0], [0.0, 1.0]]))
+    assert not nodes._at_most_one_per_row(two)
+
+
+def test_scalar_diagonal_is_a_scaled_identity():
+    for d in (1.0, -2.5, np.float64(3.0)):
+        D = nodes._diagonal(d, 4)
+        D.check_format(full_check=True)
+        np.testing.assert_array_equal(D.toarray(), d * np.eye(4))
+        assert nodes._one_per_row_distinct(D)
+    Z = nodes._diagonal(0.0, 3)
+    assert Z.shape == (3, 3) and Z.nnz == 0
+    np.testing.assert_array_equal(nodes._diagonal(np.array([1.0, 0.0, 2.0])).toarray(), np.diag([1.0, 0.0, 2.0]))
+
+
+def test_constant_nodes_own_their_entries():
+    """A traced constant never shares memory with the user's array (the node's entries feed the Program's offsets)."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_affine import _AffineTracer
+    c = np.arange(6.0)
+    tracer = _AffineTracer({}, 0)
+    for val, shape in ((c, (6,)), (c.reshape(2, 3), (2, 3)), (np.float64(2.0), (3,))):
+        k = cp.Constant(val)
+        z = tracer.trace(k) if np.shape(val) == shape else tracer.const_node(shape, val)
+        assert not np.shares_memory(z.c, c) and not np.shares_memory(z.c, k.value)
+        np.testing.assert_array_equal(z.c, np.broadcast_to(val, shape).ravel(order="F"))
+
+
+def test_one_row_products_are_scipys_to_the_last_bit():
+    """``sum(...)`` of a node is a one-row ``L`` times its matrices; the bincount path must give scipy's product
+    exactly (same summation order), zero sums dropped, and a non-canonical ``L`` goes to scipy."""
+    rng = np.random.default_rng(12)
+    for trial in range(60):
+        m, n = int(rng.integers(1, 30)), int(rng.integers(1, 9))
+        M = _random_csr(rng, m, n, density=0.6, dup=trial % 4 == 0)
+        M.data *= 10.0 ** rng.integers(-8, 8, M.nnz)  # magnitudes that make the summation order visible
+        L = _random_csr(rng, 1, m, density=rng.uniform(0.2, 1.0))
+        if trial % 5 == 0 and M.nnz:  # a column whose entries cancel exactly
+            M = M.tolil()
+            M[:, 0] = 0.0
+            rows = np.flatnonzero(L.toarray()[0])
+            if rows.size >= 2:
+                M[rows[0], 0] = 1.0 / L[0, rows[0]]
+                M[rows[1], 0] = -1.0 / L[0, rows[1]]
+            M = M.tocsr()
+        got = nodes._matmul(nodes._csr(L), nodes._csr(M))
+        ref = (L @ M).tocsr()
+        ref.sort_indices()
+        got.check_format(full_check=True)
+        assert got.nnz == ref.nnz, trial
+        np.testing.assert_array_equal(got.indices, ref.indices)
+        np.testing.assert_array_equal(got.data, ref.data)  # bitwise

@@ -122,8 +122,10 @@ class _AffineTracer:
         return _csr_raw(val[nz], np.nonzero(nz)[1], indptr, shape2d)
 
     def const_node(self, shape, val):
-        val = np.broadcast_to(np.asarray(val, dtype=float), shape)
-        return _Node(shape, self.n, c=np.asarray(val).ravel(order="F"))
+        val = np.asarray(val, dtype=float)
+        # the node's own entries (never a view of the user's constant), broadcast when the shapes differ
+        c = val.flatten(order="F") if val.shape == tuple(shape) else np.broadcast_to(val, shape).ravel(order="F")
+        return _Node(shape, self.n, c=c)
 
     # --- the tree walk ------------------------------------------------------------------
     def trace(self, expr):
@@ -148,6 +150,7 @@ class _AffineTracer:
                 # of the variable (nodes never modify their matrices in place)
                 cols = self.var_cols[id(expr)]
                 A = _csr_raw(np.ones(cols.size), cols, np.arange(cols.size + 1), (cols.size, self.n))
+                A._varopt_selection = True  # distinct columns: a variable's entries are distinct program columns
                 self._var_rows[id(expr)] = A
             return _Node(shape, self.n, A)
         if not self.has_vars(expr):
@@ -179,6 +182,24 @@ class _AffineTracer:
         L = _selection_matrix(out, off)
         base = nodes[0] if len(nodes) == 1 else _stack(nodes)
         return base.apply(L, shape)
+
+    def _index(self, expr, shape):
+        """``x[key]`` with integers and slices only (``theta[:5]``): numpy's basic indexing of the entry numbers by
+        the user's key (what CVXPY's ``index.numeric`` applies, ``get_data()[1]``), distinct entries (a selection),
+        without the 1-based float arrays of :meth:`_selection`, which takes every other key."""
+        data = expr.get_data()
+        key = data[1] if isinstance(data, (list, tuple)) and len(data) == 2 else None
+        parts = key if isinstance(key, tuple) else (key,)
+        if key is None or not all(type(k) is slice or isinstance(k, (int, np.integer)) for k in parts):
+            return self._selection(expr, shape)
+        z = self.trace(expr.args[0])
+        src = np.asarray(np.arange(z.m).reshape(_shape(expr.args[0]), order="F")[key]).ravel(order="F")
+        if src.size != _size(shape):
+            return self._selection(expr, shape)
+        m = src.size
+        L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, z.m))
+        L._varopt_selection = True  # basic indexing never repeats an entry
+        return z.apply(L, shape)
 
     def _probe(self, expr, shape):
         """Other affine atoms (cumsum, diff, kron/conv with a constant, ...): probe ``numeric``.
@@ -225,6 +246,14 @@ class _AffineTracer:
                 z = z.apply(_broadcast_matrix(z.shape, shape), shape)
             nodes.append(z)
         return _add(nodes, shape)
+
+    def _Promote(self, expr, shape):
+        """A scalar repeated to ``shape`` (CVXPY's ``b`` in ``X @ w + b``): one column of ones."""
+        z = self.trace(expr.args[0])
+        if z.m != 1:
+            return self._selection(expr, shape)
+        m = _size(shape)
+        return z.apply(_csr_raw(np.ones(m), np.zeros(m, np.int64), np.arange(m + 1), (m, 1)), shape)
 
     def _NegExpression(self, expr, shape):
         return self.trace(expr.args[0]).scale(-1.0)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..core.csr import take_rows
 from ..errors import InputDataError
 from .cvxpy_affine import _public
 from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
@@ -85,7 +86,10 @@ class _Tracer(_ProductTracer):
     def atom_node(self, kind, z, coef, shape, A2=None, b2=None):
         """Node with one ``kind`` row per entry of affine ``z`` and weights ``coef``."""
         rows = _Rows(kind, z.A, z.c, None, A2, b2, _first_index(z.shape))
-        W = _diagonal(np.broadcast_to(np.asarray(coef, dtype=float), (z.m,)))
+        if np.ndim(coef) == 0:
+            W = _diagonal(coef, z.m)
+        else:
+            W = _diagonal(np.broadcast_to(np.asarray(coef, dtype=float), (z.m,)))
         return _Node(shape, self.n, rows=[(rows, W)])
 
     def _power(self, expr, shape, p=None):
@@ -202,8 +206,8 @@ class _Tracer(_ProductTracer):
         z = self.affine_arg(expr, expr.args[0])
         pos, m_out = _axis_groups(z.shape, expr.axis)
         order = np.argsort(pos, kind="stable")
-        grp = _Lse(z.A[order], z.c[order], pos[order], None, _first_index(shape)[:m_out])
-        return _Node(shape, self.n, lse=[(grp, _diagonal(np.ones(m_out)))])
+        grp = _Lse(take_rows(z.A, order), z.c[order], pos[order], None, _first_index(shape)[:m_out])
+        return _Node(shape, self.n, lse=[(grp, _diagonal(1.0, m_out))])
 
     def _logistic(self, expr, shape):
         z = self.affine_arg(expr, expr.args[0])
@@ -215,4 +219,4 @@ class _Tracer(_ProductTracer):
         b = np.zeros(2 * m)
         b[1::2] = z.c
         grp = _Lse(A, b, np.repeat(np.arange(m), 2), None, _first_index(z.shape))
-        return _Node(shape, self.n, lse=[(grp, _diagonal(np.ones(m)))])
+        return _Node(shape, self.n, lse=[(grp, _diagonal(1.0, m))])

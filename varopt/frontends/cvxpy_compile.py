@@ -76,7 +76,7 @@ from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
 from .cvxpy_atoms import NeedAux, _Tracer
-from .cvxpy_nodes import _Rows, _add, _canonical, _entries, _shape, _size
+from .cvxpy_nodes import _Rows, _add, _canonical, _csr, _entries, _shape, _size
 
 
 def _index_names(name, shape):
@@ -101,17 +101,23 @@ class CvxpyMapping:
         self.offsets = list(offsets)
         self.names = list(names)
 
-    def load(self, x):
+    def primal(self, x) -> dict:
+        """``{variable id: value}`` of a solution vector, each value of its variable's shape (a view of ``x``;
+        a scalar variable gets a numpy float), as :meth:`cvxpy.Problem.unpack_results` takes them."""
         x = np.asarray(x, dtype=float).ravel()
         if x.size != len(self.names):
             raise ValueError(f"solution has {x.size} entries, the problem has {len(self.names)} variables")
+        out = {}
         for var, off in zip(self.variables, self.offsets):
-            shape = _shape(var)
-            vals = x[off:off + _size(shape)].reshape(shape, order="C") if shape else x[off]
-            try:
-                var.value = vals
-            except ValueError:  # a solver's tiny bound violation: store without cvxpy's check
-                var.save_value(np.asarray(vals, dtype=float))
+            shape = var.shape
+            out[var.id] = x[off:off + _size(shape)].reshape(shape, order="C") if shape else x[off]
+        return out
+
+    def load(self, x):
+        """Write a solution vector into the variables' ``value``. Stored without CVXPY's attribute check (its
+        ``value`` setter refuses a solver's tiny bound violation; the shapes are right by construction)."""
+        for var, val in zip(self.variables, self.primal(x).values()):
+            var.save_value(val)
 
     def values(self, x) -> dict:
         """``{variable name: array}`` for a solution vector."""
@@ -311,9 +317,15 @@ def _to_expressions(z, n, order_c=False):
 
     def stacked(pairs, get):
         """Concatenate the objects' per-column arrays and hstack the weights (csr m x total)."""
-        pairs = [(o, W) for o, W in pairs if W.nnz]
+        pairs = [(o, W) for o, W in pairs if W.indptr[-1]]
         if not pairs:
             return None, None
+        if len(pairs) == 1:  # one object: its weights as they are (no hstack), canonical and without stored zeros
+            W = _canonical(pairs[0][1])
+            if not np.all(W.data[:W.indptr[-1]]):
+                W = W.copy()
+                W.eliminate_zeros()
+            return [get(pairs[0][0])], W
         W = sp.hstack([w for _, w in pairs], format="csr")
         W.sum_duplicates()
         W.eliminate_zeros()
@@ -338,7 +350,7 @@ def _to_expressions(z, n, order_c=False):
             None if ATOMS[kind].arity == 1 else np.concatenate([o.b2 for o in objs]),
             np.concatenate([o.label for o in objs]))
         rowsets.append((allrows, W))
-    lsesets = [(g, sp.csr_matrix(V)) for g, V in z.lse if V.nnz]
+    lsesets = [(g, _csr(V)) for g, V in z.lse if V.indptr[-1]]
     # one shared (never mutated) empty term set: building one per constraint costs ~0.1 ms each
     empty_q = QuadraticTerms(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), n)
 

@@ -22,10 +22,13 @@ product ``(A1_e x)(A2_e x)``) that the tracer (:mod:`.cvxpy_affine`, :mod:`.cvxp
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import scipy.sparse as sp
+
+from ..core import csr as _csrmod
 
 
 def _shape(expr):
@@ -55,8 +58,9 @@ class _Rows:
         idx = np.asarray(idx, dtype=np.int64)
         if mult is None and label is None and _is_range(idx, self.b.size):
             return self  # all rows in order (an entry that holds every row): immutable, shared
-        return _Rows(self.kind, self.A[idx], self.b[idx], self.mult[idx] if mult is None else mult,
-                     None if self.A2 is None else self.A2[idx], None if self.b2 is None else self.b2[idx],
+        take = _csrmod.take_rows
+        return _Rows(self.kind, take(self.A, idx), self.b[idx], self.mult[idx] if mult is None else mult,
+                     None if self.A2 is None else take(self.A2, idx), None if self.b2 is None else self.b2[idx],
                      self.label[idx] if label is None else label)
 
 
@@ -86,7 +90,7 @@ class _Lse:
         cnt = self.starts[groups + 1] - self.starts[groups]
         rows = _ranges(self.starts[groups], cnt)
         seg = np.repeat(np.arange(groups.size), cnt)
-        return _Lse(self.A[rows], self.b[rows], seg, self.mult[groups] if mult is None else mult,
+        return _Lse(_csrmod.take_rows(self.A, rows), self.b[rows], seg, self.mult[groups] if mult is None else mult,
                     self.label[groups] if label is None else label)
 
 
@@ -109,14 +113,7 @@ def _entries(sets, e, take):
             yield grp, W, sl, take(grp, W.indices[sl])
 
 
-def _ranges(starts, counts):
-    """Concatenation of ``arange(s, s + c)`` for every (s, c), vectorized."""
-    counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + offs
+_ranges = _csrmod.ranges
 
 
 class _QTerms:
@@ -146,67 +143,55 @@ def _csr(M):
     return M if type(M) is sp.csr_matrix else sp.csr_matrix(M)
 
 
-_INT32_MAX = np.iinfo(np.int32).max
-
-
-def _csr_checked(data, indices, indptr, shape):
-    return sp.csr_matrix((data, indices, indptr), shape=shape)
-
-
-def _csr_unchecked(data, indices, indptr, shape):
-    """The csr matrix with these arrays, without scipy's constructor (about 25 us per matrix in scipy 1.17: the
-    index-dtype search and the format checks; a small problem's compile builds dozens). The caller guarantees a
-    valid csr structure (``indptr`` nondecreasing from 0 with one entry per row plus one, ``indices`` in range);
-    index arrays get the dtype scipy's constructor would choose (int32 when everything fits)."""
-    rows, cols = int(shape[0]), int(shape[1])
-    idx = np.int32 if max(rows, cols, len(indices)) < _INT32_MAX else np.int64
-    M = sp.csr_matrix.__new__(sp.csr_matrix)
-    M._shape = (rows, cols)
-    M.maxprint = _MAXPRINT
-    M.data = np.asarray(data, dtype=float)
-    M.indices = np.asarray(indices, dtype=idx)
-    M.indptr = np.asarray(indptr, dtype=idx)
-    return M
+# csr matrices from known-valid arrays without scipy's constructor (varopt.core.csr; shared with the Program and
+# the solvers); the names stay here for the tracer and its tests
+_csr_checked = _csrmod.csr_checked
+_csr_unchecked = _csrmod.csr_unchecked
+_csr_raw = _csrmod.csr_raw
 
 
 def _unchecked_works():
-    """Whether this scipy's csr matrices work when built by :func:`_csr_unchecked` (it sets scipy's private
-    attributes; a scipy whose layout differs falls back to the checked constructor)."""
-    try:
-        args = (np.array([1.0, 2.0, 3.0]), np.array([1, 0, 3]), np.array([0, 1, 1, 3]), (3, 4))
-        ref, new = _csr_checked(*args), _csr_unchecked(*args)
-        v = np.array([1.0, -2.0, 0.5, 4.0])
-        # the same instance attributes as the constructor sets (a scipy that adds one falls back), same dtypes
-        ok = (type(new) is type(ref) and set(vars(new)) == set(vars(ref))
-              and all(getattr(new, a).dtype == getattr(ref, a).dtype for a in ("data", "indices", "indptr"))
-              and new.shape == ref.shape and new.nnz == ref.nnz
-              and np.array_equal(new.toarray(), ref.toarray()) and np.array_equal(new @ v, ref @ v)
-              and np.array_equal((new.T @ ref + new.T @ new).toarray(), 2 * (ref.T @ ref).toarray())
-              and np.array_equal(new[[2, 0]].toarray(), ref[[2, 0]].toarray())
-              and new.has_canonical_format == ref.has_canonical_format)
-        new.check_format(full_check=True)
-        return bool(ok)
-    except Exception:  # noqa: BLE001 -- any failure means: use scipy's constructor
-        return False
-
-
-try:
-    from scipy.sparse._base import MAXPRINT as _MAXPRINT
-except ImportError:  # pragma: no cover - other scipy layouts use the checked constructor
-    _MAXPRINT = 50
-_csr_raw = _csr_unchecked if _unchecked_works() else _csr_checked
+    """Whether this scipy's csr matrices work when built by :func:`_csr_unchecked` (see
+    :func:`varopt.core.csr.unchecked_works`)."""
+    return _csrmod.unchecked_works(_csr_unchecked, _csr_checked)
 
 
 def _empty(m, n):
-    """The empty ``m x n`` csr matrix."""
+    """The empty ``m x n`` csr matrix; small ones are shared (traced matrices are never modified in place, and the
+    in-place canonicalizations of the Program leave an empty matrix as it is)."""
+    if m <= _EMPTY_SHARED_ROWS:
+        return _empty_shared(int(m), int(n))
     return _csr_raw(np.zeros(0), np.zeros(0, np.int32), np.zeros(m + 1, np.int32), (m, n))
 
 
-def _diagonal(d):
-    """``diag(d)`` as csr without its zero entries."""
+#: empty matrices with at most this many rows are shared (most nodes of a small problem have no linear part)
+_EMPTY_SHARED_ROWS = 4096
+
+
+@functools.lru_cache(maxsize=256)
+def _empty_shared(m, n):
+    M = _csr_raw(np.zeros(0), np.zeros(0, np.int32), np.zeros(m + 1, np.int32), (m, n))
+    for a in (M.data, M.indices, M.indptr):
+        a.flags.writeable = False  # shared: a write would change every node holding it
+    return M
+
+
+def _diagonal(d, m=None):
+    """``diag(d)`` as csr without its zero entries (a selection, :func:`_one_per_row_distinct`, when none is zero);
+    a scalar ``d`` with ``m`` is ``d I_m``."""
+    if m is not None and np.ndim(d) == 0:
+        d = float(d)
+        if d != 0:
+            M = _csr_raw(np.full(m, d), np.arange(m), np.arange(m + 1), (m, m))
+            M._varopt_selection = True
+            return M
+        return _empty(m, m)
     d = np.asarray(d, dtype=float)
     keep = d != 0
-    return _csr_raw(d[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep)]), (d.size, d.size))
+    M = _csr_raw(d[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep)]), (d.size, d.size))
+    if keep.all():
+        M._varopt_selection = True
+    return M
 
 
 def _group_matrix(pos, m_out):
@@ -225,7 +210,10 @@ def _one_per_row_distinct(M):
     got = getattr(M, "_varopt_selection", None)
     if got is None:
         k = M.indptr[-1]
-        got = bool(k == M.shape[0] and np.all(np.diff(M.indptr) == 1) and np.unique(M.indices[:k]).size == k)
+        got = k == M.shape[0] and bool(np.all(np.diff(M.indptr) == 1))
+        if got and k > 1:  # distinct columns: no two equal neighbours once sorted
+            srt = np.sort(M.indices[:k])
+            got = bool(np.all(srt[1:] != srt[:-1]))
         M._varopt_selection = got
     return got
 
@@ -242,7 +230,48 @@ def _matmul(L, M):
         k = L.indptr[-1]
         Li = L.indices[:k]
         return _csr_raw(L.data[:k] * M.data[Li], M.indices[Li], L.indptr, (rows, cols))
+    if M.has_canonical_format and _at_most_one_per_row(L):
+        return _scaled_rows(L, M)
+    if rows == 1 and L.has_canonical_format:
+        return _row_product(L, M)
     return _csr(L @ M)
+
+
+def _row_product(L, M):
+    """``L @ M`` for a one-row canonical ``L`` (a sum over all entries, ``sum(multiply(Y, Z))``): the rows of ``M``
+    that ``L`` uses, weighted, summed per column by ``bincount`` in the order scipy's product sums them (``L``'s
+    entries in column order, each row of ``M`` in storage order), so the result is the same to the last bit; zero
+    sums dropped as scipy drops them."""
+    k = L.indptr[-1]
+    T = _csrmod.take_rows(M, L.indices[:k])
+    w = np.repeat(L.data[:k], np.diff(T.indptr)) * T.data
+    out = np.bincount(T.indices, weights=w, minlength=M.shape[1]) if w.size else np.zeros(M.shape[1])
+    nz = np.flatnonzero(out)
+    return _csr_raw(out[nz], nz, np.array([0, nz.size]), (1, M.shape[1]))
+
+
+def _at_most_one_per_row(L):
+    """Whether every row of csr ``L`` holds at most one stored entry (selections, broadcasts, partial diagonals)."""
+    return L.indptr[-1] <= L.shape[0] and bool(np.all(np.diff(L.indptr) <= 1))
+
+
+def _scaled_rows(L, M):
+    """``L @ M`` for ``L`` with at most one entry per row: row ``i`` is ``L_ij M_j`` (an empty row where ``L``'s is),
+    gathered from ``M``'s arrays; zeros are dropped as scipy's product drops them."""
+    k = L.indptr[-1]
+    T = _csrmod.take_rows(M, L.indices[:k])
+    cnt = np.diff(T.indptr)
+    data = T.data * np.repeat(L.data[:k], cnt)
+    indices = T.indices
+    if not data.all():
+        keep = data != 0
+        cnt = np.bincount(np.repeat(np.arange(k), cnt)[keep], minlength=k)
+        data, indices = data[keep], indices[keep]
+    rowcnt = np.zeros(L.shape[0], dtype=np.int64)
+    rowcnt[np.diff(L.indptr) == 1] = cnt
+    indptr = np.zeros(L.shape[0] + 1, dtype=np.int64)
+    np.cumsum(rowcnt, out=indptr[1:])
+    return _csr_raw(data, indices, indptr, (L.shape[0], M.shape[1]))
 
 
 def _canonical(M):
@@ -308,16 +337,22 @@ class _Node:
     def scale(self, d):
         """``diag(d) @ self``. Rows are scaled in place of a sparse product (the compile of a GLM scales
         its rows two or three times); a zero in ``d`` takes the product, which drops the entries."""
-        d = np.broadcast_to(np.asarray(d, dtype=float), (self.m,))
-        if not np.all(d != 0):
-            return self.apply(_diagonal(d), self.shape)
+        if not isinstance(d, float) and np.size(d) == 1:  # a scalar constant's one entry (lam / 2 * sum_squares(w))
+            d = float(np.asarray(d).ravel()[0])
+        scalar = isinstance(d, float) and d != 0  # -x, 2 * x: one factor for every entry, no per-row repeat
+        if not scalar:
+            d = np.asarray(d, dtype=float)
+            if d.shape != (self.m,):
+                d = np.broadcast_to(d, (self.m,))
+            if not np.all(d != 0):
+                return self.apply(_diagonal(d), self.shape)
 
         def rs(M):
             # own index arrays: a matrix sharing M's indices but not its data would be corrupted by an in-place
             # sort of either (scipy's sum_duplicates / sort_indices)
             k = M.indptr[-1]
-            return _csr_raw(M.data[:k] * np.repeat(d, np.diff(M.indptr)), M.indices[:k].copy(), M.indptr.copy(),
-                            M.shape)
+            return _csr_raw(M.data[:k] * (d if scalar else np.repeat(d, np.diff(M.indptr))), M.indices[:k].copy(),
+                            M.indptr.copy(), M.shape)
 
         return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
                      [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
@@ -326,6 +361,8 @@ class _Node:
 def _repeat_diag(C, r):
     """``kron(I_r, C)`` (csr): ``r`` copies of ``C`` down the diagonal, built from its arrays."""
     C = _csr(C)
+    if r == 1:
+        return C
     p, q = C.shape
     nnz = C.indptr[-1]
     off = np.arange(r)
@@ -342,6 +379,36 @@ def _bcast(z, shape):
     return z.apply(_broadcast_matrix(z.shape, shape), shape)
 
 
+def _csr_sum(A, B):
+    """``A + B`` for csr matrices of one shape. When every column of ``A`` comes before every column of ``B`` (or
+    after: different variables, ``X @ w + b``) no entry is added to another: each row is ``A``'s entries followed by
+    ``B``'s, built from the arrays; else scipy's sum. Stored zeros are dropped as scipy's sum drops them."""
+    ka, kb = A.indptr[-1], B.indptr[-1]
+    if ka == 0 or kb == 0 or not (A.has_canonical_format and B.has_canonical_format):
+        return _csr(A + B)
+    ai, bi = A.indices[:ka], B.indices[:kb]
+    if ai.max() >= bi.min():
+        if bi.max() >= ai.min():
+            return _csr(A + B)
+        A, B, ka, kb, ai, bi = B, A, kb, ka, bi, ai
+    ca, cb = np.diff(A.indptr), np.diff(B.indptr)
+    indptr = np.zeros(ca.size + 1, dtype=np.int64)
+    np.cumsum(ca + cb, out=indptr[1:])
+    # position of every entry of A and of B in the merged rows
+    pa = np.arange(ka) + np.repeat(B.indptr[:-1], ca)
+    pb = np.arange(kb) + np.repeat(A.indptr[1:], cb)
+    data = np.empty(ka + kb)
+    idx = np.empty(ka + kb, dtype=np.int64)
+    data[pa], data[pb] = A.data[:ka], B.data[:kb]
+    idx[pa], idx[pb] = ai, bi
+    if not data.all():
+        keep = data != 0
+        data, idx = data[keep], idx[keep]
+        rows = np.repeat(np.arange(ca.size), ca + cb)
+        np.cumsum(np.bincount(rows[keep], minlength=ca.size), out=indptr[1:])
+    return _csr_raw(data, idx, indptr, A.shape)
+
+
 def _add(nodes, shape):
     shape = tuple(shape)
     nodes = [_bcast(z, shape) for z in nodes]
@@ -352,7 +419,7 @@ def _add(nodes, shape):
         if A.indptr[-1] == 0:
             A = z.A
         elif z.A.indptr[-1] != 0:
-            A = A + z.A
+            A = _csr_sum(A, z.A)
         c = c + z.c
     Q, rows, lse = [], [], []
     for z in nodes:

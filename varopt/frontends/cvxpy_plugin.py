@@ -105,8 +105,6 @@ def solve_problem(prob, name, *args, **options):
         prob.varopt_marginals = {
             v.name(): np.array([marg[nm] for nm in mapping.names[off:off + (int(np.prod(v.shape)) or 1)]]
                                ).reshape(v.shape) for v, off in zip(mapping.variables, mapping.offsets)}
-    if has_x:
-        mapping.load(res.x)
     if status == "infeasible":
         value = -math.inf if program.maximize else math.inf
     elif status == "unbounded":
@@ -114,8 +112,9 @@ def solve_problem(prob, name, *args, **options):
     else:
         value = res.objective
     # the point goes in through CVXPY's public Problem.unpack_results: status, value (CVXPY
-    # evaluates the objective at the loaded variables), variable values and solver_stats
-    primal = {v.id: (v.value if has_x else None) for v in prob.variables()}
+    # evaluates the objective at the loaded variables), variable values (stored once, by unpack_results; the
+    # mapping's variables are problem.variables()) and solver_stats
+    primal = mapping.primal(res.x) if has_x else {v.id: None for v in mapping.variables}
     attr = {s.SOLVE_TIME: res.wall_time, s.NUM_ITERS: int(res.iterations or 0),
             s.EXTRA_STATS: {"varopt_result": res, "message": res.message}}
     solution = Solution(status, None if value is None else float(value), primal, {}, attr)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ..core.csr import csr_raw
 from .expression import Expression
 
 
@@ -129,12 +130,10 @@ class Program:
         idx = [k for k, c in enumerate(self.constraints) if c.body.is_linear]
         if not idx:
             return sp.csr_matrix((0, self.n)), np.zeros(0), np.zeros(0), []
-        # assemble CSR from each row's nonzeros (never a dense m x n stack)
-        items = [self.constraints[k].body.linear_items() for k in idx]
-        data = np.concatenate([v for _, v in items])
-        indptr = np.concatenate([[0], np.cumsum([c.size for c, _ in items])])
-        A = sp.csr_matrix((data, np.concatenate([c for c, _ in items]).astype(np.int64), indptr),
-                          shape=(len(idx), self.n))
+        # assemble CSR from each row's nonzeros (never a dense m x n stack); the rows are valid by construction
+        # (Expression keeps its indices sorted, distinct and in range), so scipy's format checks are skipped
+        indptr, indices, data = Expression.linear_rows([self.constraints[k].body for k in idx], self.n)
+        A = csr_raw(data, indices, indptr, (len(idx), self.n))
         const = np.array([self.constraints[k].body.constant for k in idx])
         lo = np.array([self.constraints[k].lo for k in idx]) - const
         hi = np.array([self.constraints[k].hi for k in idx]) - const

@@ -39,7 +39,8 @@ from .gram import WeightedGram
 
 
 def _csr(A, n: int) -> sp.csr_matrix:
-    A = sp.csr_matrix(A, dtype=float)
+    if not (type(A) is sp.csr_matrix and A.dtype == np.float64):  # a float csr is used as it is (no format checks)
+        A = sp.csr_matrix(A, dtype=float)
     if A.shape[1] != n:
         raise ValueError(f"affine map has {A.shape[1]} columns, program has {n} variables")
     if not A.has_canonical_format:  # (an O(nnz) check)
@@ -303,8 +304,9 @@ class LseGroup:
         G = self.coef.size
         if self.seg.size != self.A.shape[0] or self.b.size != self.A.shape[0]:
             raise ValueError("log-sum-exp arrays disagree in length")
-        if self.seg.size and (np.any(np.diff(self.seg) < 0) or self.seg[0] != 0 or self.seg[-1] != G - 1
-                              or np.unique(self.seg).size != G):
+        # sorted from 0 to G - 1 in steps of 0 or 1 (a negative step wraps around as uint64): every id occurs
+        if self.seg.size and (self.seg[0] != 0 or self.seg[-1] != G - 1
+                              or not np.all(np.diff(self.seg).astype(np.uint64) <= 1)):
             raise ValueError("seg must be sorted and cover 0..G-1")
         self.mult = (np.full(G, -1, dtype=np.int64) if self.mult is None
                      else np.asarray(self.mult, dtype=np.int64).ravel())

@@ -29,6 +29,8 @@ transcription of Algorithm 1 run on the sorted configurations.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -39,6 +41,15 @@ from .capacitance import gram_generic, gram_template
 from .templates import detect_template, sigma_template
 
 EPS = np.finfo(float).eps
+
+
+@functools.lru_cache(maxsize=64)
+def _lower_mask(c):
+    """The ``(c - 1) x c`` mask of ``j < i`` (rows ``i = 1 .. c - 1``), read-only: shared by every group set of
+    ``c`` configurations."""
+    M = np.tril(np.ones((c, c)), -1)[1:]
+    M.flags.writeable = False
+    return M
 
 
 class PaddedGroups:
@@ -89,7 +100,7 @@ class PaddedGroups:
         self._live = None
         self._gram_key = None
         self._gram = None
-        self._lower = np.tril(np.ones((c, c)), -1)[1:]  # (c-1, c): j < i
+        self._lower = _lower_mask(c)  # (c-1, c): j < i
         self._gather_index = (np.arange(G)[:, None, None], np.arange(max(c - 1, 0))[None, :, None])
         # flat position of T[g, i, 0] in a (G, c-1, c) array (factors' scatter to the original row order)
         self._flat_base = ((np.arange(G)[:, None] * max(c - 1, 0) + np.arange(max(c - 1, 0))[None, :]) * c)[:, :, None]

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 from ...errors import InputDataError, ModelStructureError
 from ...core.checks import require_finite
+from ...core.csr import take_rows
 from ...program.atoms import ATOMS
 from .groups import PaddedGroups
 from .step import majorizer_step
@@ -75,8 +76,10 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     is the same (``x_j >= lo_i / a`` for ``a > 0``, the bounds swapped for ``a < 0``)."""
     if A.shape[0] == 0:
         return A, lo, hi, lb, ub
-    A = sp.csr_matrix(A)
-    A.eliminate_zeros()
+    A = A if type(A) is sp.csr_matrix else sp.csr_matrix(A)
+    if not np.all(A.data[:A.indptr[-1]]):  # stored zeros do not count as a row's entries (a copy: A is the caller's)
+        A = A.copy()
+        A.eliminate_zeros()
     single = np.diff(A.indptr) == 1
     if not single.any():
         return A, lo, hi, lb, ub
@@ -90,7 +93,7 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     np.maximum.at(lb, j, np.where(np.isnan(nlo), -np.inf, nlo))
     np.minimum.at(ub, j, np.where(np.isnan(nhi), np.inf, nhi))
     keep = ~single
-    return A[keep], lo[keep], hi[keep], lb, ub
+    return take_rows(A, np.flatnonzero(keep)), lo[keep], hi[keep], lb, ub
 
 
 class MajorizeModel:
@@ -184,12 +187,24 @@ class MajorizeModel:
             a = arr.data if sp.issparse(arr) else arr
             if np.any(np.isnan(a)):
                 raise InputDataError(f"{nm} contains NaN")
+        self._rows = (self.A, self.lo, self.hi)  # the program's rows as written (max_violation)
         self.A, self.lo, self.hi, self.lb, self.ub = singleton_rows_to_bounds(self.A, self.lo, self.hi,
                                                                               program.lb, program.ub)
         self.constrained = self.A.shape[0] > 0 or np.any(np.isfinite(self.lb)) or np.any(np.isfinite(self.ub))
         self.convex = self.neg is None
         #: steps per solver (dense, woodbury, cg, lowrank) and the last step's CG iterations ("cg_last")
         self.step_stats = {}
+
+    def max_violation(self, x) -> float:
+        """``program.max_violation(x)`` from the rows gathered once (every constraint is linear here): the largest
+        violation of the bounds and of the rows ``lo <= A x <= hi`` as the program states them."""
+        A, lo, hi = self._rows
+        p = self.program
+        v = max(float(np.max(p.lb - x, initial=0.0)), float(np.max(x - p.ub, initial=0.0)))
+        if A.shape[0]:
+            Ax = A @ x
+            v = max(v, float(np.max(lo - Ax)), float(np.max(Ax - hi)))
+        return v
 
     @property
     def H(self):

@@ -94,6 +94,7 @@ class ScaledCurvature:
         self.age = 0
         self.pairs = []  # (s, y, 1 / s^T y), most recent first
         self._free_key, self._free_pairs = None, {}  # the pairs restricted to the last free set (by id of s)
+        self._bound_tol = None  # (model, free_set's bound tolerances)
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
 
     def sigma_here(self, model, x):
@@ -192,7 +193,9 @@ class ScaledCurvature:
         ref = self._reference(model, x, u, S, opts)
         if ref is None:
             return None
-        F = None if qp is None else free_set(x, u, model.lb, model.ub)
+        if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
+            self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
+        F = None if qp is None else free_set(x, u, model.lb, model.ub, self._bound_tol[1])
         if F is not None and F.all():
             F = None
         if F is not None:
@@ -299,15 +302,25 @@ def two_loop(pairs, u, h0):
     return r + S.T @ np.array(e)
 
 
-def free_set(x, u, lb, ub):
+def free_set(x, u, lb, ub, tol=None):
     """The free variables of a constrained trial: all but those at a bound (``1e-12`` relative) whose gradient
     component pushes outward (``u_j > 0`` at ``lb``, ``u_j < 0`` at ``ub``: their bound multiplier has the right
     sign). With bounds only, ``x`` is a KKT point iff ``u`` vanishes on this set, so the guarantee
     ``1/2 u_F^T P_FF^{-1} u_F`` of the acceptance test is zero exactly there."""
+    tl, tu = bound_tolerances(lb, ub) if tol is None else tol
     with np.errstate(invalid="ignore"):
-        at_lb = np.isfinite(lb) & (x - lb <= 1e-12 * np.maximum(1.0, np.abs(lb)))
-        at_ub = np.isfinite(ub) & (ub - x <= 1e-12 * np.maximum(1.0, np.abs(ub)))
+        # an infinite bound is never active (x is finite): its tolerance is NaN
+        at_lb = x - lb <= tl
+        at_ub = ub - x <= tu
     return ~((at_lb & (u > 0)) | (at_ub & (u < 0)))
+
+
+def bound_tolerances(lb, ub):
+    """The activity tolerances of :func:`free_set`: ``1e-12 max(1, |b|)`` for the finite bounds, NaN for the
+    infinite ones (computed once per solve: the bounds do not change)."""
+    with np.errstate(invalid="ignore"):
+        return (np.where(np.isfinite(lb), 1e-12 * np.maximum(1.0, np.abs(lb)), np.nan),
+                np.where(np.isfinite(ub), 1e-12 * np.maximum(1.0, np.abs(ub)), np.nan))
 
 
 def _restricted_pairs(pairs, F, cache):

@@ -37,6 +37,9 @@ class StepQP:
         with np.errstate(invalid="ignore"):
             self._lo_tol = model.lo - 1e-9 * np.maximum(1.0, np.abs(model.lo))
             self._hi_tol = model.hi + 1e-9 * np.maximum(1.0, np.abs(model.hi))
+        # the ratio test of max_factor over the bounds and the rows at once: their sides stacked, once
+        self._lo_all = np.concatenate((model.lb, model.lo)) if m else model.lb
+        self._hi_all = np.concatenate((model.ub, model.hi)) if m else model.ub
 
     def _shifted(self, x):
         """The constraints in ``D = theta - theta~``: ``(rlo, rhi, blo, bhi)``."""
@@ -107,15 +110,14 @@ class StepQP:
     def max_factor(self, x, step):
         """The largest ``a`` with ``x + a step`` in Lambda (ratio test; constraints ``step`` does not move
         are ignored). An infinite side gives the ratio ``+inf`` by itself (``(-inf - v) / dv`` with ``dv < 0``)."""
-        model = self.model
+        v, dv = x, step
+        if self.model.A.shape[0]:  # the bounds and the rows in one pass (few small arrays: the calls dominate)
+            v, dv = np.concatenate((x, self._A @ x)), np.concatenate((step, self._A @ step))
+        lo, hi = self._lo_all, self._hi_all
         a = np.inf
-        pairs = [(x, step, model.lb, model.ub)]
-        if model.A.shape[0]:
-            pairs.append((self._A @ x, self._A @ step, model.lo, model.hi))
-        for v, dv, lo, hi in pairs:
-            down, up = dv < 0, dv > 0
-            if down.any():
-                a = min(a, float(((lo[down] - v[down]) / dv[down]).min()))
-            if up.any():
-                a = min(a, float(((hi[up] - v[up]) / dv[up]).min()))
+        down, up = dv < 0, dv > 0
+        if down.any():
+            a = min(a, float(((lo[down] - v[down]) / dv[down]).min()))
+        if up.any():
+            a = min(a, float(((hi[up] - v[up]) / dv[up]).min()))
         return max(a, 0.0)

@@ -1,0 +1,183 @@
+"""The set-up shortcuts of a majorize solve (and of the Program it reads) against their plain constructions.
+
+Each shortcut builds from arrays what scipy or a per-constraint evaluation built before; each must give the
+same matrices, bounds, ratios and sets, on random inputs with the awkward cases (stored zeros, infinite sides,
+points on a bound, unsorted or duplicate indices).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from varopt.program import Constraint, Expression, LseGroup, Program
+from varopt.solvers.majorize.model import MajorizeModel, singleton_rows_to_bounds
+from varopt.solvers.majorize.reuse import bound_tolerances, free_set
+from varopt.solvers.majorize.step_qp import StepQP
+
+
+def _random_rows(rng, m, n):
+    """csr rows, some with one entry (bounds in disguise), one with a stored zero next to its only nonzero."""
+    A = sp.random(m, n, density=0.4, format="csr", random_state=rng).toarray()
+    A[0] = 0.0
+    A[0, 2] = -1.5  # a singleton row with a negative coefficient
+    A[1] = 0.0
+    A[1, 0] = 2.0
+    M = sp.csr_matrix(A)
+    # row 1 gets a stored zero: still one entry
+    d, i, p = list(M.data), list(M.indices), M.indptr.copy()
+    k = p[1]
+    d.insert(k, 0.0)
+    i.insert(k, 3)
+    p[2:] += 1
+    Z = sp.csr_matrix((np.array(d), np.array(i), p), shape=M.shape)
+    Z.has_sorted_indices = False
+    return Z
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_singleton_rows_to_bounds_matches_scipy_row_selection(seed):
+    rng = np.random.default_rng(seed)
+    m, n = 7, 6
+    A = _random_rows(rng, m, n)
+    lo = np.where(rng.random(m) < 0.3, -np.inf, rng.standard_normal(m))
+    hi = np.where(rng.random(m) < 0.3, np.inf, lo + rng.random(m))
+    lb = np.where(rng.random(n) < 0.5, -np.inf, -rng.random(n))
+    ub = np.where(rng.random(n) < 0.5, np.inf, rng.random(n))
+    before = A.copy()
+    R, rlo, rhi, rlb, rub = singleton_rows_to_bounds(A, lo, hi, lb, ub)
+    # the caller's matrix is untouched (its stored zero is dropped on a copy)
+    assert A.nnz == before.nnz and np.array_equal(A.data, before.data)
+    ref = A.copy()
+    ref.eliminate_zeros()
+    single = np.diff(ref.indptr) == 1
+    keep = ~single
+    np.testing.assert_array_equal(R.toarray(), ref[keep].toarray())
+    R.check_format(full_check=True)
+    np.testing.assert_array_equal(rlo, lo[keep])
+    np.testing.assert_array_equal(rhi, hi[keep])
+    # every singleton row is a bound now: the feasible sets agree at random points
+    for _ in range(200):
+        x = rng.uniform(-3, 3, n)
+        Ax = ref @ x
+        want = np.all((Ax >= lo) & (Ax <= hi)) and np.all((x >= lb) & (x <= ub))
+        got = np.all((R @ x >= rlo) & (R @ x <= rhi)) and np.all((x >= rlb) & (x <= rub))
+        assert want == got
+
+
+def _program(rng, n=6, with_rows=True):
+    obj = Expression(n, 0.0, rng.standard_normal(n))
+    cons = []
+    if with_rows:
+        # sparse rows with unsorted, repeated indices; dense rows; a singleton row; an equality; a constant body
+        cons.append(Constraint("s", Expression(n, 0.3, (np.array([4, 1, 4, 0]), np.array([1.0, -2.0, 0.5, 3.0]))),
+                               -1.0, 2.0))
+        cons.append(Constraint("d", Expression(n, -0.2, rng.standard_normal(n)), -np.inf, 0.5))
+        cons.append(Constraint("one", Expression(n, 0.0, (np.array([2]), np.array([-1.5]))), 0.1, np.inf))
+        cons.append(Constraint("eq", Expression(n, 1.0, (np.array([3, 5]), np.array([1.0, 1.0]))), 0.0, 0.0))
+    lb = np.where(rng.random(n) < 0.5, -np.inf, -1.0)
+    ub = np.where(rng.random(n) < 0.5, np.inf, 1.0)
+    return Program([f"x{j}" for j in range(n)], lb, ub, obj, cons)
+
+
+def test_linear_constraints_match_the_per_row_construction():
+    rng = np.random.default_rng(11)
+    p = _program(rng)
+    A, lo, hi, idx = p.linear_constraints()
+    A.check_format(full_check=True)
+    assert A.has_canonical_format
+    ref = np.array([c.body.linear for c in p.constraints])
+    np.testing.assert_array_equal(A.toarray(), ref)
+    const = np.array([c.body.constant for c in p.constraints])
+    np.testing.assert_array_equal(lo, np.array([c.lo for c in p.constraints]) - const)
+    np.testing.assert_array_equal(hi, np.array([c.hi for c in p.constraints]) - const)
+    assert idx == list(range(len(p.constraints)))
+
+
+def test_model_max_violation_is_the_programs():
+    """The start's feasibility test reads the rows gathered once; it must equal the Program's own evaluation of
+    every constraint (bounds, two-sided rows, singleton rows turned into bounds, an equality)."""
+    rng = np.random.default_rng(12)
+    p = _program(rng)
+    model = MajorizeModel(p)
+    assert model.A.shape[0] < len(p.constraints)  # the singleton row became a bound
+    for _ in range(300):
+        x = rng.uniform(-2, 2, p.n) * rng.choice([0.0, 1.0, 10.0])
+        assert model.max_violation(x) == pytest.approx(p.max_violation(x), rel=1e-12, abs=1e-15)
+    q = _program(rng, with_rows=False)
+    x = rng.uniform(-2, 2, q.n)
+    assert MajorizeModel(q).max_violation(x) == q.max_violation(x)
+
+
+def _max_factor_reference(model, A, x, step):
+    """The ratio test bounds first, then rows (``A``: the same product as the solver's, dense or sparse)."""
+    a = np.inf
+    for v, dv, lo, hi in [(x, step, model.lb, model.ub), (A @ x, A @ step, model.lo, model.hi)]:
+        down, up = dv < 0, dv > 0
+        if down.any():
+            a = min(a, float(((lo[down] - v[down]) / dv[down]).min()))
+        if up.any():
+            a = min(a, float(((hi[up] - v[up]) / dv[up]).min()))
+    return max(a, 0.0)
+
+
+def test_ratio_test_over_bounds_and_rows_at_once():
+    from varopt import lpqp
+    rng = np.random.default_rng(13)
+    for _ in range(40):
+        p = _program(rng)
+        model = MajorizeModel(p)
+        qp = StepQP(model, lpqp)
+        x = np.clip(rng.uniform(-0.5, 0.5, p.n), model.lb, model.ub)
+        for _ in range(10):
+            step = rng.standard_normal(p.n) * (rng.random(p.n) < 0.7)
+            a = qp.max_factor(x, step)
+            assert a == _max_factor_reference(model, qp._A, x, step)
+
+
+def test_free_set_with_tolerances_once_matches_the_formula():
+    rng = np.random.default_rng(14)
+    n = 40
+    lb = rng.choice([-np.inf, -1e6, -2.0, 0.0], n)
+    ub = rng.choice([np.inf, 0.5, 3.0, 1e6], n)
+    tol = bound_tolerances(lb, ub)
+    for _ in range(50):
+        x = np.clip(rng.uniform(-3, 3, n), lb, ub)
+        # a rounding away from a bound still counts as on it (the tolerance scales with the bound)
+        r = rng.random(n)
+        with np.errstate(invalid="ignore"):
+            x = np.where((r < 0.3) & np.isfinite(lb), lb + 0.5e-12 * np.maximum(1.0, np.abs(lb)), x)
+            x = np.where((r > 0.7) & np.isfinite(ub), ub - 0.5e-12 * np.maximum(1.0, np.abs(ub)), x)
+        u = rng.standard_normal(n)
+        with np.errstate(invalid="ignore"):
+            at_lb = np.isfinite(lb) & (x - lb <= 1e-12 * np.maximum(1.0, np.abs(lb)))
+            at_ub = np.isfinite(ub) & (ub - x <= 1e-12 * np.maximum(1.0, np.abs(ub)))
+        want = ~((at_lb & (u > 0)) | (at_ub & (u < 0)))
+        np.testing.assert_array_equal(free_set(x, u, lb, ub, tol), want)
+        np.testing.assert_array_equal(free_set(x, u, lb, ub), want)
+
+
+@pytest.mark.parametrize("seg, G, ok", [([0, 0, 1, 1, 2], 3, True), ([0], 1, True), ([0, 1, 2, 3, 3], 4, True),
+                                        ([0, 1, 1, 0, 2], 3, False), ([0, 0, 2, 2, 2], 3, False),
+                                        ([1, 1, 2, 2, 3], 4, False), ([0, 0, 1, 1, 2], 4, False),
+                                        ([0, 2, 1, 2, 2], 3, False), ([0, 1, 0, 1, 2], 3, False)])
+def test_lse_group_ids_must_be_sorted_and_cover_every_group(seg, G, ok):
+    seg = np.array(seg)
+    A = sp.csr_matrix(np.ones((seg.size, 2)))
+    if ok:
+        assert len(LseGroup(A, np.zeros(seg.size), seg, np.ones(G))) == G
+    else:
+        with pytest.raises(ValueError, match="seg"):
+            LseGroup(A, np.zeros(seg.size), seg, np.ones(G))
+
+
+def test_term_groups_keep_a_float_csr_and_canonicalize_it():
+    rng = np.random.default_rng(15)
+    A = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 2]), np.array([0, 3])), shape=(1, 4))
+    assert not A.has_canonical_format
+    dense = A.toarray()
+    g = LseGroup(A, np.zeros(1), np.zeros(1, dtype=np.int64), np.ones(1))
+    assert g.A.has_canonical_format
+    np.testing.assert_array_equal(g.A.toarray(), dense)
+    B = sp.csr_matrix(rng.standard_normal((3, 4)))
+    assert LseGroup(B, np.zeros(3), np.array([0, 0, 1]), np.ones(2)).A is B  # no re-wrapping

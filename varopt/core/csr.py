@@ -1,0 +1,83 @@
+"""csr matrices built from their arrays without scipy's constructor.
+
+scipy's ``csr_matrix((data, indices, indptr), shape)`` costs about 25 us in scipy 1.17 (the index-dtype search and
+the format checks); compiling a small problem and setting up its solver builds dozens of csr matrices from arrays
+that are valid by construction. :func:`csr_unchecked` sets the arrays directly; :data:`csr_raw` is it when the
+self-test :func:`unchecked_works` passes on this scipy at import, else scipy's checked constructor.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+try:
+    from scipy.sparse._base import MAXPRINT as _MAXPRINT
+except ImportError:  # pragma: no cover - other scipy layouts use the checked constructor
+    _MAXPRINT = 50
+
+
+def csr_checked(data, indices, indptr, shape):
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def csr_unchecked(data, indices, indptr, shape):
+    """The csr matrix with these arrays, without scipy's constructor. The caller guarantees a valid csr structure
+    (``indptr`` nondecreasing from 0 with one entry per row plus one, ``indices`` in range); index arrays get the
+    dtype scipy's constructor would choose (int32 when everything fits)."""
+    rows, cols = int(shape[0]), int(shape[1])
+    idx = np.int32 if max(rows, cols, len(indices)) < _INT32_MAX else np.int64
+    M = sp.csr_matrix.__new__(sp.csr_matrix)
+    M._shape = (rows, cols)
+    M.maxprint = _MAXPRINT
+    M.data = np.asarray(data, dtype=float)
+    M.indices = np.asarray(indices, dtype=idx)
+    M.indptr = np.asarray(indptr, dtype=idx)
+    return M
+
+
+def unchecked_works(unchecked=csr_unchecked, checked=csr_checked):
+    """Whether this scipy's csr matrices work when built by ``unchecked`` (it sets scipy's private attributes; a
+    scipy whose layout differs falls back to the checked constructor)."""
+    try:
+        args = (np.array([1.0, 2.0, 3.0]), np.array([1, 0, 3]), np.array([0, 1, 1, 3]), (3, 4))
+        ref, new = checked(*args), unchecked(*args)
+        v = np.array([1.0, -2.0, 0.5, 4.0])
+        # the same instance attributes as the constructor sets (a scipy that adds one falls back), same dtypes
+        ok = (type(new) is type(ref) and set(vars(new)) == set(vars(ref))
+              and all(getattr(new, a).dtype == getattr(ref, a).dtype for a in ("data", "indices", "indptr"))
+              and new.shape == ref.shape and new.nnz == ref.nnz
+              and np.array_equal(new.toarray(), ref.toarray()) and np.array_equal(new @ v, ref @ v)
+              and np.array_equal((new.T @ ref + new.T @ new).toarray(), 2 * (ref.T @ ref).toarray())
+              and np.array_equal(new[[2, 0]].toarray(), ref[[2, 0]].toarray())
+              and new.has_canonical_format == ref.has_canonical_format)
+        new.check_format(full_check=True)
+        return bool(ok)
+    except Exception:  # noqa: BLE001 -- any failure means: use scipy's constructor
+        return False
+
+
+csr_raw = csr_unchecked if unchecked_works() else csr_checked
+
+
+def ranges(starts, counts):
+    """Concatenation of ``arange(s, s + c)`` for every (s, c), vectorized."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + offs
+
+
+def take_rows(M, rows):
+    """``M[rows]`` for a csr ``M`` and an integer array ``rows`` (repeats allowed) from the arrays (scipy's row
+    indexing costs tens of microseconds on small matrices); the rows keep their order within, so a canonical ``M``
+    gives a canonical result."""
+    rows = np.asarray(rows, dtype=np.int64)
+    counts = M.indptr[rows + 1] - M.indptr[rows]
+    idx = ranges(M.indptr[rows], counts)
+    indptr = np.zeros(rows.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return csr_raw(M.data[idx], M.indices[idx], indptr, (rows.size, M.shape[1]))
