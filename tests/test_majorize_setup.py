@@ -6,6 +6,8 @@ points on a bound, unsorted or duplicate indices).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -111,13 +113,12 @@ def test_model_max_violation_is_the_programs():
 
 def _max_factor_reference(model, A, x, step):
     """The ratio test bounds first, then rows (``A``: the same product as the solver's, dense or sparse)."""
-    a = np.inf
-    for v, dv, lo, hi in [(x, step, model.lb, model.ub), (A @ x, A @ step, model.lo, model.hi)]:
-        down, up = dv < 0, dv > 0
-        if down.any():
-            a = min(a, float(((lo[down] - v[down]) / dv[down]).min()))
-        if up.any():
-            a = min(a, float(((hi[up] - v[up]) / dv[up]).min()))
+    a = math.inf
+    sides = [(x[j], step[j], model.lb[j], model.ub[j]) for j in range(x.size)]
+    sides += [(float((A @ x)[i]), float((A @ step)[i]), model.lo[i], model.hi[i]) for i in range(A.shape[0])]
+    for v, dv, lo, hi in sides:   # one constraint at a time: the side the step moves towards
+        if dv != 0:
+            a = min(a, ((hi if dv > 0 else lo) - v) / dv)
     return max(a, 0.0)
 
 
