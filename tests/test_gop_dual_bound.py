@@ -18,7 +18,8 @@ def _lp_value(model, A, lo, hi):
     from scratch (no basis, no cuts added)."""
     d = model.hm.data()
     Ab = d["A"][:model.m_base].toarray()
-    M = np.vstack([Ab, A])
+    # node columns past the node's width (used by other nodes): no entry, cost 0, bounds [0, inf)
+    M = np.vstack([Ab, np.pad(A, ((0, 0), (0, Ab.shape[1] - A.shape[1])))])
     rlo = np.concatenate([d["row_lo"][:model.m_base], lo])
     rhi = np.concatenate([d["row_hi"][:model.m_base], hi])
     up, dn = np.isfinite(rhi), np.isfinite(rlo)
