@@ -113,6 +113,7 @@ class RDModel:
         # in one qualifying constraint and the box corner, docs/gop.md §7); deleting and re-adding them made
         # every node's dual simplex re-enter the active node rows (~70 iterations a node on the K = 3 BGMM)
         self.node_rows = None     # (dense rows, lo, hi) of the rows at m_base .. m_base + k, or None
+        self._defining = (None, None, None)   # (node rows, their rows defining the node columns, coefficients)
 
     def _ensure_cols(self, width):
         """Add node columns (cost 0, bounds ``[0, inf)``, no entries) until the LP has ``width`` columns."""
@@ -254,16 +255,16 @@ class RDModel:
         ``r_j / A_{ij}`` makes ``r_j = 0`` and moves the term onto ``y`` (bounded) and the row's constant: the bound of
         the relaxed dual with the qualifying constraint left out, as the multiplier 0 of an inactive qualifying row
         gave before the node columns (docs/gop.md §7)."""
-        w = A.shape[1]
-        ns = w - self.ncol
-        if ns <= 0:
+        if self._defining[0] is not A:
+            # once per node (the checks try up to n_duals multipliers and rays on the same rows)
+            ns = A.shape[1] - self.ncol
+            eq = np.flatnonzero(lo == hi)
+            ok = ns > 0 and eq.size == ns
+            self._defining = (A, eq if ok else None, A[eq, self.ncol:].diagonal().copy() if ok else None)
+        _, eq, a = self._defining
+        if eq is None:
             return pi, r
-        eq = np.flatnonzero(lo == hi)
-        if eq.size != ns:
-            return pi, r
-        J = np.arange(self.ncol, w)
-        a = A[eq, J]
-        rj = r[J]
+        rj = r[self.ncol:]
         fix = (rj < 0) & (a != 0)
         if not fix.any():
             return pi, r
