@@ -15,6 +15,10 @@ ancestors. Its relaxed dual is the LP/QP over the columns ``[y, eta, t]``
 Feasibility cuts (from an infeasible primal) enter as ``0 >= const + a^T y`` instead. With
 separable connected variables the optimality rows are split (docs/gop.md §6b): columns ``t_p``
 (after ``t``, cost 1) with ``t_p >= D_p(xbar_p, y) + g_p(y)(x^B_p - xbar_p)`` per variable, ``t`` the rest.
+Each qualifying constraint of a node is written with a node column ``s_j = sigma_j g_j(y) >= 0`` (after the base
+columns; ``sigma_j = -1`` for an upper bound choice) and each box term ``g_j(y)(x^B_j - xbar_j)`` as
+``sigma_j (x^B_j - xbar_j) s_j``: the same LP (substitute ``s``), but a node change rewrites one entry per box term
+(docs/gop.md §7, "node columns").
 
 Everything a subproblem needs is a plain numpy/scipy payload, so batches of nodes can be
 solved in other processes (``concurrent.futures`` or dask); each batch builds one
