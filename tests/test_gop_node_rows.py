@@ -378,3 +378,22 @@ def test_node_column_lps_have_the_values_of_the_term_by_term_lps(name, monkeypat
             b = np.maximum(b, rng.uniform(lo0, hi0)) if rng.random() < 0.5 else b
     assert seen["optimal"] > 10 and seen["in_place"] > 10, seen
     print(seen)
+
+
+def test_tiny_box_terms_are_rounded_down():
+    """HiGHS drops matrix entries of magnitude <= 1e-9, which would drop a box term ``e_j s_j`` of either sign; a tiny
+    ``e_j`` is rounded down instead (to 0 when positive, to ``-TINY_BOX_TERM`` when negative): with ``s_j >= 0`` that
+    only weakens a row that bounds a Lagrangian from below. Other coefficients are ``sigma_j (x^B_j - xbar_j)``."""
+    from varopt.solvers.gop.search import TINY_BOX_TERM, GopSearch
+    L = {"conn": np.arange(5), "xkc": np.array([0.5, 0.5, 0.5, 0.5, 0.5])}
+    blo = np.array([0.5 + 3e-10, 0.5 - 3e-10, 0.0, 0.5, 0.2])
+    bub = np.array([1.0, 1.0, 0.5 + 4e-10, 0.9, 0.5 - 2e-10])
+    B = np.array([False, False, True, True, True])      # lower end, lower end, upper end, upper end, upper end
+    e = GopSearch._box_terms(L, B, blo, bub)
+    exact = np.where(B, -1.0, 1.0) * (np.where(B, bub, blo) - L["xkc"])
+    assert e[0] == 0.0 and exact[0] > 0                 # +3e-10 -> 0
+    assert e[1] == -TINY_BOX_TERM and exact[1] < 0      # -3e-10 -> -1e-8
+    assert e[2] == -TINY_BOX_TERM and exact[2] < 0      # sigma = -1: -4e-10 -> -1e-8
+    assert e[3] == exact[3] == -(0.9 - 0.5)
+    assert e[4] == 0.0 and exact[4] > 0                 # sigma = -1: +2e-10 -> 0
+    assert np.all(e <= exact) and abs(TINY_BOX_TERM) > 1e-9   # rounded down, and kept by HiGHS

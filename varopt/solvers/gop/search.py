@@ -30,6 +30,10 @@ from .relaxed_dual import RDModel, _pad, solve_batch
 from .symmetry import order_box
 
 
+#: box-term coefficients of the node columns below this magnitude are rounded down (:meth:`GopSearch._box_terms`)
+TINY_BOX_TERM = 1e-8
+
+
 @dataclass(order=True)
 class _Node:
     value: float
@@ -428,7 +432,15 @@ class GopSearch:
         """``sigma_j (x^B_j - xbar_j)`` for the connected variables of ``L``: the box term ``g_j(y)(x^B_j - xbar_j)``
         of a row is this times the node column ``s_j = sigma_j g_j(y)`` (``sigma_j = -1`` for ``B_j`` upper, else 1)."""
         conn = L["conn"]
-        return np.where(B, -1.0, 1.0) * (np.where(B, bub[conn], blo[conn]) - L["xkc"])
+        e = np.where(B, -1.0, 1.0) * (np.where(B, bub[conn], blo[conn]) - L["xkc"])
+        tiny = np.abs(e) < TINY_BOX_TERM
+        if tiny.any():
+            # HiGHS drops matrix entries of magnitude <= 1e-9 (small_matrix_value), which would drop the term e_j s_j
+            # whatever its sign: round a tiny e_j down instead (to 0 when positive, to -TINY_BOX_TERM when
+            # negative). Every row holding e_j s_j bounds a Lagrangian from below by it (t >= .. + e_j s_j, or
+            # 0 >= .. + e_j s_j) and s_j >= 0, so a smaller e_j only weakens the row: the bound stays valid
+            e = np.where(tiny, np.where(e < 0, -TINY_BOX_TERM, 0.0), e)
+        return e
 
     @staticmethod
     def _lagrangian_row(M, r, col, L, e):
