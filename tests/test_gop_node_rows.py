@@ -10,6 +10,7 @@ from gop_rd_models import MODELS
 
 import varopt  # noqa: F401
 from varopt.solvers.gop import relaxed_dual as RD
+from varopt.solvers.gop.search import TINY_BOX_TERM
 
 
 def _same_as_full(search, rows, path, blo, bub):
@@ -62,6 +63,13 @@ def _reference_node_rows(self, path, blo, bub):
         L = self.lags[k]
         conn = L["conn"]
         D = np.array([bub[i] if b else blo[i] for i, b in zip(conn.tolist(), B)]) - L["xkc"]
+        for j, b in enumerate(B):
+            # a box term sigma_j D_j s_j below TINY_BOX_TERM in magnitude is rounded down (HiGHS would drop it)
+            sigma = -1.0 if b else 1.0
+            if 0 < sigma * D[j] < TINY_BOX_TERM:
+                D[j] = 0.0
+            elif -TINY_BOX_TERM < sigma * D[j] < 0:
+                D[j] = -TINY_BOX_TERM / sigma
         use = L["rest"] if L["split"] else np.ones(conn.size, dtype=bool)
         cst = L["const"] + sum(D[j] * L["g0c"][j] for j in np.flatnonzero(use))
         a = L["a"] + sum((D[j] * L["G1c"][j] for j in np.flatnonzero(use)), np.zeros(ny))
