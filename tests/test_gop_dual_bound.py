@@ -18,7 +18,8 @@ def _lp_value(model, A, lo, hi):
     from scratch (no basis, no cuts added)."""
     d = model.hm.data()
     Ab = d["A"][:model.m_base].toarray()
-    M = np.vstack([Ab, A])
+    # node columns past the node's width (used by other nodes): no entry, cost 0, bounds [0, inf)
+    M = np.vstack([Ab, np.pad(A, ((0, 0), (0, Ab.shape[1] - A.shape[1])))])
     rlo = np.concatenate([d["row_lo"][:model.m_base], lo])
     rhi = np.concatenate([d["row_hi"][:model.m_base], hi])
     up, dn = np.isfinite(rhi), np.isfinite(rlo)
@@ -70,12 +71,25 @@ def test_dual_bound_is_below_the_node_lp(name, monkeypatch):
         return out
 
     monkeypatch.setattr(RD.RDModel, "solve_node", node)
+    orig_level = RD.RDModel._level_node_cols
+    seen.update(levelled=0)
+
+    def level(self, pi, r, A, lo, hi):
+        # a node column with a negative reduced cost (a sibling's other sign or box end) makes the bound -inf unless
+        # its defining row's multiplier is shifted (docs/gop.md §7, "node columns"): afterwards none is left
+        pi2, r2 = orig_level(self, pi, r, A, lo, hi)
+        if np.any(r[self.ncol:A.shape[1]] < -1e-9):
+            assert np.all(r2[self.ncol:A.shape[1]] >= -1e-9)
+            seen["levelled"] += 1
+        return pi2, r2
+
+    monkeypatch.setattr(RD.RDModel, "_level_node_cols", level)
     res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
     r = res.varopt_result
     assert r.status == "optimal", r.message
     assert seen["checked"] >= 5, seen
     if name.startswith("bgmm"):
-        assert seen["fathomed"] > 0, seen
+        assert seen["fathomed"] > 0 and seen["levelled"] > 0, seen
     if name == "bgmm_gaussian":
         assert seen["infeasible_checked"] > 0, seen
     print(seen)

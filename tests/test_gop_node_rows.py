@@ -1,6 +1,8 @@
 """The relaxed-dual LP reuses the previous node's rows (``RDModel._set_node_rows``): after every node set-up the
 LP, read back from HiGHS, must hold exactly the base rows followed by the node's rows and bounds, and the solves
-must still certify the known optima."""
+must still certify the known optima. The node rows use node columns ``s_j = sigma_j g_j(y) >= 0`` for the
+qualifying constraints (docs/gop.md §7, "node columns"): with ``s`` eliminated they must be the rows of docs/gop.md
+§5/§6b written out term by term, and the LP values must be those of that LP."""
 import numpy as np
 import pyomo.environ as pyo
 import pytest
@@ -8,6 +10,7 @@ from gop_rd_models import MODELS
 
 import varopt  # noqa: F401
 from varopt.solvers.gop import relaxed_dual as RD
+from varopt.solvers.gop.search import TINY_BOX_TERM
 
 
 def _same_as_full(search, rows, path, blo, bub):
@@ -27,14 +30,18 @@ def test_node_rows_in_the_lp_are_the_requested_ones(name, monkeypatch):
     orig = RD.RDModel._set_node_rows
 
     def checked(self, A, lo, hi):
-        in_place = self.node_rows is not None and self.node_rows[0].shape[0] == A.shape[0]
+        in_place = self.node_rows is not None and self.node_rows[0].shape == A.shape
         orig(self, A, lo, hi)
         d = self.hm.data()                   # what HiGHS holds, read back
-        k = A.shape[0]
-        assert d["A"].shape[0] == self.m_base + k
+        k, w = A.shape
+        assert d["A"].shape[0] == self.m_base + k and d["A"].shape[1] >= w
         want = np.array(A, dtype=float)
         want[np.abs(want) <= 1e-9] = 0.0       # HiGHS drops entries below its small_matrix_value (1e-9)
-        np.testing.assert_array_equal(d["A"][self.m_base:].toarray(), want)
+        got = d["A"][self.m_base:].toarray()
+        np.testing.assert_array_equal(got[:, :w], want)
+        assert not np.any(got[:, w:]) and not d["A"][:, w:].nnz   # node columns the node does not use: empty
+        # node columns: cost 0, bounds [0, inf)
+        assert not np.any(d["c"][self.ncol:]) and not np.any(d["lb"][self.ncol:]) and np.all(d["ub"][self.ncol:] == np.inf)
         np.testing.assert_array_equal(d["row_lo"][self.m_base:], np.maximum(lo, -np.inf))
         np.testing.assert_array_equal(d["row_hi"][self.m_base:], hi)
         seen["in_place"] += in_place
@@ -56,6 +63,13 @@ def _reference_node_rows(self, path, blo, bub):
         L = self.lags[k]
         conn = L["conn"]
         D = np.array([bub[i] if b else blo[i] for i, b in zip(conn.tolist(), B)]) - L["xkc"]
+        for j, b in enumerate(B):
+            # a box term sigma_j D_j s_j below TINY_BOX_TERM in magnitude is rounded down (HiGHS would drop it)
+            sigma = -1.0 if b else 1.0
+            if 0 < sigma * D[j] < TINY_BOX_TERM:
+                D[j] = 0.0
+            elif -TINY_BOX_TERM < sigma * D[j] < 0:
+                D[j] = -TINY_BOX_TERM / sigma
         use = L["rest"] if L["split"] else np.ones(conn.size, dtype=bool)
         cst = L["const"] + sum(D[j] * L["g0c"][j] for j in np.flatnonzero(use))
         a = L["a"] + sum((D[j] * L["G1c"][j] for j in np.flatnonzero(use)), np.zeros(ny))
@@ -92,10 +106,41 @@ def _reference_node_rows(self, path, blo, bub):
     return np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
 
 
-@pytest.mark.parametrize("name", ["bgmm_gaussian", "bilinear"])
-def test_node_rows_match_the_term_by_term_rows(name, monkeypatch):
-    """``GopSearch._node_rows`` (vectorised over the split variables) against the rows written out term by term, at
-    every node of a solve; entries may differ only by rounding (sums in another order)."""
+def _eliminate_node_columns(self, path, M, lo, hi):
+    """The node rows ``(M, lo, hi)`` over ``[y, eta, t, t_p, s]`` with the node columns ``s_j = sigma_j g_j(y)``
+    substituted (``g_j = g0_j + G1_j y`` the qualifying constraint ``j`` of the path, in order): the rows over
+    ``[y, eta, t, t_p]`` of docs/gop.md §5/§6b, each defining row ``G1_j y - sigma_j s_j = -g0_j`` becoming the
+    qualifying row ``sigma_j g_j(y) >= 0``."""
+    ny, ncol = self.bm.ny, self.ncol
+    g0 = np.concatenate([self.lags[k]["g0c"] for k, _ in path])
+    G1 = np.vstack([self.lags[k]["G1c"] for k, _ in path] + [np.zeros((0, ny))])
+    ns = g0.size
+    assert M.shape[1] == ncol + ns
+    S, out = M[:, ncol:], M[:, :ncol].copy()
+    defining = np.flatnonzero(lo == hi)
+    assert defining.size == ns
+    sigma = -S[defining, np.arange(ns)]
+    assert set(np.unique(sigma).tolist()) <= {-1.0, 1.0}
+    # a defining row: G1_j y - sigma_j s_j = -g0_j, no other node column
+    np.testing.assert_array_equal(S[defining], -np.diag(sigma))
+    np.testing.assert_array_equal(out[defining, :ny], G1)
+    assert not np.any(out[defining, ny:])
+    np.testing.assert_array_equal(lo[defining], -g0)
+    Ss = S * sigma                       # the coefficients of g_j(y) in each row
+    out[:, :ny] += Ss @ G1
+    shift = Ss @ g0
+    lo2, hi2 = lo - shift, hi - shift
+    lo2[defining] = np.where(sigma > 0, -g0, -np.inf)      # sigma g(y) >= 0 on the row G1 y
+    hi2[defining] = np.where(sigma > 0, np.inf, -g0)
+    out[defining, :ny] = G1
+    return out, lo2, hi2
+
+
+@pytest.mark.parametrize("name,reduction", [("bgmm_gaussian", True), ("bilinear", True), ("bilinear", False)])
+def test_node_rows_match_the_term_by_term_rows(name, reduction, monkeypatch):
+    """``GopSearch._node_rows`` (node columns, vectorised over the split variables) against the rows written out term
+    by term, at every node of a solve: with the node columns eliminated, entries may differ only by rounding (sums
+    in another order)."""
     from varopt.solvers.gop import search as S
     model = MODELS[name]()
     orig, orig_new = S.GopSearch._node_rows, S.GopSearch._new_lagrangian
@@ -109,9 +154,10 @@ def test_node_rows_match_the_term_by_term_rows(name, monkeypatch):
     def checked(self, path, blo, bub):
         M, lo, hi = orig(self, path, blo, bub)
         Mr, lor, hir = _reference_node_rows(self, path, blo, bub)
-        np.testing.assert_allclose(M, Mr, rtol=1e-13, atol=1e-13)
-        np.testing.assert_allclose(lo, lor, rtol=1e-13, atol=1e-13)
-        np.testing.assert_allclose(hi, hir, rtol=1e-13, atol=1e-13)
+        Me, loe, hie = _eliminate_node_columns(self, path, M, lo, hi)
+        np.testing.assert_allclose(Me, Mr, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(loe, lor, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(hie, hir, rtol=1e-12, atol=1e-12)
         seen["nodes"] += 1
         seen["split"] += any(self.lags[k]["split"] for k, _ in path)
         seen["split_not_connected"] += any(self.lags[k]["split"] and self.lags[k]["split_rows"]["other"].size
@@ -120,11 +166,13 @@ def test_node_rows_match_the_term_by_term_rows(name, monkeypatch):
 
     monkeypatch.setattr(S.GopSearch, "_node_rows", checked)
     monkeypatch.setattr(S.GopSearch, "_new_lagrangian", new_lagrangian)
-    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
+    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60, reduction=reduction)
     assert res.varopt_result.status == "optimal", res.varopt_result.message
     assert seen["nodes"] > 10, seen
     if name == "bgmm_gaussian":
         assert seen["split"] > 10, seen
+    if not reduction:
+        assert seen["split"] == 0, seen
 
 
 def _reference_children(self, node, k):
@@ -267,3 +315,93 @@ def test_sibling_rows_after_random_box_changes(name, monkeypatch):
     assert seen["checked"] > 30, seen
     if name == "bgmm_gaussian":
         assert seen["other_rows"] > 5, seen
+
+
+@pytest.mark.parametrize("name", ["bgmm_gaussian", "bilinear"])
+def test_node_column_lps_have_the_values_of_the_term_by_term_lps(name, monkeypatch):
+    """The relaxed dual with node columns, solved warm by ``RDModel`` node after node (sibling rows written in place),
+    has the value of the LP of docs/gop.md §5/§6b (the rows written out term by term, over the same base rows),
+    solved from scratch by SciPy's HiGHS interface: at the paths of a solve with random node boxes and bound
+    combinations; infeasible exactly when that LP is."""
+    from scipy.optimize import linprog
+
+    from varopt.solvers.gop import search as S
+    model = MODELS[name]()
+    orig_run, orig_new = S.GopSearch._run, S.GopSearch._new_lagrangian
+    kept, paths = {}, []
+
+    def run(self):
+        kept["s"] = self
+        return orig_run(self)
+
+    def new_lagrangian(self, lag):
+        self.__dict__.setdefault("_lag_inputs", []).append((lag[2].copy(), lag[4].copy()))
+        return orig_new(self, lag)
+
+    orig_rows = S.GopSearch._node_rows
+
+    def rows(self, path, blo, bub):
+        if len(path) > 1 and len(paths) < 300:
+            paths.append(path)
+        return orig_rows(self, path, blo, bub)
+
+    monkeypatch.setattr(S.GopSearch, "_run", run)
+    monkeypatch.setattr(S.GopSearch, "_new_lagrangian", new_lagrangian)
+    monkeypatch.setattr(S.GopSearch, "_node_rows", rows)
+    res = pyo.SolverFactory("gop").solve(model, mode="gop", rel_gap=1e-6, time_limit=60)
+    assert res.varopt_result.status == "optimal"
+    s = kept["s"]
+    rd = RD.RDModel(s.rd.data())          # the base rows (with the cuts) of the solve's relaxed-dual model
+    rd.max_age = 10 ** 9                  # no cut dropped: the base rows stay those of the reference LPs
+    base = rd.hm.data()
+    Ab, blo_r, bhi_r = base["A"].toarray(), base["row_lo"], base["row_hi"]
+    rng = np.random.default_rng(5)
+    lo0 = np.where(np.isfinite(s.xlb), s.xlb, -10.0)
+    hi0 = np.where(np.isfinite(s.xub), s.xub, 10.0)
+    seen = {"optimal": 0, "infeasible": 0, "in_place": 0}
+    for path in paths[::3]:
+        a, b = np.sort(rng.uniform(lo0, hi0, size=(2, lo0.size)), axis=0)
+        for _ in range(2):
+            k, B = path[-1]
+            sib = path[:-1] + ((k, rng.random(B.size) < 0.5),)
+            M, lo, hi = orig_rows(s, sib, a, b)
+            seen["in_place"] += rd.node_rows is not None and rd.node_rows[0].shape == M.shape
+            out = rd.solve_node(M, lo, hi, oa_tol=np.inf, feas_tol=np.inf, max_rounds=1)
+            Mr, lor, hir = _reference_node_rows(s, sib, a, b)
+            A = np.vstack([Ab, Mr])
+            rlo, rhi = np.concatenate([blo_r, lor]), np.concatenate([bhi_r, hir])
+            up, dn = np.isfinite(rhi), np.isfinite(rlo)
+            ref = linprog(rd.c[:s.ncol], A_ub=np.vstack([A[up], -A[dn]]), b_ub=np.concatenate([rhi[up], -rlo[dn]]),
+                          bounds=list(zip(np.where(np.isfinite(base["lb"]), base["lb"], None),
+                                          np.where(np.isfinite(base["ub"]), base["ub"], None))), method="highs")
+            if ref.status == 2:
+                assert out["status"] == "infeasible", out
+                seen["infeasible"] += 1
+            else:
+                assert ref.status == 0, ref.message
+                assert out["status"] == "optimal", out
+                assert out["value"] == pytest.approx(ref.fun, rel=1e-7, abs=1e-7)
+                seen["optimal"] += 1
+            a = np.minimum(a, rng.uniform(lo0, hi0)) if rng.random() < 0.5 else a
+            b = np.maximum(b, rng.uniform(lo0, hi0)) if rng.random() < 0.5 else b
+    assert seen["optimal"] > 10 and seen["in_place"] > 10, seen
+    print(seen)
+
+
+def test_tiny_box_terms_are_rounded_down():
+    """HiGHS drops matrix entries of magnitude <= 1e-9, which would drop a box term ``e_j s_j`` of either sign; a tiny
+    ``e_j`` is rounded down instead (to 0 when positive, to ``-TINY_BOX_TERM`` when negative): with ``s_j >= 0`` that
+    only weakens a row that bounds a Lagrangian from below. Other coefficients are ``sigma_j (x^B_j - xbar_j)``."""
+    from varopt.solvers.gop.search import TINY_BOX_TERM, GopSearch
+    L = {"conn": np.arange(5), "xkc": np.array([0.5, 0.5, 0.5, 0.5, 0.5])}
+    blo = np.array([0.5 + 3e-10, 0.5 - 3e-10, 0.0, 0.5, 0.2])
+    bub = np.array([1.0, 1.0, 0.5 + 4e-10, 0.9, 0.5 - 2e-10])
+    B = np.array([False, False, True, True, True])      # lower end, lower end, upper end, upper end, upper end
+    e = GopSearch._box_terms(L, B, blo, bub)
+    exact = np.where(B, -1.0, 1.0) * (np.where(B, bub, blo) - L["xkc"])
+    assert e[0] == 0.0 and exact[0] > 0                 # +3e-10 -> 0
+    assert e[1] == -TINY_BOX_TERM and exact[1] < 0      # -3e-10 -> -1e-8
+    assert e[2] == -TINY_BOX_TERM and exact[2] < 0      # sigma = -1: -4e-10 -> -1e-8
+    assert e[3] == exact[3] == -(0.9 - 0.5)
+    assert e[4] == 0.0 and exact[4] > 0                 # sigma = -1: +2e-10 -> 0
+    assert np.all(e <= exact) and abs(TINY_BOX_TERM) > 1e-9   # rounded down, and kept by HiGHS

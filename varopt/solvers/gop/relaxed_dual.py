@@ -15,6 +15,10 @@ ancestors. Its relaxed dual is the LP/QP over the columns ``[y, eta, t]``
 Feasibility cuts (from an infeasible primal) enter as ``0 >= const + a^T y`` instead. With
 separable connected variables the optimality rows are split (docs/gop.md §6b): columns ``t_p``
 (after ``t``, cost 1) with ``t_p >= D_p(xbar_p, y) + g_p(y)(x^B_p - xbar_p)`` per variable, ``t`` the rest.
+Each qualifying constraint of a node is written with a node column ``s_j = sigma_j g_j(y) >= 0`` (after the base
+columns; ``sigma_j = -1`` for an upper bound choice) and each box term ``g_j(y)(x^B_j - xbar_j)`` as
+``sigma_j (x^B_j - xbar_j) s_j``: the same LP (substitute ``s``), but a node change rewrites one entry per box term
+(docs/gop.md §7, "node columns").
 
 Everything a subproblem needs is a plain numpy/scipy payload, so batches of nodes can be
 solved in other processes (``concurrent.futures`` or dask); each batch builds one
@@ -81,6 +85,9 @@ class RDModel:
                                       # HiGHS's scaling, which their tolerances need
                                       **({"simplex_scale_strategy": 0} if rng <= UNSCALED_RANGE else {})})
         self.m_base = A.shape[0]
+        # columns from ncol on are the node columns s_j = +-g_j(y) >= 0 of the qualifying constraints (docs/gop.md
+        # §7, "node columns"): added when a node needs more than the LP has, never deleted; a column no node row
+        # uses (cost 0, no entry, bounds [0, inf)) changes no LP value
         self.col_lb = np.asarray(base["lb"], dtype=float)
         self.col_ub = np.asarray(base["ub"], dtype=float)
         self.ylb = self.col_lb[:self.ny]
@@ -110,6 +117,16 @@ class RDModel:
         # in one qualifying constraint and the box corner, docs/gop.md §7); deleting and re-adding them made
         # every node's dual simplex re-enter the active node rows (~70 iterations a node on the K = 3 BGMM)
         self.node_rows = None     # (dense rows, lo, hi) of the rows at m_base .. m_base + k, or None
+        self._defining = (None, None, None)   # (node rows, their rows defining the node columns, coefficients)
+
+    def _ensure_cols(self, width):
+        """Add node columns (cost 0, bounds ``[0, inf)``, no entries) until the LP has ``width`` columns."""
+        extra = width - self.hm.num_cols
+        if extra > 0:
+            self.hm.add_cols(np.zeros(extra), np.zeros(extra), np.full(extra, np.inf))
+            self.col_lb = np.concatenate([self.col_lb, np.zeros(extra)])
+            self.col_ub = np.concatenate([self.col_ub, np.full(extra, np.inf)])
+            self.c = np.concatenate([self.c, np.zeros(extra)])
 
     def _drop_node_rows(self):
         """Delete the rows a previous node left in the LP (the model holds base rows only afterwards)."""
@@ -126,11 +143,12 @@ class RDModel:
         if not np.all(np.isfinite(D)):
             raise SolverBugError("a relaxed-dual node row has a non-finite coefficient")
         prev = self.node_rows
-        if prev is None or prev[0].shape[0] != k:
+        if prev is None or prev[0].shape != D.shape:
             self._drop_node_rows()
             if k:
+                self._ensure_cols(D.shape[1])
                 r, c = np.nonzero(D)
-                R = sp.csr_matrix((D[r, c], c, np.searchsorted(r, np.arange(k + 1))), shape=D.shape)
+                R = sp.csr_matrix((D[r, c], c, np.searchsorted(r, np.arange(k + 1))), shape=(k, self.hm.num_cols))
                 self.hm.add_rows(R, np.asarray(lo, dtype=float), np.asarray(hi, dtype=float), check=False)
                 self.node_rows = (D, np.array(lo, dtype=float), np.array(hi, dtype=float))
             return
@@ -148,7 +166,7 @@ class RDModel:
         if A.shape[0] == 0:
             return
         self._drop_node_rows()
-        A = _pad(A, self.ncol)
+        A = _pad(A, self.hm.num_cols)
         if self.hm.num_rows != self.m_base:
             raise SolverBugError("base rows added while node rows are present")
         self.hm.add_rows(A, lo, hi)
@@ -160,7 +178,8 @@ class RDModel:
         """Current base model as a payload for other processes (no node rows may be present)."""
         self._drop_node_rows()
         d = self.hm.data()
-        return dict(A=d["A"], lo=d["row_lo"], hi=d["row_hi"], lb=d["lb"], ub=d["ub"], pieces=self.pieces,
+        n = self.ncol   # without the node columns
+        return dict(A=d["A"][:, :n], lo=d["row_lo"], hi=d["row_hi"], lb=d["lb"][:n], ub=d["ub"][:n], pieces=self.pieces,
                     ycons=self.ycons, n_perm=self.n_perm, max_age=self.max_age, nsplit=self.nsplit)
 
     def _age_cuts(self):
@@ -211,7 +230,7 @@ class RDModel:
         if not has or ray.size != self.m_base + k or not np.all(np.isfinite(ray)) or not np.any(ray):
             return
         if self._base_A is None:
-            self._base_A = self.hm.data()["A"][:self.m_base]
+            self._base_A = self.hm.data()["A"][:self.m_base, :self.ncol]   # no entries in the node columns
         ray = ray / np.abs(ray).max()
         for rho in (ray, -ray):
             base = _row_term(rho[:self.m_base], self.base_lo, self.base_hi)
@@ -225,7 +244,38 @@ class RDModel:
     def _farkas(self, d, A, lo, hi):
         """``F(rho)`` of :meth:`_keep_ray` for the node rows ``lo <= A z <= hi``."""
         rho = d["rho"]
-        return d["base"] + _row_term(rho, lo, hi) + _row_term(-(d["s"] + rho @ A), self.col_lb, self.col_ub)
+        v = rho @ A
+        v[:self.ncol] += d["s"]
+        w = A.shape[1]
+        rho, r = self._level_node_cols(rho, -v, A, lo, hi)
+        return d["base"] + _row_term(rho, lo, hi) + _row_term(r, self.col_lb[:w], self.col_ub[:w])
+
+    def _level_node_cols(self, pi, r, A, lo, hi):
+        r"""Multipliers ``pi'`` of the node rows and reduced costs ``r' = c - A^T pi'`` with no node column's reduced
+        cost below 0. The node columns ``s_j >= 0`` (from column ``ncol`` on) are defined, in order, by the node rows
+        with ``lo == hi`` (``G1_j y - sigma_j s_j = -g0_j``, the only node row with ``s_j`` and an equality: any
+        multiplier of it serves weak duality). A node column with ``r_j < 0`` (a sibling with the other sign
+        ``sigma_j`` or box end) would make the bound ``-inf``; shifting its defining row's multiplier by
+        ``r_j / A_{ij}`` makes ``r_j = 0`` and moves the term onto ``y`` (bounded) and the row's constant: the bound of
+        the relaxed dual with the qualifying constraint left out, as the multiplier 0 of an inactive qualifying row
+        gave before the node columns (docs/gop.md §7)."""
+        if self._defining[0] is not A:
+            # once per node (the checks try up to n_duals multipliers and rays on the same rows)
+            ns = A.shape[1] - self.ncol
+            eq = np.flatnonzero(lo == hi)
+            ok = ns > 0 and eq.size == ns
+            self._defining = (A, eq if ok else None, A[eq, self.ncol:].diagonal().copy() if ok else None)
+        _, eq, a = self._defining
+        if eq is None:
+            return pi, r
+        rj = r[self.ncol:]
+        fix = (rj < 0) & (a != 0)
+        if not fix.any():
+            return pi, r
+        step = rj[fix] / a[fix]
+        pi = pi.copy()
+        pi[eq[fix]] += step
+        return pi, r - step @ A[eq[fix]]
 
     def _ray_proves_infeasible(self, A, lo, hi):
         """True when a kept ray certifies that the node LP (base rows + ``lo <= A z <= hi``) is infeasible, with a
@@ -243,15 +293,17 @@ class RDModel:
         makes the bound ``-inf``). Only the node rows differ from the last LP, so ``c - A^T pi`` is HiGHS's reduced
         cost minus ``(A - A_last)^T pi_node``. Multipliers and reduced costs within HiGHS's dual feasibility
         tolerance (1e-9) of 0 count as 0 against an infinite bound (as in HiGHS's own ``objective_bound`` test).
+        Node columns past ``A``'s width have no entry in either LP (cost 0, reduced cost 0): their term is 0.
         The multipliers of the last ``n_duals`` LPs (of these base rows and as many node rows) are tried, most
         recent first, until one bound reaches ``stop``; returns the largest (``-inf`` when none is usable)."""
         best = -np.inf
         for d in self.duals:
             if d["A"].shape != A.shape:
                 continue
-            pi = d["pi"]
-            r = d["r"] - pi @ (A - d["A"])
-            best = max(best, d["base"] + _row_term(pi, lo, hi) + _row_term(r, self.col_lb, self.col_ub))
+            pi, w = d["pi"], A.shape[1]
+            r = d["r"][:w] - pi @ (A - d["A"])
+            pi, r = self._level_node_cols(pi, r, A, lo, hi)
+            best = max(best, d["base"] + _row_term(pi, lo, hi) + _row_term(r, self.col_lb[:w], self.col_ub[:w]))
             if best >= stop:
                 break
         return best
@@ -378,7 +430,7 @@ class RDModel:
                     rows_hi.append(hic)
                 Acut = _pad(sp.vstack(rows_A, format="csr"), self.ncol)
                 lcut, hcut = np.concatenate(rows_lo), np.concatenate(rows_hi)
-                hm.add_rows(Acut, lcut, hcut)
+                hm.add_rows(_pad(Acut, hm.num_cols), lcut, hcut)
                 n_cut_rows += Acut.shape[0]
                 cut_lo.append(lcut)
                 cut_hi.append(hcut)

@@ -30,6 +30,10 @@ from .relaxed_dual import RDModel, _pad, solve_batch
 from .symmetry import order_box
 
 
+#: box-term coefficients of the node columns below this magnitude are rounded down (:meth:`GopSearch._box_terms`)
+TINY_BOX_TERM = 1e-8
+
+
 @dataclass(order=True)
 class _Node:
     value: float
@@ -350,8 +354,9 @@ class GopSearch:
         c = conn.size
         Q = np.zeros((c, ncol))
         Q[:, :ny] = G1[conn]
+        # use: the connected variables whose box term is in the Lagrangian row (all of them without split rows)
         L = dict(const=base_const, a=a, g0c=g0[conn], G1c=G1[conn], xkc=xk[conn], conn=conn,
-                 feas=feas, qrows=sp.csr_matrix(Q), split=False)
+                 feas=feas, qrows=sp.csr_matrix(Q), split=False, use=np.arange(c))
         if split:
             Dc, Da = self._split_parts(xk)
             pos = {int(i): q for q, i in enumerate(conn.tolist())}
@@ -362,16 +367,17 @@ class GopSearch:
             rows = dict(rows=np.arange(self.split.size), conn=cq, cpos=cpos[cq], other=other, var=var,
                         g=g0[var].copy(), xb=xk[var].copy())
             L.update(split=True, const=base_const - float(Dc.sum()), a=a - Da.sum(axis=0), Dc=Dc, Da=Da,
-                     split_rows=rows, rest=~np.isin(conn, self.split))
+                     split_rows=rows, rest=~np.isin(conn, self.split), use=np.flatnonzero(~np.isin(conn, self.split)))
         self.lags.append(L)
         return len(self.lags) - 1
 
     def _node_rows(self, path, blo, bub):
-        """All rows of a node: for every (k, B) on its path, the Lagrangian row (with the node box)
-        and the qualifying constraints (:meth:`_node_rows_full`). A sibling of the last node built (the same
-        ancestors, the same new Lagrangian) starts from that node's rows: the ancestors' blocks change only in the
-        rows that use a box end of a variable whose box differs (:meth:`_update_ancestor_rows`), the last block is
-        built anew. The rows are the same numbers as :meth:`_node_rows_full` gives (the same operations per entry)."""
+        """All rows of a node over the columns ``[y, eta, t, t_p, s]`` (:meth:`_node_rows_full`): for every (k, B) on
+        its path, the Lagrangian row, the rows defining its node columns ``s_j = sigma_j g^k_j(y) >= 0`` (the
+        qualifying constraints) and the split rows. A sibling of the last node built (the same ancestors, the same new
+        Lagrangian) starts from that node's rows: in the ancestors' blocks only the node-column entries that use a box
+        end of a variable whose box differs are rewritten (:meth:`_update_ancestor_rows`), the last block is built
+        anew. The rows are the same numbers as :meth:`_node_rows_full` gives (the same operations per entry)."""
         last = self._rows_last
         if (last is None or len(path) != len(last[0]) or not path or path[-1][0] != last[0][-1][0]
                 or any(a is not b for a, b in zip(path[:-1], last[0][:-1]))):
@@ -380,92 +386,99 @@ class GopSearch:
             _, lblo, lbub, M, lo, hi = last
             M, lo, hi = M.copy(), lo.copy(), hi.copy()
             changed = (blo != lblo) | (bub != lbub)
-            r = 0
+            r, col = 0, self.ncol
             for k, B in path[:-1]:
-                r = self._update_ancestor_rows(M, lo, hi, r, k, B, blo, bub, changed)
+                r, col = self._update_ancestor_rows(M, lo, r, col, k, B, blo, bub, changed)
             k, B = path[-1]
             T = self._row_template(k)
             nb = T[0].shape[0]
-            M[r:r + nb], lo[r:r + nb], hi[r:r + nb] = T
-            self._fill_block(M, lo, hi, r, k, B, blo, bub)
+            M[r:r + nb, :self.ncol], lo[r:r + nb], hi[r:r + nb] = T
+            self._fill_block(M, lo, r, col, k, B, blo, bub)
             out = (M, lo, hi)
         self._rows_last = (path, blo, bub) + out
         return out
 
-    def _update_ancestor_rows(self, M, lo, hi, r, k, B, blo, bub, changed):
-        """Rewrite, in the block of ``(k, B)`` at row ``r``, the rows that use the box of a variable with
-        ``changed`` set (its Lagrangian row when a connected non-split variable changed; the split rows of the
-        changed variables) as :meth:`_fill_block` computes them; returns the row after the block."""
+    def _update_ancestor_rows(self, M, lo, r, col, k, B, blo, bub, changed):
+        """Rewrite, in the block of ``(k, B)`` at row ``r`` (node columns from ``col``), the entries that use the box
+        of a variable with ``changed`` set (the node-column entries of its Lagrangian row and split row; the bound of
+        a split row of a variable not connected in ``k``) as :meth:`_fill_block` computes them; returns
+        ``(row, column)`` after the block."""
         L = self.lags[k]
         conn = L["conn"]
         c = conn.size
         ms = self.split.size if L["split"] else 0
+        after = (r + 1 + c + ms, col + c)
         hit = changed[conn]
         if L["split"]:
             s = L["split_rows"]
             hit_cq = hit[s["cpos"]]
             hit_nc = changed[s["var"]]
-            if not (hit_cq.any() or hit_nc.any() or (L["rest"].any() and hit[L["rest"]].any())):
-                return r + 1 + c + ms
+            row0 = L["use"].size and hit[L["use"]].any()
+            if not (hit_cq.any() or hit_nc.any() or row0):
+                return after
         elif not hit.any():
-            return r + 1 + c
-        D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
-        if not L["split"] or (L["rest"].any() and hit[L["rest"]].any()):
-            self._lagrangian_row(M, lo, hi, r, L, D)
-        if L["split"]:
-            self._split_rows(M, lo, r + 1 + c, L, D, blo, bub, hit_cq, hit_nc)
-        return r + 1 + c + ms
-
-    def _lagrangian_row(self, M, lo, hi, r, L, D):
-        """Row ``r``: the Lagrangian row of ``L`` with the box ends ``D`` (minus ``x^k``) of its connected variables
-        (the non-split ones with split rows)."""
-        ny = self.bm.ny
-        if L["split"]:
-            rest = L["rest"]
-            cst = L["const"] + float(D[rest] @ L["g0c"][rest])
-            a = L["a"] + D[rest] @ L["G1c"][rest]
+            return after
         else:
-            cst = L["const"] + float(D @ L["g0c"])
-            a = L["a"] + D @ L["G1c"]
-        if L["feas"]:
-            M[r, :ny] = a
-            hi[r] = -cst
-        else:
-            M[r, :ny] = -a
-            lo[r] = cst
+            row0 = True
+        e = self._box_terms(L, B, blo, bub)
+        if row0:
+            self._lagrangian_row(M, r, col, L, e)
+        if L["split"]:
+            self._split_rows(M, lo, r + 1 + c, col, L, e, blo, bub, hit_cq, hit_nc)
+        return after
 
-    def _fill_block(self, M, lo, hi, r, k, B, blo, bub):
-        """Fill in the block of ``(k, B)`` at row ``r`` (holding its template) for the box ``[blo, bub]``; returns
-        the row after the block."""
-        ms = self.split.size
-        L = self.lags[k]
+    @staticmethod
+    def _box_terms(L, B, blo, bub):
+        """``sigma_j (x^B_j - xbar_j)`` for the connected variables of ``L``: the box term ``g_j(y)(x^B_j - xbar_j)``
+        of a row is this times the node column ``s_j = sigma_j g_j(y)`` (``sigma_j = -1`` for ``B_j`` upper, else 1)."""
         conn = L["conn"]
-        D = np.where(B, bub[conn], blo[conn]) - L["xkc"]
-        if not L["split"] or L["rest"].any():
-            self._lagrangian_row(M, lo, hi, r, L, D)
-        c = conn.size
+        e = np.where(B, -1.0, 1.0) * (np.where(B, bub[conn], blo[conn]) - L["xkc"])
+        tiny = np.abs(e) < TINY_BOX_TERM
+        if tiny.any():
+            # HiGHS drops matrix entries of magnitude <= 1e-9 (small_matrix_value), which would drop the term e_j s_j
+            # whatever its sign: round a tiny e_j down instead (to 0 when positive, to -TINY_BOX_TERM when
+            # negative). Every row holding e_j s_j bounds a Lagrangian from below by it (t >= .. + e_j s_j, or
+            # 0 >= .. + e_j s_j) and s_j >= 0, so a smaller e_j only weakens the row: the bound stays valid
+            e = np.where(tiny, np.where(e < 0, -TINY_BOX_TERM, 0.0), e)
+        return e
+
+    @staticmethod
+    def _lagrangian_row(M, r, col, L, e):
+        """The node-column entries of the Lagrangian row ``r`` of ``L`` (the box terms of its connected variables
+        without split rows; ``e`` from :meth:`_box_terms`)."""
+        use = L["use"]
+        if use.size:
+            M[r, col + use] = e[use] if L["feas"] else -e[use]
+
+    def _fill_block(self, M, lo, r, col, k, B, blo, bub):
+        """Fill in the block of ``(k, B)`` at row ``r`` (holding its template; node columns from ``col``) for the box
+        ``[blo, bub]``; returns ``(row, column)`` after the block."""
+        L = self.lags[k]
+        c = L["conn"].size
+        e = self._box_terms(L, B, blo, bub)
+        self._lagrangian_row(M, r, col, L, e)
         if c:
-            lo[r + 1:r + 1 + c] = np.where(B, -np.inf, -L["g0c"])
-            hi[r + 1:r + 1 + c] = np.where(B, -L["g0c"], np.inf)
+            # the qualifying rows g_j(y) - sigma_j s_j = 0, i.e. G1_j y - sigma_j s_j = -g0_j (bounds in the template)
+            j = np.arange(c)
+            M[r + 1 + j, col + j] = np.where(B, 1.0, -1.0)
         r += 1 + c
         if L["split"]:
-            self._split_rows(M, lo, r, L, D, blo, bub)
-            r += ms
-        return r
+            self._split_rows(M, lo, r, col, L, e, blo, bub)
+            r += self.split.size
+        return r, col + c
 
-    def _split_rows(self, M, lo, r0, L, D, blo, bub, conn_sel=None, other_sel=None):
-        """The split rows of ``L`` from row ``r0``: ``t_p >= D_p(xbar_p, y) + g_p(y) (x^B_p - xbar_p)`` with the node
-        box (docs/gop.md §6b), all split variables at once (the per-variable loop was ~10 % of a K = 3 BGMM solve);
-        ``conn_sel`` / ``other_sel`` (boolean masks over the connected / not connected split variables) restrict
-        the rewrite to those rows (:meth:`_update_ancestor_rows`)."""
+    def _split_rows(self, M, lo, r0, col, L, e, blo, bub, conn_sel=None, other_sel=None):
+        """The box-dependent entries of the split rows of ``L`` from row ``r0``: ``t_p >= D_p(xbar_p, y) + g_p(y)
+        (x^B_p - xbar_p)`` with the node box (docs/gop.md §6b), whose box term is ``e_q s_q`` (node column ``col + q``
+        of the variable's qualifying constraint ``q``), all split variables at once; ``conn_sel`` / ``other_sel``
+        (boolean masks over the connected / not connected split variables) restrict the rewrite to those rows
+        (:meth:`_update_ancestor_rows`)."""
         s = L["split_rows"]
         cq, q = s["conn"], s["cpos"]
         if conn_sel is not None:
             cq, q = cq[conn_sel], q[conn_sel]
         if cq.size:
-            d = D[q]
-            lo[r0 + cq] = L["Dc"][cq] + d * L["g0c"][q]
-            M[r0 + cq, :self.bm.ny] = -(L["Da"][cq] + d[:, None] * L["G1c"][q])
+            M[r0 + cq, col + q] = -e[q]
         nc, g, xb, i = s["other"], s["g"], s["xb"], s["var"]
         if other_sel is not None:
             nc, g, xb, i = nc[other_sel], g[other_sel], xb[other_sel], i[other_sel]
@@ -475,24 +488,30 @@ class GopSearch:
             lo[r0 + nc] = L["Dc"][nc] + off
 
     def _node_rows_full(self, path, blo, bub):
-        """All rows of a node, each Lagrangian's block from its template (:meth:`_row_template`: the entries that
-        depend neither on ``B`` nor on the box) filled in by :meth:`_fill_block`."""
+        """All rows of a node: each Lagrangian's block from its template (:meth:`_row_template`: the entries of the
+        columns ``[y, eta, t, t_p]`` and the row bounds that depend neither on ``B`` nor on the box), its node columns
+        after the base columns, filled in by :meth:`_fill_block`. The relaxed dual is the LP of docs/gop.md §5/§6b with
+        every qualifying constraint ``sigma_j g_j(y) >= 0`` written as the node column ``s_j = sigma_j g_j(y) >= 0``
+        and every box term ``g_j(y)(x^B_j - xbar_j)`` as ``sigma_j (x^B_j - xbar_j) s_j`` (§7, "node columns"): a node
+        change then rewrites one entry per box term instead of a dense row of ``y`` coefficients."""
         blocks = [self._row_template(k) for k, _ in path]
         if not blocks:
             return np.zeros((0, self.ncol)), np.zeros(0), np.zeros(0)
-        M = np.concatenate([b[0] for b in blocks])
+        ns = sum(self.lags[k]["conn"].size for k, _ in path)
         lo = np.concatenate([b[1] for b in blocks])
         hi = np.concatenate([b[2] for b in blocks])
-        r = 0
+        M = np.zeros((lo.size, self.ncol + ns))
+        M[:, :self.ncol] = np.concatenate([b[0] for b in blocks])
+        r, col = 0, self.ncol
         for k, B in path:
-            r = self._fill_block(M, lo, hi, r, k, B, blo, bub)
+            r, col = self._fill_block(M, lo, r, col, k, B, blo, bub)
         return M, lo, hi          # dense: the relaxed-dual model compares it with the previous node's rows
 
     def _row_template(self, k):
-        """``(M, lo, hi)``: the block of rows Lagrangian ``k`` adds to a node, with every entry that depends neither
-        on the bound combination ``B`` nor on the node box filled in (the qualifying rows' ``G1``, the ``t``/``t_p``
-        columns, the Lagrangian row when it has no box term, the split rows of variables not connected in ``k``);
-        :meth:`_node_rows` copies it and fills in the rest. Built once per Lagrangian."""
+        """``(M, lo, hi)``: the block of rows Lagrangian ``k`` adds to a node over the columns ``[y, eta, t, t_p]``, with
+        every entry that depends neither on the bound combination ``B`` nor on the node box (all of them but the split
+        rows' bounds of variables not connected in ``k``: the box terms sit in the node columns, :meth:`_fill_block`).
+        Built once per Lagrangian."""
         L = self.lags[k]
         T = L.get("template")
         if T is not None:
@@ -510,11 +529,13 @@ class GopSearch:
             M[0, tcol] = 1.0
             lo[0] = L["const"]
         M[1:1 + c, :ny] = L["G1c"]
+        lo[1:1 + c] = hi[1:1 + c] = -L["g0c"]
         if L["split"]:
             ar = L["split_rows"]["rows"]
             M[1 + c + ar, tcol + 1 + ar] = 1.0
-            nc = L["split_rows"]["other"]
-            M[1 + c + nc, :ny] = -L["Da"][nc]
+            M[1 + c + ar, :ny] = -L["Da"]
+            cq = L["split_rows"]["conn"]
+            lo[1 + c + cq] = L["Dc"][cq]
         L["template"] = T = (M, lo, hi)
         return T
 
