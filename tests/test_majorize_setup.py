@@ -96,21 +96,6 @@ def test_linear_constraints_match_the_per_row_construction():
     assert idx == list(range(len(p.constraints)))
 
 
-def test_model_max_violation_is_the_programs():
-    """The start's feasibility test reads the rows gathered once; it must equal the Program's own evaluation of
-    every constraint (bounds, two-sided rows, singleton rows turned into bounds, an equality)."""
-    rng = np.random.default_rng(12)
-    p = _program(rng)
-    model = MajorizeModel(p)
-    assert model.A.shape[0] < len(p.constraints)  # the singleton row became a bound
-    for _ in range(300):
-        x = rng.uniform(-2, 2, p.n) * rng.choice([0.0, 1.0, 10.0])
-        assert model.max_violation(x) == pytest.approx(p.max_violation(x), rel=1e-12, abs=1e-15)
-    q = _program(rng, with_rows=False)
-    x = rng.uniform(-2, 2, q.n)
-    assert MajorizeModel(q).max_violation(x) == q.max_violation(x)
-
-
 def _max_factor_reference(model, A, x, step):
     """The ratio test bounds first, then rows (``A``: the same product as the solver's, dense or sparse)."""
     a = math.inf

@@ -125,3 +125,36 @@ def test_program_sense_and_views():
     assert p.user_bounds(-3.0, -1.0) == (1.0, 3.0)
     assert c1.sense == "<=" and p.max_violation(np.array([1.0, 5.0])) == pytest.approx(4.0)
     assert p.is_convex()
+
+
+def test_max_violation_equals_the_constraint_by_constraint_evaluation():
+    """``Program.max_violation`` evaluates the linear constraints as one cached sparse product; it must equal the
+    largest of ``lo - g(x)``, ``g(x) - hi`` over every constraint evaluated on its own (bounds, two-sided and
+    one-sided rows, an equality, a constant body, a nonlinear row) and see a constraint appended to the list."""
+    from varopt.program import Constraint, Expression, Program
+    from varopt.program.terms import QuadraticTerms
+
+    def reference(p, x):
+        v = [np.max(np.maximum(p.lb - x, 0.0), initial=0.0), np.max(np.maximum(x - p.ub, 0.0), initial=0.0)]
+        v += [max(c.lo - c.body.value(x), c.body.value(x) - c.hi, 0.0) for c in p.constraints]
+        return float(max(v))
+
+    rng = np.random.default_rng(3)
+    n = 6
+    cons = [Constraint("s", Expression(n, 0.3, (np.array([4, 1, 0]), np.array([1.0, -2.0, 3.0]))), -1.0, 2.0),
+            Constraint("d", Expression(n, -0.2, rng.standard_normal(n)), -np.inf, 0.5),
+            Constraint("eq", Expression(n, 1.0, (np.array([3, 5]), np.array([1.0, 1.0]))), 0.0, 0.0),
+            Constraint("k", Expression(n, 0.7), -np.inf, 1.0),
+            Constraint("q", Expression(n, 0.0, quadratic=QuadraticTerms(np.array([0]), np.array([1]), np.array([1.0]), n)),
+                       -0.5, 0.5)]
+    p = Program([f"x{j}" for j in range(n)], np.where(rng.random(n) < 0.5, -np.inf, -1.0),
+                np.where(rng.random(n) < 0.5, np.inf, 1.0), Expression(n), cons)
+    for _ in range(300):
+        x = rng.uniform(-2, 2, n) * rng.choice([0.0, 1.0, 10.0])
+        assert p.max_violation(x) == pytest.approx(reference(p, x), rel=1e-12, abs=1e-15)
+    x = np.zeros(n)
+    assert p.max_violation(x) == pytest.approx(1.0)            # the equality row: 1 + 0 == 0
+    p.constraints.append(Constraint("late", Expression(n, 5.0), -np.inf, 0.0))
+    assert p.max_violation(x) == pytest.approx(5.0)            # the appended row is evaluated
+    p.constraints = cons[:1]
+    assert p.max_violation(x) == pytest.approx(reference(p, x))  # a new list is read anew

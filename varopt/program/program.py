@@ -208,13 +208,34 @@ class Program:
                              shape=(len(self.constraints), self.n))
 
     def max_violation(self, x) -> float:
-        """Largest violation of bounds and constraints at x (0 when feasible)."""
+        """Largest violation of bounds and constraints at x (0 when feasible). The linear constraints are
+        evaluated as one sparse product (:meth:`_linear_rows`), the others one by one."""
         x = np.asarray(x, dtype=float)
         v = [np.max(np.maximum(self.lb - x, 0.0), initial=0.0), np.max(np.maximum(x - self.ub, 0.0), initial=0.0)]
-        for c in self.constraints:
+        A, const, lo, hi, nonlinear = self._linear_rows()
+        if A.shape[0]:
+            g = A @ x + const
+            with np.errstate(invalid="ignore"):   # inf - inf on an infinite side: no violation there
+                v.append(np.max(np.maximum(np.maximum(lo - g, g - hi), 0.0)))
+        for c in nonlinear:
             g = c.body.value(x)
             v.append(max(c.lo - g, g - c.hi, 0.0))
         return float(max(v))
+
+    def _linear_rows(self):
+        """``(A, const, lo, hi, nonlinear)``: the linear constraints as rows ``lo <= A x + const <= hi`` (csr; the
+        sides as the constraints state them) and the list of the other constraints; built once per constraint
+        list (kept with the list itself, so a new or extended list is seen)."""
+        cached = self.__dict__.get("_linear_cache")
+        if cached is None or cached[0] is not self.constraints or cached[1] != len(self.constraints):
+            lin = [c for c in self.constraints if c.body.is_linear]
+            indptr, indices, data = Expression.linear_rows([c.body for c in lin], self.n)
+            A = csr_raw(data, indices, indptr, (len(lin), self.n))
+            rows = (A, np.array([c.body.constant for c in lin]), np.array([c.lo for c in lin], dtype=float),
+                    np.array([c.hi for c in lin], dtype=float), [c for c in self.constraints if not c.body.is_linear])
+            cached = (self.constraints, len(self.constraints), rows)
+            self._linear_cache = cached
+        return cached[2]
 
     # --- structure queries --------------------------------------------------------------------
     def interactions(self, include_constraints: bool = True) -> set:

@@ -187,24 +187,12 @@ class MajorizeModel:
             a = arr.data if sp.issparse(arr) else arr
             if np.any(np.isnan(a)):
                 raise InputDataError(f"{nm} contains NaN")
-        self._rows = (self.A, self.lo, self.hi)  # the program's rows as written (max_violation)
         self.A, self.lo, self.hi, self.lb, self.ub = singleton_rows_to_bounds(self.A, self.lo, self.hi,
                                                                               program.lb, program.ub)
         self.constrained = self.A.shape[0] > 0 or np.any(np.isfinite(self.lb)) or np.any(np.isfinite(self.ub))
         self.convex = self.neg is None
         #: steps per solver (dense, woodbury, cg, lowrank) and the last step's CG iterations ("cg_last")
         self.step_stats = {}
-
-    def max_violation(self, x) -> float:
-        """``program.max_violation(x)`` from the rows gathered once (every constraint is linear here): the largest
-        violation of the bounds and of the rows ``lo <= A x <= hi`` as the program states them."""
-        A, lo, hi = self._rows
-        p = self.program
-        v = max(float(np.max(p.lb - x, initial=0.0)), float(np.max(x - p.ub, initial=0.0)))
-        if A.shape[0]:
-            Ax = A @ x
-            v = max(v, float(np.max(lo - Ax)), float(np.max(Ax - hi)))
-        return v
 
     @property
     def H(self):

@@ -197,7 +197,7 @@ def _start(program, model, opts, qp):
     if not model.constrained:
         return x
     x = np.clip(x, model.lb, model.ub)
-    if model.max_violation(x) <= 1e-9:
+    if program.max_violation(x) <= 1e-9:
         return x
     res = qp.project(x, model.A, model.lo, model.hi, model.lb, model.ub, norm="l2")
     if res.status == "infeasible":
