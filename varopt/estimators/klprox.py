@@ -69,8 +69,14 @@ class _Base(VaroptEstimator):
         X = self._validate(X, reset=False, accept_sparse=True, with_y=False)
         return X.toarray() if hasattr(X, "toarray") else X
 
+    def _default_options(self) -> dict:
+        """Solver options this estimator sets unless ``solver_options`` gives them."""
+        return {}
+
     def _solve(self, program, warm=None):
         opts = dict(self.solver_options or {})
+        for k, v in self._default_options().items():
+            opts.setdefault(k, v)
         if warm is not None:
             opts.setdefault("warm_start", warm)  # the previous grid point: a start, kept only if better
         return accept_run(get_solver("klprox").solve(program, **opts), opts)
@@ -165,9 +171,12 @@ class BayesianMultinomialRegression(ClassifierMixin, _GLM):
     """Bayesian multinomial (softmax) logistic regression: ``p(y = k | x, W) = softmax(W^T x)_k``, one weight
     vector per class with prior ``N(0, prior_var I)`` (and intercepts). ``coef_`` is K x n_features and
     ``intercept_`` has K entries (scikit-learn's layout); ``mean_``/``covariance_`` are over the weights
-    class by class. The ELBO's softmax expectation is a (K-1)-dimensional quadrature: K <= 4; more classes
-    need ``solver_options={'softmax': 'bound'}`` (Boehning's bound; ``predict_proba`` then uses a fixed-seed
-    Sobol rule)."""
+    class by class. For K <= 4 the ELBO's softmax expectation is a (K-1)-dimensional quadrature; for more
+    classes the fit uses Boehning's quadratic bound on the log-sum-exp (``softmax='bound'``: it maximises a lower
+    bound on the ELBO, whose mean is the MAP estimate and whose covariance is the inverse of the prior precision
+    plus the bound's constant curvature; Boehning 1992, docs/klprox.md "Newton mean step"), and ``predict_proba``
+    uses a fixed-seed Sobol rule. ``softmax_`` says which was used; ``solver_options={'softmax': ...}``
+    overrides the choice."""
 
     likelihood = "multinomial"
 
@@ -177,6 +186,14 @@ class BayesianMultinomialRegression(ClassifierMixin, _GLM):
             raise InputDataError(f"classification needs at least two classes, got {self.classes_.size}")
         self._classes = self.classes_.size
         return codes.astype(float)
+
+    def _default_options(self):
+        return {"softmax": "bound"} if self._classes - 1 > MAX_SOFTMAX_DIM else {}
+
+    def _fit(self, X, y):
+        super()._fit(X, y)
+        self.softmax_ = self.result_.info.get("softmax", "quadrature")
+        return self
 
     def fit(self, X, y):
         super().fit(X, y)
@@ -215,14 +232,19 @@ def _qmc_softmax(mt, Vt, m=14):
     """``E[softmax(f)]``, ``f ~ N(mt_n, Vt_n)``, for K > 4 classes (fitted with ``softmax='bound'``): a
     scrambled Sobol rule of ``2^m`` points with a fixed seed (deterministic; error ~1e-4), since the tensor
     rule does not reach its accuracy beyond 4 classes."""
-    from scipy.special import softmax
     from scipy.stats import norm, qmc
     K = mt.shape[1]
     Z = norm.ppf(qmc.Sobol(K, scramble=True, seed=0).random_base2(m))
+    lam, Q = np.linalg.eigh(0.5 * (Vt + np.swapaxes(Vt, 1, 2)))
+    S = Q * np.sqrt(np.maximum(lam, 0.0))[:, None, :]          # Vt_n = S_n S_n^T
     out = np.empty_like(mt)
-    for n in range(mt.shape[0]):
-        lam, Q = np.linalg.eigh(0.5 * (Vt[n] + Vt[n].T))
-        out[n] = softmax(mt[n] + Z @ (Q * np.sqrt(np.maximum(lam, 0.0))).T, axis=1).mean(axis=0)
+    step = max(1, 2 ** 22 // (Z.shape[0] * K))                # rows per chunk: about 32 MB of samples
+    for a in range(0, mt.shape[0], step):
+        F = mt[a:a + step, None, :] + np.einsum("pk,njk->npj", Z, S[a:a + step])
+        F -= F.max(axis=2, keepdims=True)
+        np.exp(F, out=F)
+        F /= F.sum(axis=2, keepdims=True)
+        out[a:a + step] = F.mean(axis=1)
     return out
 
 

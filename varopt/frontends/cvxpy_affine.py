@@ -42,6 +42,15 @@ def _public(text: str) -> str:
     return _INTERNAL.sub(lambda m: re.sub(r"(?<!^)([A-Z])", r"_\1", m.group(1)).lower(), text)
 
 
+def _shorten(text: str, keep: int = 160) -> str:
+    """``text`` cut in the middle when longer than ``keep`` characters (an expression with constant data
+    prints every entry)."""
+    text = " ".join(text.split())
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep * 2 // 3]} ... {text[-(keep // 3):]}"
+
+
 class _AffineTracer:
     """Tree walk over CVXPY expressions; subclasses add products and nonlinear atoms."""
 
@@ -67,7 +76,7 @@ class _AffineTracer:
 
     # --- errors -----------------------------------------------------------------------
     def fail(self, expr, reason):
-        raise ModelStructureError(f"{self.where}: cannot compile `{_public(str(expr))}`: {_public(reason)}")
+        raise ModelStructureError(f"{self.where}: cannot compile `{_shorten(_public(str(expr)))}`: {_public(reason)}")
 
     # --- helpers ----------------------------------------------------------------------
     def has_vars(self, expr):

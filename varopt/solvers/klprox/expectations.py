@@ -393,6 +393,18 @@ class SoftmaxBoundFamily(Family):
         E = mx + np.log(tot) + 0.5 * np.einsum("jk,gkj->g", H, Vt)
         return E, ed / tot[:, None], np.broadcast_to(0.5 * H, (G, J, J)).copy()
 
+    def mean_hessian(self, mt):
+        """``grad^2 l(mt) = diag(p) - p p^T`` (G x J x J): the bound's expectation depends on the mean only through
+        ``l(mt)``, so this is its exact Hessian in ``mt`` (the Newton mean step, ``LikelihoodView.mean_curvature``)."""
+        mt = np.asarray(mt, dtype=float)
+        mx = np.maximum(mt.max(axis=1), 0.0)
+        ed = np.exp(mt - mx[:, None])
+        p = ed / (np.exp(-mx) + ed.sum(axis=1))[:, None]
+        out = -p[:, :, None] * p[:, None, :]
+        idx = np.arange(mt.shape[1])
+        out[:, idx, idx] += p
+        return out
+
 
 def family_table(nodes: int = 100) -> dict:
     """``kind -> Family``: atom kinds of :data:`varopt.program.atoms.ATOMS` that have a Gaussian

@@ -367,9 +367,14 @@ class FullGaussian(_Base):
         st.grad = (st.m, alpha, g)
         return g
 
-    def step(self, st, alpha, gamma, r, natural=False):
+    def step(self, st, alpha, gamma, r, natural=False, mean_gamma=None):
         g = self.gradient(st, alpha)
         gt = r * st.gt + (1.0 - r) * gamma
+        if mean_gamma is not None:  # Newton mean step of a decoupled view: m+ = m + (1 - r) (P + A^T Gm A)^-1 g
+            new = self._state(st.m, gt)
+            dm = sla.cho_solve((_chol(self.P + self._AtGA(mean_gamma)), True), g, check_finite=False)
+            new.m = st.m + (1.0 - r) * dm
+            return new
         if natural:  # natural-parameter form: m+ = m + (1 - r) V+ g
             new = self._state(st.m, gt)
             new.m = st.m + (1.0 - r) * self._vmul(new, g)

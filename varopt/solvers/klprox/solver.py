@@ -272,6 +272,10 @@ class KLProx:
                      and opts.algorithm == "proximal-gradient")
         self.natural = opts.mean_step == "natural" or (self.auto and AUTO_FIRST == "natural")
         self.switched_at = None                        # first iteration where 'auto' switched (16) -> natural
+        # the natural step's mean preconditioned by the mean's exact Hessian where the ELBO separates (Boehning's
+        # softmax bound: the preconditioner V+ holds the bound's constant curvature, far above the true one on nearly
+        # separable classes; the natural step then crawls)
+        self.newton = isinstance(post, FullGaussian) and view.decoupled(fams)
         self.switches = []                             # (iteration, mean step from there) of every switch
         # DAMPED: the default cap of the deterministic adaptive natural step grows while the steps are damping-limited
         self.boostable = (opts.beta_max is None and opts.step_rule == "adaptive" and opts.batch_size is None
@@ -375,7 +379,11 @@ class KLProx:
             res2 = None
             try:
                 with np.errstate(over="ignore", invalid="ignore"):
-                    st2 = post.step(cur.st, cur.alpha, cur.gamma, r, natural=self.natural)
+                    if self.newton and self.natural:
+                        st2 = post.step(cur.st, cur.alpha, cur.gamma, r, natural=True,
+                                        mean_gamma=self.view.mean_curvature(self.fams, cur.mt, cur.gamma))
+                    else:
+                        st2 = post.step(cur.st, cur.alpha, cur.gamma, r, natural=self.natural)
                     f2, a2, g2, mt2, vt2 = self.evaluate(st2)
             except np.linalg.LinAlgError:
                 f2 = math.nan

@@ -188,7 +188,13 @@ class LikelihoodView:
         """Entries of ``W^T W`` (= ``A V A^T`` when ``V = Lam^-1``, ``W = L^-1 A^T``) on the pattern."""
         if self.diagonal:
             return np.einsum("ij,ij->j", W, W)
-        return np.einsum("ij,ij->j", W[:, self.pat_i], W[:, self.pat_j])
+        n1 = self.N - sum(rs.stop - rs.start for _, rs, _ in self.groups)
+        out = np.empty(self.npat)
+        out[:n1] = np.einsum("ij,ij->j", W[:, :n1], W[:, :n1])
+        for J, rs, ps in self.groups:   # the J x J blocks of each group, in the pattern's (group, i, j) order
+            Wg = W[:, rs].reshape(W.shape[0], -1, J)
+            out[ps] = np.einsum("dgi,dgj->gij", Wg, Wg).ravel()
+        return out
 
     def curvature_residual(self, gamma, gt, vt):
         """``sum_n ||Vt_n^1/2 (Gamma_n - Gt_n) Vt_n^1/2||_F`` (1-D rows: ``|gamma_n - gt_n| vt_n``), a bound on
@@ -201,6 +207,25 @@ class LikelihoodView:
             M = Dg @ Vg
             tot += float(np.sum(np.sqrt(np.maximum(np.einsum("gij,gji->g", M, M), 0.0))))
         return tot
+
+    def decoupled(self, fams) -> bool:
+        """Whether ``E_q[sum_n l_n]`` is ``f(mt) + <Gamma, Vt>/2`` with a constant ``Gamma``: only Gaussian (``u^2``)
+        rows and softmax groups under Boehning's bound (``softmax='bound'``), at least one group. The mean and the
+        covariance then separate in the ELBO, and the mean's part is smooth with the exact Hessian of
+        :meth:`mean_curvature` (docs/klprox.md, "Newton mean step")."""
+        if not self.groups or not hasattr(fams["softmax"], "mean_hessian"):
+            return False
+        return all(kind == "square" for kind, _ in self.blocks)
+
+    def mean_curvature(self, fams, mt, gamma):
+        """Pattern values of ``d^2 E/dmt^2`` for a :meth:`decoupled` view: ``gamma`` on the 1-D (``u^2``) rows, where
+        it is exact, and ``coef * (diag(p) - p p^T)`` on the groups."""
+        out = gamma.copy()
+        fam = fams["softmax"]
+        for J, rs, ps in self.groups:
+            cf = self.coef[rs][::J]
+            out[ps] = (cf[:, None, None] * fam.mean_hessian(mt[rs].reshape(-1, J))).ravel()
+        return out
 
     def terms(self, fams, mt, vt):
         """``(sum_n E[coef_n l_n + lin_n u_n], magnitude, alpha, gamma)`` at predictor means ``mt`` and pattern
