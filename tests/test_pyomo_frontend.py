@@ -83,6 +83,8 @@ UNSUPPORTED = [
     ("log(x - exp(y))", lambda m: pyo.log(m.x - pyo.exp(m.y))),
     ("(exp(x) - y)**2", lambda m: (pyo.exp(m.x) - m.y) ** 2),
     ("z*x*log(y)", lambda m: m.z * (m.x * pyo.log(m.y))),
+    # affine factors are not split: log(x*y) is defined at x, y < 0, log(x) + log(y) is not
+    ("log(x*y)", lambda m: pyo.log(m.x * m.y)),
 ]
 
 
@@ -180,6 +182,23 @@ def test_quad_over_lin_and_log_sum_exp_patterns():
     assert lse.mult.tolist() == [-1, -1, prog.index["z"]]
     assert prog.objective.linear.tolist() == [1.0, 1.0, 0.0]
     assert prog.objective.constant == pytest.approx(math.log(3))
+    _check_value(m, prog, mp, prog.objective, e)
+
+
+def test_log_of_quotients_and_products_of_positive_factors():
+    """``log(1/(1 + exp(-x)))`` (the log-sigmoid as users write it), a softmax probability, constants and named
+    expressions: logs of products and quotients of positive factors become sums of log-sum-exp rows."""
+    m = _model()
+    m.s = pyo.Expression(expr=1 / (1 + pyo.exp(-m.x)))
+    e = -pyo.log(1 / (1 + pyo.exp(m.y - m.x))) - pyo.log(m.s) \
+        - pyo.log(pyo.exp(m.x) / (pyo.exp(m.x) + pyo.exp(m.y) + 2)) + pyo.log10(2 * pyo.exp(m.z) / 3) \
+        + m.z * pyo.log(0.5 / (pyo.exp(m.x) + pyo.exp(-m.y)))
+    m.obj = pyo.Objective(expr=e)
+    prog, mp = compile_pyomo(m)
+    (lse,) = prog.objective.lse
+    assert len(lse) == 4
+    assert sorted(lse.coef.tolist()) == [-1.0, 1.0, 1.0, 1.0]   # the multiplied row: -log(...) times z
+    assert lse.mult.tolist().count(prog.index["z"]) == 1
     _check_value(m, prog, mp, prog.objective, e)
 
 

@@ -301,6 +301,15 @@ class _Walker(_Leaves):
 
     def unary(self, node):
         name = node.getname()
+        if name in ("log", "log10"):
+            arg = node.args[0]
+            while type(arg) not in self.native and arg.is_expression_type() and arg.is_named_expression_type():
+                arg = arg.expr
+            if isinstance(arg, (self.E.DivisionExpression, self.E.ProductExpression)) \
+                    and not isinstance(arg, self.E.MonomialTermExpression):
+                f = self._log_positive(arg)
+                if f is not None:
+                    return f.scaled(1.0 if name == "log" else 1.0 / math.log(10.0))
         f = self.walk(node.args[0])
         if f.is_const:
             fn = _MATH.get(name)
@@ -326,6 +335,31 @@ class _Walker(_Leaves):
             raise _Unsupported(node, f"{name} of an expression that is neither affine nor a positive sum "
                                      "of exponentials of affine expressions is not supported")
         raise _Unsupported(node, f"the function '{name}' of variables is not supported")
+
+    def _log_positive(self, node):
+        """``log(node)`` as a form when ``node`` is a product or quotient of factors that are positive wherever
+        they are defined: positive constants, ``exp`` of affine expressions and positive sums of them
+        (``log(1/(1 + exp(-z)))``, the log-sigmoid, is ``-log(1 + exp(-z))``); None otherwise, so the caller's
+        rules and messages apply. Affine factors are not split: ``log(x*y)`` is defined where ``log x + log y``
+        is not (``x, y < 0``)."""
+        if type(node) not in self.native and node.is_expression_type():
+            while node.is_named_expression_type():
+                node = node.expr
+            E = self.E
+            if isinstance(node, (E.DivisionExpression, E.ProductExpression)) \
+                    and not isinstance(node, E.MonomialTermExpression):
+                a, b = (self._log_positive(x) for x in node.args)
+                if a is None or b is None:
+                    return None
+                out = _Form(0.0)
+                _add_into(out, a)
+                _add_into(out, b.scaled(-1.0) if isinstance(node, E.DivisionExpression) else b)
+                out.lin = _prune(out.lin)
+                return out
+        f = self.walk(node)
+        if f.is_const:
+            return _Form(math.log(f.const)) if f.const > 0.0 else None
+        return self._lse_row(f)
 
     @staticmethod
     def _lse_row(f):
