@@ -52,6 +52,9 @@ class Family:
     name: str = ""
     #: the expectation is a closed form (the proximal-point variant needs it)
     closed_form: bool = False
+    #: ``E = f(mt) + <Gamma, Vt>/2`` with a constant ``Gamma`` and ``d^2 f = Gamma`` on 1-D rows (``u^2``) or given by
+    #: ``mean_hessian`` (groups): the mean and the covariance separate in the ELBO (``LikelihoodView.decoupled``)
+    separable: bool = False
 
     def expect(self, mt, vt):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -82,6 +85,7 @@ class AbsFamily(Family):
 class SquareFamily(Family):
     kind, name = "square", "u^2 (Gaussian)"
     closed_form = True
+    separable = True
 
     def expect(self, mt, vt):
         return mt * mt + vt, 2.0 * mt, np.ones_like(mt)
@@ -382,6 +386,7 @@ class SoftmaxBoundFamily(Family):
     closed_form = True
     max_dim = None
     bound = True
+    separable = True
 
     def expect_group(self, mt, Vt):
         mt, Vt = np.asarray(mt, dtype=float), np.asarray(Vt, dtype=float)

@@ -209,13 +209,13 @@ class LikelihoodView:
         return tot
 
     def decoupled(self, fams) -> bool:
-        """Whether ``E_q[sum_n l_n]`` is ``f(mt) + <Gamma, Vt>/2`` with a constant ``Gamma``: only Gaussian (``u^2``)
-        rows and softmax groups under Boehning's bound (``softmax='bound'``), at least one group. The mean and the
+        """Whether ``E_q[sum_n l_n]`` is ``f(mt) + <Gamma, Vt>/2`` with a constant ``Gamma`` (families with
+        ``separable``: Gaussian ``u^2`` rows and softmax groups under Boehning's bound), at least one group. The mean and the
         covariance then separate in the ELBO, and the mean's part is smooth with the exact Hessian of
         :meth:`mean_curvature` (docs/klprox.md, "Newton mean step")."""
-        if not self.groups or not hasattr(fams["softmax"], "mean_hessian"):
+        if not self.groups or not getattr(fams["softmax"], "separable", False):
             return False
-        return all(kind == "square" for kind, _ in self.blocks)
+        return all(getattr(fams[kind], "separable", False) for kind, _ in self.blocks)
 
     def mean_curvature(self, fams, mt, gamma):
         """Pattern values of ``d^2 E/dmt^2`` for a :meth:`decoupled` view: ``gamma`` on the 1-D (``u^2``) rows, where
