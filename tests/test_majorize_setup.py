@@ -264,3 +264,52 @@ def test_term_groups_keep_a_float_csr_and_canonicalize_it():
     np.testing.assert_array_equal(g.A.toarray(), dense)
     B = sp.csr_matrix(rng.standard_normal((3, 4)))
     assert LseGroup(B, np.zeros(3), np.array([0, 0, 1]), np.ones(2)).A is B  # no re-wrapping
+
+
+def test_evaluate_magnitude_is_the_sum_of_the_parts_sizes():
+    """``model.magnitude`` (the rounding scale of the loop's monotonicity checks) is ``|k| + |c^T x| + |x^T H x| / 2
+    + |sum_g c_g log Z_g|``, each part evaluated here independently of the model's arrays."""
+    from scipy.special import logsumexp
+    rng = np.random.default_rng(19)
+    n = 5
+    A = sp.csr_matrix(rng.standard_normal((6, n)))
+    g = LseGroup(A, rng.standard_normal(6), np.array([0, 0, 1, 1, 2, 2]), np.array([1.0, 2.0, 0.5]))
+    from varopt.program import QuadraticTerms
+    q = QuadraticTerms(np.arange(n), np.arange(n), rng.random(n), n)
+    obj = Expression(n, -3.0, rng.standard_normal(n), q, lse=[g])
+    model = MajorizeModel(Program([f"x{j}" for j in range(n)], np.full(n, -np.inf), np.full(n, np.inf), obj))
+    for _ in range(5):
+        x = rng.standard_normal(n) * 3
+        f = model.evaluate(x)[0]
+        s = A @ x + g.b
+        lse = sum(c * logsumexp(s[2 * i:2 * i + 2]) for i, c in enumerate(g.coef))
+        quad = float(np.sum(q.v * x * x))
+        parts = [-3.0, float(obj.linear @ x), quad, lse]
+        assert f == pytest.approx(sum(parts), rel=1e-13)
+        assert model.magnitude == pytest.approx(sum(abs(p) for p in parts), rel=1e-13)
+
+
+def test_trial_with_every_variable_held_at_a_bound_is_not_evaluated():
+    """Every variable at a bound with an outward gradient: the free set is empty, the trial returns None (the
+    bound step decides) without evaluating the objective."""
+    from varopt import lpqp
+    from varopt.solvers.majorize.reuse import ScaledCurvature
+    from varopt.solvers.majorize.reuse_metric import DenseMetric
+    rng = np.random.default_rng(20)
+    n = 4
+    g = LseGroup(sp.csr_matrix(rng.standard_normal((4, n))), np.zeros(4), np.array([0, 0, 1, 1]), np.ones(2))
+    obj = Expression(n, 0.0, rng.standard_normal(n), lse=[g])
+    model = MajorizeModel(Program([f"x{j}" for j in range(n)], np.zeros(n), np.ones(n), obj))
+    qp = StepQP(model, lpqp)
+    sc = ScaledCurvature(3, "bound")
+    sc.ref, sc.age = DenseMetric(np.eye(n) * 2.0), 1
+    x = np.where(rng.random(n) < 0.5, 0.0, 1.0)
+    u = np.where(x == 0.0, 1.0, -1.0)  # outward everywhere
+    calls = []
+    real = model.evaluate
+    model.evaluate = lambda *a, **k: calls.append(1) or real(*a, **k)
+    assert sc.trial(model, x, u, 1.0, None, None, qp) is None
+    assert not calls and sc.stats["trials"] == 0
+    u[0] = -u[0]  # one variable free: a trial is made and evaluated
+    sc.trial(model, x, u, 1.0, None, None, qp)
+    assert calls and sc.stats["trials"] == 1

@@ -196,11 +196,14 @@ class ScaledCurvature:
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
             self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
         F = None if qp is None else free_set(x, u, model.lb, model.ub, self._bound_tol[1])
-        if F is not None and F.all():
-            F = None
+        if F is not None:
+            free = np.count_nonzero(F)
+            if free == 0:
+                return None  # every variable held at a bound: nothing to try
+            F = None if free == F.size else F
         if F is not None:
             ref = ref.restricted(F)
-            if ref is None or not F.any():
+            if ref is None:
                 return None
         uf = u if F is None else u[F]
         w = ref.solve(uf)

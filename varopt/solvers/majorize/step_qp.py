@@ -138,23 +138,23 @@ class StepQP:
 
 def _finite_sides(model, A, lo_tol, hi_tol):
     """``(G, g, g_tol)``: every finite side of the bounds and the (dense) rows ``A`` as ``G z >= g`` -- rows
-    ``+e_j`` (``lb_j``), ``-e_j`` (``-ub_j``), ``+a_i`` (``lo_i``), ``-a_i`` (``-hi_i``) -- and the sides of
-    :meth:`StepQP.feasible` (exact on the bounds, ``1e-9`` relative on the rows). The ratio test and the feasibility
-    test of a trial are then one dense product each, instead of masks over every variable (most have no bound) and
-    a dozen small numpy calls; None when the dense ``G`` would hold more than ``DENSE_ENTRIES`` entries.
+    ``+e_j`` (``lb_j``), ``-e_j`` (``-ub_j``), ``+a_i`` (``lo_i``), ``-a_i`` (``-hi_i``), in that order -- and the
+    sides of :meth:`StepQP.feasible` (exact on the bounds, ``1e-9`` relative on the rows). The ratio test and the
+    feasibility test of a trial are then one dense product each, instead of masks over every variable (most have no
+    bound) and a dozen small numpy calls; None when the dense ``G`` would hold more than ``DENSE_ENTRIES`` entries.
     ``lo_tol``, ``hi_tol``: the rows' sides of the feasibility test."""
-    n = model.n
-    jl, ju = np.flatnonzero(np.isfinite(model.lb)), np.flatnonzero(np.isfinite(model.ub))
-    il, iu = np.flatnonzero(np.isfinite(model.lo)), np.flatnonzero(np.isfinite(model.hi))
-    k = jl.size + ju.size + il.size + iu.size
+    n, m = model.n, A.shape[0]
+    sides = np.concatenate((model.lb, -model.ub, model.lo, -model.hi))
+    fin = np.flatnonzero(np.isfinite(sides))
+    k = fin.size
     if k * n > DENSE_ENTRIES:
         return None
     G = np.zeros((k, n))
-    G[np.arange(jl.size), jl] = 1.0
-    G[jl.size + np.arange(ju.size), ju] = -1.0
-    r = jl.size + ju.size
-    G[r:r + il.size] = A[il]
-    G[r + il.size:] = -A[iu]
-    g = np.concatenate((model.lb[jl], -model.ub[ju], model.lo[il], -model.hi[iu]))
-    g_tol = np.concatenate((model.lb[jl], -model.ub[ju], lo_tol[il], -hi_tol[iu]))
-    return G, g, g_tol
+    nb = int(np.searchsorted(fin, 2 * n))  # the bound sides come first
+    jb = fin[:nb]
+    G[np.arange(nb), jb % n] = np.where(jb < n, 1.0, -1.0)
+    if nb < k:
+        r = fin[nb:] - 2 * n
+        G[nb:] = A[r % m] * np.where(r < m, 1.0, -1.0)[:, None]  # (a sign change is exact)
+    g_tol = np.concatenate((model.lb, -model.ub, lo_tol, -hi_tol))[fin]
+    return G, sides[fin], g_tol
