@@ -88,11 +88,11 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     # a != 0 (stored zeros are gone) and an infinite side divides to an infinite one: no floating-point exception
     # (a NaN side stays NaN without one, and is dropped below)
     l1, h1 = lo[rows] / a, hi[rows] / a
-    nlo = np.where(a > 0, l1, h1)
-    nhi = np.where(a > 0, h1, l1)
+    pos = a > 0
     lb, ub = np.array(lb, dtype=float), np.array(ub, dtype=float)
-    np.maximum.at(lb, j, np.where(np.isnan(nlo), -np.inf, nlo))
-    np.minimum.at(ub, j, np.where(np.isnan(nhi), np.inf, nhi))
+    # fmax/fmin skip a NaN side (the bounds themselves are never NaN: the model rejects them)
+    np.fmax.at(lb, j, np.where(pos, l1, h1))
+    np.fmin.at(ub, j, np.where(pos, h1, l1))
     keep = ~single
     return take_rows(A, np.flatnonzero(keep)), lo[keep], hi[keep], lb, ub
 
