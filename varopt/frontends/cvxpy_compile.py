@@ -318,6 +318,10 @@ def _to_expressions(z, n, order_c=False):
     if order_c and z.shape:
         entries = np.arange(m).reshape(z.shape, order="F").ravel(order="C")
     A = _canonical(z.A)
+    if not np.all(A.data[:A.indptr[-1]]):  # stored zeros (x - x): dropped once here, not per row
+        A = A.copy()
+        A.eliminate_zeros()
+    cols64 = A.indices.astype(np.int64)  # every row's columns as views of one conversion
 
     def stacked(pairs, get):
         """Concatenate the objects' per-column arrays and hstack the weights (csr m x total)."""
@@ -361,7 +365,7 @@ def _to_expressions(z, n, order_c=False):
     out = []
     for e in entries:
         lo, hi = A.indptr[e], A.indptr[e + 1]
-        lin = (A.indices[lo:hi], A.data[lo:hi])
+        lin = None
         if 4 * (hi - lo) > n:  # dense storage costs less than index + value arrays
             lin = np.zeros(n)
             lin[A.indices[lo:hi]] = A.data[lo:hi]
@@ -377,5 +381,7 @@ def _to_expressions(z, n, order_c=False):
                  for r, W, sl, sub in _entries(rowsets, e, lambda r, idx: r.take(idx))]
         lses = [LseGroup(_canonical(sub.A), sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
                 for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))]
-        out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses))
+        # a canonical csr row without stored zeros is a valid sparse linear part as it is
+        out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses) if lin is not None else
+                   Expression.from_sorted_row(n, z.c[e], cols64[lo:hi], A.data[lo:hi], quad, atoms, lses))
     return out
