@@ -179,6 +179,21 @@ def test_constrained_rejected_line_trials_fall_back_to_the_step_qp(rng, monkeypa
     assert res.objective == pytest.approx(ref.objective, rel=1e-9)
 
 
+def test_constrained_programs_with_an_equality_row_keep_the_step_qp(rng):
+    """An equality row blocks every quasi-Newton trial: 'auto' runs Algorithm 2's step QPs without trials there."""
+    from varopt.program import Constraint, Expression
+    prog = _constrained_wide(rng)
+    model = MajorizeModel(prog)
+    assert line_pays(model, _opts())
+    a = np.zeros(prog.n)
+    a[10:20] = 1.0
+    prog.constraints.append(Constraint("eq", Expression(prog.n, 0.0, a), 0.1, 0.1))
+    assert not line_pays(MajorizeModel(prog), _opts())
+    res = get_solver("majorize").solve(prog, tol=1e-10, max_iter=5000)
+    assert res.status == "optimal" and "bound_reuse" not in res.info
+    assert abs(float(a @ res.x) - 0.1) <= 1e-9
+
+
 def test_constrained_dense_programs_keep_the_matrix_metric(rng):
     """With constraints and the dense step QP (its curvature is the trials' metric anyway) 'auto' keeps 'bound'."""
     prog = _program(rng, 1200, 300, 2)

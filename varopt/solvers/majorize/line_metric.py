@@ -163,7 +163,8 @@ def line_pays(model, opts) -> bool:
     """The rule of ``reuse_metric='auto'`` on a compiled program (an explicit ``step_solver`` keeps its metric):
     with a matrix metric, the line metric when the matrix costs more than ``LINE_THRESHOLD`` iterations; without
     one, when a bound step costs more than ``NO_METRIC_THRESHOLD`` iterations. With constraints: only without a
-    matrix metric (the row-space Woodbury step; the dense step QP's curvature is the trials' metric)."""
+    matrix metric (the row-space Woodbury step; the dense step QP's curvature is the trials' metric) and without
+    equality rows (every trial would be blocked)."""
     if opts.step_solver != "auto" or not _structure_applies(model, opts):
         return False
     if model.constrained:
@@ -171,7 +172,8 @@ def line_pays(model, opts) -> bool:
         # line metric took 22 iterations for the matrix metric's 9 on constrained digits, 1.4x the time); without
         # it (the row-space Woodbury step) every iteration would be a step QP: the line metric's trials
         # (constrained SRBCT: 76 iterations of which 2 step QPs, against 25 step QPs, 0.7x the time)
-        pays = choose_step_solver(model, opts) == "woodbury"
+        # an equality row blocks every trial (a quasi-Newton step leaves it): step QPs only, as without trials
+        pays = choose_step_solver(model, opts) == "woodbury" and not np.any(model.lo == model.hi)
         return pays and not (opts.ridge == 0 and flat_coordinates(model).any())
     grad = gradient_flops(model)
     if _upper_flops(model) <= LINE_THRESHOLD * grad:
