@@ -286,10 +286,11 @@ class Program:
         from ..errors import ModelStructureError
         from .atoms import ATOMS
         self.require_no_aux(solver)
-        for where, e in [(f"objective {self.objective_name}", self.objective)] + [
-                (f"constraint {c.name}", c.body) for c in self.constraints]:
+        # the part's name is formatted only for the message (programs have constraints by the thousand)
+        for c, e in [(None, self.objective)] + [(c, c.body) for c in self.constraints]:
             for g in e.atoms:
                 if not ATOMS[g.kind].smooth:
+                    where = f"objective {self.objective_name}" if c is None else f"constraint {c.name}"
                     raise ModelStructureError(
                         f"{where}: {solver} needs smooth terms and {ATOMS[g.kind].text.format(u='...')} is not "
                         f"differentiable at 0" + (f"; {alternatives}" if alternatives else ""))

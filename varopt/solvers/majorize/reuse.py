@@ -318,10 +318,9 @@ def free_set(x, u, lb, ub, tol=None):
 
 def bound_tolerances(lb, ub):
     """The activity tolerances of :func:`free_set`: ``1e-12 max(1, |b|)`` for the finite bounds, NaN for the
-    infinite ones (computed once per solve: the bounds do not change)."""
-    with np.errstate(invalid="ignore"):
-        return (np.where(np.isfinite(lb), 1e-12 * np.maximum(1.0, np.abs(lb)), np.nan),
-                np.where(np.isfinite(ub), 1e-12 * np.maximum(1.0, np.abs(ub)), np.nan))
+    infinite ones (computed once per solve: the bounds do not change; ``1e-12 |inf|`` is ``inf``, no exception)."""
+    return (np.where(np.isfinite(lb), 1e-12 * np.maximum(1.0, np.abs(lb)), np.nan),
+            np.where(np.isfinite(ub), 1e-12 * np.maximum(1.0, np.abs(ub)), np.nan))
 
 
 def _restricted_pairs(pairs, F, cache):
