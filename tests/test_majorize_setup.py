@@ -314,3 +314,29 @@ def test_trial_with_every_variable_held_at_a_bound_is_not_evaluated():
     u[0] = -u[0]  # one variable free: a trial is made and evaluated
     sc.trial(model, x, u, 1.0, None, None, qp)
     assert calls and sc.stats["trials"] == 1
+
+
+def test_partition_function_too_large_for_padding_is_evaluated_by_its_group_starts():
+    """A group of 65 configurations (above ``PADDED_MAX_ROWS``): no padded groups, the positive part evaluated from
+    the merged rows and their group starts; the optimum agrees with scipy's BFGS on the same function."""
+    from scipy.optimize import minimize
+    from scipy.special import logsumexp
+
+    from varopt import get_solver
+    from varopt.program import QuadraticTerms
+    rng = np.random.default_rng(21)
+    n, K = 3, MajorizeModel.PADDED_MAX_ROWS + 1
+    A = rng.normal(size=(K + 4, n))
+    seg = np.r_[np.zeros(K, dtype=np.int64), np.ones(4, dtype=np.int64)]
+    g = LseGroup(sp.csr_matrix(A), rng.normal(size=K + 4), seg, np.array([1.0, 2.0]))
+    obj = Expression(n, 0.0, rng.normal(size=n), QuadraticTerms(np.arange(n), np.arange(n), np.ones(n), n), lse=[g])
+    prog = Program(["a", "b", "c"], np.full(n, -np.inf), np.full(n, np.inf), obj)
+    model = MajorizeModel(prog)
+    assert model.groups is None and model._pos_starts is not None
+    f = lambda x: (logsumexp(A[:K] @ x + g.b[:K]) + 2.0 * logsumexp(A[K:] @ x + g.b[K:])  # noqa: E731
+                   + obj.linear @ x + x @ x)
+    x = rng.normal(size=n)
+    assert model.evaluate(x)[0] == pytest.approx(f(x), rel=1e-13)
+    res = get_solver("majorize").solve(prog, tol=1e-12)
+    assert res.status == "optimal"
+    assert res.objective == pytest.approx(minimize(f, np.zeros(n), tol=1e-14).fun, rel=1e-10)

@@ -174,7 +174,8 @@ class MajorizeModel:
             G = int(seg[-1]) + 1
             if cmax <= self.PADDED_MAX_ROWS and G * cmax <= 4 * A.shape[0]:
                 self.groups = PaddedGroups(*self.pos)
-        self._pos_starts = None if self.pos is None else _group_starts(self.pos[2])
+        # (the padded groups evaluate the positive part themselves: its group starts only without them)
+        self._pos_starts = None if self.pos is None or self.groups is not None else _group_starts(self.pos[2])
         self._neg_starts = None if self.neg is None else _group_starts(self.neg[2])
         # constraints
         for c in program.constraints:
