@@ -55,6 +55,29 @@ def test_error_names_the_constraint_and_subexpression():
     assert str(cp.power(x, 3)) in msg or "power(x, 3" in msg
 
 
+def test_compile_formats_no_constraint_text(monkeypatch):
+    """A constraint's text is formatted for error messages only (CVXPY's ``str`` walks the expression tree: more
+    than tracing a small constraint costs); the message of a failing constraint still names it (test above)."""
+    from cvxpy.constraints import Inequality
+    x, y = _vars()
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x) + y), [x >= 0, cp.sum(x) <= 1 + y, x[0] == 0.5])
+    formatted = []
+    for cls in {type(c) for c in prob.constraints} | {Inequality}:
+        monkeypatch.setattr(cls, "__str__", lambda self: formatted.append(self) or "c", raising=True)
+    program, _ = compile_cvxpy(prob)
+    assert not formatted
+    assert len(program.constraints) == x.size + 1 + 1
+
+
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 1, 3), (2, 3, 2), (0, 3), (3, 0), (1, 1, 1, 2), (4, 2)])
+def test_index_names_are_the_c_order_index_tuples(shape):
+    import itertools
+
+    from varopt.frontends.cvxpy_compile import _index_names
+    want = ["v"] if not shape else [f"v[{','.join(map(str, t))}]" for t in itertools.product(*map(range, shape))]
+    assert _index_names("v", shape) == want
+
+
 def test_power_three_message_mentions_exponent():
     x, _ = _vars()
     with pytest.raises(ModelStructureError, match="exponent 3"):

@@ -335,3 +335,50 @@ def test_one_row_products_are_scipys_to_the_last_bit():
         assert got.nnz == ref.nnz, trial
         np.testing.assert_array_equal(got.indices, ref.indices)
         np.testing.assert_array_equal(got.data, ref.data)  # bitwise
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_expressions_from_traced_rows_equal_the_checked_construction(seed):
+    """``_to_expressions`` hands canonical csr rows to ``Expression.from_sorted_row`` (no per-row checks): the same
+    expressions as ``Expression(n, c, (idx, val))``, including rows with stored zeros (dropped), empty rows and rows
+    dense enough for dense storage; ``from_sorted_row`` itself equals the checked constructor."""
+    from varopt.frontends.cvxpy_compile import _to_expressions
+    from varopt.program import Expression
+    rng = np.random.default_rng(seed)
+    m, n = 7, 30
+    D = rng.standard_normal((m, n)) * (rng.random((m, n)) < 0.08)
+    D[3] = 0.0  # an empty row
+    D[5] = rng.standard_normal(n)  # dense storage
+    A = sp.csr_matrix(D)
+    # a stored zero in row 0, next to real entries (canonical: sorted, no duplicates)
+    r0 = sorted(set(np.flatnonzero(D[0]).tolist()) | {1, 2})
+    data = [D[0, j] if j not in (1, 2) or D[0, j] else 0.0 for j in r0]
+    rows = [np.array(r0)] + [np.flatnonzero(D[i]) for i in range(1, m)]
+    vals = [np.array(data)] + [D[i, np.flatnonzero(D[i])] for i in range(1, m)]
+    indptr = np.concatenate([[0], np.cumsum([r.size for r in rows])])
+    Z = sp.csr_matrix((np.concatenate(vals), np.concatenate(rows), indptr), shape=(m, n))
+    assert Z.has_canonical_format and not np.all(Z.data)
+    c = rng.standard_normal(m)
+    node = nodes._Node((m,), n, Z, c)
+    got = _to_expressions(node, n)
+    for i, e in enumerate(got):
+        ref = Expression(n, c[i], (Z.indices[Z.indptr[i]:Z.indptr[i + 1]], Z.data[Z.indptr[i]:Z.indptr[i + 1]]))
+        gi, gv = e.linear_items()
+        ri, rv = ref.linear_items()
+        np.testing.assert_array_equal(gi, ri)
+        np.testing.assert_array_equal(gv, rv)
+        assert np.all(gv != 0) and gi.dtype == np.int64
+        assert e.constant == ref.constant and e.n == n and e.is_linear
+        x = rng.standard_normal(n)
+        assert e.value(x) == pytest.approx(ref.value(x), rel=1e-15, abs=1e-15)
+    # the caller's node is untouched (its stored zero stays: traced matrices share arrays)
+    assert not np.all(node.A.data)
+    idx, val = np.array([2, 5, 9]), np.array([1.5, -2.0, 0.25])
+    a, b = Expression.from_sorted_row(n, 0.5, idx, val, Expression(n).quadratic), Expression(n, 0.5, (idx, val))
+    assert vars(a).keys() == vars(b).keys()
+    for k in vars(b):
+        va, vb = getattr(a, k), getattr(b, k)
+        if isinstance(vb, np.ndarray):
+            np.testing.assert_array_equal(va, vb)
+        elif k != "quadratic":
+            assert va == vb

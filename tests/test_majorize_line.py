@@ -106,8 +106,13 @@ def test_auto_chooses_by_predicted_cost(rng):
 
 
 def test_line_option_errors(rng):
-    prog = _program(rng, 30, 3, 2)
-    prog.lb[0] = 0.0  # a bound: constrained
+    import scipy.sparse as sp
+
+    from varopt.program import Expression, LseGroup, Program, QuadraticTerms
+    n = 2  # one partition function of 65 configurations: no padded groups, no line metric
+    g = LseGroup(sp.csr_matrix(rng.normal(size=(65, n))), np.zeros(65), np.zeros(65, dtype=np.int64), np.ones(1))
+    obj = Expression(n, 0.0, np.zeros(n), QuadraticTerms(np.arange(n), np.arange(n), np.ones(n), n), lse=[g])
+    prog = Program(["a", "b"], np.full(n, -np.inf), np.full(n, np.inf), obj)
     with pytest.raises(InvalidOptionError, match="reuse_metric='line'"):
         get_solver("majorize").solve(prog, reuse_metric="line")
     from varopt.solvers.majorize.bound_oracle import minimize
@@ -117,3 +122,83 @@ def test_line_option_errors(rng):
             raise AssertionError("not reached")
     with pytest.raises(InvalidOptionError, match="reuse_metric='line'"):
         minimize(Oracle(), np.zeros(2), bound_reuse=2, reuse_metric="line")
+
+
+def _constrained_wide(rng, t=30, d=300):
+    """Few samples, many features (the row-space Woodbury step's shape, as SRBCT), bounds on five weights and one
+    inactive-or-active linear row."""
+    from varopt.program import Constraint, Expression
+    prog = _program(rng, t, d, 2, lam=1.0)
+    prog.lb[:5] = 0.0
+    a = np.zeros(prog.n)
+    a[5:10] = 1.0
+    prog.constraints.append(Constraint("row", Expression(prog.n, 0.0, a), -np.inf, 0.05))
+    return prog
+
+
+def _violation(prog, x):
+    return max(float(np.max(prog.lb - x)), float(np.max(x - prog.ub)), prog.max_violation(x))
+
+
+def test_constrained_woodbury_programs_take_line_trials_to_the_same_optimum(rng):
+    """With constraints and the row-space Woodbury step (no matrix metric) 'auto' runs line-metric trials on the
+    face of the active bounds, Algorithm 2's step QP as fallback; same optimum as Algorithm 2 itself
+    (bound_reuse=0), feasible, monotone."""
+    from varopt.solvers.majorize.structured import choose_step_solver
+    prog = _constrained_wide(rng)
+    model = MajorizeModel(prog)
+    assert choose_step_solver(model, _opts()) == "woodbury" and line_pays(model, _opts())
+    solver = get_solver("majorize")
+    res = solver.solve(prog, tol=1e-12, max_iter=5000)
+    assert res.status == "optimal" and res.info["reuse_metric"] == "line"
+    st = res.info["bound_reuse"]
+    assert st["accepted"] > 0 and set(res.info["step_solver"]) <= {"woodbury"}
+    ref = solver.solve(prog, tol=1e-12, max_iter=5000, bound_reuse=0)
+    assert set(ref.info["step_solver"]) == {"woodbury"}
+    assert res.objective == pytest.approx(ref.objective, rel=1e-10)
+    assert _violation(prog, res.x) <= 1e-9
+    assert np.all(res.x >= prog.lb)  # the bounds exactly
+    f = [h["objective"] for h in res.history]
+    assert all(b <= a + 1e-12 * abs(a) for a, b in zip(f, f[1:]))
+    # some bounds are active at the optimum: the trials moved on a face
+    assert np.any(res.x[:5] == 0.0)
+
+
+def test_constrained_rejected_line_trials_fall_back_to_the_step_qp(rng, monkeypatch):
+    """Every trial rejected: each iteration is Algorithm 2's constrained step (the step QP, checked against its
+    majorizer), never the unconstrained step on the gradient's line, and the run still converges feasibly."""
+    monkeypatch.setattr(reuse, "ETA", 1e6)
+    prog = _constrained_wide(rng, t=25, d=120)
+    res = get_solver("majorize").solve(prog, tol=1e-10, max_iter=5000, reuse_metric="line", check_bound=True)
+    assert res.status == "optimal"
+    st = res.info["bound_reuse"]
+    assert st["accepted"] == 0 and st["rejected"] > 0
+    assert "line" not in res.info["step_solver"] and sum(res.info["step_solver"].values()) == st["bounds"]
+    assert _violation(prog, res.x) <= 1e-9 and np.all(res.x >= prog.lb)
+    ref = get_solver("majorize").solve(prog, tol=1e-10, max_iter=5000, bound_reuse=0)
+    assert res.objective == pytest.approx(ref.objective, rel=1e-9)
+
+
+def test_constrained_programs_with_an_equality_row_keep_the_step_qp(rng):
+    """An equality row blocks every quasi-Newton trial: 'auto' runs Algorithm 2's step QPs without trials there."""
+    from varopt.program import Constraint, Expression
+    prog = _constrained_wide(rng)
+    model = MajorizeModel(prog)
+    assert line_pays(model, _opts())
+    a = np.zeros(prog.n)
+    a[10:20] = 1.0
+    prog.constraints.append(Constraint("eq", Expression(prog.n, 0.0, a), 0.1, 0.1))
+    assert not line_pays(MajorizeModel(prog), _opts())
+    res = get_solver("majorize").solve(prog, tol=1e-10, max_iter=5000)
+    assert res.status == "optimal" and "bound_reuse" not in res.info
+    assert abs(float(a @ res.x) - 0.1) <= 1e-9
+
+
+def test_constrained_dense_programs_keep_the_matrix_metric(rng):
+    """With constraints and the dense step QP (its curvature is the trials' metric anyway) 'auto' keeps 'bound'."""
+    prog = _program(rng, 1200, 300, 2)
+    prog.lb[:5] = 0.0
+    model = MajorizeModel(prog)
+    from varopt.solvers.majorize.structured import choose_step_solver
+    assert choose_step_solver(model, _opts()) == "dense"
+    assert not line_pays(model, _opts())

@@ -158,3 +158,22 @@ def test_max_violation_equals_the_constraint_by_constraint_evaluation():
     assert p.max_violation(x) == pytest.approx(5.0)            # the appended row is evaluated
     p.constraints = cons[:1]
     assert p.max_violation(x) == pytest.approx(reference(p, x))  # a new list is read anew
+
+
+def test_require_smooth_names_the_nonsmooth_part():
+    """The objective or the constraint holding an ``abs`` row is named in the message (formatted only then)."""
+    from varopt.errors import ModelStructureError
+    n = 3
+    absrow = AtomGroup("abs", np.ones(1), sp.csr_matrix(np.array([[1.0, 0.0, 0.0]])), np.zeros(1))
+    smooth = [Constraint(f"lin{k}", Expression(n, 0.0, np.eye(n)[k]), -1.0, 1.0) for k in range(3)]
+    bad = Constraint("wide", Expression(n, 0.0, np.zeros(n), atoms=[absrow]), 1.0, np.inf)
+    p = Program(["a", "b", "c"], np.full(n, -np.inf), np.full(n, np.inf), Expression(n, 0.0, np.ones(n)),
+                smooth + [bad], objective_name="obj")
+    with pytest.raises(ModelStructureError, match=r"^constraint wide: ipsa needs smooth terms"):
+        p.require_smooth("ipsa")
+    q = Program(["a", "b", "c"], np.full(n, -np.inf), np.full(n, np.inf),
+                Expression(n, 0.0, np.ones(n), atoms=[absrow]), smooth, objective_name="obj")
+    with pytest.raises(ModelStructureError, match=r"^objective obj: majorize needs smooth terms.*; use proxsg"):
+        q.require_smooth("majorize", "use proxsg")
+    Program(["a", "b", "c"], np.full(n, -np.inf), np.full(n, np.inf), Expression(n, 0.0, np.ones(n)),
+            smooth).require_smooth("ipsa")  # smooth: no error

@@ -75,6 +75,18 @@ class _AffineTracer:
         self._Variable, self._Constant, self._Parameter, self._AffAtom = Variable, Constant, Parameter, AffAtom
 
     # --- errors -----------------------------------------------------------------------
+    @property
+    def where(self):
+        """The part being traced, for error messages: ``objective`` or ``constraint k (text)``. A constraint is
+        set as ``(k, constraint)`` and its text formatted only when a message needs it (CVXPY's ``str`` of a
+        constraint walks its expression tree: ~15 us each, more than tracing a small constraint)."""
+        w = self._where
+        return w if isinstance(w, str) else f"constraint {w[0]} ({w[1]})"
+
+    @where.setter
+    def where(self, value):
+        self._where = value
+
     def fail(self, expr, reason):
         raise ModelStructureError(f"{self.where}: cannot compile `{_shorten(_public(str(expr)))}`: {_public(reason)}")
 

@@ -74,7 +74,7 @@ class Program:
         if self.lb.size != n or self.ub.size != n:
             raise ValueError("bounds have the wrong length")
         self.x0 = np.full(n, np.nan) if self.x0 is None else np.asarray(self.x0, dtype=float).ravel()
-        self.index = {name: k for k, name in enumerate(self.names)}
+        self.index = dict(zip(self.names, range(n)))
         if self.binary is not None:
             self.binary = np.asarray(self.binary, dtype=bool).ravel()
 
@@ -127,17 +127,11 @@ class Program:
 
         Constants of the bodies are moved to the sides; ``idx`` indexes ``self.constraints``.
         """
-        idx = [k for k, c in enumerate(self.constraints) if c.body.is_linear]
-        if not idx:
+        A, const, lo, hi, _ = self._linear_rows()  # the rows max_violation evaluates: assembled once
+        if not A.shape[0]:
             return sp.csr_matrix((0, self.n)), np.zeros(0), np.zeros(0), []
-        # assemble CSR from each row's nonzeros (never a dense m x n stack); the rows are valid by construction
-        # (Expression keeps its indices sorted, distinct and in range), so scipy's format checks are skipped
-        indptr, indices, data = Expression.linear_rows([self.constraints[k].body for k in idx], self.n)
-        A = csr_raw(data, indices, indptr, (len(idx), self.n))
-        const = np.array([self.constraints[k].body.constant for k in idx])
-        lo = np.array([self.constraints[k].lo for k in idx]) - const
-        hi = np.array([self.constraints[k].hi for k in idx]) - const
-        return A, lo, hi, idx
+        idx = [k for k, c in enumerate(self.constraints) if c.body.is_linear]
+        return A, lo - const, hi - const, idx
 
     def fold_bound_rows(self) -> "Program":
         """This program with every linear constraint on one variable, ``lo <= a x_j + c <= hi`` (a
@@ -225,7 +219,10 @@ class Program:
     def _linear_rows(self):
         """``(A, const, lo, hi, nonlinear)``: the linear constraints as rows ``lo <= A x + const <= hi`` (csr; the
         sides as the constraints state them) and the list of the other constraints; built once per constraint
-        list (kept with the list itself, so a new or extended list is seen)."""
+        list (kept with the list itself, so a new or extended list is seen; ``A`` is shared by every caller and
+        never changed). The csr is assembled from each row's nonzeros (never a dense m x n stack); the rows are
+        valid by construction (Expression keeps its indices sorted, distinct and in range), so scipy's format checks
+        are skipped."""
         cached = self.__dict__.get("_linear_cache")
         if cached is None or cached[0] is not self.constraints or cached[1] != len(self.constraints):
             lin = [c for c in self.constraints if c.body.is_linear]
@@ -289,10 +286,11 @@ class Program:
         from ..errors import ModelStructureError
         from .atoms import ATOMS
         self.require_no_aux(solver)
-        for where, e in [(f"objective {self.objective_name}", self.objective)] + [
-                (f"constraint {c.name}", c.body) for c in self.constraints]:
+        # the part's name is formatted only for the message (programs have constraints by the thousand)
+        for c, e in [(None, self.objective)] + [(c, c.body) for c in self.constraints]:
             for g in e.atoms:
                 if not ATOMS[g.kind].smooth:
+                    where = f"objective {self.objective_name}" if c is None else f"constraint {c.name}"
                     raise ModelStructureError(
                         f"{where}: {solver} needs smooth terms and {ATOMS[g.kind].text.format(u='...')} is not "
                         f"differentiable at 0" + (f"; {alternatives}" if alternatives else ""))

@@ -100,10 +100,14 @@ class PaddedGroups:
         self._live = None
         self._gram_key = None
         self._gram = None
-        self._lower = _lower_mask(c)  # (c-1, c): j < i
-        self._gather_index = (np.arange(G)[:, None, None], np.arange(max(c - 1, 0))[None, :, None])
-        # flat position of T[g, i, 0] in a (G, c-1, c) array (factors' scatter to the original row order)
-        self._flat_base = ((np.arange(G)[:, None] * max(c - 1, 0) + np.arange(max(c - 1, 0))[None, :]) * c)[:, :, None]
+        # the sorted-order machinery of factors() (two configurations, every binary logistic loss, have a closed form)
+        self._lower = self._gather_index = self._flat_base = None
+        if c != 2:
+            self._lower = _lower_mask(c)  # (c-1, c): j < i
+            self._gather_index = (np.arange(G)[:, None, None], np.arange(max(c - 1, 0))[None, :, None])
+            # flat position of T[g, i, 0] in a (G, c-1, c) array (factors' scatter to the original row order)
+            self._flat_base = ((np.arange(G)[:, None] * max(c - 1, 0) + np.arange(max(c - 1, 0))[None, :])
+                               * c)[:, :, None]
 
     @property
     def AT(self):

@@ -34,7 +34,7 @@ import numpy as np
 
 from ...errors import InputDataError, SolverBugError
 from .extrapolate import MEMORY, secant_extrapolate
-from .line_metric import line_bound_step
+from .line_metric import line_bound_step, line_curvature
 from .reuse import ScaledCurvature
 from .step import dense_step
 
@@ -116,10 +116,16 @@ class Majorization:
             FD = None
             if scaled is not None:
                 step, mval, info = scaled[3], scaled[4], scaled[5]
-            elif self.reuse.metric == "line":
+            elif self.reuse.metric == "line" and not model.constrained:
                 # matrix-free (.line_metric): Algorithm 2's step on the gradient's line; its L becomes the metric
                 step, mval, info, FD, L = line_bound_step(model, x, u, S, opts)
                 self.reuse.line_refresh(L)
+            elif self.reuse.metric == "line":
+                # with constraints Algorithm 2's own step (the step QP: the line step could leave Lambda); the
+                # metric becomes the bound's curvature along u here, as after a line step
+                step, mval, info, FD = model.step(x, u, S, opts, self.qp)
+                if step is not None:
+                    self.reuse.line_refresh(line_curvature(model, x, u, S, opts))
             elif hasattr(model, "reuse_metric"):
                 # compiled program: Algorithm 2's step by its own solver (dense, CG, QP with constraints);
                 # its bound becomes Sigma_ref

@@ -85,13 +85,14 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
         return A, lo, hi, lb, ub
     rows = np.flatnonzero(single)
     j, a = A.indices[A.indptr[rows]], A.data[A.indptr[rows]]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        l1, h1 = lo[rows] / a, hi[rows] / a
-    nlo = np.where(a > 0, l1, h1)
-    nhi = np.where(a > 0, h1, l1)
+    # a != 0 (stored zeros are gone) and an infinite side divides to an infinite one: no floating-point exception
+    # (a NaN side stays NaN without one, and is dropped below)
+    l1, h1 = lo[rows] / a, hi[rows] / a
+    pos = a > 0
     lb, ub = np.array(lb, dtype=float), np.array(ub, dtype=float)
-    np.maximum.at(lb, j, np.where(np.isnan(nlo), -np.inf, nlo))
-    np.minimum.at(ub, j, np.where(np.isnan(nhi), np.inf, nhi))
+    # fmax/fmin skip a NaN side (the bounds themselves are never NaN: the model rejects them)
+    np.fmax.at(lb, j, np.where(pos, l1, h1))
+    np.fmin.at(ub, j, np.where(pos, h1, l1))
     keep = ~single
     return take_rows(A, np.flatnonzero(keep)), lo[keep], hi[keep], lb, ub
 
@@ -173,7 +174,8 @@ class MajorizeModel:
             G = int(seg[-1]) + 1
             if cmax <= self.PADDED_MAX_ROWS and G * cmax <= 4 * A.shape[0]:
                 self.groups = PaddedGroups(*self.pos)
-        self._pos_starts = None if self.pos is None else _group_starts(self.pos[2])
+        # (the padded groups evaluate the positive part themselves: its group starts only without them)
+        self._pos_starts = None if self.pos is None or self.groups is not None else _group_starts(self.pos[2])
         self._neg_starts = None if self.neg is None else _group_starts(self.neg[2])
         # constraints
         for c in program.constraints:
@@ -233,8 +235,11 @@ class MajorizeModel:
         (None: computed here, exact up to the usual rounding)."""
         x = np.asarray(x, dtype=float)
         Hx = self.Hd * x if self.Hd is not None else self.H @ x
-        parts = [self.k, float(self.c @ x), 0.5 * float(x @ Hx)]
-        v = sum(parts)
+        k, cx, hx = self.k, float(self.c @ x), 0.5 * float(x @ Hx)
+        v = k + cx + hx
+        # the size of the parts that cancel in v (sum of log-partitions against the data term -c^T x): f's
+        # rounding is relative to it, not to |f| (the loop's monotonicity checks use it)
+        mag = abs(k) + abs(cx) + abs(hx)
         g = self.c + Hx if want_grad else None
         S = None
         if self.groups is not None:
@@ -243,23 +248,21 @@ class MajorizeModel:
             if want_grad:
                 g = g + self.groups.gradient(W)
             v += pv
-            parts.append(pv)
+            mag += abs(pv)
             S = (S, W, None if scores is None else err)
         elif self.pos is not None:
             pv, pg = _lse_value_gradient(self.pos, self._pos_starts, x, want_grad)
             v += pv
-            parts.append(pv)
+            mag += abs(pv)
             if want_grad:
                 g = g + pg
         if self.neg is not None:
             nv, ng = _lse_value_gradient(self.neg, self._neg_starts, x, want_grad)
             v += nv
-            parts.append(nv)
+            mag += abs(nv)
             if want_grad:
                 g = g + ng
-        # the size of the parts that cancel in v (sum of log-partitions against the data term -c^T x): f's
-        # rounding is relative to it, not to |f| (the loop's monotonicity checks use it)
-        self.magnitude = float(sum(abs(p) for p in parts))
+        self.magnitude = float(mag)
         return v, (None if g is None else np.asarray(g, dtype=float).ravel()), S
 
     def value(self, x):

@@ -79,6 +79,10 @@ class LineMetric:
     def residual(self, w, u):
         return 0.0
 
+    def restricted(self, F):
+        """``(L I)_FF = L I`` (the free variables of a constrained trial)."""
+        return self
+
 
 class KronMetric:
     """``Pbar`` of the CG step's Kronecker preconditioner (:class:`.structured.StructuredSigma`)."""

@@ -62,17 +62,18 @@ def resolve_reuse_metric(model, opts):
     if opts.reuse_metric == "auto":
         opts.reuse_metric = "line" if opts.bound_reuse != 0 and line_pays(model, opts) else "bound"
     elif opts.reuse_metric == "line" and not line_applies(model, opts):
-        raise InvalidOptionError("reuse_metric='line' needs a convex program without constraints whose partition "
-                                 f"functions have at most {model.PADDED_MAX_ROWS} configurations each, and the full "
-                                 "bound")
+        raise InvalidOptionError("reuse_metric='line' needs a convex program whose partition functions have at "
+                                 f"most {model.PADDED_MAX_ROWS} configurations each, the full bound, and (without "
+                                 "ridge) curvature along every coordinate")
 
 
 def reuse_pays(model, opts):
     """The rule of ``bound_reuse='auto'`` on a compiled program (measured, docs/majorize.md section 6): trials on
     the last bound when the program is convex and the bound's metric is cheap to apply: the dense Cholesky
     (with or without constraints: the step QP needs the dense curvature anyway) or, unconstrained, the
-    Kronecker approximation of the CG step. Not with the row-space Woodbury step (each solve costs a
-    capacitance factorization) nor the low-rank bound."""
+    Kronecker approximation of the CG step; or on the line metric (``reuse_metric='line'``, also the constrained
+    row-space Woodbury step's choice). Not on the Woodbury operator itself (each solve costs a capacitance
+    factorization) nor with the low-rank bound."""
     from .structured import choose_step_solver, kron_preconditioner_fits
     if model.pos is None or not model.convex or not opts.extrapolate:
         return False  # extrapolate=False runs Algorithm 2 exactly
@@ -133,15 +134,17 @@ class MajorizeSolver(Solver):
                "decreases by 1% of what a step on that matrix predicts, else the bound step on a "
                "fresh Sigma (monotone, convergent; beyond the paper). 'auto': for a compiled program "
                f"{AUTO_REUSE} when it is convex, extrapolate is on and its step solver is dense (also with constraints: trials then move on "
-               "the face of the active bounds) or Kronecker-preconditioned CG, else 0; for bound oracles (minimize) 0",
+               "the face of the active bounds) or Kronecker-preconditioned CG, or reuse_metric resolves to 'line', "
+               "else 0; for bound oracles (minimize) 0",
                _reuse_value),
         Option("reuse_metric", "auto", "initial matrix of bound_reuse's quasi-Newton steps: 'bound' (c (H + Sigma), c "
                "from the last step's secant), 'scalar' (L-BFGS's (y^T y / s^T y) I; the bound then only tests and "
-               "falls back), 'line' (compiled unconstrained programs: L-BFGS's matrix, tested with the bound's "
-               "curvature along the gradient, and the bound step on the gradient's line as fallback: no n x n matrix "
-               "is formed) or 'auto' ('line' when forming the matrix is predicted to cost more than about 1.5 "
-               "gradient evaluations, or always when the step solver has none (row-space Woodbury, CG without "
-               "class templates); else 'bound'; bound oracles: 'bound')",
+               "falls back), 'line' (compiled programs: L-BFGS's matrix, tested with the bound's "
+               "curvature along the gradient, and the bound step on the gradient's line as fallback, with constraints "
+               "Algorithm 2's step QP: no n x n matrix is formed) or 'auto' ('line' when forming the matrix is "
+               "predicted to cost more than about 1.5 gradient evaluations, or always when the step solver has none "
+               "(row-space Woodbury, CG without class templates; with constraints only then); else 'bound'; bound "
+               "oracles: 'bound')",
                ("auto", "bound", "scalar", "line")),
         Option("reuse_pairs", 10, "L-BFGS pairs (s, y) kept by bound_reuse's quasi-Newton trials (scipy L-BFGS-B's "
                "maxcor); more pairs cost O(pairs * n) per trial and pay when an evaluation is expensive", int,

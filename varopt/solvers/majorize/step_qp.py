@@ -40,6 +40,7 @@ class StepQP:
         # the ratio test of max_factor over the bounds and the rows at once: their sides stacked, once
         self._lo_all = np.concatenate((model.lb, model.lo)) if m else model.lb
         self._hi_all = np.concatenate((model.ub, model.hi)) if m else model.ub
+        self._sides = _finite_sides(model, self._A, self._lo_tol, self._hi_tol) if not sp.issparse(self._A) else None
 
     def _shifted(self, x):
         """The constraints in ``D = theta - theta~``: ``(rlo, rhi, blo, bhi)``."""
@@ -99,6 +100,9 @@ class StepQP:
     # --- feasibility of extrapolation trials (loop.py): a trial outside Lambda is never evaluated -------------
     def feasible(self, z):
         """``z`` in the box exactly and in the rows within ``1e-9`` relative (the start's tolerance)."""
+        if self._sides is not None:  # every finite side as ``G z >= g``: one product (NaN or inf in z fail it)
+            G, _, g_tol = self._sides
+            return bool((G @ z >= g_tol).all())
         model = self.model
         if not ((z >= model.lb).all() and (z <= model.ub).all()):
             return False
@@ -110,6 +114,15 @@ class StepQP:
     def max_factor(self, x, step):
         """The largest ``a`` with ``x + a step`` in Lambda (ratio test; constraints ``step`` does not move
         are ignored). An infinite side gives the ratio ``+inf`` by itself (``(-inf - v) / dv`` with ``dv < 0``)."""
+        if self._sides is not None:
+            # the finite sides only, as ``G z >= g``: a side the step moves towards has ``G step < 0``; bound sides
+            # are exact (rows of +-I), so their ratios are the bitwise ones of the general path below
+            G, g, _ = self._sides
+            gd = G @ step
+            down = gd < 0
+            if not down.any():
+                return np.inf
+            return max(float(((g[down] - G[down] @ x) / gd[down]).min()), 0.0)
         v, dv = x, step
         if self.model.A.shape[0]:  # the bounds and the rows in one pass (few small arrays: the calls dominate)
             v, dv = np.concatenate((x, self._A @ x)), np.concatenate((step, self._A @ step))
@@ -121,3 +134,27 @@ class StepQP:
         if up.any():
             a = min(a, float(((hi[up] - v[up]) / dv[up]).min()))
         return max(a, 0.0)
+
+
+def _finite_sides(model, A, lo_tol, hi_tol):
+    """``(G, g, g_tol)``: every finite side of the bounds and the (dense) rows ``A`` as ``G z >= g`` -- rows
+    ``+e_j`` (``lb_j``), ``-e_j`` (``-ub_j``), ``+a_i`` (``lo_i``), ``-a_i`` (``-hi_i``), in that order -- and the
+    sides of :meth:`StepQP.feasible` (exact on the bounds, ``1e-9`` relative on the rows). The ratio test and the
+    feasibility test of a trial are then one dense product each, instead of masks over every variable (most have no
+    bound) and a dozen small numpy calls; None when the dense ``G`` would hold more than ``DENSE_ENTRIES`` entries.
+    ``lo_tol``, ``hi_tol``: the rows' sides of the feasibility test."""
+    n, m = model.n, A.shape[0]
+    sides = np.concatenate((model.lb, -model.ub, model.lo, -model.hi))
+    fin = np.flatnonzero(np.isfinite(sides))
+    k = fin.size
+    if k * n > DENSE_ENTRIES:
+        return None
+    G = np.zeros((k, n))
+    nb = int(np.searchsorted(fin, 2 * n))  # the bound sides come first
+    jb = fin[:nb]
+    G[np.arange(nb), jb % n] = np.where(jb < n, 1.0, -1.0)
+    if nb < k:
+        r = fin[nb:] - 2 * n
+        G[nb:] = A[r % m] * np.where(r < m, 1.0, -1.0)[:, None]  # (a sign change is exact)
+    g_tol = np.concatenate((model.lb, -model.ub, lo_tol, -hi_tol))[fin]
+    return G, sides[fin], g_tol
