@@ -177,3 +177,15 @@ def test_require_smooth_names_the_nonsmooth_part():
         q.require_smooth("majorize", "use proxsg")
     Program(["a", "b", "c"], np.full(n, -np.inf), np.full(n, np.inf), Expression(n, 0.0, np.ones(n)),
             smooth).require_smooth("ipsa")  # smooth: no error
+
+
+def test_fbbt_leaves_the_callers_matrix_alone():
+    """fbbt drops stored zeros on a copy: the matrix may be Program.linear_constraints' cache."""
+    import scipy.sparse as sp
+    from varopt.solvers.gop.bounds import fbbt
+    A = sp.csr_matrix((np.array([1.0, 0.0, 2.0]), np.array([0, 1, 1]), np.array([0, 2, 3])), shape=(2, 2))
+    before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+    lb, ub, infeas = fbbt(A, np.array([-np.inf, -np.inf]), np.array([1.0, 4.0]), np.zeros(2), np.full(2, 10.0))
+    assert not infeas and ub[0] == 1.0 and ub[1] == 2.0
+    for got, want in zip((A.data, A.indices, A.indptr), before):
+        np.testing.assert_array_equal(got, want)

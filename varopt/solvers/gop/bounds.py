@@ -27,7 +27,11 @@ def fbbt(A, lo, hi, lb, ub, rounds=20, tol=1e-9):
     lb = np.asarray(lb, dtype=float).copy()
     ub = np.asarray(ub, dtype=float).copy()
     A = sp.csr_matrix(A)
-    A.eliminate_zeros()
+    if A.nnz and not np.all(A.data):
+        # a copy: csr_matrix(A) shares A's arrays, and eliminate_zeros compacts them in place (the caller's
+        # matrix may be a cache, e.g. Program.linear_constraints')
+        A = A.copy()
+        A.eliminate_zeros()
     m = A.shape[0]
     if m == 0 or A.nnz == 0:
         return lb, ub, bool(np.any(lb > ub + tol))
