@@ -148,25 +148,25 @@ class _RowPairs:
         it = np.int32 if max(int(ptr[-1]), D * D) < 1 << 31 else np.int64
         ptr = ptr.astype(it)
         cnt = (A.indptr[1:].repeat(nnz) - np.arange(A.nnz)).astype(it)   # pairs (p, q >= p) in the row of entry p
-        # entry p of the pair: entry p repeated cnt_p times (a repeat, not a gather through an index array)
+        first = np.cumsum(cnt, dtype=it) - cnt                  # position of entry p's first pair, (p, p)
+        # entry q of the pair: p + position among p's pairs (a repeat, not a gather through an index array)
         q = np.arange(int(ptr[-1]), dtype=it)
-        q -= (np.cumsum(cnt, dtype=it) - cnt - np.arange(A.nnz, dtype=it)).repeat(cnt)   # p + position among p's
-        ci = A.indices.repeat(cnt)
-        cj = A.indices[q]                                       # ci <= cj (sorted rows)
-        diag = ci == cj
+        q -= (first - np.arange(A.nnz, dtype=it)).repeat(cnt)
         self.D, self.N = D, A.shape[0]
         binary = bool(np.all(A.data == 1.0))                   # binary features (a1a): every product is 1
         val = None if binary else A.data.repeat(cnt) * A.data[q]
+        # row n: a_ni a_nj at the lower entry (j, i), j >= i (sorted rows): flat index j D + i
+        flat = (A.indices.astype(it) * it(D))[q]
         del q
-        flat = cj.astype(it, copy=False)
-        flat *= D
-        flat += ci                                              # row n: a_ni a_nj at the lower entry (j, i), j >= i
-        # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
-        val2 = np.where(diag, 1.0, 2.0)
+        flat += A.indices.astype(it, copy=False).repeat(cnt)
+        # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij: 2 off the diagonal, 1 at each entry's first pair (p, p)
+        val2 = np.full(flat.size, 2.0)
+        val2[first] = 1.0
         if val is not None:
             val2 *= val
         self.Q = sp.csr_matrix((val2, flat, ptr), shape=(self.N, D * D))
         self.QT = self.Q.T                                      # a CSC view: no copy
+        self._unit = None
 
     @staticmethod
     def worth(A, D):
@@ -181,6 +181,12 @@ class _RowPairs:
         out = low + low.T
         out *= 0.5
         return out
+
+    def unit_gram(self):
+        """``A^T A`` (formed once: the view's split of section 1 and every uniform-curvature start use it)."""
+        if self._unit is None:
+            self._unit = self.gram(np.ones(self.N))
+        return self._unit
 
     def quad(self, V):
         """``a_n^T V a_n`` for every row (``V`` symmetric)."""
@@ -229,7 +235,10 @@ class FullGaussian(_Base):
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
         m = self.mu.copy() if at_prior_mean else np.zeros(self.D)
-        return self._state(m, float(gamma0) * self.view.eye())
+        gt = float(gamma0) * self.view.eye()
+        if self.pairs is not None:   # uniform pseudo-precisions: gamma0 A^T A from the Gram the view's split formed
+            return self._direct_state(m, gt, gram=float(gamma0) * self.pairs.unit_gram())
+        return self._state(m, gt)
 
     def _state(self, m, gt):
         if self.woodbury:
@@ -283,8 +292,8 @@ class FullGaussian(_Base):
         return SimpleNamespace(m=m, gt=gt, L=None, Lam=None, Linv=None, V=None, vt=vt, B=B, LB=LB, LBinv=LBinv,
                                binv=binv, sg=sg)
 
-    def _direct_state(self, m, gt):
-        Lam = self.P + self._AtGA(gt)
+    def _direct_state(self, m, gt, gram=None):
+        Lam = self.P + (self._AtGA(gt) if gram is None else gram)
         L = _chol(Lam)
         Linv = _tri_inv(L)
         if self.pairs is not None:

@@ -273,7 +273,7 @@ def likelihood_view(program, families) -> LikelihoodView:
             _fail(where, f"the term {text}", "has no Gaussian expectation available to klprox "
                   "(it is not defined for every value of a Gaussian predictor)")
         _positive(where, text, g.coef)
-        rows.setdefault(g.kind, []).append((g.A, g.b, g.coef, g.label))
+        rows.setdefault(g.kind, []).append((g.A, g.b, g.coef, g.label, False))
     for grp in e.lse:
         if np.any(grp.mult >= 0):
             _fail(where, "a log-sum-exp term multiplied by a variable", "is not a function of an affine predictor")
@@ -312,11 +312,11 @@ def likelihood_view(program, families) -> LikelihoodView:
             else:
                 A2 = A2 - grp.A[base[two]]
             lab = None if grp.label is None else np.asarray(grp.label)[small][two]
-            rows.setdefault(LOGISTIC, []).append((A2, grp.b[other[two]] - grp.b[base[two]], coef[two], lab))
+            rows.setdefault(LOGISTIC, []).append((A2, grp.b[other[two]] - grp.b[base[two]], coef[two], lab, True))
     blocks, As, bs, cs, start = [], [], [], [], 0
     labels = []   # the finite-sum sample label of every term (1-D row, softmax group); None when unknown
     for kind, parts in rows.items():
-        A = _stack([p[0] for p in parts])
+        A = _stack([p[0] for p in parts], fresh=all(p[4] for p in parts))
         b = np.concatenate([p[1] for p in parts])
         cf = np.concatenate([p[2] for p in parts])
         keep = cf > 0
@@ -348,7 +348,7 @@ def likelihood_view(program, families) -> LikelihoodView:
         As.append(A), bs.append(b), cs.append(np.repeat(cf, J))
         start += G * J
         pstart += G * J * J
-    A = _stack(As) if As else sp.csr_matrix((0, D))
+    A = _stack(As, fresh=True) if As else sp.csr_matrix((0, D))
     P = H if symmetric else 0.5 * (H + H.T)
     view = LikelihoodView(list(program.names), P, c, k, A, np.concatenate(bs) if bs else np.zeros(0),
                           np.concatenate(cs) if cs else np.zeros(0), blocks, objective_name=program.objective_name)
@@ -371,10 +371,12 @@ def _dense_hessian(quad, D):
     return H
 
 
-def _stack(mats):
-    """``sp.vstack(mats)`` in CSR form; of one CSR matrix a plain copy (what the stack makes, without its machinery)."""
+def _stack(mats, fresh=False):
+    """``sp.vstack(mats)`` in CSR form; of one CSR matrix a plain copy (what the stack makes, without its machinery), or
+    the matrix itself when it is ``fresh`` (made here from the program's arrays, shared with nothing: the two copies of
+    a1a's 24k entries took 0.07 ms of a 3.5 ms solve)."""
     if len(mats) == 1 and sp.isspmatrix_csr(mats[0]):
-        return mats[0].copy()
+        return mats[0] if fresh else mats[0].copy()
     return sp.vstack(mats).tocsr()
 
 
@@ -414,7 +416,7 @@ def _rows_take_linear_terms(view):
             # A^T A from the row pairs (a1a: 0.13 ms against 0.54 ms of scipy's sparse product), which the full
             # form then reuses; the same sums of the same products (binary features: the same integers)
             view.row_pairs = _RowPairs(view.A, view.D)
-            gram = view.row_pairs.gram(np.ones(view.N))
+            gram = view.row_pairs.unit_gram()
     t = _min_norm_normal(view.A, view.c, gram) if view.N > view.D else None
     At = None
     if t is None:
