@@ -115,13 +115,20 @@ def _panels():
 
 
 def _nodes_and_exp(mt, vt, x):
-    """The Gauss-Hermite node values ``u = mt + sqrt(vt) x`` (rows: predictors) and ``exp(-|u|)``, in place."""
-    u = np.multiply.outer(np.sqrt(vt), x)
-    u += mt[:, None]
-    e = np.abs(u)
-    np.negative(e, out=e)
+    """The Gauss-Hermite node values ``u = mt + sqrt(vt) x`` (rows: predictors), ``|u|`` and ``exp(-|u|)``. ``u`` is
+    one BLAS product ``[mt, sqrt(vt)] [1; x]`` (k = 2: a single pass writing the N x n array, a quarter of the time
+    of an outer product and a broadcast addition on a1a's 1605 x 16), the rest in place."""
+    M = np.empty((mt.size, 2))
+    M[:, 0] = mt
+    np.sqrt(vt, out=M[:, 1])
+    X = np.empty((2, x.size))
+    X[0] = 1.0
+    X[1] = x
+    u = M @ X
+    a = np.abs(u)
+    e = np.negative(a)
     np.exp(e, out=e)
-    return u, e
+    return u, a, e
 
 def _by_grade(grades, rule, mt, vt, k):
     """The ``k`` outputs of ``rule(mt, vt, x, w)`` with the Gauss-Hermite rule of each row's variance grade
@@ -173,15 +180,19 @@ class LogisticFamily(Family):
     @staticmethod
     def _hermite_rule(mt, vt, x, w):
         # one exponential for both: softplus(u) = max(u, 0) + log1p(e), sigmoid(u) = 1/(1 + e) or e/(1 + e),
-        # e = exp(-|u|) (the work of this solver on a1a is mostly these 1605 x 100 evaluations); in place: the
-        # passes over the N x n arrays are the cost
-        u, e = _nodes_and_exp(mt, vt, x)
-        sp = np.maximum(u, 0.0)
-        sp += np.log1p(e)
+        # e = exp(-|u|) (the work of this solver on a1a is mostly these N x n evaluations); in place: the passes over
+        # the N x n arrays are the cost. max(u, 0) = (u + |u|) / 2 exactly (u + |u| is 2u or exactly 0), two
+        # additions' time against np.maximum's (which checks for NaN)
+        u, a, e = _nodes_and_exp(mt, vt, x)
+        sp = np.log1p(e)
+        a += u
+        a *= 0.5                                      # max(u, 0)
+        sp += a
         inv = e + 1.0
         np.reciprocal(inv, out=inv)
         e *= inv                                      # e / (1 + e) = sigmoid(-|u|)
-        d2 = (e * inv) @ w
+        np.multiply(e, inv, out=a)                    # sigmoid'(u)
+        d2 = a @ w
         np.copyto(e, inv, where=u >= 0.0)             # sigmoid(u)
         return sp @ w, e @ w, 0.5 * d2
 
@@ -194,21 +205,24 @@ class LogisticFamily(Family):
 
     @staticmethod
     def _hermite_pair_rule(mt, vt, x, w):
-        u, e = _nodes_and_exp(mt, vt, x)
+        # E[l(+-u)] = E[max(+-u, 0)] + E[log1p(e^-|u|)], each a sum of terms of one sign (nothing cancels), with
+        # max(+-u, 0) = (|u| +- u) / 2 exactly
+        u, a, e = _nodes_and_exp(mt, vt, x)
         lg = np.log1p(e)
-        pos = u >= 0.0
-        sp = np.maximum(u, 0.0)
-        sp += lg
-        np.negative(u, out=u)
-        np.maximum(u, 0.0, out=u)
-        u += lg                                       # softplus(-u)
+        L = lg @ w
+        np.add(a, u, out=lg)
+        pp = 0.5 * (lg @ w)                           # E[max(u, 0)]
+        np.subtract(a, u, out=lg)
+        pn = 0.5 * (lg @ w)                           # E[max(-u, 0)]
         inv = e + 1.0
         np.reciprocal(inv, out=inv)
         e *= inv                                      # sigmoid(-|u|)
-        d2 = (e * inv) @ w
+        np.multiply(e, inv, out=lg)                   # sigmoid'(u)
+        d2 = lg @ w
+        pos = u >= 0.0
         sneg = np.where(pos, e, inv)                  # sigmoid(-u)
         np.copyto(e, inv, where=pos)                  # sigmoid(u)
-        return sp @ w, e @ w, 0.5 * d2, u @ w, sneg @ w
+        return pp + L, e @ w, 0.5 * d2, pn + L, sneg @ w
 
     def expect_pair(self, mt, vt):
         """``E[l(u)]``, ``dE/dmt``, ``dE/dvt`` and ``E[l(-u)]``, ``dE[l(-u)]/d(-mt)`` at once (``dE/dvt`` is the same
