@@ -40,7 +40,6 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 from scipy.linalg.blas import dsyrk, dtrmm
 
-from .view import upper_entries
 
 _LOG2PI = np.log(2.0 * np.pi)
 _EPS = np.finfo(float).eps
@@ -84,10 +83,10 @@ class _Base:
         # their pairs (sparse_rows) only meet A in matrix-vector products, as fast from the CSR matrix (a1a, 12 %
         # filled: no 1.6 MB dense copy)
         dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D and not sparse_rows
-        self.A = view.A.toarray() if dense else view.A
+        self.A = view.dense_A() if dense else view.A
         self.A_T = self.A.T          # of a sparse A: a CSC view, made once (A^T alpha in every gradient)
         # a square lower-triangular A (whitened GP models, A = L_K): A^T G A by a triangular product
-        self.lower_square = bool(dense and self.N == self.D and not upper_entries(view.A))
+        self.lower_square = bool(dense and self.N == self.D and not view.upper())
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
 
