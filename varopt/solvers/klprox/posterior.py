@@ -129,8 +129,9 @@ class _RowPairs:
     ``N D^2`` (a1a: 14.9 nonzeros of 124 per row, 1.9e5 pairs against 2.5e7 multiply-adds).
 
     Both are sparse matrix-vector products over the pairs: ``a_n^T V a_n = (Q vec(V))_n`` with ``Q`` (N x D^2)
-    holding ``a_ni a_nj`` (doubled off the diagonal) at the lower-triangle entry ``(j, i)`` of row ``n``, and the
-    Gram matrix ``= (T + T^T) / 2`` with ``T = Q^T g`` (the lower triangle, off-diagonal entries doubled: a CSC
+    holding ``a_ni a_nj`` (doubled off the diagonal) at the lower-triangle entry ``(j, i)`` of row ``n`` (``vec``:
+    Fortran order, so that a lower triangle from LAPACK is read in place), and the
+    Gram matrix ``= (T + T^T) / 2`` with ``T = Q^T g`` (one triangle, off-diagonal entries doubled: a CSC
     product over ``Q``'s own arrays, scattered into a D^2 vector in the order of the rows; the same sums, to the
     last bit, as a transposed undoubled copy of ``Q``, whose construction cost 0.7 ms a solve on a1a)."""
 
@@ -154,10 +155,11 @@ class _RowPairs:
         self.D, self.N = D, A.shape[0]
         binary = bool(np.all(A.data == 1.0))                   # binary features (a1a): every product is 1
         val = None if binary else A.data.repeat(cnt) * A.data[q]
-        # row n: a_ni a_nj at the lower entry (j, i), j >= i (sorted rows): flat index j D + i
-        flat = (A.indices.astype(it) * it(D))[q]
+        # row n: a_ni a_nj at flat index i D + j, j >= i (sorted rows): the entry (i, j) of a C-ordered D x D array,
+        # the lower entry (j, i) of a Fortran-ordered one (what quad() reads of a lower triangle from LAPACK)
+        flat = A.indices.astype(it)[q]
         del q
-        flat += A.indices.astype(it, copy=False).repeat(cnt)
+        flat += (A.indices.astype(it) * it(D)).repeat(cnt)
         # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij: 2 off the diagonal, 1 at each entry's first pair (p, p)
         val2 = np.full(flat.size, 2.0)
         val2[first] = 1.0
@@ -176,7 +178,7 @@ class _RowPairs:
         return float(np.sum(nnz * (nnz + 1) / 2)) * 50 <= A.shape[0] * float(D) ** 2
 
     def gram(self, g):
-        low = (self.QT @ g).reshape(self.D, self.D)            # off the diagonal: twice the Gram entry
+        low = (self.QT @ g).reshape(self.D, self.D)            # one triangle; off the diagonal: twice the Gram entry
         out = low + low.T
         out *= 0.5
         return out
@@ -188,8 +190,18 @@ class _RowPairs:
         return self._unit
 
     def quad(self, V):
-        """``a_n^T V a_n`` for every row (``V`` symmetric)."""
-        return self.Q @ np.ascontiguousarray(V).ravel()
+        """``a_n^T V a_n`` for every row: ``V`` symmetric, or only its lower triangle held in a Fortran-ordered array
+        (LAPACK's output: read in place)."""
+        return self.Q @ V.ravel(order="F")
+
+
+class _LowerState(SimpleNamespace):
+    """A direct state that holds the lower triangle of ``V`` (``V_low``, zeros above: what the row pairs read); ``V``,
+    the symmetric matrix, is formed when asked for (the returned covariance)."""
+
+    @property
+    def V(self):
+        return _symmetrize(self.V_low)
 
 
 class FullGaussian(_Base):
@@ -296,9 +308,10 @@ class FullGaussian(_Base):
         L = _chol(Lam)
         Linv = _tri_inv(L)
         if self.pairs is not None:
-            # sparse rows (a1a): V = L^-T L^-1 (D^3), then a_n^T V a_n from the products of each row's nonzeros
-            V = Linv.T @ Linv
-            vt = self.pairs.quad(V)
+            # sparse rows (a1a): the lower triangle of V = L^-T L^-1 (LAPACK lauum, D^3 / 3 flops against 2 D^3 of the
+            # product), then a_n^T V a_n from the products of each row's nonzeros, which read that triangle only
+            low = lapack.dlauum(Linv, lower=1)[0]      # Linv's strict upper part: zeros (_tri_inv)
+            return _LowerState(m=m, gt=gt, L=L, Lam=Lam, Linv=Linv, V_low=low, vt=self.pairs.quad(low), LB=None)
         elif self.N:
             # dense rows (GP models: A = L_K): W = L^-1 A^T (a triangular product, N D^2 flops, half of A V) and vt
             # on the pattern from W^T W, a sum of squares: nothing cancels (the entries of A V A^T summed from A V
