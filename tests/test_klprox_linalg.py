@@ -158,3 +158,26 @@ def test_view_row_pairs_give_the_split_gram_and_serve_the_full_form(monkeypatch)
         assert post.pairs is v.row_pairs
         # the split is the minimum-norm one: t = A z
         np.testing.assert_allclose(v.A.T @ v.lin + v.c, -np.append(Xs.T @ y, y.sum()), rtol=1e-12, atol=1e-12)
+
+
+def test_row_pairs_read_a_lower_triangle_from_lapack_in_place():
+    # the sparse-row state hands the row pairs LAPACK's lower triangle of V (Fortran order, zeros above)
+    from scipy.linalg import lapack
+    from varopt.solvers.klprox.posterior import _RowPairs
+    rng = np.random.default_rng(11)
+    N, D = 90, 14
+    A = sp.csr_matrix((rng.uniform(size=(N, D)) < 0.3) * rng.normal(size=(N, D)))
+    M = rng.normal(size=(D, 2 * D))
+    L = np.linalg.cholesky(M @ M.T + np.eye(D))
+    Linv = np.asfortranarray(np.linalg.inv(L))
+    Linv[np.triu_indices(D, 1)] = 0.0
+    low = lapack.dlauum(Linv, lower=1)[0]
+    assert low.flags.f_contiguous and not np.any(np.triu(low, 1))
+    V = Linv.T @ Linv
+    Ad = A.toarray()
+    ref = np.einsum("ij,jk,ik->i", Ad, V, Ad)
+    rp = _RowPairs(A, D)
+    np.testing.assert_allclose(rp.quad(low), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(rp.quad(V), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(rp.quad(np.ascontiguousarray(V)), ref, rtol=1e-12, atol=1e-14)
+
