@@ -181,3 +181,14 @@ def test_row_pairs_read_a_lower_triangle_from_lapack_in_place():
     np.testing.assert_allclose(rp.quad(V), ref, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(rp.quad(np.ascontiguousarray(V)), ref, rtol=1e-12, atol=1e-14)
 
+
+
+def test_gaussian_part_sums_equal_numpys_to_the_last_bit():
+    # the few terms of the Gaussian part are added without forming an array, in numpy's order
+    from varopt.solvers.klprox.posterior import _sum
+    rng = np.random.default_rng(12)
+    for n in (4, 5, 7):
+        for _ in range(2000):
+            p = tuple(rng.normal(size=n) * 10.0 ** rng.integers(-8, 8, n))
+            assert _sum(p) == float(np.sum(p))
+            assert _sum(abs(x) for x in p) == float(np.sum(np.abs(p)))
