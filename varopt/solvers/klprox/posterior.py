@@ -217,7 +217,7 @@ class FullGaussian(_Base):
     magnitude = 0.0
 
     def __init__(self, view, woodbury=False):
-        worth = view.diagonal and _RowPairs.worth(view.A, view.D)
+        worth = view.diagonal and (view.row_pairs is not None or _RowPairs.worth(view.A, view.D))   # the view built them
         super().__init__(view, sparse_rows=worth)
         d = np.diag(self.P)
         self.P_diag = d.copy() if np.count_nonzero(self.P) == np.count_nonzero(d) else None   # nothing off the diagonal
