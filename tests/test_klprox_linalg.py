@@ -192,3 +192,22 @@ def test_gaussian_part_sums_equal_numpys_to_the_last_bit():
             p = tuple(rng.normal(size=n) * 10.0 ** rng.integers(-8, 8, n))
             assert _sum(p) == float(np.sum(p))
             assert _sum(abs(x) for x in p) == float(np.sum(np.abs(p)))
+
+
+def test_lapack_helpers_equal_scipy_and_raise_on_indefinite_matrices():
+    # the step rule catches LinAlgError from a factorization (a trial that left the positive definite cone)
+    import scipy.linalg as sla
+    from varopt.solvers.klprox.posterior import _cho_solve, _chol, _tri
+    rng = np.random.default_rng(13)
+    M = rng.normal(size=(7, 12))
+    A = M @ M.T
+    L = _chol(A)
+    np.testing.assert_array_equal(L, sla.cholesky(A, lower=True))
+    for b in (rng.normal(size=7), rng.normal(size=(7, 3))):
+        np.testing.assert_allclose(_tri(L, b), sla.solve_triangular(L, b, lower=True), rtol=1e-14)
+        np.testing.assert_allclose(_cho_solve(L, b), np.linalg.solve(A, b), rtol=1e-10)
+    with pytest.raises(np.linalg.LinAlgError):
+        _chol(A - 2 * np.linalg.eigvalsh(A)[-1] * np.eye(7))
+    with pytest.raises(np.linalg.LinAlgError):
+        _tri(np.tril(np.ones((3, 3))) - np.diag([0.0, 1.0, 1.0]), np.ones(3))
+    assert _chol(np.zeros((0, 0))).shape == (0, 0) and _cho_solve(np.zeros((0, 0)), np.zeros(0)).shape == (0,)
