@@ -24,7 +24,9 @@ sum (``1e-14`` times the magnitudes added up, ``info['rounding']``): such a step
 lowers the stationarity residual, and a rejected one at small residuals ends the run as converged.
 ``step_rule='fixed'`` runs the paper's constant ``beta``. With the natural mean step and the default cap, a step
 that cuts the largest residual to ``2 r`` or less (``r = 1/(1 + beta)``: the damping, not the problem, sets the
-rate) raises the cap (DAMPED; docs/klprox.md, section 4); a rejected trial returns it to 10.
+rate) raises the cap (DAMPED; docs/klprox.md, section 4); a rejected trial returns it to 10. From a cold start whose
+predictor standard deviations are all at most FIRST_SD (the posterior near the prior), the first FIRST_STEPS steps
+are tried at FIRST_BETA (Newton-like natural-gradient steps); a rejected trial falls back to ``beta``.
 
 Mean step (``mean_step='auto'``). The natural-parameter form ``m+ = m + (1 - r) V+ g`` (natural-gradient
 VI with step ``1 - r``; at ``beta -> inf`` the Newton-like NGD step of learning rate 1), with ``beta`` up to
