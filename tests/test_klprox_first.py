@@ -55,8 +55,8 @@ def test_near_the_prior_fewer_steps_same_optimum_monotone_elbo(monkeypatch, seed
     assert np.all(np.diff(_objectives(r)) <= r.info["rounding"])
 
 
-@pytest.mark.parametrize("opts", [dict(prior_var=100.0), dict(prior_var=1e-3, beta=1.0),
-                                  dict(prior_var=1e-3, beta_max=10.0), dict(prior_var=1e-3, mean_step="paper")])
+@pytest.mark.parametrize("opts", [{"prior_var": 100.0}, {"prior_var": 1e-3, "beta": 1.0},
+                                  {"prior_var": 1e-3, "beta_max": 10.0}, {"prior_var": 1e-3, "mean_step": "paper"}])
 def test_the_previous_trajectory_outside_the_gate(monkeypatch, opts):
     # a wide prior (predictor sd > FIRST_SD at the start), a given beta or cap, the paper's step: no optimistic steps
     opts = dict(opts)

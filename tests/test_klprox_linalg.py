@@ -163,6 +163,7 @@ def test_view_row_pairs_give_the_split_gram_and_serve_the_full_form(monkeypatch)
 def test_row_pairs_read_a_lower_triangle_from_lapack_in_place():
     # the sparse-row state hands the row pairs LAPACK's lower triangle of V (Fortran order, zeros above)
     from scipy.linalg import lapack
+
     from varopt.solvers.klprox.posterior import _RowPairs
     rng = np.random.default_rng(11)
     N, D = 90, 14
@@ -197,6 +198,7 @@ def test_gaussian_part_sums_equal_numpys_to_the_last_bit():
 def test_lapack_helpers_equal_scipy_and_raise_on_indefinite_matrices():
     # the step rule catches LinAlgError from a factorization (a trial that left the positive definite cone)
     import scipy.linalg as sla
+
     from varopt.solvers.klprox.posterior import _cho_solve, _chol, _tri
     rng = np.random.default_rng(13)
     M = rng.normal(size=(7, 12))
