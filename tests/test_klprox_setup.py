@@ -213,3 +213,16 @@ def test_uniform_start_from_the_views_gram_equals_the_direct_state():
         np.testing.assert_allclose(st.Lam, ref.Lam, rtol=1e-13, atol=1e-15)   # the same sums, rounded once more or less
         np.testing.assert_allclose(st.vt, ref.vt, rtol=1e-13)
 
+
+
+def test_reflection_signs_follow_the_views_linear_parts():
+    # the rows' t = -lin/coef and their 0/1 signs are formed once per lin and coef, again when either is replaced
+    view = likelihood_view(_gp(0), FAMS)
+    sl = view.blocks[0][1]
+    t, sgn = view._reflect_t(sl)
+    np.testing.assert_array_equal(t, -view.lin[sl] / view.coef[sl])
+    assert sgn is not None and set(np.unique(sgn)) <= {-1.0, 1.0}
+    view.lin = 0.5 * view.lin                                      # fractional labels: no signs
+    t2, sgn2 = view._reflect_t(sl)
+    np.testing.assert_array_equal(t2, 0.5 * t)
+    assert sgn2 is None

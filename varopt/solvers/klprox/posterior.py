@@ -259,7 +259,8 @@ class FullGaussian(_Base):
                              and self.P_diag is not None and 0 < self.N <= self.D and np.all(self.P_diag > 0))
         if self.woodbury:
             self.Sd = 1.0 / self.P_diag                          # Sigma = P^-1 (diagonal)
-            ASh = self.A * np.sqrt(self.Sd)                      # A Sigma^1/2
+            # A Sigma^1/2 (a whitened GP's prior is N(0, I): A itself, no product)
+            ASh = self.A if np.all(self.Sd == 1.0) else self.A * np.sqrt(self.Sd)
             if self.lower_square:
                 # C C^T of a lower-triangular C by LAPACK lauum (a third of syrk's flops): with J the reversal, J C J
                 # is upper triangular and C C^T = J (J C J)(J C J)^T J; lauum leaves the upper triangle of U U^T

@@ -128,11 +128,10 @@ class LikelihoodView:
         ELBO's rounding grew with the predictor means and stopped the step rule at residuals of 1e-5. Returns
         ``E``, ``dE/dm``, ``dE/dv`` of the whole row divided by ``coef``; rows with ``t`` outside ``[0, 1]`` add
         ``-t u`` to ``l(u)``."""
-        t = -self.lin[sl] / self.coef[sl]
+        t, sgn = self._reflect_t(sl)
         v = np.maximum(vt, 1e-300)
-        if np.all((t == 0.0) | (t == 1.0)):
+        if sgn is not None:
             # 0/1 labels: each row is l(u) or l(-u), one call with the means reflected (E[l(-u)] = E(-mt, vt))
-            sgn = 1.0 - 2.0 * t
             E, d1, d2 = fam.expect(sgn * mt, v)
             return E, sgn * d1, d2
         if hasattr(fam, "expect_pair"):
@@ -157,6 +156,17 @@ class LikelihoodView:
             d1[refl] -= tt * a
             d2[refl] += tt * g
         return E, d1, d2
+
+    def _reflect_t(self, sl):
+        """``t = -lin/coef`` of the rows ``sl`` and, when every ``t`` is 0 or 1, the signs ``1 - 2t`` (None otherwise);
+        formed once per ``lin`` and ``coef`` (fixed once the view is built; five passes of every evaluation before)."""
+        memo = self.__dict__.setdefault("_reflect_memo", {})
+        got = memo.get((sl.start, sl.stop))
+        if got is None or got[0] is not self.lin or got[1] is not self.coef:
+            t = -self.lin[sl] / self.coef[sl]
+            got = (self.lin, self.coef, t, 1.0 - 2.0 * t if np.all((t == 0.0) | (t == 1.0)) else None)
+            memo[(sl.start, sl.stop)] = got
+        return got[2], got[3]
 
     @staticmethod
     def _reflect_pair(fam, mt, v, t):
