@@ -12,8 +12,10 @@ benchmarks/klprox_gpc.py), ``housing`` (Laplace GP, noise e^-2, 4 x 4 of linspac
 (logistic regression, delta = logspace(-3, 1, 30)), ``wine`` (softmax, K = 3, delta = logspace(-1, 1, 7)),
 ``colon`` (logistic, dual form, split 0, delta = logspace(0, 6, 10)).
 ``--compare regrow`` compares the adaptive rule without and with its REGROW_WINDOW (no regrowth to a step size
-rejected in the last 5 iterations) instead; the cells then count rejected trial steps too.
-Run: ``python benchmarks/klprox_step_rules.py [--grids heart,housing,a1a] [--compare mean-step|regrow]``.
+rejected in the last 5 iterations) instead; the cells then count rejected trial steps too. ``--compare first``: without
+and with the optimistic first steps (FIRST_STEPS = 2 steps tried at beta = 1000 from a cold start). The totals also
+count the iterations to -ELBO within 1e-6 relative of the run's optimum (the first history entry there).
+Run: ``python benchmarks/klprox_step_rules.py [--grids heart,housing,a1a] [--compare mean-step|regrow|first]``.
 """
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ from shared_data import load_a1a, load_colon, load_heart, load_housing, splits
 
 #: --compare: the module constant of varopt.solvers.klprox.solver switched, and its (previous, default) values
 RULES = {"mean-step": ("AUTO_FIRST", "paper", "natural"),   # the natural mean step first (docs/klprox.md section 4)
-         "regrow": ("REGROW_WINDOW", 0, 5)}                 # no regrowth to a step size rejected 5 iterations ago
+         "regrow": ("REGROW_WINDOW", 0, 5),                 # no regrowth to a step size rejected 5 iterations ago
+         "first": ("FIRST_STEPS", 0, 2)}                    # two optimistic first steps at beta = 1000
 
 
 def problems(grids):
@@ -69,7 +72,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--grids", default="heart,housing,a1a")
     ap.add_argument("--compare", choices=tuple(RULES), default="mean-step",
-                    help="mean-step: AUTO_FIRST 'paper' against 'natural'; regrow: REGROW_WINDOW 0 against 5")
+                    help="mean-step: AUTO_FIRST 'paper' against 'natural'; regrow: REGROW_WINDOW 0 against 5; first: "
+                    "FIRST_STEPS 0 against 2")
     args = ap.parse_args()
     S = get_solver("klprox")
     const, *values = RULES[args.compare]
@@ -96,16 +100,19 @@ def main():
             flag = "" if r.status == "converged" else f" {r.status}"
             cells.append(f"{r.iterations:5d} {rej:4d} {t:8.3f} s" + (f" s{sw}" if sw else "   ") + flag)
             fs.append(r.objective)
-            tot = totals.setdefault((name.split("(")[0], label), [0, 0, 0.0, 0])
+            tot = totals.setdefault((name.split("(")[0], label), [0, 0, 0.0, 0, 0])
             tot[0] += r.iterations
             tot[1] += rej
             tot[2] += t
             tot[3] += r.status != "converged"
+            tot[4] += next((i + 1 for i, e in enumerate(r.history)
+                            if abs(e["objective"] - r.objective) <= 1e-6 * abs(r.objective)), r.iterations)
         rel = abs(fs[1] - fs[0]) / abs(fs[0])
         print(f"{name:<20}" + "".join(f"{c:>30}" for c in cells) + f"{rel:10.1e}", flush=True)
-    print(f"\n{'grid':<10} {'rule':<10} {'iterations':>10} {'rejected':>9} {'time s':>9} {'not converged':>14}")
-    for (g, label), (it, rej, t, bad) in totals.items():
-        print(f"{g:<10} {label:<10} {it:10d} {rej:9d} {t:9.2f} {bad:14d}")
+    print(f"\n{'grid':<10} {'rule':<10} {'iterations':>10} {'rejected':>9} {'to 1e-6':>8} {'time s':>9} "
+          f"{'not converged':>14}")
+    for (g, label), (it, rej, t, bad, to) in totals.items():
+        print(f"{g:<10} {label:<10} {it:10d} {rej:9d} {to:8d} {t:9.2f} {bad:14d}")
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

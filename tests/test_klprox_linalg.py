@@ -158,3 +158,58 @@ def test_view_row_pairs_give_the_split_gram_and_serve_the_full_form(monkeypatch)
         assert post.pairs is v.row_pairs
         # the split is the minimum-norm one: t = A z
         np.testing.assert_allclose(v.A.T @ v.lin + v.c, -np.append(Xs.T @ y, y.sum()), rtol=1e-12, atol=1e-12)
+
+
+def test_row_pairs_read_a_lower_triangle_from_lapack_in_place():
+    # the sparse-row state hands the row pairs LAPACK's lower triangle of V (Fortran order, zeros above)
+    from scipy.linalg import lapack
+
+    from varopt.solvers.klprox.posterior import _RowPairs
+    rng = np.random.default_rng(11)
+    N, D = 90, 14
+    A = sp.csr_matrix((rng.uniform(size=(N, D)) < 0.3) * rng.normal(size=(N, D)))
+    M = rng.normal(size=(D, 2 * D))
+    L = np.linalg.cholesky(M @ M.T + np.eye(D))
+    Linv = np.asfortranarray(np.linalg.inv(L))
+    Linv[np.triu_indices(D, 1)] = 0.0
+    low = lapack.dlauum(Linv, lower=1)[0]
+    assert low.flags.f_contiguous and not np.any(np.triu(low, 1))
+    V = Linv.T @ Linv
+    Ad = A.toarray()
+    ref = np.einsum("ij,jk,ik->i", Ad, V, Ad)
+    rp = _RowPairs(A, D)
+    np.testing.assert_allclose(rp.quad(low), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(rp.quad(V), ref, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(rp.quad(np.ascontiguousarray(V)), ref, rtol=1e-12, atol=1e-14)
+
+
+
+def test_gaussian_part_sums_equal_numpys_to_the_last_bit():
+    # the few terms of the Gaussian part are added without forming an array, in numpy's order
+    from varopt.solvers.klprox.posterior import _sum
+    rng = np.random.default_rng(12)
+    for n in (4, 5, 7):
+        for _ in range(2000):
+            p = tuple(rng.normal(size=n) * 10.0 ** rng.integers(-8, 8, n))
+            assert _sum(p) == float(np.sum(p))
+            assert _sum(abs(x) for x in p) == float(np.sum(np.abs(p)))
+
+
+def test_lapack_helpers_equal_scipy_and_raise_on_indefinite_matrices():
+    # the step rule catches LinAlgError from a factorization (a trial that left the positive definite cone)
+    import scipy.linalg as sla
+
+    from varopt.solvers.klprox.posterior import _cho_solve, _chol, _tri
+    rng = np.random.default_rng(13)
+    M = rng.normal(size=(7, 12))
+    A = M @ M.T
+    L = _chol(A)
+    np.testing.assert_array_equal(L, sla.cholesky(A, lower=True))
+    for b in (rng.normal(size=7), rng.normal(size=(7, 3))):
+        np.testing.assert_allclose(_tri(L, b), sla.solve_triangular(L, b, lower=True), rtol=1e-14)
+        np.testing.assert_allclose(_cho_solve(L, b), np.linalg.solve(A, b), rtol=1e-10)
+    with pytest.raises(np.linalg.LinAlgError):
+        _chol(A - 2 * np.linalg.eigvalsh(A)[-1] * np.eye(7))
+    with pytest.raises(np.linalg.LinAlgError):
+        _tri(np.tril(np.ones((3, 3))) - np.diag([0.0, 1.0, 1.0]), np.ones(3))
+    assert _chol(np.zeros((0, 0))).shape == (0, 0) and _cho_solve(np.zeros((0, 0)), np.zeros(0)).shape == (0,)

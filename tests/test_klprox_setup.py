@@ -170,3 +170,59 @@ def test_prior_with_folded_square_terms_is_symmetric(seed):
     H = p.objective.quadratic.hessian_matrix.toarray()
     np.testing.assert_allclose(P, H + sum((g.A.T @ sp.diags(2.0 * g.coef) @ g.A).toarray()
                                           for g in p.objective.atoms if g.kernel.quadratic), rtol=1e-13, atol=1e-12)
+
+
+def test_row_selection_of_two_entry_groups_equals_scipy_indexing():
+    # the contiguous-block selection of the feature rows (every other row empty) and its fallback
+    from varopt.solvers.klprox.view import _rows
+    rng = np.random.default_rng(7)
+    dense = (rng.uniform(size=(30, 9)) < 0.4) * rng.normal(size=(30, 9))
+    dense[::2] = 0.0                                   # the constant base rows of log(1 + exp(u))
+    dense[1, :] = 0.0                                  # an empty feature row among the selected ones
+    A = sp.csr_matrix(dense)
+    nnz = np.diff(A.indptr)
+    for sel in (np.arange(1, 30, 2), np.arange(3, 30, 2)[::-1], np.array([5, 9, 9, 13])):
+        B = _rows(A, sel, nnz)
+        _same_csr(B, A[sel])
+        assert not np.shares_memory(B.data, A.data) and not np.shares_memory(B.indices, A.indices)
+    dense[4, 2] = 1.5                                  # a nonzero outside the selection: scipy's indexing
+    A = sp.csr_matrix(dense)
+    _same_csr(_rows(A, np.arange(1, 30, 2), np.diff(A.indptr)), A[np.arange(1, 30, 2)])
+
+
+def test_dense_rows_and_upper_test_follow_the_view_matrix():
+    view = likelihood_view(_gp(0), FAMS)
+    D0 = view.dense_A()
+    np.testing.assert_array_equal(D0, view.A.toarray())
+    assert view.dense_A() is D0 and not view.upper()
+    view.A = sp.csr_matrix(np.triu(np.ones((view.N, view.D))))     # a new A: both formed again
+    np.testing.assert_array_equal(view.dense_A(), np.triu(np.ones((view.N, view.D))))
+    assert view.upper()
+
+
+def test_uniform_start_from_the_views_gram_equals_the_direct_state():
+    from varopt.solvers.klprox.posterior import FullGaussian
+    rng = np.random.default_rng(3)
+    X = (rng.uniform(size=(400, 80)) < 0.08).astype(float)      # binary features, as a1a: the row pairs
+    y = (rng.uniform(size=400) < 0.4).astype(float)
+    post = FullGaussian(likelihood_view(glm_program(X, y, "logistic", prior_var=2.0), FAMS))
+    assert post.pairs is not None and post.pairs._unit is not None      # A^T A formed by the view's split
+    for g0 in (1e-3, 0.7):
+        st = post.start(g0, at_prior_mean=False)
+        ref = post._direct_state(np.zeros(post.D), g0 * post.view.eye())
+        np.testing.assert_allclose(st.Lam, ref.Lam, rtol=1e-13, atol=1e-15)   # the same sums, rounded once more or less
+        np.testing.assert_allclose(st.vt, ref.vt, rtol=1e-13)
+
+
+
+def test_reflection_signs_follow_the_views_linear_parts():
+    # the rows' t = -lin/coef and their 0/1 signs are formed once per lin and coef, again when either is replaced
+    view = likelihood_view(_gp(0), FAMS)
+    sl = view.blocks[0][1]
+    t, sgn = view._reflect_t(sl)
+    np.testing.assert_array_equal(t, -view.lin[sl] / view.coef[sl])
+    assert sgn is not None and set(np.unique(sgn)) <= {-1.0, 1.0}
+    view.lin = 0.5 * view.lin                                      # fractional labels: no signs
+    t2, sgn2 = view._reflect_t(sl)
+    np.testing.assert_array_equal(t2, 0.5 * t)
+    assert sgn2 is None

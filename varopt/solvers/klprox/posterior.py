@@ -40,7 +40,6 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 from scipy.linalg.blas import dsyrk, dtrmm
 
-from .view import upper_entries
 
 _LOG2PI = np.log(2.0 * np.pi)
 _EPS = np.finfo(float).eps
@@ -50,12 +49,40 @@ WOODBURY_ROW_TOL = 1e-12
 WOODBURY_COND_TOL = 1e-8
 
 
+# LAPACK directly: scipy's wrappers look the routine up and validate their arguments on every call (3-7 us each at
+# D = 124-135, three or four calls a step); empty operands keep scipy's handling
 def _chol(M):
-    return sla.cholesky(M, lower=True, check_finite=False)
+    """Lower Cholesky factor (upper triangle zero); ``LinAlgError`` when ``M`` is not positive definite."""
+    if not M.size:
+        return sla.cholesky(M, lower=True, check_finite=False)
+    L, info = lapack.dpotrf(M, lower=1, clean=1)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
+    if info < 0:
+        raise ValueError(f"LAPACK dpotrf: illegal value in argument {-info}")
+    return L
 
 
 def _tri(L, B):
-    return sla.solve_triangular(L, B, lower=True, check_finite=False)
+    """``L^-1 B`` for a lower-triangular ``L``."""
+    if not (L.size and np.size(B)):
+        return sla.solve_triangular(L, B, lower=True, check_finite=False)
+    x, info = lapack.dtrtrs(L, B, lower=1)
+    if info > 0:
+        raise np.linalg.LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
+    if info < 0:
+        raise ValueError(f"LAPACK dtrtrs: illegal value in argument {-info}")
+    return x
+
+
+def _cho_solve(L, B):
+    """``(L L^T)^-1 B`` from the lower Cholesky factor ``L``."""
+    if not (L.size and np.size(B)):
+        return sla.cho_solve((L, True), B, check_finite=False)
+    x, info = lapack.dpotrs(L, B, lower=1)
+    if info < 0:
+        raise ValueError(f"LAPACK dpotrs: illegal value in argument {-info}")
+    return x
 
 
 def _symmetrize(low):
@@ -67,6 +94,12 @@ def _symmetrize(low):
     else:
         out[np.diag_indices_from(out)] *= 0.5
     return out
+
+
+def _sum(parts):
+    """``float(np.sum(parts))`` of fewer than 8 floats without forming the array: the same additions in the same order
+    (numpy adds so few values from the left)."""
+    return float(sum(float(p) for p in parts))
 
 
 def _tri_inv(L):
@@ -84,10 +117,10 @@ class _Base:
         # their pairs (sparse_rows) only meet A in matrix-vector products, as fast from the CSR matrix (a1a, 12 %
         # filled: no 1.6 MB dense copy)
         dense = self.N * self.D and view.A.nnz > 0.1 * self.N * self.D and not sparse_rows
-        self.A = view.A.toarray() if dense else view.A
+        self.A = view.dense_A() if dense else view.A
         self.A_T = self.A.T          # of a sparse A: a CSC view, made once (A^T alpha in every gradient)
         # a square lower-triangular A (whitened GP models, A = L_K): A^T G A by a triangular product
-        self.lower_square = bool(dense and self.N == self.D and not upper_entries(view.A))
+        self.lower_square = bool(dense and self.N == self.D and not view.upper())
         self.mu = view.mu
         self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
 
@@ -130,8 +163,9 @@ class _RowPairs:
     ``N D^2`` (a1a: 14.9 nonzeros of 124 per row, 1.9e5 pairs against 2.5e7 multiply-adds).
 
     Both are sparse matrix-vector products over the pairs: ``a_n^T V a_n = (Q vec(V))_n`` with ``Q`` (N x D^2)
-    holding ``a_ni a_nj`` (doubled off the diagonal) at the lower-triangle entry ``(j, i)`` of row ``n``, and the
-    Gram matrix ``= (T + T^T) / 2`` with ``T = Q^T g`` (the lower triangle, off-diagonal entries doubled: a CSC
+    holding ``a_ni a_nj`` (doubled off the diagonal) at the lower-triangle entry ``(j, i)`` of row ``n`` (``vec``:
+    Fortran order, so that a lower triangle from LAPACK is read in place), and the
+    Gram matrix ``= (T + T^T) / 2`` with ``T = Q^T g`` (one triangle, off-diagonal entries doubled: a CSC
     product over ``Q``'s own arrays, scattered into a D^2 vector in the order of the rows; the same sums, to the
     last bit, as a transposed undoubled copy of ``Q``, whose construction cost 0.7 ms a solve on a1a)."""
 
@@ -148,25 +182,26 @@ class _RowPairs:
         it = np.int32 if max(int(ptr[-1]), D * D) < 1 << 31 else np.int64
         ptr = ptr.astype(it)
         cnt = (A.indptr[1:].repeat(nnz) - np.arange(A.nnz)).astype(it)   # pairs (p, q >= p) in the row of entry p
-        # entry p of the pair: entry p repeated cnt_p times (a repeat, not a gather through an index array)
+        first = np.cumsum(cnt, dtype=it) - cnt                  # position of entry p's first pair, (p, p)
+        # entry q of the pair: p + position among p's pairs (a repeat, not a gather through an index array)
         q = np.arange(int(ptr[-1]), dtype=it)
-        q -= (np.cumsum(cnt, dtype=it) - cnt - np.arange(A.nnz, dtype=it)).repeat(cnt)   # p + position among p's
-        ci = A.indices.repeat(cnt)
-        cj = A.indices[q]                                       # ci <= cj (sorted rows)
-        diag = ci == cj
+        q -= (first - np.arange(A.nnz, dtype=it)).repeat(cnt)
         self.D, self.N = D, A.shape[0]
         binary = bool(np.all(A.data == 1.0))                   # binary features (a1a): every product is 1
         val = None if binary else A.data.repeat(cnt) * A.data[q]
+        # row n: a_ni a_nj at flat index i D + j, j >= i (sorted rows): the entry (i, j) of a C-ordered D x D array,
+        # the lower entry (j, i) of a Fortran-ordered one (what quad() reads of a lower triangle from LAPACK)
+        flat = A.indices.astype(it)[q]
         del q
-        flat = cj.astype(it, copy=False)
-        flat *= D
-        flat += ci                                              # row n: a_ni a_nj at the lower entry (j, i), j >= i
-        # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij
-        val2 = np.where(diag, 1.0, 2.0)
+        flat += (A.indices.astype(it) * it(D)).repeat(cnt)
+        # sum_i a_i^2 V_ii + 2 sum_{i<j} a_i a_j V_ij: 2 off the diagonal, 1 at each entry's first pair (p, p)
+        val2 = np.full(flat.size, 2.0)
+        val2[first] = 1.0
         if val is not None:
             val2 *= val
         self.Q = sp.csr_matrix((val2, flat, ptr), shape=(self.N, D * D))
         self.QT = self.Q.T                                      # a CSC view: no copy
+        self._unit = None
 
     @staticmethod
     def worth(A, D):
@@ -177,14 +212,30 @@ class _RowPairs:
         return float(np.sum(nnz * (nnz + 1) / 2)) * 50 <= A.shape[0] * float(D) ** 2
 
     def gram(self, g):
-        low = (self.QT @ g).reshape(self.D, self.D)            # off the diagonal: twice the Gram entry
+        low = (self.QT @ g).reshape(self.D, self.D)            # one triangle; off the diagonal: twice the Gram entry
         out = low + low.T
         out *= 0.5
         return out
 
+    def unit_gram(self):
+        """``A^T A`` (formed once: the view's split of section 1 and every uniform-curvature start use it)."""
+        if self._unit is None:
+            self._unit = self.gram(np.ones(self.N))
+        return self._unit
+
     def quad(self, V):
-        """``a_n^T V a_n`` for every row (``V`` symmetric)."""
-        return self.Q @ np.ascontiguousarray(V).ravel()
+        """``a_n^T V a_n`` for every row: ``V`` symmetric, or only its lower triangle held in a Fortran-ordered array
+        (LAPACK's output: read in place)."""
+        return self.Q @ V.ravel(order="F")
+
+
+class _LowerState(SimpleNamespace):
+    """A direct state that holds the lower triangle of ``V`` (``V_low``, zeros above: what the row pairs read); ``V``,
+    the symmetric matrix, is formed when asked for (the returned covariance)."""
+
+    @property
+    def V(self):
+        return _symmetrize(self.V_low)
 
 
 class FullGaussian(_Base):
@@ -194,7 +245,7 @@ class FullGaussian(_Base):
     magnitude = 0.0
 
     def __init__(self, view, woodbury=False):
-        worth = view.diagonal and _RowPairs.worth(view.A, view.D)
+        worth = view.diagonal and (view.row_pairs is not None or _RowPairs.worth(view.A, view.D))   # the view built them
         super().__init__(view, sparse_rows=worth)
         d = np.diag(self.P)
         self.P_diag = d.copy() if np.count_nonzero(self.P) == np.count_nonzero(d) else None   # nothing off the diagonal
@@ -208,7 +259,8 @@ class FullGaussian(_Base):
                              and self.P_diag is not None and 0 < self.N <= self.D and np.all(self.P_diag > 0))
         if self.woodbury:
             self.Sd = 1.0 / self.P_diag                          # Sigma = P^-1 (diagonal)
-            ASh = self.A * np.sqrt(self.Sd)                      # A Sigma^1/2
+            # A Sigma^1/2 (a whitened GP's prior is N(0, I): A itself, no product)
+            ASh = self.A if np.all(self.Sd == 1.0) else self.A * np.sqrt(self.Sd)
             if self.lower_square:
                 # C C^T of a lower-triangular C by LAPACK lauum (a third of syrk's flops): with J the reversal, J C J
                 # is upper triangular and C C^T = J (J C J)(J C J)^T J; lauum leaves the upper triangle of U U^T
@@ -229,7 +281,10 @@ class FullGaussian(_Base):
     def start(self, gamma0, at_prior_mean=True):
         """``V0^-1 = P + gamma0 A^T A``; the mean at the Gaussian part's mean ``mu`` or at 0."""
         m = self.mu.copy() if at_prior_mean else np.zeros(self.D)
-        return self._state(m, float(gamma0) * self.view.eye())
+        gt = float(gamma0) * self.view.eye()
+        if self.pairs is not None:   # uniform pseudo-precisions: gamma0 A^T A from the Gram the view's split formed
+            return self._direct_state(m, gt, gram=float(gamma0) * self.pairs.unit_gram())
+        return self._state(m, gt)
 
     def _state(self, m, gt):
         if self.woodbury:
@@ -283,14 +338,15 @@ class FullGaussian(_Base):
         return SimpleNamespace(m=m, gt=gt, L=None, Lam=None, Linv=None, V=None, vt=vt, B=B, LB=LB, LBinv=LBinv,
                                binv=binv, sg=sg)
 
-    def _direct_state(self, m, gt):
-        Lam = self.P + self._AtGA(gt)
+    def _direct_state(self, m, gt, gram=None):
+        Lam = self.P + (self._AtGA(gt) if gram is None else gram)
         L = _chol(Lam)
         Linv = _tri_inv(L)
         if self.pairs is not None:
-            # sparse rows (a1a): V = L^-T L^-1 (D^3), then a_n^T V a_n from the products of each row's nonzeros
-            V = Linv.T @ Linv
-            vt = self.pairs.quad(V)
+            # sparse rows (a1a): the lower triangle of V = L^-T L^-1 (LAPACK lauum, D^3 / 3 flops against 2 D^3 of the
+            # product), then a_n^T V a_n from the products of each row's nonzeros, which read that triangle only
+            low = lapack.dlauum(Linv, lower=1)[0]      # Linv's strict upper part: zeros (_tri_inv)
+            return _LowerState(m=m, gt=gt, L=L, Lam=Lam, Linv=Linv, V_low=low, vt=self.pairs.quad(low), LB=None)
         elif self.N:
             # dense rows (GP models: A = L_K): W = L^-1 A^T (a triangular product, N D^2 flops, half of A V) and vt
             # on the pattern from W^T W, a sum of squares: nothing cancels (the entries of A V A^T summed from A V
@@ -314,13 +370,13 @@ class FullGaussian(_Base):
     def _vmul(self, st, x):
         """``V x``; for a Woodbury state ``Sigma x - Sigma A^T G^1/2 B^-1 G^1/2 A Sigma x``."""
         if getattr(st, "LB", None) is None:
-            return sla.cho_solve((st.L, True), x, check_finite=False)
+            return _cho_solve(st.L, x)
         return self._woodbury_solve(st.LB, st.sg, x)
 
     def _woodbury_solve(self, LB, sg, x):
         """``(P + A^T S A)^-1 x`` with ``S = diag(sg^2)`` and ``LB`` the Cholesky factor of ``I + S^1/2 St S^1/2``."""
         Sx = self.Sd * x
-        h = sla.cho_solve((LB, True), sg * (self.A @ Sx), check_finite=False)
+        h = _cho_solve(LB, sg * (self.A @ Sx))
         return Sx - self.Sd * (self.A_T @ (sg * h))
 
     def warm(self, m, gt, alpha, mt=None):
@@ -345,8 +401,8 @@ class FullGaussian(_Base):
             trPV = self.D - self.N + float(np.sum(st.binv))
             logdetV = -self.logdetP - 2.0 * float(np.sum(np.log(np.diag(st.LB))))
             parts = (0.5 * m @ (self.P_diag * m), v.c @ m, v.k, 0.5 * trPV, -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
-            self.magnitude = float(np.sum(np.abs(parts)))
-            return float(np.sum(parts))
+            self.magnitude = _sum(abs(p) for p in parts)
+            return _sum(parts)
         Linv = st.Linv if getattr(st, "Linv", None) is not None else _tri_inv(st.L)
         if self.P_diag is not None:   # tr(P V) = sum_j P_jj ||L^-1 e_j||^2: no D^3 product for a diagonal prior
             trPV = float(np.einsum("ij,ij->j", Linv, Linv) @ self.P_diag)
@@ -354,8 +410,8 @@ class FullGaussian(_Base):
             trPV = float(np.sum(Linv * (Linv @ self.P)))
         logdetV = -2.0 * float(np.sum(np.log(np.diag(st.L))))
         parts = (0.5 * m @ self.P @ m, v.c @ m, v.k, 0.5 * trPV, -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
-        self.magnitude = float(np.sum(np.abs(parts)))
-        return float(np.sum(parts))
+        self.magnitude = _sum(abs(p) for p in parts)
+        return _sum(parts)
 
     def gradient(self, st, alpha):
         # kept on the state for the same (m, alpha): residuals() and the next step() both need it
@@ -393,7 +449,7 @@ class FullGaussian(_Base):
             M = (1.0 - r) * self.P + r * Lam
         else:
             M = self.P + r * self._AtGA(st.gt)
-        dm = sla.cho_solve((_chol(M), True), g, check_finite=False)
+        dm = _cho_solve(_chol(M), g)
         return self._state(st.m + (1.0 - r) * dm, gt)
 
     def residuals(self, st, alpha, gamma, vt):
@@ -504,7 +560,7 @@ class DualGaussian(_Base):
         if mt is not None:  # the previous Gaussian sites: (I + G St) z = nu - G A mu  (docs/klprox.md, section 3)
             st = self._state(-alpha, gt.copy())
             y = _site_shift(self.view, gt, alpha, mt) - self._gmul(gt, self.A @ self.mu)
-            st.z = y - _hmul(st.sg, sla.cho_solve((st.L, True), _hmul(st.sg, self.St @ y), check_finite=False))
+            st.z = y - _hmul(st.sg, _cho_solve(st.L, _hmul(st.sg, self.St @ y)))
             out.append(st)
         return out
 
@@ -515,14 +571,14 @@ class DualGaussian(_Base):
         tr = self.N - float(np.sum(st.binv))                 # tr(G^1/2 B^-1 G^1/2 St) = N - tr(B^-1)
         logdetB = 2.0 * float(np.sum(np.log(np.diag(st.L))))
         parts = (0.5 * st.z @ self.St @ st.z, -0.5 * tr, 0.5 * logdetB, self.C0)
-        self.magnitude = float(np.sum(np.abs(parts)))
-        return float(np.sum(parts))
+        self.magnitude = _sum(abs(p) for p in parts)
+        return _sum(parts)
 
     def step(self, st, alpha, gamma, r, natural=False):
         if natural:  # m+ = m + (1 - r) V+ g, g = -A^T (z + alpha): z+ = z - (1 - r) (I + G+ St)^-1 (z + alpha)
             new = self._state(st.z, r * st.gt + (1.0 - r) * gamma)
             y = st.z + alpha
-            x = y - _hmul(new.sg, sla.cho_solve((new.L, True), _hmul(new.sg, self.St @ y), check_finite=False))
+            x = y - _hmul(new.sg, _cho_solve(new.L, _hmul(new.sg, self.St @ y)))
             new.z = st.z - (1.0 - r) * x
             return new
         # z+ = (I + rG St)^-1 [r (I + G St) z - (1 - r) alpha] = z - (1 - r) (I + rG St)^-1 (z + alpha): the
@@ -531,7 +587,7 @@ class DualGaussian(_Base):
         y = st.z + alpha
         sr = _half(self.view, r * st.gt)
         Br = np.eye(self.N) + _hmul(sr, _hmul(sr, self.St).T)
-        x = y - _hmul(sr, sla.cho_solve((_chol(Br), True), _hmul(sr, self.St @ y), check_finite=False))
+        x = y - _hmul(sr, _cho_solve(_chol(Br), _hmul(sr, self.St @ y)))
         return self._state(st.z - (1.0 - r) * x, r * st.gt + (1.0 - r) * gamma)
 
     def residuals(self, st, alpha, gamma, vt):
@@ -547,7 +603,7 @@ class DualGaussian(_Base):
         return self.mu + self._SA() @ st.z
 
     def covariance(self, st):
-        Sigma = sla.cho_solve((self.view.P_chol, True), np.eye(self.D), check_finite=False)
+        Sigma = _cho_solve(self.view.P_chol, np.eye(self.D))
         F = _tri(st.L, _hmul(st.sg, self._SA().T))          # L^-1 G^1/2 A Sigma
         return Sigma - F.T @ F
 

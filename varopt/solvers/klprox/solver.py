@@ -24,7 +24,9 @@ sum (``1e-14`` times the magnitudes added up, ``info['rounding']``): such a step
 lowers the stationarity residual, and a rejected one at small residuals ends the run as converged.
 ``step_rule='fixed'`` runs the paper's constant ``beta``. With the natural mean step and the default cap, a step
 that cuts the largest residual to ``2 r`` or less (``r = 1/(1 + beta)``: the damping, not the problem, sets the
-rate) raises the cap (DAMPED; docs/klprox.md, section 4); a rejected trial returns it to 10.
+rate) raises the cap (DAMPED; docs/klprox.md, section 4); a rejected trial returns it to 10. From a cold start whose
+predictor standard deviations are all at most FIRST_SD (the posterior near the prior), the first FIRST_STEPS steps
+are tried at FIRST_BETA (Newton-like natural-gradient steps); a rejected trial falls back to ``beta``.
 
 Mean step (``mean_step='auto'``). The natural-parameter form ``m+ = m + (1 - r) V+ g`` (natural-gradient
 VI with step ``1 - r``; at ``beta -> inf`` the Newton-like NGD step of learning rate 1), with ``beta`` up to
@@ -104,6 +106,18 @@ DAMPED, BOOST_MAX = 2.0, 100.0
 #: beta_r / 2 and fail at beta_r cycles grow, reject, shrink: wine at delta = 3 spent 31 of its 99 evaluations on
 #: such rejected trials (docs/klprox.md, section 4). Every accepted step passes the same exact-ELBO test. 0: off
 REGROW_WINDOW = 5
+#: optimistic first steps (the deterministic adaptive natural step with the default cap and no ``beta`` given, from a
+#: cold start where every predictor's standard deviation is at most FIRST_SD, the scale on which the curvature of the
+#: logistic, Poisson and softmax terms changes: the likelihood is near its quadratic model there): the first
+#: FIRST_STEPS steps are tried at FIRST_BETA (r ~ 1e-3: natural-gradient VI at learning rate ~1, Newton-like), the
+#: largest size the default cap can reach (NATURAL_BETA_MAX * BOOST_MAX). A rejected trial falls back to the ``beta``
+#: option (1) and the default cap at once (one wasted evaluation); after the last of them the cap stays raised only
+#: when that step was damping-limited (DAMPED), else it returns to NATURAL_BETA_MAX. a1a at delta = 0.001: -ELBO within
+#: 1e-6 after 2 steps against 4. Ungated (every cold start) the wide priors lost (a1a delta >= 2.8, wine), hence
+#: the gate (docs/klprox.md, section 4). 0: off
+FIRST_STEPS = 2
+FIRST_BETA = NATURAL_BETA_MAX * BOOST_MAX
+FIRST_SD = 1.0
 
 
 class Cur(NamedTuple):
@@ -283,6 +297,7 @@ class KLProx:
         self.boost = 1.0                               # factor on the default natural cap
         self.accepted = 0                              # steps accepted by advance()
         self.rejected_at = None                        # (iteration, beta) of the last rejected trial (REGROW_WINDOW)
+        self.first_steps = 0                           # optimistic first steps left (FIRST_STEPS; set by solve())
 
     @property
     def beta_max(self):
@@ -312,6 +327,24 @@ class KLProx:
                 new = max(min(beta, self.beta_max), below)
         return new
 
+    def _near_quadratic(self, cur):
+        """Whether every predictor's standard deviation at the start is at most FIRST_SD (the scale on which the
+        curvature of the logistic, Poisson and softmax terms changes): the likelihood is then close to its quadratic
+        model over the start's spread and the undamped natural step is Newton-like."""
+        v = self.view
+        diag = cur.vt if v.diagonal else cur.vt[v.pat_i == v.pat_j]
+        return not diag.size or float(np.max(diag)) <= FIRST_SD ** 2
+
+    def _first_done(self, beta, damped):
+        """The step size after an accepted optimistic first step (FIRST_STEPS): FIRST_BETA again while some are left;
+        after the last, the raised cap is kept only when that step was damping-limited, else the default cap."""
+        self.first_steps -= 1
+        if self.first_steps:
+            return beta
+        if not damped:
+            self.boost = 1.0
+        return min(beta, self.beta_max)
+
     def evaluate(self, st):
         """``(neg_elbo, alpha, gamma, mt, vt)`` at the posterior state ``st``; ``self.scale`` is the sum of
         the magnitudes added up (the rounding level of ``neg_elbo`` is ``eps * scale``)."""
@@ -329,6 +362,7 @@ class KLProx:
         g0 = self.opts.gamma0
         warm = self.warm()
         self.start_beta = self.opts.beta
+        self.start_warm = False
         for _ in range(12):
             best = None
             with np.errstate(over="ignore", invalid="ignore"):
@@ -337,6 +371,7 @@ class KLProx:
                     ev = self.evaluate(st)
                     if math.isfinite(ev[0]) and (best is None or ev[0] < best[1][0]):
                         best, self.start_beta = (st, ev), beta
+                        self.start_warm = not any(st is s for s, _ in starts)
             if best is not None:
                 return best
             g0 = max(10.0 * g0, 1.0) * 10.0
@@ -396,7 +431,9 @@ class KLProx:
                 res2 = post.residuals(st2, a2, g2, vt2)
                 # the first step's ratio is not used for growth: the start's pseudo-precisions (gamma0) are a guess
                 damped = self._damped(beta, max(res2) / max(max(res), 1e-300)) and self.accepted > 0
-                if first:  # grow only after a step accepted at once (no grow/shrink cycling); faster when damped
+                if self.first_steps:
+                    beta = self._first_done(beta, damped)
+                elif first:  # grow only after a step accepted at once (no grow/shrink cycling); faster when damped
                     beta = self._grown(beta, opts.grow ** (1 + damped), it)
                 break
             if math.isfinite(f2) and f2 - f <= ROUNDING * self.scale:
@@ -410,6 +447,10 @@ class KLProx:
             first = False
             self.rejected_at = (it, beta)
             self.boost = 1.0      # a rejected step: back to the default cap
+            if self.first_steps:  # an optimistic first step (FIRST_STEPS) rejected: the option's beta from here
+                self.first_steps = 0
+                beta = min(self.start_beta, self.beta_max)
+                continue
             if f2 - f <= ROUNDING * self.scale and max(res) <= FLAT_RESIDUAL:
                 return None, beta, "converged", (f"the ELBO is flat to rounding (residuals {res[0]:.2e}, "
                                                  f"{res[1]:.2e})"), rejected
@@ -429,6 +470,9 @@ class KLProx:
         st, (f, alpha, gamma, mt, vt) = self.start()
         cur = Cur(st, f, alpha, gamma, mt, vt, post.residuals(st, alpha, gamma, vt))
         beta, rejected = self.start_beta, 0
+        if (FIRST_STEPS and self.natural and self.boostable and not self.start_warm
+                and "beta" not in self.opts.given and self._near_quadratic(cur)):
+            self.first_steps, self.boost, beta = FIRST_STEPS, BOOST_MAX, FIRST_BETA
         status, msg = None, ""
         window = []                                    # max residual at the start of each SWITCH_WINDOW
         run.incumbent(post.mean(st), objective=f)
