@@ -66,7 +66,10 @@ def _check_against_direct(view, gt, rng):
     alpha, gamma = rng.normal(size=view.N), rng.uniform(0.0, 0.25, view.N)
     rw, rd = wood.residuals(sw, alpha, gamma, sw.vt), direct.residuals(sd, alpha, gamma, sd.vt)
     assert abs(rw[0] - rd[0]) <= 1e-7 * rd[0]
-    assert abs(rw[1] - rd[1]) <= 1e-12 * rd[1]
+    # the covariance residual against the one of the 40-digit vt (the direct state's vt can be 5e-11 off where the
+    # Woodbury one is exact: hypothesis found N = 5, extra = 1, log_var = 1, sign = -1, seed = 86, lo = -2, span = 8)
+    rr = view.curvature_residual(gamma, gt, ref)
+    assert abs(rw[1] - rr) <= 1e-12 * rr
     for natural in (True, False):
         for r in (0.3, 0.9):
             nw, nd = wood.step(sw, alpha, gamma, r, natural), direct.step(sd, alpha, gamma, r, natural)
