@@ -104,13 +104,18 @@ def test_bounded_pair_gets_a_one_sided_row_and_a_split():
 
 
 def test_conical_row_of_a_block_moves_the_normalization_to_the_other_block():
-    """W[0,0] >= W[1,0] is kept by every scaling; the row sum(W[:,0]) == 1 would need a point with
-    W[:,0] != 0 in that cone in the case W = 0, so the H block is normalized instead."""
-    prob, W, H = _nmf_cvxpy(A32, 1, cons=[lambda W, H: W[0, 0] >= W[1, 0]])
+    """H[0,0] + H[0,1] <= 0 is kept by every scaling (with H >= 0 it forces H = 0). A row sum(H) == 1 would
+    need a point of that cone with H != 0 (the case of the proof where the normalized block is 0), so W
+    is normalized instead, and the optimum W H = 0, ||A||_F^2, is certified (sum(H) == 1: infeasible)."""
+    prob, W, H = _nmf_cvxpy(A32, 1, cons=[lambda W, H: H[0, 0] + H[0, 1] <= 0])
     pr = compile_model(prob)[0]
     (pair,) = scaling_pairs(pr)
-    assert {pr.names[v] for v in pair.S} == {"H[0,0]", "H[0,1]"}
+    assert {pr.names[v] for v in pair.S} == {"W[0,0]", "W[1,0]", "W[2,0]"}
     _assert_invariant(pr, pair)
+    prob.solve(method="gop", time_limit=30)
+    r = prob.varopt_result
+    assert r.status == "optimal"
+    assert r.upper_bound == pytest.approx(float(np.sum(A32 ** 2)), rel=1e-6)
 
 
 @pytest.mark.parametrize("case", ["linear", "square", "row", "bound", "row_nonneg_side"])
@@ -291,3 +296,54 @@ def test_option_scaling_off_and_symmetry_off_add_nothing():
         assert "scaling" not in prob.varopt_result.info
     with pytest.raises(Exception, match="scaling"):
         prob.solve(method="gop", scaling="on")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_bounded_rank1_nmfs_certified_at_the_scip_optimum(seed):
+    """Random 3 x 2 bounded rank-1 NMFs (boxes [0, 2]): the root split puts some
+    variable of the normalized block at its bound; whichever it is at the optimum, the optimum is certified
+    (dropping the box of that variable gives a bound above SCIP's optimum)."""
+    rng = np.random.default_rng(100 + seed)
+    A = rng.uniform(0, 3, (3, 2))
+    if seed % 2:  # the other column first: the optimum's largest h moves to the other box
+        A = A[:, ::-1].copy()
+    f = _scip_pyomo(_nmf_pyomo(A, 2.0))
+    r = pyo.SolverFactory("gop").solve(_nmf_pyomo(A, 2.0), time_limit=60).varopt_result
+    assert r.lower_bound <= f + 1e-6 * max(1, f)
+    assert r.status == "optimal" and r.upper_bound == pytest.approx(f, rel=1e-6)
+
+
+def test_every_feasible_point_has_an_image_in_a_root_box():
+    """The claim behind the root split (docs/gop.md §8e): for a feasible point of a bounded pair, the image
+    with c = 1 / max_v |z_v| / U_v over the normalized block is feasible, has the same objective, satisfies
+    the rows, and lies in one of the root boxes (checked by evaluation at random points of the box)."""
+    from types import SimpleNamespace
+
+    from varopt.solvers.gop.solver import _normalize_scaling
+    from varopt.solvers.gop.tree import GopTree
+
+    rng = np.random.default_rng(11)
+    A = rng.uniform(0, 3, (3, 2))
+    pr = compile_model(_nmf_pyomo(A, 2.0))[0]
+    pr2, info, split = _normalize_scaling(pr, products=True)
+    assert split is not None and len(split) == 1
+    boxes = GopTree._root_boxes(SimpleNamespace(root_split=split), pr.lb.copy(), pr.ub.copy())
+    (pair,) = scaling_pairs(pr)
+    S = np.asarray(pair.S)
+    T = np.asarray(pair.T)
+    hit = set()
+    for _ in range(200):
+        z = pr.complete_aux(np.concatenate([rng.uniform(0, 2, 3), rng.uniform(0, 2, 2)]))
+        c = 1.0 / np.max(np.abs(z[S]) * pair.weights)
+        z2 = z.copy()
+        z2[S] *= c
+        z2[T] /= c
+        z2 = pr.complete_aux(z2)
+        assert np.all(z2[:5] >= -1e-12) and np.all(z2[:5] <= 2.0 + 1e-12)
+        assert pr2.objective.value(z2) == pytest.approx(pr.objective.value(z), rel=1e-9)
+        for con in pr2.constraints:
+            assert con.lo - 1e-9 <= con.body.value(z2) <= con.hi + 1e-9, con.name
+        inside = [k for k, (l, u) in enumerate(boxes) if np.all(z2[:5] >= l[:5] - 1e-9) and np.all(z2[:5] <= u[:5] + 1e-9)]
+        assert inside
+        hit.update(inside)
+    assert hit == set(range(len(boxes)))
