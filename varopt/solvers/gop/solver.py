@@ -201,10 +201,17 @@ class GopSolver(Solver):
         # program, so both breakings hold together (docs/gop.md §8e)
         scal_info, split = None, None
         if opts.scaling == "auto" and opts.symmetry != "off":
-            program, scal_info, split = _normalize_scaling(program, products=lifted is not None)
+            base = program
+            program, scal_info, split = _normalize_scaling(base, products=lifted is not None)
             if scal_info is not None and scal_info["rows"]:
                 if outside is None:
-                    part = analyze(program, part.x.tolist())
+                    try:
+                        part = analyze(program, part.x.tolist())
+                    except ModelStructureError:
+                        # the RLT rows (products of the row with the other block) may leave the user's
+                        # biconvex partition; the normalization row alone never does (it is linear)
+                        program, scal_info, split = _normalize_scaling(base, products=False)
+                        part = analyze(program, part.x.tolist())
                 if lifted is not None:
                     lifted = Lifted(program)
                 else:
