@@ -23,8 +23,8 @@ SCIP check.  Each objective is convex in each block when the other block is fixe
   ``P == sum_i theta_i P0_i^T`` (``P`` a free variable, as in the example, bounded only through that
   row). The example's target ``(0.25, 0.3, 0.45)`` is reachable (optimum 0, where a relative gap says
   nothing); the instance uses ``x0 = (0.5, 0.2, 0.3)``, which is not. Bilinear equality rows ``P x == x``.
-* ``nmf_fro_free`` / ``nmf_sq_free``: rank-1 NMF exactly as DMCP's example writes it, ``w >= 0``, ``h >= 0`` and
-  nothing else (no normalization of the scale, so ``(c w, h / c)`` is a curve of optima; docs/gop.md §8e):
+* ``nmf_fro_free`` / ``nmf_sq_free``: rank-1 NMF exactly as DMCP's example writes it, the rows ``w >= 0``, ``h >= 0``
+  and nothing else (no normalization of the scale, so ``(c w, h / c)`` is a curve of optima; docs/gop.md §8e):
   ``min ||A - w h^T||_F`` with the ``A`` above (3 x 2) and ``min ||A4 - w h^T||_F^2`` with ``A4`` (4 x 3, below).
   ``A > 0``, so the best rank-1 approximation (Eckart-Young) has nonnegative Perron singular vectors and the
   optimum is the rank-1 SVD residual.
@@ -59,8 +59,11 @@ def _nmf_free(a, squared):
     m = pyo.ConcreteModel()
     m.I = pyo.RangeSet(0, len(a) - 1)
     m.J = pyo.RangeSet(0, len(a[0]) - 1)
-    m.w = pyo.Var(m.I, bounds=(0, None))
-    m.h = pyo.Var(m.J, bounds=(0, None))
+    m.w = pyo.Var(m.I)
+    m.h = pyo.Var(m.J)
+    # the constraints of DMCP's example, x >= 0 and y >= 0, as rows (as a CVXPY user writes them)
+    m.w_nonneg = pyo.Constraint(m.I, rule=lambda m, i: m.w[i] >= 0)
+    m.h_nonneg = pyo.Constraint(m.J, rule=lambda m, j: m.h[j] >= 0)
     sq = sum((a[i][j] - m.w[i] * m.h[j]) ** 2 for i in m.I for j in m.J)
     m.obj = pyo.Objective(expr=sq if squared else pyo.sqrt(sq))
     return m
