@@ -139,6 +139,26 @@ def test_nmf_optimum_against_brute_force():
     assert BY_NAME["nmf_fro"].optimum == pytest.approx(math.sqrt(best), rel=1e-8)
 
 
+@pytest.mark.parametrize("name,squared", [("nmf_fro_free", False), ("nmf_sq_free", True)])
+def test_free_nmf_optimum_is_the_rank1_svd_residual(name, squared):
+    """The unnormalized rank-1 NMFs: the Eckart-Young residual of A (A > 0, so the Perron singular vectors are
+    nonnegative) is attained by the model at w = s_1 u_1, h = v_1 and no rank-1 matrix does better."""
+    from gop_instances import multiconvex as mc
+    A_ = np.asarray(mc.A if name == "nmf_fro_free" else mc.A4)
+    assert (A_ > 0).all()
+    U, S, Vt = np.linalg.svd(A_)
+    best = float(np.sum(S[1:] ** 2))
+    best = best if squared else math.sqrt(best)
+    assert BY_NAME[name].optimum == pytest.approx(best, rel=1e-11)
+    m = BY_NAME[name].build()
+    u, v = np.abs(U[:, 0]) * S[0], np.abs(Vt[0])
+    for i in m.I:
+        m.w[i].set_value(float(u[i]))
+    for j in m.J:
+        m.h[j].set_value(float(v[j]))
+    assert pyo.value(m.obj) == pytest.approx(best, rel=1e-11)
+
+
 def test_dictlearn_optimum_against_brute_force():
     """dictlearn: at ||d|| = 1 (optimal: a shorter d only raises the l1 price of the fit) x is soft-thresholded."""
     from scipy.optimize import minimize_scalar

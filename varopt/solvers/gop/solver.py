@@ -33,6 +33,7 @@ from ...core.threads import SMALL_ORDER, blas_threads, option_threads
 from ...options import Option, Options, OptionSet, common_options, nonnegative, start_options, thread_options
 from ...registry import Solver, register_solver
 from ...program.evaluable import evaluable_point
+from ...program.scaling import scaling_pairs, with_scaling_rows
 from ...program.symmetry import with_order_rows
 from ...result import Result
 from .partition import Partition, analyze
@@ -98,6 +99,13 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
            "variable names declares the groups (the m-th names correspond; '*' matches one index, e.g. "
            "[['mu[0]', 'pi[0]', 'phi[*,0]'], ['mu[1]', 'pi[1]', 'phi[*,1]']]), checked exactly before use",
            symmetry_domain),
+    Option("scaling", "auto", "scaling symmetry of bilinear factorizations (docs/gop.md §8e): 'auto' detects blocks "
+           "X, Y that occur only in products x*y and in sign rows (NMF W[:, k], H[k, :]), so that x -> c x, "
+           "y -> y / c leaves the program invariant, and adds a valid normalization row per pair (sum(x) == 1 "
+           "when the scale is free; sum(x / U) >= 1 and, in the tree, a split of the root box on 'some x at its "
+           "bound' when both blocks have finite bounds); 'off' adds nothing (symmetry='off' also turns it off); "
+           "result.info['scaling'] lists the pairs, the rows and why", str, lambda v: v in ("auto", "off"),
+           "must be 'auto' or 'off'"),
     Option("presolve", True, "eliminate linear equalities of the primal block by substitution (e.g. "
            "sum(pi) == 1): one connected variable fewer per equality", bool),
 ] + thread_options("1 thread: the interior-point primal problems factor small dense matrices, and "
@@ -189,6 +197,29 @@ class GopSolver(Solver):
             # programs, which are one primal problem when no variable is connected)
             if mode == "auto" and outside is None and (lifted is None or lifted.nP or part.connected.size == 0):
                 lifted = None
+        # scaling symmetries first: the permutation symmetries below are then those of the normalized
+        # program, so both breakings hold together (docs/gop.md §8e)
+        scal_info, split = None, None
+        if opts.scaling == "auto" and opts.symmetry != "off":
+            base = program
+            program, scal_info, split = _normalize_scaling(base, products=lifted is not None)
+            if scal_info is not None and scal_info["rows"]:
+                if outside is None:
+                    try:
+                        part = analyze(program, part.x.tolist())
+                    except ModelStructureError:
+                        # the RLT rows (products of the row with the other block) may leave the user's
+                        # biconvex partition; the normalization row alone never does (it is linear)
+                        program, scal_info, split = _normalize_scaling(base, products=False)
+                        part = analyze(program, part.x.tolist())
+                if lifted is not None:
+                    lifted = Lifted(program)
+                else:
+                    split = None
+                run.progress("gop: scaling symmetry " + "; ".join(scal_info["pairs"]) + "; rows "
+                             + "; ".join(scal_info["rows"]) + (f"; {scal_info['split']}" if split else ""))
+            if split is None and scal_info is not None:
+                scal_info.pop("split", None)
         sym_info, order_names = None, None
         # a program without connected variables is solved as one convex primal problem: nothing to break
         orbits = orbits_for(program, opts.symmetry) if (part.connected.size or opts.symmetry not in ("auto", "off")) \
@@ -229,6 +260,7 @@ class GopSolver(Solver):
             if lifted is not None:
                 search = GopTree(program, part, opts, run, lifted)
                 search.local.complete = _completion(user, epi)
+                search.root_split = split
             else:
                 search = GopSearch(program, part, opts, run)
                 search.accept = None if stick is None else (
@@ -252,6 +284,8 @@ class GopSolver(Solver):
         if outside is not None:
             # the partition's named reason, for the user who expected GOP's primal/relaxed-dual iteration
             res.info["not_biconvex"] = f"{outside}; certified by the spatial tree (McCormick relaxation) instead"
+        if scal_info is not None:
+            res.info["scaling"] = scal_info
         if sym_info is not None:
             if getattr(search, "order_note", None):
                 sym_info["note"] = search.order_note
@@ -278,6 +312,40 @@ class GopSolver(Solver):
                 res.objective = float(program.objective.value(res.x))
             _load_evaluable(program, res, opts)
         return res
+
+
+#: at most this many root boxes from the disjunctions of bounded scaling pairs (a product over the pairs)
+MAX_SPLIT_BOXES = 64
+
+
+def _normalize_scaling(program, products=False):
+    """``(program', info, split)``: ``program`` with the normalization row of every scaling pair
+    (:mod:`varopt.program.scaling`; docs/gop.md §8e), the description for ``result.info['scaling']``
+    and the root split of the tree (a list of ``[(v, value), ...]`` disjunctions, one per bounded pair,
+    or None when there is none or the product of their sizes exceeds :data:`MAX_SPLIT_BOXES`)."""
+    pairs = scaling_pairs(program)
+    if not pairs:
+        return program, None, None
+    names = program.names
+    used = [pr for pr in pairs if pr.kind is not None]
+    info = {"pairs": [pr.describe(names) for pr in pairs],
+            "rows": [f"{pr.row_text(names)} ({pr.reason})" for pr in used],
+            "skipped": [f"{pr.describe(names)}: {pr.reason}" for pr in pairs if pr.kind is None]}
+    if not info["skipped"]:
+        del info["skipped"]
+    split = [pr.split for pr in used if pr.split]
+    boxes = math.prod(len(d) for d in split) if split else 0
+    if split and boxes <= MAX_SPLIT_BOXES:
+        info["split"] = (f"root box split into {boxes} boxes: in each pair some variable of the normalized "
+                         "block at its bound")
+    else:
+        split = None
+    if used:
+        program = with_scaling_rows(program, pairs, products=products)
+        if products:
+            info["rows"].append("each row times each variable of the partner block (implied rows; they bound the "
+                                "partner block through the products in the relaxation)")
+    return program, info, split
 
 
 def _completion(user, epi):

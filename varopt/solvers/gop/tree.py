@@ -79,6 +79,8 @@ class GopTree:
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
         self._last_lp = None
         self._last_duals = None
+        #: disjunctions that split the root box (:meth:`_root_boxes`), set by the solver
+        self.root_split = None
 
     def _out_of_time(self):
         tl = self.run.time_limit
@@ -240,7 +242,7 @@ class GopTree:
         l0, u0 = l.copy(), u.copy()
         UB, best = math.inf, None
         seq = itertools.count()
-        heap = [(-math.inf, next(seq), l, u, L, U, 0)]
+        heap = [(-math.inf, next(seq), cl, cu, L, U, 0) for cl, cu in self._root_boxes(l, u)]
         closed_lb = math.inf  # smallest bound of the nodes pruned by bound
         LB = -math.inf
         nodes = 0
@@ -390,6 +392,25 @@ class GopTree:
             run.stop("error", f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node "
                      "relaxations could not be solved); the bounds are valid")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
+
+    def _root_boxes(self, l, u):
+        """The root box, or its split by the disjunctions of ``root_split`` (bounded scaling pairs,
+        docs/gop.md §8e: in each pair some variable ``v`` of the normalized block sits at its bound
+        ``value``): one box per choice, with ``z_v`` fixed; a choice outside the (tightened) box holds
+        no feasible point and is dropped."""
+        if not self.root_split:
+            return [(l, u)]
+        out = []
+        for choice in itertools.product(*self.root_split):
+            cl, cu = l.copy(), u.copy()
+            for v, val in choice:
+                tol = 1e-6 * max(1.0, abs(val))  # OBBT bounds carry LP tolerances
+                if not (cl[v] - tol <= val <= cu[v] + tol):
+                    break
+                cl[v] = cu[v] = val
+            else:
+                out.append((cl, cu))
+        return out
 
     def _rc_tighten(self, l, u, L, U, UB):
         """Reduced-cost tightening of the node box with the last node LP's duals (:mod:`.dualbt`):
