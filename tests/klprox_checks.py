@@ -19,3 +19,13 @@ def logistic_neg_elbo_200(view, r):
     ref = quad + lik - 0.5 * (view.D * (1 + math.log(2 * math.pi)) + np.linalg.slogdet(V)[1])
     A = view.A.toarray()
     return ref, np.einsum("ij,jk,ik->i", A, V, A)
+
+
+def logistic_program(prior_var, seed=0, N=300, D=8):
+    """A random Bayesian logistic regression (labels drawn from the model), prior ``N(0, prior_var I)``."""
+    from scipy.special import expit
+    from varopt.formulations.bayes_glm import glm_program
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    y = (rng.uniform(size=N) < expit(X @ rng.normal(size=D))).astype(float)
+    return glm_program(X, y, "logistic", prior_var=prior_var)

@@ -349,7 +349,6 @@ def test_expressions_from_traced_rows_equal_the_checked_construction(seed):
     D = rng.standard_normal((m, n)) * (rng.random((m, n)) < 0.08)
     D[3] = 0.0  # an empty row
     D[5] = rng.standard_normal(n)  # dense storage
-    A = sp.csr_matrix(D)
     # a stored zero in row 0, next to real entries (canonical: sorted, no duplicates)
     r0 = sorted(set(np.flatnonzero(D[0]).tolist()) | {1, 2})
     data = [D[0, j] if j not in (1, 2) or D[0, j] else 0.0 for j in r0]

@@ -3,20 +3,17 @@ while accepted steps are limited by the damping, never beyond a user's ``beta_ma
 and the same optimum as the fixed cap of 10."""
 import numpy as np
 import pytest
-from scipy.special import expit
 
 import varopt  # noqa: F401  (registers the solvers)
-from varopt.formulations.bayes_glm import glm_program
 from varopt.registry import get_solver
+
+from klprox_checks import logistic_program
 
 S = get_solver("klprox")
 
 
 def _program(prior_var, seed=0, N=200, D=6):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(N, D))
-    y = (rng.uniform(size=N) < expit(X @ rng.normal(size=D))).astype(float)
-    return glm_program(X, y, "logistic", prior_var=prior_var)
+    return logistic_program(prior_var, seed, N, D)
 
 
 def _betas(r):

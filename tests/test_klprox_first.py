@@ -4,21 +4,19 @@ posterior is near the prior, the same optimum, a monotone ELBO, the previous tra
 ``beta``), and one wasted trial when the first step is rejected."""
 import numpy as np
 import pytest
-from scipy.special import expit
 
 import varopt  # noqa: F401  (registers the solvers)
 from varopt.formulations.bayes_glm import glm_program
 from varopt.registry import get_solver
 from varopt.solvers.klprox import solver as KS
 
+from klprox_checks import logistic_program
+
 S = get_solver("klprox")
 
 
 def _logistic(prior_var, seed=0, N=300, D=8):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(N, D))
-    y = (rng.uniform(size=N) < expit(X @ rng.normal(size=D))).astype(float)
-    return glm_program(X, y, "logistic", prior_var=prior_var)
+    return logistic_program(prior_var, seed, N, D)
 
 
 def _poisson(seed=0, N=60, D=4):

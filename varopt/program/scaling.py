@@ -88,7 +88,6 @@ def _is_conical(c):
 def scaling_pairs(program):
     """The scaling pairs of ``program`` (a list of :class:`ScalingPair`, normalization chosen)."""
     p = program.fold_bound_rows()
-    n = p.n
     lb, ub = p.lb, p.ub
     ok = _bound_pattern_ok(lb, ub)
     if p.binary is not None:

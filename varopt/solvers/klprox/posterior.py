@@ -51,15 +51,21 @@ WOODBURY_COND_TOL = 1e-8
 
 # LAPACK directly: scipy's wrappers look the routine up and validate their arguments on every call (3-7 us each at
 # D = 124-135, three or four calls a step); empty operands keep scipy's handling
+def _lapack_info(routine, info, singular=None, base=1):
+    """Raise for a LAPACK ``info``: ``LinAlgError`` (message ``singular`` with ``{k}`` the position, counted from
+    ``base``) when positive, ``ValueError`` when negative (an illegal argument)."""
+    if info > 0 and singular is not None:
+        raise np.linalg.LinAlgError(singular.format(k=info - 1 + base))
+    if info < 0:
+        raise ValueError(f"LAPACK {routine}: illegal value in argument {-info}")
+
+
 def _chol(M):
     """Lower Cholesky factor (upper triangle zero); ``LinAlgError`` when ``M`` is not positive definite."""
     if not M.size:
         return sla.cholesky(M, lower=True, check_finite=False)
     L, info = lapack.dpotrf(M, lower=1, clean=1)
-    if info > 0:
-        raise np.linalg.LinAlgError(f"{info}-th leading minor not positive definite")
-    if info < 0:
-        raise ValueError(f"LAPACK dpotrf: illegal value in argument {-info}")
+    _lapack_info("dpotrf", info, "{k}-th leading minor not positive definite")
     return L
 
 
@@ -68,10 +74,7 @@ def _tri(L, B):
     if not (L.size and np.size(B)):
         return sla.solve_triangular(L, B, lower=True, check_finite=False)
     x, info = lapack.dtrtrs(L, B, lower=1)
-    if info > 0:
-        raise np.linalg.LinAlgError(f"singular matrix: resolution failed at diagonal {info - 1}")
-    if info < 0:
-        raise ValueError(f"LAPACK dtrtrs: illegal value in argument {-info}")
+    _lapack_info("dtrtrs", info, "singular matrix: resolution failed at diagonal {k}", base=0)
     return x
 
 
@@ -80,8 +83,7 @@ def _cho_solve(L, B):
     if not (L.size and np.size(B)):
         return sla.cho_solve((L, True), B, check_finite=False)
     x, info = lapack.dpotrs(L, B, lower=1)
-    if info < 0:
-        raise ValueError(f"LAPACK dpotrs: illegal value in argument {-info}")
+    _lapack_info("dpotrs", info)
     return x
 
 
