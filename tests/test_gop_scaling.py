@@ -421,3 +421,31 @@ def test_random_rank1_programs_lower_bound_valid_and_certified(seed, bounds, neg
     assert r.lower_bound <= ref + tol, (seed, r.lower_bound, ref)
     assert r.status == "optimal" and r.upper_bound == pytest.approx(ref, rel=1e-6, abs=1e-6), (seed, r.status, ref)
     assert "scaling" in r.info
+
+
+def test_rows_without_products_when_the_products_would_leave_the_partition(monkeypatch):
+    """The RLT products of the normalization row are dropped (the row alone kept) when the partition analysis
+    refuses the program with them (docs/gop.md §8e): simulated by an analysis that refuses any program holding a
+    product row; the solve still certifies the rank-1 SVD residual."""
+    from varopt.errors import ModelStructureError
+    from varopt.solvers.gop import solver as gop_solver
+    real = gop_solver.analyze
+    refused = []
+
+    def analyze(program, *a, **k):
+        if any("]*" in c.name for c in program.constraints):
+            refused.append(True)
+            raise ModelStructureError("simulated: the products leave the biconvex partition")
+        return real(program, *a, **k)
+
+    monkeypatch.setattr(gop_solver, "analyze", analyze)
+    A = np.abs(np.random.default_rng(5).normal(size=(3, 3))) + 0.1
+    prob, W, H = _nmf_cvxpy(A, 1)       # sums of squares: biconvex, so the partition is analysed (mode='tree')
+    prob.solve(method="gop", mode="tree", time_limit=60)
+    r = prob.varopt_result
+    assert refused, "the product rows were never offered"
+    rows = r.info["scaling"]["rows"]
+    assert len(rows) == 1 and "==" in rows[0] and not any("times each variable" in s for s in rows)
+    best = _svd_rank1_residual(A) ** 2
+    assert r.status == "optimal", (r.status, r.lower_bound, r.upper_bound)
+    assert r.lower_bound <= best + 1e-9 * max(1, best) and r.upper_bound == pytest.approx(best, rel=2e-6)

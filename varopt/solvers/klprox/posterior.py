@@ -425,13 +425,19 @@ class FullGaussian(_Base):
         st.grad = (st.m, alpha, g)
         return g
 
-    def step(self, st, alpha, gamma, r, natural=False, mean_gamma=None):
+    def newton_direction(self, st, alpha, mean_gamma):
+        """``(P + A^T Gm A)^-1 g``: the Newton direction of a decoupled view's mean part (``Gm`` its exact Hessian on
+        the pattern, :meth:`LikelihoodView.mean_curvature`); independent of the step size, so formed once per
+        iterate and shared by its trials (:meth:`step`'s ``mean_dir``)."""
+        g = self.gradient(st, alpha)
+        return sla.cho_solve((_chol(self.P + self._AtGA(mean_gamma)), True), g, check_finite=False)
+
+    def step(self, st, alpha, gamma, r, natural=False, mean_dir=None):
         g = self.gradient(st, alpha)
         gt = r * st.gt + (1.0 - r) * gamma
-        if mean_gamma is not None:  # Newton mean step of a decoupled view: m+ = m + (1 - r) (P + A^T Gm A)^-1 g
+        if mean_dir is not None:  # Newton mean step of a decoupled view: m+ = m + (1 - r) (P + A^T Gm A)^-1 g
             new = self._state(st.m, gt)
-            dm = sla.cho_solve((_chol(self.P + self._AtGA(mean_gamma)), True), g, check_finite=False)
-            new.m = st.m + (1.0 - r) * dm
+            new.m = st.m + (1.0 - r) * mean_dir
             return new
         if natural:  # natural-parameter form: m+ = m + (1 - r) V+ g
             new = self._state(st.m, gt)

@@ -409,14 +409,17 @@ class KLProx:
         f, res = cur.f, cur.res
         fixed = opts.step_rule == "fixed"
         first, rejected = True, 0
+        newton_dir = None
         while True:
             r = 1.0 / (1.0 + beta)
             res2 = None
             try:
                 with np.errstate(over="ignore", invalid="ignore"):
                     if self.newton and self.natural:
-                        st2 = post.step(cur.st, cur.alpha, cur.gamma, r, natural=True,
-                                        mean_gamma=self.view.mean_curvature(self.fams, cur.mt, cur.gamma))
+                        if newton_dir is None:   # one Newton direction per iterate, shared by its trials
+                            newton_dir = post.newton_direction(
+                                cur.st, cur.alpha, self.view.mean_curvature(self.fams, cur.mt, cur.gamma))
+                        st2 = post.step(cur.st, cur.alpha, cur.gamma, r, natural=True, mean_dir=newton_dir)
                     else:
                         st2 = post.step(cur.st, cur.alpha, cur.gamma, r, natural=self.natural)
                     f2, a2, g2, mt2, vt2 = self.evaluate(st2)
