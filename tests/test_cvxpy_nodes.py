@@ -286,6 +286,38 @@ def test_products_with_at_most_one_entry_per_row_match_scipy():
     assert not nodes._at_most_one_per_row(two)
 
 
+def test_take_rows_of_consecutive_rows_is_scipys_indexing_with_own_arrays():
+    """Consecutive rows (a block, the rows kept after singleton rows leave) are sliced from the arrays: the same
+    matrix as scipy's ``M[rows]`` in canonical form, for every block of random matrices (empty rows, a stored zero,
+    int32 and int64 indices), and arrays the result owns (writing to them leaves ``M`` unchanged)."""
+    from varopt.core.csr import take_rows
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        k, n = int(rng.integers(1, 9)), int(rng.integers(1, 7))
+        M = nodes._csr(_random_csr(rng, k, n, density=0.4))
+        if trial % 4 == 0 and M.nnz:
+            M.data[rng.integers(M.nnz)] = 0.0
+        if trial % 2:
+            M = sp.csr_matrix((M.data, M.indices.astype(np.int64), M.indptr.astype(np.int64)), shape=M.shape)
+        before = M.toarray()
+        for r0 in range(k):
+            for r1 in range(r0 + 1, k + 1):
+                rows = np.arange(r0, r1)
+                T = take_rows(M, rows)
+                T.check_format(full_check=True)
+                ref = M[rows]
+                np.testing.assert_array_equal(T.toarray(), ref.toarray())
+                np.testing.assert_array_equal(T.indptr, ref.indptr)
+                np.testing.assert_array_equal(T.indices, ref.indices)
+                np.testing.assert_array_equal(T.data, ref.data)
+                T.data[:] = 7.0
+                T.indices[:] = 0
+                np.testing.assert_array_equal(M.toarray(), before)
+        for rows in (np.array([0, 0]), np.array([1, 0]), np.zeros(0, dtype=np.int64)):  # not a block: gathered
+            rows = rows[rows < k]
+            np.testing.assert_array_equal(take_rows(M, rows).toarray(), M[rows].toarray())
+
+
 def test_scalar_diagonal_is_a_scaled_identity():
     for d in (1.0, -2.5, np.float64(3.0)):
         D = nodes._diagonal(d, 4)
@@ -381,3 +413,29 @@ def test_expressions_from_traced_rows_equal_the_checked_construction(seed):
             np.testing.assert_array_equal(va, vb)
         elif k != "quadratic":
             assert va == vb
+
+
+def test_dense_to_csr_is_scipys_construction_and_owns_its_arrays():
+    """Dense constants of ``@`` become csr from their arrays: scipy's ``csr_matrix(val)`` array by array (data,
+    indices, indptr) for arrays with and without zeros, all zeros, empty dimensions, broadcast and Fortran-ordered
+    views; the result never shares memory with ``val`` (the program sorts its matrices in place)."""
+    from varopt.core.csr import dense_to_csr
+    rng = np.random.default_rng(12)
+    cases = [np.zeros((0, 3)), np.zeros((3, 0)), np.zeros((2, 3)), np.ones((1, 1)),
+             np.broadcast_to(np.arange(1.0, 4.0), (5, 3)), np.asfortranarray(rng.normal(size=(4, 6)))]
+    for trial in range(40):
+        p, q = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        val = rng.normal(size=(p, q))
+        if trial % 2:
+            val[rng.random((p, q)) < 0.4] = 0.0
+        cases.append(val)
+    for val in cases:
+        M = dense_to_csr(val)
+        ref = sp.csr_matrix(val)
+        M.check_format(full_check=True)
+        assert M.shape == ref.shape
+        np.testing.assert_array_equal(M.indptr, ref.indptr)
+        np.testing.assert_array_equal(M.indices, ref.indices)
+        np.testing.assert_array_equal(M.data, ref.data)
+        assert M.indices.dtype == ref.indices.dtype and M.indptr.dtype == ref.indptr.dtype
+        assert not np.shares_memory(M.data, val)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
+from ..core.csr import dense_to_csr
 from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _group_matrix, _repeat_diag,
                           _selection_matrix, _shape, _size, _stack)
 
@@ -137,10 +138,7 @@ class _AffineTracer:
                 raise InputDataError(f"{self.where}: sparse constant of shape {M.shape} contains {bad}")
             return M.reshape(shape2d) if M.shape != shape2d else M
         val = np.broadcast_to(self.const_value(expr), _shape(expr)).reshape(shape2d)
-        # the csr arrays of the dense array directly (scipy's dense constructor goes through coo)
-        nz = val != 0
-        indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(nz, axis=1))])
-        return _csr_raw(val[nz], np.nonzero(nz)[1], indptr, shape2d)
+        return dense_to_csr(val)
 
     def const_node(self, shape, val):
         val = np.asarray(val, dtype=float)
