@@ -439,3 +439,47 @@ def test_dense_to_csr_is_scipys_construction_and_owns_its_arrays():
         np.testing.assert_array_equal(M.data, ref.data)
         assert M.indices.dtype == ref.indices.dtype and M.indptr.dtype == ref.indptr.dtype
         assert not np.shares_memory(M.data, val)
+
+
+@pytest.mark.parametrize("case", [((2, 3), (3, 2), "F"), ((2, 3), (3, 2), "C"), ((6,), (2, 3), "C"),
+                                  ((6,), (2, 3), "F"), ((2, 3), (6,), "C"), ((3,), (1, 3), "C"),
+                                  ((4, 1), (2, 2), "C"), ((1,), (), "C")])
+def test_reshape_compiles_to_cvxpys_entries(case, monkeypatch):
+    """``reshape`` (and ``vec``) take the tracer's own permutation (no CVXPY ``numeric``; column-major and identity
+    permutations share the argument's matrices): the compiled objective -- linear, square and log-sum-exp entries
+    of reshaped expressions, each with its own weight -- and the rows of a reshaped constraint equal CVXPY's values
+    at random points."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_affine import _AffineTracer
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+
+    generic = _AffineTracer._selection
+
+    def no_numeric(self, expr, shape):
+        assert type(expr).__name__ != "reshape", "reshape took the generic selection"
+        return generic(self, expr, shape)
+    monkeypatch.setattr(_AffineTracer, "_selection", no_numeric)
+    src, dst, order = case
+    rng = np.random.default_rng(13)
+    x = cp.Variable(src, name="x")
+    y = cp.Variable(3, name="y")
+    aff = 2.0 * x + rng.standard_normal(src)
+    Z = cp.reshape(cp.hstack([cp.vec(x, order="F"), y]), (int(np.prod(src)) + 3, 1), order="F") @ np.ones((1, 2))
+    lse = cp.log_sum_exp(Z, axis=1)  # one group per entry of x and y
+    k = int(np.prod(src))
+    sizes = int(np.prod(dst))
+    w1, w2, w3 = rng.standard_normal(dst), rng.random(dst) + 0.5, rng.random(dst) + 0.5
+    r = cp.reshape(aff, dst, order=order)
+    obj = (cp.sum(cp.multiply(w1, r)) + cp.sum(cp.multiply(w2, cp.square(cp.reshape(x, dst, order=order))))
+           + cp.sum(cp.multiply(w3, cp.reshape(lse[:k], dst, order=order))))
+    prob = cp.Problem(cp.Minimize(obj), [cp.reshape(x, dst, order=order) <= np.arange(sizes).reshape(dst)])
+    program, _ = compile_cvxpy(prob)
+    for _ in range(4):
+        px, py = rng.standard_normal(k), rng.standard_normal(3)
+        x.value, y.value = px.reshape(src), py
+        pt = np.concatenate([px, py])  # program columns: x's entries in C order, then y
+        assert abs(program.objective.value(pt) - prob.objective.value) <= 1e-12 * max(1.0, abs(prob.objective.value))
+        body = np.array([c.body.value(pt) - c.hi for c in program.constraints])
+        want = (np.reshape(px.reshape(src), dst, order=order) - np.arange(sizes).reshape(dst)).ravel(order="C")
+        np.testing.assert_allclose(body, want, rtol=1e-13, atol=1e-13)

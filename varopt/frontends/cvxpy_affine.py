@@ -220,6 +220,25 @@ class _AffineTracer:
         L._varopt_selection = True  # basic indexing never repeats an entry
         return z.apply(L, shape)
 
+    def _reshape(self, expr, shape):
+        """``reshape(x, shape, order)`` (also ``vec``): output entry ``e`` (column-major, as nodes store entries) is
+        input entry ``src[e]`` of numpy's reshape of the entry numbers (what CVXPY's ``numeric`` applies) -- no
+        1-based float arrays through CVXPY. In column-major order, and whenever ``src`` is the identity (a row or
+        column vector in either order), the node is the argument's with the new shape: its matrices are shared
+        (nodes are never modified in place), no product."""
+        data = expr.get_data()
+        order = data[1] if isinstance(data, (list, tuple)) and len(data) == 2 else None
+        z = self.trace(expr.args[0])
+        m = z.m
+        if order not in ("F", "C") or m != _size(shape):
+            return self._selection(expr, shape)
+        src = np.arange(m).reshape(z.shape, order="F").reshape(shape, order=order).ravel(order="F")
+        if order == "F" or np.array_equal(src, np.arange(m)):
+            return _Node(shape, self.n, z.A, z.c, list(z.Q), list(z.rows), list(z.lse))
+        L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, m))
+        L._varopt_selection = True  # a permutation: distinct entries
+        return z.apply(L, shape)
+
     def _probe(self, expr, shape):
         """Other affine atoms (cumsum, diff, kron/conv with a constant, ...): probe ``numeric``.
 
