@@ -318,7 +318,7 @@ def _to_expressions(z, n, order_c=False):
     if order_c and z.shape:
         entries = np.arange(m).reshape(z.shape, order="F").ravel(order="C")
     A = _canonical(z.A)
-    if not np.all(A.data[:A.indptr[-1]]):  # stored zeros (x - x): dropped once here, not per row
+    if not A.data[:A.indptr[-1]].all():  # stored zeros (x - x): dropped once here, not per row
         A = A.copy()
         A.eliminate_zeros()
     cols64 = A.indices.astype(np.int64)  # every row's columns as views of one conversion
@@ -330,7 +330,7 @@ def _to_expressions(z, n, order_c=False):
             return None, None
         if len(pairs) == 1:  # one object: its weights as they are (no hstack), canonical and without stored zeros
             W = _canonical(pairs[0][1])
-            if not np.all(W.data[:W.indptr[-1]]):
+            if not W.data[:W.indptr[-1]].all():
                 W = W.copy()
                 W.eliminate_zeros()
             return [get(pairs[0][0])], W
