@@ -483,3 +483,54 @@ def test_reshape_compiles_to_cvxpys_entries(case, monkeypatch):
         body = np.array([c.body.value(pt) - c.hi for c in program.constraints])
         want = (np.reshape(px.reshape(src), dst, order=order) - np.arange(sizes).reshape(dst)).ravel(order="C")
         np.testing.assert_allclose(body, want, rtol=1e-13, atol=1e-13)
+
+
+def test_constraints_against_constants_compile_to_cvxpys_residuals(monkeypatch):
+    """A constraint between an expression and a constant (``x[:5] >= 0``, ``sum(x) <= 1``, ``M <= X``) takes the
+    body ``g - c`` without a node for the constant (the general sum is not called); expressions that need
+    broadcasting to the constant's shape take the general sum. Every compiled row equals CVXPY's residual of
+    the same constraint at random points (each side's sign, scalar/vector/matrix constants in column-major
+    broadcast, equality, a nonlinear side), and a NaN constant is still named."""
+    import cvxpy as cp
+
+    from varopt.errors import InputDataError
+    from varopt.frontends import cvxpy_compile
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+
+    rng = np.random.default_rng(14)
+    x = cp.Variable(6, name="x")
+    X = cp.Variable((2, 3), name="X")
+    t = cp.Variable(name="t")
+    M = rng.standard_normal((2, 3))
+    v = rng.standard_normal(6)
+    cons = [x[:5] >= 0, cp.sum(x[2:5]) <= 0.5, X <= M, M >= 2 * X + 1, 0 <= X[:, 1], x == v,
+            cp.square(x[1:3]) <= np.array([1.0, 2.0]), X >= 0.25, 1.5 >= cp.sum(X, axis=0),
+            t <= v]  # the last broadcasts the expression: the general sum
+    calls = []
+    general = cvxpy_compile._add
+
+    def counted(nodes, shape):
+        calls.append(shape)
+        return general(nodes, shape)
+    monkeypatch.setattr(cvxpy_compile, "_add", counted)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x) + cp.sum_squares(X) + t ** 2), cons)
+    program, _ = compile_cvxpy(prob)
+    assert calls == [(6,)]  # only t <= v
+    for _ in range(4):
+        px, pX, pt = rng.standard_normal(6), rng.standard_normal((2, 3)), rng.standard_normal()
+        x.value, X.value, t.value = px, pX, pt
+        point = np.concatenate([px, pX.ravel(order="C"), [pt]])
+        got = {}
+        for c in program.constraints:
+            k = int(c.name[1:].split("[")[0])
+            side = c.hi if np.isfinite(c.hi) else c.lo
+            got.setdefault(k, []).append(c.body.value(point) - side)
+        for k, con in enumerate(cons):
+            lhs, rhs = con.args
+            flip = not lhs.variables() and rhs.variables()
+            res = (rhs.value - lhs.value) if flip else (lhs.value - rhs.value)
+            want = np.broadcast_to(res, np.broadcast_shapes(lhs.shape, rhs.shape)).ravel(order="C")
+            np.testing.assert_allclose(got[k], want, rtol=1e-13, atol=1e-13, err_msg=str(con))
+    bad = cp.Problem(cp.Minimize(cp.sum_squares(x)), [x <= np.array([1.0, np.nan, 0, 0, 0, 0])])
+    with pytest.raises(InputDataError, match="NaN"):
+        compile_cvxpy(bad)
