@@ -286,6 +286,38 @@ def test_products_with_at_most_one_entry_per_row_match_scipy():
     assert not nodes._at_most_one_per_row(two)
 
 
+def test_take_rows_of_consecutive_rows_is_scipys_indexing_with_own_arrays():
+    """Consecutive rows (a block, the rows kept after singleton rows leave) are sliced from the arrays: the same
+    matrix as scipy's ``M[rows]`` in canonical form, for every block of random matrices (empty rows, a stored zero,
+    int32 and int64 indices), and arrays the result owns (writing to them leaves ``M`` unchanged)."""
+    from varopt.core.csr import take_rows
+    rng = np.random.default_rng(11)
+    for trial in range(60):
+        k, n = int(rng.integers(1, 9)), int(rng.integers(1, 7))
+        M = nodes._csr(_random_csr(rng, k, n, density=0.4))
+        if trial % 4 == 0 and M.nnz:
+            M.data[rng.integers(M.nnz)] = 0.0
+        if trial % 2:
+            M = sp.csr_matrix((M.data, M.indices.astype(np.int64), M.indptr.astype(np.int64)), shape=M.shape)
+        before = M.toarray()
+        for r0 in range(k):
+            for r1 in range(r0 + 1, k + 1):
+                rows = np.arange(r0, r1)
+                T = take_rows(M, rows)
+                T.check_format(full_check=True)
+                ref = M[rows]
+                np.testing.assert_array_equal(T.toarray(), ref.toarray())
+                np.testing.assert_array_equal(T.indptr, ref.indptr)
+                np.testing.assert_array_equal(T.indices, ref.indices)
+                np.testing.assert_array_equal(T.data, ref.data)
+                T.data[:] = 7.0
+                T.indices[:] = 0
+                np.testing.assert_array_equal(M.toarray(), before)
+        for rows in (np.array([0, 0]), np.array([1, 0]), np.zeros(0, dtype=np.int64)):  # not a block: gathered
+            rows = rows[rows < k]
+            np.testing.assert_array_equal(take_rows(M, rows).toarray(), M[rows].toarray())
+
+
 def test_scalar_diagonal_is_a_scaled_identity():
     for d in (1.0, -2.5, np.float64(3.0)):
         D = nodes._diagonal(d, 4)
@@ -381,3 +413,124 @@ def test_expressions_from_traced_rows_equal_the_checked_construction(seed):
             np.testing.assert_array_equal(va, vb)
         elif k != "quadratic":
             assert va == vb
+
+
+def test_dense_to_csr_is_scipys_construction_and_owns_its_arrays():
+    """Dense constants of ``@`` become csr from their arrays: scipy's ``csr_matrix(val)`` array by array (data,
+    indices, indptr) for arrays with and without zeros, all zeros, empty dimensions, broadcast and Fortran-ordered
+    views; the result never shares memory with ``val`` (the program sorts its matrices in place)."""
+    from varopt.core.csr import dense_to_csr
+    rng = np.random.default_rng(12)
+    cases = [np.zeros((0, 3)), np.zeros((3, 0)), np.zeros((2, 3)), np.ones((1, 1)),
+             np.broadcast_to(np.arange(1.0, 4.0), (5, 3)), np.asfortranarray(rng.normal(size=(4, 6)))]
+    for trial in range(40):
+        p, q = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+        val = rng.normal(size=(p, q))
+        if trial % 2:
+            val[rng.random((p, q)) < 0.4] = 0.0
+        cases.append(val)
+    for val in cases:
+        M = dense_to_csr(val)
+        ref = sp.csr_matrix(val)
+        M.check_format(full_check=True)
+        assert M.shape == ref.shape
+        np.testing.assert_array_equal(M.indptr, ref.indptr)
+        np.testing.assert_array_equal(M.indices, ref.indices)
+        np.testing.assert_array_equal(M.data, ref.data)
+        assert M.indices.dtype == ref.indices.dtype and M.indptr.dtype == ref.indptr.dtype
+        assert not np.shares_memory(M.data, val)
+
+
+@pytest.mark.parametrize("case", [((2, 3), (3, 2), "F"), ((2, 3), (3, 2), "C"), ((6,), (2, 3), "C"),
+                                  ((6,), (2, 3), "F"), ((2, 3), (6,), "C"), ((3,), (1, 3), "C"),
+                                  ((4, 1), (2, 2), "C"), ((1,), (), "C")])
+def test_reshape_compiles_to_cvxpys_entries(case, monkeypatch):
+    """``reshape`` (and ``vec``) take the tracer's own permutation (no CVXPY ``numeric``; column-major and identity
+    permutations share the argument's matrices): the compiled objective -- linear, square and log-sum-exp entries
+    of reshaped expressions, each with its own weight -- and the rows of a reshaped constraint equal CVXPY's values
+    at random points."""
+    import cvxpy as cp
+
+    from varopt.frontends.cvxpy_affine import _AffineTracer
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+
+    generic = _AffineTracer._selection
+
+    def no_numeric(self, expr, shape):
+        assert type(expr).__name__ != "reshape", "reshape took the generic selection"
+        return generic(self, expr, shape)
+    monkeypatch.setattr(_AffineTracer, "_selection", no_numeric)
+    src, dst, order = case
+    rng = np.random.default_rng(13)
+    x = cp.Variable(src, name="x")
+    y = cp.Variable(3, name="y")
+    aff = 2.0 * x + rng.standard_normal(src)
+    Z = cp.reshape(cp.hstack([cp.vec(x, order="F"), y]), (int(np.prod(src)) + 3, 1), order="F") @ np.ones((1, 2))
+    lse = cp.log_sum_exp(Z, axis=1)  # one group per entry of x and y
+    k = int(np.prod(src))
+    sizes = int(np.prod(dst))
+    w1, w2, w3 = rng.standard_normal(dst), rng.random(dst) + 0.5, rng.random(dst) + 0.5
+    r = cp.reshape(aff, dst, order=order)
+    obj = (cp.sum(cp.multiply(w1, r)) + cp.sum(cp.multiply(w2, cp.square(cp.reshape(x, dst, order=order))))
+           + cp.sum(cp.multiply(w3, cp.reshape(lse[:k], dst, order=order))))
+    prob = cp.Problem(cp.Minimize(obj), [cp.reshape(x, dst, order=order) <= np.arange(sizes).reshape(dst)])
+    program, _ = compile_cvxpy(prob)
+    for _ in range(4):
+        px, py = rng.standard_normal(k), rng.standard_normal(3)
+        x.value, y.value = px.reshape(src), py
+        pt = np.concatenate([px, py])  # program columns: x's entries in C order, then y
+        assert abs(program.objective.value(pt) - prob.objective.value) <= 1e-12 * max(1.0, abs(prob.objective.value))
+        body = np.array([c.body.value(pt) - c.hi for c in program.constraints])
+        want = (np.reshape(px.reshape(src), dst, order=order) - np.arange(sizes).reshape(dst)).ravel(order="C")
+        np.testing.assert_allclose(body, want, rtol=1e-13, atol=1e-13)
+
+
+def test_constraints_against_constants_compile_to_cvxpys_residuals(monkeypatch):
+    """A constraint between an expression and a constant (``x[:5] >= 0``, ``sum(x) <= 1``, ``M <= X``) takes the
+    body ``g - c`` without a node for the constant (the general sum is not called); expressions that need
+    broadcasting to the constant's shape take the general sum. Every compiled row equals CVXPY's residual of
+    the same constraint at random points (each side's sign, scalar/vector/matrix constants in column-major
+    broadcast, equality, a nonlinear side), and a NaN constant is still named."""
+    import cvxpy as cp
+
+    from varopt.errors import InputDataError
+    from varopt.frontends import cvxpy_compile
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+
+    rng = np.random.default_rng(14)
+    x = cp.Variable(6, name="x")
+    X = cp.Variable((2, 3), name="X")
+    t = cp.Variable(name="t")
+    M = rng.standard_normal((2, 3))
+    v = rng.standard_normal(6)
+    cons = [x[:5] >= 0, cp.sum(x[2:5]) <= 0.5, X <= M, M >= 2 * X + 1, 0 <= X[:, 1], x == v,
+            cp.square(x[1:3]) <= np.array([1.0, 2.0]), X >= 0.25, 1.5 >= cp.sum(X, axis=0),
+            t <= v]  # the last broadcasts the expression: the general sum
+    calls = []
+    general = cvxpy_compile._add
+
+    def counted(nodes, shape):
+        calls.append(shape)
+        return general(nodes, shape)
+    monkeypatch.setattr(cvxpy_compile, "_add", counted)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x) + cp.sum_squares(X) + t ** 2), cons)
+    program, _ = compile_cvxpy(prob)
+    assert calls == [(6,)]  # only t <= v
+    for _ in range(4):
+        px, pX, pt = rng.standard_normal(6), rng.standard_normal((2, 3)), rng.standard_normal()
+        x.value, X.value, t.value = px, pX, pt
+        point = np.concatenate([px, pX.ravel(order="C"), [pt]])
+        got = {}
+        for c in program.constraints:
+            k = int(c.name[1:].split("[")[0])
+            side = c.hi if np.isfinite(c.hi) else c.lo
+            got.setdefault(k, []).append(c.body.value(point) - side)
+        for k, con in enumerate(cons):
+            lhs, rhs = con.args
+            flip = not lhs.variables() and rhs.variables()
+            res = (rhs.value - lhs.value) if flip else (lhs.value - rhs.value)
+            want = np.broadcast_to(res, np.broadcast_shapes(lhs.shape, rhs.shape)).ravel(order="C")
+            np.testing.assert_allclose(got[k], want, rtol=1e-13, atol=1e-13, err_msg=str(con))
+    bad = cp.Problem(cp.Minimize(cp.sum_squares(x)), [x <= np.array([1.0, np.nan, 0, 0, 0, 0])])
+    with pytest.raises(InputDataError, match="NaN"):
+        compile_cvxpy(bad)

@@ -76,8 +76,29 @@ def take_rows(M, rows):
     indexing costs tens of microseconds on small matrices); the rows keep their order within, so a canonical ``M``
     gives a canonical result."""
     rows = np.asarray(rows, dtype=np.int64)
+    k = rows.size
+    if k and rows[0] >= 0 and int(rows[-1]) - int(rows[0]) == k - 1 and (k == 1 or bool((rows[1:] > rows[:-1]).all())):
+        # consecutive rows r0 .. r0 + k - 1 (a slice, the rows left after singleton rows leave): one block of
+        # the arrays, copied (the result owns its arrays, as the gather below gives)
+        r0 = int(rows[0])
+        s, e = int(M.indptr[r0]), int(M.indptr[r0 + k])
+        indptr = M.indptr[r0:r0 + k + 1].astype(np.int64)
+        indptr -= s
+        return csr_raw(M.data[s:e].copy(), M.indices[s:e].copy(), indptr, (k, M.shape[1]))
     counts = M.indptr[rows + 1] - M.indptr[rows]
     idx = ranges(M.indptr[rows], counts)
     indptr = np.zeros(rows.size + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     return csr_raw(M.data[idx], M.indices[idx], indptr, (rows.size, M.shape[1]))
+
+
+def dense_to_csr(val):
+    """The csr matrix of the 2-D array ``val`` (stored zeros left out), from its arrays: scipy's ``csr_matrix(val)``
+    (which goes through coo) to the last bit. A dense ``val`` without zeros (a data matrix) takes no mask gathers:
+    its column indices repeat ``0 .. q-1``. The result owns its arrays (never a view of ``val``)."""
+    p, q = val.shape
+    nz = val != 0
+    if nz.all():
+        return csr_raw(np.array(val, dtype=float).reshape(-1), np.tile(np.arange(q), p), np.arange(p + 1) * q, (p, q))
+    flat = np.flatnonzero(nz)  # row-major positions: row flat // q, column flat % q
+    return csr_raw(val[nz], flat % q, np.searchsorted(flat, np.arange(p + 1) * q), (p, q))

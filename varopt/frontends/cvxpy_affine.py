@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
+from ..core.csr import dense_to_csr
 from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _group_matrix, _repeat_diag,
                           _selection_matrix, _shape, _size, _stack)
 
@@ -137,10 +138,7 @@ class _AffineTracer:
                 raise InputDataError(f"{self.where}: sparse constant of shape {M.shape} contains {bad}")
             return M.reshape(shape2d) if M.shape != shape2d else M
         val = np.broadcast_to(self.const_value(expr), _shape(expr)).reshape(shape2d)
-        # the csr arrays of the dense array directly (scipy's dense constructor goes through coo)
-        nz = val != 0
-        indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(nz, axis=1))])
-        return _csr_raw(val[nz], np.nonzero(nz)[1], indptr, shape2d)
+        return dense_to_csr(val)
 
     def const_node(self, shape, val):
         val = np.asarray(val, dtype=float)
@@ -220,6 +218,25 @@ class _AffineTracer:
         m = src.size
         L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, z.m))
         L._varopt_selection = True  # basic indexing never repeats an entry
+        return z.apply(L, shape)
+
+    def _reshape(self, expr, shape):
+        """``reshape(x, shape, order)`` (also ``vec``): output entry ``e`` (column-major, as nodes store entries) is
+        input entry ``src[e]`` of numpy's reshape of the entry numbers (what CVXPY's ``numeric`` applies) -- no
+        1-based float arrays through CVXPY. In column-major order, and whenever ``src`` is the identity (a row or
+        column vector in either order), the node is the argument's with the new shape: its matrices are shared
+        (nodes are never modified in place), no product."""
+        data = expr.get_data()
+        order = data[1] if isinstance(data, (list, tuple)) and len(data) == 2 else None
+        z = self.trace(expr.args[0])
+        m = z.m
+        if order not in ("F", "C") or m != _size(shape):
+            return self._selection(expr, shape)
+        src = np.arange(m).reshape(z.shape, order="F").reshape(shape, order=order).ravel(order="F")
+        if order == "F" or np.array_equal(src, np.arange(m)):
+            return _Node(shape, self.n, z.A, z.c, list(z.Q), list(z.rows), list(z.lse))
+        L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, m))
+        L._varopt_selection = True  # a permutation: distinct entries
         return z.apply(L, shape)
 
     def _probe(self, expr, shape):

@@ -74,7 +74,7 @@ from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
 from .cvxpy_atoms import NeedAux, _Tracer
-from .cvxpy_nodes import _Rows, _add, _canonical, _csr, _entries, _shape, _size
+from .cvxpy_nodes import _Node, _Rows, _add, _canonical, _csr, _entries, _shape, _size
 
 
 def _index_names(name, shape):
@@ -273,13 +273,14 @@ def _trace(problem, var_cols, n_user, cap):
             lhs, rhs = con.args
             if isinstance(con, Inequality):
                 lhs = _max_bound_rows(lhs, rhs)
-            shape = np.broadcast_shapes(_shape(lhs), _shape(rhs))
+            sl, sr = _shape(lhs), _shape(rhs)
+            shape = sl if sl == sr else np.broadcast_shapes(sl, sr)
             # ``c <= g`` (e.g. ``x >= 0``) is kept as ``c <= g(x)``, anything else as ``lhs - rhs <= 0``
             flip = not tracer.has_vars(lhs) and tracer.has_vars(rhs)
-            if flip:
-                body = _add([tracer.trace(rhs), tracer.trace(lhs).scale(-1.0)], shape)
-            else:
-                body = _add([tracer.trace(lhs), tracer.trace(rhs).scale(-1.0)], shape)
+            g, c = (rhs, lhs) if flip else (lhs, rhs)
+            body = _minus_constant(tracer, g, c, shape) if not tracer.has_vars(c) else None
+            if body is None:
+                body = _add([tracer.trace(g), tracer.trace(c).scale(-1.0)], shape)
             lo_inf = not flip and isinstance(con, Inequality)
             hi_inf = flip and isinstance(con, Inequality)
         elif isinstance(con, (Zero, NonNeg, NonPos)):
@@ -292,17 +293,36 @@ def _trace(problem, var_cols, n_user, cap):
     return tracer, z, cons
 
 
+def _minus_constant(tracer, g, c, shape):
+    """The body ``g - c`` of a constraint between an expression ``g`` of the constraint's shape and a constant
+    ``c`` (``x[:5] >= 0``, ``sum(x) <= 1``): ``g``'s node with ``c`` (broadcast) subtracted from its constant
+    part -- the node :func:`_add` builds from ``g`` and the negated constant node, without tracing the constant
+    as a node of its own, broadcasting it by a sparse product and summing (``c`` is validated as every traced
+    constant is). None when ``g`` needs broadcasting (the general sum then)."""
+    z = tracer.trace(g)
+    if z.shape != tuple(shape):
+        return None
+    val = np.asarray(tracer.const_value(c), dtype=float)
+    neg = -1.0 * (val.ravel(order="F") if val.shape == z.shape else np.broadcast_to(val, z.shape).ravel(order="F"))
+    return _Node(z.shape, z.n, z.A, z.c + neg, list(z.Q), list(z.rows), list(z.lse))
+
+
+_MAX_ATOMS = []  # CVXPY's norm_inf and max classes (imported on first use)
+
+
 def _max_bound_rows(lhs, rhs):
     """``lhs`` of ``lhs <= rhs``, with a scalar bound on a maximum written as its rows, the same set:
     ``norm_inf(e) <= r`` as ``abs(vec(e)) <= r`` and ``max(e) <= r`` as ``vec(e) <= r`` (``r`` scalar; a
     maximum can only be bounded above, so ``r <= norm_inf(e)``, not convex, is left as written). This is
     how a CVXPY user writes a box ``-r <= e <= r`` in one constraint."""
-    import cvxpy as cp
-    from cvxpy.atoms.max import max as max_atom
-    from cvxpy.atoms.norm_inf import norm_inf
-
+    if not _MAX_ATOMS:  # imported once: the import statements cost more than this whole test
+        from cvxpy.atoms.max import max as max_atom
+        from cvxpy.atoms.norm_inf import norm_inf
+        _MAX_ATOMS.extend((norm_inf, max_atom))
+    norm_inf, max_atom = _MAX_ATOMS
     if not isinstance(lhs, (norm_inf, max_atom)) or lhs.axis is not None or _shape(rhs) not in ((), (1,)):
         return lhs
+    import cvxpy as cp
     e = cp.vec(lhs.args[0], order="F")
     return cp.abs(e) if isinstance(lhs, norm_inf) else e
 
@@ -318,7 +338,7 @@ def _to_expressions(z, n, order_c=False):
     if order_c and z.shape:
         entries = np.arange(m).reshape(z.shape, order="F").ravel(order="C")
     A = _canonical(z.A)
-    if not np.all(A.data[:A.indptr[-1]]):  # stored zeros (x - x): dropped once here, not per row
+    if not A.data[:A.indptr[-1]].all():  # stored zeros (x - x): dropped once here, not per row
         A = A.copy()
         A.eliminate_zeros()
     cols64 = A.indices.astype(np.int64)  # every row's columns as views of one conversion
@@ -330,7 +350,7 @@ def _to_expressions(z, n, order_c=False):
             return None, None
         if len(pairs) == 1:  # one object: its weights as they are (no hstack), canonical and without stored zeros
             W = _canonical(pairs[0][1])
-            if not np.all(W.data[:W.indptr[-1]]):
+            if not W.data[:W.indptr[-1]].all():
                 W = W.copy()
                 W.eliminate_zeros()
             return [get(pairs[0][0])], W

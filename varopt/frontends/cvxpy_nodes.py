@@ -96,7 +96,8 @@ class _Lse:
 
 def _is_range(idx, size):
     """Whether the index array ``idx`` is ``0, 1, ..., size - 1``."""
-    return idx.size == size and (size == 0 or (idx[0] == 0 and idx[-1] == size - 1 and bool(np.all(np.diff(idx) == 1))))
+    return idx.size == size and (size == 0 or (idx[0] == 0 and idx[-1] == size - 1
+                                               and bool(((idx[1:] - idx[:-1]) == 1).all())))
 
 
 def _first_index(shape):
@@ -210,10 +211,10 @@ def _one_per_row_distinct(M):
     got = getattr(M, "_varopt_selection", None)
     if got is None:
         k = M.indptr[-1]
-        got = k == M.shape[0] and bool(np.all(np.diff(M.indptr) == 1))
+        got = k == M.shape[0] and bool(((M.indptr[1:] - M.indptr[:-1]) == 1).all())
         if got and k > 1:  # distinct columns: no two equal neighbours once sorted
             srt = np.sort(M.indices[:k])
-            got = bool(np.all(srt[1:] != srt[:-1]))
+            got = bool((srt[1:] != srt[:-1]).all())
         M._varopt_selection = got
     return got
 
@@ -244,7 +245,7 @@ def _row_product(L, M):
     sums dropped as scipy drops them."""
     k = L.indptr[-1]
     T = _csrmod.take_rows(M, L.indices[:k])
-    w = np.repeat(L.data[:k], np.diff(T.indptr)) * T.data
+    w = np.repeat(L.data[:k], T.indptr[1:] - T.indptr[:-1]) * T.data
     out = np.bincount(T.indices, weights=w, minlength=M.shape[1]) if w.size else np.zeros(M.shape[1])
     nz = np.flatnonzero(out)
     return _csr_raw(out[nz], nz, np.array([0, nz.size]), (1, M.shape[1]))
@@ -252,7 +253,7 @@ def _row_product(L, M):
 
 def _at_most_one_per_row(L):
     """Whether every row of csr ``L`` holds at most one stored entry (selections, broadcasts, partial diagonals)."""
-    return L.indptr[-1] <= L.shape[0] and bool(np.all(np.diff(L.indptr) <= 1))
+    return L.indptr[-1] <= L.shape[0] and bool(((L.indptr[1:] - L.indptr[:-1]) <= 1).all())
 
 
 def _scaled_rows(L, M):
@@ -260,7 +261,7 @@ def _scaled_rows(L, M):
     gathered from ``M``'s arrays; zeros are dropped as scipy's product drops them."""
     k = L.indptr[-1]
     T = _csrmod.take_rows(M, L.indices[:k])
-    cnt = np.diff(T.indptr)
+    cnt = T.indptr[1:] - T.indptr[:-1]
     data = T.data * np.repeat(L.data[:k], cnt)
     indices = T.indices
     if not data.all():
@@ -268,7 +269,7 @@ def _scaled_rows(L, M):
         cnt = np.bincount(np.repeat(np.arange(k), cnt)[keep], minlength=k)
         data, indices = data[keep], indices[keep]
     rowcnt = np.zeros(L.shape[0], dtype=np.int64)
-    rowcnt[np.diff(L.indptr) == 1] = cnt
+    rowcnt[(L.indptr[1:] - L.indptr[:-1]) == 1] = cnt
     indptr = np.zeros(L.shape[0] + 1, dtype=np.int64)
     np.cumsum(rowcnt, out=indptr[1:])
     return _csr_raw(data, indices, indptr, (L.shape[0], M.shape[1]))
@@ -318,11 +319,11 @@ class _Node:
 
     def single_variable(self):
         """``(coef, var)`` per entry when every entry is ``coef_e * x_{var_e}`` (no constant)."""
-        if not self.is_affine or np.any(self.c != 0):
+        if not self.is_affine or (self.c != 0).any():
             return None
         A = self.A.copy()
         A.eliminate_zeros()
-        if not np.all(np.diff(A.indptr) == 1):
+        if not ((A.indptr[1:] - A.indptr[:-1]) == 1).all():
             return None
         return A.data.copy(), A.indices.astype(np.int64)
 
@@ -344,14 +345,15 @@ class _Node:
             d = np.asarray(d, dtype=float)
             if d.shape != (self.m,):
                 d = np.broadcast_to(d, (self.m,))
-            if not np.all(d != 0):
+            if not (d != 0).all():
                 return self.apply(_diagonal(d), self.shape)
 
         def rs(M):
             # own index arrays: a matrix sharing M's indices but not its data would be corrupted by an in-place
             # sort of either (scipy's sum_duplicates / sort_indices)
             k = M.indptr[-1]
-            return _csr_raw(M.data[:k] * (d if scalar else np.repeat(d, np.diff(M.indptr))), M.indices[:k].copy(),
+            f = d if scalar else np.repeat(d, M.indptr[1:] - M.indptr[:-1])
+            return _csr_raw(M.data[:k] * f, M.indices[:k].copy(),
                             M.indptr.copy(), M.shape)
 
         return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
@@ -391,7 +393,7 @@ def _csr_sum(A, B):
         if bi.max() >= ai.min():
             return _csr(A + B)
         A, B, ka, kb, ai, bi = B, A, kb, ka, bi, ai
-    ca, cb = np.diff(A.indptr), np.diff(B.indptr)
+    ca, cb = A.indptr[1:] - A.indptr[:-1], B.indptr[1:] - B.indptr[:-1]
     indptr = np.zeros(ca.size + 1, dtype=np.int64)
     np.cumsum(ca + cb, out=indptr[1:])
     # position of every entry of A and of B in the merged rows
@@ -481,8 +483,8 @@ def _bilinear(A1, A2, n):
     A1 = _csr(A1)
     A2 = _csr(A2)
     m = A1.shape[0]
-    cnt1 = np.diff(A1.indptr)
-    cnt2 = np.diff(A2.indptr)
+    cnt1 = A1.indptr[1:] - A1.indptr[:-1]
+    cnt2 = A2.indptr[1:] - A2.indptr[:-1]
     e1 = np.repeat(np.arange(m), cnt1)  # entry of every nonzero of A1
     rep = cnt2[e1]
     P = np.repeat(np.arange(A1.nnz), rep)

@@ -205,12 +205,12 @@ class Program:
         """Largest violation of bounds and constraints at x (0 when feasible). The linear constraints are
         evaluated as one sparse product (:meth:`_linear_rows`), the others one by one."""
         x = np.asarray(x, dtype=float)
-        v = [np.max(np.maximum(self.lb - x, 0.0), initial=0.0), np.max(np.maximum(x - self.ub, 0.0), initial=0.0)]
+        v = [np.maximum(self.lb - x, 0.0).max(initial=0.0), np.maximum(x - self.ub, 0.0).max(initial=0.0)]
         A, const, lo, hi, nonlinear = self._linear_rows()
         if A.shape[0]:
             g = A @ x + const
             with np.errstate(invalid="ignore"):   # inf - inf on an infinite side: no violation there
-                v.append(np.max(np.maximum(np.maximum(lo - g, g - hi), 0.0)))
+                v.append(np.maximum(np.maximum(lo - g, g - hi), 0.0).max())
         for c in nonlinear:
             g = c.body.value(x)
             v.append(max(c.lo - g, g - c.hi, 0.0))

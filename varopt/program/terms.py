@@ -278,7 +278,7 @@ class AtomGroup:
 
     def is_convex(self) -> bool:
         """True when every row is a convex function of x on the atom's domain."""
-        return bool(ATOMS[self.kind].convex and np.all(self.mult < 0) and np.all(self.coef >= 0))
+        return bool(ATOMS[self.kind].convex and (self.mult < 0).all() and (self.coef >= 0).all())
 
 
 @dataclass
@@ -306,7 +306,7 @@ class LseGroup:
             raise ValueError("log-sum-exp arrays disagree in length")
         # sorted from 0 to G - 1 in steps of 0 or 1 (a negative step wraps around as uint64): every id occurs
         if self.seg.size and (self.seg[0] != 0 or self.seg[-1] != G - 1
-                              or not np.all(np.diff(self.seg).astype(np.uint64) <= 1)):
+                              or not ((self.seg[1:] - self.seg[:-1]).astype(np.uint64) <= 1).all()):
             raise ValueError("seg must be sorted and cover 0..G-1")
         self.mult = (np.full(G, -1, dtype=np.int64) if self.mult is None
                      else np.asarray(self.mult, dtype=np.int64).ravel())
@@ -322,7 +322,8 @@ class LseGroup:
     def _softmax(self, x):
         s = self.A @ x + self.b
         if self.__dict__.get("_pairs") is None:  # every group of two rows (a logistic loss): no reduceat
-            self._pairs = bool(self.seg.size == 2 * self.coef.size and np.all(np.diff(self.starts) == 2))
+            st = self.starts
+            self._pairs = bool(self.seg.size == 2 * self.coef.size and ((st[1:] - st[:-1]) == 2).all())
         if self._pairs:
             a, c = s[0::2], s[1::2]
             mx = np.maximum(a, c)
@@ -386,7 +387,7 @@ class LseGroup:
         gram, pk, pl = self._gram()
         M = s[self.seg[pk]] * p[pk] * (np.where(pk == pl, 1.0, 0.0) - p[pl])
         H = gram(M, dense, idx)
-        if not np.any(self.mult >= 0):
+        if not (self.mult >= 0).any():
             return H
         G, K = self.coef.size, self.seg.size
         P = sp.csr_matrix((p, (self.seg, np.arange(K))), shape=(G, K))
@@ -394,4 +395,4 @@ class LseGroup:
         return _add_cross(H, C, dense, idx)
 
     def is_convex(self) -> bool:
-        return bool(np.all(self.mult < 0) and np.all(self.coef >= 0))
+        return bool((self.mult < 0).all() and (self.coef >= 0).all())

@@ -242,6 +242,6 @@ class Majorization:
             return "error", (f"diverging iterates: ||theta|| > {DIVERGED:g} while the objective decreased from "
                              f"{self.f0:.6g} to {f_new:.6g}; the objective is unbounded below or its "
                              "infimum is not attained (add regularization or bounds)")
-        if rel_f <= tol and rest <= tol and rel_x <= np.sqrt(tol):
+        if rel_f <= tol and rest <= tol and rel_x <= math.sqrt(tol):
             return ("optimal" if self.model.convex else "converged"), ""
         return None

@@ -57,12 +57,12 @@ def _check_atoms(program):
             raise ModelStructureError(
                 f"majorize: {oname!r} has a {a.kind!r} atom ({len(a)} row(s)); only log-sum-exp (partition "
                 "function) terms, linear terms and convex quadratic regularizers are log-linear/quadratic")
-        if np.any(a.mult >= 0):
+        if (a.mult >= 0).any():
             r = int(np.flatnonzero(a.mult >= 0)[0])
             raise ModelStructureError(
                 f"majorize: {oname!r} has a product w*g: variable {program.names[a.mult[r]]!r} times a square "
                 "atom; products of variables are not supported")
-        if np.any(a.coef < 0):
+        if (a.coef < 0).any():
             raise ModelStructureError(f"majorize: {oname!r} has a square atom with a negative coefficient "
                                       "(a concave quadratic); the majorizer would not be convex")
 # --- end of atom kinds ------------------------------------------------------------------------------------------
@@ -77,10 +77,10 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     if A.shape[0] == 0:
         return A, lo, hi, lb, ub
     A = A if type(A) is sp.csr_matrix else sp.csr_matrix(A)
-    if not np.all(A.data[:A.indptr[-1]]):  # stored zeros do not count as a row's entries (a copy: A is the caller's)
+    if not A.data[:A.indptr[-1]].all():  # stored zeros do not count as a row's entries (a copy: A is the caller's)
         A = A.copy()
         A.eliminate_zeros()
-    single = np.diff(A.indptr) == 1
+    single = (A.indptr[1:] - A.indptr[:-1]) == 1
     if not single.any():
         return A, lo, hi, lb, ub
     rows = np.flatnonzero(single)
@@ -111,7 +111,7 @@ class MajorizeModel:
         self.n = n
         _check_atoms(program)
         for g in obj.lse:
-            if np.any(g.mult >= 0):
+            if (g.mult >= 0).any():
                 r = int(np.flatnonzero(g.mult >= 0)[0])
                 raise ModelStructureError(
                     f"majorize: {oname!r} has a product w*log-sum-exp: variable {program.names[g.mult[r]]!r} "
@@ -122,7 +122,7 @@ class MajorizeModel:
         require_finite(f"linear coefficients of {oname!r}", obj.linear)
         require_finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
         q = obj.quadratic
-        if np.array_equal(q.i, q.j) and all(np.all(np.diff(a.A.indptr) == 1) for a in obj.atoms):
+        if np.array_equal(q.i, q.j) and all(((a.A.indptr[1:] - a.A.indptr[:-1]) == 1).all() for a in obj.atoms):
             # separable squares (ridge penalties, also as square atoms coef (a x_j + b)^2 of one variable each):
             # H is diagonal, 2 v + 2 coef a^2, no sparse algebra needed (as Expression.as_quadratic expands them)
             self.Hd = np.bincount(q.i, weights=2.0 * q.v, minlength=n) if q.v.size else np.zeros(n)
@@ -144,7 +144,7 @@ class MajorizeModel:
             offdiag = (self.H - sp.diags(self.H.diagonal())).count_nonzero() if self.H.nnz else 0
             self.H_diagonal = offdiag == 0
             self.Hd = self.H.diagonal() if self.H_diagonal else None
-        if self.H_diagonal and np.any(self.Hd < 0):
+        if self.H_diagonal and (self.Hd < 0).any():
             raise ModelStructureError(
                 f"majorize: the quadratic part of {oname!r} has a negative diagonal (a concave square); "
                 "the majorizer of a nonconvex quadratic is not a QP")
@@ -187,11 +187,11 @@ class MajorizeModel:
         for nm, arr in (("constraint matrix", self.A), ("variable lower bounds", program.lb),
                         ("variable upper bounds", program.ub)):
             a = arr.data if sp.issparse(arr) else arr
-            if np.any(np.isnan(a)):
+            if np.isnan(a).any():
                 raise InputDataError(f"{nm} contains NaN")
         self.A, self.lo, self.hi, self.lb, self.ub = singleton_rows_to_bounds(self.A, self.lo, self.hi,
                                                                               program.lb, program.ub)
-        self.constrained = self.A.shape[0] > 0 or np.any(np.isfinite(self.lb)) or np.any(np.isfinite(self.ub))
+        self.constrained = self.A.shape[0] > 0 or np.isfinite(self.lb).any() or np.isfinite(self.ub).any()
         self.convex = self.neg is None
         #: steps per solver (dense, woodbury, cg, lowrank) and the last step's CG iterations ("cg_last")
         self.step_stats = {}

@@ -230,7 +230,7 @@ class ScaledCurvature:
             r = two_loop(pairs, uf, lambda q: ref.solve(q) / c) if pairs else w / c
             metric = {"scale": self.c}
         if F is not None:
-            full = np.zeros_like(u)
+            full = np.zeros(u.size)
             full[F] = r
             r = full
         slope = -float(u @ r)  # phi'(0) of phi(a) = f(x + a D); finite iff r is (u is finite)

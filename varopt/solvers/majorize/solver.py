@@ -195,7 +195,7 @@ def _start(program, model, opts, qp):
     if x.size != n:
         raise InvalidOptionError(f"option 'x0' has length {x.size}, the program has {n} variables")
     x = np.where(np.isnan(x), 0.0, x)
-    if not np.all(np.isfinite(x)):
+    if not np.isfinite(x).all():
         raise InputDataError("starting point x0 contains inf")
     if not model.constrained:
         return x
