@@ -302,6 +302,11 @@ SOFTMAX_NODES = ((0.5, 16), (1.0, 32), (1.5, 64), (2.0, 100))
 SOFTMAX_NODES_WIDE = 128
 #: largest J (classes - 1) of a softmax group
 MAX_SOFTMAX_DIM = 3
+#: node values (rows x J x nodes) per block of rows of the softmax rule: its temporaries then stay in the cache and in
+#: memory the allocator reuses (blocks of 2e6 values, 16 MB, were fresh mmap'd pages each time: wine's 88 rows at
+#: 2912 nodes took 8.7 ms per evaluation, a third of it in the kernel's page faults; 2.4 ms in blocks of 2^16,
+#: docs/klprox.md, section 2b)
+SOFTMAX_CHUNK = 1 << 16
 
 
 class SoftmaxFamily(Family):
@@ -376,7 +381,7 @@ class SoftmaxFamily(Family):
             idx = np.flatnonzero(ns == n)
             X, W = self.rule(int(n), J)
             XT = self._transposed(int(n), J)
-            step = max(1, 2_000_000 // max(X.shape[0] * J, 1))
+            step = max(1, SOFTMAX_CHUNK // max(X.shape[0] * J, 1))
             for s0 in range(0, idx.size, step):
                 sl = idx[s0:s0 + step]
                 # (g, J, M) layout: the reductions over the J classes are then elementwise operations on
