@@ -288,6 +288,11 @@ class FullGaussian(_Base):
             return self._direct_state(m, gt, gram=float(gamma0) * self.pairs.unit_gram())
         return self._state(m, gt)
 
+    def state_of(self, m, gt):
+        """The state of mean ``m`` and pseudo-precisions ``gt`` (``V^-1 = P + A^T G A``); ``LinAlgError`` when that
+        precision is not positive definite."""
+        return self._state(m, gt)
+
     def _state(self, m, gt):
         if self.woodbury:
             st = self._woodbury_state(m, gt)

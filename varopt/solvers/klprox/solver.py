@@ -59,6 +59,7 @@ from ...options import (
 )
 from ...registry import Solver, register_solver
 from .expectations import SoftmaxBoundFamily, SoftmaxFamily, family_table
+from .anderson import AndersonSteps
 from .posterior import DualGaussian, FullGaussian
 from .variants import proximal_point, stochastic
 from .view import likelihood_view
@@ -118,6 +119,11 @@ REGROW_WINDOW = 5
 FIRST_STEPS = 2
 FIRST_BETA = NATURAL_BETA_MAX * BOOST_MAX
 FIRST_SD = 1.0
+#: Anderson-extrapolated steps (:mod:`.anderson`) on models with softmax rows under the quadrature (the deterministic
+#: adaptive method with mean_step='auto', full parameterization): the memory (pairs of the fixed-point map kept); a
+#: proposal replaces the plain step when it passes the exact-ELBO test (wine delta = 1: 52 -> 23 iterations,
+#: docs/klprox.md, section 4). 0: off
+ANDERSON_MEMORY = 5
 
 
 class Cur(NamedTuple):
@@ -298,6 +304,10 @@ class KLProx:
         self.accepted = 0                              # steps accepted by advance()
         self.rejected_at = None                        # (iteration, beta) of the last rejected trial (REGROW_WINDOW)
         self.first_steps = 0                           # optimistic first steps left (FIRST_STEPS; set by solve())
+        # Anderson-extrapolated steps (ANDERSON_MEMORY): softmax rows under the quadrature, where an evaluation is the
+        # cost of a step (a separable view has the Newton mean step instead)
+        self.anderson = (AndersonSteps(post, ANDERSON_MEMORY) if ANDERSON_MEMORY and self.auto and view.groups
+                         and not self.newton and not fams["softmax"].bound and isinstance(post, FullGaussian) else None)
 
     @property
     def beta_max(self):
@@ -326,6 +336,33 @@ class KLProx:
             if new > below:
                 new = max(min(beta, self.beta_max), below)
         return new
+
+    def _anderson(self, cur):
+        """The Anderson proposal from ``cur`` (:mod:`.anderson`) as the next state when its -ELBO is below ``cur``'s by
+        more than the rounding of the sum, or within that rounding and it lowers the largest residual;
+        else None (``self.anderson.proposed``: whether a rejected proposal cost an evaluation; the memory is then
+        cleared)."""
+        acc, post = self.anderson, self.post
+        acc.proposed = False
+        st2 = acc.propose(cur)
+        if st2 is None:
+            return None
+        acc.proposed = True
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                f2, a2, g2, mt2, vt2 = self.evaluate(st2)
+        except np.linalg.LinAlgError:
+            f2 = math.nan
+        if math.isfinite(f2) and f2 - cur.f <= ROUNDING * self.scale:
+            res2 = post.residuals(st2, a2, g2, vt2)
+            # a change of -ELBO within its rounding: the residual decides (both ways, so that the decision does not
+            # hang on the last bits of the sum)
+            if cur.f - f2 > ROUNDING * self.scale or max(res2) < max(cur.res):
+                self.accepted += 1
+                acc.accepted += 1
+                return Cur(st2, f2, a2, g2, mt2, vt2, res2)
+        acc.reset()
+        return None
 
     def _near_quadratic(self, cur):
         """Whether every predictor's standard deviation at the start is at most FIRST_SD (the scale on which the
@@ -410,6 +447,11 @@ class KLProx:
         fixed = opts.step_rule == "fixed"
         first, rejected = True, 0
         newton_dir = None
+        if self.anderson is not None and not self.first_steps:
+            new = self._anderson(cur)
+            if new is not None:
+                return new, beta, None, "", 0
+            rejected = int(self.anderson.proposed)
         while True:
             r = 1.0 / (1.0 + beta)
             res2 = None
@@ -506,6 +548,8 @@ class KLProx:
         extra = {} if self.switched_at is None else {"mean_step_switched_at": self.switched_at}
         if self.switches:
             extra["mean_step_switches"] = list(self.switches)
+        if self.anderson is not None:
+            extra["anderson_steps"] = self.anderson.accepted
         return self.finish(cur, status, msg, rejected=rejected, beta=beta, **extra)
 
     def _maybe_switch(self, it, res, window, beta):
