@@ -40,8 +40,7 @@ from shared_data import load_a1a, load_colon, load_heart, load_housing, splits
 RULES = {"mean-step": ("AUTO_FIRST", "paper", "natural"),   # the natural mean step first (docs/klprox.md section 4)
          "regrow": ("REGROW_WINDOW", 0, 5),                 # no regrowth to a step size rejected 5 iterations ago
          "first": ("FIRST_STEPS", 0, 2),                    # two optimistic first steps at beta = 1000
-         "anderson": ("ANDERSON_MEMORY", 0, KS.ANDERSON_MEMORY),  # Anderson-extrapolated steps (softmax rows)
-         "newton": ("NEWTON_UNKNOWNS", 0, KS.NEWTON_UNKNOWNS)}    # Newton steps (softmax rows only, small systems)
+         "anderson": ("ANDERSON_MEMORY", 0, KS.ANDERSON_MEMORY)}  # Anderson-extrapolated steps (softmax rows)
 
 
 def problems(grids):

@@ -389,10 +389,7 @@ class SoftmaxFamily(Family):
             _RULES[key] = np.ascontiguousarray(SoftmaxFamily.rule(n, J)[0].T)
         return _RULES[key]
 
-    def expect_group(self, mt, Vt, higher=False):
-        """``(E, E[grad l], E[hess l] / 2)`` of every group; with ``higher`` also ``(E[grad^3 l], E[grad^4 l])``
-        (G x J^3, G x J^4) from the same nodes (:func:`_derivative_tensors`: the derivatives of ``E[hess l]`` in the
-        predictor mean and covariance, docs/klprox.md section 4, "Newton steps on softmax rows")."""
+    def expect_group(self, mt, Vt):
         mt, Vt = np.asarray(mt, dtype=float), np.asarray(Vt, dtype=float)
         G, J = mt.shape
         lam, Q = np.linalg.eigh(0.5 * (Vt + np.swapaxes(Vt, 1, 2)))
@@ -401,8 +398,6 @@ class SoftmaxFamily(Family):
         ns = self._node_counts(sd, J)
         self.last_nodes = int(ns.max()) if G else 0
         E, d1, d2 = np.empty(G), np.empty((G, J)), np.empty((G, J, J))
-        if higher:
-            M3, M4 = np.empty((G, J, J, J)), np.empty((G, J, J, J, J))
         for n in np.unique(ns):           # groups of one node count together
             idx = np.flatnonzero(ns == n)
             X, W = self.rule(int(n), J)
@@ -428,38 +423,7 @@ class SoftmaxFamily(Family):
                 d1[sl] = pw.sum(axis=2)
                 pp = np.matmul(pw, np.swapaxes(d, 1, 2))
                 d2[sl] = 0.5 * (d1[sl][:, :, None] * np.eye(J)[None] - pp)
-                if higher:   # E[p_i p_j p_k], E[p_i p_j p_k p_l] as products of the (ij) node rows
-                    g = sl.size
-                    ppw = (pw[:, :, None, :] * d[:, None, :, :]).reshape(g, J * J, -1)
-                    M3[sl] = np.matmul(ppw, np.swapaxes(d, 1, 2)).reshape(g, J, J, J)
-                    p2 = (d[:, :, None, :] * d[:, None, :, :]).reshape(g, J * J, -1)
-                    M4[sl] = np.matmul(ppw, np.swapaxes(p2, 1, 2)).reshape(g, J, J, J, J)
-        if higher:
-            return (E, d1, d2) + _derivative_tensors(d1, d1[:, :, None] * np.eye(J) - 2.0 * d2, M3, M4)
         return E, d1, d2
-
-
-def _derivative_tensors(M1, M2, M3, M4):
-    r"""``(E[grad^3 l], E[grad^4 l])`` of ``l(d) = log(1 + sum_j e^{d_j})`` from the moments ``M1 = E[p]``,
-    ``M2 = E[p p^T]``, ``M3``, ``M4`` (third and fourth) of ``p = grad l``. With ``d_k p_i = p_i (delta_ik - p_k)``,
-    ``hess l = diag(p) - p p^T`` gives
-
-        d_k H_ij = delta_ijk p_i - (delta_ij p_i p_k + delta_ik p_i p_j + delta_jk p_i p_j) + 2 p_i p_j p_k,
-
-    and one more derivative of every product ``p_i ... p_r`` is ``sum_s p_i ... p_r (delta_{i_s l} - p_l)``."""
-    J = M1.shape[1]
-    I = np.eye(J)
-    es = np.einsum
-    T3 = (es("ij,ik,gi->gijk", I, I, M1) - es("ij,gik->gijk", I, M2) - es("ik,gij->gijk", I, M2)
-          - es("jk,gij->gijk", I, M2) + 2.0 * M3)
-    T4 = (es("ij,ik,il,gi->gijkl", I, I, I, M1)
-          - es("ij,ik,gil->gijkl", I, I, M2)                                   # d_l of delta_ijk p_i
-          - es("ij,il,gik->gijkl", I, I, M2) - es("ij,kl,gik->gijkl", I, I, M2) + 2.0 * es("ij,gikl->gijkl", I, M3)
-          - es("ik,il,gij->gijkl", I, I, M2) - es("ik,jl,gij->gijkl", I, I, M2) + 2.0 * es("ik,gijl->gijkl", I, M3)
-          - es("jk,il,gij->gijkl", I, I, M2) - es("jk,jl,gij->gijkl", I, I, M2) + 2.0 * es("jk,gijl->gijkl", I, M3)
-          + 2.0 * (es("il,gijk->gijkl", I, M3) + es("jl,gijk->gijkl", I, M3) + es("kl,gijk->gijkl", I, M3))
-          - 6.0 * M4)
-    return T3, T4
 
 
 class SoftmaxBoundFamily(Family):
@@ -480,9 +444,7 @@ class SoftmaxBoundFamily(Family):
     bound = True
     separable = True
 
-    def expect_group(self, mt, Vt, higher=False):
-        if higher:
-            raise ValueError("Boehning's bound has no higher derivative tensors (its curvature is constant)")
+    def expect_group(self, mt, Vt):
         mt, Vt = np.asarray(mt, dtype=float), np.asarray(Vt, dtype=float)
         G, J = mt.shape
         mx = np.maximum(mt.max(axis=1), 0.0)

@@ -60,8 +60,6 @@ from ...options import (
 from ...registry import Solver, register_solver
 from .expectations import SoftmaxBoundFamily, SoftmaxFamily, family_table
 from .anderson import AndersonSteps
-from .newton import newton_state
-from .newton import unknowns as newton_unknowns
 from .posterior import DualGaussian, FullGaussian
 from .variants import proximal_point, stochastic
 from .view import likelihood_view
@@ -126,10 +124,6 @@ FIRST_SD = 1.0
 #: proposal replaces the plain step when it passes the exact-ELBO test (wine delta = 1: 52 -> 23 iterations,
 #: docs/klprox.md, section 4). 0: off
 ANDERSON_MEMORY = 5
-#: Newton steps (:mod:`.newton`) in place of the Anderson ones when every likelihood row is in softmax groups of one size
-#: and the Newton system (D + G J (J + 1) / 2 unknowns, a dense LU) has at most this many unknowns (wine: 306). 0: off
-NEWTON_UNKNOWNS = 1000
-NEWTON_NODES = 0.5
 
 
 class Cur(NamedTuple):
@@ -312,15 +306,8 @@ class KLProx:
         self.first_steps = 0                           # optimistic first steps left (FIRST_STEPS; set by solve())
         # Anderson-extrapolated steps (ANDERSON_MEMORY): softmax rows under the quadrature, where an evaluation is the
         # cost of a step (a separable view has the Newton mean step instead)
-        proposals = (self.auto and view.groups and not self.newton and not fams["softmax"].bound
-                     and isinstance(post, FullGaussian))
-        # Newton steps (NEWTON_UNKNOWNS): every likelihood row in softmax groups of one size, a small system
-        self.second = bool(proposals and len(view.groups) == 1 and view.groups[0][1].stop - view.groups[0][1].start
-                           == view.N and 0 < newton_unknowns(view) <= NEWTON_UNKNOWNS)
-        self.jac_fams = dict(fams, softmax=SoftmaxFamily(boost=NEWTON_NODES))
-        self.anderson = (AndersonSteps(post, ANDERSON_MEMORY) if proposals and ANDERSON_MEMORY and not self.second
-                         else None)
-        self.proposals_accepted = 0
+        self.anderson = (AndersonSteps(post, ANDERSON_MEMORY) if ANDERSON_MEMORY and self.auto and view.groups
+                         and not self.newton and not fams["softmax"].bound and isinstance(post, FullGaussian) else None)
 
     @property
     def beta_max(self):
@@ -350,23 +337,17 @@ class KLProx:
                 new = max(min(beta, self.beta_max), below)
         return new
 
-    def _proposal(self, cur):
-        """A step tried in place of the plain one: the Newton step (:mod:`.newton`) or the Anderson extrapolation
-        (:mod:`.anderson`). ``(next state, proposed)``: the proposal when its -ELBO is below ``cur``'s by more than the
-        rounding of the sum, or within that rounding and it lowers the largest residual; else None (``proposed``:
-        whether a rejected proposal cost an evaluation; the Anderson memory is then cleared)."""
-        post = self.post
-        try:
-            if self.second:
-                tensors = []
-                self.view.terms(self.jac_fams, cur.mt, cur.vt, tensors)
-                st2 = newton_state(post, cur.st, cur.alpha, cur.gamma, tensors)
-            else:
-                st2 = self.anderson.propose(cur)
-        except np.linalg.LinAlgError:       # a singular system, or a precision that is not positive definite
-            st2 = None
+    def _anderson(self, cur):
+        """The Anderson proposal from ``cur`` (:mod:`.anderson`) as the next state when its -ELBO is below ``cur``'s by
+        more than the rounding of the sum, or within that rounding and it lowers the largest residual;
+        else None (``self.anderson.proposed``: whether a rejected proposal cost an evaluation; the memory is then
+        cleared)."""
+        acc, post = self.anderson, self.post
+        acc.proposed = False
+        st2 = acc.propose(cur)
         if st2 is None:
-            return None, False
+            return None
+        acc.proposed = True
         try:
             with np.errstate(over="ignore", invalid="ignore"):
                 f2, a2, g2, mt2, vt2 = self.evaluate(st2)
@@ -378,11 +359,10 @@ class KLProx:
             # hang on the last bits of the sum)
             if cur.f - f2 > ROUNDING * self.scale or max(res2) < max(cur.res):
                 self.accepted += 1
-                self.proposals_accepted += 1
-                return Cur(st2, f2, a2, g2, mt2, vt2, res2), True
-        if self.anderson is not None:
-            self.anderson.reset()
-        return None, True
+                acc.accepted += 1
+                return Cur(st2, f2, a2, g2, mt2, vt2, res2)
+        acc.reset()
+        return None
 
     def _near_quadratic(self, cur):
         """Whether every predictor's standard deviation at the start is at most FIRST_SD (the scale on which the
@@ -467,11 +447,11 @@ class KLProx:
         fixed = opts.step_rule == "fixed"
         first, rejected = True, 0
         newton_dir = None
-        if (self.second or self.anderson is not None) and not self.first_steps:
-            new, proposed = self._proposal(cur)
+        if self.anderson is not None and not self.first_steps:
+            new = self._anderson(cur)
             if new is not None:
                 return new, beta, None, "", 0
-            rejected = int(proposed)
+            rejected = int(self.anderson.proposed)
         while True:
             r = 1.0 / (1.0 + beta)
             res2 = None
@@ -569,9 +549,7 @@ class KLProx:
         if self.switches:
             extra["mean_step_switches"] = list(self.switches)
         if self.anderson is not None:
-            extra["anderson_steps"] = self.proposals_accepted
-        if self.second:
-            extra["newton_steps"] = self.proposals_accepted
+            extra["anderson_steps"] = self.anderson.accepted
         return self.finish(cur, status, msg, rejected=rejected, beta=beta, **extra)
 
     def _maybe_switch(self, it, res, window, beta):

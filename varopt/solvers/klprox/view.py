@@ -254,11 +254,9 @@ class LikelihoodView:
             out[ps] = (cf[:, None, None] * fam.mean_hessian(mt[rs].reshape(-1, J))).ravel()
         return out
 
-    def terms(self, fams, mt, vt, higher=None):
+    def terms(self, fams, mt, vt):
         """``(sum_n E[coef_n l_n + lin_n u_n], magnitude, alpha, gamma)`` at predictor means ``mt`` and pattern
-        covariances ``vt``: ``alpha = dE/dmt`` (N), ``gamma = 2 dE/dVt`` on the pattern. ``higher``: a list that
-        receives, per softmax group, ``coef E[grad^3 l]`` and ``coef E[grad^4 l]`` (G x J^3, G x J^4; the Newton
-        steps of :mod:`.newton`)."""
+        covariances ``vt``: ``alpha = dE/dmt`` (N), ``gamma = 2 dE/dVt`` on the pattern."""
         alpha, gamma = np.empty(self.N), np.empty(self.npat)
         lik = mag = 0.0
         for kind, sl in self.blocks:
@@ -275,11 +273,8 @@ class LikelihoodView:
             mag += float(cf @ np.abs(E))
             alpha[sl], gamma[sl] = cf * d1 + lin, 2.0 * cf * d2
         for J, rs, ps in self.groups:
-            out = fams["softmax"].expect_group(mt[rs].reshape(-1, J), vt[ps].reshape(-1, J, J), higher=higher is not None)
-            E, d1, d2 = out[:3]
+            E, d1, d2 = fams["softmax"].expect_group(mt[rs].reshape(-1, J), vt[ps].reshape(-1, J, J))
             cf = self.coef[rs][::J]
-            if higher is not None:
-                higher.append((cf[:, None, None, None] * out[3], cf[:, None, None, None, None] * out[4]))
             lik += float(cf @ E) + float(self.lin[rs] @ mt[rs])
             mag += float(cf @ np.abs(E)) + float(np.abs(self.lin[rs]) @ np.abs(mt[rs]))
             alpha[rs] = (cf[:, None] * d1).ravel() + self.lin[rs]
