@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from klprox_checks import logistic_program
 from scipy.special import softmax
 
 import varopt  # noqa: F401  (registers the solvers)
@@ -13,8 +14,6 @@ from varopt.solvers.klprox import expectations as EX
 from varopt.solvers.klprox import family_table, likelihood_view
 from varopt.solvers.klprox import solver as KS
 from varopt.solvers.klprox.posterior import FullGaussian
-
-from klprox_checks import logistic_program
 
 S = get_solver("klprox")
 

@@ -31,8 +31,6 @@ class AndersonSteps:
     def __init__(self, post, memory):
         self.post, self.memory = post, int(memory)
         self.X, self.T = [], []
-        #: whether the last call of the solver's test evaluated a proposal
-        self.proposed = False
         #: proposals accepted by the solver (``info['anderson_steps']``)
         self.accepted = 0
 

@@ -34,6 +34,10 @@ VI with step ``1 - r``; at ``beta -> inf`` the Newton-like NGD step of learning 
 tail of GP classification with a large signal variance), and back when (16) stalls. Both steps pass the same
 exact-ELBO acceptance test and have the same fixed points (docs/klprox.md, section 4).
 
+Anderson steps (:mod:`.anderson`). On softmax rows under the quadrature (the deterministic adaptive method with
+``mean_step='auto'``, full parameterization) the step tried first is Anderson's extrapolation of the last pairs of the
+undamped natural step; it replaces the plain step when it passes the same exact-ELBO test (docs/klprox.md, section 4).
+
 Variants (:mod:`.variants`): ``algorithm='proximal-point'`` (the paper's section 3, eq. (2), for closed-form
 ELBOs) and ``batch_size`` (stochastic minibatch steps).
 """
@@ -58,8 +62,8 @@ from ...options import (
     thread_options,
 )
 from ...registry import Solver, register_solver
-from .expectations import SoftmaxBoundFamily, SoftmaxFamily, family_table
 from .anderson import AndersonSteps
+from .expectations import SoftmaxBoundFamily, SoftmaxFamily, family_table
 from .posterior import DualGaussian, FullGaussian
 from .variants import proximal_point, stochastic
 from .view import likelihood_view
@@ -121,7 +125,7 @@ FIRST_BETA = NATURAL_BETA_MAX * BOOST_MAX
 FIRST_SD = 1.0
 #: Anderson-extrapolated steps (:mod:`.anderson`) on models with softmax rows under the quadrature (the deterministic
 #: adaptive method with mean_step='auto', full parameterization): the memory (pairs of the fixed-point map kept); a
-#: proposal replaces the plain step when it passes the exact-ELBO test (wine delta = 1: 52 -> 23 iterations,
+#: proposal replaces the plain step when it passes the exact-ELBO test (wine delta = 1: 52 -> 21 iterations,
 #: docs/klprox.md, section 4). 0: off
 ANDERSON_MEMORY = 5
 
@@ -338,16 +342,13 @@ class KLProx:
         return new
 
     def _anderson(self, cur):
-        """The Anderson proposal from ``cur`` (:mod:`.anderson`) as the next state when its -ELBO is below ``cur``'s by
-        more than the rounding of the sum, or within that rounding and it lowers the largest residual;
-        else None (``self.anderson.proposed``: whether a rejected proposal cost an evaluation; the memory is then
-        cleared)."""
+        """``(next state, proposed)``: the Anderson proposal from ``cur`` (:mod:`.anderson`) when its -ELBO is below
+        ``cur``'s by more than the rounding of the sum, or within that rounding and it lowers the largest residual; else
+        None (``proposed``: whether a rejected proposal cost an evaluation; the memory is then cleared)."""
         acc, post = self.anderson, self.post
-        acc.proposed = False
         st2 = acc.propose(cur)
         if st2 is None:
-            return None
-        acc.proposed = True
+            return None, False
         try:
             with np.errstate(over="ignore", invalid="ignore"):
                 f2, a2, g2, mt2, vt2 = self.evaluate(st2)
@@ -360,9 +361,9 @@ class KLProx:
             if cur.f - f2 > ROUNDING * self.scale or max(res2) < max(cur.res):
                 self.accepted += 1
                 acc.accepted += 1
-                return Cur(st2, f2, a2, g2, mt2, vt2, res2)
+                return Cur(st2, f2, a2, g2, mt2, vt2, res2), True
         acc.reset()
-        return None
+        return None, True
 
     def _near_quadratic(self, cur):
         """Whether every predictor's standard deviation at the start is at most FIRST_SD (the scale on which the
@@ -448,10 +449,10 @@ class KLProx:
         first, rejected = True, 0
         newton_dir = None
         if self.anderson is not None and not self.first_steps:
-            new = self._anderson(cur)
+            new, proposed = self._anderson(cur)
             if new is not None:
                 return new, beta, None, "", 0
-            rejected = int(self.anderson.proposed)
+            rejected = int(proposed)
         while True:
             r = 1.0 / (1.0 + beta)
             res2 = None
