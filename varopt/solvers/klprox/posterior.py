@@ -167,8 +167,8 @@ class _Base:
 def _block_gram_of(view, A, g):
     """``A^T G A`` for a dense ``A`` and the (block-)diagonal ``G`` with pattern values ``g``: the 1-D rows' part
     ``A_1^T diag(g_1) A_1`` and, per softmax group, ``sum_g A_g^T G_g A_g`` as one product of the stacked (G J x D)
-    rows with the stacked ``G_g A_g`` (the sparse N x N block matrix and its two sparse products cost 0.7 ms a step on
-    wine, D = 42, 88 groups; this 0.05 ms)."""
+    rows with the stacked ``G_g A_g`` (the sparse N x N block matrix and its two sparse products cost 0.3-0.7 ms a step
+    on wine, D = 42, 88 groups; this 0.05-0.2 ms)."""
     n1 = view.N - sum(rs.stop - rs.start for _, rs, _ in view.groups)
     A1 = A[:n1]
     out = A1.T @ (g[:n1, None] * A1)
