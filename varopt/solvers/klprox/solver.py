@@ -588,7 +588,8 @@ class KLProx:
         """A-posteriori check of the softmax quadrature at the returned q: the likelihood part re-evaluated with
         1.5x the nodes per dimension; a warning when the two differ by more than 1e-9 (relative to -ELBO)."""
         fams = dict(self.fams, softmax=SoftmaxFamily(max_points=160000, boost=1.5))
-        err = abs(self.view.terms(fams, cur.mt, cur.vt)[0] - self.view.terms(self.fams, cur.mt, cur.vt)[0])
+        # the likelihood part under the solve's rule is -ELBO minus the Gaussian part (evaluate(): not re-integrated)
+        err = abs(self.view.terms(fams, cur.mt, cur.vt)[0] - (cur.f - self.post.gauss_part(cur.st)))
         sd = max(float(np.sqrt(np.max(cur.vt[ps].reshape(-1, J, J).diagonal(axis1=1, axis2=2))))
                  for J, _, ps in self.view.groups)
         if err > 1e-9 * max(1.0, abs(cur.f)):
