@@ -10,11 +10,15 @@ relative difference of the two -ELBO values.
 Grids (``--grids``, comma-separated): ``heart`` (GP classification, 6 x 6 of linspace(-1, 6), split 0, as
 benchmarks/klprox_gpc.py), ``housing`` (Laplace GP, noise e^-2, 4 x 4 of linspace(-1, 6), split 0), ``a1a``
 (logistic regression, delta = logspace(-3, 1, 30)), ``wine`` (softmax, K = 3, delta = logspace(-1, 1, 7)),
-``colon`` (logistic, dual form, split 0, delta = logspace(0, 6, 10)).
+``colon`` (logistic, dual form, split 0, delta = logspace(0, 6, 10)), ``iris`` (softmax, K = 3, all 150 rows
+standardized, delta = logspace(-1, 1, 7)), ``synth4`` (softmax, K = 4: 120 rows of 6 standard normal features, labels
+drawn from a random softmax model, seed 0, delta = logspace(-1, 1, 4)).
 ``--compare regrow`` compares the adaptive rule without and with its REGROW_WINDOW (no regrowth to a step size
 rejected in the last 5 iterations) instead; the cells then count rejected trial steps too. ``--compare first``: without
 and with the optimistic first steps (FIRST_STEPS = 2 steps tried at beta = 1000 from a cold start). The totals also
 count the iterations to -ELBO within 1e-6 relative of the run's optimum (the first history entry there).
+``--compare anderson``: without and with the Anderson-extrapolated steps of models with softmax rows (docs/klprox.md,
+section 4).
 Run: ``python benchmarks/klprox_step_rules.py [--grids heart,housing,a1a] [--compare mean-step|regrow|first]``.
 """
 from __future__ import annotations
@@ -35,7 +39,8 @@ from shared_data import load_a1a, load_colon, load_heart, load_housing, splits
 #: --compare: the module constant of varopt.solvers.klprox.solver switched, and its (previous, default) values
 RULES = {"mean-step": ("AUTO_FIRST", "paper", "natural"),   # the natural mean step first (docs/klprox.md section 4)
          "regrow": ("REGROW_WINDOW", 0, 5),                 # no regrowth to a step size rejected 5 iterations ago
-         "first": ("FIRST_STEPS", 0, 2)}                    # two optimistic first steps at beta = 1000
+         "first": ("FIRST_STEPS", 0, 2),                    # two optimistic first steps at beta = 1000
+         "anderson": ("ANDERSON_MEMORY", 0, KS.ANDERSON_MEMORY)}  # Anderson-extrapolated steps (softmax rows)
 
 
 def problems(grids):
@@ -61,6 +66,19 @@ def problems(grids):
         X, y, _, _ = wine()
         for d in np.logspace(-1, 1, 7):
             yield f"wine({d:.3g})", lambda d=d: glm_program(X, y, "multinomial", prior_var=d)
+    if "iris" in grids:
+        from sklearn.datasets import load_iris
+        X, y = load_iris(return_X_y=True)
+        X = (X - X.mean(0)) / X.std(0)
+        for d in np.logspace(-1, 1, 7):
+            yield f"iris({d:.3g})", lambda d=d: glm_program(X, y.astype(float), "multinomial", prior_var=d)
+    if "synth4" in grids:
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(120, 6))
+        logits = X @ rng.normal(size=(6, 4))
+        y = np.array([rng.choice(4, p=np.exp(z - z.max()) / np.exp(z - z.max()).sum()) for z in logits])
+        for d in np.logspace(-1, 1, 4):
+            yield f"synth4({d:.3g})", lambda d=d: glm_program(X, y.astype(float), "multinomial", prior_var=d)
     if "colon" in grids:
         X, y = load_colon()
         tr, _ = splits(len(y), 1)[0]
@@ -73,7 +91,7 @@ def main():
     ap.add_argument("--grids", default="heart,housing,a1a")
     ap.add_argument("--compare", choices=tuple(RULES), default="mean-step",
                     help="mean-step: AUTO_FIRST 'paper' against 'natural'; regrow: REGROW_WINDOW 0 against 5; first: "
-                    "FIRST_STEPS 0 against 2")
+                    "FIRST_STEPS 0 against 2; anderson: ANDERSON_MEMORY 0 against the default")
     args = ap.parse_args()
     S = get_solver("klprox")
     const, *values = RULES[args.compare]

@@ -137,10 +137,11 @@ def cholesky_vi(view, gtol=1e-9, maxiter=50000, nodes=100, trace=None):
     x0[D:][diag] = np.log(np.diag(C0))
     res, t = _lbfgs(fun, x0, gtol, maxiter, trace)
     m, C = unpack(res.x)
-    return {"m": m, "V": C @ C.T, "neg_elbo": float(res.fun), "iterations": int(res.nit), "time": t}
+    return {"m": m, "V": C @ C.T, "neg_elbo": float(res.fun), "iterations": int(res.nit), "evaluations": int(res.nfev),
+            "time": t}
 
 
-def mean_field_vi(view, gtol=1e-9, maxiter=50000, nodes=100):
+def mean_field_vi(view, gtol=1e-9, maxiter=50000, nodes=100, trace=None):
     fams = family_table(nodes)
     D = view.D
     A2 = view.A[view.pat_i].multiply(view.A[view.pat_j]).tocsr()   # vt = A2 s^2 on the pattern
@@ -159,6 +160,6 @@ def mean_field_vi(view, gtol=1e-9, maxiter=50000, nodes=100):
 
     m0, V0 = _start(view)
     x0 = np.concatenate([m0, 0.5 * np.log(np.diag(V0))])
-    res, t = _lbfgs(fun, x0, gtol, maxiter)
+    res, t = _lbfgs(fun, x0, gtol, maxiter, trace)
     return {"m": res.x[:D], "V": np.diag(np.exp(2 * res.x[D:])), "neg_elbo": float(res.fun),
-            "iterations": int(res.nit), "time": t}
+            "iterations": int(res.nit), "evaluations": int(res.nfev), "time": t}

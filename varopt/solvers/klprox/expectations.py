@@ -302,6 +302,13 @@ SOFTMAX_NODES = ((0.5, 16), (1.0, 32), (1.5, 64), (2.0, 100))
 SOFTMAX_NODES_WIDE = 128
 #: largest J (classes - 1) of a softmax group
 MAX_SOFTMAX_DIM = 3
+#: node values (rows x J x nodes) per block of rows of the softmax rule: its temporaries then stay in the cache and in
+#: memory the allocator reuses (blocks of 2e6 values, 16 MB, were fresh mmap'd pages each time: wine's 88 rows at
+#: 2912 nodes took 8.7 ms per evaluation, a third of it in the kernel's page faults; 2.4 ms in blocks of 2^16,
+#: docs/klprox.md, section 2b)
+SOFTMAX_CHUNK = 1 << 16
+#: the tensor rules by (nodes per dimension, J), shared by every SoftmaxFamily (each solve makes its own family)
+_RULES = {}
 
 
 class SoftmaxFamily(Family):
@@ -328,21 +335,40 @@ class SoftmaxFamily(Family):
         self.fixed_nodes = nodes
         #: node-count factor (the a-posteriori error estimate compares the rule with a 1.5x richer one)
         self.boost = float(boost)
-        self._rules = {}
         self.last_nodes = 0
 
     def nodes_for(self, sd_max, J):
+        """Nodes per dimension for a group whose largest predictor standard deviation is ``sd_max``."""
         n = self.fixed_nodes
         if n is None:
             n = next((k for bound, k in SOFTMAX_NODES if sd_max <= bound), SOFTMAX_NODES_WIDE)
             n = round(n * self.boost)
-        while n > 8 and self.rule(n, J)[1].size > self.max_points:
-            n = int(n * 0.8)
-        return n
+        return self._capped(n, J)
 
-    def rule(self, n, J):
+    def _capped(self, n, J):
+        """``n`` lowered while the rule keeps more than ``max_points`` nodes."""
+        key = ("cap", n, J, self.max_points)
+        if key not in _RULES:
+            c = n
+            while c > 8 and self.rule(c, J)[1].size > self.max_points:
+                c = int(c * 0.8)
+            _RULES[key] = c
+        return _RULES[key]
+
+    def _node_counts(self, sd, J):
+        """:meth:`nodes_for` of every group's ``sd`` (one table look-up per grade, not per group)."""
+        if self.fixed_nodes is not None:
+            return np.full(sd.size, self.nodes_for(0.0, J), dtype=int)
+        bounds = np.array([b for b, _ in SOFTMAX_NODES])
+        counts = [self._capped(round(k * self.boost), J) for k in [k for _, k in SOFTMAX_NODES] + [SOFTMAX_NODES_WIDE]]
+        return np.array(counts, dtype=int)[np.searchsorted(bounds, sd, side="left")]
+
+    @staticmethod
+    def rule(n, J):
+        """The pruned tensor rule ``(nodes (M, J), weights (M,))`` of ``n`` nodes per dimension (formed once per
+        process: the Golub-Welsch eigenproblem of ``hermgauss`` costs milliseconds)."""
         key = (n, J)
-        if key not in self._rules:
+        if key not in _RULES:
             x, w = np.polynomial.hermite.hermgauss(n)
             x, w = x * np.sqrt(2.0), w / np.sqrt(np.pi)
             grids = np.meshgrid(*([x] * J), indexing="ij")
@@ -352,15 +378,16 @@ class SoftmaxFamily(Family):
             X = np.stack([g.ravel() for g in grids], axis=1)
             W = wts.ravel()
             keep = W > 1e-18
-            self._rules[key] = (X[keep], W[keep])
-        return self._rules[key]
+            _RULES[key] = (X[keep], W[keep])
+        return _RULES[key]
 
-    def _transposed(self, n, J):
+    @staticmethod
+    def _transposed(n, J):
         """The nodes of :meth:`rule` as a contiguous (J, M) array."""
         key = ("T", n, J)
-        if key not in self._rules:
-            self._rules[key] = np.ascontiguousarray(self.rule(n, J)[0].T)
-        return self._rules[key]
+        if key not in _RULES:
+            _RULES[key] = np.ascontiguousarray(SoftmaxFamily.rule(n, J)[0].T)
+        return _RULES[key]
 
     def expect_group(self, mt, Vt):
         mt, Vt = np.asarray(mt, dtype=float), np.asarray(Vt, dtype=float)
@@ -368,15 +395,14 @@ class SoftmaxFamily(Family):
         lam, Q = np.linalg.eigh(0.5 * (Vt + np.swapaxes(Vt, 1, 2)))
         S = Q * np.sqrt(np.maximum(lam, 0.0))[:, None, :]          # Vt = S S^T
         sd = np.sqrt(np.maximum(lam.max(axis=1), 0.0)) if G else np.zeros(0)
-        ns = np.array([self.nodes_for(v, J) for v in sd], dtype=int) if self.fixed_nodes is None else \
-            np.full(G, self.nodes_for(0.0, J))
+        ns = self._node_counts(sd, J)
         self.last_nodes = int(ns.max()) if G else 0
         E, d1, d2 = np.empty(G), np.empty((G, J)), np.empty((G, J, J))
         for n in np.unique(ns):           # groups of one node count together
             idx = np.flatnonzero(ns == n)
             X, W = self.rule(int(n), J)
             XT = self._transposed(int(n), J)
-            step = max(1, 2_000_000 // max(X.shape[0] * J, 1))
+            step = max(1, SOFTMAX_CHUNK // max(X.shape[0] * J, 1))
             for s0 in range(0, idx.size, step):
                 sl = idx[s0:s0 + step]
                 # (g, J, M) layout: the reductions over the J classes are then elementwise operations on

@@ -136,10 +136,15 @@ class _Base:
         nearest 0 coincide when ``mu = 0`` (e.g. a zero-mean GP prior; one evaluation saved)."""
         return (True, False) if np.any(self.mu) else (True,)
 
+    def _block_gram(self, g):
+        return _block_gram_of(self.view, self.A, g)
+
     def _AtGA(self, g):
         if self.N == 0:
             return np.zeros((self.D, self.D))
         if not self.view.diagonal:  # softmax groups: J x J blocks
+            if isinstance(self.A, np.ndarray):
+                return self._block_gram(g)
             Gm = self.view.curvature_matrix(g)
             out = self.A.T @ (Gm @ self.A)
             return out.toarray() if sp.issparse(out) else np.asarray(out)
@@ -157,6 +162,21 @@ class _Base:
                 return _symmetrize(low)
             return self.AT @ (g[:, None] * self.A)
         return (self.A.T @ sp.diags(g) @ self.A).toarray()
+
+
+def _block_gram_of(view, A, g):
+    """``A^T G A`` for a dense ``A`` and the (block-)diagonal ``G`` with pattern values ``g``: the 1-D rows' part
+    ``A_1^T diag(g_1) A_1`` and, per softmax group, ``sum_g A_g^T G_g A_g`` as one product of the stacked (G J x D)
+    rows with the stacked ``G_g A_g`` (the sparse N x N block matrix and its two sparse products cost 0.3-0.7 ms a step
+    on wine, D = 42, 88 groups; this 0.05-0.2 ms)."""
+    n1 = view.N - sum(rs.stop - rs.start for _, rs, _ in view.groups)
+    A1 = A[:n1]
+    out = A1.T @ (g[:n1, None] * A1)
+    for J, rs, ps in view.groups:
+        Ag = A[rs].reshape(-1, J, A.shape[1])
+        GA = np.matmul(g[ps].reshape(-1, J, J), Ag)
+        out += Ag.reshape(-1, A.shape[1]).T @ GA.reshape(-1, A.shape[1])
+    return out
 
 
 class _RowPairs:
@@ -286,6 +306,11 @@ class FullGaussian(_Base):
         gt = float(gamma0) * self.view.eye()
         if self.pairs is not None:   # uniform pseudo-precisions: gamma0 A^T A from the Gram the view's split formed
             return self._direct_state(m, gt, gram=float(gamma0) * self.pairs.unit_gram())
+        return self._state(m, gt)
+
+    def state_of(self, m, gt):
+        """The state of mean ``m`` and pseudo-precisions ``gt`` (``V^-1 = P + A^T G A``); ``LinAlgError`` when that
+        precision is not positive definite."""
         return self._state(m, gt)
 
     def _state(self, m, gt):
