@@ -79,6 +79,8 @@ class StepQP:
                                      row_hi=rhi if m else None, lb=blo, ub=bhi, Q=Qs)
             if res.status != "optimal":
                 return None, None, res.status if res.status in ("infeasible", "unbounded") else "error", None
+            if self.fast is not None:     # the next step QP warm-starts from this answer's active set
+                self.fast.seed(res, rlo, rhi, blo, bhi)
         return self._finish(x, u, res, lambda v: Q @ v)
 
     def _finish(self, x, u, res, qmul):
