@@ -18,7 +18,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 import varopt  # noqa: F401  (registers the solvers)
-from varopt.estimators.klprox import BayesianLogisticRegression, GPClassifier, log_loss_bits
+from varopt.estimators import BayesianLogisticRegression, GPClassifier
+from varopt.estimators.klprox import log_loss_bits
 
 X, y = load_breast_cancer(return_X_y=True)
 Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=0, stratify=y)
