@@ -293,9 +293,9 @@ def auto_grid(name, X, y, classifier):
     * ``log_ell``: ``log`` of the median distance between training inputs (the usual median heuristic) plus
       :data:`AUTO_ELL` — a fixed length of 1 on inputs of many standardized features makes every pair of inputs
       nearly uncorrelated (30 features: ``k(x, x') ~ e^-30``) and the predictions revert to the prior.
-    * ``log_sf``: classifier :data:`AUTO_SF_CLASSIFIER` (latent scales 1, e, e² on the logit scale); regressor
+    * ``log_sf``: classifier :data:`AUTO_SF_CLASSIFIER` (latent scales 1, e, e², e³ on the logit scale); regressor
       ``log std(y)`` plus :data:`AUTO_SF_REGRESSOR`.
-    * ``log_noise`` (regressor): ``log std(y)`` plus :data:`AUTO_NOISE` (noise 5 %–37 % of the spread of ``y``).
+    * ``log_noise`` (regressor): ``log std(y)`` plus :data:`AUTO_NOISE` (noise 5 %–100 % of the spread of ``y``).
     The GP prior has mean zero: centre ``y`` of a regression (as ``GaussianProcessRegressor``'s ``normalize_y``)."""
     if name == "log_ell":
         return list(math.log(median_distance(X)) + np.asarray(AUTO_ELL))
