@@ -184,6 +184,25 @@ def test_bound_heavy_constrained_logistic_takes_the_fast_path():
     assert np.all(np.diff(hist) <= 1e-12 * np.maximum(1.0, np.abs(hist[:-1])))
 
 
+def test_wide_program_with_inactive_bounds_keeps_the_row_space_step():
+    """Bounds on every weight of a wide multinomial fit (2,004 parameters, 30 samples), inactive at the optimum: the
+    step solver's cost counts the bounds the working set holds (none at the start) plus a margin, not every bounded
+    variable, so the row-space Woodbury step and the line metric are kept (before: the dense step, forming the
+    n x n curvature); the optimum is the unconstrained one."""
+    import cvxpy as cp
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 500))
+    y = rng.integers(0, 4, size=30)
+    free, W, _ = build_cvxpy(X, y, C=1.0 / 30)
+    boxed = cp.Problem(free.objective, [cp.abs(cp.vec(W, order="F")) <= 1.0])
+    ref = free.solve(method="majorize", tol=1e-12)
+    val = boxed.solve(method="majorize", tol=1e-12)
+    res = boxed.varopt_result
+    assert res.info["reuse_metric"] == "line"
+    assert abs(val - ref) <= 1e-9 * abs(ref)
+    assert all(c.violation().max() <= 1e-9 for c in boxed.constraints)
+
+
 # --- constrained logistic regression: majorize against Clarabel -----------------------------------------------
 def _constrained(X, y, C):
     import cvxpy as cp
