@@ -16,7 +16,9 @@ ratio Clarabel = Clarabel / constrained majorize (> 1: majorize faster); ratio u
 unconstrained majorize (the issue's goal: <= 2). ``gap`` is the relative objective difference to Clarabel
 (majorize - Clarabel; negative: majorize lower).
 
-Usage: ``python benchmarks/majorize_constrained.py [--lam 1.0] [--sets a,b] [--repeat 3] [--tol 1e-10]``.
+``--box B`` adds ``cp.abs(theta[10:]) <= B``: bounds on every other weight, many active at the optimum for small B.
+
+Usage: ``python benchmarks/majorize_constrained.py [--lam 1.0] [--sets a,b] [--repeat 3] [--tol 1e-10] [--box 0.1]``.
 """
 from __future__ import annotations
 
@@ -39,12 +41,15 @@ from tracing import datasets
 SETS = ["breast_cancer", "wine", "digits", "bupa", "heart_statlog", "hepatitis", "srbct"]
 
 
-def constrained_problem(X, y, C):
-    """The CVXPY problem of majorize_logistic.py plus ``theta[:5] >= 0``, ``sum(theta[5:10]) <= 0.5``."""
+def constrained_problem(X, y, C, box=None):
+    """The CVXPY problem of majorize_logistic.py plus ``theta[:5] >= 0``, ``sum(theta[5:10]) <= 0.5`` (and with
+    ``box``: ``cp.abs(theta[10:]) <= box``, bounds on every other weight, many of them active)."""
     import cvxpy as cp
     prob, W, _ = build_cvxpy(X, y, C=C)
     theta = W if len(W.shape) == 1 else cp.vec(W, order="F")
     cons = [theta[:5] >= 0, cp.sum(theta[5:10]) <= 0.5]
+    if box is not None:
+        cons.append(cp.abs(theta[10:]) <= box)
     return cp.Problem(prob.objective, cons), prob
 
 
@@ -62,6 +67,8 @@ def main(argv=None):
     ap.add_argument("--tol", type=float, default=1e-10, help="majorize's tol (both majorize runs)")
     ap.add_argument("--reuse", type=int, default=None,
                     help="also run the constrained problem with this bound_reuse (0: Algorithm 2, the previous default)")
+    ap.add_argument("--box", type=float, default=None,
+                    help="add cp.abs(theta[10:]) <= BOX (bounds on all other weights; e.g. 0.1: many active)")
     a = ap.parse_args(argv)
     rows = []
     keys = ["maj", "cla", "unc"] + (["reuse"] if a.reuse is not None else [])
@@ -72,7 +79,7 @@ def main(argv=None):
         vals, iters = {}, {}
         for _ in range(a.repeat):
             for key in keys:
-                cprob, uprob = constrained_problem(X, y, C)  # fresh problems: no cached compilation
+                cprob, uprob = constrained_problem(X, y, C, a.box)  # fresh problems: no cached compilation
                 prob = uprob if key == "unc" else cprob
                 if key == "cla":
                     v, s = timed(lambda: prob.solve(solver="CLARABEL"))
@@ -89,7 +96,8 @@ def main(argv=None):
                          gap=(vals["maj"] - vals["cla"]) / abs(vals["cla"]),
                          gap_reuse=(vals["reuse"] - vals["cla"]) / abs(vals["cla"]) if a.reuse is not None else np.nan))
         print(f"# {name}: done", file=sys.stderr, flush=True)
-    print(f"\nConstrained L2 logistic regression (theta[:5] >= 0, sum(theta[5:10]) <= 0.5), lam = t * {a.lam}; "
+    box = "" if a.box is None else f", |theta[10:]| <= {a.box:g}"
+    print(f"\nConstrained L2 logistic regression (theta[:5] >= 0, sum(theta[5:10]) <= 0.5{box}), lam = t * {a.lam}; "
           f"best of {a.repeat} (wall and solve separately); majorize tol = {a.tol:g}; load average {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores. wall = whole prob.solve, solve = the solver alone (solver_stats.solve_time), "
           "compile = wall - solve (CVXPY's reductions for Clarabel, varopt's compile_cvxpy for majorize)")

@@ -195,3 +195,62 @@ def test_limits_keep_the_fit_with_a_convergence_warning():
     with pytest.warns(ConvergenceWarning, match="iteration_limit"):
         short = BayesianLogisticRegression(solver_options={"max_iter": 2}).fit(X, y)
     assert short.neg_elbo_ >= exact.neg_elbo_ and short.predict_proba(X).shape == (300, 2)
+
+
+def test_auto_grids_follow_the_data_scales():
+    """The default ``"auto"`` grids: log_ell around the log median distance between inputs, log_sf/log_noise around
+    log std(y). Checked against an independent computation of the heuristic, by equivariance (scaling X by c shifts
+    log_ell_ by log c; scaling y by c shifts log_sf_ and log_noise_ by log c, with the same predictions up to c), and
+    by what the default is for: on 30 standardized features a fixed length 1 predicts coin flips."""
+    from scipy.spatial.distance import pdist
+    from sklearn.datasets import make_classification
+
+    from varopt.estimators.klprox import AUTO_ELL, AUTO_NOISE, AUTO_SF_CLASSIFIER, AUTO_SF_REGRESSOR, median_distance
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(40, 3))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] + 0.2 * rng.normal(size=40)
+    a = GPRegressor("gaussian").fit(X, y)
+    ell = np.log(np.median(pdist(X))) + np.array(AUTO_ELL)
+    sf = np.log(np.std(y)) + np.array(AUTO_SF_REGRESSOR)
+    nz = np.log(np.std(y)) + np.array(AUTO_NOISE)
+    pts = np.array([p for p, _ in a.grid_])
+    assert pts.shape == (ell.size * sf.size * nz.size, 3)
+    np.testing.assert_allclose(np.unique(pts[:, 0]), ell, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.unique(pts[:, 1]), sf, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.unique(pts[:, 2]), nz, rtol=0, atol=1e-12)
+    c = 10.0
+    b = GPRegressor("gaussian").fit(c * X, y)
+    assert abs(b.log_ell_ - a.log_ell_ - math.log(c)) <= 1e-9 and (b.log_sf_, b.log_noise_) == (a.log_sf_, a.log_noise_)
+    np.testing.assert_allclose(b.predict(c * X[:5]), a.predict(X[:5]), rtol=1e-6, atol=1e-8)
+    s = GPRegressor("gaussian").fit(X, c * y)
+    assert abs(s.log_sf_ - a.log_sf_ - math.log(c)) <= 1e-9 and abs(s.log_noise_ - a.log_noise_ - math.log(c)) <= 1e-9
+    assert s.log_ell_ == a.log_ell_
+    np.testing.assert_allclose(s.predict(X[:5]), c * a.predict(X[:5]), rtol=1e-6, atol=1e-8)
+    # classifier: log_sf from its fixed grid, log_noise unused
+    Xc, yc = make_classification(120, 30, n_informative=8, random_state=0)
+    Xc = (Xc - Xc.mean(0)) / Xc.std(0)
+    tr, te = np.arange(0, 120, 2), np.arange(1, 120, 2)
+    auto = GPClassifier().fit(Xc[tr], yc[tr])
+    assert sorted({p[1] for p, _ in auto.grid_}) == list(AUTO_SF_CLASSIFIER) and {p[2] for p, _ in auto.grid_} == {0.0}
+    assert median_distance(Xc[tr]) == np.median(pdist(Xc[tr]))
+    assert np.min(np.abs(np.log(np.median(pdist(Xc[tr]))) + np.array(AUTO_ELL) - auto.log_ell_)) <= 1e-12
+    fixed = GPClassifier(log_ell=0.0, log_sf=0.0).fit(Xc[tr], yc[tr])
+    def bits(est):
+        p = est.predict_proba(Xc[te])[np.arange(te.size), yc[te]]
+        return log_loss_bits(p)
+    assert bits(fixed) > 0.95 and bits(auto) < 0.75
+
+
+def test_median_distance_rows_and_ties():
+    from scipy.spatial.distance import pdist
+
+    from varopt.estimators.klprox import AUTO_ROWS, median_distance
+    assert median_distance(np.ones((5, 2))) == 1.0 and median_distance(np.zeros((1, 3))) == 1.0
+    X = np.r_[np.zeros((10, 1)), np.ones((3, 1))]            # most pairs coincide: the nonzero distances count
+    assert median_distance(X) == 1.0
+    X = np.random.default_rng(0).normal(size=(AUTO_ROWS + 500, 2))
+    rows = np.linspace(0, X.shape[0] - 1, AUTO_ROWS).round().astype(int)
+    assert median_distance(X) == np.median(pdist(X[rows]))
+    for bad in ("Auto", "median", None):
+        with pytest.raises(InputDataError, match="log_ell must be 'auto'"):
+            GPClassifier(log_ell=bad).fit(X[:20], (X[:20, 0] > 0).astype(int))

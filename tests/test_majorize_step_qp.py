@@ -134,6 +134,75 @@ def test_active_set_warm_start_and_infeasible_start():
     assert solver.solve(Q, c, lo, hi, lb, ub, bad) is None
 
 
+def test_active_set_seeded_from_the_general_layer():
+    """The working set of a QP answered by HiGHS (``seed``) is the next solve's start: the same QP started at HiGHS's
+    answer is certified in one system. A bound-heavy QP from a cold start (more blocking constraints than the old
+    budget of 10 + 2|W0| iterations) is answered, not declined."""
+    rng = np.random.default_rng(4)
+    n = 30
+    L = rng.normal(size=(n, n))
+    Q = L @ L.T / n + 0.1 * np.eye(n)
+    c = rng.normal(size=n) * 5
+    A = np.ones((1, n))
+    lo, hi = np.array([-np.inf]), np.array([0.5])
+    lb, ub = -0.2 * np.ones(n), 0.2 * np.ones(n)
+    ref = lpqp.solve_qp(Q, c, A=A, row_lo=lo, row_hi=hi, lb=lb, ub=ub)
+    active = int(np.sum((np.abs(ref.x - lb) < 1e-9) | (np.abs(ref.x - ub) < 1e-9)))
+    assert ref.status == "optimal" and active > 12
+    cold = ActiveSetQP(A).solve(Q, c, lo, hi, lb, ub, np.zeros(n))
+    assert cold is not None and cold.iterations > 10
+    _assert_matches(cold, ref, Q, c, A, lo, hi, lb, ub)
+    warm = ActiveSetQP(A)
+    warm.seed(ref, lo, hi, lb, ub)
+    assert len(warm.cols) + len(warm.rows) >= active - 1          # degenerate sides (zero multiplier) may be left out
+    x0 = np.clip(ref.x, lb, ub)
+    res = warm.solve(Q, c, lo, hi, lb, ub, x0)
+    assert res is not None and res.iterations == 1
+    _assert_matches(res, ref, Q, c, A, lo, hi, lb, ub)
+
+
+def test_bound_heavy_constrained_logistic_takes_the_fast_path():
+    """Boxes on most weights (many active bounds; CVXPY rows ``cp.abs(theta[k:]) <= u`` become bounds): every step
+    QP goes through the warm-started fast path (before: each one fell back to HiGHS, declined by the iteration
+    budget, and the working set never carried over), and the fit equals Clarabel's."""
+    import cvxpy as cp
+    from sklearn.datasets import load_breast_cancer
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    theta, b = cp.Variable(X.shape[1]), cp.Variable()
+    z = X @ theta + b
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) - y @ z + 0.5 * cp.sum_squares(theta)),
+                      [theta[:5] >= 0, cp.sum(theta[5:10]) <= 0.5, cp.abs(theta[10:]) <= 0.4])
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    ref = prob.value
+    val = prob.solve(method="majorize", tol=1e-12)
+    assert abs(val - ref) <= 1e-8 * abs(ref)
+    assert all(c.violation().max() <= 1e-9 for c in prob.constraints)
+    res = prob.varopt_result
+    assert res.info["step_qp"]["fallback"] == 0 and res.info["step_qp"]["active_set"] > 0
+    hist = np.array([h["objective"] for h in res.history])
+    assert np.all(np.diff(hist) <= 1e-12 * np.maximum(1.0, np.abs(hist[:-1])))
+
+
+def test_wide_program_with_inactive_bounds_keeps_the_row_space_step():
+    """Bounds on every weight of a wide multinomial fit (2,004 parameters, 30 samples), inactive at the optimum: the
+    step solver's cost counts the bounds the working set holds (none at the start) plus a margin, not every bounded
+    variable, so the row-space Woodbury step and the line metric are kept (before: the dense step, forming the
+    n x n curvature); the optimum is the unconstrained one."""
+    import cvxpy as cp
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 500))
+    y = rng.integers(0, 4, size=30)
+    free, W, _ = build_cvxpy(X, y, C=1.0 / 30)
+    boxed = cp.Problem(free.objective, [cp.abs(cp.vec(W, order="F")) <= 1.0])
+    ref = free.solve(method="majorize", tol=1e-12)
+    val = boxed.solve(method="majorize", tol=1e-12)
+    res = boxed.varopt_result
+    assert res.info["reuse_metric"] == "line"
+    assert abs(val - ref) <= 1e-9 * abs(ref)
+    assert all(c.violation().max() <= 1e-9 for c in boxed.constraints)
+
+
 # --- constrained logistic regression: majorize against Clarabel -----------------------------------------------
 def _constrained(X, y, C):
     import cvxpy as cp

@@ -35,6 +35,10 @@ from ..formulations.bayes_glm import check_data, design, glm_program, gp_factor,
 from .klprox_grid import accept_run, check_n_jobs, grid_search
 
 
+def _is_auto(v):
+    return isinstance(v, str) and v == "auto"
+
+
 def _grid(name, v):
     """A hyperparameter given as a number or a list of them (a grid), as a list of finite floats."""
     try:
@@ -42,7 +46,8 @@ def _grid(name, v):
     except (TypeError, ValueError):
         g = None
     if g is None or g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)):
-        raise InputDataError(f"{name} must be a finite number or a non-empty list of them, got {v!r}")
+        auto = "'auto', " if name in ("log_ell", "log_sf", "log_noise") else ""
+        raise InputDataError(f"{name} must be {auto}a finite number or a non-empty list of them, got {v!r}")
     return list(g)
 
 
@@ -262,14 +267,54 @@ def _gp_build(X, y, likelihood, jitter, log_ell, log_sf, log_noise):
     return gp_program(X, y, likelihood, log_ell, log_sf, math.exp(log_noise), jitter)[0]
 
 
+#: ``"auto"`` grids, as offsets (natural log) from the data's scales; see :func:`auto_grid`
+AUTO_ELL = (-1.0, -0.5, 0.0, 0.5, 1.0)
+AUTO_SF_CLASSIFIER = (0.0, 1.0, 2.0, 3.0)
+AUTO_SF_REGRESSOR = (-1.0, 0.0)
+AUTO_NOISE = (-3.0, -2.0, -1.0, 0.0)
+#: rows used for the median distance of the ``"auto"`` length scale (evenly spaced, so the grid is deterministic)
+AUTO_ROWS = 1000
+
+
+def median_distance(X):
+    """The median of the nonzero Euclidean distances between rows of ``X`` (at most :data:`AUTO_ROWS` evenly spaced
+    rows); ``1.0`` when all rows coincide."""
+    from scipy.spatial.distance import pdist
+    if X.shape[0] > AUTO_ROWS:
+        X = X[np.linspace(0, X.shape[0] - 1, AUTO_ROWS).round().astype(int)]
+    d = pdist(X) if X.shape[0] > 1 else np.zeros(0)
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else 1.0
+
+
+def auto_grid(name, X, y, classifier):
+    """The ``"auto"`` grid of a GP hyperparameter (natural logs), selected by the ELBO like any grid.
+
+    * ``log_ell``: ``log`` of the median distance between training inputs (the usual median heuristic) plus
+      :data:`AUTO_ELL` — a fixed length of 1 on inputs of many standardized features makes every pair of inputs
+      nearly uncorrelated (30 features: ``k(x, x') ~ e^-30``) and the predictions revert to the prior.
+    * ``log_sf``: classifier :data:`AUTO_SF_CLASSIFIER` (latent scales 1, e, e², e³ on the logit scale); regressor
+      ``log std(y)`` plus :data:`AUTO_SF_REGRESSOR`.
+    * ``log_noise`` (regressor): ``log std(y)`` plus :data:`AUTO_NOISE` (noise 5 %–100 % of the spread of ``y``).
+    The GP prior has mean zero: centre ``y`` of a regression (as ``GaussianProcessRegressor``'s ``normalize_y``)."""
+    if name == "log_ell":
+        return list(math.log(median_distance(X)) + np.asarray(AUTO_ELL))
+    if name == "log_sf" and classifier:
+        return list(AUTO_SF_CLASSIFIER)
+    sd = float(np.std(y))
+    base = math.log(sd) if sd > 0 else 0.0
+    return list(base + np.asarray(AUTO_SF_REGRESSOR if name == "log_sf" else AUTO_NOISE))
+
+
 class _GP(_Base):
     """Grids of ``log_ell x log_sf x log_noise`` are solved by :func:`.klprox_grid.grid_search`: each point
     warm-started from its solved neighbours in every direction, in ``n_jobs`` processes (the same values as
-    serially)."""
+    serially). ``"auto"`` (the default) is a grid around the data's scales (:func:`auto_grid`)."""
 
     likelihood = ""
 
-    def __init__(self, log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8, solver_options=None, n_jobs=None):
+    def __init__(self, log_ell="auto", log_sf="auto", log_noise="auto", jitter=1e-8, solver_options=None,
+                 n_jobs=None):
         self.log_ell, self.log_sf, self.log_noise = log_ell, log_sf, log_noise
         self.jitter = jitter
         self.solver_options = solver_options
@@ -278,7 +323,10 @@ class _GP(_Base):
     def _fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
         check_n_jobs(self.n_jobs)
-        grids = tuple(_grid(k, getattr(self, k)) for k in ("log_ell", "log_sf", "log_noise"))
+        clf = isinstance(self, ClassifierMixin)
+        grids = tuple([0.0] if k == "log_noise" and clf        # unused by the logistic likelihood
+                      else auto_grid(k, X, y, clf) if _is_auto(getattr(self, k))
+                      else _grid(k, getattr(self, k)) for k in ("log_ell", "log_sf", "log_noise"))
         self.grid_, best, self.result_ = grid_search(_gp_build, (X, y, self.likelihood, self.jitter), grids,
                                                      self.solver_options, self.n_jobs)
         self.log_ell_, self.log_sf_, self.log_noise_ = best
@@ -306,7 +354,7 @@ class GPClassifier(_BinaryLogistic, ClassifierMixin, _GP):
     """GP classification with a logistic likelihood (``log_noise`` unused); grids and ``n_jobs`` as in
     :class:`GPRegressor`."""
 
-    def __init__(self, log_ell=0.0, log_sf=0.0, jitter=1e-8, solver_options=None, n_jobs=None):
+    def __init__(self, log_ell="auto", log_sf="auto", jitter=1e-8, solver_options=None, n_jobs=None):
         super().__init__(log_ell, log_sf, 0.0, jitter, solver_options, n_jobs)
 
     def fit(self, X, y):
@@ -322,7 +370,7 @@ class GPRegressor(RegressorMixin, _GP):
     ``log_ell``, ``log_sf``, ``log_noise`` form a grid selected by the ELBO; ``n_jobs`` (scikit-learn's
     convention) solves it in that many processes with the serial fit's values."""
 
-    def __init__(self, likelihood="laplace", log_ell=0.0, log_sf=0.0, log_noise=0.0, jitter=1e-8,
+    def __init__(self, likelihood="laplace", log_ell="auto", log_sf="auto", log_noise="auto", jitter=1e-8,
                  solver_options=None, n_jobs=None):
         super().__init__(log_ell, log_sf, log_noise, jitter, solver_options, n_jobs)
         self.likelihood = likelihood

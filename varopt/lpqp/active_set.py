@@ -43,6 +43,8 @@ from .settings import _KKT_ACCEPT
 #: majorization step does): singular PSD ``Q`` (flat directions) factor, and the certificate, computed
 #: with ``Q`` itself, rejects the answer when the flat direction matters (an unbounded QP)
 Q_EPS = 1e-10
+#: iterations allowed beyond ``10 + 2 |W0|`` (at most ``n + m``): one per constraint that becomes active after the start
+COLD_EXTRA = 50
 
 
 def _chol(M, eps, pivot=1e-6):
@@ -90,6 +92,26 @@ class ActiveSetQP:
         self.max_iter = max_iter
         self.last = {}
 
+    def seed(self, res, row_lo, row_hi, lb, ub, tol=1e-9):
+        """Take the working set of a QP answered elsewhere (the general layer's optimal ``res`` of the same family):
+        the constraints with a multiplier of the right sign at a side ``x`` sits on (the dual sign convention of
+        :mod:`varopt.lpqp`). The next :meth:`solve` starts from it where it is still active at its start, as it does
+        from its own last answer; without it a solve the fast path declined (more blocking constraints than its
+        iteration budget) would leave every later solve as cold as that one."""
+        x, y, z = res.x, res.row_duals, res.col_duals
+        if x is None or z is None or (self.m and y is None):
+            return
+        x = np.asarray(x, dtype=float)
+        near = lambda v, side: np.abs(v - side) <= tol * np.maximum(1.0, np.abs(side))  # noqa: E731
+        with np.errstate(invalid="ignore"):
+            Ax = self.A @ x
+            y = np.asarray(y, dtype=float) if self.m else np.zeros(0)
+            z = np.asarray(z, dtype=float)
+            self.rows = {int(i): 1 for i in np.flatnonzero((y > 0) & near(Ax, row_lo) & (row_lo < row_hi))}
+            self.rows.update({int(i): -1 for i in np.flatnonzero((y < 0) & near(Ax, row_hi) & (row_lo < row_hi))})
+            self.cols = {int(j): 1 for j in np.flatnonzero((z > 0) & near(x, lb) & (lb < ub))}
+            self.cols.update({int(j): -1 for j in np.flatnonzero((z < 0) & near(x, ub) & (lb < ub))})
+
     def solve(self, Q, c, row_lo, row_hi, lb, ub, x0, tol=1e-9):
         """Solve from the feasible ``x0``; an optimal :class:`.result.LPResult` (``info['kkt']`` the certified
         residual, ``info['iterations']``), or None when the fast path does not apply (see module doc)."""
@@ -120,7 +142,9 @@ class ActiveSetQP:
             rows[int(i)] = 0
         for j in np.flatnonzero(lb == ub):
             cols[int(j)] = 0
-        max_iter = self.max_iter or 10 + 2 * (len(rows) + len(cols))
+        # each iteration adds or drops one constraint: from a cold working set reaching k active constraints takes
+        # k iterations, so the budget grows with the problem (up to COLD_EXTRA more) before the general layer is asked
+        max_iter = self.max_iter or 10 + 2 * (len(rows) + len(cols)) + min(self.n + self.m, COLD_EXTRA)
         cache = {}
         for it in range(1, max_iter + 1):
             sol = eqp(Q, c, row_lo, row_hi, lb, ub, x, rows, cols, cache)

@@ -163,9 +163,6 @@ class MajorizeSolver(Solver):
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             check_step_solver(model, opts)
-            resolve_reuse_metric(model, opts)
-            if opts.bound_reuse == "auto":
-                opts.bound_reuse = AUTO_REUSE if reuse_pays(model, opts) else 0
             qp = None
             if model.constrained:
                 from ... import lpqp as highs  # the one LP/QP layer
@@ -173,6 +170,13 @@ class MajorizeSolver(Solver):
             x = _start(program, model, opts, qp)
             if isinstance(x, tuple):
                 return run.finish(*x)
+            if model.constrained:
+                # the step solver's cost model counts the bounds the step QP's working set may hold: those active at
+                # the start (then those of the last step QP, .step_qp.StepQP)
+                model.working_set_hint = int(np.count_nonzero((x <= model.lb) | (x >= model.ub)))
+            resolve_reuse_metric(model, opts)
+            if opts.bound_reuse == "auto":
+                opts.bound_reuse = AUTO_REUSE if reuse_pays(model, opts) else 0
             step_qp = StepQP(model, qp) if model.constrained else None
             maj = Majorization(model, opts, run, step_qp)
             res = maj.solve(x)

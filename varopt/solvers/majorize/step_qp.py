@@ -60,6 +60,7 @@ class StepQP:
             return self.solve(x, u, op.dense())
         self.stats["active_set"] += 1
         self.stats["operator"] = self.stats.get("operator", 0) + 1
+        self.model.working_set_hint = len(self.fast.cols)   # the step solver's cost model (.structured)
         return self._finish(x, u, res, op.matvec)
 
     def solve(self, x, u, Q):
@@ -72,6 +73,7 @@ class StepQP:
             res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, np.zeros(model.n))
         if res is not None:
             self.stats["active_set"] += 1
+            self.model.working_set_hint = len(self.fast.cols)   # the step solver's cost model (.structured)
         else:
             self.stats["fallback"] += 1
             Qs = sp.csr_matrix(0.5 * (Q + Q.T))
@@ -79,6 +81,9 @@ class StepQP:
                                      row_hi=rhi if m else None, lb=blo, ub=bhi, Q=Qs)
             if res.status != "optimal":
                 return None, None, res.status if res.status in ("infeasible", "unbounded") else "error", None
+            if self.fast is not None:     # the next step QP warm-starts from this answer's active set
+                self.fast.seed(res, rlo, rhi, blo, bhi)
+                self.model.working_set_hint = len(self.fast.cols)
         return self._finish(x, u, res, lambda v: Q @ v)
 
     def _finish(self, x, u, res, qmul):
