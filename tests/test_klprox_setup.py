@@ -226,3 +226,22 @@ def test_reflection_signs_follow_the_views_linear_parts():
     t2, sgn2 = view._reflect_t(sl)
     np.testing.assert_array_equal(t2, 0.5 * t)
     assert sgn2 is None
+
+
+@pytest.mark.parametrize("shape", [(7, 4), (40, 40), (3, 2), (0, 3), (5, 0)])
+def test_model_rows_built_directly_equal_scipys_construction(shape):
+    # bayes_glm._csr (a dense design's CSR matrix from its nonzeros) and _interleave_empty_rows (the logistic
+    # log-sum-exp rows 0, F_0, 0, F_1, ...) against scipy's csr_matrix and stack + row selection, array for array
+    from varopt.formulations.bayes_glm import _csr, _interleave_empty_rows
+    rng = np.random.default_rng(shape[0])
+    F = rng.normal(size=shape) * (rng.uniform(size=shape) < 0.5)
+    if F.size:
+        F[0, 0] = -0.0                                   # a signed zero is no entry, as in scipy
+        F[-1, -1] = np.nan                               # a NaN is one (the program's finiteness check names it)
+    Fs, ref = _csr(F), sp.csr_matrix(F)
+    _same_csr(Fs, ref)
+    assert Fs.indices.dtype == ref.indices.dtype and Fs.indptr.dtype == ref.indptr.dtype
+    N, D = shape
+    order = np.ravel(np.column_stack([np.arange(N), N + np.arange(N)])).astype(int)
+    ref2 = sp.vstack([sp.csr_matrix((N, D)), ref]).tocsr()[order]
+    _same_csr(_interleave_empty_rows(Fs), ref2)

@@ -352,8 +352,10 @@ class FullGaussian(_Base):
             bad = ~(_EPS * (4.0 + norm) * binv <= WOODBURY_ROW_TOL * one)    # also gt = 0 (0 / 0)
         if np.any(bad):
             rows = np.flatnonzero(bad)
-            # L_B^-1 G^1/2 St e_n of the flagged rows (a triangular product: L_B^-1's strict upper part is zero)
-            U = dtrmm(1.0, LBinv, sg[:, None] * self.St[:, rows], lower=1)
+            # L_B^-1 G^1/2 St e_n of the flagged rows (a triangular product: L_B^-1's strict upper part is zero); St is
+            # symmetric: its rows gathered (contiguous copies) and transposed, the Fortran-ordered operand trmm reads
+            # in place (a gather of columns and f2py's copy into Fortran order before)
+            U = dtrmm(1.0, LBinv, (self.St[rows] * sg).T, lower=1)
             v1 = self.St_diag[rows] - np.einsum("ij,ij->j", U, U)
             if not np.all(2.0 * _EPS * np.sqrt(norm) * self.St_diag[rows] <= WOODBURY_ROW_TOL * v1):
                 return None
