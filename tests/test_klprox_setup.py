@@ -94,6 +94,8 @@ def test_dense_hessian_equals_the_sparse_sum(seed):
     q = QuadraticTerms(rng.integers(0, n, k), rng.integers(0, n, k), rng.normal(size=k), n)
     np.testing.assert_array_equal(_dense_hessian(q, n), q.hessian_matrix.toarray())
     assert not np.any(_dense_hessian(QuadraticTerms(np.zeros(0), np.zeros(0), np.zeros(0), n), n))
+    sq = QuadraticTerms(np.arange(0, n, 2), np.arange(0, n, 2), rng.normal(size=n // 2), n)   # squares only
+    np.testing.assert_array_equal(_dense_hessian(sq, n), sq.hessian_matrix.toarray())
 
 
 @pytest.mark.parametrize("canonical", [True, False])
@@ -245,3 +247,28 @@ def test_model_rows_built_directly_equal_scipys_construction(shape):
     order = np.ravel(np.column_stack([np.arange(N), N + np.arange(N)])).astype(int)
     ref2 = sp.vstack([sp.csr_matrix((N, D)), ref]).tocsr()[order]
     _same_csr(_interleave_empty_rows(Fs), ref2)
+
+
+def test_known_diagonal_prior_follows_the_view_matrix_and_gives_the_general_factor():
+    # likelihood_view reads a diagonal P from the program's squares (GLM and GP priors); the posterior's set-up and the
+    # prior factor then skip their passes over P, with the numbers of the general checks. A replaced P, a correlated
+    # prior or folded u^2 rows: unknown (None)
+    from varopt.solvers.klprox.posterior import FullGaussian
+    from varopt.solvers.klprox.view import _prior_cholesky
+    for prog in (_gp(3), _glm(3)):
+        view = likelihood_view(prog, FAMS)
+        d = view.known_diagonal()
+        assert d is not None
+        np.testing.assert_array_equal(np.diag(d), view.P)
+        np.testing.assert_array_equal(view.P_chol, _prior_cholesky(view.P, view.names, "objective"))
+        np.testing.assert_array_equal(FullGaussian(view).P_diag, d)
+        view.P = view.P + 0.1 * (np.eye(view.D, k=1) + np.eye(view.D, k=-1))
+        assert view.known_diagonal() is None and FullGaussian(view).P_diag is None
+    rng = np.random.default_rng(4)
+    gauss = glm_program(rng.normal(size=(30, 4)), rng.normal(size=30), "gaussian", prior_var=0.3)
+    assert likelihood_view(gauss, FAMS).known_diagonal() is None
+    corr = _glm(3)
+    q = corr.objective.quadratic
+    corr.objective.quadratic = QuadraticTerms(np.append(q.i, 0), np.append(q.j, 1), np.append(q.v, 0.1), q.n)
+    view = likelihood_view(corr, FAMS)
+    assert view.known_diagonal() is None and view.P[0, 1] == 0.1 and FullGaussian(view).P_diag is None

@@ -270,8 +270,12 @@ class FullGaussian(_Base):
     def __init__(self, view, woodbury=False):
         worth = view.diagonal and (view.row_pairs is not None or _RowPairs.worth(view.A, view.D))   # the view built them
         super().__init__(view, sparse_rows=worth)
-        d = np.diag(self.P)
-        self.P_diag = d.copy() if np.count_nonzero(self.P) == np.count_nonzero(d) else None   # nothing off the diagonal
+        known = view.known_diagonal()
+        if known is not None:           # known diagonal (the view read the program's squares)
+            self.P_diag = known.copy()
+        else:
+            d = np.diag(self.P)
+            self.P_diag = d.copy() if np.count_nonzero(self.P) == np.count_nonzero(d) else None   # nothing off it
         if worth:   # built by the view for the split of section 1 when it had more rows than variables
             self.pairs = view.row_pairs if view.row_pairs is not None else _RowPairs(view.A, self.D)
         else:
