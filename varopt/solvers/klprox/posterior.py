@@ -338,15 +338,16 @@ class FullGaussian(_Base):
         if not np.all(gt >= 0.0):
             return None
         sg = np.sqrt(gt)
-        B = self.St * sg
-        B *= sg[:, None]
-        B.flat[:: self.N + 1] += 1.0
-        norm = math.sqrt(float(np.dot(B.ravel(), B.ravel())))      # ||B||_F >= ||B||_2 (>= 1)
+        B = self._woodbury_B(sg)
+        flat = B.T.ravel()                                         # (a view: B.T is C-contiguous)
+        norm = math.sqrt(float(np.dot(flat, flat)))                # ||B||_F >= ||B||_2 (>= 1)
         if _EPS * norm > WOODBURY_COND_TOL:
             return None
-        try:
-            LB = _chol(B)
-        except np.linalg.LinAlgError:
+        # factored in place (B is Fortran-ordered: no copy into LAPACK's layout); B itself is not kept (the paper's
+        # mean step forms it again, _woodbury_B)
+        LB, info = lapack.dpotrf(B, lower=1, clean=1, overwrite_a=1)
+        if info != 0:
+            _lapack_info("dpotrf", min(info, 0))                  # an illegal argument raises; not definite: None
             return None
         LBinv = _tri_inv(LB)
         binv = np.einsum("ij,ij->j", LBinv, LBinv)                 # diag(B^-1)
@@ -364,8 +365,17 @@ class FullGaussian(_Base):
             if not np.all(2.0 * _EPS * np.sqrt(norm) * self.St_diag[rows] <= WOODBURY_ROW_TOL * v1):
                 return None
             vt[rows] = v1
-        return SimpleNamespace(m=m, gt=gt, L=None, Lam=None, Linv=None, V=None, vt=vt, B=B, LB=LB, LBinv=LBinv,
+        return SimpleNamespace(m=m, gt=gt, L=None, Lam=None, Linv=None, V=None, vt=vt, LB=LB, LBinv=LBinv,
                                binv=binv, sg=sg)
+
+    def _woodbury_B(self, sg):
+        """``B = I + G^1/2 St G^1/2`` (``sg = G^1/2``) in Fortran order: formed as the transpose of
+        ``(St_ij sg_i) sg_j``, which is ``(St_ij sg_j) sg_i`` entry for entry (``St`` is symmetric to the last bit),
+        the numbers of the C-ordered product before."""
+        Bt = self.St * sg[:, None]
+        Bt *= sg
+        Bt.flat[:: self.N + 1] += 1.0
+        return Bt.T
 
     def _direct_state(self, m, gt, gram=None):
         Lam = self.P + (self._AtGA(gt) if gram is None else gram)
@@ -474,7 +484,7 @@ class FullGaussian(_Base):
         Lam = getattr(st, "Lam", None)
         if getattr(st, "LB", None) is not None and r > 0:
             # Woodbury: M^-1 through B_r = I + r G^1/2 St G^1/2 = r B + (1 - r) I
-            Br = r * st.B
+            Br = r * self._woodbury_B(st.sg)
             Br.flat[:: self.N + 1] += 1.0 - r
             dm = self._woodbury_solve(_chol(Br), np.sqrt(r) * st.sg, g)
             return self._state(st.m + (1.0 - r) * dm, gt)
