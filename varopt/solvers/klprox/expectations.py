@@ -27,8 +27,9 @@ is used: ``E[max(u, 0)] = mt Phi(mt/s) + s phi(mt/s)`` in closed form, and the e
 ``int_0^38 h(t) [N(t) + N(-t)] dt`` by composite Gauss-Legendre on graded panels (120 nodes, SPLIT_NODES), on
 which the Gaussian density (sd ``> 2``) is well resolved. Likewise
 ``E[sigma(u)] = Phi(mt/s) + int_0^38 sigma(-t) [N(-t) - N(t)] dt`` and
-``E[sigma'(u)] = int_0^38 sigma'(t) [N(t) + N(-t)] dt``. Checked against adaptive quadrature to
-1e-13 relative over ``mt in [-30, 20]``, ``vt in [0.3, 1e5]`` (tests/test_klprox_expectations.py).
+``E[sigma'(u)] = int_0^38 sigma'(t) [N(t) + N(-t)] dt``. Checked against adaptive quadrature to 1e-11 relative
+(``vt`` up to 400) and against the same panels with 48 nodes to ``4e-15 max(1, |value|)`` over ``mt in [-40, 40]``,
+``vt in [2, 1e5]`` (tests/test_klprox_inputs.py).
 """
 from __future__ import annotations
 
