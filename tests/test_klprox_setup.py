@@ -272,3 +272,18 @@ def test_known_diagonal_prior_follows_the_view_matrix_and_gives_the_general_fact
     corr.objective.quadratic = QuadraticTerms(np.append(q.i, 0), np.append(q.j, 1), np.append(q.v, 0.1), q.n)
     view = likelihood_view(corr, FAMS)
     assert view.known_diagonal() is None and view.P[0, 1] == 0.1 and FullGaussian(view).P_diag is None
+
+
+@pytest.mark.parametrize("stored_zero", [False, True])
+def test_view_rows_drop_stored_zeros_of_the_program(stored_zero):
+    # the feature rows are copied from the program's arrays; a stored zero there is dropped (as the general
+    # construction's sparse difference drops it), and the zero-free case skips eliminate_zeros with the same result
+    p = _glm(5)
+    grp = p.objective.lse[0]
+    if stored_zero:
+        k = int(grp.A.indptr[1])                          # the first entry of the first feature row (row 1)
+        grp.A.data[k] = 0.0
+    A, b, c = _reference_rows(p)
+    view = likelihood_view(p, FAMS)
+    _same_csr(view.A, A)
+    assert np.all(view.A.data != 0) and view.A.nnz == grp.A.nnz - stored_zero
