@@ -213,3 +213,25 @@ def test_lapack_helpers_equal_scipy_and_raise_on_indefinite_matrices():
     with pytest.raises(np.linalg.LinAlgError):
         _tri(np.tril(np.ones((3, 3))) - np.diag([0.0, 1.0, 1.0]), np.ones(3))
     assert _chol(np.zeros((0, 0))).shape == (0, 0) and _cho_solve(np.zeros((0, 0)), np.zeros(0)).shape == (0,)
+
+
+@pytest.mark.parametrize("n", [5, 96, 97, 135, 253])
+def test_blocked_triangular_inverse_equals_lapack_and_raises_on_a_singular_factor(n):
+    # _tri_inv: LAPACK trtri up to TRI_INV_BLOCK rows, the 2 x 2 block form above (recursively at 253); the strict upper
+    # part is zero (covariance() reads the result's lower triangle by lauum, _direct_state's row pairs too)
+    import scipy.linalg as sla
+
+    from varopt.solvers.klprox.posterior import TRI_INV_BLOCK, _chol, _tri_inv
+    assert 96 <= TRI_INV_BLOCK < 135
+    rng = np.random.default_rng(n)
+    M = rng.normal(size=(n, n + 5))
+    L = _chol(M @ M.T / n + 0.1 * np.eye(n))
+    Linv = _tri_inv(L)
+    np.testing.assert_array_equal(np.triu(Linv, 1), 0.0)
+    ref = sla.solve_triangular(L, np.eye(n), lower=True)
+    np.testing.assert_allclose(Linv, ref, rtol=0, atol=1e-13 * np.abs(ref).max())
+    np.testing.assert_allclose(Linv @ L, np.eye(n), rtol=0, atol=1e-12)
+    S = L.copy()
+    S[n - 2, n - 2] = 0.0                                  # singular: a zero on the diagonal (in the second block)
+    with pytest.raises(np.linalg.LinAlgError):
+        _tri_inv(S)

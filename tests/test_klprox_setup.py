@@ -94,6 +94,8 @@ def test_dense_hessian_equals_the_sparse_sum(seed):
     q = QuadraticTerms(rng.integers(0, n, k), rng.integers(0, n, k), rng.normal(size=k), n)
     np.testing.assert_array_equal(_dense_hessian(q, n), q.hessian_matrix.toarray())
     assert not np.any(_dense_hessian(QuadraticTerms(np.zeros(0), np.zeros(0), np.zeros(0), n), n))
+    sq = QuadraticTerms(np.arange(0, n, 2), np.arange(0, n, 2), rng.normal(size=n // 2), n)   # squares only
+    np.testing.assert_array_equal(_dense_hessian(sq, n), sq.hessian_matrix.toarray())
 
 
 @pytest.mark.parametrize("canonical", [True, False])
@@ -226,3 +228,62 @@ def test_reflection_signs_follow_the_views_linear_parts():
     t2, sgn2 = view._reflect_t(sl)
     np.testing.assert_array_equal(t2, 0.5 * t)
     assert sgn2 is None
+
+
+@pytest.mark.parametrize("shape", [(7, 4), (40, 40), (3, 2), (0, 3), (5, 0)])
+def test_model_rows_built_directly_equal_scipys_construction(shape):
+    # bayes_glm._csr (a dense design's CSR matrix from its nonzeros) and _interleave_empty_rows (the logistic
+    # log-sum-exp rows 0, F_0, 0, F_1, ...) against scipy's csr_matrix and stack + row selection, array for array
+    from varopt.formulations.bayes_glm import _csr, _interleave_empty_rows
+    rng = np.random.default_rng(shape[0])
+    F = rng.normal(size=shape) * (rng.uniform(size=shape) < 0.5)
+    if F.size:
+        F[0, 0] = -0.0                                   # a signed zero is no entry, as in scipy
+        F[-1, -1] = np.nan                               # a NaN is one (the program's finiteness check names it)
+    Fs, ref = _csr(F), sp.csr_matrix(F)
+    _same_csr(Fs, ref)
+    assert Fs.indices.dtype == ref.indices.dtype and Fs.indptr.dtype == ref.indptr.dtype
+    N, D = shape
+    order = np.ravel(np.column_stack([np.arange(N), N + np.arange(N)])).astype(int)
+    ref2 = sp.vstack([sp.csr_matrix((N, D)), ref]).tocsr()[order]
+    _same_csr(_interleave_empty_rows(Fs), ref2)
+
+
+def test_known_diagonal_prior_follows_the_view_matrix_and_gives_the_general_factor():
+    # likelihood_view reads a diagonal P from the program's squares (GLM and GP priors); the posterior's set-up and the
+    # prior factor then skip their passes over P, with the numbers of the general checks. A replaced P, a correlated
+    # prior or folded u^2 rows: unknown (None)
+    from varopt.solvers.klprox.posterior import FullGaussian
+    from varopt.solvers.klprox.view import _prior_cholesky
+    for prog in (_gp(3), _glm(3)):
+        view = likelihood_view(prog, FAMS)
+        d = view.known_diagonal()
+        assert d is not None
+        np.testing.assert_array_equal(np.diag(d), view.P)
+        np.testing.assert_array_equal(view.P_chol, _prior_cholesky(view.P, view.names, "objective"))
+        np.testing.assert_array_equal(FullGaussian(view).P_diag, d)
+        view.P = view.P + 0.1 * (np.eye(view.D, k=1) + np.eye(view.D, k=-1))
+        assert view.known_diagonal() is None and FullGaussian(view).P_diag is None
+    rng = np.random.default_rng(4)
+    gauss = glm_program(rng.normal(size=(30, 4)), rng.normal(size=30), "gaussian", prior_var=0.3)
+    assert likelihood_view(gauss, FAMS).known_diagonal() is None
+    corr = _glm(3)
+    q = corr.objective.quadratic
+    corr.objective.quadratic = QuadraticTerms(np.append(q.i, 0), np.append(q.j, 1), np.append(q.v, 0.1), q.n)
+    view = likelihood_view(corr, FAMS)
+    assert view.known_diagonal() is None and view.P[0, 1] == 0.1 and FullGaussian(view).P_diag is None
+
+
+@pytest.mark.parametrize("stored_zero", [False, True])
+def test_view_rows_drop_stored_zeros_of_the_program(stored_zero):
+    # the feature rows are copied from the program's arrays; a stored zero there is dropped (as the general
+    # construction's sparse difference drops it), and the zero-free case skips eliminate_zeros with the same result
+    p = _glm(5)
+    grp = p.objective.lse[0]
+    if stored_zero:
+        k = int(grp.A.indptr[1])                          # the first entry of the first feature row (row 1)
+        grp.A.data[k] = 0.0
+    A = _reference_rows(p)[0]
+    view = likelihood_view(p, FAMS)
+    _same_csr(view.A, A)
+    assert np.all(view.A.data != 0) and view.A.nnz == grp.A.nnz - stored_zero

@@ -189,3 +189,31 @@ def test_fbbt_leaves_the_callers_matrix_alone():
     assert not infeas and ub[0] == 1.0 and ub[1] == 2.0
     for got, want in zip((A.data, A.indices, A.indptr), before):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("case", ["canonical", "zero", "duplicate", "lower", "unsorted"])
+def test_quadratic_terms_canonical_fast_path_equals_the_sparse_round_trip(case):
+    # already canonical pairs (sorted upper pairs, no duplicates, no zeros) are kept as given; every other input goes
+    # through the sparse round trip; both give the same arrays as that round trip (row-major upper pairs, no zeros)
+    rng = np.random.default_rng(3)
+    n = 6
+    i, j = np.triu_indices(n)
+    keep = rng.random(i.size) < 0.6
+    i, j, v = i[keep], j[keep], rng.standard_normal(int(keep.sum()))
+    if case == "zero":
+        v[1] = 0.0
+    elif case == "duplicate":
+        i, j, v = np.append(i, i[0]), np.append(j, j[0]), np.append(v, 2.0)
+    elif case == "lower":
+        i, j = j, i
+    elif case == "unsorted":
+        i, j, v = i[::-1], j[::-1], v[::-1]
+    q = QuadraticTerms(i, j, v, n)
+    lo, hi = np.minimum(i, j), np.maximum(i, j)
+    M = sp.coo_matrix((v, (lo, hi)), shape=(n, n)).tocsr()
+    M.sum_duplicates()
+    M.eliminate_zeros()
+    M = M.tocoo()
+    for got, ref in ((q.i, M.row), (q.j, M.col)):
+        assert got.dtype == np.int64 and np.array_equal(got, ref)
+    assert q.v.dtype == np.float64 and np.array_equal(q.v, M.data)

@@ -120,6 +120,12 @@ class QuadraticTerms:
             self.i, self.j, self.v = i, j, v
             return
         lo, hi = np.minimum(i, j), np.maximum(i, j)
+        key = lo * self.n + hi
+        if np.all(key[1:] > key[:-1]) and np.all(v != 0):
+            # already canonical (upper pairs in row-major order, no duplicates, no zeros: e.g. a diagonal prior's
+            # squares): what the sparse round trip below returns, without it (0.1 ms of a 0.5 ms GP model)
+            self.i, self.j, self.v = lo, hi, v
+            return
         M = sp.coo_matrix((v, (lo, hi)), shape=(self.n, self.n)).tocsr()
         M.sum_duplicates()
         M.eliminate_zeros()
