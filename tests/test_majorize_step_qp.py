@@ -2,6 +2,7 @@
 varopt.lpqp.active_set against the general QP layer (HiGHS) and CVXPY+Clarabel, and constrained logistic
 fits against Clarabel."""
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
@@ -159,6 +160,42 @@ def test_active_set_seeded_from_the_general_layer():
     res = warm.solve(Q, c, lo, hi, lb, ub, x0)
     assert res is not None and res.iterations == 1
     _assert_matches(res, ref, Q, c, A, lo, hi, lb, ub)
+
+
+def test_step_qp_cold_start_from_the_clipped_step():
+    """The first step QP of a solve (no working set carried over) starts from the unconstrained step clipped to the
+    bounds, with the clipped bounds as its working set: on QPs whose answer has 25-30 active bounds it takes at most
+    0.7 times the active-set iterations of the start at D = 0 (one blocking bound per iteration), with HiGHS's answer.
+    When the clipped point violates a row the start is D = 0 (the same iterations; still answered)."""
+    from types import SimpleNamespace
+
+    from varopt.solvers.majorize.step_qp import StepQP
+    n = 30
+    lb, ub = -0.2 * np.ones(n), 0.2 * np.ones(n)
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        L = rng.normal(size=(n, n))
+        Q = L @ L.T / n + 0.1 * np.eye(n)
+        c = rng.normal(size=n) * 5
+        clipped = np.clip(np.linalg.solve(Q, -c), lb, ub)
+        for hi_row in (clipped.sum() + 0.5, clipped.sum() - 0.5):     # a row the clipped step satisfies / violates
+            lo, hi = np.array([-np.inf]), np.array([hi_row])
+            ref = lpqp.solve_qp(Q, c, A=np.ones((1, n)), row_lo=lo, row_hi=hi, lb=lb, ub=ub)
+            assert np.sum((np.abs(ref.x - lb) < 1e-9) | (np.abs(ref.x - ub) < 1e-9)) >= 25
+            its = []
+            for cold in (False, True):
+                qp = StepQP(SimpleNamespace(A=sp.csr_matrix(np.ones((1, n))), n=n, lo=lo, hi=hi, lb=lb, ub=ub), lpqp)
+                if cold:
+                    qp._cold_start = lambda *a: np.zeros(n)
+                step, m, _, _ = qp.solve(np.zeros(n), c, Q)
+                assert abs(m - ref.objective) <= 1e-9 * max(1.0, abs(ref.objective))
+                assert np.max(np.abs(step - ref.x)) <= 1e-7
+                # iterations of the fast path; the cold start may exceed its budget (then HiGHS answers: infinite)
+                its.append(qp.stats.get("active_set_iterations", np.inf))
+            if hi_row > clipped.sum():
+                assert its[0] <= 0.7 * its[1]
+            else:
+                assert its[0] == its[1]
 
 
 def test_bound_heavy_constrained_logistic_takes_the_fast_path():

@@ -70,9 +70,10 @@ class StepQP:
         rlo, rhi, blo, bhi = self._shifted(x)
         res = None
         if self.fast is not None and not sp.issparse(Q):
-            res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, np.zeros(model.n))
+            res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, self._cold_start(Q, u, rlo, rhi, blo, bhi))
         if res is not None:
             self.stats["active_set"] += 1
+            self.stats["active_set_iterations"] = self.stats.get("active_set_iterations", 0) + res.iterations
             self.model.working_set_hint = len(self.fast.cols)   # the step solver's cost model (.structured)
         else:
             self.stats["fallback"] += 1
@@ -85,6 +86,34 @@ class StepQP:
                 self.fast.seed(res, rlo, rhi, blo, bhi)
                 self.model.working_set_hint = len(self.fast.cols)
         return self._finish(x, u, res, lambda v: Q @ v)
+
+    def _cold_start(self, Q, u, rlo, rhi, blo, bhi):
+        """The fast path's start: ``D = 0`` (feasible at every iterate), or, when no working set is carried over (the
+        first step QP, or after a rejected answer), the unconstrained step clipped to the bounds with the clipped
+        bounds as the working set, if that point satisfies the rows. A cold start at ``D = 0`` adds one blocking bound
+        per active-set iteration (each a factorization); the clipped step usually holds most of the final working
+        set, so a few multipliers of the wrong sign are released instead. Any start is feasible, and the answer is
+        accepted only with the KKT certificate, so the start changes the cost, not the answer."""
+        fast, n = self.fast, self.model.n
+        zero = np.zeros(n)
+        if fast.rows or fast.cols or not (np.isfinite(blo).any() or np.isfinite(bhi).any()):
+            return zero
+        from ...lpqp.active_set import Q_EPS, _chol, _cho_solve
+        cf = _chol(Q, Q_EPS)
+        if cf is None:
+            return zero
+        free = _cho_solve(cf, -u)
+        if free is None or not np.all(np.isfinite(free)):
+            return zero
+        x = np.clip(free, blo, bhi)
+        if self.model.A.shape[0]:
+            Ax = self.model.A @ x
+            tol = 1e-9 * np.maximum(1.0, np.abs(Ax))
+            if np.any(Ax < rlo - tol) or np.any(Ax > rhi + tol):
+                return zero
+        fast.cols = {int(j): 1 for j in np.flatnonzero(free < blo)}
+        fast.cols.update({int(j): -1 for j in np.flatnonzero(free > bhi)})
+        return x
 
     def _finish(self, x, u, res, qmul):
         model = self.model
