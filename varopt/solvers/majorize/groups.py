@@ -329,12 +329,14 @@ class PaddedGroups:
     PACKED_LIMIT = 2e7
 
     # --- Woodbury pieces -----------------------------------------------------------------------------------------
-    def gram(self, cols, dinv) -> np.ndarray:
-        """``F_a diag(dinv) F_a^T`` ((G c) x (G c)) over the columns ``cols`` (cached per solve).
+    def gram(self, cols, dinv, fixed=None) -> np.ndarray:
+        """``F_a diag(dinv) F_a^T`` ((G c) x (G c)) over the columns ``cols`` (cached per solve). ``_gram_b`` gets the
+        columns outside ``cols`` (the unpenalized ones), except those of the bool mask ``fixed`` (variables held at a
+        bound, eliminated: :mod:`.step_bounds`).
 
         Class templates: one SYRK per distinct class weight vector (:func:`.gram.gram_template`); otherwise per pair
         of padded row positions ``(y, y')`` on the columns both use (:func:`.gram.gram_generic`)."""
-        key = (cols.tobytes(), dinv.tobytes())
+        key = (cols.tobytes(), dinv.tobytes(), None if fixed is None else np.packbits(fixed).tobytes())
         if self._gram_key != key:
             G, c, d = self.G, self.c, self.d
             w = np.zeros(d)
@@ -342,7 +344,7 @@ class PaddedGroups:
             Gm = gram_template(self, w) if self.template is not None else gram_generic(self, w)
             self._gram = Gm.reshape(G * c, G * c)
             self._abs_gram = np.abs(self._gram)
-            b = np.flatnonzero(w == 0)
+            b = np.flatnonzero(w == 0) if fixed is None else np.flatnonzero((w == 0) & ~fixed)
             self._gram_b = (b, self.Apad[:, b].toarray().reshape(G, c, b.size))
             self._gram_key = key
         return self._gram

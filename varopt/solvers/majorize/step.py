@@ -171,7 +171,16 @@ def majorizer_step(model, x, u, opts, qp, S=None):
         from .step_operator import DenseRowCurvature, RowSpaceCurvature
         model.count_step("woodbury")
         if T is not None:
-            op = RowSpaceCurvature(grp, T, model.Hd + ridge)
+            Dg = model.Hd + ridge
+            op = RowSpaceCurvature(grp, T, Dg)
+            if not model.A.shape[0]:
+                # bounds only: projected Newton (.step_bounds), many bounds per iteration; the fixed variables'
+                # curvature set to +inf eliminates them from the row-space solve
+                def make_op(fixed):
+                    return RowSpaceCurvature(grp, T, Dg, fixed) if fixed.any() else op
+                got = qp.solve_bounds(x, u, make_op, op.matvec)
+                if got is not None:
+                    return got
         else:
             A, b, seg, coef = model.pos
             op = DenseRowCurvature(model.Hd + ridge, compute_bound(A, b, seg, x, coef).R)

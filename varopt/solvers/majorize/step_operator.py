@@ -26,13 +26,15 @@ import scipy.sparse as sp
 class RowSpaceCurvature:
     """``Q = diag(Dg) + R^T R`` with ``R = blockdiag(T_g) F`` of the padded groups ``grp`` (never formed)."""
 
-    def __init__(self, grp, T, Dg):
+    def __init__(self, grp, T, Dg, fixed=None):
+        """``fixed`` (bool mask, optional): variables eliminated (held at a bound, :mod:`.step_bounds`): ``solve`` then
+        gives ``(Q_FF)^{-1} v_F`` on the others and 0 on them; ``matvec`` stays the whole ``Q``."""
         G, c = grp.G, grp.c
         self.grp, self.T, self.Dg, self.n = grp, T, Dg, Dg.size
-        a = Dg > 0
+        a = Dg > 0 if fixed is None else (Dg > 0) & ~fixed
         self.cols = np.flatnonzero(a)
         self.dinv = np.where(a, 1.0 / np.where(a, Dg, 1.0), 0.0)
-        Gm = grp.gram(self.cols, 1.0 / Dg[self.cols])
+        Gm = grp.gram(self.cols, 1.0 / Dg[self.cols], fixed)
         C = grp.congruence(T, Gm)
         C[np.diag_indices_from(C)] += 1.0
         self.cf = sla.cho_factor(C, check_finite=False)

@@ -63,6 +63,24 @@ class StepQP:
         self.model.working_set_hint = len(self.fast.cols)   # the step solver's cost model (.structured)
         return self._finish(x, u, res, op.matvec)
 
+    def solve_bounds(self, x, u, make_op, matvec):
+        """The step QP when the only constraints are bounds and ``Q`` is a row-space operator: projected Newton
+        (:mod:`.step_bounds`; ``make_op(fixed)`` the operator with the ``fixed`` variables eliminated); None when it
+        does not converge (the caller then takes :meth:`solve_operator`)."""
+        from .step_bounds import projected_newton
+        model = self.model
+        got = projected_newton(make_op, matvec, u, model.lb - x, model.ub - x)
+        if got is None:
+            self.stats["projected_newton_declined"] = self.stats.get("projected_newton_declined", 0) + 1
+            return None
+        D, q, its = got
+        self.stats["projected_newton"] = self.stats.get("projected_newton", 0) + 1
+        self.stats["projected_newton_iterations"] = self.stats.get("projected_newton_iterations", 0) + its
+        step = np.clip(x + D, model.lb, model.ub) - x
+        if np.array_equal(step, D):
+            return step, q, {}, None
+        return step, float(u @ step + 0.5 * step @ matvec(step)), {}, None
+
     def solve(self, x, u, Q):
         """``(D, m(D), info, None)``, or ``(None, None, status, None)`` when the QP has no solution."""
         model = self.model

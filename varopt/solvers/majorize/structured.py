@@ -366,6 +366,8 @@ def predicted_costs(model, opts, cg_iterations=None):
 
 #: bounds beyond the last working set's that the constrained Woodbury cost expects to enter the next one
 WORKING_SET_MARGIN = 32
+#: projected-Newton iterations the bounds-only Woodbury step is costed at (.step_bounds)
+PN_GUESS = 8
 
 
 def _constrained_woodbury_cost(model, G, c, n):
@@ -381,6 +383,10 @@ def _constrained_woodbury_cost(model, G, c, n):
     m = model.A.shape[0]
     if rows * rows > DENSE_MAX_ENTRIES or m > MAX_DENSE_ROWS:
         return None
+    if not m:
+        # bounds only: projected Newton (.step_bounds), a capacitance and two feature products per iteration whatever
+        # the number of active bounds
+        return SLOW_FLOP * PN_GUESS * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + 8.0 * G * c * n) + DENSE_OVERHEAD
     bounded = int(np.count_nonzero(np.isfinite(model.lb) | np.isfinite(model.ub)))
     hint = getattr(model, "working_set_hint", None)   # bounds in the last working set (or active at the start)
     k = min(m + (bounded if hint is None else min(bounded, hint + WORKING_SET_MARGIN)), n)
