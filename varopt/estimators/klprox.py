@@ -309,7 +309,9 @@ def auto_grid(name, X, y, classifier):
 class _GP(_Base):
     """Grids of ``log_ell x log_sf x log_noise`` are solved by :func:`.klprox_grid.grid_search`: each point
     warm-started from its solved neighbours in every direction, in ``n_jobs`` processes (the same values as
-    serially). ``"auto"`` (the default) is a grid around the data's scales (:func:`auto_grid`)."""
+    serially). ``"auto"`` (the default) is a grid around the data's scales (:func:`auto_grid`): 20 fits for the
+    classifier, 40 for the regressor (500 rows, 5 features: 6 s, and 2 s Gaussian / 17 s Laplace; ``n_jobs`` spreads
+    them over processes, and numbers instead of ``"auto"`` give one fit)."""
 
     likelihood = ""
 
