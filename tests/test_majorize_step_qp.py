@@ -186,7 +186,7 @@ def test_step_qp_cold_start_from_the_clipped_step():
             for cold in (False, True):
                 qp = StepQP(SimpleNamespace(A=sp.csr_matrix(np.ones((1, n))), n=n, lo=lo, hi=hi, lb=lb, ub=ub), lpqp)
                 if cold:
-                    qp._cold_start = lambda *a: np.zeros(n)
+                    qp._cold_start = lambda *a: (np.zeros(n), None)
                 step, m, _, _ = qp.solve(np.zeros(n), c, Q)
                 assert abs(m - ref.objective) <= 1e-9 * max(1.0, abs(ref.objective))
                 assert np.max(np.abs(step - ref.x)) <= 1e-7
@@ -196,6 +196,30 @@ def test_step_qp_cold_start_from_the_clipped_step():
                 assert its[0] <= 0.7 * its[1]
             else:
                 assert its[0] == its[1]
+
+
+def test_step_qp_cold_start_factor_is_shared(monkeypatch):
+    """Bounds inactive at the answer (nothing clipped): the clipped start's factorization of ``Q`` is the fast path's
+    first system, so the step QP factors ``Q`` once, not twice; the answer is HiGHS's."""
+    from types import SimpleNamespace
+
+    import varopt.lpqp.active_set as AS
+    from varopt.solvers.majorize.step_qp import StepQP
+    rng = np.random.default_rng(1)
+    n = 12
+    L = rng.normal(size=(n, n))
+    Q = L @ L.T / n + 0.5 * np.eye(n)
+    c = rng.normal(size=n) * 0.1
+    lb, ub = -10.0 * np.ones(n), 10.0 * np.ones(n)
+    lo, hi = np.array([-np.inf]), np.array([100.0])
+    calls = []
+    real = AS._chol
+    monkeypatch.setattr(AS, "_chol", lambda M, eps, *a: calls.append(M.shape) or real(M, eps, *a))
+    qp = StepQP(SimpleNamespace(A=sp.csr_matrix(np.ones((1, n))), n=n, lo=lo, hi=hi, lb=lb, ub=ub), lpqp)
+    step, m, _, _ = qp.solve(np.zeros(n), c, Q)
+    ref = lpqp.solve_qp(Q, c, A=np.ones((1, n)), row_lo=lo, row_hi=hi, lb=lb, ub=ub)
+    assert qp.stats["active_set"] == 1 and abs(m - ref.objective) <= 1e-9 * max(1.0, abs(ref.objective))
+    assert calls == [(n, n)]
 
 
 def test_bound_heavy_constrained_logistic_takes_the_fast_path():

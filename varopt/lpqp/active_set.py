@@ -112,17 +112,19 @@ class ActiveSetQP:
             self.cols = {int(j): 1 for j in np.flatnonzero((z > 0) & near(x, lb) & (lb < ub))}
             self.cols.update({int(j): -1 for j in np.flatnonzero((z < 0) & near(x, ub) & (lb < ub))})
 
-    def solve(self, Q, c, row_lo, row_hi, lb, ub, x0, tol=1e-9):
+    def solve(self, Q, c, row_lo, row_hi, lb, ub, x0, tol=1e-9, factor=None):
         """Solve from the feasible ``x0``; an optimal :class:`.result.LPResult` (``info['kkt']`` the certified
-        residual, ``info['iterations']``), or None when the fast path does not apply (see module doc)."""
-        return self._run(self._eqp, Q, lambda v: Q @ v, c, row_lo, row_hi, lb, ub, x0, tol)
+        residual, ``info['iterations']``), or None when the fast path does not apply (see module doc). ``factor``:
+        the caller's ``_chol(Q, Q_EPS)``, used while no column is fixed (not factored a second time)."""
+        cache = {} if factor is None else {np.zeros(0, dtype=np.int64).tobytes(): factor}
+        return self._run(self._eqp, Q, lambda v: Q @ v, c, row_lo, row_hi, lb, ub, x0, tol, cache)
 
     def solve_operator(self, op, c, row_lo, row_hi, lb, ub, x0, tol=1e-9):
         """As :meth:`solve` with ``Q`` given as an operator: ``op.solve(V)`` (``Q^{-1}`` on the columns of ``V``)
         and ``op.matvec(v)``; ``Q`` itself is never formed (:meth:`_eqp_operator`)."""
         return self._run(self._eqp_operator, op, op.matvec, c, row_lo, row_hi, lb, ub, x0, tol)
 
-    def _run(self, eqp, Q, qmul, c, row_lo, row_hi, lb, ub, x0, tol):
+    def _run(self, eqp, Q, qmul, c, row_lo, row_hi, lb, ub, x0, tol, cache=None):
         A, n = self.A, self.n
         x = np.array(x0, dtype=float)
         Ax = A @ x
@@ -145,7 +147,7 @@ class ActiveSetQP:
         # each iteration adds or drops one constraint: from a cold working set reaching k active constraints takes
         # k iterations, so the budget grows with the problem (up to COLD_EXTRA more) before the general layer is asked
         max_iter = self.max_iter or 10 + 2 * (len(rows) + len(cols)) + min(self.n + self.m, COLD_EXTRA)
-        cache = {}
+        cache = {} if cache is None else cache
         for it in range(1, max_iter + 1):
             sol = eqp(Q, c, row_lo, row_hi, lb, ub, x, rows, cols, cache)
             if sol is None:

@@ -195,6 +195,9 @@ class MajorizeModel:
         self.convex = self.neg is None
         #: steps per solver (dense, woodbury, cg, lowrank) and the last step's CG iterations ("cg_last")
         self.step_stats = {}
+        #: bounds the step QP's working set held last (set by the solver and .step_qp.StepQP; None: not known), for
+        #: the constrained Woodbury step's predicted cost (.structured)
+        self.working_set_hint = None
 
     @property
     def H(self):

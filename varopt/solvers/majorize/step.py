@@ -174,8 +174,8 @@ def majorizer_step(model, x, u, opts, qp, S=None):
             Dg = model.Hd + ridge
             op = RowSpaceCurvature(grp, T, Dg)
             if not model.A.shape[0]:
-                # bounds only: projected Newton (.step_bounds), many bounds per iteration; the fixed variables'
-                # curvature set to +inf eliminates them from the row-space solve
+                # bounds only: projected Newton (.step_bounds), many bounds per iteration, the held variables
+                # eliminated from the row-space solve
                 def make_op(fixed):
                     return RowSpaceCurvature(grp, T, Dg, fixed) if fixed.any() else op
                 got = qp.solve_bounds(x, u, make_op, op.matvec)

@@ -13,9 +13,9 @@ Iteration: ``g = u + QD``; the binding set ``A`` holds the variables at a bound 
 on ``q``. ``(Q_FF)^{-1}`` is the row-space Woodbury solve with the fixed variables eliminated
 (:class:`.step_operator.RowSpaceCurvature` with ``fixed``: ``1/Dg_j = 0`` there, as if their curvature were infinite,
 so the solve vanishes on ``A`` and equals ``(Q_FF)^{-1} v_F`` on ``F``): one K x K capacitance per iteration and never
-an n x n matrix. Many bounds enter or leave
-per iteration (the primal active-set method of :mod:`varopt.lpqp.active_set` moves one at a time: thousands of
-iterations when thousands of bounds are active, e.g. ``theta >= 0`` on every weight).
+an n x n matrix. Many bounds enter or leave per iteration (the primal active-set method of
+:mod:`varopt.lpqp.active_set` moves one at a time: thousands of iterations when thousands of bounds are active, e.g.
+``theta >= 0`` on every weight).
 
 The answer is accepted only when its projected gradient ``D - P[D - g]`` (the KKT residual of a box QP: stationarity
 on the free variables, a multiplier of the right sign at each bound) is at most ``tol`` times the QP's scale;
@@ -45,9 +45,9 @@ def projected_newton(make_op, matvec, u, lo, hi, tol=1e-9, max_iter=60):
         res = float(np.abs(pg).max(initial=0.0))
         if res <= tol * max(scale, 1.0 + float(np.abs(Qd).max(initial=0.0))):
             return D, q, it
-        # the binding set: at a bound, the gradient pointing out of the box (an epsilon-active set, variables within
-        # eps of a bound, left variables stuck at a distance from it, which the projected gradient then keeps: the
-        # projected arc below moves variables onto their bounds instead)
+        # the binding set (at a bound, the gradient pointing out of the box), not Bertsekas' epsilon-active set: held
+        # at a distance eps from its bound, a variable kept the projected gradient at eps (SRBCT, W >= 0); the
+        # projected arc below moves variables onto their bounds instead
         fixed = ((D <= lo) & (g > 0)) | ((D >= hi) & (g < 0))
         d = -make_op(fixed).solve(g)
         d[fixed] = 0.0

@@ -88,7 +88,8 @@ class StepQP:
         rlo, rhi, blo, bhi = self._shifted(x)
         res = None
         if self.fast is not None and not sp.issparse(Q):
-            res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, self._cold_start(Q, u, rlo, rhi, blo, bhi))
+            x0, factor = self._cold_start(Q, u, rlo, rhi, blo, bhi)
+            res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, x0, factor=factor)
         if res is not None:
             self.stats["active_set"] += 1
             self.stats["active_set_iterations"] = self.stats.get("active_set_iterations", 0) + res.iterations
@@ -111,27 +112,30 @@ class StepQP:
         bounds as the working set, if that point satisfies the rows. A cold start at ``D = 0`` adds one blocking bound
         per active-set iteration (each a factorization); the clipped step usually holds most of the final working
         set, so a few multipliers of the wrong sign are released instead. Any start is feasible, and the answer is
-        accepted only with the KKT certificate, so the start changes the cost, not the answer."""
+        accepted only with the KKT certificate, so the start changes the cost, not the answer.
+
+        Returns ``(x0, factor)``: ``factor`` the Cholesky factor of ``Q`` computed here, handed to the fast path (its
+        first system when no bound is clipped), else None."""
         fast, n = self.fast, self.model.n
         zero = np.zeros(n)
         if fast.rows or fast.cols or not (np.isfinite(blo).any() or np.isfinite(bhi).any()):
-            return zero
+            return zero, None
         from ...lpqp.active_set import Q_EPS, _chol, _cho_solve
         cf = _chol(Q, Q_EPS)
         if cf is None:
-            return zero
+            return zero, None
         free = _cho_solve(cf, -u)
         if free is None or not np.all(np.isfinite(free)):
-            return zero
+            return zero, cf
         x = np.clip(free, blo, bhi)
         if self.model.A.shape[0]:
             Ax = self.model.A @ x
             tol = 1e-9 * np.maximum(1.0, np.abs(Ax))
             if np.any(Ax < rlo - tol) or np.any(Ax > rhi + tol):
-                return zero
+                return zero, cf
         fast.cols = {int(j): 1 for j in np.flatnonzero(free < blo)}
         fast.cols.update({int(j): -1 for j in np.flatnonzero(free > bhi)})
-        return x
+        return x, cf
 
     def _finish(self, x, u, res, qmul):
         model = self.model

@@ -388,7 +388,7 @@ def _constrained_woodbury_cost(model, G, c, n):
         # the number of active bounds
         return SLOW_FLOP * PN_GUESS * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + 8.0 * G * c * n) + DENSE_OVERHEAD
     bounded = int(np.count_nonzero(np.isfinite(model.lb) | np.isfinite(model.ub)))
-    hint = getattr(model, "working_set_hint", None)   # bounds in the last working set (or active at the start)
+    hint = model.working_set_hint   # bounds in the last working set (or active at the start)
     k = min(m + (bounded if hint is None else min(bounded, hint + WORKING_SET_MARGIN)), n)
     solve = 4.0 * G * c * n + 2.0 * rows * rows
     return (SLOW_FLOP * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + (k + 1) * solve + 2.0 * k * k * n)
