@@ -344,18 +344,12 @@ def test_converged_cvxpy_solve_does_not_warn_inaccurate():
 def test_logistic_split_rule_equals_a_48_node_rule_to_rounding():
     # the split rule's graded panels (SPLIT_NODES: 120 nodes) against the same panels with 48 nodes each (exact to
     # rounding there), value and both derivatives, wherever the rule is used (v > 2) and far into both tails
-    from scipy.special import expit
-
     from varopt.solvers.klprox import expectations as E
     fam = FAMS["logistic"]
     m, v = (a.ravel() for a in np.meshgrid(np.linspace(-40, 40, 161), np.geomspace(2.0, 1e5, 30)))
-    x, w = np.polynomial.legendre.leggauss(48)
-    a, b = np.array(E.SPLIT_EDGES[:-1])[:, None], np.array(E.SPLIT_EDGES[1:])[:, None]
     ref = E.LogisticFamily()
-    ref.t, ref.tw = ((a + b) / 2 + (b - a) / 2 * x).ravel(), ((b - a) / 2 * w).ravel()
-    sneg = expit(-ref.t)
-    ref.hw, ref.snegw, ref.sdw = ref.tw * np.log1p(np.exp(-ref.t)), ref.tw * sneg, ref.tw * sneg * (1.0 - sneg)
-    assert fam.t.size == sum(E.SPLIT_NODES) < 48 * len(E.SPLIT_NODES)
+    ref.panels = E.split_panels(E.SPLIT_EDGES, (48,) * len(E.SPLIT_NODES))
+    assert fam.panels.t.size == sum(E.SPLIT_NODES) < ref.panels.t.size == 48 * len(E.SPLIT_NODES)
     for got, want in zip(fam._split(m, v), ref._split(m, v)):
         err = np.abs(got - want)
         assert np.all(err <= 4e-15 * np.maximum(1.0, np.abs(want))), float(np.max(err / np.maximum(1.0, np.abs(want))))

@@ -33,7 +33,9 @@ which the Gaussian density (sd ``> 2``) is well resolved. Likewise
 """
 from __future__ import annotations
 
+import bisect
 import functools
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.special import expit, ndtr
@@ -121,15 +123,39 @@ SPLIT_NODES = (6, 6, 8, 7, 7, 9, 9, 10, 10, 12, 12, 12, 12)
 
 @functools.lru_cache(maxsize=None)
 def _panels():
+    """The split rule's nodes ``t`` and weights ``tw`` on [0, 38] and what every evaluation reuses: the node products'
+    right factor ``[1; t]`` (2 x n) and the weights times ``h(t) = log(1 + e^-t)``, ``sigma(-t)`` and ``sigma'(t)``
+    (read-only, computed once)."""
+    return split_panels(SPLIT_EDGES, SPLIT_NODES)
+
+
+def split_panels(edges, nodes):
+    """:func:`_panels` of the panels ``edges`` with ``nodes`` Gauss-Legendre nodes each."""
     t, tw = [], []
-    for a, b, n in zip(SPLIT_EDGES[:-1], SPLIT_EDGES[1:], SPLIT_NODES):
+    for a, b, n in zip(edges[:-1], edges[1:], nodes):
         x, w = np.polynomial.legendre.leggauss(n)
         t.append((a + b) / 2 + (b - a) / 2 * x)
         tw.append((b - a) / 2 * w)
     t, tw = np.concatenate(t), np.concatenate(tw)
-    t.flags.writeable = tw.flags.writeable = False      # shared by every LogisticFamily (computed once)
-    return t, tw
+    T = np.empty((2, t.size))
+    T[0] = 1.0
+    T[1] = t
+    sneg = expit(-t)
+    out = SimpleNamespace(t=t, tw=tw, T=T, hw=tw * np.log1p(np.exp(-t)), snegw=tw * sneg, sdw=tw * (sneg * (1.0 - sneg)))
+    for a in vars(out).values():
+        a.flags.writeable = False                       # shared by every LogisticFamily
+    return out
 
+
+@functools.lru_cache(maxsize=None)
+def _gh_right(n):
+    """``[1; x]`` (2 x n) of the ``n``-node Gauss-Hermite rule: the right factor of :func:`_nodes_and_exp`'s product
+    (read-only, formed once per rule)."""
+    X = np.empty((2, n))
+    X[0] = 1.0
+    X[1] = _gh(n)[0]
+    X.flags.writeable = False
+    return X
 
 
 def _nodes_and_exp(mt, vt, x):
@@ -139,10 +165,7 @@ def _nodes_and_exp(mt, vt, x):
     M = np.empty((mt.size, 2))
     M[:, 0] = mt
     np.sqrt(vt, out=M[:, 1])
-    X = np.empty((2, x.size))
-    X[0] = 1.0
-    X[1] = x
-    u = M @ X
+    u = M @ _gh_right(x.size)
     a = np.abs(u)
     e = np.negative(a)
     np.exp(e, out=e)
@@ -154,17 +177,27 @@ def _nodes_and_exp(mt, vt, x):
 MERGE_NODES = 8192
 
 
+@functools.lru_cache(maxsize=None)
+def _bounds(grades):
+    """The variance bounds of ``grades`` (a tuple of ``(bound, nodes)``), formed once."""
+    return tuple(vmax for vmax, _ in grades)
+
+
 def _by_grade(grades, rule, mt, vt, k):
     """The ``k`` outputs of ``rule(mt, vt, x, w)`` with the Gauss-Hermite rule of each row's variance grade
     (``grades``: ``(variance bound, nodes)`` in increasing order); one call without copies when a single grade
     holds every row (a1a at a small prior variance: all rows in the 16-node grade) or when the rows are few enough
     for the largest grade present (MERGE_NODES)."""
-    bounds = [vmax for vmax, _ in grades]
-    g = np.searchsorted(bounds, vt, side="left")          # grade of every row: bounds[g - 1] < vt <= bounds[g]
-    np.minimum(g, len(bounds) - 1, out=g)                 # (NaN sorts last: the widest rule)
-    lo, hi = int(g.min()), int(g.max())
+    # the merged call needs only the grades of the smallest and the largest variance (two reductions; a NaN variance
+    # takes the widest rule, as searchsorted sorts it last)
+    vlo, vhi = float(vt.min()), float(vt.max())
+    top = len(grades) - 1
+    lo = min(bisect.bisect_left(_bounds(grades), vlo), top) if vlo == vlo else top
+    hi = min(bisect.bisect_left(_bounds(grades), vhi), top) if vhi == vhi else top
     if lo == hi or mt.size * grades[hi][1] <= MERGE_NODES:
         return rule(mt, vt, *_gh(grades[hi][1]))
+    g = np.searchsorted(_bounds(grades), vt, side="left")   # grade of every row: bounds[g - 1] < vt <= bounds[g]
+    np.minimum(g, top, out=g)                             # (NaN sorts last: the widest rule)
     out = [np.empty_like(mt) for _ in range(k)]
     for j in np.flatnonzero(np.bincount(g)):
         sel = g == j
@@ -184,11 +217,7 @@ class LogisticFamily(Family):
 
     def __init__(self, nodes: int = 100):
         self.set_nodes(nodes)
-        self.t, self.tw = _panels()
-        self.h = np.log1p(np.exp(-self.t))
-        self.sneg = expit(-self.t)
-        self.sd = self.sneg * (1.0 - self.sneg)
-        self.hw, self.snegw, self.sdw = self.tw * self.h, self.tw * self.sneg, self.tw * self.sd
+        self.panels = _panels()
 
     def set_nodes(self, nodes: int):
         self.nodes = int(nodes)
@@ -196,7 +225,7 @@ class LogisticFamily(Family):
         # (variance bound, node count): each rule is formed when first used (the last, of `nodes` nodes, only for
         # variances above vt_switch, which expect() integrates by the split rule: hermgauss(100) was 26 ms of a
         # process's first solve)
-        self.grades = [(vmax, min(n, self.nodes)) for vmax, n in HERMITE_NODES] + [(np.inf, self.nodes)]
+        self.grades = tuple((vmax, min(n, self.nodes)) for vmax, n in HERMITE_NODES) + ((np.inf, self.nodes),)
 
     def _hermite(self, mt, vt):
         return _by_grade(self.grades, self._hermite_rule, mt, vt, 3)
@@ -267,32 +296,31 @@ class LogisticFamily(Family):
         return tuple(out)
 
     def _split(self, mt, vt):
+        pan, n = self.panels, mt.size
         s = np.sqrt(vt)
         z = mt / s
         # N(t | mt, vt) and N(-t | mt, vt) at the panel nodes, without the factor 1/(sqrt(2 pi) s) (applied to the
-        # sums): exp(-x^2) with x = (t -+ mt) k, k = 1/(s sqrt 2), each x one BLAS product [-+mt k, k] [1; t] (k = 2)
+        # sums): exp(-x^2) with x = (t -+ mt) k, k = 1/(s sqrt 2), both from one BLAS product [+-mt k, k] [1; t]
+        # (k = 2; the rows of +mt first), and squared, negated and exponentiated in one pass each
         k = 1.0 / (np.sqrt(2.0) * s)
-        M = np.empty((mt.size, 2))
-        np.multiply(mt, k, out=M[:, 0])
-        M[:, 1] = k
-        T = np.empty((2, self.t.size))
-        T[0] = 1.0
-        T[1] = self.t
-        neg = M @ T                                   # (t + mt) k
-        M[:, 0] *= -1.0
-        pos = M @ T                                   # (t - mt) k
+        M = np.empty((2 * n, 2))
+        np.multiply(mt, k, out=M[:n, 0])
+        np.negative(M[:n, 0], out=M[n:, 0])
+        M[:, 1].reshape(2, n)[...] = k
+        X = M @ pan.T                                 # (t + mt) k, then (t - mt) k
         with np.errstate(over="ignore"):              # x^2 = inf far in the tails: the density is 0
-            for a in (pos, neg):
-                np.square(a, out=a)
-                np.negative(a, out=a)
-                np.exp(a, out=a)
+            np.square(X, out=X)
+            np.negative(X, out=X)
+            np.exp(X, out=X)
+            phi = np.exp(-0.5 * z * z) / _SQRT2PI     # _phi(z), inside the same error state
+        neg, pos = X[:n], X[n:]
         c = 1.0 / (_SQRT2PI * s)
         odd = neg - pos                               # N(-t) - N(t)
         neg += pos                                    # even part: N(t) + N(-t)
         cdf = ndtr(z)
-        e = mt * cdf + s * _phi(z) + c * (neg @ self.hw)
-        d1 = cdf + c * (odd @ self.snegw)
-        d2 = (0.5 * c) * (neg @ self.sdw)
+        e = mt * cdf + s * phi + c * (neg @ pan.hw)
+        d1 = cdf + c * (odd @ pan.snegw)
+        d2 = (0.5 * c) * (neg @ pan.sdw)
         return e, d1, d2
 
     def expect(self, mt, vt):

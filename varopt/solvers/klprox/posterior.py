@@ -286,6 +286,7 @@ class FullGaussian(_Base):
 
     name = "full"
     magnitude = 0.0
+    unit_prior = False
 
     def __init__(self, view, woodbury=False):
         worth = view.diagonal and (view.row_pairs is not None or _RowPairs.worth(view.A, view.D))   # the view built them
@@ -306,6 +307,8 @@ class FullGaussian(_Base):
                              and self.P_diag is not None and 0 < self.N <= self.D and np.all(self.P_diag > 0))
         if self.woodbury:
             self.Sd = 1.0 / self.P_diag                          # Sigma = P^-1 (diagonal)
+            # Sigma = I (a whitened GP): the products Sigma x are x itself (skipped: x * 1.0 is x to the last bit)
+            self.unit_prior = bool(np.all(self.Sd == 1.0))
             # A Sigma^1/2 (a whitened GP's prior is N(0, I): A itself, no product)
             ASh = self.A if np.all(self.Sd == 1.0) else self.A * np.sqrt(self.Sd)
             if self.lower_square:
@@ -360,7 +363,7 @@ class FullGaussian(_Base):
         about ``2 eps sqrt(||B||) St_nn / vt_n``: cond(L_B) <= sqrt(||B||)); if that bound fails too, or
         ``eps ||B||_F`` exceeds ``WOODBURY_COND_TOL`` (the mean's Woodbury solves lose that much), or a
         pseudo-precision is negative: None, the direct state."""
-        if not np.all(gt >= 0.0):
+        if not gt.min() >= 0.0:                                    # (also a NaN)
             return None
         sg = np.sqrt(gt)
         B = self._woodbury_B(sg)
@@ -380,7 +383,7 @@ class FullGaussian(_Base):
         with np.errstate(divide="ignore", invalid="ignore"):
             vt = one / gt
             bad = ~(_EPS * (4.0 + norm) * binv <= WOODBURY_ROW_TOL * one)    # also gt = 0 (0 / 0)
-        if np.any(bad):
+        if bad.any():
             rows = np.flatnonzero(bad)
             # L_B^-1 G^1/2 St e_n of the flagged rows (a triangular product: L_B^-1's strict upper part is zero); St is
             # symmetric: its rows gathered (contiguous copies) and transposed, the Fortran-ordered operand trmm reads
@@ -437,11 +440,28 @@ class FullGaussian(_Base):
             return _cho_solve(st.L, x)
         return self._woodbury_solve(st.LB, st.sg, x)
 
-    def _woodbury_solve(self, LB, sg, x):
-        """``(P + A^T S A)^-1 x`` with ``S = diag(sg^2)`` and ``LB`` the Cholesky factor of ``I + S^1/2 St S^1/2``."""
-        Sx = self.Sd * x
-        h = _cho_solve(LB, sg * (self.A @ Sx))
-        return Sx - self.Sd * (self.A_T @ (sg * h))
+    def _woodbury_solve(self, LB, sg, x, prior=None):
+        """``(P + A^T S A)^-1 x`` with ``S = diag(sg^2)`` and ``LB`` the Cholesky factor of ``I + S^1/2 St S^1/2``;
+        ``prior``: ``(Sigma x, A Sigma x)`` when known (:meth:`_sigma_g`)."""
+        Sx, ASx = self._sigma_x(x) if prior is None else prior
+        h = _cho_solve(LB, sg * ASx)
+        y = self.A_T @ (sg * h)
+        return Sx - (y if self.unit_prior else self.Sd * y)
+
+    def _sigma_x(self, x):
+        """``(Sigma x, A Sigma x)`` (Woodbury states: the prior's side of every solve)."""
+        Sx = x if self.unit_prior else self.Sd * x
+        return Sx, self.A @ Sx
+
+    def _sigma_g(self, st, g):
+        """:meth:`_sigma_x` of the gradient ``g`` at ``st``, kept on the state: the residuals and the next natural
+        step both start from it (one product with ``A`` a step instead of two)."""
+        memo = getattr(st, "sigma_g", None)
+        if memo is not None and memo[0] is g:
+            return memo[1]
+        out = self._sigma_x(g)
+        st.sigma_g = (g, out)
+        return out
 
     def warm(self, m, gt, alpha, mt=None):
         """Starts from a previous solution: its mean ``m`` as it is, and (given its predictor means ``mt``) its
@@ -462,8 +482,8 @@ class FullGaussian(_Base):
         m, v = st.m, self.view
         if getattr(st, "LB", None) is not None:
             # Woodbury state: tr(P V) = D - tr(G^1/2 B^-1 G^1/2 St) = D - N + tr B^-1; log det V = -log det P B
-            trPV = self.D - self.N + float(np.sum(st.binv))
-            logdetV = -self.logdetP - 2.0 * float(np.sum(np.log(np.diag(st.LB))))
+            trPV = self.D - self.N + float(st.binv.sum())
+            logdetV = -self.logdetP - 2.0 * float(np.log(st.LB.diagonal()).sum())
             parts = (0.5 * m @ (self.P_diag * m), v.c @ m, v.k, 0.5 * trPV, -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
             self.magnitude = _sum(abs(p) for p in parts)
             return _sum(parts)
@@ -503,7 +523,11 @@ class FullGaussian(_Base):
             return new
         if natural:  # natural-parameter form: m+ = m + (1 - r) V+ g
             new = self._state(st.m, gt)
-            new.m = st.m + (1.0 - r) * self._vmul(new, g)
+            if getattr(new, "LB", None) is not None:   # Woodbury: Sigma g and A Sigma g as the residuals at st formed them
+                Vg = self._woodbury_solve(new.LB, new.sg, g, self._sigma_g(st, g))
+            else:
+                Vg = self._vmul(new, g)
+            new.m = st.m + (1.0 - r) * Vg
             return new
         # M = P + r A^T diag(gt) A = (1 - r) P + r V^-1: the state's precision, no second O(N D^2) product
         Lam = getattr(st, "Lam", None)
@@ -526,8 +550,8 @@ class FullGaussian(_Base):
         if getattr(st, "LB", None) is not None:
             # g^T V g = g^T Sigma g - ||L_B^-1 G^1/2 A Sigma g||^2 (relative error ~ eps ||B|| <= WOODBURY_COND_TOL)
             g = self.gradient(st, alpha)
-            Sg = self.Sd * g
-            u = st.LBinv @ (st.sg * (self.A @ Sg))
+            Sg, ASg = self._sigma_g(st, g)
+            u = st.LBinv @ (st.sg * ASg)
             return (float(np.sqrt(max(float(g @ Sg - u @ u), 0.0))),
                     self.view.curvature_residual(gamma, st.gt, vt))
         g = _tri(st.L, self.gradient(st, alpha))

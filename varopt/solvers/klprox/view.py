@@ -264,21 +264,27 @@ class LikelihoodView:
     def terms(self, fams, mt, vt):
         """``(sum_n E[coef_n l_n + lin_n u_n], magnitude, alpha, gamma)`` at predictor means ``mt`` and pattern
         covariances ``vt``: ``alpha = dE/dmt`` (N), ``gamma = 2 dE/dVt`` on the pattern."""
-        alpha, gamma = np.empty(self.N), np.empty(self.npat)
+        # one block of every row (a GLM, a GP): its arrays are alpha and gamma themselves (no copies into slices)
+        whole = len(self.blocks) == 1 and not self.groups and self.blocks[0][1] == slice(0, self.N)
+        alpha, gamma = (None, None) if whole else (np.empty(self.N), np.empty(self.npat))
         lik = mag = 0.0
         for kind, sl in self.blocks:
             fam, cf = fams[kind], self.coef[sl]
             if getattr(fam, "reflects", False):   # the rows hold their linear part (cancellation-free; _reflect)
                 E, d1, d2 = self._reflect(fam, mt[sl], vt[sl], sl)
-                lin = 0.0
+                a = cf * d1
             else:
                 E, d1, d2 = fam.expect(mt[sl], np.maximum(vt[sl], 1e-300))
                 lin = self.lin[sl]
                 lik += float(lin @ mt[sl])
                 mag += float(np.abs(lin) @ np.abs(mt[sl]))
+                a = cf * d1 + lin
             lik += float(cf @ E)
             mag += float(cf @ np.abs(E))
-            alpha[sl], gamma[sl] = cf * d1 + lin, 2.0 * cf * d2
+            if whole:
+                alpha, gamma = a, (2.0 * cf) * d2
+            else:
+                alpha[sl], gamma[sl] = a, (2.0 * cf) * d2
         for J, rs, ps in self.groups:
             E, d1, d2 = fams["softmax"].expect_group(mt[rs].reshape(-1, J), vt[ps].reshape(-1, J, J))
             cf = self.coef[rs][::J]
