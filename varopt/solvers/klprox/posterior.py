@@ -389,8 +389,9 @@ class FullGaussian(_Base):
             # symmetric: its rows gathered (contiguous copies) and transposed, the Fortran-ordered operand trmm reads
             # in place (a gather of columns and f2py's copy into Fortran order before)
             U = dtrmm(1.0, LBinv, (self.St[rows] * sg).T, lower=1)
-            v1 = self.St_diag[rows] - np.einsum("ij,ij->j", U, U)
-            if not np.all(2.0 * _EPS * np.sqrt(norm) * self.St_diag[rows] <= WOODBURY_ROW_TOL * v1):
+            d = self.St_diag[rows]
+            v1 = d - np.einsum("ij,ij->j", U, U)
+            if not (2.0 * _EPS * math.sqrt(norm) * d <= WOODBURY_ROW_TOL * v1).all():
                 return None
             vt[rows] = v1
         return SimpleNamespace(m=m, gt=gt, L=None, Lam=None, Linv=None, V=None, vt=vt, LB=LB, LBinv=LBinv,
@@ -484,7 +485,8 @@ class FullGaussian(_Base):
             # Woodbury state: tr(P V) = D - tr(G^1/2 B^-1 G^1/2 St) = D - N + tr B^-1; log det V = -log det P B
             trPV = self.D - self.N + float(st.binv.sum())
             logdetV = -self.logdetP - 2.0 * float(np.log(st.LB.diagonal()).sum())
-            parts = (0.5 * m @ (self.P_diag * m), v.c @ m, v.k, 0.5 * trPV, -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
+            parts = (0.5 * m @ (m if self.unit_prior else self.P_diag * m), v.c @ m, v.k, 0.5 * trPV,
+                     -0.5 * (logdetV + self.D * (1.0 + _LOG2PI)))
             self.magnitude = _sum(abs(p) for p in parts)
             return _sum(parts)
         Linv = st.Linv if getattr(st, "Linv", None) is not None else _tri_inv(st.L)
