@@ -233,6 +233,8 @@ class LikelihoodView:
     def curvature_residual(self, gamma, gt, vt):
         """``sum_n ||Vt_n^1/2 (Gamma_n - Gt_n) Vt_n^1/2||_F`` (1-D rows: ``|gamma_n - gt_n| vt_n``), a bound on
         ``||V^1/2 A^T (Gamma - Gt) A V^1/2||_F``: the covariance part of the natural gradient."""
+        if not self.groups:                  # 1-D rows only: the first sum below over every row
+            return float((np.abs(gamma - gt) * vt).sum())
         n1 = self.N - sum(rs.stop - rs.start for _, rs, _ in self.groups)
         tot = float(np.sum(np.abs(gamma[:n1] - gt[:n1]) * vt[:n1]))
         for J, _, ps in self.groups:
