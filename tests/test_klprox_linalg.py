@@ -140,9 +140,9 @@ def test_view_row_pairs_give_the_split_gram_and_serve_the_full_form(monkeypatch)
     grams = []
     orig = view_mod._min_norm_normal
 
-    def spy(A, c, gram=None):
+    def spy(A, c, gram=None, *rest):
         grams.append(gram)
-        return orig(A, c, gram)
+        return orig(A, c, gram, *rest)
 
     monkeypatch.setattr(view_mod, "_min_norm_normal", spy)
     for scale in (None, rng.uniform(0.5, 2.0, X.shape[1])):

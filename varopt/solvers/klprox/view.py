@@ -84,6 +84,15 @@ class LikelihoodView:
             self.__dict__["_dense_A"] = memo
         return memo[1]
 
+    def A_T(self):
+        """``A^T`` (of a sparse ``A`` a CSC view), formed once per ``A``: the split of section 1 multiplies by it up to
+        four times and the full form in every gradient (scipy's transpose builds a new matrix object each time)."""
+        memo = self.__dict__.get("_A_T")
+        if memo is None or memo[0] is not self.A:
+            memo = (self.A, self.A.T)
+            self.__dict__["_A_T"] = memo
+        return memo[1]
+
     def known_diagonal(self):
         """The diagonal of ``P`` when ``likelihood_view`` read from the program's quadratic terms (squares only: GLM
         and whitened GP priors) that this ``P`` is diagonal, without a pass over it; None when unknown (``P`` may still
@@ -506,7 +515,7 @@ def _rows_take_linear_terms(view):
             # form then reuses; the same sums of the same products (binary features: the same integers)
             view.row_pairs = _RowPairs(view.A, view.D)
             gram = view.row_pairs.unit_gram()
-    t = _min_norm_normal(view.A, view.c, gram) if view.N > view.D else None
+    t = _min_norm_normal(view.A, view.c, gram, view.A_T()) if view.N > view.D else None
     At = None
     if t is None:
         At = view.dense_A().T
@@ -529,7 +538,7 @@ def _rows_take_linear_terms(view):
     near = np.round(ratio)
     snap = (view.coef > 0) & (np.abs(ratio - near) <= 1e-12 * np.maximum(1.0, np.abs(near)))
     t = np.where(snap, -near * view.coef, t)
-    c0 = view.c - (At @ t if At is not None else np.asarray(view.A.T @ t).ravel())
+    c0 = view.c - (At @ t if At is not None else np.asarray(view.A_T() @ t).ravel())
     if np.linalg.norm(c0) <= 1e-12 * np.linalg.norm(view.c):
         c0[:] = 0.0
     view.c, view.lin = c0, t
@@ -555,7 +564,7 @@ def _full_rank_upper(At, view):
 MIN_NORM_RESIDUAL = 1e-14
 
 
-def _min_norm_normal(A, c, gram=None):
+def _min_norm_normal(A, c, gram=None, AT=None):
     r"""The minimum-norm solution ``t`` of ``A^T t = c`` for a tall ``A`` (N > D) from the D x D normal equations, or
     None (then the caller's orthogonal factorization decides).
 
@@ -565,12 +574,13 @@ def _min_norm_normal(A, c, gram=None):
     features: 98 of 124 on a1a) restricted to its pivots, refined twice on the residual (the normal equations square
     the condition number). The result is returned only when its residual is at the level of an orthogonal
     factorization (:data:`MIN_NORM_RESIDUAL`): ill-conditioned ``A`` (or ``c`` outside the range of ``A^T``) fall
-    back to gelsy."""
+    back to gelsy. ``AT``: ``A^T`` when the caller has it."""
     D = A.shape[1]
+    AT = A.T if AT is None else AT
     if gram is not None:     # A^T A given (from the row pairs)
         G = gram
     else:
-        G = np.asarray((A.T @ A).todense()) if sp.issparse(A) else A.T @ A
+        G = np.asarray((AT @ A).todense()) if sp.issparse(A) else AT @ A
     L, piv, rank, info = lapack.dpstrf(G, lower=1)
     if info < 0 or rank == 0:
         return None
@@ -585,7 +595,7 @@ def _min_norm_normal(A, c, gram=None):
 
     t = solve(c)
     for refine in range(3):
-        res = c - np.asarray(A.T @ t).ravel()
+        res = c - np.asarray(AT @ t).ravel()
         if not np.all(np.isfinite(res)):
             return None
         if np.linalg.norm(res) <= MIN_NORM_RESIDUAL * cn:
