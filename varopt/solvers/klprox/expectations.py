@@ -188,16 +188,21 @@ def _by_grade(grades, rule, mt, vt, k):
     (``grades``: ``(variance bound, nodes)`` in increasing order); one call without copies when a single grade
     holds every row (a1a at a small prior variance: all rows in the 16-node grade) or when the rows are few enough
     for the largest grade present (MERGE_NODES)."""
-    # the merged call needs only the grades of the smallest and the largest variance (two reductions; a NaN variance
-    # takes the widest rule, as searchsorted sorts it last)
+    # the merged call needs only the grades of the smallest and the largest variance (two reductions and bisect on
+    # the bounds, which agrees with searchsorted's side='left'); with a NaN (min and max are NaN) every row's grade
+    top, bounds = len(grades) - 1, _bounds(grades)
     vlo, vhi = float(vt.min()), float(vt.max())
-    top = len(grades) - 1
-    lo = min(bisect.bisect_left(_bounds(grades), vlo), top) if vlo == vlo else top
-    hi = min(bisect.bisect_left(_bounds(grades), vhi), top) if vhi == vhi else top
+    g = None
+    if vlo == vlo and vhi == vhi:
+        lo, hi = min(bisect.bisect_left(bounds, vlo), top), min(bisect.bisect_left(bounds, vhi), top)
+    else:
+        g = np.searchsorted(bounds, vt, side="left")    # grade of every row: bounds[g - 1] < vt <= bounds[g]
+        np.minimum(g, top, out=g)                       # (NaN sorts last: the widest rule)
+        lo, hi = int(g.min()), int(g.max())
     if lo == hi or mt.size * grades[hi][1] <= MERGE_NODES:
         return rule(mt, vt, *_gh(grades[hi][1]))
-    g = np.searchsorted(_bounds(grades), vt, side="left")   # grade of every row: bounds[g - 1] < vt <= bounds[g]
-    np.minimum(g, top, out=g)                             # (NaN sorts last: the widest rule)
+    if g is None:
+        g = np.minimum(np.searchsorted(bounds, vt, side="left"), top)
     out = [np.empty_like(mt) for _ in range(k)]
     for j in np.flatnonzero(np.bincount(g)):
         sel = g == j
