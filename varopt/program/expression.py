@@ -7,6 +7,8 @@ and Hessians (``scipy.sparse.csr_matrix`` ``(n, n)``) are sums over the few grou
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -271,8 +273,12 @@ class Expression:
         """Raise :class:`~varopt.errors.InputDataError` naming ``where`` and the offending part when
         a coefficient is NaN or inf."""
         from ..core.checks import require_finite
-        require_finite(f"{where}: constant", [self.constant])
-        require_finite(f"{where}: linear coefficients", self.linear_items()[1])
+        c = self.constant
+        # a Python float (or int) checked directly; the dense linear part whole (its zeros are finite): the same
+        # verdicts without forming arrays (a tenth of a small GP solve's set-up went to these checks)
+        if not (isinstance(c, (float, int)) and math.isfinite(c)):
+            require_finite(f"{where}: constant", [c])
+        require_finite(f"{where}: linear coefficients", self._lin if self._lin is not None else self.linear_items()[1])
         require_finite(f"{where}: quadratic coefficients", self.quadratic.v)
         for g in self.groups():
             kind = getattr(g, "kind", "log-sum-exp")

@@ -145,7 +145,9 @@ class _Base:
         # a square lower-triangular A (whitened GP models, A = L_K): A^T G A by a triangular product
         self.lower_square = bool(dense and self.N == self.D and not view.upper())
         self.mu = view.mu
-        self.C0 = (view.k - 0.5 * self.mu @ self.P @ self.mu - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
+        # (a zero prior mean, e.g. a GP's, adds nothing: mu^T P mu is a signed zero)
+        quad = 0.5 * self.mu @ self.P @ self.mu if np.any(self.mu) else 0.0
+        self.C0 = (view.k - quad - 0.5 * self.D * _LOG2PI + 0.5 * view.logdet_P())
 
     @functools.cached_property
     def AT(self):

@@ -28,6 +28,7 @@ coefficients, a quadratic part that is not positive definite or a variable witho
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -40,6 +41,7 @@ from ...errors import ModelStructureError
 from .expectations import MAX_SOFTMAX_DIM
 
 LOGISTIC = "logistic"
+_EPS = np.finfo(float).eps
 
 
 @dataclass
@@ -363,7 +365,8 @@ def likelihood_view(program, families) -> LikelihoodView:
                   f"softmax groups of more than {jmax + 1} entries (classes) have no accurate expectation here: it "
                   f"is a {sizes[g0] - 1}-dimensional integral, beyond the tensor quadrature; option softmax='bound' "
                   "(Boehning's bound: a lower bound on the ELBO) accepts any number")
-        for K in np.unique(sizes[sizes > 2]):
+        wide = sizes > 2
+        for K in (np.unique(sizes[wide]) if wide.any() else ()):
             c, k = _softmax_rows(grp, np.flatnonzero(sizes == K), int(K), c, k, soft)
         i0 = grp.starts
         small = sizes <= 2
@@ -539,7 +542,8 @@ def _rows_take_linear_terms(view):
     snap = (view.coef > 0) & (np.abs(ratio - near) <= 1e-12 * np.maximum(1.0, np.abs(near)))
     t = np.where(snap, -near * view.coef, t)
     c0 = view.c - (At @ t if At is not None else np.asarray(view.A_T() @ t).ravel())
-    if np.linalg.norm(c0) <= 1e-12 * np.linalg.norm(view.c):
+    # ||c0|| <= 1e-12 ||c||: np.linalg.norm's sqrt(x . x) without its wrapper
+    if math.sqrt(float(c0 @ c0)) <= 1e-12 * math.sqrt(float(view.c @ view.c)):
         c0[:] = 0.0
     view.c, view.lin = c0, t
     view.k -= float(t @ view.b)
@@ -555,7 +559,7 @@ def upper_entries(A):
 
 def _full_rank_upper(At, view):
     """``At = A^T`` (dense) is upper triangular (read from the sparse ``A``'s structure) with a diagonal of full rank."""
-    cut = np.finfo(float).eps * max(At.shape)
+    cut = _EPS * max(At.shape)
     d = np.abs(np.diag(At))
     return bool(d.size and d.min() > cut * d.max() and not view.upper())
 
