@@ -41,6 +41,7 @@ import numpy as np
 from scipy.special import expit, ndtr
 
 _SQRT2PI = np.sqrt(2.0 * np.pi)
+_SQRT2 = float(np.sqrt(2.0))
 
 
 def _phi(z):
@@ -307,7 +308,7 @@ class LogisticFamily(Family):
         # N(t | mt, vt) and N(-t | mt, vt) at the panel nodes, without the factor 1/(sqrt(2 pi) s) (applied to the
         # sums): exp(-x^2) with x = (t -+ mt) k, k = 1/(s sqrt 2), both from one BLAS product [+-mt k, k] [1; t]
         # (k = 2; the rows of +mt first), and squared, negated and exponentiated in one pass each
-        k = 1.0 / (np.sqrt(2.0) * s)
+        k = 1.0 / (_SQRT2 * s)
         M = np.empty((2 * n, 2))
         np.multiply(mt, k, out=M[:n, 0])
         np.negative(M[:n, 0], out=M[n:, 0])
@@ -333,11 +334,13 @@ class LogisticFamily(Family):
         small = vt <= self.vt_switch
         if small.all():
             return self._hermite(mt, vt)
-        e, d1, d2 = np.empty_like(mt), np.empty_like(mt), np.empty_like(mt)
-        for sel, fn in ((small, self._hermite), (~small, self._split)):
-            if sel.any():
-                e[sel], d1[sel], d2[sel] = fn(mt[sel], vt[sel])
-        return e, d1, d2
+        out = (np.empty_like(mt), np.empty_like(mt), np.empty_like(mt))
+        # the rows of each rule by index (gathers and scatters through a boolean mask cost 3x as much at N ~ 100)
+        for sel, fn in ((np.flatnonzero(small), self._hermite), (np.flatnonzero(~small), self._split)):
+            if sel.size:
+                for o, r in zip(out, fn(mt[sel], vt[sel])):
+                    o[sel] = r
+        return out
 
 
 #: Gauss-Hermite nodes per dimension of the softmax rule by the largest predictor standard deviation
