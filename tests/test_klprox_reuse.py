@@ -98,6 +98,11 @@ def test_row_pair_test_decided_from_nnz_alone_equals_the_full_rule(seed):
             nnz = np.diff(A.indptr).astype(float)
             want = float(np.sum(nnz * (nnz + 1) / 2)) * 50 <= N * float(D) ** 2
             assert _RowPairs.worth(A, D) == want, (N, D, fill)
+            # a COO matrix with every entry stored twice: its nnz counts the duplicates, the rule counts the rows' entries
+            coo = A.tocoo()
+            dup = sp.coo_matrix((np.r_[coo.data, coo.data] / 2, (np.r_[coo.row, coo.row], np.r_[coo.col, coo.col])),
+                                shape=A.shape)
+            assert _RowPairs.worth(dup, D) == want, (N, D, fill)
 
 
 def test_row_pair_test_at_the_cauchy_schwarz_boundary():

@@ -258,8 +258,9 @@ class _RowPairs:
         """Cheaper than the dense products (which run at BLAS speed: a margin of 50)."""
         if not sp.issparse(A) or A.shape[0] == 0:
             return False
-        # sum_n nnz_n^2 >= nnz^2 / N (Cauchy-Schwarz): a filled A (a GP's dense factor) is decided without its rows
-        if 25 * A.nnz ** 2 > A.shape[0] ** 2 * D ** 2:
+        # sum_n nnz_n^2 >= nnz^2 / N (Cauchy-Schwarz): a filled CSR A (a GP's dense factor) is decided without its rows
+        # (its nnz is the rows' stored entries, what the rule below counts)
+        if A.format == "csr" and 25 * A.nnz ** 2 > A.shape[0] ** 2 * D ** 2:
             return False
         nnz = np.diff(sp.csr_matrix(A).indptr).astype(float)
         return float(np.sum(nnz * (nnz + 1) / 2)) * 50 <= A.shape[0] * float(D) ** 2
