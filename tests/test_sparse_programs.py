@@ -165,3 +165,24 @@ def test_linear_rows_are_the_linear_items_row_by_row(mixed):
         i, v = e.linear_items()
         assert np.array_equal(idx[ptr[k]:ptr[k + 1]], i) and np.array_equal(val[ptr[k]:ptr[k + 1]], v)
         assert np.array_equal(np.bincount(i, weights=v, minlength=n), e.linear)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_or_inf_in_the_objective_constant_and_linear_part_is_named(bad):
+    # Expression.check_finite reads a float constant and a dense linear part directly: the same verdicts, named
+    from varopt.errors import InputDataError
+    n = 6
+    names, lb, ub = [f"x{j}" for j in range(n)], np.full(n, -np.inf), np.full(n, np.inf)
+    lin = np.zeros(n)
+    Program(names, lb, ub, Expression(n, 1.5, lin), []).check_finite()          # finite: passes
+    with pytest.raises(InputDataError, match="constant"):
+        Program(names, lb, ub, Expression(n, bad, lin), []).check_finite()
+    lin[4] = bad
+    with pytest.raises(InputDataError, match="linear coefficients"):
+        Program(names, lb, ub, Expression(n, 0.0, lin), []).check_finite()          # dense storage
+    with pytest.raises(InputDataError, match="linear coefficients"):
+        Program(names, lb, ub, Expression(n, 0.0, ([4], [bad])), []).check_finite()  # sparse storage
+    e = Expression(n, 0.0, lin.copy())
+    e.constant = np.float64(bad)                                                  # a numpy scalar constant
+    with pytest.raises(InputDataError, match="constant"):
+        Program(names, lb, ub, e, []).check_finite()
