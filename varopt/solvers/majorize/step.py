@@ -169,16 +169,22 @@ def majorizer_step(model, x, u, opts, qp, S=None):
         # few bound rows, many parameters, constraints: the step QP on the factored row-space operator
         # (.step_operator; a Schur complement of the working set, Q never formed)
         from .step_operator import DenseRowCurvature, RowSpaceCurvature
+        from .step_rows import MAX_ROWS
         model.count_step("woodbury")
         if T is not None:
             Dg = model.Hd + ridge
             op = RowSpaceCurvature(grp, T, Dg)
+            def make_op(fixed):
+                return RowSpaceCurvature(grp, T, Dg, fixed) if fixed.any() else op
             if not model.A.shape[0]:
                 # bounds only: projected Newton (.step_bounds), many bounds per iteration, the held variables
                 # eliminated from the row-space solve
-                def make_op(fixed):
-                    return RowSpaceCurvature(grp, T, Dg, fixed) if fixed.any() else op
                 got = qp.solve_bounds(x, u, make_op, op.matvec)
+                if got is not None:
+                    return got
+            elif model.A.shape[0] <= MAX_ROWS:
+                # bounds and a few rows: the same inside a Newton method on the rows' multipliers (.step_rows)
+                got = qp.solve_rows(x, u, make_op, op.matvec)
                 if got is not None:
                     return got
         else:

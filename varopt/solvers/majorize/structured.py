@@ -368,6 +368,9 @@ def predicted_costs(model, opts, cg_iterations=None):
 WORKING_SET_MARGIN = 32
 #: projected-Newton iterations the bounds-only Woodbury step is costed at (.step_bounds)
 PN_GUESS = 8
+#: ... and the step with bounds and a few rows, in units of the bounds-only one (.step_rows: a few dual Newton steps,
+#: each a warm-started box solve, mostly of one or two iterations)
+ROWS_GUESS = 2
 
 
 def _constrained_woodbury_cost(model, G, c, n):
@@ -379,6 +382,7 @@ def _constrained_woodbury_cost(model, G, c, n):
     on all 9236 SRBCT parameters, inactive at the optimum, chose the dense step: 35 s for two iterations);
     None when the active set would keep more rows than its dense copy allows (the dense step QP then)."""
     from .step_qp import MAX_DENSE_ROWS
+    from .step_rows import MAX_ROWS
     rows = G * (c - 1)
     m = model.A.shape[0]
     if rows * rows > DENSE_MAX_ENTRIES or m > MAX_DENSE_ROWS:
@@ -387,6 +391,11 @@ def _constrained_woodbury_cost(model, G, c, n):
         # bounds only: projected Newton (.step_bounds), a capacitance and two feature products per iteration whatever
         # the number of active bounds
         return SLOW_FLOP * PN_GUESS * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + 8.0 * G * c * n) + DENSE_OVERHEAD
+    if m <= MAX_ROWS:
+        # bounds and a few rows (.step_rows): box solves as above, and per dual Newton step the m columns of the free
+        # block's solve; priced at ROWS_GUESS box solves' worth of iterations
+        return (SLOW_FLOP * ROWS_GUESS * PN_GUESS * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0
+                                                     + (8.0 + 4.0 * m) * G * c * n) + DENSE_OVERHEAD)
     bounded = int(np.count_nonzero(np.isfinite(model.lb) | np.isfinite(model.ub)))
     hint = model.working_set_hint   # bounds in the last working set (or active at the start)
     k = min(m + (bounded if hint is None else min(bounded, hint + WORKING_SET_MARGIN)), n)
