@@ -49,6 +49,9 @@ from .step_bounds import ARMIJO, box_newton
 MAX_ROWS = 20
 #: outer (dual Newton) iterations and box solves allowed before the active-set path is asked
 MAX_OUTER, MAX_BOX_SOLVES = 40, 120
+#: the full dual step is tried first only when the model's curvature along it, dy'M dy, is at least this fraction of
+#: r'dy (1 for a Newton step on a nonsingular M); else the step goes to the first breakpoint
+FULL_STEP_CURVATURE = 1e-6
 
 
 def _support(y, rlo, rhi):
@@ -107,16 +110,19 @@ def bounds_and_rows(make_op, matvec, u, A, rlo, rhi, lo, hi, y0=None, tol=1e-9):
         scale = 1.0 + max(float(np.abs(u).max(initial=0.0)), float(np.abs(box.Qd).max(initial=0.0)),
                           float(np.abs(Aty).max(initial=0.0)))
         if kkt <= tol * scale:
-            return _polish(pt, A, eq, matvec, u, lo, hi) + (stats,)
+            return _polish(pt, A, eq, matvec, u, lo, hi, tol * scale) + (stats,)
         stats["outer"] += 1
-        step = _newton_direction(pt, A, eq, matvec, lo, hi)
+        step = _newton_direction(pt, A, eq, matvec, lo, hi, tol * scale)
         if step is None:
             return None
         dy, dD, t_b = step
         ry = float(pt.r @ dy)
         if not ry > 0:
             return None
-        t, nxt = 1.0, None
+        # the full step where the quadratic model sees the curvature along dy; a row whose support is all bound has
+        # none (dy'M dy << r'dy: the proximal term made the step, of no meaning beyond the first breakpoint)
+        curv = -float(dy @ (A @ dD))   # dy'M dy (M dy = -A dD)
+        t, nxt = (1.0 if curv >= FULL_STEP_CURVATURE * ry else t_b), None
         while True:
             t = max(t, t_b)
             yn = _domain(y + t * dy, rlo, rhi)
@@ -141,12 +147,15 @@ def bounds_and_rows(make_op, matvec, u, A, rlo, rhi, lo, hi, y0=None, tol=1e-9):
     return None
 
 
-def _newton_direction(pt, A, eq, matvec, lo, hi):
+def _newton_direction(pt, A, eq, matvec, lo, hi, gtol):
     """``(dy, dD, t_b)``: the dual Newton step on the moving rows, the primal change along it and the first breakpoint
-    (module doc); None when it cannot be formed."""
+    (module doc); None when it cannot be formed. A bound variable whose gradient is below ``gtol`` (the certificate's
+    tolerance) counts as free: held, it would put a breakpoint at ``t = 0`` and, when it is a row's whole support,
+    leave ``M`` no curvature along that row."""
     y, r, box = pt.y, pt.r, pt.box
     m, n = A.shape
-    fixed = box.fixed
+    fixed = box.fixed & (np.abs(box.g) > gtol)
+    op = box.op if np.array_equal(fixed, box.fixed) else box._make_op(fixed)
     moving = (y != 0) | (r != 0) | eq
     for _ in range(m + 1):
         Fr = np.flatnonzero(moving)
@@ -155,7 +164,7 @@ def _newton_direction(pt, A, eq, matvec, lo, hi):
         Ar = A[Fr]
         V = (Ar.toarray() if sp.issparse(Ar) else np.asarray(Ar)).T.copy()  # n x k
         V[fixed] = 0.0
-        X = box.op.solve(V)
+        X = op.solve(V)
         X = X.reshape(n, -1)
         X[fixed] = 0.0
         M = np.asarray(Ar @ X).reshape(Fr.size, Fr.size)
@@ -178,13 +187,13 @@ def _newton_direction(pt, A, eq, matvec, lo, hi):
     dy[Fr] = dyF
     dD = -(X @ dyF)
     dD[fixed] = 0.0
-    return dy, dD, _first_breakpoint(pt, A, dy, dD, matvec, lo, hi)
+    return dy, dD, _first_breakpoint(pt, fixed, A, dy, dD, matvec, lo, hi)
 
 
-def _first_breakpoint(pt, A, dy, dD, matvec, lo, hi):
+def _first_breakpoint(pt, fixed, A, dy, dD, matvec, lo, hi):
     """The largest ``t <= 1`` up to which ``y + t dy`` stays on the dual's current quadratic piece (module doc)."""
     box = pt.box
-    D, g, fixed = box.D, box.g, box.fixed
+    D, g = box.D, box.g
     t = 1.0
     with np.errstate(divide="ignore", invalid="ignore"):
         if fixed.any():
@@ -210,14 +219,14 @@ def _first_breakpoint(pt, A, dy, dD, matvec, lo, hi):
     return max(t, 0.0)
 
 
-def _polish(pt, A, eq, matvec, u, lo, hi):
+def _polish(pt, A, eq, matvec, u, lo, hi, gtol):
     """``(D, q(D), y)`` of a certified point, with the rows' residual ``r`` (of the inner solves' tolerance, up to
     1e-9 of the scale) removed by one more Newton step on the same piece: ``D + dD``, ``y + dy`` are exact there (no
     box solve) when no breakpoint is crossed (``t_b >= 1``) and the step keeps ``D`` in the box; else the point as it
     is. The rows then hold to rounding, as the active set's answers do."""
     D, y = pt.box.D, pt.y
     if np.any(pt.r):
-        step = _newton_direction(pt, A, eq, matvec, lo, hi)
+        step = _newton_direction(pt, A, eq, matvec, lo, hi, gtol)
         if step is not None and step[2] >= 1.0:
             dy, dD, _ = step
             Dn = D + dD
