@@ -2,7 +2,8 @@
 on the box inside a Newton method on the rows' multipliers) against the general QP layer (HiGHS) on random QPs, and a
 wide constrained logistic fit with hundreds of active bounds and active rows against CVXPY+Clarabel."""
 import numpy as np
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from varopt import lpqp
 from varopt.formulations.logistic import build_cvxpy
@@ -84,13 +85,14 @@ def test_bounds_and_rows_warm_start_and_breakpoints():
     lo, hi = np.zeros(n), np.full(n, np.inf)        # theta >= 0 at theta~ = 0: every bound active at the start
     A = np.vstack([np.r_[np.ones(20), np.zeros(n - 20)], np.r_[np.zeros(20), np.ones(20), np.zeros(20)]])
     rlo, rhi = np.array([-np.inf, -1.0]), np.array([0.2, 0.5])
-    make_op = lambda fixed: _DenseEliminated(Q, fixed)  # noqa: E731
+    def make_op(fixed):
+        return _DenseEliminated(Q, fixed)
     D, q, y, st_cold = bounds_and_rows(make_op, lambda v: Q @ v, u, A, rlo, rhi, lo, hi)
     ref = lpqp.solve_qp(Q, u, A=A, row_lo=rlo, row_hi=rhi, lb=lo, ub=hi)
     assert abs(q - ref.objective) <= 1e-9 * max(1.0, abs(ref.objective))
     assert y[0] > 0 and y[1] > 0 and st_cold["outer"] >= 1          # both rows bind
     assert np.count_nonzero(D > 0) >= 5 and np.count_nonzero(D == 0) >= 10   # several bounds left, many stayed
-    D2, q2, y2, st_warm = bounds_and_rows(make_op, lambda v: Q @ v, u, A, rlo, rhi, lo, hi, y0=y)
+    _, q2, _, st_warm = bounds_and_rows(make_op, lambda v: Q @ v, u, A, rlo, rhi, lo, hi, y0=y)
     assert st_warm["outer"] == 0 and st_warm["box"] == 1
     assert abs(q2 - q) <= 1e-12 * max(1.0, abs(q))
 

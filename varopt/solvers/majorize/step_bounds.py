@@ -42,7 +42,7 @@ class BoxAnswer:
     """The answer of :func:`box_newton`: ``D``, ``Qd = Q D``, ``q = c'D + 1/2 D'QD``, ``g = c + Q D``, the
     ``iterations``, and the binding set ``fixed`` at ``D`` with ``op = make_op(fixed)`` (its free block's solve, for
     the dual Hessian of :mod:`.step_rows`; built only when asked for)."""
-    __slots__ = ("D", "Qd", "q", "g", "iterations", "fixed", "_op", "_make_op")
+    __slots__ = ("D", "Qd", "_make_op", "_op", "fixed", "g", "iterations", "q")
 
     def __init__(self, D, Qd, q, g, iterations, fixed, op, make_op):
         self.D, self.Qd, self.q, self.g, self.iterations = D, Qd, q, g, iterations

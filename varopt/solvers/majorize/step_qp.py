@@ -149,7 +149,7 @@ class StepQP:
         zero = np.zeros(n)
         if fast.rows or fast.cols or not (np.isfinite(blo).any() or np.isfinite(bhi).any()):
             return zero, None
-        from ...lpqp.active_set import Q_EPS, _chol, _cho_solve
+        from ...lpqp.active_set import Q_EPS, _cho_solve, _chol
         cf = _chol(Q, Q_EPS)
         if cf is None:
             return zero, None

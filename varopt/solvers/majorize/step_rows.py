@@ -140,9 +140,7 @@ def bounds_and_rows(make_op, matvec, u, A, rlo, rhi, lo, hi, y0=None, tol=1e-9):
                 break
             if stats["box"] >= MAX_BOX_SOLVES:
                 return None
-            t *= 0.5
-            if t <= t_b:
-                t = t_b
+            t = max(0.5 * t, t_b)
         pt = nxt
     return None
 
