@@ -241,6 +241,10 @@ class ScaledCurvature:
         a = 1.0
         if qp is not None:
             a = min(1.0, qp.max_factor(x, D))
+            if a < 1.0 and self.metric != "line":
+                got = self._projected_trial(model, x, u, f, D, qp, metric)
+                if got is not None:
+                    return got
             shrink = 1e-9  # rounding of the ratio test; grown tenfold per failure, so the loop ends in < 30 tests
             while a >= MIN_FEASIBLE and not qp.feasible(x + a * D):
                 a *= 1.0 - shrink
@@ -269,6 +273,36 @@ class ScaledCurvature:
         self.c = min(1.0, 2.0 * self.c)
         self.stats["rejected"] += 1
         return None
+
+    def _projected_trial(self, model, x, u, f, D, qp, metric):
+        """The trial projected on the box, ``z = P[x + D]``, when the box blocks the full step (Bertsekas 1982's
+        projected arc at ``a = 1``): the ratio test would stop every free variable at the first bound any of them
+        meets, and with many bounds (``cp.abs(theta) <= B``) the trials shrink to nothing. Accepted when ``z`` satisfies
+        the rows, ``u'(z - x) < 0`` and ``f(z) <= f - ETA * (-u'(z - x)) / 2`` (the unprojected trial's test with its
+        guaranteed decrease ``-u'D / 2`` taken along the projected step): the objective decreases, so the iteration
+        stays monotone. Otherwise None and the trial goes on along ``x + a D``.
+
+        Not with the line metric (wide programs): its curvature is the bound's along one direction only, with no test
+        of flat directions (the dense metric's residual test above), and the step QP that follows a blocked trial is
+        what reports a QP unbounded along a feasible flat direction; projected trials carried such iterates off to
+        infinity (``test_wide_constrained_unbounded_reported``)."""
+        z = np.clip(x + D, model.lb, model.ub)
+        Dp = z - x
+        slope = float(u @ Dp)
+        if not slope < 0 or not qp.feasible(z):
+            return None
+        try:
+            f_new, _, S_new = model.evaluate(z)
+        except InputDataError:
+            return None
+        self.stats["projected_trials"] = self.stats.get("projected_trials", 0) + 1
+        if not f - f_new >= ETA * -0.5 * slope:
+            return None
+        self.stats["accepted"] += 1
+        self.stats["projected"] = self.stats.get("projected", 0) + 1
+        return z, f_new, S_new, Dp, 0.5 * slope, dict(metric, flat=0.0, bound_age=self.age,
+                                                       ratio=(f - f_new) / (-0.5 * slope), backtracks=0,
+                                                       projected=True)
 
 
 def two_loop(pairs, u, h0):

@@ -169,16 +169,23 @@ def majorizer_step(model, x, u, opts, qp, S=None):
         # few bound rows, many parameters, constraints: the step QP on the factored row-space operator
         # (.step_operator; a Schur complement of the working set, Q never formed)
         from .step_operator import DenseRowCurvature, RowSpaceCurvature
+        from .step_rows import MAX_ROWS
         model.count_step("woodbury")
         if T is not None:
             Dg = model.Hd + ridge
             op = RowSpaceCurvature(grp, T, Dg)
+            def make_op(fixed):
+                return RowSpaceCurvature(grp, T, Dg, fixed) if fixed.any() else op
             if not model.A.shape[0]:
                 # bounds only: projected Newton (.step_bounds), many bounds per iteration, the held variables
                 # eliminated from the row-space solve
-                def make_op(fixed):
-                    return RowSpaceCurvature(grp, T, Dg, fixed) if fixed.any() else op
                 got = qp.solve_bounds(x, u, make_op, op.matvec)
+                if got is not None:
+                    return got
+            elif model.A.shape[0] <= MAX_ROWS and _rows_newton_cheaper(model, grp):
+                # bounds and a few rows, many bounds in the working set: the same inside a Newton method on the rows'
+                # multipliers (.step_rows); with few bounds the active set's one solve per constraint costs less
+                got = qp.solve_rows(x, u, make_op, op.matvec)
                 if got is not None:
                     return got
         else:
@@ -219,3 +226,11 @@ def majorizer_step(model, x, u, opts, qp, S=None):
     if not model.constrained:
         return dense_step(Q, u) + (None,)
     return qp.solve(x, u, Q)  # .step_qp.StepQP: warm active set, else the general QP layer
+
+
+def _rows_newton_cheaper(model, grp):
+    """Whether the step cost model (:func:`.structured.woodbury_step_qp_costs`) prices the bounds-and-rows Newton
+    method below the active set for the next step QP."""
+    from .structured import woodbury_step_qp_costs
+    costs = woodbury_step_qp_costs(model, grp.G, grp.c, model.n)
+    return "rows_newton" in costs and costs["rows_newton"] <= costs.get("active_set", np.inf)

@@ -34,22 +34,58 @@ def projected_newton(make_op, matvec, u, lo, hi, tol=1e-9, max_iter=60):
 
     ``make_op(fixed)``: the curvature operator with the variables ``fixed`` (bool mask) eliminated (``solve(v)``
     returning ``(Q_FF)^{-1} v_F`` on the free variables and 0 on the fixed); ``matvec(v) = Q v``."""
-    n = u.size
-    D = np.zeros(n)
-    Qd = np.zeros(n)
-    q = 0.0
-    scale = 1.0 + float(np.abs(u).max(initial=0.0))
+    got = box_newton(make_op, matvec, u, lo, hi, tol=tol, max_iter=max_iter)
+    return None if got is None else (got.D, got.q, got.iterations)
+
+
+class BoxAnswer:
+    """The answer of :func:`box_newton`: ``D``, ``Qd = Q D``, ``q = c'D + 1/2 D'QD``, ``g = c + Q D``, the
+    ``iterations``, and the binding set ``fixed`` at ``D`` with ``op = make_op(fixed)`` (its free block's solve, for
+    the dual Hessian of :mod:`.step_rows`; built only when asked for)."""
+    __slots__ = ("D", "Qd", "_make_op", "_op", "fixed", "g", "iterations", "q")
+
+    def __init__(self, D, Qd, q, g, iterations, fixed, op, make_op):
+        self.D, self.Qd, self.q, self.g, self.iterations = D, Qd, q, g, iterations
+        self.fixed, self._op, self._make_op = fixed, op, make_op
+
+    @property
+    def op(self):
+        if self._op is None:
+            self._op = self._make_op(self.fixed)
+        return self._op
+
+
+def binding(D, g, lo, hi):
+    """The binding set: at a bound with the gradient pointing out of the box."""
+    return ((D <= lo) & (g > 0)) | ((D >= hi) & (g < 0))
+
+
+def box_newton(make_op, matvec, c, lo, hi, D0=None, tol=1e-9, max_iter=60):
+    """Projected Newton on ``min c'D + 1/2 D'QD`` over ``lo <= D <= hi`` from ``D0`` (clipped to the box; default 0):
+    a :class:`BoxAnswer`, or None when it does not converge."""
+    n = c.size
+    if D0 is None:
+        D, Qd, q = np.zeros(n), np.zeros(n), 0.0
+    else:
+        D = np.clip(D0, lo, hi)
+        Qd = matvec(D)
+        q = float(c @ D + 0.5 * D @ Qd)
+    scale = 1.0 + float(np.abs(c).max(initial=0.0))
+    last = (None, None)  # (fixed, make_op(fixed)) of the last direction
     for it in range(1, max_iter + 1):
-        g = u + Qd
+        g = c + Qd
         pg = D - np.clip(D - g, lo, hi)
         res = float(np.abs(pg).max(initial=0.0))
+        fixed = binding(D, g, lo, hi)
         if res <= tol * max(scale, 1.0 + float(np.abs(Qd).max(initial=0.0))):
-            return D, q, it
+            op = last[1] if last[0] is not None and np.array_equal(last[0], fixed) else None
+            return BoxAnswer(D, Qd, q, g, it, fixed, op, make_op)
         # the binding set (at a bound, the gradient pointing out of the box), not Bertsekas' epsilon-active set: held
         # at a distance eps from its bound, a variable kept the projected gradient at eps (SRBCT, W >= 0); the
         # projected arc below moves variables onto their bounds instead
-        fixed = ((D <= lo) & (g > 0)) | ((D >= hi) & (g < 0))
-        d = -make_op(fixed).solve(g)
+        op = make_op(fixed)
+        last = (fixed, op)
+        d = -op.solve(g)
         d[fixed] = 0.0
         if not np.all(np.isfinite(d)):
             return None
@@ -57,7 +93,7 @@ def projected_newton(make_op, matvec, u, lo, hi, tol=1e-9, max_iter=60):
         while True:
             Dn = np.clip(D + a * d, lo, hi)
             Qn = matvec(Dn)
-            qn = float(u @ Dn + 0.5 * Dn @ Qn)
+            qn = float(c @ Dn + 0.5 * Dn @ Qn)
             if qn <= q + ARMIJO * float(g @ (Dn - D)) or a < 1e-12:
                 break
             a *= SHRINK

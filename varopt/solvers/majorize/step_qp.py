@@ -30,6 +30,7 @@ class StepQP:
         m = model.A.shape[0]
         self.fast = ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
         self.stats = {"active_set": 0, "fallback": 0}
+        self._y_rows = None   # the rows' multipliers of the last .step_rows answer (its warm start)
         # A z for the feasibility tests of every trial: a dense copy of a few rows multiplies without scipy's
         # per-call overhead (about 8 us, several times per iteration of a small problem)
         self._A = model.A.toarray() if m <= MAX_DENSE_ROWS and m * model.n <= DENSE_ENTRIES else model.A
@@ -81,6 +82,34 @@ class StepQP:
             return step, q, {}, None
         return step, float(u @ step + 0.5 * step @ matvec(step)), {}, None
 
+    def solve_rows(self, x, u, make_op, matvec):
+        """The step QP with bounds and at most :data:`.step_rows.MAX_ROWS` rows when ``Q`` is a row-space operator:
+        projected Newton on the box inside a Newton method on the rows' multipliers (:mod:`.step_rows`, warm-started
+        from the last multipliers); None when that is not certified (the caller then takes :meth:`solve_operator`)."""
+        from ...lpqp.result import LPResult
+        from .step_rows import bounds_and_rows
+        model = self.model
+        rlo, rhi, blo, bhi = self._shifted(x)
+        got = bounds_and_rows(make_op, matvec, u, self._A, rlo, rhi, blo, bhi, y0=self._y_rows)
+        if got is None:
+            self.stats["rows_newton_declined"] = self.stats.get("rows_newton_declined", 0) + 1
+            return None
+        D, q, y, st = got
+        self._y_rows = y
+        self.stats["operator"] = self.stats.get("operator", 0) + 1   # answered on the factored operator
+        for k, key in (("rows_newton", None), ("rows_newton_outer", "outer"), ("rows_newton_box_iterations",
+                                                                                 "box_iterations")):
+            self.stats[k] = self.stats.get(k, 0) + (1 if key is None else st[key])
+        if self.fast is not None:   # a later declined answer starts the active set from this one's working set
+            g = u + matvec(D) + self._A.T @ y
+            z = np.where((D <= blo) | (D >= bhi), g, 0.0)
+            self.fast.seed(LPResult("optimal", x=D, row_duals=-y, col_duals=z), rlo, rhi, blo, bhi)
+            model.working_set_hint = len(self.fast.cols)
+        step = np.clip(x + D, model.lb, model.ub) - x
+        if np.array_equal(step, D):
+            return step, q, {}, None
+        return step, float(u @ step + 0.5 * step @ matvec(step)), {}, None
+
     def solve(self, x, u, Q):
         """``(D, m(D), info, None)``, or ``(None, None, status, None)`` when the QP has no solution."""
         model = self.model
@@ -120,7 +149,7 @@ class StepQP:
         zero = np.zeros(n)
         if fast.rows or fast.cols or not (np.isfinite(blo).any() or np.isfinite(bhi).any()):
             return zero, None
-        from ...lpqp.active_set import Q_EPS, _chol, _cho_solve
+        from ...lpqp.active_set import Q_EPS, _cho_solve, _chol
         cf = _chol(Q, Q_EPS)
         if cf is None:
             return zero, None

@@ -368,31 +368,51 @@ def predicted_costs(model, opts, cg_iterations=None):
 WORKING_SET_MARGIN = 32
 #: projected-Newton iterations the bounds-only Woodbury step is costed at (.step_bounds)
 PN_GUESS = 8
+#: ... and the step with bounds and a few rows, in units of the bounds-only one (.step_rows: a few dual Newton steps,
+#: each a warm-started box solve, mostly of one or two iterations)
+ROWS_GUESS = 2
 
 
 def _constrained_woodbury_cost(model, G, c, n):
-    """Predicted flops of a constrained row-space Woodbury step (:mod:`.step_operator`): the capacitance and its
-    Cholesky as unconstrained, plus one solve (two feature products, two triangular solves) for the gradient
-    and for each constraint that can enter the working set: the rows, and the bounds of the last working set
-    (``model.working_set_hint``: those active at the start, then those of the last step QP) plus
-    ``WORKING_SET_MARGIN`` (without a hint: every finitely bounded variable; before 2026-11-24 always that, so a box
-    on all 9236 SRBCT parameters, inactive at the optimum, chose the dense step: 35 s for two iterations);
-    None when the active set would keep more rows than its dense copy allows (the dense step QP then)."""
+    """Predicted flops of a constrained row-space Woodbury step (:mod:`.step_operator`): the cheaper of the step QP's
+    methods that apply (:func:`woodbury_step_qp_costs`); None when none does (the dense step QP then)."""
+    costs = woodbury_step_qp_costs(model, G, c, n)
+    return min(costs.values()) if costs else None
+
+
+def woodbury_step_qp_costs(model, G, c, n):
+    """Predicted flops of the constrained row-space Woodbury step by each method that applies (empty when the active
+    set would keep more rows than its dense copy allows):
+
+    * ``'projected_newton'`` (bounds only, :mod:`.step_bounds`): ``PN_GUESS`` iterations of a capacitance and two
+      feature products, whatever the number of active bounds;
+    * ``'rows_newton'`` (bounds and at most :data:`.step_rows.MAX_ROWS` rows, :mod:`.step_rows`): ``ROWS_GUESS``
+      times that, with the ``m`` columns of the free block's solve per dual step;
+    * ``'active_set'`` (rows): the capacitance and its Cholesky as unconstrained, plus one solve (two feature products,
+      two triangular solves) for the gradient and for each constraint that can enter the working set: the rows, and
+      the bounds of the last working set (``model.working_set_hint``: those active at the start, then those of the
+      last step QP) plus ``WORKING_SET_MARGIN`` (without a hint: every finitely bounded variable; before 2026-11-24
+      always that, so a box on all 9236 SRBCT parameters, inactive at the optimum, chose the dense step: 35 s for two
+      iterations)."""
     from .step_qp import MAX_DENSE_ROWS
+    from .step_rows import MAX_ROWS
     rows = G * (c - 1)
     m = model.A.shape[0]
     if rows * rows > DENSE_MAX_ENTRIES or m > MAX_DENSE_ROWS:
-        return None
+        return {}
+    capacitance = 2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0
     if not m:
-        # bounds only: projected Newton (.step_bounds), a capacitance and two feature products per iteration whatever
-        # the number of active bounds
-        return SLOW_FLOP * PN_GUESS * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + 8.0 * G * c * n) + DENSE_OVERHEAD
+        return {"projected_newton": SLOW_FLOP * PN_GUESS * (capacitance + 8.0 * G * c * n) + DENSE_OVERHEAD}
+    out = {}
+    if m <= MAX_ROWS:
+        out["rows_newton"] = (SLOW_FLOP * ROWS_GUESS * PN_GUESS * (capacitance + (8.0 + 4.0 * m) * G * c * n)
+                              + DENSE_OVERHEAD)
     bounded = int(np.count_nonzero(np.isfinite(model.lb) | np.isfinite(model.ub)))
     hint = model.working_set_hint   # bounds in the last working set (or active at the start)
     k = min(m + (bounded if hint is None else min(bounded, hint + WORKING_SET_MARGIN)), n)
     solve = 4.0 * G * c * n + 2.0 * rows * rows
-    return (SLOW_FLOP * (2.0 * G * G * c * c * (c - 1) + rows ** 3 / 3.0 + (k + 1) * solve + 2.0 * k * k * n)
-            + DENSE_OVERHEAD)
+    out["active_set"] = SLOW_FLOP * (capacitance + (k + 1) * solve + 2.0 * k * k * n) + DENSE_OVERHEAD
+    return out
 
 
 def _lowrank_cost(G, c, n, k):
