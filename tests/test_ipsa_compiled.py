@@ -214,14 +214,18 @@ def test_chunked_runs_equal_numpy_runs(case, every, sampling):
                                           ("logistic-box", "run_pairs"), ("uniform-pairs", "run_pairs"),
                                           ("general-box-pairs", "run_pairs"), ("pair-rows", "run_chunk"),
                                           ("rows-bounds", "run_chunk")])
-def test_bounds_only_problems_run_the_fused_kernel(case, kernel):
+@pytest.mark.parametrize("hessian", ["identity", "bb", "diagonal"])
+def test_bounds_only_problems_run_the_fused_kernel(case, kernel, hessian):
     """The iterate-equality tests above cover the three kernels: bounds only (prefix layout of the L1
     split form, indexed layout, m = 0), variable pairs with the same number of rows each (box form),
-    other linear rows (a row on a single variable, pairs with different numbers of rows, 3x3 blocks)."""
+    other linear rows (a row on a single variable, pairs with different numbers of rows, 3x3 blocks);
+    the bounds-only kernel in its compilation for the identity Hessian when that is the Hessian."""
     from varopt.core.run import Run
     from varopt.solvers.ipsa.iteration import IpsaRun
 
-    opts = S.options.validate(dict(backend="numba", max_iter=5))
+    opts = S.options.validate(dict(backend="numba", max_iter=5, hessian=hessian))
+    if kernel == "run_bounds" and hessian == "identity":
+        kernel = "run_bounds_identity"
     assert IpsaRun(CASES[case](), opts, Run("ipsa", opts)).fast.kernel.__name__ == kernel
 
 

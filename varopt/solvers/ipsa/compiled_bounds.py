@@ -164,13 +164,13 @@ def _maxabs4(a, n):
     return max(max(c0, c1), max(c2, c3))
 
 
-@njit(cache=True, error_model="numpy")
-def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-               S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
+@njit(cache=True, error_model="numpy", inline="always")
+def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+                S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, hess):
     """Up to ``rows.size`` IPSA iterations in place; returns ``(done, code, records)`` (module docstring)."""
     k0, step_power, sigma, ks, sigma_power, mu_min, frac, inv_m, weight, beta_min, d_min = (
         fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
-    n, m, kind, hess, same = ip[0], ip[1], ip[2], ip[8], ip[9]
+    n, m, kind, same = ip[0], ip[1], ip[2], ip[9]
     for j in range(n):
         if not math.isfinite(lin[j]):
             return 0, 1, 0
@@ -358,3 +358,21 @@ def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         if hess == 2:
             Bvec0[:] = Bv
     return done, code, nrec
+
+
+
+@njit(cache=True, error_model="numpy")
+def run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+               S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
+    """:func:`_run_bounds` with the Hessian of ``ip[8]`` (damped BB, running diagonal; any)."""
+    return _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+                       S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, ip[8])
+
+
+@njit(cache=True, error_model="numpy")
+def run_bounds_identity(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+                        S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
+    """:func:`_run_bounds` compiled for ``B = I`` (the constant folds the other Hessians' code away:
+    ~8 % less time per step on a1a; the same specialisation measured nothing for the other two)."""
+    return _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+                       S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, 0)
