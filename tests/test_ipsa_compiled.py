@@ -219,13 +219,13 @@ def test_bounds_only_problems_run_the_fused_kernel(case, kernel, hessian):
     """The iterate-equality tests above cover the three kernels: bounds only (prefix layout of the L1
     split form, indexed layout, m = 0), variable pairs with the same number of rows each (box form),
     other linear rows (a row on a single variable, pairs with different numbers of rows, 3x3 blocks);
-    the bounds-only kernel in its compilation for the identity Hessian when that is the Hessian."""
+    the bounds-only kernel in its compilation for the run's Hessian."""
     from varopt.core.run import Run
     from varopt.solvers.ipsa.iteration import IpsaRun
 
     opts = S.options.validate(dict(backend="numba", max_iter=5, hessian=hessian))
-    if kernel == "run_bounds" and hessian == "identity":
-        kernel = "run_bounds_identity"
+    if kernel == "run_bounds":  # compiled once per Hessian
+        kernel = f"run_bounds_{hessian}"
     assert IpsaRun(CASES[case](), opts, Run("ipsa", opts)).fast.kernel.__name__ == kernel
 
 

@@ -166,8 +166,7 @@ class FastLoop:
                 self.static = (A_ptr, to_k[A_idx], *self.rowdata[2:], support[0], to_k[support[1]], to_k[bounds[0]],
                                *bounds[1:], *arrays)
                 return
-            self.kernel = (compiled_bounds.run_bounds_identity if opts.hessian == "identity"
-                           else compiled_bounds.run_bounds)
+            self.kernel = compiled_bounds.RUN_BOUNDS[HESSIANS[opts.hessian]]  # compiled per Hessian
             prefix = bool(cons.n_ub == 0 and np.array_equal(lb_idx, np.arange(cons.n_lb)))
             self.static = (*self.rowdata, *support, *bounds, prefix)
             return
