@@ -219,13 +219,13 @@ def test_bounds_only_problems_run_the_fused_kernel(case, kernel, hessian):
     """The iterate-equality tests above cover the three kernels: bounds only (prefix layout of the L1
     split form, indexed layout, m = 0), variable pairs with the same number of rows each (box form),
     other linear rows (a row on a single variable, pairs with different numbers of rows, 3x3 blocks);
-    the bounds-only kernel in its compilation for the run's Hessian."""
+    the bounds-only and pairs kernels in their compilation for the run's Hessian."""
     from varopt.core.run import Run
     from varopt.solvers.ipsa.iteration import IpsaRun
 
     opts = S.options.validate(dict(backend="numba", max_iter=5, hessian=hessian))
-    if kernel == "run_bounds":  # compiled once per Hessian
-        kernel = f"run_bounds_{hessian}"
+    if kernel in ("run_bounds", "run_pairs"):  # compiled once per Hessian
+        kernel = f"{kernel}_{hessian}"
     assert IpsaRun(CASES[case](), opts, Run("ipsa", opts)).fast.kernel.__name__ == kernel
 
 
@@ -367,7 +367,7 @@ def test_pair_kernel_trial_rejections_equal_numpy(x, backtracks):
         if backend == "numpy":
             r.step(np.array([3]))
         else:
-            assert r.fast.kernel.__name__ == "run_pairs"
+            assert r.fast.kernel.__name__ == "run_pairs_identity"
             assert r.fast.chunk(np.array([3]))[:2] == (1, False)
         out[backend] = (r.x, r.s, r.z, r.n_bt, r.stats["backtracks"])
     assert out["numpy"][3] == out["numba"][3] == out["numba"][4] == backtracks

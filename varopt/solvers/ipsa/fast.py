@@ -161,7 +161,7 @@ class FastLoop:
                 px, pc, arrays = pairs
                 self.perm = (px, pc, np.argsort(px), np.argsort(pc))
                 to_k = self.perm[2]  # original variable index -> kernel's
-                self.kernel = compiled_pairs.run_pairs
+                self.kernel = compiled_pairs.RUN_PAIRS[HESSIANS[opts.hessian]]  # compiled per Hessian
                 self.lin = self.lin[px]
                 self.static = (A_ptr, to_k[A_idx], *self.rowdata[2:], support[0], to_k[support[1]], to_k[bounds[0]],
                                *bounds[1:], *arrays)
