@@ -208,6 +208,29 @@ def test_chunked_runs_equal_numpy_runs(case, every, sampling):
         assert hc["time"] >= 0
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_history_fields_follow_their_formulas(backend):
+    """Every history entry's schedule fields from their formulas, evaluated here (both paths build them with
+    the same batch code, so comparing the two paths alone would not see an error there): with batch 1 and no
+    iteration offset the step counter k is the iteration, sigma_k = sigma (ks / (ks + k))^q, the largest step
+    (k0 + k)^(-step_power), passes = iteration / N, duality measure = eta / m; the keys in their order."""
+    P = CASES["logistic-split"]()
+    opts = dict(k0=2.0, sigma=0.3, sigma_power=0.7, step_power=0.6)
+    r = S.solve(P, backend=backend, max_iter=150, history_every=7, history_objective=True, **opts)
+    N, m = 150, r.info["slack"].size
+    assert r.info["n_samples"] == N
+    hist = [h for h in r.history if h["iteration"] > 0]
+    assert len(hist) >= 150 // 7
+    for h in hist:
+        k = h["iteration"]
+        assert list(h)[:6] == ["iteration", "time", "lower", "upper", "objective", "mu"]
+        assert h["sigma"] == pytest.approx(0.3 * (2.0 / (2.0 + k)) ** 0.7, rel=1e-14)
+        assert h["step_max"] == pytest.approx((2.0 + k) ** -0.6, rel=1e-14)
+        assert h["passes"] == pytest.approx(k / N, rel=1e-14)
+        assert h["duality_measure"] == pytest.approx(h["eta"] / m, rel=1e-14)
+        assert isinstance(h["backtracks"], int) and h["step"] <= h["step_max"] * (1 + 1e-12)
+
+
 @pytest.mark.parametrize("case, kernel", [("ls-split", "run_bounds"), ("logistic-split", "run_bounds"),
                                           ("mixed-bounds", "run_bounds"), ("unconstrained", "run_bounds"),
                                           ("multinomial", "run_bounds"), ("ls-box", "run_pairs"),
