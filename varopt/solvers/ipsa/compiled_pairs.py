@@ -323,6 +323,9 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
                 xn[:n] = x
                 sn[:m] = s
                 break
+        if hess == 1 and ap > 0:  # damped BB: the sample's gradient at the new point, for bb_commit
+            sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
+                            S_ptr, S_idx)
         ok = 0
         for i in range(m):
             v = z[i] + ad * dz[i]
@@ -334,8 +337,7 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
         eta_new = _dot(sn, zn, m)
         # --- commit ---------------------------------------------------------------------------
         if hess == 1 and ap > 0:
-            bb_commit(kind, r, xn, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, gs2, hs, Bm, sv, S_ptr,
-                      S_idx, q0, q1_, lin, st, sti, ahat, beta_min, n)
+            bb_commit(xn, x, gs, gs2, S_idx, q0, q1_, lin, st, sti, ahat, beta_min, n)
         step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x, xn = xn, x
         x1, xn1 = xn1, x1
