@@ -208,20 +208,47 @@ def test_chunked_runs_equal_numpy_runs(case, every, sampling):
         assert hc["time"] >= 0
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+def test_history_fields_follow_their_formulas(backend):
+    """Every history entry's schedule fields from their formulas, evaluated here (both paths build them with
+    the same batch code, so comparing the two paths alone would not see an error there): with batch 1 and no
+    iteration offset the step counter k is the iteration, sigma_k = sigma (ks / (ks + k))^q, the largest step
+    (k0 + k)^(-step_power), passes = iteration / N, duality measure = eta / m; the keys in their order."""
+    P = CASES["logistic-split"]()
+    opts = dict(k0=2.0, sigma=0.3, sigma_power=0.7, step_power=0.6)
+    r = S.solve(P, backend=backend, max_iter=150, history_every=7, history_objective=True, **opts)
+    N, m = 150, r.info["slack"].size
+    assert r.info["n_samples"] == N
+    hist = [h for h in r.history if h["iteration"] > 0]
+    assert len(hist) >= 150 // 7
+    for h in hist:
+        k = h["iteration"]
+        assert list(h)[:6] == ["iteration", "time", "lower", "upper", "objective", "mu"]
+        assert h["sigma"] == pytest.approx(0.3 * (2.0 / (2.0 + k)) ** 0.7, rel=1e-14)
+        assert h["step_max"] == pytest.approx((2.0 + k) ** -0.6, rel=1e-14)
+        assert h["passes"] == pytest.approx(k / N, rel=1e-14)
+        assert h["duality_measure"] == pytest.approx(h["eta"] / m, rel=1e-14)
+        assert isinstance(h["backtracks"], int) and h["step"] <= h["step_max"] * (1 + 1e-12)
+
+
 @pytest.mark.parametrize("case, kernel", [("ls-split", "run_bounds"), ("logistic-split", "run_bounds"),
                                           ("mixed-bounds", "run_bounds"), ("unconstrained", "run_bounds"),
                                           ("multinomial", "run_bounds"), ("ls-box", "run_pairs"),
                                           ("logistic-box", "run_pairs"), ("uniform-pairs", "run_pairs"),
                                           ("general-box-pairs", "run_pairs"), ("pair-rows", "run_chunk"),
                                           ("rows-bounds", "run_chunk")])
-def test_bounds_only_problems_run_the_fused_kernel(case, kernel):
+@pytest.mark.parametrize("hessian", ["identity", "bb", "diagonal"])
+def test_bounds_only_problems_run_the_fused_kernel(case, kernel, hessian):
     """The iterate-equality tests above cover the three kernels: bounds only (prefix layout of the L1
     split form, indexed layout, m = 0), variable pairs with the same number of rows each (box form),
-    other linear rows (a row on a single variable, pairs with different numbers of rows, 3x3 blocks)."""
+    other linear rows (a row on a single variable, pairs with different numbers of rows, 3x3 blocks);
+    the bounds-only and pairs kernels in their compilation for the run's Hessian."""
     from varopt.core.run import Run
     from varopt.solvers.ipsa.iteration import IpsaRun
 
-    opts = S.options.validate(dict(backend="numba", max_iter=5))
+    opts = S.options.validate(dict(backend="numba", max_iter=5, hessian=hessian))
+    if kernel in ("run_bounds", "run_pairs"):  # compiled once per Hessian
+        kernel = f"{kernel}_{hessian}"
     assert IpsaRun(CASES[case](), opts, Run("ipsa", opts)).fast.kernel.__name__ == kernel
 
 
@@ -363,7 +390,7 @@ def test_pair_kernel_trial_rejections_equal_numpy(x, backtracks):
         if backend == "numpy":
             r.step(np.array([3]))
         else:
-            assert r.fast.kernel.__name__ == "run_pairs"
+            assert r.fast.kernel.__name__ == "run_pairs_identity"
             assert r.fast.chunk(np.array([3]))[:2] == (1, False)
         out[backend] = (r.x, r.s, r.z, r.n_bt, r.stats["backtracks"])
     assert out["numpy"][3] == out["numba"][3] == out["numba"][4] == backtracks

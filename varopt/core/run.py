@@ -197,9 +197,7 @@ class Run:
             if hist and hist[-1]["iteration"] == it:
                 hist[-1].update(fields)
                 continue
-            h = {"iteration": it, "time": t, "lower": None, "upper": None, "objective": None}
-            h.update(fields)
-            hist.append(h)
+            hist.append({"iteration": it, "time": t, "lower": None, "upper": None, "objective": None, **fields})
         self.iteration = entries[-1][0]
 
     def callback(self, x, *extra) -> bool:

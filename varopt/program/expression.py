@@ -123,9 +123,10 @@ class Expression:
             return indptr, cols.astype(np.int64), D[rows, cols]
         items = [e.linear_items() for e in exprs]
         indptr = np.zeros(len(exprs) + 1, dtype=np.int64)
-        np.cumsum([i.size for i, _ in items], out=indptr[1:])
-        return (indptr, np.concatenate([np.zeros(0, dtype=np.int64)] + [np.asarray(i, dtype=np.int64) for i, _ in items]),
-                np.concatenate([np.zeros(0)] + [np.asarray(v, dtype=float) for _, v in items]))
+        np.cumsum([len(i) for i, _ in items], out=indptr[1:])
+        # one concatenation each (cast once to the common index / float type)
+        return (indptr, np.concatenate([np.zeros(0, dtype=np.int64)] + [i for i, _ in items]).astype(np.int64, copy=False),
+                np.concatenate([np.zeros(0)] + [v for _, v in items]).astype(float, copy=False))
 
     def _linear_dot(self, x) -> float:
         if self._lin is None:

@@ -120,17 +120,18 @@ class ConstraintSet:
                     f"constraint {c.name!r} is a nonlinear equality: ipsa eliminates linear equalities, but the "
                     "interior-point iteration needs inequality constraints c(x) <= 0 with a strict interior "
                     "(Carbonetto 2009, §2.1); relax it to a range lo <= body <= hi or reformulate it")
-            if body.is_linear:
-                if math.isfinite(c.hi):
+            if not body.quadratic and not body.atoms and not body.lse:  # body.is_linear, inlined (one call per row)
+                hi, lo = c.hi, c.lo
+                if math.isfinite(hi):
                     src.append(len(linear))
                     sign.append(1.0)
-                    h.append(c.hi - body.constant)
-                    names.append(f"{c.name} (<= {c.hi:g})")
-                if math.isfinite(c.lo):
+                    h.append(hi - body.constant)
+                    names.append(f"{c.name} (<= {hi:g})")
+                if math.isfinite(lo):
                     src.append(len(linear))
                     sign.append(-1.0)
-                    h.append(-(c.lo - body.constant))
-                    names.append(f"{c.name} (>= {c.lo:g})")
+                    h.append(-(lo - body.constant))
+                    names.append(f"{c.name} (>= {lo:g})")
                 linear.append(body)
                 continue
             if np.isfinite(c.lo):
@@ -161,8 +162,10 @@ class ConstraintSet:
                     raise ModelStructureError(f"linear constraint {names[k]} has no variables and no strict interior")
                 # a constant row with positive slack is always satisfied: drop it
             keep = norms > 0
-            self.G, self.h = self.G[keep], self.h[keep]
-            self.row_names = [nm for nm, k in zip(names, keep) if k]
+            if not keep.all():
+                self.G, self.h = self.G[keep], self.h[keep]
+                names = [nm for nm, k in zip(names, keep) if k]
+            self.row_names = names
         else:
             self.G = sp.csr_matrix((0, n))
             self.h = np.zeros(0)

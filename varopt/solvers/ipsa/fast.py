@@ -161,12 +161,12 @@ class FastLoop:
                 px, pc, arrays = pairs
                 self.perm = (px, pc, np.argsort(px), np.argsort(pc))
                 to_k = self.perm[2]  # original variable index -> kernel's
-                self.kernel = compiled_pairs.run_pairs
+                self.kernel = compiled_pairs.RUN_PAIRS[HESSIANS[opts.hessian]]  # compiled per Hessian
                 self.lin = self.lin[px]
                 self.static = (A_ptr, to_k[A_idx], *self.rowdata[2:], support[0], to_k[support[1]], to_k[bounds[0]],
                                *bounds[1:], *arrays)
                 return
-            self.kernel = compiled_bounds.run_bounds
+            self.kernel = compiled_bounds.RUN_BOUNDS[HESSIANS[opts.hessian]]  # compiled per Hessian
             prefix = bool(cons.n_ub == 0 and np.array_equal(lb_idx, np.arange(cons.n_lb)))
             self.static = (*self.rowdata, *support, *bounds, prefix)
             return
@@ -244,17 +244,18 @@ class FastLoop:
         """Hand the kernel's saved history records (iterations: the multiples of ``history_every``
         after ``it0``) to the run loop; their time stamps are those of the hand-over, at most one
         kernel call (<= RECORDS records) late."""
+        if not nrec:
+            return
         r, run = self.r, self.r.run
         every = run.history_every
         first = (it0 // every + 1) * every
-        with_x = self.rec_x.shape[0] > 0
-        fields = r.history_fields
-        run.record_batch([(first + q * every,
-                           fields(first + q * every, int(k), self.rec_x[q] if with_x else None, eta, mu, ap, ad, a_prim,
-                                  a_dual, int(n_bt)))
-                          for q, (k, mu, eta, ap, ad, a_prim, a_dual, n_bt) in enumerate(self.rec[:nrec].tolist())])
-        if nrec:
-            r.it = run.iteration
+        its = range(first, first + nrec * every, every)
+        rec = self.rec[:nrec]
+        # (k, mu, eta, ap, ad, a_prim, a_dual, n_bt) with k and n_bt as Python ints, as the numpy path has them
+        rows = zip(rec[:, 0].astype(np.int64).tolist(), *rec[:, 1:7].T.tolist(), rec[:, 7].astype(np.int64).tolist())
+        xs = self.rec_x[:nrec] if self.rec_x.shape[0] else [None] * nrec
+        run.record_batch(list(zip(its, r.history_fields_batch(its, rows, xs))))
+        r.it = run.iteration
 
     # --- the loop ----------------------------------------------------------------------------
     def _chunk_length(self):

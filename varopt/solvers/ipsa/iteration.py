@@ -137,16 +137,25 @@ class IpsaRun:
         self.run.record(force, **self.history_fields(self.it, k, x, eta, mu, ap, ad, a_prim, a_dual, n_bt))
 
     def history_fields(self, it, k, x, eta, mu, ap, ad, a_prim, a_dual, n_bt):
-        """The fields of the history entry of iteration ``it`` (counter ``k``) from the given state (the
-        compiled loop passes the values its kernel saved at that iteration)."""
+        """The fields of the history entry of iteration ``it`` (counter ``k``) from the given state."""
+        return self.history_fields_batch([it], [(k, mu, eta, ap, ad, a_prim, a_dual, n_bt)], [x])[0]
+
+    def history_fields_batch(self, its, rows, xs):
+        """The fields of the history entries of iterations ``its``, each from a state ``(k, mu, eta, ap,
+        ad, a_prim, a_dual, n_bt)`` of ``rows`` and an iterate of ``xs`` (read only when the objective is
+        recorded; the compiled loop passes the values its kernel saved, a few hundred per solve: the
+        options are read once per batch)."""
         opts, m, ipp = self.opts, self.m, self.it_per_pass
-        return {"objective": self.objective(x) if opts.history_objective else None,
-                "mu": mu, "eta": eta, "duality_measure": eta / m if m else 0.0,
-                "sigma": opts.sigma * (self.ks / (self.ks + k)) ** opts.sigma_power,
-                "step": ap, "step_dual": ad,
-                "step_max": (opts.k0 + k) ** -opts.step_power if opts.k0 + k > 0 else 1.0,
-                "ftb_primal": a_prim, "ftb_dual": a_dual, "backtracks": n_bt,
-                "passes": (it / ipp) if ipp else None}
+        sigma, ks, sigma_power, k0, step_power = opts.sigma, self.ks, opts.sigma_power, opts.k0, opts.step_power
+        objective = self.objective if opts.history_objective else None
+        return [{"objective": objective(x) if objective is not None else None,
+                 "mu": mu, "eta": eta, "duality_measure": eta / m if m else 0.0,
+                 "sigma": sigma * (ks / (ks + k)) ** sigma_power,
+                 "step": ap, "step_dual": ad,
+                 "step_max": (k0 + k) ** -step_power if k0 + k > 0 else 1.0,
+                 "ftb_primal": a_prim, "ftb_dual": a_dual, "backtracks": n_bt,
+                 "passes": (it / ipp) if ipp else None}
+                for it, (k, mu, eta, ap, ad, a_prim, a_dual, n_bt), x in zip(its, rows, xs)]
 
     def result(self, status=None, message=None):
         stats = self.stats

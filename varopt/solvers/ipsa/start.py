@@ -48,13 +48,22 @@ def bounds_interior(lb, ub):
 
 
 def _linear_rows(cons):
-    """All linear constraints (bounds included) as ``Gx <= h`` with unit-norm rows."""
-    n = cons.n
-    I = sp.identity(n, format="csr")
-    G = sp.vstack([-I[cons.lb_idx], I[cons.ub_idx], cons.G]).tocsr()
+    """All linear constraints (bounds included) as ``Gx <= h`` with unit-norm rows: the rows
+    ``-e_i`` (lower bounds), ``e_i`` (upper bounds), then ``cons.G``, each divided by its norm (the
+    squares summed in the row's order from 0), assembled as arrays (no sparse products)."""
+    G = cons.G.tocsr()
+    nb = cons.n_lb + cons.n_ub
+    rows = nb + G.shape[0]
+    cnt = np.concatenate([np.ones(nb, dtype=np.int64), np.diff(G.indptr)])
+    indptr = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(cnt, out=indptr[1:])
+    indices = np.concatenate([cons.lb_idx, cons.ub_idx, G.indices]).astype(np.int64)
+    data = np.concatenate([-np.ones(cons.n_lb), np.ones(cons.n_ub), G.data])
     h = np.concatenate([-cons.lb, cons.ub, cons.h])
-    nrm = np.sqrt(np.asarray(G.multiply(G).sum(axis=1)).ravel())
-    return sp.diags(1.0 / nrm) @ G, h / nrm
+    rid = np.repeat(np.arange(rows), cnt)
+    nrm = np.sqrt(np.bincount(rid, weights=data * data, minlength=rows))
+    inv = 1.0 / nrm
+    return sp.csr_matrix((inv[rid] * data, indices, indptr), shape=(rows, cons.n)), h / nrm
 
 
 def loosened_interior(cons, lb, ub):
@@ -137,13 +146,50 @@ def phase1_linear(cons, names):
     return x, G, h
 
 
+class _NewtonMatrix:
+    """``G^T diag(w) G + I`` for varying ``w`` on the fixed pattern of ``G`` (CSC, the Newton matrix
+    of :func:`centre`), assembled from a map made once: entry ``(i, j)`` is the sum over the rows
+    ``r`` of ``G`` holding both ``i`` and ``j``, in ascending ``r`` from 0, of ``(G_ri w_r) G_rj``,
+    then ``+ 1`` on the diagonal; exact zeros are left out (as scipy's sparse products leave them
+    out). The same products as ``GT @ diags(w) @ G + identity``; the sums of two terms are the same
+    in any order (the L1 box form's, whose rows are pairs), longer ones may round otherwise."""
+
+    def __init__(self, G):
+        G = sp.csr_matrix(G)
+        n = G.shape[1]
+        cnt = np.diff(G.indptr)
+        rid = np.repeat(np.arange(G.shape[0]), cnt)
+        rep = cnt[rid]  # entry p pairs with every entry of its row
+        first = np.repeat(np.arange(G.nnz), rep)
+        second = np.repeat(G.indptr[rid], rep) + (np.arange(first.size) - np.repeat(np.cumsum(rep) - rep, rep))
+        i, j = G.indices[first], G.indices[second]
+        diag = np.arange(n)
+        key = np.concatenate([j * n + i, diag * n + diag])  # column-major: CSC order
+        uniq, slot = np.unique(key, return_inverse=True)  # pairs keep their (ascending row) order per slot
+        self.first, self.second, self.rid, self.slot = first, second, rid[first], slot[:first.size]
+        self.data = G.data
+        self.diag_slot = slot[first.size:]
+        self.col, self.row = uniq // n, uniq % n
+        self.n = n
+
+    def csc(self, w):
+        d = self.data
+        v = np.bincount(self.slot, weights=(d[self.first] * w[self.rid]) * d[self.second], minlength=self.col.size)
+        v[self.diag_slot] += 1.0
+        keep = v != 0
+        indptr = np.zeros(self.n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.col[keep], minlength=self.n), out=indptr[1:])
+        return sp.csc_matrix((v[keep], self.row[keep], indptr), shape=(self.n, self.n))
+
+
 def centre(x, G, h, iters=30):
     """Damped Newton on ``-sum log(h - Gx) + ||x - x_lp||^2/2`` from a strictly feasible x
-    (sparse products; the n x n Newton matrix is factorised sparse when at most 5 % of it is
-    nonzero, dense otherwise, so this runs only for small n)."""
+    (sparse products; the n x n Newton matrix, :class:`_NewtonMatrix`, is factorised sparse when at
+    most 5 % of it is nonzero, dense otherwise, so this runs only for small n)."""
     x_lp = x.copy()
     G = sp.csr_matrix(G)
     GT = G.T.tocsr()
+    newton = _NewtonMatrix(G)
 
     def phi(xv, sv):
         return -np.sum(np.log(sv)) + 0.5 * np.sum((xv - x_lp) ** 2)
@@ -151,9 +197,9 @@ def centre(x, G, h, iters=30):
     for _ in range(iters):
         s = h - G @ x
         grad = GT @ (1.0 / s) + (x - x_lp)
-        H = GT @ sp.diags(1.0 / s ** 2) @ G + sp.identity(x.size, format="csr")
+        H = newton.csc(1.0 / s ** 2)
         if H.nnz <= 0.05 * x.size ** 2:  # e.g. block diagonal (L1 box form): sparse LU
-            dx = -spla.spsolve(H.tocsc(), grad)
+            dx = -spla.spsolve(H, grad)
         else:
             dx = -np.linalg.solve(H.toarray(), grad)
         dec = float(-grad @ dx)
