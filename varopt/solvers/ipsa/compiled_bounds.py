@@ -1,6 +1,6 @@
 """Numba kernel of the IPSA step at batch size 1 for bound constraints only (the L1 split form).
 
-:func:`run_bounds_identity`, :func:`run_bounds_bb`, :func:`run_bounds_diagonal` (one compilation
+``run_bounds_identity``, ``run_bounds_bb``, ``run_bounds_diagonal`` (one compilation
 of :func:`_run_bounds` per Hessian, :data:`RUN_BOUNDS`) perform up to ``rows.size`` iterations of
 :meth:`.IpsaRun.step` (Carbonetto 2009, Fig. 2.1 steps 1-7) when ``c(x) <= 0`` holds bounds only (lower ``lb_i - x_j <= 0``, upper
 ``x_j - ub_i <= 0``) and ``B`` is diagonal, so that the reduced system (2.20) is diagonal:
@@ -42,8 +42,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, row_gradient, save_record,
-                           step_lengths, step_stats)
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, per_hessian, row_gradient,
+                           save_record, step_lengths, step_stats)
 
 
 
@@ -364,32 +364,14 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
 
 
 
-# One compilation per Hessian: the Hessian a constant, LLVM folds the other two Hessians' code away
-# (measured on a1a, kernel only, same process: identity -15 %, damped BB -10 %, diagonal -5 % per
-# step against one compilation reading the Hessian from ``ip[8]``; same iterates).
-@njit(cache=True, error_model="numpy")
-def run_bounds_identity(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-                        S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
-    """:func:`_run_bounds` for ``B = I``."""
-    return _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-                       S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, 0)
+def _bounds_kernel(hess):
+    def run(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+            S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
+        return _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+                           S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, hess)
+    return run
 
 
-@njit(cache=True, error_model="numpy")
-def run_bounds_bb(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-                  S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
-    """:func:`_run_bounds` for damped BB, ``B = beta I``."""
-    return _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-                       S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, 1)
-
-
-@njit(cache=True, error_model="numpy")
-def run_bounds_diagonal(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-                        S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
-    """:func:`_run_bounds` for the running diagonal ``B = diag(D)``."""
-    return _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-                       S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, 2)
-
-
-#: the kernel of each Hessian (index ``fast.HESSIANS[name]``); each is compiled on its first call
-RUN_BOUNDS = (run_bounds_identity, run_bounds_bb, run_bounds_diagonal)
+#: the kernel of each Hessian (index ``fast.HESSIANS[name]``): ``run_bounds_identity``, ``run_bounds_bb``,
+#: ``run_bounds_diagonal`` (:func:`.kernel_steps.per_hessian`)
+RUN_BOUNDS = per_hessian("run_bounds", _bounds_kernel)

@@ -45,7 +45,7 @@ import numpy as np
 from numba import njit
 
 from .compiled_bounds import _dot, _max4, _maxabs4, _min4, bb_commit, sample_gradient
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, save_record, step_lengths,
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, per_hessian, save_record, step_lengths,
                            step_stats)
 
 EPS = float(np.finfo(float).eps)
@@ -372,35 +372,16 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
     return done, code, nrec
 
 
-@njit(cache=True, error_model="numpy")
-def run_pairs_identity(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-              S_ptr, S_idx, svar, ssg, sbnd, n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1,
-              it0, every, rec, rec_x, trace_x, trace_z):
-    """:func:`_run_pairs` for ``B = I``."""
-    return _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, (A_ptr, A_idx, A_val, ab, coef, lse_ptr),
-                      S_ptr, S_idx, svar, ssg, sbnd, (n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1),
-                      it0, every, rec, rec_x, trace_x, trace_z, 0)
+def _pairs_kernel(hess):
+    def run(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+            S_ptr, S_idx, svar, ssg, sbnd, n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1,
+            it0, every, rec, rec_x, trace_x, trace_z):
+        return _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, (A_ptr, A_idx, A_val, ab, coef, lse_ptr),
+                          S_ptr, S_idx, svar, ssg, sbnd, (n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1),
+                          it0, every, rec, rec_x, trace_x, trace_z, hess)
+    return run
 
 
-@njit(cache=True, error_model="numpy")
-def run_pairs_bb(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-              S_ptr, S_idx, svar, ssg, sbnd, n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1,
-              it0, every, rec, rec_x, trace_x, trace_z):
-    """:func:`_run_pairs` for damped BB, ``B = beta I``."""
-    return _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, (A_ptr, A_idx, A_val, ab, coef, lse_ptr),
-                      S_ptr, S_idx, svar, ssg, sbnd, (n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1),
-                      it0, every, rec, rec_x, trace_x, trace_z, 1)
-
-
-@njit(cache=True, error_model="numpy")
-def run_pairs_diagonal(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-              S_ptr, S_idx, svar, ssg, sbnd, n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1,
-              it0, every, rec, rec_x, trace_x, trace_z):
-    """:func:`_run_pairs` for the running diagonal ``B = diag(D)``."""
-    return _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, (A_ptr, A_idx, A_val, ab, coef, lse_ptr),
-                      S_ptr, S_idx, svar, ssg, sbnd, (n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1),
-                      it0, every, rec, rec_x, trace_x, trace_z, 2)
-
-
-#: the kernel of each Hessian (index ``fast.HESSIANS[name]``), as :data:`.compiled_bounds.RUN_BOUNDS`
-RUN_PAIRS = (run_pairs_identity, run_pairs_bb, run_pairs_diagonal)
+#: the kernel of each Hessian (index ``fast.HESSIANS[name]``): ``run_pairs_identity``, ``run_pairs_bb``,
+#: ``run_pairs_diagonal`` (:func:`.kernel_steps.per_hessian`, as :data:`.compiled_bounds.RUN_BOUNDS`)
+RUN_PAIRS = per_hessian("run_pairs", _pairs_kernel)
