@@ -23,6 +23,7 @@ from ...result import Result
 from .loop import Majorization
 from .model import MajorizeModel
 from .step_qp import StepQP
+from .step_rows import project_start
 from .structured import check_step_solver
 from .step import woodbury_solve as _woodbury_solve  # noqa: F401  (import path used by tests)
 
@@ -193,7 +194,8 @@ class MajorizeSolver(Solver):
 
 def _start(program, model, opts, qp):
     """The starting point (option ``x0``, the program's, or 0; NaN entries -> 0), projected onto the linear
-    constraints and bounds when it violates them; ``(status, message)`` when that fails."""
+    constraints and bounds when it violates them (few rows: :func:`.step_rows.project_start`, else or when that is
+    not certified the QP layer's projection); ``(status, message)`` when that fails."""
     n = program.n
     x = program.x0.copy() if opts.x0 is None else np.array(opts.x0, dtype=float)
     if x.size != n:
@@ -206,6 +208,9 @@ def _start(program, model, opts, qp):
     x = np.clip(x, model.lb, model.ub)
     if program.max_violation(x) <= 1e-9:
         return x
+    z = project_start(x, model.A, model.lo, model.hi, model.lb, model.ub)
+    if z is not None and program.max_violation(z) <= 1e-9:
+        return z
     res = qp.project(x, model.A, model.lo, model.hi, model.lb, model.ub, norm="l2")
     if res.status == "infeasible":
         return "infeasible", "the linear constraints and bounds are infeasible"
