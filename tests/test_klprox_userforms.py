@@ -273,6 +273,31 @@ def test_cvxpy_mixed_families_in_one_model():
     _check(*_cvx(cp.Minimize(obj), w)[:3], M.fit())
 
 
+def test_cvxpy_gaussian_process_forms():
+    """GP classification and Laplace GP regression written with the latent values as variables and the prior
+    ``quad_form(f, Kinv)``, and the whitened form ``f = L v``."""
+    n = 15
+    rng = np.random.default_rng(8)
+    z = np.sort(rng.uniform(-3, 3, n))
+    K = np.exp(-0.5 * (z[:, None] - z[None, :]) ** 2) + 1e-3 * np.eye(n)     # condition number ~1e4
+    Kinv = np.linalg.inv(K)
+    Kinv = 0.5 * (Kinv + Kinv.T)
+    yy = np.where(np.sin(z) + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    yl = np.sin(z) + 0.2 * rng.laplace(size=n)
+    f = cp.Variable(n)
+    M = Model(Kinv)
+    _check(*_cvx(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(yy, f))) + 0.5 * cp.quad_form(f, Kinv)), f)[:3],
+           M.add("softplus", -np.diag(yy)).fit(), tol=1e-6)
+    M = Model(Kinv)
+    _check(*_cvx(cp.Minimize(cp.sum(cp.abs(yl - f)) / 0.3 + 0.5 * cp.quad_form(f, Kinv)), f)[:3],
+           M.add("abs", -np.eye(n), yl, np.full(n, 1 / 0.3)).fit(), tol=1e-6)
+    L = np.linalg.cholesky(K)
+    v = cp.Variable(n)
+    M = Model(np.eye(n))
+    _check(*_cvx(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(yy, L @ v))) + cp.sum_squares(v) / 2), v)[:3],
+           M.add("softplus", -yy[:, None] * L).fit())
+
+
 # --- multinomial ----------------------------------------------------------------------------------------------
 
 K3, NM = 3, 30
@@ -527,7 +552,8 @@ def test_cvxpy_result_object():
         np.testing.assert_allclose(vt, np.einsum("nd,de,ne->n", Xn, rV, Xn), rtol=1e-7)
     own = np.sum(np.logaddexp(0, -YPM * (X @ m))) + m @ m / (2 * DELTA)   # prob.value: the model at the mean
     assert abs(prob.value - own) <= 1e-12 * own and prob.value < f
-    prob.solve(method="klprox", max_iter=2)
+    with pytest.warns(UserWarning, match="inaccurate"):        # CVXPY's warning for a stopped solve
+        prob.solve(method="klprox", max_iter=2)
     assert prob.varopt_result.status == "iteration_limit" and prob.status == "user_limit"
     assert w.value is not None and np.all(np.isfinite(w.value))
 
@@ -740,3 +766,25 @@ def test_likelihood_over_an_empty_data_set_leaves_the_prior():
     w = cp.Variable(D)
     m, V, f, _ = _cvx(cp.Minimize(cp.sum(cp.logistic(np.zeros((0, D)) @ w)) + _prior(w)), w)
     _check(m, V, f, conjugate(np.eye(D) / DELTA, np.zeros(D)), tol=1e-14, ftol=1e-14)
+
+
+# --- the reference itself ---------------------------------------------------------------------------------------
+
+def test_reference_expectations_and_optimizer():
+    """The reference's softplus expectations against adaptive quadrature on both of its rules (sd <= 2 and wider), and
+    its optimizer on a Gaussian likelihood (u**2 rows) against the conjugate posterior."""
+    from klprox_reference import _e_softplus
+    from scipy.special import expit as sig
+    fns = (lambda u: np.logaddexp(0, u), sig, lambda u: sig(u) * sig(-u))
+    for mu in (-20.0, -1.3, 0.0, 4.0):
+        for v in (0.01, 3.9, 4.1, 400.0):
+            got = _e_softplus(np.array([mu]), np.array([v]))
+            s = math.sqrt(v)
+            for j, fn in enumerate(fns):
+                ref = integrate.quad(lambda u: fn(u) * math.exp(-0.5 * ((u - mu) / s) ** 2) / (s * math.sqrt(2 * math.pi)),
+                                     mu - 40 * s, mu + 40 * s, points=[0.0] if abs(mu) < 40 * s else None,
+                                     epsabs=1e-300, epsrel=1e-13, limit=500)[0]
+                assert abs(got[j][0] - ref) <= 1e-11 * abs(ref), (mu, v, j)
+    M = Model(np.eye(D) / DELTA, -X.T @ YR / 0.3, YR @ YR / 0.6)
+    M.add("square", X, None, np.full(N, 1 / 0.6))
+    _check(*M.fit(), conjugate(X.T @ X / 0.3 + np.eye(D) / DELTA, -X.T @ YR / 0.3, YR @ YR / 0.6), tol=1e-9, ftol=1e-12)
