@@ -571,17 +571,37 @@ def test_cli_json_posterior(tmp_path):
         "    w, b = cp.Variable(3, name='w'), cp.Variable(name='b')\n"
         f"    return cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(y, X @ w + b))) + cp.sum_squares(w) / {2 * DELTA}"
         " + cp.square(b) / 20))\n")
-    out = subprocess.run([sys.executable, "-m", "varopt", "solve", str(model), "--solver", "klprox", "--json"],
-                         capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=120)
-    assert out.returncode == 0, out.stderr
-    got = json.loads(out.stdout)
     F = np.hstack([X, np.ones((N, 1))])
     rm, rV, rf = _logistic_model(F, YPM, np.diag([1 / DELTA] * D + [0.1])).fit()
     names = [f"w[{j}]" for j in range(D)] + ["b"]
-    assert got["status"] == "converged" and list(got["variables"]) == names
-    np.testing.assert_allclose([got["variables"][k] for k in names], rm, rtol=0, atol=1e-7)
-    np.testing.assert_allclose([got["posterior_sd"][k] for k in names], np.sqrt(np.diag(rV)), rtol=1e-7)
-    assert abs(got["objective"] - rf) <= 1e-10 * abs(rf)
+    # without a dense covariance (max_dense_covariance, D > 5000 by default) posterior_sd was left out of the JSON
+    for extra in ([], ["--option", "max_dense_covariance=0"]):
+        out = subprocess.run([sys.executable, "-m", "varopt", "solve", str(model), "--solver", "klprox", "--json"]
+                             + extra, capture_output=True, text=True, cwd=Path(__file__).parent.parent, timeout=120)
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        assert got["status"] == "converged" and list(got["variables"]) == names
+        np.testing.assert_allclose([got["variables"][k] for k in names], rm, rtol=0, atol=1e-7)
+        np.testing.assert_allclose([got["posterior_sd"][k] for k in names], np.sqrt(np.diag(rV)), rtol=1e-7)
+        assert abs(got["objective"] - rf) <= 1e-10 * abs(rf)
+
+
+def test_cli_posterior_sd_in_blocks_without_a_dense_covariance():
+    """The CLI's standard deviations from ``info['predict']`` in blocks of unit rows equal the covariance's diagonal
+    (more variables than one block; full and dual parameterizations)."""
+    from varopt.cli import _posterior_sd
+    rng = np.random.default_rng(4)
+    n, d = 30, 40
+    Xw, yw = rng.normal(size=(n, d)), np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    w = cp.Variable(d)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(yw, Xw @ w))) + cp.sum_squares(w) / 2))
+    for par in ("full", "dual"):
+        prob.solve(method="klprox", parameterization=par)
+        r = prob.varopt_result
+        sd = np.sqrt(np.diag(r.info["covariance"]))
+        r.info["covariance"] = None
+        got = _posterior_sd(r, block=7)
+        np.testing.assert_allclose([got[k] for k in r.names], sd, rtol=1e-12)
 
 
 # --- estimators -----------------------------------------------------------------------------------------------
