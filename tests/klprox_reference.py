@@ -178,8 +178,16 @@ class Model:
         tri = np.tril_indices(D)
         diag = tri[0] == tri[1]
 
+        # whitened by the prior: m = L0 mw, C = L0 Cw (L0 L0^T = P^-1), so that L-BFGS sees a unit prior (GP priors
+        # with condition numbers of 1e6 took thousands of iterations in the plain coordinates)
+        L0 = np.linalg.cholesky(np.linalg.inv(self.P))
+
+        def unpack(x):
+            mw, Cw = self._unpack(x)
+            return L0 @ mw, L0 @ Cw, Cw
+
         def fun(x):
-            m, C = self._unpack(x)
+            m, C, Cw = unpack(x)
             V = C @ C.T
             E, gm, gV = self.expectations(m, V)
             sign, logdet = np.linalg.slogdet(V)
@@ -188,19 +196,19 @@ class Model:
             dm = self.P @ m + self.c + gm
             dV = 0.5 * self.P + gV                   # the entropy's -V^-1/2 enters through dC below
             dC = 2 * dV @ C - np.linalg.inv(C).T     # d/dC of tr(dV C C^T) - log det C
-            g = dC[tri].copy()
-            g[diag] *= np.diag(C)                    # log diagonal
-            return f, np.concatenate([dm, g])
+            g = (L0.T @ dC)[tri].copy()              # chained through C = L0 Cw
+            g[diag] *= np.diag(Cw)                   # log diagonal
+            return f, np.concatenate([L0.T @ dm, g])
 
-        x0 = np.concatenate([np.zeros(D) if m0 is None else m0, np.zeros(tri[0].size)])
+        x0 = np.concatenate([np.zeros(D) if m0 is None else np.linalg.solve(L0, m0), np.zeros(tri[0].size)])
         x0[D:][diag] = math.log(0.5)
         r = so.minimize(fun, x0, jac=True, method="L-BFGS-B",
                         options=dict(maxiter=20000, maxfun=40000, gtol=gtol, ftol=1e-16, maxcor=30))
-        m, C = self._unpack(r.x)
+        m, C, _ = unpack(r.x)
         V = C @ C.T
-        # polish: natural-gradient steps of length 1 (V^-1 <- P + 2 dE/dV, a Newton step of the mean), each kept
-        # only when it does not raise the -ELBO
-        best = self.neg_elbo(m, V)
+        # polish: natural-gradient steps of length 1 (V^-1 <- P + 2 dE/dV, a Newton step of the mean), kept while they
+        # lower the residuals of the optimum's conditions without raising the -ELBO beyond its rounding
+        best, res = self.neg_elbo(m, V), self._residual(m, V)
         for _ in range(newton):
             E, gm, gV = self.expectations(m, V)
             Vn = np.linalg.inv(self.P + 2 * gV)
@@ -210,10 +218,20 @@ class Model:
                 f = self.neg_elbo(mn, Vn)
             except AssertionError:
                 break
-            if not f <= best + 1e-13 * abs(best):
+            rn = self._residual(mn, Vn)
+            if not (f <= best + 1e-11 * max(1.0, abs(best)) and rn < res):
                 break
-            m, V, best = mn, Vn, f
+            m, V, best, res = mn, Vn, min(f, best), rn
         return m, V, self.neg_elbo(m, V)
+
+    def _residual(self, m, V):
+        """Natural-gradient size of the optimum's conditions: ``sqrt(g^T V g)`` of the mean's gradient plus the
+        Frobenius norm of ``C^T (V^-1 - P - 2 dE/dV) C`` (``V = C C^T``): invariant to the prior's scaling."""
+        E, gm, gV = self.expectations(m, V)
+        g = self.P @ m + self.c + gm
+        C = np.linalg.cholesky(V)
+        R = C.T @ (np.linalg.inv(V) - self.P - 2 * gV) @ C
+        return math.sqrt(max(g @ V @ g, 0.0)) + np.linalg.norm(R)
 
     def stationarity(self, m, V):
         """Residuals of the optimum's conditions at ``(m, V)``: the mean's gradient and ``V^-1 - P - 2 dE/dV``."""

@@ -662,6 +662,34 @@ def test_estimator_pipeline_and_predictive_probabilities():
     np.testing.assert_allclose(p[:, 1], _predictive(Fn @ rm, np.einsum("nd,de,ne->n", Fn, rV, Fn)), rtol=0, atol=1e-7)
 
 
+def test_gp_classifier_against_the_gp_written_out():
+    """``GPClassifier`` at fixed hyperparameters with string labels: the -ELBO of the latent posterior under
+    ``K = sf^2 exp(-|x - x'|^2 / (2 ell^2)) + jitter sf^2 I`` (prior normalisation included), and ``predict_proba`` =
+    ``E[sigmoid(f*)]`` of ``f* | f`` (``mt = k*^T K^-1 m``, ``vt = k** - k*^T K^-1 k* + k*^T K^-1 V K^-1 k*``)."""
+    from varopt.estimators import GPClassifier
+    rng = np.random.default_rng(6)
+    n, le, ls, jit = 25, 0.3, 0.5, 1e-6
+    Xg = rng.uniform(-3, 3, (n, 2))
+    yg = np.where(np.sin(Xg[:, 0]) + 0.5 * Xg[:, 1] + 0.3 * rng.normal(size=n) > 0, "pos", "neg")
+    g = GPClassifier(log_ell=le, log_sf=ls, jitter=jit).fit(Xg, yg)
+
+    def k(A, B):
+        return math.exp(2 * ls) * np.exp(-0.5 * ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1) / math.exp(le) ** 2)
+
+    K = k(Xg, Xg) + jit * math.exp(2 * ls) * np.eye(n)
+    Kinv = np.linalg.inv(K)
+    rm, rV, rf = Model(0.5 * (Kinv + Kinv.T)).add("softplus", -np.diag(np.where(yg == "pos", 1.0, -1.0))).fit()
+    rf += 0.5 * np.linalg.slogdet(2 * math.pi * K)[1]
+    assert list(g.classes_) == ["neg", "pos"] and abs(g.neg_elbo_ - rf) <= 1e-10 * abs(rf)
+    Xn = rng.uniform(-3, 3, (6, 2))
+    ks = k(Xn, Xg)
+    a = np.linalg.solve(K, ks.T)
+    vt = math.exp(2 * ls) - np.einsum("ij,ij->j", ks.T, a) + np.einsum("ji,jk,ki->i", a, rV, a)
+    p = g.predict_proba(Xn)
+    np.testing.assert_allclose(p[:, 1], _predictive(a.T @ rm, vt), rtol=0, atol=1e-8)
+    assert np.allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-15)
+
+
 def test_estimator_pandas_inputs():
     pd = pytest.importorskip("pandas")
     from varopt.estimators import BayesianLogisticRegression
