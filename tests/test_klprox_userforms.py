@@ -690,6 +690,32 @@ def test_gp_classifier_against_the_gp_written_out():
     assert np.allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-15)
 
 
+def test_estimator_sample_weight():
+    """``fit(X, y, sample_weight=s)``: each sample's -log likelihood times ``s_n`` (zeros drop a sample), against the
+    reference with those coefficients; integer weights equal repeated rows; bad weights are named. Before, ``fit``
+    took no ``sample_weight`` (a TypeError for scikit-learn's usual keyword)."""
+    from varopt.estimators import BayesianLogisticRegression, BayesianMultinomialRegression, BayesianPoissonRegression
+    s = np.where(np.arange(N) % 4 == 0, 0.0, SW)
+    F = np.hstack([X, np.ones((N, 1))])
+    est = BayesianLogisticRegression(prior_var=2.0).fit(X, np.where(Y01 == 1, "y", "n"), sample_weight=s)
+    rm, rV, rf = _logistic_model(F, YPM, np.eye(D + 1) / 2.0, coef=s).fit()
+    _check(est.mean_, est.covariance_, est.neg_elbo_, (rm, rV, rf + 0.5 * (D + 1) * math.log(2 * math.pi * 2.0)))
+    M = Model(np.eye(D + 1), -F.T @ (s * YC), float(np.sum(s * __import__("scipy.special").special.gammaln(YC + 1))))
+    M.k += 0.5 * (D + 1) * math.log(2 * math.pi)
+    est = BayesianPoissonRegression(prior_var=1.0).fit(X, YC.astype(int), sample_weight=s)
+    _check(est.mean_, est.covariance_, est.neg_elbo_, M.add("exp", F, None, s).fit())
+    reps = 1 + np.arange(NM) % 3                        # integer weights = repeated samples
+    a = BayesianMultinomialRegression(prior_var=1.0).fit(FM, LAB, sample_weight=reps)
+    b = BayesianMultinomialRegression(prior_var=1.0).fit(np.repeat(FM, reps, axis=0), np.repeat(LAB, reps))
+    np.testing.assert_allclose(a.mean_, b.mean_, rtol=0, atol=1e-7)
+    np.testing.assert_allclose(a.covariance_, b.covariance_, rtol=0, atol=1e-7)
+    assert abs(a.neg_elbo_ - b.neg_elbo_) <= 1e-9 * abs(b.neg_elbo_)
+    for bad, match in ((-s, "sample_weight must be >= 0"), (s[:5], r"sample_weight has shape \(5,\)"),
+                       (np.where(s > 1, np.nan, s), "sample_weight contains NaN"), (0 * s, "zero for every sample")):
+        with pytest.raises(InputDataError, match=match):
+            BayesianLogisticRegression().fit(X, Y01, sample_weight=bad)
+
+
 def test_estimator_pandas_inputs():
     pd = pytest.importorskip("pandas")
     from varopt.estimators import BayesianLogisticRegression
