@@ -143,14 +143,24 @@ def cmd_solve(args) -> int:
     return EXIT_CODES.get(result.status, 1)
 
 
-def _posterior_sd(result):
+def _posterior_sd(result, block=256):
     """``{name: posterior standard deviation}`` of a solver returning a Gaussian posterior (klprox: the loaded point
-    is its mean, ``info['covariance']`` its covariance); None for the others."""
-    cov = result.info.get("covariance") if isinstance(result.info, dict) else None
+    is its mean, ``info['covariance']`` its covariance); None for the others. Without a dense covariance (klprox's
+    ``max_dense_covariance``, 5000 variables by default) the variances come from ``info['predict']`` applied to
+    ``block`` unit rows at a time (the variance of ``e_j^T w``): D x block memory instead of D^2."""
+    info = result.info if isinstance(result.info, dict) else {}
+    cov = info.get("covariance")
     names = result.names or []
-    if not isinstance(cov, np.ndarray) or cov.ndim != 2 or cov.shape != (len(names), len(names)):
+    D = len(names)
+    if isinstance(cov, np.ndarray) and cov.ndim == 2 and cov.shape == (D, D):
+        var = np.diag(cov)
+    elif cov is None and "covariance" in info and callable(info.get("predict")) and D:
+        import scipy.sparse as sp
+        var = np.concatenate([np.asarray(info["predict"](sp.identity(D, format="csr")[j:j + block])[1], float)
+                              for j in range(0, D, block)])
+    else:
         return None
-    return {n: float(v) for n, v in zip(names, np.sqrt(np.maximum(np.diag(cov), 0.0)))}
+    return {n: float(v) for n, v in zip(names, np.sqrt(np.maximum(var, 0.0)))}
 
 
 def build_parser() -> argparse.ArgumentParser:

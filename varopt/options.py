@@ -100,6 +100,16 @@ def nonnegative(v):
     return v is None or v >= 0
 
 
+def finite_positive(v):
+    """``v > 0`` and finite (or None): step sizes, tolerances, scales, where ``inf`` has no meaning (``positive`` lets
+    ``inf`` through, as time limits want it)."""
+    return v is None or (v > 0 and math.isfinite(v))
+
+
+def finite_nonnegative(v):
+    return v is None or (v >= 0 and math.isfinite(v))
+
+
 @dataclass(frozen=True)
 class Alias:
     """A deprecated option name that still works: ``name`` is read as ``target``."""

@@ -2,7 +2,8 @@ r"""scikit-learn style estimators over the ``klprox`` solver (Khan, Baque, Fleur
 
 * :class:`BayesianLogisticRegression` (binary, ``w ~ N(0, prior_var I)``, intercept with the same
   prior), :class:`BayesianMultinomialRegression` (softmax over K <= 4 classes, one weight vector per
-  class), :class:`BayesianPoissonRegression`: Bayesian GLMs (:func:`.bayes_glm.glm_program`).
+  class), :class:`BayesianPoissonRegression`: Bayesian GLMs (:func:`.bayes_glm.glm_program`); ``fit`` takes
+  ``sample_weight`` (each sample's -log likelihood times its weight).
 * :class:`GPClassifier` (logistic likelihood) and :class:`GPRegressor` (``laplace`` or ``gaussian``
   likelihood): squared-exponential GP (:func:`.bayes_glm.gp_program`).
 
@@ -31,7 +32,8 @@ from ..errors import InputDataError
 from ..registry import get_solver
 from ..solvers.klprox.expectations import MAX_SOFTMAX_DIM, family_table
 from .base import ClassifierMixin, RegressorMixin, VaroptEstimator
-from ..formulations.bayes_glm import check_data, design, glm_program, gp_factor, gp_program, se_kernel
+from ..formulations.bayes_glm import (check_data, check_weights, design, glm_program, gp_factor, gp_program,
+                                      se_kernel)
 from .klprox_grid import accept_run, check_n_jobs, grid_search
 
 
@@ -96,8 +98,11 @@ class _GLM(_Base):
         self.fit_intercept = fit_intercept
         self.solver_options = solver_options
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
+        """Fit the posterior; ``sample_weight`` (n_samples values >= 0) multiplies each sample's -log likelihood
+        (a weight of 2 is the sample twice, 0 leaves it out)."""
         X, y = self._inputs(X, y)
+        self._sample_weight = check_weights(sample_weight, X.shape[0])
         return self._fit(X, self._targets(y))
 
     def _targets(self, y):
@@ -109,7 +114,7 @@ class _GLM(_Base):
         best, self.grid_, r = None, [], None
         for d in _grid("prior_var", self.prior_var):
             r = self._solve(glm_program(X, y, self.likelihood, prior_var=d, fit_intercept=self.fit_intercept,
-                                        classes=self._classes), r)
+                                        classes=self._classes, sample_weight=getattr(self, "_sample_weight", None)), r)
             self.grid_.append((d, r.objective))
             if best is None or r.objective < best[1].objective:
                 best = (d, r)
@@ -200,8 +205,8 @@ class BayesianMultinomialRegression(ClassifierMixin, _GLM):
         self.softmax_ = self.result_.info.get("softmax", "quadrature")
         return self
 
-    def fit(self, X, y):
-        super().fit(X, y)
+    def fit(self, X, y, sample_weight=None):
+        super().fit(X, y, sample_weight)
         K, d = self.classes_.size, self.n_features_in_
         Wm = self.mean_.reshape(K, -1)
         self.coef_ = Wm[:, :d]

@@ -83,40 +83,61 @@ def n_classes(y, classes=None):
     return K
 
 
-def multinomial_terms(F, y, K):
-    """``sum_n lse(F_n W) - F_n w_{y_n}``: one log-sum-exp group of K rows per sample (row ``(n, k)`` holds
-    ``F_n`` in the columns of class ``k``), and the linear part."""
+def multinomial_terms(F, y, K, weights=None):
+    """``sum_n s_n (lse(F_n W) - F_n w_{y_n})``: one log-sum-exp group of K rows per sample (row ``(n, k)`` holds
+    ``F_n`` in the columns of class ``k``), and the linear part; ``s``: sample weights (default 1)."""
     N, D = F.shape
+    s = np.ones(N) if weights is None else weights
     Fs = sp.csr_matrix(F)
     A = sp.kron(Fs, sp.csr_matrix(np.ones((K, 1)))).tocsr()             # row n*K + k = F_n
     cols = (np.arange(N * K) % K)[:, None]                               # class of each row
     A = sp.csr_matrix((A.data, A.indices + D * np.repeat(cols.ravel(), np.diff(A.indptr)), A.indptr),
                       shape=(N * K, D * K))
-    grp = LseGroup(A=A, b=np.zeros(N * K), seg=np.repeat(np.arange(N), K), coef=np.ones(N), label=np.arange(N))
-    Y = sp.csr_matrix((np.ones(N), (np.arange(N), y.astype(int))), shape=(N, K))
+    grp = LseGroup(A=A, b=np.zeros(N * K), seg=np.repeat(np.arange(N), K), coef=s.copy(), label=np.arange(N))
+    Y = sp.csr_matrix((s, (np.arange(N), y.astype(int))), shape=(N, K))
     lin = -np.asarray((Fs.T @ Y).toarray()).ravel(order="F")            # -sum_n F_n in class y_n's columns
     return [grp], lin, 0.0
 
 
-def likelihood_terms(F, y, likelihood, noise=1.0, classes=None):
-    """Program pieces of ``sum_n -log p(y_n | F_n w)``: ``(atom/lse groups, linear, constant)``."""
+def likelihood_terms(F, y, likelihood, noise=1.0, classes=None, weights=None):
+    """Program pieces of ``sum_n s_n (-log p(y_n | F_n w))``: ``(atom/lse groups, linear, constant)``; ``s``: sample
+    weights (:func:`check_weights`; default 1: a weight of 2 is the sample twice)."""
     N, D = F.shape
     Fs = _csr(F)
+    s = np.ones(N) if weights is None else weights
     if likelihood == "multinomial":
-        return multinomial_terms(F, y, n_classes(y, classes))
+        return multinomial_terms(F, y, n_classes(y, classes), weights)
     if likelihood == "logistic":
         A = _interleave_empty_rows(Fs)
-        grp = LseGroup(A=A, b=np.zeros(2 * N), seg=np.repeat(np.arange(N), 2), coef=np.ones(N), label=np.arange(N))
-        return [grp], -(Fs.T @ y), 0.0
+        grp = LseGroup(A=A, b=np.zeros(2 * N), seg=np.repeat(np.arange(N), 2), coef=s.copy(), label=np.arange(N))
+        return [grp], -(Fs.T @ (y if weights is None else s * y)), 0.0
     if likelihood == "poisson":
-        return [AtomGroup("exp", np.ones(N), Fs, np.zeros(N), label=np.arange(N))], -(Fs.T @ y), \
-            float(np.sum(gammaln(y + 1.0)))
-    s = _positive("noise", noise)
+        return [AtomGroup("exp", s.copy(), Fs, np.zeros(N), label=np.arange(N))], \
+            -(Fs.T @ (y if weights is None else s * y)), float(np.sum(s * gammaln(y + 1.0)))
+    sd = _positive("noise", noise)
     if likelihood == "laplace":
-        b = s / math.sqrt(2.0)
-        return [AtomGroup("abs", np.full(N, 1.0 / b), -Fs, y, label=np.arange(N))], np.zeros(D), N * math.log(2 * b)
-    return [AtomGroup("square", np.full(N, 0.5 / s ** 2), -Fs, y, label=np.arange(N))], np.zeros(D), \
-        0.5 * N * math.log(2 * math.pi * s * s)
+        b = sd / math.sqrt(2.0)
+        return [AtomGroup("abs", s / b, -Fs, y, label=np.arange(N))], np.zeros(D), float(s.sum()) * math.log(2 * b)
+    return [AtomGroup("square", s * (0.5 / sd ** 2), -Fs, y, label=np.arange(N))], np.zeros(D), \
+        0.5 * float(s.sum()) * math.log(2 * math.pi * sd * sd)
+
+
+def check_weights(weights, N):
+    """Sample weights as a float array of ``N`` finite values >= 0 (None: no weights); errors name the input."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=float)
+    if w.ndim == 0:
+        w = np.full(N, float(w))
+    if w.shape != (N,):
+        raise InputDataError(f"sample_weight has shape {w.shape}, expected ({N},): one weight per sample")
+    if not np.all(np.isfinite(w)):
+        raise InputDataError("sample_weight contains NaN or inf")
+    if np.any(w < 0):
+        raise InputDataError("sample_weight must be >= 0 (a weight multiplies the sample's -log likelihood)")
+    if not np.any(w > 0):
+        raise InputDataError("sample_weight is zero for every sample: no data left to fit")
+    return w
 
 
 def _csr(F):
@@ -143,8 +164,8 @@ def _interleave_empty_rows(Fs):
     return sp.csr_matrix((Fs.data.copy(), Fs.indices.copy(), indptr), shape=(2 * N, D))
 
 
-def _program(names, F, y, likelihood, noise, prior_precision, prior_logdet, name, classes=None):
-    groups, lin, const = likelihood_terms(F, y, likelihood, noise, classes)
+def _program(names, F, y, likelihood, noise, prior_precision, prior_logdet, name, classes=None, weights=None):
+    groups, lin, const = likelihood_terms(F, y, likelihood, noise, classes, weights)
     D = np.asarray(lin).size
     quad = QuadraticTerms(np.arange(D), np.arange(D), np.full(D, 0.5 * prior_precision), D)
     # -log N(w; 0, Sigma) = w^T Sigma^-1 w / 2 + (D log 2 pi + log det Sigma) / 2
@@ -159,11 +180,13 @@ def design(X, fit_intercept=True):
     return np.hstack([X, np.ones((X.shape[0], 1))]) if fit_intercept else X
 
 
-def glm_program(X, y, likelihood="logistic", prior_var=1.0, noise=1.0, fit_intercept=True, classes=None) -> Program:
+def glm_program(X, y, likelihood="logistic", prior_var=1.0, noise=1.0, fit_intercept=True, classes=None,
+                sample_weight=None) -> Program:
     """``-log p(y, w)`` of a Bayesian GLM with prior ``N(0, prior_var I)``; variables ``w[j]`` (and
     ``b``: the intercept, last); multinomial: ``w[j,k]`` (and ``b[k]``), class by class, ``classes``
-    = K (default ``max(y) + 1``)."""
+    = K (default ``max(y) + 1``); ``sample_weight``: each sample's -log likelihood times its weight."""
     X, y = check_data(X, y, likelihood)
+    weights = check_weights(sample_weight, X.shape[0])
     delta = _positive("prior_var", prior_var)
     F = design(X, fit_intercept)
     names = [f"w[{j}]" for j in range(X.shape[1])] + (["b"] if fit_intercept else [])
@@ -171,7 +194,7 @@ def glm_program(X, y, likelihood="logistic", prior_var=1.0, noise=1.0, fit_inter
         K = n_classes(y, classes)
         names = [nm.replace("]", f",{k}]") if nm != "b" else f"b[{k}]" for k in range(K) for nm in names]
     return _program(names, F, y, likelihood, noise, 1.0 / delta, len(names) * math.log(delta), "neg_log_joint",
-                    classes)
+                    classes, weights)
 
 
 def se_kernel(X1, X2, log_ell, log_sf):

@@ -351,12 +351,12 @@ def likelihood_view(program, families) -> LikelihoodView:
         if g.kind not in families:
             _fail(where, f"the term {text}", "has no Gaussian expectation available to klprox "
                   "(it is not defined for every value of a Gaussian predictor)")
-        _positive(where, text, g.coef)
+        _positive(where, text, g.coef, program.maximize)
         rows.setdefault(g.kind, []).append((g.A, g.b, g.coef, g.label, False))
     for grp in e.lse:
         if np.any(grp.mult >= 0):
             _fail(where, "a log-sum-exp term multiplied by a variable", "is not a function of an affine predictor")
-        _positive(where, "log-sum-exp", grp.coef)
+        _positive(where, "log-sum-exp (cp.logistic, log(1 + exp(u)) or a softmax row)", grp.coef, program.maximize)
         sizes = np.diff(np.append(grp.starts, grp.seg.size))
         jmax = families["softmax"].max_dim if "softmax" in families else MAX_SOFTMAX_DIM
         if jmax is not None and np.any(sizes > jmax + 1):
@@ -440,7 +440,7 @@ def likelihood_view(program, families) -> LikelihoodView:
     if squares and symmetric:   # no quadratic likelihood term added to H
         view.__dict__["_P_diag"] = (P, np.diag(P).copy())
     _rows_take_linear_terms(view)
-    view.P_chol = _prior_cholesky(P, program.names, where, view.known_diagonal())
+    view.P_chol = _prior_cholesky(P, program.names, where, view.known_diagonal(), program.maximize)
     return view
 
 
@@ -609,14 +609,23 @@ def _min_norm_normal(A, c, gram=None, AT=None):
     return None
 
 
-def _positive(where, text, coef):
+def _positive(where, text, coef, maximize=False):
     if np.any(coef < 0):
         r = int(np.flatnonzero(coef < 0)[0])
-        _fail(where, f"the term {text} (row {r}) has the negative coefficient {coef[r]:g};",
-              "a likelihood term -log p must enter with a positive coefficient")
+        _fail(where, f"the term {text} (term {r} of its kind) has the negative coefficient {coef[r]:g};",
+              "a likelihood term -log p must enter with a positive coefficient" + _sense_hint(maximize))
 
 
-def _prior_cholesky(P, names, where, diag=None):
+def _sense_hint(maximize):
+    """For a maximized objective, what klprox reads: a sign slip (``Maximize`` of the negative log joint) shows as
+    negative likelihood coefficients or a negative definite prior, and the message says so."""
+    if not maximize:
+        return ""
+    return (" (the objective is maximized: klprox reads its negative as the negative log joint, so write "
+            "Maximize(log joint) = Maximize(-(negative log joint)), or Minimize(negative log joint))")
+
+
+def _prior_cholesky(P, names, where, diag=None, maximize=False):
     """Lower Cholesky factor of ``P``; a clear error for a missing or indefinite Gaussian prior. ``diag``: ``P``'s
     diagonal when ``P`` is known to be diagonal (:meth:`LikelihoodView.known_diagonal`; the checks then read it only)."""
     if P.shape[0] == 0:
@@ -640,4 +649,5 @@ def _prior_cholesky(P, names, where, diag=None):
         lam = np.linalg.eigvalsh(P)
         raise ModelStructureError(f"klprox: {where}: the Gaussian prior (the quadratic part of the negative log "
                                   f"joint) is not positive definite: smallest eigenvalue {lam[0]:.3g}, largest "
-                                  f"{lam[-1]:.3g}; the prior precision must be symmetric positive definite") from None
+                                  f"{lam[-1]:.3g}; the prior precision must be symmetric positive definite"
+                                  f"{_sense_hint(maximize)}") from None
