@@ -210,17 +210,35 @@ class _BlockNewton:
         return solve_blocks(self.groups, flat, rhs, self.n)
 
 
+class _RowProducts:
+    """``G v`` and ``G^T u`` for a CSR ``G`` by ``np.bincount`` over its entries: the products of scipy's CSR
+    routines summed in the same order (each row's, resp. each column's, terms in storage order from 0), so the
+    same values, without scipy's per-call checks (about 8 us a product against 2-3; the centring makes six
+    per Newton step)."""
+
+    def __init__(self, G):
+        self.rows, self.n = G.shape
+        self.rid = np.repeat(np.arange(self.rows), np.diff(G.indptr))
+        self.idx, self.data = G.indices, G.data
+
+    def dot(self, v):
+        return np.bincount(self.rid, weights=self.data * v[self.idx], minlength=self.rows)
+
+    def tdot(self, u):
+        return np.bincount(self.idx, weights=self.data * u[self.rid], minlength=self.n)
+
+
 def centre(x, G, h, iters=30, layout=None):
     """Damped Newton on ``-sum log(h - Gx) + ||x - x_lp||^2 / 2`` from a strictly feasible x
-    (sparse products; the n x n Newton matrix, :class:`_NewtonMatrix`, is solved block by block when its
-    blocks (``layout``: :meth:`.ConstraintSet.blocks`, found from ``G`` when not given) have at most
-    ``MAX_BLOCK`` variables (:class:`_BlockNewton`), else factorised sparse when at most 5 % of it is nonzero,
-    dense otherwise, so this runs only for small n)."""
+    (sparse products, :class:`_RowProducts`; the n x n Newton matrix, :class:`_NewtonMatrix`, is solved block
+    by block when its blocks (``layout``: :meth:`.ConstraintSet.blocks`, found from ``G`` when not given)
+    have at most ``MAX_BLOCK`` variables (:class:`_BlockNewton`), else factorised sparse when at most 5 % of
+    it is nonzero, dense otherwise, so this runs only for small n)."""
     from .constraints import block_layout, row_components
     from .direction import MAX_BLOCK
     x_lp = x.copy()
     G = sp.csr_matrix(G)
-    GT = G.T.tocsr()
+    prod = _RowProducts(G)
     newton = _NewtonMatrix(G)
     if layout is None:
         ncomp, lab = row_components(G, G.shape[1])
@@ -232,8 +250,8 @@ def centre(x, G, h, iters=30, layout=None):
         return -np.sum(np.log(sv)) + 0.5 * np.sum((xv - x_lp) ** 2)
 
     for _ in range(iters):
-        s = h - G @ x
-        grad = GT @ (1.0 / s) + (x - x_lp)
+        s = h - prod.dot(x)
+        grad = prod.tdot(1.0 / s) + (x - x_lp)
         if blocks is not None:
             dx = -blocks.solve(1.0 / s ** 2, grad)
         else:
@@ -245,13 +263,13 @@ def centre(x, G, h, iters=30, layout=None):
         dec = float(-grad @ dx)
         if dec < 1e-10:
             break
-        Gdx = G @ dx
+        Gdx = prod.dot(dx)
         pos = Gdx > 0
         a = min(1.0, 0.95 * float(np.min(s[pos] / Gdx[pos]))) if np.any(pos) else 1.0
         f0 = phi(x, s)
         while a > 1e-12:
             xn = x + a * dx
-            sn = h - G @ xn
+            sn = h - prod.dot(xn)
             if np.all(sn > 0) and phi(xn, sn) <= f0 - 0.25 * a * dec:
                 x = xn
                 break
