@@ -254,7 +254,7 @@ class FastLoop:
         # (k, mu, eta, ap, ad, a_prim, a_dual, n_bt) with k and n_bt as Python ints, as the numpy path has them
         rows = zip(rec[:, 0].astype(np.int64).tolist(), *rec[:, 1:7].T.tolist(), rec[:, 7].astype(np.int64).tolist())
         xs = self.rec_x[:nrec] if self.rec_x.shape[0] else [None] * nrec
-        run.record_batch(list(zip(its, r.history_fields_batch(its, rows, xs))))
+        run.record_batch(list(zip(its, r.history_fields_batch(its, rows, xs, stamped=True))), stamped=True)
         r.it = run.iteration
 
     # --- the loop ----------------------------------------------------------------------------
