@@ -224,7 +224,7 @@ def test_block_centring_solves_the_newton_systems_of_the_sparse_one():
     assert np.abs(G.T @ (1.0 / s) + (x - x_lp)).max() < 1e-6
 
 
-def test_constraint_rows_as_arrays_equal_the_loop():
+def test_constraint_rows_as_arrays_equal_the_loop(monkeypatch):
     """ConstraintSet builds all-linear rows as arrays: the same G, h, row names, ||G_r||_1 and term counts as
     its loop over the constraints (forced here), for upper, lower and range rows with constants, an infinite
     side, repeated side values and a row without variables (dropped)."""
@@ -239,13 +239,9 @@ def test_constraint_rows_as_arrays_equal_the_loop():
     P = Program([f"x{i}" for i in range(n)], np.full(n, -np.inf), np.full(n, np.inf), Expression(n, linear=np.ones(n)),
                 cons)
     fast = ConstraintSet(P)
-    loop = ConstraintSet.__new__(ConstraintSet)
-    orig = ConstraintSet._linear_rows_arrays
-    try:
-        ConstraintSet._linear_rows_arrays = staticmethod(lambda cs, bodies: None)
-        loop.__init__(P)
-    finally:
-        ConstraintSet._linear_rows_arrays = orig
+    with monkeypatch.context() as mp:
+        mp.setattr(ConstraintSet, "_linear_rows_arrays", staticmethod(lambda cs, bodies: None))
+        loop = ConstraintSet(P)
     for a in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(fast.G, a), getattr(loop.G, a)), a
     assert np.array_equal(fast.h, loop.h) and fast.names == loop.names and fast.row_names == loop.row_names

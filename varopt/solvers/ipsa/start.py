@@ -81,10 +81,9 @@ def loosened_interior(cons, lb, ub):
     nr = G.shape[0]
     if nr == 0 or cons.n_nl:
         return None
-    col = G.tocsc()
-    cid = np.repeat(np.arange(cons.n), np.diff(col.indptr))
-    pos = np.bincount(cid, weights=col.data > 0, minlength=cons.n)
-    neg = np.bincount(cid, weights=col.data < 0, minlength=cons.n)
+    # per column, how many positive and negative entries (counts: no CSC copy needed)
+    pos = np.bincount(G.indices, weights=G.data > 0, minlength=cons.n)
+    neg = np.bincount(G.indices, weights=G.data < 0, minlength=cons.n)
     up = np.isinf(ub) & (pos == 0) & (neg > 0)
     down = np.isinf(lb) & (neg == 0) & (pos > 0)
     rid = np.repeat(np.arange(nr), np.diff(G.indptr))
