@@ -160,10 +160,12 @@ class FastLoop:
             if pairs is not None:  # the kernel works in its own order of variables and constraints
                 px, pc, arrays = pairs
                 self.perm = (px, pc, np.argsort(px), np.argsort(pc))
-                to_k = self.perm[2]  # original variable index -> kernel's
+                # original variable index -> kernel's (none needed when the program's order is the kernel's:
+                # the L1 box form's (w, u, intercept))
+                to_k = _i64 if np.array_equal(px, np.arange(px.size)) else self.perm[2].__getitem__
                 self.kernel = compiled_pairs.RUN_PAIRS[HESSIANS[opts.hessian]]  # compiled per Hessian
                 self.lin = self.lin[px]
-                self.static = (A_ptr, to_k[A_idx], *self.rowdata[2:], support[0], to_k[support[1]], to_k[bounds[0]],
+                self.static = (A_ptr, to_k(A_idx), *self.rowdata[2:], support[0], to_k(support[1]), to_k(bounds[0]),
                                *bounds[1:], *arrays)
                 return
             self.kernel = compiled_bounds.RUN_BOUNDS[HESSIANS[opts.hessian]]  # compiled per Hessian

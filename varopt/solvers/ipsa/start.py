@@ -248,8 +248,10 @@ def centre(x, G, h, iters=30, layout=None):
     def phi(xv, sv):
         return -np.sum(np.log(sv)) + 0.5 * np.sum((xv - x_lp) ** 2)
 
+    s = h - prod.dot(x)
+    f0 = None
     for _ in range(iters):
-        s = h - prod.dot(x)
+        # s and f0: the slacks and phi of the point accepted last (the same arrays, the same values)
         grad = prod.tdot(1.0 / s) + (x - x_lp)
         if blocks is not None:
             dx = -blocks.solve(1.0 / s ** 2, grad)
@@ -265,13 +267,16 @@ def centre(x, G, h, iters=30, layout=None):
         Gdx = prod.dot(dx)
         pos = Gdx > 0
         a = min(1.0, 0.95 * float(np.min(s[pos] / Gdx[pos]))) if np.any(pos) else 1.0
-        f0 = phi(x, s)
+        if f0 is None:
+            f0 = phi(x, s)
         while a > 1e-12:
             xn = x + a * dx
             sn = h - prod.dot(xn)
-            if np.all(sn > 0) and phi(xn, sn) <= f0 - 0.25 * a * dec:
-                x = xn
-                break
+            if np.all(sn > 0):
+                fn = phi(xn, sn)
+                if fn <= f0 - 0.25 * a * dec:
+                    x, s, f0 = xn, sn, fn
+                    break
             a *= 0.5
         else:
             break
