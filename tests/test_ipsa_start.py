@@ -235,7 +235,7 @@ def test_constraint_rows_as_arrays_equal_the_loop(monkeypatch):
 
     cons = [Constraint("a", row(0.5, 3, -4, 0, 0), -np.inf, 5.0), Constraint("b", row(0.0, 1, 1, 1, 1), -2.0, np.inf),
             Constraint("c", row(-1.25, 0, 2, 0, -1), -1.5, 7.0), Constraint("d", row(2.0, 0, 0, 0, 0), -np.inf, 5.0),
-            Constraint("e", row(0.0, 0, 0, 1e-3, 0), 0.0, np.inf)]
+            Constraint("e", row(0.0, 0, 0, 1e-3, 0), 0.0, np.inf), Constraint("f", row(0.0, 1, 0, 0, 0), -np.inf, -0.0)]
     P = Program([f"x{i}" for i in range(n)], np.full(n, -np.inf), np.full(n, np.inf), Expression(n, linear=np.ones(n)),
                 cons)
     fast = ConstraintSet(P)
@@ -245,8 +245,8 @@ def test_constraint_rows_as_arrays_equal_the_loop(monkeypatch):
     for a in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(fast.G, a), getattr(loop.G, a)), a
     assert np.array_equal(fast.h, loop.h) and fast.names == loop.names and fast.row_names == loop.row_names
-    assert fast.names == ["a (<= 5)", "b (>= -2)", "c (<= 7)", "c (>= -1.5)", "e (>= 0)"]
-    np.testing.assert_array_equal(fast.h, [4.5, 2.0, 8.25, 0.25, 0.0])
+    assert fast.names == ["a (<= 5)", "b (>= -2)", "c (<= 7)", "c (>= -1.5)", "e (>= 0)", "f (<= -0)"]
+    np.testing.assert_array_equal(fast.h, [4.5, 2.0, 8.25, 0.25, 0.0, 0.0])
     assert np.array_equal(fast.G_norm1, loop.G_norm1)
     assert np.array_equal(fast.G_norm1, np.asarray(abs(fast.G).sum(axis=1)).ravel())
-    assert np.array_equal(fast.G_terms, [3, 5, 3, 3, 2])
+    assert np.array_equal(fast.G_terms, [3, 5, 3, 3, 2, 2])

@@ -270,11 +270,11 @@ class ConstraintSet:
         src = np.repeat(np.arange(k), 2)[take]
         sign = np.tile([1.0, -1.0], k)[take]
         h = np.column_stack([hi - const, -(lo - const)]).ravel()[take]
-        fmt = {}  # one formatting per distinct side value (the box form's are all 0)
+        fmt = {}  # one formatting per distinct nonzero side value (0.0 == -0.0 print apart)
 
         def name(c, upper):
             v = c.hi if upper else c.lo
-            text = fmt.get(v)
+            text = fmt.get(v) if v else None
             if text is None:
                 text = fmt[v] = f"{v:g}"
             return f"{c.name} (<= {text})" if upper else f"{c.name} (>= {text})"
