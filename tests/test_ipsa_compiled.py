@@ -363,6 +363,47 @@ def _box_pairs_with_bound(lin):
     return Program(_names(n), np.array([-np.inf, -np.inf, 1.0, -np.inf]), np.full(n, np.inf), e, cons)
 
 
+@pytest.mark.parametrize("ulps", [1, 17])  # slack 1.5e-8, and 2.5e-7: within the margin 3.6e-7, not within half of it
+def test_pair_kernel_margin_screen_with_rows_of_different_scales(ulps):
+    """The box kernel screens the rows' rounding margins with one scalar bound when every row has the same
+    factors (``+-1`` coefficients, ``h = 0``), with each row's own otherwise: here pair 0's rows have
+    coefficients 1e-3 (a 1e-3 times smaller screen bound) and pair 1's are ``+-1``; from a point where
+    ``w1`` is one ulp of 1e8 below ``u1 = 1e8`` (inside that row's margin) every trial point is rejected,
+    as on the numpy path (a bound taken from pair 0's row for all rows would accept it)."""
+    from varopt.core.run import Run
+    from varopt.solvers.ipsa.iteration import IpsaRun
+
+    rng = np.random.default_rng(11)
+    n, N = 4, 20
+    A = np.zeros((N, n))
+    A[:, [0, 2]] = rng.normal(size=(N, 2))
+    e = Expression(n, linear=np.array([0.0, 0.1, 0.0, 0.1]),
+                   atoms=[AtomGroup("square", np.full(N, 0.5 / N), sp.csr_matrix(A), rng.normal(size=N),
+                                    label=np.arange(N))])
+    I = np.eye(n)
+    cons = [Constraint("lo0", Expression(n, linear=1e-3 * (I[0] + I[1])), 0.0, np.inf),
+            Constraint("hi0", Expression(n, linear=1e-3 * (I[0] - I[1])), -np.inf, 0.0),
+            Constraint("lo1", Expression(n, linear=I[2] + I[3]), 0.0, np.inf),
+            Constraint("hi1", Expression(n, linear=I[2] - I[3]), -np.inf, 0.0)]
+    P = Program(_names(n), np.full(n, -np.inf), np.full(n, np.inf), e, cons)
+    out = {}
+    for backend in ("numpy", "numba"):
+        opts = S.options.validate(dict(backend=backend, max_iter=1, history_objective=False))
+        r = IpsaRun(P, opts, Run("ipsa", opts))
+        r.x = np.array([0.5, 2.0, 1e8 - ulps * 2 ** -26, 1e8])
+        r.s = r.cons.slack(r.x)
+        r.z = np.minimum(1.0, 1.0 / r.s)
+        if backend == "numpy":
+            r.step(np.array([3]))
+        else:
+            assert r.fast.kernel.__name__ == "run_pairs_identity"
+            assert r.fast.chunk(np.array([3]))[:2] == (1, False)
+        out[backend] = (r.x, r.s, r.z, r.n_bt)
+    assert out["numpy"][3] == out["numba"][3] > 0
+    for a, b in zip(out["numpy"][:3], out["numba"][:3]):
+        assert_close(a, b)
+
+
 @pytest.mark.parametrize("x, backtracks", [
     # w1 one ulp above its bound 1, pushed down (lin): the fraction-to-boundary trial x - 0.995 ulp rounds onto
     # the bound (slack 0, rejected), half of it rounds back to x (accepted after one halving)
@@ -371,6 +412,8 @@ def _box_pairs_with_bound(lin):
     # inside the row's rounding margin 8 eps 2e8 = 3.6e-7; the bound keeps the step ~1e-17, every trial
     # point fails the margin test and the step is abandoned after MAX_BACKTRACKS halvings
     ([1e8 - 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61),
+    # 17 ulps: slack 2.5e-7, inside the margin, not inside half of it (the box form's single screen bound)
+    ([1e8 - 17 * 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61),
     ([-1e8 + 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61)])
 def test_pair_kernel_trial_rejections_equal_numpy(x, backtracks):
     """One step of the box kernel of :mod:`.compiled_pairs` from a point where the trial point of Fig. 2.1

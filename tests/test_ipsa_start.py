@@ -166,3 +166,87 @@ def test_centred_start_is_the_analytic_centre():
     assert np.all(s > 0)
     # stopped on the Newton decrement g^T H^-1 g < 1e-10: |g| ~ 1e-5 sqrt(|H|) at most
     assert np.abs(G.T @ (1.0 / s) + (x - x_lp)).max() < 1e-6
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_components_are_those_of_the_rows_products(seed):
+    """constraints.row_components (chains of each row's nonzeros) finds the components of the pattern of
+    |G|^T |G| + I, labels included (scipy's numbering, which fixes the order of ReducedSystem's blocks):
+    rows of 1-3 terms, some columns in no row."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    from varopt.solvers.ipsa.constraints import row_components
+    rng = np.random.default_rng(seed)
+    n = 30
+    G = _random_rows(rng, 12, n, 3)
+    ref = connected_components((abs(G).T @ abs(G)).tocsr() + sp.identity(n, format="csr"), directed=False)
+    got = row_components(G, n)
+    assert got[0] == ref[0] and np.array_equal(got[1], ref[1])
+    assert got[0] < n  # some rows join variables
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_row_products_are_scipys_bit_for_bit(seed):
+    """The centring's G v and G^T u (bincount over the entries) equal scipy's CSR products array for array
+    (rows of up to 5 terms: sums of several terms, whose order matters)."""
+    rng = np.random.default_rng(seed)
+    G = _random_rows(rng, 40, 12, 5)
+    prod = start._RowProducts(G)
+    v, u = rng.normal(size=12), rng.normal(size=40)
+    assert np.array_equal(prod.dot(v), G @ v)
+    assert np.array_equal(prod.tdot(u), G.T.tocsr() @ u)
+
+
+def test_block_centring_solves_the_newton_systems_of_the_sparse_one():
+    """With rows that split the variables into blocks of 1, 2 and 3 (a variable in no row, pairs, a triple)
+    the centring solves its Newton systems block by block: the same steps as the sparse LU to rounding, and
+    the point is the analytic centre (its gradient vanishes)."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
+    from varopt.solvers.ipsa.constraints import block_layout, row_components
+    rng = np.random.default_rng(5)
+    n = 9  # blocks {0, 1}, {2, 3, 4}, {5}, {6, 7}, {8}
+    rows = [[0, 1], [1], [0, 1], [2, 3], [3, 4], [2, 4], [6, 7], [7, 6], [8]]
+    G = sp.csr_matrix(np.vstack([np.bincount(r, weights=rng.normal(size=len(r)), minlength=n) for r in rows]))
+    ncomp, lab = row_components(G, n)
+    layout = block_layout(lab, np.bincount(lab, minlength=ncomp))
+    assert sorted(sz for sz, _, _ in layout[0]) == [1, 2, 3]
+    newton = start._NewtonMatrix(G)
+    blocks = start._BlockNewton(newton, layout)
+    w, rhs = rng.uniform(0.5, 2.0, size=G.shape[0]), rng.normal(size=n)
+    np.testing.assert_allclose(blocks.solve(w, rhs), spla.spsolve(newton.csc(w), rhs), rtol=1e-12, atol=1e-14)
+    x_lp = rng.normal(size=n)
+    h = G @ x_lp + rng.uniform(0.05, 1.0, size=G.shape[0])
+    x = start.centre(x_lp, G, h, layout=layout)
+    np.testing.assert_array_equal(x, start.centre(x_lp, G, h))  # the layout found from G when not given
+    s = h - G @ x
+    assert np.all(s > 0)
+    assert np.abs(G.T @ (1.0 / s) + (x - x_lp)).max() < 1e-6
+
+
+def test_constraint_rows_as_arrays_equal_the_loop(monkeypatch):
+    """ConstraintSet builds all-linear rows as arrays: the same G, h, row names, ||G_r||_1 and term counts as
+    its loop over the constraints (forced here), for upper, lower and range rows with constants, an infinite
+    side, repeated side values and a row without variables (dropped)."""
+    n = 4
+
+    def row(const, *coef):
+        return Expression(n, constant=const, linear=np.array(coef, dtype=float))
+
+    cons = [Constraint("a", row(0.5, 3, -4, 0, 0), -np.inf, 5.0), Constraint("b", row(0.0, 1, 1, 1, 1), -2.0, np.inf),
+            Constraint("c", row(-1.25, 0, 2, 0, -1), -1.5, 7.0), Constraint("d", row(2.0, 0, 0, 0, 0), -np.inf, 5.0),
+            Constraint("e", row(0.0, 0, 0, 1e-3, 0), 0.0, np.inf), Constraint("f", row(0.0, 1, 0, 0, 0), -np.inf, -0.0)]
+    P = Program([f"x{i}" for i in range(n)], np.full(n, -np.inf), np.full(n, np.inf), Expression(n, linear=np.ones(n)),
+                cons)
+    fast = ConstraintSet(P)
+    with monkeypatch.context() as mp:
+        mp.setattr(ConstraintSet, "_linear_rows_arrays", staticmethod(lambda cs, bodies: None))
+        loop = ConstraintSet(P)
+    for a in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(fast.G, a), getattr(loop.G, a)), a
+    assert np.array_equal(fast.h, loop.h) and fast.names == loop.names and fast.row_names == loop.row_names
+    assert fast.names == ["a (<= 5)", "b (>= -2)", "c (<= 7)", "c (>= -1.5)", "e (>= 0)", "f (<= -0)"]
+    np.testing.assert_array_equal(fast.h, [4.5, 2.0, 8.25, 0.25, 0.0, 0.0])
+    assert np.array_equal(fast.G_norm1, loop.G_norm1)
+    assert np.array_equal(fast.G_norm1, np.asarray(abs(fast.G).sum(axis=1)).ravel())
+    assert np.array_equal(fast.G_terms, [3, 5, 3, 3, 2, 2])

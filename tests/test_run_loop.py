@@ -136,10 +136,12 @@ def test_old_style_plugins_still_work():
     assert r.status == "converged" and r.objective == pytest.approx(F_STAR, abs=1e-8)
 
 
-@pytest.mark.parametrize("verbose", [False, True])
-def test_record_batch_appends_the_entries_record_would(verbose, capsys):
+@pytest.mark.parametrize("verbose, stamped", [(False, False), (True, False), (False, True), (True, True)])
+def test_record_batch_appends_the_entries_record_would(verbose, stamped, capsys):
     """A compiled loop hands over its kernel's records at once: the same entries (iteration, fields,
-    an update of an entry already there) as ``record`` one by one, and the progress lines when verbose."""
+    an update of an entry already there; key order included) as ``record`` one by one, and the progress
+    lines when verbose; also when the caller built whole entries (``stamped``: the keys of Run.HEAD
+    first)."""
     class Opts:
         history_every = 5
 
@@ -154,10 +156,15 @@ def test_record_batch_appends_the_entries_record_would(verbose, capsys):
         one.iteration = it
         one.record(**fields)
     lines_one = capsys.readouterr().err
-    batch.record_batch(entries)
+    if stamped:
+        batch.record_batch([(it, {"iteration": it, "time": None, "lower": None, "upper": None,
+                                  "objective": None, **fields}) for it, fields in entries], stamped=True)
+    else:
+        batch.record_batch(entries)
     lines_batch = capsys.readouterr().err
     strip = [[{k: v for k, v in h.items() if k != "time"} for h in r.history] for r in (one, batch)]
     assert strip[0] == strip[1] and [h["iteration"] for h in batch.history] == [0, 5, 10]
+    assert [list(h) for h in one.history] == [list(h) for h in batch.history]
     assert batch.history[0]["objective"] == 9.0 and batch.iteration == 10
     assert all(h["time"] >= 0 for h in batch.history)
     # a line per new entry (iterations 5 and 10) when verbose

@@ -145,11 +145,12 @@ def test_unsorted_csr_rows_are_canonicalised_exactly(mode, monkeypatch):
         np.testing.assert_allclose(got.toarray(), want, rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("mixed", [False, True])
+@pytest.mark.parametrize("mixed", [False, True, "sparse"])
 def test_linear_rows_are_the_linear_items_row_by_row(mixed):
     """Expression.linear_rows (ipsa's ConstraintSet builds its row matrix with it): row k holds
     exactly ``exprs[k].linear_items()``, for dense bodies (one nonzero call over all of them), with
-    an all-zero body, and for a mix with sparse storage."""
+    an all-zero body, for a mix with sparse storage, and for sparse storage only (the stored arrays
+    read directly)."""
     from varopt.program import Expression
 
     rng = np.random.default_rng(0)
@@ -157,7 +158,10 @@ def test_linear_rows_are_the_linear_items_row_by_row(mixed):
     dense = [np.where(rng.random(n) < 0.4, rng.normal(size=n), 0.0) for _ in range(6)]
     dense[3][:] = 0.0
     exprs = [Expression(n, linear=v) for v in dense]
-    if mixed:
+    if mixed == "sparse":
+        exprs = [Expression(n, linear=(np.flatnonzero(v)[::-1], v[np.flatnonzero(v)][::-1])) for v in dense]
+        assert all(e.is_sparse for e in exprs)
+    elif mixed:
         exprs[1] = Expression(n, linear=(np.array([7, 2, 2]), np.array([1.5, -1.0, 0.25])))
     ptr, idx, val = Expression.linear_rows(exprs, n)
     assert ptr.dtype == idx.dtype == np.int64 and ptr[0] == 0 and ptr[-1] == idx.size == val.size

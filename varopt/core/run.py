@@ -179,25 +179,35 @@ class Run:
             self.progress(f"{self.solver} it {it:>7d}  {shown}  t {h['time']:.3g}s", force=force)
         return h
 
-    def record_batch(self, entries) -> None:
+    #: the keys a history entry starts with, before the solver's fields
+    HEAD = ("iteration", "time", "lower", "upper")
+
+    def record_batch(self, entries, stamped=False) -> None:
         """Append the history entries ``(iteration, fields)`` (increasing iterations, each one
         :meth:`record` would record) at once, time-stamped now: a compiled loop hands over the records
         its kernel saved. Same entries as :meth:`record` one by one, which this falls back to when
-        progress lines are printed."""
+        progress lines are printed. ``stamped``: each ``fields`` is already the whole entry, a fresh dict
+        starting with the keys of :attr:`HEAD` (``lower``, ``upper`` None) then ``objective``, appended as
+        it is with its time set (one dict per record instead of two; ipsa's compiled loop)."""
         if not entries:
             return
+        head = self.HEAD
         if self.progress.active:
             for it, fields in entries:
                 self.iteration = it
-                self.record(**fields)
+                self.record(**({k: v for k, v in fields.items() if k not in head} if stamped else fields))
             return
         t = self.elapsed()
         hist = self.history
         for it, fields in entries:
             if hist and hist[-1]["iteration"] == it:
-                hist[-1].update(fields)
+                hist[-1].update({k: v for k, v in fields.items() if k not in head} if stamped else fields)
                 continue
-            hist.append({"iteration": it, "time": t, "lower": None, "upper": None, "objective": None, **fields})
+            if stamped:
+                fields["time"] = t
+                hist.append(fields)
+            else:
+                hist.append({"iteration": it, "time": t, "lower": None, "upper": None, "objective": None, **fields})
         self.iteration = entries[-1][0]
 
     def callback(self, x, *extra) -> bool:

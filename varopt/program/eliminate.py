@@ -67,6 +67,8 @@ class Elimination:
 def eliminate_equalities(program: Program, xset: set | None = None, max_elim: int = 50, min_support: int = 2):
     """Eliminate linear equalities with at least ``min_support`` variables, all in ``xset`` (None:
     every variable), one at a time, at most ``max_elim``; returns an :class:`Elimination` or None."""
+    if not any(c.lo == c.hi for c in program.constraints):
+        return None  # no equality (one pass; the search below also tests each row's support)
     n = program.n
     T = sp.identity(n, format="csr")
     t = np.zeros(n)

@@ -121,12 +121,16 @@ class Expression:
             indptr = np.zeros(len(exprs) + 1, dtype=np.int64)
             np.cumsum(np.bincount(rows, minlength=len(exprs)), out=indptr[1:])
             return indptr, cols.astype(np.int64), D[rows, cols]
-        items = [e.linear_items() for e in exprs]
+        if all(e._lin is None for e in exprs):  # sparse rows: their stored arrays, without a call each
+            idx, val = [e._lin_idx for e in exprs], [e._lin_val for e in exprs]
+        else:
+            items = [e.linear_items() for e in exprs]
+            idx, val = [i for i, _ in items], [v for _, v in items]
         indptr = np.zeros(len(exprs) + 1, dtype=np.int64)
-        np.cumsum([len(i) for i, _ in items], out=indptr[1:])
+        np.cumsum(np.fromiter(map(len, idx), dtype=np.int64, count=len(idx)), out=indptr[1:])
         # one concatenation each (cast once to the common index / float type)
-        return (indptr, np.concatenate([np.zeros(0, dtype=np.int64)] + [i for i, _ in items]).astype(np.int64, copy=False),
-                np.concatenate([np.zeros(0)] + [v for _, v in items]).astype(float, copy=False))
+        return (indptr, np.concatenate([np.zeros(0, dtype=np.int64)] + idx).astype(np.int64, copy=False),
+                np.concatenate([np.zeros(0)] + val).astype(float, copy=False))
 
     def _linear_dot(self, x) -> float:
         if self._lin is None:

@@ -159,6 +159,8 @@ class Program:
         ``abs(w[j]) <= u[j]``: the box form ``-u <= w <= u``) replaced by its two linear rows
         ``+-c (a^T x + b) + l^T x + k <= hi``, which define the same set."""
         from .atoms import ATOMS
+        if not any(con.body.atoms for con in self.constraints):
+            return self  # no atom rows (one pass without the per-row tests below)
         out, changed = [], False
         for con in self.constraints:
             e = con.body
@@ -290,7 +292,7 @@ class Program:
         from .atoms import ATOMS
         self.require_no_aux(solver)
         # the part's name is formatted only for the message (programs have constraints by the thousand)
-        for c, e in [(None, self.objective)] + [(c, c.body) for c in self.constraints]:
+        for c, e in [(None, self.objective)] + [(c, c.body) for c in self.constraints if c.body.atoms]:
             for g in e.atoms:
                 if not ATOMS[g.kind].smooth:
                     where = f"objective {self.objective_name}" if c is None else f"constraint {c.name}"

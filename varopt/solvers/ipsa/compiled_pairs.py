@@ -142,6 +142,12 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
     x1, xn1 = x[n2:2 * n2], xn[n2:2 * n2]
     sr0, sr1, snr0, snr1 = s[o:o + n2], s[o + n2:o + 2 * n2], sn[o:o + n2], sn[o + n2:o + 2 * n2]
     Bv1, Bv2, Dn1, Dn2 = Bv[n2:2 * n2], Bv[2 * n2:], Dn[n2:2 * n2], Dn[2 * n2:]
+    # every row with the same screen factors (the box form: h = 0, coefficients +-1, two terms): the screen
+    # bound is one scalar per trial point, the same products as each row's, and the R = 2 slack loops compare
+    # with it instead of reading three arrays (kernel only, a1a: -50 ns of ~730 per step)
+    uniform = nl > 0
+    for q in range(nl):
+        uniform = uniform and r_marg[q] == r_marg[0] and r_habs[q] == r_habs[0] and r_norm1[q] == r_norm1[0]
     flip = False
     nrec = 0
     eta = _dot(s, z, m)
@@ -282,14 +288,25 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
                 # loops: a slack above its screen bound (>= 0) is positive
                 xinf = _maxabs4(xn, n)
                 close = 0
-                for b in range(n2):
-                    v = h0[b] - (c00[b] * xn[b] + c10[b] * xn1[b])
-                    snr0[b] = v
-                    close += 1 if v <= mg0[b] * (ha0[b] + nm0[b] * xinf) else 0
-                for b in range(n2):
-                    v = h1[b] - (c01[b] * xn[b] + c11[b] * xn1[b])
-                    snr1[b] = v
-                    close += 1 if v <= mg1[b] * (ha1[b] + nm1[b] * xinf) else 0
+                if uniform:
+                    bound = r_marg[0] * (r_habs[0] + r_norm1[0] * xinf)
+                    for b in range(n2):
+                        v = h0[b] - (c00[b] * xn[b] + c10[b] * xn1[b])
+                        snr0[b] = v
+                        close += 1 if v <= bound else 0
+                    for b in range(n2):
+                        v = h1[b] - (c01[b] * xn[b] + c11[b] * xn1[b])
+                        snr1[b] = v
+                        close += 1 if v <= bound else 0
+                else:
+                    for b in range(n2):
+                        v = h0[b] - (c00[b] * xn[b] + c10[b] * xn1[b])
+                        snr0[b] = v
+                        close += 1 if v <= mg0[b] * (ha0[b] + nm0[b] * xinf) else 0
+                    for b in range(n2):
+                        v = h1[b] - (c01[b] * xn[b] + c11[b] * xn1[b])
+                        snr1[b] = v
+                        close += 1 if v <= mg1[b] * (ha1[b] + nm1[b] * xinf) else 0
                 if close == 0 and ok == nb:
                     break
                 for q in range(nl):

@@ -32,6 +32,51 @@ from ...program import Expression, Program
 from ...program.rounding import magnitude, n_terms, slack_margin
 
 
+def row_components(G, n):
+    """``(ncomp, labels)``: the connected components of the variables, two variables being linked when a row
+    of ``G`` holds both; a component's label is the order of its smallest variable (scipy's numbering).
+    Found on the chain of each row's consecutive nonzeros (``nnz - rows`` edges, the same components as the
+    pattern of ``|G|^T |G| + I`` without forming that product)."""
+    from scipy.sparse.csgraph import connected_components
+    G = sp.csr_matrix(G)
+    rid = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
+    link = np.flatnonzero(rid[1:] == rid[:-1])  # entry p and p + 1 in the same row
+    A = sp.csr_matrix((np.ones(link.size), (G.indices[link], G.indices[link + 1])), shape=(n, n))
+    return connected_components(A, directed=False)
+
+
+def block_layout(lab, sizes):
+    """The flat storage of a block-diagonal ``n x n`` matrix whose blocks are the components ``lab`` (sizes
+    ``sizes``): ``(groups, local, flat_size)``, ``groups`` a list of ``(sz, idx, offset)`` per block size
+    (``idx`` the ``(nc, sz)`` variables of its blocks, in label order, each block's ascending; block ``c``'s
+    entry ``(i, j)`` at ``offset + c sz^2 + i sz + j``), ``local`` each variable's position in its block."""
+    local = np.zeros(lab.size, dtype=np.int64)
+    groups = []
+    offset = 0
+    for sz in np.unique(sizes):
+        if sz == 1:
+            idx = np.flatnonzero(sizes[lab] == 1)[:, None]
+        else:
+            # vectorized grouping: sort the variables of these components by label
+            vs = np.flatnonzero(sizes[lab] == sz)
+            vs = vs[np.argsort(lab[vs], kind="stable")]
+            idx = vs.reshape(-1, sz)
+        local[idx.ravel()] = np.tile(np.arange(sz), idx.shape[0])
+        groups.append((int(sz), idx, offset))
+        offset += idx.size * sz
+    return groups, local, offset
+
+
+def block_bases(groups, n):
+    """``(base, bsz)`` per variable: the flat offset of its block and the block's size (entry ``(i, j)`` of a
+    block at ``base[i] + local[i] bsz[i] + local[j]``, :func:`block_layout`)."""
+    base, bsz = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
+    for sz, idx, off in groups:
+        base[idx] = off + np.arange(idx.shape[0])[:, None] * sz * sz
+        bsz[idx] = sz
+    return base, bsz
+
+
 def _expression_is_convex(e: Expression) -> bool:
     ok = all(g.is_convex() for g in e.groups())
     if ok and len(e.quadratic):
@@ -113,7 +158,14 @@ class ConstraintSet:
         src, sign, h, names = [], [], [], []  # row r: sign[r] * (linear body src[r]) <= h[r]
         self.nonlinear = []  # list of (name, Expression, hi)
         linear = []
-        for c in program.constraints:
+        cs = program.constraints
+        bodies = [c.body for c in cs]
+        if all(not b.quadratic and not b.atoms and not b.lse for b in bodies):  # linear rows only: as arrays
+            rows = self._linear_rows_arrays(cs, bodies)
+            if rows is not None:
+                src, sign, h, names = rows
+                linear, cs = bodies, ()
+        for c in cs:
             body = c.body
             if c.lo == c.hi:
                 raise ModelStructureError(
@@ -144,18 +196,21 @@ class ConstraintSet:
                     "ipsa requires convex c(x) <= 0")
             if np.isfinite(c.hi):
                 self.nonlinear.append((c.name, _Body(body), float(c.hi)))
-        if src:
+        if len(src):
             # rows stay sparse for large models; a row of a body's coefficients (or their negatives: exact)
             a_ptr, a_idx, a_val = Expression.linear_rows(linear, n)
             src = np.asarray(src, dtype=np.int64)
+            sign = np.asarray(sign, dtype=float)
             cnt = a_ptr[src + 1] - a_ptr[src]
             indptr = np.zeros(src.size + 1, dtype=np.int64)
             np.cumsum(cnt, out=indptr[1:])
             take = np.arange(indptr[-1]) + np.repeat(a_ptr[src] - indptr[:-1], cnt)
-            self.G = sp.csr_matrix((a_val[take] * np.repeat(np.asarray(sign), cnt), a_idx[take], indptr),
+            self.G = sp.csr_matrix((a_val[take] * np.repeat(sign, cnt), a_idx[take], indptr),
                                    shape=(src.size, n))
             self.h = np.asarray(h, dtype=float)
-            norms = np.sqrt(np.asarray(self.G.multiply(self.G).sum(axis=1)).ravel())
+            # only which rows are all zeros matters (a sum of squares is 0 in any order exactly when each is)
+            norms = np.bincount(np.repeat(np.arange(src.size), cnt), weights=self.G.data * self.G.data,
+                                minlength=src.size)
             if np.any(norms == 0):
                 k = int(np.flatnonzero(norms == 0)[0])
                 if self.h[k] <= 0:
@@ -170,10 +225,11 @@ class ConstraintSet:
             self.G = sp.csr_matrix((0, n))
             self.h = np.zeros(0)
             self.row_names = []
-        self.GT = self.G.T.tocsr()
-        self.absG = abs(self.G)
+        self._GT = self._absG = None  # made on first use (the numpy path's products; the compiled pair kernels need neither)
         self.G_terms = np.diff(self.G.indptr) + 1
-        self.G_norm1 = np.asarray(self.absG.sum(axis=1)).ravel()
+        # ||G_r||_1 summed in each row's order from 0 (as absG.sum(axis=1), scipy's sparse product, sums it)
+        self.G_norm1 = np.bincount(np.repeat(np.arange(self.G.shape[0]), np.diff(self.G.indptr)),
+                                   weights=np.abs(self.G.data), minlength=self.G.shape[0])
         self.n_lb, self.n_ub, self.n_lin, self.n_nl = self.lb_idx.size, self.ub_idx.size, self.G.shape[0], len(self.nonlinear)
         self.m = self.n_lb + self.n_ub + self.n_lin + self.n_nl
         o = np.cumsum([0, self.n_lb, self.n_ub, self.n_lin, self.n_nl])
@@ -184,6 +240,56 @@ class ConstraintSet:
         self.names = ([f"lower bound of {program.names[i]}" for i in self.lb_idx]
                       + [f"upper bound of {program.names[i]}" for i in self.ub_idx]
                       + self.row_names + [f"{nm} (<= {hi:g})" for nm, _, hi in self.nonlinear])
+
+    @property
+    def GT(self):
+        """``G^T`` (CSR)."""
+        if self._GT is None:
+            self._GT = self.G.T.tocsr()
+        return self._GT
+
+    @property
+    def absG(self):
+        """``|G|`` entrywise (CSR)."""
+        if self._absG is None:
+            self._absG = abs(self.G)
+        return self._absG
+
+    @staticmethod
+    def _linear_rows_arrays(cs, bodies):
+        """``(src, sign, h, names)`` of the loop in ``__init__`` for constraints that are all linear, built as
+        arrays (the same rows, in the same order: per constraint its ``<= hi`` row, then its ``>= lo`` row, the
+        finite ones; the same ``h``); None when some constraint is an equality (the loop raises its error)."""
+        k = len(cs)
+        lo = np.fromiter((c.lo for c in cs), dtype=float, count=k)
+        hi = np.fromiter((c.hi for c in cs), dtype=float, count=k)
+        if np.any(lo == hi):
+            return None
+        const = np.fromiter((b.constant for b in bodies), dtype=float, count=k)
+        take = np.column_stack([np.isfinite(hi), np.isfinite(lo)]).ravel()  # (hi row, lo row) per constraint
+        src = np.repeat(np.arange(k), 2)[take]
+        sign = np.tile([1.0, -1.0], k)[take]
+        h = np.column_stack([hi - const, -(lo - const)]).ravel()[take]
+        fmt = {}  # one formatting per distinct nonzero side value (0.0 == -0.0 print apart)
+
+        def name(c, upper):
+            v = c.hi if upper else c.lo
+            text = fmt.get(v) if v else None
+            if text is None:
+                text = fmt[v] = f"{v:g}"
+            return f"{c.name} (<= {text})" if upper else f"{c.name} (>= {text})"
+
+        names = [name(cs[i], up) for i, up in zip(src.tolist(), (sign > 0).tolist())]
+        return src, sign, h, names
+
+    def blocks(self):
+        """The :func:`block_layout` of the components (:func:`row_components`) of the linear rows ``G``: the
+        blocks of ``G^T diag(d) G + diagonal`` (made once: the start's centring and :class:`.ReducedSystem`
+        both use it)."""
+        if getattr(self, "_blocks", None) is None:
+            ncomp, lab = row_components(self.G, self.n)
+            self._blocks = block_layout(lab, np.bincount(lab, minlength=ncomp))
+        return self._blocks
 
     # --- values -------------------------------------------------------------------------
     def slack(self, x) -> np.ndarray:

@@ -26,11 +26,32 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from scipy.sparse.csgraph import connected_components
 
 from ...errors import SolverBugError
+from .constraints import block_bases
 
 MAX_BLOCK = 16
+
+
+def solve_blocks(groups, flat, rhs, n):
+    """``dx`` solving the block-diagonal system stored in ``flat`` (layout of :func:`.block_layout`) for ``rhs``:
+    1x1 blocks by a division, 2x2 in closed form, larger ones by batched LU (``np.linalg.solve``)."""
+    dx = np.empty(n)
+    for sz, idx, off in groups:
+        nc = idx.shape[0]
+        Mb = flat[off:off + nc * sz * sz]
+        if sz == 1:
+            dx[idx[:, 0]] = rhs[idx[:, 0]] / Mb
+        elif sz == 2:
+            Mb = Mb.reshape(nc, 4)
+            a, b, c, e = Mb[:, 0], Mb[:, 1], Mb[:, 2], Mb[:, 3]
+            r0, r1 = rhs[idx[:, 0]], rhs[idx[:, 1]]
+            det = a * e - b * c
+            dx[idx[:, 0]] = (e * r0 - b * r1) / det
+            dx[idx[:, 1]] = (a * r1 - c * r0) / det
+        else:
+            dx[idx] = np.linalg.solve(Mb.reshape(nc, sz, sz), rhs[idx][..., None])[..., 0]
+    return dx
 
 
 class ReducedSystem:
@@ -42,37 +63,15 @@ class ReducedSystem:
             self.mode = "diag"
             return
         if diagonal_hessian and cons.n_nl == 0:
-            G = cons.G
-            P = (abs(G).T @ abs(G)).tocsr()
-            ncomp, lab = connected_components(P + sp.identity(n, format="csr"), directed=False)
-            sizes = np.bincount(lab, minlength=ncomp)
-            if sizes.max() <= MAX_BLOCK:
+            groups, local, flat_size = cons.blocks()
+            if max(sz for sz, _, _ in groups) <= MAX_BLOCK:
                 self.mode = "blocks"
-                self._setup_blocks(lab, sizes)
+                self.groups, self._local, self.flat_size = groups, local, flat_size
+                self._T = self._diag_pos = None  # built on first use (_block_map): the numpy path and compiled.run_chunk
                 return
         self.mode = "general"
 
     # --- block-diagonal structure ---------------------------------------------------------
-    def _setup_blocks(self, lab, sizes):
-        n = self.n
-        local = np.zeros(n, dtype=np.int64)  # position of a variable inside its block
-        self.groups = []  # (sz, idx (nc, sz), flat offset)
-        offset = 0
-        for sz in np.unique(sizes):
-            if sz == 1:
-                idx = np.flatnonzero(sizes[lab] == 1)[:, None]
-            else:
-                # vectorized grouping: sort the variables of these components by label
-                vs = np.flatnonzero(sizes[lab] == sz)
-                vs = vs[np.argsort(lab[vs], kind="stable")]
-                idx = vs.reshape(-1, sz)
-            local[idx.ravel()] = np.tile(np.arange(sz), idx.shape[0])
-            self.groups.append((int(sz), idx, offset))
-            offset += idx.size * sz
-        self.flat_size = offset
-        self._local = local
-        self._T = self._diag_pos = None  # built on first use (_block_map): the numpy path and compiled.run_chunk
-
     @property
     def T(self):
         """Sparse map from the row weights ``d`` (length n_lin) to the flat block entries of ``G^T diag(d) G``."""
@@ -93,10 +92,7 @@ class ReducedSystem:
         # row r puts G_ri G_rj at entry (local i, local j) of its block, for every pair (i, j) of
         # its nonzeros (all pairs of all rows at once, in row order, i-major)
         G = self.cons.G.tocsr()
-        base, bsz = np.zeros(n, dtype=np.int64), np.ones(n, dtype=np.int64)
-        for sz, idx, off in self.groups:
-            base[idx] = off + np.arange(idx.shape[0])[:, None] * sz * sz
-            bsz[idx] = sz
+        base, bsz = block_bases(self.groups, n)
         cnt = np.diff(G.indptr)
         row_of = np.repeat(np.arange(G.shape[0]), cnt)  # row of each nonzero
         P = np.repeat(np.arange(G.nnz), cnt[row_of])  # nonzero i, once per partner j in its row
@@ -126,22 +122,7 @@ class ReducedSystem:
         if self.mode == "blocks":
             flat = self.T @ d[cons.sl_lin] if cons.n_lin else np.zeros(self.flat_size)
             flat[self.diag_pos] += B + bd
-            dx = np.empty(self.n)
-            for sz, idx, off in self.groups:
-                nc = idx.shape[0]
-                Mb = flat[off:off + nc * sz * sz]
-                if sz == 1:
-                    dx[idx[:, 0]] = rhs[idx[:, 0]] / Mb
-                elif sz == 2:
-                    Mb = Mb.reshape(nc, 4)
-                    a, b, c, e = Mb[:, 0], Mb[:, 1], Mb[:, 2], Mb[:, 3]
-                    r0, r1 = rhs[idx[:, 0]], rhs[idx[:, 1]]
-                    det = a * e - b * c
-                    dx[idx[:, 0]] = (e * r0 - b * r1) / det
-                    dx[idx[:, 1]] = (a * r1 - c * r0) / det
-                else:
-                    dx[idx] = np.linalg.solve(Mb.reshape(nc, sz, sz), rhs[idx][..., None])[..., 0]
-            return dx
+            return solve_blocks(self.groups, flat, rhs, self.n)
         # general
         n = self.n
         dense = n <= 1500

@@ -160,10 +160,12 @@ class FastLoop:
             if pairs is not None:  # the kernel works in its own order of variables and constraints
                 px, pc, arrays = pairs
                 self.perm = (px, pc, np.argsort(px), np.argsort(pc))
-                to_k = self.perm[2]  # original variable index -> kernel's
+                # original variable index -> kernel's (none needed when the program's order is the kernel's:
+                # the L1 box form's (w, u, intercept))
+                to_k = _i64 if np.array_equal(px, np.arange(px.size)) else self.perm[2].__getitem__
                 self.kernel = compiled_pairs.RUN_PAIRS[HESSIANS[opts.hessian]]  # compiled per Hessian
                 self.lin = self.lin[px]
-                self.static = (A_ptr, to_k[A_idx], *self.rowdata[2:], support[0], to_k[support[1]], to_k[bounds[0]],
+                self.static = (A_ptr, to_k(A_idx), *self.rowdata[2:], support[0], to_k(support[1]), to_k(bounds[0]),
                                *bounds[1:], *arrays)
                 return
             self.kernel = compiled_bounds.RUN_BOUNDS[HESSIANS[opts.hessian]]  # compiled per Hessian
@@ -254,7 +256,7 @@ class FastLoop:
         # (k, mu, eta, ap, ad, a_prim, a_dual, n_bt) with k and n_bt as Python ints, as the numpy path has them
         rows = zip(rec[:, 0].astype(np.int64).tolist(), *rec[:, 1:7].T.tolist(), rec[:, 7].astype(np.int64).tolist())
         xs = self.rec_x[:nrec] if self.rec_x.shape[0] else [None] * nrec
-        run.record_batch(list(zip(its, r.history_fields_batch(its, rows, xs))))
+        run.record_batch(list(zip(its, r.history_fields_batch(its, rows, xs, stamped=True))), stamped=True)
         r.it = run.iteration
 
     # --- the loop ----------------------------------------------------------------------------

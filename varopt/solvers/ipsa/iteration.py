@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ...core.run import Run
 from ...errors import InputDataError, InvalidOptionError, SolverBugError
 from ...oracles import FiniteSumOracle, Oracle, UserOracle
 from . import hessian as hs
@@ -140,22 +141,27 @@ class IpsaRun:
         """The fields of the history entry of iteration ``it`` (counter ``k``) from the given state."""
         return self.history_fields_batch([it], [(k, mu, eta, ap, ad, a_prim, a_dual, n_bt)], [x])[0]
 
-    def history_fields_batch(self, its, rows, xs):
+    def history_fields_batch(self, its, rows, xs, stamped=False):
         """The fields of the history entries of iterations ``its``, each from a state ``(k, mu, eta, ap,
         ad, a_prim, a_dual, n_bt)`` of ``rows`` and an iterate of ``xs`` (read only when the objective is
         recorded; the compiled loop passes the values its kernel saved, a few hundred per solve: the
-        options are read once per batch)."""
+        options are read once per batch). ``stamped``: whole entries for ``Run.record_batch(...,
+        stamped=True)``, the keys of ``Run.HEAD`` first (time None, set there)."""
         opts, m, ipp = self.opts, self.m, self.it_per_pass
         sigma, ks, sigma_power, k0, step_power = opts.sigma, self.ks, opts.sigma_power, opts.k0, opts.step_power
         objective = self.objective if opts.history_objective else None
-        return [{"objective": objective(x) if objective is not None else None,
-                 "mu": mu, "eta": eta, "duality_measure": eta / m if m else 0.0,
-                 "sigma": sigma * (ks / (ks + k)) ** sigma_power,
-                 "step": ap, "step_dual": ad,
-                 "step_max": (k0 + k) ** -step_power if k0 + k > 0 else 1.0,
-                 "ftb_primal": a_prim, "ftb_dual": a_dual, "backtracks": n_bt,
-                 "passes": (it / ipp) if ipp else None}
-                for it, (k, mu, eta, ap, ad, a_prim, a_dual, n_bt), x in zip(its, rows, xs)]
+        out = [{"iteration": it, "time": None, "lower": None, "upper": None,
+                "objective": objective(x) if objective is not None else None,
+                "mu": mu, "eta": eta, "duality_measure": eta / m if m else 0.0,
+                "sigma": sigma * (ks / (ks + k)) ** sigma_power,
+                "step": ap, "step_dual": ad,
+                "step_max": (k0 + k) ** -step_power if k0 + k > 0 else 1.0,
+                "ftb_primal": a_prim, "ftb_dual": a_dual, "backtracks": n_bt,
+                "passes": (it / ipp) if ipp else None}
+               for it, (k, mu, eta, ap, ad, a_prim, a_dual, n_bt), x in zip(its, rows, xs)]
+        if stamped:
+            return out
+        return [{k: v for k, v in h.items() if k not in Run.HEAD} for h in out]
 
     def result(self, status=None, message=None):
         stats = self.stats
