@@ -23,7 +23,9 @@ from ...core.checks import require_finite
 from ...core.csr import take_rows
 from ...program.atoms import ATOMS
 from .groups import PaddedGroups
+from .reuse_metric import DenseMetric, KronMetric
 from .step import majorizer_step
+from .structured import SMALL_N, KronHessian, StructuredSigma, choose_step_solver, kron_preconditioner_fits
 
 
 def _lse_value_gradient(part, starts, x, want_grad=True):
@@ -321,9 +323,6 @@ class MajorizeModel:
         ``exact=False`` (the first iteration): only the Kronecker approximation, when the step would be CG or,
         with constraints, when the dense step would form a large class-template ``Sigma`` (``n > SMALL_N``);
         else None without computing anything."""
-        from .reuse_metric import DenseMetric, KronMetric
-        from .structured import (SMALL_N, KronHessian, StructuredSigma, choose_step_solver,
-                                 kron_preconditioner_fits)
         last = self.last_bound
         if last is not None and last[0] is x:
             path, obj = last[1], last[2]

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ...lpqp.active_set import Q_EPS, ActiveSetQP, _cho_solve, _chol
+
 #: the fast path keeps a dense copy of the constraint rows when they are this few
 MAX_DENSE_ROWS = 200
 #: ... and for the feasibility tests of trials when they have at most this many entries
@@ -25,7 +27,6 @@ class StepQP:
     """The step QPs of one solve: the active-set state and counts of each path (``stats``)."""
 
     def __init__(self, model, lpqp):
-        from ...lpqp.active_set import ActiveSetQP
         self.model, self.lpqp = model, lpqp
         m = model.A.shape[0]
         self.fast = ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
@@ -149,7 +150,6 @@ class StepQP:
         zero = np.zeros(n)
         if fast.rows or fast.cols or not (np.isfinite(blo).any() or np.isfinite(bhi).any()):
             return zero, None
-        from ...lpqp.active_set import Q_EPS, _cho_solve, _chol
         cf = _chol(Q, Q_EPS)
         if cf is None:
             return zero, None
