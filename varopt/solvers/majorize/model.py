@@ -23,7 +23,7 @@ from ...core.checks import require_finite
 from ...core.csr import take_rows
 from ...program.atoms import ATOMS
 from .groups import PaddedGroups
-from .reuse_metric import DenseMetric, KronMetric
+from . import reuse_metric as _reuse_metric  # (its classes looked up at the call: tests replace them)
 from .step import majorizer_step
 from .structured import SMALL_N, KronHessian, StructuredSigma, choose_step_solver, kron_preconditioner_fits
 
@@ -323,6 +323,7 @@ class MajorizeModel:
         ``exact=False`` (the first iteration): only the Kronecker approximation, when the step would be CG or,
         with constraints, when the dense step would form a large class-template ``Sigma`` (``n > SMALL_N``);
         else None without computing anything."""
+        DenseMetric, KronMetric = _reuse_metric.DenseMetric, _reuse_metric.KronMetric
         last = self.last_bound
         if last is not None and last[0] is x:
             path, obj = last[1], last[2]
