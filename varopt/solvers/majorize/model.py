@@ -193,7 +193,9 @@ class MajorizeModel:
                 raise InputDataError(f"{nm} contains NaN")
         self.A, self.lo, self.hi, self.lb, self.ub = singleton_rows_to_bounds(self.A, self.lo, self.hi,
                                                                               program.lb, program.ub)
-        self.constrained = self.A.shape[0] > 0 or np.isfinite(self.lb).any() or np.isfinite(self.ub).any()
+        #: variables with a finite bound (the step solver's cost model asks for it at every choice)
+        self.n_bounded = int(np.count_nonzero(np.isfinite(self.lb) | np.isfinite(self.ub)))
+        self.constrained = self.A.shape[0] > 0 or self.n_bounded > 0
         self.convex = self.neg is None
         #: steps per solver (dense, woodbury, cg, lowrank) and the last step's CG iterations ("cg_last")
         self.step_stats = {}
