@@ -1,7 +1,8 @@
 """The shortcuts that cut per-solve fixed costs of small ``prob.solve(method="majorize")`` calls (docs/majorize.md
 section 6.0i) give what the general code gives: the tracer's unit-weight selection product against scipy's product,
 the CVXPY ``Variable`` test by class against ``isinstance`` (subclasses included), the carried ``||x||^2`` against
-the relative steps recomputed from the iterates, and the per-model count of bounded variables against a recount."""
+the relative steps recomputed from the iterates, the per-model count of bounded variables against a recount, and a shortened trial's point
+against the program's own evaluation."""
 from __future__ import annotations
 
 import numpy as np
@@ -125,3 +126,41 @@ def test_bounded_variables_are_counted_once_per_model():
         model.working_set_hint = hint
         bare = SimpleNamespace(A=model.A, lb=model.lb, ub=model.ub, working_set_hint=hint)
         assert woodbury_step_qp_costs(model, 40, 2, n) == woodbury_step_qp_costs(bare, 40, 2, n)
+
+
+@pytest.mark.parametrize("bounded", [False, True])
+def test_shortened_trial_returns_the_point_it_evaluated(bounded):
+    """A quasi-Newton trial on a metric far below the curvature overshoots and is shortened twice (quadratic
+    interpolation) before it is accepted: the point returned is ``x + a D`` with the step returned, and its objective
+    is the program's own value there (the trial forms its point once per factor; without and with bounds, which
+    take the ratio and feasibility tests)."""
+    from varopt import lpqp
+    from varopt.program import Program
+    from varopt.program.expression import Expression
+    from varopt.program.terms import LseGroup, QuadraticTerms
+    from varopt.solvers.majorize.model import MajorizeModel
+    from varopt.solvers.majorize.reuse import ScaledCurvature
+    from varopt.solvers.majorize.reuse_metric import DenseMetric
+    from varopt.solvers.majorize.step_qp import StepQP
+    rng = np.random.default_rng(20)
+    n = 4
+    g = LseGroup(sp.csr_matrix(rng.standard_normal((6, n))), np.zeros(6), np.array([0, 0, 1, 1, 2, 2]), np.ones(3))
+    obj = Expression(n, 0.0, rng.standard_normal(n), QuadraticTerms(np.arange(n), np.arange(n), 0.5 * np.ones(n), n),
+                     lse=[g])
+    prog = Program([f"x{j}" for j in range(n)], np.full(n, -50.0 if bounded else -np.inf), np.full(n, np.inf), obj)
+    model = MajorizeModel(prog)
+    qp = StepQP(model, lpqp) if bounded else None
+    for L in (0.3, 0.1):
+        sc = ScaledCurvature(3, "bound")
+        sc.ref, sc.age, sc.c = DenseMetric(np.eye(n) * L), 1, 1.0
+        x = np.zeros(n)
+        f, _, S = model.evaluate(x)
+        u = model.gradient_at(x, S)
+        x_new, f_new, _, step, _, info = sc.trial(model, x, u, f, None, S, qp)
+        assert sc.stats["backtracks"] == info["backtracks"] == 2 and sc.stats["accepted"] == 1
+        np.testing.assert_array_equal(x_new, x + step)
+        full = -np.linalg.solve(np.eye(n) * L, u)  # the unshortened trial: x_new lies on it, well short of it
+        a = float(step @ full) / float(full @ full)
+        np.testing.assert_allclose(step, a * full, rtol=1e-12, atol=0)
+        assert 0 < a < 0.5
+        assert abs(f_new - prog.objective.value(x_new)) <= 1e-12 * max(1.0, abs(f_new)) and f_new < f
