@@ -1,8 +1,8 @@
 """The shortcuts that cut per-solve fixed costs of small ``prob.solve(method="majorize")`` calls (docs/majorize.md
 section 6.0i) give what the general code gives: the tracer's unit-weight selection product against scipy's product,
 the CVXPY ``Variable`` test by class against ``isinstance`` (subclasses included), the carried ``||x||^2`` against
-the relative steps recomputed from the iterates, the per-model count of bounded variables against a recount, and a shortened trial's point
-against the program's own evaluation."""
+the relative steps recomputed from the iterates, the per-model count of bounded variables against a recount, and a
+shortened trial's point against the program's own evaluation."""
 from __future__ import annotations
 
 import numpy as np
