@@ -113,12 +113,14 @@ def solve_problem(prob, name, *args, **options):
             s.EXTRA_STATS: {"varopt_result": res, "message": res.message}}
     solution = Solution(status, None if value is None else float(value), primal, {}, attr)
     try:
-        with warnings.catch_warnings():
-            if res.status == "converged":
+        if res.status == "converged":
+            with warnings.catch_warnings():
                 # CVXPY warns "Solution may be inaccurate. Try another solver" for every *_INACCURATE status; for
                 # 'converged' the solver's own convergence test passed (klprox: stationarity to gtol), the status
                 # already says there is no optimality proof, and the advice is wrong
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate", category=UserWarning)
+                prob.unpack_results(solution, _Chain(name), None)
+        else:  # (no filter to set: catch_warnings copies the filter list and resets the warnings caches)
             prob.unpack_results(solution, _Chain(name), None)
     except cp_error.SolverError as exc:
         raise cp_error.SolverError(f"varopt solver {name!r} failed: {res.message or res.status}; the "
