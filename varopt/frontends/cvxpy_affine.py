@@ -52,6 +52,24 @@ def _shorten(text: str, keep: int = 160) -> str:
     return f"{text[:keep * 2 // 3]} ... {text[-(keep // 3):]}"
 
 
+_CVXPY_CLASSES = []  # CVXPY's Variable, Constant, Parameter, AffAtom
+#: ``isinstance(expr, Variable)`` by ``type(expr)`` (CVXPY's classes are ABCs: an isinstance test costs several
+#: times a dictionary look-up, and the walk makes one or two per node)
+_IS_VARIABLE = {}
+
+
+def _cvxpy_classes():
+    """CVXPY's ``Variable``, ``Constant``, ``Parameter`` and ``AffAtom``, imported once (four import statements per
+    compile cost ~10 us; CVXPY is imported only when the user's program imports it)."""
+    if not _CVXPY_CLASSES:
+        from cvxpy.atoms.affine.affine_atom import AffAtom
+        from cvxpy.expressions.constants.constant import Constant
+        from cvxpy.expressions.constants.parameter import Parameter
+        from cvxpy.expressions.variable import Variable
+        _CVXPY_CLASSES.extend((Variable, Constant, Parameter, AffAtom))
+    return _CVXPY_CLASSES
+
+
 class _AffineTracer:
     """Tree walk over CVXPY expressions; subclasses add products and nonlinear atoms."""
 
@@ -67,13 +85,8 @@ class _AffineTracer:
         self._const_cache = {}
         self._var_rows = {}
         self._memo = {}
-        # the CVXPY classes the walk tests every node against, imported once per compile (an import statement
-        # in the walk costs a few microseconds per node)
-        from cvxpy.atoms.affine.affine_atom import AffAtom
-        from cvxpy.expressions.constants.constant import Constant
-        from cvxpy.expressions.constants.parameter import Parameter
-        from cvxpy.expressions.variable import Variable
-        self._Variable, self._Constant, self._Parameter, self._AffAtom = Variable, Constant, Parameter, AffAtom
+        # the CVXPY classes the walk tests nodes against (imported on the first compile)
+        self._Variable, self._Constant, self._Parameter, self._AffAtom = _cvxpy_classes()
 
     # --- errors -----------------------------------------------------------------------
     @property
@@ -96,11 +109,21 @@ class _AffineTracer:
         key = id(expr)
         v = self._const_cache.get(key)
         if v is None:
-            if isinstance(expr, self._Variable):
-                v = True
-            else:
-                v = any(self.has_vars(a) for a in expr.args)
+            v = self.is_variable(expr)
+            if not v:
+                for a in expr.args:  # (a loop, not any() over a generator: this runs for every node)
+                    if self.has_vars(a):
+                        v = True
+                        break
             self._const_cache[key] = v
+        return v
+
+    def is_variable(self, expr):
+        """``isinstance(expr, cvxpy.Variable)``, decided once per class."""
+        t = type(expr)
+        v = _IS_VARIABLE.get(t)
+        if v is None:
+            v = _IS_VARIABLE[t] = isinstance(expr, self._Variable)
         return v
 
     def const_value(self, expr):
@@ -162,7 +185,7 @@ class _AffineTracer:
 
     def _trace_new(self, expr):
         shape = _shape(expr)
-        if isinstance(expr, self._Variable):
+        if self.is_variable(expr):
             A = self._var_rows.get(id(expr))
             if A is None:
                 # one entry per row: the csr arrays directly (no coo conversion); shared by every occurrence

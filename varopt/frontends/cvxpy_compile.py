@@ -220,18 +220,20 @@ def compile_cvxpy(problem):
         cap, exact = tracer.n_aux, True
     n = tracer.n
     maximize = isinstance(problem.objective, cp.Maximize)
-    objective = _to_expressions(z, n)[0]
+    # one empty quadratic part shared by every expression of this program (never mutated)
+    empty_q = _empty_quadratic(n)
+    objective = _to_expressions(z, n, empty_q=empty_q)[0]
 
     aux = []
     for cols, kind, node, text in tracer.aux:
-        for col, e in zip(cols.tolist(), _to_expressions(node, n)):
+        for col, e in zip(cols.tolist(), _to_expressions(node, n, empty_q=empty_q)):
             j = len(aux)
             aux.append(AuxVariable(col, kind, e, text, f"_aux_{kind}[{j}]_def"))
     aux.sort(key=lambda a: a.index)
     constraints = []
     for k, _con, body, lo_inf, hi_inf in cons:
         shape = body.shape
-        exprs = _to_expressions(body, n, order_c=True)
+        exprs = _to_expressions(body, n, order_c=True, empty_q=empty_q)
         labels = _index_names(f"c{k}", shape)
         for lab, e in zip(labels, exprs):
             const = e.constant
@@ -252,11 +254,17 @@ def compile_cvxpy(problem):
     return program, CvxpyMapping(variables, offsets, names[:n_user])
 
 
+_CONSTRAINT_CLASSES = []  # CVXPY's Equality, Inequality, NonNeg, NonPos, Zero (imported on first use)
+
+
 def _trace(problem, var_cols, n_user, cap):
     """Trace the objective and the constraints: ``(tracer, objective node, [(k, constraint, body,
     lo_inf, hi_inf)])``."""
     import cvxpy as cp
-    from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
+    if not _CONSTRAINT_CLASSES:  # imported once (an import statement per compile costs ~3 us)
+        from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
+        _CONSTRAINT_CLASSES.extend((Equality, Inequality, NonNeg, NonPos, Zero))
+    Equality, Inequality, NonNeg, NonPos, Zero = _CONSTRAINT_CLASSES
 
     tracer = _Tracer(var_cols, n_user, cap)
     obj = problem.objective
@@ -327,11 +335,16 @@ def _max_bound_rows(lhs, rhs):
     return cp.abs(e) if isinstance(lhs, norm_inf) else e
 
 
-def _to_expressions(z, n, order_c=False):
+def _empty_quadratic(n):
+    return QuadraticTerms(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), n)
+
+
+def _to_expressions(z, n, order_c=False, empty_q=None):
     """One :class:`Expression` per entry of node ``z`` (F order, or C order if asked).
 
     Every weight matrix is split by entry in one vectorized pass (stacked columns), so
-    the per-entry work is only building the small :class:`Expression` objects.
+    the per-entry work is only building the small :class:`Expression` objects. ``empty_q``: the empty
+    quadratic part of entries without one (shared; built here when not given).
     """
     m = z.m
     entries = np.arange(m)
@@ -380,7 +393,8 @@ def _to_expressions(z, n, order_c=False):
         rowsets.append((allrows, W))
     lsesets = [(g, _csr(V)) for g, V in z.lse if V.indptr[-1]]
     # one shared (never mutated) empty term set: building one per constraint costs ~0.1 ms each
-    empty_q = QuadraticTerms(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0), n)
+    if empty_q is None:
+        empty_q = _empty_quadratic(n)
 
     out = []
     for e in entries:

@@ -32,11 +32,11 @@ from ..core import csr as _csrmod
 
 
 def _shape(expr):
-    return tuple(int(s) for s in expr.shape)
+    return tuple(map(int, expr.shape))  # (map: a generator costs twice as much, and these run ~60 times a compile)
 
 
 def _size(shape):
-    return math.prod(int(s) for s in shape)
+    return math.prod(map(int, shape))
 
 
 class _Rows:
@@ -230,7 +230,10 @@ def _matmul(L, M):
     if _one_per_row_distinct(M):
         k = L.indptr[-1]
         Li = L.indices[:k]
-        return _csr_raw(L.data[:k] * M.data[Li], M.indices[Li], L.indptr, (rows, cols))
+        # M's weights are mostly ones (a variable's rows, an index of them): then L's weights as they are (x * 1.0 is
+        # x), copied instead of gathered; the test is over M's few entries, made only when L has many more
+        unit = k >= 4 * M.shape[0] and bool((M.data[:M.indptr[-1]] == 1.0).all())
+        return _csr_raw(L.data[:k].copy() if unit else L.data[:k] * M.data[Li], M.indices[Li], L.indptr, (rows, cols))
     if M.has_canonical_format and _at_most_one_per_row(L):
         return _scaled_rows(L, M)
     if rows == 1 and L.has_canonical_format:

@@ -24,6 +24,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..core.csr import csr_raw
+from ..errors import InputDataError, ModelStructureError
+from .atoms import ATOMS
 from .expression import Expression
 
 
@@ -96,7 +98,6 @@ class Program:
         """Raise :class:`~varopt.errors.ModelStructureError` naming the first lifted term (a square
         root, or a square, abs or norm of products of variables) for a solver that cannot handle its
         defining row."""
-        from ..errors import ModelStructureError
         if self.aux:
             a = self.aux[0]
             raise ModelStructureError(
@@ -158,7 +159,6 @@ class Program:
         ``c > 0`` and no multiplier, otherwise linear; a CVXPY ``cp.abs(w) <= u``, a Pyomo
         ``abs(w[j]) <= u[j]``: the box form ``-u <= w <= u``) replaced by its two linear rows
         ``+-c (a^T x + b) + l^T x + k <= hi``, which define the same set."""
-        from .atoms import ATOMS
         if not any(con.body.atoms for con in self.constraints):
             return self  # no atom rows (one pass without the per-row tests below)
         out, changed = [], False
@@ -288,8 +288,6 @@ class Program:
     def require_smooth(self, solver: str, alternatives: str = ""):
         """Raise :class:`~varopt.errors.ModelStructureError` naming the first nonsmooth atom row
         (``abs``) for a solver that needs derivatives of every term."""
-        from ..errors import ModelStructureError
-        from .atoms import ATOMS
         self.require_no_aux(solver)
         # the part's name is formatted only for the message (programs have constraints by the thousand)
         for c, e in [(None, self.objective)] + [(c, c.body) for c in self.constraints if c.body.atoms]:
@@ -303,7 +301,6 @@ class Program:
     def check_finite(self):
         """Raise :class:`~varopt.errors.InputDataError` naming the objective, constraint or variable
         whose data holds NaN or inf (bounds may be infinite, not NaN)."""
-        from ..errors import InputDataError
         self.objective.check_finite(f"objective {self.objective_name}")
         # linear rows in one vectorised pass (10^5 rows: a per-row check costs seconds); a row
         # is looked at by itself only to name it

@@ -74,6 +74,7 @@ class Majorization:
         self.images = []  # their score images (F step, rounding bound), when the steps come with images
         self.rel_fs = []   # the last RATE_WINDOW + 1 relative decreases
         self.u_scale = None
+        self._xx = None  # (x, float(x @ x)) of the last accepted point
         self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs)
                       if getattr(opts, "bound_reuse", 0) else None)
 
@@ -230,13 +231,17 @@ class Majorization:
                 rate = b / a
         rate = min(rate, 0.999)
         rest = rel_f * rate / (1.0 - rate)
-        rel_x = math.sqrt(float(step @ step)) / max(1.0, math.sqrt(float(x @ x)))
+        # ||x||^2 is the last move's ||x_new||^2 (the divergence test below): one product per iteration, not two
+        xx = self._xx[1] if self._xx is not None and self._xx[0] is x else float(x @ x)
+        xx_new = float(x_new @ x_new)
+        self._xx = (x_new, xx_new)
+        rel_x = math.sqrt(float(step @ step)) / max(1.0, math.sqrt(xx))
         self.x, self.f, self.S = x_new, f_new, S_new
         run.incumbent(x_new, objective=f_new, upper=f_new)
         run.record(upper=f_new, objective=f_new, step=rel_x, majorizer_decrease=-mval, **info)
         if run.callback(x_new, f_new):
             return None  # the callback stopped the run (status set by Run.callback)
-        if not float(x_new @ x_new) <= DIVERGED * DIVERGED:
+        if not xx_new <= DIVERGED * DIVERGED:
             # monotone decrease with ||theta|| -> inf (IPOPT's "diverging iterates" rule): f is unbounded
             # below or its infimum is not attained (e.g. separable data without regularization)
             return "error", (f"diverging iterates: ||theta|| > {DIVERGED:g} while the objective decreased from "

@@ -23,7 +23,9 @@ from ...core.checks import require_finite
 from ...core.csr import take_rows
 from ...program.atoms import ATOMS
 from .groups import PaddedGroups
+from . import reuse_metric as _reuse_metric  # (its classes looked up at the call: tests replace them)
 from .step import majorizer_step
+from .structured import SMALL_N, KronHessian, StructuredSigma, choose_step_solver, kron_preconditioner_fits
 
 
 def _lse_value_gradient(part, starts, x, want_grad=True):
@@ -191,7 +193,9 @@ class MajorizeModel:
                 raise InputDataError(f"{nm} contains NaN")
         self.A, self.lo, self.hi, self.lb, self.ub = singleton_rows_to_bounds(self.A, self.lo, self.hi,
                                                                               program.lb, program.ub)
-        self.constrained = self.A.shape[0] > 0 or np.isfinite(self.lb).any() or np.isfinite(self.ub).any()
+        #: variables with a finite bound (the step solver's cost model asks for it at every choice)
+        self.n_bounded = int(np.count_nonzero(np.isfinite(self.lb) | np.isfinite(self.ub)))
+        self.constrained = self.A.shape[0] > 0 or self.n_bounded > 0
         self.convex = self.neg is None
         #: steps per solver (dense, woodbury, cg, lowrank) and the last step's CG iterations ("cg_last")
         self.step_stats = {}
@@ -321,9 +325,7 @@ class MajorizeModel:
         ``exact=False`` (the first iteration): only the Kronecker approximation, when the step would be CG or,
         with constraints, when the dense step would form a large class-template ``Sigma`` (``n > SMALL_N``);
         else None without computing anything."""
-        from .reuse_metric import DenseMetric, KronMetric
-        from .structured import (SMALL_N, KronHessian, StructuredSigma, choose_step_solver,
-                                 kron_preconditioner_fits)
+        DenseMetric, KronMetric = _reuse_metric.DenseMetric, _reuse_metric.KronMetric
         last = self.last_bound
         if last is not None and last[0] is x:
             path, obj = last[1], last[2]

@@ -246,22 +246,30 @@ class ScaledCurvature:
                 if got is not None:
                     return got
             shrink = 1e-9  # rounding of the ratio test; grown tenfold per failure, so the loop ends in < 30 tests
-            while a >= MIN_FEASIBLE and not qp.feasible(x + a * D):
+            while a >= MIN_FEASIBLE:
+                Da = a * D
+                z = x + Da  # the point tested is the point evaluated (and returned): formed once per factor
+                if qp.feasible(z):
+                    break
                 a *= 1.0 - shrink
                 shrink = min(0.5, 10.0 * shrink)
             if a < MIN_FEASIBLE:
                 self.stats["blocked"] = self.stats.get("blocked", 0) + 1
                 return None
+        else:
+            Da, z = D, x + D  # a = 1: a * D is D
         self.stats["trials"] += 1
         for k in range(BACKTRACK + 1):
+            if k:
+                Da = a * D
+                z = x + Da
             try:
-                f_new, _, S_new = model.evaluate(x + a * D)
+                f_new, _, S_new = model.evaluate(z)
             except InputDataError:
                 f_new, S_new = np.inf, None  # scores overflowing along an over-long step: shorter
             if guaranteed > 0 and slope < 0 and f - f_new >= ETA * guaranteed:
                 self.stats["accepted"] += 1
-                Da = a * D
-                return x + Da, f_new, S_new, Da, a * slope + 0.5 * a * a * -slope, dict(
+                return z, f_new, S_new, Da, a * slope + 0.5 * a * a * -slope, dict(
                     metric, flat=0.0, bound_age=self.age, ratio=(f - f_new) / -qval, backtracks=k)
             if not slope < 0 or k == BACKTRACK:
                 break

@@ -14,17 +14,19 @@ import warnings
 
 import numpy as np
 
+from ... import lpqp as highs  # the one LP/QP layer
 from ...errors import InputDataError, InvalidOptionError
 from ...core.threads import blas_threads, option_threads
 from ...options import (Option, OptionSet, common_options, nonnegative, positive, progress_options,
                         start_options, thread_options)
 from ...registry import Solver, register_solver
 from ...result import Result
+from .line_metric import line_applies, line_pays
 from .loop import Majorization
 from .model import MajorizeModel
 from .step_qp import StepQP
 from .step_rows import project_start
-from .structured import check_step_solver
+from .structured import check_step_solver, choose_step_solver, kron_preconditioner_fits
 from .step import woodbury_solve as _woodbury_solve  # noqa: F401  (import path used by tests)
 
 __all__ = ["MajorizeSolver", "MajorizeModel"]
@@ -59,7 +61,6 @@ def check_reuse_options(opts):
 def resolve_reuse_metric(model, opts):
     """``reuse_metric='auto'`` on a compiled program: ``'line'`` by the predicted-cost rule of :mod:`.line_metric`,
     else ``'bound'``; an explicit ``'line'`` the program cannot use is refused."""
-    from .line_metric import line_applies, line_pays
     if opts.reuse_metric == "auto":
         opts.reuse_metric = "line" if opts.bound_reuse != 0 and line_pays(model, opts) else "bound"
     elif opts.reuse_metric == "line" and not line_applies(model, opts):
@@ -75,7 +76,6 @@ def reuse_pays(model, opts):
     Kronecker approximation of the CG step; or on the line metric (``reuse_metric='line'``, also the constrained
     row-space Woodbury step's choice). Not on the Woodbury operator itself (each solve costs a capacitance
     factorization) nor with the low-rank bound."""
-    from .structured import choose_step_solver, kron_preconditioner_fits
     if model.pos is None or not model.convex or not opts.extrapolate:
         return False  # extrapolate=False runs Algorithm 2 exactly
     if opts.reuse_metric == "line":
@@ -164,10 +164,7 @@ class MajorizeSolver(Solver):
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             check_step_solver(model, opts)
-            qp = None
-            if model.constrained:
-                from ... import lpqp as highs  # the one LP/QP layer
-                qp = highs
+            qp = highs if model.constrained else None
             x = _start(program, model, opts, qp)
             if isinstance(x, tuple):
                 return run.finish(*x)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ...lpqp import active_set  # (its functions looked up at the call: tests wrap them)
+
 #: the fast path keeps a dense copy of the constraint rows when they are this few
 MAX_DENSE_ROWS = 200
 #: ... and for the feasibility tests of trials when they have at most this many entries
@@ -25,10 +27,9 @@ class StepQP:
     """The step QPs of one solve: the active-set state and counts of each path (``stats``)."""
 
     def __init__(self, model, lpqp):
-        from ...lpqp.active_set import ActiveSetQP
         self.model, self.lpqp = model, lpqp
         m = model.A.shape[0]
-        self.fast = ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
+        self.fast = active_set.ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
         self.stats = {"active_set": 0, "fallback": 0}
         self._y_rows = None   # the rows' multipliers of the last .step_rows answer (its warm start)
         # A z for the feasibility tests of every trial: a dense copy of a few rows multiplies without scipy's
@@ -149,11 +150,10 @@ class StepQP:
         zero = np.zeros(n)
         if fast.rows or fast.cols or not (np.isfinite(blo).any() or np.isfinite(bhi).any()):
             return zero, None
-        from ...lpqp.active_set import Q_EPS, _cho_solve, _chol
-        cf = _chol(Q, Q_EPS)
+        cf = active_set._chol(Q, active_set.Q_EPS)
         if cf is None:
             return zero, None
-        free = _cho_solve(cf, -u)
+        free = active_set._cho_solve(cf, -u)
         if free is None or not np.all(np.isfinite(free)):
             return zero, cf
         x = np.clip(free, blo, bhi)

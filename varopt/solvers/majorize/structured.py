@@ -35,6 +35,10 @@ import math
 import numpy as np
 import scipy.linalg as sla
 
+from ...errors import InvalidOptionError
+from .step_qp import MAX_DENSE_ROWS
+from .step_rows import MAX_ROWS
+
 #: CG stops when the residual of (Q + eps I) D = -u is below this, relative to ||u||
 CG_RTOL = 1e-13
 #: CG tolerances up to this one solve the step tightly enough for the unboundedness test on its residual
@@ -394,8 +398,6 @@ def woodbury_step_qp_costs(model, G, c, n):
       last step QP) plus ``WORKING_SET_MARGIN`` (without a hint: every finitely bounded variable; before 2026-11-24
       always that, so a box on all 9236 SRBCT parameters, inactive at the optimum, chose the dense step: 35 s for two
       iterations)."""
-    from .step_qp import MAX_DENSE_ROWS
-    from .step_rows import MAX_ROWS
     rows = G * (c - 1)
     m = model.A.shape[0]
     if rows * rows > DENSE_MAX_ENTRIES or m > MAX_DENSE_ROWS:
@@ -407,7 +409,9 @@ def woodbury_step_qp_costs(model, G, c, n):
     if m <= MAX_ROWS:
         out["rows_newton"] = (SLOW_FLOP * ROWS_GUESS * PN_GUESS * (capacitance + (8.0 + 4.0 * m) * G * c * n)
                               + DENSE_OVERHEAD)
-    bounded = int(np.count_nonzero(np.isfinite(model.lb) | np.isfinite(model.ub)))
+    bounded = getattr(model, "n_bounded", None)  # (MajorizeModel counts them once; the bounds never change)
+    if bounded is None:
+        bounded = int(np.count_nonzero(np.isfinite(model.lb) | np.isfinite(model.ub)))
     hint = model.working_set_hint   # bounds in the last working set (or active at the start)
     k = min(m + (bounded if hint is None else min(bounded, hint + WORKING_SET_MARGIN)), n)
     solve = 4.0 * G * c * n + 2.0 * rows * rows
@@ -435,7 +439,6 @@ def check_step_solver(model, opts):
     s = opts.step_solver
     if s in ("auto", "dense"):
         return
-    from ...errors import InvalidOptionError
     if opts.bound == "lowrank":
         raise InvalidOptionError(f"step_solver={s!r} solves the full bound; bound='lowrank' has its own "
                                  "Woodbury solve (use step_solver='auto')")
