@@ -97,22 +97,29 @@ def test_bounds_and_rows_warm_start_and_breakpoints():
     assert abs(q2 - q) <= 1e-12 * max(1.0, abs(q))
 
 
+def _wide_fit(seed, N, K, rows):
+    """``problem()``: a fresh wide multinomial logistic fit (``N`` samples, 500 features, ``K`` classes, seeded) with
+    the constraints ``rows(W, theta, n)`` (``theta = vec(W)`` column-major, ``n`` its length); returns ``(prob, W)``."""
+    import cvxpy as cp
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, 500))
+    y = rng.integers(0, K, size=N)
+
+    def problem():
+        free, W, _ = build_cvxpy(X, y, C=1.0 / N)
+        th = cp.vec(W, order="F")
+        return cp.Problem(free.objective, rows(W, th, th.shape[0])), W
+    return problem
+
+
 def test_wide_fit_with_active_bounds_and_rows_matches_clarabel():
     """``W >= 0`` on every weight of a wide multinomial fit (2,004 parameters, 30 samples; hundreds of bounds active)
     with two general rows (an inequality and an equality, both binding): every step QP goes to the bounds-and-rows
     Newton method (before: the active set, one bound per iteration with a factorization each, or the dense step), the
     fit equals Clarabel's, CVXPY finds no violation beyond rounding and the objective never increases."""
     import cvxpy as cp
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(30, 500))
-    y = rng.integers(0, 4, size=30)
-
-    def problem():
-        free, W, _ = build_cvxpy(X, y, C=1.0 / 30)
-        th = cp.vec(W, order="F")
-        n = th.shape[0]
-        return cp.Problem(free.objective, [W >= 0, cp.sum(th[:n // 3]) <= 0.05,
-                                           cp.sum(th[n // 3:2 * n // 3]) - cp.sum(th[2 * n // 3:]) == 0]), W
+    problem = _wide_fit(0, 30, 4, lambda W, th, n: [W >= 0, cp.sum(th[:n // 3]) <= 0.05,
+                                                    cp.sum(th[n // 3:2 * n // 3]) - cp.sum(th[2 * n // 3:]) == 0])
     prob, W = problem()
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     ref = prob.value
@@ -246,25 +253,16 @@ def test_violated_row_at_the_start_is_projected_without_the_qp_layer(monkeypatch
     ``project_start`` (the QP layer's projection, HiGHS, took 2.3 s on one row over 2,000 variables and over 300 s on
     SRBCT's 9,236), and the fit equals Clarabel's, feasible to rounding by CVXPY."""
     import cvxpy as cp
-
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(40, 500))
-    y = rng.integers(0, 3, size=40)
-
-    def problem():
-        free, W, _ = build_cvxpy(X, y, C=1.0 / 40)
-        th = cp.vec(W, order="F")
-        n = th.shape[0]
-        return cp.Problem(free.objective, [th[:5] >= 0, cp.sum(th[n // 3:2 * n // 3]) >= 0.3,
-                                           cp.sum(th[:n // 3]) == -0.2])
-    prob = problem()
+    problem = _wide_fit(1, 40, 3, lambda W, th, n: [th[:5] >= 0, cp.sum(th[n // 3:2 * n // 3]) >= 0.3,
+                                                    cp.sum(th[:n // 3]) == -0.2])
+    prob, _ = problem()
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
     ref = prob.value
 
     def refuse(*a, **k):
         raise AssertionError("the start went to the QP layer's projection")
     monkeypatch.setattr(lpqp, "project", refuse)     # the solver calls the layer as varopt.lpqp.project
-    prob = problem()
+    prob, _ = problem()
     val = prob.solve(method="majorize", tol=1e-12)
     assert abs(val - ref) <= 1e-8 * abs(ref)
     assert max(float(np.max(c.violation())) for c in prob.constraints) <= 1e-10
