@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 import scipy.optimize as so
-from scipy.special import expit, log_ndtr, logsumexp, ndtr
+from scipy.special import expit, logsumexp, ndtr
 
 _GH_X, _GH_W = np.polynomial.hermite_e.hermegauss(160)
 _GH_W = _GH_W / math.sqrt(2 * math.pi)

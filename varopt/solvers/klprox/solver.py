@@ -59,7 +59,6 @@ from ...options import (
     finite_nonnegative,
     finite_positive,
     nonnegative,
-    positive,
     progress_options,
     thread_options,
 )
