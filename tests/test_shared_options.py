@@ -1,4 +1,5 @@
 """Shared option groups: one name per meaning across the solvers, deprecated spellings still work."""
+import math
 import warnings
 
 import numpy as np
@@ -77,6 +78,26 @@ def test_a_boolean_is_not_a_number(name):
         with pytest.raises(InvalidOptionError, match=f"option '{key}' must be a number"):
             opts.validate({key: np.False_})
     assert opts.validate({"max_iter": 5, "time_limit": 2}).max_iter == 5
+
+
+def test_float_options_refuse_inf_except_time_limit():
+    """Every float option of every solver refuses +-inf with a message naming it (``gtol=inf`` once reported
+    "converged" after one step; ``gamma0=inf`` blamed the data), as NaN; ``time_limit=inf`` means no limit."""
+    from varopt.registry import registered_solvers
+    checked = 0
+    for name in registered_solvers():
+        opts = varopt.get_solver(name).options
+        for o in opts:
+            if o.domain is not float:
+                continue
+            for bad in (math.inf, -math.inf, math.nan):
+                if o.name == "time_limit" and not math.isnan(bad):   # the one option where inf means something
+                    continue
+                with pytest.raises(InvalidOptionError, match=f"option '{o.name}'"):
+                    opts.validate({o.name: bad})
+            checked += 1
+        assert opts.validate({"time_limit": math.inf}).time_limit == math.inf
+    assert checked >= 20
 
 
 def test_small_matrices_leave_blas_alone(monkeypatch):

@@ -48,6 +48,10 @@ class Option:
     #: None is a valid value (it has a documented meaning such as "no limit"); by default only
     #: for options whose default is None
     nullable: bool = None
+    #: a float option may be +-inf (a time limit); otherwise inf is refused like NaN: a tolerance,
+    #: step size or scale of inf passes a "> 0" check and then stops a run at once or fails later,
+    #: blaming something else
+    allow_inf: bool = False
 
     def validate(self, value):
         if value is None:
@@ -79,6 +83,8 @@ class Option:
                 value = float(value)
                 if math.isnan(value):
                     raise InvalidOptionError(f"option {self.name!r} must not be NaN")
+                if math.isinf(value) and not self.allow_inf:
+                    raise InvalidOptionError(f"option {self.name!r} must be finite, got {value!r}")
             elif callable(d) and d not in (str,):
                 value = d(value)
             elif d is str:
@@ -98,16 +104,6 @@ def positive(v):
 
 def nonnegative(v):
     return v is None or v >= 0
-
-
-def finite_positive(v):
-    """``v > 0`` and finite (or None): step sizes, tolerances, scales, where ``inf`` has no meaning (``positive`` lets
-    ``inf`` through, as time limits want it)."""
-    return v is None or (v > 0 and math.isfinite(v))
-
-
-def finite_nonnegative(v):
-    return v is None or (v >= 0 and math.isfinite(v))
 
 
 @dataclass(frozen=True)
@@ -196,8 +192,8 @@ def limit_options(max_iter=1000, time_limit=None):
     return [
         Option("max_iter", max_iter, "maximum number of iterations (None: no limit)", int, positive,
                "must be positive", nullable=True),
-        Option("time_limit", time_limit, "wall-clock limit in seconds (None: no limit)", float, positive,
-               "must be positive"),
+        Option("time_limit", time_limit, "wall-clock limit in seconds (None or inf: no limit)", float, positive,
+               "must be positive", allow_inf=True),
     ]
 
 

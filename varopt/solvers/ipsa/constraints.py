@@ -225,7 +225,7 @@ class ConstraintSet:
             self.G = sp.csr_matrix((0, n))
             self.h = np.zeros(0)
             self.row_names = []
-        self._GT = self._absG = None  # made on first use (the numpy path's products; the compiled pair kernels need neither)
+        self._GT = self._absG = self._blocks = None  # made on first use (the numpy path's products; the compiled pair kernels need neither)
         self.G_terms = np.diff(self.G.indptr) + 1
         # ||G_r||_1 summed in each row's order from 0 (as absG.sum(axis=1), scipy's sparse product, sums it)
         self.G_norm1 = np.bincount(np.repeat(np.arange(self.G.shape[0]), np.diff(self.G.indptr)),
@@ -286,7 +286,7 @@ class ConstraintSet:
         """The :func:`block_layout` of the components (:func:`row_components`) of the linear rows ``G``: the
         blocks of ``G^T diag(d) G + diagonal`` (made once: the start's centring and :class:`.ReducedSystem`
         both use it)."""
-        if getattr(self, "_blocks", None) is None:
+        if self._blocks is None:
             ncomp, lab = row_components(self.G, self.n)
             self._blocks = block_layout(lab, np.bincount(lab, minlength=ncomp))
         return self._blocks

@@ -56,9 +56,8 @@ from ...options import (
     Option,
     OptionSet,
     common_options,
-    finite_nonnegative,
-    finite_positive,
     nonnegative,
+    positive,
     progress_options,
     thread_options,
 )
@@ -185,7 +184,7 @@ class KLProxSolver(Solver):
     options = OptionSet(common_options(max_iter=2000) + [
         Option("beta", 1.0, "step size beta > 0 of the proximal steps (16)-(19) (r = 1/(1 + beta)): the first "
                "step of the adaptive rule, or the constant step of step_rule='fixed' (the paper uses 0.25 for "
-               "logistic and 1 for Laplace likelihoods)", float, finite_positive, "must be a finite positive number"),
+               "logistic and 1 for Laplace likelihoods)", float, positive, "must be positive"),
         Option("step_rule", "adaptive", "'adaptive': accept a step only when the exactly computed ELBO does not "
                "decrease, else shrink beta; grow beta after success. 'fixed': constant beta (may diverge)",
                ("adaptive", "fixed")),
@@ -200,17 +199,16 @@ class KLProxSolver(Solver):
                ("auto", "paper", "natural")),
         Option("grow", 2.0, "factor applied to beta after a step accepted at its first beta (adaptive rule; for 5 "
                "iterations after a rejected trial, beta grows only up to shrink times the rejected beta)", float,
-               lambda v: 1 <= v < math.inf, "must be finite and >= 1"),
+               lambda v: v >= 1, "must be >= 1"),
         Option("shrink", 0.5, "factor applied to beta after a rejected step (adaptive rule)", float,
                lambda v: 0 < v < 1, "must be in (0, 1)"),
         Option("beta_max", None, "largest step size of the adaptive rule; None: 1 for the mean step (16) (beta = 1 "
                "is the natural-gradient step of length 1/2, Newton-like for likelihood-dominated directions; larger "
                "steps overshoot there) and 10 for the natural mean step, raised (up to 1000) while its accepted steps cut the "
-               "residuals to at most 2/(1 + beta) (damping-limited) and reset by a rejected step", float, finite_positive,
-               "must be a finite positive number or None"),
+               "residuals to at most 2/(1 + beta) (damping-limited) and reset by a rejected step", float, positive,
+               "must be positive or None"),
         Option("gtol", 1e-8, "stop when the natural-gradient residuals of the mean (sqrt(g^T V g)) and of the "
-               "covariance (sum_n |gamma_n - gt_n| vt_n) are both <= gtol", float, finite_positive,
-               "must be a finite positive number"),
+               "covariance (sum_n |gamma_n - gt_n| vt_n) are both <= gtol", float, positive, "must be positive"),
         Option("parameterization", "auto", "'full': N(m, V) with a D x D precision factor (updates (16)-(17)); "
                "'dual': the N-dimensional predictor space of update (19) (N < D, e.g. Gaussian processes); "
                "'auto': dual when there are fewer likelihood terms than variables", ("auto", "full", "dual")),
@@ -218,7 +216,7 @@ class KLProxSolver(Solver):
                "<= 2 (larger variances use a graded Gauss-Legendre rule)", int, lambda v: v >= 20,
                "must be >= 20"),
         Option("gamma0", 1e-3, "initial pseudo-precision of every likelihood term (V0^-1 = P + gamma0 A^T A)",
-               float, finite_nonnegative, "must be finite and >= 0"),
+               float, nonnegative, "must be >= 0"),
         Option("warm_start", None, "start from a previous klprox solution of a model with the same rows (e.g. the "
                "previous value of a hyperparameter sweep): its Result, or a dict with 'x', 'pseudo_precisions' and "
                "'alpha' (optional: 'predictor_mean', and 'beta', its last step size), or a list of them (e.g. the "

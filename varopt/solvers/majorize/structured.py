@@ -409,9 +409,7 @@ def woodbury_step_qp_costs(model, G, c, n):
     if m <= MAX_ROWS:
         out["rows_newton"] = (SLOW_FLOP * ROWS_GUESS * PN_GUESS * (capacitance + (8.0 + 4.0 * m) * G * c * n)
                               + DENSE_OVERHEAD)
-    bounded = getattr(model, "n_bounded", None)  # (MajorizeModel counts them once; the bounds never change)
-    if bounded is None:
-        bounded = int(np.count_nonzero(np.isfinite(model.lb) | np.isfinite(model.ub)))
+    bounded = model.n_bounded   # (MajorizeModel counts them once; the bounds never change)
     hint = model.working_set_hint   # bounds in the last working set (or active at the start)
     k = min(m + (bounded if hint is None else min(bounded, hint + WORKING_SET_MARGIN)), n)
     solve = 4.0 * G * c * n + 2.0 * rows * rows
