@@ -12,6 +12,7 @@ column on unit vectors). Constants and parameters are checked for NaN/inf here.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -52,22 +53,20 @@ def _shorten(text: str, keep: int = 160) -> str:
     return f"{text[:keep * 2 // 3]} ... {text[-(keep // 3):]}"
 
 
-_CVXPY_CLASSES = []  # CVXPY's Variable, Constant, Parameter, AffAtom
 #: ``isinstance(expr, Variable)`` by ``type(expr)`` (CVXPY's classes are ABCs: an isinstance test costs several
 #: times a dictionary look-up, and the walk makes one or two per node)
 _IS_VARIABLE = {}
 
 
+@functools.cache
 def _cvxpy_classes():
     """CVXPY's ``Variable``, ``Constant``, ``Parameter`` and ``AffAtom``, imported once (four import statements per
     compile cost ~10 us; CVXPY is imported only when the user's program imports it)."""
-    if not _CVXPY_CLASSES:
-        from cvxpy.atoms.affine.affine_atom import AffAtom
-        from cvxpy.expressions.constants.constant import Constant
-        from cvxpy.expressions.constants.parameter import Parameter
-        from cvxpy.expressions.variable import Variable
-        _CVXPY_CLASSES.extend((Variable, Constant, Parameter, AffAtom))
-    return _CVXPY_CLASSES
+    from cvxpy.atoms.affine.affine_atom import AffAtom
+    from cvxpy.expressions.constants.constant import Constant
+    from cvxpy.expressions.constants.parameter import Parameter
+    from cvxpy.expressions.variable import Variable
+    return Variable, Constant, Parameter, AffAtom
 
 
 class _AffineTracer:

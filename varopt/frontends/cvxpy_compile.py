@@ -66,6 +66,8 @@ objects and :class:`CvxpyMapping`.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -254,17 +256,19 @@ def compile_cvxpy(problem):
     return program, CvxpyMapping(variables, offsets, names[:n_user])
 
 
-_CONSTRAINT_CLASSES = []  # CVXPY's Equality, Inequality, NonNeg, NonPos, Zero (imported on first use)
+@functools.cache
+def _constraint_classes():
+    """CVXPY's ``Equality``, ``Inequality``, ``NonNeg``, ``NonPos``, ``Zero``, imported once (an import statement per
+    compile costs ~3 us)."""
+    from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
+    return Equality, Inequality, NonNeg, NonPos, Zero
 
 
 def _trace(problem, var_cols, n_user, cap):
     """Trace the objective and the constraints: ``(tracer, objective node, [(k, constraint, body,
     lo_inf, hi_inf)])``."""
     import cvxpy as cp
-    if not _CONSTRAINT_CLASSES:  # imported once (an import statement per compile costs ~3 us)
-        from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
-        _CONSTRAINT_CLASSES.extend((Equality, Inequality, NonNeg, NonPos, Zero))
-    Equality, Inequality, NonNeg, NonPos, Zero = _CONSTRAINT_CLASSES
+    Equality, Inequality, NonNeg, NonPos, Zero = _constraint_classes()
 
     tracer = _Tracer(var_cols, n_user, cap)
     obj = problem.objective

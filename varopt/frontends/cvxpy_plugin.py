@@ -37,6 +37,7 @@ a minimisation, ``-inf`` for a maximisation); ``unbounded`` -> ``UNBOUNDED`` (va
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import warnings
@@ -132,18 +133,14 @@ def solve_problem(prob, name, *args, **options):
     return value
 
 
-_CVXPY_PARTS = []  # CVXPY's error and settings modules and Solution class (imported on the first solve)
-
-
+@functools.cache
 def _cvxpy_parts():
     """``(cvxpy.error, cvxpy.settings, Solution)``, imported once: CVXPY is only imported when the user's program
     does (these import statements cost ~8 us per solve, a share of a sub-millisecond ``prob.solve``)."""
-    if not _CVXPY_PARTS:
-        from cvxpy import error as cp_error
-        from cvxpy import settings as s
-        from cvxpy.reductions.solution import Solution
-        _CVXPY_PARTS.extend((cp_error, s, Solution))
-    return _CVXPY_PARTS
+    from cvxpy import error as cp_error
+    from cvxpy import settings as s
+    from cvxpy.reductions.solution import Solution
+    return cp_error, s, Solution
 
 
 def _cvxpy_warm_start(prob, name, solver, options):
