@@ -217,7 +217,8 @@ class ActiveSetQP:
                 if yW is None:
                     return None
                 y[W] = yW
-                xs[F] = G @ yW - Qg
+                with np.errstate(invalid="ignore", over="ignore"):   # a singular Q_FF: not finite, declined below
+                    xs[F] = G @ yW - Qg
             else:
                 xs[F] = -Qg
         elif W.size:
