@@ -10,7 +10,9 @@ row: it is the projection on ``x`` of
 |a_r^T x + b_r|`` satisfies the lifted rows; conversely the lifted rows give ``c_r |a_r^T x + b_r| <= c_r s_r``,
 so ``x`` satisfies the constraint. The same holds mirrored, ``lo <= -sum_r c_r |...| + l^T x + k`` (CVXPY
 writes ``t >= norm1(e)`` that way round). The new columns ``s`` come after the program's columns, take no part
-in the objective, and have the bound ``s >= 0`` (implied by the rows). A single ``abs`` row needs no column:
+in the objective, and have no bounds: ``s >= 0`` is implied by the rows, and stated as a bound it would make every
+vertex with ``a_r^T x + b_r = 0`` degenerate (both rows and the bound active: the active set's working-set system is
+singular there and every step would go to the general QP layer). A single ``abs`` row needs no column:
 :meth:`~varopt.program.Program.split_abs_rows` writes it as its two rows first.
 
 Used by solvers that take linear constraints but need smooth terms (``majorize``): they solve the lifted
@@ -119,7 +121,7 @@ def lift_abs_sums(program: Program) -> AbsLift | None:
     lift = AbsLift(None, n, A, b)
     x0 = program.x0
     new = dataclasses.replace(
-        program, names=names, lb=np.concatenate((program.lb, np.zeros(K))),
+        program, names=names, lb=np.concatenate((program.lb, np.full(K, -np.inf))),
         ub=np.concatenate((program.ub, np.full(K, np.inf))), objective=wide(program.objective), constraints=out,
         x0=lift.extend(x0),
         binary=None if program.binary is None else np.concatenate((program.binary, np.zeros(K, dtype=bool))))
