@@ -610,3 +610,16 @@ def test_t_in_norm_inf_takes_the_fast_path():
     prob.solve(method="majorize", tol=1e-12)
     st = prob.varopt_result.info["step_qp"]
     assert st["fallback"] == 0 and st["active_set"] >= 1
+
+
+def test_norm1_interrupted_run_returns_the_users_variables():
+    """Ctrl-C (a KeyboardInterrupt in the callback) returns the last iterate: the user's D variables, feasible."""
+    w = cp.Variable(D)
+    prob = cp.Problem(cp.Minimize(logit(w)), [cp.norm1(w) <= 0.5])
+
+    def stop(k, x, f):
+        if k >= 2:
+            raise KeyboardInterrupt
+    prob.solve(method="majorize", callback=stop)
+    assert prob.varopt_result.status == "interrupted" and prob.varopt_result.x.shape == (D,)
+    assert np.abs(w.value).sum() <= 0.5 + 1e-9

@@ -164,7 +164,7 @@ class MajorizeSolver(Solver):
         lift = lift_abs_sums(program)        # norm1(e) <= t: linear rows on new columns s >= |e| (.abs_lift)
         if lift is not None:
             program = lift.program
-            _restrict_callback(run, lift)
+            _users_view(run, lift)
         program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
         check_reuse_options(opts)
         with blas_limit(program.n, opts):
@@ -198,11 +198,19 @@ class MajorizeSolver(Solver):
         return res
 
 
-def _restrict_callback(run, lift):
-    """The user's callback sees the user's variables, not the lifted columns."""
+def _users_view(run, lift):
+    """The user's callback, and the point of a run interrupted by Ctrl-C (returned by the registry, past this
+    solver), hold the user's variables, not the lifted columns."""
     fn = run.callback_fn
     if fn is not None:
         run.callback_fn = lambda k, x, *extra: fn(k, lift.restrict(x), *extra)
+    interrupted = run.interrupted
+
+    def restricted():
+        res = interrupted()
+        res.x = lift.restrict(res.x)
+        return res
+    run.interrupted = restricted
 
 
 def _start(program, model, opts, qp, lift=None):
