@@ -17,6 +17,7 @@ import numpy as np
 from ... import lpqp as highs  # the one LP/QP layer
 from ...errors import InputDataError, InvalidOptionError
 from ...core.threads import blas_threads, option_threads
+from ...program.abs_lift import lift_abs_sums
 from ...options import (Option, OptionSet, common_options, nonnegative, positive, progress_options,
                         start_options, thread_options)
 from ...registry import Solver, register_solver
@@ -26,7 +27,6 @@ from .loop import Majorization
 from .model import MajorizeModel
 from .step_qp import StepQP
 from .step_rows import project_start
-from ...program.abs_lift import lift_abs_sums
 from .structured import check_step_solver, choose_step_solver, kron_preconditioner_fits
 from .step import woodbury_solve as _woodbury_solve  # noqa: F401  (import path used by tests)
 
