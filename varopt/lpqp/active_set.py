@@ -64,6 +64,96 @@ def _chol(M, eps, pivot=1e-6):
     return cf
 
 
+#: a Cholesky pivot below this times the largest (squared: in Q's units) is the regularization's, not Q's
+FLAT_PIVOT = 1e-8
+
+
+def _flat(cf):
+    """True when the factor of ``Q_FF + Q_EPS max|diag| I`` has a pivot at the regularization's scale (a column of
+    ``Q_FF`` without curvature)."""
+    d = np.abs(cf.diagonal())
+    return d.size > 0 and d.min() ** 2 < FLAT_PIVOT * d.max() ** 2
+
+
+def _kkt_solve(QFF, AWF, g, bW, rcond_min=1e-13):
+    """``(x_F, y_W)`` from the saddle-point system ``[[Q_FF, -A_WF'], [A_WF, 0]] [x_F; y_W] = [-g; b_W]`` (LU),
+    or None when it is singular or worse conditioned than ``rcond_min`` (a flat direction ``W`` does not pin)."""
+    k, w = QFF.shape[0], AWF.shape[0]
+    K = np.zeros((k + w, k + w))
+    K[:k, :k] = QFF
+    K[:k, k:] = -AWF.T
+    K[k:, :k] = AWF
+    anorm = float(np.abs(K).sum(axis=0).max())
+    lu, piv, info = lapack.dgetrf(K)
+    if info != 0:
+        return None
+    rcond, info = lapack.dgecon(lu, anorm, norm="1")
+    if info != 0 or not rcond >= rcond_min:
+        return None
+    sol, info = lapack.dgetrs(lu, piv, np.concatenate((-g, bW)))
+    if info != 0 or not np.all(np.isfinite(sol)):
+        return None
+    return sol[:k], sol[k:]
+
+
+def _working_rows(QFF, cf, G, Qg, AWF, bW, g):
+    """``(x_F, keep, y_keep)`` of the equality QP on the held rows (``keep``: the rows whose multipliers are
+    solved for, the others get 0), or None. The Schur complement ``S = A_WF G`` (``G = Q_FF^{-1} A_WF'``), except:
+
+    * a column without curvature (``t`` in ``|w_i| <= t``, norm1's ``s >= |w|``): its pivot is the regularization,
+      ``Q_FF^{-1} ~ 1e10`` and the Schur complement's answer misses ``A_W x = b_W`` by ~1e-6; the saddle-point system
+      has no such amplification when the held rows pin the flat column (:func:`_kkt_solve`);
+    * dependent held rows (a duplicated or scaled row, a redundant equality): the iterate satisfies them all, so an
+      independent subset implies the rest (:func:`_independent_rows`); the others keep the multiplier 0."""
+    keep = np.arange(AWF.shape[0])
+    if _flat(cf):
+        got = _kkt_solve(QFF, AWF, g, bW)
+        if got is None:   # the saddle-point matrix is singular with dependent rows: on an independent subset
+            sub = _independent_rows(AWF)
+            got = None if sub is None else _kkt_solve(QFF, AWF[sub], g, bW[sub])
+            keep = keep if got is None else sub
+        if got is not None:
+            return got[0], keep, got[1]
+    for reduced in (False, True):
+        if reduced:
+            keep = _independent_rows(AWF)
+            if keep is None:
+                return None
+        Ak, bk = AWF[keep], bW[keep]
+        S = Ak @ G[:, keep]
+        cs = _chol(0.5 * (S + S.T), 1e-14)
+        if cs is None:
+            continue   # dependent held rows: once more on an independent subset
+        yk = _cho_solve(cs, bk + Ak @ Qg)
+        if yk is None:
+            return None
+        with np.errstate(invalid="ignore", over="ignore"):   # a singular Q_FF: not finite, declined by the caller
+            return G[:, keep] @ yk - Qg, keep, yk
+    return None
+
+
+def _independent_rows(AWF, rtol=1e-10):
+    """Indices of a maximal set of linearly independent rows of ``A_WF`` (QR with column pivoting of its transpose,
+    Golub & Van Loan 2013, section 5.4.2); None when every row is independent (nothing to drop) or none is."""
+    from scipy.linalg import qr
+    R, piv = qr(AWF.T, mode="r", pivoting=True)
+    d = np.abs(np.diagonal(R))
+    rank = int(np.count_nonzero(d > rtol * d.max())) if d.size and d.max() > 0 else 0
+    if rank == 0 or rank == AWF.shape[0]:
+        return None
+    return np.sort(piv[:rank])
+
+
+def _eqp_point_duals(Q, c, A, xs, y, C, n):
+    """``(xs, y, z)`` with the column duals ``z_C`` of the fixed columns from stationarity; None when not finite."""
+    if not np.all(np.isfinite(xs)):
+        return None
+    r = Q @ xs + c - A.T @ y
+    z = np.zeros(n)
+    z[C] = r[C]
+    return xs, y, z
+
+
 def _cho_solve(cf, B):
     sol, info = lapack.dpotrs(cf, B)
     return sol if info == 0 else None
@@ -102,7 +192,8 @@ class ActiveSetQP:
         if x is None or z is None or (self.m and y is None):
             return
         x = np.asarray(x, dtype=float)
-        near = lambda v, side: np.abs(v - side) <= tol * np.maximum(1.0, np.abs(side))  # noqa: E731
+        # an infinite side is never near (|v - inf| <= inf would hold a column or row at +-inf: NaN steps)
+        near = lambda v, side: np.isfinite(side) & (np.abs(v - side) <= tol * np.maximum(1.0, np.abs(side)))  # noqa: E731
         with np.errstate(invalid="ignore"):
             Ax = self.A @ x
             y = np.asarray(y, dtype=float) if self.m else np.zeros(0)
@@ -133,10 +224,10 @@ class ActiveSetQP:
             if (np.any(Ax < row_lo - scale_b(row_lo)) or np.any(Ax > row_hi + scale_b(row_hi))
                     or np.any(x < lb - scale_b(lb)) or np.any(x > ub + scale_b(ub))):
                 return None  # not a feasible start
-            at_rlo = np.abs(Ax - row_lo) <= scale_b(row_lo)
-            at_rhi = np.abs(Ax - row_hi) <= scale_b(row_hi)
-            at_lb = np.abs(x - lb) <= scale_b(lb)
-            at_ub = np.abs(x - ub) <= scale_b(ub)
+            at_rlo = np.isfinite(row_lo) & (np.abs(Ax - row_lo) <= scale_b(row_lo))   # infinite sides: never at them
+            at_rhi = np.isfinite(row_hi) & (np.abs(Ax - row_hi) <= scale_b(row_hi))
+            at_lb = np.isfinite(lb) & (np.abs(x - lb) <= scale_b(lb))
+            at_ub = np.isfinite(ub) & (np.abs(x - ub) <= scale_b(ub))
         # warm start: the previous working set where it is still active at x0; equalities always
         rows = {i: s for i, s in self.rows.items() if (at_rlo[i] if s > 0 else at_rhi[i])}
         cols = {j: s for j, s in self.cols.items() if (at_lb[j] if s > 0 else at_ub[j])}
@@ -209,25 +300,15 @@ class ActiveSetQP:
                 AWF = A[np.ix_(W, F)]
                 bW = np.array([row_lo[i] if rows[i] >= 0 else row_hi[i] for i in W])
                 bW = bW - (A[np.ix_(W, C)] @ xs[C] if C.size else 0.0)
-                S = AWF @ G
-                cs = _chol(0.5 * (S + S.T), 1e-14)
-                if cs is None:
-                    return None  # dependent active rows (degenerate): the general layer handles them
-                yW = _cho_solve(cs, bW + AWF @ Qg)
-                if yW is None:
+                got = _working_rows(Q[np.ix_(F, F)], cf, G, Qg, AWF, bW, g)
+                if got is None:
                     return None
-                y[W] = yW
-                xs[F] = G @ yW - Qg
+                xs[F], keep, y[W[keep]] = got
             else:
                 xs[F] = -Qg
         elif W.size:
             return None  # every column fixed and rows in the working set: nothing to solve for
-        if not np.all(np.isfinite(xs)):
-            return None
-        r = Q @ xs + c - A.T @ y
-        z = np.zeros(n)
-        z[C] = r[C]
-        return xs, y, z
+        return _eqp_point_duals(Q, c, A, xs, y, C, n)
 
     def _eqp_operator(self, op, c, row_lo, row_hi, lb, ub, x, rows, cols, cache):
         """:meth:`_eqp` with ``Q`` an operator: the fixed columns are equality rows ``e_j' x = x_j`` like the held
@@ -323,7 +404,10 @@ class ActiveSetQP:
         alpha, block = 1.0, None
         Ap, Ax = self.A @ p, self.A @ x
         for v, dv, lo, hi, held, kind in ((Ax, Ap, row_lo, row_hi, rows, "r"), (x, p, lb, ub, cols, "c")):
-            mask = np.ones(v.size, dtype=bool)
+            # a move along the normal at rounding level never blocks: the full step changes the side's value by at
+            # most 1e-12 relative, and blocking on it re-adds a row just released at alpha = 0 (cycling on
+            # duplicated rows, whose multipliers move between the twins)
+            mask = np.abs(dv) > 1e-12 * np.maximum(1.0, np.abs(v))
             if held:
                 mask[list(held)] = False
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -17,6 +17,7 @@ import numpy as np
 from ... import lpqp as highs  # the one LP/QP layer
 from ...errors import InputDataError, InvalidOptionError
 from ...core.threads import blas_threads, option_threads
+from ...program.abs_lift import lift_abs_sums
 from ...options import (Option, OptionSet, common_options, nonnegative, positive, progress_options,
                         start_options, thread_options)
 from ...registry import Solver, register_solver
@@ -159,13 +160,18 @@ class MajorizeSolver(Solver):
 
     def _solve(self, program, opts, run) -> Result:
         program = program.split_abs_rows()   # |a'x + b| <= r is the pair of linear rows +-(a'x + b) <= r
+        program.require_no_aux("majorize")
+        lift = lift_abs_sums(program)        # norm1(e) <= t: linear rows on new columns s >= |e| (.abs_lift)
+        if lift is not None:
+            program = lift.program
+            _users_view(run, lift)
         program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
         check_reuse_options(opts)
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             check_step_solver(model, opts)
             qp = highs if model.constrained else None
-            x = _start(program, model, opts, qp)
+            x = _start(program, model, opts, qp, lift)
             if isinstance(x, tuple):
                 return run.finish(*x)
             if model.constrained:
@@ -186,17 +192,38 @@ class MajorizeSolver(Solver):
             res.info["reuse_metric"] = opts.reuse_metric  # 'auto' resolved (.line_metric.line_pays)
         if step_qp is not None:
             res.info["step_qp"] = dict(step_qp.stats)  # steps by the active-set fast path / the general layer
+        if lift is not None:
+            res.x = lift.restrict(res.x)   # the user's variables; the columns s >= |e| are the lift's
+            res.info["abs_columns"] = program.n - lift.n_user
         return res
 
 
-def _start(program, model, opts, qp):
+def _users_view(run, lift):
+    """The user's callback, and the point of a run interrupted by Ctrl-C (returned by the registry, past this
+    solver), hold the user's variables, not the lifted columns."""
+    fn = run.callback_fn
+    if fn is not None:
+        run.callback_fn = lambda k, x, *extra: fn(k, lift.restrict(x), *extra)
+    interrupted = run.interrupted
+
+    def restricted():
+        res = interrupted()
+        res.x = lift.restrict(res.x)
+        return res
+    run.interrupted = restricted
+
+
+def _start(program, model, opts, qp, lift=None):
     """The starting point (option ``x0``, the program's, or 0; NaN entries -> 0), projected onto the linear
     constraints and bounds when it violates them (few rows: :func:`.step_rows.project_start`, else or when that is
-    not certified the QP layer's projection); ``(status, message)`` when that fails."""
-    n = program.n
-    x = program.x0.copy() if opts.x0 is None else np.array(opts.x0, dtype=float)
-    if x.size != n:
+    not certified the QP layer's projection); ``(status, message)`` when that fails. With sums of absolute values
+    lifted (``lift``, :mod:`varopt.program.abs_lift`) ``x0`` is the user's point, completed by ``s = |e(x0)|``."""
+    n = program.n if lift is None else lift.n_user
+    x = program.x0.copy() if opts.x0 is None else np.array(opts.x0, dtype=float).ravel()
+    if opts.x0 is not None and x.size != n:
         raise InvalidOptionError(f"option 'x0' has length {x.size}, the program has {n} variables")
+    if opts.x0 is not None and lift is not None:
+        x = lift.extend(x)
     x = np.where(np.isnan(x), 0.0, x)
     if not np.isfinite(x).all():
         raise InputDataError("starting point x0 contains inf")
