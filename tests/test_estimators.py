@@ -97,3 +97,36 @@ def test_majorize_logistic_regression_takes_sparse_X_and_checks_C():
     for C in ("1", None, -1.0, float("nan")):
         with pytest.raises(InputDataError, match="C must be a positive number"):
             MajorizeLogisticRegression(C=C).fit(X, yb)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_majorize_logistic_regression_sample_weight(n_classes, sparse):
+    """``sample_weight`` as in scikit-learn: integer weights equal repeating the samples, weight 0 equals leaving the
+    sample out, and the fit equals scikit-learn's LogisticRegression with the same weights (lbfgs, tight tol)."""
+    import scipy.sparse as sps
+    from sklearn.linear_model import LogisticRegression
+    rng = np.random.default_rng(7 + n_classes)
+    X = rng.normal(size=(60, 4))
+    y = np.argmax(X[:, :n_classes] + 0.8 * rng.normal(size=(60, n_classes)), axis=1)
+    s = rng.integers(0, 4, size=60).astype(float)
+    Xf = sps.csr_matrix(X) if sparse else X
+    kw = dict(C=0.7, tol=1e-12, max_iter=5000)
+    fit_w = MajorizeLogisticRegression(**kw).fit(Xf, y, sample_weight=s)
+    rep = np.repeat(np.arange(60), s.astype(int))
+    fit_r = MajorizeLogisticRegression(**kw).fit(Xf[rep], y[rep])
+    np.testing.assert_allclose(fit_w.coef_, fit_r.coef_, rtol=0, atol=1e-7)
+    # (multinomial intercepts are unpenalized, so only their differences are identified)
+    centre = (lambda b: b - b.mean()) if n_classes > 2 else (lambda b: b)
+    np.testing.assert_allclose(centre(fit_w.intercept_), centre(fit_r.intercept_), rtol=0, atol=1e-7)
+    ref = LogisticRegression(C=0.7, tol=1e-12, max_iter=10000).fit(X, y, sample_weight=s)
+    np.testing.assert_allclose(fit_w.coef_, ref.coef_, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(fit_w.predict_proba(X), ref.predict_proba(X), rtol=0, atol=1e-6)
+
+
+def test_majorize_logistic_regression_bad_sample_weight():
+    X, _, c = _data(3)
+    for bad, msg in [(np.ones(3), "shape"), (np.full(80, np.nan), "NaN"), (-np.ones(80), ">= 0"),
+                     (np.zeros(80), "zero for every sample")]:
+        with pytest.raises(ValueError, match=msg):
+            MajorizeLogisticRegression().fit(X, c, sample_weight=bad)

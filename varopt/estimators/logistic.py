@@ -28,7 +28,9 @@ class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
         tags.input_tags.sparse = True      # the program's rows are sparse (formulations.logistic)
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
+        """Fit; ``sample_weight`` (``n_samples`` values >= 0, scikit-learn's meaning) multiplies each sample's
+        loss, so that an integer weight equals repeating the sample."""
         from ..registry import get_solver
         import varopt.solvers.majorize  # noqa: F401  (registers the solver even if varopt/__init__ did not)
         X, y = self._validate(X, y, reset=True, accept_sparse="csr", classifier=True)
@@ -38,7 +40,7 @@ class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
         if isinstance(self.C, (bool, np.bool_)) or not isinstance(self.C, numbers.Real) or not self.C > 0:
             raise InputDataError(f"C must be a positive number, got {self.C!r}")
         self.classes_ = np.unique(y)
-        prog = logistic_program(X, y, 1.0 / self.C, self.fit_intercept, self.classes_)
+        prog = logistic_program(X, y, 1.0 / self.C, self.fit_intercept, self.classes_, sample_weight)
         self.program_ = prog
         res = get_solver("majorize").solve(prog, tol=self.tol, max_iter=self.max_iter, bound=self.bound,
                                            rank=self.rank, verbose=self.verbose, step_solver=self.step_solver)

@@ -25,6 +25,7 @@ from ..errors import InputDataError
 from ..program import Program
 from ..program.expression import Expression
 from ..program.terms import LseGroup, QuadraticTerms
+from .bayes_glm import check_weights
 
 
 def _check_xy(X, y):
@@ -42,15 +43,21 @@ def _check_xy(X, y):
     return X, y
 
 
-def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None) -> Program:
+def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None, sample_weight=None) -> Program:
     """Program of the (binary when 2 classes, else multinomial) L2-regularized logistic loss.
 
-    Variables: binary ``w_0..w_{d-1}[, b]``; multinomial ``W[c, j]`` row-major then ``b[c]``.
+    Variables: binary ``w_0..w_{d-1}[, b]``; multinomial ``W[c, j]`` row-major then ``b[c]``. ``sample_weight``
+    (``s_i >= 0``, scikit-learn's meaning) makes the loss ``sum_i s_i loss_i``: it is the coefficient of sample
+    ``i``'s log-sum-exp group and scales its linear part; samples of weight 0 are left out of the program.
     """
     X, y = _check_xy(X, y)
     classes = np.unique(y) if classes is None else np.asarray(classes)
     if classes.size < 2:
         raise InputDataError("logistic regression needs at least two classes in y")
+    s = check_weights(sample_weight, X.shape[0])
+    if s is not None and not (s > 0).all():
+        keep = np.flatnonzero(s > 0)
+        X, y, s = X[keep], y[keep], s[keep]
     yi = np.searchsorted(classes, y)
     t, d = X.shape
     if fit_intercept:
@@ -73,7 +80,7 @@ def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None)
         perm[1::2] = t + np.arange(t)
         A = A[perm]
         seg = rows
-        linear = -np.asarray(Xa.T @ (yi == 1).astype(float)).ravel()
+        linear = -np.asarray(Xa.T @ ((yi == 1) if s is None else (yi == 1) * s).astype(float)).ravel()
         reg_idx = np.arange(d)
     else:
         n = C * p
@@ -94,10 +101,10 @@ def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None)
         A = A[perm]
         seg = np.repeat(np.arange(t), C)
         Y = np.zeros((t, C))
-        Y[np.arange(t), yi] = 1.0
+        Y[np.arange(t), yi] = 1.0 if s is None else s
         linear = -np.concatenate([np.asarray(Xs.T @ Y).T.ravel(), Y.sum(axis=0) if fit_intercept else np.zeros(0)])
         reg_idx = np.arange(C * d)
-    lse = LseGroup(A=A, b=np.zeros(A.shape[0]), seg=seg, coef=np.ones(t), label=np.arange(t))
+    lse = LseGroup(A=A, b=np.zeros(A.shape[0]), seg=seg, coef=np.ones(t) if s is None else s, label=np.arange(t))
     quad = QuadraticTerms(reg_idx, reg_idx, np.full(reg_idx.size, 0.5 * lam), n)
     obj = Expression(n, linear=linear, quadratic=quad, lse=[lse])
     return Program(names, np.full(n, -np.inf), np.full(n, np.inf), obj, objective_name="logistic_loss")
