@@ -35,7 +35,7 @@ import numpy as np
 from ...errors import InputDataError, SolverBugError
 from .extrapolate import MEMORY, secant_extrapolate
 from .line_metric import line_bound_step, line_curvature
-from .reuse import ScaledCurvature
+from .reuse import ScaledCurvature, trial_kernels
 from .step import dense_step
 
 #: relative slack allowed between f(theta_new) and the majorizer (rounding only)
@@ -75,7 +75,8 @@ class Majorization:
         self.rel_fs = []   # the last RATE_WINDOW + 1 relative decreases
         self.u_scale = None
         self._xx = None  # (x, float(x @ x)) of the last accepted point
-        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs)
+        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs,
+                                      trial_kernels(getattr(opts, "backend", "numpy")))
                       if getattr(opts, "bound_reuse", 0) else None)
 
     def solve(self, x):

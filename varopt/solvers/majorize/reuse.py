@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ...errors import InputDataError
+from ...errors import InputDataError, InvalidOptionError
 from .line_metric import line_curvature
 from .reuse_metric import DenseMetric, LineMetric
 
@@ -78,6 +78,29 @@ PAIRS = 10
 MIN_FEASIBLE = 1e-3
 
 
+#: stand-ins for the kernels' pair ring and sides when there are none (typed as the real ones)
+_NO_RING = (np.empty((1, 0)), np.empty((1, 0)), np.empty(1), 0)
+_NO_SIDES = (np.empty((0, 0)), np.empty(0))
+_KERNELS = []  # the kernel module, imported once (an import statement costs 1-3 us per solve)
+
+
+def trial_kernels(backend):
+    """The compiled trial kernels (:mod:`.compiled_trial`) under option ``backend``, or None (the numpy path):
+    ``'numba'`` requires numba, ``'auto'`` uses it when installed."""
+    if backend == "numpy":
+        return None
+    if not _KERNELS:
+        try:
+            from . import compiled_trial
+        except ImportError:
+            compiled_trial = None
+        _KERNELS.append(compiled_trial)
+    if _KERNELS[0] is None and backend == "numba":
+        raise InvalidOptionError("backend='numba' needs the numba package (pip install 'varopt[fast]'); "
+                                 "backend='auto' uses numba when it is installed and numpy otherwise")
+    return _KERNELS[0]
+
+
 class ScaledCurvature:
     """State of the reused, scaled bound of one run (see the module docstring).
 
@@ -85,8 +108,13 @@ class ScaledCurvature:
     Bound oracles keep ``Sigma_ref`` itself (their fallback step reuses it); compiled programs keep the
     reference metric of :meth:`.model.MajorizeModel.reuse_metric` (:mod:`.reuse_metric`)."""
 
-    def __init__(self, reuse: int, metric: str = "bound", memory: int = PAIRS):
+    def __init__(self, reuse: int, metric: str = "bound", memory: int = PAIRS, kernels=None):
         self.reuse, self.metric, self.memory = int(reuse), metric, int(memory)
+        # the compiled trial on a dense metric (:mod:`.compiled_trial`, option ``backend``), or None: the numpy path
+        self.kernels = kernels if metric == "bound" else None
+        self._ring = None  # (S, Y, rho, head) of the pairs for the kernels, allocated by the first pair
+        self._cfree = (None, None)  # the kernels' last free set (bytes of the mask, its indices)
+        self._all_idx = np.arange(0)
         self.gamma = None
         self.c = C0
         self.sigma = None  # Sigma_ref (bound oracles)
@@ -150,6 +178,13 @@ class ScaledCurvature:
         if not sy > 1e-12 * math.sqrt(ss * yy):
             return  # no positive curvature along s (rounding or nonconvexity): no pair
         self.pairs = [(s, y, 1.0 / sy)] + self.pairs[:self.memory - 1]
+        if self.kernels is not None:
+            ring = self._ring
+            if ring is None or ring[0].shape[1] != s.size:
+                ring = self._ring = [np.empty((self.memory, s.size)), np.empty((self.memory, s.size)),
+                                     np.empty(self.memory), -1]
+            h = ring[3] = (ring[3] + 1) % self.memory  # pair i (most recent first) is in slot (head - i) mod memory
+            ring[0][h], ring[1][h], ring[2][h] = s, y, self.pairs[0][2]
         if self.ref is not None and self.ref.ok:
             # (min/max: np.clip on a scalar costs ~8 us, a tenth of a small problem's iteration)
             self.c = min(1.0, max(C_MIN, float(y @ self.ref.solve(y)) / sy))
@@ -195,6 +230,17 @@ class ScaledCurvature:
             return None
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
             self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
+        if self.kernels is not None and ref.kind == "dense":
+            got = self._compiled_direction(model, x, u, ref, qp)
+        else:
+            got = self._direction(model, x, u, ref, qp)
+        if got is None:
+            return None
+        return self._try(model, x, u, f, qp, *got)
+
+    def _direction(self, model, x, u, ref, qp):
+        """The trial's direction ``D = -B^{-1} u`` on the free set: ``(D, slope u^T D, guarantee, largest feasible
+        factor or None without constraints, metric info)``, or None (take the bound step)."""
         F = None if qp is None else free_set(x, u, model.lb, model.ub, self._bound_tol[1])
         if F is not None:
             free = np.count_nonzero(F)
@@ -237,10 +283,58 @@ class ScaledCurvature:
         if not math.isfinite(slope):
             return None
         D = -r
-        qval = 0.5 * slope
-        a = 1.0
+        return D, slope, guaranteed, None if qp is None else qp.max_factor(x, D), metric
+
+    def _compiled_direction(self, model, x, u, ref, qp):
+        """:meth:`_direction` on a dense metric by the kernels of :mod:`.compiled_trial` (the same answer to
+        rounding)."""
+        K = self.kernels
+        n = u.size
+        if qp is None:
+            free = n
+        else:
+            F = np.empty(n, dtype=np.bool_)
+            tl, tu = self._bound_tol[1]
+            free = K.free_mask(x, u, model.lb, model.ub, tl, tu, F)
+            if free == 0:
+                return None  # every variable held at a bound: nothing to try
+        if free == n:
+            if self._all_idx.size != n:
+                self._all_idx = np.arange(n)
+            Fidx, sub = self._all_idx, ref
+        else:
+            key = F.tobytes()
+            if key != self._cfree[0]:
+                self._cfree = (key, np.flatnonzero(F))
+            Fidx = self._cfree[1]
+            sub = ref.restricted(F)
+            if sub is None:
+                return None
+        ring = self._ring
+        m = len(self.pairs)
+        if ring is None:
+            ring = _NO_RING
+            m = 0
+        sides = None if qp is None else qp._sides
+        G, g = (_NO_SIDES if sides is None else sides[:2])
+        r = np.empty(n)
+        code, guaranteed, slope, factor = K.qn_direction(u, Fidx, sub.cf, sub.P, ring[0], ring[1], ring[2], ring[3],
+                                                         m, free != n, self.c, FLAT, x, G, g, r)
+        if code != K.OK:
+            return None
+        a = None
         if qp is not None:
-            a = min(1.0, qp.max_factor(x, D))
+            a = factor if sides is not None else qp.max_factor(x, -r)
+        return -r, slope, guaranteed, a, {"scale": self.c}
+
+    def _try(self, model, x, u, f, qp, D, slope, guaranteed, a, metric):
+        """The trial along ``D`` (slope ``u^T D``; ``a``: the largest feasible factor, None without constraints):
+        shortened to the feasible set, evaluated, backtracked; the result of :meth:`trial`."""
+        qval = 0.5 * slope
+        if a is None:
+            a, Da, z = 1.0, D, x + D  # a = 1: a * D is D
+        else:
+            a = min(1.0, a)
             if a < 1.0 and self.metric != "line":
                 got = self._projected_trial(model, x, u, f, D, qp, metric)
                 if got is not None:
@@ -256,8 +350,6 @@ class ScaledCurvature:
             if a < MIN_FEASIBLE:
                 self.stats["blocked"] = self.stats.get("blocked", 0) + 1
                 return None
-        else:
-            Da, z = D, x + D  # a = 1: a * D is D
         self.stats["trials"] += 1
         for k in range(BACKTRACK + 1):
             if k:

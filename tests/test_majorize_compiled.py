@@ -1,0 +1,170 @@
+"""Option ``backend`` of majorize (varopt/solvers/majorize/compiled_trial.py): the compiled quasi-Newton trial on a
+dense metric against the numpy path (the reference), direction by direction on random states and iterate by iterate
+on whole fits."""
+import types
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="the compiled trial needs numba (pip install 'varopt[fast]')")
+
+import varopt.solvers.majorize.reuse as reuse  # noqa: E402
+from varopt import get_solver  # noqa: E402
+from varopt.errors import InvalidOptionError  # noqa: E402
+from varopt.formulations.logistic import logistic_program  # noqa: E402
+from varopt.program import Program  # noqa: E402
+from varopt.program.expression import Expression  # noqa: E402
+from varopt.program.program import Constraint  # noqa: E402
+from varopt.solvers.majorize import compiled_trial  # noqa: E402
+from varopt.solvers.majorize.reuse_metric import DenseMetric  # noqa: E402
+from varopt.solvers.majorize.step_qp import StepQP  # noqa: E402
+
+
+def _state(rng, n, m_pairs, n_rows, memory):
+    """A random trial state: bounds (some infinite, some active), rows, an SPD metric (sometimes nearly singular),
+    pairs (some without positive curvature on part of the variables), ``x`` feasible, ``u``."""
+    lb = np.where(rng.random(n) < 0.5, -rng.uniform(0.0, 1.0, n), -np.inf)
+    ub = np.where(rng.random(n) < 0.5, rng.uniform(0.0, 1.0, n), np.inf)
+    x = rng.uniform(-0.3, 0.3, n)
+    at = rng.random(n)
+    x = np.where((at < 0.2) & np.isfinite(lb), lb, x)
+    x = np.where((at > 0.8) & np.isfinite(ub), ub, x)
+    x = np.clip(x, lb, ub)
+    A = rng.normal(size=(n_rows, n))
+    Ax = A @ x
+    lo = np.where(rng.random(n_rows) < 0.5, Ax - rng.uniform(0.0, 1.0, n_rows), -np.inf)
+    hi = np.where(rng.random(n_rows) < 0.5, Ax + rng.uniform(0.0, 1.0, n_rows), np.inf)
+    lo[:1] = Ax[:1]  # an active row
+    model = types.SimpleNamespace(n=n, lb=lb, ub=ub, A=_Rows(A), lo=lo, hi=hi)
+    R = rng.normal(size=(n, n))
+    P = R @ R.T + rng.uniform(0.01, 1.0) * np.eye(n)
+    if rng.random() < 0.2:
+        P[:, 0] = P[0, :] = 0.0  # a flat direction: the range test or the proximal term decides
+    u = rng.normal(size=n)
+    sc = reuse.ScaledCurvature(100, "bound", memory, compiled_trial)
+    sc.c = rng.uniform(0.1, 1.0)
+    for _ in range(m_pairs):
+        s = rng.normal(size=n)
+        y = (R @ R.T + np.eye(n)) @ s
+        if rng.random() < 0.3:
+            y[: n // 2] = -5.0 * s[: n // 2]  # positive curvature on all variables, none on the first half
+        sc.moved(s, y, None, None)
+    return model, P, x, u, sc
+
+
+class _Rows(np.ndarray):
+    """A dense matrix with the ``shape``/``toarray`` of the program's sparse rows (what StepQP reads)."""
+
+    def __new__(cls, a):
+        return np.asarray(a).view(cls)
+
+    def toarray(self):
+        return np.asarray(self)
+
+
+def _close(a, b, rel=1e-12):
+    return np.abs(a - b).max(initial=0.0) <= rel * max(1.0, np.abs(b).max(initial=0.0))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_compiled_direction_equals_the_numpy_direction(seed):
+    """The kernels' direction, slope, guarantee and largest feasible factor against the numpy path's
+    (``ScaledCurvature._direction``: free set, restricted metric and pairs, two-loop recursion, ratio test) to 1e-12
+    relative, and the same decisions (no trial: every variable held, a flat direction), with and without
+    constraints, 0 to 14 pairs in a ring of 10."""
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for trial in range(40):
+        n = int(rng.integers(2, 30))
+        model, P, x, u, sc = _state(rng, n, int(rng.integers(0, 15)), int(rng.integers(0, 4)), 10)
+        ref = DenseMetric(P)
+        if not ref.ok:
+            continue
+        for qp in (None, StepQP(model, None)):
+            if qp is not None:
+                sc._bound_tol = (model, reuse.bound_tolerances(model.lb, model.ub))
+            want = sc._direction(model, x, u, ref, qp)
+            got = sc._compiled_direction(model, x, u, ref, qp)
+            assert (want is None) == (got is None), (trial, qp)
+            if want is None:
+                continue
+            D0, s0, g0, a0, m0 = want
+            D1, s1, g1, a1, m1 = got
+            assert _close(D1, D0) and m0 == m1
+            assert abs(s1 - s0) <= 1e-12 * abs(s0) and abs(g1 - g0) <= 1e-12 * abs(g0)
+            if qp is None:
+                assert a0 is None and a1 is None
+            else:
+                assert a1 == a0 or abs(a1 - a0) <= 1e-12 * max(1.0, abs(a0))  # an active side: 0 against a rounding
+            checked += 1
+    assert checked >= 40
+
+
+def test_pair_ring_holds_the_pairs_most_recent_first():
+    """The kernels' ring buffer: slot ``(head - i) mod memory`` holds the ``i``-th pair of ``ScaledCurvature.pairs``
+    (most recent first), with its ``1 / s^T y``, through wrap-around; pairs without curvature are not stored."""
+    rng = np.random.default_rng(3)
+    sc = reuse.ScaledCurvature(100, "bound", 4, compiled_trial)
+    for k in range(11):
+        s = rng.normal(size=6)
+        y = -s if k == 5 else s * rng.uniform(0.5, 2.0, 6)
+        sc.moved(s, y, None, None)
+        S, Y, rho, head = sc._ring
+        for i, (s_i, y_i, r_i) in enumerate(sc.pairs):
+            sl = (head - i) % 4
+            assert np.array_equal(S[sl], s_i) and np.array_equal(Y[sl], y_i) and rho[sl] == r_i
+
+
+def _fits():
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(150, 12))
+    y = (X @ rng.normal(size=12) + rng.logistic(size=150) > 0).astype(int)
+    prog = logistic_program(X, y, 0.5)
+    n = prog.n
+    row = np.zeros(n)
+    row[3:8] = 1.0
+    cons = [Constraint("sum", Expression(n, linear=row), -np.inf, 0.2)]
+    lb = np.full(n, -np.inf)
+    lb[:3] = 0.0
+    box = np.full(n, 0.15)
+    return {"unconstrained": prog,
+            "bounds and a row": Program(prog.names, lb, np.full(n, np.inf), prog.objective, cons),
+            "a box on every weight": Program(prog.names, -box, box, prog.objective, cons)}
+
+
+@pytest.mark.parametrize("case", ["unconstrained", "bounds and a row", "a box on every weight"])
+def test_compiled_fit_follows_the_numpy_iterates(case):
+    """Whole fits with ``backend='numba'`` and ``backend='numpy'``: the same number of iterations and trials, every
+    iterate's objective to 1e-12 and point to 1e-9 relative (callback), the reported backend."""
+    prog = _fits()[case]
+    runs = {}
+    for backend in ("numpy", "numba"):
+        trace = []
+        res = get_solver("majorize").solve(prog, tol=1e-12, max_iter=500, backend=backend,
+                                           callback=lambda it, x, f: trace.append((x.copy(), f)) and False)
+        assert res.status == "optimal" and res.info["backend"] == backend
+        runs[backend] = (res, trace)
+    (r0, t0), (r1, t1) = runs["numpy"], runs["numba"]
+    assert len(t0) == len(t1) and r0.info["bound_reuse"] == r1.info["bound_reuse"]
+    assert r1.info["bound_reuse"]["accepted"] >= 3
+    for (x0, f0), (x1, f1) in zip(t0, t1):
+        assert abs(f1 - f0) <= 1e-12 * abs(f0)
+        assert _close(x1, x0, 1e-9)
+
+
+def test_backend_option():
+    """``backend='numba'`` without numba is refused with the install hint; ``'auto'`` then runs numpy; the numpy
+    path is reported as such."""
+    prog = _fits()["unconstrained"]
+    saved = list(reuse._KERNELS)
+    try:
+        reuse._KERNELS[:] = [None]  # as if numba were not installed
+        with pytest.raises(InvalidOptionError, match="needs the numba package"):
+            get_solver("majorize").solve(prog, backend="numba")
+        assert get_solver("majorize").solve(prog, backend="auto").info["backend"] == "numpy"
+    finally:
+        reuse._KERNELS[:] = saved
+    assert get_solver("majorize").solve(prog).info["backend"] == "numba"
+    assert get_solver("majorize").solve(prog, backend="numpy").info["backend"] == "numpy"
+    with pytest.raises(InvalidOptionError):
+        get_solver("majorize").solve(prog, backend="fortran")

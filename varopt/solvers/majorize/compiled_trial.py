@@ -1,0 +1,170 @@
+"""Numba kernels of the quasi-Newton trial of option ``bound_reuse`` on a dense metric (imported only when numba is
+installed and option ``backend`` allows it; :mod:`.reuse` keeps the numpy path as the reference).
+
+A trial of :meth:`.reuse.ScaledCurvature.trial` on a small program is a few dozen numpy calls of 0.5-2 us each on
+arrays of ten to a hundred entries (docs/majorize.md section 6.0i): the free set, the metric's solve and range test,
+the L-BFGS pairs restricted to the free set, the two-loop recursion (Nocedal & Wright 2006, Alg. 7.4) with
+``B_0^{-1} = P_FF^{-1} / c``, the scatter back to every variable, and the ratio test on the finite sides
+``G z >= g`` of :class:`.step_qp.StepQP`. Here they are two calls:
+
+* :func:`free_mask`: the free set of :func:`.reuse.free_set` (the same comparisons, NaN tolerances of infinite
+  bounds compare False as in numpy);
+* :func:`qn_direction`: with the upper Cholesky factor ``U`` of ``P_FF`` (plus the proximal term, computed by the
+  numpy path's :class:`.reuse_metric.DenseMetric` and cached per free set there), ``w = P_FF^{-1} u_F`` by the two
+  triangular solves of LAPACK's ``potrs``, the guarantee ``u_F^T w / 2``, the range test ``||P_FF w - u_F||``, the
+  pairs on ``F`` (those without positive curvature there dropped, as :func:`.reuse._restricted_pairs`), the
+  two-loop recursion in its vector form, ``r`` scattered to every variable, the slope ``-u^T r`` and, with sides,
+  the largest feasible factor of ``D = -r`` (:meth:`.step_qp.StepQP.max_factor`).
+
+Same formulas and comparisons as the numpy path; the sums run in loop order where BLAS and LAPACK pick theirs, so
+results agree to rounding (~1e-16 relative per operation; ``tests/test_majorize_compiled.py`` checks 1e-12 on random
+trials and equal iterates on whole fits). The pairs live in a ring buffer (slot of pair ``i``, most recent first:
+``(head - i) mod memory``) kept by :meth:`.reuse.ScaledCurvature.moved`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+#: return codes of :func:`qn_direction`
+OK, NOT_FINITE, FLAT = 0, 1, 2
+
+
+@njit(cache=True)
+def free_mask(x, u, lb, ub, tl, tu, F):
+    """``F[j]`` = not (at ``lb`` with ``u_j > 0`` or at ``ub`` with ``u_j < 0``); returns the number of free ones."""
+    k = 0
+    for j in range(x.size):
+        held = (x[j] - lb[j] <= tl[j] and u[j] > 0) or (ub[j] - x[j] <= tu[j] and u[j] < 0)
+        F[j] = not held
+        if not held:
+            k += 1
+    return k
+
+
+@njit(cache=True, inline="always")
+def _potrs(U, b, out):
+    """``(U^T U)^{-1} b`` for the upper triangular ``U`` (the lower triangle is not read)."""
+    k = b.size
+    for i in range(k):
+        t = b[i]
+        for p in range(i):
+            t -= U[p, i] * out[p]
+        out[i] = t / U[i, i]
+    for i in range(k - 1, -1, -1):
+        t = out[i]
+        for p in range(i + 1, k):
+            t -= U[i, p] * out[p]
+        out[i] = t / U[i, i]
+
+
+@njit(cache=True)
+def qn_direction(u, Fidx, U, PF, Sb, Yb, rhob, head, m, restrict, c, flat_tol, x, G, g, r):
+    """The trial's direction ``r = B^{-1} u`` on the free variables ``Fidx`` (zero elsewhere, written to ``r``).
+
+    ``U``/``PF``: the factor and the matrix ``P_FF``; the pairs: rows ``(head - i) mod memory`` of ``Sb``, ``Yb``
+    (``rhob`` their ``1 / s^T y``), ``i < m``, most recent first, restricted to ``F`` when ``restrict`` (else every
+    variable is free and the stored ``rho`` is used, as the numpy path does). ``G``, ``g``: the finite sides (zero
+    rows: no constraints). Returns ``(code, guaranteed, slope, factor)``: ``code`` :data:`OK`, :data:`NOT_FINITE`
+    (the guarantee is not finite) or :data:`FLAT` (``u_F`` leaves the range of ``P_FF``); ``factor`` the largest
+    feasible multiple of ``D = -r`` (``inf`` when no side is approached)."""
+    k = Fidx.size
+    n = u.size
+    memory = Sb.shape[0]
+    uf = np.empty(k)
+    for i in range(k):
+        uf[i] = u[Fidx[i]]
+    w = np.empty(k)
+    _potrs(U, uf, w)
+    gu = 0.0
+    uu = 0.0
+    for i in range(k):
+        gu += uf[i] * w[i]
+        uu += uf[i] * uf[i]
+    guaranteed = 0.5 * gu
+    if not math.isfinite(guaranteed):
+        return NOT_FINITE, guaranteed, 0.0, 0.0
+    res = 0.0
+    for i in range(k):
+        t = -uf[i]
+        for p in range(k):
+            t += PF[i, p] * w[p]
+        res += t * t
+    if math.sqrt(res) > flat_tol * math.sqrt(uu):
+        return FLAT, guaranteed, 0.0, 0.0
+    # the pairs on F: (slot, rho) of those kept, most recent first
+    slots = np.empty(m, dtype=np.int64)
+    rho = np.empty(m)
+    kept = 0
+    for i in range(m):
+        sl = (head - i) % memory
+        if restrict:
+            sy = 0.0
+            ss = 0.0
+            yy = 0.0
+            for q in range(k):
+                j = Fidx[q]
+                sj = Sb[sl, j]
+                yj = Yb[sl, j]
+                sy += sj * yj
+                ss += sj * sj
+                yy += yj * yj
+            if not sy > 1e-12 * math.sqrt(ss * yy):
+                continue
+            rho[kept] = 1.0 / sy
+        else:
+            rho[kept] = rhob[sl]
+        slots[kept] = sl
+        kept += 1
+    rf = np.empty(k)
+    if kept == 0:
+        for i in range(k):
+            rf[i] = w[i] / c
+    else:
+        # two-loop recursion (Nocedal & Wright 2006, Alg. 7.4) on F, initial inverse P_FF^{-1} / c
+        a = np.empty(kept)
+        q = uf.copy()
+        for i in range(kept):
+            sl = slots[i]
+            t = 0.0
+            for p in range(k):
+                t += Sb[sl, Fidx[p]] * q[p]
+            a[i] = rho[i] * t
+            for p in range(k):
+                q[p] -= a[i] * Yb[sl, Fidx[p]]
+        _potrs(U, q, rf)
+        for i in range(k):
+            rf[i] = rf[i] / c
+        for i in range(kept - 1, -1, -1):
+            sl = slots[i]
+            t = 0.0
+            for p in range(k):
+                t += Yb[sl, Fidx[p]] * rf[p]
+            b = rho[i] * t
+            for p in range(k):
+                rf[p] += (a[i] - b) * Sb[sl, Fidx[p]]
+    for j in range(n):
+        r[j] = 0.0
+    slope = 0.0
+    for i in range(k):
+        j = Fidx[i]
+        r[j] = rf[i]
+        slope -= u[j] * rf[i]
+    if not math.isfinite(slope):
+        return NOT_FINITE, guaranteed, slope, 0.0
+    factor = np.inf
+    for s in range(G.shape[0]):
+        gd = 0.0
+        gx = 0.0
+        for j in range(n):
+            gd -= G[s, j] * r[j]
+            gx += G[s, j] * x[j]
+        if gd < 0:
+            t = (g[s] - gx) / gd
+            if t < factor:
+                factor = t
+    if factor < 0.0:
+        factor = 0.0
+    return OK, guaranteed, slope, factor
