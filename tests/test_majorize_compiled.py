@@ -168,3 +168,43 @@ def test_backend_option():
     assert get_solver("majorize").solve(prog, backend="numpy").info["backend"] == "numpy"
     with pytest.raises(InvalidOptionError):
         get_solver("majorize").solve(prog, backend="fortran")
+
+
+@pytest.mark.parametrize("c", [1, 2, 3, 5])
+def test_compiled_log_sum_exp_equals_the_numpy_values_and_weights(c):
+    """``lse_value_weights`` against ``PaddedGroups.value_weights`` on random scores with ``-inf`` padding, large and
+    tiny magnitudes, and weights ``c_g``: the value and the weights to 1e-13 relative."""
+    from varopt.solvers.majorize.groups import PaddedGroups
+    rng = np.random.default_rng(c)
+    for _ in range(30):
+        G = int(rng.integers(1, 300))
+        S = rng.normal(scale=rng.choice([1e-3, 1.0, 30.0, 700.0]), size=(G, c))
+        if c > 1:
+            S[rng.random((G, c)) < 0.2] = -np.inf
+            S[:, 0] = np.where(np.isneginf(S).all(axis=1), 0.0, S[:, 0])  # every group keeps a configuration
+        grp = types.SimpleNamespace(c=c, coef=rng.uniform(0.1, 3.0, G))
+        v0, W0 = PaddedGroups.value_weights(grp, S)
+        W1 = np.empty(S.shape)
+        ok, v1 = compiled_trial.lse_value_weights(S, grp.coef, W1)
+        assert ok and abs(v1 - v0) <= 1e-13 * max(1.0, abs(v0))
+        assert np.abs(W1 - W0).max() <= 1e-13 * np.abs(W0).max()
+
+
+def test_compiled_evaluation_reports_bad_scores_as_the_numpy_path():
+    """Scores that are NaN, ``+inf``, or ``-inf`` on a whole group are refused by the kernel and reported by the numpy
+    path's error; a finite point evaluates to the numpy value."""
+    from varopt.errors import InputDataError
+    from varopt.solvers.majorize.model import MajorizeModel
+    prog = _fits()["unconstrained"]
+    model = MajorizeModel(prog)
+    x = np.random.default_rng(0).normal(size=prog.n)
+    f0 = model.evaluate(x)[0]
+    model.kernels = compiled_trial
+    assert abs(model.evaluate(x)[0] - f0) <= 1e-13 * abs(f0)
+    for bad, msg in ((np.nan, "NaN or \\+inf"), (np.inf, "NaN or \\+inf"), (-np.inf, "identically zero")):
+        S = model.groups.scores(x)
+        S[3, :] = bad
+        for kernels in (None, compiled_trial):
+            model.kernels = kernels
+            with pytest.raises(InputDataError, match=msg):
+                model.evaluate(x, scores=S, err=np.zeros_like(S))

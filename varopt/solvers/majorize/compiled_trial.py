@@ -168,3 +168,33 @@ def qn_direction(u, Fidx, U, PF, Sb, Yb, rhob, head, m, restrict, c, flat_tol, x
     if factor < 0.0:
         factor = 0.0
     return OK, guaranteed, slope, factor
+
+
+@njit(cache=True)
+def lse_value_weights(S, coef, W):
+    """:meth:`.groups.PaddedGroups.value_weights` in one pass: ``W[g] = c_g softmax(S[g])`` (written to ``W``) and
+    ``sum_g c_g log Z_g`` with ``log Z_g = max_g + log sum_j exp(S[g, j] - max_g)``. Returns ``(ok, value)``; not ok
+    (``W`` then partly written) for a NaN or ``+inf`` score or a group whose scores are all ``-inf``, which the numpy
+    path reports."""
+    G, c = S.shape
+    value = 0.0
+    for g in range(G):
+        m = -np.inf
+        for j in range(c):
+            s = S[g, j]
+            if not s < np.inf:  # NaN or +inf
+                return False, 0.0
+            if s > m:
+                m = s
+        if m == -np.inf:
+            return False, 0.0
+        tot = 0.0
+        for j in range(c):
+            e = math.exp(S[g, j] - m)
+            W[g, j] = e
+            tot += e
+        f = coef[g] / tot
+        for j in range(c):
+            W[g, j] = W[g, j] * f
+        value += coef[g] * (m + math.log(tot))
+    return True, value

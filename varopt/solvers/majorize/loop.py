@@ -75,8 +75,11 @@ class Majorization:
         self.rel_fs = []   # the last RATE_WINDOW + 1 relative decreases
         self.u_scale = None
         self._xx = None  # (x, float(x @ x)) of the last accepted point
-        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs,
-                                      trial_kernels(getattr(opts, "backend", "numpy")))
+        # option backend: compiled trials and log-sum-exp evaluations (.compiled_trial), or None (numpy)
+        self.kernels = trial_kernels(getattr(opts, "backend", "numpy"))
+        if hasattr(model, "kernels"):
+            model.kernels = self.kernels
+        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs, self.kernels)
                       if getattr(opts, "bound_reuse", 0) else None)
 
     def solve(self, x):

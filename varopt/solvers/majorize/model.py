@@ -251,7 +251,14 @@ class MajorizeModel:
         S = None
         if self.groups is not None:
             S = self.groups.scores(x) if scores is None else scores
-            pv, W = self.groups.value_weights(S)
+            K = self.kernels
+            if K is not None:
+                W = np.empty(S.shape)
+                ok, pv = K.lse_value_weights(S, self.groups.coef, W)
+                if not ok:
+                    pv, W = self.groups.value_weights(S)  # raises the numpy path's error
+            else:
+                pv, W = self.groups.value_weights(S)
             if want_grad:
                 g = g + self.groups.gradient(W)
             v += pv
@@ -316,6 +323,8 @@ class MajorizeModel:
 
     #: (x, step solver, its matrix or operator) of the last Algorithm 2 step (set by .step.majorizer_step)
     last_bound = None
+    #: the compiled kernels of option ``backend`` (:mod:`.compiled_trial`; set by the loop), None: numpy
+    kernels = None
 
     def reuse_metric(self, x, S, opts, exact=True):
         """Option ``bound_reuse``'s reference metric at ``x`` (:mod:`.reuse_metric`): the dense ``H + Sigma + rho I``

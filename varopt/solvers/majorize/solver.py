@@ -150,8 +150,9 @@ class MajorizeSolver(Solver):
         Option("reuse_pairs", 10, "L-BFGS pairs (s, y) kept by bound_reuse's quasi-Newton trials (scipy L-BFGS-B's "
                "maxcor); more pairs cost O(pairs * n) per trial and pay when an evaluation is expensive", int,
                positive, "must be a positive integer"),
-        Option("backend", "auto", "bound_reuse's quasi-Newton trials on a dense metric: numba (compiled free set, "
-               "two-loop recursion and ratio test; needs pip install 'varopt[fast]'), numpy (the reference path), "
+        Option("backend", "auto", "small-array work of each iteration: numba (compiled log-sum-exp values and "
+               "weights, and bound_reuse's quasi-Newton trials on a dense metric: free set, two-loop recursion, ratio "
+               "test; needs pip install 'varopt[fast]'), numpy (the reference path), "
                "auto (numba when installed, else numpy; result.info['backend'] says which ran)",
                ("auto", "numpy", "numba")),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
@@ -182,7 +183,7 @@ class MajorizeSolver(Solver):
             step_qp = StepQP(model, qp) if model.constrained else None
             maj = Majorization(model, opts, run, step_qp)
             res = maj.solve(x)
-        res.info = {"backend": "numba" if getattr(maj.reuse, "kernels", None) is not None else "numpy",
+        res.info = {"backend": "numba" if maj.kernels is not None else "numpy",
                     "bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex),
                     "step_solver": {k: v for k, v in model.step_stats.items() if k != "cg_last"}}
         if maj.reuse is not None:
