@@ -40,7 +40,7 @@ def _state(rng, n, m_pairs, n_rows, memory):
     P = R @ R.T + rng.uniform(0.01, 1.0) * np.eye(n)
     if rng.random() < 0.2:
         P[:, 0] = P[0, :] = 0.0  # a flat direction: the range test or the proximal term decides
-    u = rng.normal(size=n)
+    u = rng.normal(size=n) * rng.choice([1.0, 1e-4])  # short steps: the full step often feasible
     sc = reuse.ScaledCurvature(100, "bound", memory, compiled_trial)
     sc.c = rng.uniform(0.1, 1.0)
     for _ in range(m_pairs):
@@ -74,6 +74,7 @@ def test_compiled_direction_equals_the_numpy_direction(seed):
     constraints, 0 to 14 pairs in a ring of 10."""
     rng = np.random.default_rng(seed)
     checked = 0
+    feasible_points = []
     for trial in range(40):
         n = int(rng.integers(2, 30))
         model, P, x, u, sc = _state(rng, n, int(rng.integers(0, 15)), int(rng.integers(0, 4)), 10)
@@ -88,16 +89,46 @@ def test_compiled_direction_equals_the_numpy_direction(seed):
             assert (want is None) == (got is None), (trial, qp)
             if want is None:
                 continue
-            D0, s0, g0, a0, m0 = want
-            D1, s1, g1, a1, m1 = got
-            assert _close(D1, D0) and m0 == m1
+            D0, s0, g0, a0, m0, z0 = want
+            D1, s1, g1, a1, m1, z1 = got
+            assert _close(D1, D0) and m0 == m1 and z0 is None
             assert abs(s1 - s0) <= 1e-12 * abs(s0) and abs(g1 - g0) <= 1e-12 * abs(g0)
             if qp is None:
                 assert a0 is None and a1 is None
             else:
-                assert a1 == a0 or abs(a1 - a0) <= 1e-12 * max(1.0, abs(a0))  # an active side: 0 against a rounding
+                # the factor's point x + a D to 1e-12 (an active side: 0 against a rounding of G x divided by G D)
+                assert a1 == a0 or abs(a1 - a0) * np.abs(D0).max() <= 1e-12 * max(1.0, np.abs(x).max())
+                # the point x + D comes with the kernel's feasibility test when the full step is allowed
+                if z1 is not None:
+                    assert a1 >= 1.0 and np.array_equal(z1, x + D1) and qp.feasible(z1)
+                    feasible_points.append(1)
+                elif a1 >= 1.0:
+                    assert not qp.feasible(x + D1)
             checked += 1
-    assert checked >= 40
+    assert checked >= 40 and feasible_points
+
+
+def test_compiled_free_set_cache_follows_the_free_set_and_the_metric():
+    """One ``ScaledCurvature`` through a sequence of trials whose free set changes, returns, and whose metric is
+    replaced with the same free set: the kernels' cached ``P_FF`` factor is the one of the current free set and
+    metric (each direction equal to the numpy path's)."""
+    rng = np.random.default_rng(8)
+    n = 12
+    model, P, x, _, sc = _state(rng, n, 6, 1, 10)
+    qp = StepQP(model, None)
+    sc._bound_tol = (model, reuse.bound_tolerances(model.lb, model.ub))
+    refs = [DenseMetric(P), DenseMetric(P + np.diag(rng.uniform(0.5, 2.0, n)))]
+    us = [rng.normal(size=n) for _ in range(4)]
+    seen = set()
+    for ref_i, u_i in [(0, 0), (0, 0), (0, 1), (0, 0), (1, 0), (1, 0), (1, 2), (0, 2), (0, 3), (1, 3), (1, 1)]:
+        ref, u = refs[ref_i], us[u_i]
+        want = sc._direction(model, x, u, ref, qp)
+        got = sc._compiled_direction(model, x, u, ref, qp)
+        assert (want is None) == (got is None)
+        if want is not None:
+            assert _close(got[0], want[0])
+            seen.add(reuse.free_set(x, u, model.lb, model.ub).tobytes())
+    assert len(seen) >= 2
 
 
 def test_pair_ring_holds_the_pairs_most_recent_first():
@@ -113,6 +144,28 @@ def test_pair_ring_holds_the_pairs_most_recent_first():
         for i, (s_i, y_i, r_i) in enumerate(sc.pairs):
             sl = (head - i) % 4
             assert np.array_equal(S[sl], s_i) and np.array_equal(Y[sl], y_i) and rho[sl] == r_i
+
+
+def test_compiled_pair_products_and_secant_scale():
+    """``pair_products`` against numpy's products and the metric's solve, and the secant scale ``c`` of ``moved``
+    with the kernels equal to the numpy path's to 1e-13."""
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        n = int(rng.integers(1, 40))
+        R = rng.normal(size=(n, n))
+        ref = DenseMetric(R @ R.T + 0.1 * np.eye(n))
+        s, y = rng.normal(size=n), rng.normal(size=n)
+        sy, ss, yy, ypy = compiled_trial.pair_products(s, y, ref.cf)
+        for a, b in ((sy, s @ y), (ss, s @ s), (yy, y @ y), (ypy, y @ ref.solve(y))):
+            assert abs(a - b) <= 1e-13 * max(abs(b), np.abs(s).max() * np.abs(y).max(), 1e-300)
+        y = s * rng.uniform(0.5, 2.0, n)  # positive curvature: a pair and a new scale
+        scs = []
+        for kernels in (None, compiled_trial):
+            sc = reuse.ScaledCurvature(100, "bound", 5, kernels)
+            sc.ref = ref
+            sc.moved(s, y, None, None)
+            scs.append(sc)
+        assert len(scs[1].pairs) == 1 and abs(scs[1].c - scs[0].c) <= 1e-13 * scs[0].c
 
 
 def _fits():
@@ -208,3 +261,24 @@ def test_compiled_evaluation_reports_bad_scores_as_the_numpy_path():
             model.kernels = kernels
             with pytest.raises(InputDataError, match=msg):
                 model.evaluate(x, scores=S, err=np.zeros_like(S))
+
+
+def test_compiled_feasibility_test_of_the_full_step():
+    """The kernel's feasibility test of ``x + D`` is its own (not implied by the ratio test): with ratio-test sides
+    that never block and feasibility sides that ``x + D`` violates (an overestimated ratio test, as rounding can make
+    one), the point is reported infeasible; with the sides met, feasible, and the point is ``x + D``."""
+    n = 3
+    P = np.eye(n)
+    ref = DenseMetric(P)
+    u = np.array([1.0, -2.0, 0.5])
+    x = np.zeros(n)
+    G = np.vstack([np.eye(n), -np.eye(n)])
+    g = np.full(2 * n, -1e300)  # the ratio test: no side approached closely
+    r, z = np.empty(n), np.empty(n)
+    for g_tol, want in ((np.full(2 * n, -10.0), True), (np.r_[-10.0, -10.0, -0.4, -10.0, -10.0, -10.0], False)):
+        out = compiled_trial.qn_direction(u, x, (np.empty(0),) * 4, np.ones(n, bool), True, np.arange(n), ref.cf,
+                                          ref.P, np.empty((1, 0)), np.empty((1, 0)), np.empty(1), 0, 0, 1.0, 1e-6,
+                                          G, g, g_tol, r, z)
+        code, _, _, factor, feasible = out
+        assert code == compiled_trial.OK and factor >= 1.0 and feasible is want
+        assert np.allclose(z, -u, rtol=1e-12)  # D = -P^{-1} u / c with P = I, c = 1

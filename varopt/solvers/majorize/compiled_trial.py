@@ -1,25 +1,31 @@
-"""Numba kernels of the quasi-Newton trial of option ``bound_reuse`` on a dense metric (imported only when numba is
-installed and option ``backend`` allows it; :mod:`.reuse` keeps the numpy path as the reference).
+"""Numba kernels of majorize's per-iteration small-array work on dense metrics (option ``backend``; imported only
+when numba is installed and the option allows it; :mod:`.reuse` and :mod:`.model` keep the numpy path as the
+reference).
 
-A trial of :meth:`.reuse.ScaledCurvature.trial` on a small program is a few dozen numpy calls of 0.5-2 us each on
-arrays of ten to a hundred entries (docs/majorize.md section 6.0i): the free set, the metric's solve and range test,
-the L-BFGS pairs restricted to the free set, the two-loop recursion (Nocedal & Wright 2006, Alg. 7.4) with
-``B_0^{-1} = P_FF^{-1} / c``, the scatter back to every variable, and the ratio test on the finite sides
-``G z >= g`` of :class:`.step_qp.StepQP`. Here they are two calls:
+A quasi-Newton trial of :meth:`.reuse.ScaledCurvature.trial` on a small program is a few dozen numpy calls of
+0.5-2 us each on arrays of ten to a hundred entries (docs/majorize.md section 6.0i): the free set, the metric's
+solve and range test, the L-BFGS pairs restricted to the free set, the two-loop recursion (Nocedal & Wright 2006,
+Alg. 7.4) with ``B_0^{-1} = P_FF^{-1} / c``, the scatter back to every variable, the ratio test and the feasibility
+test on the finite sides ``G z >= g`` of :class:`.step_qp.StepQP`; then the evaluation's log-sum-exp and the new
+pair's products. Here:
 
-* :func:`free_mask`: the free set of :func:`.reuse.free_set` (the same comparisons, NaN tolerances of infinite
-  bounds compare False as in numpy);
-* :func:`qn_direction`: with the upper Cholesky factor ``U`` of ``P_FF`` (plus the proximal term, computed by the
-  numpy path's :class:`.reuse_metric.DenseMetric` and cached per free set there), ``w = P_FF^{-1} u_F`` by the two
-  triangular solves of LAPACK's ``potrs``, the guarantee ``u_F^T w / 2``, the range test ``||P_FF w - u_F||``, the
-  pairs on ``F`` (those without positive curvature there dropped, as :func:`.reuse._restricted_pairs`), the
-  two-loop recursion in its vector form, ``r`` scattered to every variable, the slope ``-u^T r`` and, with sides,
-  the largest feasible factor of ``D = -r`` (:meth:`.step_qp.StepQP.max_factor`).
+* :func:`qn_direction` (one call while the free set stays the same): the free set of :func:`.reuse.free_set`
+  (:func:`free_mask`: the same comparisons; the NaN tolerances of infinite bounds compare False as in numpy); with
+  the upper Cholesky factor ``U`` of ``P_FF`` (plus the proximal term, computed by the numpy path's
+  :class:`.reuse_metric.DenseMetric` once per free set), ``w = P_FF^{-1} u_F`` by the two triangular solves of
+  LAPACK's ``potrs``, the guarantee ``u_F^T w / 2``, the range test ``||P_FF w - u_F||``, the pairs on ``F`` (those
+  without positive curvature there dropped, as :func:`.reuse._restricted_pairs`), the two-loop recursion in its
+  vector form, ``r`` scattered to every variable, the slope ``-u^T r``, the largest feasible factor of ``D = -r``
+  (:meth:`.step_qp.StepQP.max_factor`) and, when that is at least 1, the feasibility test of ``x + D``
+  (:meth:`.step_qp.StepQP.feasible`);
+* :func:`pair_products`: the products of a new L-BFGS pair and the secant scale's ``y^T P^{-1} y``;
+* :func:`lse_value_weights`: the log-sum-exp values and softmax weights of every evaluation.
 
-Same formulas and comparisons as the numpy path; the sums run in loop order where BLAS and LAPACK pick theirs, so
-results agree to rounding (~1e-16 relative per operation; ``tests/test_majorize_compiled.py`` checks 1e-12 on random
-trials and equal iterates on whole fits). The pairs live in a ring buffer (slot of pair ``i``, most recent first:
-``(head - i) mod memory``) kept by :meth:`.reuse.ScaledCurvature.moved`.
+Same formulas and comparisons as the numpy path; the sums run in loop order where BLAS and LAPACK pick theirs, and
+``exp``/``log`` are libm's instead of numpy's, so results agree to rounding (~1e-16 relative per operation;
+``tests/test_majorize_compiled.py`` checks 1e-12 on random trials and the same iterations on whole fits). The pairs
+live in a ring buffer (slot of pair ``i``, most recent first: ``(head - i) mod memory``) kept by
+:meth:`.reuse.ScaledCurvature.moved`.
 """
 from __future__ import annotations
 
@@ -28,13 +34,16 @@ import math
 import numpy as np
 from numba import njit
 
-#: return codes of :func:`qn_direction`
-OK, NOT_FINITE, FLAT = 0, 1, 2
+#: return codes of :func:`qn_direction`: a direction; no trial (a non-finite guarantee or slope, or ``u_F`` outside
+#: the range of ``P_FF``: the bound step decides); every variable held at a bound; the free set is not the one the
+#: factor passed belongs to (the mask is written, the caller factors ``P_FF`` and calls again)
+OK, NO_TRIAL, HELD, NEW_FREE = 0, 1, 2, 3
 
 
 @njit(cache=True)
 def free_mask(x, u, lb, ub, tl, tu, F):
-    """``F[j]`` = not (at ``lb`` with ``u_j > 0`` or at ``ub`` with ``u_j < 0``); returns the number of free ones."""
+    """``F[j]`` = not (at ``lb`` with ``u_j > 0`` or at ``ub`` with ``u_j < 0``): :func:`.reuse.free_set` (the same
+    comparisons; the NaN tolerances of infinite bounds compare False as in numpy); returns the number of free ones."""
     k = 0
     for j in range(x.size):
         held = (x[j] - lb[j] <= tl[j] and u[j] > 0) or (ub[j] - x[j] <= tu[j] and u[j] < 0)
@@ -61,17 +70,34 @@ def _potrs(U, b, out):
 
 
 @njit(cache=True)
-def qn_direction(u, Fidx, U, PF, Sb, Yb, rhob, head, m, restrict, c, flat_tol, x, G, g, r):
-    """The trial's direction ``r = B^{-1} u`` on the free variables ``Fidx`` (zero elsewhere, written to ``r``).
+def qn_direction(u, x, bounds, F, known, Fidx, U, PF, Sb, Yb, rhob, head, m, c, flat_tol, G, g, g_tol, r, z):
+    """The trial's direction ``r = B^{-1} u`` on the free variables (zero elsewhere, written to ``r``) and its point.
 
-    ``U``/``PF``: the factor and the matrix ``P_FF``; the pairs: rows ``(head - i) mod memory`` of ``Sb``, ``Yb``
-    (``rhob`` their ``1 / s^T y``), ``i < m``, most recent first, restricted to ``F`` when ``restrict`` (else every
-    variable is free and the stored ``rho`` is used, as the numpy path does). ``G``, ``g``: the finite sides (zero
-    rows: no constraints). Returns ``(code, guaranteed, slope, factor)``: ``code`` :data:`OK`, :data:`NOT_FINITE`
-    (the guarantee is not finite) or :data:`FLAT` (``u_F`` leaves the range of ``P_FF``); ``factor`` the largest
-    feasible multiple of ``D = -r`` (``inf`` when no side is approached)."""
-    k = Fidx.size
+    ``bounds = (lb, ub, tl, tu)`` (arrays of length 0 without constraints: every variable free): the free set is
+    computed into a local mask; unless ``known`` and equal to ``F``, it is copied to ``F`` and :data:`NEW_FREE`
+    returned. ``Fidx``: the indices of ``F``; ``U``/``PF``: the factor and the matrix ``P_FF``; the pairs: rows
+    ``(head - i) mod memory`` of ``Sb``, ``Yb`` (``rhob`` their ``1 / s^T y``), ``i < m``, most recent first, restricted
+    to ``F`` when some variable is held (else the stored ``rho`` is used, as the numpy path does). ``G``, ``g``: the
+    finite sides (zero rows: no constraints), ``g_tol`` those of the feasibility test. Returns ``(code, guaranteed,
+    slope, factor, feasible)``: ``factor`` the largest feasible multiple of ``D = -r`` (``inf`` when no side is
+    approached); when it is at least 1, ``z = x + D`` and ``feasible`` whether ``G z >= g_tol``."""
     n = u.size
+    lb, ub, tl, tu = bounds
+    restrict = False
+    if lb.size:
+        newF = np.empty(n, dtype=np.bool_)
+        free = free_mask(x, u, lb, ub, tl, tu, newF)
+        if free == 0:
+            return HELD, 0.0, 0.0, 0.0, False
+        same = known
+        for j in range(n):
+            if newF[j] != F[j]:
+                same = False
+                F[j] = newF[j]
+        if not same:
+            return NEW_FREE, 0.0, 0.0, 0.0, False
+        restrict = free != n
+    k = Fidx.size
     memory = Sb.shape[0]
     uf = np.empty(k)
     for i in range(k):
@@ -85,7 +111,7 @@ def qn_direction(u, Fidx, U, PF, Sb, Yb, rhob, head, m, restrict, c, flat_tol, x
         uu += uf[i] * uf[i]
     guaranteed = 0.5 * gu
     if not math.isfinite(guaranteed):
-        return NOT_FINITE, guaranteed, 0.0, 0.0
+        return NO_TRIAL, guaranteed, 0.0, 0.0, False
     res = 0.0
     for i in range(k):
         t = -uf[i]
@@ -93,7 +119,7 @@ def qn_direction(u, Fidx, U, PF, Sb, Yb, rhob, head, m, restrict, c, flat_tol, x
             t += PF[i, p] * w[p]
         res += t * t
     if math.sqrt(res) > flat_tol * math.sqrt(uu):
-        return FLAT, guaranteed, 0.0, 0.0
+        return NO_TRIAL, guaranteed, 0.0, 0.0, False
     # the pairs on F: (slot, rho) of those kept, most recent first
     slots = np.empty(m, dtype=np.int64)
     rho = np.empty(m)
@@ -153,7 +179,7 @@ def qn_direction(u, Fidx, U, PF, Sb, Yb, rhob, head, m, restrict, c, flat_tol, x
         r[j] = rf[i]
         slope -= u[j] * rf[i]
     if not math.isfinite(slope):
-        return NOT_FINITE, guaranteed, slope, 0.0
+        return NO_TRIAL, guaranteed, slope, 0.0, False
     factor = np.inf
     for s in range(G.shape[0]):
         gd = 0.0
@@ -167,7 +193,37 @@ def qn_direction(u, Fidx, U, PF, Sb, Yb, rhob, head, m, restrict, c, flat_tol, x
                 factor = t
     if factor < 0.0:
         factor = 0.0
-    return OK, guaranteed, slope, factor
+    feasible = False
+    if factor >= 1.0:
+        for j in range(n):
+            z[j] = x[j] - r[j]
+        feasible = True
+        for s in range(G.shape[0]):
+            gz = 0.0
+            for j in range(n):
+                gz += G[s, j] * z[j]
+            if not gz >= g_tol[s]:
+                feasible = False
+                break
+    return OK, guaranteed, slope, factor, feasible
+
+
+@njit(cache=True)
+def pair_products(s, y, U):
+    """``(s^T y, s^T s, y^T y, y^T P^{-1} y)`` of a new pair (:meth:`.reuse.ScaledCurvature.moved`; ``P = U^T U``)."""
+    sy = 0.0
+    ss = 0.0
+    yy = 0.0
+    for j in range(s.size):
+        sy += s[j] * y[j]
+        ss += s[j] * s[j]
+        yy += y[j] * y[j]
+    v = np.empty(y.size)
+    _potrs(U, y, v)
+    ypy = 0.0
+    for j in range(y.size):
+        ypy += y[j] * v[j]
+    return sy, ss, yy, ypy
 
 
 @njit(cache=True)

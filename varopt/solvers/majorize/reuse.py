@@ -80,7 +80,8 @@ MIN_FEASIBLE = 1e-3
 
 #: stand-ins for the kernels' pair ring and sides when there are none (typed as the real ones)
 _NO_RING = (np.empty((1, 0)), np.empty((1, 0)), np.empty(1), 0)
-_NO_SIDES = (np.empty((0, 0)), np.empty(0))
+_NO_SIDES = (np.empty((0, 0)), np.empty(0), np.empty(0))
+_NO_BOUNDS = (np.empty(0), np.empty(0), np.empty(0), np.empty(0))
 _KERNELS = []  # the kernel module, imported once (an import statement costs 1-3 us per solve)
 
 
@@ -113,8 +114,8 @@ class ScaledCurvature:
         # the compiled trial on a dense metric (:mod:`.compiled_trial`, option ``backend``), or None: the numpy path
         self.kernels = kernels if metric == "bound" else None
         self._ring = None  # (S, Y, rho, head) of the pairs for the kernels, allocated by the first pair
-        self._cfree = (None, None)  # the kernels' last free set (bytes of the mask, its indices)
-        self._all_idx = np.arange(0)
+        # the kernels' free set: its mask, and (metric, its P_FF metric, F's indices) it was factored for
+        self._all_idx, self._cF, self._csub = np.arange(0), None, None
         self.gamma = None
         self.c = C0
         self.sigma = None  # Sigma_ref (bound oracles)
@@ -174,7 +175,12 @@ class ScaledCurvature:
     def moved(self, s, y, model, opts):
         """The iterate moved by ``s`` with gradient change ``y`` (an accepted trial or a bound step)."""
         self.age += 1
-        sy, ss, yy = float(s @ y), float(s @ s), float(y @ y)
+        ref = self.ref
+        ypy = None
+        if self.kernels is not None and ref is not None and ref.ok and ref.kind == "dense" and ref.cf.shape[0] == s.size:
+            sy, ss, yy, ypy = self.kernels.pair_products(s, y, ref.cf)
+        else:
+            sy, ss, yy = float(s @ y), float(s @ s), float(y @ y)
         if not sy > 1e-12 * math.sqrt(ss * yy):
             return  # no positive curvature along s (rounding or nonconvexity): no pair
         self.pairs = [(s, y, 1.0 / sy)] + self.pairs[:self.memory - 1]
@@ -185,9 +191,9 @@ class ScaledCurvature:
                                      np.empty(self.memory), -1]
             h = ring[3] = (ring[3] + 1) % self.memory  # pair i (most recent first) is in slot (head - i) mod memory
             ring[0][h], ring[1][h], ring[2][h] = s, y, self.pairs[0][2]
-        if self.ref is not None and self.ref.ok:
+        if ref is not None and ref.ok:
             # (min/max: np.clip on a scalar costs ~8 us, a tenth of a small problem's iteration)
-            self.c = min(1.0, max(C_MIN, float(y @ self.ref.solve(y)) / sy))
+            self.c = min(1.0, max(C_MIN, (float(y @ ref.solve(y)) if ypy is None else ypy) / sy))
         self.gamma = sy / yy
 
     def trial(self, model, x, u, f, opts, S=None, qp=None):
@@ -283,56 +289,61 @@ class ScaledCurvature:
         if not math.isfinite(slope):
             return None
         D = -r
-        return D, slope, guaranteed, None if qp is None else qp.max_factor(x, D), metric
+        return D, slope, guaranteed, None if qp is None else qp.max_factor(x, D), metric, None
 
     def _compiled_direction(self, model, x, u, ref, qp):
         """:meth:`_direction` on a dense metric by the kernels of :mod:`.compiled_trial` (the same answer to
-        rounding)."""
+        rounding), and the point ``x + D`` when the kernel found it feasible (else None)."""
         K = self.kernels
         n = u.size
-        if qp is None:
-            free = n
-        else:
-            F = np.empty(n, dtype=np.bool_)
-            tl, tu = self._bound_tol[1]
-            free = K.free_mask(x, u, model.lb, model.ub, tl, tu, F)
-            if free == 0:
-                return None  # every variable held at a bound: nothing to try
-        if free == n:
-            if self._all_idx.size != n:
-                self._all_idx = np.arange(n)
-            Fidx, sub = self._all_idx, ref
-        else:
-            key = F.tobytes()
-            if key != self._cfree[0]:
-                self._cfree = (key, np.flatnonzero(F))
-            Fidx = self._cfree[1]
-            sub = ref.restricted(F)
-            if sub is None:
-                return None
+        if self._all_idx.size != n:
+            self._all_idx, self._cF, self._csub = np.arange(n), np.ones(n, dtype=np.bool_), None
+        F = self._cF
+        bounds = _NO_BOUNDS if qp is None else (model.lb, model.ub) + self._bound_tol[1]
+        sides = None if qp is None else qp._sides
+        G, g, g_tol = _NO_SIDES if sides is None else sides
         ring = self._ring
         m = len(self.pairs)
         if ring is None:
-            ring = _NO_RING
-            m = 0
-        sides = None if qp is None else qp._sides
-        G, g = (_NO_SIDES if sides is None else sides[:2])
-        r = np.empty(n)
-        code, guaranteed, slope, factor = K.qn_direction(u, Fidx, sub.cf, sub.P, ring[0], ring[1], ring[2], ring[3],
-                                                         m, free != n, self.c, FLAT, x, G, g, r)
+            ring, m = _NO_RING, 0
+        r, z = np.empty(n), np.empty(n)
+        cached = self._csub
+        known = cached is not None and cached[0] is ref and cached[1] is not None
+        for _ in range(2):
+            sub, Fidx = (cached[1], cached[2]) if known else (ref, self._all_idx)
+            code, guaranteed, slope, factor, feasible = K.qn_direction(
+                u, x, bounds, F, known, Fidx, sub.cf, sub.P, ring[0], ring[1], ring[2], ring[3], m, self.c, FLAT,
+                G, g, g_tol, r, z)
+            if code != K.NEW_FREE:
+                break
+            # a new free set (written to F): P_FF factored by the numpy path (DenseMetric.restricted), then again
+            if F.all():
+                sub, Fidx = ref, self._all_idx
+            else:
+                sub, Fidx = ref.restricted(F), np.flatnonzero(F)
+            cached = self._csub = (ref, sub, Fidx)
+            if sub is None:
+                return None
+            known = True
         if code != K.OK:
-            return None
-        a = None
+            return None  # no trial: every variable held, or the bound step decides (non-finite, flat direction)
+        a, z1 = None, None
         if qp is not None:
-            a = factor if sides is not None else qp.max_factor(x, -r)
-        return -r, slope, guaranteed, a, {"scale": self.c}
+            if sides is None:
+                a = qp.max_factor(x, -r)
+            else:
+                a, z1 = factor, (z if feasible else None)
+        return -r, slope, guaranteed, a, {"scale": self.c}, z1
 
-    def _try(self, model, x, u, f, qp, D, slope, guaranteed, a, metric):
-        """The trial along ``D`` (slope ``u^T D``; ``a``: the largest feasible factor, None without constraints):
-        shortened to the feasible set, evaluated, backtracked; the result of :meth:`trial`."""
+    def _try(self, model, x, u, f, qp, D, slope, guaranteed, a, metric, z1=None):
+        """The trial along ``D`` (slope ``u^T D``; ``a``: the largest feasible factor, None without constraints;
+        ``z1``: ``x + D`` when already tested feasible): shortened to the feasible set, evaluated, backtracked; the
+        result of :meth:`trial`."""
         qval = 0.5 * slope
         if a is None:
             a, Da, z = 1.0, D, x + D  # a = 1: a * D is D
+        elif z1 is not None:
+            a, Da, z = 1.0, D, z1  # a >= 1 and x + D feasible: the loop below would accept it at once
         else:
             a = min(1.0, a)
             if a < 1.0 and self.metric != "line":
