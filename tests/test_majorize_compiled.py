@@ -1,6 +1,6 @@
 """Option ``backend`` of majorize (varopt/solvers/majorize/compiled_trial.py): the compiled quasi-Newton trial on a
-dense metric against the numpy path (the reference), direction by direction on random states and iterate by iterate
-on whole fits."""
+dense metric, the new pairs' products and the log-sum-exp evaluation against the numpy path (the reference): direction
+by direction on random states, value by value on random scores, and iterate by iterate on whole fits."""
 import types
 
 import numpy as np
@@ -8,16 +8,15 @@ import pytest
 
 pytest.importorskip("numba", reason="the compiled trial needs numba (pip install 'varopt[fast]')")
 
-import varopt.solvers.majorize.reuse as reuse  # noqa: E402
-from varopt import get_solver  # noqa: E402
-from varopt.errors import InvalidOptionError  # noqa: E402
-from varopt.formulations.logistic import logistic_program  # noqa: E402
-from varopt.program import Program  # noqa: E402
-from varopt.program.expression import Expression  # noqa: E402
-from varopt.program.program import Constraint  # noqa: E402
-from varopt.solvers.majorize import compiled_trial  # noqa: E402
-from varopt.solvers.majorize.reuse_metric import DenseMetric  # noqa: E402
-from varopt.solvers.majorize.step_qp import StepQP  # noqa: E402
+from varopt import get_solver
+from varopt.errors import InvalidOptionError
+from varopt.formulations.logistic import logistic_program
+from varopt.program import Program
+from varopt.program.expression import Expression
+from varopt.program.program import Constraint
+from varopt.solvers.majorize import compiled_trial, reuse
+from varopt.solvers.majorize.reuse_metric import DenseMetric
+from varopt.solvers.majorize.step_qp import StepQP
 
 
 def _state(rng, n, m_pairs, n_rows, memory):
@@ -194,7 +193,7 @@ def test_compiled_fit_follows_the_numpy_iterates(case):
     for backend in ("numpy", "numba"):
         trace = []
         res = get_solver("majorize").solve(prog, tol=1e-12, max_iter=500, backend=backend,
-                                           callback=lambda it, x, f: trace.append((x.copy(), f)) and False)
+                                           callback=lambda it, x, f, trace=trace: trace.append((x.copy(), f)) and False)
         assert res.status == "optimal" and res.info["backend"] == backend
         runs[backend] = (res, trace)
     (r0, t0), (r1, t1) = runs["numpy"], runs["numba"]
@@ -221,6 +220,12 @@ def test_backend_option():
     assert get_solver("majorize").solve(prog, backend="numpy").info["backend"] == "numpy"
     with pytest.raises(InvalidOptionError):
         get_solver("majorize").solve(prog, backend="fortran")
+    # above the kernels' sizes (compiled_trial.MAX_N variables, MAX_SCORES scores) the numpy path runs
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(600, compiled_trial.MAX_N + 5))
+    big = logistic_program(X, (X[:, 0] + rng.logistic(size=600) > 0).astype(int), 0.5)
+    assert 2 * 600 > compiled_trial.MAX_SCORES
+    assert get_solver("majorize").solve(big, max_iter=3).info["backend"] == "numpy"
 
 
 @pytest.mark.parametrize("c", [1, 2, 3, 5])

@@ -75,11 +75,15 @@ class Majorization:
         self.rel_fs = []   # the last RATE_WINDOW + 1 relative decreases
         self.u_scale = None
         self._xx = None  # (x, float(x @ x)) of the last accepted point
-        # option backend: compiled trials and log-sum-exp evaluations (.compiled_trial), or None (numpy)
-        self.kernels = trial_kernels(getattr(opts, "backend", "numpy"))
+        # option backend: compiled trials and log-sum-exp evaluations on small programs (.compiled_trial, their
+        # size limits), else the numpy path
+        K = trial_kernels(getattr(opts, "backend", "numpy"))
+        trials = K if K is not None and model.n <= K.MAX_N else None
+        grp = getattr(model, "groups", None)
         if hasattr(model, "kernels"):
-            model.kernels = self.kernels
-        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs, self.kernels)
+            model.kernels = K if K is not None and grp is not None and grp.G * grp.c <= K.MAX_SCORES else None
+        self.backend = "numba" if trials is not None or getattr(model, "kernels", None) is not None else "numpy"
+        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs, trials)
                       if getattr(opts, "bound_reuse", 0) else None)
 
     def solve(self, x):

@@ -177,7 +177,7 @@ class ScaledCurvature:
         self.age += 1
         ref = self.ref
         ypy = None
-        if self.kernels is not None and ref is not None and ref.ok and ref.kind == "dense" and ref.cf.shape[0] == s.size:
+        if self.kernels is not None and ref is not None and ref.ok and ref.kind == "dense":
             sy, ss, yy, ypy = self.kernels.pair_products(s, y, ref.cf)
         else:
             sy, ss, yy = float(s @ y), float(s @ s), float(y @ y)
