@@ -19,7 +19,9 @@ pair's products. Here:
   (:meth:`.step_qp.StepQP.max_factor`) and, when that is at least 1, the feasibility test of ``x + D``
   (:meth:`.step_qp.StepQP.feasible`);
 * :func:`pair_products`: the products of a new L-BFGS pair and the secant scale's ``y^T P^{-1} y``;
-* :func:`lse_value_weights`: the log-sum-exp values and softmax weights of every evaluation.
+* :func:`lse_value_weights`: the log-sum-exp values and softmax weights of every evaluation; with dense padded
+  features and a diagonal quadratic part the whole evaluation (:func:`dense_value`) and the gradient
+  (:func:`dense_gradient`), their feature products by BLAS as in numpy.
 
 Same formulas and comparisons as the numpy path; the sums run in loop order where BLAS and LAPACK pick theirs, and
 ``exp``/``log`` are libm's instead of numpy's, so results agree to rounding (~1e-16 relative per operation;
@@ -259,3 +261,35 @@ def lse_value_weights(S, coef, W):
             W[g, j] = W[g, j] * f
         value += coef[g] * (m + math.log(tot))
     return True, value
+
+
+@njit(cache=True)
+def dense_value(x, Hd, cv, k, F2, logh, coef, S, W):
+    """:meth:`.model.MajorizeModel.evaluate` without a gradient on dense padded features ``F2`` ((G c) x n, the scores'
+    product by BLAS as in numpy) and a diagonal quadratic part: ``f = k + c^T x + x^T diag(Hd) x / 2 + sum_g c_g log
+    Z_g`` in that order, the scores ``S = F2 x + log h`` and the weights ``W`` written. Returns ``(ok, f, magnitude)``
+    (``magnitude`` the size of the cancelling parts, as the numpy path's); not ok: the numpy path reports the
+    scores."""
+    cx = 0.0
+    hx = 0.0
+    for j in range(x.size):
+        cx += cv[j] * x[j]
+        hx += x[j] * (Hd[j] * x[j])
+    hx = 0.5 * hx
+    s = np.dot(F2, x)
+    G, c = logh.shape
+    for g in range(G):
+        for j in range(c):
+            S[g, j] = s[g * c + j] + logh[g, j]
+    ok, pv = lse_value_weights(S, coef, W)
+    if not ok:
+        return False, 0.0, 0.0
+    return True, k + cx + hx + pv, abs(k) + abs(cx) + abs(hx) + abs(pv)
+
+
+@njit(cache=True)
+def dense_gradient(x, Hd, cv, F2, W, g):
+    """:meth:`.model.MajorizeModel.gradient_at` on dense padded features: ``g = c + Hd x + F2^T vec(W)`` (written)."""
+    t = np.dot(W.reshape(-1), F2)
+    for j in range(x.size):
+        g[j] = (cv[j] + Hd[j] * x[j]) + t[j]

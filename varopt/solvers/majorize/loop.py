@@ -79,10 +79,8 @@ class Majorization:
         # size limits), else the numpy path
         K = trial_kernels(getattr(opts, "backend", "numpy"))
         trials = K if K is not None and model.n <= K.MAX_N else None
-        grp = getattr(model, "groups", None)
-        if hasattr(model, "kernels"):
-            model.kernels = K if K is not None and grp is not None and grp.G * grp.c <= K.MAX_SCORES else None
-        self.backend = "numba" if trials is not None or getattr(model, "kernels", None) is not None else "numpy"
+        lse = model.use_kernels(K) if hasattr(model, "use_kernels") else False
+        self.backend = "numba" if trials is not None or lse else "numpy"
         self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs, trials)
                       if getattr(opts, "bound_reuse", 0) else None)
 

@@ -241,6 +241,14 @@ class MajorizeModel:
         a combination of known images saves the feature product), ``err`` a bound on their rounding
         (None: computed here, exact up to the usual rounding)."""
         x = np.asarray(x, dtype=float)
+        if self._dense_kernel and scores is None and not want_grad:
+            # option backend (.compiled_trial): one call on dense features; bad scores go to the numpy path below
+            grp = self.groups
+            S, W = np.empty((grp.G, grp.c)), np.empty((grp.G, grp.c))
+            ok, v, mag = self.kernels.dense_value(x, self.Hd, self.c, self.k, grp._dense2, grp.logh, grp.coef, S, W)
+            if ok:
+                self.magnitude = mag
+                return v, None, (S, W, None)
         Hx = self.Hd * x if self.Hd is not None else self.H @ x
         k, cx, hx = self.k, float(self.c @ x), 0.5 * float(x @ Hx)
         v = k + cx + hx
@@ -307,6 +315,10 @@ class MajorizeModel:
         """``grad f(x)`` reusing the padded scores and weights ``S`` computed by :meth:`evaluate` at ``x``."""
         if S is None or self.groups is None:
             return self.gradient(x)
+        if self._dense_kernel:
+            g = np.empty(self.n)
+            self.kernels.dense_gradient(x, self.Hd, self.c, self.groups._dense2, S[1], g)
+            return g
         g = self.c + (self.Hd * x if self.Hd is not None else self.H @ x) + self.groups.gradient(S[1])
         if self.neg is not None:
             g = g + _lse_value_gradient(self.neg, self._neg_starts, x)[1]
@@ -323,8 +335,21 @@ class MajorizeModel:
 
     #: (x, step solver, its matrix or operator) of the last Algorithm 2 step (set by .step.majorizer_step)
     last_bound = None
-    #: the compiled kernels of option ``backend`` (:mod:`.compiled_trial`; set by the loop), None: numpy
+    #: the compiled kernels of option ``backend`` (:mod:`.compiled_trial`; set by :meth:`use_kernels`), None: numpy
     kernels = None
+    #: ... and whether evaluations and gradients take their dense-feature kernels
+    _dense_kernel = False
+
+    def use_kernels(self, K):
+        """Option ``backend``: the log-sum-exp of every evaluation by the kernels ``K`` when the groups have at most
+        ``K.MAX_SCORES`` scores; whole evaluations and gradients when, besides, the features are dense padded rows
+        without gathers, the quadratic part is diagonal and no log-sum-exp enters with a negative sign (the common
+        GLM; the numpy path otherwise). ``K`` None: the numpy path."""
+        grp = self.groups
+        self.kernels = K if K is not None and grp is not None and grp.G * grp.c <= K.MAX_SCORES else None
+        self._dense_kernel = bool(self.kernels is not None and grp._dense2 is not None and grp._dense2_rows is None
+                                  and grp._dense2.flags.c_contiguous and self.Hd is not None and self.neg is None)
+        return self.kernels is not None
 
     def reuse_metric(self, x, S, opts, exact=True):
         """Option ``bound_reuse``'s reference metric at ``x`` (:mod:`.reuse_metric`): the dense ``H + Sigma + rho I``
