@@ -264,26 +264,31 @@ def lse_value_weights(S, coef, W):
 
 
 @njit(cache=True)
-def dense_value(x, Hd, cv, k, F2, logh, coef, S, W):
-    """:meth:`.model.MajorizeModel.evaluate` without a gradient on dense padded features ``F2`` ((G c) x n, the scores'
-    product by BLAS as in numpy) and a diagonal quadratic part: ``f = k + c^T x + x^T diag(Hd) x / 2 + sum_g c_g log
-    Z_g`` in that order, the scores ``S = F2 x + log h`` and the weights ``W`` written. Returns ``(ok, f, magnitude)``
-    (``magnitude`` the size of the cancelling parts, as the numpy path's); not ok: the numpy path reports the
-    scores."""
+def dense_value(x, Hd, cv, k, F2, logh, coef, S, have_scores, W, want_grad, g):
+    """:meth:`.model.MajorizeModel.evaluate` on dense padded features ``F2`` ((G c) x n) and a diagonal quadratic part:
+    ``f = k + c^T x + x^T diag(Hd) x / 2 + sum_g c_g log Z_g`` in that order, the scores ``S = F2 x + log h`` (the
+    product by BLAS as in numpy; given in ``S`` when ``have_scores``: scores by linearity), the weights ``W`` and, when
+    ``want_grad``, ``g = (c + Hd x) + F2^T vec(W)`` written. Every evaluation of a run goes through here (with or
+    without given scores or a gradient), so that ``f`` is rounded the same way along the run (the monotonicity checks
+    compare values at the rounding level). Returns ``(ok, f, magnitude)`` (``magnitude`` the size of the cancelling
+    parts, as the numpy path's); not ok: the numpy path reports the scores."""
     cx = 0.0
     hx = 0.0
     for j in range(x.size):
         cx += cv[j] * x[j]
         hx += x[j] * (Hd[j] * x[j])
     hx = 0.5 * hx
-    s = np.dot(F2, x)
     G, c = logh.shape
-    for g in range(G):
-        for j in range(c):
-            S[g, j] = s[g * c + j] + logh[g, j]
+    if not have_scores:
+        s = np.dot(F2, x)
+        for i in range(G):
+            for j in range(c):
+                S[i, j] = s[i * c + j] + logh[i, j]
     ok, pv = lse_value_weights(S, coef, W)
     if not ok:
         return False, 0.0, 0.0
+    if want_grad:
+        dense_gradient(x, Hd, cv, F2, W, g)
     return True, k + cx + hx + pv, abs(k) + abs(cx) + abs(hx) + abs(pv)
 
 

@@ -28,6 +28,9 @@ from .step import majorizer_step
 from .structured import SMALL_N, KronHessian, StructuredSigma, choose_step_solver, kron_preconditioner_fits
 
 
+_NO_GRAD = np.empty(0)  # the compiled evaluation's gradient buffer when none is wanted
+
+
 def _lse_value_gradient(part, starts, x, want_grad=True):
     """``sum_g c_g log sum_{k in g} exp(A_k x + b_k)`` and its gradient for merged groups ``part``."""
     A, b, seg, coef = part
@@ -241,14 +244,17 @@ class MajorizeModel:
         a combination of known images saves the feature product), ``err`` a bound on their rounding
         (None: computed here, exact up to the usual rounding)."""
         x = np.asarray(x, dtype=float)
-        if self._dense_kernel and scores is None and not want_grad:
+        if self._dense_kernel:
             # option backend (.compiled_trial): one call on dense features; bad scores go to the numpy path below
             grp = self.groups
-            S, W = np.empty((grp.G, grp.c)), np.empty((grp.G, grp.c))
-            ok, v, mag = self.kernels.dense_value(x, self.Hd, self.c, self.k, grp._dense2, grp.logh, grp.coef, S, W)
+            S = np.empty((grp.G, grp.c)) if scores is None else scores
+            W = np.empty((grp.G, grp.c))
+            g = np.empty(self.n) if want_grad else _NO_GRAD
+            ok, v, mag = self.kernels.dense_value(x, self.Hd, self.c, self.k, grp._dense2, grp.logh, grp.coef, S,
+                                                  scores is not None, W, want_grad, g)
             if ok:
                 self.magnitude = mag
-                return v, None, (S, W, None)
+                return v, (g if want_grad else None), (S, W, None if scores is None else err)
         Hx = self.Hd * x if self.Hd is not None else self.H @ x
         k, cx, hx = self.k, float(self.c @ x), 0.5 * float(x @ Hx)
         v = k + cx + hx
@@ -342,13 +348,16 @@ class MajorizeModel:
 
     def use_kernels(self, K):
         """Option ``backend``: the log-sum-exp of every evaluation by the kernels ``K`` when the groups have at most
-        ``K.MAX_SCORES`` scores; whole evaluations and gradients when, besides, the features are dense padded rows
-        without gathers, the quadratic part is diagonal and no log-sum-exp enters with a negative sign (the common
-        GLM; the numpy path otherwise). ``K`` None: the numpy path."""
+        ``K.MAX_SCORES`` scores; whole evaluations and gradients when, besides, the program has at most ``K.MAX_N``
+        variables (its loops over ``x`` pay there; on thousands of variables their sequential sums also round
+        differently from BLAS's, which the monotonicity of the values at the rounding level notices), the features
+        are dense padded rows without gathers, the quadratic part is diagonal and no log-sum-exp enters with a
+        negative sign (the common GLM; the numpy path otherwise). ``K`` None: the numpy path."""
         grp = self.groups
         self.kernels = K if K is not None and grp is not None and grp.G * grp.c <= K.MAX_SCORES else None
-        self._dense_kernel = bool(self.kernels is not None and grp._dense2 is not None and grp._dense2_rows is None
-                                  and grp._dense2.flags.c_contiguous and self.Hd is not None and self.neg is None)
+        self._dense_kernel = bool(self.kernels is not None and self.n <= K.MAX_N and grp._dense2 is not None
+                                  and grp._dense2_rows is None and grp._dense2.flags.c_contiguous
+                                  and self.Hd is not None and self.neg is None)
         return self.kernels is not None
 
     def reuse_metric(self, x, S, opts, exact=True):
