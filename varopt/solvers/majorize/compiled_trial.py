@@ -241,7 +241,7 @@ def lse_value_weights(S, coef, W):
     (``W`` then partly written) for a NaN or ``+inf`` score or a group whose scores are all ``-inf``, which the numpy
     path reports."""
     G, c = S.shape
-    value = 0.0
+    lz = np.empty(G)  # log Z_g; their weighted sum by BLAS as numpy's ``coef @ (smax + log(tot))``
     for g in range(G):
         m = -np.inf
         for j in range(c):
@@ -259,8 +259,8 @@ def lse_value_weights(S, coef, W):
         f = coef[g] / tot
         for j in range(c):
             W[g, j] = W[g, j] * f
-        value += coef[g] * (m + math.log(tot))
-    return True, value
+        lz[g] = m + math.log(tot)
+    return True, np.dot(coef, lz)
 
 
 @njit(cache=True)
@@ -272,12 +272,10 @@ def dense_value(x, Hd, cv, k, F2, logh, coef, S, have_scores, W, want_grad, g):
     without given scores or a gradient), so that ``f`` is rounded the same way along the run (the monotonicity checks
     compare values at the rounding level). Returns ``(ok, f, magnitude)`` (``magnitude`` the size of the cancelling
     parts, as the numpy path's); not ok: the numpy path reports the scores."""
-    cx = 0.0
-    hx = 0.0
-    for j in range(x.size):
-        cx += cv[j] * x[j]
-        hx += x[j] * (Hd[j] * x[j])
-    hx = 0.5 * hx
+    # the sums by BLAS as numpy's ``c @ x`` and ``x @ (Hd * x)``: f is rounded as on the numpy path (sequential sums
+    # round differently, and near the rounding floor of a tight tol that changed accepted trials)
+    cx = np.dot(cv, x)
+    hx = 0.5 * np.dot(x, Hd * x)
     G, c = logh.shape
     if not have_scores:
         s = np.dot(F2, x)
