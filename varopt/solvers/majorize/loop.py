@@ -35,7 +35,7 @@ import numpy as np
 from ...errors import InputDataError, SolverBugError
 from .extrapolate import MEMORY, secant_extrapolate
 from .line_metric import line_bound_step, line_curvature
-from .reuse import ScaledCurvature
+from .reuse import ScaledCurvature, trial_kernels
 from .step import dense_step
 
 #: relative slack allowed between f(theta_new) and the majorizer (rounding only)
@@ -75,7 +75,13 @@ class Majorization:
         self.rel_fs = []   # the last RATE_WINDOW + 1 relative decreases
         self.u_scale = None
         self._xx = None  # (x, float(x @ x)) of the last accepted point
-        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs)
+        # option backend: compiled trials and log-sum-exp evaluations on small programs (.compiled_trial, their
+        # size limits), else the numpy path
+        K = trial_kernels(getattr(opts, "backend", "numpy"))
+        trials = K if K is not None and model.n <= K.MAX_N else None
+        lse = model.use_kernels(K) if hasattr(model, "use_kernels") else False
+        self.backend = "numba" if trials is not None or lse else "numpy"
+        self.reuse = (ScaledCurvature(opts.bound_reuse, opts.reuse_metric, opts.reuse_pairs, trials)
                       if getattr(opts, "bound_reuse", 0) else None)
 
     def solve(self, x):

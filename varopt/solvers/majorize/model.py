@@ -28,6 +28,9 @@ from .step import majorizer_step
 from .structured import SMALL_N, KronHessian, StructuredSigma, choose_step_solver, kron_preconditioner_fits
 
 
+_NO_GRAD = np.empty(0)  # the compiled evaluation's gradient buffer when none is wanted
+
+
 def _lse_value_gradient(part, starts, x, want_grad=True):
     """``sum_g c_g log sum_{k in g} exp(A_k x + b_k)`` and its gradient for merged groups ``part``."""
     A, b, seg, coef = part
@@ -241,6 +244,17 @@ class MajorizeModel:
         a combination of known images saves the feature product), ``err`` a bound on their rounding
         (None: computed here, exact up to the usual rounding)."""
         x = np.asarray(x, dtype=float)
+        if self._dense_kernel:
+            # option backend (.compiled_trial): one call on dense features; bad scores go to the numpy path below
+            grp = self.groups
+            S = np.empty((grp.G, grp.c)) if scores is None else scores
+            W = np.empty((grp.G, grp.c))
+            g = np.empty(self.n) if want_grad else _NO_GRAD
+            ok, v, mag = self.kernels.dense_value(x, self.Hd, self.c, self.k, grp._dense2, grp.logh, grp.coef, S,
+                                                  scores is not None, W, want_grad, g)
+            if ok:
+                self.magnitude = mag
+                return v, (g if want_grad else None), (S, W, None if scores is None else err)
         Hx = self.Hd * x if self.Hd is not None else self.H @ x
         k, cx, hx = self.k, float(self.c @ x), 0.5 * float(x @ Hx)
         v = k + cx + hx
@@ -251,7 +265,14 @@ class MajorizeModel:
         S = None
         if self.groups is not None:
             S = self.groups.scores(x) if scores is None else scores
-            pv, W = self.groups.value_weights(S)
+            K = self.kernels
+            if K is not None:
+                W = np.empty(S.shape)
+                ok, pv = K.lse_value_weights(S, self.groups.coef, W)
+                if not ok:
+                    pv, W = self.groups.value_weights(S)  # raises the numpy path's error
+            else:
+                pv, W = self.groups.value_weights(S)
             if want_grad:
                 g = g + self.groups.gradient(W)
             v += pv
@@ -300,6 +321,10 @@ class MajorizeModel:
         """``grad f(x)`` reusing the padded scores and weights ``S`` computed by :meth:`evaluate` at ``x``."""
         if S is None or self.groups is None:
             return self.gradient(x)
+        if self._dense_kernel:
+            g = np.empty(self.n)
+            self.kernels.dense_gradient(x, self.Hd, self.c, self.groups._dense2, S[1], g)
+            return g
         g = self.c + (self.Hd * x if self.Hd is not None else self.H @ x) + self.groups.gradient(S[1])
         if self.neg is not None:
             g = g + _lse_value_gradient(self.neg, self._neg_starts, x)[1]
@@ -316,6 +341,24 @@ class MajorizeModel:
 
     #: (x, step solver, its matrix or operator) of the last Algorithm 2 step (set by .step.majorizer_step)
     last_bound = None
+    #: the compiled kernels of option ``backend`` (:mod:`.compiled_trial`; set by :meth:`use_kernels`), None: numpy
+    kernels = None
+    #: ... and whether evaluations and gradients take their dense-feature kernels
+    _dense_kernel = False
+
+    def use_kernels(self, K):
+        """Option ``backend``: the log-sum-exp of every evaluation by the kernels ``K`` when the groups have at most
+        ``K.MAX_SCORES`` scores; whole evaluations and gradients when, besides, the program has at most ``K.MAX_N``
+        variables (its loops over ``x`` pay there; on thousands of variables their sequential sums also round
+        differently from BLAS's, which the monotonicity of the values at the rounding level notices), the features
+        are dense padded rows without gathers, the quadratic part is diagonal and no log-sum-exp enters with a
+        negative sign (the common GLM; the numpy path otherwise). ``K`` None: the numpy path."""
+        grp = self.groups
+        self.kernels = K if K is not None and grp is not None and grp.G * grp.c <= K.MAX_SCORES else None
+        self._dense_kernel = bool(self.kernels is not None and self.n <= K.MAX_N and grp._dense2 is not None
+                                  and grp._dense2_rows is None and grp._dense2.flags.c_contiguous
+                                  and self.Hd is not None and self.neg is None)
+        return self.kernels is not None
 
     def reuse_metric(self, x, S, opts, exact=True):
         """Option ``bound_reuse``'s reference metric at ``x`` (:mod:`.reuse_metric`): the dense ``H + Sigma + rho I``

@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ...errors import InputDataError
+from ...errors import InputDataError, InvalidOptionError
 from .line_metric import line_curvature
 from .reuse_metric import DenseMetric, LineMetric
 
@@ -78,6 +78,30 @@ PAIRS = 10
 MIN_FEASIBLE = 1e-3
 
 
+#: stand-ins for the kernels' pair ring and sides when there are none (typed as the real ones)
+_NO_RING = (np.empty((1, 0)), np.empty((1, 0)), np.empty(1), 0)
+_NO_SIDES = (np.empty((0, 0)), np.empty(0), np.empty(0))
+_NO_BOUNDS = (np.empty(0), np.empty(0), np.empty(0), np.empty(0))
+_KERNELS = []  # the kernel module, imported once (an import statement costs 1-3 us per solve)
+
+
+def trial_kernels(backend):
+    """The compiled trial kernels (:mod:`.compiled_trial`) under option ``backend``, or None (the numpy path):
+    ``'numba'`` requires numba, ``'auto'`` uses it when installed."""
+    if backend == "numpy":
+        return None
+    if not _KERNELS:
+        try:
+            from . import compiled_trial
+        except ImportError:
+            compiled_trial = None
+        _KERNELS.append(compiled_trial)
+    if _KERNELS[0] is None and backend == "numba":
+        raise InvalidOptionError("backend='numba' needs the numba package (pip install 'varopt[fast]'); "
+                                 "backend='auto' uses numba when it is installed and numpy otherwise")
+    return _KERNELS[0]
+
+
 class ScaledCurvature:
     """State of the reused, scaled bound of one run (see the module docstring).
 
@@ -85,8 +109,13 @@ class ScaledCurvature:
     Bound oracles keep ``Sigma_ref`` itself (their fallback step reuses it); compiled programs keep the
     reference metric of :meth:`.model.MajorizeModel.reuse_metric` (:mod:`.reuse_metric`)."""
 
-    def __init__(self, reuse: int, metric: str = "bound", memory: int = PAIRS):
+    def __init__(self, reuse: int, metric: str = "bound", memory: int = PAIRS, kernels=None):
         self.reuse, self.metric, self.memory = int(reuse), metric, int(memory)
+        # the compiled trial on a dense metric (:mod:`.compiled_trial`, option ``backend``), or None: the numpy path
+        self.kernels = kernels if metric == "bound" else None
+        self._ring = None  # (S, Y, rho, head) of the pairs for the kernels, allocated by the first pair
+        # the kernels' free set: its mask, and (metric, its P_FF metric, F's indices) it was factored for
+        self._all_idx, self._cF, self._csub = np.arange(0), None, None
         self.gamma = None
         self.c = C0
         self.sigma = None  # Sigma_ref (bound oracles)
@@ -146,13 +175,25 @@ class ScaledCurvature:
     def moved(self, s, y, model, opts):
         """The iterate moved by ``s`` with gradient change ``y`` (an accepted trial or a bound step)."""
         self.age += 1
-        sy, ss, yy = float(s @ y), float(s @ s), float(y @ y)
+        ref = self.ref
+        ypy = None
+        if self.kernels is not None and ref is not None and ref.ok and ref.kind == "dense":
+            sy, ss, yy, ypy = self.kernels.pair_products(s, y, ref.cf)
+        else:
+            sy, ss, yy = float(s @ y), float(s @ s), float(y @ y)
         if not sy > 1e-12 * math.sqrt(ss * yy):
             return  # no positive curvature along s (rounding or nonconvexity): no pair
         self.pairs = [(s, y, 1.0 / sy)] + self.pairs[:self.memory - 1]
-        if self.ref is not None and self.ref.ok:
+        if self.kernels is not None:
+            ring = self._ring
+            if ring is None or ring[0].shape[1] != s.size:
+                ring = self._ring = [np.empty((self.memory, s.size)), np.empty((self.memory, s.size)),
+                                     np.empty(self.memory), -1]
+            h = ring[3] = (ring[3] + 1) % self.memory  # pair i (most recent first) is in slot (head - i) mod memory
+            ring[0][h], ring[1][h], ring[2][h] = s, y, self.pairs[0][2]
+        if ref is not None and ref.ok:
             # (min/max: np.clip on a scalar costs ~8 us, a tenth of a small problem's iteration)
-            self.c = min(1.0, max(C_MIN, float(y @ self.ref.solve(y)) / sy))
+            self.c = min(1.0, max(C_MIN, (float(y @ ref.solve(y)) if ypy is None else ypy) / sy))
         self.gamma = sy / yy
 
     def trial(self, model, x, u, f, opts, S=None, qp=None):
@@ -195,6 +236,17 @@ class ScaledCurvature:
             return None
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
             self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
+        if self.kernels is not None and ref.kind == "dense":
+            got = self._compiled_direction(model, x, u, ref, qp)
+        else:
+            got = self._direction(model, x, u, ref, qp)
+        if got is None:
+            return None
+        return self._try(model, x, u, f, qp, *got)
+
+    def _direction(self, model, x, u, ref, qp):
+        """The trial's direction ``D = -B^{-1} u`` on the free set: ``(D, slope u^T D, guarantee, largest feasible
+        factor or None without constraints, metric info)``, or None (take the bound step)."""
         F = None if qp is None else free_set(x, u, model.lb, model.ub, self._bound_tol[1])
         if F is not None:
             free = np.count_nonzero(F)
@@ -237,10 +289,63 @@ class ScaledCurvature:
         if not math.isfinite(slope):
             return None
         D = -r
-        qval = 0.5 * slope
-        a = 1.0
+        return D, slope, guaranteed, None if qp is None else qp.max_factor(x, D), metric, None
+
+    def _compiled_direction(self, model, x, u, ref, qp):
+        """:meth:`_direction` on a dense metric by the kernels of :mod:`.compiled_trial` (the same answer to
+        rounding), and the point ``x + D`` when the kernel found it feasible (else None)."""
+        K = self.kernels
+        n = u.size
+        if self._all_idx.size != n:
+            self._all_idx, self._cF, self._csub = np.arange(n), np.ones(n, dtype=np.bool_), None
+        F = self._cF
+        bounds = _NO_BOUNDS if qp is None else (model.lb, model.ub) + self._bound_tol[1]
+        sides = None if qp is None else qp._sides
+        G, g, g_tol = _NO_SIDES if sides is None else sides
+        ring = self._ring
+        m = len(self.pairs)
+        if ring is None:
+            ring, m = _NO_RING, 0
+        r, z = np.empty(n), np.empty(n)
+        cached = self._csub
+        known = cached is not None and cached[0] is ref and cached[1] is not None
+        for _ in range(2):
+            sub, Fidx = (cached[1], cached[2]) if known else (ref, self._all_idx)
+            code, guaranteed, slope, factor, feasible = K.qn_direction(
+                u, x, bounds, F, known, Fidx, sub.cf, sub.P, ring[0], ring[1], ring[2], ring[3], m, self.c, FLAT,
+                G, g, g_tol, r, z)
+            if code != K.NEW_FREE:
+                break
+            # a new free set (written to F): P_FF factored by the numpy path (DenseMetric.restricted), then again
+            if F.all():
+                sub, Fidx = ref, self._all_idx
+            else:
+                sub, Fidx = ref.restricted(F), np.flatnonzero(F)
+            cached = self._csub = (ref, sub, Fidx)
+            if sub is None:
+                return None
+            known = True
+        if code != K.OK:
+            return None  # no trial: every variable held, or the bound step decides (non-finite, flat direction)
+        a, z1 = None, None
         if qp is not None:
-            a = min(1.0, qp.max_factor(x, D))
+            if sides is None:
+                a = qp.max_factor(x, -r)
+            else:
+                a, z1 = factor, (z if feasible else None)
+        return -r, slope, guaranteed, a, {"scale": self.c}, z1
+
+    def _try(self, model, x, u, f, qp, D, slope, guaranteed, a, metric, z1=None):
+        """The trial along ``D`` (slope ``u^T D``; ``a``: the largest feasible factor, None without constraints;
+        ``z1``: ``x + D`` when already tested feasible): shortened to the feasible set, evaluated, backtracked; the
+        result of :meth:`trial`."""
+        qval = 0.5 * slope
+        if a is None:
+            a, Da, z = 1.0, D, x + D  # a = 1: a * D is D
+        elif z1 is not None:
+            a, Da, z = 1.0, D, z1  # a >= 1 and x + D feasible: the loop below would accept it at once
+        else:
+            a = min(1.0, a)
             if a < 1.0 and self.metric != "line":
                 got = self._projected_trial(model, x, u, f, D, qp, metric)
                 if got is not None:
@@ -256,8 +361,6 @@ class ScaledCurvature:
             if a < MIN_FEASIBLE:
                 self.stats["blocked"] = self.stats.get("blocked", 0) + 1
                 return None
-        else:
-            Da, z = D, x + D  # a = 1: a * D is D
         self.stats["trials"] += 1
         for k in range(BACKTRACK + 1):
             if k:

@@ -151,6 +151,12 @@ class MajorizeSolver(Solver):
         Option("reuse_pairs", 10, "L-BFGS pairs (s, y) kept by bound_reuse's quasi-Newton trials (scipy L-BFGS-B's "
                "maxcor); more pairs cost O(pairs * n) per trial and pay when an evaluation is expensive", int,
                positive, "must be a positive integer"),
+        Option("backend", "auto", "small-array work of each iteration on small programs: numba (compiled log-sum-exp "
+               "values and weights up to 1024 scores, and bound_reuse's quasi-Newton trials on a dense metric up to "
+               "100 variables: free set, two-loop recursion, ratio and feasibility tests; needs pip install "
+               "'varopt[fast]'; larger programs keep numpy), numpy (the reference path), auto (numba when installed, "
+               "else numpy; result.info['backend'] says which ran)",
+               ("auto", "numpy", "numba")),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
     ] + progress_options("called as callback(iteration, x, f) after every iteration (f in the internal, "
@@ -184,7 +190,8 @@ class MajorizeSolver(Solver):
             step_qp = StepQP(model, qp) if model.constrained else None
             maj = Majorization(model, opts, run, step_qp)
             res = maj.solve(x)
-        res.info = {"bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex),
+        res.info = {"backend": maj.backend,
+                    "bound": opts.bound, "constrained": bool(model.constrained), "convex": bool(model.convex),
                     "step_solver": {k: v for k, v in model.step_stats.items() if k != "cg_last"}}
         if maj.reuse is not None:
             # trials made / accepted / shortened / rejected (each rejection is followed by a bound step), bounds
