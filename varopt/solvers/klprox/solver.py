@@ -430,17 +430,20 @@ class KLProx:
         raise InputDataError("klprox: -ELBO is not finite at any starting point: a likelihood term overflows "
                              "(e.g. exp of a large predictor); rescale the data")
 
-    def restart(self):
+    def restart(self, cur):
         """A cold start with ``gamma0`` raised RESTART_FACTOR times (RESTARTS at most), for a run where no step size
         raises the ELBO, or None. The usual cause is a start that is finite but useless: an ``exp`` row of a wide prior
         predictor (D >> N Poisson regression, delta = 1: predictor variances ~350 at gamma0 = 1e-3) has
         ``E[exp u] ~ 1e76``, and the precisions ``P + A^T diag(gamma) A`` of the steps from there are too
-        ill-conditioned to factor, or lead to states no step leaves (docs/klprox.md, section 6c)."""
+        ill-conditioned to factor, or lead to states no step leaves (docs/klprox.md, section 6c). A restart whose start
+        is worse than ``cur`` is not taken (the ELBO never decreases along the run, restarts included)."""
         if self.restarts >= RESTARTS or self.opts.step_rule != "adaptive":
             return None
         self.restarts += 1
         g0 = max(self.gamma0, 1e-3) * RESTART_FACTOR
         st, (f, alpha, gamma, mt, vt) = self.start(g0, warm=False)
+        if f > cur.f:
+            return None
         self.first_steps = 0
         self.boost = 1.0
         self.rejected_at = None
@@ -562,7 +565,7 @@ class KLProx:
                 break
             new, beta, status, msg, rej = self.advance(cur, beta, it)
             rejected += rej
-            if status == "error" and (again := self.restart()) is not None:
+            if status == "error" and (again := self.restart(cur)) is not None:
                 cur, beta = again
                 status, msg = None, ""
                 continue
