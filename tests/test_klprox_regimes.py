@@ -473,3 +473,26 @@ def test_wide_softmax_posterior_is_flagged_never_silently_optimal():
         warnings.simplefilter("ignore", RuntimeWarning)
         r = _solve(glm_program(X, y, "multinomial", prior_var=1e4, classes=3), max_iter=400)
     assert not r.success, (r.status, r.message)
+
+
+@pytest.mark.parametrize("log_ell", [-5.0, 0.0, 5.0])
+def test_gp_regression_with_duplicated_inputs_equals_scikit_learn(log_ell):
+    """28 inputs, 8 of them repeated, a Gaussian likelihood: the -ELBO is scikit-learn's -log marginal likelihood
+    (the same jitter as ``alpha``) and the latent predictions are its predictive mean and variance."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+    from varopt.estimators.klprox import GPRegressor
+    g = np.random.default_rng(21)
+    X0 = g.uniform(-2, 2, (20, 1))
+    X = np.vstack([X0, X0[:8]])
+    y = np.sin(2 * X[:, 0]) + 0.1 * g.normal(size=len(X))
+    y -= y.mean()
+    est = GPRegressor(likelihood="gaussian", log_ell=log_ell, log_sf=0.0, log_noise=math.log(0.1)).fit(X, y)
+    kernel = ConstantKernel(1.0, "fixed") * RBF(math.exp(log_ell), "fixed") + WhiteKernel(0.01, "fixed")
+    sk = GaussianProcessRegressor(kernel, optimizer=None, alpha=1e-8).fit(X, y)
+    assert est.result_.success
+    assert est.neg_elbo_ == pytest.approx(-sk.log_marginal_likelihood_value_, rel=1e-9)
+    mu, sd = sk.predict(X + 0.03, return_std=True)
+    mt, vt = est.latent(X + 0.03)
+    assert np.max(np.abs(mt - mu)) <= 1e-9 * max(1.0, np.max(np.abs(mu)))
+    assert np.max(np.abs(vt - (sd ** 2 - 0.01))) <= 1e-9
