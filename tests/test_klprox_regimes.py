@@ -15,14 +15,18 @@ from __future__ import annotations
 import math
 import warnings
 
+import klprox_reference as ref
 import numpy as np
 import pytest
+from klprox_reference import Model, conjugate
 from scipy.special import expit, gammaln
 
 import varopt  # noqa: F401  (registers the solvers)
-import klprox_reference as ref
-from klprox_reference import Model, conjugate
-from varopt.estimators.klprox import (BayesianLogisticRegression, BayesianMultinomialRegression, GPClassifier)
+from varopt.estimators.klprox import (
+    BayesianLogisticRegression,
+    BayesianMultinomialRegression,
+    GPClassifier,
+)
 from varopt.formulations.bayes_glm import glm_program, gp_program
 from varopt.registry import get_solver
 
@@ -391,7 +395,7 @@ def test_gp_classification_tiny_and_huge_length_scales(log_ell, log_sf):
     g = np.random.default_rng(5)
     X = np.sort(g.uniform(-3, 3, 40))[:, None]
     y = (np.sin(2 * X[:, 0]) + 0.3 * g.normal(size=40) > 0).astype(float)
-    prog, L, eps = gp_program(X, y, "logistic", log_ell, log_sf, jitter=1e-8)
+    prog, _, eps = gp_program(X, y, "logistic", log_ell, log_sf, jitter=1e-8)
     r = _solve(prog)
     M = _gp_model(X, y, log_ell, log_sf, eps)
     _check_run(r, M)
@@ -409,7 +413,7 @@ def test_gp_classification_with_duplicated_inputs():
     y = (X[:, 0] + X[:, 1] > 0).astype(float)
     y[15] = 1 - y[15]
     for log_sf in (0.0, 3.0):
-        prog, L, eps = gp_program(X, y, "logistic", 0.0, log_sf, jitter=1e-8)
+        prog, _, eps = gp_program(X, y, "logistic", 0.0, log_sf, jitter=1e-8)
         r = _solve(prog)
         M = _gp_model(X, y, 0.0, log_sf, eps)
         _check_run(r, M)
@@ -481,6 +485,7 @@ def test_gp_regression_with_duplicated_inputs_equals_scikit_learn(log_ell):
     (the same jitter as ``alpha``) and the latent predictions are its predictive mean and variance."""
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
     from varopt.estimators.klprox import GPRegressor
     g = np.random.default_rng(21)
     X0 = g.uniform(-2, 2, (20, 1))
