@@ -680,7 +680,11 @@ class DualGaussian(_Base):
     def gauss_part(self, st):
         tr = self.N - float(np.sum(st.binv))                 # tr(G^1/2 B^-1 G^1/2 St) = N - tr(B^-1)
         logdetB = 2.0 * float(np.sum(np.log(np.diag(st.L))))
-        parts = (0.5 * st.z @ self.St @ st.z, -0.5 * tr, 0.5 * logdetB, self.C0)
+        # z^T St z as |Y z|^2 (St = Y^T Y): a sum of squares. As z @ St @ z it came out negative (-5.8e12) for a z of
+        # size 1e6 in St's null space (more rows than variables, N > D, forced 'dual': St has rank D; its rounding
+        # errors are indefinite there), and the step rule accepted that state for its "lower" -ELBO (section 6c)
+        Yz = self.Y @ st.z
+        parts = (0.5 * float(Yz @ Yz), -0.5 * tr, 0.5 * logdetB, self.C0)
         self.magnitude = _sum(abs(p) for p in parts)
         return _sum(parts)
 

@@ -128,6 +128,10 @@ FIRST_SD = 1.0
 #: proposal replaces the plain step when it passes the exact-ELBO test (wine delta = 1: 52 -> 21 iterations,
 #: docs/klprox.md, section 4). 0: off
 ANDERSON_MEMORY = 5
+#: a run where no step size raises the ELBO (adaptive rule) restarts cold with gamma0 raised
+#: RESTART_FACTOR times, at most RESTARTS times: a finite start can still be useless (D >> N Poisson regression with
+#: a unit prior: E[exp u] ~ 1e76 at gamma0 = 1e-3, whose steps' precisions do not factor; docs/klprox.md, section 6c)
+RESTARTS, RESTART_FACTOR = 3, 100.0
 
 
 class Cur(NamedTuple):
@@ -308,6 +312,8 @@ class KLProx:
         self.accepted = 0                              # steps accepted by advance()
         self.rejected_at = None                        # (iteration, beta) of the last rejected trial (REGROW_WINDOW)
         self.first_steps = 0                           # optimistic first steps left (FIRST_STEPS; set by solve())
+        self.restarts = 0                              # cold restarts with a raised gamma0 (RESTARTS)
+        self.gamma0 = opts.gamma0                      # the start's gamma0 (start() raises it)
         # Anderson-extrapolated steps (ANDERSON_MEMORY): softmax rows under the quadrature, where an evaluation is the
         # cost of a step (a separable view has the Newton mean step instead)
         self.anderson = (AndersonSteps(post, ANDERSON_MEMORY) if ANDERSON_MEMORY and self.auto and view.groups
@@ -390,15 +396,22 @@ class KLProx:
         lik, mag, alpha, gamma = self.view.terms(self.fams, mt, vt)
         gp = self.post.gauss_part(st)
         self.scale = mag + self.post.magnitude + 1.0
+        v = self.view
+        if np.any((vt if v.diagonal else vt[v.pat_i == v.pat_j]) < 0):
+            # a negative predictor variance: the state's arithmetic has failed (the dual form's B = I + G^1/2 St G^1/2
+            # at pseudo-precisions ~1e12 over a rank-deficient St); no Gaussian has it, so the state is not finite
+            # (rejected by the step rule, as a logistic or Laplace row's sqrt(vt) already made it; an exp row took it)
+            return math.nan, alpha, gamma, mt, vt
         return gp + lik, alpha, gamma, mt, vt
 
-    def start(self):
+    def start(self, gamma0=None, warm=True):
         """The better of two starts (mean at the Gaussian part's mean ``mu``, which includes linear
         likelihood terms such as ``-y f``, or at 0; one when they coincide, e.g. a zero-mean GP prior), with
-        ``V0^-1 = P + gamma0 A^T A``; ``gamma0`` is raised while ``-ELBO`` is not finite (e.g. ``exp`` of a wide
-        prior predictor overflows)."""
-        g0 = self.opts.gamma0
-        warm = self.warm()
+        ``V0^-1 = P + gamma0 A^T A`` (``gamma0``: the option unless given); ``gamma0`` is raised while ``-ELBO`` is not
+        finite (e.g. ``exp`` of a wide prior predictor overflows); ``warm``: the ``warm_start`` option's starts too.
+        ``self.gamma0`` is the value used."""
+        g0 = self.opts.gamma0 if gamma0 is None else gamma0
+        warm = self.warm() if warm else []
         self.start_beta = self.opts.beta
         self.start_warm = False
         for _ in range(12):
@@ -411,10 +424,33 @@ class KLProx:
                         best, self.start_beta = (st, ev), beta
                         self.start_warm = not any(st is s for s, _ in starts)
             if best is not None:
+                self.gamma0 = g0
                 return best
             g0 = max(10.0 * g0, 1.0) * 10.0
         raise InputDataError("klprox: -ELBO is not finite at any starting point: a likelihood term overflows "
                              "(e.g. exp of a large predictor); rescale the data")
+
+    def restart(self, cur):
+        """A cold start with ``gamma0`` raised RESTART_FACTOR times (RESTARTS at most), for a run where no step size
+        raises the ELBO, or None. The usual cause is a start that is finite but useless: an ``exp`` row of a wide prior
+        predictor (D >> N Poisson regression, delta = 1: predictor variances ~350 at gamma0 = 1e-3) has
+        ``E[exp u] ~ 1e76``, and the precisions ``P + A^T diag(gamma) A`` of the steps from there are too
+        ill-conditioned to factor, or lead to states no step leaves (docs/klprox.md, section 6c). A restart whose start
+        is worse than ``cur`` is not taken (the ELBO never decreases along the run, restarts included)."""
+        if self.restarts >= RESTARTS or self.opts.step_rule != "adaptive":
+            return None
+        self.restarts += 1
+        g0 = max(self.gamma0, 1e-3) * RESTART_FACTOR
+        st, (f, alpha, gamma, mt, vt) = self.start(g0, warm=False)
+        if f > cur.f:
+            return None
+        self.first_steps = 0
+        self.boost = 1.0
+        self.rejected_at = None
+        self.run.progress(f"klprox: no step size raises the ELBO (start gamma0 = {g0 / RESTART_FACTOR:g}); restarted "
+                          f"cold with gamma0 = {self.gamma0:g}")
+        return Cur(st, f, alpha, gamma, mt, vt, self.post.residuals(st, alpha, gamma, vt)), min(self.opts.beta,
+                                                                                               self.beta_max)
 
     def warm(self):
         """``(state, first beta)`` of the ``warm_start`` option's starts, when their sizes fit this model."""
@@ -529,6 +565,10 @@ class KLProx:
                 break
             new, beta, status, msg, rej = self.advance(cur, beta, it)
             rejected += rej
+            if status == "error" and (again := self.restart(cur)) is not None:
+                cur, beta = again
+                status, msg = None, ""
+                continue
             if status is not None:
                 break
             crawl = crawl + 1 if beta < CRAWL_BETA and cur.f - new.f <= ROUNDING * self.scale else 0
