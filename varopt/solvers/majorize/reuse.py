@@ -61,6 +61,7 @@ import numpy as np
 from ...errors import InputDataError, InvalidOptionError
 from .line_metric import line_curvature
 from .reuse_metric import DenseMetric, LineMetric
+from .reuse_rows import held_rows, max_factor_off, null_space_direction
 
 #: fraction (*) of the bound step's guaranteed decrease that an accepted trial must achieve
 ETA = 1e-2
@@ -76,6 +77,8 @@ FLAT = 1e-6
 PAIRS = 10
 #: with constraints: a trial whose largest feasible factor is below this is not evaluated
 MIN_FEASIBLE = 1e-3
+#: with linear rows: a trial blocked by a held row is taken on the null space of the held rows (.reuse_rows)
+ROW_TRIALS = True
 
 
 #: stand-ins for the kernels' pair ring and sides when there are none (typed as the real ones)
@@ -232,17 +235,50 @@ class ScaledCurvature:
             # metric use bounds 1..k moves old (one of age 0 would only repeat that step without its extrapolation)
             return None
         ref = self._reference(model, x, u, S, opts)
-        if ref is None:
+        rows = (ROW_TRIALS and qp is not None and self.metric == "bound" and getattr(model, "A", None) is not None
+                and model.A.shape[0] > 0 and isinstance(self.ref, DenseMetric))
+        if ref is None and not rows:
             return None
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
             self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
-        if self.kernels is not None and ref.kind == "dense":
+        got = None
+        if ref is None:
+            pass  # P singular (columns without curvature): only the trial on the held rows' null space
+        elif self.kernels is not None and ref.kind == "dense":
             got = self._compiled_direction(model, x, u, ref, qp)
         else:
             got = self._direction(model, x, u, ref, qp)
+        if rows and (got is None or got[3] < 1.0):
+            # blocked by the box or a row: on the null space of the rows held at x (.reuse_rows) when one is crossed
+            held = self._row_direction(model, x, u, qp, None if got is None else got[0])
+            if held is not None:
+                got = held
         if got is None:
             return None
         return self._try(model, x, u, f, qp, *got)
+
+    def _row_direction(self, model, x, u, qp, D):
+        """The trial direction on the null space of the rows held at ``x`` (:mod:`.reuse_rows`) in the form of
+        :meth:`_direction`, or None: no row held, ``D`` (the plain trial's direction, None when there is none)
+        crosses none of them, or the reduced system is refused."""
+        A = qp._A
+        if D is not None:
+            idx, side = held_rows(A, x, model.lo, model.hi)
+            if not idx.size:
+                return None
+            ad = A[idx] @ D
+            tol = 1e-12 * max(1.0, float(np.abs(D).max()))
+            if not np.any(np.where(side == 0, np.abs(ad) > tol, side * ad > tol)):
+                return None
+        F = free_set(x, u, model.lb, model.ub, self._bound_tol[1])
+        got = null_space_direction(self.ref.P, self.c, self.pairs, u, A, x, model.lo, model.hi, F)
+        if got is None:
+            self.stats["null_space_refused"] = self.stats.get("null_space_refused", 0) + 1
+            return None
+        D, slope, guaranteed, held = got
+        self.stats["null_space"] = self.stats.get("null_space", 0) + 1
+        a = max_factor_off(A, x, D, model.lo, model.hi, model.lb, model.ub, held)
+        return D, slope, guaranteed, a, {"scale": self.c, "held_rows": int(held.size)}, None
 
     def _direction(self, model, x, u, ref, qp):
         """The trial's direction ``D = -B^{-1} u`` on the free set: ``(D, slope u^T D, guarantee, largest feasible
