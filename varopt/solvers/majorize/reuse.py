@@ -79,6 +79,8 @@ PAIRS = 10
 MIN_FEASIBLE = 1e-3
 #: with linear rows: a trial blocked by a held row is taken on the null space of the held rows (.reuse_rows)
 ROW_TRIALS = True
+#: ... skipped for 2^k - 1 chances after k failures in a row (refused, or cut to nothing by the bounds), k <= this
+ROW_BACKOFF = 4
 
 
 #: stand-ins for the kernels' pair ring and sides when there are none (typed as the real ones)
@@ -127,6 +129,8 @@ class ScaledCurvature:
         self.pairs = []  # (s, y, 1 / s^T y), most recent first
         self._free_key, self._free_pairs = None, {}  # the pairs restricted to the last free set (by id of s)
         self._bound_tol = None  # (model, free_set's bound tolerances)
+        # trials on the held rows' null space: failures in a row, chances still to skip, the last one refused
+        self._row_fails, self._row_wait, self._row_refused = 0, 0, False
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
 
     def sigma_here(self, model, x):
@@ -249,10 +253,19 @@ class ScaledCurvature:
         else:
             got = self._direction(model, x, u, ref, qp)
         if rows and (got is None or got[3] < 1.0):
-            # blocked by the box or a row: on the null space of the rows held at x (.reuse_rows) when one is crossed
-            held = self._row_direction(model, x, u, qp, None if got is None else got[0])
-            if held is not None:
-                got = held
+            # blocked by the box or a row: on the null space of the rows held at x (.reuse_rows) when one is crossed.
+            # A reduced trial that is refused or cut below MIN_FEASIBLE by the bounds (rows with many active bounds:
+            # ``sum(W, axis=1) == 0`` with ``abs(W) <= B``) costs a dense KKT solve for nothing: after each such
+            # failure the next 2^k - 1 chances are skipped (k the failures in a row, at most ROW_BACKOFF)
+            if self._row_wait > 0:
+                self._row_wait -= 1
+            else:
+                held = self._row_direction(model, x, u, qp, None if got is None else got[0])
+                if held is not None and held[3] >= MIN_FEASIBLE:
+                    got, self._row_fails = held, 0
+                elif held is not None or self._row_refused:
+                    self._row_fails = min(self._row_fails + 1, ROW_BACKOFF)
+                    self._row_wait = 2 ** self._row_fails - 1
         if got is None:
             return None
         return self._try(model, x, u, f, qp, *got)
@@ -262,6 +275,7 @@ class ScaledCurvature:
         :meth:`_direction`, or None: no row held, ``D`` (the plain trial's direction, None when there is none)
         crosses none of them, or the reduced system is refused."""
         A = qp._A
+        self._row_refused = False
         if D is not None:
             idx, side = held_rows(A, x, model.lo, model.hi)
             if not idx.size:
@@ -272,6 +286,7 @@ class ScaledCurvature:
                 return None
         F = free_set(x, u, model.lb, model.ub, self._bound_tol[1])
         got = null_space_direction(self.ref.P, self.c, self.pairs, u, A, x, model.lo, model.hi, F)
+        self._row_refused = got is None
         if got is None:
             self.stats["null_space_refused"] = self.stats.get("null_space_refused", 0) + 1
             return None
