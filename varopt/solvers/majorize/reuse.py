@@ -51,7 +51,9 @@ step, accepted by the same test (*) with that matrix; its eigenvalues lie betwee
 bound, so the argument above holds; the first rejection brings the bound back (docs/majorize.md section 2).
 With constraints the trial lives on the free set of
 :func:`free_set` (variables at a bound with an outward gradient stay fixed), uses ``P_FF`` and the pairs
-restricted to it, and is capped at the largest feasible factor.
+restricted to it, and is capped at the largest feasible factor. A trial cut short by a linear row held at the
+iterate is taken on the null space of the held rows instead (:mod:`.reuse_rows`: the equality QP with the held rows,
+wrong-signed multipliers released; docs/majorize.md section 2b).
 """
 from __future__ import annotations
 
@@ -211,7 +213,8 @@ class ScaledCurvature:
         With constraints (``qp`` a :class:`.step_qp.StepQP`) the trial lives on the face of the active
         bounds (:func:`free_set`: the variables at a bound that the gradient pushes outward stay fixed, the
         rest is free), is shortened to the largest feasible factor, and is rejected without evaluation when
-        that is below ``MIN_FEASIBLE`` (e.g. an active linear row it would cross)."""
+        that is below ``MIN_FEASIBLE``. A trial that crosses a linear row held at ``x`` is replaced by the trial
+        on the null space of the held rows (:meth:`_row_direction`, dense metric only)."""
         if self.metric == "line" and hasattr(model, "reuse_metric"):
             # matrix-free (.line_metric): L along u at x, the Hessian's at the start, else the bound's after
             # ``reuse`` moves (a rejected trial's line bound step also sets it, :meth:`line_refresh`)
