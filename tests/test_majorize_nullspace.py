@@ -184,3 +184,25 @@ def test_bfgs_matrix_inverts_the_two_loop_recursion():
     v = rng.normal(size=n)
     r = two_loop(pairs, v, lambda q: np.linalg.solve(P, q) / c)
     np.testing.assert_allclose(B @ r, v, rtol=1e-10, atol=1e-10)
+
+
+def test_blocked_reduced_trials_back_off(monkeypatch):
+    """A reduced trial the bounds cut to nothing is skipped for 2^k - 1 chances after k failures in a row: with every
+    reduced trial blocked (the ratio test forced to 0) they are tried at about log2 of the iterations, not at every
+    one, and the answer is that of the plain steps. (Fails with the back-off removed.)"""
+    from varopt.solvers.majorize import reuse
+
+    prob, _, _ = _norm1_t()
+    reuse_off = reuse.ROW_TRIALS
+    monkeypatch.setattr(reuse, "ROW_TRIALS", False)
+    f_plain = prob.solve(method="majorize", tol=1e-10)
+    monkeypatch.setattr(reuse, "ROW_TRIALS", reuse_off)
+    monkeypatch.setattr(reuse, "max_factor_off", lambda *a: 0.0)
+    prob, _, _ = _norm1_t()
+    f = prob.solve(method="majorize", tol=1e-10)
+    res = prob.varopt_result
+    tried = res.info["bound_reuse"].get("null_space", 0)
+    assert res.iterations >= 15, res.iterations
+    # tried at chances 1, 3, 7, 15, ... (then every 16th): about log2 of the iterations
+    assert 1 <= tried <= 1 + int(np.log2(res.iterations + 1)), (tried, res.iterations)
+    assert abs(f - f_plain) <= 1e-8 * abs(f_plain)
