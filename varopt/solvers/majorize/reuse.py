@@ -279,6 +279,8 @@ class ScaledCurvature:
         crosses none of them, or the reduced system is refused."""
         A = qp._A
         self._row_refused = False
+        if not isinstance(A, np.ndarray):
+            return None  # the rows kept sparse (more than step_qp.MAX_DENSE_ROWS or DENSE_ENTRIES): no dense KKT
         if D is not None:
             idx, side = held_rows(A, x, model.lo, model.hi)
             if not idx.size:
