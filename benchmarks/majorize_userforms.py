@@ -11,12 +11,18 @@ breast_cancer (scikit-learn's bundled copy, standardized; 569 x 30, intercept), 
   twice (dependent rows held together)
 * ``box``:        ``cp.abs(w) <= 0.1`` (reference: bounds only)
 
+and on 300 digits (scikit-learn's bundled copy, first 300, pixels / 16; multinomial, ``W`` 64 x 10 and an intercept,
+``sum_i [logsumexp(z_i) - z_i,y_i] + 1/2 ||W||^2``; only with ``--forms``):
+
+* ``digits_norm1``:  ``cp.norm1(W[:, 0]) <= 1`` (a lifted norm1 on one class's weights)
+* ``digits_sum0``:   ``cp.sum(W, axis=1) == 0``, ``cp.abs(W) <= 0.3`` (64 equalities and bounds)
+
 Per form, in the same run and alternating: ``prob.solve(method="majorize", tol=1e-10)`` and
 ``prob.solve(solver="CLARABEL")``, whole ``prob.solve`` wall time, best of ``--repeat``; ``fallback`` counts the
 step QPs the active set handed to HiGHS. ratio = Clarabel / majorize (> 1: majorize faster); gap = relative
 objective difference (majorize - Clarabel).
 
-Usage: ``python benchmarks/majorize_userforms.py [--repeat 5] [--forms norm1,dup]``.
+Usage: ``python benchmarks/majorize_userforms.py [--repeat 5] [--forms norm1,dup,digits_norm1]``.
 """
 from __future__ import annotations
 
@@ -39,7 +45,26 @@ def _data():
     return (X - X.mean(0)) / X.std(0), 2.0 * y - 1.0
 
 
+def _digits():
+    from sklearn.datasets import load_digits
+    X, y = load_digits(return_X_y=True)
+    return X[:300] / 16.0, y[:300]
+
+
+def digits_problem(form):
+    from varopt.formulations.logistic import build_cvxpy
+    X, y = _digits()
+    prob, W, _ = build_cvxpy(X, y, C=1.0)
+    if form == "digits_norm1":
+        return cp.Problem(prob.objective, [cp.norm1(W[:, 0]) <= 1])
+    if form == "digits_sum0":
+        return cp.Problem(prob.objective, [cp.sum(W, axis=1) == 0, cp.abs(W) <= 0.3])
+    raise ValueError(form)
+
+
 def problem(form, X, y):
+    if form.startswith("digits_"):
+        return digits_problem(form)
     d = X.shape[1]
     w, b, t = cp.Variable(d), cp.Variable(), cp.Variable()
     loss = cp.sum(cp.logistic(cp.multiply(-y, X @ w + b))) + 0.5 * cp.sum_squares(w)

@@ -598,9 +598,11 @@ def test_active_set_warm_start_never_holds_an_infinite_side():
                                   "duplicated rows", "norm1 with bounds and a row"])
 def test_flat_columns_and_duplicated_rows_take_the_fast_path(form):
     """norm1's columns s >= |w| have no curvature and duplicated rows are dependent when held: every step QP is
-    answered by the active set (it fell back to HiGHS on every step: 5-16 HiGHS QPs per solve)."""
+    answered by the active set (it fell back to HiGHS on every step: 5-16 HiGHS QPs per solve). ``bound_reuse=0``:
+    a step QP at every iteration (with the trials on the held rows' null space, docs/majorize.md section 2b, these
+    forms take few or no step QPs)."""
     prob, _ = W_FORMS[form]()
-    prob.solve(method="majorize", tol=1e-12)
+    prob.solve(method="majorize", tol=1e-12, bound_reuse=0)
     st = prob.varopt_result.info["step_qp"]
     assert st["fallback"] == 0 and st["active_set"] >= 1
 

@@ -51,7 +51,9 @@ step, accepted by the same test (*) with that matrix; its eigenvalues lie betwee
 bound, so the argument above holds; the first rejection brings the bound back (docs/majorize.md section 2).
 With constraints the trial lives on the free set of
 :func:`free_set` (variables at a bound with an outward gradient stay fixed), uses ``P_FF`` and the pairs
-restricted to it, and is capped at the largest feasible factor.
+restricted to it, and is capped at the largest feasible factor. A trial cut short by a linear row held at the
+iterate is taken on the null space of the held rows instead (:mod:`.reuse_rows`: the equality QP with the held rows,
+wrong-signed multipliers released; docs/majorize.md section 2b).
 """
 from __future__ import annotations
 
@@ -61,6 +63,7 @@ import numpy as np
 from ...errors import InputDataError, InvalidOptionError
 from .line_metric import line_curvature
 from .reuse_metric import DenseMetric, LineMetric
+from .reuse_rows import held_rows, max_factor_off, null_space_direction
 
 #: fraction (*) of the bound step's guaranteed decrease that an accepted trial must achieve
 ETA = 1e-2
@@ -76,6 +79,10 @@ FLAT = 1e-6
 PAIRS = 10
 #: with constraints: a trial whose largest feasible factor is below this is not evaluated
 MIN_FEASIBLE = 1e-3
+#: with linear rows: a trial blocked by a held row is taken on the null space of the held rows (.reuse_rows)
+ROW_TRIALS = True
+#: ... skipped for 2^k - 1 chances after k failures in a row (refused, or cut to nothing by the bounds), k <= this
+ROW_BACKOFF = 4
 
 
 #: stand-ins for the kernels' pair ring and sides when there are none (typed as the real ones)
@@ -124,6 +131,8 @@ class ScaledCurvature:
         self.pairs = []  # (s, y, 1 / s^T y), most recent first
         self._free_key, self._free_pairs = None, {}  # the pairs restricted to the last free set (by id of s)
         self._bound_tol = None  # (model, free_set's bound tolerances)
+        # trials on the held rows' null space: failures in a row, chances still to skip, the last one refused
+        self._row_fails, self._row_wait, self._row_refused = 0, 0, False
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
 
     def sigma_here(self, model, x):
@@ -204,7 +213,8 @@ class ScaledCurvature:
         With constraints (``qp`` a :class:`.step_qp.StepQP`) the trial lives on the face of the active
         bounds (:func:`free_set`: the variables at a bound that the gradient pushes outward stay fixed, the
         rest is free), is shortened to the largest feasible factor, and is rejected without evaluation when
-        that is below ``MIN_FEASIBLE`` (e.g. an active linear row it would cross)."""
+        that is below ``MIN_FEASIBLE``. A trial that crosses a linear row held at ``x`` is replaced by the trial
+        on the null space of the held rows (:meth:`_row_direction`, dense metric only)."""
         if self.metric == "line" and hasattr(model, "reuse_metric"):
             # matrix-free (.line_metric): L along u at x, the Hessian's at the start, else the bound's after
             # ``reuse`` moves (a rejected trial's line bound step also sets it, :meth:`line_refresh`)
@@ -232,17 +242,63 @@ class ScaledCurvature:
             # metric use bounds 1..k moves old (one of age 0 would only repeat that step without its extrapolation)
             return None
         ref = self._reference(model, x, u, S, opts)
-        if ref is None:
+        rows = (ROW_TRIALS and qp is not None and self.metric == "bound" and getattr(model, "A", None) is not None
+                and model.A.shape[0] > 0 and isinstance(self.ref, DenseMetric))
+        if ref is None and not rows:
             return None
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
             self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
-        if self.kernels is not None and ref.kind == "dense":
+        got = None
+        if ref is None:
+            pass  # P singular (columns without curvature): only the trial on the held rows' null space
+        elif self.kernels is not None and ref.kind == "dense":
             got = self._compiled_direction(model, x, u, ref, qp)
         else:
             got = self._direction(model, x, u, ref, qp)
+        if rows and (got is None or got[3] < 1.0):
+            # blocked by the box or a row: on the null space of the rows held at x (.reuse_rows) when one is crossed.
+            # A reduced trial that is refused or cut below MIN_FEASIBLE by the bounds (rows with many active bounds:
+            # ``sum(W, axis=1) == 0`` with ``abs(W) <= B``) costs a dense KKT solve for nothing: after each such
+            # failure the next 2^k - 1 chances are skipped (k the failures in a row, at most ROW_BACKOFF)
+            if self._row_wait > 0:
+                self._row_wait -= 1
+            else:
+                held = self._row_direction(model, x, u, qp, None if got is None else got[0])
+                if held is not None and held[3] >= MIN_FEASIBLE:
+                    got, self._row_fails = held, 0
+                elif held is not None or self._row_refused:
+                    self._row_fails = min(self._row_fails + 1, ROW_BACKOFF)
+                    self._row_wait = 2 ** self._row_fails - 1
         if got is None:
             return None
         return self._try(model, x, u, f, qp, *got)
+
+    def _row_direction(self, model, x, u, qp, D):
+        """The trial direction on the null space of the rows held at ``x`` (:mod:`.reuse_rows`) in the form of
+        :meth:`_direction`, or None: no row held, ``D`` (the plain trial's direction, None when there is none)
+        crosses none of them, or the reduced system is refused."""
+        A = qp._A
+        self._row_refused = False
+        if not isinstance(A, np.ndarray):
+            return None  # the rows kept sparse (more than step_qp.MAX_DENSE_ROWS or DENSE_ENTRIES): no dense KKT
+        if D is not None:
+            idx, side = held_rows(A, x, model.lo, model.hi)
+            if not idx.size:
+                return None
+            ad = A[idx] @ D
+            tol = 1e-12 * max(1.0, float(np.abs(D).max()))
+            if not np.any(np.where(side == 0, np.abs(ad) > tol, side * ad > tol)):
+                return None
+        F = free_set(x, u, model.lb, model.ub, self._bound_tol[1])
+        got = null_space_direction(self.ref.P, self.c, self.pairs, u, A, x, model.lo, model.hi, F)
+        self._row_refused = got is None
+        if got is None:
+            self.stats["null_space_refused"] = self.stats.get("null_space_refused", 0) + 1
+            return None
+        D, slope, guaranteed, held = got
+        self.stats["null_space"] = self.stats.get("null_space", 0) + 1
+        a = max_factor_off(A, x, D, model.lo, model.hi, model.lb, model.ub, held)
+        return D, slope, guaranteed, a, {"scale": self.c, "held_rows": int(held.size)}, None
 
     def _direction(self, model, x, u, ref, qp):
         """The trial's direction ``D = -B^{-1} u`` on the free set: ``(D, slope u^T D, guarantee, largest feasible
