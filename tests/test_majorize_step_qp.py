@@ -585,7 +585,7 @@ def _l1_ball_qp(seed, n, dup):
 
 @pytest.mark.parametrize("dup", [False, True])
 def test_active_set_answers_flat_columns_and_dependent_rows(dup):
-    """Columns without curvature pinned by the working set (the saddle-point solve of active_set._kkt_solve) and
+    """Columns without curvature pinned by the working set (the saddle-point solve of active_set.kkt_solve) and
     duplicated held rows (active_set._independent_rows): the fast path answers, matching HiGHS and Clarabel. Before
     both changes it declined every one of these QPs (A_W x = b_W missed by ~1e-6 / a singular Schur complement)."""
     declined = 0

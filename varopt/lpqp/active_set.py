@@ -75,7 +75,7 @@ def _flat(cf):
     return d.size > 0 and d.min() ** 2 < FLAT_PIVOT * d.max() ** 2
 
 
-def _kkt_solve(QFF, AWF, g, bW, rcond_min=1e-13):
+def kkt_solve(QFF, AWF, g, bW, rcond_min=1e-13):
     """``(x_F, y_W)`` from the saddle-point system ``[[Q_FF, -A_WF'], [A_WF, 0]] [x_F; y_W] = [-g; b_W]`` (LU),
     or None when it is singular or worse conditioned than ``rcond_min`` (a flat direction ``W`` does not pin)."""
     k, w = QFF.shape[0], AWF.shape[0]
@@ -102,15 +102,15 @@ def _working_rows(QFF, cf, G, Qg, AWF, bW, g):
 
     * a column without curvature (``t`` in ``|w_i| <= t``, norm1's ``s >= |w|``): its pivot is the regularization,
       ``Q_FF^{-1} ~ 1e10`` and the Schur complement's answer misses ``A_W x = b_W`` by ~1e-6; the saddle-point system
-      has no such amplification when the held rows pin the flat column (:func:`_kkt_solve`);
+      has no such amplification when the held rows pin the flat column (:func:`kkt_solve`);
     * dependent held rows (a duplicated or scaled row, a redundant equality): the iterate satisfies them all, so an
       independent subset implies the rest (:func:`_independent_rows`); the others keep the multiplier 0."""
     keep = np.arange(AWF.shape[0])
     if _flat(cf):
-        got = _kkt_solve(QFF, AWF, g, bW)
+        got = kkt_solve(QFF, AWF, g, bW)
         if got is None:   # the saddle-point matrix is singular with dependent rows: on an independent subset
             sub = _independent_rows(AWF)
-            got = None if sub is None else _kkt_solve(QFF, AWF[sub], g, bW[sub])
+            got = None if sub is None else kkt_solve(QFF, AWF[sub], g, bW[sub])
             keep = keep if got is None else sub
         if got is not None:
             return got[0], keep, got[1]
@@ -132,16 +132,21 @@ def _working_rows(QFF, cf, G, Qg, AWF, bW, g):
     return None
 
 
-def _independent_rows(AWF, rtol=1e-10):
-    """Indices of a maximal set of linearly independent rows of ``A_WF`` (QR with column pivoting of its transpose,
-    Golub & Van Loan 2013, section 5.4.2); None when every row is independent (nothing to drop) or none is."""
+def independent_rows(A, rtol=1e-10):
+    """Sorted indices of a maximal set of linearly independent rows of the dense ``A`` (QR with column pivoting of
+    its transpose, Golub & Van Loan 2013, section 5.4.2; a pivot below ``rtol`` times the largest is dependent):
+    all of them when the rows are independent, none when every row is zero."""
     from scipy.linalg import qr
-    R, piv = qr(AWF.T, mode="r", pivoting=True)
+    R, piv = qr(A.T, mode="r", pivoting=True, check_finite=False)
     d = np.abs(np.diagonal(R))
     rank = int(np.count_nonzero(d > rtol * d.max())) if d.size and d.max() > 0 else 0
-    if rank == 0 or rank == AWF.shape[0]:
-        return None
     return np.sort(piv[:rank])
+
+
+def _independent_rows(AWF):
+    """:func:`independent_rows` of the held rows, or None when there is nothing to drop or nothing is left."""
+    keep = independent_rows(AWF)
+    return None if keep.size in (0, AWF.shape[0]) else keep
 
 
 def _eqp_point_duals(Q, c, A, xs, y, C, n):

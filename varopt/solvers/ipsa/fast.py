@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+from ...core.backend import missing_numba, numba_available
 from ...errors import InvalidOptionError
 from ...oracles import FiniteSumOracle
 from ...oracles.rows import _AtomRows, _LseRows
@@ -38,14 +39,6 @@ HESSIANS = {"identity": 0, "bb": 1, "diagonal": 2}
 CHUNK, RECORDS = 4096, 64
 #: wall time aimed at per kernel call under a time limit (the clock is read between calls)
 TIME_SLICE = 0.002
-
-
-def numba_available() -> bool:
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def unsupported(r) -> str | None:
@@ -84,8 +77,7 @@ def select(r):
         return None
     have = numba_available()
     if backend == "numba" and not have:
-        raise InvalidOptionError("backend='numba' needs the numba package (pip install 'varopt[fast]'); "
-                                 "backend='auto' uses numba when it is installed and numpy otherwise")
+        raise missing_numba()
     why = unsupported(r) if have else "numba is not installed"
     if why is not None:
         if backend == "numba":

@@ -60,7 +60,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ...errors import InputDataError, InvalidOptionError
+from ...core.backend import missing_numba
+from ...errors import InputDataError
 from .line_metric import line_curvature
 from .reuse_metric import DenseMetric, LineMetric
 from .reuse_rows import held_rows, max_factor_off, null_space_direction
@@ -104,8 +105,7 @@ def trial_kernels(backend):
             compiled_trial = None
         _KERNELS.append(compiled_trial)
     if _KERNELS[0] is None and backend == "numba":
-        raise InvalidOptionError("backend='numba' needs the numba package (pip install 'varopt[fast]'); "
-                                 "backend='auto' uses numba when it is installed and numpy otherwise")
+        raise missing_numba()
     return _KERNELS[0]
 
 

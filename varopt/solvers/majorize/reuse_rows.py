@@ -21,10 +21,10 @@ ratio test on the rows not held and the bounds, and accepted by the same test (t
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
-import scipy.linalg as sla
+
+from ...lpqp.active_set import independent_rows, kkt_solve
 
 #: a row is held when its value is within this (relative) of a finite side
 HELD_TOL = 1e-9
@@ -65,27 +65,17 @@ def bfgs_matrix(P, c, pairs):
 
 
 def _kkt(B, u, Aw):
-    """``(D, lam)`` of the equality QP ``min u'D + 1/2 D'BD, Aw D = 0``, or None (singular, non-finite, or no
-    positive curvature along ``D``)."""
-    n, k = B.shape[0], Aw.shape[0]
-    K = np.zeros((n + k, n + k))
-    K[:n, :n] = B
-    K[:n, n:] = Aw.T
-    K[n:, :n] = Aw
-    rhs = np.concatenate((-u, np.zeros(k)))
-    try:
-        # (LU without solve's condition estimate: its warning is no test; the residual below is)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", sla.LinAlgWarning)
-            sol = sla.lu_solve(sla.lu_factor(K, check_finite=False), rhs, check_finite=False)
-    except (sla.LinAlgError, ValueError):
+    """``(D, lam)`` of the equality QP ``min u'D + 1/2 D'BD, Aw D = 0`` (the QP layer's saddle-point solve, whose
+    multipliers are ``-lam``; no condition-number test: the residual below is the test), or None (singular,
+    non-finite, or no positive curvature along ``D``)."""
+    k = Aw.shape[0]
+    got = kkt_solve(B, Aw, u, np.zeros(k), rcond_min=0.0)
+    if got is None:
         return None
-    if not np.all(np.isfinite(sol)):
-        return None
-    res = K @ sol - rhs
+    D, lam = got[0], -got[1]
+    res = np.concatenate((B @ D + Aw.T @ lam + u, Aw @ D))
     if float(np.abs(res).max()) > KKT_RESIDUAL * max(1.0, float(np.abs(u).max())):
         return None
-    D, lam = sol[:n], sol[n:]
     if not float(D @ (B @ D)) > 0:
         return None
     return D, lam
@@ -108,11 +98,8 @@ def null_space_direction(P, c, pairs, u, A, x, lo, hi, F):
     # dependent held rows (a row written twice, a scaled copy) make the KKT system singular: an independent subset
     # (QR with column pivoting of Aw^T, as the step QP's active set does); x satisfies every held row, so D in the
     # subset's null space keeps the rest too
-    _, R, piv = sla.qr(Aw.T, mode="economic", pivoting=True, check_finite=False)
-    dg = np.abs(np.diag(R))
-    rank = int(np.count_nonzero(dg > DEPENDENT * max(dg[0], 1e-300))) if dg.size else 0
-    if rank < idx.size:
-        sub = np.sort(piv[:rank])
+    sub = independent_rows(Aw, DEPENDENT)
+    if sub.size < idx.size:
         idx, side, Aw = idx[sub], side[sub], Aw[sub]
     pf = []
     for s, y, _ in pairs:
