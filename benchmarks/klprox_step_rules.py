@@ -18,7 +18,9 @@ rejected in the last 5 iterations) instead; the cells then count rejected trial 
 and with the optimistic first steps (FIRST_STEPS = 2 steps tried at beta = 1000 from a cold start). The totals also
 count the iterations to -ELBO within 1e-6 relative of the run's optimum (the first history entry there).
 ``--compare anderson``: without and with the Anderson-extrapolated steps of models with softmax rows (docs/klprox.md,
-section 4).
+section 4). ``--compare prior-step``: the gamma0 start against the start T(prior) (PRIOR_STEP: the undamped natural step
+from the prior's predictive moments, near the prior); the totals then also count the prior's evaluations (one quadrature
+pass each, no factorization; the gamma0 start it replaces cost a factorization and an evaluation).
 Run: ``python benchmarks/klprox_step_rules.py [--grids heart,housing,a1a] [--compare mean-step|regrow|first]``.
 """
 from __future__ import annotations
@@ -40,7 +42,8 @@ from shared_data import load_a1a, load_colon, load_heart, load_housing, splits
 RULES = {"mean-step": ("AUTO_FIRST", "paper", "natural"),   # the natural mean step first (docs/klprox.md section 4)
          "regrow": ("REGROW_WINDOW", 0, 5),                 # no regrowth to a step size rejected 5 iterations ago
          "first": ("FIRST_STEPS", 0, 2),                    # two optimistic first steps at beta = 1000
-         "anderson": ("ANDERSON_MEMORY", 0, KS.ANDERSON_MEMORY)}  # Anderson-extrapolated steps (softmax rows)
+         "anderson": ("ANDERSON_MEMORY", 0, KS.ANDERSON_MEMORY),  # Anderson-extrapolated steps (softmax rows)
+         "prior-step": ("PRIOR_STEP", 0, 1)}                # the start T(prior), no factorization of a gamma0 start  # Anderson-extrapolated steps (softmax rows)
 
 
 def problems(grids):
@@ -91,7 +94,8 @@ def main():
     ap.add_argument("--grids", default="heart,housing,a1a")
     ap.add_argument("--compare", choices=tuple(RULES), default="mean-step",
                     help="mean-step: AUTO_FIRST 'paper' against 'natural'; regrow: REGROW_WINDOW 0 against 5; first: "
-                    "FIRST_STEPS 0 against 2; anderson: ANDERSON_MEMORY 0 against the default")
+                    "FIRST_STEPS 0 against 2; anderson: ANDERSON_MEMORY 0 against the default; prior-step: PRIOR_STEP "
+                    "0 against 1")
     args = ap.parse_args()
     S = get_solver("klprox")
     const, *values = RULES[args.compare]
@@ -118,19 +122,20 @@ def main():
             flag = "" if r.status == "converged" else f" {r.status}"
             cells.append(f"{r.iterations:5d} {rej:4d} {t:8.3f} s" + (f" s{sw}" if sw else "   ") + flag)
             fs.append(r.objective)
-            tot = totals.setdefault((name.split("(")[0], label), [0, 0, 0.0, 0, 0])
+            tot = totals.setdefault((name.split("(")[0], label), [0, 0, 0.0, 0, 0, 0])
             tot[0] += r.iterations
             tot[1] += rej
             tot[2] += t
             tot[3] += r.status != "converged"
             tot[4] += next((i + 1 for i, e in enumerate(r.history)
                             if abs(e["objective"] - r.objective) <= 1e-6 * abs(r.objective)), r.iterations)
+            tot[5] += r.info.get("prior_evaluations", 0)
         rel = abs(fs[1] - fs[0]) / abs(fs[0])
         print(f"{name:<20}" + "".join(f"{c:>30}" for c in cells) + f"{rel:10.1e}", flush=True)
     print(f"\n{'grid':<10} {'rule':<10} {'iterations':>10} {'rejected':>9} {'to 1e-6':>8} {'time s':>9} "
-          f"{'not converged':>14}")
-    for (g, label), (it, rej, t, bad, to) in totals.items():
-        print(f"{g:<10} {label:<10} {it:10d} {rej:9d} {to:8d} {t:9.2f} {bad:14d}")
+          f"{'not converged':>14} {'prior evaluations':>18}")
+    for (g, label), (it, rej, t, bad, to, pe) in totals.items():
+        print(f"{g:<10} {label:<10} {it:10d} {rej:9d} {to:8d} {t:9.2f} {bad:14d} {pe:18d}")
     print(f"load average {os.getloadavg()[0]:.2f}")
 
 

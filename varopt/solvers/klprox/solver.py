@@ -132,6 +132,13 @@ ANDERSON_MEMORY = 5
 #: RESTART_FACTOR times, at most RESTARTS times: a finite start can still be useless (D >> N Poisson regression with
 #: a unit prior: E[exp u] ~ 1e76 at gamma0 = 1e-3, whose steps' precisions do not factor; docs/klprox.md, section 6c)
 RESTARTS, RESTART_FACTOR = 3, 100.0
+#: the start from the prior (the deterministic adaptive natural step with the default cap, a cold start with the default
+#: gamma0 and beta, a diagonal prior with mean 0): the expectations at the prior's predictive moments (no factorization:
+#: diag(A Sigma A^T)), the undamped natural step T from there (pseudo-precisions = the expected curvature there, the
+#: mean one Newton-like step from mu: a Laplace-like site update), kept when its exact -ELBO is below the prior's; the
+#: first beta is then the cap (or, near the prior, the next optimistic step: T counts as the first of FIRST_STEPS);
+#: otherwise the gamma0 start as before (docs/klprox.md, section 4). 0: off
+PRIOR_STEP = 1
 
 
 class Cur(NamedTuple):
@@ -314,6 +321,7 @@ class KLProx:
         self.first_steps = 0                           # optimistic first steps left (FIRST_STEPS; set by solve())
         self.restarts = 0                              # cold restarts with a raised gamma0 (RESTARTS)
         self.gamma0 = opts.gamma0                      # the start's gamma0 (start() raises it)
+        self.prior_evaluations = 0                     # evaluations of the prior for PRIOR_STEP (0 or 1)
         # Anderson-extrapolated steps (ANDERSON_MEMORY): softmax rows under the quadrature, where an evaluation is the
         # cost of a step (a separable view has the Newton mean step instead)
         self.anderson = (AndersonSteps(post, ANDERSON_MEMORY) if ANDERSON_MEMORY and self.auto and view.groups
@@ -375,9 +383,46 @@ class KLProx:
         """Whether every predictor's standard deviation at the start is at most FIRST_SD (the scale on which the
         curvature of the logistic, Poisson and softmax terms changes): the likelihood is then close to its quadratic
         model over the start's spread and the undamped natural step is Newton-like."""
+        return self._narrow(cur.vt)
+
+    def _narrow(self, vt):
         v = self.view
-        diag = cur.vt if v.diagonal else cur.vt[v.pat_i == v.pat_j]
+        diag = vt if v.diagonal else vt[v.pat_i == v.pat_j]
         return not diag.size or float(np.max(diag)) <= FIRST_SD ** 2
+
+    def _prior_start(self):
+        """``(start, near)`` of PRIOR_STEP, or ``(None, False)`` when it does not apply or T(prior) is not better than
+        the prior: the prior ``N(mu, Sigma)`` is evaluated exactly from its predictive moments (no factorization), the
+        undamped natural step ``T`` from it (the pseudo-precisions become the expected curvature gamma there, the mean
+        ``mu + V(gamma) g``) is evaluated, and kept when its -ELBO is below the prior's (the prior is the start's state:
+        the ELBO does not decrease from it). ``near``: every prior predictor's standard deviation <= FIRST_SD (the gate
+        of the optimistic first steps, T being the first of them)."""
+        opts, post, given = self.opts, self.post, self.opts.given
+        if not (PRIOR_STEP and self.natural and self.boostable and opts.warm_start is None and "beta" not in given
+                and "gamma0" not in given and isinstance(post, FullGaussian) and post.start_kinds() == (True,)):
+            return None, False
+        got = post.prior()
+        if got is None:
+            return None, False
+        ps, mt, vt, gp = got
+        if not (FIRST_STEPS and self._narrow(vt)):
+            return None, False
+        self.prior_evaluations = 1
+        with np.errstate(over="ignore", invalid="ignore"):
+            lik, mag, alpha, gamma = self.view.terms(self.fams, mt, vt)
+            f0 = gp + lik
+            self.scale = mag + post.magnitude + 1.0
+            if not (math.isfinite(f0) and np.all(np.isfinite(alpha)) and np.all(np.isfinite(gamma))):
+                return None, False
+            try:
+                st = post.step(ps, alpha, gamma, 0.0, natural=True)
+                f, a, g, mt1, vt1 = self.evaluate(st)
+            except np.linalg.LinAlgError:
+                return None, False
+        if not (math.isfinite(f) and f < f0):
+            return None, False
+        self.start_beta, self.start_warm, self.gamma0 = opts.beta, False, opts.gamma0
+        return Cur(st, f, a, g, mt1, vt1, post.residuals(st, a, g, vt1)), self._narrow(vt)
 
     def _first_done(self, beta, damped):
         """The step size after an accepted optimistic first step (FIRST_STEPS): FIRST_BETA again while some are left;
@@ -549,15 +594,22 @@ class KLProx:
 
     def solve(self):
         opts, run, post = self.opts, self.run, self.post
-        st, (f, alpha, gamma, mt, vt) = self.start()
-        cur = Cur(st, f, alpha, gamma, mt, vt, post.residuals(st, alpha, gamma, vt))
-        beta, rejected = self.start_beta, 0
-        if (FIRST_STEPS and self.natural and self.boostable and not self.start_warm
-                and "beta" not in self.opts.given and self._near_quadratic(cur)):
-            self.first_steps, self.boost, beta = FIRST_STEPS, BOOST_MAX, FIRST_BETA
+        cur, near = self._prior_start()
+        if cur is not None:                            # the start T(prior) (PRIOR_STEP)
+            beta = self.beta_max
+            if near and FIRST_STEPS > 1:               # T was the first optimistic step: the others follow
+                self.first_steps, self.boost, beta = FIRST_STEPS - 1, BOOST_MAX, FIRST_BETA
+        else:
+            st, (f, alpha, gamma, mt, vt) = self.start()
+            cur = Cur(st, f, alpha, gamma, mt, vt, post.residuals(st, alpha, gamma, vt))
+            beta = self.start_beta
+            if (FIRST_STEPS and self.natural and self.boostable and not self.start_warm
+                    and "beta" not in self.opts.given and self._near_quadratic(cur)):
+                self.first_steps, self.boost, beta = FIRST_STEPS, BOOST_MAX, FIRST_BETA
+        rejected = 0
         status, msg = None, ""
         window = []                                    # max residual at the start of each SWITCH_WINDOW
-        run.incumbent(post.mean(st), objective=f)
+        run.incumbent(post.mean(cur.st), objective=cur.f)
         crawl = 0                                      # accepted steps in a row that crawl (CRAWL_BETA)
         for it in run.iterations():
             if max(cur.res) <= opts.gtol:
@@ -591,7 +643,8 @@ class KLProx:
             extra["mean_step_switches"] = list(self.switches)
         if self.anderson is not None:
             extra["anderson_steps"] = self.anderson.accepted
-        return self.finish(cur, status, msg, rejected=rejected, beta=beta, **extra)
+        return self.finish(cur, status, msg, rejected=rejected, beta=beta, prior_evaluations=self.prior_evaluations,
+                           **extra)
 
     def _maybe_switch(self, it, res, window, beta):
         """mean_step='auto': switch to the natural mean step when (16) stalls (residuals recorded every SWITCH_WINDOW
