@@ -63,7 +63,8 @@ def test_prior_moments_and_gaussian_part_equal_the_factored_prior_state(make, wo
     # the prior's state without a factorization against the state of pseudo-precisions 0, factored as every state is
     view = likelihood_view(make(), family_table())
     post = FullGaussian(view, woodbury=woodbury)
-    ps, mt, vt, gp = post.prior()
+    vt = post.prior_var()
+    ps, mt, gp = post.prior(vt)
     st = post.state_of(view.mu.copy(), np.zeros(view.npat))
     mt2, vt2 = post.predictors(st)
     assert np.allclose(mt, mt2, rtol=0, atol=1e-12)

@@ -401,12 +401,10 @@ class KLProx:
         if not (PRIOR_STEP and self.natural and self.boostable and opts.warm_start is None and "beta" not in given
                 and "gamma0" not in given and isinstance(post, FullGaussian) and post.start_kinds() == (True,)):
             return None, False
-        got = post.prior()
-        if got is None:
+        vt = post.prior_var()
+        if vt is None or not (FIRST_STEPS and self._narrow(vt)):
             return None, False
-        ps, mt, vt, gp = got
-        if not (FIRST_STEPS and self._narrow(vt)):
-            return None, False
+        ps, mt, gp = post.prior(vt)
         self.prior_evaluations = 1
         with np.errstate(over="ignore", invalid="ignore"):
             lik, mag, alpha, gamma = self.view.terms(self.fams, mt, vt)
