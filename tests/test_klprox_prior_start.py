@@ -17,7 +17,7 @@ from varopt.solvers.klprox.expectations import family_table
 from varopt.solvers.klprox.posterior import FullGaussian
 from varopt.solvers.klprox.view import likelihood_view
 
-from klprox_checks import logistic_program
+from klprox_checks import logistic_neg_elbo_200, logistic_program
 
 S = get_solver("klprox")
 
@@ -125,6 +125,8 @@ def test_the_start_is_exact_below_the_prior_and_ends_at_the_same_optimum_in_fewe
     assert r.iterations < old.iterations
     assert abs(r.objective - old.objective) <= 1e-12 * abs(old.objective)
     assert np.allclose(r.x, old.x, rtol=0, atol=1e-8)
+    ref, _ = logistic_neg_elbo_200(view, r)                        # the reported -ELBO: a 200-node re-evaluation
+    assert abs(r.objective - ref) <= 1e-9 * abs(ref)
 
 
 @pytest.mark.parametrize("prior_var", [0.01, 0.05])
