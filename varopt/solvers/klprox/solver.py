@@ -112,17 +112,19 @@ DAMPED, BOOST_MAX = 2.0, 100.0
 #: such rejected trials (docs/klprox.md, section 4). Every accepted step passes the same exact-ELBO test. 0: off
 REGROW_WINDOW = 5
 #: optimistic first steps (the deterministic adaptive natural step with the default cap and no ``beta`` given, from a
-#: cold start where every predictor's standard deviation is at most FIRST_SD, the scale on which the curvature of the
-#: logistic, Poisson and softmax terms changes: the likelihood is near its quadratic model there): the first
+#: cold start where every predictor's standard deviation is at most FIRST_SD, a few times the scale on which the
+#: curvature of the logistic, Poisson and softmax terms changes: the likelihood is near its quadratic model there): the first
 #: FIRST_STEPS steps are tried at FIRST_BETA (r ~ 1e-3: natural-gradient VI at learning rate ~1, Newton-like), the
 #: largest size the default cap can reach (NATURAL_BETA_MAX * BOOST_MAX). A rejected trial falls back to the ``beta``
 #: option (1) and the default cap at once (one wasted evaluation); after the last of them the cap stays raised only
 #: when that step was damping-limited (DAMPED), else it returns to NATURAL_BETA_MAX. a1a at delta = 0.001: -ELBO within
 #: 1e-6 after 2 steps against 4. Ungated (every cold start) the wide priors lost (a1a delta >= 2.8, wine), hence
-#: the gate (docs/klprox.md, section 4). 0: off
+#: the gate (docs/klprox.md, section 4): FIRST_SD = 1 until branch klstart; 3 (with PRIOR_STEP) took fewer or as many
+#: evaluations at every point of the heart, housing, a1a, wine, Colon and breast cancer grids, 5 lost at a1a delta =
+#: 2.8, 8 at a1a delta >= 2 (+26 at 5.3). 0: off
 FIRST_STEPS = 2
 FIRST_BETA = NATURAL_BETA_MAX * BOOST_MAX
-FIRST_SD = 1.0
+FIRST_SD = 3.0
 #: Anderson-extrapolated steps (:mod:`.anderson`) on models with softmax rows under the quadrature (the deterministic
 #: adaptive method with mean_step='auto', full parameterization): the memory (pairs of the fixed-point map kept); a
 #: proposal replaces the plain step when it passes the exact-ELBO test (wine delta = 1: 52 -> 21 iterations,
@@ -133,11 +135,13 @@ ANDERSON_MEMORY = 5
 #: a unit prior: E[exp u] ~ 1e76 at gamma0 = 1e-3, whose steps' precisions do not factor; docs/klprox.md, section 6c)
 RESTARTS, RESTART_FACTOR = 3, 100.0
 #: the start from the prior (the deterministic adaptive natural step with the default cap, a cold start with the default
-#: gamma0 and beta, a diagonal prior with mean 0): the expectations at the prior's predictive moments (no factorization:
-#: diag(A Sigma A^T)), the undamped natural step T from there (pseudo-precisions = the expected curvature there, the
-#: mean one Newton-like step from mu: a Laplace-like site update), kept when its exact -ELBO is below the prior's; the
-#: first beta is then the cap (or, near the prior, the next optimistic step: T counts as the first of FIRST_STEPS);
-#: otherwise the gamma0 start as before (docs/klprox.md, section 4). 0: off
+#: gamma0 and beta, a diagonal prior with mean 0, every prior predictor's standard deviation <= FIRST_SD): the
+#: expectations at the prior's predictive moments (no factorization: diag(A Sigma A^T)), the undamped natural step T from
+#: there (pseudo-precisions = the expected curvature there, the mean one Newton-like step from mu: a Laplace-like site
+#: update), kept when its exact -ELBO is below the prior's; T is then the first of the FIRST_STEPS optimistic steps, and
+#: the factorization of the gamma0 start is saved. Otherwise the gamma0 start as before (docs/klprox.md, section 4). Wider
+#: priors keep the gamma0 start: there T from the gamma0 start saves iterations but not evaluations, and T from the prior
+#: is a worse start on GP models (gamma0 = 1e-3 shrinks wide GP predictors: ||gamma0 K|| ~ 5 on heart). 0: off
 PRIOR_STEP = 1
 
 
@@ -391,19 +395,19 @@ class KLProx:
         return not diag.size or float(np.max(diag)) <= FIRST_SD ** 2
 
     def _prior_start(self):
-        """``(start, near)`` of PRIOR_STEP, or ``(None, False)`` when it does not apply or T(prior) is not better than
-        the prior: the prior ``N(mu, Sigma)`` is evaluated exactly from its predictive moments (no factorization), the
-        undamped natural step ``T`` from it (the pseudo-precisions become the expected curvature gamma there, the mean
-        ``mu + V(gamma) g``) is evaluated, and kept when its -ELBO is below the prior's (the prior is the start's state:
-        the ELBO does not decrease from it). ``near``: every prior predictor's standard deviation <= FIRST_SD (the gate
-        of the optimistic first steps, T being the first of them)."""
+        """The start of PRIOR_STEP, or None when it does not apply or T(prior) is not better than the prior: where every
+        prior predictor's standard deviation is at most FIRST_SD (the gate of the optimistic first steps, T being the
+        first of them), the prior ``N(mu, Sigma)`` is evaluated exactly from its predictive moments (no factorization),
+        the undamped natural step ``T`` from it (the pseudo-precisions become the expected curvature gamma there, the
+        mean ``mu + V(gamma) g``) is evaluated, and kept when its -ELBO is below the prior's (the prior is the start's
+        state: the ELBO does not decrease from it)."""
         opts, post, given = self.opts, self.post, self.opts.given
         if not (PRIOR_STEP and self.natural and self.boostable and opts.warm_start is None and "beta" not in given
                 and "gamma0" not in given and isinstance(post, FullGaussian) and post.start_kinds() == (True,)):
-            return None, False
+            return None
         vt = post.prior_var()
         if vt is None or not (FIRST_STEPS and self._narrow(vt)):
-            return None, False
+            return None
         ps, mt, gp = post.prior(vt)
         self.prior_evaluations = 1
         with np.errstate(over="ignore", invalid="ignore"):
@@ -411,16 +415,16 @@ class KLProx:
             f0 = gp + lik
             self.scale = mag + post.magnitude + 1.0
             if not (math.isfinite(f0) and np.all(np.isfinite(alpha)) and np.all(np.isfinite(gamma))):
-                return None, False
+                return None
             try:
                 st = post.step(ps, alpha, gamma, 0.0, natural=True)
                 f, a, g, mt1, vt1 = self.evaluate(st)
             except np.linalg.LinAlgError:
-                return None, False
+                return None
         if not (math.isfinite(f) and f < f0):
-            return None, False
+            return None
         self.start_beta, self.start_warm, self.gamma0 = opts.beta, False, opts.gamma0
-        return Cur(st, f, a, g, mt1, vt1, post.residuals(st, a, g, vt1)), self._narrow(vt)
+        return Cur(st, f, a, g, mt1, vt1, post.residuals(st, a, g, vt1))
 
     def _first_done(self, beta, damped):
         """The step size after an accepted optimistic first step (FIRST_STEPS): FIRST_BETA again while some are left;
@@ -592,10 +596,10 @@ class KLProx:
 
     def solve(self):
         opts, run, post = self.opts, self.run, self.post
-        cur, near = self._prior_start()
+        cur = self._prior_start()
         if cur is not None:                            # the start T(prior) (PRIOR_STEP)
             beta = self.beta_max
-            if near and FIRST_STEPS > 1:               # T was the first optimistic step: the others follow
+            if FIRST_STEPS > 1:                        # T was the first optimistic step: the others follow
                 self.first_steps, self.boost, beta = FIRST_STEPS - 1, BOOST_MAX, FIRST_BETA
         else:
             st, (f, alpha, gamma, mt, vt) = self.start()
