@@ -26,7 +26,9 @@ lowers the stationarity residual, and a rejected one at small residuals ends the
 that cuts the largest residual to ``2 r`` or less (``r = 1/(1 + beta)``: the damping, not the problem, sets the
 rate) raises the cap (DAMPED; docs/klprox.md, section 4); a rejected trial returns it to 10. From a cold start whose
 predictor standard deviations are all at most FIRST_SD (the posterior near the prior), the first FIRST_STEPS steps
-are tried at FIRST_BETA (Newton-like natural-gradient steps); a rejected trial falls back to ``beta``.
+are tried at FIRST_BETA (Newton-like natural-gradient steps); a rejected trial falls back to ``beta``. There the
+start is the first of them taken from the prior itself, whose predictive moments need no factorization (PRIOR_STEP),
+when it lowers -ELBO below the prior's.
 
 Mean step (``mean_step='auto'``). The natural-parameter form ``m+ = m + (1 - r) V+ g`` (natural-gradient
 VI with step ``1 - r``; at ``beta -> inf`` the Newton-like NGD step of learning rate 1), with ``beta`` up to
