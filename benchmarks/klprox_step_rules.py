@@ -13,16 +13,17 @@ benchmarks/klprox_gpc.py), ``housing`` (Laplace GP, noise e^-2, 4 x 4 of linspac
 ``colon`` (logistic, dual form, split 0, delta = logspace(0, 6, 10)), ``iris`` (softmax, K = 3, all 150 rows
 standardized, delta = logspace(-1, 1, 7)), ``synth4`` (softmax, K = 4: 120 rows of 6 standard normal features, labels
 drawn from a random softmax model, seed 0, delta = logspace(-1, 1, 4)), ``breast`` (logistic, scikit-learn's breast
-cancer, standardized, all 569 rows, delta = logspace(-3, 2, 11)).
+cancer, standardized, all 569 rows, delta = logspace(-3, 2, 11)), ``poisson`` (36 Poisson regressions: 80 rows of 5
+normal features scaled by 0.5 or 1, counts drawn with log-rates 0, 3 or 1 + X w / 2, seeds 0-3, delta = 0.1, 0.3, 1).
 ``--compare regrow`` compares the adaptive rule without and with its REGROW_WINDOW (no regrowth to a step size
 rejected in the last 5 iterations) instead; the cells then count rejected trial steps too. ``--compare first``: without
 and with the optimistic first steps (FIRST_STEPS = 2 steps tried at beta = 1000 from a cold start). The totals also
 count the iterations to -ELBO within 1e-6 relative of the run's optimum (the first history entry there).
 ``--compare anderson``: without and with the Anderson-extrapolated steps of models with softmax rows (docs/klprox.md,
-section 4). ``--compare prior-step``: the gamma0 start with the gate FIRST_SD = 1 (the previous rule) against the start
-T(prior) (PRIOR_STEP: the undamped natural step from the prior's predictive moments) with the default gate FIRST_SD of it
-and of the optimistic first steps; the totals then also count the prior's evaluations (one quadrature pass each, no
-factorization; the gamma0 start it replaces cost a factorization and an evaluation).
+section 4). ``--compare prior-step``: the gamma0 start against the start T(prior) (PRIOR_STEP: the undamped natural step
+from the prior's predictive moments, where every prior predictor's sd is at most PRIOR_SD); the totals then also count
+the prior's evaluations (one quadrature pass each, no factorization; the gamma0 start it replaces cost a factorization
+and an evaluation).
 Run: ``python benchmarks/klprox_step_rules.py [--grids heart,housing,a1a] [--compare mean-step|regrow|first]``.
 """
 from __future__ import annotations
@@ -46,8 +47,7 @@ RULES = {"mean-step": ("AUTO_FIRST", "paper", "natural"),   # the natural mean s
          "regrow": ("REGROW_WINDOW", 0, 5),                 # no regrowth to a step size rejected 5 iterations ago
          "first": ("FIRST_STEPS", 0, 2),                    # two optimistic first steps at beta = 1000
          "anderson": ("ANDERSON_MEMORY", 0, KS.ANDERSON_MEMORY),  # Anderson-extrapolated steps (softmax rows)
-         # the start T(prior) (no factorization of a gamma0 start) and the gate FIRST_SD of it and of the optimistic steps
-         "prior-step": (("PRIOR_STEP", "FIRST_SD"), (0, 1.0), (1, KS.FIRST_SD))}  # Anderson-extrapolated steps (softmax rows)
+         "prior-step": ("PRIOR_STEP", 0, 1)}                # the start T(prior): no factorization of a gamma0 start  # Anderson-extrapolated steps (softmax rows)
 
 
 def problems(grids):
@@ -91,6 +91,15 @@ def problems(grids):
         X, y = load_dataset("breast_cancer")
         for d in np.logspace(-3, 2, 11):
             yield f"breast({d:.3g})", lambda d=d: glm_program(X, y, "logistic", prior_var=d)
+    if "poisson" in grids:
+        for seed in range(4):
+            for scale, base in ((0.5, 0.0), (0.5, 3.0), (1.0, 1.0)):
+                rng = np.random.default_rng(seed)
+                Xp = rng.normal(size=(80, 5)) * scale
+                yp = rng.poisson(np.exp(base + Xp @ rng.normal(size=5) * 0.5)).astype(float)
+                for d in (0.1, 0.3, 1.0):
+                    yield (f"poisson{seed},{scale:g},{base:g}({d:g})",
+                           lambda Xp=Xp, yp=yp, d=d: glm_program(Xp, yp, "poisson", prior_var=d))
     if "colon" in grids:
         X, y = load_colon()
         tr, _ = splits(len(y), 1)[0]
@@ -134,7 +143,7 @@ def main():
             flag = "" if r.status == "converged" else f" {r.status}"
             cells.append(f"{r.iterations:5d} {rej:4d} {t:8.3f} s" + (f" s{sw}" if sw else "   ") + flag)
             fs.append(r.objective)
-            tot = totals.setdefault((name.split("(")[0], label), [0, 0, 0.0, 0, 0, 0])
+            tot = totals.setdefault((name.split("(")[0].rstrip("0123456789.,"), label), [0, 0, 0.0, 0, 0, 0])
             tot[0] += r.iterations
             tot[1] += rej
             tot[2] += t

@@ -1,7 +1,7 @@
 """klprox's start from the prior (``PRIOR_STEP``; docs/klprox.md, section 4): near the prior (every prior predictor's
-standard deviation at most ``FIRST_SD``) the prior is evaluated from its predictive moments without a factorization and
-the undamped natural step from it is the start when its -ELBO is lower; it replaces the gamma0 start and the first
-optimistic step. Checked: the prior's moments and Gaussian part against the factored prior state, the start's -ELBO
+standard deviation at most ``PRIOR_SD``) the prior is evaluated from its predictive moments without a factorization and
+the undamped natural step from it is the start when its -ELBO is lower; it replaces the gamma0 start and, within
+``FIRST_SD``, the first optimistic step. Checked: the prior's moments and Gaussian part against the factored prior state, the start's -ELBO
 against an independent 200-node evaluation and below the prior's, fewer iterations and the same optimum, the previous
 trajectory bit for bit wherever the rule does not apply, and the gamma0 start when the step is not better."""
 import math
@@ -129,6 +129,19 @@ def test_the_start_is_exact_below_the_prior_and_ends_at_the_same_optimum_in_fewe
     assert abs(r.objective - ref) <= 1e-9 * abs(ref)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_between_the_two_gates_the_start_is_taken_without_optimistic_steps(monkeypatch, seed):
+    # prior predictor sd in (FIRST_SD, PRIOR_SD] (1.5-2.2 here): T(prior) is the start, the run goes on from the cap
+    # (no step at FIRST_BETA: those overshoot there, e.g. a Poisson log-rate), fewer evaluations, the same optimum
+    p = logistic_program(0.2, seed)
+    r, old = S.solve(p), _without(monkeypatch, p)
+    assert r.info["prior_evaluations"] == 1
+    assert KS.NATURAL_BETA_MAX <= r.history[0]["beta"] < KS.FIRST_BETA
+    assert r.iterations + r.info["rejected_steps"] < old.iterations + old.info["rejected_steps"]
+    assert np.all(np.diff(_objectives(r)) <= r.info["rounding"])
+    assert abs(r.objective - old.objective) <= 1e-12 * abs(old.objective)
+
+
 @pytest.mark.parametrize("prior_var", [0.01, 0.05])
 def test_a_sparse_model_near_its_prior_starts_there_too(monkeypatch, prior_var):
     p = _sparse_logistic(prior_var)
@@ -140,7 +153,7 @@ def test_a_sparse_model_near_its_prior_starts_there_too(monkeypatch, prior_var):
 
 @pytest.mark.parametrize("make,opts", [
     (lambda: logistic_program(100.0), {}),                      # wide prior: outside the gate
-    (lambda: _gp(2.0), {}),                                     # a GP prior with sd e^2 > FIRST_SD
+    (lambda: _gp(2.0), {}),                                     # a GP prior with sd e^2 > PRIOR_SD
     (lambda: logistic_program(1e-3), {"beta": 1.0}),
     (lambda: logistic_program(1e-3), {"beta_max": 10.0}),
     (lambda: logistic_program(1e-3), {"gamma0": 1e-3}),
