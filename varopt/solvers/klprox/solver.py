@@ -234,7 +234,9 @@ class KLProxSolver(Solver):
         Option("quadrature_nodes", 100, "Gauss-Hermite nodes of the logistic expectation for predictor variances "
                "<= 2 (larger variances use a graded Gauss-Legendre rule)", int, lambda v: v >= 20,
                "must be >= 20"),
-        Option("gamma0", 1e-3, "initial pseudo-precision of every likelihood term (V0^-1 = P + gamma0 A^T A)",
+        Option("gamma0", 1e-3, "initial pseudo-precision of every likelihood term (V0^-1 = P + gamma0 A^T A); by "
+               "default, where the prior's predictors are narrow (sd <= 3) and the undamped natural step from the prior "
+               "lowers -ELBO, the run starts from that step instead (given: always this start)",
                float, nonnegative, "must be >= 0"),
         Option("warm_start", None, "start from a previous klprox solution of a model with the same rows (e.g. the "
                "previous value of a hyperparameter sweep): its Result, or a dict with 'x', 'pseudo_precisions' and "
