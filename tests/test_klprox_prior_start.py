@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from klprox_checks import logistic_neg_elbo_200, logistic_program
 
 import varopt  # noqa: F401  (registers the solvers)
 from varopt.formulations.bayes_glm import glm_program, gp_program
@@ -16,8 +17,6 @@ from varopt.solvers.klprox import solver as KS
 from varopt.solvers.klprox.expectations import family_table
 from varopt.solvers.klprox.posterior import FullGaussian
 from varopt.solvers.klprox.view import likelihood_view
-
-from klprox_checks import logistic_neg_elbo_200, logistic_program
 
 S = get_solver("klprox")
 
@@ -64,7 +63,7 @@ def test_prior_moments_and_gaussian_part_equal_the_factored_prior_state(make, wo
     view = likelihood_view(make(), family_table())
     post = FullGaussian(view, woodbury=woodbury)
     vt = post.prior_var()
-    ps, mt, gp = post.prior(vt)
+    _, mt, gp = post.prior(vt)
     st = post.state_of(view.mu.copy(), np.zeros(view.npat))
     mt2, vt2 = post.predictors(st)
     assert np.allclose(mt, mt2, rtol=0, atol=1e-12)
