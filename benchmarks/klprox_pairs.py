@@ -10,6 +10,8 @@ of the anchor: both see the same machine state, and the median of the pairwise r
   -ELBO within 1e-6 relative; klprox's time to its own optimum within 1e-6 (history).
 * ``--data a1a``: Bayesian logistic regression on a1a at prior variance ``--delta`` (0.001) against the Cholesky
   baseline (L-BFGS over a Cholesky factor, timed from the program as klprox is), whole solves and times to 1e-6.
+  ``--data breast`` (logistic, scikit-learn's breast cancer, standardized) and ``--data wine`` (multinomial, the
+  training half of benchmarks/klprox_multinomial.py) the same way.
 
 What both clocks include: by default both start at the built model, klprox's at its Program (``gp_program`` /
 ``glm_program`` outside the clock; its set-up, the likelihood view and the start, inside), the Cholesky baseline's at
@@ -17,7 +19,7 @@ the same Program (its view and start inside), GPyTorch's once its model, likelih
 (its kernel matrix and factor are recomputed inside every iteration: its algorithm). ``--from-data``: both from the
 data instead (the program, ~1 ms on heart, and GPyTorch's model objects inside the timed parts).
 
-Both on 1 BLAS thread. Run: ``python benchmarks/klprox_pairs.py --data heart|a1a [--pairs 40] [--from-data]``.
+Both on 1 BLAS thread. Run: ``python benchmarks/klprox_pairs.py --data heart|a1a|breast|wine [--delta d] [--pairs 40] [--from-data]``.
 """
 from __future__ import annotations
 
@@ -61,22 +63,34 @@ def heart_pair(lr, from_data=False):
     return pair
 
 
-def a1a_pair(delta, from_data=False):
+def glm_data(data):
+    """``(X, y, likelihood)`` of a GLM benchmark: a1a (logistic), breast cancer (sklearn's copy, standardized, logistic)
+    or wine (the training half of benchmarks/klprox_multinomial.py, multinomial)."""
+    if data == "a1a":
+        from shared_data import load_a1a
+        return (*load_a1a()[:2], "logistic")
+    if data == "breast":
+        from shared_data import load_dataset
+        return (*load_dataset("breast_cancer"), "logistic")
+    from klprox_multinomial import wine
+    return (*wine()[:2], "multinomial")
+
+
+def glm_pair(delta, from_data=False, data="a1a"):
     from varopt.baselines import klprox as B
-    from shared_data import load_a1a
     from varopt.formulations.bayes_glm import glm_program
     from varopt.solvers.klprox import family_table, likelihood_view
-    X, y, _, _ = load_a1a()
-    p = glm_program(X, y, "logistic", prior_var=delta)
+    X, y, lik = glm_data(data)
+    p = glm_program(X, y, lik, prior_var=delta)
     S = get_solver("klprox")
 
     def pair():
         t0 = time.perf_counter()
-        q = glm_program(X, y, "logistic", prior_var=delta) if from_data else p
+        q = glm_program(X, y, lik, prior_var=delta) if from_data else p
         build = time.perf_counter() - t0
         r = S.solve(q)
         t0 = time.perf_counter()
-        q = glm_program(X, y, "logistic", prior_var=delta) if from_data else p
+        q = glm_program(X, y, lik, prior_var=delta) if from_data else p
         trace = []
         o = B.cholesky_vi(likelihood_view(q, family_table()), trace=trace)
         tc = time.perf_counter() - t0
@@ -88,16 +102,16 @@ def a1a_pair(delta, from_data=False):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", choices=("heart", "a1a"), default="heart")
+    ap.add_argument("--data", choices=("heart", "a1a", "breast", "wine"), default="heart")
     ap.add_argument("--pairs", type=int, default=40)
     ap.add_argument("--lr", type=float, default=0.9, help="GPyTorch NGD learning rate (heart)")
-    ap.add_argument("--delta", type=float, default=0.001, help="prior variance (a1a)")
+    ap.add_argument("--delta", type=float, default=0.001, help="prior variance (a1a, breast, wine)")
     ap.add_argument("--from-data", action="store_true", help="both clocks from the data: the program (klprox; a1a: "
                     "the Cholesky baseline too) and GPyTorch's model built inside the timed part")
     args = ap.parse_args()
     with blas_threads(1):
         pair = (heart_pair(args.lr, args.from_data) if args.data == "heart" else
-                a1a_pair(args.delta, args.from_data))
+                glm_pair(args.delta, args.from_data, args.data))
         pair()                                   # warm-up: first LAPACK calls, quadrature rules
         rows = np.array([pair() for _ in range(args.pairs)])
     k_to, k_all, a_to, a_all = rows.T

@@ -35,6 +35,13 @@ def _to(r, rel=1e-6):
     return next(i + 1 for i, f in enumerate(_objectives(r)) if abs(f - r.objective) <= rel * abs(r.objective))
 
 
+@pytest.fixture(autouse=True)
+def _no_prior_step(monkeypatch):
+    # the optimistic first steps alone: with PRIOR_STEP the undamped step from the prior is the start, in place of the
+    # first of them (tests/test_klprox_prior_start.py)
+    monkeypatch.setattr(KS, "PRIOR_STEP", 0)
+
+
 def _without(monkeypatch, p, **opts):
     with monkeypatch.context() as m:
         m.setattr(KS, "FIRST_STEPS", 0)

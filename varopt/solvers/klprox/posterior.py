@@ -352,6 +352,31 @@ class FullGaussian(_Base):
         precision is not positive definite."""
         return self._state(m, gt)
 
+    def prior_var(self):
+        """The prior's predictor covariances ``A Sigma A^T`` on the pattern, ``Sigma = P^-1`` diagonal, without a
+        factorization; None for a prior that is not diagonal (then only a factored state has them)."""
+        if self.P_diag is None or not np.all(self.P_diag > 0):
+            return None
+        v, Sd = self.view, 1.0 / self.P_diag
+        if getattr(self, "St_diag", None) is not None:                 # Woodbury: diag(A Sigma A^T) formed once
+            return self.St_diag.copy()
+        if v.diagonal and sp.isspmatrix_csr(self.A):                   # sparse rows (a1a): sum_j a_nj^2 Sigma_jj
+            A = self.A                     # (the squares on A's own pattern: no sparse product's structure pass)
+            return sp.csr_matrix((np.square(A.data), A.indices, A.indptr), shape=A.shape) @ Sd
+        return v.pattern_cov(np.sqrt(Sd)[:, None] * self.AT)
+
+    def prior(self, vt):
+        """The prior ``q = N(mu, Sigma)`` (pseudo-precisions 0, diagonal ``P``; ``vt`` from :meth:`prior_var`):
+        ``(state, mt, gauss_part)``, the state holding only ``m`` and ``gt`` (what the natural step from it reads,
+        :meth:`step` at ``r = 0``), and the Gaussian part ``E_q[-log N(w | mu, Sigma)] - H[q]`` (up to ``k``, ``c``) at
+        ``q`` = the prior: ``tr(P Sigma) = D``, ``log det Sigma = -log det P`` (docs/klprox.md, section 4)."""
+        v = self.view
+        m = self.mu.copy()
+        parts = (0.5 * m @ (self.P_diag * m), v.c @ m, v.k, 0.5 * self.D,
+                 -0.5 * (-float(np.sum(np.log(self.P_diag))) + self.D * (1.0 + _LOG2PI)))
+        self.magnitude = _sum(abs(p) for p in parts)
+        return SimpleNamespace(m=m, gt=np.zeros(v.npat)), self.A @ m + v.b, _sum(parts)
+
     def _state(self, m, gt):
         if self.woodbury:
             st = self._woodbury_state(m, gt)

@@ -26,7 +26,9 @@ lowers the stationarity residual, and a rejected one at small residuals ends the
 that cuts the largest residual to ``2 r`` or less (``r = 1/(1 + beta)``: the damping, not the problem, sets the
 rate) raises the cap (DAMPED; docs/klprox.md, section 4); a rejected trial returns it to 10. From a cold start whose
 predictor standard deviations are all at most FIRST_SD (the posterior near the prior), the first FIRST_STEPS steps
-are tried at FIRST_BETA (Newton-like natural-gradient steps); a rejected trial falls back to ``beta``.
+are tried at FIRST_BETA (Newton-like natural-gradient steps); a rejected trial falls back to ``beta``. Near the
+prior (sd <= PRIOR_SD) the start is the undamped natural step from the prior itself, whose predictive moments need no
+factorization (PRIOR_STEP), when it lowers -ELBO below the prior's; it stands for the first optimistic step.
 
 Mean step (``mean_step='auto'``). The natural-parameter form ``m+ = m + (1 - r) V+ g`` (natural-gradient
 VI with step ``1 - r``; at ``beta -> inf`` the Newton-like NGD step of learning rate 1), with ``beta`` up to
@@ -119,7 +121,8 @@ REGROW_WINDOW = 5
 #: option (1) and the default cap at once (one wasted evaluation); after the last of them the cap stays raised only
 #: when that step was damping-limited (DAMPED), else it returns to NATURAL_BETA_MAX. a1a at delta = 0.001: -ELBO within
 #: 1e-6 after 2 steps against 4. Ungated (every cold start) the wide priors lost (a1a delta >= 2.8, wine), hence
-#: the gate (docs/klprox.md, section 4). 0: off
+#: the gate (docs/klprox.md, section 4; 3 instead of 1 saved iterations on logistic and softmax grids but cost a rejected
+#: trial on 16 of 36 Poisson models, where the undamped step overshoots the log-rate). 0: off
 FIRST_STEPS = 2
 FIRST_BETA = NATURAL_BETA_MAX * BOOST_MAX
 FIRST_SD = 1.0
@@ -132,6 +135,18 @@ ANDERSON_MEMORY = 5
 #: RESTART_FACTOR times, at most RESTARTS times: a finite start can still be useless (D >> N Poisson regression with
 #: a unit prior: E[exp u] ~ 1e76 at gamma0 = 1e-3, whose steps' precisions do not factor; docs/klprox.md, section 6c)
 RESTARTS, RESTART_FACTOR = 3, 100.0
+#: the start from the prior (the deterministic adaptive natural step with the default cap, a cold start with the default
+#: gamma0 and beta, a diagonal prior with mean 0, every prior predictor's standard deviation <= PRIOR_SD): the
+#: expectations at the prior's predictive moments (no factorization: diag(A Sigma A^T)), the undamped natural step T from
+#: there (pseudo-precisions = the expected curvature there, the mean one Newton-like step from mu: a Laplace-like site
+#: update), kept when its exact -ELBO is below the prior's; the factorization of the gamma0 start is saved, and T stands
+#: for the first of the FIRST_STEPS optimistic steps where those apply (sd <= FIRST_SD), else the run goes on at the cap.
+#: Otherwise the gamma0 start as before (docs/klprox.md, section 4). Wider priors keep the gamma0 start: there T from the
+#: gamma0 start saves iterations but not evaluations, and T from the prior is a worse start on GP models (gamma0 = 1e-3
+#: shrinks wide GP predictors: ||gamma0 K|| ~ 5 on heart); PRIOR_SD = 3 took fewer or as many evaluations than main at
+#: every point of the heart, housing, a1a, wine, breast cancer and 36 Poisson models. 0: off
+PRIOR_STEP = 1
+PRIOR_SD = 3.0
 
 
 class Cur(NamedTuple):
@@ -219,7 +234,9 @@ class KLProxSolver(Solver):
         Option("quadrature_nodes", 100, "Gauss-Hermite nodes of the logistic expectation for predictor variances "
                "<= 2 (larger variances use a graded Gauss-Legendre rule)", int, lambda v: v >= 20,
                "must be >= 20"),
-        Option("gamma0", 1e-3, "initial pseudo-precision of every likelihood term (V0^-1 = P + gamma0 A^T A)",
+        Option("gamma0", 1e-3, "initial pseudo-precision of every likelihood term (V0^-1 = P + gamma0 A^T A); by "
+               "default, where the prior's predictors are narrow (sd <= 3) and the undamped natural step from the prior "
+               "lowers -ELBO, the run starts from that step instead (given: always this start)",
                float, nonnegative, "must be >= 0"),
         Option("warm_start", None, "start from a previous klprox solution of a model with the same rows (e.g. the "
                "previous value of a hyperparameter sweep): its Result, or a dict with 'x', 'pseudo_precisions' and "
@@ -314,6 +331,8 @@ class KLProx:
         self.first_steps = 0                           # optimistic first steps left (FIRST_STEPS; set by solve())
         self.restarts = 0                              # cold restarts with a raised gamma0 (RESTARTS)
         self.gamma0 = opts.gamma0                      # the start's gamma0 (start() raises it)
+        self.prior_evaluations = 0                     # evaluations of the prior for PRIOR_STEP (0 or 1)
+        self.prior_near = False                        # PRIOR_STEP's start taken with every prior sd <= FIRST_SD
         # Anderson-extrapolated steps (ANDERSON_MEMORY): softmax rows under the quadrature, where an evaluation is the
         # cost of a step (a separable view has the Newton mean step instead)
         self.anderson = (AndersonSteps(post, ANDERSON_MEMORY) if ANDERSON_MEMORY and self.auto and view.groups
@@ -375,9 +394,46 @@ class KLProx:
         """Whether every predictor's standard deviation at the start is at most FIRST_SD (the scale on which the
         curvature of the logistic, Poisson and softmax terms changes): the likelihood is then close to its quadratic
         model over the start's spread and the undamped natural step is Newton-like."""
+        return self._narrow(cur.vt)
+
+    def _narrow(self, vt, sd=None):
         v = self.view
-        diag = cur.vt if v.diagonal else cur.vt[v.pat_i == v.pat_j]
-        return not diag.size or float(np.max(diag)) <= FIRST_SD ** 2
+        diag = vt if v.diagonal else vt[v.pat_i == v.pat_j]
+        return not diag.size or float(np.max(diag)) <= (FIRST_SD if sd is None else sd) ** 2
+
+    def _prior_start(self):
+        """The start of PRIOR_STEP, or None when it does not apply or T(prior) is not better than the prior: where every
+        prior predictor's standard deviation is at most PRIOR_SD (``self.prior_near``: at most FIRST_SD, the gate of the
+        optimistic first steps, T being the first of them), the prior ``N(mu, Sigma)`` is evaluated exactly from its
+        predictive moments (no factorization),
+        the undamped natural step ``T`` from it (the pseudo-precisions become the expected curvature gamma there, the
+        mean ``mu + V(gamma) g``) is evaluated, and kept when its -ELBO is below the prior's (the prior is the start's
+        state: the ELBO does not decrease from it)."""
+        opts, post, given = self.opts, self.post, self.opts.given
+        if not (PRIOR_STEP and self.natural and self.boostable and opts.warm_start is None and "beta" not in given
+                and "gamma0" not in given and isinstance(post, FullGaussian) and post.start_kinds() == (True,)):
+            return None
+        vt = post.prior_var()
+        if vt is None or not (FIRST_STEPS and self._narrow(vt, PRIOR_SD)):
+            return None
+        ps, mt, gp = post.prior(vt)
+        self.prior_evaluations = 1
+        with np.errstate(over="ignore", invalid="ignore"):
+            lik, mag, alpha, gamma = self.view.terms(self.fams, mt, vt)
+            f0 = gp + lik
+            self.scale = mag + post.magnitude + 1.0
+            if not (math.isfinite(f0) and np.all(np.isfinite(alpha)) and np.all(np.isfinite(gamma))):
+                return None
+            try:
+                st = post.step(ps, alpha, gamma, 0.0, natural=True)
+                f, a, g, mt1, vt1 = self.evaluate(st)
+            except np.linalg.LinAlgError:
+                return None
+        if not (math.isfinite(f) and f < f0):
+            return None
+        self.start_beta, self.start_warm, self.gamma0 = opts.beta, False, opts.gamma0
+        self.prior_near = self._narrow(vt)
+        return Cur(st, f, a, g, mt1, vt1, post.residuals(st, a, g, vt1))
 
     def _first_done(self, beta, damped):
         """The step size after an accepted optimistic first step (FIRST_STEPS): FIRST_BETA again while some are left;
@@ -549,15 +605,22 @@ class KLProx:
 
     def solve(self):
         opts, run, post = self.opts, self.run, self.post
-        st, (f, alpha, gamma, mt, vt) = self.start()
-        cur = Cur(st, f, alpha, gamma, mt, vt, post.residuals(st, alpha, gamma, vt))
-        beta, rejected = self.start_beta, 0
-        if (FIRST_STEPS and self.natural and self.boostable and not self.start_warm
-                and "beta" not in self.opts.given and self._near_quadratic(cur)):
-            self.first_steps, self.boost, beta = FIRST_STEPS, BOOST_MAX, FIRST_BETA
+        cur = self._prior_start()
+        if cur is not None:                            # the start T(prior) (PRIOR_STEP)
+            beta = self.beta_max
+            if FIRST_STEPS > 1 and self.prior_near:    # T was the first optimistic step: the others follow
+                self.first_steps, self.boost, beta = FIRST_STEPS - 1, BOOST_MAX, FIRST_BETA
+        else:
+            st, (f, alpha, gamma, mt, vt) = self.start()
+            cur = Cur(st, f, alpha, gamma, mt, vt, post.residuals(st, alpha, gamma, vt))
+            beta = self.start_beta
+            if (FIRST_STEPS and self.natural and self.boostable and not self.start_warm
+                    and "beta" not in self.opts.given and self._near_quadratic(cur)):
+                self.first_steps, self.boost, beta = FIRST_STEPS, BOOST_MAX, FIRST_BETA
+        rejected = 0
         status, msg = None, ""
         window = []                                    # max residual at the start of each SWITCH_WINDOW
-        run.incumbent(post.mean(st), objective=f)
+        run.incumbent(post.mean(cur.st), objective=cur.f)
         crawl = 0                                      # accepted steps in a row that crawl (CRAWL_BETA)
         for it in run.iterations():
             if max(cur.res) <= opts.gtol:
@@ -591,7 +654,8 @@ class KLProx:
             extra["mean_step_switches"] = list(self.switches)
         if self.anderson is not None:
             extra["anderson_steps"] = self.anderson.accepted
-        return self.finish(cur, status, msg, rejected=rejected, beta=beta, **extra)
+        return self.finish(cur, status, msg, rejected=rejected, beta=beta, prior_evaluations=self.prior_evaluations,
+                           **extra)
 
     def _maybe_switch(self, it, res, window, beta):
         """mean_step='auto': switch to the natural mean step when (16) stalls (residuals recorded every SWITCH_WINDOW
