@@ -131,6 +131,9 @@ class ScaledCurvature:
         self.pairs = []  # (s, y, 1 / s^T y), most recent first
         self._free_key, self._free_pairs = None, {}  # the pairs restricted to the last free set (by id of s)
         self._bound_tol = None  # (model, free_set's bound tolerances)
+        # the free set by the held variables (:func:`held_variables`, few bounded variables): their sides, and the
+        # last held set with its mask F and P_FF (:meth:`_free_mask`)
+        self._held_sides, self._held, self._held_F, self._held_sub = None, None, None, (None, None)
         # trials on the held rows' null space: failures in a row, chances still to skip, the last one refused
         self._row_fails, self._row_wait, self._row_refused = 0, 0, False
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
@@ -248,6 +251,8 @@ class ScaledCurvature:
             return None
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
             self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
+            self._held_sides = bounded_sides(model.lb, model.ub, self._bound_tol[1])
+            self._held = None
         got = None
         if ref is None:
             pass  # P singular (columns without curvature): only the trial on the held rows' null space
@@ -303,14 +308,14 @@ class ScaledCurvature:
     def _direction(self, model, x, u, ref, qp):
         """The trial's direction ``D = -B^{-1} u`` on the free set: ``(D, slope u^T D, guarantee, largest feasible
         factor or None without constraints, metric info)``, or None (take the bound step)."""
-        F = None if qp is None else free_set(x, u, model.lb, model.ub, self._bound_tol[1])
+        F, key = (None, None) if qp is None else self._free_mask(x, u, model)
+        if F is False:
+            return None  # every variable held at a bound: nothing to try
         if F is not None:
-            free = np.count_nonzero(F)
-            if free == 0:
-                return None  # every variable held at a bound: nothing to try
-            F = None if free == F.size else F
-        if F is not None:
-            ref = ref.restricted(F)
+            sub = self._held_sub
+            if sub[0] is not ref or sub[1] != key:
+                sub = self._held_sub = (ref, key, ref.restricted(F))
+            ref = sub[2]
             if ref is None:
                 return None
         uf = u if F is None else u[F]
@@ -323,7 +328,6 @@ class ScaledCurvature:
         if F is None:
             pairs = self.pairs
         else:
-            key = F.tobytes()
             if key != self._free_key:
                 self._free_key, self._free_pairs = key, {}
             pairs = _restricted_pairs(self.pairs, F, self._free_pairs)
@@ -346,6 +350,30 @@ class ScaledCurvature:
             return None
         D = -r
         return D, slope, guaranteed, None if qp is None else qp.max_factor(x, D), metric, None
+
+    def _free_mask(self, x, u, model):
+        """``(F, key)`` of :func:`free_set` at ``(x, u)``: ``F`` None when every variable is free, False when none is,
+        else the mask; ``key`` identifies the free set (equal keys, equal masks). With few bounded variables
+        (:func:`bounded_sides`) the held ones are found by :func:`held_variables` (the same comparisons on Python
+        floats) and the mask of the last held set is reused: the free set usually stays the same from one trial to
+        the next, and the mask, ``P_FF`` and the restricted pairs then come from the last trial."""
+        sides = self._held_sides
+        if sides is None:
+            F = free_set(x, u, model.lb, model.ub, self._bound_tol[1])
+            free = np.count_nonzero(F)
+            if free == 0:
+                return False, None
+            return (None, None) if free == F.size else (F, F.tobytes())
+        held = held_variables(x, u, sides)
+        if not held:
+            return None, None
+        if held != self._held:
+            if len(held) == x.size:
+                return False, None
+            F = np.ones(x.size, dtype=bool)
+            F[list(held)] = False
+            self._held, self._held_F = held, F
+        return self._held_F, held
 
     def _compiled_direction(self, model, x, u, ref, qp):
         """:meth:`_direction` on a dense metric by the kernels of :mod:`.compiled_trial` (the same answer to
@@ -522,6 +550,39 @@ def bound_tolerances(lb, ub):
     infinite ones (computed once per solve: the bounds do not change; ``1e-12 |inf|`` is ``inf``, no exception)."""
     return (np.where(np.isfinite(lb), 1e-12 * np.maximum(1.0, np.abs(lb)), np.nan),
             np.where(np.isfinite(ub), 1e-12 * np.maximum(1.0, np.abs(ub)), np.nan))
+
+
+#: :func:`held_variables` (Python floats) up to this many bounded variables; numpy's :func:`free_set` beyond
+HELD_PY_MAX = 24
+
+
+def bounded_sides(lb, ub, tol):
+    """The finite bounds as Python floats for :func:`held_variables`: ``[(j, lb_j, tl_j, ub_j, tu_j)]`` over the
+    variables with a finite bound (an infinite side as None), or None when more than ``HELD_PY_MAX`` variables are
+    bounded (numpy's :func:`free_set` is then cheaper). ``tol``: :func:`bound_tolerances`."""
+    fin_l, fin_u = np.isfinite(lb), np.isfinite(ub)
+    jb = np.flatnonzero(fin_l | fin_u)
+    if jb.size > HELD_PY_MAX:
+        return None
+    tl, tu = tol
+    return [(j, float(lb[j]) if fin_l[j] else None, float(tl[j]), float(ub[j]) if fin_u[j] else None, float(tu[j]))
+            for j in jb.tolist()]
+
+
+def held_variables(x, u, sides):
+    """The variables :func:`free_set` holds (ascending tuple): at a bound within its tolerance with the gradient
+    pushing outward. The same IEEE comparisons as :func:`free_set` on the same doubles, one variable at a time:
+    with a handful of bounded variables a loop over them costs less than ten numpy calls over every variable."""
+    held = []
+    for j, lo, tl, hi, tu in sides:
+        uj = u.item(j)
+        if uj > 0.0:
+            if lo is not None and x.item(j) - lo <= tl:
+                held.append(j)
+        elif uj < 0.0:
+            if hi is not None and hi - x.item(j) <= tu:
+                held.append(j)
+    return tuple(held)
 
 
 def _restricted_pairs(pairs, F, cache):

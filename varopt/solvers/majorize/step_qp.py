@@ -29,7 +29,7 @@ class StepQP:
     def __init__(self, model, lpqp):
         self.model, self.lpqp = model, lpqp
         m = model.A.shape[0]
-        self.fast = active_set.ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
+        self._fast = None  # the active-set solver, built by the first step QP (most small solves take none: trials)
         self.stats = {"active_set": 0, "fallback": 0}
         self._y_rows = None   # the rows' multipliers of the last .step_rows answer (its warm start)
         # A z for the feasibility tests of every trial: a dense copy of a few rows multiplies without scipy's
@@ -39,10 +39,20 @@ class StepQP:
         with np.errstate(invalid="ignore"):
             self._lo_tol = model.lo - 1e-9 * np.maximum(1.0, np.abs(model.lo))
             self._hi_tol = model.hi + 1e-9 * np.maximum(1.0, np.abs(model.hi))
-        # the ratio test of max_factor over the bounds and the rows at once: their sides stacked, once
-        self._lo_all = np.concatenate((model.lb, model.lo)) if m else model.lb
-        self._hi_all = np.concatenate((model.ub, model.hi)) if m else model.ub
+        # the ratio test of max_factor over the bounds and the rows at once without dense sides: their sides
+        # stacked, on first use
+        self._lo_all = self._hi_all = None
         self._sides = _finite_sides(model, self._A, self._lo_tol, self._hi_tol) if not sp.issparse(self._A) else None
+        self._unit_sides = _unit_sides(model, self._sides)
+
+    @property
+    def fast(self):
+        """The warm-started active-set solver of :mod:`varopt.lpqp.active_set` (None with more than
+        ``MAX_DENSE_ROWS`` rows), built on first use."""
+        if self._fast is None and self.model.A.shape[0] <= MAX_DENSE_ROWS:
+            A = self._A if isinstance(self._A, np.ndarray) else self.model.A
+            self._fast = active_set.ActiveSetQP(A)
+        return self._fast
 
     def _shifted(self, x):
         """The constraints in ``D = theta - theta~``: ``(rlo, rhi, blo, bhi)``."""
@@ -204,13 +214,35 @@ class StepQP:
             # are exact (rows of +-I), so their ratios are the bitwise ones of the general path below
             G, g, _ = self._sides
             gd = G @ step
+            unit = self._unit_sides
+            if unit is not None:
+                # few sides: a bound side's ratio is (g_i -+ x_j) / gd_i on Python floats, the same doubles as the
+                # product below (a row +-e_j of G gives +-x_j and +-step_j exactly); a row side that the step moves
+                # towards takes the product below (a row's product rounds as part of G[down] @ x)
+                a, rows = np.inf, False
+                for i, d in enumerate(gd.tolist()):
+                    if d < 0.0:
+                        j, gi = unit[i]
+                        if j < 0:
+                            rows = True
+                            break
+                        r = (gi - (x.item(j) if j < self.model.n else -x.item(j - self.model.n))) / d
+                        if r < a:
+                            a = r
+                if not rows:
+                    return a if a == np.inf else max(a, 0.0)
             down = gd < 0
             if not down.any():
                 return np.inf
             return max(float(((g[down] - G[down] @ x) / gd[down]).min()), 0.0)
         v, dv = x, step
-        if self.model.A.shape[0]:  # the bounds and the rows in one pass (few small arrays: the calls dominate)
+        model = self.model
+        if model.A.shape[0]:  # the bounds and the rows in one pass (few small arrays: the calls dominate)
             v, dv = np.concatenate((x, self._A @ x)), np.concatenate((step, self._A @ step))
+        if self._lo_all is None:
+            m = model.A.shape[0]
+            self._lo_all = np.concatenate((model.lb, model.lo)) if m else model.lb
+            self._hi_all = np.concatenate((model.ub, model.hi)) if m else model.ub
         lo, hi = self._lo_all, self._hi_all
         a = np.inf
         down, up = dv < 0, dv > 0
@@ -243,3 +275,20 @@ def _finite_sides(model, A, lo_tol, hi_tol):
         G[nb:] = A[r % m] * np.where(r < m, 1.0, -1.0)[:, None]  # (a sign change is exact)
     g_tol = np.concatenate((model.lb, -model.ub, lo_tol, -hi_tol))[fin]
     return G, sides[fin], g_tol
+
+
+#: :meth:`StepQP.max_factor` tests the bound sides on Python floats up to this many finite sides
+UNIT_SIDES_MAX = 32
+
+
+def _unit_sides(model, sides):
+    """Per finite side of :func:`_finite_sides` (in its order) ``(j, g_i)`` for :meth:`StepQP.max_factor`: ``j`` the
+    variable of a lower bound side, ``n + j`` of an upper one (its row of ``G`` is ``-e_j``), ``-1`` a linear row;
+    None without dense sides or with more than ``UNIT_SIDES_MAX`` of them."""
+    if sides is None or sides[1].size > UNIT_SIDES_MAX:
+        return None
+    n = model.n
+    lb, ub = np.isfinite(model.lb), np.isfinite(model.ub)
+    js = np.concatenate((np.flatnonzero(lb), n + np.flatnonzero(ub))).tolist()
+    js += [-1] * (sides[1].size - len(js))
+    return list(zip(js, sides[1].tolist()))
