@@ -21,6 +21,8 @@ from ...lpqp import active_set  # (its functions looked up at the call: tests wr
 MAX_DENSE_ROWS = 200
 #: ... and for the feasibility tests of trials when they have at most this many entries
 DENSE_ENTRIES = 200_000
+#: the ratio test of a trial on Python floats up to this many finite sides (:meth:`StepQP.max_factor`)
+FEW_SIDES = 32
 
 
 class StepQP:
@@ -43,7 +45,9 @@ class StepQP:
         # stacked, on first use
         self._lo_all = self._hi_all = None
         self._sides = _finite_sides(model, self._A, self._lo_tol, self._hi_tol) if not sp.issparse(self._A) else None
-        self._unit_sides = _unit_sides(model, self._sides)
+        self._few_sides = self._sides is not None and self._sides[1].size <= FEW_SIDES
+        self._g_list = self._sides[1].tolist() if self._few_sides else None
+        self._last_Gz = (None, None)
 
     @property
     def fast(self):
@@ -197,7 +201,9 @@ class StepQP:
         """``z`` in the box exactly and in the rows within ``1e-9`` relative (the start's tolerance)."""
         if self._sides is not None:  # every finite side as ``G z >= g``: one product (NaN or inf in z fail it)
             G, _, g_tol = self._sides
-            return bool((G @ z >= g_tol).all())
+            Gz = G @ z
+            self._last_Gz = (z, Gz)  # the ratio test at z, when z becomes the iterate (:meth:`max_factor`)
+            return bool((Gz >= g_tol).all())
         model = self.model
         if not ((z >= model.lb).all() and (z <= model.ub).all()):
             return False
@@ -214,23 +220,21 @@ class StepQP:
             # are exact (rows of +-I), so their ratios are the bitwise ones of the general path below
             G, g, _ = self._sides
             gd = G @ step
-            unit = self._unit_sides
-            if unit is not None:
-                # few sides: a bound side's ratio is (g_i -+ x_j) / gd_i on Python floats, the same doubles as the
-                # product below (a row +-e_j of G gives +-x_j and +-step_j exactly); a row side that the step moves
-                # towards takes the product below (a row's product rounds as part of G[down] @ x)
-                a, rows = np.inf, False
-                for i, d in enumerate(gd.tolist()):
+            if self._few_sides:
+                # few sides: the ratios on Python floats, with ``G x`` from the feasibility test that accepted ``x``
+                # (:meth:`feasible`; a bound side's entry is +-x_j exactly, a row's rounds as in that product)
+                gl = gd.tolist()
+                a = np.inf
+                Gx = None
+                for i, d in enumerate(gl):
                     if d < 0.0:
-                        j, gi = unit[i]
-                        if j < 0:
-                            rows = True
-                            break
-                        r = (gi - (x.item(j) if j < self.model.n else -x.item(j - self.model.n))) / d
+                        if Gx is None:
+                            last = self._last_Gz
+                            Gx = (last[1] if last[0] is x else G @ x).tolist()
+                        r = (self._g_list[i] - Gx[i]) / d
                         if r < a:
                             a = r
-                if not rows:
-                    return a if a == np.inf else max(a, 0.0)
+                return a if Gx is None else max(a, 0.0)
             down = gd < 0
             if not down.any():
                 return np.inf
@@ -276,19 +280,3 @@ def _finite_sides(model, A, lo_tol, hi_tol):
     g_tol = np.concatenate((model.lb, -model.ub, lo_tol, -hi_tol))[fin]
     return G, sides[fin], g_tol
 
-
-#: :meth:`StepQP.max_factor` tests the bound sides on Python floats up to this many finite sides
-UNIT_SIDES_MAX = 32
-
-
-def _unit_sides(model, sides):
-    """Per finite side of :func:`_finite_sides` (in its order) ``(j, g_i)`` for :meth:`StepQP.max_factor`: ``j`` the
-    variable of a lower bound side, ``n + j`` of an upper one (its row of ``G`` is ``-e_j``), ``-1`` a linear row;
-    None without dense sides or with more than ``UNIT_SIDES_MAX`` of them."""
-    if sides is None or sides[1].size > UNIT_SIDES_MAX:
-        return None
-    n = model.n
-    lb, ub = np.isfinite(model.lb), np.isfinite(model.ub)
-    js = np.concatenate((np.flatnonzero(lb), n + np.flatnonzero(ub))).tolist()
-    js += [-1] * (sides[1].size - len(js))
-    return list(zip(js, sides[1].tolist()))
