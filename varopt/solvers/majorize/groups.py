@@ -189,10 +189,15 @@ class PaddedGroups:
 
     def value_weights(self, S):
         """``(sum_g c_g log Z_g, W)`` with ``W = c_g p_g(y)`` (softmax weights) from the scores."""
-        # column loops: numpy reductions along a short last axis are slow
-        smax = S[:, 0].copy()
-        for j in range(1, self.c):
-            np.maximum(smax, S[:, j], out=smax)
+        # column loops: numpy reductions along a short last axis are slow (two columns, every binary logistic loss:
+        # one call each for the maximum and the sum, the same arithmetic)
+        two = self.c == 2
+        if two:
+            smax = np.maximum(S[:, 0], S[:, 1])
+        else:
+            smax = S[:, 0].copy()
+            for j in range(1, self.c):
+                np.maximum(smax, S[:, j], out=smax)
         top = smax.max()
         if not top < np.inf:
             raise InputDataError("scores theta^T f(y) + log h(y) are NaN or +inf (check the features and theta)")
@@ -200,9 +205,12 @@ class PaddedGroups:
             g = int(np.flatnonzero(np.isneginf(smax))[0])
             raise InputDataError(f"partition function {g} is identically zero (every h(y) = 0)")
         W = np.exp(S - smax[:, None])
-        tot = W[:, 0].copy()
-        for j in range(1, self.c):
-            tot += W[:, j]
+        if two:
+            tot = W[:, 0] + W[:, 1]
+        else:
+            tot = W[:, 0].copy()
+            for j in range(1, self.c):
+                tot += W[:, j]
         W *= (self.coef / tot)[:, None]
         return float(self.coef @ (smax + np.log(tot))), W
 

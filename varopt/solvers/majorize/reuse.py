@@ -586,21 +586,26 @@ def held_variables(x, u, sides):
 
 
 def _restricted_pairs(pairs, F, cache):
-    """The L-BFGS pairs on the free variables ``F`` (pairs without positive curvature there dropped). ``cache``
-    holds the restrictions to this ``F`` by ``id(s)`` (with ``s`` itself, so a reused id never matches): the free
-    set usually stays the same from one trial to the next, and only the newest pair is new."""
-    out = []
-    for s, y, _ in pairs:
-        got = cache.get(id(s))
-        if got is None or got[0] is not s:
-            sf, yf = s[F], y[F]
-            sy = float(sf @ yf)
-            got = (s, (sf, yf, 1.0 / sy) if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))) else None)
-            cache[id(s)] = got
-        if got[1] is not None:
-            out.append(got[1])
-    if len(cache) > 2 * len(pairs):  # drop the pairs that left the memory
-        live = {id(s) for s, _, _ in pairs}
-        for k in [k for k in cache if k not in live]:
-            del cache[k]
+    """The L-BFGS pairs on the free variables ``F`` (pairs without positive curvature there dropped). ``cache`` (one
+    per free set) holds the last ``pairs`` list with the restriction of each of its pairs (None: dropped): the free set
+    usually stays the same from one trial to the next, and the pairs then are the same list or the last one with a
+    new pair in front (:meth:`ScaledCurvature.moved`), of which only the new pair is restricted."""
+    last, aligned, out = cache.get("last", (None, None, None))
+    if last is not None and pairs is last:
+        return out
+    if (last is not None and len(pairs) > 1 and len(pairs) - 1 <= len(last)
+            and all(a is b for a, b in zip(pairs[1:], last))):
+        aligned = [_restrict_pair(pairs[0], F)] + aligned[:len(pairs) - 1]
+    else:
+        aligned = [_restrict_pair(p, F) for p in pairs]
+    out = [p for p in aligned if p is not None]
+    cache["last"] = (pairs, aligned, out)
     return out
+
+
+def _restrict_pair(pair, F):
+    """``(s_F, y_F, 1 / s_F^T y_F)``, or None without positive curvature on ``F``."""
+    s, y, _ = pair
+    sf, yf = s[F], y[F]
+    sy = float(sf @ yf)
+    return (sf, yf, 1.0 / sy) if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))) else None
