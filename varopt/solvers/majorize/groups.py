@@ -70,14 +70,16 @@ class PaddedGroups:
             raise InputDataError("empty Omega: a partition function with no configurations")
         starts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
         G = starts.size
-        sizes = np.diff(np.append(starts, K))
-        c = int(sizes.max())
-        pos = np.arange(K) - starts[seg]
-        flat = seg * c + pos  # padded row of every original row
+        # the largest group (starts[1:] - starts[:-1] and the last group's size: no np.diff / np.append wrappers)
+        c = max(int((starts[1:] - starts[:-1]).max(initial=0)), K - int(starts[-1]))
         self.G, self.c, self.d = G, c, d
         self.coef = np.asarray(coef, dtype=float).ravel()
-        logh = np.full(G * c, -np.inf)
-        logh[flat] = np.asarray(b, dtype=float)
+        if G * c == K:  # equal sizes: the padded rows are the rows, in order
+            logh = np.array(b, dtype=float)
+        else:
+            flat = seg * c + (np.arange(K) - starts[seg])  # padded row of every original row
+            logh = np.full(G * c, -np.inf)
+            logh[flat] = np.asarray(b, dtype=float)
         self.logh = logh.reshape(G, c)
         if G * c == K:  # equal sizes: no padding
             self.Apad = A
