@@ -52,6 +52,9 @@ def _lower_mask(c):
     return M
 
 
+_FIRST = np.ones(1, dtype=bool)  # the first row starts a group (a constant: a Python list is converted per call)
+
+
 class PaddedGroups:
     """The positive log-sum-exp groups of a program, padded to equal size ``c``.
 
@@ -68,7 +71,7 @@ class PaddedGroups:
         K, d = A.shape
         if K == 0:
             raise InputDataError("empty Omega: a partition function with no configurations")
-        starts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+        starts = np.flatnonzero(np.concatenate((_FIRST, seg[1:] != seg[:-1])))
         G = starts.size
         # the largest group (starts[1:] - starts[:-1] and the last group's size: no np.diff / np.append wrappers)
         c = max(int((starts[1:] - starts[:-1]).max(initial=0)), K - int(starts[-1]))

@@ -134,6 +134,7 @@ class ScaledCurvature:
         # the free set by the held variables (:func:`held_variables`, few bounded variables): their sides, and the
         # last held set with its mask F and P_FF (:meth:`_free_mask`)
         self._held_sides, self._held, self._held_F, self._held_sub = None, None, None, (None, None)
+        self._rows_for = None  # (model, whether its trials may use the held rows' null space: :meth:`_has_rows`)
         # trials on the held rows' null space: failures in a row, chances still to skip, the last one refused
         self._row_fails, self._row_wait, self._row_refused = 0, 0, False
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
@@ -245,8 +246,7 @@ class ScaledCurvature:
             # metric use bounds 1..k moves old (one of age 0 would only repeat that step without its extrapolation)
             return None
         ref = self._reference(model, x, u, S, opts)
-        rows = (ROW_TRIALS and qp is not None and self.metric == "bound" and getattr(model, "A", None) is not None
-                and model.A.shape[0] > 0 and isinstance(self.ref, DenseMetric))
+        rows = (qp is not None and self._has_rows(model) and isinstance(self.ref, DenseMetric))
         if ref is None and not rows:
             return None
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
@@ -277,6 +277,15 @@ class ScaledCurvature:
         if got is None:
             return None
         return self._try(model, x, u, f, qp, *got)
+
+    def _has_rows(self, model):
+        """Whether trials blocked by a held row may be taken on the held rows' null space (option-free part of the
+        test: ``ROW_TRIALS``, the bound metric, linear rows in the model), once per model."""
+        got = self._rows_for
+        if got is None or got[0] is not model:
+            got = self._rows_for = (model, bool(ROW_TRIALS and self.metric == "bound" and getattr(model, "A", None)
+                                                is not None and model.A.shape[0] > 0))
+        return got[1]
 
     def _row_direction(self, model, x, u, qp, D):
         """The trial direction on the null space of the rows held at ``x`` (:mod:`.reuse_rows`) in the form of
@@ -436,7 +445,7 @@ class ScaledCurvature:
                     return got
             shrink = 1e-9  # rounding of the ratio test; grown tenfold per failure, so the loop ends in < 30 tests
             while a >= MIN_FEASIBLE:
-                Da = a * D
+                Da = D if a == 1.0 else a * D  # (1.0 * D is D, bit for bit)
                 z = x + Da  # the point tested is the point evaluated (and returned): formed once per factor
                 if qp.feasible(z):
                     break
