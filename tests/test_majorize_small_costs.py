@@ -41,7 +41,9 @@ def _points_on_the_tolerance(rng, lb, ub, tol):
         x = np.where((r < 0.2) & np.isfinite(lb), lb, x)
         x = np.where((r >= 0.2) & (r < 0.3) & np.isfinite(lb) & (lb == 0.0), tl, x)  # 0 + tl - 0 == tl exactly
         x = np.where((r >= 0.3) & (r < 0.35) & np.isfinite(lb) & (lb == 0.0), np.nextafter(tl, np.inf), x)
-        x = np.where((r > 0.8) & np.isfinite(ub), ub, x)
+        x = np.where((r >= 0.35) & (r < 0.45) & np.isfinite(lb), lb + 0.5 * tl, x)  # within a scaled tolerance
+        x = np.where((r > 0.8) & (r < 0.9) & np.isfinite(ub), ub, x)
+        x = np.where((r >= 0.9) & np.isfinite(ub), ub - 0.5 * tu, x)
     return x
 
 
@@ -58,7 +60,7 @@ def test_held_variables_are_the_complement_of_free_set():
             free = rng.random(n) < 0.7
             lb[free], ub[free] = -np.inf, np.inf
         tol = bound_tolerances(lb, ub)
-        sides = bounded_sides(lb, ub, tol)
+        sides = bounded_sides(lb, ub)
         bounded = int(np.count_nonzero(np.isfinite(lb) | np.isfinite(ub)))
         if bounded > HELD_PY_MAX:
             assert sides is None
@@ -83,7 +85,7 @@ def test_free_mask_reuses_the_last_held_set_and_matches_free_set():
     model = type("M", (), {"lb": lb, "ub": ub})()
     sc = ScaledCurvature(5)
     sc._bound_tol = (model, bound_tolerances(lb, ub))
-    sc._held_sides = bounded_sides(lb, ub, sc._bound_tol[1])
+    sc._held_sides = bounded_sides(lb, ub)
     assert sc._held_sides is not None
     x = np.zeros(n)
     u = -np.ones(n)   # pushes every variable up: none held at its lower bound
@@ -101,7 +103,7 @@ def test_free_mask_reuses_the_last_held_set_and_matches_free_set():
     one = type("M", (), {"lb": np.zeros(1), "ub": np.full(1, np.inf)})()
     sc1 = ScaledCurvature(5)
     sc1._bound_tol = (one, bound_tolerances(one.lb, one.ub))
-    sc1._held_sides = bounded_sides(one.lb, one.ub, sc1._bound_tol[1])
+    sc1._held_sides = bounded_sides(one.lb, one.ub)
     assert sc1._free_mask(np.zeros(1), np.ones(1), one)[0] is False   # every variable held
 
 

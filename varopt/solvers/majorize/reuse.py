@@ -250,8 +250,9 @@ class ScaledCurvature:
         if ref is None and not rows:
             return None
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
-            self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
-            self._held_sides = bounded_sides(model.lb, model.ub, self._bound_tol[1])
+            # free_set's tolerances on first use (:meth:`_tolerances`); few bounded variables carry their own
+            self._bound_tol = (model, None)
+            self._held_sides = bounded_sides(model.lb, model.ub)
             self._held = None
         got = None
         if ref is None:
@@ -303,7 +304,7 @@ class ScaledCurvature:
             tol = 1e-12 * max(1.0, float(np.abs(D).max()))
             if not np.any(np.where(side == 0, np.abs(ad) > tol, side * ad > tol)):
                 return None
-        F = free_set(x, u, model.lb, model.ub, self._bound_tol[1])
+        F = free_set(x, u, model.lb, model.ub, self._tolerances(model))
         got = null_space_direction(self.ref.P, self.c, self.pairs, u, A, x, model.lo, model.hi, F)
         self._row_refused = got is None
         if got is None:
@@ -360,6 +361,13 @@ class ScaledCurvature:
         D = -r
         return D, slope, guaranteed, None if qp is None else qp.max_factor(x, D), metric, None
 
+    def _tolerances(self, model):
+        """:func:`bound_tolerances` of ``model``'s bounds, computed once per model."""
+        got = self._bound_tol
+        if got is None or got[0] is not model or got[1] is None:
+            got = self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
+        return got[1]
+
     def _free_mask(self, x, u, model):
         """``(F, key)`` of :func:`free_set` at ``(x, u)``: ``F`` None when every variable is free, False when none is,
         else the mask; ``key`` identifies the free set (equal keys, equal masks). With few bounded variables
@@ -368,7 +376,7 @@ class ScaledCurvature:
         the next, and the mask, ``P_FF`` and the restricted pairs then come from the last trial."""
         sides = self._held_sides
         if sides is None:
-            F = free_set(x, u, model.lb, model.ub, self._bound_tol[1])
+            F = free_set(x, u, model.lb, model.ub, self._tolerances(model))
             free = np.count_nonzero(F)
             if free == 0:
                 return False, None
@@ -392,7 +400,7 @@ class ScaledCurvature:
         if self._all_idx.size != n:
             self._all_idx, self._cF, self._csub = np.arange(n), np.ones(n, dtype=np.bool_), None
         F = self._cF
-        bounds = _NO_BOUNDS if qp is None else (model.lb, model.ub) + self._bound_tol[1]
+        bounds = _NO_BOUNDS if qp is None else (model.lb, model.ub) + self._tolerances(model)
         sides = None if qp is None else qp._sides
         G, g, g_tol = _NO_SIDES if sides is None else sides
         ring = self._ring
@@ -565,17 +573,22 @@ def bound_tolerances(lb, ub):
 HELD_PY_MAX = 24
 
 
-def bounded_sides(lb, ub, tol):
+def bounded_sides(lb, ub):
     """The finite bounds as Python floats for :func:`held_variables`: ``[(j, lb_j, tl_j, ub_j, tu_j)]`` over the
     variables with a finite bound (an infinite side as None), or None when more than ``HELD_PY_MAX`` variables are
-    bounded (numpy's :func:`free_set` is then cheaper). ``tol``: :func:`bound_tolerances`."""
+    bounded (numpy's :func:`free_set` is then cheaper). The tolerances are :func:`bound_tolerances`'s,
+    ``1e-12 max(1, |b|)``, in the same double arithmetic."""
     fin_l, fin_u = np.isfinite(lb), np.isfinite(ub)
     jb = np.flatnonzero(fin_l | fin_u)
     if jb.size > HELD_PY_MAX:
         return None
-    tl, tu = tol
-    return [(j, float(lb[j]) if fin_l[j] else None, float(tl[j]), float(ub[j]) if fin_u[j] else None, float(tu[j]))
-            for j in jb.tolist()]
+    out = []
+    for j in jb.tolist():
+        lo = float(lb[j]) if fin_l[j] else None
+        hi = float(ub[j]) if fin_u[j] else None
+        out.append((j, lo, None if lo is None else 1e-12 * max(1.0, abs(lo)),
+                    hi, None if hi is None else 1e-12 * max(1.0, abs(hi))))
+    return out
 
 
 def held_variables(x, u, sides):
