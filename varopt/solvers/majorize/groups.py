@@ -52,6 +52,9 @@ def _lower_mask(c):
     return M
 
 
+_FIRST = np.ones(1, dtype=bool)  # the first row starts a group (a constant: a Python list is converted per call)
+
+
 class PaddedGroups:
     """The positive log-sum-exp groups of a program, padded to equal size ``c``.
 
@@ -68,16 +71,18 @@ class PaddedGroups:
         K, d = A.shape
         if K == 0:
             raise InputDataError("empty Omega: a partition function with no configurations")
-        starts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+        starts = np.flatnonzero(np.concatenate((_FIRST, seg[1:] != seg[:-1])))
         G = starts.size
-        sizes = np.diff(np.append(starts, K))
-        c = int(sizes.max())
-        pos = np.arange(K) - starts[seg]
-        flat = seg * c + pos  # padded row of every original row
+        # the largest group (starts[1:] - starts[:-1] and the last group's size: no np.diff / np.append wrappers)
+        c = max(int((starts[1:] - starts[:-1]).max(initial=0)), K - int(starts[-1]))
         self.G, self.c, self.d = G, c, d
         self.coef = np.asarray(coef, dtype=float).ravel()
-        logh = np.full(G * c, -np.inf)
-        logh[flat] = np.asarray(b, dtype=float)
+        if G * c == K:  # equal sizes: the padded rows are the rows, in order
+            logh = np.array(b, dtype=float)
+        else:
+            flat = seg * c + (np.arange(K) - starts[seg])  # padded row of every original row
+            logh = np.full(G * c, -np.inf)
+            logh[flat] = np.asarray(b, dtype=float)
         self.logh = logh.reshape(G, c)
         if G * c == K:  # equal sizes: no padding
             self.Apad = A
@@ -189,10 +194,15 @@ class PaddedGroups:
 
     def value_weights(self, S):
         """``(sum_g c_g log Z_g, W)`` with ``W = c_g p_g(y)`` (softmax weights) from the scores."""
-        # column loops: numpy reductions along a short last axis are slow
-        smax = S[:, 0].copy()
-        for j in range(1, self.c):
-            np.maximum(smax, S[:, j], out=smax)
+        # column loops: numpy reductions along a short last axis are slow (two columns, every binary logistic loss:
+        # one call each for the maximum and the sum, the same arithmetic)
+        two = self.c == 2
+        if two:
+            smax = np.maximum(S[:, 0], S[:, 1])
+        else:
+            smax = S[:, 0].copy()
+            for j in range(1, self.c):
+                np.maximum(smax, S[:, j], out=smax)
         top = smax.max()
         if not top < np.inf:
             raise InputDataError("scores theta^T f(y) + log h(y) are NaN or +inf (check the features and theta)")
@@ -200,9 +210,12 @@ class PaddedGroups:
             g = int(np.flatnonzero(np.isneginf(smax))[0])
             raise InputDataError(f"partition function {g} is identically zero (every h(y) = 0)")
         W = np.exp(S - smax[:, None])
-        tot = W[:, 0].copy()
-        for j in range(1, self.c):
-            tot += W[:, j]
+        if two:
+            tot = W[:, 0] + W[:, 1]
+        else:
+            tot = W[:, 0].copy()
+            for j in range(1, self.c):
+                tot += W[:, j]
         W *= (self.coef / tot)[:, None]
         return float(self.coef @ (smax + np.log(tot))), W
 

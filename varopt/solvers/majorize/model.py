@@ -96,8 +96,13 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     pos = a > 0
     lb, ub = np.array(lb, dtype=float), np.array(ub, dtype=float)
     # fmax/fmin skip a NaN side (the bounds themselves are never NaN: the model rejects them)
-    np.fmax.at(lb, j, np.where(pos, l1, h1))
-    np.fmin.at(ub, j, np.where(pos, h1, l1))
+    if j.size == 1 or bool((j[1:] > j[:-1]).all()):
+        # distinct variables (ascending: x[:5] >= 0): a gather and a scatter, not the slower unbuffered ufunc.at
+        lb[j] = np.fmax(lb[j], np.where(pos, l1, h1))
+        ub[j] = np.fmin(ub[j], np.where(pos, h1, l1))
+    else:
+        np.fmax.at(lb, j, np.where(pos, l1, h1))
+        np.fmin.at(ub, j, np.where(pos, h1, l1))
     keep = ~single
     return take_rows(A, np.flatnonzero(keep)), lo[keep], hi[keep], lb, ub
 
@@ -127,7 +132,8 @@ class MajorizeModel:
         require_finite(f"linear coefficients of {oname!r}", obj.linear)
         require_finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
         q = obj.quadratic
-        if np.array_equal(q.i, q.j) and all(((a.A.indptr[1:] - a.A.indptr[:-1]) == 1).all() for a in obj.atoms):
+        if (q.i.shape == q.j.shape and bool((q.i == q.j).all())
+                and all(((a.A.indptr[1:] - a.A.indptr[:-1]) == 1).all() for a in obj.atoms)):
             # separable squares (ridge penalties, also as square atoms coef (a x_j + b)^2 of one variable each):
             # H is diagonal, 2 v + 2 coef a^2, no sparse algebra needed (as Expression.as_quadratic expands them)
             self.Hd = np.bincount(q.i, weights=2.0 * q.v, minlength=n) if q.v.size else np.zeros(n)
@@ -137,7 +143,7 @@ class MajorizeModel:
                 j, av = a.A.indices, a.A.data
                 self.Hd = self.Hd + np.bincount(j, weights=2.0 * a.coef * av * av, minlength=n)
                 self.c = self.c + np.bincount(j, weights=2.0 * a.coef * av * a.b, minlength=n)
-                self.k += float(np.sum(a.coef * a.b * a.b))
+                self.k += float((a.coef * a.b * a.b).sum())
             require_finite(f"square atoms of {oname!r}", self.Hd, self.c)
             self._H = None  # built on first use (most solves never need the sparse form)
             self.H_diagonal = True
@@ -164,6 +170,9 @@ class MajorizeModel:
         # split the log-sum-exp groups by coefficient sign
         pos, neg = [], []
         for g in obj.lse:
+            if (g.coef > 0).all():  # every group a partition function (the common case): no selection
+                pos.append((g, None))
+                continue
             sgn = np.sign(g.coef)
             for want, store in ((1, pos), (-1, neg)):
                 sel = np.flatnonzero(sgn == want)
@@ -219,12 +228,14 @@ class MajorizeModel:
         """One (A, b, seg, coef) for the selected groups of several LseGroups."""
         if not parts:
             return None
-        if len(parts) == 1 and parts[0][1].size == len(parts[0][0]):
+        if len(parts) == 1 and (parts[0][1] is None or parts[0][1].size == len(parts[0][0])):
             g = parts[0][0]  # one whole LseGroup: its arrays already have the merged layout
             return g.A, g.b, g.seg, g.coef
         As, bs, segs, coefs = [], [], [], []
         off = 0
         for g, sel in parts:
+            if sel is None:  # (the whole group, :meth:`__init__`)
+                sel = np.arange(len(g))
             rows = np.concatenate([np.arange(g.starts[s], g.starts[s + 1] if s + 1 < len(g.starts) else g.seg.size)
                                    for s in sel]) if sel.size != len(g) else np.arange(g.seg.size)
             As.append(g.A[rows])

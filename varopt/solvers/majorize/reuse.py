@@ -131,6 +131,10 @@ class ScaledCurvature:
         self.pairs = []  # (s, y, 1 / s^T y), most recent first
         self._free_key, self._free_pairs = None, {}  # the pairs restricted to the last free set (by id of s)
         self._bound_tol = None  # (model, free_set's bound tolerances)
+        # the free set by the held variables (:func:`held_variables`, few bounded variables): their sides, and the
+        # last held set with its mask F and P_FF (:meth:`_free_mask`)
+        self._held_sides, self._held, self._held_F, self._held_sub = None, None, None, (None, None)
+        self._rows_for = None  # (model, whether its trials may use the held rows' null space: :meth:`_has_rows`)
         # trials on the held rows' null space: failures in a row, chances still to skip, the last one refused
         self._row_fails, self._row_wait, self._row_refused = 0, 0, False
         self.stats = {"trials": 0, "accepted": 0, "backtracks": 0, "rejected": 0, "bounds": 0}
@@ -242,12 +246,14 @@ class ScaledCurvature:
             # metric use bounds 1..k moves old (one of age 0 would only repeat that step without its extrapolation)
             return None
         ref = self._reference(model, x, u, S, opts)
-        rows = (ROW_TRIALS and qp is not None and self.metric == "bound" and getattr(model, "A", None) is not None
-                and model.A.shape[0] > 0 and isinstance(self.ref, DenseMetric))
+        rows = (qp is not None and self._has_rows(model) and isinstance(self.ref, DenseMetric))
         if ref is None and not rows:
             return None
         if qp is not None and (self._bound_tol is None or self._bound_tol[0] is not model):
-            self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
+            # free_set's tolerances on first use (:meth:`_tolerances`); few bounded variables carry their own
+            self._bound_tol = (model, None)
+            self._held_sides = bounded_sides(model.lb, model.ub)
+            self._held = None
         got = None
         if ref is None:
             pass  # P singular (columns without curvature): only the trial on the held rows' null space
@@ -273,6 +279,15 @@ class ScaledCurvature:
             return None
         return self._try(model, x, u, f, qp, *got)
 
+    def _has_rows(self, model):
+        """Whether trials blocked by a held row may be taken on the held rows' null space (option-free part of the
+        test: ``ROW_TRIALS``, the bound metric, linear rows in the model), once per model."""
+        got = self._rows_for
+        if got is None or got[0] is not model:
+            got = self._rows_for = (model, bool(ROW_TRIALS and self.metric == "bound" and getattr(model, "A", None)
+                                                is not None and model.A.shape[0] > 0))
+        return got[1]
+
     def _row_direction(self, model, x, u, qp, D):
         """The trial direction on the null space of the rows held at ``x`` (:mod:`.reuse_rows`) in the form of
         :meth:`_direction`, or None: no row held, ``D`` (the plain trial's direction, None when there is none)
@@ -289,7 +304,7 @@ class ScaledCurvature:
             tol = 1e-12 * max(1.0, float(np.abs(D).max()))
             if not np.any(np.where(side == 0, np.abs(ad) > tol, side * ad > tol)):
                 return None
-        F = free_set(x, u, model.lb, model.ub, self._bound_tol[1])
+        F = free_set(x, u, model.lb, model.ub, self._tolerances(model))
         got = null_space_direction(self.ref.P, self.c, self.pairs, u, A, x, model.lo, model.hi, F)
         self._row_refused = got is None
         if got is None:
@@ -303,14 +318,14 @@ class ScaledCurvature:
     def _direction(self, model, x, u, ref, qp):
         """The trial's direction ``D = -B^{-1} u`` on the free set: ``(D, slope u^T D, guarantee, largest feasible
         factor or None without constraints, metric info)``, or None (take the bound step)."""
-        F = None if qp is None else free_set(x, u, model.lb, model.ub, self._bound_tol[1])
+        F, key = (None, None) if qp is None else self._free_mask(x, u, model)
+        if F is False:
+            return None  # every variable held at a bound: nothing to try
         if F is not None:
-            free = np.count_nonzero(F)
-            if free == 0:
-                return None  # every variable held at a bound: nothing to try
-            F = None if free == F.size else F
-        if F is not None:
-            ref = ref.restricted(F)
+            sub = self._held_sub
+            if sub[0] is not ref or sub[1] != key:
+                sub = self._held_sub = (ref, key, ref.restricted(F))
+            ref = sub[2]
             if ref is None:
                 return None
         uf = u if F is None else u[F]
@@ -323,7 +338,6 @@ class ScaledCurvature:
         if F is None:
             pairs = self.pairs
         else:
-            key = F.tobytes()
             if key != self._free_key:
                 self._free_key, self._free_pairs = key, {}
             pairs = _restricted_pairs(self.pairs, F, self._free_pairs)
@@ -347,6 +361,37 @@ class ScaledCurvature:
         D = -r
         return D, slope, guaranteed, None if qp is None else qp.max_factor(x, D), metric, None
 
+    def _tolerances(self, model):
+        """:func:`bound_tolerances` of ``model``'s bounds, computed once per model."""
+        got = self._bound_tol
+        if got is None or got[0] is not model or got[1] is None:
+            got = self._bound_tol = (model, bound_tolerances(model.lb, model.ub))
+        return got[1]
+
+    def _free_mask(self, x, u, model):
+        """``(F, key)`` of :func:`free_set` at ``(x, u)``: ``F`` None when every variable is free, False when none is,
+        else the mask; ``key`` identifies the free set (equal keys, equal masks). With few bounded variables
+        (:func:`bounded_sides`) the held ones are found by :func:`held_variables` (the same comparisons on Python
+        floats) and the mask of the last held set is reused: the free set usually stays the same from one trial to
+        the next, and the mask, ``P_FF`` and the restricted pairs then come from the last trial."""
+        sides = self._held_sides
+        if sides is None:
+            F = free_set(x, u, model.lb, model.ub, self._tolerances(model))
+            free = np.count_nonzero(F)
+            if free == 0:
+                return False, None
+            return (None, None) if free == F.size else (F, F.tobytes())
+        held = held_variables(x, u, sides)
+        if not held:
+            return None, None
+        if held != self._held:
+            if len(held) == x.size:
+                return False, None
+            F = np.ones(x.size, dtype=bool)
+            F[list(held)] = False
+            self._held, self._held_F = held, F
+        return self._held_F, held
+
     def _compiled_direction(self, model, x, u, ref, qp):
         """:meth:`_direction` on a dense metric by the kernels of :mod:`.compiled_trial` (the same answer to
         rounding), and the point ``x + D`` when the kernel found it feasible (else None)."""
@@ -355,7 +400,7 @@ class ScaledCurvature:
         if self._all_idx.size != n:
             self._all_idx, self._cF, self._csub = np.arange(n), np.ones(n, dtype=np.bool_), None
         F = self._cF
-        bounds = _NO_BOUNDS if qp is None else (model.lb, model.ub) + self._bound_tol[1]
+        bounds = _NO_BOUNDS if qp is None else (model.lb, model.ub) + self._tolerances(model)
         sides = None if qp is None else qp._sides
         G, g, g_tol = _NO_SIDES if sides is None else sides
         ring = self._ring
@@ -408,7 +453,7 @@ class ScaledCurvature:
                     return got
             shrink = 1e-9  # rounding of the ratio test; grown tenfold per failure, so the loop ends in < 30 tests
             while a >= MIN_FEASIBLE:
-                Da = a * D
+                Da = D if a == 1.0 else a * D  # (1.0 * D is D, bit for bit)
                 z = x + Da  # the point tested is the point evaluated (and returned): formed once per factor
                 if qp.feasible(z):
                     break
@@ -524,22 +569,66 @@ def bound_tolerances(lb, ub):
             np.where(np.isfinite(ub), 1e-12 * np.maximum(1.0, np.abs(ub)), np.nan))
 
 
-def _restricted_pairs(pairs, F, cache):
-    """The L-BFGS pairs on the free variables ``F`` (pairs without positive curvature there dropped). ``cache``
-    holds the restrictions to this ``F`` by ``id(s)`` (with ``s`` itself, so a reused id never matches): the free
-    set usually stays the same from one trial to the next, and only the newest pair is new."""
+#: :func:`held_variables` (Python floats) up to this many bounded variables; numpy's :func:`free_set` beyond
+HELD_PY_MAX = 24
+
+
+def bounded_sides(lb, ub):
+    """The finite bounds as Python floats for :func:`held_variables`: ``[(j, lb_j, tl_j, ub_j, tu_j)]`` over the
+    variables with a finite bound (an infinite side as None), or None when more than ``HELD_PY_MAX`` variables are
+    bounded (numpy's :func:`free_set` is then cheaper). The tolerances are :func:`bound_tolerances`'s,
+    ``1e-12 max(1, |b|)``, in the same double arithmetic."""
+    fin_l, fin_u = np.isfinite(lb), np.isfinite(ub)
+    jb = np.flatnonzero(fin_l | fin_u)
+    if jb.size > HELD_PY_MAX:
+        return None
     out = []
-    for s, y, _ in pairs:
-        got = cache.get(id(s))
-        if got is None or got[0] is not s:
-            sf, yf = s[F], y[F]
-            sy = float(sf @ yf)
-            got = (s, (sf, yf, 1.0 / sy) if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))) else None)
-            cache[id(s)] = got
-        if got[1] is not None:
-            out.append(got[1])
-    if len(cache) > 2 * len(pairs):  # drop the pairs that left the memory
-        live = {id(s) for s, _, _ in pairs}
-        for k in [k for k in cache if k not in live]:
-            del cache[k]
+    for j in jb.tolist():
+        lo = float(lb[j]) if fin_l[j] else None
+        hi = float(ub[j]) if fin_u[j] else None
+        out.append((j, lo, None if lo is None else 1e-12 * max(1.0, abs(lo)),
+                    hi, None if hi is None else 1e-12 * max(1.0, abs(hi))))
     return out
+
+
+def held_variables(x, u, sides):
+    """The variables :func:`free_set` holds (ascending tuple): at a bound within its tolerance with the gradient
+    pushing outward. The same IEEE comparisons as :func:`free_set` on the same doubles, one variable at a time:
+    with a handful of bounded variables a loop over them costs less than ten numpy calls over every variable."""
+    held = []
+    for j, lo, tl, hi, tu in sides:
+        uj = u.item(j)
+        if uj > 0.0:
+            if lo is not None and x.item(j) - lo <= tl:
+                held.append(j)
+        elif uj < 0.0:
+            if hi is not None and hi - x.item(j) <= tu:
+                held.append(j)
+    return tuple(held)
+
+
+def _restricted_pairs(pairs, F, cache):
+    """The L-BFGS pairs on the free variables ``F`` (pairs without positive curvature there dropped). ``cache`` (one
+    per free set) holds the last ``pairs`` list with the restriction of each of its pairs (None: dropped): the free set
+    usually stays the same from one trial to the next, and the pairs then are the same list or the last one with a
+    new pair in front (:meth:`ScaledCurvature.moved`), of which only the new pair is restricted."""
+    last, aligned, out = cache.get("last", (None, None, None))
+    if last is not None and pairs is last:
+        return out
+    if (last is not None and len(pairs) > 1 and len(pairs) - 1 <= len(last)
+            and all(a is b for a, b in zip(pairs[1:], last))):
+        aligned = [_restrict_pair(pairs[0], F)] + aligned[:len(pairs) - 1]
+    else:
+        aligned = [_restrict_pair(p, F) for p in pairs]
+    out = [p for p in aligned if p is not None]
+    cache["last"] = (pairs, aligned, out)
+    return out
+
+
+def _restrict_pair(pair, F):
+    """``(s_F, y_F, 1 / s_F^T y_F)``, or None without positive curvature on ``F``."""
+    s, y, _ = pair
+    sf, yf = s[F], y[F]
+    sy = float(sf @ yf)
+    # (math.sqrt of the same double product: numpy's sqrt of a scalar costs a microsecond)
+    return (sf, yf, 1.0 / sy) if sy > 1e-12 * math.sqrt(float(sf @ sf) * float(yf @ yf)) else None

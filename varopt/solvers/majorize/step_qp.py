@@ -21,6 +21,8 @@ from ...lpqp import active_set  # (its functions looked up at the call: tests wr
 MAX_DENSE_ROWS = 200
 #: ... and for the feasibility tests of trials when they have at most this many entries
 DENSE_ENTRIES = 200_000
+#: the ratio test of a trial on Python floats up to this many finite sides (:meth:`StepQP.max_factor`)
+FEW_SIDES = 32
 
 
 class StepQP:
@@ -29,7 +31,7 @@ class StepQP:
     def __init__(self, model, lpqp):
         self.model, self.lpqp = model, lpqp
         m = model.A.shape[0]
-        self.fast = active_set.ActiveSetQP(model.A) if m <= MAX_DENSE_ROWS else None
+        self._fast = None  # the active-set solver, built by the first step QP (most small solves take none: trials)
         self.stats = {"active_set": 0, "fallback": 0}
         self._y_rows = None   # the rows' multipliers of the last .step_rows answer (its warm start)
         # A z for the feasibility tests of every trial: a dense copy of a few rows multiplies without scipy's
@@ -39,10 +41,22 @@ class StepQP:
         with np.errstate(invalid="ignore"):
             self._lo_tol = model.lo - 1e-9 * np.maximum(1.0, np.abs(model.lo))
             self._hi_tol = model.hi + 1e-9 * np.maximum(1.0, np.abs(model.hi))
-        # the ratio test of max_factor over the bounds and the rows at once: their sides stacked, once
-        self._lo_all = np.concatenate((model.lb, model.lo)) if m else model.lb
-        self._hi_all = np.concatenate((model.ub, model.hi)) if m else model.ub
+        # the ratio test of max_factor over the bounds and the rows at once without dense sides: their sides
+        # stacked, on first use
+        self._lo_all = self._hi_all = None
         self._sides = _finite_sides(model, self._A, self._lo_tol, self._hi_tol) if not sp.issparse(self._A) else None
+        self._few_sides = self._sides is not None and self._sides[1].size <= FEW_SIDES
+        self._g_list = self._sides[1].tolist() if self._few_sides else None
+        self._last_Gz = (None, None)
+
+    @property
+    def fast(self):
+        """The warm-started active-set solver of :mod:`varopt.lpqp.active_set` (None with more than
+        ``MAX_DENSE_ROWS`` rows), built on first use."""
+        if self._fast is None and self.model.A.shape[0] <= MAX_DENSE_ROWS:
+            A = self._A if isinstance(self._A, np.ndarray) else self.model.A
+            self._fast = active_set.ActiveSetQP(A)
+        return self._fast
 
     def _shifted(self, x):
         """The constraints in ``D = theta - theta~``: ``(rlo, rhi, blo, bhi)``."""
@@ -187,7 +201,9 @@ class StepQP:
         """``z`` in the box exactly and in the rows within ``1e-9`` relative (the start's tolerance)."""
         if self._sides is not None:  # every finite side as ``G z >= g``: one product (NaN or inf in z fail it)
             G, _, g_tol = self._sides
-            return bool((G @ z >= g_tol).all())
+            Gz = G @ z
+            self._last_Gz = (z, Gz)  # the ratio test at z, when z becomes the iterate (:meth:`max_factor`)
+            return bool((Gz >= g_tol).all())
         model = self.model
         if not ((z >= model.lb).all() and (z <= model.ub).all()):
             return False
@@ -204,13 +220,33 @@ class StepQP:
             # are exact (rows of +-I), so their ratios are the bitwise ones of the general path below
             G, g, _ = self._sides
             gd = G @ step
+            if self._few_sides:
+                # few sides: the ratios on Python floats, with ``G x`` from the feasibility test that accepted ``x``
+                # (:meth:`feasible`; a bound side's entry is +-x_j exactly, a row's rounds as in that product)
+                gl = gd.tolist()
+                a = np.inf
+                Gx = None
+                for i, d in enumerate(gl):
+                    if d < 0.0:
+                        if Gx is None:
+                            last = self._last_Gz
+                            Gx = (last[1] if last[0] is x else G @ x).tolist()
+                        r = (self._g_list[i] - Gx[i]) / d
+                        if r < a:
+                            a = r
+                return a if Gx is None else max(a, 0.0)
             down = gd < 0
             if not down.any():
                 return np.inf
             return max(float(((g[down] - G[down] @ x) / gd[down]).min()), 0.0)
         v, dv = x, step
-        if self.model.A.shape[0]:  # the bounds and the rows in one pass (few small arrays: the calls dominate)
+        model = self.model
+        if model.A.shape[0]:  # the bounds and the rows in one pass (few small arrays: the calls dominate)
             v, dv = np.concatenate((x, self._A @ x)), np.concatenate((step, self._A @ step))
+        if self._lo_all is None:
+            m = model.A.shape[0]
+            self._lo_all = np.concatenate((model.lb, model.lo)) if m else model.lb
+            self._hi_all = np.concatenate((model.ub, model.hi)) if m else model.ub
         lo, hi = self._lo_all, self._hi_all
         a = np.inf
         down, up = dv < 0, dv > 0
@@ -243,3 +279,4 @@ def _finite_sides(model, A, lo_tol, hi_tol):
         G[nb:] = A[r % m] * np.where(r < m, 1.0, -1.0)[:, None]  # (a sign change is exact)
     g_tol = np.concatenate((model.lb, -model.ub, lo_tol, -hi_tol))[fin]
     return G, sides[fin], g_tol
+

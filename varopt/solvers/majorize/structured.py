@@ -428,8 +428,18 @@ def choose_step_solver(model, opts, cg_iterations=None) -> str:
         return "lowrank"
     if opts.step_solver != "auto":
         return opts.step_solver
+    # the costs depend on the model (fixed), the options below, the CG iterations, the working-set hint and whether
+    # class templates were detected: the last choice is kept for its key (a small solve asks 3-4 times at set-up)
+    grp = getattr(model, "groups", None)
+    key = (opts.bound, opts.rank, cg_iterations, getattr(model, "working_set_hint", None),
+           grp is not None and grp._template is not False)
+    last = getattr(model, "_step_choice", None)
+    if last is not None and last[0] == key:
+        return last[1]
     costs = predicted_costs(model, opts, cg_iterations)
-    return min(costs, key=costs.get)
+    choice = min(costs, key=costs.get)
+    model._step_choice = (key, choice)
+    return choice
 
 
 def check_step_solver(model, opts):
