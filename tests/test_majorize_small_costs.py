@@ -76,7 +76,6 @@ def test_held_variables_are_the_complement_of_free_set():
 def test_free_mask_reuses_the_last_held_set_and_matches_free_set():
     """``ScaledCurvature._free_mask``: None when nothing is held, False when everything is, else the mask of
     ``free_set``; the mask object is reused while the held set stays the same and replaced when it changes."""
-    rng = np.random.default_rng(22)
     n = 8
     lb = np.full(n, -np.inf)
     ub = np.full(n, np.inf)
@@ -312,7 +311,6 @@ def test_singleton_rows_tighten_bounds_one_row_at_a_time(case):
     """Singleton rows become bounds intersected with the existing ones, row by row: distinct variables by a gather
     and a scatter, repeated ones by ``ufunc.at``; both the per-row intersection."""
     import scipy.sparse as sp
-    rng = np.random.default_rng(29)
     n = 6
     cols = {"ascending": [0, 2, 5], "repeated": [1, 4, 1], "unsorted": [5, 0, 3]}[case]
     coefs = [2.0, -0.5, 1.0]
