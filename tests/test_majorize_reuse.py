@@ -12,6 +12,7 @@ from varopt.estimators.crf import ChainCRF
 from varopt.solvers.majorize import minimize
 from varopt.solvers.majorize.bound import compute_bound
 
+from majorize_checks import assert_same_pairs, restricted_reference
 from test_crf import X, Y, _brute
 from test_majorize_bound_oracle import _problem, _program
 
@@ -592,22 +593,6 @@ def test_restricted_pairs_cache_matches_a_fresh_restriction():
     rng = np.random.default_rng(5)
     n = 9
 
-    def fresh(pairs, F):
-        out = []
-        for s, y, _ in pairs:
-            sf, yf = s[F], y[F]
-            sy = float(sf @ yf)
-            if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))):
-                out.append((sf, yf, 1.0 / sy))
-        return out
-
-    def same(a, b):
-        assert len(a) == len(b)
-        for (s1, y1, r1), (s2, y2, r2) in zip(a, b):
-            np.testing.assert_array_equal(s1, s2)
-            np.testing.assert_array_equal(y1, y2)
-            assert r1 == r2
-
     pairs = []
     cache = {}
     F = np.ones(n, bool)
@@ -621,8 +606,8 @@ def test_restricted_pairs_cache_matches_a_fresh_restriction():
         if k % 5 == 4:  # the free set changes: a new cache, as ScaledCurvature.trial keeps one per free set
             F = rng.random(n) < 0.7
             cache = {}
-        same(_restricted_pairs(pairs, F, cache), fresh(pairs, F))
-        same(_restricted_pairs(pairs, F, cache), fresh(pairs, F))  # all from the cache
+        assert_same_pairs(_restricted_pairs(pairs, F, cache), restricted_reference(pairs, F))
+        assert_same_pairs(_restricted_pairs(pairs, F, cache), restricted_reference(pairs, F))  # all from the cache
         assert len(cache) <= 2 * len(pairs)
 
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from majorize_checks import assert_same_pairs, restricted_reference
 from varopt import lpqp
 from varopt.formulations.logistic import logistic_program
 from varopt.program import Constraint, Expression, Program
@@ -206,31 +207,15 @@ def test_restricted_pairs_follow_a_list_that_is_not_the_last_one_extended():
         y = s * rng.uniform(0.5, 2.0, n)
         return (s, y, 1.0 / float(s @ y))
 
-    def fresh(pairs):
-        out = []
-        for s, y, _ in pairs:
-            sf, yf = s[F], y[F]
-            sy = float(sf @ yf)
-            if sy > 1e-12 * float(np.sqrt((sf @ sf) * (yf @ yf))):
-                out.append((sf, yf, 1.0 / sy))
-        return out
-
-    def same(a, b):
-        assert len(a) == len(b)
-        for (s1, y1, r1), (s2, y2, r2) in zip(a, b):
-            np.testing.assert_array_equal(s1, s2)
-            np.testing.assert_array_equal(y1, y2)
-            assert r1 == r2
-
     cache = {}
     p = [pair() for _ in range(4)]
-    same(_restricted_pairs(p, F, cache), fresh(p))
+    assert_same_pairs(_restricted_pairs(p, F, cache), restricted_reference(p, F))
     q = [pair()] + p[:3]                        # the last list extended: only the new pair is restricted
-    same(_restricted_pairs(q, F, cache), fresh(q))
+    assert_same_pairs(_restricted_pairs(q, F, cache), restricted_reference(q, F))
     r = [pair(), q[0], pair(), q[2]]             # the same second pair, another tail
-    same(_restricted_pairs(r, F, cache), fresh(r))
+    assert_same_pairs(_restricted_pairs(r, F, cache), restricted_reference(r, F))
     s = [pair()] + [r[0], r[1], q[1]]            # first two match r, then a pair from an older list
-    same(_restricted_pairs(s, F, cache), fresh(s))
+    assert_same_pairs(_restricted_pairs(s, F, cache), restricted_reference(s, F))
 
 
 def test_step_solver_choice_follows_the_working_set_hint_and_cg_iterations():
