@@ -29,3 +29,25 @@ def logistic_program(prior_var, seed=0, N=300, D=8):
     X = rng.normal(size=(N, D))
     y = (rng.uniform(size=N) < expit(X @ rng.normal(size=D))).astype(float)
     return glm_program(X, y, "logistic", prior_var=prior_var)
+
+
+def history_objectives(r):
+    """The -ELBO of every recorded iterate of a klprox result."""
+    return np.array([h["objective"] for h in r.history])
+
+
+def solve_with(monkeypatch, solver, p, constants, **opts):
+    """``solver.solve(p, **opts)`` with module constants of ``varopt.solvers.klprox.solver`` set for this solve only
+    (``constants``: name -> value, e.g. a step rule switched off), for the trajectory the rule replaces."""
+    from varopt.solvers.klprox import solver as KS
+    with monkeypatch.context() as m:
+        for name, value in constants.items():
+            m.setattr(KS, name, value)
+        return solver.solve(p, **opts)
+
+
+def assert_same_trajectory(r, old, rejected=True):
+    """Two klprox runs took the same iterates: equal -ELBO histories bit for bit (and equal rejected-step counts)."""
+    assert np.array_equal(history_objectives(r), history_objectives(old))
+    if rejected:
+        assert r.info["rejected_steps"] == old.info["rejected_steps"]

@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from klprox_checks import logistic_neg_elbo_200, logistic_program
+from klprox_checks import (assert_same_trajectory, history_objectives, logistic_neg_elbo_200, logistic_program,
+                           solve_with)
 
 import varopt  # noqa: F401  (registers the solvers)
 from varopt.formulations.bayes_glm import glm_program, gp_program
@@ -21,14 +22,6 @@ from varopt.solvers.klprox.view import likelihood_view
 S = get_solver("klprox")
 
 
-def _objectives(r):
-    return np.array([h["objective"] for h in r.history])
-
-
-def _without(monkeypatch, p, **opts):
-    with monkeypatch.context() as m:
-        m.setattr(KS, "PRIOR_STEP", 0)
-        return S.solve(p, **opts)
 
 
 def _gp(log_sf, seed=0, n=40):
@@ -108,7 +101,7 @@ def test_the_start_is_exact_below_the_prior_and_ends_at_the_same_optimum_in_fewe
     monkeypatch.setattr(KS.KLProx, "_prior_start", spy)
     r = S.solve(p)
     monkeypatch.undo()
-    old = _without(monkeypatch, p)
+    old = solve_with(monkeypatch, S, p, {"PRIOR_STEP": 0})
     assert r.status == "converged" and old.status == "converged"
     assert r.info["prior_evaluations"] == 1 and old.info["prior_evaluations"] == 0
     post, cur = starts[0]
@@ -119,7 +112,7 @@ def test_the_start_is_exact_below_the_prior_and_ends_at_the_same_optimum_in_fewe
     assert abs(cur.f - ref) <= 1e-9 * abs(ref)
     assert cur.f < _prior_neg_elbo_200(view)
     # a monotone ELBO from the start on, the same optimum, fewer steps (the start replaces the first optimistic step)
-    f = np.concatenate([[cur.f], _objectives(r)])
+    f = np.concatenate([[cur.f], history_objectives(r)])
     assert np.all(np.diff(f) <= r.info["rounding"])
     assert r.iterations < old.iterations
     assert abs(r.objective - old.objective) <= 1e-12 * abs(old.objective)
@@ -133,18 +126,18 @@ def test_between_the_two_gates_the_start_is_taken_without_optimistic_steps(monke
     # prior predictor sd in (FIRST_SD, PRIOR_SD] (1.5-2.2 here): T(prior) is the start, the run goes on from the cap
     # (no step at FIRST_BETA: those overshoot there, e.g. a Poisson log-rate), fewer evaluations, the same optimum
     p = logistic_program(0.2, seed)
-    r, old = S.solve(p), _without(monkeypatch, p)
+    r, old = S.solve(p), solve_with(monkeypatch, S, p, {"PRIOR_STEP": 0})
     assert r.info["prior_evaluations"] == 1
     assert KS.NATURAL_BETA_MAX <= r.history[0]["beta"] < KS.FIRST_BETA
     assert r.iterations + r.info["rejected_steps"] < old.iterations + old.info["rejected_steps"]
-    assert np.all(np.diff(_objectives(r)) <= r.info["rounding"])
+    assert np.all(np.diff(history_objectives(r)) <= r.info["rounding"])
     assert abs(r.objective - old.objective) <= 1e-12 * abs(old.objective)
 
 
 @pytest.mark.parametrize("prior_var", [0.01, 0.05])
 def test_a_sparse_model_near_its_prior_starts_there_too(monkeypatch, prior_var):
     p = _sparse_logistic(prior_var)
-    r, old = S.solve(p), _without(monkeypatch, p)
+    r, old = S.solve(p), solve_with(monkeypatch, S, p, {"PRIOR_STEP": 0})
     assert r.status == "converged" and old.status == "converged"
     assert r.info["prior_evaluations"] == 1 and r.iterations < old.iterations
     assert abs(r.objective - old.objective) <= 1e-12 * abs(old.objective)
@@ -161,18 +154,17 @@ def test_a_sparse_model_near_its_prior_starts_there_too(monkeypatch, prior_var):
 ])
 def test_the_previous_trajectory_where_the_rule_does_not_apply(monkeypatch, make, opts):
     p = make()
-    r, old = S.solve(p, **opts), _without(monkeypatch, p, **opts)
+    r, old = S.solve(p, **opts), solve_with(monkeypatch, S, p, {"PRIOR_STEP": 0}, **opts)
     assert r.info["prior_evaluations"] == 0
-    assert np.array_equal(_objectives(r), _objectives(old))
-    assert r.info["rejected_steps"] == old.info["rejected_steps"]
+    assert_same_trajectory(r, old)
 
 
 def test_a_warm_start_keeps_its_trajectory(monkeypatch):
     p = logistic_program(1e-3)
     prev = S.solve(logistic_program(2e-3))
-    r, old = S.solve(p, warm_start=prev), _without(monkeypatch, p, warm_start=prev)
+    r, old = S.solve(p, warm_start=prev), solve_with(monkeypatch, S, p, {"PRIOR_STEP": 0}, warm_start=prev)
     assert r.info["prior_evaluations"] == 0
-    assert np.array_equal(_objectives(r), _objectives(old))
+    assert_same_trajectory(r, old, rejected=False)
 
 
 def test_a_step_no_better_than_the_prior_falls_back_to_the_gamma0_start(monkeypatch):
@@ -189,7 +181,7 @@ def test_a_step_no_better_than_the_prior_falls_back_to_the_gamma0_start(monkeypa
 
     monkeypatch.setattr(FullGaussian, "step", far)
     r = S.solve(p)
-    old = _without(monkeypatch, p)
+    old = solve_with(monkeypatch, S, p, {"PRIOR_STEP": 0})
     assert r.info["prior_evaluations"] == 1
-    assert np.array_equal(_objectives(r), _objectives(old))
+    assert_same_trajectory(r, old, rejected=False)
     assert r.objective == old.objective
