@@ -33,7 +33,8 @@ convergence test passed); ``iteration_limit``/``time_limit``/``pass_limit``/``in
 (variables hold the best point found); ``infeasible`` -> ``INFEASIBLE`` (value ``+inf`` for
 a minimisation, ``-inf`` for a maximisation); ``unbounded`` -> ``UNBOUNDED`` (value
 ``-inf``/``+inf``); ``error`` -> ``SOLVER_ERROR`` (value ``None``). The return value of
-``prob.solve`` is ``prob.value``.
+``prob.solve`` is ``prob.value``. Constraints' ``dual_value`` is None after a varopt solve (no
+solver returns multipliers; duals of an earlier solve by another solver are cleared).
 """
 from __future__ import annotations
 
@@ -126,6 +127,11 @@ def solve_problem(prob, name, *args, **options):
     except cp_error.SolverError as exc:
         raise cp_error.SolverError(f"varopt solver {name!r} failed: {res.message or res.status}; the "
                                    f"varopt.Result is prob.varopt_result") from exc
+    # varopt's solvers return no multipliers, and unpack_results only writes the duals it is given: without this a
+    # constraint's dual_value would still hold another solver's duals from an earlier solve of the same problem
+    for constraint in prob.constraints:
+        for dual in constraint.dual_variables:
+            dual.save_value(None)
     # the return value is the solver's objective in the user's sense; prob.value is CVXPY's
     # objective at the loaded point. They agree for gop, ipsa, majorize; they differ where the
     # solver's objective is not the model at a point: klprox (-ELBO at the posterior, the model at
