@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import cvxpy as cp
 import numpy as np
+import pyomo.environ as pyo
+import pytest
 
 import varopt  # noqa: F401  (registers the solvers)
+from varopt.errors import InvalidOptionError
 
 RNG = np.random.default_rng(20261125)
 N, D = 40, 4
@@ -32,3 +35,28 @@ def test_duals_of_an_earlier_solve_by_another_solver_are_cleared():
     f = prob.solve(method="majorize", tol=1e-12)
     assert abs(f - f_ref) <= 1e-9 * abs(f_ref)
     assert all(c.dual_value is None for c in cons)
+
+
+def _pyomo_logit():
+    m = pyo.ConcreteModel()
+    m.J = pyo.RangeSet(0, D - 1)
+    m.w = pyo.Var(m.J)
+    m.obj = pyo.Objective(expr=sum(pyo.log(1 + pyo.exp(-float(YPM[i]) * sum(float(X[i, j]) * m.w[j] for j in m.J)))
+                                   for i in range(N)) + sum(m.w[j] ** 2 for j in m.J))
+    return m
+
+
+@pytest.mark.parametrize("name", ["majorize", "klprox"])
+def test_pyomo_timelimit_keyword_is_the_time_limit(name):
+    """``solve(m, timelimit=...)`` is Pyomo's own keyword (OptSolver.solve; CBC, CPLEX, GLPK honour it): it was
+    'unknown option'. It is the solver's ``time_limit``; None is no limit; both names at once are an error."""
+    m = _pyomo_logit()
+    res = pyo.SolverFactory(name).solve(m, timelimit=1e-9)
+    assert res.solver.termination_condition == pyo.TerminationCondition.maxTimeLimit
+    assert res.varopt_result.status == "time_limit"
+    res = pyo.SolverFactory(name).solve(m, timelimit=None)
+    assert res.varopt_result.status in ("optimal", "converged")
+    with pytest.raises(InvalidOptionError, match="'timelimit' .* and 'time_limit' are the same option"):
+        pyo.SolverFactory(name).solve(m, timelimit=1.0, time_limit=2.0)
+    with pytest.raises(InvalidOptionError, match="option 'time_limit': must be positive"):
+        pyo.SolverFactory(name).solve(m, timelimit=-1)

@@ -10,6 +10,7 @@ under the varopt solver's ``name`` with ``doc = summary``, so after ``import var
     results.varopt_result                     # the full varopt.Result (user's sense)
     results.varopt_mapping                    # PyomoMapping: names, vars, load(x)
 
+Pyomo's ``timelimit`` keyword is the solver's ``time_limit`` option (``None``: no limit).
 ``solve(model, **options)`` compiles the model (:func:`varopt.frontends.pyomo_compile.compile_pyomo`),
 runs ``varopt.registry.get_solver(name).solve(program, **options)``, writes the solution into
 the model's variables (unless ``load_solutions=False`` or there is no solution, e.g. an
@@ -161,6 +162,15 @@ class VaroptPyomoSolver:
         opts.update(kwds.pop("options", None) or {})
         opts.update(kwds)
         oset = self.varopt_class.options
+        if "timelimit" in opts and "time_limit" in oset.options:
+            # Pyomo's own solve() keyword (OptSolver.solve(timelimit=...), honoured by CBC, CPLEX, GLPK); None there
+            # means no limit
+            if "time_limit" in opts:
+                raise InvalidOptionError("options 'timelimit' (Pyomo's name) and 'time_limit' are the same option; "
+                                         "pass only one")
+            limit = opts.pop("timelimit")
+            if limit is not None:
+                opts["time_limit"] = limit
         opts = oset.canonical(opts)
         valid = set(oset.names()) | set(PYOMO_OPTIONS)
         unknown = [k for k in opts if k not in valid]
