@@ -60,3 +60,18 @@ def test_pyomo_timelimit_keyword_is_the_time_limit(name):
         pyo.SolverFactory(name).solve(m, timelimit=1.0, time_limit=2.0)
     with pytest.raises(InvalidOptionError, match="option 'time_limit': must be positive"):
         pyo.SolverFactory(name).solve(m, timelimit=-1)
+
+
+def test_logistic_estimator_stopped_at_its_iteration_limit_warns():
+    """``MajorizeLogisticRegression(max_iter=2).fit`` returned the unconverged coefficients silently; scikit-learn's
+    solvers (and varopt's klprox estimators) warn with a ConvergenceWarning and keep the last iterate."""
+    from varopt.estimators.base import ConvergenceWarning
+    from varopt.estimators.logistic import MajorizeLogisticRegression
+    y = (YPM > 0).astype(int)
+    with pytest.warns(ConvergenceWarning, match=r"majorize stopped at a limit .*iteration_limit"):
+        est = MajorizeLogisticRegression(max_iter=2).fit(X, y)
+    assert est.result_.status == "iteration_limit" and np.all(np.isfinite(est.coef_))
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        MajorizeLogisticRegression().fit(X, y)

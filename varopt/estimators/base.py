@@ -68,6 +68,24 @@ except ImportError:  # pragma: no cover - exercised only without scikit-learn
             return float(np.mean(self.predict(X) == np.asarray(y).ravel()))
 
 
+#: statuses of a run stopped at a limit: its last iterate is kept with a ConvergenceWarning
+LIMITS = ("iteration_limit", "time_limit", "pass_limit")
+
+
+def accept_result(r, solver, where="", kept="the fit is the last iterate", warn=True):
+    """``r`` when it converged or stopped at a limit (scikit-learn's convention: keep the fit, warn with a
+    ConvergenceWarning unless ``warn`` is False); RuntimeError naming ``solver`` otherwise."""
+    if r.success:
+        return r
+    if r.status in LIMITS and r.x is not None:
+        if warn:
+            import warnings
+            warnings.warn(f"{solver} stopped at a limit before converging{where}: {r.status} ({r.message}); {kept}",
+                          ConvergenceWarning, stacklevel=3)
+        return r
+    raise RuntimeError(f"{solver} did not converge{where}: {r.status} ({r.message})")
+
+
 class VaroptEstimator(_Base):
     """Base of every varopt estimator (see the module docstring)."""
 

@@ -22,6 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from ..core.threads import blas_threads, option_threads
 from ..errors import InvalidOptionError
 from ..registry import get_solver
+from .base import accept_result
 
 
 def check_n_jobs(n_jobs):
@@ -56,25 +57,11 @@ def solve_point(build, args, options, warm):
     return accept_run(get_solver("klprox").solve(program, **opts), opts, f" at grid point {args[-3:]}")
 
 
-#: statuses of a run stopped at a limit: its last iterate is a posterior, kept with a ConvergenceWarning
-LIMITS = ("iteration_limit", "time_limit", "pass_limit")
-
-
 def accept_run(r, opts, where=""):
-    """``r`` when it converged or stopped at a limit (scikit-learn's convention: keep the fit, warn with a
-    ConvergenceWarning; a stochastic run, ``batch_size``, ends after its max_iter steps by design: no warning);
-    RuntimeError otherwise."""
-    if r.success:
-        return r
-    if r.status in LIMITS and r.x is not None:
-        if not (opts.get("batch_size") is not None and r.status == "iteration_limit"):
-            import warnings
-
-            from .base import ConvergenceWarning
-            warnings.warn(f"klprox stopped at a limit before converging{where}: {r.status} ({r.message}); the "
-                          "posterior is the last iterate", ConvergenceWarning, stacklevel=3)
-        return r
-    raise RuntimeError(f"klprox did not converge{where}: {r.status} ({r.message})")
+    """``r`` when it converged or stopped at a limit (:func:`.base.accept_result`; a stochastic run, ``batch_size``,
+    ends after its max_iter steps by design: no warning); RuntimeError otherwise."""
+    stochastic = opts.get("batch_size") is not None and r.status == "iteration_limit"
+    return accept_result(r, "klprox", where, "the posterior is the last iterate", warn=not stochastic)
 
 
 def _worker(build, args, options, warm):

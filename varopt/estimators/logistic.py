@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import InputDataError
 from ..formulations.logistic import _check_xy, logistic_program, unpack
-from .base import ClassifierMixin, VaroptEstimator
+from .base import ClassifierMixin, VaroptEstimator, accept_result
 
 
 class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
@@ -44,7 +44,7 @@ class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
         self.program_ = prog
         res = get_solver("majorize").solve(prog, tol=self.tol, max_iter=self.max_iter, bound=self.bound,
                                            rank=self.rank, verbose=self.verbose, step_solver=self.step_solver)
-        self.result_ = res
+        self.result_ = accept_result(res, "majorize")   # an iteration limit warns, as scikit-learn's solvers do
         self.coef_, self.intercept_ = unpack(res.x, X.shape[1], self.classes_.size, self.fit_intercept)
         self.n_iter_ = res.iterations
         return self
