@@ -75,3 +75,16 @@ def test_logistic_estimator_stopped_at_its_iteration_limit_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         MajorizeLogisticRegression().fit(X, y)
+
+
+@pytest.mark.parametrize("make", ["majorize", "klprox"])
+def test_estimator_fit_intercept_must_be_a_boolean(make):
+    """``fit_intercept='False'`` (a string from a config file) is truthy: the fit had an intercept, silently."""
+    from varopt.errors import InputDataError
+    from varopt.estimators import BayesianLogisticRegression
+    from varopt.estimators.logistic import MajorizeLogisticRegression
+    cls = MajorizeLogisticRegression if make == "majorize" else BayesianLogisticRegression
+    y = (YPM > 0).astype(int)
+    with pytest.raises(InputDataError, match="fit_intercept must be True or False, got 'False'"):
+        cls(fit_intercept="False").fit(X, y)
+    assert cls(fit_intercept=np.bool_(False)).fit(X, y).intercept_ == 0.0

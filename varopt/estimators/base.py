@@ -16,6 +16,8 @@ import inspect
 
 import numpy as np
 
+from ..errors import InputDataError
+
 try:  # scikit-learn is optional
     from sklearn.base import BaseEstimator as _Base
     from sklearn.base import ClassifierMixin, RegressorMixin
@@ -70,6 +72,14 @@ except ImportError:  # pragma: no cover - exercised only without scikit-learn
 
 #: statuses of a run stopped at a limit: its last iterate is kept with a ConvergenceWarning
 LIMITS = ("iteration_limit", "time_limit", "pass_limit")
+
+
+def check_flag(name, value):
+    """``value`` as a bool when it is one (Python or numpy); InputDataError otherwise (a string such as 'False' is
+    truthy, so ``fit_intercept='False'`` silently fitted an intercept; scikit-learn rejects it)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputDataError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def accept_result(r, solver, where="", kept="the fit is the last iterate", warn=True):

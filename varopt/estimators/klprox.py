@@ -31,7 +31,7 @@ from ..core.threads import blas_threads, option_threads
 from ..errors import InputDataError
 from ..registry import get_solver
 from ..solvers.klprox.expectations import MAX_SOFTMAX_DIM, family_table
-from .base import ClassifierMixin, RegressorMixin, VaroptEstimator
+from .base import ClassifierMixin, RegressorMixin, VaroptEstimator, check_flag
 from ..formulations.bayes_glm import (check_data, check_weights, design, glm_program, gp_factor, gp_program,
                                       se_kernel)
 from .klprox_grid import accept_run, check_n_jobs, grid_search
@@ -101,6 +101,7 @@ class _GLM(_Base):
     def fit(self, X, y, sample_weight=None):
         """Fit the posterior; ``sample_weight`` (n_samples values >= 0) multiplies each sample's -log likelihood
         (a weight of 2 is the sample twice, 0 leaves it out)."""
+        check_flag("fit_intercept", self.fit_intercept)
         X, y = self._inputs(X, y)
         self._sample_weight = check_weights(sample_weight, X.shape[0])
         return self._fit(X, self._targets(y))

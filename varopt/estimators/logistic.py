@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import InputDataError
 from ..formulations.logistic import _check_xy, logistic_program, unpack
-from .base import ClassifierMixin, VaroptEstimator, accept_result
+from .base import ClassifierMixin, VaroptEstimator, accept_result, check_flag
 
 
 class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
@@ -39,6 +39,7 @@ class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
             raise ValueError(f"{type(self).__name__} needs samples of at least 2 classes; got 1 class")
         if isinstance(self.C, (bool, np.bool_)) or not isinstance(self.C, numbers.Real) or not self.C > 0:
             raise InputDataError(f"C must be a positive number, got {self.C!r}")
+        check_flag("fit_intercept", self.fit_intercept)
         self.classes_ = np.unique(y)
         prog = logistic_program(X, y, 1.0 / self.C, self.fit_intercept, self.classes_, sample_weight)
         self.program_ = prog
