@@ -88,3 +88,27 @@ def test_estimator_fit_intercept_must_be_a_boolean(make):
     with pytest.raises(InputDataError, match="fit_intercept must be True or False, got 'False'"):
         cls(fit_intercept="False").fit(X, y)
     assert cls(fit_intercept=np.bool_(False)).fit(X, y).intercept_ == 0.0
+
+
+def test_cvxpy_log_of_a_sum_of_exponentials_equals_clarabel_on_the_logistic_form():
+    """``cp.log(1 + cp.exp(z))`` and ``cp.log(cp.sum(cp.exp(u)))`` per sample were rejected ('must be affine'); they
+    are log-sum-exp groups: majorize equals Clarabel on the same model written with cp.logistic / cp.log_sum_exp."""
+    w = cp.Variable(D)
+    z = -cp.multiply(YPM, X @ w)
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) + cp.sum_squares(w)), [w >= 0, cp.sum(w) <= 0.3])
+    f_ref, w_ref = ref.solve(**CLARABEL), w.value.copy()
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.log(1 + cp.exp(z))) + cp.sum_squares(w)), [w >= 0, cp.sum(w) <= 0.3])
+    f = prob.solve(method="majorize", tol=1e-12)
+    assert prob.status == "optimal" and abs(f - f_ref) <= 1e-9 * abs(f_ref)
+    assert np.max(np.abs(w.value - w_ref)) <= 1e-6
+    K = 3
+    lab = np.arange(N) % K
+    W = cp.Variable((D, K))
+    Z = X @ W
+    picked = sum(Z[i, lab[i]] for i in range(N))
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.log_sum_exp(Z, axis=1)) - picked + cp.sum_squares(W)), [W >= -0.2])
+    f_ref = ref.solve(**CLARABEL)
+    prob = cp.Problem(cp.Minimize(sum(cp.log(cp.sum(cp.exp(Z[i, :]))) for i in range(N)) - picked
+                                  + cp.sum_squares(W)), [W >= -0.2])
+    f = prob.solve(method="majorize", tol=1e-12)
+    assert prob.status == "optimal" and abs(f - f_ref) <= 1e-9 * abs(f_ref)

@@ -18,6 +18,8 @@ log-sum-exp groups (catalogue kinds of :mod:`varopt.program.terms`):
   coefficient ``-1``; ``entr(u) = -u log u`` -> ``xlogx`` rows with coefficient ``-1``;
 * ``rel_entr(x, y) = x log x - x log y``, ``kl_div(x, y) = rel_entr(x, y) - x + y``;
 * ``log_sum_exp(u, axis)`` -> one group per output entry; ``logistic(z) = log(exp 0 + exp z)``.
+* ``log(c + sum_r w_r exp(u_r))`` (``c, w_r >= 0``: ``log(1 + exp(z))``, ``log(sum(exp(u)))`` written from the
+  formula, as in Pyomo models) -> one log-sum-exp group per entry, ``log c`` its constant entry.
 """
 from __future__ import annotations
 
@@ -145,7 +147,15 @@ class _Tracer(_ProductTracer):
     _PnormApprox = _pnorm
 
     def _log(self, expr, shape):
-        return self.atom_node("neglog", self.affine_arg(expr, expr.args[0]), -1.0, shape)
+        z = self.trace(expr.args[0])
+        if z.is_affine:
+            return self.atom_node("neglog", z, -1.0, shape)
+        grp = _exp_sum_groups(z)
+        if grp is None:
+            self.fail(expr, f"the argument `{expr.args[0]}` of `log` must be affine, or a constant >= 0 plus "
+                      "nonnegative multiples of exp(affine) (a log-sum-exp, as cp.logistic(z) = log(1 + exp(z)) and "
+                      "cp.log_sum_exp(u))")
+        return _Node(shape, self.n, lse=[(grp, _diagonal(1.0, z.m))])
 
     def _log1p(self, expr, shape):
         z = self.affine_arg(expr, expr.args[0])
@@ -220,3 +230,40 @@ class _Tracer(_ProductTracer):
         b[1::2] = z.c
         grp = _Lse(A, b, np.repeat(np.arange(m), 2), None, _first_index(z.shape))
         return _Node(shape, self.n, lse=[(grp, _diagonal(1.0, m))])
+
+
+def _exp_sum_groups(z):
+    """``log(c_e + sum_r w_er exp(a_r x + b_r))`` per entry ``e`` of ``z`` (``c_e >= 0``, ``w_er >= 0``: the way a
+    user writes ``log(1 + exp(u))`` or ``log(sum(exp(u)))`` from the formula, as Pyomo models do) as log-sum-exp
+    groups ``log sum exp(a_r x + b_r + log w_er)`` with one constant entry ``log c_e`` when ``c_e > 0``; None when
+    ``z`` has another form (linear or quadratic parts, other atoms, negative weights, an entry that is a constant
+    <= 0)."""
+    if z.A.count_nonzero() or any(W.nnz for _, W in z.Q) or any(V.nnz for _, V in z.lse):
+        return None
+    if not np.all(z.c >= 0):
+        return None
+    A_parts, b_parts, seg_parts = [], [], []
+    cpos = np.flatnonzero(z.c > 0)
+    A_parts.append(sp.csr_matrix((cpos.size, z.n)))
+    b_parts.append(np.log(z.c[cpos]))
+    seg_parts.append(cpos)
+    for rows, W in z.rows:
+        if not W.nnz:
+            continue
+        if rows.kind != "exp" or rows.A2 is not None or np.any(rows.mult[np.unique(W.indices)] >= 0):
+            return None
+        Wc = W.tocoo()
+        if np.any(Wc.data < 0):
+            return None
+        keep = Wc.data > 0
+        e, r, w = Wc.row[keep], Wc.col[keep], Wc.data[keep]
+        A_parts.append(take_rows(rows.A, r))
+        b_parts.append(rows.b[r] + np.log(w))
+        seg_parts.append(e)
+    seg = np.concatenate(seg_parts).astype(np.int64)
+    if np.unique(seg).size != z.m:          # an entry with nothing inside the log: log(0)
+        return None
+    order = np.argsort(seg, kind="stable")  # the constant entry first in its group (klprox's base entry)
+    A = take_rows(sp.vstack(A_parts, format="csr"), order)
+    return _Lse(A, np.concatenate(b_parts)[order], seg[order], None, _first_index(z.shape))
+
