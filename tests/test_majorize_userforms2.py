@@ -112,3 +112,16 @@ def test_cvxpy_log_of_a_sum_of_exponentials_equals_clarabel_on_the_logistic_form
                                   + cp.sum_squares(W)), [W >= -0.2])
     f = prob.solve(method="majorize", tol=1e-12)
     assert prob.status == "optimal" and abs(f - f_ref) <= 1e-9 * abs(f_ref)
+
+
+def test_infinite_current_value_is_named_as_the_variable_not_x0():
+    """``w.value = [inf, 0, ...]`` left by a user was reported as "starting point x0 contains inf" (no x0 was
+    passed); the message names the variable entry and says what to do."""
+    from varopt.errors import InputDataError
+    w = cp.Variable(D, name="w")
+    w.value = np.r_[np.inf, np.zeros(D - 1)]
+    prob = cp.Problem(cp.Minimize(_logit(w)), [w <= 1])
+    with pytest.raises(InputDataError, match=r"current values\) is inf at 'w\[0\]'.*pass option x0"):
+        prob.solve(method="majorize")
+    f = prob.solve(method="majorize", x0=np.zeros(D))
+    assert prob.status == "optimal" and abs(f - cp.Problem(cp.Minimize(_logit(w)), [w <= 1]).solve(**CLARABEL)) <= 1e-7 * f

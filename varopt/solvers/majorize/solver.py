@@ -236,7 +236,12 @@ def _start(program, model, opts, qp, lift=None):
         x = lift.extend(x)
     x = np.where(np.isnan(x), 0.0, x)
     if not np.isfinite(x).all():
-        raise InputDataError("starting point x0 contains inf")
+        # only the program's start can get here (option x0 is checked finite by its validator): the user's variables
+        # hold an infinite value, so name the variable rather than an option the user did not pass
+        j = int(np.flatnonzero(~np.isfinite(x))[0])
+        name = program.names[j] if j < len(program.names) else f"entry {j}"
+        raise InputDataError(f"the starting point (the variables' current values) is {x[j]} at {name!r}; set a "
+                             "finite value (or None) or pass option x0")
     if not model.constrained:
         return x
     x = np.clip(x, model.lb, model.ub)
