@@ -59,3 +59,12 @@ def test_cvxpy_log_of_other_forms_is_named(arg):
     w = cp.Variable(D, name="w")
     with pytest.raises(ModelStructureError, match=r"of `log` must be affine, or a constant >= 0 plus nonnegative"):
         cp.Problem(cp.Minimize(cp.log(arg(w)) + cp.sum_squares(w))).solve(method="klprox")
+
+
+def test_entropy_term_is_printed_with_its_argument_in_parentheses():
+    """``-cp.sum(cp.entr(w))`` was reported as "the term a^T w + b*log(a^T w + b)", which reads as
+    ``a^T w + (b log(...))``; the argument of ``x log x`` is parenthesized."""
+    w = cp.Variable(D, name="w")
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(X @ w)) + cp.sum_squares(w) - cp.sum(cp.entr(w))))
+    with pytest.raises(ModelStructureError, match=r"the term \(a\^T w \+ b\)\*log\(a\^T w \+ b\) has no Gaussian"):
+        prob.solve(method="klprox")

@@ -107,7 +107,7 @@ class AtomKernel:
 class XLogX(AtomKernel):
     """``g(u) = u log u`` on ``u >= 0`` (``0 log 0 = 0``); ``g' = log u + 1``, ``g'' = 1/u``; min ``-1/e`` at ``1/e``."""
 
-    kind, text, domain, tangent_floor = "xlogx", "{u}*log({u})", (0.0, np.inf, True), 1e-10
+    kind, text, domain, tangent_floor = "xlogx", "({u})*log({u})", (0.0, np.inf, True), 1e-10
     user_open = True  # written u*log(u) (Pyomo, numpy) it does not evaluate at 0
 
     def value(self, u):
