@@ -68,3 +68,21 @@ def test_entropy_term_is_printed_with_its_argument_in_parentheses():
     prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(X @ w)) + cp.sum_squares(w) - cp.sum(cp.entr(w))))
     with pytest.raises(ModelStructureError, match=r"the term \(a\^T w \+ b\)\*log\(a\^T w \+ b\) has no Gaussian"):
         prob.solve(method="klprox")
+
+
+def test_cvxpy_log1p_of_exp_and_a_vectorized_log_of_row_sums():
+    """``cp.log1p(cp.exp(z))`` and ``cp.log(cp.sum(cp.exp(X @ W), axis=1))`` were refused like ``cp.log(1 + exp)``;
+    they are the logistic and the softmax likelihoods (the same -ELBO and posterior as cp.logistic / log_sum_exp)."""
+    w = cp.Variable(D)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.log1p(cp.exp(-cp.multiply(YPM, X @ w)))) + cp.sum_squares(w) / (2 * DELTA)))
+    f = prob.solve(method="klprox")
+    rm, rV, rf = _ref_logit()
+    assert np.max(np.abs(w.value - rm)) <= TOL * max(1.0, np.max(np.abs(rm))) and abs(f - rf) <= FTOL * abs(rf)
+    Y = np.eye(3)[np.arange(N) % 3]
+    W = cp.Variable((D, 3))
+    got = []
+    for lse in (cp.sum(cp.log_sum_exp(X @ W, axis=1)), cp.sum(cp.log(cp.sum(cp.exp(X @ W), axis=1)))):
+        p = cp.Problem(cp.Minimize(lse - cp.sum(cp.multiply(Y, X @ W)) + cp.sum_squares(W) / (2 * DELTA)))
+        got.append((p.solve(method="klprox"), W.value.copy(), p.varopt_result.info["covariance"]))
+    assert abs(got[0][0] - got[1][0]) <= 1e-12 * abs(got[0][0])
+    assert np.max(np.abs(got[0][1] - got[1][1])) <= 1e-9 and np.max(np.abs(got[0][2] - got[1][2])) <= 1e-9

@@ -18,8 +18,8 @@ log-sum-exp groups (catalogue kinds of :mod:`varopt.program.terms`):
   coefficient ``-1``; ``entr(u) = -u log u`` -> ``xlogx`` rows with coefficient ``-1``;
 * ``rel_entr(x, y) = x log x - x log y``, ``kl_div(x, y) = rel_entr(x, y) - x + y``;
 * ``log_sum_exp(u, axis)`` -> one group per output entry; ``logistic(z) = log(exp 0 + exp z)``.
-* ``log(c + sum_r w_r exp(u_r))`` (``c, w_r >= 0``: ``log(1 + exp(z))``, ``log(sum(exp(u)))`` written from the
-  formula, as in Pyomo models) -> one log-sum-exp group per entry, ``log c`` its constant entry.
+* ``log(c + sum_r w_r exp(u_r))`` (``c, w_r >= 0``: ``log(1 + exp(z))``, ``log1p(exp(z))``, ``log(sum(exp(u)))``
+  written from the formula, as in Pyomo models) -> one log-sum-exp group per entry, ``log c`` its constant entry.
 """
 from __future__ import annotations
 
@@ -146,20 +146,22 @@ class _Tracer(_ProductTracer):
     _Pnorm = _pnorm
     _PnormApprox = _pnorm
 
-    def _log(self, expr, shape):
+    def _log(self, expr, shape, shift=0.0):
+        """``log(u + shift)``: ``neglog`` rows for an affine ``u``, log-sum-exp groups for a sum of exponentials."""
         z = self.trace(expr.args[0])
+        if shift:
+            z = _Node(z.shape, self.n, z.A, z.c + shift, z.Q, z.rows, z.lse)
         if z.is_affine:
             return self.atom_node("neglog", z, -1.0, shape)
         grp = _exp_sum_groups(z)
         if grp is None:
-            self.fail(expr, f"the argument `{expr.args[0]}` of `log` must be affine, or a constant >= 0 plus "
-                      "nonnegative multiples of exp(affine) (a log-sum-exp, as cp.logistic(z) = log(1 + exp(z)) and "
-                      "cp.log_sum_exp(u))")
+            self.fail(expr, f"the argument `{expr.args[0]}` of `{type(expr).__name__}` must be affine, or a constant "
+                      f">= {0.0 - shift:g} plus nonnegative multiples of exp(affine) (a log-sum-exp, as cp.logistic(z) = "
+                      "log(1 + exp(z)) and cp.log_sum_exp(u))")
         return _Node(shape, self.n, lse=[(grp, _diagonal(1.0, z.m))])
 
     def _log1p(self, expr, shape):
-        z = self.affine_arg(expr, expr.args[0])
-        return self.atom_node("neglog", _Node(z.shape, self.n, z.A, z.c + 1.0), -1.0, shape)
+        return self._log(expr, shape, 1.0)
 
     def _entr(self, expr, shape):
         return self.atom_node("xlogx", self.affine_arg(expr, expr.args[0]), -1.0, shape)
