@@ -200,7 +200,8 @@ def limit_options(max_iter=1000, time_limit=None):
 def progress_options(callback_doc="called as callback(iteration, x) after every iteration; returning True "
                                   "stops the run (status 'iteration_limit')"):
     return [
-        Option("verbose", False, "print progress (iteration, bounds, gap) to stderr", bool),
+        Option("verbose", False, "print progress (iteration, bounds, gap) to stderr (to stdout from prob.solve and "
+               "Pyomo solve, as their solvers print)", bool),
         Option("callback", None, callback_doc, _callable_or_none),
         Option("history_every", None, "record history every this many iterations (None: the solver's default)",
                int, positive, "must be positive"),
