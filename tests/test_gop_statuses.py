@@ -45,6 +45,8 @@ def test_unbounded_relaxed_dual_direction_is_reported_unbounded(sense):
     assert res.info["unbounded_ray"] == {"z": pytest.approx(res.info["unbounded_ray"]["z"])}
     assert res.info["unbounded_ray"]["z"] > 0
     assert m.z.value is None  # nothing loaded
+    # the message speaks of the user's objective: a maximised one increases (it said "decreases" for both)
+    assert ("increases without bound" if sense == pyo.maximize else "decreases without bound") in res.message
 
 
 def test_unbounded_lp_in_the_primal_block():

@@ -279,7 +279,9 @@ class GopSolver(Solver):
             # the ray's points have no finite optimum: no point is loaded, bounds are -inf
             z, d = proof
             ray = {program.names[j]: float(d[j]) for j in np.flatnonzero(d)}
-            return run.finish("unbounded", "the objective decreases without bound along a feasible ray "
+            # in the user's sense: a maximised objective increases along the ray (the program minimises its negative)
+            way = "increases" if user.maximize else "decreases"
+            return run.finish("unbounded", f"the objective {way} without bound along a feasible ray "
                               f"(from a feasible point, moving {', '.join(list(ray)[:6])}); see "
                               "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
                               upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,
