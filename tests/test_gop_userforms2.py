@@ -38,3 +38,20 @@ def test_log_of_an_affine_argument_over_free_variables_with_a_product():
     opt = -2 * math.log(1.5)
     r = prob.varopt_result
     assert prob.status == "optimal" and r.lower_bound <= opt + 1e-9 and abs(prob.value - opt) < 1e-6
+
+
+def test_a_binary_variable_error_points_to_the_energy_solvers():
+    """A binary variable given to gop was refused with "varopt solves continuous problems only", which is not
+    so: the energy-model solvers take binary variables. The message now names them (Pyomo and CVXPY)."""
+    import pyomo.environ as pyo
+    import pytest
+    from varopt.errors import ModelStructureError
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(domain=pyo.Binary)
+    m.y = pyo.Var(bounds=(0, 3))
+    m.obj = pyo.Objective(expr=m.x * m.y - m.x - m.y)
+    with pytest.raises(ModelStructureError, match="discrete domain Binary; this solver takes continuous.*'exact'"):
+        pyo.SolverFactory("gop").solve(m)
+    b = cp.Variable(2, boolean=True)
+    with pytest.raises(ModelStructureError, match="boolean=True, which this solver does not support.*'meanfield'"):
+        cp.Problem(cp.Minimize(b[0] * b[1])).solve(method="gop")
