@@ -46,3 +46,18 @@ def test_entropy_on_a_simplex_without_a_sign_constraint_matches_clarabel():
     ref = np.exp(-c) / np.exp(-c).sum()
     assert np.all(p.value > 0) and np.abs(p.value - ref).max() < 1e-2
     assert abs(prob.value - (-math.log(np.exp(-c).sum()))) < 1e-3
+
+
+def test_a_limit_says_which_limit_and_that_it_was_the_default():
+    """A small QP written with ``cp.sum_squares`` is a finite sum of its 3 rows for ipsa; without a stopping rule
+    the run is 10 passes = 30 iterations and stops far from the optimum (value 3.06 against Clarabel's 1/3). The
+    status said ``pass_limit`` with an empty message (Pyomo's ``results.solver.message`` was the bare status)."""
+    x = cp.Variable(3)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x - np.arange(3))), [cp.sum(x) <= 2])
+    prob.solve(method="ipsa")
+    r = prob.varopt_result
+    assert prob.status == "user_limit" and r.status == "pass_limit" and r.iterations == 30
+    assert "10 passes over the 3 terms of the finite sum (30 iterations)" in r.message
+    assert "default when no stopping rule is given" in r.message
+    prob.solve(method="ipsa", max_iter=7)
+    assert prob.varopt_result.message == "max_iter=7 reached"  # the user's own limit: no hint
