@@ -7,8 +7,11 @@ import math
 
 import cvxpy as cp
 import numpy as np
+import pyomo.environ as pyo
+import pytest
 
 import varopt  # noqa: F401  (registers the solvers)
+from varopt.errors import ModelStructureError
 
 
 def test_entropy_over_a_free_simplex_is_certified():
@@ -43,9 +46,6 @@ def test_log_of_an_affine_argument_over_free_variables_with_a_product():
 def test_a_binary_variable_error_points_to_the_energy_solvers():
     """A binary variable given to gop was refused with "varopt solves continuous problems only", which is not
     so: the energy-model solvers take binary variables. The message now names them (Pyomo and CVXPY)."""
-    import pyomo.environ as pyo
-    import pytest
-    from varopt.errors import ModelStructureError
     m = pyo.ConcreteModel()
     m.x = pyo.Var(domain=pyo.Binary)
     m.y = pyo.Var(bounds=(0, 3))

@@ -12,7 +12,14 @@ point is exact.
 """
 from __future__ import annotations
 
-from ...options import Option, OptionSet, common_options, positive, progress_options, seed_option
+from ...options import (
+    Option,
+    OptionSet,
+    common_options,
+    positive,
+    progress_options,
+    seed_option,
+)
 from ...registry import Solver, register_solver
 from ..energy_result import beta_option, finish, log_potential
 from .messages import Messages, run_messages
