@@ -45,6 +45,8 @@ def test_unbounded_relaxed_dual_direction_is_reported_unbounded(sense):
     assert res.info["unbounded_ray"] == {"z": pytest.approx(res.info["unbounded_ray"]["z"])}
     assert res.info["unbounded_ray"]["z"] > 0
     assert m.z.value is None  # nothing loaded
+    # the message speaks of the user's objective: a maximised one increases (it said "decreases" for both)
+    assert ("increases without bound" if sense == pyo.maximize else "decreases without bound") in res.message
 
 
 def test_unbounded_lp_in_the_primal_block():
@@ -213,3 +215,18 @@ def test_no_runtime_warnings_on_ordinary_models():
             warnings.simplefilter("error")
             res = gop(m, time_limit=60).varopt_result
         assert res.status in ("optimal", "unbounded")
+
+
+def test_a_partition_that_joins_the_factors_of_a_product_is_named_as_the_cause():
+    """``partition=['x', 'y']`` puts both factors of ``x[0]*y[0]`` in the primal block; the error read "the products
+    partition option puts x[0] in the primal block, ... and x[0]*y[0] form an odd cycle" (there is no cycle)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(2), bounds=(0, 2))
+    m.y = pyo.Var(range(2), bounds=(0, 2))
+    m.obj = pyo.Objective(expr=m.x[0] * m.y[0] - m.x[1] * m.y[1] + m.x[0] - m.y[1])
+    with pytest.raises(ModelStructureError) as e:
+        gop(m, partition=["x", "y"])
+    msg = str(e.value)
+    assert "odd cycle" not in msg and "the products partition" not in msg
+    assert "partition option puts x[0] in the primal block" in msg and "x[0]*y[0] is not convex" in msg
+    assert gop(m, partition="y").varopt_result.status == "optimal"  # a partition that splits the products

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from varopt.errors import InputDataError
+from varopt.errors import InputDataError, InvalidOptionError
 from varopt.formulations.sparse_ising import check_spins, moments
 from varopt.estimators.sparse_ising import SparseIsing
 from varopt.oracles.ising import IsingExactOracle, IsingGibbsOracle
@@ -197,3 +197,14 @@ def test_sparse_01_data_are_read_as_dense_spins():
     dense = SparseIsing(rho=0.05).fit(X)
     sparse = SparseIsing(rho=0.05).fit(sps.csr_matrix(X))
     assert np.array_equal(dense.theta_, sparse.theta_)
+
+
+def test_estimator_zero_samples_and_zero_max_iter_are_refused_not_replaced():
+    """``SparseIsing(samples=0)`` ran 100 chains and ``max_iter=0`` the default 1000 iterations (``x or default``
+    replaced the user's zero without a word); both now reach the validation that names them."""
+    S = np.random.default_rng(3).choice([-1, 1], size=(40, 4))
+    with pytest.raises(ValueError, match="number of chains must be an integer >= 1 \\(got 0\\)"):
+        SparseIsing(gradient="gibbs", samples=0, max_iter=5).fit(S)
+    with pytest.raises(InvalidOptionError, match="option 'max_iter': must be positive"):
+        SparseIsing(gradient="gibbs", max_iter=0).fit(S)
+    assert SparseIsing(gradient="gibbs", samples=7, max_iter=3).fit(S).n_iter_ == 3

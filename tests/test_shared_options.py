@@ -126,3 +126,13 @@ def test_small_matrices_leave_blas_alone(monkeypatch):
     varopt.get_solver("gop").solve(small)
     varopt.get_solver("gop").solve(small, blas_threads=2)
     assert seen == [None, 2]
+
+
+@pytest.mark.parametrize("name", ["gop", "ipsa", "proxsg", "meanfield", "lbp", "trw", "ais", "sasmc", "cmf"])
+def test_a_negative_seed_is_refused_by_name(name):
+    """numpy's generators take non-negative seeds only: ``seed=-1`` used to reach them mid-solve and fail
+    with numpy's bare ``ValueError: expected non-negative integer`` (ipsa, proxsg and the energy solvers)."""
+    opts = varopt.get_solver(name).options
+    assert opts.validate({"seed": 7}).seed == 7
+    with pytest.raises(InvalidOptionError, match="option 'seed': must be a non-negative integer"):
+        opts.validate({"seed": -1})

@@ -208,11 +208,17 @@ def progress_options(callback_doc="called as callback(iteration, x) after every 
     ]
 
 
+def seed_option(doc="seed of every random stream of the solve (results are reproducible from it)"):
+    """``seed``: numpy's generators take non-negative integers only, so a negative seed is refused here
+    by name (it used to surface mid-solve as numpy's bare ``expected non-negative integer``)."""
+    return Option("seed", 0, doc, int, lambda v: v >= 0, "must be a non-negative integer")
+
+
 def start_options(x0_doc="starting point (array of length n); default: the model's initial values",
                   seed_doc="seed of every random stream of the solve (results are reproducible from it)"):
     return [
         Option("x0", None, x0_doc, _array_or_none),
-        Option("seed", 0, seed_doc, int),
+        seed_option(seed_doc),
     ]
 
 

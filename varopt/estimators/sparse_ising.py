@@ -64,8 +64,13 @@ class SparseIsing:
         if kind == "exact":
             return IsingExactOracle(n, data_mean=data_mean)
         exact = IsingExactOracle(n, data_mean=data_mean) if n <= 16 else None
-        return IsingGibbsOracle(n, data_mean=data_mean, n_chains=self.samples or 100, n_sweeps=self.n_sweeps,
+        return IsingGibbsOracle(n, data_mean=data_mean, n_chains=self._samples(), n_sweeps=self.n_sweeps,
                                 init=self.init, exact_values=exact)
+
+    def _samples(self):
+        """Chains of the Gibbs oracle: 100 when not given; ``samples=0`` is refused downstream (it was
+        replaced by 100 without a word)."""
+        return 100 if self.samples is None else self.samples
 
     def fit(self, X, y=None):
         import varopt
@@ -83,10 +88,11 @@ class SparseIsing:
         if oracle.exact:
             opts.update(restart=True)
         else:
-            opts.update(schedule=self.schedule, samples=self.samples or 100)
+            opts.update(schedule=self.schedule, samples=self._samples())
         if self.sparsify != "none":
             opts.update(sparsify=self.sparsify)
-        opts["max_iter"] = self.max_iter or (5000 if oracle.exact else 1000)
+        # None is the default; 0 is the user's value and reaches proxsg's validation (``or`` replaced it silently)
+        opts["max_iter"] = (5000 if oracle.exact else 1000) if self.max_iter is None else self.max_iter
         opts.update(self.solver_options or {})
         res = varopt.get_solver("proxsg").solve(prog, **opts)
         if res.x is None:

@@ -20,3 +20,15 @@ def compile_model(model, binary=False):
         return compile_pyomo_energy(model)
     from .pyomo_compile import compile_pyomo
     return compile_pyomo(model)
+
+
+def energy_hint() -> str:
+    """The end of a "discrete variable" error: binary variables are what the energy-model solvers take
+    (a user who met the error with ``gop`` learns where such a model goes; the message used to say that
+    varopt as a whole solves continuous problems only)."""
+    from ..registry import registered_solvers
+    names = sorted(n for n, cls in registered_solvers().items() if getattr(cls, "accepts_binary", False))
+    if not names:
+        return ""
+    return ("; a model over binary variables alone is an energy model p(x) ∝ exp(-beta f(x)) for the solvers "
+            + ", ".join(repr(n) for n in names))

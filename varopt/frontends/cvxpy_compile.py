@@ -72,6 +72,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
+from . import energy_hint
 from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
@@ -144,8 +145,9 @@ def _variable_bounds(var, where):
     attrs = getattr(var, "attributes", {})
     for a in _REJECTED_ATTRS:
         if attrs.get(a):
-            raise ModelStructureError(f"variable `{var.name()}` has the attribute {a}=True, which varopt does "
-                                      "not support (continuous unstructured variables only)")
+            hint = energy_hint() if a in ("boolean", "integer") else ""
+            raise ModelStructureError(f"variable `{var.name()}` has the attribute {a}=True, which this solver does "
+                                      f"not support (continuous unstructured variables only){hint}")
     if attrs.get("nonneg") or attrs.get("pos"):
         lb[:] = 0.0
     if attrs.get("nonpos") or attrs.get("neg"):

@@ -68,6 +68,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
+from . import energy_hint
 from ..program.atoms import ATOM_KINDS, ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
@@ -246,8 +247,8 @@ def compile_pyomo(model):
     for k, v in enumerate(vars_):
         if not v.is_continuous():
             raise ModelStructureError(
-                f"variable '{v.name}' has the discrete domain {v.domain}; varopt solves continuous "
-                "problems only (fix the variable or relax its domain)")
+                f"variable '{v.name}' has the discrete domain {v.domain}; this solver takes continuous "
+                f"variables only (fix the variable or relax its domain){energy_hint()}")
         try:
             a, b = v.lb, v.ub
         except ValueError as exc:

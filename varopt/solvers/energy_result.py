@@ -51,6 +51,11 @@ def finish(run, program, opts, model, log_z, means=None, corr=None, *, lower=Non
     ``lower``/``upper`` certified bounds on log Z (None when not certified)."""
     beta = opts.beta
     names = program.names
+    if model.n == 0:
+        # every variable fixed: log Z is the constant log-potential, known exactly whatever the method, and the
+        # result is the constant's (docs/conventions.md: "optimal", as every solver answers a constant model)
+        log_z = lower = upper = model.const
+        status, message = "optimal", "no free variable: log Z is the constant log-potential"
     out = {"log_partition": float(log_z), "beta": beta}
     if lower is not None:
         out["log_partition_lower"] = float(lower)

@@ -362,6 +362,16 @@ def _check_conditions(program, is_x, names, same_block_products):
                     for a2, b2, txt, path in same_block_products:
                         if is_x[a2] == (label == "primal") and path:
                             terms = [p.split(" (in")[0] for p in path] + [txt.split(" (in")[0]]
+                            forced = [t for t in terms[:-1] if t.startswith("partition option")]
+                            if forced:
+                                # the user's partition, not a cycle of products, put the factors together (the
+                                # message read "the products partition option puts ... form an odd cycle")
+                                via = [t for t in terms[:-1] if not t.startswith("partition option")]
+                                raise ModelStructureError(
+                                    f"no biconvex partition (GOP; Saddiki, Trapp & Flaherty 2017, §2.1): the "
+                                    f"{_join(forced)}" + (f" (with the products {_join(via)})" if via else "")
+                                    + f", so {names[a2]} and {names[b2]} share a block, where {terms[-1]} is not "
+                                    "convex (block Hessian not PSD): choose a partition that splits the product")
                             raise ModelStructureError(
                                 f"no biconvex partition (GOP; Saddiki, Trapp & Flaherty 2017, §2.1): the products {_join(terms)} form an "
                                 f"odd cycle: {_join(terms[:-1])} force {names[a2]} and {names[b2]} into one block, "

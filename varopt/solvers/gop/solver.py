@@ -32,6 +32,7 @@ from ...errors import InvalidOptionError, ModelStructureError
 from ...core.threads import SMALL_ORDER, blas_threads, option_threads
 from ...options import Option, Options, OptionSet, common_options, nonnegative, start_options, thread_options
 from ...registry import Solver, register_solver
+from ...program.domains import with_atom_domains
 from ...program.evaluable import evaluable_point
 from ...program.scaling import scaling_pairs, with_scaling_rows
 from ...program.symmetry import with_order_rows
@@ -161,6 +162,8 @@ class GopSolver(Solver):
         epi = abs_epigraph(program)  # |u| rows -> t >= |u| (exact for convex uses; others rejected)
         if epi is not None:
             program = epi[0]
+        # cp.entr(p) over a free p: the primal problems must stay where p >= 0 (they met NaN objectives)
+        program = with_atom_domains(program)
         xpart = _resolve_partition(program, opts.partition)
         mode, lifted = opts.mode, None
         try:
@@ -276,7 +279,9 @@ class GopSolver(Solver):
             # the ray's points have no finite optimum: no point is loaded, bounds are -inf
             z, d = proof
             ray = {program.names[j]: float(d[j]) for j in np.flatnonzero(d)}
-            return run.finish("unbounded", "the objective decreases without bound along a feasible ray "
+            # in the user's sense: a maximised objective increases along the ray (the program minimises its negative)
+            way = "increases" if user.maximize else "decreases"
+            return run.finish("unbounded", f"the objective {way} without bound along a feasible ray "
                               f"(from a feasible point, moving {', '.join(list(ray)[:6])}); see "
                               "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
                               upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,

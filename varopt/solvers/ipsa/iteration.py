@@ -203,7 +203,21 @@ class IpsaRun:
     def _stopped(self) -> bool:
         run, it, opts = self.run, self.it, self.opts
         if self.total is not None and it >= self.total:
-            run.stop("pass_limit" if (self.limit_pass is not None and it >= self.limit_pass) else "iteration_limit")
+            by_pass = self.limit_pass is not None and it >= self.limit_pass
+            # say which limit ended the run, and that a defaulted one was not the user's (a plain QP written
+            # as sum_squares is a finite sum of its rows: 10 passes over 3 rows are 30 iterations)
+            given = getattr(opts, "given", ())
+            unmet = "; the KKT conditions were not met" if self.exact and opts.kkt_tol > 0 else ""
+            if by_pass:
+                msg = (f"{opts.passes if opts.passes is not None else 10.0:g} passes over the {self.N} terms of the "
+                       f"finite sum ({it} iterations) done{unmet}")
+                if "passes" not in given and "max_iter" not in given:
+                    msg += " (default when no stopping rule is given: set passes, max_iter or time_limit)"
+            else:
+                msg = f"max_iter={opts.max_iter if opts.max_iter is not None else it} reached{unmet}"
+                if "max_iter" not in given:
+                    msg += " (default when no stopping rule is given: set max_iter, passes or time_limit)"
+            run.stop("pass_limit" if by_pass else "iteration_limit", msg)
             return True
         # the clock every 16 iterations: per-sample steps take microseconds
         if opts.time_limit is not None and (it & 15) == 0 and run.elapsed() > opts.time_limit:

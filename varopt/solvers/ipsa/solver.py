@@ -37,6 +37,7 @@ from ...options import (Alias, Option, Options, OptionSet, limit_options, nonneg
                         start_options, thread_options)
 from ...program import Program
 from ...program.eliminate import eliminate_equalities
+from ...program.domains import with_atom_domains
 from ...core.run import Run
 from ...registry import Solver, register_solver
 from ...result import Result
@@ -131,6 +132,7 @@ class IpsaSolver(Solver):
     def _solve(self, program: Program, opts, run: Run) -> Result:
         program = program.split_abs_rows()   # |w| <= u is the box form -u <= w <= u: two linear rows
         program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
+        program = with_atom_domains(program)  # -log x over a free x: the iterates must stay where x > 0
         elim = eliminate_equalities(_pinned_as_equalities(program), max_elim=program.n, min_support=1)
         if elim is None:
             return run_ipsa(program, opts, run)

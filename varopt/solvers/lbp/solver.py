@@ -12,7 +12,14 @@ point is exact.
 """
 from __future__ import annotations
 
-from ...options import Option, OptionSet, common_options, positive, progress_options
+from ...options import (
+    Option,
+    OptionSet,
+    common_options,
+    positive,
+    progress_options,
+    seed_option,
+)
 from ...registry import Solver, register_solver
 from ..energy_result import beta_option, finish, log_potential
 from .messages import Messages, run_messages
@@ -27,7 +34,7 @@ def message_options(damping=0.5, tol=1e-8, max_iter=1000):
                "must be positive"),
         Option("init", "random", "initial messages: 'random' (log-odds uniform in [-0.1, 0.1], which breaks the "
                "symmetry of zero-field models) or 'zero'", ("random", "zero")),
-        Option("seed", 0, "seed of the random initial messages", int),
+        seed_option("seed of the random initial messages"),
     ]
 
 
