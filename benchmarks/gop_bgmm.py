@@ -1,4 +1,4 @@
-"""Benchmark: varopt ``gop`` vs SCIP on Bayesian GMM negative ELBOs (seed 004 §3.2, Table 1).
+"""Benchmark: varopt ``gop`` vs SCIP on Bayesian GMM negative ELBOs (Saddiki, Trapp & Flaherty 2017, §3.2, Table 1).
 
 For every N, K, family: draw data from a K-component mixture (seeded), build ONE Pyomo
 model (``bgmm_pyomo``) and solve it with ``SolverFactory('gop')`` and with SCIP

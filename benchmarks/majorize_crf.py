@@ -1,4 +1,4 @@
-"""Benchmark: chain CRF on a CoNLL-2002 Spanish subset (seed 003 Table 1, CoNLL column).
+"""Benchmark: chain CRF on a CoNLL-2002 Spanish subset (Jebara & Choromanska 2012, Table 1, CoNLL column).
 
 Same model and oracle for every optimizer (:class:`varopt.estimators.crf.ChainCRF`): majorization with
 the junction-tree bound (Algorithm 3 inside Algorithm 2, with the secant extrapolation), its ``bound_reuse``

@@ -1,4 +1,4 @@
-"""Certified global optimum of a Bayesian GMM ELBO with GOP vs. variational EM (seed 004 §3.2).
+"""Certified global optimum of a Bayesian GMM ELBO with GOP vs. variational EM (Saddiki, Trapp & Flaherty 2017, §3.2).
 
     python examples/gop_demo.py                       # point-mass family, known variance
     python examples/gop_demo.py --family gaussian     # Gaussian q(mu)

@@ -1,6 +1,6 @@
-r"""Bayesian Gaussian mixture ELBOs as biconvex optimisation models (seed 004, §3-4, App. B-C).
+r"""Bayesian Gaussian mixture ELBOs as biconvex optimisation models (Saddiki, Trapp & Flaherty 2017, §3-4, App. B-C).
 
-Model (1-D data ``x_1..x_N``, ``K`` components; seed 004 eq. (22))::
+Model (1-D data ``x_1..x_N``, ``K`` components; Saddiki, Trapp & Flaherty 2017, eq. (22))::
 
     mu_k ~ N(0, 1/lambda)                     (known variance sigma^2 = 1/tau)
     mu_k | tau ~ N(0, 1/(lambda tau))         (learned variance, conjugate prior)

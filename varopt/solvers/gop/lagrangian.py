@@ -1,4 +1,4 @@
-r"""Block views of a program and the linearised Lagrangian of GOP (seed 004 eqs. (7), (12)-(14)).
+r"""Block views of a program and the linearised Lagrangian of GOP (Saddiki, Trapp & Flaherty 2017, eqs. (7), (12)-(14)).
 
 For a partition ``z = (x, y)`` every expression ``e`` (objective or constraint body) is split
 into

@@ -1,6 +1,6 @@
 """Biconvexity analysis: split the variables into the GOP blocks ``x`` and ``y``.
 
-Seed 004 §2.1 (conditions 1-4) and Floudas (2000) ch. 3. Notation used throughout the
+Saddiki, Trapp & Flaherty (2017) §2.1 (conditions 1-4) and Floudas (2000) ch. 3. Notation used throughout the
 gop package (see docs/gop.md):
 
 * ``x`` -- the *primal* / enumerated block. The primal problem fixes ``y`` and is convex
@@ -343,7 +343,7 @@ def _analyze(program, partition, merge) -> Partition:
 
 
 def _check_conditions(program, is_x, names, same_block_products):
-    """GOP conditions 1-4 (seed 004 §2.1) for the chosen blocks; raise with the offending term."""
+    """GOP conditions 1-4 (Saddiki, Trapp & Flaherty 2017, §2.1) for the chosen blocks; raise with the offending term."""
     lb = program.lb
     xs, ys = np.flatnonzero(is_x), np.flatnonzero(~is_x)
     for ename, e, kind in _iter_expressions(program):

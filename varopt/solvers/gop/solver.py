@@ -1,7 +1,7 @@
-r"""GOP: certified global optimization of biconvex programs (seed 004 §2.3; Floudas &
+r"""GOP: certified global optimization of biconvex programs (Saddiki, Trapp & Flaherty 2017, §2.3; Floudas &
 Visweswaran 1990, 1993; Floudas 2000, ch. 3).
 
-Algorithm (seed 004 §2.3 steps 0-5, as a best-first tree):
+Algorithm (Saddiki, Trapp & Flaherty 2017, §2.3 steps 0-5, as a best-first tree):
 
 0. partition the variables (``x`` primal block, ``y`` relaxed-dual block, :mod:`.partition`),
    tighten the bounds (:mod:`.bounds`), pick ``y^1`` (``x0`` of the model or a seeded random
