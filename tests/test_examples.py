@@ -23,3 +23,29 @@ def test_example_runs(name, tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"{name} failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}"
     assert out.stdout.strip(), f"{name} printed nothing"
+
+
+def test_the_examples_extra_installs_what_the_examples_import():
+    """A fresh ``pip install -e '.[plot]'`` has no scikit-learn, which three examples import: the README points
+    to the ``examples`` extra, so it must cover every third-party import of every script."""
+    import ast
+    import tomllib
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installed = {_dist_name(r) for r in project["dependencies"] + project["optional-dependencies"]["examples"]}
+    module_dist = {"sklearn": "scikit-learn", "pyomo": "pyomo", "cvxpy": "cvxpy", "numpy": "numpy", "scipy": "scipy",
+                   "matplotlib": "matplotlib", "highspy": "highspy"}
+    for name in EXAMPLES:
+        tree = ast.parse((ROOT / "examples" / name).read_text())
+        mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module
+                 and n.level == 0}
+        third = mods - set(sys.stdlib_module_names) - {"varopt"}
+        unknown = third - set(module_dist)
+        assert not unknown, f"{name} imports {sorted(unknown)}: add them to the 'examples' extra and this map"
+        missing = {module_dist[m] for m in third} - installed
+        assert not missing, f"{name} needs {sorted(missing)}, which pip install -e '.[examples]' does not install"
+
+
+def _dist_name(requirement):
+    import re
+    return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
