@@ -39,7 +39,7 @@ def run_gop(model, time_limit, rel_gap, **opts):
 
 
 def random_starts(args):
-    """gop from R random starting points on MINIMAL_DATA (seed §3.2: GOP reached the optimum 100/100)."""
+    """gop from R random starting points on MINIMAL_DATA (Saddiki et al. 2017, §3.2: GOP reached the optimum 100/100)."""
     import pyomo.environ as pyo
 
     from varopt.baselines import bgmm_vem as V

@@ -25,7 +25,7 @@ import numpy as np
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--family", choices=("point", "gaussian"), default="point",
-                    help="variational family of q(mu): point mass (seed §3) or Gaussian (seed §4)")
+                    help="variational family of q(mu): point mass or Gaussian (Saddiki, Trapp & Flaherty 2017, §3, §4)")
     ap.add_argument("--variance", default=None,
                     help="known variance sigma^2 (number) or 'learned'; default: the data set's value")
     ap.add_argument("--restarts", type=int, default=100, help="number of VEM restarts (default 100)")

@@ -16,6 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 LEAKS = re.compile(
     r"\b\d{3}_[0-9a-f]{16}\b"          # a local paper copy's file name
     r"|\bseeds? 00\d\b"                 # "seed 004": the local copy instead of the authors
+    r"|\bseed(?:'s)? (?:eqs?\.|§|section|table|formulas?|paper)"   # "seed eq. (17)", "seed §3"
     r"|\bNOTES\.md\b"
     r"|(?<![\w.])/(?:work|tmp)/",       # absolute paths of the development machine
     re.IGNORECASE,
@@ -31,9 +32,10 @@ def _user_files():
 
 def test_the_pattern_catches_the_known_leaks():
     for bad in ("(seed `000_9d8fec931dcf5def.txt`)", "as used in seed 004 (", "NOTES.md's closed form",
-                "PYTHONPATH=/work/main", "open('/tmp/x')"):
+                "PYTHONPATH=/work/main", "open('/tmp/x')",
+                "(seed eqs. (3), (9))", "point mass (seed §3)", "The seed's formulas"):
         assert LEAKS.search(bad), bad
-    for fine in ("seed=0", "seeds 0-9", "random seed 1000", "tests/test_gop.py", "x/tmp/"):
+    for fine in ("seed=0", "seeds 0-9", "random seed 1000", "tests/test_gop.py", "x/tmp/", "seed (default 0): seed of the random", "seeded from HiGHS's answer"):
         assert not LEAKS.search(fine), fine
 
 

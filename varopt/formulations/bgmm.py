@@ -8,8 +8,8 @@ Model (1-D data ``x_1..x_N``, ``K`` components; Saddiki, Trapp & Flaherty 2017, 
 
 ``pi`` (and ``tau`` when learned) are point estimates. Variational families:
 
-* ``family='point'`` (seed §3, eq. (23)-(25)): ``q(z_i) = Cat(phi_i)``, point mass on ``mu``.
-* ``family='gaussian'`` (seed §4, eq. (26)-(28)): ``q(z_i) = Cat(phi_i)``, ``q(mu_k) = N(m_k, v_k)``.
+* ``family='point'`` (Saddiki et al. 2017, §3, eq. (23)-(25)): ``q(z_i) = Cat(phi_i)``, point mass on ``mu``.
+* ``family='gaussian'`` (Saddiki et al. 2017, §4, eq. (26)-(28)): ``q(z_i) = Cat(phi_i)``, ``q(mu_k) = N(m_k, v_k)``.
 
 Negative ELBO with every normalising constant (derivation in ``docs/gop_bgmm.md``;
 ``lam_eff = lambda`` for a known variance, ``lambda * tau`` when learned; ``v = 0`` and no

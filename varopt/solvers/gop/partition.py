@@ -20,7 +20,7 @@ A valid partition needs (checked here, on the compiled :class:`~varopt.program.P
    ``<=`` row convex in each block.
 
 The connected variables are the ``x`` variables whose Lagrangian gradient depends on ``y``
-(seed eq. (17)): those with a product partner in ``y``. GOP solves ``2^|connected|``
+(Saddiki et al. 2017, eq. (17)): those with a product partner in ``y``. GOP solves ``2^|connected|``
 relaxed duals per iteration, so the automatic partition minimises ``|connected|``.
 
 Search: variables are nodes of a parity union-find ("same block" / "opposite blocks"

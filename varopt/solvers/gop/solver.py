@@ -368,7 +368,7 @@ def _completion(user, epi):
 
 def _load_evaluable(program, res, opts):
     """Return a point at which the user's model evaluates (``phi > 0`` where the model has
-    ``phi*log(phi)``), within the gap tolerance of the certified value (docs/gop.md §13)."""
+    ``phi*log(phi)``), within the gap tolerance of the certified value (docs/gop.md §10b)."""
     f0 = program.objective.value(res.x)
     tol = max(opts.abs_gap or 0.0, opts.rel_gap * max(abs(f0), 1e-10))
     z, note = evaluable_point(program, res.x, tol)
