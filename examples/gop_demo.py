@@ -35,6 +35,11 @@ def main(argv=None):
     ap.add_argument("--plot", metavar="FILE", help="save the bounds-vs-time plot to FILE")
     ap.add_argument("--verbose", action="store_true", help="GOP progress on stderr")
     args = ap.parse_args(argv)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  (checked before the solves, not after them)
+        except ImportError:
+            ap.error("--plot needs matplotlib: pip install -e '.[plot]'")
 
     import pyomo.environ as pyo
 

@@ -49,3 +49,19 @@ def test_the_examples_extra_installs_what_the_examples_import():
 def _dist_name(requirement):
     import re
     return re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0].lower()
+
+
+def test_gop_demo_plot_without_matplotlib_stops_before_solving(tmp_path):
+    """``--plot`` without matplotlib was a ModuleNotFoundError after the solves; now an argparse error at once."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _NoMatplotlib:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'matplotlib':\n"
+        "            raise ModuleNotFoundError(name, name=name)\n"
+        "sys.meta_path.insert(0, _NoMatplotlib())\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "gop_demo.py"), "--plot", "b.png"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "--plot needs matplotlib" in out.stderr and "GOP" not in out.stdout
