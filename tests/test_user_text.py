@@ -44,3 +44,11 @@ def test_no_local_file_names_or_machine_paths(path):
     hits = [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
             for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if LEAKS.search(line)]
     assert not hits, "cite the paper by authors and year instead:\n" + "\n".join(hits)
+
+
+def test_public_estimators_have_their_own_docstrings():
+    """Without one, help() showed scikit-learn's BaseEstimator example (an ``is_fitted_`` attribute varopt never
+    sets) for BayesianPoissonRegression, and nothing for SparseIsing."""
+    import varopt.estimators as est
+    missing = [n for n in est.__all__ if not getattr(est, n).__doc__]
+    assert not missing, f"estimators without a docstring: {missing}"
