@@ -1,6 +1,6 @@
 """User-visible text cites papers by authors and year, never a local file name or a machine path.
 
-Scans what a user reads: README.md, docs/*.md, examples/, and every string (docstrings, option docs,
+Scans what a user reads: README.md, docs/*.md, examples/, benchmarks/, and every string (docstrings, option docs,
 error messages, CLI output) in varopt/. The patterns are the ones that leaked before: file names of the
 local paper copies (``004_61f5....txt``), "seed 004"-style references to them, their index file, and
 absolute paths of the development machine.
@@ -27,6 +27,7 @@ def _user_files():
     yield ROOT / "README.md"
     yield from sorted((ROOT / "docs").glob("*.md"))
     yield from sorted((ROOT / "examples").glob("*.py"))
+    yield from sorted((ROOT / "benchmarks").glob("*.py"))   # their headers and tables are read too
     yield from sorted(p for p in (ROOT / "varopt").rglob("*.py") if "__pycache__" not in p.parts)
 
 
