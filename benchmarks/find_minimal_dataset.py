@@ -1,6 +1,6 @@
 """How MINIMAL_DATA (varopt/formulations/bgmm.py) was found: a deterministic search.
 
-Seed 004 §3.2 builds its minimal data set from *repeated observations plus outliers*
+Saddiki, Trapp & Flaherty (2017) §3.2 builds its minimal data set from *repeated observations plus outliers*
 (Archambeau 2003); the numbers were lost. This script enumerates small candidates of that
 shape::
 

@@ -1,4 +1,4 @@
-"""Benchmark: varopt ``gop`` vs SCIP on Bayesian GMM negative ELBOs (seed 004 §3.2, Table 1).
+"""Benchmark: varopt ``gop`` vs SCIP on Bayesian GMM negative ELBOs (Saddiki, Trapp & Flaherty 2017, §3.2, Table 1).
 
 For every N, K, family: draw data from a K-component mixture (seeded), build ONE Pyomo
 model (``bgmm_pyomo``) and solve it with ``SolverFactory('gop')`` and with SCIP
@@ -39,7 +39,7 @@ def run_gop(model, time_limit, rel_gap, **opts):
 
 
 def random_starts(args):
-    """gop from R random starting points on MINIMAL_DATA (seed §3.2: GOP reached the optimum 100/100)."""
+    """gop from R random starting points on MINIMAL_DATA (Saddiki et al. 2017, §3.2: GOP reached the optimum 100/100)."""
     import pyomo.environ as pyo
 
     from varopt.baselines import bgmm_vem as V

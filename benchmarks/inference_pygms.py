@@ -40,10 +40,13 @@ def time_pygms(fn, model, target, tol=1e-6, start=8, limit=1024):
 
 
 if __name__ == "__main__":
-    import pygms.messagepass as mp
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instances", type=int, default=3)
     a = ap.parse_args()
+    try:
+        import pygms.messagepass as mp
+    except ImportError:
+        ap.error("this benchmark compares with pyGMs, which is not installed: pip install pyGMs")
     print(f"{'inst':>4} {'method':<10} {'varopt s':>9} {'pyGMs s':>9} {'pyGMs it':>8} {'ratio':>8} "
           f"{'|dlogZ|':>9} {'varopt logZ':>12}")
     for seed in range(a.instances):

@@ -1,6 +1,6 @@
 """Reproduction of the on-line L1 experiments of Carbonetto (2009) §2.5.7 (Figs. 2.5-2.7).
 
-Data (Tibshirani 1996 §7.5 / seeds NOTES.md): n = 100, m = 40, x_ij = z_ij + z_i with
+Data (Tibshirani 1996 §7.5, as used by Carbonetto 2009): n = 100, m = 40, x_ij = z_ij + z_i with
 z_i ~ N(0, 1), z_ij ~ N(0, s_j^2), s_j^2 ~ Inverse-Gamma(shape 2.5, scale nu); true
 w = (0 x10, 2 x10, 0 x10, 2 x10); y = w^T x + N(0, 1). Objective (2.56):
 (1/2n)||y - Xw||^2 + (lambda/n)||w||_1 with lambda/n = 1.25. Every on-line method visits the

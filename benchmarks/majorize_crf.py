@@ -1,4 +1,4 @@
-"""Benchmark: chain CRF on a CoNLL-2002 Spanish subset (seed 003 Table 1, CoNLL column).
+"""Benchmark: chain CRF on a CoNLL-2002 Spanish subset (Jebara & Choromanska 2012, Table 1, CoNLL column).
 
 Same model and oracle for every optimizer (:class:`varopt.estimators.crf.ChainCRF`): majorization with
 the junction-tree bound (Algorithm 3 inside Algorithm 2, with the secant extrapolation), its ``bound_reuse``
@@ -25,6 +25,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import argparse
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -63,12 +64,14 @@ def crfsuite_f1(model, Xtr, Ytr, Xte, Yte, lam):
     # crfsuite minimises -loglik + c2 ||w||^2 (no 1/2): c2 = lam / 2
     tr.set_params({"c1": 0.0, "c2": lam / 2.0, "max_iterations": 1000, "feature.possible_transitions": True,
                    "feature.possible_states": True})
-    t0 = time.perf_counter()
-    tr.train("/tmp/_varopt_crfsuite.model")
-    tt = time.perf_counter() - t0
-    tg = pycrfsuite.Tagger()
-    tg.open("/tmp/_varopt_crfsuite.model")
-    pred = [tg.tag(feats(x)) for x in Xte]
+    with tempfile.TemporaryDirectory() as tmp:   # a fixed /tmp name clashed between concurrent runs
+        path = os.path.join(tmp, "crfsuite.model")
+        t0 = time.perf_counter()
+        tr.train(path)
+        tt = time.perf_counter() - t0
+        tg = pycrfsuite.Tagger()
+        tg.open(path)
+        pred = [tg.tag(feats(x)) for x in Xte]
     return f1_entities(Yte, pred), tt
 
 

@@ -1,4 +1,4 @@
-"""Benchmark: latent conditional likelihood (seed 003 section 4, Tables 2 and 5) — majorize vs BFGS and EM.
+"""Benchmark: latent conditional likelihood (Jebara & Choromanska 2012, section 4, Tables 2 and 5) — majorize vs BFGS and EM.
 
 Model: mixture of Gaussian-gated logistic regressions, ``m`` hidden states per class, ``phi(x) = x``,
 ``lambda = 0`` as in the paper (``--lam`` to change). Data: bupa, hepatitis (mean-imputed), wine, srbct,

@@ -1,4 +1,4 @@
-"""Benchmark: majorize vs L-BFGS-B, scikit-learn and CVXPY+Clarabel on L2 logistic regression (seed 003 Table 3).
+"""Benchmark: majorize vs L-BFGS-B, scikit-learn and CVXPY+Clarabel on L2 logistic regression (Jebara & Choromanska 2012, Table 3).
 
 Objective (all solvers, identical): ``sum_i loss_i + lam/2 ||w||^2`` with the intercept unpenalized and
 ``lam = t * lambda`` (the paper's ``t lambda / 2 ||theta||^2``), ``lambda = 1`` by default (Table 3's

@@ -1,4 +1,4 @@
-"""Benchmark: low-rank bound (Algorithm 4) time against the rank k on SRBCT (seed 003 Table 4).
+"""Benchmark: low-rank bound (Algorithm 4) time against the rank k on SRBCT (Jebara & Choromanska 2012, Table 4).
 
 Multinomial L2 logistic regression on SRBCT (83 x 2308, 4 classes, d = 9236, standardized), penalty
 ``t lambda / 2 ||W||^2`` with ``lambda = --lam``. For each k: majorize with ``bound='lowrank', rank=k``

@@ -1,4 +1,4 @@
-"""Certified global optimum of a Bayesian GMM ELBO with GOP vs. variational EM (seed 004 §3.2).
+"""Certified global optimum of a Bayesian GMM ELBO with GOP vs. variational EM (Saddiki, Trapp & Flaherty 2017, §3.2).
 
     python examples/gop_demo.py                       # point-mass family, known variance
     python examples/gop_demo.py --family gaussian     # Gaussian q(mu)
@@ -25,7 +25,7 @@ import numpy as np
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--family", choices=("point", "gaussian"), default="point",
-                    help="variational family of q(mu): point mass (seed §3) or Gaussian (seed §4)")
+                    help="variational family of q(mu): point mass or Gaussian (Saddiki, Trapp & Flaherty 2017, §3, §4)")
     ap.add_argument("--variance", default=None,
                     help="known variance sigma^2 (number) or 'learned'; default: the data set's value")
     ap.add_argument("--restarts", type=int, default=100, help="number of VEM restarts (default 100)")
@@ -35,6 +35,11 @@ def main(argv=None):
     ap.add_argument("--plot", metavar="FILE", help="save the bounds-vs-time plot to FILE")
     ap.add_argument("--verbose", action="store_true", help="GOP progress on stderr")
     args = ap.parse_args(argv)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  (checked before the solves, not after them)
+        except ImportError:
+            ap.error("--plot needs matplotlib: pip install -e '.[plot]'")
 
     import pyomo.environ as pyo
 

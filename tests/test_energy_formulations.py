@@ -123,6 +123,12 @@ def test_non_integer_edge_endpoints_and_bad_coupling_shapes_are_named():
     rows, cols = np.arange(1.0, 10.0), -np.arange(1.0, 10.0)   # a per-bond pair still works
     lat = ising.lattice(3, 3, J=(rows, cols))
     assert lat.m == 18
+    # a scalar row coupling with per-bond columns (ragged for np.ndim, which raised on it)
+    mixed = ising.lattice(3, 3, J=(0.5, cols))
+    assert np.array_equal(mixed.w, ising.lattice(3, 3, J=(np.full(9, 0.5), cols)).w)
+    for bad in ("a", None, np.nan, (1.0, [1.0, 2.0])):   # each names J (numpy's own message did not)
+        with pytest.raises(ValueError, match=r"^J "):
+            ising.lattice(3, 3, J=bad)
 
 
 def test_energy_model_from_a_dense_or_sparse_coupling_matrix():

@@ -5,7 +5,9 @@
 loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem), compiles it,
 solves it and prints a summary (or exactly one JSON object with ``--json``; a solver returning a
 Gaussian posterior, ``klprox``, adds ``posterior_sd``: the standard deviation of every variable,
-whose posterior mean is in ``variables``). ``python -m varopt`` is the same command.
+whose posterior mean is in ``variables``; the energy-model solvers, which load no state, add
+``log_partition``, ``log_partition_se`` when estimated, and ``marginals``, ``{name: P(x = 1)}``, also printed
+after the summary). ``python -m varopt`` is the same command.
 
 Exit status (one table for every solver; the same statuses as ``Result.status``):
 
@@ -37,6 +39,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from .result import _plain
 
 #: result status -> exit status (module docstring)
 EXIT_CODES = {"optimal": 0, "converged": 0, "stationary": 6, "iteration_limit": 3, "time_limit": 3, "pass_limit": 3,
@@ -135,12 +139,35 @@ def cmd_solve(args) -> int:
         sd = _posterior_sd(result)
         if sd is not None:
             out["posterior_sd"] = sd
+        out.update(_energy_outputs(result))
         print(json.dumps(out))
     else:
         print(result.summary())
+        energy = _energy_outputs(result)
+        if energy:
+            # the state is not loaded for these solvers (a marginal is not a state): log Z and the
+            # marginals are their answer, and the summary alone printed neither
+            print(f"  log Z       {_fmt(energy['log_partition'])}"
+                  + (f"  (s.e. {_fmt(energy['log_partition_se'])})" if "log_partition_se" in energy else ""))
+            for name, p in (energy.get("marginals") or {}).items():
+                print(f"  P({name} = 1)  {_fmt(p)}")
     if result.status == "error":
         print(f"varopt: solver error: {result.message}", file=sys.stderr)
     return EXIT_CODES.get(result.status, 1)
+
+
+def _energy_outputs(result) -> dict:
+    """``log_partition`` (and ``log_partition_se`` when the solver estimates one) and ``marginals``
+    (``{name: P(x = 1)}``) of an energy-model solver, JSON-safe; empty for the other solvers."""
+    info = result.info if isinstance(result.info, dict) else {}
+    if "log_partition" not in info:
+        return {}
+    out = {k: info[k] for k in ("log_partition", "log_partition_se", "marginals") if info.get(k) is not None}
+    return _plain(out)
+
+
+def _fmt(v):
+    return "-" if v is None else f"{v:.10g}"
 
 
 def _posterior_sd(result, block=256):

@@ -89,7 +89,7 @@ def _to_output(p, family, variance):
 
 
 def vem_step(p, xv, K, family, lam, variance):
-    """One E-step (seed eq. (54)/(63)) then one exact M-step (eq. (52)-(55)/(61)-(65)).
+    """One E-step (Saddiki et al. 2017, eq. (54)/(63)) then one exact M-step (eq. (52)-(55)/(61)-(65)).
 
     The M-step minimises jointly over ``(pi, mu, v, tau)`` for the fixed ``phi``: it is the
     closed-form minimiser of the x-block, so the negative ELBO never increases.

@@ -260,6 +260,11 @@ def _qmc_softmax(mt, Vt, m=14):
 
 
 class BayesianPoissonRegression(RegressorMixin, _GLM):
+    """Bayesian Poisson regression with the log link: ``y_n ~ Poisson(exp(x_n^T w + b))``, prior
+    ``w ~ N(0, prior_var I)`` (the intercept too when ``fit_intercept``); the Gaussian posterior of the -log joint
+    ``sum_n [exp(f_n) - y_n f_n] + |w|^2 / (2 prior_var)`` by KL-proximal VI (Khan, Baque, Fleuret & Fua 2015).
+    ``y`` holds counts (integers >= 0). Fitted: ``coef_``, ``intercept_``, ``mean_``, ``covariance_``,
+    ``neg_elbo_``, ``grid_``, ``result_``; ``predict`` is the posterior predictive mean ``exp(mt + vt/2)``."""
     likelihood = "poisson"
 
     def predict(self, X):

@@ -25,6 +25,11 @@ from ..formulations.sparse_ising import check_spins, ising_program, moments
 
 
 class SparseIsing:
+    """Sparse Ising model learned from spins ``X`` in {-1, +1} (or {0, 1}) by L1-penalised maximum likelihood
+    ``min log Z(b, J) - b.mu_hat - J.s_hat + rho sum_e |J_e|`` (problem (2) of Honorio 2012) with ``proxsg``;
+    the options and the fitted attributes (``coef_``, ``intercept_``, ``adjacency_``, ``theta_``, ``result_``,
+    ``n_iter_``) are described in the module docstring (``help(varopt.estimators.sparse_ising)``)."""
+
     def __init__(self, rho=1.0 / 16, gradient="auto", variant="auto", schedule="log", samples=None,
                  n_sweeps=5, init="meanfield", max_iter=None, penalize_bias=False, sparsify="none", seed=0,
                  solver_options=None):

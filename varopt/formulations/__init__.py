@@ -1,1 +1,1 @@
-"""Ready-made models from the seed papers, with their classical baselines."""
+"""Ready-made models from the papers, with their classical baselines."""

@@ -1,6 +1,6 @@
-r"""Bayesian Gaussian mixture ELBOs as biconvex optimisation models (seed 004, §3-4, App. B-C).
+r"""Bayesian Gaussian mixture ELBOs as biconvex optimisation models (Saddiki, Trapp & Flaherty 2017, §3-4, App. B-C).
 
-Model (1-D data ``x_1..x_N``, ``K`` components; seed 004 eq. (22))::
+Model (1-D data ``x_1..x_N``, ``K`` components; Saddiki, Trapp & Flaherty 2017, eq. (22))::
 
     mu_k ~ N(0, 1/lambda)                     (known variance sigma^2 = 1/tau)
     mu_k | tau ~ N(0, 1/(lambda tau))         (learned variance, conjugate prior)
@@ -8,8 +8,8 @@ Model (1-D data ``x_1..x_N``, ``K`` components; seed 004 eq. (22))::
 
 ``pi`` (and ``tau`` when learned) are point estimates. Variational families:
 
-* ``family='point'`` (seed §3, eq. (23)-(25)): ``q(z_i) = Cat(phi_i)``, point mass on ``mu``.
-* ``family='gaussian'`` (seed §4, eq. (26)-(28)): ``q(z_i) = Cat(phi_i)``, ``q(mu_k) = N(m_k, v_k)``.
+* ``family='point'`` (Saddiki et al. 2017, §3, eq. (23)-(25)): ``q(z_i) = Cat(phi_i)``, point mass on ``mu``.
+* ``family='gaussian'`` (Saddiki et al. 2017, §4, eq. (26)-(28)): ``q(z_i) = Cat(phi_i)``, ``q(mu_k) = N(m_k, v_k)``.
 
 Negative ELBO with every normalising constant (derivation in ``docs/gop_bgmm.md``;
 ``lam_eff = lambda`` for a known variance, ``lambda * tau`` when learned; ``v = 0`` and no

@@ -224,7 +224,7 @@ def profile_neg_elbo(params: dict, x, family: str = "point", prior_precision: fl
 
     ``min_{phi_i in simplex} sum_k phi_ik (c_ik + log phi_ik) = -logsumexp_k(-c_ik)`` (Gibbs
     variational principle), attained at ``phi_ik = softmax_k(-c_ik)`` (the VEM E-step,
-    seed eq. (54)/(63)).
+    Saddiki et al. 2017, eq. (54)/(63)).
     """
     xv = check_data(x)
     pi = np.asarray(params["pi"], dtype=float)

@@ -48,16 +48,24 @@ def lattice(L, W, J=1.0, h=0.0, periodic=True, T=1.0):
     if not T > 0:
         raise ValueError("the temperature T must be positive")
     (ri, rj), (ci, cj) = _lattice_edges(int(L), int(W), periodic)
-    if np.isscalar(J) or np.ndim(J) == 0:
-        Jr, Jc = J, J
-    elif len(J) == 2:
+    shape_error = ValueError(f"J must be a scalar or a pair (J_row, J_col) of scalars or arrays with one entry per "
+                             f"bond of the rows ({ri.size}) and of the columns ({ci.size}); got {J!r}")
+    if isinstance(J, (tuple, list)) or np.ndim(J) > 0:
+        # a tuple is tested before np.ndim: (J_row scalar, J_col array) is ragged and np.ndim raised on it
+        if len(J) != 2:
+            raise shape_error
         Jr, Jc = J
     else:
-        raise ValueError(f"J must be a scalar or a pair (J_row, J_col) of scalars or arrays with one entry per "
-                         f"bond of the rows ({ri.size}) and of the columns ({ci.size}); got {np.shape(J)}")
+        Jr = Jc = J
     i, j = np.r_[ri, ci], np.r_[rj, cj]
-    w = np.r_[np.broadcast_to(np.asarray(Jr, dtype=float), ri.shape),
-              np.broadcast_to(np.asarray(Jc, dtype=float), ci.shape)]
+    try:
+        w = np.r_[np.broadcast_to(np.asarray(Jr, dtype=float), ri.shape),
+                  np.broadcast_to(np.asarray(Jc, dtype=float), ci.shape)]
+    except (TypeError, ValueError):
+        # a string, None-filled or ragged J failed inside numpy with a message that did not name J
+        raise shape_error from None
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"J contains NaN or inf (got {J!r})")
     hv = np.broadcast_to(np.asarray(h, dtype=float), (L * W,)).ravel() if np.ndim(h) <= 1 else \
         np.asarray(h, dtype=float).ravel()
     return EnergyModel(-hv / T, i, j, -w / T, names=[f"x[{k}]" for k in range(L * W)])

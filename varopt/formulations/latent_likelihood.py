@@ -1,4 +1,4 @@
-"""Latent conditional likelihood (seed 003, section 4, Eq. 2): mixtures of Gaussian-gated logistic regressions.
+"""Latent conditional likelihood (Jebara & Choromanska 2012, section 4, Eq. 2): mixtures of Gaussian-gated logistic regressions.
 
 Each class ``y`` has ``m`` hidden states; with ``phi(x) = x`` and the unit-covariance Gaussian
 family ``p(x | y, m) = N(x; theta_{y,m}, I)`` the change of variables

@@ -1,13 +1,13 @@
 """L2-regularized logistic regression (binary and multinomial) as log-partition objectives.
 
 For labels ``y_i in {0..C-1}`` and features ``x_i`` (with an appended 1 when ``fit_intercept``),
-the negative conditional log-likelihood plus ridge penalty (seed 003, Eq. 1 with ``t lambda / 2``
+the negative conditional log-likelihood plus ridge penalty (Jebara & Choromanska 2012, Eq. 1 with ``t lambda / 2``
 replaced by a per-problem ``lam / 2``) is
 
     f(theta) = sum_i [ log sum_c exp(theta_c^T x_i) - theta_{y_i}^T x_i ] + lam/2 sum_c ||w_c||^2 .
 
 Binary problems use one weight vector and the two-row group ``{0, theta^T x_i}`` (so the
-partition function is ``1 + exp(theta^T x_i)`` and NOTES.md's closed form
+partition function is ``1 + exp(theta^T x_i)`` and the closed form
 ``Sigma = sum_i w(theta^T x_i) x_i x_i^T``, ``w(t) = tanh(t/2)/(2t)`` is what Algorithm 1 returns).
 The intercept is not penalized, as in scikit-learn; scikit-learn's ``C`` maps to ``lam = 1 / C``
 (sklearn minimises ``C * sum_i loss_i + 1/2 ||w||^2``, i.e. ``1/C`` times our objective).

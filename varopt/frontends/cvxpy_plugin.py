@@ -3,7 +3,7 @@
 Usage::
 
     import cvxpy as cp
-    import varopt                      # registers gop, ipsa, majorize (and any plugin)
+    import varopt                      # registers every varopt solver (and any plugin)
     prob = cp.Problem(cp.Minimize(...), [...])
     value = prob.solve(method="gop", time_limit=60, verbose=True)
     prob.status                       # cvxpy status string (see below)
@@ -14,7 +14,7 @@ Usage::
     prob.varopt_program               # the compiled varopt.Program that was solved
     prob.varopt_marginals             # energy-model solvers: {variable name: P(x = 1) array}
 
-Energy-model solvers (``exact``, ``meanfield``, ``lbp``, ``trw``, ``ais``) take problems over
+Energy-model solvers (``exact``, ``meanfield``, ``lbp``, ``trw``, ``ais``, ``sasmc``, ``cmf``) take problems over
 ``boolean=True`` variables (:mod:`varopt.frontends.cvxpy_energy`); they leave the variables'
 values untouched, ``prob.solve`` returns the free energy (also ``prob.varopt_result.objective``),
 and ``prob.value`` stays None (CVXPY evaluates the objective at the variables, which hold no state).

@@ -1,6 +1,6 @@
 r"""Bounds of the GOP blocks: feasibility- and optimization-based bound tightening.
 
-GOP sets the connected variables at their bounds (seed 004 eq. (16)), so they need finite
+GOP sets the connected variables at their bounds (Saddiki, Trapp & Flaherty 2017, eq. (16)), so they need finite
 bounds; the tighter they are the stronger the relaxed duals.
 
 * FBBT (interval propagation) over the linear constraints ``lo <= a^T z <= hi``: for every

@@ -1,4 +1,4 @@
-r"""Block views of a program and the linearised Lagrangian of GOP (seed 004 eqs. (7), (12)-(14)).
+r"""Block views of a program and the linearised Lagrangian of GOP (Saddiki, Trapp & Flaherty 2017, eqs. (7), (12)-(14)).
 
 For a partition ``z = (x, y)`` every expression ``e`` (objective or constraint body) is split
 into
@@ -19,7 +19,7 @@ Its linearisation in ``x`` around the primal solution ``x^k`` is
 
 .. math::  L_k(x^k, y) + \sum_i g^k_i(y) (x_i - x^k_i),\qquad g^k(y) = g_0 + G_1 y
 
-(``g^k_i`` are the qualifying-constraint functions, seed eq. (13)). Because ``e_r`` is affine in
+(``g^k_i`` are the qualifying-constraint functions, Saddiki et al. 2017, eq. (13)). Because ``e_r`` is affine in
 ``y``, ``L_k(x^k, y) - f_{yy}(y) = const_k + a_k^T y`` exactly, and ``G_1`` is the mixed
 Hessian block ``\partial^2 L / \partial x \partial y`` at ``x^k`` (constant in ``y``).
 """

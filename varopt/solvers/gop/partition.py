@@ -1,6 +1,6 @@
 """Biconvexity analysis: split the variables into the GOP blocks ``x`` and ``y``.
 
-Seed 004 §2.1 (conditions 1-4) and Floudas (2000) ch. 3. Notation used throughout the
+Saddiki, Trapp & Flaherty (2017) §2.1 (conditions 1-4) and Floudas (2000) ch. 3. Notation used throughout the
 gop package (see docs/gop.md):
 
 * ``x`` -- the *primal* / enumerated block. The primal problem fixes ``y`` and is convex
@@ -20,7 +20,7 @@ A valid partition needs (checked here, on the compiled :class:`~varopt.program.P
    ``<=`` row convex in each block.
 
 The connected variables are the ``x`` variables whose Lagrangian gradient depends on ``y``
-(seed eq. (17)): those with a product partner in ``y``. GOP solves ``2^|connected|``
+(Saddiki et al. 2017, eq. (17)): those with a product partner in ``y``. GOP solves ``2^|connected|``
 relaxed duals per iteration, so the automatic partition minimises ``|connected|``.
 
 Search: variables are nodes of a parity union-find ("same block" / "opposite blocks"
@@ -343,7 +343,7 @@ def _analyze(program, partition, merge) -> Partition:
 
 
 def _check_conditions(program, is_x, names, same_block_products):
-    """GOP conditions 1-4 (seed 004 §2.1) for the chosen blocks; raise with the offending term."""
+    """GOP conditions 1-4 (Saddiki, Trapp & Flaherty 2017, §2.1) for the chosen blocks; raise with the offending term."""
     lb = program.lb
     xs, ys = np.flatnonzero(is_x), np.flatnonzero(~is_x)
     for ename, e, kind in _iter_expressions(program):

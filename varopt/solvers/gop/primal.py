@@ -1,4 +1,4 @@
-r"""The GOP primal problem (seed 004 eq. (3)/(9)): ``y`` fixed at ``y^k``, convex in ``x``.
+r"""The GOP primal problem (Saddiki, Trapp & Flaherty 2017, eq. (3)/(9)): ``y`` fixed at ``y^k``, convex in ``x``.
 
 .. math::  \min_{x \in X} f(x, y^k) \quad \text{s.t.}\quad lo_c \le g_c(x, y^k) \le hi_c
 

@@ -1,4 +1,4 @@
-r"""Relaxed dual subproblems (seed 004 eq. (21); Floudas 2000, §3.3).
+r"""Relaxed dual subproblems (Saddiki, Trapp & Flaherty 2017, eq. (21); Floudas 2000, §3.3).
 
 A node of the GOP tree is a region of ``y`` cut out by the qualifying constraints of its
 ancestors. Its relaxed dual is the LP/QP over the columns ``[y, eta, t]``

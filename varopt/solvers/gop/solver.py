@@ -1,7 +1,7 @@
-r"""GOP: certified global optimization of biconvex programs (seed 004 §2.3; Floudas &
+r"""GOP: certified global optimization of biconvex programs (Saddiki, Trapp & Flaherty 2017, §2.3; Floudas &
 Visweswaran 1990, 1993; Floudas 2000, ch. 3).
 
-Algorithm (seed 004 §2.3 steps 0-5, as a best-first tree):
+Algorithm (Saddiki, Trapp & Flaherty 2017, §2.3 steps 0-5, as a best-first tree):
 
 0. partition the variables (``x`` primal block, ``y`` relaxed-dual block, :mod:`.partition`),
    tighten the bounds (:mod:`.bounds`), pick ``y^1`` (``x0`` of the model or a seeded random
@@ -373,7 +373,7 @@ def _completion(user, epi):
 
 def _load_evaluable(program, res, opts):
     """Return a point at which the user's model evaluates (``phi > 0`` where the model has
-    ``phi*log(phi)``), within the gap tolerance of the certified value (docs/gop.md §13)."""
+    ``phi*log(phi)``), within the gap tolerance of the certified value (docs/gop.md §10b)."""
     f0 = program.objective.value(res.x)
     tol = max(opts.abs_gap or 0.0, opts.rel_gap * max(abs(f0), 1e-10))
     z, note = evaluable_point(program, res.x, tol)
