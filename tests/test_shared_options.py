@@ -128,7 +128,7 @@ def test_small_matrices_leave_blas_alone(monkeypatch):
     assert seen == [None, 2]
 
 
-@pytest.mark.parametrize("name", ["gop", "ipsa", "proxsg", "meanfield", "lbp", "trw", "ais", "sasmc", "cmf"])
+@pytest.mark.parametrize("name", ["gop", "ipsa", "proxsg", "klprox", "meanfield", "lbp", "trw", "ais", "sasmc", "cmf"])
 def test_a_negative_seed_is_refused_by_name(name):
     """numpy's generators take non-negative seeds only: ``seed=-1`` used to reach them mid-solve and fail
     with numpy's bare ``ValueError: expected non-negative integer`` (ipsa, proxsg and the energy solvers)."""

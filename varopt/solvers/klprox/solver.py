@@ -61,6 +61,7 @@ from ...options import (
     nonnegative,
     positive,
     progress_options,
+    seed_option,
     thread_options,
 )
 from ...registry import Solver, register_solver
@@ -265,7 +266,7 @@ class KLProxSolver(Solver):
                ("permutation", "cyclic", "uniform")),
         Option("step_decay", 0.6, "batch_size: beta_k = beta (1 + k)^-step_decay (0: constant; in (1/2, 1] the "
                "steps satisfy the Robbins-Monro conditions)", float, lambda v: 0 <= v <= 1, "must be in [0, 1]"),
-        Option("seed", 0, "seed of the batch sampling (batch_size): runs are reproducible from it", int),
+        seed_option("seed of the batch sampling (batch_size): runs are reproducible from it"),
         Option("average", True, "batch_size: return the average of the natural parameters (V^-1, V^-1 m) over the "
                "second half of the max_iter steps (tail averaging; False: the last iterate)", bool),
         Option("max_dense_covariance", 5000, "return info['covariance'] as a dense array when D is at most this "
