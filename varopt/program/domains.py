@@ -41,7 +41,13 @@ def _arguments(program: Program):
             if not np.isfinite(lo):
                 continue
             A, b = (g.A, g.b) if kern.arity == 1 else (g.A2, g.b2)
-            yield sp.csr_matrix(A), np.asarray(b, dtype=float), float(lo), f"{where}: {kern.text}"
+            yield sp.csr_matrix(A, copy=True), np.asarray(b, dtype=float), float(lo), f"{where}: {kern.text}"
+
+
+def _box_minimum(A, lb, ub):
+    """The smallest value of every row's ``a^T x`` over the box ``lb <= x <= ub`` (no explicit zeros in ``A``)."""
+    data = np.where(A.data > 0, A.data * lb[A.indices], A.data * ub[A.indices])
+    return sp.csr_matrix((data, A.indices, A.indptr), shape=A.shape).sum(axis=1).A1
 
 
 def with_atom_domains(program: Program) -> Program:
@@ -50,25 +56,19 @@ def with_atom_domains(program: Program) -> Program:
     lb, ub = program.lb.copy(), program.ub.copy()
     rows = []
     for A, b, lo, text in _arguments(program):
-        for r in range(A.shape[0]):
-            idx = A.indices[A.indptr[r]:A.indptr[r + 1]]
-            val = A.data[A.indptr[r]:A.indptr[r + 1]]
-            keep = val != 0
-            idx, val = idx[keep], val[keep]
-            need = lo - b[r]
-            # the smallest value of a^T x over the box: implied when it reaches the domain end
-            low = np.where(val > 0, val * lb[idx], val * ub[idx]).sum() if idx.size else 0.0
-            if low >= need or idx.size == 0:  # a constant argument is the front-end's to check
-                continue
-            if idx.size == 1:
-                v, c = idx[0], val[0]
-                if c > 0:
-                    lb[v] = max(lb[v], need / c)
-                else:
-                    ub[v] = min(ub[v], need / c)
-                continue
+        A.eliminate_zeros()
+        need, nnz = lo - b, np.diff(A.indptr)
+        # rows on one variable become bounds (arrays, not a loop: a barrier -sum(log x) has a row per variable),
+        # then the others, against the tightened box, become linear rows unless the box implies them
+        one = np.flatnonzero((nnz == 1) & (_box_minimum(A, lb, ub) < need))
+        v, c = A.indices[A.indptr[one]], A.data[A.indptr[one]]
+        up = c > 0
+        np.maximum.at(lb, v[up], need[one][up] / c[up])
+        np.minimum.at(ub, v[~up], need[one][~up] / c[~up])
+        for r in np.flatnonzero((nnz > 1) & (_box_minimum(A, lb, ub) < need)):  # nnz 0: the front-end's to check
+            sl = slice(A.indptr[r], A.indptr[r + 1])
             rows.append(Constraint(f"domain of {text.format(u='u', v='v')} (row {r})",
-                                   Expression(program.n, 0.0, (idx, val)), need, np.inf))
+                                   Expression(program.n, 0.0, (A.indices[sl], A.data[sl])), need[r], np.inf))
     if not rows and np.array_equal(lb, program.lb) and np.array_equal(ub, program.ub):
         return program
     return dataclasses.replace(program, lb=lb, ub=ub, constraints=list(program.constraints) + rows)

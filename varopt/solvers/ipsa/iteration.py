@@ -97,7 +97,9 @@ class IpsaRun:
         finite sum, else 1000 iterations, unless a time limit or a stream ends the run)."""
         opts, N = self.opts, self.N
         max_iter, passes = opts.max_iter, opts.passes
-        if max_iter is None and passes is None and opts.time_limit is None and not self.stream:
+        # no stopping rule given: the limit below is ours, and the message of a run it ends says so
+        self.defaulted = max_iter is None and passes is None and opts.time_limit is None and not self.stream
+        if self.defaulted:
             if N:
                 passes = 10.0
             else:
@@ -106,6 +108,7 @@ class IpsaRun:
         self.limit_pass = math.ceil(passes * it_per_pass - 1e-9) if (passes is not None and N) else None
         if passes is not None and not N and max_iter is None and opts.time_limit is None and not self.stream:
             max_iter = 1000  # passes are meaningless without a finite sum
+        self.passes, self.max_iter = passes, max_iter   # the effective limits, for the stop message
         caps = [v for v in (max_iter, self.limit_pass) if v is not None]
         self.total = min(caps) if caps else None
 
@@ -204,19 +207,13 @@ class IpsaRun:
         run, it, opts = self.run, self.it, self.opts
         if self.total is not None and it >= self.total:
             by_pass = self.limit_pass is not None and it >= self.limit_pass
-            # say which limit ended the run, and that a defaulted one was not the user's (a plain QP written
-            # as sum_squares is a finite sum of its rows: 10 passes over 3 rows are 30 iterations)
-            given = getattr(opts, "given", ())
             unmet = "; the KKT conditions were not met" if self.exact and opts.kkt_tol > 0 else ""
-            if by_pass:
-                msg = (f"{opts.passes if opts.passes is not None else 10.0:g} passes over the {self.N} terms of the "
-                       f"finite sum ({it} iterations) done{unmet}")
-                if "passes" not in given and "max_iter" not in given:
-                    msg += " (default when no stopping rule is given: set passes, max_iter or time_limit)"
-            else:
-                msg = f"max_iter={opts.max_iter if opts.max_iter is not None else it} reached{unmet}"
-                if "max_iter" not in given:
-                    msg += " (default when no stopping rule is given: set max_iter, passes or time_limit)"
+            # say which limit ended the run (a plain QP written as sum_squares is a finite sum of its rows: the
+            # default 10 passes over 3 rows are 30 iterations), and when it was not the user's
+            msg = (f"{self.passes:g} passes over the {self.N} terms of the finite sum ({it} iterations) done{unmet}"
+                   if by_pass else f"max_iter={self.max_iter} reached{unmet}")
+            if self.defaulted or opts.max_iter is None and not by_pass:
+                msg += " (default when no stopping rule is given: set passes, max_iter or time_limit)"
             run.stop("pass_limit" if by_pass else "iteration_limit", msg)
             return True
         # the clock every 16 iterations: per-sample steps take microseconds
