@@ -7,6 +7,9 @@ import scipy.sparse as sp
 
 from ..errors import InputDataError
 
+#: ||x|| beyond which a solver's iterates count as diverging (IPOPT's diverging_iterates_tol)
+DIVERGING_ITERATES = 1e20
+
 
 def require_finite(name: str, *arrays, allow_neginf: bool = False, error=InputDataError):
     """Raise ``error`` naming ``name`` when an array holds NaN or inf (``-inf`` allowed with

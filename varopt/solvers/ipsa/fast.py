@@ -281,6 +281,8 @@ class FastLoop:
                 self.block = int(min(CHUNK, max(16, 16 * (TIME_SLICE / per_it // 16))))
             self._flush(it0, nrec)
             r.it = run.iteration = it0 + done
+            if r.diverged():   # also before a replay: the numpy step would fail on a runaway iterate
+                break
             if replay:
                 self._rewind(count - done - 1)
                 r.step(np.array([samples[done]]))  # raises the numpy path's error, or steps

@@ -19,6 +19,7 @@ from ...oracles import FiniteSumOracle, Oracle, UserOracle
 from . import hessian as hs
 from .constraints import ConstraintSet
 from .direction import ReducedSystem
+from .divergence import DivergenceWatch
 from .fast import select as select_backend
 from .start import strictly_feasible_start
 
@@ -90,6 +91,7 @@ class IpsaRun:
         self.inv_m = 1.0 / m if m else 0.0
         self.it_per_pass = math.ceil(N / opts.batch_size) if N else None
         self.backend_note = None
+        self.watch = DivergenceWatch(self)
         self.fast = select_backend(self)
 
     def _limits(self):
@@ -126,7 +128,9 @@ class IpsaRun:
     # --- bookkeeping ----------------------------------------------------------------------------
     def objective(self, xv):
         try:
-            return float(self.program.objective.value(xv))
+            # a runaway iterate overflows to inf, which the divergence watch reports (no numpy warning too)
+            with np.errstate(over="ignore", invalid="ignore"):
+                return float(self.program.objective.value(xv))
         except Exception:  # noqa: BLE001 - a user-oracle program may have no evaluable objective
             return None
 
@@ -197,11 +201,22 @@ class IpsaRun:
             if run.callback(self.x, self.z, self.s):
                 break
             self.record()
+            if self.diverged():
+                break
             if self.exact and self.opts.kkt_tol > 0 and self._kkt_holds(batch):
                 run.stop("converged", "KKT conditions hold to tol with exact gradients")
                 break
         self.record(force=True)
         return self.result()
+
+    def diverged(self) -> bool:
+        """True (and the run stopped with status ``error`` and a warning) when the iterates ran away
+        (:mod:`.divergence`)."""
+        why = self.watch.check(self.x)
+        if why is None:
+            return False
+        self.watch.stop(why)
+        return True
 
     def _stopped(self) -> bool:
         run, it, opts = self.run, self.it, self.opts

@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 
+from ...core.checks import DIVERGING_ITERATES
 from ...errors import InputDataError, SolverBugError
 from .extrapolate import MEMORY, secant_extrapolate
 from .line_metric import line_bound_step, line_curvature
@@ -52,7 +53,7 @@ FLAT_TOL = 1e-6
 #: ratios of consecutive relative decreases whose largest is the convergence rate of the stopping test
 RATE_WINDOW = 3
 #: ||theta|| beyond which the iterates count as diverging (IPOPT's diverging_iterates_tol)
-DIVERGED = 1e20
+DIVERGED = DIVERGING_ITERATES
 
 
 def _linear_scores(groups, S, img_step, images, limit):

@@ -1,0 +1,94 @@
+"""ipsa stops a run whose iterates run away (``varopt/solvers/ipsa/divergence.py``): status ``error`` with a
+message saying so and a :class:`DivergedWarning`, instead of an ordinary ``iteration_limit`` / ``pass_limit``
+(or an error blaming the gradient oracle) at a point far worse than the start. Stable runs are left alone:
+their iterates are unchanged (the watch only reads the state; the §2.5.7 tables and tests/test_ipsa*.py pin
+them), a minimum far from the start and an objective decreasing without bound are not called divergence by
+the growth rules."""
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+
+import varopt
+from varopt.core.backend import numba_available
+from varopt.frontends.cvxpy_compile import compile_cvxpy
+from varopt.solvers.ipsa.divergence import DivergedWarning
+
+UNSTABLE = dict(step_power=0, hessian="identity")   # a_k = 1 with B = I: too long a step for ||A||^2 >> 1
+
+
+def _data(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((40, 8)), rng.standard_normal(40)
+
+
+def _solve(prob, **kw):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        res = varopt.get_solver("ipsa").solve(compile_cvxpy(prob)[0], **kw)
+    return res, [w.category for w in seen]
+
+
+def _forms():
+    A, b = _data()
+    w = cp.Variable(8)
+    return {
+        "free least squares": cp.Problem(cp.Minimize(cp.sum_squares(A @ w - b))),
+        "least squares with a far bound": cp.Problem(cp.Minimize(cp.sum_squares(A @ w - b)), [w >= -1e9]),
+        "ridge logistic": cp.Problem(cp.Minimize(cp.sum(cp.logistic(A @ w)) + 5 * cp.sum_squares(w))),
+    }
+
+
+CASES = [(form, backend, bs) for form in ("free least squares", "least squares with a far bound", "ridge logistic")
+         for backend, bs in (("numpy", 1), ("numba", 1), ("numpy", 40))
+         if not (backend == "numba" and form == "ridge logistic")]   # two row groups: not compiled
+
+
+@pytest.mark.parametrize("form, backend, batch_size", CASES)
+def test_runaway_iterates_stop_with_an_error_and_a_warning(form, backend, batch_size):
+    """Before: the free least squares raised IpsaOracleError ('the gradient oracle returned a non-finite value')
+    after 150 iterations, the others ran to max_iter=2000 and reported 'iteration_limit' at objective 1e24 and
+    more."""
+    if backend == "numba" and not numba_available():
+        pytest.skip("numba is not installed")
+    res, cats = _solve(_forms()[form], backend=backend, batch_size=batch_size, max_iter=2000, **UNSTABLE)
+    assert res.status == "error" and res.message.startswith("diverging iterates"), (res.status, res.message)
+    assert "step_power" in res.message and res.iterations < 2000
+    assert DivergedWarning in cats
+
+
+def test_cvxpy_lasso_split_form_raises_a_solver_error_naming_the_divergence():
+    """The L1 split form of the Lasso (the ipsa form of Carbonetto 2009, §2.5) with a constant step: the iterates
+    (x+ and x- both growing) used to reach an objective 1e9 after 100 passes, reported as 'pass_limit'."""
+    A, b = _data(1)
+    xp, xm = cp.Variable(8, nonneg=True), cp.Variable(8, nonneg=True)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(A @ (xp - xm) - b) + 0.5 * cp.sum(xp + xm)))
+    with pytest.warns(DivergedWarning), pytest.raises(cp.error.SolverError, match="diverging iterates"):
+        prob.solve(method="ipsa", passes=100, backend="numpy", **UNSTABLE)
+
+
+def test_pyomo_divergence_is_an_error_and_leaves_the_values_alone():
+    A, b = _data()
+    m = pyo.ConcreteModel()
+    m.w = pyo.Var(range(8), initialize=0.25)
+    m.o = pyo.Objective(expr=sum((sum(A[i, j] * m.w[j] for j in range(8)) - b[i]) ** 2 for i in range(40)))
+    with pytest.warns(DivergedWarning):
+        results = pyo.SolverFactory("ipsa").solve(m, max_iter=500, **UNSTABLE)
+    assert results.solver.termination_condition == pyo.TerminationCondition.error
+    assert "diverging iterates" in results.solver.message
+    assert all(m.w[j].value == 0.25 for j in range(8))
+
+
+def test_a_far_minimum_and_an_objective_unbounded_below_are_not_divergence():
+    """``min (x - 1e8)^2``: the iterate moves 1e8 times past the start's scale, to a lower objective (converged);
+    ``min -x``: x grows without bound while the objective falls (no growth rule; the limit stops it)."""
+    x = cp.Variable()
+    res, cats = _solve(cp.Problem(cp.Minimize(cp.square(x - 1e8)), [x >= -1]), step_power=0, hessian="exact",
+                       max_iter=100)
+    assert res.status == "converged" and abs(res.x[0] - 1e8) < 1e-3 and DivergedWarning not in cats
+    res, cats = _solve(cp.Problem(cp.Minimize(-1e3 * x), [x >= -1]), max_iter=300, **UNSTABLE)
+    assert res.status == "iteration_limit" and res.x[0] > 1e4 and DivergedWarning not in cats
