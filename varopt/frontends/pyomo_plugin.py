@@ -43,6 +43,9 @@ infeasible problem, in which case the values are left untouched) and returns a s
   the binary variables keep their values; ``results.varopt_marginals`` is
   ``{variable name: P(x = 1)}`` and an import ``Suffix`` named ``marginal`` on the model
   (``model.marginal = Suffix(direction=Suffix.IMPORT)``) receives the same numbers per variable.
+* Import suffixes (``model.dual = Suffix(direction=Suffix.IMPORT)``, ``rc``, ...) are emptied when a solution is
+  written, as Pyomo's ``model.solutions.load_from`` does: varopt solvers return no multipliers, so ``dual`` is
+  empty after the solve rather than holding an earlier solver's values.
 * ``results.varopt_result``: the :class:`varopt.result.Result` (objective, bounds, gap,
   history, solver info); ``results.varopt_mapping``: the variable mapping. These are plain
   attributes of the results object (not results sections), so they are not printed by
@@ -212,12 +215,14 @@ class VaroptPyomoSolver:
             import numpy as np
             x = np.asarray(res.x, dtype=float).ravel()
             if x.size == program.n_user and np.all(np.isfinite(x)):
+                _clear_import_suffixes(model)
                 mapping.load(x)
                 loaded = True
         results = self._results(model, program, mapping, res, loaded)
         marg = res.info.get("marginals") if isinstance(res.info, dict) else None
         results.varopt_marginals = marg
         if marg is not None:
+            _clear_import_suffixes(model)
             _fill_marginal_suffix(model, mapping, marg)
         return results
 
@@ -275,6 +280,16 @@ def _fill_solution(results, model, mapping, res, program):
         soln.objective[smap.getSymbol(objs[0], labeler)] = {"Value": float(res.objective)}
     results.solution.insert(soln)
     results._smap = smap
+
+
+def _clear_import_suffixes(model):
+    """Empty the model's active import suffixes (``dual``, ``rc``, ``slack``, ...) before a solution is written, as
+    Pyomo's own ``model.solutions.load_from`` does: varopt returns no multipliers, and a ``dual`` suffix still
+    holding another solver's values from an earlier solve would read as this solve's."""
+    from pyomo.core.base.suffix import active_import_suffix_generator
+
+    for _, suffix in active_import_suffix_generator(model):
+        suffix.clear_all_values()
 
 
 def _fill_marginal_suffix(model, mapping, marginals):

@@ -280,8 +280,15 @@ class IpsaRun:
         rhs = -g
         if m:
             rhs = rhs - mu * cons.JT_dot(inv, Jnl)
-        dx = self.system.solve(B, d, rhs, Wnl, Jnl)
+        try:
+            dx = self.system.solve(B, d, rhs, Wnl, Jnl)
+        except SolverBugError:
+            if opts.hessian == "exact":
+                raise self._singular_exact() from None
+            raise
         if not np.isfinite(dx).all():
+            if opts.hessian == "exact":
+                raise self._singular_exact()
             raise SolverBugError(f"ipsa iteration {self.it + 1}: non-finite search direction")
         if m:
             Jdx = cons.J_dot(dx, Jnl)
@@ -324,6 +331,19 @@ class IpsaRun:
             self.hess.update(x_new - x, None, ahat)
         self.x, self.s = x_new, s_new
         return g
+
+    def _singular_exact(self):
+        """The error for a singular reduced system under ``hessian='exact'``: the other approximations are
+        positive definite by construction, the sampled objective's Hessian need not be (a term of one
+        variable, a linear term, a rank-deficient least squares) and nothing bounds the flat directions."""
+        sampled = (f"the batch of {self.opts.batch_size} sampled term(s) of the objective's {self.N}"
+                   if self.N and self.opts.batch_size < self.N else "the objective")
+        return InvalidOptionError(
+            f"ipsa iteration {self.it + 1}: hessian='exact' gives a singular Newton system (2.20): {sampled} has no "
+            "curvature along a direction that no constraint bounds; use a positive definite approximation "
+            "(hessian='bfgs', 'bb', 'diagonal' or 'identity')" + (", or batch_size >= the number of terms "
+                                                                  f"({self.N}) for the full Hessian"
+                                                                  if self.N and self.opts.batch_size < self.N else ""))
 
     def _backtrack(self, dx):
         """Fig. 2.1 step 5: halve the step until every slack exceeds its rounding margin

