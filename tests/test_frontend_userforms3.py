@@ -63,3 +63,19 @@ def test_ipsa_exact_hessian_of_a_rank_deficient_full_objective_is_named():
     prob = cp.Problem(cp.Minimize(cp.sum_squares(np.ones((5, 3)) @ x - 1)))
     with pytest.raises(InvalidOptionError, match=r"hessian='exact'.*the objective has no curvature"):
         prob.solve(method="ipsa", hessian="exact", batch_size=100, max_iter=20)
+
+
+@pytest.mark.parametrize("name", ["majorize", "exact"])
+def test_an_abstract_model_not_yet_constructed_is_named(name):
+    """An ``AbstractModel`` passed before ``create_instance``: the error said the model has no active objective
+    ('found 0 (none)'), although the user wrote one; the instance solves (against the closed form 0)."""
+    from varopt.errors import ModelStructureError
+    am = pyo.AbstractModel()
+    am.x = pyo.Var(bounds=(-1, 2))
+    am.o = pyo.Objective(rule=lambda m: (m.x - 0.5) ** 2)
+    with pytest.raises(ModelStructureError, match="abstract model that has not been constructed.*create_instance"):
+        pyo.SolverFactory(name).solve(am)
+    if name == "majorize":
+        inst = am.create_instance()
+        pyo.SolverFactory(name).solve(inst)
+        assert abs(pyo.value(inst.x) - 0.5) < 1e-6

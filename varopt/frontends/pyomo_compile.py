@@ -183,6 +183,25 @@ def _compile_expr(walker, expr, where):
         raise ModelStructureError(f"{where}: the expression is nested too deeply to compile") from None
 
 
+def the_objective(model):
+    """The one active objective of ``model`` (a constructed Pyomo model), else ModelStructureError."""
+    import pyomo.environ as pyo
+
+    if not isinstance(model, pyo.Block):
+        raise ModelStructureError(f"expected a Pyomo model (ConcreteModel or a constructed instance), got "
+                                  f"{type(model).__name__}")
+    if not model.is_constructed():
+        # an AbstractModel has no components' data until create_instance(): it would read as 'no objective'
+        raise ModelStructureError(f"model '{model.name}' is an abstract model that has not been constructed: solve "
+                                  "model.create_instance(data) (or use a ConcreteModel)")
+    objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
+    if len(objs) != 1:
+        names = ", ".join(repr(o.name) for o in objs) or "none"
+        raise ModelStructureError(f"model '{model.name}' must have exactly one active objective, found "
+                                  f"{len(objs)} ({names})")
+    return objs[0]
+
+
 def compile_pyomo(model):
     """Compile the active objective and constraints of ``model``; return ``(Program, PyomoMapping)``.
 
@@ -191,12 +210,7 @@ def compile_pyomo(model):
     """
     import pyomo.environ as pyo
 
-    objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
-    if len(objs) != 1:
-        names = ", ".join(repr(o.name) for o in objs) or "none"
-        raise ModelStructureError(f"model '{model.name}' must have exactly one active objective, found "
-                                  f"{len(objs)} ({names})")
-    obj = objs[0]
+    obj = the_objective(model)
     cons = list(model.component_data_objects(pyo.Constraint, active=True, descend_into=True))
 
     walker = _Walker()

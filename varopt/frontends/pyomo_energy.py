@@ -134,13 +134,9 @@ def compile_pyomo_energy(model, solver_name="this solver"):
     """``(Program, PyomoMapping)`` of a Pyomo energy model; ``program.energy`` holds its spin form."""
     import pyomo.environ as pyo
 
-    from .pyomo_compile import PyomoMapping
+    from .pyomo_compile import PyomoMapping, the_objective
 
-    objs = list(model.component_data_objects(pyo.Objective, active=True, descend_into=True))
-    if len(objs) != 1:
-        raise ModelStructureError(f"model '{model.name}' must have exactly one active objective, found "
-                                  f"{len(objs)}")
-    obj = objs[0]
+    obj = the_objective(model)
     for c in model.component_data_objects(pyo.Constraint, active=True, descend_into=True):
         raise ModelStructureError(f"constraint '{c.name}': solver '{solver_name}' infers an energy model "
                                   "p(x) ∝ exp(-beta f(x)) over binary variables, which takes no constraints "
