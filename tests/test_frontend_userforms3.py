@@ -79,3 +79,47 @@ def test_an_abstract_model_not_yet_constructed_is_named(name):
         inst = am.create_instance()
         pyo.SolverFactory(name).solve(inst)
         assert abs(pyo.value(inst.x) - 0.5) < 1e-6
+
+
+def test_gop_names_the_users_norm_and_what_the_tree_lacks():
+    """``logistic loss + norm(w, 2)`` (a group-lasso-style penalty) to gop: the error named only varopt's own
+    row '_aux_sqrt[0]_def' ('the term _aux_sqrt[0]*_aux_sqrt[0] is nonlinear within one GOP block') while the
+    other solvers' errors sent the user to gop. It now names the user's term and why the tree, which takes norms,
+    cannot run (the log-sum-exp rows); the same norm as a constraint with a least-squares objective is certified
+    (against Clarabel)."""
+    from varopt.errors import ModelStructureError
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((30, 4)), np.sign(rng.standard_normal(30))
+    w = cp.Variable(4)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(y, X @ w))) + cp.norm(w, 2)))
+    with pytest.raises(ModelStructureError, match=r"sqrt in the term 'pnorm\(.*, 2\)'.*does not cover log-sum-exp"):
+        prob.solve(method="gop")
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y)), [cp.norm(w, 2) <= 0.5])
+    ref = prob.solve(solver="CLARABEL")
+    assert abs(prob.solve(method="gop") - ref) < 1e-6 * abs(ref)
+
+
+def test_klprox_verbose_and_tee_print_a_conjugate_model_solved_at_the_start():
+    """A Gaussian (conjugate) model is exact after klprox's prior step, so the run stopped before its first history
+    record: ``verbose=True`` / Pyomo ``tee=True`` printed nothing and the history was empty. The posterior mean is the
+    closed form ``(X'X + P)^{-1} X'y``."""
+    import contextlib
+    import io
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((25, 3))
+    y = X @ np.ones(3) + 0.1 * rng.standard_normal(25)
+    w = cp.Variable(3)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(y - X @ w) / 2 + 0.25 * cp.sum_squares(w)))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        prob.solve(method="klprox", verbose=True)
+    assert "klprox it" in buf.getvalue() and len(prob.varopt_result.history) == 1
+    assert np.allclose(w.value, np.linalg.solve(X.T @ X + 0.5 * np.eye(3), X.T @ y), atol=1e-8)
+    m = pyo.ConcreteModel()
+    m.w = pyo.Var(range(3))
+    m.o = pyo.Objective(expr=sum((y[i] - sum(X[i, j] * m.w[j] for j in range(3))) ** 2 / 2 for i in range(25))
+                        + 0.25 * sum(m.w[j] ** 2 for j in range(3)))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        pyo.SolverFactory("klprox").solve(m, tee=True)
+    assert "klprox it" in buf.getvalue()

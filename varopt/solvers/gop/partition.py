@@ -191,6 +191,14 @@ def _iter_expressions(program):
         yield c.name, c.body, kind
 
 
+def _described(program, ename):
+    """``ename``, and for the defining row of an auxiliary column the user's term it comes from."""
+    for a in program.aux:
+        if a.constraint == ename:
+            return f"{ename} (the defining row of the {a.kind} in the term '{a.term}')"
+    return ename
+
+
 def _join(items):
     items = list(dict.fromkeys(items))
     if len(items) <= 1:
@@ -354,7 +362,7 @@ def _check_conditions(program, is_x, names, same_block_products):
             a, b = within[0]
             if biaffine_only:
                 raise ModelStructureError(
-                    f"constraint {ename}: the term {names[a]}*{names[b]} is nonlinear within one GOP block; "
+                    f"constraint {_described(program, ename)}: the term {names[a]}*{names[b]} is nonlinear within one GOP block; "
                     f"equality, >= and range constraints must be affine in each block (Saddiki, Trapp & Flaherty 2017, §2.1, condition 3)")
             H = constant_hessian(e)  # every term of the block: products, squares, square atoms
             for blk, label in ((xs, "primal"), (ys, "relaxed-dual")):

@@ -192,7 +192,10 @@ class GopSolver(Solver):
                 lifted = Lifted(program)
             except NotRelaxable as e:
                 if outside is not None:
-                    raise outside from None
+                    # the tree is what takes such programs; say why it cannot (the partition's error alone sent the
+                    # user to an auxiliary row of a norm they wrote next to a term the tree does not relax)
+                    raise ModelStructureError(f"{outside}; the spatial tree (mode='tree'), which certifies such "
+                                              f"programs, does not cover {e}") from None
                 if mode == "tree":
                     raise InvalidOptionError(f"option mode='tree': the McCormick relaxation does not cover {e}; "
                                              f"use mode='gop'") from None

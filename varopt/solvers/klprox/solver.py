@@ -721,6 +721,10 @@ class KLProx:
             info.update(self._softmax_accuracy(cur))
         if "rejected" in info:
             info["rejected_steps"] = info.pop("rejected")
+        if not self.run.history:
+            # stopped before the first record (the start already stationary: a conjugate Gaussian model is exact
+            # after the prior step): one record, so the history holds the answer and verbose / tee=True print it
+            self.run.record(force=True, objective=cur.f)
         if status is None:
             return self.run.finish(x=m, objective=cur.f, info=info)
         return self.run.finish(status, msg, x=m, objective=cur.f, info=info)
