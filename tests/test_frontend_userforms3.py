@@ -123,3 +123,32 @@ def test_klprox_verbose_and_tee_print_a_conjugate_model_solved_at_the_start():
     with contextlib.redirect_stdout(buf):
         pyo.SolverFactory("klprox").solve(m, tee=True)
     assert "klprox it" in buf.getvalue()
+
+
+@pytest.mark.parametrize("z, status", [(0.5, "ok"), (1.0, "ok"), (2.0, "infeasible")])
+def test_ipsa_rows_made_constant_by_fixed_variables(z, status):
+    """A what-if analysis fixes ``z``; the rows ``z <= 1`` and ``z == z0`` become constants. ipsa refused them ('linear
+    constraint c (<= 1) has no variables and no strict interior', and 'constraint e is a nonlinear equality') where
+    majorize and gop drop a constant row that holds and report infeasible for one that fails; so does ipsa now. The
+    answer is the closed form x = 0.5 (the projection of 0.5 on [0, 1])."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1))
+    m.z = pyo.Var(initialize=z)
+    m.z.fix()
+    m.c = pyo.Constraint(expr=m.z <= 1)
+    m.e = pyo.Constraint(expr=m.z == z)
+    m.o = pyo.Objective(expr=(m.x - 0.5) ** 2 + (m.x - 0.5) ** 2)
+    r = pyo.SolverFactory("ipsa").solve(m, batch_size=2, step_power=0, hessian="exact", max_iter=100)
+    if status == "infeasible":
+        assert r.solver.termination_condition == pyo.TerminationCondition.infeasible
+        assert "'c' has no free variable" in r.solver.message and m.x.value is None
+    else:
+        assert abs(pyo.value(m.x) - 0.5) < 1e-6 and m.z.value == z
+    x = cp.Variable(2)
+    p = cp.Parameter(value=z)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x - 1)), [p <= 1, x <= 3])
+    prob.solve(method="ipsa", batch_size=2, step_power=0, hessian="exact", max_iter=100)
+    if status == "infeasible":
+        assert prob.status == "infeasible" and x.value is None
+    else:
+        assert np.allclose(x.value, 1, atol=1e-6)

@@ -154,6 +154,26 @@ class Program:
             return self
         return dataclasses.replace(self, lb=lb, ub=ub, constraints=keep)
 
+    def without_constant_constraints(self):
+        """``(program, violated)``: this program without its constraints whose body is a constant (every variable
+        of the row fixed: a Pyomo ``z.fix()``, a CVXPY row of Parameters), and the first of them that fails, as
+        ``(name, value, lo, hi)``, or None. A constant row that holds says nothing about the variables; one that
+        fails (by more than 1e-9 of its scale, the tolerance of a program without free variables) makes the
+        program infeasible, whatever the solver."""
+        A, const, lo, hi, _ = self._linear_rows()
+        empty = np.diff(A.indptr) == 0
+        if not empty.any():
+            return self, None
+        lin = [c for c in self.constraints if c.body.is_linear]
+        violated = None
+        for k in np.flatnonzero(empty).tolist():
+            scale = 1e-9 * max(1.0, abs(const[k]))
+            if const[k] < lo[k] - scale or const[k] > hi[k] + scale:
+                violated = (lin[k].name, float(const[k]), float(lo[k]), float(hi[k]))
+                break
+        drop = {id(lin[k]) for k in np.flatnonzero(empty).tolist()}
+        return dataclasses.replace(self, constraints=[c for c in self.constraints if id(c) not in drop]), violated
+
     def split_abs_rows(self) -> "Program":
         """This program with every constraint ``c |a^T x + b| + l^T x + k <= hi`` (one ``abs`` row with
         ``c > 0`` and no multiplier, otherwise linear; a CVXPY ``cp.abs(w) <= u``, a Pyomo

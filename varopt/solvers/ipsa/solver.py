@@ -130,6 +130,13 @@ class IpsaSolver(Solver):
         return None if opts.oracle is None else "the gradient came from a user oracle, not from the program"
 
     def _solve(self, program: Program, opts, run: Run) -> Result:
+        # a row whose variables are all fixed is a constant: it has no interior to keep (it was refused as 'no strict
+        # interior', an equality as 'nonlinear'); dropped when it holds, else the program is infeasible
+        program, violated = program.without_constant_constraints()
+        if violated is not None:
+            name, value, lo, hi = violated
+            return run.finish("infeasible", f"constraint {name!r} has no free variable and its constant value {value:g} "
+                              f"is outside [{lo:g}, {hi:g}]", lower=math.inf, upper=math.inf)
         program = program.split_abs_rows()   # |w| <= u is the box form -u <= w <= u: two linear rows
         program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
         program = with_atom_domains(program)  # -log x over a free x: the iterates must stay where x > 0
