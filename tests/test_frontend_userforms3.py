@@ -152,3 +152,14 @@ def test_ipsa_rows_made_constant_by_fixed_variables(z, status):
         assert prob.status == "infeasible" and x.value is None
     else:
         assert np.allclose(x.value, 1, atol=1e-6)
+
+
+def test_a_diag_variable_solved_before_by_another_solver_is_named():
+    """``cp.Variable((2, 2), diag=True)`` after an SCS solve holds a sparse value: varopt read it as the start and
+    raised TypeError ('float() argument must be ... not dia_array') before its check of the attribute."""
+    from varopt.errors import ModelStructureError
+    X = cp.Variable((2, 2), diag=True)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(cp.diag(X) - 1)))
+    prob.solve(solver="SCS")
+    with pytest.raises(ModelStructureError, match="diag=True"):
+        prob.solve(method="majorize")

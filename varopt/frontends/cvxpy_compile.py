@@ -200,9 +200,11 @@ def compile_cvxpy(problem):
     used = set()
     off = 0
     for var in variables:
+        # the attributes first: a diag=True variable solved by another solver holds a sparse value, which the start
+        # values cannot read (a TypeError instead of the error naming the attribute)
+        lb, ub = _variable_bounds(var, "variable")
         m, vnames, cols, x0 = layout_variable(var, off, used)
         names += vnames
-        lb, ub = _variable_bounds(var, "variable")
         lbs.append(lb)
         ubs.append(ub)
         x0s.append(x0)
