@@ -163,3 +163,23 @@ def test_a_diag_variable_solved_before_by_another_solver_is_named():
     prob.solve(solver="SCS")
     with pytest.raises(ModelStructureError, match="diag=True"):
         prob.solve(method="majorize")
+
+
+def test_cvxpy_warm_start_after_a_parameter_change_is_a_hint_for_ipsa():
+    """``warm_start=True`` after the Parameter ``t`` moved so that the previous point violates ``sum(x) <= t``:
+    ipsa raised 'x0 is not strictly feasible' (an option the user never passed); CVXPY's warm start is a hint, and
+    ipsa now starts from its own strictly feasible point. Closed form: the projection of (3, 1) on sum(x) <= t."""
+    t = cp.Parameter(value=1.0)
+    x = cp.Variable(2)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x - np.array([3.0, 1.0]))), [cp.sum(x) <= t])
+    kw = dict(step_power=0, hessian="exact", batch_size=2, max_iter=200, warm_start=True)
+    prob.solve(method="ipsa", **kw)
+    assert np.allclose(x.value, [1.5, -0.5], atol=1e-6)
+    t.value = -2.0
+    prob.solve(method="ipsa", **kw)
+    assert np.allclose(x.value, [0.0, -2.0], atol=1e-6)
+    t.value = 5.0   # the previous point is strictly feasible: the run starts there (objective 9 + 9)
+    x.value = np.array([10.0, 10.0])
+    prob.solve(method="ipsa", **kw)
+    assert np.allclose(x.value, [3.0, 1.0], atol=1e-6)
+    assert abs(prob.varopt_result.history[0]["objective"] - 18.0) < 1e-6   # not f(10, 10) = 130

@@ -24,7 +24,8 @@ and ``prob.value`` stays None (CVXPY evaluates the objective at the variables, w
 ``cp.multiply(phi, cp.square(x - mu))`` are accepted. Keyword arguments are the solver's
 options (unknown names raise :class:`~varopt.errors.InvalidOptionError` listing the valid
 ones); ``verbose`` is accepted by every solver, and so is CVXPY's ``warm_start=True`` (start from
-this problem's previous solve by the same solver: klprox's ``warm_start`` Result, else ``x0``).
+this problem's previous solve by the same solver: klprox's ``warm_start`` Result, else the starting point, as a
+hint that ipsa replaces when it is not strictly feasible).
 
 Status mapping (varopt -> CVXPY): ``optimal`` -> ``OPTIMAL``; ``converged`` (a local or
 stochastic method stopped by its convergence test, no optimality proof) ->
@@ -79,13 +80,15 @@ def solve_problem(prob, name, *args, **options):
     solver = registry.get_solver(name)
     if "verbose" in options and "verbose" not in solver.options.names():
         options.pop("verbose")
-    _cvxpy_warm_start(prob, name, solver, options)
+    hint = _cvxpy_warm_start(prob, name, solver, options)
     opts = solver.options.validate(options)  # fail on unknown/invalid options before compiling
     if getattr(solver, "accepts_binary", False):
         from .cvxpy_energy import compile_cvxpy_energy
         program, mapping = compile_cvxpy_energy(prob, name)
     else:
         program, mapping = compile_cvxpy(prob)
+    if hint is not None and hint.size == program.n_user and not program.aux:
+        program.x0 = np.concatenate([hint, program.x0[program.n_user:]])
     token = PROGRESS_STREAM.set(sys.stdout if options.get("verbose") else None)
     try:
         res = solver.solve(program, opts)
@@ -152,8 +155,11 @@ def _cvxpy_parts():
 def _cvxpy_warm_start(prob, name, solver, options):
     """CVXPY's own ``warm_start=True/False`` keyword (a boolean, unlike a varopt ``warm_start`` option's value):
     True starts from this problem's previous solve by the same solver, passed as the solver's ``warm_start`` option
-    (its Result: klprox) or as ``x0`` (its point) when the solver takes one and none is given; False, or no
-    previous solve, is a cold start. Solvers without either option ignore it, as CVXPY's solvers do."""
+    (its Result: klprox), or returned as the starting point's hint (the program's start, as the variables' values
+    are) when the solver takes an ``x0`` and none is given: a hint, as in CVXPY, that a solver needing a strictly
+    feasible start (ipsa) replaces when a changed Parameter has made it infeasible (as option ``x0`` it was an
+    error naming an option the user had not given). False, or no previous solve, is a cold start. Solvers without
+    either option ignore it, as CVXPY's solvers do."""
     ws = options.get("warm_start")
     if not isinstance(ws, (bool, np.bool_)):
         return
@@ -165,7 +171,8 @@ def _cvxpy_warm_start(prob, name, solver, options):
         return
     options.pop("warm_start")
     if prev is not None and "x0" in names and options.get("x0") is None:
-        options["x0"] = np.asarray(prev.x, dtype=float).copy()
+        return np.asarray(prev.x, dtype=float).ravel().copy()
+    return None
 
 
 class _Chain:
