@@ -183,3 +183,45 @@ def test_cvxpy_warm_start_after_a_parameter_change_is_a_hint_for_ipsa():
     prob.solve(method="ipsa", **kw)
     assert np.allclose(x.value, [3.0, 1.0], atol=1e-6)
     assert abs(prob.varopt_result.history[0]["objective"] - 18.0) < 1e-6   # not f(10, 10) = 130
+
+
+@pytest.mark.parametrize("bounds", [None, [-10, 10]])
+def test_gop_an_equality_written_as_two_inequalities(bounds):
+    """``x0 <= x1`` and ``x0 >= x1`` (an equality from data with lo == hi, written as two rows): both rows are active
+    and HiGHS returns multipliers of +-1e-23; the one of the wrong sign picked the infinite side of its row, and gop
+    raised SolverBugError ('a non-connected primal variable without finite bounds has a nonzero Lagrangian
+    gradient; declare bounds', also with bounds). Reference: Clarabel (convex) and SCIP (bilinear)."""
+    x = cp.Variable(2, bounds=bounds)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x - np.array([1.0, 3.0]))), [x[0] <= x[1], x[0] >= x[1]])
+    ref = prob.solve(solver="CLARABEL")
+    assert abs(prob.solve(method="gop") - ref) < 1e-6 and np.allclose(x.value, [2, 2], atol=1e-6)
+    x = cp.Variable(2, bounds=[0, 3])
+    y = cp.Variable(bounds=[0, 2])
+    prob = cp.Problem(cp.Minimize(x[0] * y - x[1] + cp.square(y - 1)), [x[0] <= x[1], x[0] >= x[1], x[0] + y <= 3])
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var([0, 1], bounds=(0, 3))
+    m.y = pyo.Var(bounds=(0, 2))
+    m.o = pyo.Objective(expr=m.x[0] * m.y - m.x[1] + (m.y - 1) ** 2)
+    m.c = pyo.ConstraintList()
+    for c in (m.x[0] <= m.x[1], m.x[0] >= m.x[1], m.x[0] + m.y <= 3):
+        m.c.add(c)
+    pyo.SolverFactory("scip_direct").solve(m)
+    assert abs(prob.solve(method="gop") - pyo.value(m.o)) < 1e-6
+
+
+def test_pyomo_warmstart_keyword():
+    """``opt.solve(m, warmstart=True)``, the Pyomo keyword written for MIP solvers, was an unknown option although
+    every solver with a starting point starts from the variables' values (and ``warm_start_capable()`` said False).
+    True is that start; False ignores the values (ipsa's own interior start, the centre of the box). The first
+    history record is the objective at the start (closed forms)."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1), initialize=0.3)
+    m.y = pyo.Var(bounds=(0, 2), initialize=1.7)
+    m.o = pyo.Objective(expr=(m.x - 3) ** 2 + (m.y - 1) ** 2)
+    opt = pyo.SolverFactory("ipsa")
+    assert opt.warm_start_capable() and not pyo.SolverFactory("gop").warm_start_capable()
+    r = opt.solve(m, warmstart=True, max_iter=3, batch_size=2)
+    assert abs(r.varopt_result.history[0]["objective"] - (2.7 ** 2 + 0.7 ** 2)) < 1e-12
+    m.x.value, m.y.value = 0.3, 1.7
+    r = opt.solve(m, warmstart=False, max_iter=3, batch_size=2)
+    assert abs(r.varopt_result.history[0]["objective"] - 2.5 ** 2) < 1e-12

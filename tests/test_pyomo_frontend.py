@@ -464,8 +464,8 @@ def test_unknown_and_invalid_options():
 def test_config_dict_mirrors_option_set():
     opt = pyo.SolverFactory("vo_test_scipy")
     cfg = type(opt).CONFIG
-    assert set(cfg.keys()) == {"max_iter", "time_limit", "verbose", "tol", "tee", "load_solutions", "keepfiles",
-                               "symbolic_solver_labels", "report_timing"}
+    assert set(cfg.keys()) == {"max_iter", "time_limit", "verbose", "tol", "tee", "load_solutions", "warmstart",
+                               "keepfiles", "symbolic_solver_labels", "report_timing"}
     assert cfg.max_iter == 500 and cfg.tol == 1e-10 and cfg.load_solutions is True
     assert cfg.get("tol")._description == "SLSQP tolerance"
     assert "SLSQP tolerance" in cfg.generate_documentation()

@@ -54,7 +54,8 @@ infeasible problem, in which case the values are left untouched) and returns a s
 Options: the solver's :class:`~varopt.options.OptionSet` becomes the class attribute
 ``CONFIG`` (a ``pyomo.common.config.ConfigDict``, one ``ConfigValue`` per option whose
 domain calls ``Option.validate``), plus Pyomo's usual ``tee`` (sets ``verbose``) and
-``load_solutions`` (default True). Unknown options raise
+``load_solutions`` (default True) and ``warmstart`` (default True: the solvers start from the variables' current
+values, as they always did; ``False`` ignores them). Unknown options raise
 :class:`~varopt.errors.InvalidOptionError` naming the option and listing the valid ones.
 Options are merged in this order (later wins): ``SolverFactory(name, **kw)`` /
 ``options=`` at construction, ``opt.options[...]``, ``solve(..., options={...})``,
@@ -63,6 +64,8 @@ Options are merged in this order (later wins): ``SolverFactory(name, **kw)`` /
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ..errors import InvalidOptionError
 
@@ -85,7 +88,7 @@ _LOADABLE = ("optimal", "converged", "stationary", "iteration_limit", "pass_limi
 
 #: Pyomo-level options accepted besides the solver's own (``keepfiles``, ``symbolic_solver_labels``
 #: and ``report_timing`` are generic Pyomo arguments with no effect here: varopt writes no files)
-PYOMO_OPTIONS = ("tee", "load_solutions", "keepfiles", "symbolic_solver_labels", "report_timing")
+PYOMO_OPTIONS = ("tee", "load_solutions", "warmstart", "keepfiles", "symbolic_solver_labels", "report_timing")
 
 
 class _OptionDomain:
@@ -117,6 +120,9 @@ def build_config(solver_cls):
                                    description="stream solver progress to the terminal (sets verbose)"))
     cfg.declare("load_solutions", ConfigValue(default=True, domain=bool,
                                               description="write the solution into the model's variables"))
+    cfg.declare("warmstart", ConfigValue(default=True, domain=bool,
+                                         description="start from the variables' current values (the default; False: "
+                                                     "the solver's own start, as if no variable had a value)"))
     for name in ("keepfiles", "symbolic_solver_labels", "report_timing"):
         cfg.declare(name, ConfigValue(default=False, domain=bool,
                                       description="accepted for compatibility; varopt writes no files"))
@@ -151,7 +157,8 @@ class VaroptPyomoSolver:
         return tuple(int(p) for p in __version__.split(".")[:3] if p.isdigit())
 
     def warm_start_capable(self):
-        return False
+        # the solvers with a starting point start from the variables' current values (warmstart=True, the default)
+        return "x0" in self.varopt_class.options.names()
 
     def __enter__(self):
         return self
@@ -202,6 +209,8 @@ class VaroptPyomoSolver:
             program, mapping = compile_pyomo_energy(model, self.name)
         else:
             program, mapping = compile_pyomo(model)
+        if not config.warmstart:
+            program.x0 = np.full(program.n, np.nan)   # no variable has a value: the solver's own start
         import sys
 
         from ..core.run import PROGRESS_STREAM
@@ -212,7 +221,6 @@ class VaroptPyomoSolver:
             PROGRESS_STREAM.reset(token)
         loaded = False
         if config.load_solutions and res.status in _LOADABLE and res.x is not None:
-            import numpy as np
             x = np.asarray(res.x, dtype=float).ravel()
             if x.size == program.n_user and np.all(np.isfinite(x)):
                 _clear_import_suffixes(model)
@@ -257,7 +265,6 @@ class VaroptPyomoSolver:
 def _fill_solution(results, model, mapping, res, program):
     """``results.solution``: the point (and objective) under a symbol map, so that
     ``load_solutions=False`` followed by ``model.solutions.load_from(results)`` loads it."""
-    import numpy as np
     from pyomo.core.base.label import NumericLabeler
     from pyomo.core.expr.symbol_map import SymbolMap
     from pyomo.environ import Objective
