@@ -225,3 +225,13 @@ def test_pyomo_warmstart_keyword():
     m.x.value, m.y.value = 0.3, 1.7
     r = opt.solve(m, warmstart=False, max_iter=3, batch_size=2)
     assert abs(r.varopt_result.history[0]["objective"] - 2.5 ** 2) < 1e-12
+
+
+def test_pyomo_wallclock_time_is_set():
+    """``results.solver.wallclock_time`` (the field Pyomo declares and its direct interfaces fill) was None: varopt
+    wrote its time only under its own name ``wall_time``."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1))
+    m.o = pyo.Objective(expr=(m.x - 3) ** 2)
+    r = pyo.SolverFactory("majorize").solve(m)
+    assert r.solver.wallclock_time == r.varopt_result.wall_time > 0 and r.solver.wall_time == r.solver.wallclock_time

@@ -38,7 +38,8 @@ infeasible problem, in which case the values are left untouched) and returns a s
 * ``results.problem.lower_bound`` / ``upper_bound``: the bounds the solver proved, in the
   user's objective sense; left at Pyomo's defaults (``-inf``/``inf``) when not proven.
 * ``results.problem.sense``, ``name``, ``number_of_variables``, ``number_of_constraints``;
-  ``results.solver.name``, ``wall_time``, ``message``, ``termination_message``.
+  ``results.solver.name``, ``wallclock_time`` (Pyomo's field; also as ``wall_time``), ``message``,
+  ``termination_message``.
 * Energy-model solvers (``accepts_binary``: ``exact``, ``meanfield``, ``lbp``, ``trw``, ``ais``):
   the binary variables keep their values; ``results.varopt_marginals`` is
   ``{variable name: P(x = 1)}`` and an import ``Suffix`` named ``marginal`` on the model
@@ -243,6 +244,7 @@ class VaroptPyomoSolver:
         results.solver.status = getattr(SolverStatus, st)
         results.solver.termination_condition = getattr(TerminationCondition, tc)
         results.solver.wall_time = res.wall_time
+        results.solver.wallclock_time = res.wall_time   # Pyomo's declared field (the direct interfaces set it)
         results.solver.message = res.message or res.status
         results.solver.termination_message = res.message or res.status
         prob = results.problem
