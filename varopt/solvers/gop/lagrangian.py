@@ -32,10 +32,6 @@ from ...errors import ModelStructureError
 from ...program import Expression
 from ...program.terms import AtomGroup, LseGroup, QuadraticTerms
 
-#: multipliers below this (relative to the largest) are zero when their sign points to an infinite side (HiGHS's
-#: default dual feasibility tolerance)
-DUAL_ZERO = 1e-7
-
 
 def _sub_atom(g: AtomGroup, rows) -> AtomGroup:
     rows = np.asarray(rows, dtype=np.int64)
@@ -370,15 +366,14 @@ class BlockModel:
         z = np.zeros(self.n)
         z[self.xi] = xk
         exprs = [] if feasibility else [(1.0, self.obj_r, 0.0)]
-        # a multiplier of the wrong sign for a one-sided row (towards its infinite side) within the QP layer's dual
-        # feasibility tolerance is zero (KKT); its side would make the constant infinite. Seen on an equality the user
-        # wrote as two inequalities (x0 <= x1, x0 >= x1): both rows active, multipliers +-1e-23
-        zero = DUAL_ZERO * max(1.0, float(np.max(np.abs(lam), initial=0.0)))
         for lam_c, cr, lo, hi in zip(lam, self.con_r, self.dual_lo, self.dual_hi):
             if lam_c == 0.0:
                 continue
             rc = hi if lam_c > 0 else lo
-            if not np.isfinite(rc) and abs(lam_c) <= zero:
+            if not np.isfinite(rc):
+                # the sign projection of section 4 (docs/gop.md): a multiplier of the wrong sign for a one-sided row
+                # (rounding: an equality written as two inequalities, x0 <= x1 and x0 >= x1, both active, got
+                # multipliers of +-1e-23) is 0; its infinite side made the constant -inf (SolverBugError)
                 continue
             exprs.append((float(lam_c), cr, rc))
         const = 0.0
