@@ -16,7 +16,7 @@ import pytest
 import varopt
 from varopt.core.backend import numba_available
 from varopt.frontends.cvxpy_compile import compile_cvxpy
-from varopt.solvers.ipsa.divergence import DivergedWarning
+from varopt.solvers.ipsa import DivergedWarning
 
 UNSTABLE = dict(step_power=0, hessian="identity")   # a_k = 1 with B = I: too long a step for ||A||^2 >> 1
 
