@@ -105,6 +105,62 @@ def f1_entities(gold, pred):
     return 2 * prec * rec / max(prec + rec, 1e-300)
 
 
+def dict_features(token, prefix=""):
+    """``(name, value)`` pairs of a token given as a feature dict, as scikit-learn-crfsuite / python-crfsuite
+    read it: a string value ``v`` of key ``k`` is the feature ``"k:v"`` with value 1; a number (or bool) is the
+    feature ``k`` with that value; a nested dict gives ``"k:sub"`` names; a list of strings one ``"k:s"`` each.
+    Non-finite numbers and other value types are an InputDataError naming the key."""
+    out = []
+    for k, v in token.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, str):
+            out.append((f"{name}:{v}", 1.0))
+        elif isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
+            v = float(v)
+            if not np.isfinite(v):
+                raise InputDataError(f"feature {name!r} has the value {v} (NaN or inf)")
+            if v != 0.0:
+                out.append((name, v))
+        elif isinstance(v, dict):
+            out.extend(dict_features(v, name + ":"))
+        elif isinstance(v, (list, tuple, set, frozenset)) and all(isinstance(x, str) for x in v):
+            out.extend((f"{name}:{x}", 1.0) for x in v)
+        else:
+            raise InputDataError(f"feature {name!r} has a value of type {type(v).__name__}: feature dicts hold "
+                                 "strings, numbers, booleans, lists of strings or nested dicts")
+    return out
+
+
+def check_sequences(X, Y=None):
+    """``X`` (and ``Y``) as lists of sequences: a sentence is a list/tuple/1-D array of tokens, its tags a list of
+    the same length. A numeric 2-D array ``X`` is a set of equal-length sentences (e.g. word ids); a 1-D ``Y`` of
+    scalars (one label per sample, a classifier's ``y``) is refused with what is expected instead."""
+    def seqs(Z, name, unit):
+        if hasattr(Z, "toarray"):
+            raise InputDataError(f"ChainCRF fits sequences: {name} must be a list of {unit} lists (one per "
+                                 f"sentence); sparse input is not supported")
+        if isinstance(Z, (str, bytes, dict)) or not hasattr(Z, "__len__"):
+            raise InputDataError(f"ChainCRF fits sequences: {name} must be a list of {unit} lists (one per "
+                                 f"sentence), got {type(Z).__name__}")
+        out = []
+        for i, z in enumerate(Z):
+            if isinstance(z, (str, bytes, dict)) or not hasattr(z, "__len__") or getattr(z, "ndim", 1) != 1:
+                raise InputDataError(f"ChainCRF fits sequences: {name}[{i}] must be a list of {unit}s (one sentence), "
+                                     f"got {type(z).__name__} {z!r:.60}; {name} is a list of such lists")
+            out.append(list(z))
+        return out
+    X = seqs(X, "X", "token")
+    if Y is None:
+        return X
+    Y = seqs(Y, "Y", "tag")
+    if len(X) != len(Y):
+        raise InputDataError(f"X and Y have different numbers of sentences ({len(X)} and {len(Y)})")
+    for i, (tk, ys) in enumerate(zip(X, Y)):
+        if len(tk) != len(ys):
+            raise InputDataError(f"sentence {i} has {len(tk)} tokens but {len(ys)} tags")
+    return X, Y
+
+
 class ChainCRF(VaroptEstimator):
     """Chain CRF with feature templates and a label set; fit by bound majorization or L-BFGS.
 
@@ -126,10 +182,16 @@ class ChainCRF(VaroptEstimator):
 
     # --- features ---------------------------------------------------------------------------------------------
     def _feats(self, tokens):
-        return [[s for tpl in self.templates_ for s in tpl(tokens, t)] for t in range(len(tokens))]
+        """Per token, its ``(feature name, value)`` pairs: a dict token (scikit-learn-crfsuite's format, with the
+        default templates) carries its own features (:func:`dict_features`); otherwise the templates' names, each
+        with value 1."""
+        if getattr(self, "_dict_tokens_", False):
+            return [dict_features(tk) if isinstance(tk, dict) else
+                    [(s, 1.0) for tpl in self.templates_ for s in tpl(tokens, t)] for t, tk in enumerate(tokens)]
+        return [[(s, 1.0) for tpl in self.templates_ for s in tpl(tokens, t)] for t in range(len(tokens))]
 
     def _build_index(self, X, min_count, max_features):
-        cnt = Counter(s for tk in X for fs in self._feats(tk) for s in fs)
+        cnt = Counter(s for tk in X for fs in self._feats(tk) for s, _ in fs)
         items = [(c, s) for s, c in cnt.items() if c >= min_count]
         items.sort(key=lambda cs: (-cs[0], cs[1]))
         if max_features:
@@ -137,14 +199,16 @@ class ChainCRF(VaroptEstimator):
         self.vocab_ = {s: i for i, (_, s) in enumerate(items)}
 
     def _phi(self, tokens):
-        rows, cols = [], []
+        rows, cols, vals = [], [], []
         for t, fs in enumerate(self._feats(tokens)):
-            for s in fs:
+            for s, v in fs:
                 j = self.vocab_.get(s)
                 if j is not None:
                     rows.append(t)
                     cols.append(j)
-        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(tokens), len(self.vocab_)))
+                    vals.append(v)
+        # duplicates (a name twice in one token) add up, as in CRFsuite
+        return sp.csr_matrix((np.asarray(vals, dtype=float), (rows, cols)), shape=(len(tokens), len(self.vocab_)))
 
     def _prepare(self, X, Y=None):
         """Batches of equal-length sentences: (Phi dense (B,T,F), label ids (B,T))."""
@@ -279,11 +343,7 @@ class ChainCRF(VaroptEstimator):
         bound_reuse, reuse_metric, memory = params["bound_reuse"], params["reuse_metric"], params["memory"]
         if isinstance(memory, (bool, np.bool_)) or not isinstance(memory, (int, np.integer)) or memory < 1:
             raise InvalidOptionError(f"memory must be a positive integer (L-BFGS pairs kept), got {memory!r}")
-        if len(X) != len(Y):
-            raise InputDataError("X and Y have different numbers of sentences")
-        for i, (tk, ys) in enumerate(zip(X, Y)):
-            if len(tk) != len(ys):
-                raise InputDataError(f"sentence {i} has {len(tk)} tokens but {len(ys)} tags")
+        X, Y = check_sequences(X, Y)
         lam = params["lam"]
         if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(lam) or lam < 0:
@@ -291,6 +351,9 @@ class ChainCRF(VaroptEstimator):
         self.lam_ = float(lam)     # the fit's value (a deprecated fit(..., lam=) override included)
         templates, labels = params["templates"], params["labels"]
         self.templates_ = list(templates) if templates is not None else default_templates()
+        # scikit-learn-crfsuite's input (tokens as feature dicts) with the default templates, which would read a
+        # dict as the string of its repr (one opaque feature per distinct token: a silent wrong model)
+        self._dict_tokens_ = templates is None and any(isinstance(tk, dict) for sent in X for tk in sent)
         self.labels_ = (sorted({tg for ys in Y for tg in ys}) if labels is None else list(labels))
         if len(self.labels_) == 0:
             raise InputDataError("empty label set: Omega has no configurations")
@@ -343,9 +406,8 @@ class ChainCRF(VaroptEstimator):
 
     def score(self, X, Y):
         """Token accuracy of :meth:`predict` on sentences ``X`` with tags ``Y`` (scikit-learn's ``score``)."""
+        X, Y = check_sequences(X, Y)
         pred = self.predict(X)
-        if len(Y) != len(pred) or any(len(p) != len(ys) for p, ys in zip(pred, Y)):
-            raise InputDataError("Y must hold one tag per token of every sentence of X")
         n = sum(len(ys) for ys in Y)
         return sum(a == b for p, ys in zip(pred, Y) for a, b in zip(p, ys)) / max(n, 1)
 
@@ -354,7 +416,7 @@ class ChainCRF(VaroptEstimator):
         """Viterbi labelling of each sentence."""
         self._check_fitted("W_")
         out = []
-        for tk in X:
+        for tk in check_sequences(X):
             if not tk:
                 out.append([])
                 continue

@@ -194,7 +194,8 @@ class BayesianMultinomialRegression(ClassifierMixin, _GLM):
     def _targets(self, y):
         self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
         if self.classes_.size < 2:
-            raise InputDataError(f"classification needs at least two classes, got {self.classes_.size}")
+            n = self.classes_.size   # scikit-learn's wording ("1 class"), which its checks and users look for
+            raise InputDataError(f"classification needs at least two classes, got {n} class{'' if n == 1 else 'es'}")
         self._classes = self.classes_.size
         return codes.astype(float)
 
@@ -263,9 +264,16 @@ class BayesianPoissonRegression(RegressorMixin, _GLM):
     """Bayesian Poisson regression with the log link: ``y_n ~ Poisson(exp(x_n^T w + b))``, prior
     ``w ~ N(0, prior_var I)`` (the intercept too when ``fit_intercept``); the Gaussian posterior of the -log joint
     ``sum_n [exp(f_n) - y_n f_n] + |w|^2 / (2 prior_var)`` by KL-proximal VI (Khan, Baque, Fleuret & Fua 2015).
-    ``y`` holds counts (integers >= 0). Fitted: ``coef_``, ``intercept_``, ``mean_``, ``covariance_``,
-    ``neg_elbo_``, ``grid_``, ``result_``; ``predict`` is the posterior predictive mean ``exp(mt + vt/2)``."""
+    ``y`` holds counts, or rates (any ``y >= 0``, as scikit-learn's ``PoissonRegressor``: ``y = counts / exposure``
+    with ``sample_weight = exposure`` gives the counts' fit; ``log y!`` of the ELBO is then ``log Gamma(y + 1)``).
+    Fitted: ``coef_``, ``intercept_``, ``mean_``, ``covariance_``, ``neg_elbo_``, ``grid_``, ``result_``;
+    ``predict`` is the posterior predictive mean ``exp(mt + vt/2)``."""
     likelihood = "poisson"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = True      # y >= 0 (scikit-learn's PoissonRegressor sets the same tag)
+        return tags
 
     def predict(self, X):
         """Posterior predictive mean ``E[exp f*]``."""
