@@ -61,27 +61,31 @@ def read_conll(path, max_sentences=None, max_len=None, word_col=0, tag_col=-1):
     return sents
 
 
+def word_features(tk, t):
+    """The default template: features of token ``t`` of the token list ``tk`` (word shape, affixes,
+    neighbours). Module level, so that a fitted :class:`ChainCRF` pickles (its ``templates_`` hold it)."""
+    tk = [str(x) for x in tk[max(t - 1, 0):t + 2]]   # tokens may be numbers (word ids); t's window only
+    t = min(t, 1)
+    w = tk[t]
+    out = ["bias", "w=" + w.lower(), "suf3=" + w[-3:].lower(), "pre3=" + w[:3].lower()]
+    if w[:1].isupper():
+        out.append("title")
+    if w.isupper():
+        out.append("upper")
+    if any(c.isdigit() for c in w):
+        out.append("digit")
+    if not w.isalnum():
+        out.append("punct")
+    out.append("prev=" + (tk[t - 1].lower() if t else "<s>"))
+    out.append("next=" + (tk[t + 1].lower() if t + 1 < len(tk) else "</s>"))
+    if t and tk[t - 1][:1].isupper():
+        out.append("prev_title")
+    return out
+
+
 def default_templates():
     """Feature templates ``f(tokens, t) -> [str]`` (word shape, affixes, neighbours)."""
-    def word(tk, t):
-        tk = [str(x) for x in tk[max(t - 1, 0):t + 2]]   # tokens may be numbers (word ids); t's window only
-        t = min(t, 1)
-        w = tk[t]
-        out = ["bias", "w=" + w.lower(), "suf3=" + w[-3:].lower(), "pre3=" + w[:3].lower()]
-        if w[:1].isupper():
-            out.append("title")
-        if w.isupper():
-            out.append("upper")
-        if any(c.isdigit() for c in w):
-            out.append("digit")
-        if not w.isalnum():
-            out.append("punct")
-        out.append("prev=" + (tk[t - 1].lower() if t else "<s>"))
-        out.append("next=" + (tk[t + 1].lower() if t + 1 < len(tk) else "</s>"))
-        if t and tk[t - 1][:1].isupper():
-            out.append("prev_title")
-        return out
-    return [word]
+    return [word_features]
 
 
 def f1_entities(gold, pred):
@@ -105,7 +109,7 @@ def f1_entities(gold, pred):
     return 2 * prec * rec / max(prec + rec, 1e-300)
 
 
-def dict_features(token, prefix=""):
+def dict_features(token, prefix="", where=""):
     """``(name, value)`` pairs of a token given as a feature dict, as scikit-learn-crfsuite / python-crfsuite
     read it: a string value ``v`` of key ``k`` is the feature ``"k:v"`` with value 1; a number (or bool) is the
     feature ``k`` with that value; a nested dict gives ``"k:sub"`` names; a list of strings one ``"k:s"`` each.
@@ -118,15 +122,15 @@ def dict_features(token, prefix=""):
         elif isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
             v = float(v)
             if not np.isfinite(v):
-                raise InputDataError(f"feature {name!r} has the value {v} (NaN or inf)")
+                raise InputDataError(f"feature {name!r}{where} has the value {v} (NaN or inf)")
             if v != 0.0:
                 out.append((name, v))
         elif isinstance(v, dict):
-            out.extend(dict_features(v, name + ":"))
+            out.extend(dict_features(v, name + ":", where))
         elif isinstance(v, (list, tuple, set, frozenset)) and all(isinstance(x, str) for x in v):
             out.extend((f"{name}:{x}", 1.0) for x in v)
         else:
-            raise InputDataError(f"feature {name!r} has a value of type {type(v).__name__}: feature dicts hold "
+            raise InputDataError(f"feature {name!r}{where} has a value of type {type(v).__name__}: feature dicts hold "
                                  "strings, numbers, booleans, lists of strings or nested dicts")
     return out
 
@@ -186,7 +190,7 @@ class ChainCRF(VaroptEstimator):
         default templates) carries its own features (:func:`dict_features`); otherwise the templates' names, each
         with value 1."""
         if getattr(self, "_dict_tokens_", False):
-            return [dict_features(tk) if isinstance(tk, dict) else
+            return [dict_features(tk, where=f" of token {t}") if isinstance(tk, dict) else
                     [(s, 1.0) for tpl in self.templates_ for s in tpl(tokens, t)] for t, tk in enumerate(tokens)]
         return [[(s, 1.0) for tpl in self.templates_ for s in tpl(tokens, t)] for t in range(len(tokens))]
 

@@ -401,8 +401,21 @@ class GPRegressor(RegressorMixin, _GP):
             raise InputDataError(f"GPRegressor likelihood must be 'laplace' or 'gaussian', got {self.likelihood!r}")
         return self._fit(*self._inputs(X, y))
 
-    def predict(self, X):
-        return self.latent(X)[0]
+    def predict(self, X, return_std=False, return_cov=False):
+        """Posterior mean of the latent ``f`` at ``X``; with ``return_std`` also its standard deviation, with
+        ``return_cov`` its covariance (scikit-learn's ``GaussianProcessRegressor.predict``, which leaves the noise
+        of its ``alpha`` out the same way; :meth:`log_predictive_density` includes the likelihood).
+        ``cov(f*) = K** - A^T A + A^T V A`` with ``A = L^-1 K(X_train, X)``."""
+        if return_std and return_cov:
+            raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        if not return_cov:
+            mt, vt = self.latent(X)
+            return (mt, np.sqrt(vt)) if return_std else mt
+        import scipy.linalg as sla
+        X = self._new_inputs(X, "X_train_")
+        a = sla.solve_triangular(self.L_, se_kernel(self.X_train_, X, self.log_ell_, self.log_sf_), lower=True)
+        cov = se_kernel(X, X, self.log_ell_, self.log_sf_) - a.T @ a + a.T @ self.covariance_ @ a
+        return a.T @ self.mean_, 0.5 * (cov + cov.T)
 
     def log_predictive_density(self, X, y):
         """``log p(y* | data)`` per test point under ``q`` (closed forms)."""
