@@ -283,6 +283,9 @@ def test_chain_crf_takes_scikit_learn_crfsuite_feature_dicts():
     assert crf.vocab_ == ref.vocab_
     np.testing.assert_allclose(crf.theta_, ref.theta_, rtol=0, atol=1e-6)
     assert crf.predict(Xt) == ref.predict(St)
+    names = ChainCRF(method="lbfgs", lam=0.5, max_iter=200, tol=1e-12).fit(
+        [[_names(s, i) for i in range(len(s))] for s in S], T)        # python-crfsuite's list-of-names items
+    np.testing.assert_allclose(names.theta_, ref.theta_, rtol=0, atol=1e-6)
     acc = crf.score(Xt, Tt)
     dv = DictVectorizer()
     lr = LogisticRegression(max_iter=2000).fit(dv.fit_transform([f for s in Xd for f in s]), sum(T, []))

@@ -135,6 +135,11 @@ def dict_features(token, prefix="", where=""):
     return out
 
 
+def _name_list(token):
+    """A token given as a list of feature names (python-crfsuite's other item format), each with value 1."""
+    return isinstance(token, (list, tuple)) and all(isinstance(x, str) for x in token)
+
+
 def check_sequences(X, Y=None):
     """``X`` (and ``Y``) as lists of sequences: a sentence is a list/tuple/1-D array of tokens, its tags a list of
     the same length. A numeric 2-D array ``X`` is a set of equal-length sentences (e.g. word ids); a 1-D ``Y`` of
@@ -171,7 +176,13 @@ class ChainCRF(VaroptEstimator):
     scikit-learn conventions: every hyperparameter is an ``__init__`` argument (``method``
     ``'majorize'`` or ``'lbfgs'``, ``tol``, ``max_iter``, ``time_limit``, ``verbose``, ``callback``,
     ``extrapolate``, ``bound_reuse``, ``reuse_metric``, ``memory`` included) and ``fit(X, Y)`` leaves them unchanged; what the fit derives ends in
-    ``_`` (``labels_``: the given labels or the sorted tags of ``Y``; ``templates_``)."""
+    ``_`` (``labels_``: the given labels or the sorted tags of ``Y``; ``templates_``).
+
+    Input: ``X`` a list of sentences, each a list of tokens; ``Y`` a list of tag lists. Tokens are words (strings or
+    word ids, read by the feature ``templates``) or, when ``templates`` is not given, scikit-learn-crfsuite's item
+    formats: a feature dict (:func:`dict_features`; ``{'word.lower()': 'paris', 'BOS': True}`` gives the features
+    ``word.lower():paris`` and ``BOS``) or a list of feature names. A classifier's ``y`` (one label per sample), sparse
+    or non-sequence input is refused with what is expected (:func:`check_sequences`)."""
 
     def __init__(self, templates=None, labels=None, lam: float = 1.0, min_count: int = 1, max_features=None,
                  method: str = "majorize", tol: float = 1e-8, max_iter: int = 200, time_limit=None,
@@ -191,6 +202,7 @@ class ChainCRF(VaroptEstimator):
         with value 1."""
         if getattr(self, "_dict_tokens_", False):
             return [dict_features(tk, where=f" of token {t}") if isinstance(tk, dict) else
+                    [(s, 1.0) for s in tk] if _name_list(tk) else
                     [(s, 1.0) for tpl in self.templates_ for s in tpl(tokens, t)] for t, tk in enumerate(tokens)]
         return [[(s, 1.0) for tpl in self.templates_ for s in tpl(tokens, t)] for t in range(len(tokens))]
 
@@ -357,7 +369,8 @@ class ChainCRF(VaroptEstimator):
         self.templates_ = list(templates) if templates is not None else default_templates()
         # scikit-learn-crfsuite's input (tokens as feature dicts) with the default templates, which would read a
         # dict as the string of its repr (one opaque feature per distinct token: a silent wrong model)
-        self._dict_tokens_ = templates is None and any(isinstance(tk, dict) for sent in X for tk in sent)
+        self._dict_tokens_ = templates is None and any(isinstance(tk, dict) or _name_list(tk) for sent in X
+                                                       for tk in sent)
         self.labels_ = (sorted({tg for ys in Y for tg in ys}) if labels is None else list(labels))
         if len(self.labels_) == 0:
             raise InputDataError("empty label set: Omega has no configurations")
