@@ -174,6 +174,18 @@ def test_bgmm_on_iris_petal_length_as_bayesian_gaussian_mixture():
     assert adjusted_rand_score(lab, ref) > 0.9 and adjusted_rand_score(lab, species == 0) > 0.9
     np.testing.assert_allclose(fits[0].predict_proba(col).sum(axis=1), 1.0, atol=1e-12)
     assert np.array_equal(pickle.loads(pickle.dumps(fits[0])).predict(col), lab)
+    # score: the mixture's log predictive density (before: no score, so GridSearchCV could not select n_components)
+    from scipy.stats import norm
+    from sklearn.mixture import GaussianMixture
+    from sklearn.model_selection import KFold
+    g = fits[0]
+    sd = np.sqrt(1 / g.params_["tau"] + (g.params_["w"] / g.params_["tau"] if "w" in g.params_ else 0.0))
+    dens = (g.weights_ * norm.pdf(col.to_numpy(), g.means_, sd)).sum(axis=1)
+    np.testing.assert_allclose(g.score_samples(col), np.log(dens), rtol=1e-12)
+    assert abs(g.score(col) - GaussianMixture(2, covariance_type="tied", random_state=0).fit(col).score(col)) < 0.01
+    gs = GridSearchCV(BayesianGMMVEM(variance="learned", n_restarts=5), {"n_components": [1, 2]},
+                      cv=KFold(3, shuffle=True, random_state=0)).fit(col)
+    assert gs.best_params_ == {"n_components": 2}
     with pytest.raises(NotFittedError):
         clone(est).predict(col)
     for bad, msg in ((X.iloc[:, :2], "one-dimensional data.*2 columns"), (np.r_[col.to_numpy().ravel(), np.nan],

@@ -184,7 +184,7 @@ class BayesianGMMVEM(VaroptEstimator):
     NaN/inf and sparse input. ``y`` is ignored, as for scikit-learn's mixtures. Fitted: ``weights_``, ``means_``,
     ``neg_elbo_``, ``params_`` (the optimum's variational parameters), ``result_`` (every restart),
     ``n_features_in_`` (1). ``predict_proba(X)`` is the E-step's responsibilities (eq. (54)/(63)) at new points and
-    ``predict(X)`` their argmax."""
+    ``predict(X)`` their argmax; ``score_samples(X)`` / ``score(X)`` the log predictive density (per point / mean)."""
 
     def __init__(self, n_components=2, family="point", prior_precision=1.0, variance=1.0,
                  n_restarts=100, seed=0):
@@ -232,3 +232,21 @@ class BayesianGMMVEM(VaroptEstimator):
     def predict(self, X):
         """The most responsible component of each point (``argmax_k phi_ik``)."""
         return np.argmax(self.predict_proba(X), axis=1)
+
+    def score_samples(self, X):
+        """Log predictive density of each point under the fitted ``q``: ``log sum_k pi_k N(x; m_k, 1/tau + v_k)``
+        (``mu_k ~ N(m_k, v_k)`` integrated out; ``v_k = 0`` for the point family), as scikit-learn's mixtures'
+        ``score_samples``."""
+        self._check_fitted("params_")
+        xv = self._column(X, reset=False)
+        _, v, tau = _moments(self.params_, self.variance, self.family)
+        s2 = 1.0 / tau + v
+        with np.errstate(divide="ignore"):
+            logp = (np.log(self.weights_)[None, :] - 0.5 * np.log(2 * np.pi * s2)[None, :]
+                    - 0.5 * (xv[:, None] - self.means_[None, :]) ** 2 / s2[None, :])
+        return logsumexp(logp, axis=1)
+
+    def score(self, X, y=None):
+        """Mean log predictive density (:meth:`score_samples`), so that ``GridSearchCV`` can select
+        ``n_components`` and the prior by held-out likelihood."""
+        return float(np.mean(self.score_samples(X)))
