@@ -62,8 +62,8 @@ def test_breast_cancer_dataframe_and_categorical_labels_as_logistic_regression()
 @pytest.mark.parametrize("loader", [datasets.load_iris, datasets.load_wine])
 def test_three_classes_with_string_labels(loader):
     """Iris and wine, y a categorical Series of species names: BayesianMultinomialRegression in a pipeline within
-    0.03 of LogisticRegression (accuracy) and 0.05 (log-loss); a GridSearchCV over its prior variance; the binary
-    estimators refuse three classes by name."""
+    0.03 of LogisticRegression (accuracy) and 0.05 (log-loss); a GridSearchCV over its prior variance; GPClassifier
+    one-vs-rest against GaussianProcessClassifier; the binary estimators refuse three classes by name."""
     data = loader(as_frame=True)
     X = data.data
     y = pd.Series(np.asarray(data.target_names)[data.target], dtype="category")
@@ -74,9 +74,20 @@ def test_three_classes_with_string_labels(loader):
                       {"bayesianmultinomialregression__prior_var": [0.1, 1.0, 10.0]}, cv=3).fit(X, y)
     assert set(gs.predict(X)) <= set(data.target_names) and gs.score(X, y) > 0.95
     np.testing.assert_allclose(gs.predict_proba(X).sum(axis=1), 1.0, atol=1e-12)
-    for est in (BayesianLogisticRegression(), GPClassifier(), L1LogisticRegression()):
+    for est in (BayesianLogisticRegression(), L1LogisticRegression()):
         with pytest.raises(InputDataError, match="Only binary classification"):
             est.fit(X, y)
+    # GPClassifier one-vs-rest, as GaussianProcessClassifier (before: "Only binary classification" on iris)
+    from sklearn.gaussian_process import GaussianProcessClassifier
+    gpc = GPClassifier(log_ell=[0.5, 1.5], log_sf=[1.0, 2.0])
+    assert _cv(gpc, X, y) >= _cv(GaussianProcessClassifier(random_state=0), X, y) - 0.03
+    assert (_cv(gpc, X, y, scoring="neg_log_loss")
+            >= _cv(GaussianProcessClassifier(random_state=0), X, y, scoring="neg_log_loss") - 0.05)
+    pipe = make_pipeline(StandardScaler(), gpc).fit(X, y)
+    assert len(pipe[-1].estimators_) == 3 and set(pipe.predict(X)) <= set(data.target_names)
+    np.testing.assert_allclose(pipe.predict_proba(X).sum(axis=1), 1.0, atol=1e-12)
+    binary = pipe[-1].fit(pipe[0].transform(X)[y != y.cat.categories[0]], y[y != y.cat.categories[0]])
+    assert not hasattr(binary, "estimators_") and binary.classes_.size == 2    # a refit on two classes is binary
 
 
 def test_digits_ten_classes_and_string_labels_of_make_classification():
