@@ -177,8 +177,14 @@ def vem(x, K: int, family: str = "point", prior_precision: float = 1.0, variance
 
 
 class BayesianGMMVEM(VaroptEstimator):
-    """scikit-learn estimator: ``BayesianGMMVEM(K).fit(x)`` keeps the best of the restarts; ``x`` is the
-    1-D data, or a one-column ``X`` (``y`` is ignored, as for scikit-learn's mixtures)."""
+    """scikit-learn estimator: ``BayesianGMMVEM(K).fit(X)`` keeps the best of the restarts of :func:`vem`.
+
+    The model is a mixture of one-dimensional Gaussians (Saddiki et al. 2017), so ``X`` is the 1-D data or a
+    one-column ``X`` (as scikit-learn's ``IsotonicRegression`` takes it); more columns are refused by name, as are
+    NaN/inf and sparse input. ``y`` is ignored, as for scikit-learn's mixtures. Fitted: ``weights_``, ``means_``,
+    ``neg_elbo_``, ``params_`` (the optimum's variational parameters), ``result_`` (every restart),
+    ``n_features_in_`` (1). ``predict_proba(X)`` is the E-step's responsibilities (eq. (54)/(63)) at new points and
+    ``predict(X)`` their argmax; ``score_samples(X)`` / ``score(X)`` the log predictive density (per point / mean)."""
 
     def __init__(self, n_components=2, family="point", prior_precision=1.0, variance=1.0,
                  n_restarts=100, seed=0):
@@ -186,10 +192,24 @@ class BayesianGMMVEM(VaroptEstimator):
         self.prior_precision, self.variance = prior_precision, variance
         self.n_restarts, self.seed = n_restarts, seed
 
-    def fit(self, x, y=None):
-        x = np.asarray(x, dtype=float)
-        if x.ndim == 2 and x.shape[1] == 1:
-            x = x.ravel()
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.one_d_array = True     # a 1-D x is the data (scikit-learn's checks then pass X[:, 0])
+        return tags
+
+    def _column(self, X, reset):
+        """``X`` (1-D, or 2-D with one column) validated by scikit-learn (finite, numeric, not sparse, non-empty;
+        ``n_features_in_`` set on ``reset``, checked otherwise) as a float vector."""
+        if not hasattr(X, "toarray") and np.ndim(X) == 1:
+            X = np.asarray(X).reshape(-1, 1)     # the 1-D data (a list, array or pandas Series)
+        X = self._validate(X, reset=reset, with_y=False)
+        if X.shape[1] != 1:
+            raise InputDataError(f"{type(self).__name__} models one-dimensional data: X must be 1-D or have one "
+                                 f"column, got {X.shape[1]} columns")
+        return X[:, 0]
+
+    def fit(self, X, y=None):
+        x = self._column(X, reset=True)
         res = vem(x, self.n_components, self.family, self.prior_precision, self.variance,
                   self.n_restarts, self.seed)
         best = res.best
@@ -200,9 +220,33 @@ class BayesianGMMVEM(VaroptEstimator):
         self.means_ = (best.params["mu"] if "mu" in best.params else best.params["eta"] / best.params["tau"])
         return self
 
-    def predict_proba(self, x):
-        xv = check_data(x)
+    def predict_proba(self, X):
+        """Responsibilities ``phi_ik`` (rows sum to 1) of new points under the fitted ``q``."""
+        self._check_fitted("params_")
+        xv = self._column(X, reset=False)
         p = self.params_
         _, v, tau = _moments(p, self.variance, self.family)
         s = _profile_costs(xv, self.means_, v, tau, p["pi"])
         return np.exp(s - logsumexp(s, axis=1)[:, None])
+
+    def predict(self, X):
+        """The most responsible component of each point (``argmax_k phi_ik``)."""
+        return np.argmax(self.predict_proba(X), axis=1)
+
+    def score_samples(self, X):
+        """Log predictive density of each point under the fitted ``q``: ``log sum_k pi_k N(x; m_k, 1/tau + v_k)``
+        (``mu_k ~ N(m_k, v_k)`` integrated out; ``v_k = 0`` for the point family), as scikit-learn's mixtures'
+        ``score_samples``."""
+        self._check_fitted("params_")
+        xv = self._column(X, reset=False)
+        _, v, tau = _moments(self.params_, self.variance, self.family)
+        s2 = 1.0 / tau + v
+        with np.errstate(divide="ignore"):
+            logp = (np.log(self.weights_)[None, :] - 0.5 * np.log(2 * np.pi * s2)[None, :]
+                    - 0.5 * (xv[:, None] - self.means_[None, :]) ** 2 / s2[None, :])
+        return logsumexp(logp, axis=1)
+
+    def score(self, X, y=None):
+        """Mean log predictive density (:meth:`score_samples`), so that ``GridSearchCV`` can select
+        ``n_components`` and the prior by held-out likelihood."""
+        return float(np.mean(self.score_samples(X)))

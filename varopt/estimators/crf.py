@@ -61,27 +61,31 @@ def read_conll(path, max_sentences=None, max_len=None, word_col=0, tag_col=-1):
     return sents
 
 
+def word_features(tk, t):
+    """The default template: features of token ``t`` of the token list ``tk`` (word shape, affixes,
+    neighbours). Module level, so that a fitted :class:`ChainCRF` pickles (its ``templates_`` hold it)."""
+    tk = [str(x) for x in tk[max(t - 1, 0):t + 2]]   # tokens may be numbers (word ids); t's window only
+    t = min(t, 1)
+    w = tk[t]
+    out = ["bias", "w=" + w.lower(), "suf3=" + w[-3:].lower(), "pre3=" + w[:3].lower()]
+    if w[:1].isupper():
+        out.append("title")
+    if w.isupper():
+        out.append("upper")
+    if any(c.isdigit() for c in w):
+        out.append("digit")
+    if not w.isalnum():
+        out.append("punct")
+    out.append("prev=" + (tk[t - 1].lower() if t else "<s>"))
+    out.append("next=" + (tk[t + 1].lower() if t + 1 < len(tk) else "</s>"))
+    if t and tk[t - 1][:1].isupper():
+        out.append("prev_title")
+    return out
+
+
 def default_templates():
     """Feature templates ``f(tokens, t) -> [str]`` (word shape, affixes, neighbours)."""
-    def word(tk, t):
-        tk = [str(x) for x in tk[max(t - 1, 0):t + 2]]   # tokens may be numbers (word ids); t's window only
-        t = min(t, 1)
-        w = tk[t]
-        out = ["bias", "w=" + w.lower(), "suf3=" + w[-3:].lower(), "pre3=" + w[:3].lower()]
-        if w[:1].isupper():
-            out.append("title")
-        if w.isupper():
-            out.append("upper")
-        if any(c.isdigit() for c in w):
-            out.append("digit")
-        if not w.isalnum():
-            out.append("punct")
-        out.append("prev=" + (tk[t - 1].lower() if t else "<s>"))
-        out.append("next=" + (tk[t + 1].lower() if t + 1 < len(tk) else "</s>"))
-        if t and tk[t - 1][:1].isupper():
-            out.append("prev_title")
-        return out
-    return [word]
+    return [word_features]
 
 
 def f1_entities(gold, pred):
@@ -105,13 +109,80 @@ def f1_entities(gold, pred):
     return 2 * prec * rec / max(prec + rec, 1e-300)
 
 
+def dict_features(token, prefix="", where=""):
+    """``(name, value)`` pairs of a token given as a feature dict, as scikit-learn-crfsuite / python-crfsuite
+    read it: a string value ``v`` of key ``k`` is the feature ``"k:v"`` with value 1; a number (or bool) is the
+    feature ``k`` with that value; a nested dict gives ``"k:sub"`` names; a list of strings one ``"k:s"`` each.
+    Non-finite numbers and other value types are an InputDataError naming the key."""
+    out = []
+    for k, v in token.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, str):
+            out.append((f"{name}:{v}", 1.0))
+        elif isinstance(v, (bool, np.bool_, int, float, np.integer, np.floating)):
+            v = float(v)
+            if not np.isfinite(v):
+                raise InputDataError(f"feature {name!r}{where} has the value {v} (NaN or inf)")
+            if v != 0.0:
+                out.append((name, v))
+        elif isinstance(v, dict):
+            out.extend(dict_features(v, name + ":", where))
+        elif isinstance(v, (list, tuple, set, frozenset)) and all(isinstance(x, str) for x in v):
+            out.extend((f"{name}:{x}", 1.0) for x in v)
+        else:
+            raise InputDataError(f"feature {name!r}{where} has a value of type {type(v).__name__}: feature dicts hold "
+                                 "strings, numbers, booleans, lists of strings or nested dicts")
+    return out
+
+
+def _name_list(token):
+    """A token given as a list of feature names (python-crfsuite's other item format), each with value 1."""
+    return isinstance(token, (list, tuple)) and all(isinstance(x, str) for x in token)
+
+
+def check_sequences(X, Y=None):
+    """``X`` (and ``Y``) as lists of sequences: a sentence is a list/tuple/1-D array of tokens, its tags a list of
+    the same length. A numeric 2-D array ``X`` is a set of equal-length sentences (e.g. word ids); a 1-D ``Y`` of
+    scalars (one label per sample, a classifier's ``y``) is refused with what is expected instead."""
+    def seqs(Z, name, unit):
+        if hasattr(Z, "toarray"):
+            raise InputDataError(f"ChainCRF fits sequences: {name} must be a list of {unit} lists (one per "
+                                 f"sentence); sparse input is not supported")
+        if isinstance(Z, (str, bytes, dict)) or not hasattr(Z, "__len__"):
+            raise InputDataError(f"ChainCRF fits sequences: {name} must be a list of {unit} lists (one per "
+                                 f"sentence), got {type(Z).__name__}")
+        out = []
+        for i, z in enumerate(Z):
+            if isinstance(z, (str, bytes, dict)) or not hasattr(z, "__len__") or getattr(z, "ndim", 1) != 1:
+                raise InputDataError(f"ChainCRF fits sequences: {name}[{i}] must be a list of {unit}s (one sentence), "
+                                     f"got {type(z).__name__} {z!r:.60}; {name} is a list of such lists")
+            out.append(list(z))
+        return out
+    X = seqs(X, "X", "token")
+    if Y is None:
+        return X
+    Y = seqs(Y, "Y", "tag")
+    if len(X) != len(Y):
+        raise InputDataError(f"X and Y have different numbers of sentences ({len(X)} and {len(Y)})")
+    for i, (tk, ys) in enumerate(zip(X, Y)):
+        if len(tk) != len(ys):
+            raise InputDataError(f"sentence {i} has {len(tk)} tokens but {len(ys)} tags")
+    return X, Y
+
+
 class ChainCRF(VaroptEstimator):
     """Chain CRF with feature templates and a label set; fit by bound majorization or L-BFGS.
 
     scikit-learn conventions: every hyperparameter is an ``__init__`` argument (``method``
     ``'majorize'`` or ``'lbfgs'``, ``tol``, ``max_iter``, ``time_limit``, ``verbose``, ``callback``,
     ``extrapolate``, ``bound_reuse``, ``reuse_metric``, ``memory`` included) and ``fit(X, Y)`` leaves them unchanged; what the fit derives ends in
-    ``_`` (``labels_``: the given labels or the sorted tags of ``Y``; ``templates_``)."""
+    ``_`` (``labels_``: the given labels or the sorted tags of ``Y``; ``templates_``).
+
+    Input: ``X`` a list of sentences, each a list of tokens; ``Y`` a list of tag lists. Tokens are words (strings or
+    word ids, read by the feature ``templates``) or, when ``templates`` is not given, scikit-learn-crfsuite's item
+    formats: a feature dict (:func:`dict_features`; ``{'word.lower()': 'paris', 'BOS': True}`` gives the features
+    ``word.lower():paris`` and ``BOS``) or a list of feature names. A classifier's ``y`` (one label per sample), sparse
+    or non-sequence input is refused with what is expected (:func:`check_sequences`)."""
 
     def __init__(self, templates=None, labels=None, lam: float = 1.0, min_count: int = 1, max_features=None,
                  method: str = "majorize", tol: float = 1e-8, max_iter: int = 200, time_limit=None,
@@ -126,10 +197,17 @@ class ChainCRF(VaroptEstimator):
 
     # --- features ---------------------------------------------------------------------------------------------
     def _feats(self, tokens):
-        return [[s for tpl in self.templates_ for s in tpl(tokens, t)] for t in range(len(tokens))]
+        """Per token, its ``(feature name, value)`` pairs: a dict token (scikit-learn-crfsuite's format, with the
+        default templates) carries its own features (:func:`dict_features`); otherwise the templates' names, each
+        with value 1."""
+        if getattr(self, "_dict_tokens_", False):
+            return [dict_features(tk, where=f" of token {t}") if isinstance(tk, dict) else
+                    [(s, 1.0) for s in tk] if _name_list(tk) else
+                    [(s, 1.0) for tpl in self.templates_ for s in tpl(tokens, t)] for t, tk in enumerate(tokens)]
+        return [[(s, 1.0) for tpl in self.templates_ for s in tpl(tokens, t)] for t in range(len(tokens))]
 
     def _build_index(self, X, min_count, max_features):
-        cnt = Counter(s for tk in X for fs in self._feats(tk) for s in fs)
+        cnt = Counter(s for tk in X for fs in self._feats(tk) for s, _ in fs)
         items = [(c, s) for s, c in cnt.items() if c >= min_count]
         items.sort(key=lambda cs: (-cs[0], cs[1]))
         if max_features:
@@ -137,14 +215,16 @@ class ChainCRF(VaroptEstimator):
         self.vocab_ = {s: i for i, (_, s) in enumerate(items)}
 
     def _phi(self, tokens):
-        rows, cols = [], []
+        rows, cols, vals = [], [], []
         for t, fs in enumerate(self._feats(tokens)):
-            for s in fs:
+            for s, v in fs:
                 j = self.vocab_.get(s)
                 if j is not None:
                     rows.append(t)
                     cols.append(j)
-        return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(tokens), len(self.vocab_)))
+                    vals.append(v)
+        # duplicates (a name twice in one token) add up, as in CRFsuite
+        return sp.csr_matrix((np.asarray(vals, dtype=float), (rows, cols)), shape=(len(tokens), len(self.vocab_)))
 
     def _prepare(self, X, Y=None):
         """Batches of equal-length sentences: (Phi dense (B,T,F), label ids (B,T))."""
@@ -279,11 +359,7 @@ class ChainCRF(VaroptEstimator):
         bound_reuse, reuse_metric, memory = params["bound_reuse"], params["reuse_metric"], params["memory"]
         if isinstance(memory, (bool, np.bool_)) or not isinstance(memory, (int, np.integer)) or memory < 1:
             raise InvalidOptionError(f"memory must be a positive integer (L-BFGS pairs kept), got {memory!r}")
-        if len(X) != len(Y):
-            raise InputDataError("X and Y have different numbers of sentences")
-        for i, (tk, ys) in enumerate(zip(X, Y)):
-            if len(tk) != len(ys):
-                raise InputDataError(f"sentence {i} has {len(tk)} tokens but {len(ys)} tags")
+        X, Y = check_sequences(X, Y)
         lam = params["lam"]
         if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)) \
                 or not np.isfinite(lam) or lam < 0:
@@ -291,6 +367,10 @@ class ChainCRF(VaroptEstimator):
         self.lam_ = float(lam)     # the fit's value (a deprecated fit(..., lam=) override included)
         templates, labels = params["templates"], params["labels"]
         self.templates_ = list(templates) if templates is not None else default_templates()
+        # scikit-learn-crfsuite's input (tokens as feature dicts) with the default templates, which would read a
+        # dict as the string of its repr (one opaque feature per distinct token: a silent wrong model)
+        self._dict_tokens_ = templates is None and any(isinstance(tk, dict) or _name_list(tk) for sent in X
+                                                       for tk in sent)
         self.labels_ = (sorted({tg for ys in Y for tg in ys}) if labels is None else list(labels))
         if len(self.labels_) == 0:
             raise InputDataError("empty label set: Omega has no configurations")
@@ -343,9 +423,8 @@ class ChainCRF(VaroptEstimator):
 
     def score(self, X, Y):
         """Token accuracy of :meth:`predict` on sentences ``X`` with tags ``Y`` (scikit-learn's ``score``)."""
+        X, Y = check_sequences(X, Y)
         pred = self.predict(X)
-        if len(Y) != len(pred) or any(len(p) != len(ys) for p, ys in zip(pred, Y)):
-            raise InputDataError("Y must hold one tag per token of every sentence of X")
         n = sum(len(ys) for ys in Y)
         return sum(a == b for p, ys in zip(pred, Y) for a, b in zip(p, ys)) / max(n, 1)
 
@@ -354,7 +433,7 @@ class ChainCRF(VaroptEstimator):
         """Viterbi labelling of each sentence."""
         self._check_fitted("W_")
         out = []
-        for tk in X:
+        for tk in check_sequences(X):
             if not tk:
                 out.append([])
                 continue

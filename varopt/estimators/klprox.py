@@ -4,7 +4,7 @@ r"""scikit-learn style estimators over the ``klprox`` solver (Khan, Baque, Fleur
   prior), :class:`BayesianMultinomialRegression` (softmax over K <= 4 classes, one weight vector per
   class), :class:`BayesianPoissonRegression`: Bayesian GLMs (:func:`.bayes_glm.glm_program`); ``fit`` takes
   ``sample_weight`` (each sample's -log likelihood times its weight).
-* :class:`GPClassifier` (logistic likelihood) and :class:`GPRegressor` (``laplace`` or ``gaussian``
+* :class:`GPClassifier` (logistic likelihood; one-vs-rest for more than two classes) and :class:`GPRegressor` (``laplace`` or ``gaussian``
   likelihood): squared-exponential GP (:func:`.bayes_glm.gp_program`).
 
 Hyperparameters given as lists (``prior_var``; ``log_ell``, ``log_sf``, ``log_noise``) are selected by
@@ -156,7 +156,7 @@ class _BinaryLogistic:
         n = self.classes_.size
         if n > 2:   # scikit-learn's wording for binary-only classifiers
             raise InputDataError(f"Only binary classification is supported. y has {n} classes "
-                                 "(BayesianMultinomialRegression fits up to 4)")
+                                 "(BayesianMultinomialRegression fits more)")
         if n < 2:
             raise InputDataError(f"binary classification needs two classes, got {n} class{'' if n == 1 else 'es'}")
         return (y == self.classes_[1]).astype(float)
@@ -194,7 +194,8 @@ class BayesianMultinomialRegression(ClassifierMixin, _GLM):
     def _targets(self, y):
         self.classes_, codes = np.unique(np.asarray(y), return_inverse=True)
         if self.classes_.size < 2:
-            raise InputDataError(f"classification needs at least two classes, got {self.classes_.size}")
+            n = self.classes_.size   # scikit-learn's wording ("1 class"), which its checks and users look for
+            raise InputDataError(f"classification needs at least two classes, got {n} class{'' if n == 1 else 'es'}")
         self._classes = self.classes_.size
         return codes.astype(float)
 
@@ -263,9 +264,16 @@ class BayesianPoissonRegression(RegressorMixin, _GLM):
     """Bayesian Poisson regression with the log link: ``y_n ~ Poisson(exp(x_n^T w + b))``, prior
     ``w ~ N(0, prior_var I)`` (the intercept too when ``fit_intercept``); the Gaussian posterior of the -log joint
     ``sum_n [exp(f_n) - y_n f_n] + |w|^2 / (2 prior_var)`` by KL-proximal VI (Khan, Baque, Fleuret & Fua 2015).
-    ``y`` holds counts (integers >= 0). Fitted: ``coef_``, ``intercept_``, ``mean_``, ``covariance_``,
-    ``neg_elbo_``, ``grid_``, ``result_``; ``predict`` is the posterior predictive mean ``exp(mt + vt/2)``."""
+    ``y`` holds counts, or rates (any ``y >= 0``, as scikit-learn's ``PoissonRegressor``: ``y = counts / exposure``
+    with ``sample_weight = exposure`` gives the counts' fit; ``log y!`` of the ELBO is then ``log Gamma(y + 1)``).
+    Fitted: ``coef_``, ``intercept_``, ``mean_``, ``covariance_``, ``neg_elbo_``, ``grid_``, ``result_``;
+    ``predict`` is the posterior predictive mean ``exp(mt + vt/2)``."""
     likelihood = "poisson"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = True      # y >= 0 (scikit-learn's PoissonRegressor sets the same tag)
+        return tags
 
     def predict(self, X):
         """Posterior predictive mean ``E[exp f*]``."""
@@ -365,14 +373,51 @@ class _GP(_Base):
 
 class GPClassifier(_BinaryLogistic, ClassifierMixin, _GP):
     """GP classification with a logistic likelihood (``log_noise`` unused); grids and ``n_jobs`` as in
-    :class:`GPRegressor`."""
+    :class:`GPRegressor`. More than two classes are fitted one-vs-rest, as scikit-learn's
+    ``GaussianProcessClassifier`` does: ``estimators_`` holds one binary GP per class (class ``k`` against the
+    others, its own hyperparameters selected on its grid), ``predict_proba`` normalises their ``p(y = k)``, and
+    ``neg_elbo_`` is their sum; the binary fit's attributes (``mean_``, ``log_ell_``, ...) are those of each
+    ``estimators_[k]``."""
 
     def __init__(self, log_ell="auto", log_sf="auto", jitter=1e-8, solver_options=None, n_jobs=None):
         super().__init__(log_ell, log_sf, 0.0, jitter, solver_options, n_jobs)
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True        # one-vs-rest
+        return tags
+
     def fit(self, X, y):
         X, y = self._inputs(X, y)
-        return self._fit(X, self._binary_targets(y))
+        classes = np.unique(y)
+        if classes.size <= 2:
+            self.__dict__.pop("estimators_", None)
+            return self._fit(X, self._binary_targets(y))
+        for a in ("mean_", "covariance_", "L_", "X_train_", "f_mean_", "result_", "grid_", "log_ell_", "log_sf_",
+                  "log_noise_"):
+            self.__dict__.pop(a, None)                 # a previous binary fit's: they no longer describe the model
+        self.classes_ = classes
+        self.estimators_ = []
+        for c in classes:
+            est = GPClassifier(**self.get_params())
+            est.n_features_in_ = self.n_features_in_
+            est.classes_ = np.array([0, 1])
+            self.estimators_.append(est._fit(X, (y == c).astype(float)))
+        self.neg_elbo_ = float(sum(e.neg_elbo_ for e in self.estimators_))
+        return self
+
+    def predict_proba(self, X):
+        if not hasattr(self, "estimators_"):
+            return super().predict_proba(X)
+        self._check_fitted("estimators_")
+        X = self._new_inputs(X, "estimators_")
+        P = np.column_stack([e.predict_proba(X)[:, 1] for e in self.estimators_])
+        return P / P.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        if not hasattr(self, "estimators_"):
+            return super().predict(X)
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
 
     def _latent(self, X):
         return self.latent(X)
@@ -393,8 +438,21 @@ class GPRegressor(RegressorMixin, _GP):
             raise InputDataError(f"GPRegressor likelihood must be 'laplace' or 'gaussian', got {self.likelihood!r}")
         return self._fit(*self._inputs(X, y))
 
-    def predict(self, X):
-        return self.latent(X)[0]
+    def predict(self, X, return_std=False, return_cov=False):
+        """Posterior mean of the latent ``f`` at ``X``; with ``return_std`` also its standard deviation, with
+        ``return_cov`` its covariance (scikit-learn's ``GaussianProcessRegressor.predict``, which leaves the noise
+        of its ``alpha`` out the same way; :meth:`log_predictive_density` includes the likelihood).
+        ``cov(f*) = K** - A^T A + A^T V A`` with ``A = L^-1 K(X_train, X)``."""
+        if return_std and return_cov:
+            raise RuntimeError("At most one of return_std or return_cov can be requested.")
+        if not return_cov:
+            mt, vt = self.latent(X)
+            return (mt, np.sqrt(vt)) if return_std else mt
+        import scipy.linalg as sla
+        X = self._new_inputs(X, "X_train_")
+        a = sla.solve_triangular(self.L_, se_kernel(self.X_train_, X, self.log_ell_, self.log_sf_), lower=True)
+        cov = se_kernel(X, X, self.log_ell_, self.log_sf_) - a.T @ a + a.T @ self.covariance_ @ a
+        return a.T @ self.mean_, 0.5 * (cov + cov.T)
 
     def log_predictive_density(self, X, y):
         """``log p(y* | data)`` per test point under ``q`` (closed forms)."""

@@ -22,13 +22,17 @@ import numpy as np
 
 from ..errors import InputDataError
 from ..formulations.sparse_ising import check_spins, ising_program, moments
+from .base import VaroptEstimator
 
 
-class SparseIsing:
+class SparseIsing(VaroptEstimator):
     """Sparse Ising model learned from spins ``X`` in {-1, +1} (or {0, 1}) by L1-penalised maximum likelihood
     ``min log Z(b, J) - b.mu_hat - J.s_hat + rho sum_e |J_e|`` (problem (2) of Honorio 2012) with ``proxsg``;
     the options and the fitted attributes (``coef_``, ``intercept_``, ``adjacency_``, ``theta_``, ``result_``,
-    ``n_iter_``) are described in the module docstring (``help(varopt.estimators.sparse_ising)``)."""
+    ``n_iter_``, ``n_features_in_``) are described in the module docstring
+    (``help(varopt.estimators.sparse_ising)``). scikit-learn conventions through :class:`.base.VaroptEstimator`
+    (``get_params``/``set_params``, ``clone``, scikit-learn's input validation, ``NotFittedError``); ``y`` is
+    ignored (unsupervised, as scikit-learn's ``GraphicalLasso``)."""
 
     def __init__(self, rho=1.0 / 16, gradient="auto", variant="auto", schedule="log", samples=None,
                  n_sweeps=5, init="meanfield", max_iter=None, penalize_bias=False, sparsify="none", seed=0,
@@ -46,18 +50,10 @@ class SparseIsing:
         self.seed = seed
         self.solver_options = solver_options
 
-    _PARAMS = ("rho", "gradient", "variant", "schedule", "samples", "n_sweeps", "init", "max_iter",
-               "penalize_bias", "sparsify", "seed", "solver_options")
-
-    def get_params(self, deep=True):
-        return {k: getattr(self, k) for k in self._PARAMS}
-
-    def set_params(self, **params):
-        for k, v in params.items():
-            if k not in self._PARAMS:
-                raise ValueError(f"invalid parameter {k!r} for SparseIsing; valid: {', '.join(self._PARAMS)}")
-            setattr(self, k, v)
-        return self
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True      # 0/1 data are often stored sparse (densified: the oracles are dense)
+        return tags
 
     def _oracle(self, n, data_mean):
         from ..oracles.ising import IsingExactOracle, IsingGibbsOracle
@@ -79,9 +75,12 @@ class SparseIsing:
 
     def fit(self, X, y=None):
         import varopt
-        if not (isinstance(self.rho, (int, float)) and self.rho > 0):
-            raise ValueError(f"rho must be a positive number (got {self.rho!r})")
-        S = check_spins(X, penalize_bias=self.penalize_bias)
+        if isinstance(self.rho, (bool, np.bool_)) or not isinstance(self.rho, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(self.rho) or self.rho <= 0:
+            raise InputDataError(f"rho must be a positive number (got {self.rho!r})")
+        # scikit-learn's checks first (NaN/inf, complex, empty, n_features_in_, feature names), then the spin values
+        S = check_spins(self._validate(X, reset=True, accept_sparse=True, with_y=False),
+                        penalize_bias=self.penalize_bias)
         n = S.shape[1]
         mu, s = moments(S)
         prog = ising_program(S, self.rho, self.penalize_bias)
@@ -120,9 +119,6 @@ class SparseIsing:
     def score(self, X, y=None):
         """Exact average log-likelihood of ``X`` under the fitted model (enumeration)."""
         from ..oracles.ising import IsingExactOracle
-        if not hasattr(self, "theta_"):
-            raise AttributeError("SparseIsing is not fitted yet; call fit(X) first")
-        S = check_spins(X, penalize_bias=True)
-        if S.shape[1] != self.n_features_in_:
-            raise InputDataError(f"X has {S.shape[1]} columns, the model {self.n_features_in_}")
+        self._check_fitted("theta_")     # NotFittedError (an AttributeError too, as before)
+        S = check_spins(self._validate(X, reset=False, accept_sparse=True, with_y=False), penalize_bias=True)
         return IsingExactOracle(self.n_features_in_).log_likelihood(self.theta_, S)

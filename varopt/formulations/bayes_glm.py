@@ -11,7 +11,7 @@ Likelihoods of the linear predictor ``f_n = x_n^T w`` (Khan, Baque, Fleuret & Fu
 likelihood      ``-log p(y_n | f_n)``                        data
 ==============  ==========================================  ==================================
 ``logistic``    ``log(1 + exp f) - y f``                     ``y in {0, 1}``
-``poisson``     ``exp f - y f + log y!``                     counts ``y >= 0``
+``poisson``     ``exp f - y f + log Gamma(y + 1)``           ``y >= 0`` (counts; rates too)
 ``laplace``     ``|y - f| / b + log(2 b)``, ``b = s/sqrt 2``  ``s`` = noise std (GPML likLaplace)
 ``gaussian``    ``(y - f)^2 / (2 s^2) + log(2 pi s^2)/2``    ``s`` = noise std
 ``multinomial`` ``log sum_k exp f_k - f_y``, ``f_k = x^T w_k``  ``y in {0, ..., K-1}``
@@ -63,8 +63,10 @@ def check_data(X, y, likelihood):
         raise InputDataError("logistic likelihood: y must hold 0/1 labels")
     if likelihood == "multinomial" and not np.all((y >= 0) & (y == np.round(y))):
         raise InputDataError("multinomial likelihood: y must hold class labels 0, 1, ..., K-1")
-    if likelihood == "poisson" and not np.all((y >= 0) & (y == np.round(y))):
-        raise InputDataError("poisson likelihood: y must hold nonnegative integer counts")
+    # non-integer y >= 0 (rates y = counts / exposure, fitted with sample_weight = exposure, as scikit-learn's
+    # PoissonRegressor takes them): the same -log likelihood, log y! read as log Gamma(y + 1)
+    if likelihood == "poisson" and not np.all(y >= 0):
+        raise InputDataError(f"poisson likelihood: y must be >= 0 (counts or rates), got min(y) = {y.min():g}")
     return X, y
 
 
