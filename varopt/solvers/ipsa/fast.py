@@ -10,9 +10,9 @@ history records that fall inside the chunk (at most ``RECORDS``; handed to the r
 call, time-stamped then); the rest of the run-loop work (limits, callback, incumbent) is done
 between chunks. A chunk ends after ``CHUNK`` iterations or ``RECORDS`` records, at the iteration
 cap, under a time limit on a multiple of 16 iterations about every ``TIME_SLICE`` seconds (the
-numpy loop reads the clock every 16 iterations), after every iteration when the user gave a
-callback (it sees every iterate), and when the kernel meets an iteration the numpy path would
-reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its usual error).
+numpy loop reads the clock every 16 iterations), where the user's callback is due (after every
+iteration by default: it sees every iterate; option ``callback_every``), and when the kernel meets
+an iteration the numpy path would reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its usual error).
 
 Covered: the program objective as a finite sum of ``square`` atom rows (least squares) or
 log-sum-exp groups (logistic, multinomial), one row/group per sample, plus a linear term, dense
@@ -255,10 +255,10 @@ class FastLoop:
     def _chunk_length(self):
         r, run = self.r, self.r.run
         it = r.it
-        if run.callback_fn is not None:
-            return 1
         every = run.history_every
         length = min(CHUNK, RECORDS * every - it % every)
+        if run.callback_fn is not None:  # end where the callback is due (option callback_every)
+            length = min(length, r.opts.callback_every - it % r.opts.callback_every)
         if r.total is not None:
             length = min(length, r.total - it)
         if r.opts.time_limit is not None:  # end on a multiple of 16, where the numpy loop reads the clock
@@ -289,7 +289,7 @@ class FastLoop:
                 r.it = run.iteration = r.it + 1
                 r.record()
             run.incumbent(r.x)
-            if run.callback(r.x, r.z, r.s):
+            if r.callback_due() and run.callback(r.x, r.z, r.s):
                 break
         r.record(force=True)
         return r.result()

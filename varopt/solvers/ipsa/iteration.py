@@ -198,7 +198,7 @@ class IpsaRun:
             self.step(batch)
             self.it = run.iteration = self.it + 1
             run.incumbent(self.x)
-            if run.callback(self.x, self.z, self.s):
+            if self.callback_due() and run.callback(self.x, self.z, self.s):
                 break
             self.record()
             if self.diverged():
@@ -208,6 +208,10 @@ class IpsaRun:
                 break
         self.record(force=True)
         return self.result()
+
+    def callback_due(self) -> bool:
+        """Whether the user's callback is called after this iteration (option ``callback_every``)."""
+        return self.it % self.opts.callback_every == 0
 
     def diverged(self) -> bool:
         """True (and the run stopped with status ``error`` and a warning) when the iterates ran away

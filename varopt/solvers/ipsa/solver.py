@@ -112,6 +112,10 @@ OPTIONS = OptionSet(limit_options(max_iter=None) + progress_options(
            "diagonal Hessians; needs pip install 'varopt[fast]'), numpy (the reference path), auto (numba "
            "when installed and the problem is covered, else numpy; result.info['backend'] says which ran)",
            ("auto", "numpy", "numba")),
+    Option("callback_every", 1, "call the callback after every this many iterations only (e.g. once per pass, "
+           "N/batch_size: a convergence test on the whole objective); the compiled loop runs uninterrupted between "
+           "calls (with a callback after every iteration it returns to Python at each step)", int, positive,
+           "must be positive"),
     Option("history_objective", True, "evaluate the full objective at history records", bool),
     Option("step_cap", None, "optional hook cap(x, dx, a_max) -> float: the maximum step a_k is replaced by "
            "min(a_k, cap) before the fraction-to-boundary rule (e.g. the variance safeguard of sasmc)",
