@@ -20,8 +20,9 @@ log-sum-exp group with entries ``{0, -y_i(a_i^T w + b)}`` (logistic), so the IPS
 oracle sees the samples. The intercept ``b`` is free and not penalised.
 
 Estimators :class:`L1LeastSquares` and :class:`L1LogisticRegression` fit with the ``ipsa`` solver
-(``fit``: passes over the data; ``partial_fit``: one on-line pass over new examples, continuing
-the step-size counter and the primal-dual state).
+(``fit``: passes over the data until the training objective stops improving, or exactly ``passes``
+on-line passes; ``partial_fit``: one on-line pass over new examples, continuing the step-size counter
+and the primal-dual state).
 """
 from __future__ import annotations
 
@@ -113,13 +114,25 @@ def _design(X, form, fit_intercept):
     return sp.csr_matrix(np.hstack(blocks))
 
 
-def _penalty_and_constraints(m, form, alpha, nvar):
+def _check_penalty_weights(weights, m):
+    """Per-feature multipliers ``c_j`` of ``alpha`` (penalty ``alpha sum_j c_j |w_j|``): positive and finite."""
+    if weights is None:
+        return 1.0
+    c = np.asarray(weights, dtype=float).ravel()
+    if c.size != m or not np.all(np.isfinite(c)) or np.any(c <= 0):
+        raise InputDataError(f"penalty_weights must be {m} positive finite numbers (one per feature)")
+    return c
+
+
+def _penalty_and_constraints(m, form, alpha, nvar, weights=None):
     lin = np.zeros(nvar)
     cons = []
+    pen = alpha * _check_penalty_weights(weights, m)
     if form == "split":
-        lin[:2 * m] = alpha
+        lin[:m] = pen
+        lin[m:2 * m] = pen
     else:
-        lin[m:2 * m] = alpha
+        lin[m:2 * m] = pen
         # two nonzeros per row, stored sparse (indices ascending, as a dense row's nonzeros read)
         for j in range(m):
             idx = np.array([j, m + j])
@@ -130,13 +143,15 @@ def _penalty_and_constraints(m, form, alpha, nvar):
     return lin, cons
 
 
-def l1_least_squares_program(X, y, alpha, form="split", fit_intercept=False) -> Program:
-    """Program for ``(1/2n)||y - Xw - b||^2 + alpha ||w||_1`` in the chosen form (2.56, 2.61/2.64)."""
+def l1_least_squares_program(X, y, alpha, form="split", fit_intercept=False, penalty_weights=None) -> Program:
+    """Program for ``(1/2n)||y - Xw - b||^2 + alpha ||w||_1`` in the chosen form (2.56, 2.61/2.64);
+    ``penalty_weights`` ``c`` (one positive number per feature) makes the penalty ``alpha sum_j c_j |w_j|``
+    (the same objective on rescaled columns: ``x_j / s_j`` with ``c_j = 1 / s_j`` for ``w_j s_j``)."""
     X, y, alpha = _inputs(X, y, alpha, form)
     n, m = X.shape
     names, lb, ub = variable_layout(m, form, fit_intercept)
     D = _design(X, form, fit_intercept)
-    lin, cons = _penalty_and_constraints(m, form, alpha, len(names))
+    lin, cons = _penalty_and_constraints(m, form, alpha, len(names), penalty_weights)
     # rows (1/2n) (y_i - D_i x)^2: u_i = -D_i x + y_i
     e = Expression(len(names), linear=lin,
                    atoms=[AtomGroup("square", np.full(n, 0.5 / n), -D, y, label=np.arange(n))])
@@ -164,13 +179,14 @@ def _labels_pm1(y):
     return y.astype(float)
 
 
-def l1_logistic_program(X, y, alpha, form="split", fit_intercept=True) -> Program:
-    """Program for ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1``; ``y in {-1, +1}``."""
+def l1_logistic_program(X, y, alpha, form="split", fit_intercept=True, penalty_weights=None) -> Program:
+    """Program for ``(1/n) sum log(1 + exp(-y_i (a_i^T w + b))) + alpha ||w||_1``; ``y in {-1, +1}``;
+    ``penalty_weights`` as in :func:`l1_least_squares_program`."""
     X, y, alpha = _inputs(X, y, alpha, form, pm1=True)
     n, m = X.shape
     names, lb, ub = variable_layout(m, form, fit_intercept)
     D = _design(X, form, fit_intercept)
-    lin, cons = _penalty_and_constraints(m, form, alpha, len(names))
+    lin, cons = _penalty_and_constraints(m, form, alpha, len(names), penalty_weights)
     rows, seg = _logistic_lse(D, y)
     g = LseGroup(rows, np.zeros(2 * n), seg, np.full(n, 1.0 / n), label=np.arange(n))
     return Program(names, lb, ub, Expression(len(names), linear=lin, lse=[g]), cons,
