@@ -11,7 +11,8 @@ Every row: the estimator with its defaults except ``alpha`` (``L1LeastSquares()`
 scikit-learn's model on the same objective with its own defaults (Lasso: coordinate descent to tol=1e-4; saga:
 tol=1e-4, max_iter=100 epochs, a ConvergenceWarning counted as "warn"), and the exact optimum F* of the same
 objective (CVXPY + Clarabel, box form). Columns: in-sample R^2 / accuracy, relative objective gap (F - F*) / |F*|,
-wall time of fit (seconds), warnings raised by fit. Data: scikit-learn's bundled sets (raw and standardized X,
+wall time of fit (seconds; the first row also loads the compiled IPSA kernel from numba's cache),
+warnings raised by fit. Data: scikit-learn's bundled sets (raw and standardized X,
 uncentred targets) and generated ones with offsets in X and y, unscaled columns and a sparse X.
 
 Usage: PYTHONPATH=. OPENBLAS_NUM_THREADS=1 python benchmarks/l1_estimator_defaults.py [--quick]
@@ -119,7 +120,8 @@ def main(quick=False):
             alpha = 1.0 / n if a == "1/n" else a
             Fs, s_opt = exact("logistic", X, ypm, alpha)
             ours, t1, w1 = timed(lambda: L1LogisticRegression(alpha=alpha).fit(X, y))
-            sk, t2, w2 = timed(lambda: LogisticRegression(l1_ratio=1.0, solver="saga", C=1.0 / (n * alpha)).fit(X, y))
+            sk, t2, w2 = timed(lambda: LogisticRegression(l1_ratio=1.0, solver="saga", C=1.0 / (n * alpha),
+                                                       random_state=0).fit(X, y))
             f1 = objective("logistic", X, ypm, alpha, ours.coef_, ours.intercept_)
             f2 = objective("logistic", X, ypm, alpha, sk.coef_.ravel(), sk.intercept_[0])
             label = f"{name}, alpha={a}"
