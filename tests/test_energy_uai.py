@@ -131,7 +131,7 @@ def test_larger_factors_and_cardinalities_are_accepted_once_observed():
 def test_bayes_network_normalises_and_gives_the_evidence_probability():
     """A Bayesian network (CPTs, child last) is a product of factors: Z = 1, and P(e) under evidence."""
     cards = [2, 2, 2, 2]
-    cpt = lambda *rows: np.ravel(rows)                               # noqa: E731
+    cpt = lambda *rows: np.ravel(rows)                            
     factors = [((0,), cpt([0.2, 0.8])), ((0, 1), cpt([0.6, 0.4], [0.3, 0.7])),
                ((0, 2), cpt([0.25, 0.75], [0.9, 0.1])), ((1, 3), cpt([0.35, 0.65], [0.8, 0.2]))]
     text = _write("BAYES", cards, factors)
@@ -148,7 +148,7 @@ def test_every_energy_method_runs_on_a_loaded_model():
     e = EnergyModel.from_uai(_write("MARKOV", cards, factors), {4: 1})
     lz, marg = _brute(cards, factors, {4: 1})
     prog = e.to_program()
-    get = lambda name, **kw: varopt.get_solver(name).solve(prog, **kw)   # noqa: E731
+    get = lambda name, **kw: varopt.get_solver(name).solve(prog, **kw)
     assert abs(get("exact").info["log_partition"] - lz) < 1e-10
     mf = get("meanfield")
     assert mf.info["log_partition_lower"] <= lz + 1e-12
@@ -227,8 +227,7 @@ GOOD = "MARKOV\n2\n2 2\n2\n1 0\n2 0 1\n\n2\n0.5 1.5\n\n4\n1 2 3 4\n"
     (GOOD.replace("1 2 3 4", "1 2 x 4"), r"line 12: entry 2 of factor 1's table is not a number: 'x'"),
     (GOOD.replace("2 0 1", "2 0 2"), r"line 6: factor 1's scope names variable 2, but the model has 2 variables"),
     (GOOD.replace("2 0 1", "2 1 1"), r"factor 1's scope \[1, 1\] repeats a variable"),
-    (GOOD.replace("\n2\n1 0", "\n3\n1 0"), r"the file ends .* where the scope size of factor 2 was expected|"
-                                            r"factor 2"),
+    (GOOD.replace("2 2\n2\n", "2 2\n3\n"), r"factor 2"),
     (GOOD + "7\n", r"line 13: 1 tokens after the last of the 2 tables"),
     (GOOD.replace("MARKOV", "SPARSEMARKOV"), r"must be MARKOV or BAYES, got 'SPARSEMARKOV' \(sparse tables"),
     (GOOD.replace("2 2\n", "2 two\n"), r"line 3: the cardinality of variable 1 must be an integer, got 'two'"),
