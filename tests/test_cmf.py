@@ -308,12 +308,23 @@ def test_combine_matches_the_sample_variance_of_independent_estimates():
 def test_visited_states_bound_is_certified_and_tight_on_all_states():
     e = ising.random_field_model("complete", 6, seed=3).scaled(-1.0)     # a log-potential
     lz = float(np.log(np.exp(e.value(spin_states(6))).sum()))
-    assert abs(visited_bound(e, [spin_states(6), spin_states(6)[:7]]) - lz) < 1e-12
+    b, U = visited_bound(e, [spin_states(6), spin_states(6)[:7]])
+    assert abs(b - lz) < 1e-12 and U.shape == (64, 6)
     rng = np.random.default_rng(1)
     for _ in range(20):
         X = spin_states(6)[rng.integers(64, size=30)]
-        assert visited_bound(e, [X]) <= lz + 1e-12
-    assert visited_bound(e, []) == -math.inf
+        assert visited_bound(e, [X])[0] <= lz + 1e-12
+    assert visited_bound(e, [])[0] == -math.inf
+
+
+def test_every_state_visited_gives_log_z_exactly():
+    r = cmf(ising.four_node(), particles=1000, seed=0)        # 16 states, 1000 particles: all visited
+    assert r.info["visited_states"] == 16 and r.info["log_partition_se"] == 0.0
+    ex = exact(ising.four_node())
+    assert abs(r.info["log_partition"] - ex["log_partition"]) < 1e-12
+    assert np.allclose(r.info["spin_means"], ex["spin_means"], atol=1e-12)
+    assert np.allclose(r.info["spin_correlations"], ex["spin_correlations"], atol=1e-12)
+    assert r.info["log_partition_lower"] == r.info["log_partition_upper"] == r.info["log_partition"]
 
 
 @pytest.mark.parametrize("kw, match", [

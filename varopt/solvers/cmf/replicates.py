@@ -24,7 +24,7 @@ run: beyond Monte Carlo noise), and pairs of log Zhat_r further apart than 4 sta
 (certified: the terms left out are positive). U = the particles after every refinement of every
 run. When the estimate falls below this bound (or below the mean-field bound F) the estimate is
 provably too low; the bound is reported instead, without a standard error (it is a bound, not an
-estimate). On small low-temperature models whose runs visit both modes this bound is close to log Z.
+estimate) — unless the particles visited all 2^n states, when it is log Z itself (standard error 0). On small low-temperature models whose runs visit both modes this bound is close to log Z.
 """
 from __future__ import annotations
 
@@ -38,12 +38,13 @@ DISAGREE_Z = 4.0           # |log Zhat_r - log Zhat_s| / sqrt(se_r^2 + se_s^2) t
 
 
 def visited_bound(model, snapshots):
-    """``log sum_{x in U} exp(t(x))`` over the distinct rows of the ±1 arrays ``snapshots`` (a certified
-    lower bound on log Z of the log-potential ``model``), or -inf without states."""
+    """``(log sum_{x in U} exp(t(x)), U)`` over the distinct rows U of the ±1 arrays ``snapshots``: a
+    certified lower bound on log Z of the log-potential ``model`` (-inf without states), exact when U holds
+    all ``2^n`` states."""
     if not snapshots:
-        return -math.inf
-    U = np.unique(np.concatenate(snapshots).astype(np.int8), axis=0)
-    return float(logsumexp(model.value(U.astype(float))))
+        return -math.inf, np.zeros((0, model.n))
+    U = np.unique(np.concatenate(snapshots).astype(np.int8), axis=0).astype(float)
+    return float(logsumexp(model.value(U))), U
 
 
 def combine(log_z, rel_var, means, corr, particles):

@@ -263,6 +263,21 @@ class ConditionalMeanField(Solver):
         msg = (f"{len(first['cs']) - 1} refinements, " + ("exact enumeration" if pop is None else
                f"{sum(o['pop'].N for o in runs)} particles, {sum(o['pop'].resamples for o in runs)} resampling "
                "events"))
+        if failures:
+            msg += f"; the (4.13) solve failed in {sum(len(f) for _, f in failures)} block(s) (previous fields kept)"
+        lower, source = mf_bound, "mean-field"
+        if pop is not None:
+            seen, U = visited_bound(model, [X for o in runs for X in o["snapshots"]])
+            info["visited_states_bound"], info["visited_states"] = seen, U.shape[0]
+            if seen > lower:
+                lower, source = seen, "visited-states"
+            if model.n < 63 and U.shape[0] == 1 << model.n:
+                # every state was visited: sums over them are log Z and the moments themselves, not estimates
+                info["log_partition_smc"], info["log_partition_smc_se"] = log_z, se
+                p = np.exp(model.value(U) - seen)
+                msg += "; the particles visited all 2^n states: log Z and the marginals are their exact sums"
+                return finish(run, program, opts, model, seen, p @ U, p @ (U[:, model.i] * U[:, model.j]),
+                              lower=seen, upper=seen, se=0.0, status="converged", message=msg, info=info)
         if len(runs) > 1:
             info.update(diag)
             msg += f", {len(runs)} replicates"
@@ -273,14 +288,6 @@ class ConditionalMeanField(Solver):
                         "error understates the error")
                 warnings.warn("cmf: " + note, RuntimeWarning, stacklevel=2)
                 msg += "; " + note
-        if failures:
-            msg += f"; the (4.13) solve failed in {sum(len(f) for _, f in failures)} block(s) (previous fields kept)"
-        lower, source = mf_bound, "mean-field"
-        if pop is not None:
-            seen = visited_bound(model, [X for o in runs for X in o["snapshots"]])
-            info["visited_states_bound"] = seen
-            if seen > lower:
-                lower, source = seen, "visited-states"
         # the raw SMC estimate (unbiased for Z, as is its replicate mean) is kept whatever is reported
         info["log_partition_smc"], info["log_partition_smc_se"] = log_z, se
         if log_z < lower:
