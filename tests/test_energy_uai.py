@@ -275,3 +275,17 @@ def test_paths_and_missing_files(tmp_path):
     with pytest.raises(InputDataError, match=r"'.*m.uai', line 12: entry 1"):
         p.write_text(GOOD.replace("1 2 3 4", "1 nan 3 4"))
         EnergyModel.from_uai(p)
+
+
+def test_command_line_solves_a_uai_file(tmp_path, capsys):
+    import json
+
+    from varopt.cli import main
+    (tmp_path / "m.uai.evid").write_text("1 1 1\n")
+    p = tmp_path / "m.uai"
+    p.write_text(GOOD)
+    assert main(["solve", str(p), "--solver", "exact", "--evid", str(tmp_path / "m.uai.evid"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # x1 = 1: Z = 0.5 * 2 + 1.5 * 4
+    assert abs(out["log_partition"] - math.log(0.5 * 2 + 1.5 * 4)) < 1e-12
+    assert abs(out["marginals"]["x[0]"] - 1.5 * 4 / 7) < 1e-12
