@@ -167,8 +167,14 @@ def test_every_energy_method_runs_on_a_loaded_model():
 def test_front_ends_of_a_loaded_model_give_the_same_log_z():
     e = EnergyModel.from_uai(DATA / "grid4x4.uai", {5: 0, 10: 1})
     ref = _exact(e).info["log_partition"]
-    r = pyo.SolverFactory("exact").solve(ising.to_pyomo(e)).varopt_result
+    m = ising.to_pyomo(e)
+    assert 5 not in m.x and 10 not in m.x and len(m.x) == 14      # the file's indices, observed ones left out
+    res = pyo.SolverFactory("exact").solve(m)
+    r = res.varopt_result
     assert abs(r.info["log_partition"] - ref) < 1e-10
+    mine = _exact(e).info["marginals"]
+    assert all(abs(res.varopt_marginals[f"x[{v}]"] - mine[f"x[{v}]"]) < 1e-10 for v in (0, 6, 11, 15))
+    assert ising.from_uai(DATA / "grid4x4.uai", {5: 0, 10: 1}).names == e.names
     prob, _ = ising.to_cvxpy(e)
     assert abs(-prob.solve(method="exact") - ref) < 1e-10
 
@@ -270,6 +276,11 @@ def test_paths_and_missing_files(tmp_path):
     a = EnergyModel.from_uai(p, tmp_path / "m.uai.evid")
     b = EnergyModel.from_uai(str(p), str(tmp_path / "m.uai.evid"))
     assert a.names == b.names == ["x[0]"] and np.allclose(a.h, b.h) and a.const == b.const
+    import gzip
+    with gzip.open(tmp_path / "m.uai.gz", "wt") as f:
+        f.write(GOOD)
+    c = EnergyModel.from_uai(tmp_path / "m.uai.gz", "1 1 1")
+    assert c.names == a.names and np.allclose(c.h, a.h) and c.const == a.const
     with pytest.raises(FileNotFoundError, match="no file"):
         EnergyModel.from_uai(str(tmp_path / "absent.uai"))
     with pytest.raises(InputDataError, match=r"'.*m.uai', line 12: entry 1"):

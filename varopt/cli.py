@@ -125,7 +125,7 @@ def cmd_solve(args) -> int:
         options[k.strip()] = _parse_value(v.strip())
     solver = varopt.get_solver(args.solver)
     opts = solver.options.validate(options)  # fail fast, before the model is built
-    if args.model.lower().endswith(".uai"):
+    if args.model.lower().endswith((".uai", ".uai.gz")):
         # a UAI competition file is an energy model already: no build(), no front-end
         from .program.energy import EnergyModel
         program, mapping = EnergyModel.from_uai(Path(args.model), args.evid and Path(args.evid)).to_program(), None

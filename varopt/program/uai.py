@@ -98,10 +98,20 @@ def _is_float(t):
         return False
 
 
+def _read(path):
+    """A file's text; ``.gz`` files (as benchmark collections ship them) are decompressed."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        import gzip
+        with gzip.open(path, "rt") as f:
+            return f.read()
+    return path.read_text()
+
+
 def _text(source, what):
     """The text of ``source``: a path (str or os.PathLike) or the file's contents."""
     if isinstance(source, os.PathLike):
-        return Path(source).read_text(), f"{what} {os.fspath(source)!r}"
+        return _read(source), f"{what} {os.fspath(source)!r}"
     if not isinstance(source, str):
         raise TypeError(f"{what} must be a path or the text of the file, got {type(source).__name__}")
     if "\n" in source.strip() or not source.strip() or source.split(None, 1)[0].upper() in ("MARKOV", "BAYES"):
@@ -109,7 +119,7 @@ def _text(source, what):
     if not os.path.exists(source):
         raise FileNotFoundError(f"{what}: no file {source!r} (text of a file must start with MARKOV or BAYES "
                                 "or span several lines)")
-    return Path(source).read_text(), f"{what} {source!r}"
+    return _read(source), f"{what} {source!r}"
 
 
 class UAIModel:
@@ -180,7 +190,7 @@ def read_evidence(source, cards) -> dict:
         elif isinstance(source, str) and not os.path.exists(source):
             raise FileNotFoundError(f"UAI evidence: no file {source!r} (and the string is not evidence text)")
         else:
-            text, what = Path(source).read_text(), f"UAI evidence {os.fspath(source)!r}"
+            text, what = _read(source), f"UAI evidence {os.fspath(source)!r}"
         t = _Tokens(text, what)
         pairs = _evidence_pairs(t)
     else:
