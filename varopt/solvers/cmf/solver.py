@@ -130,13 +130,16 @@ class ConditionalMeanField(Solver):
         K = len(sched) - 1
         run.max_iter = max(K, 1) * R
         streams = np.random.SeedSequence(opts.seed).spawn(R)
+        mirror = -np.tanh(theta)
         runs = []
         for r in range(R):
             if r:
-                # a different start per replicate: coordinate ascent from uniform random means, which on a
-                # multimodal model ends in different modes; its own random stream
+                # a different start per replicate: mean field's coordinate ascent from the mirror image of the
+                # best start (the global spin flip, the commonest bimodality of Ising models), then from
+                # uniform random means, which on a multimodal model end in different modes; own random streams
                 rng = np.random.default_rng(streams[r])
-                theta, failed = self._random_start(model, rng), []
+                start = mirror if r == 1 else rng.uniform(-1.0, 1.0, size=model.n)
+                theta, failed = self._ascend(model, start), []
             N = opts.particles if exact else opts.particles // R + (r < opts.particles % R)
             out = self._replicate(model, opts, run, sched, theta, failed, rng, exact, N, start=r * max(K, 1))
             if out is None:
@@ -147,9 +150,9 @@ class ConditionalMeanField(Solver):
             iters += out["iters"]
         return self._result(run, program, opts, model, runs, iters, mf_bound)
 
-    def _random_start(self, model, rng, max_sweeps=1000, tol=1e-10):
-        """theta_0 of a replicate: mean field's coordinate ascent from means uniform in [-1, 1]."""
-        M = rng.uniform(-1.0, 1.0, size=(1, model.n))
+    def _ascend(self, model, mu, max_sweeps=1000, tol=1e-10):
+        """theta_0 of a replicate: mean field's coordinate ascent from the means ``mu``."""
+        M = np.array(mu, dtype=float).reshape(1, model.n)
         blocks = colour_blocks(model)
         for _ in range(max_sweeps):
             if sweep(model, M, blocks) <= tol:
