@@ -7,9 +7,10 @@ nothing to it, so a run that misses a mode reports a small error (3 x 3 +-J glas
 error -ln 2, standard error 6e-8). It is also at most 1 by construction (``1 - c * cross`` with
 ``cross >= 0``): the standard error of log Zhat it implies never exceeds 1, whatever the error.
 
-**Replicates.** R runs from different mean-field starts (the best one, then coordinate ascent from
-uniform random means, which on a multimodal model lands in different modes), with independent
-random streams. Each Zhat_r is unbiased for Z (any start: c(theta_0) is its exact normaliser), so
+**Replicates.** R runs from different mean-field starts (the best one; coordinate ascent from its
+mirror image -mu, the global spin flip, which is the commonest bimodality of Ising models; then from
+uniform random means, which on a multimodal model land in different modes), with independent random
+streams. Each Zhat_r is unbiased for Z (any start: c(theta_0) is its exact normaliser), so
 
     Zbar = (1/R) sum_r Zhat_r,     a_r = Zhat_r / sum_s Zhat_s,
     Var(Zbar)/Zbar^2 ≈ max( sum_r a_r^2 v_r ,  sum_r (R a_r - 1)^2 / (R (R - 1)) )

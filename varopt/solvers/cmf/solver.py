@@ -12,8 +12,8 @@ Fig. 4.4) for an energy model.
    (:mod:`.smc`); the log-normaliser estimate is updated by the weighted mean increments (3.46).
 3. log Z, the Rao-Blackwellised marginals, pair correlations, the standard error of log Z
    (Lee & Whiteley 2018) and the sequence c(theta_k) are returned in the energy-result convention.
-4. ``replicates`` runs share the particles (the first from the best mean-field start, the others
-   from random mean-field starts) and are combined by :mod:`.replicates`: mean Zhat, a standard
+4. ``replicates`` runs share the particles (the first from the best mean-field start, the second
+   from its mirror image, the others from random mean-field starts) and are combined by :mod:`.replicates`: mean Zhat, a standard
    error from their spread, a warning when they sample different modes, and the certified bound
    of the distinct states visited (reported instead of an estimate that falls below it).
 
@@ -103,8 +103,8 @@ class ConditionalMeanField(Solver):
                "must be a positive integer"),
         Option("inner_tol", 1e-9, "gradient tolerance of the (4.13) solve", float, positive, "must be positive"),
         Option("replicates", "auto", "independent runs sharing the particles equally, the first from the best "
-               "mean-field start, the others from random mean-field starts; log Z from their mean Zhat, its "
-               "standard error from their spread, a warning when they disagree ('auto': "
+               "mean-field start, the second from its mirror image, the others from random starts; log Z from "
+               "their mean Zhat, its standard error from their spread, a warning when they disagree ('auto': "
                f"{AUTO_REPLICATES} with sampled particles, 1 with particles='exact')", _replicates),
     ])
 
