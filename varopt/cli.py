@@ -2,7 +2,8 @@
 
 ``varopt solvers`` lists the registered solvers; ``varopt solvers NAME`` prints one solver's options.
 ``varopt solve MODEL.py --solver NAME [--option key=value ...] [--json] [--plot FILE]``
-loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem), compiles it,
+loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem), compiles it
+(``MODEL.uai [--evid MODEL.uai.evid]``: a UAI competition file read by ``EnergyModel.from_uai``),
 solves it and prints a summary (or exactly one JSON object with ``--json``; a solver returning a
 Gaussian posterior, ``klprox``, adds ``posterior_sd``: the standard deviation of every variable,
 whose posterior mean is in ``variables``; the energy-model solvers, which load no state, add
@@ -124,10 +125,17 @@ def cmd_solve(args) -> int:
         options[k.strip()] = _parse_value(v.strip())
     solver = varopt.get_solver(args.solver)
     opts = solver.options.validate(options)  # fail fast, before the model is built
-    model = _load_build(args.model)
-    program, mapping = varopt.compile_model(model, binary=solver.accepts_binary)
+    if args.model.lower().endswith((".uai", ".uai.gz")):
+        # a UAI competition file is an energy model already: no build(), no front-end
+        from .program.energy import EnergyModel
+        program, mapping = EnergyModel.from_uai(Path(args.model), args.evid and Path(args.evid)).to_program(), None
+    else:
+        if args.evid:
+            raise ValueError("--evid applies to .uai model files only")
+        model = _load_build(args.model)
+        program, mapping = varopt.compile_model(model, binary=solver.accepts_binary)
     result = solver.solve(program, opts)
-    if result.x is not None:
+    if result.x is not None and mapping is not None:
         mapping.load(result.x)
     if args.plot:
         _plot(result, args.plot)
@@ -197,7 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?", help="a solver name: print its options with defaults and docs")
     s.set_defaults(func=cmd_solvers)
     s = sub.add_parser("solve", help="solve MODEL.py (which defines build()) with a varopt solver")
-    s.add_argument("model", help="Python file defining build() -> Pyomo model or CVXPY problem")
+    s.add_argument("model", help="Python file defining build() -> Pyomo model or CVXPY problem, or a binary "
+                   "pairwise UAI competition file (.uai, an energy model)")
+    s.add_argument("--evid", metavar="FILE", help="evidence file (.uai.evid) of a .uai model")
     s.add_argument("--solver", required=True, help="solver name (see 'varopt solvers')")
     s.add_argument("--option", "-o", action="append", metavar="KEY=VALUE", help="solver option (repeatable)")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")

@@ -17,7 +17,8 @@ are numbered row by row on lattices (``x[r*W + c]``), visible before hidden unit
   a complete graph (Carbonetto 2009, §4.4: 12 x 12 grid and 26 nodes, ±1/2);
 * :func:`rbm` — restricted Boltzmann machine ``E(v, h) = -b.v - c.h - v^T W h`` over bits
   (Smolensky 1986; Hinton 2002);
-* :func:`four_node` — the 4-node example of Carbonetto 2009, §4.3 (exact log Z = 3.3675).
+* :func:`four_node` — the 4-node example of Carbonetto 2009, §4.3 (exact log Z = 3.3675);
+* :func:`from_uai` — a binary pairwise file of the UAI inference competitions (``MARKOV``/``BAYES``).
 """
 from __future__ import annotations
 
@@ -116,13 +117,32 @@ def four_node():
                        names=[f"x[{k}]" for k in range(4)])
 
 
+def _name_indices(names):
+    """The integers ``v`` of names ``x[v]`` (distinct), or None: a model read from a UAI file with evidence
+    keeps its file indices, and its Pyomo variables should carry them too."""
+    import re
+    idx = [re.fullmatch(r"x\[(\d+)\]", nm) for nm in names]
+    if not all(idx):
+        return None
+    idx = [int(g.group(1)) for g in idx]
+    return idx if len(set(idx)) == len(idx) else None
+
+
+def from_uai(source, evidence=None):
+    """Energy of a binary pairwise UAI competition file (:meth:`EnergyModel.from_uai`; p ∝ exp(-E))."""
+    return EnergyModel.from_uai(source, evidence)
+
+
 def to_pyomo(energy):
-    """Pyomo model: ``x = Var(range(n), domain=Binary)``, ``minimize E(2x - 1)`` written in spins."""
+    """Pyomo model: ``x = Var(index, domain=Binary)``, ``minimize E(2x - 1)`` written in spins; the index is
+    ``range(n)``, or the integers ``v`` when every variable is named ``x[v]`` (a UAI model under evidence
+    keeps its file indices)."""
     import pyomo.environ as pyo
 
     m = pyo.ConcreteModel()
-    m.x = pyo.Var(range(energy.n), domain=pyo.Binary)
-    s = {k: 2 * m.x[k] - 1 for k in range(energy.n)}
+    idx = _name_indices(energy.names) or list(range(energy.n))
+    m.x = pyo.Var(idx, domain=pyo.Binary)
+    s = {k: 2 * m.x[v] - 1 for k, v in enumerate(idx)}
     m.energy = pyo.Objective(expr=energy.const
                              + sum(float(energy.h[k]) * s[k] for k in range(energy.n) if energy.h[k])
                              + sum(float(w) * s[a] * s[b] for a, b, w in

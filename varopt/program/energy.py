@@ -150,6 +150,18 @@ class EnergyModel:
         return cls(h, M.row[up], M.col[up], M.data[up], c, names)
 
     @classmethod
+    def from_uai(cls, source, evidence=None) -> "EnergyModel":
+        """The energy ``E(x) = -sum_f ln phi_f(x_f)`` of a ``MARKOV`` or ``BAYES`` file of the UAI inference
+        competitions (a path, or the file's text), conditioned on ``evidence`` (a ``.uai.evid`` path or
+        text, or ``{variable: value}``), so that ``p(x) ∝ exp(-E)`` at ``beta = 1`` and the energy solvers'
+        ``log_partition`` is ``ln Z`` (UAI PR answers are ``log10 Z = ln Z / ln 10``). The unobserved
+        variables must be binary and every factor, once conditioned, span at most two of them
+        (:class:`ModelStructureError` otherwise); zero or negative entries raise :class:`InputDataError`.
+        Variables keep their file index in the names ``x[v]``. See :mod:`varopt.program.uai`."""
+        from .uai import energy_from_uai
+        return energy_from_uai(source, evidence)
+
+    @classmethod
     def from_bits(cls, const, lin, qi=(), qj=(), qv=(), names=None) -> "EnergyModel":
         """The spin form of ``f(x) = const + lin.x + sum_k qv_k x_{qi_k} x_{qj_k}`` over bits
         (``x_i x_i = x_i``; duplicate pairs, in either order, are summed)."""

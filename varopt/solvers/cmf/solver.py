@@ -12,6 +12,10 @@ Fig. 4.4) for an energy model.
    (:mod:`.smc`); the log-normaliser estimate is updated by the weighted mean increments (3.46).
 3. log Z, the Rao-Blackwellised marginals, pair correlations, the standard error of log Z
    (Lee & Whiteley 2018) and the sequence c(theta_k) are returned in the energy-result convention.
+4. ``replicates`` runs share the particles (the first from the best mean-field start, the second
+   from its mirror image, the others from random mean-field starts) and are combined by :mod:`.replicates`: mean Zhat, a standard
+   error from their spread, a warning when they sample different modes, and the certified bound
+   of the distinct states visited (reported instead of an estimate that falls below it).
 
 ``particles='exact'`` replaces the particles by all 2^n states weighted by their probabilities
 (n <= 20): the sequence theta_k, c(theta_k) is then deterministic (the §4.3 example). An
@@ -21,6 +25,7 @@ optimiser failure in a block keeps that block's previous fields and is recorded 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -29,13 +34,15 @@ from ...options import Option, OptionSet, limit_options, positive, progress_opti
 from ...oracles.particles import RESAMPLING, Particles
 from ...program.energy import spin_states
 from ...registry import Solver, register_solver
-from ..meanfield import MeanField, mean_field_bound
+from ..meanfield import MeanField, colour_blocks, mean_field_bound, sweep
 from ..energy_result import beta_option, finish, fraction_option, log_potential
 from .objective import ConditionalObjective, log2cosh
 from .partition import bisection_schedule, user_schedule
+from .replicates import combine, visited_bound
 from .smc import coupling_matrix, exact_weights, log_f, move_along_path
 
 MAX_EXACT = 20
+AUTO_REPLICATES = 4   # measured in docs/cmf.md ("Honest standard errors"): same particle budget, ~1.3x the time
 
 
 def _particles(v):
@@ -45,6 +52,16 @@ def _particles(v):
         return v
     if isinstance(v, bool) or not float(v).is_integer() or int(v) < 2:
         raise InvalidOptionError(f"option 'particles' must be an integer >= 2 or 'exact', got {v!r}")
+    return int(v)
+
+
+def _replicates(v):
+    if isinstance(v, str):
+        if v != "auto":
+            raise InvalidOptionError(f"option 'replicates' must be 'auto' or an integer >= 1, got {v!r}")
+        return v
+    if isinstance(v, bool) or not float(v).is_integer() or int(v) < 1:
+        raise InvalidOptionError(f"option 'replicates' must be 'auto' or an integer >= 1, got {v!r}")
     return int(v)
 
 
@@ -85,6 +102,10 @@ class ConditionalMeanField(Solver):
         Option("inner_max_iter", 200, "iterations of the (4.13) solve per block", int, positive,
                "must be a positive integer"),
         Option("inner_tol", 1e-9, "gradient tolerance of the (4.13) solve", float, positive, "must be positive"),
+        Option("replicates", "auto", "independent runs sharing the particles equally, the first from the best "
+               "mean-field start, the second from its mirror image, the others from random starts; log Z from "
+               "their mean Zhat, its standard error from their spread, a warning when they disagree ('auto': "
+               f"{AUTO_REPLICATES} with sampled particles, 1 with particles='exact')", _replicates),
     ])
 
     def _solve(self, program, opts, run):
@@ -96,26 +117,69 @@ class ConditionalMeanField(Solver):
         if exact and n > MAX_EXACT:
             raise InvalidOptionError(f"option 'particles'='exact' enumerates 2^n states; the model has n={n} > "
                                      f"{MAX_EXACT} variables (use a number of particles)")
+        R = (1 if exact else AUTO_REPLICATES) if opts.replicates == "auto" else opts.replicates
+        if exact and R > 1:
+            raise InvalidOptionError("option 'replicates' > 1 needs sampled particles: with particles='exact' "
+                                     "every run is the same deterministic computation")
+        if not exact and opts.particles < 2 * R:
+            raise InvalidOptionError(f"option 'particles'={opts.particles} is shared by {R} replicates and leaves "
+                                     "fewer than 2 per run; raise particles or lower replicates")
         sched = bisection_schedule(model) if opts.schedule == "bisect" else user_schedule(model, opts.schedule)
         # step 0: naive mean field = (4.13) with R_0 = {V}
         theta, failed, iters, mf_bound = self._mean_field(model, opts)
+        K = len(sched) - 1
+        run.max_iter = max(K, 1) * R
+        streams = np.random.SeedSequence(opts.seed).spawn(R)
+        mirror = -np.tanh(theta)
+        runs = []
+        for r in range(R):
+            if r:
+                # a different start per replicate: mean field's coordinate ascent from the mirror image of the
+                # best start (the global spin flip, the commonest bimodality of Ising models), then from
+                # uniform random means, which on a multimodal model end in different modes; own random streams
+                rng = np.random.default_rng(streams[r])
+                start = mirror if r == 1 else rng.uniform(-1.0, 1.0, size=model.n)
+                theta, failed = self._ascend(model, start), []
+            N = opts.particles if exact else opts.particles // R + (r < opts.particles % R)
+            out = self._replicate(model, opts, run, sched, theta, failed, rng, exact, N, start=r * max(K, 1))
+            if out is None:
+                done = sum(len(o["cs"]) - 1 for o in runs)
+                return run.finish(message=(run.message or "stopped") + f" after {done} of {K * R} refinements "
+                                  f"({len(runs)} of {R} replicates complete); no estimate of log Z")
+            runs.append(out)
+            iters += out["iters"]
+        return self._result(run, program, opts, model, runs, iters, mf_bound)
+
+    def _ascend(self, model, mu, max_sweeps=1000, tol=1e-10):
+        """theta_0 of a replicate: mean field's coordinate ascent from the means ``mu``."""
+        M = np.array(mu, dtype=float).reshape(1, model.n)
+        blocks = colour_blocks(model)
+        for _ in range(max_sweeps):
+            if sweep(model, M, blocks) <= tol:
+                break
+        with np.errstate(divide="ignore"):
+            return np.clip(np.arctanh(np.clip(M[0], -1.0, 1.0)), -30.0, 30.0)
+
+    def _replicate(self, model, opts, run, sched, theta, failed, rng, exact, N, start):
+        """One SMC run of Fig. 4.4 from ``theta`` (= theta_0); ``None`` when stopped before the end."""
+        n = model.n
         v = np.zeros(model.m)
         c0 = float(log2cosh(theta).sum())
         failures = [(0, failed)] if failed else []
-        thetas, cs, blocks = [theta.copy()], [c0], [1]
+        thetas, cs, blocks, iters = [theta.copy()], [c0], [1], 0
         if exact:
             X = spin_states(n)
             lam, _ = exact_weights(X, theta, coupling_matrix(model, v))
             pop = None
         else:
-            N = opts.particles
             X = np.where(rng.random((N, n)) < (1.0 + np.tanh(theta)) / 2.0, 1.0, -1.0)
             pop = Particles(N, rng, opts.resampling)
+        snapshots = [] if exact else [X.copy()]
         K = len(sched) - 1
-        run.max_iter = max(K, 1)
         run.record(force=True, objective=-(model.const + c0) / opts.beta, c=c0, blocks=1, ess=None)
         completed = K == 0
-        for k in run.iterations():
+        for k in run.iterations(start):
+            k -= start
             if k > K:
                 break
             labels = sched[k]
@@ -150,6 +214,7 @@ class ConditionalMeanField(Solver):
                 if not done:
                     break
                 c, ess = c0 + pop.log_z, pop.ess()
+                snapshots.append(X.copy())
             theta, v = new_theta, new_v
             thetas.append(theta.copy())
             cs.append(float(c))
@@ -160,10 +225,12 @@ class ConditionalMeanField(Solver):
             if run.callback(theta.copy()) or last:
                 break
         if not completed:
-            return run.finish(message=(run.message or "stopped") + f" after {len(cs) - 1} of {K} refinements; "
-                              "no estimate of log Z")
-        return self._result(run, program, opts, model, X, lam if exact else pop.weights(), pop, cs, thetas,
-                            blocks, failures, iters, mf_bound)
+            return None
+        W = lam if exact else pop.weights()
+        _, A = log_f(X, model.h, model.J)
+        return {"means": W @ np.tanh(A), "corr": W @ (X[:, model.i] * X[:, model.j]), "cs": cs,
+                "thetas": thetas, "blocks": blocks, "failures": failures, "iters": iters, "pop": pop,
+                "snapshots": snapshots, "rel_var": 0.0 if pop is None else pop.relative_variance()}
 
     def _mean_field(self, model, opts):
         """theta_0: the best (largest lower bound F) of the (4.13) Newton solve from theta* and the
@@ -182,27 +249,58 @@ class ConditionalMeanField(Solver):
                 theta, best, failed = cand, F, []
         return theta, failed, iters, float(best)
 
-    def _result(self, run, program, opts, model, X, W, pop, cs, thetas, blocks, failures, iters, mf_bound):
-        _, A = log_f(X, model.h, model.J)
-        means = W @ np.tanh(A)
-        corr = W @ (X[:, model.i] * X[:, model.j])
-        log_z = model.const + cs[-1]
-        se = 0.0 if pop is None else math.sqrt(pop.relative_variance())
-        info = {"mean_field_bound": mf_bound, "c_sequence": cs, "theta_sequence": thetas, "blocks": blocks,
-                "optimizer_failures": failures,
-                "optimizer_iterations": iters, "schedule_length": len(cs) - 1}
+    def _result(self, run, program, opts, model, runs, iters, mf_bound):
+        first = runs[0]
+        pop = first["pop"]
+        log_z, rel_var, means, corr, diag = combine([model.const + o["cs"][-1] for o in runs],
+                                                    [o["rel_var"] for o in runs], [o["means"] for o in runs],
+                                                    [o["corr"] for o in runs],
+                                                    [1 if o["pop"] is None else o["pop"].N for o in runs])
+        se = math.sqrt(rel_var)
+        failures = [f for o in runs for f in o["failures"]]
+        info = {"mean_field_bound": mf_bound, "c_sequence": first["cs"], "theta_sequence": first["thetas"],
+                "blocks": first["blocks"], "optimizer_failures": failures,
+                "optimizer_iterations": iters, "schedule_length": len(first["cs"]) - 1}
         if pop is not None:
-            info.update(resamples=pop.resamples, final_ess=pop.ess())
-        msg = (f"{len(cs) - 1} refinements, " + ("exact enumeration" if pop is None else
-               f"{pop.N} particles, {pop.resamples} resampling events"))
+            info.update(resamples=sum(o["pop"].resamples for o in runs), final_ess=min(o["pop"].ess() for o in runs))
+        msg = (f"{len(first['cs']) - 1} refinements, " + ("exact enumeration" if pop is None else
+               f"{sum(o['pop'].N for o in runs)} particles, {sum(o['pop'].resamples for o in runs)} resampling "
+               "events"))
         if failures:
             msg += f"; the (4.13) solve failed in {sum(len(f) for _, f in failures)} block(s) (previous fields kept)"
-        if log_z < mf_bound:
-            # F <= log Z is certified, so an estimate below F is further from log Z than F itself: a
-            # collapsed population (low temperatures: every particle from one ancestor)
-            info["log_partition_smc"] = log_z
-            msg += (f"; the SMC estimate {log_z:.6g} was below the certified mean-field lower bound {mf_bound:.6g} "
-                    "(degenerate particles: raise particles or temper_steps), log Z is reported as that bound")
-            log_z = mf_bound
-        return finish(run, program, opts, model, log_z, means, corr, lower=mf_bound, se=se, status="converged",
+        lower, source = mf_bound, "mean-field"
+        if pop is not None:
+            seen, U = visited_bound(model, [X for o in runs for X in o["snapshots"]])
+            info["visited_states_bound"], info["visited_states"] = seen, U.shape[0]
+            if seen > lower:
+                lower, source = seen, "visited-states"
+            if model.n < 63 and U.shape[0] == 1 << model.n:
+                # every state was visited: sums over them are log Z and the moments themselves, not estimates
+                info["log_partition_smc"], info["log_partition_smc_se"] = log_z, se
+                p = np.exp(model.value(U) - seen)
+                msg += "; the particles visited all 2^n states: log Z and the marginals are their exact sums"
+                return finish(run, program, opts, model, seen, p @ U, p @ (U[:, model.i] * U[:, model.j]),
+                              lower=seen, upper=seen, se=0.0, status="converged", message=msg, info=info)
+        if len(runs) > 1:
+            info.update(diag)
+            msg += f", {len(runs)} replicates"
+            if diag["replicates_disagree"]:
+                note = (f"the {len(runs)} replicates disagree (marginal spread "
+                        f"{diag['replicate_marginal_spread']:.3g}, log Z gap {diag['replicate_log_partition_z']:.3g} "
+                        "standard errors): they sample different modes, so modes are missed and the standard "
+                        "error understates the error")
+                warnings.warn("cmf: " + note, RuntimeWarning, stacklevel=2)
+                msg += "; " + note
+        # the raw SMC estimate (unbiased for Z, as is its replicate mean) is kept whatever is reported
+        info["log_partition_smc"], info["log_partition_smc_se"] = log_z, se
+        if log_z < lower:
+            # the bound is certified, so an estimate below it is further from log Z than the bound itself:
+            # a collapsed population (low temperatures: every particle from one ancestor) or a missed mode
+            # that other particles (replicates) visited. The bound is reported, without a standard error.
+            info["log_partition_is_bound"] = True
+            msg += (f"; the SMC estimate {log_z:.6g} was below the certified {source} lower bound {lower:.6g} "
+                    "(degenerate particles or a missed mode: raise particles, temper_steps or replicates), "
+                    "log Z is reported as that bound, without a standard error")
+            log_z, se = lower, None
+        return finish(run, program, opts, model, log_z, means, corr, lower=lower, se=se, status="converged",
                       message=msg, info=info)

@@ -1,4 +1,4 @@
 """``meanfield``: naive mean field by damped coordinate ascent; certified lower bound on log Z."""
-from .solver import MeanField, mean_field_bound
+from .solver import MeanField, colour_blocks, mean_field_bound, sweep
 
-__all__ = ["MeanField", "mean_field_bound"]
+__all__ = ["MeanField", "colour_blocks", "mean_field_bound", "sweep"]

@@ -34,6 +34,24 @@ def mean_field_bound(model, M):
     return model.const + M @ model.h + (M[:, model.i] * M[:, model.j]) @ model.w + H
 
 
+def colour_blocks(model):
+    """The colour classes of the coupling graph with their coupling columns (one sweep updates a class at once)."""
+    J = model.J.tocsc()
+    return [(c, J[:, c].tocsc()) for c in colour_classes(model.n, model.i, model.j)]
+
+
+def sweep(model, M, blocks, damping=0.0) -> float:
+    """One damped coordinate-ascent sweep over the rows (starts) of ``M``, in place; the largest change."""
+    delta = 0.0
+    for c, Jc in blocks:
+        new = np.tanh(model.h[c] + (Jc.T @ M.T).T)
+        if damping:
+            new = (1.0 - damping) * new + damping * M[:, c]
+        delta = max(delta, float(np.abs(new - M[:, c]).max()))
+        M[:, c] = new
+    return delta
+
+
 def _damping_ok(v):
     return v is not None and 0.0 <= v < 1.0
 
@@ -60,20 +78,12 @@ class MeanField(Solver):
         M = np.zeros((opts.restarts, n))
         if opts.restarts > 1:
             M[1:] = rng.uniform(-1.0, 1.0, size=(opts.restarts - 1, n))
-        J = model.J.tocsc()
-        classes = [(c, J[:, c].tocsc()) for c in colour_classes(n, model.i, model.j)]
-        g = opts.damping
+        blocks = colour_blocks(model)
         converged = n == 0
         for _ in run.iterations():
             if converged:
                 break
-            delta = 0.0
-            for c, Jc in classes:
-                new = np.tanh(model.h[c] + (Jc.T @ M.T).T)
-                if g:
-                    new = (1.0 - g) * new + g * M[:, c]
-                delta = max(delta, float(np.abs(new - M[:, c]).max()))
-                M[:, c] = new
+            delta = sweep(model, M, blocks, opts.damping)
             F = mean_field_bound(model, M)
             best = int(np.argmax(F))
             run.incumbent(objective=-F[best] / opts.beta)
