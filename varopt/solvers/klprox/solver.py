@@ -782,9 +782,16 @@ class KLProx:
 
     def _softmax_accuracy(self, cur):
         """A-posteriori check of the softmax quadrature at the returned q: the likelihood part re-evaluated with
-        1.5x the nodes per dimension; a warning when the two differ by more than 1e-9 (relative to -ELBO)."""
-        # the likelihood part under the solve's rule is -ELBO minus the Gaussian part (evaluate(): not re-integrated)
-        err = abs(self._rich_terms(cur)[0] - (cur.f - self.post.gauss_part(cur.st)))
+        1.5x the nodes per dimension; a warning when the two differ by more than 1e-9 (relative to -ELBO). The
+        gradients' errors in the residuals' norms (:meth:`_resolution`) are returned too."""
+        r = self.resolution
+        if r is None or r[0] is not cur.st:
+            try:
+                r = (cur.st, None) + self._resolution(cur)
+            except np.linalg.LinAlgError:
+                r = (cur.st, None, abs(self._rich_terms(cur)[0] - (cur.f - self.post.gauss_part(cur.st))), math.nan,
+                     math.nan)
+        err = r[2]
         sd = max(float(np.sqrt(np.max(cur.vt[ps].reshape(-1, J, J).diagonal(axis1=1, axis2=2))))
                  for J, _, ps in self.view.groups)
         if err > SOFTMAX_INACCURATE * max(1.0, abs(cur.f)):
@@ -792,7 +799,7 @@ class KLProx:
                           f"standard deviation {sd:.3g}; -ELBO changes by {err:.2e} with 1.5x the quadrature nodes): "
                           "the ELBO and the step rule are only this exact; a smaller prior variance (narrower posterior) "
                           "restores the 1e-10 accuracy (docs/klprox.md, section 2b)", RuntimeWarning, stacklevel=2)
-        return {"softmax_quadrature_error": err, "softmax_sd_max": sd}
+        return {"softmax_quadrature_error": err, "softmax_gradient_error": (r[3], r[4]), "softmax_sd_max": sd}
 
     def finish(self, cur, status, msg, **extra):
         post, view, st = self.post, self.view, cur.st
