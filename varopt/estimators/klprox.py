@@ -23,6 +23,7 @@ Laplace density ``E[exp(-|y - f*|/b)] / (2b)`` (closed form). GP: ``f* | v`` wit
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy.special import log_ndtr
@@ -31,6 +32,7 @@ from ..core.threads import blas_threads, option_threads
 from ..errors import InputDataError
 from ..registry import get_solver
 from ..solvers.klprox.expectations import MAX_SOFTMAX_DIM, family_table
+from ..solvers.klprox.solver import SOFTMAX_INACCURATE
 from .base import ClassifierMixin, RegressorMixin, VaroptEstimator, check_flag
 from ..formulations.bayes_glm import (check_data, check_weights, design, glm_program, gp_factor, gp_program,
                                       se_kernel)
@@ -80,12 +82,16 @@ class _Base(VaroptEstimator):
         """Solver options this estimator sets unless ``solver_options`` gives them."""
         return {}
 
-    def _solve(self, program, warm=None):
+    def _options(self, warm=None) -> dict:
         opts = dict(self.solver_options or {})
         for k, v in self._default_options().items():
             opts.setdefault(k, v)
         if warm is not None:
             opts.setdefault("warm_start", warm)  # the previous grid point: a start, kept only if better
+        return opts
+
+    def _solve(self, program, warm=None):
+        opts = self._options(warm)
         return accept_run(get_solver("klprox").solve(program, **opts), opts)
 
 
@@ -201,6 +207,25 @@ class BayesianMultinomialRegression(ClassifierMixin, _GLM):
 
     def _default_options(self):
         return {"softmax": "bound"} if self._classes - 1 > MAX_SOFTMAX_DIM else {}
+
+    def _solve(self, program, warm=None):
+        """The klprox run; under the default quadrature, a run that fails (status ``error``) where the quadrature is
+        inaccurate at its last posterior (predictor standard deviations in the tens to hundreds: nearly separable
+        classes under a wide prior) is repeated with Boehning's bound, with a RuntimeWarning (the quadrature cannot
+        resolve that ELBO; the bound's objective is an upper bound on -ELBO, compared as such across a prior_var grid)."""
+        opts = self._options(warm)
+        r = get_solver("klprox").solve(program, **opts)
+        err = r.info.get("softmax_quadrature_error")
+        if (r.status == "error" and "softmax" not in (self.solver_options or {}) and err is not None
+                and err > SOFTMAX_INACCURATE * max(1.0, abs(r.objective))):
+            warnings.warn(f"BayesianMultinomialRegression: the softmax quadrature cannot resolve this ELBO (largest "
+                          f"predictor standard deviation {r.info['softmax_sd_max']:.3g}, -ELBO error {err:.1e}; klprox: "
+                          f"{r.message}); fitted with softmax='bound' instead (Boehning's bound: an upper bound on "
+                          "-ELBO). A smaller prior_var keeps the quadrature; solver_options={'softmax': 'bound'} skips "
+                          "the attempt", RuntimeWarning, stacklevel=4)
+            opts["softmax"] = "bound"
+            r = get_solver("klprox").solve(program, **opts)
+        return accept_run(r, opts)
 
     def _fit(self, X, y):
         super()._fit(X, y)
