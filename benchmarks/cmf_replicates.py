@@ -44,8 +44,8 @@ def main():
     ap.add_argument("--big", action="store_true")
     a = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)   # the disagreement warning is counted, not printed
-    print(f"| model | config | med abs err | max abs err | med SE | med abs err/SE | honest | bound | flagged "
-          f"| mean abs dP | time s | time ratio |")
+    print("| model | config | med abs err | max abs err | med SE | med abs err/SE | honest | bound | flagged "
+          "| mean abs dP | time s | time ratio |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name, e in models(a.big):
         prog = e.to_program()
