@@ -45,24 +45,24 @@ MAX_EXACT = 20
 AUTO_REPLICATES = 4   # measured in docs/cmf.md ("Honest standard errors"): same particle budget, ~1.3x the time
 
 
-def _particles(v):
+def _int_or_word(v, name, word, lo):
+    """``v`` as an integer >= ``lo``, or the string ``word``; otherwise an error naming option ``name``."""
+    msg = f"option {name!r} must be {word!r} or an integer >= {lo}, got {v!r}"
     if isinstance(v, str):
-        if v != "exact":
-            raise InvalidOptionError(f"option 'particles' must be an integer >= 2 or 'exact', got {v!r}")
+        if v != word:
+            raise InvalidOptionError(msg)
         return v
-    if isinstance(v, bool) or not float(v).is_integer() or int(v) < 2:
-        raise InvalidOptionError(f"option 'particles' must be an integer >= 2 or 'exact', got {v!r}")
+    if isinstance(v, bool) or not float(v).is_integer() or int(v) < lo:
+        raise InvalidOptionError(msg)
     return int(v)
+
+
+def _particles(v):
+    return _int_or_word(v, "particles", "exact", 2)
 
 
 def _replicates(v):
-    if isinstance(v, str):
-        if v != "auto":
-            raise InvalidOptionError(f"option 'replicates' must be 'auto' or an integer >= 1, got {v!r}")
-        return v
-    if isinstance(v, bool) or not float(v).is_integer() or int(v) < 1:
-        raise InvalidOptionError(f"option 'replicates' must be 'auto' or an integer >= 1, got {v!r}")
-    return int(v)
+    return _int_or_word(v, "replicates", "auto", 1)
 
 
 def _schedule(v):
