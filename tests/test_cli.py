@@ -185,3 +185,37 @@ def test_energy_solvers_report_log_partition_and_marginals(capsys):
     assert "log Z" in text and "s.e." in text and "P(x[2] = 1)" in text
     assert main(["solve", str(MODELS / "pyomo_small.py"), "--solver", "gop", "--json"]) == 0   # others: unchanged
     assert "marginals" not in json.loads(capsys.readouterr().out)
+
+
+# GLOBALLib/MINLPLib st_e01 as the collection's Pyomo file (written by GAMS Convert) has it: no build(), the model at
+# module level under two names, the objective moved into a row with objvar. Optimum -20/3 at (6, 2/3).
+ST_E01 = """\
+#  NLP written by GAMS Convert
+from pyomo.environ import *
+
+model = m = ConcreteModel()
+
+m.x1 = Var(within=Reals, bounds=(0,6), initialize=0)
+m.x2 = Var(within=Reals, bounds=(0,4), initialize=0)
+m.objvar = Var(within=Reals, bounds=(None,None), initialize=0)
+
+m.obj = Objective(sense=minimize, expr= m.objvar)
+
+m.e1 = Constraint(expr= - m.x1 - m.x2 - m.objvar == 0)
+m.e2 = Constraint(expr= m.x1*m.x2 <= 4)
+"""
+
+
+def test_collection_file_with_a_module_level_model(tmp_path):
+    f = tmp_path / "st_e01.py"
+    f.write_text(ST_E01)
+    r = run_cli("solve", str(f), "--solver", "gop", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["status"] == "optimal" and d["objective"] == pytest.approx(-20 / 3, abs=1e-5)
+    assert d["variables"]["x1"] == pytest.approx(6, abs=1e-5) and d["variables"]["x2"] == pytest.approx(2 / 3, abs=1e-5)
+    # two different models and no build(): which one is meant is not guessed
+    f.write_text(ST_E01 + "\nother = ConcreteModel()\nother.x = Var(bounds=(0, 1))\nother.o = Objective(expr=other.x)\n")
+    r = run_cli("solve", str(f), "--solver", "gop")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and "several models" in lines[0] and "model, other" in lines[0]

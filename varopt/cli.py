@@ -2,7 +2,8 @@
 
 ``varopt solvers`` lists the registered solvers; ``varopt solvers NAME`` prints one solver's options.
 ``varopt solve MODEL.py --solver NAME [--option key=value ...] [--json] [--plot FILE]``
-loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem), compiles it
+loads ``MODEL.py``, calls its ``build()`` (a Pyomo model or a CVXPY problem; a file without ``build()`` that
+creates exactly one model at module level, as MINLPLib's Pyomo files do, gives that one), compiles it
 (``MODEL.uai [--evid MODEL.uai.evid]``: a UAI competition file read by ``EnergyModel.from_uai``),
 solves it and prints a summary (or exactly one JSON object with ``--json``; a solver returning a
 Gaussian posterior, ``klprox``, adds ``posterior_sd``: the standard deviation of every variable,
@@ -72,9 +73,33 @@ def _load_build(path: str):
         spec.loader.exec_module(mod)
     finally:
         sys.path.pop(0)
-    if not hasattr(mod, "build") or not callable(mod.build):
-        raise AttributeError(f"{path} must define a function build() returning a Pyomo model or a CVXPY problem")
-    return mod.build()
+    if hasattr(mod, "build") and callable(mod.build):
+        return mod.build()
+    return _module_level_model(mod, path)
+
+
+def _module_level_model(mod, path: str):
+    """The one Pyomo model or CVXPY problem a file without ``build()`` defines at module level, as the model files
+    of public collections do (MINLPLib's Pyomo files, written by GAMS Convert: ``model = m = ConcreteModel()``)."""
+    kinds = []
+    if "pyomo.environ" in sys.modules or "pyomo.core" in sys.modules:
+        from pyomo.core.base.PyomoModel import Model
+        kinds.append(Model)
+    if "cvxpy" in sys.modules:
+        import cvxpy
+        kinds.append(cvxpy.Problem)
+    found = {}
+    for name, obj in vars(mod).items():
+        if not name.startswith("_") and kinds and isinstance(obj, tuple(kinds)):
+            found.setdefault(id(obj), (name, obj))
+    if len(found) == 1:
+        return next(iter(found.values()))[1]
+    if not found:
+        raise AttributeError(f"{path} must define a function build() returning a Pyomo model or a CVXPY problem "
+                             f"(or create exactly one of them at module level)")
+    names = ", ".join(sorted(n for n, _ in found.values()))
+    raise AttributeError(f"{path} creates several models at module level ({names}) and no build(): define build() "
+                         f"returning the one to solve")
 
 
 def _plot(result, path: str):
@@ -205,7 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name", nargs="?", help="a solver name: print its options with defaults and docs")
     s.set_defaults(func=cmd_solvers)
     s = sub.add_parser("solve", help="solve MODEL.py (which defines build()) with a varopt solver")
-    s.add_argument("model", help="Python file defining build() -> Pyomo model or CVXPY problem, or a binary "
+    s.add_argument("model", help="Python file defining build() -> Pyomo model or CVXPY problem (or creating one "
+                   "at module level), or a binary "
                    "pairwise UAI competition file (.uai, an energy model)")
     s.add_argument("--evid", metavar="FILE", help="evidence file (.uai.evid) of a .uai model")
     s.add_argument("--solver", required=True, help="solver name (see 'varopt solvers')")
