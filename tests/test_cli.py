@@ -219,3 +219,9 @@ def test_collection_file_with_a_module_level_model(tmp_path):
     r = run_cli("solve", str(f), "--solver", "gop")
     lines = r.stderr.strip().splitlines()
     assert r.returncode == 1 and len(lines) == 1 and "several models" in lines[0] and "model, other" in lines[0]
+
+
+def test_version():
+    import varopt
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"varopt {varopt.__version__}"

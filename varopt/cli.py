@@ -240,7 +240,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--plot", metavar="FILE", help="save the bound/objective history plot to FILE")
     s.set_defaults(func=cmd_solve)
     p.add_argument("--traceback", action="store_true", help="on an error print the full traceback")
+    p.add_argument("--version", action="version", version=f"varopt {_version()}")
     return p
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("varopt")
+    except PackageNotFoundError:  # a source tree on sys.path without installed metadata
+        from . import __version__
+        return __version__
 
 
 def main(argv=None) -> int:
