@@ -91,3 +91,39 @@ def test_majorize_woodbury_step_on_wide_badly_scaled_features_is_checked():
     f_wood = _binary_logistic_objective(X, y, wood.coef_[0], wood.intercept_[0], 1.0)
     assert wood.result_.status == "optimal" and f_dense < 1e-7
     assert f_wood < 1e-5, f_wood
+
+
+def test_multinomial_posterior_on_features_of_scale_1e8_names_the_scale():
+    """BayesianMultinomialRegression on a feature of scale 1e8: its softmax leaves the prior (precision 1) alone along
+    the common shift of the class weights while the other curvature is ~1e16, beyond double precision; it raised
+    numpy's bare LinAlgError '5-th leading minor not positive definite'. Now an InputDataError says why and what to do;
+    scale 1e6 still fits."""
+    from varopt.errors import InputDataError
+    from varopt.estimators import BayesianMultinomialRegression
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=40) > 0).astype(int)
+    with pytest.raises(InputDataError, match=r"reach 2.33e\+08 in absolute value.*rescale the features"):
+        BayesianMultinomialRegression().fit(X * 1e8, y)
+    assert BayesianMultinomialRegression().fit(X * 1e6, y).result_.status == "converged"
+
+
+@pytest.mark.parametrize("name", ["MajorizeLogisticRegression", "BayesianLogisticRegression", "GPClassifier",
+                                  "GPRegressor", "L1LeastSquares"])
+def test_entries_whose_squares_overflow_are_named_at_the_boundary(name):
+    """A column of scale 1e200 (finite, so scikit-learn's validation passes it): the errors were 'majorize: the bound
+    curvature is not positive semidefinite' (a solver bug), 'log_ell must be a finite number, got inf' and
+    'penalty_weights must be 4 positive finite numbers' (options the user never set). Now X is named; 1e150 fits."""
+    import varopt.estimators as E
+    from varopt.errors import InputDataError
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int) if name != "GPRegressor" and name != "L1LeastSquares" else X[:, 0]
+    kw = {"GPClassifier": dict(log_ell=0.0, log_sf=0.0), "GPRegressor": dict(log_ell=0.0, log_sf=0.0, log_noise=-1.0),
+          "L1LeastSquares": dict(alpha=0.1, passes=1)}.get(name, {})
+    est = getattr(E, name)(**kw)
+    with pytest.raises(InputDataError, match=r"X has entries of magnitude up to [0-9.]+e\+200: their squares overflow"):
+        est.fit(np.column_stack([X, 1e200 * rng.normal(size=40)]), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert np.all(np.isfinite(est.fit(X * 1e150, y).predict(X * 1e150).astype(float)))
