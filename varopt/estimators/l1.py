@@ -31,6 +31,29 @@ from ..formulations.l1 import (_check_X, _check_form, _check_y, l1_least_squares
 from .base import ClassifierMixin, RegressorMixin, VaroptEstimator, check_flag
 
 
+#: the training objective at the stop above its best pass by more than this (relative): a ConvergenceWarning
+DRIFT_TOL = 1e-3
+
+
+def _warn_if_drifted(name, values):
+    """ConvergenceWarning when the passes stopped because the training objective rose after its best pass, not
+    because it levelled off. Measured on Gaussian designs: 100 x 5 (alpha 0.1) rose 0.5 % after pass 5 and stopped
+    2.2 % above the optimum, 2 samples 2.6 % (183 % above), 20 x 60 3.6 % (56 % above), all reported 'converged';
+    load_diabetes (raw and standardized) ends at its best pass. The on-line steps (Carbonetto 2009, section 2.5)
+    drift there; k0, step_power, sigma, sampling and hessian did not fix it on all three."""
+    best = float(np.min(values))
+    k = int(np.argmin(values))
+    if values[-1] - best > DRIFT_TOL * max(abs(best), 1e-300):
+        import warnings
+
+        from .base import ConvergenceWarning
+        warnings.warn(f"{name}.fit (passes='auto'): the training objective rose from {best:.6g} (pass {k + 1}) to "
+                      f"{values[-1]:.6g} (pass {len(values)}) before the stop: the on-line steps drifted away from the "
+                      "optimum instead of levelling off, and the fit can be well above it (compare with an exact "
+                      "solver, e.g. scikit-learn's Lasso or LogisticRegression(penalty='l1'))", ConvergenceWarning,
+                      stacklevel=4)
+
+
 class _L1Estimator(VaroptEstimator):
     _loss = None
     _is_classifier = False
@@ -125,6 +148,7 @@ class _L1Estimator(VaroptEstimator):
         if monitor.converged:
             res.status, res.message = "converged", (f"{patience} passes without lowering the training objective "
                                                    f"by tol * F0 = {threshold:.3g}")
+            _warn_if_drifted(type(self).__name__, monitor.values)
         else:
             accept_result(res, "ipsa", where=f" in {type(self).__name__}.fit (passes='auto')",
                           kept=f"the fit is the last iterate; increase max_passes (now {max_passes}) or tol")
