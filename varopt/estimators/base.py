@@ -82,6 +82,24 @@ def check_flag(name, value):
     return bool(value)
 
 
+def check_magnitude(name, a):
+    """``a`` (dense or sparse, finite) unless its squares overflow: InputDataError naming ``name`` when
+    ``max|a|^2 * max(a.shape)`` exceeds the largest float64 (entries beyond about 1e150). scikit-learn's validation
+    accepts any finite value, and such entries then overflowed in a Gram matrix, a kernel distance or a column scale,
+    where the error named a solver bug ('the bound curvature is not positive semidefinite') or an option the user never
+    set ('log_ell must be a finite number, got inf', 'penalty_weights must be ... finite')."""
+    import scipy.sparse as sp
+    v = a.tocoo().data if sp.issparse(a) else np.asarray(a)
+    amax = float(np.abs(v).max(initial=0.0)) if v.size else 0.0
+    with np.errstate(over="ignore"):
+        ok = np.isfinite(amax * amax * max(max(np.shape(a)), 1))
+    if not ok:
+        raise InputDataError(f"{name} has entries of magnitude up to {amax:.3g}: their squares overflow float64 "
+                             f"(largest {np.finfo(float).max:.3g}); rescale {name} (e.g. change its units or use "
+                             "sklearn.preprocessing.StandardScaler)")
+    return a
+
+
 def accept_result(r, solver, where="", kept="the fit is the last iterate", warn=True):
     """``r`` when it converged or stopped at a limit (scikit-learn's convention: keep the fit, warn with a
     ConvergenceWarning unless ``warn`` is False); RuntimeError naming ``solver`` otherwise."""
@@ -112,7 +130,8 @@ class VaroptEstimator(_Base):
             from ..errors import InputDataError
             try:
                 if not with_y:
-                    return validate_data(self, X, reset=reset, accept_sparse=accept_sparse, dtype=np.float64)
+                    return check_magnitude("X", validate_data(self, X, reset=reset, accept_sparse=accept_sparse,
+                                                              dtype=np.float64))
                 X, y = validate_data(self, X, y, reset=reset, accept_sparse=accept_sparse, dtype=np.float64,
                                      y_numeric=not classifier)
                 if classifier:
@@ -121,6 +140,9 @@ class VaroptEstimator(_Base):
                 raise
             except ValueError as exc:  # scikit-learn's message, as varopt's input error (a ValueError)
                 raise InputDataError(str(exc)) from exc
+            check_magnitude("X", X)
+            if not classifier:
+                check_magnitude("y", y)
             return X, y
         X = np.asarray(X, dtype=float)  # pragma: no cover - without scikit-learn >= 1.6
         if X.ndim != 2 or X.shape[0] == 0 or not np.all(np.isfinite(X)):

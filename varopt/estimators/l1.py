@@ -25,10 +25,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputDataError
+from ..errors import InputDataError, InvalidOptionError
 from ..formulations.l1 import (_check_X, _check_form, _check_y, l1_least_squares_program, l1_logistic_program,
                                weights_from_x)
 from .base import ClassifierMixin, RegressorMixin, VaroptEstimator, check_flag
+
+
+#: the training objective at the stop above its best pass by more than this (relative): a ConvergenceWarning
+DRIFT_TOL = 1e-3
+
+
+def _warn_if_drifted(name, values):
+    """ConvergenceWarning when the passes stopped because the training objective rose after its best pass, not
+    because it levelled off. Measured on Gaussian designs: 100 x 5 (alpha 0.1) rose 0.5 % after pass 5 and stopped
+    2.2 % above the optimum, 2 samples 2.6 % (183 % above), 20 x 60 3.6 % (56 % above), all reported 'converged';
+    load_diabetes (raw and standardized) ends at its best pass. The on-line steps (Carbonetto 2009, section 2.5)
+    drift there; k0, step_power, sigma, sampling and hessian did not fix it on all three."""
+    best = float(np.min(values))
+    k = int(np.argmin(values))
+    if values[-1] - best > DRIFT_TOL * max(abs(best), 1e-300):
+        import warnings
+
+        from .base import ConvergenceWarning
+        warnings.warn(f"{name}.fit (passes='auto'): the training objective rose from {best:.6g} (pass {k + 1}) to "
+                      f"{values[-1]:.6g} (pass {len(values)}) before the stop: the on-line steps drifted away from the "
+                      "optimum instead of levelling off, and the fit can be well above it (compare with an exact "
+                      "solver, e.g. scikit-learn's Lasso or LogisticRegression(penalty='l1'))", ConvergenceWarning,
+                      stacklevel=4)
 
 
 class _L1Estimator(VaroptEstimator):
@@ -69,6 +92,14 @@ class _L1Estimator(VaroptEstimator):
                     sampling=self.sampling, hessian=self.hessian or self._default_hessian, sigma=self.sigma,
                     sigma_power=self.sigma_power, seed=self.seed, history_objective=False)
         opts.update(self.solver_options or {})
+        if opts.get("hessian") == "exact" and opts.get("batch_size") == 1 and check_flag("fit_intercept",
+                                                                                           self.fit_intercept):
+            # Measured: L1LeastSquares(hessian='exact') 'converged' at w = 0, objective 2.30 where the optimum is 0.365
+            raise InvalidOptionError(
+                "hessian='exact' with batch_size=1 and fit_intercept=True: the Newton step (2.20) of one sample fits "
+                "it with the intercept alone (unpenalized, no barrier), so the weights never see the data and the fit "
+                "stays at the model without features; use batch_size >= 2 (the full batch is Newton's method) or "
+                "another hessian")
         return opts
 
     def _solve(self, X, y, passes, warm):
@@ -117,6 +148,7 @@ class _L1Estimator(VaroptEstimator):
         if monitor.converged:
             res.status, res.message = "converged", (f"{patience} passes without lowering the training objective "
                                                    f"by tol * F0 = {threshold:.3g}")
+            _warn_if_drifted(type(self).__name__, monitor.values)
         else:
             accept_result(res, "ipsa", where=f" in {type(self).__name__}.fit (passes='auto')",
                           kept=f"the fit is the last iterate; increase max_passes (now {max_passes}) or tol")

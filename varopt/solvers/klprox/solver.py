@@ -506,7 +506,10 @@ class KLProx:
         for _ in range(12):
             best = None
             with np.errstate(over="ignore", invalid="ignore"):
-                starts = [(self.post.start(g0, at_mu), self.opts.beta) for at_mu in self.post.start_kinds()]
+                try:
+                    starts = [(self.post.start(g0, at_mu), self.opts.beta) for at_mu in self.post.start_kinds()]
+                except np.linalg.LinAlgError as exc:
+                    raise self._precision_error(g0, exc) from None
                 for st, beta in starts + warm:
                     ev = self.evaluate(st)
                     if math.isfinite(ev[0]) and (best is None or ev[0] < best[1][0]):
@@ -518,6 +521,19 @@ class KLProx:
             g0 = max(10.0 * g0, 1.0) * 10.0
         raise InputDataError("klprox: -ELBO is not finite at any starting point: a likelihood term overflows "
                              "(e.g. exp of a large predictor); rescale the data")
+
+    def _precision_error(self, g0, exc):
+        """The start's precision ``P + gamma0 A^T A`` does not factor: an InputDataError saying why (the likelihood's
+        rows dwarf the prior: features of scale 1e8 in BayesianMultinomialRegression, whose softmax leaves the prior
+        alone along the shift of every class's weights, raised numpy's bare 'leading minor not positive definite')."""
+        A = self.view.A
+        amax = float(abs(A).max()) if A.shape[0] and A.shape[1] else 0.0
+        pmax = float(np.abs(np.asarray(self.view.P.diagonal())).max(initial=0.0))
+        return InputDataError(
+            f"klprox: the posterior precision P + gamma0 A^T A is not numerically positive definite at the start "
+            f"({exc}): the likelihood's rows reach {amax:.3g} in absolute value against a prior precision of at most "
+            f"{pmax:.3g}, beyond what double precision resolves (about 1e16 between its largest and smallest "
+            f"curvature); rescale the features (e.g. sklearn.preprocessing.StandardScaler) or use a narrower prior")
 
     def restart(self, cur):
         """A cold start with ``gamma0`` raised RESTART_FACTOR times (RESTARTS at most), for a run where no step size

@@ -35,7 +35,7 @@ class DenseMetric:
     def __init__(self, P, exact=True):
         self.P = P
         self.exact = exact  # True: the matrix of Algorithm 2's step; False: the Hessian (the first metric)
-        self.cf = proximal_cholesky(P)
+        self.cf = proximal_cholesky(P, capped=False)
         self.ok = self.cf is not None
 
     def solve(self, v):

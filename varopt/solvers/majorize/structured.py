@@ -11,8 +11,10 @@ logistic regression: row ``y`` of group ``g`` is ``x_g`` placed in the column bl
 the feature products are two GEMMs, ``U = X V^T`` and ``X^T B`` (``V`` the ``K x d'`` class blocks of
 ``v``): ``O(G d' K)`` per product instead of ``O(G d'^2 K^2)`` to form the ``(d' K)^2`` matrix.
 
-The step solves ``(H + rho I + Sigma + eps I) D = -u`` by preconditioned conjugate gradients with the
-same ``eps = 1e-10 max diag(H + rho I + Sigma)`` as the dense path (:func:`.step.psd_solve`), so both
+The step solves ``(H + rho I + Sigma + diag(eps)) D = -u`` by preconditioned conjugate gradients with the
+same proximal terms ``eps`` (:func:`proximal_terms`: ``1e-10 max diag(H + rho I + Sigma)``, capped at ``1e-8`` of
+each coordinate's own diagonal entry) as the dense path
+(:func:`.step.psd_solve`), so both
 paths compute the same step up to the CG tolerance. Every CG iterate ``D_k`` lowers the majorizer
 ``m(D) = u^T D + 1/2 D^T (H + Sigma) D`` (CG minimises it over growing Krylov spaces from ``D_0 = 0``),
 and ``m(D)`` is evaluated with one more exact product: any iterate keeps Algorithm 2 monotone.
@@ -85,7 +87,7 @@ class StructuredSigma:
                 dS = np.asarray(R.multiply(R).sum(axis=0)).ravel()
         self.diag_sigma = dS
         dq = Dg + dS
-        self.eps = 1e-10 * max(float(np.abs(dq).max(initial=0.0)), 1e-300)
+        self.eps = proximal_terms(dq)
         self._prec = None
 
     # --- the operator -------------------------------------------------------------------------------------------
@@ -139,7 +141,7 @@ class StructuredSigma:
         out[self.cmat] = U @ (((U.T @ v[self.cmat] @ W @ V) * den) @ V.T @ W)
         if not regularized:
             out -= self.eps * v
-            out[self.cmat] -= (self._kron_delta - self.eps) * v[self.cmat]
+            out[self.cmat] -= (self._kron_delta - self.eps[self.cmat]) * v[self.cmat]
         return out
 
     _kron = None
@@ -154,7 +156,7 @@ class StructuredSigma:
         if not np.all(h == h[0]) or not kron_preconditioner_fits(self.grp):
             return lambda r: jac * r
         kc = _kron_cache(self.grp)
-        V, gam = _generalized_pairs(kc, h[0], self.eps)
+        V, gam = _generalized_pairs(kc, h[0], float(self.eps.max(initial=0.0)))
         w = kc["w"]
         Mbar = self._mbar(w)
         lam, U = np.linalg.eigh(0.5 * (Mbar + Mbar.T))
@@ -203,7 +205,7 @@ class KronHessian(StructuredSigma):
         dS = np.zeros(grp.d)
         dS[self.cmat] = (kc["X2T"] @ mdiag).T
         self.diag_sigma = dS
-        self.eps = 1e-10 * max(float(np.abs(Dg + dS).max(initial=0.0)), 1e-300)
+        self.eps = proximal_terms(Dg + dS)
         self._prec = None
 
     @property
@@ -214,6 +216,20 @@ class KronHessian(StructuredSigma):
         Wr = self._Wr
         Ww = Wr * np.sqrt(w / self.grp.coef)[:, None]
         return np.diag(w @ Wr) - Ww.T @ Ww
+
+
+def proximal_terms(dq, capped=True):
+    """The proximal term added to each diagonal entry ``dq_j`` of the majorizer's curvature:
+    ``min(1e-10 max_i dq_i, 1e-8 dq_j)``, and ``1e-10 max_i dq_i`` where ``dq_j = 0`` (a flat coordinate of the bound).
+
+    ``1e-10 max_i dq_i`` alone swamped the curvature of every coordinate below ``1e-10`` of the largest (features of
+    scale 1 next to features of scale 1e8, or a ridge of 1e12 next to an unpenalized intercept): the step barely
+    moved those coordinates (1000 iterations to the limit) or its residual there read as a flat direction (status
+    ``unbounded`` on a problem with a finite optimum). The cap ``1e-8 dq_j`` keeps each term below ``1e-8`` of its own
+    coordinate's curvature and leaves the term unchanged wherever ``dq_j >= 0.01 max_i dq_i``."""
+    d = np.abs(dq)
+    top = 1e-10 * max(float(d.max(initial=0.0)), 1e-300)
+    return np.where(d > 0, np.minimum(top, 1e-8 * d), top) if capped else np.full(d.shape, top)
 
 
 def _kron_cache(grp):
