@@ -67,6 +67,11 @@ def _family(v):
     return v
 
 
+#: largest family for which ``hessian='auto'`` takes dense BFGS: its d x d matrix costs O(d^3) per
+#: step (a 30 x 30 torus, d = 1800: 0.75 s per step and 320 MB; a 100 x 100 one would need 3.2 GB per
+#: copy), while the O(d) Barzilai-Borwein scaling was as accurate on 14 x 14 grids (docs/sasmc.md)
+BFGS_MAX_PARAMETERS = 1000
+
 OPTIONS = OptionSet(limit_options(max_iter=250) + progress_options(
     callback_doc="called as callback(iteration, theta) after every iteration; returning True stops the run "
                  "(status 'iteration_limit'; the estimates are still computed at the current theta)")
@@ -88,8 +93,9 @@ OPTIONS = OptionSet(limit_options(max_iter=250) + progress_options(
            "must be >= 0"),
     Option("step_power", 0.65, "step-size exponent, in (0, 1]", float, lambda v: v is not None and 0 < v <= 1,
            "must lie in (0, 1]"),
-    Option("hessian", "bfgs", "ipsa's Hessian approximation: bfgs (damped, common-random-number secants), bb, "
-           "diagonal or identity", ("bfgs", "bb", "diagonal", "identity")),
+    Option("hessian", "auto", "ipsa's Hessian approximation: bfgs (damped, common-random-number secants), bb, "
+           f"diagonal, identity, or auto (bfgs up to {BFGS_MAX_PARAMETERS} parameters, bb above: bfgs keeps a "
+           "dense d x d matrix and solves with it at every step)", ("auto", "bfgs", "bb", "diagonal", "identity")),
     _open_unit("damping", 0.75, "damping factor of the damped BFGS update, in (0, 1)"),
     Option("dual_step", "separate", "ipsa's primal and dual step lengths: 'separate' or 'same'",
            ("separate", "same")),
@@ -103,6 +109,12 @@ OPTIONS = OptionSet(limit_options(max_iter=250) + progress_options(
     Option("anneal_steps", 100, "steps of the final annealing leg theta_K -> theta* (0: none; the marginals are "
            "then importance-reweighted to theta*)", int, lambda v: v is not None and v >= 0, "must be >= 0"),
 ])
+
+
+def _hessian(choice, d):
+    if choice != "auto":
+        return choice
+    return "bfgs" if d <= BFGS_MAX_PARAMETERS else "bb"
 
 
 class _Cap:
@@ -174,7 +186,8 @@ class StochasticApproximationSMC(Solver):
         cap = _Cap(oracle, opts)
         tprog = _theta_program(labels, theta_star, opts.bounds)
         iopts = IPSA_OPTIONS.validate(dict(
-            max_iter=None, oracle=oracle, hessian=opts.hessian, bfgs_gamma=opts.damping, k0=opts.k0,
+            max_iter=None, oracle=oracle, hessian=_hessian(opts.hessian, theta_star.size), bfgs_gamma=opts.damping,
+            k0=opts.k0,
             step_power=opts.step_power, dual_step=opts.dual_step, seed=opts.seed, history_objective=False,
             step_cap=None if opts.safeguard == "none" else cap,
             x0=START * theta_star if opts.bounds == "target" else np.zeros(theta_star.size)))
