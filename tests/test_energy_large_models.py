@@ -66,3 +66,22 @@ def test_sasmc_large_family_does_not_keep_a_dense_hessian():
         tracemalloc.stop()
     assert np.isfinite(r.info["log_partition"])
     assert peak < 8 * 2 ** 20
+
+
+def test_cmf_stopped_early_reports_the_certified_mean_field_bound():
+    from varopt.formulations import ising
+    p = ising.spin_glass(4, 4, T=1.0, periodic=False, seed=3).to_program()
+    log_z = varopt.get_solver("exact").solve(p).info["log_partition"]
+    # stopped at the first check: no SMC estimate, but the mean-field bound of step 1 is certified
+    r = varopt.get_solver("cmf").solve(p, time_limit=1e-9, particles=40, seed=0)
+    assert r.status == "time_limit"
+    F = r.info["mean_field_bound"]
+    assert r.info["log_partition_lower"] == F and F <= log_z + 1e-9
+    assert r.upper_bound == pytest.approx(-F) and "mean-field lower bound" in r.message
+    # stopped by the callback inside the second replicate: the first one's estimate, with the stop status
+    calls = []
+    r = varopt.get_solver("cmf").solve(p, particles=40, seed=0, callback=lambda k, th: calls.append(k) or len(calls) > 5)
+    K = r.info["schedule_length"]
+    assert len(calls) == 6 and K < 6 < 2 * K
+    assert r.status == "iteration_limit" and "1 of 4 replicates complete" in r.message
+    assert abs(r.info["log_partition"] - log_z) < 1.0 and r.info["log_partition_lower"] <= log_z + 1e-9
