@@ -80,8 +80,24 @@ def test_cmf_stopped_early_reports_the_certified_mean_field_bound():
     assert r.upper_bound == pytest.approx(-F) and "mean-field lower bound" in r.message
     # stopped by the callback inside the second replicate: the first one's estimate, with the stop status
     calls = []
-    r = varopt.get_solver("cmf").solve(p, particles=40, seed=0, callback=lambda k, th: calls.append(k) or len(calls) > 5)
+    r = varopt.get_solver("cmf").solve(p, particles=40, seed=0,
+                                       callback=lambda k, th: calls.append(k) or len(calls) > 5)
     K = r.info["schedule_length"]
     assert len(calls) == 6 and K < 6 < 2 * K
     assert r.status == "iteration_limit" and "1 of 4 replicates complete" in r.message
     assert abs(r.info["log_partition"] - log_z) < 1.0 and r.info["log_partition_lower"] <= log_z + 1e-9
+
+
+def test_trw_time_limit_is_checked_while_computing_edge_probabilities():
+    # the effective resistances cost |E| sparse solves (a 6-regular graph on 5000 nodes: 30 s) and ignored
+    # time_limit; the limit now stops them between blocks of edges
+    from varopt.formulations import ising
+    from varopt.solvers.trw.solver import spanning_tree_probabilities
+    p = ising.lattice(10, 10, T=2.0).to_program()
+    r = varopt.get_solver("trw").solve(p, time_limit=1e-9)
+    assert r.status == "time_limit" and r.iterations == 0 and "edge appearance probabilities" in r.message
+    e = ising.lattice(10, 10, T=2.0)
+    calls = []
+    rho = spanning_tree_probabilities(e.n, e.i, e.j, block=64, check=lambda: calls.append(1) and False)
+    assert len(calls) == 4 and rho == pytest.approx(np.full(e.m, (e.n - 1) / e.m), abs=1e-12)
+    assert spanning_tree_probabilities(e.n, e.i, e.j, block=64, check=lambda: True) is None

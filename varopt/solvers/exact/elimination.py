@@ -185,8 +185,9 @@ def exact_log_partition(model, method="auto", marginals=True, max_width=22, memo
 
     ``method``: ``'enumerate'``, ``'eliminate'`` or ``'auto'`` (enumeration below
     ``enumerate_below`` spins, elimination otherwise, and enumeration again for up to 28 spins
-    when the elimination width exceeds ``max_width``, e.g. complete graphs). Raises ``OverflowError`` with the width when
-    the best order found is wider than ``max_width`` (None when every heuristic gave up past it).
+    when the elimination width exceeds ``max_width``, e.g. complete graphs). Raises ``OverflowError``
+    with the width when the best order found is wider than ``max_width`` (None when every heuristic
+    gave up past it).
     """
     if method == "enumerate" or (method == "auto" and model.n < enumerate_below):
         if model.n > 30:
