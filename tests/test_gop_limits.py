@@ -65,3 +65,16 @@ def test_small_expansions_do_not_warn():
     m.setObjective(t, "minimize")
     m.optimize()
     assert res.objective == pytest.approx(m.getObjVal(), abs=1e-6)
+
+
+def test_verbose_progress_inside_one_iteration_is_a_heartbeat_not_a_flood(capsys):
+    # 2^18 relaxed duals in batches of 64: the line "relaxed duals k/N" was printed after every batch when
+    # verbose (2,500 lines in 15 s); it now shows at most once a second
+    prog = many_connected(18)
+    t0 = time.perf_counter()
+    with pytest.warns(ManySubproblemsWarning):
+        res = get_solver("gop").solve(prog, time_limit=1.0, mode="gop", verbose=True)
+    elapsed = time.perf_counter() - t0
+    assert res.status == "time_limit" and res.info["n_subproblems"] > 2 * 64  # several batches were solved
+    beats = [ln for ln in capsys.readouterr().err.splitlines() if "relaxed duals" in ln and ln.startswith("gop it")]
+    assert len(beats) <= elapsed + 2, len(beats)
