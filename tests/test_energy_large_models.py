@@ -101,3 +101,13 @@ def test_trw_time_limit_is_checked_while_computing_edge_probabilities():
     rho = spanning_tree_probabilities(e.n, e.i, e.j, block=64, check=lambda: calls.append(1) and False)
     assert len(calls) == 4 and rho == pytest.approx(np.full(e.m, (e.n - 1) / e.m), abs=1e-12)
     assert spanning_tree_probabilities(e.n, e.i, e.j, block=64, check=lambda: True) is None
+
+
+def test_sasmc_time_limit_leaves_room_for_the_final_legs():
+    # the limit used to bound only the stochastic-approximation steps; the replay along the whole path and
+    # the annealing leg came after it (100 x 100 torus at T = 0.1, time_limit=20: 39 s)
+    from varopt.formulations import ising
+    p = ising.lattice(4, 4, T=2.0).to_program()
+    r = varopt.get_solver("sasmc").solve(p, time_limit=0.1, max_iter=100000, anneal_steps=1000, particles=20, seed=0)
+    assert r.status == "time_limit" and "to leave time for the final legs" in r.message
+    assert r.info["sa_iterations"] < 100000 and np.isfinite(r.info["log_partition"])
