@@ -54,8 +54,14 @@ class Progress:
         """True when a line could be printed now (callers skip formatting otherwise)."""
         return self.verbose or (self.tty and time.perf_counter() - self.t0 > 2.0)
 
-    def __call__(self, line: str, force: bool = False):
+    def __call__(self, line: str, force: bool = False, heartbeat: bool = False):
+        """Print ``line`` (see the class docstring). ``heartbeat``: a line that only shows life inside a
+        long iteration (gop's relaxed duals done so far), at most once every ``every_s`` seconds even when
+        ``verbose``: printed at every call it flooded the output (2^20 relaxed duals in batches of 64:
+        2,500 lines in 15 s)."""
         now = time.perf_counter()
+        if heartbeat and now - self.last < self.every:
+            return
         if self.verbose or (self.tty and now - self.t0 > 2.0 and (force or now - self.last >= self.every)):
             print(line, file=self.stream or sys.stderr, flush=True)
             self.last = now

@@ -127,6 +127,8 @@ class ConditionalMeanField(Solver):
         sched = bisection_schedule(model) if opts.schedule == "bisect" else user_schedule(model, opts.schedule)
         # step 0: naive mean field = (4.13) with R_0 = {V}
         theta, failed, iters, mf_bound = self._mean_field(model, opts)
+        # certified from here on: a run stopped or interrupted before any estimate still reports it
+        run.incumbent(upper=-mf_bound / opts.beta)
         K = len(sched) - 1
         run.max_iter = max(K, 1) * R
         streams = np.random.SeedSequence(opts.seed).spawn(R)
@@ -144,8 +146,14 @@ class ConditionalMeanField(Solver):
             out = self._replicate(model, opts, run, sched, theta, failed, rng, exact, N, start=r * max(K, 1))
             if out is None:
                 done = sum(len(o["cs"]) - 1 for o in runs)
-                return run.finish(message=(run.message or "stopped") + f" after {done} of {K * R} refinements "
-                                  f"({len(runs)} of {R} replicates complete); no estimate of log Z")
+                stopped = (run.message or "stopped") + f" after {done} of {K * R} refinements ({len(runs)} of {R} " \
+                    "replicates complete)"
+                if runs:  # the complete replicates are an estimate of their own (fewer particles)
+                    return self._result(run, program, opts, model, runs, iters, mf_bound,
+                                        status=run.status, prefix=stopped + "; estimate of the complete replicates: ")
+                return run.finish(message=stopped + "; no estimate of log Z, only the mean-field lower bound "
+                                  f"{mf_bound:.6g}", upper=-mf_bound / opts.beta,
+                                  info={"mean_field_bound": mf_bound, "log_partition_lower": mf_bound})
             runs.append(out)
             iters += out["iters"]
         return self._result(run, program, opts, model, runs, iters, mf_bound)
@@ -249,7 +257,7 @@ class ConditionalMeanField(Solver):
                 theta, best, failed = cand, F, []
         return theta, failed, iters, float(best)
 
-    def _result(self, run, program, opts, model, runs, iters, mf_bound):
+    def _result(self, run, program, opts, model, runs, iters, mf_bound, status="converged", prefix=""):
         first = runs[0]
         pop = first["pop"]
         log_z, rel_var, means, corr, diag = combine([model.const + o["cs"][-1] for o in runs],
@@ -263,7 +271,7 @@ class ConditionalMeanField(Solver):
                 "optimizer_iterations": iters, "schedule_length": len(first["cs"]) - 1}
         if pop is not None:
             info.update(resamples=sum(o["pop"].resamples for o in runs), final_ess=min(o["pop"].ess() for o in runs))
-        msg = (f"{len(first['cs']) - 1} refinements, " + ("exact enumeration" if pop is None else
+        msg = prefix + (f"{len(first['cs']) - 1} refinements, " + ("exact enumeration" if pop is None else
                f"{sum(o['pop'].N for o in runs)} particles, {sum(o['pop'].resamples for o in runs)} resampling "
                "events"))
         if failures:
@@ -302,5 +310,5 @@ class ConditionalMeanField(Solver):
                     "(degenerate particles or a missed mode: raise particles, temper_steps or replicates), "
                     "log Z is reported as that bound, without a standard error")
             log_z, se = lower, None
-        return finish(run, program, opts, model, log_z, means, corr, lower=lower, se=se, status="converged",
+        return finish(run, program, opts, model, log_z, means, corr, lower=lower, se=se, status=status,
                       message=msg, info=info)

@@ -87,12 +87,16 @@ def _expand(scope, table, U, pos):
 class Elimination:
     """Bucket elimination of one model along the least-width heuristic order (see module doc)."""
 
-    def __init__(self, model, order=None):
+    def __init__(self, model, order=None, max_width=None):
+        """``max_width``: give up on orders once wider (``order`` and ``width`` are then None)."""
         self.model = model
         n = model.n
         adj = adjacency(n, model.i, model.j)
         if order is None:
-            order, width = best_order(adj)
+            order, width = best_order(adj, stop_above=max_width)
+            if order is None:
+                self.order = self.width = None
+                return
         else:
             from .order import induced_width
             width = induced_width(adj, order)[0]
@@ -181,15 +185,20 @@ def exact_log_partition(model, method="auto", marginals=True, max_width=22, memo
 
     ``method``: ``'enumerate'``, ``'eliminate'`` or ``'auto'`` (enumeration below
     ``enumerate_below`` spins, elimination otherwise, and enumeration again for up to 28 spins
-    when the elimination width exceeds ``max_width``, e.g. complete graphs). Raises ``ValueError`` with the width when
-    the best order found is wider than ``max_width``.
+    when the elimination width exceeds ``max_width``, e.g. complete graphs). Raises ``OverflowError``
+    with the width when the best order found is wider than ``max_width`` (None when every heuristic
+    gave up past it).
     """
     if method == "enumerate" or (method == "auto" and model.n < enumerate_below):
         if model.n > 30:
             raise OverflowError(f"enumeration of 2^{model.n} states")
         lz, m, c = enumerate_model(model)
         return lz, m, c, {"method": "enumerate", "width": None}
-    elim = Elimination(model)
+    # the width of a model refused anyway is not worth finding; below 29 spins auto enumerates
+    # and reports the width, which is cheap to find there
+    elim = Elimination(model, max_width=None if method == "auto" and model.n <= 28 else max_width)
+    if elim.width is None:
+        raise OverflowError(None)
     if elim.width > max_width:
         if method == "auto" and model.n <= 28:  # dense but small: enumerate (2^n work, bounded memory)
             lz, m, c = enumerate_model(model)

@@ -50,6 +50,13 @@ class Exact(Solver):
             if isinstance(exc.args[0], str):
                 raise ModelStructureError(f"solver 'exact': {exc.args[0]} is not possible; use method='eliminate'"
                                           ) from None
+            if exc.args[0] is None:
+                raise ModelStructureError(
+                    f"solver 'exact': every elimination order tried (min-degree, min-fill below 400 variables, "
+                    f"the model's order and its reverse, a breadth-first sweep) has width > max_width="
+                    f"{opts.max_width} (each was abandoned once wider); raise max_width if memory allows "
+                    f"(tables of 2^(width+1) entries), or use an approximate solver (meanfield, lbp, trw, ais)"
+                ) from None
             raise ModelStructureError(
                 f"solver 'exact': the best elimination order found has width {exc.args[0]} > max_width="
                 f"{opts.max_width} (tables of 2^{exc.args[0] + 1} entries); raise max_width if memory allows, "

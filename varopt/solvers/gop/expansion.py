@@ -59,5 +59,5 @@ class Expansion:
         self.done += n
         if self.big and self.run.progress.active:
             self.run.progress(f"gop it {self.run.iteration:>7d}  relaxed duals {self.done:,}/{self.total:,}  "
-                              f"t {self.run.elapsed():.3g}s")
+                              f"t {self.run.elapsed():.3g}s", heartbeat=True)
         return self.run.out_of_time()

@@ -67,6 +67,11 @@ def _family(v):
     return v
 
 
+#: largest family for which ``hessian='auto'`` takes dense BFGS: its d x d matrix costs O(d^3) per
+#: step (a 30 x 30 torus, d = 1800: 0.75 s per step and 320 MB; a 100 x 100 one would need 3.2 GB per
+#: copy), while the O(d) Barzilai-Borwein scaling was as accurate on 14 x 14 grids (docs/sasmc.md)
+BFGS_MAX_PARAMETERS = 1000
+
 OPTIONS = OptionSet(limit_options(max_iter=250) + progress_options(
     callback_doc="called as callback(iteration, theta) after every iteration; returning True stops the run "
                  "(status 'iteration_limit'; the estimates are still computed at the current theta)")
@@ -88,8 +93,9 @@ OPTIONS = OptionSet(limit_options(max_iter=250) + progress_options(
            "must be >= 0"),
     Option("step_power", 0.65, "step-size exponent, in (0, 1]", float, lambda v: v is not None and 0 < v <= 1,
            "must lie in (0, 1]"),
-    Option("hessian", "bfgs", "ipsa's Hessian approximation: bfgs (damped, common-random-number secants), bb, "
-           "diagonal or identity", ("bfgs", "bb", "diagonal", "identity")),
+    Option("hessian", "auto", "ipsa's Hessian approximation: bfgs (damped, common-random-number secants), bb, "
+           f"diagonal, identity, or auto (bfgs up to {BFGS_MAX_PARAMETERS} parameters, bb above: bfgs keeps a "
+           "dense d x d matrix and solves with it at every step)", ("auto", "bfgs", "bb", "diagonal", "identity")),
     _open_unit("damping", 0.75, "damping factor of the damped BFGS update, in (0, 1)"),
     Option("dual_step", "separate", "ipsa's primal and dual step lengths: 'separate' or 'same'",
            ("separate", "same")),
@@ -103,6 +109,12 @@ OPTIONS = OptionSet(limit_options(max_iter=250) + progress_options(
     Option("anneal_steps", 100, "steps of the final annealing leg theta_K -> theta* (0: none; the marginals are "
            "then importance-reweighted to theta*)", int, lambda v: v is not None and v >= 0, "must be >= 0"),
 ])
+
+
+def _hessian(choice, d):
+    if choice != "auto":
+        return choice
+    return "bfgs" if d <= BFGS_MAX_PARAMETERS else "bb"
 
 
 class _Cap:
@@ -174,7 +186,8 @@ class StochasticApproximationSMC(Solver):
         cap = _Cap(oracle, opts)
         tprog = _theta_program(labels, theta_star, opts.bounds)
         iopts = IPSA_OPTIONS.validate(dict(
-            max_iter=None, oracle=oracle, hessian=opts.hessian, bfgs_gamma=opts.damping, k0=opts.k0,
+            max_iter=None, oracle=oracle, hessian=_hessian(opts.hessian, theta_star.size), bfgs_gamma=opts.damping,
+            k0=opts.k0,
             step_power=opts.step_power, dual_step=opts.dual_step, seed=opts.seed, history_objective=False,
             step_cap=None if opts.safeguard == "none" else cap,
             x0=START * theta_star if opts.bounds == "target" else np.zeros(theta_star.size)))
@@ -195,6 +208,13 @@ class StochasticApproximationSMC(Solver):
                 run.record(objective=-bound / opts.beta, ess=oracle.pop.ess(), step=ipsa.ap, a_var=cap.last[1],
                            a_ess=cap.last[2], theta_mean=float(theta.mean()))
             if run.callback(theta.copy()):
+                break
+            if k == 1:
+                t_first = run.elapsed()
+            elif opts.time_limit is not None and run.status is None and \
+                    self._legs_need_the_rest(run, opts, oracle, t_first):
+                run.stop("time_limit", f"time_limit={opts.time_limit:g} s: the steps stopped at {run.elapsed():.3g} s "
+                         "to leave time for the final legs (replay, annealing)")
                 break
         status, message = run.status or "converged", run.message
         if status == "iteration_limit" and len(steps) == opts.max_iter and message.startswith("max_iter"):
@@ -234,6 +254,18 @@ class StochasticApproximationSMC(Solver):
         msg = (f"{len(steps)} stochastic-approximation steps ({message or status}), {opts.particles} particles, "
                f"{oracle.pop.resamples} resampling events")
         return finish(run, program, opts, model, log_z, means, corr, se=se, status=status, message=msg, info=info)
+
+    @staticmethod
+    def _legs_need_the_rest(run, opts, oracle, t_first):
+        """True when the legs after the steps would end past ``time_limit``: the replay moves a fresh
+        population along the whole path (one move per step so far) and the annealing leg makes
+        ``anneal_steps`` more; each move is costed at the mean time of a step (which also computes a
+        gradient: an overestimate; the first step, which starts the population, is left out: ``t_first``
+        is the clock after it). Without this, the limit bounded only the steps: a 100 x 100 torus
+        at T = 0.1 with ``time_limit=20`` returned after 39 s."""
+        moves = len(getattr(oracle, "path", ())) if opts.replay else 0
+        per_step = (run.elapsed() - t_first) / (run.iteration - 1)
+        return run.elapsed() + per_step * (moves + opts.anneal_steps) >= opts.time_limit
 
     @staticmethod
     def _bound(oracle, theta_star):

@@ -35,8 +35,15 @@ from ..lbp.solver import message_options
 from .polytope import MAX_NODES, forest_excess
 
 
-def spanning_tree_probabilities(n, i, j, block=512):
-    """Probability of each edge ``(i_e, j_e)`` in a uniformly random spanning tree (forest)."""
+def spanning_tree_probabilities(n, i, j, block=512, check=None):
+    """Probability of each edge ``(i_e, j_e)`` in a uniformly random spanning tree (forest).
+
+    One sparse LU of the grounded Laplacian, then a solve per edge (in blocks of ``block``): the cost
+    is |E| times the size of the factors, which grows faster than |E| on expanders. The minimum-degree
+    ordering of ``L`` (symmetric positive definite: no pivoting needed) halves the factors' fill
+    against SuperLU's default COLAMD on random graphs (6-regular, 5000 nodes: 5.4e6 against 1.2e7
+    entries, 104 s -> 30 s). ``check()`` is called after every block (the run loop's time limit; it
+    returns True to stop, and then None is returned)."""
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
     m = i.size
     if m == 0:
@@ -51,7 +58,8 @@ def spanning_tree_probabilities(n, i, j, block=512):
     pos[keep] = np.arange(keep.size)
     if keep.size == 0:
         return np.ones(m)
-    lu = splu(L[keep][:, keep].tocsc())
+    lu = splu(L[keep][:, keep].tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+              options={"SymmetricMode": True})
     R = np.empty(m)
     for s in range(0, m, block):
         e = np.arange(s, min(m, s + block))
@@ -63,6 +71,8 @@ def spanning_tree_probabilities(n, i, j, block=512):
         B[pj[ok], np.flatnonzero(ok)] -= 1.0
         X = lu.solve(B)
         R[e] = np.einsum("ke,ke->e", B, X)
+        if check is not None and check():
+            return None
     return np.clip(R, 1e-12, 1.0)
 
 
@@ -90,7 +100,11 @@ class TreeReweightedBP(Solver):
     def _solve(self, program, opts, run):
         model = log_potential(program, opts, self.name)
         if isinstance(opts.edge_probs, str):
-            rho = spanning_tree_probabilities(model.n, model.i, model.j)
+            rho = spanning_tree_probabilities(model.n, model.i, model.j, check=run.out_of_time)
+            if rho is None:
+                return run.finish(message=f"{run.message} while computing the edge appearance probabilities "
+                                  f"(effective resistances of {model.m} edges); no estimate (lbp, rho = 1, has "
+                                  "no such step)")
         else:
             rho = opts.edge_probs
             if rho.size != model.m:
