@@ -573,6 +573,12 @@ def _rows_take_linear_terms(view):
             # form then reuses; the same sums of the same products (binary features: the same integers)
             view.row_pairs = _RowPairs(view.A, view.D)
             gram = view.row_pairs.unit_gram()
+    if (view.N > view.D and gram is None and view.A.nnz > 0.1 * view.N * view.D
+            and view.N * float(view.D) ** 2 >= DENSE_GRAM_FLOPS):
+        # a large filled A (dense data; the full form reads the same dense copy, posterior._Base): A^T A by BLAS
+        # (N = 50,000, D = 201: 0.3 s against 2.7 s of scipy's sparse product; the sums in another order)
+        Ad = view.dense_A()
+        gram = Ad.T @ Ad
     t = _min_norm_normal(view.A, view.c, gram, view.A_T()) if view.N > view.D else None
     At = None
     if t is None:
@@ -618,6 +624,10 @@ def _full_rank_upper(At, view):
     d = np.abs(np.diag(At))
     return bool(d.size and d.min() > cut * d.max() and not view.upper())
 
+
+#: _rows_take_linear_terms forms A^T A of a filled A by a dense product from this many N D^2 on (below, scipy's sparse
+#: product: its sums, in row order, are the numbers small models have always had)
+DENSE_GRAM_FLOPS = 1e8
 
 #: _min_norm_normal accepts its solution when ``||c - A^T t|| <= MIN_NORM_RESIDUAL ||c||`` (gelsy reaches ~1e-15)
 MIN_NORM_RESIDUAL = 1e-14
