@@ -35,6 +35,7 @@ import scipy.sparse as sp
 
 from ..errors import InputDataError, InvalidOptionError
 from .base import VaroptEstimator
+from .crf_features import FeatureBatch, use_sparse
 from ..solvers.majorize.bound_oracle import minimize as majorize
 from ..solvers.majorize.junction_tree import chain_bound, chain_curvature
 
@@ -227,15 +228,18 @@ class ChainCRF(VaroptEstimator):
         return sp.csr_matrix((np.asarray(vals, dtype=float), (rows, cols)), shape=(len(tokens), len(self.vocab_)))
 
     def _prepare(self, X, Y=None):
-        """Batches of equal-length sentences: (Phi dense (B,T,F), label ids (B,T))."""
+        """Batches of equal-length sentences: (Phi (:class:`.crf_features.FeatureBatch`, B x T x F), label ids (B,T))."""
         by_len = {}
         for i, tk in enumerate(X):
             if len(tk) == 0:
                 continue
             by_len.setdefault(len(tk), []).append(i)
+        phis = {i: self._phi(X[i]) for idx in by_len.values() for i in idx}
+        sparse = use_sparse(sum(p.shape[0] for p in phis.values()), len(self.vocab_),
+                            sum(p.nnz for p in phis.values()))
         batches = []
         for T, idx in sorted(by_len.items()):
-            Phi = np.stack([self._phi(X[i]).toarray() for i in idx])
+            Phi = FeatureBatch([phis[i] for i in idx], sparse)
             ys = None
             if Y is not None:
                 ys = np.array([[self.label_index_[tg] for tg in Y[i]] for i in idx], dtype=np.int64)
@@ -258,9 +262,9 @@ class ChainCRF(VaroptEstimator):
         Sig = np.zeros((self.d_, self.d_)) if want_sigma else None
         for Phi, _ in self.batches_:
             Bn, T, _ = Phi.shape
-            logz, mu, M = chain_bound(Phi @ W.T, Tr, want_sigma)
+            logz, mu, M = chain_bound(Phi.scores(W), Tr, want_sigma)
             logz_sum += float(np.sum(logz))
-            gW += np.einsum("btk,btf->kf", mu[:, :T * K].reshape(Bn, T, K), Phi)
+            gW += Phi.weighted_sum(mu[:, :T * K].reshape(Bn, T, K))
             gT += mu[:, T * K:].sum(0).reshape(K, K)
             if want_sigma:
                 self._add_sigma(Sig, Phi, M, T)
@@ -285,9 +289,9 @@ class ChainCRF(VaroptEstimator):
         for Phi, _ in self.batches_:
             Bn, T, _ = Phi.shape
             Wc = np.empty((Bn, T * K + K * K, m))
-            Wc[:, :T * K] = np.einsum("btf,kfj->btkj", Phi, VW, optimize=True).reshape(Bn, T * K, m)
+            Wc[:, :T * K] = Phi.directions(VW).reshape(Bn, T * K, m)
             Wc[:, T * K:] = VT
-            out += chain_curvature(Phi @ W.T, Tr, Wc).sum(0)
+            out += chain_curvature(Phi.scores(W), Tr, Wc).sum(0)
         return float(out[0, 0]) if one else out
 
     def _gold_features(self):
@@ -299,7 +303,7 @@ class ChainCRF(VaroptEstimator):
             Bn, T, _ = Phi.shape
             Y1 = np.zeros((Bn, T, K))
             Y1[np.arange(Bn)[:, None], np.arange(T)[None, :], ys] = 1.0
-            gW -= np.einsum("btk,btf->kf", Y1, Phi)
+            gW -= Phi.weighted_sum(Y1)
             if T > 1:
                 np.add.at(gT, (ys[:, :-1], ys[:, 1:]), -1.0)
         return np.concatenate([gW.ravel(), gT.ravel()])
@@ -310,8 +314,9 @@ class ChainCRF(VaroptEstimator):
         val = logz + float(self.linear_ @ theta) + 0.5 * self.lam_ * float(theta @ theta)
         return val, mu + self.linear_ + self.lam_ * theta, Sig
 
-    def _add_sigma(self, Sig, Phi, M, T):
+    def _add_sigma(self, Sig, batch, M, T):
         K, F = self.K_, self.F_
+        Phi = batch.array()   # the dense bound is (K F)^2 anyway
         Bn = Phi.shape[0]
         nK = T * K
         Mnn = M[:, :nK, :nK].reshape(Bn, T, K, T, K)

@@ -21,8 +21,12 @@ def gram_template(grp, w):
             if np.array_equal(wz, wy):
                 break
         else:
-            Xs = X * np.sqrt(wy)
-            blk = Xs @ Xs.T
+            if sp.issparse(X):
+                Xs = X @ sp.diags(np.sqrt(wy))
+                blk = (Xs @ Xs.T).toarray()
+            else:
+                Xs = X * np.sqrt(wy)
+                blk = Xs @ Xs.T
             done.append((wy, blk))
         Gm[:, y, :, y] = blk
     return Gm

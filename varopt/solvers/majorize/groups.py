@@ -185,12 +185,13 @@ class PaddedGroups:
         return F2.T @ W if F2 is not None else self.AT @ W
 
     def _template_fast(self) -> bool:
-        """Class-template products on large problems (the detection, linear in the nonzeros, runs once)."""
+        """Class-template products on large problems (the detection, linear in the nonzeros, runs once) with dense
+        template features (sparse ones: the padded features' sparse products cost the same ``nnz`` flops)."""
         if self._template is False:
             if self.Apad.nnz < 1e5:
                 return False
             self._template = self._detect_template()
-        return self._template is not None
+        return self._template is not None and not sp.issparse(self._template[2])
 
     def value_weights(self, S):
         """``(sum_g c_g log Z_g, W)`` with ``W = c_g p_g(y)`` (softmax weights) from the scores."""

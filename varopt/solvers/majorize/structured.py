@@ -36,6 +36,7 @@ import math
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 
 from ...errors import InvalidOptionError
 from .step_qp import MAX_DENSE_ROWS
@@ -237,11 +238,15 @@ def _kron_cache(grp):
     kc = getattr(grp, "_kron", None)
     if kc is None:
         _, cols, X = grp.template
-        X = np.ascontiguousarray(X, dtype=float)
-        sq = np.einsum("gj,gj->g", X, X)
-        kc = {"cmat": np.asarray(cols, dtype=np.int64), "X": X, "XT": np.ascontiguousarray(X.T),
-              "X2T": np.ascontiguousarray((X * X).T), "w": sq / max(float(sq.sum()), 1e-300),
-              "C": X.T @ X, "pairs": {}}
+        if sp.issparse(X):  # sparse template features (.templates.DENSE_FRACTION) stay sparse
+            X2 = X.multiply(X).tocsr()
+            sq = np.asarray(X2.sum(axis=1)).ravel()
+            kc = {"X": X, "XT": X.T.tocsr(), "X2T": X2.T.tocsr(), "C": (X.T @ X).toarray()}
+        else:
+            X = np.ascontiguousarray(X, dtype=float)
+            sq = np.einsum("gj,gj->g", X, X)
+            kc = {"X": X, "XT": np.ascontiguousarray(X.T), "X2T": np.ascontiguousarray((X * X).T), "C": X.T @ X}
+        kc.update({"cmat": np.asarray(cols, dtype=np.int64), "w": sq / max(float(sq.sum()), 1e-300), "pairs": {}})
         grp._kron = kc
     return kc
 
@@ -333,7 +338,7 @@ def predicted_costs(model, opts, cg_iterations=None):
 
     dense: forming ``Sigma`` (class templates ``2 K^2 G d'^2``, else ``2 G (c-1) n^2``) + Cholesky ``n^3/3``;
     woodbury: the row-space capacitance ``2 G^2 c^2 (c-1)`` + its Cholesky ``(G (c-1))^3 / 3`` + ``4 G c n``;
-    cg: iterations x (matvec ``4 G d' K + 4 G (c-1) K`` for templates, else ``4 nnz(F) + 4 G c (c-1)``, plus the
+    cg: iterations x (matvec ``4 G d' K + 4 G (c-1) K`` for templates (``4 nnz(X) K + ...`` when sparse), else ``4 nnz(F) + 4 G c (c-1)``, plus the
     preconditioner), the iterations measured on the previous step (``CG_GUESS`` before); lowrank (only with
     ``bound='auto'``): ``G (c-1)`` sequential rank-one updates, times ``LOWRANK_ITER_FACTOR`` more iterations.
     Flops outside the formation GEMM count ``SLOW_FLOP`` times; each solver gets its per-call overhead in
@@ -373,7 +378,7 @@ def predicted_costs(model, opts, cg_iterations=None):
         its = CG_GUESS if cg_iterations is None else max(int(cg_iterations), 1)
         if tpl is not None:
             K, dp = len(tpl[0]), tpl[2].shape[1]
-            mv = 4.0 * G * dp * K + 4.0 * G * (c - 1) * K
+            mv = 4.0 * (tpl[2].nnz if sp.issparse(tpl[2]) else G * dp) * K + 4.0 * G * (c - 1) * K
             pre = 4.0 * (K * K * dp + K * dp * dp) if kron_preconditioner_fits(grp) else 2.0 * n
         else:
             mv = 4.0 * grp.Apad.nnz + 4.0 * G * c * (c - 1)
