@@ -23,6 +23,7 @@ Laplace density ``E[exp(-|y - f*|/b)] / (2b)`` (closed form). GP: ``f* | v`` wit
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -306,6 +307,11 @@ class BayesianPoissonRegression(RegressorMixin, _GLM):
         return np.exp(mt + 0.5 * vt)
 
 
+def _stderr_line(line):
+    """A progress line of ``verbose`` (stderr, flushed: a long grid shows each point as it ends)."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _gp_build(X, y, likelihood, jitter, log_ell, log_sf, log_noise):
     """The whitened GP program at one grid point (module level: sent to the grid's worker processes)."""
     return gp_program(X, y, likelihood, log_ell, log_sf, math.exp(log_noise), jitter)[0]
@@ -360,11 +366,12 @@ class _GP(_Base):
     likelihood = ""
 
     def __init__(self, log_ell="auto", log_sf="auto", log_noise="auto", jitter=1e-8, solver_options=None,
-                 n_jobs=None):
+                 n_jobs=None, verbose=False):
         self.log_ell, self.log_sf, self.log_noise = log_ell, log_sf, log_noise
         self.jitter = jitter
         self.solver_options = solver_options
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def _fit(self, X, y):
         X, y = check_data(X, y, self.likelihood)
@@ -373,8 +380,13 @@ class _GP(_Base):
         grids = tuple([0.0] if k == "log_noise" and clf        # unused by the logistic likelihood
                       else auto_grid(k, X, y, clf) if _is_auto(getattr(self, k))
                       else _grid(k, getattr(self, k)) for k in ("log_ell", "log_sf", "log_noise"))
+        if not (isinstance(self.verbose, (bool, np.bool_, int, np.integer)) and self.verbose >= 0):
+            raise InputDataError(f"verbose must be True, False or an integer >= 0, got {self.verbose!r}")
+        names = ("log_ell", "log_sf") if clf else ("log_ell", "log_sf", "log_noise")
         self.grid_, best, self.result_ = grid_search(_gp_build, (X, y, self.likelihood, self.jitter), grids,
-                                                     self.solver_options, self.n_jobs)
+                                                     self.solver_options, self.n_jobs,
+                                                     _stderr_line if self.verbose else None, names,
+                                                     f"{type(self).__name__}(N={X.shape[0]})")
         self.log_ell_, self.log_sf_, self.log_noise_ = best
         with blas_threads(option_threads((self.solver_options or {}).get("blas_threads"), 1)):   # as the grid's
             self.L_ = gp_factor(X, self.log_ell_, self.log_sf_, self.jitter)[0]
@@ -404,8 +416,8 @@ class GPClassifier(_BinaryLogistic, ClassifierMixin, _GP):
     ``neg_elbo_`` is their sum; the binary fit's attributes (``mean_``, ``log_ell_``, ...) are those of each
     ``estimators_[k]``."""
 
-    def __init__(self, log_ell="auto", log_sf="auto", jitter=1e-8, solver_options=None, n_jobs=None):
-        super().__init__(log_ell, log_sf, 0.0, jitter, solver_options, n_jobs)
+    def __init__(self, log_ell="auto", log_sf="auto", jitter=1e-8, solver_options=None, n_jobs=None, verbose=False):
+        super().__init__(log_ell, log_sf, 0.0, jitter, solver_options, n_jobs, verbose)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -454,8 +466,8 @@ class GPRegressor(RegressorMixin, _GP):
     convention) solves it in that many processes with the serial fit's values."""
 
     def __init__(self, likelihood="laplace", log_ell="auto", log_sf="auto", log_noise="auto", jitter=1e-8,
-                 solver_options=None, n_jobs=None):
-        super().__init__(log_ell, log_sf, log_noise, jitter, solver_options, n_jobs)
+                 solver_options=None, n_jobs=None, verbose=False):
+        super().__init__(log_ell, log_sf, log_noise, jitter, solver_options, n_jobs, verbose)
         self.likelihood = likelihood
 
     def fit(self, X, y):
