@@ -424,8 +424,11 @@ class FullGaussian(_Base):
             bad = ~(_EPS * (4.0 + norm) * binv <= WOODBURY_ROW_TOL * one)    # also gt = 0 (0 / 0)
         if bad.any():
             rows = np.flatnonzero(bad)
-            if rows.size > 2 * WOODBURY_PROBE and self.vt_ratio is not None and not self._probe(LBinv, sg, norm, rows):
-                return None
+            if rows.size > 2 * WOODBURY_PROBE:
+                # the rows narrowest relative to their prior at the last state (the first: by this state's first form)
+                hint = self.vt_ratio if self.vt_ratio is not None else vt / self.St_diag
+                if not self._probe(LBinv, sg, norm, rows, hint):
+                    return None
             # L_B^-1 G^1/2 St e_n of the flagged rows (a triangular product: L_B^-1's strict upper part is zero); St is
             # symmetric: its rows gathered (contiguous copies) and transposed, the Fortran-ordered operand trmm reads
             # in place (a gather of columns and f2py's copy into Fortran order before)
@@ -439,14 +442,14 @@ class FullGaussian(_Base):
         return SimpleNamespace(m=m, gt=gt, L=None, Lam=None, Linv=None, V=None, vt=vt, LB=LB, LBinv=LBinv,
                                binv=binv, sg=sg)
 
-    def _probe(self, LBinv, sg, norm, rows):
+    def _probe(self, LBinv, sg, norm, rows, hint):
         """Whether the WOODBURY_PROBE rows among ``rows`` most likely to fail the second form's rounding bound (the
-        narrowest relative to their prior at the last state computed, ``vt_ratio``) pass it: a state that fails is
-        declined at ``WOODBURY_PROBE N^2`` flops instead of the triangular product of every flagged row (N^3 when all
-        are: a Laplace GP, whose rows far from the kink have sites ~1e-12, fails at nearly every state; 45 % of the
-        solve at N = 2000). Only the order of the checks changes: a state passes exactly when it passed before, with
-        the same numbers (the probe's rows are computed again with the others)."""
-        probe = rows[np.argsort(self.vt_ratio[rows], kind="stable")[:WOODBURY_PROBE]]
+        narrowest relative to their prior, ``hint``: ``vt / diag(St)`` at the last state computed) pass it: a state
+        that fails is declined at ``WOODBURY_PROBE N^2`` flops instead of the triangular product of every flagged row
+        (N^3 when all are: a Laplace GP, whose rows far from the kink have sites ~1e-12, fails at nearly every state;
+        45 % of the solve at N = 2000). Only the order of the checks changes: a state passes exactly when it passed
+        before, with the same numbers (the probe's rows are computed again with the others)."""
+        probe = rows[np.argsort(hint[rows], kind="stable")[:WOODBURY_PROBE]]      # (NaN last)
         U = dtrmm(1.0, LBinv, (self.St[probe] * sg).T, lower=1)
         d = self.St_diag[probe]
         v1 = d - np.einsum("ij,ij->j", U, U)
