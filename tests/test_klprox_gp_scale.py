@@ -170,3 +170,33 @@ def test_gaussian_gp_is_the_closed_form_posterior():
     f = K @ np.linalg.solve(K + s * s * np.eye(60), y)
     np.testing.assert_allclose(est.f_mean_, f, rtol=0, atol=1e-9)
     assert est.result_.iterations <= 1
+
+
+def test_declined_woodbury_states_back_off_and_change_rounding_only(monkeypatch):
+    """A Laplace GP whose Woodbury states are declined: after k declines in a row the next 2^k - 1 states are direct
+    without an attempt (before: an attempt, a Cholesky factor and trtri of B, at every state), and the fit equals the
+    one with an attempt at every state to rounding (both forms exact to 1e-12)."""
+    X, y = _reg_data(150)
+    kw = dict(log_ell=0.0, log_sf=1.0, log_noise=-2.0)
+    count = {"attempts": 0, "states": 0}
+    orig_wb, orig_state = posterior.FullGaussian._woodbury_state, posterior.FullGaussian._state
+
+    def wb(self, m, gt):
+        count["attempts"] += 1
+        return orig_wb(self, m, gt)
+
+    def state(self, m, gt):
+        count["states"] += 1
+        return orig_state(self, m, gt)
+
+    monkeypatch.setattr(posterior.FullGaussian, "_woodbury_state", wb)
+    monkeypatch.setattr(posterior.FullGaussian, "_state", state)
+    a = GPRegressor("laplace", **kw).fit(X, y)
+    assert count["states"] >= 20 and count["attempts"] <= 2 + count["states"] // posterior.WOODBURY_BACKOFF + 4
+    monkeypatch.setattr(posterior, "WOODBURY_BACKOFF", 0)
+    count.update(attempts=0, states=0)
+    b = GPRegressor("laplace", **kw).fit(X, y)
+    assert count["attempts"] == count["states"]
+    assert abs(a.neg_elbo_ - b.neg_elbo_) <= 1e-10 * abs(b.neg_elbo_)
+    np.testing.assert_allclose(a.f_mean_, b.f_mean_, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(a.covariance_, b.covariance_, rtol=0, atol=1e-8)

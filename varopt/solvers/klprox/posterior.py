@@ -49,6 +49,12 @@ WOODBURY_ROW_TOL = 1e-12
 WOODBURY_COND_TOL = 1e-8
 #: rows of the Woodbury state's second form checked first (FullGaussian._probe)
 WOODBURY_PROBE = 32
+#: after k declined Woodbury states in a row the next min(2^k - 1, WOODBURY_BACKOFF) states are direct without an
+#: attempt: at N >= 2000 a GP's rows are far narrower than their prior (many neighbours) and nearly every attempt is
+#: declined (GP classification on moons: 26 of 26; Laplace: 36 of 37), each costing a Cholesky factor and trtri of B,
+#: a third of a direct state; both forms are exact to 1e-12 (docs/klprox.md, section 3), so the choice changes rounding
+#: only. 0: an attempt at every state
+WOODBURY_BACKOFF = 16
 
 
 # LAPACK directly: scipy's wrappers look the routine up and validate their arguments on every call (3-7 us each at
@@ -319,6 +325,7 @@ class FullGaussian(_Base):
         self.woodbury = bool(woodbury and view.diagonal and self.pairs is None and isinstance(self.A, np.ndarray)
                              and self.P_diag is not None and 0 < self.N <= self.D and np.all(self.P_diag > 0))
         self.vt_ratio = None           # vt / diag(St) of the last state computed (Woodbury: the probe's row order)
+        self.declined = self.skip = 0  # Woodbury states declined in a row; direct states left before the next attempt
         if self.woodbury:
             self.Sd = 1.0 / self.P_diag                          # Sigma = P^-1 (diagonal)
             # Sigma = I (a whitened GP): the products Sigma x are x itself (skipped: x * 1.0 is x to the last bit)
@@ -382,9 +389,15 @@ class FullGaussian(_Base):
 
     def _state(self, m, gt):
         if self.woodbury:
-            st = self._woodbury_state(m, gt)
-            if st is not None:
-                return st
+            if self.skip:
+                self.skip -= 1
+            else:
+                st = self._woodbury_state(m, gt)
+                if st is not None:
+                    self.declined = 0
+                    return st
+                self.declined += 1
+                self.skip = min(2 ** self.declined - 1, WOODBURY_BACKOFF) if WOODBURY_BACKOFF else 0
         return self._direct_state(m, gt)
 
     def _woodbury_state(self, m, gt):
