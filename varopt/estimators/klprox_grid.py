@@ -116,7 +116,7 @@ def _coarse_options(options, n_points):
 
 
 def _fmt(x):
-    return f"{x:.0f} s" if x >= 10 else f"{x:.2g} s" if x < 60 else f"{x / 60:.1f} min"
+    return f"{x / 60:.1f} min" if x >= 60 else f"{x:.0f} s" if x >= 10 else f"{x:.2g} s"
 
 
 class _Progress:
@@ -138,7 +138,7 @@ class _Progress:
                               f"{_fmt(seconds)}: the fit may take about {_fmt(guess + seconds)} more (warm starts "
                               "usually make the later points cheaper). Numbers instead of lists (or 'auto') fit one "
                               "point, shorter lists fewer, and n_jobs spreads the points over processes; verbose=True "
-                              "prints a line per point", LongGridWarning, stacklevel=4)
+                              "prints a line per point", LongGridWarning, stacklevel=5)   # the user's fit(...)
         if self.progress is not None:
             at = ", ".join(f"{k}={v:.3g}" for k, v in zip(self.names, p))
             self.progress(f"{self.label}: grid point {self.count}/{self.n} ({at}): -ELBO {value:.10g}, "
