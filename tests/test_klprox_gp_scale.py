@@ -13,6 +13,7 @@ import varopt.solvers.klprox.posterior as posterior
 from varopt.errors import InputDataError
 from varopt.estimators.klprox import GPClassifier, GPRegressor
 from varopt.formulations.bayes_glm import gp_program
+from varopt.registry import get_solver
 from varopt.solvers.klprox.expectations import family_table
 from varopt.solvers.klprox.view import _square_gram, likelihood_view
 
@@ -200,3 +201,33 @@ def test_declined_woodbury_states_back_off_and_change_rounding_only(monkeypatch)
     assert abs(a.neg_elbo_ - b.neg_elbo_) <= 1e-10 * abs(b.neg_elbo_)
     np.testing.assert_allclose(a.f_mean_, b.f_mean_, rtol=0, atol=1e-8)
     np.testing.assert_allclose(a.covariance_, b.covariance_, rtol=0, atol=1e-8)
+
+
+def test_warm_start_factors_each_neighbour_once(monkeypatch):
+    """A warm start's two starts (its mean as it is, its Gaussian sites under the new prior) share one precision
+    P + A^T G A: one factorization per summary (before: two of the same matrix), the same optimum as a cold solve."""
+    X, y = _clf_data(80)
+    solve = get_solver("klprox").solve
+    first = solve(gp_program(X, y, "logistic", 0.0, 1.0)[0])
+    prog = gp_program(X, y, "logistic", 0.5, 1.5)[0]
+    count = {"states": 0, "in_warm": 0}
+    orig_state, orig_warm = posterior.FullGaussian._state, posterior.FullGaussian.warm
+
+    def state(self, m, gt):
+        count["states"] += 1
+        return orig_state(self, m, gt)
+
+    def warm(self, *a, **k):
+        before = count["states"]
+        out = orig_warm(self, *a, **k)
+        count["in_warm"] += count["states"] - before
+        assert len(out) == 2 and out[0].m is not out[1].m and not np.array_equal(out[0].m, out[1].m)
+        return out
+
+    monkeypatch.setattr(posterior.FullGaussian, "_state", state)
+    monkeypatch.setattr(posterior.FullGaussian, "warm", warm)
+    summary = grid_module.warm_summary(first)
+    r = solve(prog, warm_start=[summary, summary])
+    assert count["in_warm"] == 2
+    cold = solve(prog)
+    assert r.status == cold.status == "converged" and abs(r.objective - cold.objective) <= 1e-9 * abs(cold.objective)

@@ -30,6 +30,7 @@ covariance.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from types import SimpleNamespace
@@ -542,7 +543,10 @@ class FullGaussian(_Base):
         Gaussian sites, which carry over to a changed prior such as a new GP kernel (docs/klprox.md, section 3)."""
         out = [self._state(m.copy(), gt.copy())]
         if mt is not None:
-            st = self._state(m.copy(), gt.copy())
+            # the same precision P + A^T G A (a state's factors depend on gt only) with the sites' mean: a copy of the
+            # first state, not a second factorization of the same matrix (a grid point warm-started from three
+            # neighbours factored six times)
+            st = copy.copy(out[0])
             st.m = self._vmul(st, -self.view.c + self.AT @ _site_shift(self.view, gt, alpha, mt))
             out.append(st)
         return out
@@ -730,7 +734,7 @@ class DualGaussian(_Base):
     def warm(self, m, gt, alpha, mt=None):
         out = [self._state(-alpha, gt.copy())]              # the fixed point has z = -alpha
         if mt is not None:  # the previous Gaussian sites: (I + G St) z = nu - G A mu  (docs/klprox.md, section 3)
-            st = self._state(-alpha, gt.copy())
+            st = copy.copy(out[0])                          # the same factors (FullGaussian.warm)
             y = _site_shift(self.view, gt, alpha, mt) - self._gmul(gt, self.A @ self.mu)
             st.z = y - _hmul(st.sg, _cho_solve(st.L, _hmul(st.sg, self.St @ y)))
             out.append(st)
