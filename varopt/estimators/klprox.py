@@ -366,7 +366,7 @@ class _GP(_Base):
     Cost: every klprox iteration factors N x N matrices (a Cholesky factor, its inverse and a triangular product:
     about ``2 N^3`` flops), and a fit takes 5-80 iterations per grid point (Laplace and large ``log_sf`` the most).
     Measured on one BLAS thread (friedman1, 5 features; moons), whole ``"auto"`` grids: N = 500 in 0.7 s (Gaussian),
-    5-8 s (Laplace, classifier); N = 1000 in 4 s, 30-50 s; one grid point at N = 2000 in 1 s / 10-15 s, at
+    4-5 s (classifier, Laplace); N = 1000 in 4 s, 24-34 s; one grid point at N = 2000 in 1 s / 10-15 s, at
     N = 4000 about 8x that. ``verbose=True`` prints a line per grid point (value, iterations, time, time left) to
     stderr; a grid whose first point predicts more than a minute warns (``LongGridWarning``) with the estimate.
     ``n_jobs`` spreads the points over processes."""
@@ -473,7 +473,7 @@ class GPRegressor(RegressorMixin, _GP):
     ``log_ell``, ``log_sf``, ``log_noise`` form a grid selected by the ELBO; ``n_jobs`` (scikit-learn's
     convention) solves it in that many processes with the serial fit's values; ``verbose`` prints a line per grid
     point. Cost: O(N^3) per iteration and grid point (see the class's base, ``_GP``: N = 1000 with the default grid
-    takes about 4 s Gaussian and 50 s Laplace on one core)."""
+    takes about 4 s Gaussian and 35 s Laplace on one core)."""
 
     def __init__(self, likelihood="laplace", log_ell="auto", log_sf="auto", log_noise="auto", jitter=1e-8,
                  solver_options=None, n_jobs=None, verbose=False):
