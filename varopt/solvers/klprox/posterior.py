@@ -30,6 +30,7 @@ covariance.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from types import SimpleNamespace
@@ -47,6 +48,14 @@ _EPS = np.finfo(float).eps
 WOODBURY_ROW_TOL = 1e-12
 #: largest ``eps ||B||`` of the Woodbury state: its mean solves and ``g^T V g`` lose about that much relative accuracy
 WOODBURY_COND_TOL = 1e-8
+#: rows of the Woodbury state's second form checked first (FullGaussian._probe)
+WOODBURY_PROBE = 32
+#: after k declined Woodbury states in a row the next min(2^k - 1, WOODBURY_BACKOFF) states are direct without an
+#: attempt: at N >= 2000 a GP's rows are far narrower than their prior (many neighbours) and nearly every attempt is
+#: declined (GP classification on moons: 26 of 26; Laplace: 36 of 37), each costing a Cholesky factor and trtri of B,
+#: a third of a direct state; both forms are exact to 1e-12 (docs/klprox.md, section 3), so the choice changes rounding
+#: only. 0: an attempt at every state
+WOODBURY_BACKOFF = 16
 
 
 # LAPACK directly: scipy's wrappers look the routine up and validate their arguments on every call (3-7 us each at
@@ -338,6 +347,8 @@ class FullGaussian(_Base):
         # N <= D (whitened GP models): B = I + G^1/2 St G^1/2, St = A Sigma A^T formed once
         self.woodbury = bool(woodbury and view.diagonal and self.pairs is None and isinstance(self.A, np.ndarray)
                              and self.P_diag is not None and 0 < self.N <= self.D and np.all(self.P_diag > 0))
+        self.vt_ratio = None           # vt / diag(St) of the last state computed (Woodbury: the probe's row order)
+        self.declined = self.skip = 0  # Woodbury states declined in a row; direct states left before the next attempt
         if self.woodbury:
             self.Sd = 1.0 / self.P_diag                          # Sigma = P^-1 (diagonal)
             # Sigma = I (a whitened GP): the products Sigma x are x itself (skipped: x * 1.0 is x to the last bit)
@@ -401,9 +412,15 @@ class FullGaussian(_Base):
 
     def _state(self, m, gt):
         if self.woodbury:
-            st = self._woodbury_state(m, gt)
-            if st is not None:
-                return st
+            if self.skip:
+                self.skip -= 1
+            else:
+                st = self._woodbury_state(m, gt)
+                if st is not None:
+                    self.declined = 0
+                    return st
+                self.declined += 1
+                self.skip = min(2 ** self.declined - 1, WOODBURY_BACKOFF) if WOODBURY_BACKOFF else 0
         return self._direct_state(m, gt)
 
     def _woodbury_state(self, m, gt):
@@ -443,6 +460,11 @@ class FullGaussian(_Base):
             bad = ~(_EPS * (4.0 + norm) * binv <= WOODBURY_ROW_TOL * one)    # also gt = 0 (0 / 0)
         if bad.any():
             rows = np.flatnonzero(bad)
+            if rows.size > 2 * WOODBURY_PROBE:
+                # the rows narrowest relative to their prior at the last state (the first: by this state's first form)
+                hint = self.vt_ratio if self.vt_ratio is not None else vt / self.St_diag
+                if not self._probe(LBinv, sg, norm, rows, hint):
+                    return None
             # L_B^-1 G^1/2 St e_n of the flagged rows (a triangular product: L_B^-1's strict upper part is zero); St is
             # symmetric: its rows gathered (contiguous copies) and transposed, the Fortran-ordered operand trmm reads
             # in place (a gather of columns and f2py's copy into Fortran order before)
@@ -452,8 +474,22 @@ class FullGaussian(_Base):
             if not (2.0 * _EPS * math.sqrt(norm) * d <= WOODBURY_ROW_TOL * v1).all():
                 return None
             vt[rows] = v1
+        self.vt_ratio = vt / self.St_diag
         return SimpleNamespace(m=m, gt=gt, L=None, Lam=None, Linv=None, V=None, vt=vt, LB=LB, LBinv=LBinv,
                                binv=binv, sg=sg)
+
+    def _probe(self, LBinv, sg, norm, rows, hint):
+        """Whether the WOODBURY_PROBE rows among ``rows`` most likely to fail the second form's rounding bound (the
+        narrowest relative to their prior, ``hint``: ``vt / diag(St)`` at the last state computed) pass it: a state
+        that fails is declined at ``WOODBURY_PROBE N^2`` flops instead of the triangular product of every flagged row
+        (N^3 when all are: a Laplace GP, whose rows far from the kink have sites ~1e-12, fails at nearly every state;
+        45 % of the solve at N = 2000). Only the order of the checks changes: a state passes exactly when it passed
+        before, with the same numbers (the probe's rows are computed again with the others)."""
+        probe = rows[np.argsort(hint[rows], kind="stable")[:WOODBURY_PROBE]]      # (NaN last)
+        U = dtrmm(1.0, LBinv, (self.St[probe] * sg).T, lower=1)
+        d = self.St_diag[probe]
+        v1 = d - np.einsum("ij,ij->j", U, U)
+        return bool((2.0 * _EPS * math.sqrt(norm) * d <= WOODBURY_ROW_TOL * v1).all())
 
     def _woodbury_B(self, sg):
         """``B = I + G^1/2 St G^1/2`` (``sg = G^1/2``) in Fortran order: formed as the transpose of
@@ -482,6 +518,8 @@ class FullGaussian(_Base):
             # noisy beyond its rounding level (housing at sf = e^6: (16) stalled at the iteration limit)
             V = None
             vt = self.view.pattern_cov(dtrmm(1.0, Linv, self.ATf, lower=1))
+            if self.woodbury:
+                self.vt_ratio = vt / self.St_diag
         else:
             V, vt = Linv.T @ Linv, np.zeros(0)
         return SimpleNamespace(m=m, gt=gt, L=L, Lam=Lam, Linv=Linv, V=V, vt=vt, LB=None)
@@ -527,7 +565,10 @@ class FullGaussian(_Base):
         Gaussian sites, which carry over to a changed prior such as a new GP kernel (docs/klprox.md, section 3)."""
         out = [self._state(m.copy(), gt.copy())]
         if mt is not None:
-            st = self._state(m.copy(), gt.copy())
+            # the same precision P + A^T G A (a state's factors depend on gt only) with the sites' mean: a copy of the
+            # first state, not a second factorization of the same matrix (a grid point warm-started from three
+            # neighbours factored six times)
+            st = copy.copy(out[0])
             st.m = self._vmul(st, -self.view.c + self.AT @ _site_shift(self.view, gt, alpha, mt))
             out.append(st)
         return out
@@ -715,7 +756,7 @@ class DualGaussian(_Base):
     def warm(self, m, gt, alpha, mt=None):
         out = [self._state(-alpha, gt.copy())]              # the fixed point has z = -alpha
         if mt is not None:  # the previous Gaussian sites: (I + G St) z = nu - G A mu  (docs/klprox.md, section 3)
-            st = self._state(-alpha, gt.copy())
+            st = copy.copy(out[0])                          # the same factors (FullGaussian.warm)
             y = _site_shift(self.view, gt, alpha, mt) - self._gmul(gt, self.A @ self.mu)
             st.z = y - _hmul(st.sg, _cho_solve(st.L, _hmul(st.sg, self.St @ y)))
             out.append(st)
