@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 import varopt  # noqa: F401  (registers the solvers)
 from varopt.estimators import MajorizeLogisticRegression
