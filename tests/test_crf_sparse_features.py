@@ -1,8 +1,8 @@
 """Sparse token features of the chain CRF (varopt.estimators.crf_features): a real vocabulary (10^4 features, a few
 per token) was stored as dense B x T x F batches (2,000 sentences over 10,544 features: 2.5 GB)."""
-import tracemalloc
 
 import numpy as np
+from memory_peak import traced_peak
 import pytest
 
 import varopt.estimators.crf_features as cf
@@ -47,12 +47,7 @@ def test_a_large_vocabulary_is_not_densified():
     """600 sentences of up to 12 tokens over a few thousand features (dense batches: about 100 MB): the fit
     allocates a few MB."""
     X, Y = _corpus(600, 12, 3000, seed=3)
-    tracemalloc.start()
-    try:
-        crf = ChainCRF(max_iter=3).fit(X, Y)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    crf, peak = traced_peak(ChainCRF(max_iter=3).fit, X, Y)
     tokens = sum(len(s) for s in X)
     assert tokens * crf.F_ * 8 > 60e6            # what the dense batches took
     assert peak < 25e6, f"{peak / 1e6:.0f} MB"

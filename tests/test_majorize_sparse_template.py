@@ -1,8 +1,8 @@
 """Sparse class-template features stay sparse (varopt.solvers.majorize.templates.DENSE_FRACTION): bag-of-words
 data (rcv1, news20: under 1 % nonzero) used to be densified to G x d' when the template was detected."""
-import tracemalloc
 
 import numpy as np
+from memory_peak import traced_peak
 import pytest
 import scipy.sparse as sp
 
@@ -92,12 +92,7 @@ def test_sparse_features_are_not_densified():
     and the whole solve allocates a few MB (densified, the template alone was 20,000 x 2,001 x 8 B = 320 MB)."""
     X, y = _sparse_data(4, 20_000, 2_000, 0.002, 2)
     prog = logistic_program(X, y, 1.0)
-    tracemalloc.start()
-    try:
-        res = get_solver("majorize").solve(prog, max_iter=5)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    res, peak = traced_peak(get_solver("majorize").solve, prog, max_iter=5)
     assert res.iterations == 5
     assert peak < 40e6, f"{peak / 1e6:.0f} MB"
     model = MajorizeModel(prog)
