@@ -503,22 +503,30 @@ def likelihood_view(program, families) -> LikelihoodView:
 DENSE_GRAM_FILL = 0.1
 
 
-def _square_gram(A, w):
-    """``A^T diag(w) A`` (dense) of the rows of a quadratic likelihood term (``w`` twice their coefficients): by BLAS
-    when ``A`` is filled above DENSE_GRAM_FILL (a Gaussian GP likelihood: ``A = L_K / noise``, lower triangular), else
-    by scipy's sparse product. The sparse product of a filled N x N triangle is a scalar triple loop: 2.1 s of a 3.1 s
-    Gaussian GP fit at N = 2000 (docs/klprox.md, section 7, "GP estimators at N = 500-4000"). With ``w >= 0`` it is
-    ``B^T B``, ``B = diag(w)^1/2 A``: LAPACK ``lauum`` (``B^T B`` of a triangular ``B``, D^3 / 3 flops) for a square
-    lower-triangular ``A``, else the symmetric rank-k update ``syrk``; the same sums as the sparse product up to their
-    order (rounding)."""
+def _filled(A) -> bool:
+    """Whether the rows ``A`` store more than DENSE_GRAM_FILL of their entries (dense data, a GP's kernel factor)."""
     N, D = A.shape
-    if not (N and D and A.nnz > DENSE_GRAM_FILL * N * D and np.all(w >= 0.0)):
-        return (A.T @ sp.diags(w) @ A).toarray()
+    return bool(N and D and A.nnz > DENSE_GRAM_FILL * N * D)
+
+
+def _square_gram(A, w=None, dense=None):
+    """``A^T diag(w) A`` (dense; ``w`` None: ``A^T A``), e.g. the rows of a quadratic likelihood term (``w`` twice their
+    coefficients) or the normal equations of the linear terms' split (:func:`_rows_take_linear_terms`): by BLAS when
+    ``A`` is filled (:func:`_filled`; ``dense``: its dense copy when one is kept), else by scipy's sparse product. The
+    sparse product of a filled matrix is a scalar triple loop: 2.1 s of a 3.1 s Gaussian GP fit at N = 2000
+    (``A = L_K / noise``, lower triangular; docs/klprox.md, section 7, "GP estimators at N = 500-4000"), 2.7 s against
+    0.3 s for a logistic regression at N = 50,000, D = 201. With ``w >= 0`` it is ``B^T B``, ``B = diag(w)^1/2 A``:
+    LAPACK ``lauum`` (``B^T B`` of a triangular ``B``, D^3 / 3 flops) for a square lower-triangular ``A``, else the
+    symmetric rank-k update ``syrk``; the same sums as the sparse product up to their order (rounding)."""
+    N, D = A.shape
+    if not (_filled(A) and (w is None or np.all(w >= 0.0))):
+        return (A.T @ A if w is None else A.T @ sp.diags(w) @ A).toarray()
     from .posterior import _symmetrize      # (posterior imports this module)
-    B = A.toarray()
-    B *= np.sqrt(w)[:, None]
+    B = A.toarray() if dense is None else dense
+    if w is not None:
+        B = B * np.sqrt(w)[:, None] if B is dense else np.multiply(B, np.sqrt(w)[:, None], out=B)
     if N == D and not upper_entries(A):
-        low = lapack.dlauum(np.asfortranarray(B), lower=1, overwrite_c=1)[0]
+        low = lapack.dlauum(np.asfortranarray(B), lower=1, overwrite_c=int(B is not dense))[0]
     else:
         from scipy.linalg.blas import dsyrk
         low = dsyrk(1.0, B.T, trans=0, lower=1)          # B^T B: B^T is B's Fortran-ordered view
@@ -599,12 +607,9 @@ def _rows_take_linear_terms(view):
             # form then reuses; the same sums of the same products (binary features: the same integers)
             view.row_pairs = _RowPairs(view.A, view.D)
             gram = view.row_pairs.unit_gram()
-    if (view.N > view.D and gram is None and view.A.nnz > 0.1 * view.N * view.D
-            and view.N * float(view.D) ** 2 >= DENSE_GRAM_FLOPS):
-        # a large filled A (dense data; the full form reads the same dense copy, posterior._Base): A^T A by BLAS
-        # (N = 50,000, D = 201: 0.3 s against 2.7 s of scipy's sparse product; the sums in another order)
-        Ad = view.dense_A()
-        gram = Ad.T @ Ad
+    if view.N > view.D and gram is None and _filled(view.A) and view.N * float(view.D) ** 2 >= DENSE_GRAM_FLOPS:
+        # a large filled A (dense data): from the dense copy the full form reads as well (posterior._Base)
+        gram = _square_gram(view.A, dense=view.dense_A())
     t = _min_norm_normal(view.A, view.c, gram, view.A_T()) if view.N > view.D else None
     At = None
     if t is None:
