@@ -358,3 +358,19 @@ def test_a_feasible_relaxation_point_at_the_node_bound_needs_no_local_search(mon
     assert r.status == "optimal" and r.objective == pytest.approx(best, abs=1e-9)
     assert pyo.value(m.obj) == pytest.approx(best, abs=1e-9)
     assert not calls
+
+
+def test_sign_parts_store_no_zeros_and_leave_the_map_alone():
+    """The atom-argument map's positive and negative parts meet infinite bounds in the interval sweep: a stored
+    zero there is 0 * inf = NaN (scipy < 1.16 kept the zeros of ``maximum(0)``, and the free variables of a squared
+    residual then had no bounds at all). The parts are built on copies: the map itself keeps its entries."""
+    import scipy.sparse as sp
+    from varopt.solvers.gop.relax import _sign_parts
+    A = sp.csr_matrix((np.array([1.5, 0.0, -2.0, 0.0, 3.0]), np.array([0, 1, 2, 0, 2]), np.array([0, 3, 5])), shape=(2, 3))
+    before = (A.data.copy(), A.indices.copy(), A.indptr.copy())
+    P, N = _sign_parts(A)
+    assert np.all(P.data > 0) and np.all(N.data > 0)
+    assert np.array_equal(P.toarray(), np.maximum(A.toarray(), 0)) and np.array_equal(N.toarray(), np.maximum(-A.toarray(), 0))
+    inf = np.full(3, np.inf)
+    assert not np.isnan(P @ inf).any() and not np.isnan(N @ inf).any()
+    assert all(np.array_equal(a, b) for a, b in zip(before, (A.data, A.indices, A.indptr)))

@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import logsumexp
 
 _LOG2 = math.log(2.0)
 
@@ -45,6 +44,14 @@ def _log2sinh_abs(y):
 
 def _logcosh(y):
     return _log2cosh(y) - _LOG2
+
+
+def _signed_logsumexp(t, signs):
+    """``log sum_i signs_i exp(t_i)`` for a positive sum. Written out because scipy 1.15's ``logsumexp``
+    with mixed-sign ``b`` returns NaN when several terms share the maximum (the four terms of a nearly
+    free lattice are all equal)."""
+    top = float(np.max(t))
+    return top + math.log(float(np.sum(signs * np.exp(t - top))))
 
 
 def kaufman_log_partition(Kx, Ky, m, n):
@@ -72,7 +79,7 @@ def kaufman_log_partition(Kx, Ky, m, n):
     signs = np.array([1.0, 1.0, 1.0, np.sign(even[0])])
     keep = np.isfinite(t) & (signs != 0)
     log_pref = 0.5 * m * n * (2.0 * Ky + math.log(-math.expm1(-4.0 * Ky)))  # log (2 sinh 2Ky)^(mn/2)
-    return float(log_pref - _LOG2 + logsumexp(t[keep], b=signs[keep]))
+    return float(log_pref - _LOG2 + _signed_logsumexp(t[keep], signs[keep]))
 
 
 def onsager_log_partition_per_site(Kx, Ky, points=512):

@@ -35,13 +35,13 @@ _PROBE_LIMIT = 4000
 
 # CVXPY rewrites some functions into internal classes (``cp.sqrt(x)`` is ``PowerApprox(x, 0.5)``,
 # ``cp.norm(x, 2)`` ``PnormApprox``, ``cp.geo_mean`` ``GeoMeanApprox``); messages show the
-# public function the user can look up instead.
-_INTERNAL = re.compile(r"\b([A-Z][A-Za-z]*)Approx\b")
+# public function the user can look up instead (CVXPY < 1.9 also prints ``cp.norm(x, 3)`` as ``Pnorm(x, 3)``).
+_INTERNAL = re.compile(r"\b([A-Z][A-Za-z]*)Approx\b|\b(Pnorm)(?=\()")
 
 
 def _public(text: str) -> str:
     """``text`` with CVXPY's internal ``...Approx`` class names replaced by the public function names."""
-    return _INTERNAL.sub(lambda m: re.sub(r"(?<!^)([A-Z])", r"_\1", m.group(1)).lower(), text)
+    return _INTERNAL.sub(lambda m: re.sub(r"(?<!^)([A-Z])", r"_\1", m.group(1) or m.group(2)).lower(), text)
 
 
 def _shorten(text: str, keep: int = 160) -> str:

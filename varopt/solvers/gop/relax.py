@@ -73,6 +73,21 @@ def interval_mul(al, au, bl, bu):
     return (float(lo), float(hi)) if lo.ndim == 0 else (lo, hi)
 
 
+def _sign_parts(A):
+    """``(max(A, 0), max(-A, 0))`` as CSR matrices without stored zeros, on copies of ``A``'s arrays.
+
+    :meth:`Lifted.u_intervals` multiplies infinite bounds through them, where a stored zero gives
+    ``0 * inf = NaN``; scipy < 1.16 keeps the zeros of ``A.maximum(0)`` as stored entries, and its result
+    can share ``A``'s index arrays, which ``eliminate_zeros`` would compact in place."""
+    parts = []
+    for sign in (1.0, -1.0):
+        P = A.tocsr().copy()
+        P.data = np.maximum(sign * P.data, 0.0)
+        P.eliminate_zeros()
+        parts.append(P)
+    return parts[0], parts[1]
+
+
 class Lifted:
     """The lifted linear form of a program; columns ``z (n) | W | T | P``."""
 
@@ -105,8 +120,7 @@ class Lifted:
         self.Tb = np.array([a.b for a in self.atoms])
         kinds = [a.kind for a in self.atoms]
         self.by_kind = {k: np.array([t for t, kk in enumerate(kinds) if kk == k]) for k in set(kinds)}
-        self.TApos = self.TA.maximum(0).tocsr()
-        self.TAneg = (-self.TA).maximum(0).tocsr()
+        self.TApos, self.TAneg = _sign_parts(self.TA)
         self.lo = np.array([-np.inf] + [c.lo for c in program.constraints])
         self.hi = np.array([np.inf] + [c.hi for c in program.constraints])
         self.W = np.array(list(self.pairs), dtype=np.int64).reshape(-1, 2)
