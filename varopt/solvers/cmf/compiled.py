@@ -47,11 +47,16 @@ def _products(XT, indptr, indices, data, out):
 
 
 @njit(cache=True)
-def step_terms(XT, indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB):
+def step_terms(XT, indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, L, dirty):
     """The products ``J_p x`` and ``J_n x`` of every particle (``Yp``, ``Yn``: sites x particles) and the per-block
     sums ``PB`` (blocks x particles) of ``D_i = log sigma(2 x_i a_i(g1)) - log sigma(2 x_i a_i(g0))``,
     ``a(g) = (1 - g)(t_p + J_p x) + g (t_n + J_n x)`` (:func:`.smc.move_along_path`). ``XT``: the particles,
-    sites x particles."""
+    sites x particles.
+
+    ``L`` holds the previous step's ``log sigma(2 x_i a_i(g1))``: the previous g1 is this step's g0, so where
+    neither ``x_i`` nor a neighbour changed since (``dirty`` is 0; :func:`move_blocks` sets it) it is this step's
+    second term, the same number computed from the same operands. ``L`` is overwritten with this step's first
+    term and ``dirty`` cleared."""
     _products(XT, indptr, indices, dp, Yp)
     _products(XT, indptr, indices, dn, Yn)
     n, N = Yp.shape
@@ -63,15 +68,19 @@ def step_terms(XT, indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB):
             ap = tp[i] + Yp[i, p]
             an = tn[i] + Yn[i, p]
             x2 = 2.0 * XT[i, p]
-            d = _log_expit(x2 * (c1 * ap + g1 * an)) - _log_expit(x2 * (c0 * ap + g0 * an))
-            PB[b, p] += d
+            l1 = _log_expit(x2 * (c1 * ap + g1 * an))
+            l0 = _log_expit(x2 * (c0 * ap + g0 * an)) if dirty[i, p] else L[i, p]
+            PB[b, p] += l1 - l0
+            L[i, p] = l1
+            dirty[i, p] = 0
 
 
 @njit(cache=True)
-def move_blocks(X, site, U, labels, bptr, members, theta, indptr, indices, data, buf):
+def move_blocks(X, site, U, labels, bptr, members, theta, indptr, indices, data, buf, dirty):
     """One random-scan move (4.11): particle ``p`` redraws the block of site ``site[p]``, each of its sites
     ``x_i = +1`` when ``U[p, i] < sigma(2 a_i)``, else -1, ``a_i = theta_i + sum_j J_ij x_j`` from the particle
-    before the move (the block's sites do not interact). ``X`` (particles x sites) is changed in place."""
+    before the move (the block's sites do not interact). ``X`` (particles x sites) is changed in place; a site
+    that changes marks itself and its neighbours in ``dirty`` (sites x particles)."""
     N = X.shape[0]
     for p in range(N):
         b = labels[site[p]]
@@ -85,4 +94,9 @@ def move_blocks(X, site, U, labels, bptr, members, theta, indptr, indices, data,
             a = theta[i] + acc
             buf[q - s] = 1.0 if U[p, i] < 1.0 / (1.0 + math.exp(-(2.0 * a))) else -1.0
         for q in range(s, e):
-            xp[members[q]] = buf[q - s]
+            i = members[q]
+            if xp[i] != buf[q - s]:
+                xp[i] = buf[q - s]
+                dirty[i, p] = 1
+                for k in range(indptr[i], indptr[i + 1]):
+                    dirty[indices[k], p] = 1

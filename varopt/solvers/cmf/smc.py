@@ -91,18 +91,19 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
     N, n = X.shape
     nb = kernel.sizes.size
     Yp, Yn, PB = np.empty((n, N)), np.empty((n, N)), np.empty((nb, N))
+    L, dirty = np.empty((n, N)), np.ones((n, N), dtype=np.uint8)  # step_terms' cache of the log conditionals
     X = np.ascontiguousarray(X)
 
     def move(X, theta_g, data_g):  # RandomScanBlocks.move's draws, in its order
         site = rng.integers(0, kernel.n, size=N)
         U = rng.random(X.shape)
-        move_blocks(X, site, U, labels, bptr, order, theta_g, indptr, indices, data_g, buf)
+        move_blocks(X, site, U, labels, bptr, order, theta_g, indptr, indices, data_g, buf, dirty)
 
     for t in range(1, steps + 1):
         g0, g1 = (t - 1) / steps, t / steps
         theta_g, data_g = (1.0 - g1) * tp + g1 * tn, (1.0 - g1) * dp + g1 * dn
         move(X, theta_g, data_g)
-        step_terms(np.ascontiguousarray(X.T), indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB)
+        step_terms(np.ascontiguousarray(X.T), indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, L, dirty)
         # the log densities as log_f computes them, on the products' layout (particles x sites, F-ordered)
         lp = X @ tp + 0.5 * np.einsum("ij,ij->i", X, Yp.T)
         ln = X @ tn + 0.5 * np.einsum("ij,ij->i", X, Yn.T)
@@ -110,6 +111,7 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
         idx = pop.resample(threshold)
         if idx is not None:
             X = X[idx]
+            L, dirty = np.ascontiguousarray(L[:, idx]), np.ascontiguousarray(dirty[:, idx])
         for _ in range(moves - 1):  # the target is unchanged: weight 1
             move(X, theta_g, data_g)
         if check is not None and check():
