@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
 
+from ...core.backend import numba_available
 from ...errors import InvalidOptionError
 from ...options import Option, OptionSet
 from ...registry import Solver, register_solver
@@ -35,15 +36,21 @@ from ..lbp.solver import message_options
 from .polytope import MAX_NODES, forest_excess
 
 
-def spanning_tree_probabilities(n, i, j, block=512, check=None):
-    """Probability of each edge ``(i_e, j_e)`` in a uniformly random spanning tree (forest).
+def spanning_tree_probabilities(n, i, j, block=512, check=None, method="auto"):
+    """Probability of each edge ``(i_e, j_e)`` in a uniformly random spanning tree (forest): its effective
+    resistance ``Z_ii + Z_jj - 2 Z_ij``, ``Z`` the inverse of the Laplacian grounded at one node per component.
 
-    One sparse LU of the grounded Laplacian, then a solve per edge (in blocks of ``block``): the cost
-    is |E| times the size of the factors, which grows faster than |E| on expanders. The minimum-degree
-    ordering of ``L`` (symmetric positive definite: no pivoting needed) halves the factors' fill
-    against SuperLU's default COLAMD on random graphs (6-regular, 5000 nodes: 5.4e6 against 1.2e7
-    entries, 104 s -> 30 s). ``check()`` is called after every block (the run loop's time limit; it
-    returns True to stop, and then None is returned)."""
+    ``method='selected'`` (``'auto'`` when numba is installed): those entries of Z lie on the pattern of the
+    sparse LDL^T factor, and selected inversion (:mod:`.selected_inverse`; Takahashi, Fagan & Chen 1973) gets
+    them all for about the cost of the factorisation. ``'solves'`` (the reference, and ``'auto'`` without
+    numba): one sparse LU of the grounded Laplacian, then a solve per edge (in blocks of ``block``), |E| times
+    the size of the factors. Both use the minimum-degree ordering of ``L`` (symmetric positive definite: no
+    pivoting needed), which halves the factors' fill against SuperLU's default COLAMD on random graphs
+    (6-regular, 5000 nodes: 5.4e6 against 1.2e7 entries, 104 s -> 30 s with the solves). ``check()`` is
+    called after SuperLU's factorisation (selected inversion) or after every block of solves (the run loop's time limit; it returns
+    True to stop, and then None is returned)."""
+    if method not in ("auto", "selected", "solves"):
+        raise ValueError(f"method must be 'auto', 'selected' or 'solves' (got {method!r})")
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
     m = i.size
     if m == 0:
@@ -58,8 +65,19 @@ def spanning_tree_probabilities(n, i, j, block=512, check=None):
     pos[keep] = np.arange(keep.size)
     if keep.size == 0:
         return np.ones(m)
-    lu = splu(L[keep][:, keep].tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-              options={"SymmetricMode": True})
+    K = L[keep][:, keep].tocsc()
+    lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+    if method == "selected" or (method == "auto" and numba_available()):
+        from .selected_inverse import resistances
+        if check is not None and check():
+            return None
+        # SuperLU's minimum-degree order (perm_c maps a position of the order to a column: its inverse)
+        R = resistances(K, pos[i], pos[j], np.argsort(lu.perm_c))
+        if R is not None:
+            return np.clip(R, 1e-12, 1.0)
+        if method == "selected":
+            raise np.linalg.LinAlgError("selected inversion failed: the grounded Laplacian's LDL^T met a "
+                                        "non-positive pivot")
     R = np.empty(m)
     for s in range(0, m, block):
         e = np.arange(s, min(m, s + block))
