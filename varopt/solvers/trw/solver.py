@@ -11,7 +11,9 @@ converged** (``tol``); otherwise it is an estimate, with no bound.
 trees*: by Kirchhoff's theorem ``rho_e`` is the effective resistance between the ends of ``e``
 with unit resistors, ``rho_e = (e_i - e_j)^T L^+ (e_i - e_j)`` (L the graph Laplacian), which is
 always in the polytope and equals ``(n - 1)/|E|`` on edge-transitive graphs (tori, complete
-graphs). Computed per component with a sparse LU of the grounded Laplacian. An array gives
+graphs). Computed per component from the Laplacian grounded at one node: the entries of its inverse on the
+diagonal and the edges by selected inversion of its sparse LDL^T factor (:mod:`.selected_inverse`, with numba;
+without it one sparse LU solve per edge). An array gives
 ``rho`` directly (in the order of ``info['edges']``); the bound is then reported only when the
 array is checked to lie in the forest polytope, below the spanning-tree polytope
 (:mod:`.polytope`: one max-flow per node, up to 3000 nodes), with the slack of that check added;
