@@ -52,7 +52,7 @@ def same(a, b):
 
 
 def load():
-    return "%.1f" % os.getloadavg()[0]
+    return f"{os.getloadavg()[0]:.1f}"
 
 
 def main():
@@ -80,6 +80,7 @@ def main():
                   f"{info['log_partition'] - ref:>+8.3f} {'-' if se is None else format(se, '.3f'):>7} {ident:>9} "
                   f"{load():>5}")
     import networkx as nx
+
     from varopt.formulations import ising
     from varopt.solvers.trw.solver import spanning_tree_probabilities as stp
     stp(3, np.array([0, 1]), np.array([1, 2]), method="selected")  # compile

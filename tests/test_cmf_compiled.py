@@ -76,8 +76,8 @@ def test_move_along_path_same_particles_and_weights():
     for compiled in (False, True):
         rng = np.random.default_rng(9)
         pop = Particles(40, rng)
-        X, done = move_along_path(X0.copy(), pop, labels, (tp, coupling_matrix(e, vp)), (tn, coupling_matrix(e, vn)),
-                                  8, 3, 0.7, rng, compiled=compiled)
+        X, _ = move_along_path(X0.copy(), pop, labels, (tp, coupling_matrix(e, vp)), (tn, coupling_matrix(e, vn)),
+                               8, 3, 0.7, rng, compiled=compiled)
         out.append((X, pop.logw, pop.log_z, pop.resamples, rng.random()))
     (Xa, la, za, ra, ua), (Xb, lb, zb, rb, ub) = out
     assert np.array_equal(Xa, Xb) and np.array_equal(la, lb) and za == zb and ra == rb and ua == ub

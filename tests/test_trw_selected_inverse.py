@@ -12,7 +12,7 @@ from varopt.solvers.trw import solver as trw_solver
 from varopt.solvers.trw.solver import spanning_tree_probabilities
 
 pytest.importorskip("numba")
-from varopt.solvers.trw import selected_inverse as si  # noqa: E402
+from varopt.solvers.trw import selected_inverse as si
 
 
 def _both(n, i, j):
@@ -97,10 +97,14 @@ def test_auto_uses_selected_inversion_without_per_edge_solves(monkeypatch):
     calls = []
     real = si.resistances
     monkeypatch.setattr(si, "resistances", lambda *a: calls.append(1) or real(*a))
-    e = ising.lattice(5, 5, 1.0, 0.0, True)
+    e = ising.lattice(32, 32, 1.0, 0.0, True)
+    assert e.m >= trw_solver.SELECTED_MIN_EDGES
     r = spanning_tree_probabilities(e.n, e.i, e.j)
-    assert calls == [1] and np.allclose(r, 24 / 50, atol=1e-12)   # (n - 1)/|E| on an edge-transitive graph
+    assert calls == [1] and np.allclose(r, (e.n - 1) / e.m, atol=1e-12)   # (n - 1)/|E|: edge-transitive graph
     monkeypatch.setattr(trw_solver, "numba_available", lambda: False)
     assert np.allclose(spanning_tree_probabilities(e.n, e.i, e.j), r, atol=1e-12) and calls == [1]
+    monkeypatch.setattr(trw_solver, "numba_available", lambda: True)
+    small = ising.lattice(5, 5, 1.0, 0.0, True)   # small graphs: the solves cost less than compiling once
+    assert np.allclose(spanning_tree_probabilities(small.n, small.i, small.j), 24 / 50) and calls == [1]
     with pytest.raises(ValueError, match="method"):
         spanning_tree_probabilities(e.n, e.i, e.j, method="dense")

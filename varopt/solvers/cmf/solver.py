@@ -35,8 +35,8 @@ from ...options import Option, OptionSet, limit_options, positive, progress_opti
 from ...oracles.particles import RESAMPLING, Particles
 from ...program.energy import spin_states
 from ...registry import Solver, register_solver
-from ..meanfield import MeanField, colour_blocks, mean_field_bound, sweep
 from ..energy_result import beta_option, finish, fraction_option, log_potential
+from ..meanfield import MeanField, colour_blocks, mean_field_bound, sweep
 from .objective import ConditionalObjective, log2cosh
 from .partition import bisection_schedule, user_schedule
 from .replicates import combine, visited_bound

@@ -37,20 +37,24 @@ from ..lbp.messages import Messages, run_messages
 from ..lbp.solver import message_options
 from .polytope import MAX_NODES, forest_excess
 
+#: ``method='auto'`` uses selected inversion from this many edges: below, the per-edge solves take under 0.3 s,
+#: less than compiling the kernels once (~3 s, then cached)
+SELECTED_MIN_EDGES = 2000
+
 
 def spanning_tree_probabilities(n, i, j, block=512, check=None, method="auto"):
     """Probability of each edge ``(i_e, j_e)`` in a uniformly random spanning tree (forest): its effective
     resistance ``Z_ii + Z_jj - 2 Z_ij``, ``Z`` the inverse of the Laplacian grounded at one node per component.
 
-    ``method='selected'`` (``'auto'`` when numba is installed): those entries of Z lie on the pattern of the
-    sparse LDL^T factor, and selected inversion (:mod:`.selected_inverse`; Takahashi, Fagan & Chen 1973) gets
-    them all for about the cost of the factorisation. ``'solves'`` (the reference, and ``'auto'`` without
-    numba): one sparse LU of the grounded Laplacian, then a solve per edge (in blocks of ``block``), |E| times
-    the size of the factors. Both use the minimum-degree ordering of ``L`` (symmetric positive definite: no
-    pivoting needed), which halves the factors' fill against SuperLU's default COLAMD on random graphs
-    (6-regular, 5000 nodes: 5.4e6 against 1.2e7 entries, 104 s -> 30 s with the solves). ``check()`` is
-    called after SuperLU's factorisation (selected inversion) or after every block of solves (the run loop's time limit; it returns
-    True to stop, and then None is returned)."""
+    ``method='selected'`` (``'auto'`` with numba and at least ``SELECTED_MIN_EDGES`` edges): those entries of
+    Z lie on the pattern of the sparse LDL^T factor, and selected inversion (:mod:`.selected_inverse`;
+    Takahashi, Fagan & Chen 1973) gets them all for about the cost of the factorisation. ``'solves'`` (the
+    reference, and otherwise ``'auto'``): one sparse LU of the grounded Laplacian, then a solve per edge (in
+    blocks of ``block``), |E| times the size of the factors. Both use the minimum-degree ordering of ``L``
+    (symmetric positive definite: no pivoting needed), which halves the factors' fill against SuperLU's
+    default COLAMD on random graphs (6-regular, 5000 nodes: 5.4e6 against 1.2e7 entries, 104 s -> 30 s with
+    the solves). ``check()`` (the run loop's time limit; True stops, and None is returned) is called after
+    SuperLU's factorisation (selected inversion) or after every block of solves."""
     if method not in ("auto", "selected", "solves"):
         raise ValueError(f"method must be 'auto', 'selected' or 'solves' (got {method!r})")
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
@@ -69,7 +73,7 @@ def spanning_tree_probabilities(n, i, j, block=512, check=None, method="auto"):
         return np.ones(m)
     K = L[keep][:, keep].tocsc()
     lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
-    if method == "selected" or (method == "auto" and numba_available()):
+    if method == "selected" or (method == "auto" and m >= SELECTED_MIN_EDGES and numba_available()):
         from .selected_inverse import resistances
         if check is not None and check():
             return None
