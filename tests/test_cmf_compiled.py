@@ -93,3 +93,20 @@ def test_backend_option_validated(monkeypatch):
         varopt.get_solver("cmf").solve(e.to_program(), backend="numba", particles=20)
     r = varopt.get_solver("cmf").solve(e.to_program(), particles=20, temper_steps=2, seed=0)
     assert r.info["backend"] == "numpy"  # 'auto' without numba: the reference path
+
+
+def test_different_patterns_fall_back_to_the_reference():
+    """Coupling matrices with different stored patterns (a user's, zeros dropped) run the numpy path: same result."""
+    e = ising.lattice(3, 4, 1.0, 0.3, True, 2.0).scaled(-1.0)
+    labels = bisection_schedule(e)[1]
+    Jp = coupling_matrix(e, np.where(labels[e.i] == labels[e.j], 0.0, e.w))
+    Jn = coupling_matrix(e, np.where(labels[e.i] == labels[e.j], 0.0, 0.5 * e.w))
+    Jn.eliminate_zeros()
+    out = []
+    for compiled in (False, True):
+        rng = np.random.default_rng(2)
+        pop = Particles(30, rng)
+        X, _ = move_along_path(np.ones((30, e.n)), pop, labels, (e.h, Jp), (0.5 * e.h, Jn), 4, 2, 0.5, rng,
+                               compiled=compiled)
+        out.append((X, pop.log_z))
+    assert np.array_equal(out[0][0], out[1][0]) and out[0][1] == out[1][1]

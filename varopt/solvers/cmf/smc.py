@@ -51,7 +51,9 @@ def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, che
     kernel = RandomScanBlocks(labels)
     (tp, Jp), (tn, Jn) = prev, new
     if compiled:
-        return _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, check)
+        out = _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, check)
+        if out is not None:
+            return out
     for t in range(1, steps + 1):
         g0, g1 = (t - 1) / steps, t / steps
         theta_g, J_g = (1.0 - g1) * tp + g1 * tn, ((1.0 - g1) * Jp + g1 * Jn).tocsr()
@@ -72,7 +74,7 @@ def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, che
 
 def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, check):
     """:func:`move_along_path` with the kernels of :mod:`.compiled`: the same random draws, in the same order,
-    and the same arithmetic."""
+    and the same arithmetic; None (before any draw) when the two coupling matrices' patterns differ."""
     from .compiled import move_blocks, step_terms
     (tp, Jp), (tn, Jn) = prev, new
     # rows of J^T (= columns of J, sorted): the order in which scipy's J.T @ X.T sums a local field
@@ -81,7 +83,7 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
     Cn.sort_indices()
     indptr, indices = Cp.indptr.astype(np.int64), Cp.indices.astype(np.int64)
     if not (np.array_equal(Cp.indptr, Cn.indptr) and np.array_equal(Cp.indices, Cn.indices)):
-        raise ValueError("the two coupling matrices must share their sparsity pattern")
+        return None  # the kernels blend the two matrices entry by entry (both come from coupling_matrix: same)
     dp, dn = np.ascontiguousarray(Cp.data, dtype=float), np.ascontiguousarray(Cn.data, dtype=float)
     tp, tn = np.ascontiguousarray(tp, dtype=float), np.ascontiguousarray(tn, dtype=float)
     labels = kernel.labels.astype(np.int64)
