@@ -110,3 +110,11 @@ def test_different_patterns_fall_back_to_the_reference():
                                compiled=compiled)
         out.append((X, pop.log_z))
     assert np.array_equal(out[0][0], out[1][0]) and out[0][1] == out[1][1]
+
+
+def test_auto_checks_the_kernels_formulas(monkeypatch):
+    from varopt.solvers.cmf import compiled
+    assert compiled.matches_scipy()  # on this platform the kernels' expit/log_expit are scipy's, bit for bit
+    monkeypatch.setattr(compiled, "matches_scipy", lambda: False)
+    r = varopt.get_solver("cmf").solve(ising.four_node().to_program(), particles=20, temper_steps=2, seed=0)
+    assert r.info["backend"] == "numpy"

@@ -20,8 +20,11 @@ the redrawn block's sites only (:func:`move_blocks`) and the weight (4.23) is on
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
+import numpy as np
 from numba import njit
+from scipy.special import expit, log_expit
 
 
 @njit(cache=True)
@@ -29,6 +32,25 @@ def _log_expit(x):
     if x < 0.0:
         return x - math.log1p(math.exp(x))
     return -math.log1p(math.exp(-x))
+
+
+@njit(cache=True)
+def _formulas(x, e, le):
+    for k in range(x.size):
+        e[k] = 1.0 / (1.0 + math.exp(-x[k]))
+        le[k] = _log_expit(x[k])
+
+
+@lru_cache(maxsize=1)
+def matches_scipy():
+    """Whether the kernels' ``expit``/``log_expit`` give scipy's numbers bit for bit on 40,000 arguments (a
+    uniform grid over [-750, 750], random ones, zeros, the underflow edges): they share the C library's
+    ``exp``/``log1p`` on the platforms measured; ``backend='auto'`` keeps the numpy path where they do not."""
+    x = np.concatenate([np.linspace(-750.0, 750.0, 20001), np.random.default_rng(0).normal(scale=20.0, size=20000),
+                        [0.0, -0.0, 1e-300, -1e-300, 36.7, -36.7, 709.8, -745.2]])
+    e, le = np.empty_like(x), np.empty_like(x)
+    _formulas(x, e, le)
+    return bool(np.array_equal(e, expit(x)) and np.array_equal(le, log_expit(x)))
 
 
 @njit(cache=True)

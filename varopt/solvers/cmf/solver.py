@@ -77,10 +77,16 @@ def _schedule(v):
 
 
 def _compiled(opts):
-    """Whether option ``backend`` selects the numba kernels (same results as numpy: only the time differs)."""
+    """Whether option ``backend`` selects the numba kernels (same results as numpy: only the time differs;
+    'auto' also checks that the kernels' exp-based formulas give scipy's numbers on this platform)."""
     if opts.backend == "numba" and not numba_available():
         raise missing_numba()
-    return opts.backend == "numba" or (opts.backend == "auto" and numba_available())
+    if opts.backend != "auto":
+        return opts.backend == "numba"
+    if not numba_available():
+        return False
+    from .compiled import matches_scipy
+    return matches_scipy()
 
 
 @register_solver
