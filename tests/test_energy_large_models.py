@@ -91,9 +91,12 @@ def test_trw_time_limit_is_checked_while_computing_edge_probabilities():
     assert r.status == "time_limit" and r.iterations == 0 and "edge appearance probabilities" in r.message
     e = ising.lattice(10, 10, T=2.0)
     calls = []
-    rho = spanning_tree_probabilities(e.n, e.i, e.j, block=64, check=lambda: calls.append(1) and False)
+    rho = spanning_tree_probabilities(e.n, e.i, e.j, block=64, check=lambda: calls.append(1) and False,
+                                      method="solves")
     assert len(calls) == 4 and rho == pytest.approx(np.full(e.m, (e.n - 1) / e.m), abs=1e-12)
-    assert spanning_tree_probabilities(e.n, e.i, e.j, block=64, check=lambda: True) is None
+    assert spanning_tree_probabilities(e.n, e.i, e.j, block=64, check=lambda: True, method="solves") is None
+    # selected inversion (much faster: one factorisation) checks once, before its compiled part
+    assert spanning_tree_probabilities(e.n, e.i, e.j, check=lambda: True, method="selected") is None
 
 
 def test_sasmc_time_limit_leaves_room_for_the_final_legs():

@@ -39,8 +39,9 @@ def log2cosh(t):
     return np.logaddexp(t, -t)
 
 
-def block_terms(theta_a, E, B, Jin, lam):
-    """Value, gradient and Hessian of ``sum_s lam_s F_A`` in the fields of one block with fixed edges.
+def block_value(theta_a, E, B, Jin, lam):
+    """``sum_s lam_s F_A`` at the fields ``theta_a`` of one block with fixed edges, and the intermediates
+    ``(t, mu, mu Jin)`` its derivatives (:func:`block_derivatives`) reuse.
 
     ``E`` (N x m): the boundary part of t (sum over connecting edges of theta_ij x_j), ``B``: the
     target's effective fields b, ``Jin``: target couplings inside the block (dense, m x m)."""
@@ -48,12 +49,25 @@ def block_terms(theta_a, E, B, Jin, lam):
     mu = np.tanh(t)
     muJ = mu @ Jin
     F = lam @ (B * mu + 0.5 * mu * muJ + log2cosh(t) - t * mu).sum(axis=1)
+    return float(F), (t, mu, muJ)
+
+
+def block_derivatives(state, B, Jin, lam):
+    """Gradient (4.18) and Hessian in the fields from the intermediates of :func:`block_value`."""
+    t, mu, muJ = state
     r = B + muJ - t
     s2 = 1.0 - mu * mu
     g = lam @ (s2 * r)
     Ls = s2 * lam[:, None]
     Hm = (Ls.T @ s2) * Jin - np.diag(lam @ (s2 * (1.0 + 2.0 * mu * r)))
-    return float(F), g, Hm
+    return g, Hm
+
+
+def block_terms(theta_a, E, B, Jin, lam):
+    """Value, gradient and Hessian of ``sum_s lam_s F_A`` in the fields of one block with fixed edges
+    (:func:`block_value`, :func:`block_derivatives`)."""
+    F, state = block_value(theta_a, E, B, Jin, lam)
+    return (F, *block_derivatives(state, B, Jin, lam))
 
 
 def solve_block(theta0, E, B, Jin, lam, max_iter, tol):
@@ -80,8 +94,10 @@ def solve_block(theta0, E, B, Jin, lam, max_iter, tol):
                 return x, True, it - 1
             step = 1.0
             while True:
-                Fn, gn, Hn = block_terms(x + step * d, E, B, Jin, lam)
+                # the derivatives only at the accepted point: most trial points are rejected on large blocks
+                Fn, state = block_value(x + step * d, E, B, Jin, lam)
                 if np.isfinite(Fn) and Fn >= F + 1e-4 * step * slope:
+                    gn, Hn = block_derivatives(state, B, Jin, lam)
                     break
                 step *= 0.5
                 if step < 1e-12:

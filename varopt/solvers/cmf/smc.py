@@ -44,11 +44,16 @@ def exact_weights(S, theta, J):
     return np.exp(lf - c), c
 
 
-def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, check=None):
+def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, check=None, compiled=False):
     """Tempered SMC from ``prev = (theta, J)`` to ``new`` (module docstring); ``X`` is updated and
-    returned (it may be a new array after resampling). ``check()`` returning True stops early."""
+    returned (it may be a new array after resampling). ``check()`` returning True stops early.
+    ``compiled``: the numba kernels of :mod:`.compiled` (bit-identical to this numpy reference)."""
     kernel = RandomScanBlocks(labels)
     (tp, Jp), (tn, Jn) = prev, new
+    if compiled:
+        out = _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, check)
+        if out is not None:
+            return out
     for t in range(1, steps + 1):
         g0, g1 = (t - 1) / steps, t / steps
         theta_g, J_g = (1.0 - g1) * tp + g1 * tn, ((1.0 - g1) * Jp + g1 * Jn).tocsr()
@@ -62,6 +67,55 @@ def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, che
             X = X[idx]
         for _ in range(moves - 1):  # the target is unchanged: weight 1
             kernel.move(X, log_f(X, theta_g, J_g)[1], rng)
+        if check is not None and check():
+            return X, False
+    return X, True
+
+
+def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, check):
+    """:func:`move_along_path` with the kernels of :mod:`.compiled`: the same random draws, in the same order,
+    and the same arithmetic; None (before any draw) when the two coupling matrices' patterns differ."""
+    from .compiled import move_blocks, step_terms
+    (tp, Jp), (tn, Jn) = prev, new
+    # rows of J^T (= columns of J, sorted): the order in which scipy's J.T @ X.T sums a local field
+    Cp, Cn = Jp.tocsc(), Jn.tocsc()
+    Cp.sort_indices()
+    Cn.sort_indices()
+    indptr, indices = Cp.indptr.astype(np.int64), Cp.indices.astype(np.int64)
+    if not (np.array_equal(Cp.indptr, Cn.indptr) and np.array_equal(Cp.indices, Cn.indices)):
+        return None  # the kernels blend the two matrices entry by entry (both come from coupling_matrix: same)
+    dp, dn = np.ascontiguousarray(Cp.data, dtype=float), np.ascontiguousarray(Cn.data, dtype=float)
+    tp, tn = np.ascontiguousarray(tp, dtype=float), np.ascontiguousarray(tn, dtype=float)
+    labels = kernel.labels.astype(np.int64)
+    order = np.argsort(labels, kind="stable")
+    bptr = np.r_[0, np.cumsum(kernel.sizes)].astype(np.int64)
+    buf = np.empty(int(kernel.sizes.max()) if kernel.sizes.size else 0)
+    N, n = X.shape
+    nb = kernel.sizes.size
+    Yp, Yn, PB = np.empty((n, N)), np.empty((n, N)), np.empty((nb, N))
+    L, dirty = np.empty((n, N)), np.ones((n, N), dtype=np.uint8)  # step_terms' cache of the log conditionals
+    X = np.ascontiguousarray(X)
+
+    def move(X, theta_g, data_g):  # RandomScanBlocks.move's draws, in its order
+        site = rng.integers(0, kernel.n, size=N)
+        U = rng.random(X.shape)
+        move_blocks(X, site, U, labels, bptr, order, theta_g, indptr, indices, data_g, buf, dirty)
+
+    for t in range(1, steps + 1):
+        g0, g1 = (t - 1) / steps, t / steps
+        theta_g, data_g = (1.0 - g1) * tp + g1 * tn, (1.0 - g1) * dp + g1 * dn
+        move(X, theta_g, data_g)
+        step_terms(np.ascontiguousarray(X.T), indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, L, dirty)
+        # the log densities as log_f computes them, on the products' layout (particles x sites, F-ordered)
+        lp = X @ tp + 0.5 * np.einsum("ij,ij->i", X, Yp.T)
+        ln = X @ tn + 0.5 * np.einsum("ij,ij->i", X, Yn.T)
+        pop.reweight((g1 - g0) * (ln - lp) - logsumexp(PB.T + kernel.log_rho, axis=1))
+        idx = pop.resample(threshold)
+        if idx is not None:
+            X = X[idx]
+            L, dirty = np.ascontiguousarray(L[:, idx]), np.ascontiguousarray(dirty[:, idx])
+        for _ in range(moves - 1):  # the target is unchanged: weight 1
+            move(X, theta_g, data_g)
         if check is not None and check():
             return X, False
     return X, True

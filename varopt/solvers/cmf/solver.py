@@ -29,13 +29,14 @@ import warnings
 
 import numpy as np
 
+from ...core.backend import missing_numba, numba_available
 from ...errors import InvalidOptionError
 from ...options import Option, OptionSet, limit_options, positive, progress_options, start_options
 from ...oracles.particles import RESAMPLING, Particles
 from ...program.energy import spin_states
 from ...registry import Solver, register_solver
-from ..meanfield import MeanField, colour_blocks, mean_field_bound, sweep
 from ..energy_result import beta_option, finish, fraction_option, log_potential
+from ..meanfield import MeanField, colour_blocks, mean_field_bound, sweep
 from .objective import ConditionalObjective, log2cosh
 from .partition import bisection_schedule, user_schedule
 from .replicates import combine, visited_bound
@@ -75,6 +76,19 @@ def _schedule(v):
     return [list(p) if hasattr(p, "__iter__") and not isinstance(p, str) else p for p in v]
 
 
+def _compiled(opts):
+    """Whether option ``backend`` selects the numba kernels (same results as numpy: only the time differs;
+    'auto' also checks that the kernels' exp-based formulas give scipy's numbers on this platform)."""
+    if opts.backend == "numba" and not numba_available():
+        raise missing_numba()
+    if opts.backend != "auto":
+        return opts.backend == "numba"
+    if not numba_available():
+        return False
+    from .compiled import matches_scipy
+    return matches_scipy()
+
+
 @register_solver
 class ConditionalMeanField(Solver):
     name = "cmf"
@@ -106,6 +120,9 @@ class ConditionalMeanField(Solver):
                "mean-field start, the second from its mirror image, the others from random starts; log Z from "
                "their mean Zhat, its standard error from their spread, a warning when they disagree ('auto': "
                f"{AUTO_REPLICATES} with sampled particles, 1 with particles='exact')", _replicates),
+        Option("backend", "auto", "tempered block moves: 'numpy' (the reference path), 'numba' (compiled kernels, "
+               "bit-identical results; an error without numba) or 'auto' (numba when installed)",
+               ("auto", "numpy", "numba")),
     ])
 
     def _solve(self, program, opts, run):
@@ -124,6 +141,7 @@ class ConditionalMeanField(Solver):
         if not exact and opts.particles < 2 * R:
             raise InvalidOptionError(f"option 'particles'={opts.particles} is shared by {R} replicates and leaves "
                                      "fewer than 2 per run; raise particles or lower replicates")
+        compiled = _compiled(opts)
         sched = bisection_schedule(model) if opts.schedule == "bisect" else user_schedule(model, opts.schedule)
         # step 0: naive mean field = (4.13) with R_0 = {V}
         theta, failed, iters, mf_bound = self._mean_field(model, opts)
@@ -143,7 +161,8 @@ class ConditionalMeanField(Solver):
                 start = mirror if r == 1 else rng.uniform(-1.0, 1.0, size=model.n)
                 theta, failed = self._ascend(model, start), []
             N = opts.particles if exact else opts.particles // R + (r < opts.particles % R)
-            out = self._replicate(model, opts, run, sched, theta, failed, rng, exact, N, start=r * max(K, 1))
+            out = self._replicate(model, opts, run, sched, theta, failed, rng, exact, N, start=r * max(K, 1),
+                                  compiled=compiled)
             if out is None:
                 done = sum(len(o["cs"]) - 1 for o in runs)
                 stopped = (run.message or "stopped") + f" after {done} of {K * R} refinements ({len(runs)} of {R} " \
@@ -168,7 +187,7 @@ class ConditionalMeanField(Solver):
         with np.errstate(divide="ignore"):
             return np.clip(np.arctanh(np.clip(M[0], -1.0, 1.0)), -30.0, 30.0)
 
-    def _replicate(self, model, opts, run, sched, theta, failed, rng, exact, N, start):
+    def _replicate(self, model, opts, run, sched, theta, failed, rng, exact, N, start, compiled=False):
         """One SMC run of Fig. 4.4 from ``theta`` (= theta_0); ``None`` when stopped before the end."""
         n = model.n
         v = np.zeros(model.m)
@@ -218,7 +237,8 @@ class ConditionalMeanField(Solver):
                 ess = None
             else:
                 X, done = move_along_path(X, pop, labels, prev, new, opts.temper_steps, opts.moves,
-                                          opts.ess_threshold, rng, check=run.out_of_time)
+                                          opts.ess_threshold, rng, check=run.out_of_time,
+                                           compiled=compiled)
                 if not done:
                     break
                 c, ess = c0 + pop.log_z, pop.ess()
@@ -268,7 +288,8 @@ class ConditionalMeanField(Solver):
         failures = [f for o in runs for f in o["failures"]]
         info = {"mean_field_bound": mf_bound, "c_sequence": first["cs"], "theta_sequence": first["thetas"],
                 "blocks": first["blocks"], "optimizer_failures": failures,
-                "optimizer_iterations": iters, "schedule_length": len(first["cs"]) - 1}
+                "optimizer_iterations": iters, "schedule_length": len(first["cs"]) - 1,
+                "backend": "numba" if _compiled(opts) else "numpy"}
         if pop is not None:
             info.update(resamples=sum(o["pop"].resamples for o in runs), final_ess=min(o["pop"].ess() for o in runs))
         msg = prefix + (f"{len(first['cs']) - 1} refinements, " + ("exact enumeration" if pop is None else

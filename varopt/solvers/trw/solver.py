@@ -11,7 +11,9 @@ converged** (``tol``); otherwise it is an estimate, with no bound.
 trees*: by Kirchhoff's theorem ``rho_e`` is the effective resistance between the ends of ``e``
 with unit resistors, ``rho_e = (e_i - e_j)^T L^+ (e_i - e_j)`` (L the graph Laplacian), which is
 always in the polytope and equals ``(n - 1)/|E|`` on edge-transitive graphs (tori, complete
-graphs). Computed per component with a sparse LU of the grounded Laplacian. An array gives
+graphs). Computed per component from the Laplacian grounded at one node: the entries of its inverse on the
+diagonal and the edges by selected inversion of its sparse LDL^T factor (:mod:`.selected_inverse`, with numba;
+without it one sparse LU solve per edge). An array gives
 ``rho`` directly (in the order of ``info['edges']``); the bound is then reported only when the
 array is checked to lie in the forest polytope, below the spanning-tree polytope
 (:mod:`.polytope`: one max-flow per node, up to 3000 nodes), with the slack of that check added;
@@ -26,6 +28,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import splu
 
+from ...core.backend import numba_available
 from ...errors import InvalidOptionError
 from ...options import Option, OptionSet
 from ...registry import Solver, register_solver
@@ -34,16 +37,26 @@ from ..lbp.messages import Messages, run_messages
 from ..lbp.solver import message_options
 from .polytope import MAX_NODES, forest_excess
 
+#: ``method='auto'`` uses selected inversion from this many edges: below, the per-edge solves take under 0.3 s,
+#: less than compiling the kernels once (~3 s, then cached)
+SELECTED_MIN_EDGES = 2000
 
-def spanning_tree_probabilities(n, i, j, block=512, check=None):
-    """Probability of each edge ``(i_e, j_e)`` in a uniformly random spanning tree (forest).
 
-    One sparse LU of the grounded Laplacian, then a solve per edge (in blocks of ``block``): the cost
-    is |E| times the size of the factors, which grows faster than |E| on expanders. The minimum-degree
-    ordering of ``L`` (symmetric positive definite: no pivoting needed) halves the factors' fill
-    against SuperLU's default COLAMD on random graphs (6-regular, 5000 nodes: 5.4e6 against 1.2e7
-    entries, 104 s -> 30 s). ``check()`` is called after every block (the run loop's time limit; it
-    returns True to stop, and then None is returned)."""
+def spanning_tree_probabilities(n, i, j, block=512, check=None, method="auto"):
+    """Probability of each edge ``(i_e, j_e)`` in a uniformly random spanning tree (forest): its effective
+    resistance ``Z_ii + Z_jj - 2 Z_ij``, ``Z`` the inverse of the Laplacian grounded at one node per component.
+
+    ``method='selected'`` (``'auto'`` with numba and at least ``SELECTED_MIN_EDGES`` edges): those entries of
+    Z lie on the pattern of the sparse LDL^T factor, and selected inversion (:mod:`.selected_inverse`;
+    Takahashi, Fagan & Chen 1973) gets them all for about the cost of the factorisation. ``'solves'`` (the
+    reference, and otherwise ``'auto'``): one sparse LU of the grounded Laplacian, then a solve per edge (in
+    blocks of ``block``), |E| times the size of the factors. Both use the minimum-degree ordering of ``L``
+    (symmetric positive definite: no pivoting needed), which halves the factors' fill against SuperLU's
+    default COLAMD on random graphs (6-regular, 5000 nodes: 5.4e6 against 1.2e7 entries, 104 s -> 30 s with
+    the solves). ``check()`` (the run loop's time limit; True stops, and None is returned) is called after
+    SuperLU's factorisation (selected inversion) or after every block of solves."""
+    if method not in ("auto", "selected", "solves"):
+        raise ValueError(f"method must be 'auto', 'selected' or 'solves' (got {method!r})")
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
     m = i.size
     if m == 0:
@@ -58,8 +71,19 @@ def spanning_tree_probabilities(n, i, j, block=512, check=None):
     pos[keep] = np.arange(keep.size)
     if keep.size == 0:
         return np.ones(m)
-    lu = splu(L[keep][:, keep].tocsc(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-              options={"SymmetricMode": True})
+    K = L[keep][:, keep].tocsc()
+    lu = splu(K, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+    if method == "selected" or (method == "auto" and m >= SELECTED_MIN_EDGES and numba_available()):
+        from .selected_inverse import resistances
+        if check is not None and check():
+            return None
+        # SuperLU's minimum-degree order (perm_c maps a position of the order to a column: its inverse)
+        R = resistances(K, pos[i], pos[j], np.argsort(lu.perm_c))
+        if R is not None:
+            return np.clip(R, 1e-12, 1.0)
+        if method == "selected":
+            raise np.linalg.LinAlgError("selected inversion failed: the grounded Laplacian's LDL^T met a "
+                                        "non-positive pivot")
     R = np.empty(m)
     for s in range(0, m, block):
         e = np.arange(s, min(m, s + block))
