@@ -1,0 +1,42 @@
+"""Sparse Ising learning at the sizes users bring (p in the hundreds): memory and the work per
+iteration of the Gibbs oracle, warnings on degenerate data. Counts and traced memory, no wall-clock
+assertions (shared machine)."""
+import numpy as np
+
+from varopt.oracles.ising import IsingGibbsOracle
+
+from memory_peak import traced_peak
+
+
+def _theta(n, density, seed=0):
+    rng = np.random.default_rng(seed)
+    q = n * (n - 1) // 2
+    return np.r_[rng.normal(0, 0.1, n), rng.normal(0, 0.1, q) * (rng.random(q) < density)]
+
+
+def test_gibbs_moments_from_the_gram_not_the_feature_matrix():
+    """The chains' average of phi = (x, x_i x_j) equals the features' mean bitwise (sums of +-1 are
+    exact) and needs O(n^2) memory: the S x (n + n(n-1)/2) feature matrix (27 MB here) is not formed."""
+    n, S = 150, 300
+    o = IsingGibbsOracle(n, n_chains=S, n_sweeps=1)
+    theta = _theta(n, 0.3)
+    X = o.sample(theta, 7)
+    want = np.clip(o.statistics(X).mean(axis=0), -1.0, 1.0)
+    got, peak = traced_peak(o.estimate, theta, 7)
+    assert np.array_equal(got, want)
+    features = S * o.n_params * 8
+    assert peak < features / 4, (peak, features)
+
+
+def test_exact_log_likelihood_of_many_rows_without_the_feature_matrix():
+    from varopt.oracles.ising import IsingExactOracle
+    n, T = 10, 20000
+    rng = np.random.default_rng(1)
+    X = np.where(rng.random((T, n)) < 0.5, 1.0, -1.0)
+    o = IsingExactOracle(n)
+    theta = _theta(n, 0.5, seed=2)
+    o.log_partition(theta)                         # enumeration cached outside the traced call
+    want = float(np.mean(o.statistics(X) @ theta)) - o.log_partition(theta)
+    got, peak = traced_peak(o.log_likelihood, theta, X)
+    assert abs(got - want) <= 1e-12 * max(1.0, abs(want))
+    assert peak < T * o.n_params * 8 / 4, peak
