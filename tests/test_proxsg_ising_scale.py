@@ -40,3 +40,42 @@ def test_exact_log_likelihood_of_many_rows_without_the_feature_matrix():
     got, peak = traced_peak(o.log_likelihood, theta, X)
     assert abs(got - want) <= 1e-12 * max(1.0, abs(want))
     assert peak < T * o.n_params * 8 / 4, peak
+
+
+def test_fit_passes_over_the_data_once(monkeypatch):
+    """The moments (an O(N p^2) Gram of the data: 10 s at N = 1e5, p = 500 on one core) are computed once
+    per fit (they were computed twice, once unused)."""
+    import varopt.estimators.sparse_ising as est
+    import varopt.formulations.sparse_ising as form
+    calls = []
+    real = form.moments
+
+    def counted(S, *a, **k):
+        calls.append(S.shape)
+        return real(S, *a, **k)
+    monkeypatch.setattr(form, "moments", counted)
+    monkeypatch.setattr(est, "moments", counted, raising=False)
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((300, 25)) < 0.5, 1.0, -1.0)
+    est.SparseIsing(max_iter=2).fit(X)
+    assert calls == [(300, 25)]
+
+
+def test_identical_and_opposite_columns_warn_by_name():
+    import warnings
+
+    import pytest
+
+    from varopt.estimators import SparseIsing
+    from varopt.formulations.sparse_ising import IdenticalColumnsWarning
+    rng = np.random.default_rng(3)
+    X = np.where(rng.random((400, 24)) < 0.5, 1.0, -1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # ordinary data: no warning
+        SparseIsing(max_iter=2).fit(X)
+    Xd = np.c_[X, X[:, 4], -X[:, 7]]
+    with pytest.warns(IdenticalColumnsWarning, match=r"columns 4 and 24 are equal in every sample \(2 such pairs\)"):
+        m = SparseIsing(max_iter=5).fit(Xd)
+    assert np.isfinite(m.coef_).all()
+    with pytest.warns(IdenticalColumnsWarning, match="columns 7 and 24 are opposite"):
+        SparseIsing(max_iter=2).fit(np.c_[X, -X[:, 7]])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputDataError
-from ..formulations.sparse_ising import check_spins, ising_program, moments
+from ..formulations.sparse_ising import check_spins, ising_program
 from .base import VaroptEstimator
 
 
@@ -82,7 +82,6 @@ class SparseIsing(VaroptEstimator):
         S = check_spins(self._validate(X, reset=True, accept_sparse=True, with_y=False),
                         penalize_bias=self.penalize_bias)
         n = S.shape[1]
-        mu, s = moments(S)
         prog = ising_program(S, self.rho, self.penalize_bias)
         oracle = self._oracle(n, None)
         variant = self.variant

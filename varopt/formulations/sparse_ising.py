@@ -59,19 +59,40 @@ def check_spins(X, name="X", penalize_bias=False):
     return S
 
 
-def moments(S):
-    """``(mu_hat, s_hat)``: column means and pair means ``mean(x_i x_j)`` over ``triu_indices``."""
+class IdenticalColumnsWarning(UserWarning):
+    """Two spin columns equal (or opposite) in every sample: their coupling is set by the penalty alone."""
+
+
+def moments(S, warn=True):
+    """``(mu_hat, s_hat)``: column means and pair means ``mean(x_i x_j)`` over ``triu_indices``.
+
+    ``|s_hat_e| = 1`` (columns ``i``, ``j`` equal or opposite in every sample) puts the pair moment on the
+    boundary of the marginal polytope: the unpenalised likelihood grows without bound as ``J_e -> +-inf``
+    (as a constant column's bias, Honorio 2012, Assumption 1), and the L1 optimum has ``|J_e|`` set by
+    ``rho`` alone. Not an error (the penalised problem has a solution, and ``N < p`` data often have such
+    pairs): an :class:`IdenticalColumnsWarning` naming the first pair and the count (``warn``)."""
     n = S.shape[1]
     a, b = np.triu_indices(n, 1)
     C = S.T @ S / S.shape[0]
-    return S.mean(axis=0), C[a, b]
+    s = C[a, b]
+    if warn:
+        edge = np.flatnonzero(np.abs(s) == 1.0)
+        if edge.size:
+            import warnings
+            i, j = int(a[edge[0]]), int(b[edge[0]])
+            how = "equal" if s[edge[0]] > 0 else "opposite"
+            warnings.warn(f"columns {i} and {j} are {how} in every sample ({edge.size} such pair"
+                          f"{'s' if edge.size > 1 else ''}): the maximum-likelihood coupling of such a pair is "
+                          "infinite and the penalty rho alone sets its size; drop duplicate columns",
+                          IdenticalColumnsWarning, stacklevel=3)
+    return S.mean(axis=0), s
 
 
 def ising_program(S, rho, penalize_bias=False):
     """The compiled program (variables ``b[i]``, ``J[i,j]``) of the data term and the penalty."""
     from ..program import AtomGroup, Expression, Program
     n = S.shape[1]
-    mu, s = moments(S)
+    mu, s = moments(S)   # O(N n^2): the one pass over the data of a fit
     a, b = np.triu_indices(n, 1)
     p = n + a.size
     names = [f"b[{i}]" for i in range(n)] + [f"J[{i},{j}]" for i, j in zip(a, b)]
