@@ -79,3 +79,16 @@ def test_identical_and_opposite_columns_warn_by_name():
     assert np.isfinite(m.coef_).all()
     with pytest.warns(IdenticalColumnsWarning, match="columns 7 and 24 are opposite"):
         SparseIsing(max_iter=2).fit(np.c_[X, -X[:, 7]])
+
+
+def test_verbose_progress_of_a_sampled_fit_shows_samples_step_and_support(capsys):
+    """A sampled fit has no objective value: its progress lines show what changes (S_k, eta_k, the
+    iterate's nonzeros); they showed only the iteration and the time."""
+    from varopt.estimators import SparseIsing
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((200, 22)) < 0.5, 1.0, -1.0)
+    SparseIsing(max_iter=3, samples=10, solver_options={"verbose": True}).fit(X)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("proxsg it")]
+    assert len(lines) == 3
+    assert all(" samples " in ln and " step " in ln and " nonzeros " in ln for ln in lines), lines
+    assert " samples 10 " in lines[0] and " samples 17 " in lines[1]     # log schedule: ceil(10 (1 + log 2))
