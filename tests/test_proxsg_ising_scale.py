@@ -92,3 +92,25 @@ def test_verbose_progress_of_a_sampled_fit_shows_samples_step_and_support(capsys
     assert len(lines) == 3
     assert all(" samples " in ln and " step " in ln and " nonzeros " in ln for ln in lines), lines
     assert " samples 10 " in lines[0] and " samples 17 " in lines[1]     # log schedule: ceil(10 (1 + log 2))
+
+
+def test_mean_field_start_skips_the_zero_couplings(monkeypatch):
+    import varopt.oracles.ising as ising
+    seen = []
+    real = ising.mean_field
+
+    def spy(h, Jm, *a, **k):
+        seen.append(Jm.nnz)
+        return real(h, Jm, *a, **k)
+    monkeypatch.setattr(ising, "mean_field", spy)
+    n = 60
+    theta = _theta(n, 0.2, seed=4)
+    o = IsingGibbsOracle(n, n_chains=5, n_sweeps=1)
+    got = o.estimate(theta, 3)
+    assert seen == [2 * np.count_nonzero(theta[n:])]
+    h, J = o.split(theta)
+    full = o.coupling_matrix(J)                 # with the explicit zeros: the same magnetisations, bitwise
+    nz = full.copy()
+    nz.eliminate_zeros()
+    assert full.nnz == n * (n - 1) and np.array_equal(real(h, full), real(h, nz))
+    assert np.isfinite(got).all()
