@@ -114,3 +114,18 @@ def test_mean_field_start_skips_the_zero_couplings(monkeypatch):
     nz.eliminate_zeros()
     assert full.nnz == n * (n - 1) and np.array_equal(real(h, full), real(h, nz))
     assert np.isfinite(got).all()
+
+
+def test_estimator_input_check_makes_no_copy_of_the_data():
+    """The magnitude check of every estimator's input (squares overflow) took ``abs`` of the whole array: a
+    temporary as large as the data (400 MB at N = 1e5, p = 500)."""
+    import pytest
+
+    from varopt.errors import InputDataError
+    from varopt.estimators.base import check_magnitude
+    X = np.where(np.random.default_rng(0).random((2000, 500)) < 0.5, 1.0, -1.0)
+    X[3, 7] = -5.0
+    _, peak = traced_peak(check_magnitude, "X", X)
+    assert peak < X.nbytes / 8, peak
+    with pytest.raises(InputDataError, match="magnitude up to 1e"):
+        check_magnitude("X", np.r_[1.0, -1e200])
