@@ -129,3 +129,38 @@ def test_estimator_input_check_makes_no_copy_of_the_data():
     assert peak < X.nbytes / 8, peak
     with pytest.raises(InputDataError, match="magnitude up to 1e"):
         check_magnitude("X", np.r_[1.0, -1e200])
+
+
+def test_sparse_01_moments_without_densifying():
+    """Sparse 0/1 data: the moments from sparse counts equal the dense path's bitwise, in less memory than
+    one dense copy (the dense path made two: 906 MB traced for a 29 MB matrix of 1e5 x 500); the
+    constant-column error and the other values' errors are the dense path's."""
+    import pytest
+    import scipy.sparse as sps
+
+    from varopt.errors import InputDataError
+    from varopt.estimators import SparseIsing
+    from varopt.formulations.sparse_ising import check_spins, moments, spin_moments
+    X = sps.random(4000, 120, density=0.05, format="lil", random_state=1)
+    X[X.nonzero()] = 1.0
+    X[0, :] = 1.0                                   # no constant column
+    X = X.tocsr()
+    X[0, 5] = 0.0                                   # an explicit stored zero is a -1 spin
+    assert X.nnz == X.count_nonzero() + 1
+    (mu, s), peak = traced_peak(spin_moments, X)
+    mu_d, s_d = moments(check_spins(X.toarray()))
+    assert np.array_equal(mu, mu_d) and np.array_equal(s, s_d)
+    assert peak < X.shape[0] * X.shape[1] * 8 / 2, peak
+    Xs = X[:300]
+    a = SparseIsing(max_iter=3).fit(Xs)
+    assert np.array_equal(a.theta_, SparseIsing(max_iter=3).fit(Xs.toarray()).theta_)
+    small = SparseIsing(max_iter=3).fit(Xs[:, :12])
+    assert small.score(Xs[:, :12]) == small.score(Xs[:, :12].toarray())
+    Z = X.tolil()
+    Z[:, 7] = 0.0
+    with pytest.raises(InputDataError, match="column 7 is constant"):
+        spin_moments(Z.tocsr())
+    Y = X.copy()
+    Y.data[3] = -1.0                                # a -1 beside the implicit zeros
+    with pytest.raises(InputDataError, match="both 0 and -1 occur"):
+        spin_moments(Y)
