@@ -164,3 +164,25 @@ def test_sparse_01_moments_without_densifying():
     Y.data[3] = -1.0                                # a -1 beside the implicit zeros
     with pytest.raises(InputDataError, match="both 0 and -1 occur"):
         spin_moments(Y)
+
+
+def test_dense_data_moments_without_a_spin_copy():
+    """Dense 0/1 and -1/+1 data: the moments equal those of the check_spins copy bitwise, with no N x p float
+    copy (the copy, and np.unique's sorted one, were 1.4x the data's memory at 1e5 x 500)."""
+    import pytest
+
+    from varopt.errors import InputDataError
+    from varopt.formulations.sparse_ising import IdenticalColumnsWarning, check_spins, moments, spin_moments
+    rng = np.random.default_rng(5)
+    B = (rng.random((3000, 80)) < 0.3).astype(float)
+    for X in (B, 2.0 * B - 1.0):
+        (mu, s), peak = traced_peak(spin_moments, X)
+        mu_d, s_d = moments(check_spins(X))
+        assert np.array_equal(mu, mu_d) and np.array_equal(s, s_d)
+        assert peak < X.nbytes / 2, peak
+    with pytest.warns(IdenticalColumnsWarning, match="columns 3 and 80 are opposite"):
+        spin_moments(np.c_[B, 1.0 - B[:, 3]])
+    B[:, 9] = 1.0
+    with pytest.raises(InputDataError, match=r"column 9 is constant \(\+1 in every sample\)"):
+        spin_moments(B)
+    assert spin_moments(B, penalize_bias=True)[0][9] == 1.0

@@ -24,8 +24,11 @@ from ..errors import InputDataError
 from ..program.energy import spin_states
 
 
-def check_spins(X, name="X", penalize_bias=False):
-    """Validated spin data (float array of -1/+1) from ``X`` in {-1, +1} or {0, 1}."""
+def _spin_array(X, name):
+    """``(A, pm)``: the data as a float array (not copied when it is one) and True when its values are -1/+1,
+    False when 0/1; :class:`InputDataError` naming the first bad entry otherwise. The value test reads
+    boolean masks (an eighth of the data each); the NaN scan and the sort of ``np.unique`` run only on the
+    error path."""
     if sp.issparse(X):  # 0/1 data are often stored sparse (zeros are the -1 spins)
         X = X.toarray()
     try:
@@ -37,25 +40,40 @@ def check_spins(X, name="X", penalize_bias=False):
     if A.shape[0] == 0 or A.shape[1] == 0:
         raise InputDataError(f"{name} is empty (shape {A.shape}); at least one sample of at least one variable "
                              "is needed")
+    one = A == 1.0
+    if np.all(one | (A == -1.0)):
+        return A, True
+    if np.all(one | (A == 0.0)):
+        return A, False
     bad = ~np.isfinite(A)
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise InputDataError(f"{name}[{r}, {c}] is {A[r, c]} (NaN or inf)")
     vals = np.unique(A)
-    if not (set(vals) <= {-1.0, 1.0} or set(vals) <= {0.0, 1.0}):
-        other = [v for v in vals if v not in (-1.0, 0.0, 1.0)]
-        v = other[0] if other else 0.0
-        r, c = np.argwhere(A == v)[0]
-        raise InputDataError(f"{name}[{r}, {c}] = {A[r, c]:g}: data must be all -1/+1 or all 0/1"
-                             + (" (both 0 and -1 occur)" if not other else ""))
+    other = [v for v in vals if v not in (-1.0, 0.0, 1.0)]
+    v = other[0] if other else 0.0
+    r, c = np.argwhere(A == v)[0]
+    raise InputDataError(f"{name}[{r}, {c}] = {A[r, c]:g}: data must be all -1/+1 or all 0/1"
+                         + (" (both 0 and -1 occur)" if not other else ""))
+
+
+def _check_constant(plus, N, name):
+    """Assumption 1 of Honorio 2012 from the count ``plus`` of +1 spins per column."""
+    const = np.flatnonzero((plus == 0) | (plus == N))
+    if const.size:
+        k = int(const[0])
+        raise InputDataError(
+            f"{name}: column {k} is constant ({1.0 if plus[k] == N else -1.0:+g} in every sample); its bias is "
+            "unbounded in the maximum-likelihood problem (Honorio 2012, Assumption 1); drop the column or "
+            "penalise the bias (penalize_bias=True)")
+
+
+def check_spins(X, name="X", penalize_bias=False):
+    """Validated spin data (float array of -1/+1) from ``X`` in {-1, +1} or {0, 1}."""
+    A, _ = _spin_array(X, name)
     S = np.where(A > 0, 1.0, -1.0)
     if not penalize_bias:
-        const = np.flatnonzero(np.all(S == S[:1], axis=0))
-        if const.size:
-            raise InputDataError(
-                f"{name}: column {int(const[0])} is constant ({S[0, const[0]]:+g} in every sample); its bias is "
-                "unbounded in the maximum-likelihood problem (Honorio 2012, Assumption 1); drop the column or "
-                "penalise the bias (penalize_bias=True)")
+        _check_constant(np.count_nonzero(S > 0, axis=0), S.shape[0], name)
     return S
 
 
@@ -93,32 +111,34 @@ def _warn_identical(s, a, b, stacklevel=4):
 
 
 def spin_moments(X, name="X", penalize_bias=False, warn=True):
-    """``(mu_hat, s_hat)`` of validated spin data (:func:`check_spins`, :func:`moments`).
-
-    Sparse 0/1 data (every stored value 0 or 1; the zeros are the -1 spins) are not densified: with
-    ``B`` the 0/1 matrix, ``c = B^T 1`` and ``C = B^T B`` (sparse products), ``x = 2B - 1`` gives
+    """``(mu_hat, s_hat)`` of validated spin data (:func:`check_spins`, :func:`moments`) without a copy of
+    the data: -1/+1 data are read as they are; for 0/1 data ``B`` (dense, or sparse with every stored
+    value 0 or 1: the zeros are the -1 spins), ``c = B^T 1`` and ``C = B^T B`` with ``x = 2B - 1`` give
     ``N mu_i = 2 c_i - N`` and ``N mean(x_i x_j) = 4 C_ij - 2 c_i - 2 c_j + N``: integers, so the moments
-    are bitwise those of the dense path, in ``O(nnz + p^2)`` memory (a 1e5 x 500 matrix of 5 % ones: 29 MB
-    stored, 400 MB per dense copy, of which the dense path made two). Other sparse data take the dense
-    path (and its errors)."""
-    if not (sp.issparse(X) and X.ndim == 2 and 0 not in X.shape):
-        return moments(check_spins(X, name, penalize_bias), warn=warn)
-    B = sp.csr_matrix(X, dtype=float)
-    if not np.all((B.data == 0.0) | (B.data == 1.0)):
-        return moments(check_spins(X, name, penalize_bias), warn=warn)
-    B.eliminate_zeros()
+    are bitwise those of the ``check_spins`` copy (a sparse 1e5 x 500 matrix of 5 % ones: 29 MB stored,
+    400 MB per dense copy, of which the earlier path made two). Other sparse data are densified (and get
+    the dense path's errors)."""
+    if sp.issparse(X) and X.ndim == 2 and 0 not in X.shape:
+        B = sp.csr_matrix(X, dtype=float)
+        if np.all((B.data == 0.0) | (B.data == 1.0)):
+            B.eliminate_zeros()
+            return _moments01(B, name, penalize_bias, warn)
+    A, pm = _spin_array(X, name)
+    if not pm:
+        return _moments01(A, name, penalize_bias, warn)
+    if not penalize_bias:
+        _check_constant(np.count_nonzero(A > 0, axis=0), A.shape[0], name)
+    return moments(A, warn=warn)
+
+
+def _moments01(B, name, penalize_bias, warn):
     N, n = B.shape
     c = np.asarray(B.sum(axis=0)).ravel()
     if not penalize_bias:
-        const = np.flatnonzero((c == 0) | (c == N))
-        if const.size:
-            k = int(const[0])
-            raise InputDataError(
-                f"{name}: column {k} is constant ({1.0 if c[k] == N else -1.0:+g} in every sample); its bias is "
-                "unbounded in the maximum-likelihood problem (Honorio 2012, Assumption 1); drop the column or "
-                "penalise the bias (penalize_bias=True)")
+        _check_constant(c, N, name)
     a, b = np.triu_indices(n, 1)
-    C = (B.T @ B).toarray()
+    C = B.T @ B
+    C = C.toarray() if sp.issparse(C) else C
     s = (4.0 * C[a, b] - 2.0 * c[a] - 2.0 * c[b] + N) / N
     if warn:
         _warn_identical(s, a, b)
