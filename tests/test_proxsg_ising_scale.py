@@ -43,7 +43,7 @@ def test_exact_log_likelihood_of_many_rows_without_the_feature_matrix():
 
 
 def test_fit_passes_over_the_data_once(monkeypatch):
-    """The moments (an O(N p^2) Gram of the data: 10 s at N = 1e5, p = 500 on one core) are computed once
+    """The moments (an O(N p^2) Gram of the data: 1 s at N = 1e5, p = 500 on one core) are computed once
     per fit (they were computed twice, once unused)."""
     import varopt.estimators.sparse_ising as est
     import varopt.formulations.sparse_ising as form
