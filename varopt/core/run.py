@@ -106,6 +106,9 @@ class Run:
         #: True when the user maximised: the program (and every value the solver records) is the
         #: internal minimisation, and the progress lines show the user's sense (set by Solver.solve)
         self.maximize = False
+        #: history keys shown on progress lines (a solver adds its own: proxsg's sample size and step,
+        #: the only changing numbers of a sampled run, which has no objective value to show)
+        self.progress_keys = ("objective", "lower", "upper", "gap")
 
     # --- clock and limits -----------------------------------------------------------------
     def elapsed(self) -> float:
@@ -181,7 +184,7 @@ class Run:
                                                 None if h["lower"] is None else -h["lower"])
                 user["objective"] = None if h["objective"] is None else -h["objective"]
             shown = " ".join(f"{k} {_fmt(v)}" for k, v in user.items()
-                             if k in ("objective", "lower", "upper", "gap") and v is not None)
+                             if k in self.progress_keys and v is not None)
             self.progress(f"{self.solver} it {it:>7d}  {shown}  t {h['time']:.3g}s", force=force)
         return h
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputDataError
-from ..formulations.sparse_ising import check_spins, ising_program, moments
+from ..formulations.sparse_ising import ising_program, spin_moments
 from .base import VaroptEstimator
 
 
@@ -52,7 +52,7 @@ class SparseIsing(VaroptEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True      # 0/1 data are often stored sparse (densified: the oracles are dense)
+        tags.input_tags.sparse = True      # 0/1 data are often stored sparse (their moments from sparse products)
         return tags
 
     def _oracle(self, n, data_mean):
@@ -79,11 +79,10 @@ class SparseIsing(VaroptEstimator):
                 or not np.isfinite(self.rho) or self.rho <= 0:
             raise InputDataError(f"rho must be a positive number (got {self.rho!r})")
         # scikit-learn's checks first (NaN/inf, complex, empty, n_features_in_, feature names), then the spin values
-        S = check_spins(self._validate(X, reset=True, accept_sparse=True, with_y=False),
-                        penalize_bias=self.penalize_bias)
-        n = S.shape[1]
-        mu, s = moments(S)
-        prog = ising_program(S, self.rho, self.penalize_bias)
+        mu, s = spin_moments(self._validate(X, reset=True, accept_sparse=True, with_y=False),
+                             penalize_bias=self.penalize_bias)
+        n = mu.size
+        prog = ising_program(None, self.rho, self.penalize_bias, data_moments=(mu, s))
         oracle = self._oracle(n, None)
         variant = self.variant
         if variant == "auto":
@@ -120,5 +119,7 @@ class SparseIsing(VaroptEstimator):
         """Exact average log-likelihood of ``X`` under the fitted model (enumeration)."""
         from ..oracles.ising import IsingExactOracle
         self._check_fitted("theta_")     # NotFittedError (an AttributeError too, as before)
-        S = check_spins(self._validate(X, reset=False, accept_sparse=True, with_y=False), penalize_bias=True)
-        return IsingExactOracle(self.n_features_in_).log_likelihood(self.theta_, S)
+        mu, s = spin_moments(self._validate(X, reset=False, accept_sparse=True, with_y=False), penalize_bias=True,
+                             warn=False)
+        # theta . mean phi(X) - log Z (IsingExactOracle.log_likelihood from the moments; sparse data stay sparse)
+        return float(np.r_[mu, s] @ self.theta_) - IsingExactOracle(self.n_features_in_).log_partition(self.theta_)

@@ -111,6 +111,7 @@ class ProxSG(Solver):
             raise InvalidOptionError(f"option 'sparsify' applies to the averaged outputs of variants FB and FR; "
                                      f"variant {method} already outputs a proximal point (sparse)")
         pr = ProxRun(src, pen, opts, run, x0, method)
+        run.progress_keys += ("samples", "step", "nonzeros")
         if method == "PN":
             status, msg, last = proximal_newton(pr)
             out = last
