@@ -102,6 +102,10 @@ def _edges(n, edges):
     return E
 
 
+#: entries of one block of edge statistics in :meth:`GibbsOracle._column_blocks` (8 MB of float64; a block and its temporaries are about five of them)
+_BLOCK_ENTRIES = 1 << 20
+
+
 class GibbsOracle(Oracle):
     """``GibbsOracle(n, edges, *, states="spin", n_chains=16, n_sweeps=50, burn_in=20,
     data_mean=None)``: sampled gradients of log Z (or of the average negative log-likelihood
@@ -209,9 +213,25 @@ class GibbsOracle(Oracle):
         """Per-sample statistics phi, shape (n_sweeps, n_chains, n + |E|)."""
         return self.statistics(self.sample(theta, batch))
 
+    def _column_blocks(self, X, reduce):
+        """``reduce`` of the per-sample statistics' columns (axis 0 of a ``(samples, k)`` block), computed in
+        blocks of edges: the full ``samples x (n + |E|)`` matrix of :meth:`samples` is 128 MB at n = 200 with
+        all pairs. Each block is C-ordered and at least two columns wide (the spins ride with the first), so
+        numpy reduces every column row by row as on the full matrix: the same numbers, bit for bit (a single
+        column or an F-ordered block would be summed pairwise)."""
+        X = np.asarray(X, dtype=float).reshape(-1, self.n)
+        a, b = self.edges[:, 0], self.edges[:, 1]
+        step = max(2, _BLOCK_ENTRIES // max(1, X.shape[0]))
+        cuts = np.linspace(0, self.n_edges, max(1, self.n_edges // step) + 1).astype(int)
+        parts = []
+        for k, (lo, hi) in enumerate(zip(cuts[:-1], cuts[1:])):
+            block = X[:, a[lo:hi]] * X[:, b[lo:hi]]
+            parts.append(reduce(np.hstack([X, block]) if k == 0 else np.ascontiguousarray(block)))
+        return np.concatenate(parts) if parts else reduce(X)
+
     def estimate(self, theta, batch):
         """Monte Carlo estimate of E_theta[phi] (= grad log Z(theta)), shape (n + |E|,)."""
-        return self.samples(theta, batch).mean(axis=(0, 1))
+        return self._column_blocks(self.sample(theta, batch), lambda M: M.mean(axis=0))
 
     # -- the protocol ------------------------------------------------------------------------
     def gradient(self, x, batch):
@@ -226,7 +246,7 @@ class GibbsOracle(Oracle):
     def hessian_diag(self, x, batch):
         """Sampled variance of each statistic over all recorded samples (the diagonal of
         Cov_x[phi] = Hess log Z(x); ``data_mean`` does not change the Hessian)."""
-        return self.samples(x, batch).reshape(-1, self.n_params).var(axis=0)
+        return self._column_blocks(self.sample(x, batch), lambda M: M.var(axis=0))
 
     def value(self, x):
         return None
