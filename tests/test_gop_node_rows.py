@@ -17,7 +17,7 @@ def _same_as_full(search, rows, path, blo, bub):
     """``rows`` (the incremental node rows) equal the full build's bit for bit; returns them."""
     M, lo, hi = rows
     Mf, lof, hif = search._node_rows_full(path, blo, bub)
-    np.testing.assert_array_equal(M, Mf)
+    np.testing.assert_array_equal(M.toarray(), Mf.toarray())
     np.testing.assert_array_equal(lo, lof)
     np.testing.assert_array_equal(hi, hif)
     return M, lo, hi
@@ -35,7 +35,7 @@ def test_node_rows_in_the_lp_are_the_requested_ones(name, monkeypatch):
         d = self.hm.data()                   # what HiGHS holds, read back
         k, w = A.shape
         assert d["A"].shape[0] == self.m_base + k and d["A"].shape[1] >= w
-        want = np.array(A, dtype=float)
+        want = A.toarray()
         want[np.abs(want) <= 1e-9] = 0.0       # HiGHS drops entries below its small_matrix_value (1e-9)
         got = d["A"][self.m_base:].toarray()
         np.testing.assert_array_equal(got[:, :w], want)
@@ -154,7 +154,7 @@ def test_node_rows_match_the_term_by_term_rows(name, reduction, monkeypatch):
     def checked(self, path, blo, bub):
         M, lo, hi = orig(self, path, blo, bub)
         Mr, lor, hir = _reference_node_rows(self, path, blo, bub)
-        Me, loe, hie = _eliminate_node_columns(self, path, M, lo, hi)
+        Me, loe, hie = _eliminate_node_columns(self, path, M.toarray(), lo, hi)
         np.testing.assert_allclose(Me, Mr, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(loe, lor, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(hie, hir, rtol=1e-12, atol=1e-12)

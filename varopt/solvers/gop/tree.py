@@ -66,10 +66,12 @@ class GopTree:
     branch_alpha = 0.8
     branch_clamp = 0.1
     #: alternating minimisation before the root OBBT (:meth:`_root_heuristic`) on programs with at least this
-    #: many product terms, within this share of the time limit, or this many seconds without one
-    root_min_products = 100
+    #: many product terms (or too many variables for SLSQP), within this share of the time left, or this many
+    #: seconds without a time limit, from up to this many starts
+    root_min_products = 400
     root_share = 0.75
     root_budget = 10.0
+    root_starts = 4
     #: share of the time left that the root OBBT may use under a time limit
     obbt_share = 0.5
 
@@ -181,7 +183,9 @@ class GopTree:
                 # the cutoff row makes near-optimal boxes degenerate (HiGHS and its phase-1
                 # disagree on feasibility): the bound without it is still valid
                 cutoff = math.inf
-                r = self._lp(l, u, L, U, cutoff).solve()
+                hm = self._lp(l, u, L, U, cutoff)
+                self._limit_lp(hm)
+                r = hm.solve()
                 self.n_lp += 1
                 if r.status == "infeasible":
                     return "infeasible", math.inf, None
@@ -419,10 +423,11 @@ class GopTree:
                      "relaxations could not be solved); the bounds are valid")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
 
-    def _root_start(self, l, u, rng):
-        """The model's starting values where it gives them, elsewhere a seeded uniform point of the box (near the
-        finite bound of a half-open interval, near 0 on a free variable)."""
-        z = np.array(self.program.x0, dtype=float) if self.program.x0 is not None else np.full(l.size, np.nan)
+    def _root_start(self, l, u, rng, random=False):
+        """The model's starting values where it gives them (not with ``random``), elsewhere a seeded uniform point of
+        the box (near the finite bound of a half-open interval, near 0 on a free variable)."""
+        z = np.array(self.program.x0, dtype=float) if (self.program.x0 is not None and not random) \
+            else np.full(l.size, np.nan)
         miss = ~np.isfinite(z)
         if miss.any():
             lo, hi, r = l[miss], u[miss], rng.random(int(miss.sum()))
@@ -438,19 +443,33 @@ class GopTree:
         On models with hundreds of product variables the root OBBT (two LPs per variable, ~1 s each on a
         30 x 30 rank-5 NMF) and the first node's cut rounds took the whole of a 20 s time limit, and the
         three alternation rounds of the first node's local search stopped at 48-77 where alternating
-        minimisation converges to 0.1274 (docs/gop.md §8f). The descent runs while the root is larger than
-        :attr:`root_min_products` product terms, within :attr:`root_share` of the time limit (or
-        :attr:`root_budget` seconds without one)."""
+        minimisation converges to 0.1274 (docs/gop.md §8f). The descent runs on programs with more variables than
+        the first node's SLSQP polish takes (:attr:`LocalSearch.max_polish_vars`) or at least
+        :attr:`root_min_products` product terms (smaller ones: that polish finds the same points sooner), within :attr:`root_share` of the time left (or
+        :attr:`root_budget` seconds without a time limit), from up to :attr:`root_starts` starts: the model's
+        start, then seeded random points of the box (alternation on a random bilinear program ends at a partial
+        optimum, a vertex, that depends on the start)."""
         lf = self.lf
-        if lf.nW + lf.nP < self.root_min_products or not self.local.bms:
+        big = self.program.n > self.local.max_polish_vars or lf.nW + lf.nP >= self.root_min_products
+        if not big or not self.local.bms:
             return None
         run = self.run
         tl = run.time_limit
         now = run.elapsed()
         budget = self.root_share * max(0.0, tl - now) if (tl is not None and math.isfinite(tl)) else self.root_budget
         stop = now + budget
-        z0 = self._root_start(l, u, np.random.default_rng(self.opts.seed))
-        return self.local.descend(z0, l, u, lambda: run.elapsed() >= stop)
+        rng = np.random.default_rng(self.opts.seed)
+        best = None
+        for k in range(self.root_starts):
+            if k and run.elapsed() >= stop:
+                break
+            z0 = self._root_start(l, u, rng) if k == 0 else self._root_start(l, u, rng, random=True)
+            found = self.local.descend(z0, l, u, lambda: run.elapsed() >= stop)
+            if found is None:
+                break   # the alternation finds no feasible point from such starts on this model: no restarts
+            if best is None or found[0] < best[0]:
+                best = found
+        return best
 
     def _root_boxes(self, l, u):
         """The root box, or its split by the disjunctions of ``root_split`` (bounded scaling pairs,
