@@ -26,7 +26,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from benchmarks.scale_energy_gop import fmt, run_case  # noqa: E402
+from benchmarks.scale_energy_gop import fmt, run_case
 
 
 def nmf_data(p, q, r):

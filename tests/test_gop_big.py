@@ -11,7 +11,6 @@ import varopt  # noqa: F401
 from varopt.solvers.gop import local as LS
 from varopt.solvers.gop import relaxed_dual as RD
 from varopt.solvers.gop import search as S
-from varopt.solvers.gop import tree as T
 
 
 def _nmf_data(p, q, r, seed=0):
@@ -69,9 +68,9 @@ def test_root_descent_frees_the_auxiliary_columns():
     """The residuals of ``sum (X - W H)^2`` are auxiliary columns with equality rows: free in both half-steps of the
     descent (docs/gop.md §8f). With them in one block the other half-step is pinned and the alternation stops after
     a round."""
+    from varopt.frontends.pyomo_compile import compile_pyomo
     from varopt.solvers.gop.partition import analyze
     from varopt.solvers.gop.relax import Lifted
-    from varopt.frontends.pyomo_compile import compile_pyomo
     X = _nmf_data(5, 4, 2, seed=2)
     prog, _ = compile_pyomo(_nmf_model(X, 2))
     assert prog.aux, "the squares of bilinear residuals are compiled with auxiliary columns"
@@ -156,14 +155,14 @@ def test_sparse_node_rows_give_the_iterates_of_dense_ones(monkeypatch):
         monkeypatch.setattr(RD, "DENSE_NODE_ENTRIES", 10 ** 12 if dense else 0)
         rec = []
 
-        def record(self, force=False, **f):
-            rec.append((f.get("lower"), f.get("upper"), f.get("n_open")))
+        def record(self, force=False, _rec=rec, **f):
+            _rec.append((f.get("lower"), f.get("upper"), f.get("n_open")))
             return orig(self, force, **f)
 
         monkeypatch.setattr(RUN.Run, "record", record)
         for name in ("fv", "bilinear"):
             m = _fv1990() if name == "fv" else _bilinear()
-            r = pyo.SolverFactory("gop").solve(m, mode="gop", max_iter=150).varopt_result
+            r = pyo.SolverFactory("gop").solve(m, mode="gop", max_iter=100).varopt_result
             rec.append((r.status, r.lower_bound, r.upper_bound))
         hist[dense] = rec
     a, b = hist[True], hist[False]
