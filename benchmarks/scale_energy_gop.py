@@ -14,6 +14,8 @@ scipy and pyomo loaded is ~100 MB of it). References:
 * gop: random bilinear programs and NMF written in Pyomo, pooling problems of
   ``benchmarks/gop_instances``; SCIP (``scip_direct``) with its own time limit is the reference,
   the gop lower bound must be <= SCIP's upper bound and gop's point is evaluated by pyomo ``value()``.
+  ``benchmarks/gop_incumbent.py`` runs the larger gop models (NMF 30 x 30 rank 5, bilinear 50-200, pooling) at
+  5 and 20 s against SCIP and alternating NNLS (docs/gop.md §8f).
 
 Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/scale_energy_gop.py`` (about 4 min with the
 defaults; ``--quick`` about 1 min; ``--gop-time 20 --scip-time 40`` for longer gop runs). Timings are from

@@ -17,6 +17,7 @@ def _lp_value(model, A, lo, hi):
     """min c^T z over the base rows HiGHS holds, the node rows ``lo <= A z <= hi`` and the column bounds, solved
     from scratch (no basis, no cuts added)."""
     d = model.hm.data()
+    A = A.toarray() if hasattr(A, "toarray") else np.asarray(A)   # the node rows are CSR
     Ab = d["A"][:model.m_base].toarray()
     # node columns past the node's width (used by other nodes): no entry, cost 0, bounds [0, inf)
     M = np.vstack([Ab, np.pad(A, ((0, 0), (0, Ab.shape[1] - A.shape[1])))])

@@ -13,18 +13,27 @@ from varopt.solvers.gop import relaxed_dual as RD
 from varopt.solvers.gop.search import TINY_BOX_TERM
 
 
+def _dense(A):
+    """Node rows as a dense array (they are dense while small, CSR beyond: ``relaxed_dual.dense_rows``)."""
+    return A.toarray() if hasattr(A, "toarray") else np.asarray(A)
+
+
 def _same_as_full(search, rows, path, blo, bub):
     """``rows`` (the incremental node rows) equal the full build's bit for bit; returns them."""
     M, lo, hi = rows
     Mf, lof, hif = search._node_rows_full(path, blo, bub)
-    np.testing.assert_array_equal(M, Mf)
+    assert type(M) is type(Mf)
+    np.testing.assert_array_equal(_dense(M), _dense(Mf))
     np.testing.assert_array_equal(lo, lof)
     np.testing.assert_array_equal(hi, hif)
     return M, lo, hi
 
 
+@pytest.mark.parametrize("dense", [True, False])
 @pytest.mark.parametrize("name", ["bgmm_point", "bgmm_gaussian", "bilinear"])
-def test_node_rows_in_the_lp_are_the_requested_ones(name, monkeypatch):
+def test_node_rows_in_the_lp_are_the_requested_ones(name, dense, monkeypatch):
+    # the rows of every node dense, or CSR (as at depth, relaxed_dual.dense_rows)
+    monkeypatch.setattr(RD, "DENSE_NODE_ENTRIES", 10 ** 12 if dense else 0)
     model = MODELS[name]()
     seen = {"in_place": 0, "checked": 0}
     orig = RD.RDModel._set_node_rows
@@ -35,7 +44,8 @@ def test_node_rows_in_the_lp_are_the_requested_ones(name, monkeypatch):
         d = self.hm.data()                   # what HiGHS holds, read back
         k, w = A.shape
         assert d["A"].shape[0] == self.m_base + k and d["A"].shape[1] >= w
-        want = np.array(A, dtype=float)
+        assert hasattr(A, "toarray") != dense
+        want = _dense(A).copy()
         want[np.abs(want) <= 1e-9] = 0.0       # HiGHS drops entries below its small_matrix_value (1e-9)
         got = d["A"][self.m_base:].toarray()
         np.testing.assert_array_equal(got[:, :w], want)
@@ -154,7 +164,7 @@ def test_node_rows_match_the_term_by_term_rows(name, reduction, monkeypatch):
     def checked(self, path, blo, bub):
         M, lo, hi = orig(self, path, blo, bub)
         Mr, lor, hir = _reference_node_rows(self, path, blo, bub)
-        Me, loe, hie = _eliminate_node_columns(self, path, M, lo, hi)
+        Me, loe, hie = _eliminate_node_columns(self, path, _dense(M), lo, hi)
         np.testing.assert_allclose(Me, Mr, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(loe, lor, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(hie, hir, rtol=1e-12, atol=1e-12)

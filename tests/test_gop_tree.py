@@ -308,13 +308,13 @@ def test_obbt_filtering_gives_the_unfiltered_bounds(monkeypatch):
     orig = T.GopTree._obbt
     counts = []
 
-    def both(self, l, u, L, U, idx, cutoff, rounds=2):
+    def both(self, l, u, L, U, idx, cutoff, rounds=2, **kw):
         out = {}
         for flt in (False, True):
             self.obbt_filter = flt
             n0 = self.n_lp
             cp_ = [a.copy() if isinstance(a, np.ndarray) else a for a in (l, u, L, U)]
-            out[flt] = (orig(self, *cp_, idx, cutoff, rounds), self.n_lp - n0)
+            out[flt] = (orig(self, *cp_, idx, cutoff, rounds, **kw), self.n_lp - n0)
         self.obbt_filter = True
         (a, na), (b, nb) = out[False], out[True]
         assert a[4] == b[4]

@@ -63,6 +63,8 @@ class LocalSearch:
         self._cons = None
         self.rescues = 0
         self._fixed_bms = {}  # fixed-variable mask -> BlockModel (None: not convex in the free ones)
+        self._part = part
+        self._descent_bms = None
 
     def violation(self, z, own=True):
         """Largest row violation relative to ``max(1, |side|, 0.01 sum_k |term_k|)``; ``inf`` outside
@@ -248,6 +250,90 @@ class LocalSearch:
             if not moved:
                 break
         return cur
+
+    def descent_models(self):
+        """The two block models of :meth:`descend`: the auxiliary columns (a lifted square ``r = x - w h`` of a
+        residual, defined by an equality row) are free in both half-steps, the user's variables alternate between
+        the blocks. With them in one block only, the other half-step meets ``r`` fixed: its rows ``r = x - w h``
+        then pin ``h`` and the alternation stops after one round (0.89 on a 30 x 30 rank-5 NMF). Falls back to
+        :attr:`bms` when a block is not convex that way."""
+        if self._descent_bms is None:
+            program, part = self.program, self._part
+            aux = np.arange(program.n_user, program.n, dtype=np.int64)
+            if not aux.size or not self.bms:
+                self._descent_bms = self.bms
+            else:
+                out = []
+                for a, b in ((part.x, part.y), (part.y, part.x)):
+                    p = Partition(x=np.union1d(a, aux), y=np.setdiff1d(b, aux),
+                                  connected=np.zeros(0, dtype=np.int64), names=program.names)
+                    try:
+                        out.append(BlockModel(program, p))
+                    except ModelStructureError:
+                        out = self.bms
+                        break
+                self._descent_bms = out
+        return self._descent_bms
+
+    def descend(self, z, lb, ub, out_of_time, rtol=1e-10, patience=5):
+        """Alternating minimisation from ``z`` with extrapolation: best feasible ``(value, z)`` or None.
+
+        A round solves GOP's primal problem for the first block of :meth:`descent_models` with the second block
+        fixed, then the second block for that first one; both are convex, so a plain round never increases the
+        objective. Plain rounds converge linearly and slowly on factorizations (a 30 x 30 rank-5 NMF: 0.1316
+        after 40 rounds, 0.12737 after 180, the limit 0.1273709), so every round starts from the second block
+        moved along its last step, ``y_e = y_k + beta (y_k - y_{k-1})`` clipped to the box, the heuristic
+        extrapolation with restarts of Ang & Gillis (2019, "Accelerating nonnegative matrix factorization
+        algorithms using extrapolation", Algorithm 2): ``beta`` grows by 5 % after a round that lowers the
+        objective (its cap by 1 %) and a round that does not is discarded, the cap set to the ``beta`` that
+        failed and ``beta`` divided by 1.5. Every point kept is a block optimum of a feasible start and is
+        checked on the program (:meth:`checked`). Stops when ``patience`` rounds in a row lower the objective by
+        less than ``rtol max(1, |f|)`` in total, or at ``out_of_time()``."""
+        bms = self.descent_models()
+        if len(bms) != 2:
+            return None
+        b1, b2 = bms
+        y2 = b1.yi          # the second block: fixed in the first half-step
+        best = []
+
+        def round_from(zs):
+            pts = []
+            z1 = self._primal_point(b1, zs, lb, ub, pts)
+            if z1 is None:
+                return None, math.inf
+            z2 = self._primal_point(b2, z1, lb, ub, pts)
+            if z2 is None or not pts or self.value(pts[-1][1]) is None:
+                return None, math.inf
+            best.extend(pts)
+            return pts[-1][1], pts[-1][0]
+
+        cur, f = round_from(np.clip(z, lb, ub))
+        if cur is None:
+            return min(best, key=lambda t: t[0]) if best else None
+        prev_y = None
+        beta, beta_max, slow, f_ref = 0.5, 1.0, 0, f
+        while not out_of_time():
+            if prev_y is not None and beta > 0:
+                ze = cur.copy()
+                ze[y2] = np.clip(cur[y2] + beta * (cur[y2] - prev_y), lb[y2], ub[y2])
+                nxt, fn = round_from(ze)
+                if nxt is not None and fn < f:
+                    beta, beta_max = min(beta_max, 1.05 * beta), min(1.0, 1.01 * beta_max)
+                else:
+                    beta_max, beta = beta, beta / 1.5
+                    nxt, fn = round_from(cur)
+            else:
+                nxt, fn = round_from(cur)
+            if nxt is None or not fn <= f:
+                break
+            prev_y, cur, f = cur[y2].copy(), nxt, fn
+            if f_ref - f <= rtol * max(1.0, abs(f)):
+                slow += 1
+                if slow >= patience:
+                    break
+            else:
+                slow, f_ref = 0, f
+        return min(best, key=lambda t: t[0]) if best else None
 
     # ------------------------------------------------------------------ SLSQP polish
     def _evaluate(self, z):

@@ -116,7 +116,7 @@ class RDModel:
         # size is written over them, so their basis statuses carry over (siblings in the Gray-code order differ
         # in one qualifying constraint and the box corner, docs/gop.md §7); deleting and re-adding them made
         # every node's dual simplex re-enter the active node rows (~70 iterations a node on the K = 3 BGMM)
-        self.node_rows = None     # (dense rows, lo, hi) of the rows at m_base .. m_base + k, or None
+        self.node_rows = None     # (CSR rows, lo, hi) of the rows at m_base .. m_base + k, or None
         self._defining = (None, None, None)   # (node rows, their rows defining the node columns, coefficients)
 
     def _ensure_cols(self, width):
@@ -136,26 +136,31 @@ class RDModel:
             self.node_rows = None
 
     def _set_node_rows(self, A, lo, hi):
-        """Make rows ``m_base ..`` of the LP the node rows ``lo <= A z <= hi`` (``A`` dense): written over the previous
-        node's rows where there are as many (only the entries and bounds that differ are changed), else
-        deleted and added."""
+        """Make rows ``m_base ..`` of the LP the node rows ``lo <= A z <= hi`` (``A`` dense, or CSR without explicit
+        zeros and with sorted indices, :func:`dense_rows`): written over the previous node's rows where there are as many (only the entries and bounds that
+        differ are changed, in row-major order), else deleted and added."""
         D, k = A, A.shape[0]
-        if not np.all(np.isfinite(D)):
+        dense = not sp.issparse(D)
+        if not np.all(np.isfinite(D if dense else D.data)):
             raise SolverBugError("a relaxed-dual node row has a non-finite coefficient")
         prev = self.node_rows
         if prev is None or prev[0].shape != D.shape:
             self._drop_node_rows()
             if k:
                 self._ensure_cols(D.shape[1])
-                r, c = np.nonzero(D)
-                R = sp.csr_matrix((D[r, c], c, np.searchsorted(r, np.arange(k + 1))), shape=(k, self.hm.num_cols))
+                if dense:
+                    r, c = np.nonzero(D)
+                    R = sp.csr_matrix((D[r, c], c, np.searchsorted(r, np.arange(k + 1))), shape=(k, self.hm.num_cols))
+                else:
+                    R = sp.csr_matrix((D.data, D.indices, D.indptr), shape=(k, self.hm.num_cols))
                 self.hm.add_rows(R, np.asarray(lo, dtype=float), np.asarray(hi, dtype=float), check=False)
                 self.node_rows = (D, np.array(lo, dtype=float), np.array(hi, dtype=float))
             return
         P, plo, phi = prev
-        rows, cols = np.nonzero(D != P)
+        rows, cols = np.nonzero(D != P) if dense else _changed_entries(D, P)
         if rows.size:
-            self.hm.set_coefficients(self.m_base + rows, cols, D[rows, cols], check=False)
+            self.hm.set_coefficients(self.m_base + rows, cols, D[rows, cols] if dense else _entries(D, rows, cols),
+                                     check=False)
         lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
         ch = np.flatnonzero((lo != plo) | (hi != phi))
         if ch.size:
@@ -244,7 +249,7 @@ class RDModel:
     def _farkas(self, d, A, lo, hi):
         """``F(rho)`` of :meth:`_keep_ray` for the node rows ``lo <= A z <= hi``."""
         rho = d["rho"]
-        v = rho @ A
+        v = _tmatvec(A, rho)
         v[:self.ncol] += d["s"]
         w = A.shape[1]
         rho, r = self._level_node_cols(rho, -v, A, lo, hi)
@@ -275,7 +280,7 @@ class RDModel:
         step = rj[fix] / a[fix]
         pi = pi.copy()
         pi[eq[fix]] += step
-        return pi, r - step @ A[eq[fix]]
+        return pi, r - _tmatvec(A[eq[fix]], step)
 
     def _ray_proves_infeasible(self, A, lo, hi):
         """True when a kept ray certifies that the node LP (base rows + ``lo <= A z <= hi``) is infeasible, with a
@@ -301,7 +306,7 @@ class RDModel:
             if d["A"].shape != A.shape:
                 continue
             pi, w = d["pi"], A.shape[1]
-            r = d["r"][:w] - pi @ (A - d["A"])
+            r = d["r"][:w] - _tmatvec(A - d["A"], pi)
             pi, r = self._level_node_cols(pi, r, A, lo, hi)
             best = max(best, d["base"] + _row_term(pi, lo, hi) + _row_term(r, self.col_lb[:w], self.col_ub[:w]))
             if best >= stop:
@@ -327,11 +332,11 @@ class RDModel:
         value ``-inf``.
         """
         hm = self.hm
-        # dense in-process; sparse from solve_batch (executor workers)
-        A = A.toarray() if sp.issparse(A) else np.asarray(A, dtype=float)
+        # dense or CSR by size (dense_rows); the executor's workers receive CSR
+        A = _node_csr(A) if not dense_rows(A.shape) else (A.toarray() if sp.issparse(A) else np.asarray(A, dtype=float))
         k = A.shape[0]
         tcol = self.tcol
-        no_opt = k == 0 or not np.any(A[:, tcol])
+        no_opt = k == 0 or not np.any(A[:, tcol] if isinstance(A, np.ndarray) else A.data[A.indices == tcol])
         self._set_cutoff(np.inf if no_opt else cutoff)
         if no_opt:
             tcols = list(range(tcol, self.ncol))
@@ -455,6 +460,45 @@ class RDModel:
     def take_new_cuts(self):
         cuts, self.new_cuts = self.new_cuts, []
         return cuts
+
+
+#: node rows with at most this many entries (rows x columns) are dense (:func:`dense_rows`)
+DENSE_NODE_ENTRIES = 100_000
+
+
+def dense_rows(shape):
+    """Whether node rows of this shape are held dense: up to :data:`DENSE_NODE_ENTRIES` entries (800 kB), where the
+    dense products of the dual checks are faster than sparse ones (scipy's per-call cost made the K = 3 BGMM of the
+    tests 30-80 % slower with CSR rows throughout); CSR beyond, where a dense matrix grows with the square of the
+    depth of the node."""
+    return shape[0] * shape[1] <= DENSE_NODE_ENTRIES
+
+
+def _tmatvec(A, v):
+    """``v @ A`` for dense ``A`` (the arithmetic of the dense rows), ``A.T @ v`` for sparse ``A``."""
+    return v @ A if isinstance(A, np.ndarray) else A.T @ v
+
+
+def _node_csr(A):
+    """Node rows as CSR without explicit zeros and with sorted indices (the form :meth:`RDModel._set_node_rows`
+    compares and writes); a dense array is converted."""
+    if sp.issparse(A) and A.format == "csr" and A.has_sorted_indices and (A.data != 0).all():
+        return A
+    A = sp.csr_matrix(A, dtype=float, copy=True)
+    A.eliminate_zeros()
+    A.sort_indices()
+    return A
+
+
+def _changed_entries(D, P):
+    """``(rows, cols)`` of the entries where the CSR matrices ``D`` and ``P`` (same shape) differ, row-major."""
+    E = (D != P).tocoo()
+    order = np.lexsort((E.col, E.row))
+    return E.row[order].astype(np.int64), E.col[order].astype(np.int64)
+
+
+def _entries(D, rows, cols):
+    return np.asarray(D[rows, cols], dtype=float).ravel()
 
 
 def _row_term(pi, lo, hi, tol=1e-9):

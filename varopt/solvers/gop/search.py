@@ -26,7 +26,7 @@ from .expansion import Expansion, batches
 from .lagrangian import BlockModel, restrict
 from .local import swapped
 from .primal import feasibility_primal, solve_primal
-from .relaxed_dual import RDModel, _pad, solve_batch
+from .relaxed_dual import RDModel, _pad, dense_rows, solve_batch
 from .symmetry import order_box
 
 
@@ -372,42 +372,88 @@ class GopSearch:
         return len(self.lags) - 1
 
     def _node_rows(self, path, blo, bub):
-        """All rows of a node over the columns ``[y, eta, t, t_p, s]`` (:meth:`_node_rows_full`): for every (k, B) on
-        its path, the Lagrangian row, the rows defining its node columns ``s_j = sigma_j g^k_j(y) >= 0`` (the
-        qualifying constraints) and the split rows. A sibling of the last node built (the same ancestors, the same new
-        Lagrangian) starts from that node's rows: in the ancestors' blocks only the node-column entries that use a box
-        end of a variable whose box differs are rewritten (:meth:`_update_ancestor_rows`), the last block is built
-        anew. The rows are the same numbers as :meth:`_node_rows_full` gives (the same operations per entry)."""
+        """All rows of a node over the columns ``[y, eta, t, t_p, s]`` (:meth:`_node_rows_full`), as a CSR matrix with
+        the row bounds: for every (k, B) on its path, the Lagrangian row, the rows defining its node columns
+        ``s_j = sigma_j g^k_j(y) >= 0`` (the qualifying constraints) and the split rows. A sibling of the last node built
+        (the same ancestors, the same new Lagrangian) starts from that node's blocks: an ancestor's block is copied and
+        rewritten only where its node-column entries use a box end of a variable whose box differs
+        (:meth:`_update_ancestor_rows`), the last block is built anew. The rows are the same numbers as
+        :meth:`_node_rows_full` gives (the same operations per entry)."""
         last = self._rows_last
         if (last is None or len(path) != len(last[0]) or not path or path[-1][0] != last[0][-1][0]
                 or any(a is not b for a, b in zip(path[:-1], last[0][:-1]))):
-            out = self._node_rows_full(path, blo, bub)
+            blocks = [self._block(k, B, blo, bub) for k, B in path]
         else:
-            _, lblo, lbub, M, lo, hi = last
-            M, lo, hi = M.copy(), lo.copy(), hi.copy()
+            _, lblo, lbub, prev = last
             changed = (blo != lblo) | (bub != lbub)
-            r, col = 0, self.ncol
-            for k, B in path[:-1]:
-                r, col = self._update_ancestor_rows(M, lo, r, col, k, B, blo, bub, changed)
-            k, B = path[-1]
-            T = self._row_template(k)
-            nb = T[0].shape[0]
-            M[r:r + nb, :self.ncol], lo[r:r + nb], hi[r:r + nb] = T
-            self._fill_block(M, lo, r, col, k, B, blo, bub)
-            out = (M, lo, hi)
-        self._rows_last = (path, blo, bub) + out
-        return out
+            blocks = [self._update_ancestor_rows(blk, k, B, blo, bub, changed) for blk, (k, B) in
+                      zip(prev[:-1], path[:-1])]
+            blocks.append(self._block(*path[-1], blo, bub))
+        self._rows_last = (path, blo, bub, blocks)
+        return self._assemble(blocks)
 
-    def _update_ancestor_rows(self, M, lo, r, col, k, B, blo, bub, changed):
-        """Rewrite, in the block of ``(k, B)`` at row ``r`` (node columns from ``col``), the entries that use the box
-        of a variable with ``changed`` set (the node-column entries of its Lagrangian row and split row; the bound of
-        a split row of a variable not connected in ``k``) as :meth:`_fill_block` computes them; returns
-        ``(row, column)`` after the block."""
+    def _block(self, k, B, blo, bub):
+        """The block of rows of ``(k, B)`` for the box ``[blo, bub]``: ``[M, lo, hi, coo]`` with ``M`` over the columns
+        ``[y, eta, t, t_p]`` and then the block's own node columns (its place among the node's columns is set by
+        :meth:`_assemble`); ``coo`` = (rows, columns, values) of its nonzeros, filled in by :meth:`_assemble` when it
+        first needs them. A block is not changed once built (:meth:`_update_ancestor_rows` copies it)."""
+        T = self._row_template(k)
+        c = self.lags[k]["conn"].size
+        M = np.zeros((T[0].shape[0], self.ncol + c))
+        M[:, :self.ncol] = T[0]
+        lo = T[1].copy()
+        self._fill_block(M, lo, 0, self.ncol, k, B, blo, bub)
+        return [M, lo, T[2], None]
+
+    def _assemble(self, blocks):
+        """``(A, lo, hi)`` of a node from its blocks: the blocks' rows stacked, each block's node columns placed after
+        the base columns and those of the blocks above it. ``A`` is dense while it is small
+        (:func:`.relaxed_dual.dense_rows`: the relaxed-dual model's arithmetic on it is then that of a dense matrix,
+        the fastest at the depths of the BGMMs), CSR beyond, so that the storage grows with the nonzeros, linearly in
+        the depth: a dense matrix is depth x depth (350 Lagrangians deep on Haverly's pooling problem in the Floudas
+        form, 700 x 356 per copy, with up to six copies alive and one per child of a batch)."""
+        if not blocks:
+            return np.zeros((0, self.ncol)), np.zeros(0), np.zeros(0)
+        nrow = sum(b[0].shape[0] for b in blocks)
+        ncol = self.ncol + sum(b[0].shape[1] - self.ncol for b in blocks)
+        lo, hi = np.concatenate([b[1] for b in blocks]), np.concatenate([b[2] for b in blocks])
+        if dense_rows((nrow, ncol)):
+            A = np.zeros((nrow, ncol))
+            r0, col = 0, self.ncol
+            for M, _, _, _ in blocks:
+                nb, c = M.shape[0], M.shape[1] - self.ncol
+                A[r0:r0 + nb, :self.ncol] = M[:, :self.ncol]
+                A[r0:r0 + nb, col:col + c] = M[:, self.ncol:]
+                r0, col = r0 + nb, col + c
+            return A, lo, hi
+        rows, cols, vals = [], [], []
+        r0, col = 0, self.ncol
+        for b in blocks:
+            M = b[0]
+            if b[3] is None:
+                rr, cc = np.nonzero(M)
+                b[3] = (rr, cc, M[rr, cc])
+            r, c, v = b[3]
+            rows.append(r + r0)
+            cols.append(np.where(c < self.ncol, c, c + (col - self.ncol)))
+            vals.append(v)
+            r0 += M.shape[0]
+            col += M.shape[1] - self.ncol
+        r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+        indptr = np.zeros(r0 + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r, minlength=r0), out=indptr[1:])
+        A = sp.csr_matrix((v, c, indptr), shape=(r0, col))
+        A.has_sorted_indices = True   # row-major within each block, base columns before the block's node columns
+        return A, lo, hi
+
+    def _update_ancestor_rows(self, blk, k, B, blo, bub, changed):
+        """The block ``blk`` of ``(k, B)`` (:meth:`_block`) for the box ``[blo, bub]``: itself when no entry uses the
+        box of a variable with ``changed`` set, else a copy with those entries (the node-column entries of its
+        Lagrangian row and split rows; the bound of a split row of a variable not connected in ``k``) rewritten as
+        :meth:`_fill_block` computes them."""
         L = self.lags[k]
         conn = L["conn"]
         c = conn.size
-        ms = self.split.size if L["split"] else 0
-        after = (r + 1 + c + ms, col + c)
         hit = changed[conn]
         if L["split"]:
             s = L["split_rows"]
@@ -415,17 +461,19 @@ class GopSearch:
             hit_nc = changed[s["var"]]
             row0 = L["use"].size and hit[L["use"]].any()
             if not (hit_cq.any() or hit_nc.any() or row0):
-                return after
+                return blk
         elif not hit.any():
-            return after
+            return blk
         else:
             row0 = True
+        M, lo = blk[0].copy(), blk[1].copy()
+        col = self.ncol
         e = self._box_terms(L, B, blo, bub)
         if row0:
-            self._lagrangian_row(M, r, col, L, e)
+            self._lagrangian_row(M, 0, col, L, e)
         if L["split"]:
-            self._split_rows(M, lo, r + 1 + c, col, L, e, blo, bub, hit_cq, hit_nc)
-        return after
+            self._split_rows(M, lo, 1 + c, col, L, e, blo, bub, hit_cq, hit_nc)
+        return [M, lo, blk[2], None]
 
     @staticmethod
     def _box_terms(L, B, blo, bub):
@@ -493,19 +541,9 @@ class GopSearch:
         after the base columns, filled in by :meth:`_fill_block`. The relaxed dual is the LP of docs/gop.md §5/§6b with
         every qualifying constraint ``sigma_j g_j(y) >= 0`` written as the node column ``s_j = sigma_j g_j(y) >= 0``
         and every box term ``g_j(y)(x^B_j - xbar_j)`` as ``sigma_j (x^B_j - xbar_j) s_j`` (§7, "node columns"): a node
-        change then rewrites one entry per box term instead of a dense row of ``y`` coefficients."""
-        blocks = [self._row_template(k) for k, _ in path]
-        if not blocks:
-            return np.zeros((0, self.ncol)), np.zeros(0), np.zeros(0)
-        ns = sum(self.lags[k]["conn"].size for k, _ in path)
-        lo = np.concatenate([b[1] for b in blocks])
-        hi = np.concatenate([b[2] for b in blocks])
-        M = np.zeros((lo.size, self.ncol + ns))
-        M[:, :self.ncol] = np.concatenate([b[0] for b in blocks])
-        r, col = 0, self.ncol
-        for k, B in path:
-            r, col = self._fill_block(M, lo, r, col, k, B, blo, bub)
-        return M, lo, hi          # dense: the relaxed-dual model compares it with the previous node's rows
+        change then rewrites one entry per box term instead of a dense row of ``y`` coefficients. Built from scratch
+        (no reuse of the last node's blocks); :meth:`_node_rows` gives the same rows."""
+        return self._assemble([self._block(k, B, blo, bub) for k, B in path])
 
     def _row_template(self, k):
         """``(M, lo, hi)``: the block of rows Lagrangian ``k`` adds to a node over the columns ``[y, eta, t, t_p]``, with
@@ -628,7 +666,7 @@ class GopSearch:
             return self._infeasible(program, "the linear constraints of the relaxed-dual block are infeasible")
         node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
         self.lags = []
-        self._rows_last = None   # (path, blo, bub, M, lo, hi) of the last node built by _node_rows
+        self._rows_last = None   # (path, blo, bub, blocks) of the last node built by _node_rows
         self.chain, self.n_sym_pruned, self.n_failed = self._order_chain(), 0, 0
         if self.chain is not None and not order_box(self.chain, node.blo, node.bub):
             raise SolverBugError("GOP: the symmetry ordering left the root box empty")

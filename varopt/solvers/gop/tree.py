@@ -65,6 +65,15 @@ class GopTree:
     #: least ``branch_clamp`` of the width from both ends
     branch_alpha = 0.8
     branch_clamp = 0.1
+    #: alternating minimisation before the root OBBT (:meth:`_root_heuristic`) on programs with at least this
+    #: many product terms (or too many variables for SLSQP), within this share of the time left, or this many
+    #: seconds without a time limit, from up to this many starts
+    root_min_products = 400
+    root_share = 0.75
+    root_budget = 10.0
+    root_starts = 4
+    #: share of the time left that the root OBBT may use under a time limit
+    obbt_share = 0.5
 
     def __init__(self, program, part, opts, run, lifted=None):
         self.program, self.part, self.opts, self.run = program, part, opts, run
@@ -86,13 +95,14 @@ class GopTree:
         tl = self.run.time_limit
         return tl is not None and self.run.elapsed() >= tl
 
-    def _limit_lp(self, hm):
+    def _limit_lp(self, hm, stop=math.inf):
         """Give the LP ``hm`` the time left (OBBT's LPs: one of them on a 300-variable NMF took 1.1 s, and the
         clock was checked only between them). An LP stopped by it has no optimal status and is skipped:
         the bounds already found stay valid."""
         tl = self.run.time_limit
-        if tl is not None and math.isfinite(tl):
-            hm.set_time_limit(max(1e-3, tl - self.run.elapsed()))
+        end = min(stop, tl if tl is not None else math.inf)
+        if math.isfinite(end):
+            hm.set_time_limit(max(1e-3, end - self.run.elapsed()))
 
     # ------------------------------------------------------------------ tolerances
     def _tol(self, UB):
@@ -162,6 +172,7 @@ class GopTree:
             if rnd and self._out_of_time():
                 break  # a looser outer approximation is still a valid bound
             hm = self._lp(l, u, L, U, cutoff)
+            self._limit_lp(hm)   # one root LP of a 300-variable NMF takes seconds: the time limit must hold
             r = hm.solve()
             self.n_lp += 1
             if r.status in ("infeasible",):
@@ -172,7 +183,9 @@ class GopTree:
                 # the cutoff row makes near-optimal boxes degenerate (HiGHS and its phase-1
                 # disagree on feasibility): the bound without it is still valid
                 cutoff = math.inf
-                r = self._lp(l, u, L, U, cutoff).solve()
+                hm = self._lp(l, u, L, U, cutoff)
+                self._limit_lp(hm)
+                r = hm.solve()
                 self.n_lp += 1
                 if r.status == "infeasible":
                     return "infeasible", math.inf, None
@@ -242,13 +255,22 @@ class GopTree:
                               lower=math.inf, upper=math.inf)
         need = self._product_vars()
         self._initial_tangents(l, u)
+        UB, best = math.inf, None
+        found = self._root_heuristic(l, u)
+        if found is not None:
+            UB, best = found
+            run.incumbent(best, objective=UB, upper=UB)
         if opts.bound_tightening:
-            l, u, L, U, infeas = self._obbt(l, u, L, U, need, math.inf)
+            tl = run.time_limit
+            # under a time limit the root OBBT gets a share of the time left: on a 300-variable NMF its ~600 LPs
+            # of ~1 s each took all of it, and the first node's relaxation none
+            stop = (run.elapsed() + self.obbt_share * max(0.0, tl - run.elapsed())
+                    if (tl is not None and math.isfinite(tl)) else math.inf)
+            l, u, L, U, infeas = self._obbt(l, u, L, U, need, math.inf, stop=stop)
             if infeas:
                 return run.finish("infeasible", "bound tightening over the relaxation proved infeasibility",
                                   lower=math.inf, upper=math.inf)
         l0, u0 = l.copy(), u.copy()
-        UB, best = math.inf, None
         seq = itertools.count()
         heap = [(-math.inf, next(seq), cl, cu, L, U, 0) for cl, cu in self._root_boxes(l, u)]
         closed_lb = math.inf  # smallest bound of the nodes pruned by bound
@@ -326,7 +348,7 @@ class GopTree:
                     if near and ls_wait > 0:
                         ls_wait -= 1
                         near = False
-                    if scheduled or near:
+                    if (scheduled or near) and not (best is not None and self._out_of_time()):
                         # a relaxation point that is feasible with (nearly) the node's bound as its value
                         # closes the node: the search could gain at most 0.1 of the gap tolerance there
                         enough = val + 0.1 * self._tol(val)
@@ -401,6 +423,54 @@ class GopTree:
                      "relaxations could not be solved); the bounds are valid")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
 
+    def _root_start(self, l, u, rng, random=False):
+        """The model's starting values where it gives them (not with ``random``), elsewhere a seeded uniform point of
+        the box (near the finite bound of a half-open interval, near 0 on a free variable)."""
+        z = np.array(self.program.x0, dtype=float) if (self.program.x0 is not None and not random) \
+            else np.full(l.size, np.nan)
+        miss = ~np.isfinite(z)
+        if miss.any():
+            lo, hi, r = l[miss], u[miss], rng.random(int(miss.sum()))
+            flo, fhi = np.isfinite(lo), np.isfinite(hi)
+            lo0, hi0 = np.where(flo, lo, 0.0), np.where(fhi, hi, 0.0)
+            z[miss] = np.where(flo & fhi, lo0 + r * (hi0 - lo0), np.where(flo, lo0 + r, np.where(fhi, hi0 - r, r - 0.5)))
+        return np.clip(z, l, u)
+
+    def _root_heuristic(self, l, u):
+        """Alternating minimisation at the root, before OBBT: ``(value, z)`` of the best feasible point of
+        :meth:`LocalSearch.descend` from the model's start (random where it gives none), or None.
+
+        On models with hundreds of product variables the root OBBT (two LPs per variable, ~1 s each on a
+        30 x 30 rank-5 NMF) and the first node's cut rounds took the whole of a 20 s time limit, and the
+        three alternation rounds of the first node's local search stopped at 48-77 where alternating
+        minimisation converges to 0.1274 (docs/gop.md §8f). The descent runs on programs with more variables than
+        the first node's SLSQP polish takes (:attr:`LocalSearch.max_polish_vars`) or at least
+        :attr:`root_min_products` product terms (smaller ones: that polish finds the same points sooner), within :attr:`root_share` of the time left (or
+        :attr:`root_budget` seconds without a time limit), from up to :attr:`root_starts` starts: the model's
+        start, then seeded random points of the box (alternation on a random bilinear program ends at a partial
+        optimum, a vertex, that depends on the start)."""
+        lf = self.lf
+        big = self.program.n > self.local.max_polish_vars or lf.nW + lf.nP >= self.root_min_products
+        if not big or not self.local.bms:
+            return None
+        run = self.run
+        tl = run.time_limit
+        now = run.elapsed()
+        budget = self.root_share * max(0.0, tl - now) if (tl is not None and math.isfinite(tl)) else self.root_budget
+        stop = now + budget
+        rng = np.random.default_rng(self.opts.seed)
+        best = None
+        for k in range(self.root_starts):
+            if k and run.elapsed() >= stop:
+                break
+            z0 = self._root_start(l, u, rng) if k == 0 else self._root_start(l, u, rng, random=True)
+            found = self.local.descend(z0, l, u, lambda: run.elapsed() >= stop)
+            if found is None:
+                break   # the alternation finds no feasible point from such starts on this model: no restarts
+            if best is None or found[0] < best[0]:
+                best = found
+        return best
+
     def _root_boxes(self, l, u):
         """The root box, or its split by the disjunctions of ``root_split`` (bounded scaling pairs,
         docs/gop.md §8e: in each pair some variable ``v`` of the normalized block sits at its bound
@@ -463,7 +533,7 @@ class GopTree:
             return int(need[k])
         return int(need[k]) if w[k] > 1e-9 * max(1.0, abs(l[need[k]]) + abs(u[need[k]])) else None
 
-    def _obbt(self, l, u, L, U, idx, cutoff, rounds=2):
+    def _obbt(self, l, u, L, U, idx, cutoff, rounds=2, stop=math.inf):
         """Optimization-based bound tightening: min and max of each variable of ``idx`` over the node
         LP with the incumbent cutoff, ``rounds`` times while bounds move.
 
@@ -471,7 +541,8 @@ class GopTree:
         optimization-based bound tightening"): every LP solution of the round is a point of the same
         polytope, so a variable that already sits at its lower (upper) bound in one of them cannot be
         tightened there by its own LP, which is skipped. The bounds found are the same as without
-        filtering; only LPs that cannot move a bound are saved."""
+        filtering; only LPs that cannot move a bound are saved. ``stop``: the run's clock at which it stops (the
+        bounds found so far are kept)."""
         lf = self.lf
         for _ in range(rounds):
             hm = self._lp(l, u, L, U, cutoff)
@@ -479,7 +550,7 @@ class GopTree:
             seen_lo = np.full(lf.N, np.inf)  # smallest / largest value of each column over this round's LP points
             seen_hi = np.full(lf.N, -np.inf)
             for j in idx:
-                if self._out_of_time():
+                if self._out_of_time() or self.run.elapsed() >= stop:
                     break
                 for sgn in (1.0, -1.0):
                     s_ = seen_lo[j] if sgn > 0 else seen_hi[j]
@@ -494,7 +565,7 @@ class GopTree:
                     c[j] = sgn
                     hm.set_cost(c)
                     hm.set_const(0.0)
-                    self._limit_lp(hm)
+                    self._limit_lp(hm, stop)
                     r = hm.solve()
                     self.n_lp += 1
                     if r.status == "infeasible":
