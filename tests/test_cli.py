@@ -112,7 +112,11 @@ def test_ctrl_c_prints_the_incumbent_and_exits_130():
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
     p = subprocess.Popen([sys.executable, "-m", "varopt.cli", "solve", str(MODELS / "pyomo_slow.py"), "--solver",
                           "gop", "-o", "mode=gop", "-o", "verbose=True", "--json"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env)
+                         stderr=subprocess.PIPE, text=True, env=env,
+                         # a test run started as a background job inherits SIGINT ignored (POSIX shells do that
+                         # without job control), and Python then installs no KeyboardInterrupt handler: the child
+                         # gets the default disposition a terminal user has
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     seen = []
     while time.time() < deadline:
