@@ -155,3 +155,17 @@ def test_energy_model_from_a_dense_or_sparse_coupling_matrix():
         EnergyModel.from_matrix(h, J[:4, :4])
     with pytest.raises(InputDataError, match="NaN or inf"):
         EnergyModel.from_matrix(h, np.where(np.eye(n) > 0, np.nan, J))
+
+
+def test_kaufman_nearly_free_spins_against_enumeration():
+    """Couplings 1e-12 .. 1e-3 on small tori against the sum over all 2^(mn) states: the dual coupling
+    -1/2 log tanh Ky was computed as log1p(-2 / (e^2Ky + 1)), which cancels for small Ky (4e-4 off at 1e-12)."""
+    for m, n in ((2, 3), (3, 4)):
+        idx = np.arange(m * n).reshape(m, n)
+        S = np.array(list(itertools.product([-1.0, 1.0], repeat=m * n)))
+        row = sum(S[:, idx[i, j]] * S[:, idx[i, (j + 1) % n]] for i in range(m) for j in range(n))
+        col = sum(S[:, idx[i, j]] * S[:, idx[(i + 1) % m, j]] for i in range(m) for j in range(n))
+        for Kx, Ky in ((1e-12, 1e-12), (1e-8, 3e-8), (1e-3, 2e-3)):
+            e = Kx * row + Ky * col
+            ref = float(e.max() + np.log(np.exp(e - e.max()).sum()))
+            assert abs(kaufman_log_partition(Kx, Ky, m, n) - ref) <= 1e-12 * ref, (m, n, Kx, Ky)

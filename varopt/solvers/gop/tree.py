@@ -67,10 +67,11 @@ class GopTree:
     branch_clamp = 0.1
     #: alternating minimisation before the root OBBT (:meth:`_root_heuristic`) on programs with at least this
     #: many product terms (or too many variables for SLSQP), within this share of the time left, or this many
-    #: seconds without a time limit, from up to this many starts
+    #: rounds in total without a time limit (a count, not seconds: the same seed gives the same incumbent on a
+    #: loaded machine), from up to this many starts
     root_min_products = 400
     root_share = 0.75
-    root_budget = 10.0
+    root_rounds = 300
     root_starts = 4
     #: share of the time left that the root OBBT may use under a time limit
     obbt_share = 0.5
@@ -446,7 +447,7 @@ class GopTree:
         minimisation converges to 0.1274 (docs/gop.md §8f). The descent runs on programs with more variables than
         the first node's SLSQP polish takes (:attr:`LocalSearch.max_polish_vars`) or at least
         :attr:`root_min_products` product terms (smaller ones: that polish finds the same points sooner), within :attr:`root_share` of the time left (or
-        :attr:`root_budget` seconds without a time limit), from up to :attr:`root_starts` starts: the model's
+        :attr:`root_rounds` rounds in total without a time limit), from up to :attr:`root_starts` starts: the model's
         start, then seeded random points of the box (alternation on a random bilinear program ends at a partial
         optimum, a vertex, that depends on the start)."""
         lf = self.lf
@@ -455,16 +456,27 @@ class GopTree:
             return None
         run = self.run
         tl = run.time_limit
-        now = run.elapsed()
-        budget = self.root_share * max(0.0, tl - now) if (tl is not None and math.isfinite(tl)) else self.root_budget
-        stop = now + budget
+        if tl is not None and math.isfinite(tl):
+            stop = run.elapsed() + self.root_share * max(0.0, tl - run.elapsed())
+            spent = exhausted = lambda: run.elapsed() >= stop
+        else:
+            # without a time limit a count of rounds: a clock budget (10 s before) cut the first descent of a
+            # 20 x 20 rank-4 NMF at 10 s, so the incumbent, and all that follows, depended on the machine's load
+            left = [self.root_rounds]
+
+            def spent():  # descend asks once per round
+                left[0] -= 1
+                return left[0] < 0
+
+            def exhausted():
+                return left[0] <= 0
         rng = np.random.default_rng(self.opts.seed)
         best = None
         for k in range(self.root_starts):
-            if k and run.elapsed() >= stop:
+            if k and exhausted():
                 break
             z0 = self._root_start(l, u, rng) if k == 0 else self._root_start(l, u, rng, random=True)
-            found = self.local.descend(z0, l, u, lambda: run.elapsed() >= stop)
+            found = self.local.descend(z0, l, u, spent)
             if found is None:
                 break   # the alternation finds no feasible point from such starts on this model: no restarts
             if best is None or found[0] < best[0]:
