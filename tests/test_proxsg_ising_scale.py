@@ -94,6 +94,20 @@ def test_verbose_progress_of_a_sampled_fit_shows_samples_step_and_support(capsys
     assert " samples 10 " in lines[0] and " samples 17 " in lines[1]     # log schedule: ceil(10 (1 + log 2))
 
 
+def test_history_carries_the_support_size_with_or_without_progress_lines():
+    """``nonzeros`` is in the history of every iteration whether or not verbose is on (it was recorded only
+    while progress lines were shown), and equals the support of that iteration's last iterate."""
+    from varopt.estimators import SparseIsing
+    rng = np.random.default_rng(0)
+    X = np.where(rng.random((200, 22)) < 0.5, 1.0, -1.0)
+    hist = {}
+    for verbose in (False, True):
+        est = SparseIsing(max_iter=3, samples=10, variant="FL", solver_options={"verbose": verbose}).fit(X)
+        hist[verbose] = [h["nonzeros"] for h in est.result_.history]
+    assert hist[False] == hist[True] and len(hist[False]) == 3
+    assert hist[False][-1] == int(np.count_nonzero(np.triu(est.coef_, 1)))
+
+
 def test_mean_field_start_skips_the_zero_couplings(monkeypatch):
     import varopt.oracles.ising as ising
     seen = []

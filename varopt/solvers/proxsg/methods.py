@@ -195,6 +195,7 @@ class ProxRun:
         run.incumbent(out, objective=obj)
         if obj is None:
             run.objective = None
-        if run.progress.active:  # the iterate's penalised nonzeros: a sampled run's visible progress
-            fields["nonzeros"] = int(self.pen.support(last).size)
+        # the iterate's penalised nonzeros: a sampled run's visible progress, in the history whether or not
+        # progress lines are shown (O(n), as the step itself)
+        fields["nonzeros"] = int(self.pen.support(last).size)
         run.record(objective=obj, samples=S, **fields)
