@@ -26,6 +26,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
+from benchmarks.gop_instances.multiconvex import alternating_nnls as altmin  # noqa: E402
 from benchmarks.scale_energy_gop import fmt, run_case
 
 
@@ -33,26 +34,6 @@ def nmf_data(p, q, r):
     """The matrix of ``gop_model('nmf:p:q:r')`` (same seed and construction)."""
     rng = np.random.default_rng(0)
     return rng.random((p, r)) @ rng.random((r, q)) + 0.05 * rng.random((p, q))
-
-
-def altmin(X, r, seed, rounds=2000, rtol=1e-13):
-    """Alternating nonnegative least squares over ``[0, max X]`` boxes from a seeded random start."""
-    from scipy.optimize import lsq_linear
-    rng = np.random.default_rng(seed)
-    p, q = X.shape
-    ub = float(X.max())
-    W, H = rng.random((p, r)) * ub, rng.random((r, q)) * ub
-    f = np.inf
-    for _ in range(rounds):
-        for j in range(q):
-            H[:, j] = lsq_linear(W, X[:, j], bounds=(0, ub)).x
-        for i in range(p):
-            W[i] = lsq_linear(H.T, X[i], bounds=(0, ub)).x
-        fn = float(((X - W @ H) ** 2).sum())
-        if f - fn <= rtol * max(1.0, fn):
-            return fn
-        f = fn
-    return f
 
 
 def main():

@@ -4,8 +4,9 @@ never wall-clock), and the CSR node rows against the dense ones (the same iterat
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from gop_instances.bilinear import fv1990
+from gop_instances.multiconvex import alternating_nnls
 from memory_peak import traced_peak
-from scipy.optimize import lsq_linear
 
 import varopt  # noqa: F401
 from varopt.solvers.gop import local as LS
@@ -29,25 +30,6 @@ def _nmf_model(X, r):
     return m
 
 
-def _alternating_nnls(X, r, seed, rounds=3000):
-    """Alternating nonnegative least squares over the boxes ``[0, max X]`` (an independent local method)."""
-    rng = np.random.default_rng(seed)
-    p, q = X.shape
-    ub = float(X.max())
-    W, H = rng.random((p, r)) * ub, rng.random((r, q)) * ub
-    f = np.inf
-    for _ in range(rounds):
-        for j in range(q):
-            H[:, j] = lsq_linear(W, X[:, j], bounds=(0, ub)).x
-        for i in range(p):
-            W[i] = lsq_linear(H.T, X[i], bounds=(0, ub)).x
-        fn = float(((X - W @ H) ** 2).sum())
-        if f - fn <= 1e-14 * max(1.0, fn):
-            return fn
-        f = fn
-    return f
-
-
 def test_root_descent_reaches_the_alternating_minimum(monkeypatch):
     """A factorization too large for the first node's SLSQP polish (here forced by ``max_polish_vars = 0``, as on a
     300-variable NMF): after one node the incumbent is the alternating minimum (best of three starts of alternating
@@ -55,7 +37,7 @@ def test_root_descent_reaches_the_alternating_minimum(monkeypatch):
     48-77 against 0.1274 on the 30 x 30 rank-5 NMF)."""
     monkeypatch.setattr(LS.LocalSearch, "max_polish_vars", 0)
     X = _nmf_data(6, 5, 2, seed=4)
-    ref = min(_alternating_nnls(X, 2, s) for s in range(3))
+    ref = min(alternating_nnls(X, 2, s, rounds=3000, rtol=1e-14) for s in range(3))
     m = _nmf_model(X, 2)
     res = pyo.SolverFactory("gop").solve(m, max_iter=1, bound_tightening=False)
     r = res.varopt_result
@@ -82,7 +64,7 @@ def test_root_descent_frees_the_auxiliary_columns():
     rng = np.random.default_rng(0)
     z0 = np.clip(rng.random(prog.n) * float(X.max()), prog.lb, prog.ub)
     found = ls.descend(z0, prog.lb.astype(float), prog.ub.astype(float), lambda: False)
-    ref = min(_alternating_nnls(X, 2, s) for s in range(3))
+    ref = min(alternating_nnls(X, 2, s, rounds=3000, rtol=1e-14) for s in range(3))
     assert found is not None and found[0] <= ref * (1 + 1e-5), (found, ref)
 
 
@@ -103,17 +85,6 @@ def _search_of(model, monkeypatch, **opts):
 def _bilinear():
     from gop_rd_models import MODELS
     return MODELS["bilinear"]()
-
-
-def _fv1990():
-    """Floudas & Visweswaran (1990), the illustrative example: the iteration needs hundreds of Lagrangians."""
-    m = pyo.ConcreteModel()
-    m.x = pyo.Var(bounds=(0, 5))
-    m.y = pyo.Var(bounds=(0, 5))
-    m.obj = pyo.Objective(expr=-m.x + m.x * m.y - m.y)
-    m.c1 = pyo.Constraint(expr=-6 * m.x + 8 * m.y <= 3)
-    m.c2 = pyo.Constraint(expr=3 * m.x - m.y <= 3)
-    return m
 
 
 def test_node_row_storage_grows_linearly_with_depth(monkeypatch):
@@ -161,7 +132,7 @@ def test_sparse_node_rows_give_the_iterates_of_dense_ones(monkeypatch):
 
         monkeypatch.setattr(RUN.Run, "record", record)
         for name in ("fv", "bilinear"):
-            m = _fv1990() if name == "fv" else _bilinear()
+            m = fv1990() if name == "fv" else _bilinear()
             r = pyo.SolverFactory("gop").solve(m, mode="gop", max_iter=100).varopt_result
             rec.append((r.status, r.lower_bound, r.upper_bound))
         hist[dense] = rec

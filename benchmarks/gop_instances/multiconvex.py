@@ -31,9 +31,31 @@ SCIP check.  Each objective is convex in each block when the other block is fixe
 """
 from __future__ import annotations
 
+import numpy as np
 import pyomo.environ as pyo
 
 from . import Instance
+
+
+def alternating_nnls(X, r, seed, rounds=2000, rtol=1e-13):
+    """Alternating nonnegative least squares for ``min ||X - W H||_F^2`` over ``W, H`` in ``[0, max X]`` boxes from a
+    seeded random start (an independent local method: the value a user's local solver would reach)."""
+    from scipy.optimize import lsq_linear
+    rng = np.random.default_rng(seed)
+    p, q = X.shape
+    ub = float(X.max())
+    W, H = rng.random((p, r)) * ub, rng.random((r, q)) * ub
+    f = np.inf
+    for _ in range(rounds):
+        for j in range(q):
+            H[:, j] = lsq_linear(W, X[:, j], bounds=(0, ub)).x
+        for i in range(p):
+            W[i] = lsq_linear(H.T, X[i], bounds=(0, ub)).x
+        fn = float(((X - W @ H) ** 2).sum())
+        if f - fn <= rtol * max(1.0, fn):
+            return fn
+        f = fn
+    return f
 
 A = [[3.0, 1.0], [1.0, 2.0], [2.0, 2.0]]
 Y = [[1.0, -2.0, 0.5], [2.0, 0.5, -1.0]]
