@@ -302,7 +302,7 @@ class LocalSearch:
             if z1 is None:
                 return None, math.inf
             z2 = self._primal_point(b2, z1, lb, ub, pts)
-            if z2 is None or not pts or self.value(pts[-1][1]) is None:
+            if z2 is None or not pts:   # pts holds only points checked feasible (_primal_point)
                 return None, math.inf
             best.extend(pts)
             return pts[-1][1], pts[-1][0]
