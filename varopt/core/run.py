@@ -135,6 +135,22 @@ class Run:
             return True
         return False
 
+    def phase_end(self, share: float = 1.0) -> float:
+        """The clock (:meth:`elapsed`) at which a phase allowed ``share`` of the time left stops: ``inf`` without
+        ``time_limit`` (a phase then stops on a count of its own work, never on seconds, so that a run without a
+        time limit is a function of the program, the options and the seed)."""
+        if self.time_limit is None or not math.isfinite(self.time_limit):
+            return math.inf
+        now = self.elapsed()
+        return now + share * max(0.0, self.time_limit - now)
+
+    def heartbeat(self, text: str):
+        """A progress line from inside a long phase (``"<solver> <text>  t <elapsed>s"``), at most one a second:
+        shows life where no iteration ends for a long time (gop's root bound tightening: ~600 LPs, minutes). Not
+        in the first second of a run (short runs stay as they were)."""
+        if self.progress.active and self.elapsed() >= self.progress.every:
+            self.progress(f"{self.solver} {text}  t {self.elapsed():.3g}s", heartbeat=True)
+
     def iterations(self, start: int = 0):
         """Yield ``start + 1, start + 2, ...`` until :meth:`stop` is called or, checked after each
         iteration (so the first one always runs), a limit is reached."""

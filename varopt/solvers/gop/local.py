@@ -24,6 +24,10 @@ from .partition import Partition
 from .primal import solve_primal
 
 
+def _never():
+    return False
+
+
 def swapped(part):
     """The partition with the blocks exchanged (only the primal views of it are used)."""
     return Partition(x=part.y, y=part.x, connected=np.zeros(0, dtype=np.int64), names=part.names)
@@ -65,6 +69,10 @@ class LocalSearch:
         self._fixed_bms = {}  # fixed-variable mask -> BlockModel (None: not convex in the free ones)
         self._part = part
         self._descent_bms = None
+        #: the run's deadline check (the tree sets it under a time limit): asked between the primal problems of
+        #: the alternations and before the polish, which end early, with the points found, once it says True.
+        #: Never a clock without a time limit (the searches then count rounds only)
+        self.stop = _never
 
     def violation(self, z, own=True):
         """Largest row violation relative to ``max(1, |side|, 0.01 sum_k |term_k|)``; ``inf`` outside
@@ -151,6 +159,8 @@ class LocalSearch:
             if v <= enough:
                 return v, zc
         cur = self._alternate(z, lb, ub, best)
+        if best and self.stop():
+            return min(best, key=lambda t: t[0])
         zs = snap(z, lb, ub)
         if not (best and min(t[0] for t in best) < cutoff):
             # a relaxation point with a product factor at 2e-4 instead of its bound 0 fixes the other
@@ -167,7 +177,7 @@ class LocalSearch:
             if math.isfinite(f) and f < cutoff:
                 self.rescues += 1
                 improving = True
-        polish = polish or improving
+        polish = (polish or improving) and not (best and self.stop())
         if polish and self.program.n <= self.max_polish_vars:
             zp = self._slsqp(start, lb, ub)
             if zp is not None:
@@ -241,6 +251,8 @@ class LocalSearch:
         for _ in range(3):
             moved = False
             for bm in self.bms:
+                if best and self.stop():
+                    return cur
                 znew = self._primal_point(bm, cur, lb, ub, best)
                 if znew is None:
                     continue
@@ -288,7 +300,8 @@ class LocalSearch:
         objective (its cap by 1 %) and a round that does not is discarded, the cap set to the ``beta`` that
         failed and ``beta`` divided by 1.5. Every point kept is a block optimum of a feasible start and is
         checked on the program (:meth:`checked`). Stops when ``patience`` rounds in a row lower the objective by
-        less than ``rtol max(1, |f|)`` in total, or at ``out_of_time()``."""
+        less than ``rtol max(1, |f|)`` in total, at ``out_of_time()`` (asked once per round: a budget of rounds
+        or seconds), or between two half-steps when :attr:`stop` says the run's time is up."""
         bms = self.descent_models()
         if len(bms) != 2:
             return None
@@ -300,6 +313,10 @@ class LocalSearch:
             pts = []
             z1 = self._primal_point(b1, zs, lb, ub, pts)
             if z1 is None:
+                return None, math.inf
+            if (pts or best) and self.stop():
+                # out of time between the half-steps: keep the checked point, end the descent
+                best.extend(pts)
                 return None, math.inf
             z2 = self._primal_point(b2, z1, lb, ub, pts)
             if z2 is None or not pts:   # pts holds only points checked feasible (_primal_point)

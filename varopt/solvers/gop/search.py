@@ -26,6 +26,7 @@ from .expansion import Expansion, batches
 from .lagrangian import BlockModel, restrict
 from .local import swapped
 from .primal import feasibility_primal, solve_primal
+from .relax import interval_lower_bound
 from .relaxed_dual import RDModel, _pad, dense_rows, solve_batch
 from .symmetry import order_box
 
@@ -56,11 +57,16 @@ class GopSearch:
     split_rows = True
     #: weight of the node box's midpoint in the branching point (docs/gop.md §6, "branching point")
     mid_weight = 0.5
-    #: cap of the block alternation's share of the run time (upper bounds only, :meth:`_alternate`)
+    #: cap of the block alternation's share of the run's work (upper bounds only, :meth:`_alternate`)
     alt_share = 0.1
-    #: seconds one alternation call may always use (more once the run is long: alt_share of it); 0.5 s
-    #: made the 1 s minimal-data demo spend half its time here
-    alt_min_call = 0.1
+    #: the work is counted, not timed (a clock share made a run without a time limit depend on the machine's load):
+    #: one unit per relaxed dual, ``primal_cost`` units per primal problem (of the loop or of the alternation). A
+    #: primal problem took 2-30 ms against 0.3-1.8 ms for a relaxed dual on the BGMMs of the tests and a small
+    #: bilinear program (the alternation's swapped ones 7-30 ms)
+    primal_cost = 20
+    #: rounds one alternation call may always use (more once the run is long: alt_share of its work); this replaced
+    #: 0.1 s of the clock (0.5 s made the 1 s minimal-data demo spend half its time here)
+    alt_min_rounds = 2
     #: the share is halved after every call that does not improve the incumbent, down to this fraction of
     #: ``alt_share``, and restored when the incumbent improves (docs/gop.md §3)
     alt_share_floor = 1 / 16
@@ -69,7 +75,9 @@ class GopSearch:
         self.program, self.part, self.opts, self.run = program, part, opts, run
         self.order_note = None
         self._swapped = None
-        self._alt_calls, self._alt_time = 0, 0.0
+        self._alt_calls, self._alt_work = 0, 0
+        #: work of the main loop so far (relaxed duals + primal_cost per primal problem), set by :meth:`_run`
+        self._main_work = 0
         self._alt_share_now, self._alt_ub = self.alt_share, math.inf
 
     def solve(self):
@@ -239,7 +247,7 @@ class GopSearch:
     def _alternate(self, z, val, UB=math.inf, rounds=100):
         """Block alternation from a primal point (upper bounds only): ``y`` for fixed ``x`` (the convex
         problem with the blocks swapped), then ``x`` for that ``y``; ``(z, value)`` of the best feasible
-        point that improves ``val``, or ``(None, inf)``. ``UB``: the incumbent value; the share of the run time
+        point that improves ``val``, or ``(None, inf)``. ``UB``: the incumbent value; the share of the run's work
         the calls may use is halved after a call that does not improve it and restored when it improves."""
         if UB < self._alt_ub:
             self._alt_share_now = self.alt_share   # a new incumbent: its basin is worth descending
@@ -252,19 +260,17 @@ class GopSearch:
         if self._swapped is False:
             return None, math.inf
         run = self.run
-        # a heuristic for upper bounds only: its share of the run time is capped (it solved ~170
+        # a heuristic for upper bounds only: its share of the run's work is capped (it solved ~170
         # swapped primal problems, 45 % of a 120 s K = 3 BGMM run, finding the incumbent once), and
         # it stops at the time limit
-        if self._alt_calls and self._alt_time > self._alt_share_now * run.elapsed():
+        if self._alt_calls and self._alt_work > self._alt_share_now * (self._main_work + self._alt_work):
             return None, math.inf
         self._alt_calls += 1
-        t0 = run.elapsed()
         out = (None, math.inf)
         try:
             out = self._alternate_rounds(z, val, rounds)
             return out
         finally:
-            self._alt_time += run.elapsed() - t0
             if out[1] < self._alt_ub:
                 self._alt_ub, self._alt_share_now = out[1], self.alt_share
             else:
@@ -275,18 +281,20 @@ class GopSearch:
     def _alternate_rounds(self, z, val, rounds):
         bm, sw, run = self.bm, self._swapped, self.run
         best, bval, cur = None, val, z.copy()
-        t0 = run.elapsed()
-        for _ in range(rounds):
-            now = run.elapsed()
-            # the time limit, and this call's own share (a first call from a poor point may need many
+        w0 = self._main_work + self._alt_work
+        cap = max(self.alt_min_rounds, self._alt_share_now * w0 / (2 * self.primal_cost))
+        for r in range(rounds):
+            # the time limit, and this call's own share of the work (a first call from a poor point may need many
             # rounds; the lower bound must not wait for it)
-            if (run.time_limit is not None and now >= run.time_limit) or now - t0 > max(self.alt_min_call, self._alt_share_now * t0):
+            if (run.time_limit is not None and run.elapsed() >= run.time_limit) or r > cap:
                 break
             try:
+                self._alt_work += self.primal_cost
                 py = solve_primal(sw, cur[sw.yi], self.lb[sw.xi], self.ub[sw.xi])
                 if py.status != "optimal":
                     break
                 cur[sw.xi] = py.x
+                self._alt_work += self.primal_cost
                 px = solve_primal(bm, cur[bm.yi], self.xlb, self.xub)
                 if px.status != "optimal":
                     break
@@ -685,6 +693,7 @@ class GopSearch:
                 if self._feasible(z) and val < UB:
                     UB, best_z = float(val), z
                 if val < UB + 1e-2 * abs(UB) or not math.isfinite(UB):
+                    self._main_work = n_sub + self.primal_cost * (it + self.n_primal_infeasible)
                     zl, vl = self._alternate(z, val, UB)
                     if zl is not None and vl < UB:
                         UB, best_z = vl, zl
@@ -800,5 +809,9 @@ class GopSearch:
             info["failed_relaxations"] = self.n_failed
         if run.status == "infeasible":
             return run.finish(lower=math.inf, upper=math.inf, info=info)
+        if LB == -math.inf:
+            # stopped before a relaxed dual bounded the root (a short time limit): the interval bound of the
+            # objective over the tightened box, which needs no LP, is still a valid bound
+            LB = min(interval_lower_bound(program, self.lb, self.ub), UB)
         return run.finish(x=best_z, objective=UB if math.isfinite(UB) else None, lower=LB,
                           upper=UB if math.isfinite(UB) else None, info=info)

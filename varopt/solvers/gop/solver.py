@@ -43,7 +43,7 @@ from ...program.eliminate import eliminate_equalities
 from .relax import Lifted, NotRelaxable
 from .search import GopSearch
 from .stick import stick_breaking
-from .symmetry import choose as choose_symmetry, orbits_for, symmetry_domain
+from .symmetry import DETECT_SHARE, choose as choose_symmetry, orbits_for, symmetry_domain
 from .tree import GopTree
 from .unbounded import Unbounded, prove_unbounded
 
@@ -228,8 +228,20 @@ class GopSolver(Solver):
                 scal_info.pop("split", None)
         sym_info, order_names = None, None
         # a program without connected variables is solved as one convex primal problem: nothing to break
-        orbits = orbits_for(program, opts.symmetry) if (part.connected.size or opts.symmetry not in ("auto", "off")) \
-            else []
+        sym_end, sym_cut = run.phase_end(DETECT_SHARE), []
+
+        def sym_stop():
+            if run.elapsed() >= sym_end:
+                sym_cut.append(True)
+                return True
+            return False
+        orbits = orbits_for(program, opts.symmetry, stop=sym_stop) \
+            if (part.connected.size or opts.symmetry not in ("auto", "off")) else []
+        sym_note = None
+        if sym_cut:
+            sym_note = (f"symmetry detection stopped at {run.elapsed():.3g} s (its share {DETECT_SHARE:g} of the "
+                        f"time limit); {len(orbits)} orbit(s) verified by then")
+            run.progress("gop: " + sym_note)
         if orbits:
             how, reps = choose_symmetry(program, part, orbits, tree=lifted is not None, box_ok=opts.reduction)
             names = [program.names[int(v)] for v in reps] if reps is not None else []
@@ -298,6 +310,8 @@ class GopSolver(Solver):
             if getattr(search, "order_note", None):
                 sym_info["note"] = search.order_note
             res.info["symmetry"] = sym_info
+        if sym_note is not None:
+            res.info.setdefault("symmetry", {})["detection"] = sym_note
         if elim is not None:
             if res.x is not None:
                 res.x = elim.expand(res.x)

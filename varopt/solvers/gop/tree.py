@@ -83,6 +83,7 @@ class GopTree:
         self.conn = np.zeros(program.n, dtype=bool)
         self.conn[part.connected] = True
         self.local = LocalSearch(program, part, self.lf)
+        self.local.stop = self._out_of_time   # never true without a time limit
         self.pool = TangentPool(self.lf.nT)  # tangent cuts, valid everywhere
         self.n_lp = 0
         self.n_lp_failed = 0
@@ -172,6 +173,7 @@ class GopTree:
         for rnd in range(12):
             if rnd and self._out_of_time():
                 break  # a looser outer approximation is still a valid bound
+            self.run.heartbeat(f"it {self.run.iteration:>7d}  node relaxation: LP round {rnd + 1}, {self.n_lp} LPs")
             hm = self._lp(l, u, L, U, cutoff)
             self._limit_lp(hm)   # one root LP of a 300-variable NMF takes seconds: the time limit must hold
             r = hm.solve()
@@ -256,6 +258,9 @@ class GopTree:
                               lower=math.inf, upper=math.inf)
         need = self._product_vars()
         self._initial_tangents(l, u)
+        #: the interval bound of the objective over the root box (before any LP): reported while no node LP has
+        #: given a bound (a short time limit can stop the first one)
+        self.root_lb = self.lf.objective_lower(L, U)
         UB, best = math.inf, None
         found = self._root_heuristic(l, u)
         if found is not None:
@@ -267,10 +272,11 @@ class GopTree:
             # of ~1 s each took all of it, and the first node's relaxation none
             stop = (run.elapsed() + self.obbt_share * max(0.0, tl - run.elapsed())
                     if (tl is not None and math.isfinite(tl)) else math.inf)
-            l, u, L, U, infeas = self._obbt(l, u, L, U, need, math.inf, stop=stop)
+            l, u, L, U, infeas = self._obbt(l, u, L, U, need, math.inf, stop=stop, what="root bound tightening")
             if infeas:
                 return run.finish("infeasible", "bound tightening over the relaxation proved infeasibility",
                                   lower=math.inf, upper=math.inf)
+            self.root_lb = max(self.root_lb, self.lf.objective_lower(L, U))
         l0, u0 = l.copy(), u.copy()
         seq = itertools.count()
         heap = [(-math.inf, next(seq), cl, cu, L, U, 0) for cl, cu in self._root_boxes(l, u)]
@@ -398,7 +404,7 @@ class GopTree:
                                 cl, cu = nl.copy(), nu.copy()
                                 cl[j], cu[j] = lo_j, hi_j
                                 heapq.heappush(heap, (val, next(seq), cl, cu, nL, nU, depth + 1))
-            LB = min(heap[0][0] if heap else math.inf, closed_lb, UB)
+            LB = self._reported_lb(min(heap[0][0] if heap else math.inf, closed_lb, UB), UB)
             run.incumbent(lower=LB)
             run.record(lower=LB, upper=UB, objective=UB if math.isfinite(UB) else None, n_open=len(heap),
                        n_subproblems=self.n_lp)
@@ -406,7 +412,7 @@ class GopTree:
                 break
             if run.limit_reached():
                 break
-        LB = min(heap[0][0] if heap else math.inf, closed_lb, UB)
+        LB = self._reported_lb(min(heap[0][0] if heap else math.inf, closed_lb, UB), UB)
         info = dict(mode="tree", nodes=nodes, n_subproblems=self.n_lp, failed_relaxations=self.n_lp_failed,
                     reduced_cost_tightenings=self.n_rc_tightened, partition=self.part.describe(),
                     connected=[program.names[i] for i in self.part.connected])
@@ -423,6 +429,14 @@ class GopTree:
             run.stop("error", f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node "
                      "relaxations could not be solved); the bounds are valid")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
+
+    def _reported_lb(self, LB, UB):
+        """The tree's bound ``LB``, or where it is still ``-inf`` (a root box whose LP has not finished) the
+        interval bound of the root box, :attr:`root_lb` (valid: every feasible point lies in that box), never
+        above the incumbent ``UB``."""
+        if LB == -math.inf and self.root_lb > -math.inf:
+            return min(self.root_lb, UB)
+        return LB
 
     def _root_start(self, l, u, rng, random=False):
         """The model's starting values where it gives them (not with ``random``), elsewhere a seeded uniform point of
@@ -472,11 +486,18 @@ class GopTree:
                 return left[0] <= 0
         rng = np.random.default_rng(self.opts.seed)
         best = None
+        rounds = [0]
+
+        def spent_shown():
+            rounds[0] += 1
+            run.heartbeat(f"root descent (alternating minimisation): start {k + 1}, round {rounds[0]}"
+                          + (f", best {best[0]:.8g}" if best is not None else ""))
+            return spent()
         for k in range(self.root_starts):
             if k and exhausted():
                 break
             z0 = self._root_start(l, u, rng) if k == 0 else self._root_start(l, u, rng, random=True)
-            found = self.local.descend(z0, l, u, spent)
+            found = self.local.descend(z0, l, u, spent_shown)
             if found is None:
                 break   # the alternation finds no feasible point from such starts on this model: no restarts
             if best is None or found[0] < best[0]:
@@ -545,7 +566,7 @@ class GopTree:
             return int(need[k])
         return int(need[k]) if w[k] > 1e-9 * max(1.0, abs(l[need[k]]) + abs(u[need[k]])) else None
 
-    def _obbt(self, l, u, L, U, idx, cutoff, rounds=2, stop=math.inf):
+    def _obbt(self, l, u, L, U, idx, cutoff, rounds=2, stop=math.inf, what="node bound tightening"):
         """Optimization-based bound tightening: min and max of each variable of ``idx`` over the node
         LP with the incumbent cutoff, ``rounds`` times while bounds move.
 
@@ -554,14 +575,15 @@ class GopTree:
         polytope, so a variable that already sits at its lower (upper) bound in one of them cannot be
         tightened there by its own LP, which is skipped. The bounds found are the same as without
         filtering; only LPs that cannot move a bound are saved. ``stop``: the run's clock at which it stops (the
-        bounds found so far are kept)."""
+        bounds found so far are kept). Progress lines (``what``, LPs done) at most once a second."""
         lf = self.lf
-        for _ in range(rounds):
+        run = self.run
+        for rnd in range(rounds):
             hm = self._lp(l, u, L, U, cutoff)
             changed = False
             seen_lo = np.full(lf.N, np.inf)  # smallest / largest value of each column over this round's LP points
             seen_hi = np.full(lf.N, -np.inf)
-            for j in idx:
+            for pos, j in enumerate(idx):
                 if self._out_of_time() or self.run.elapsed() >= stop:
                     break
                 for sgn in (1.0, -1.0):
@@ -573,6 +595,8 @@ class GopTree:
                         if sgn < 0 and s_ + 1e-9 * max(1.0, abs(s_)) >= u[j] - 1e-7 * max(
                                 1.0, abs(u[j]) if np.isfinite(u[j]) else 1.0):
                             continue
+                    run.heartbeat((f"it {run.iteration:>7d}  " if run.iteration else "")
+                                  + f"{what}: round {rnd + 1}, variable {pos + 1}/{len(idx)}, {self.n_lp} LPs")
                     c = np.zeros(lf.N)
                     c[j] = sgn
                     hm.set_cost(c)
