@@ -60,10 +60,12 @@ class GopSearch:
     #: cap of the block alternation's share of the run's work (upper bounds only, :meth:`_alternate`)
     alt_share = 0.1
     #: the work is counted, not timed (a clock share made a run without a time limit depend on the machine's load):
-    #: one unit per relaxed dual, ``primal_cost`` units per primal problem (of the loop or of the alternation). A
-    #: primal problem took 2-30 ms against 0.3-1.8 ms for a relaxed dual on the BGMMs of the tests and a small
-    #: bilinear program (the alternation's swapped ones 7-30 ms)
-    primal_cost = 20
+    #: one unit per relaxed dual, ``primal_cost`` units per primal problem of the loop, ``round_cost`` units per round
+    #: of the alternation (a swapped primal problem and a primal one). Measured on the BGMMs of the tests (minimal
+    #: data, point and gaussian) and a small bilinear program: a relaxed dual 0.2-1.8 ms, a primal problem of the loop
+    #: 2-8 ms, a round of the alternation 30-90 ms
+    primal_cost = 4
+    round_cost = 50
     #: rounds one alternation call may always use (more once the run is long: alt_share of its work); this replaced
     #: 0.1 s of the clock (0.5 s made the 1 s minimal-data demo spend half its time here)
     alt_min_rounds = 2
@@ -282,19 +284,18 @@ class GopSearch:
         bm, sw, run = self.bm, self._swapped, self.run
         best, bval, cur = None, val, z.copy()
         w0 = self._main_work + self._alt_work
-        cap = max(self.alt_min_rounds, self._alt_share_now * w0 / (2 * self.primal_cost))
+        cap = max(self.alt_min_rounds, self._alt_share_now * w0 / self.round_cost)
         for r in range(rounds):
             # the time limit, and this call's own share of the work (a first call from a poor point may need many
             # rounds; the lower bound must not wait for it)
             if (run.time_limit is not None and run.elapsed() >= run.time_limit) or r > cap:
                 break
             try:
-                self._alt_work += self.primal_cost
+                self._alt_work += self.round_cost
                 py = solve_primal(sw, cur[sw.yi], self.lb[sw.xi], self.ub[sw.xi])
                 if py.status != "optimal":
                     break
                 cur[sw.xi] = py.x
-                self._alt_work += self.primal_cost
                 px = solve_primal(bm, cur[bm.yi], self.xlb, self.xub)
                 if px.status != "optimal":
                     break
