@@ -134,7 +134,7 @@ def test_a_deadline_inside_the_root_obbt_stops_it(monkeypatch):
     monkeypatch.setattr(RUN.Run, "elapsed", lambda self: 0.0)
     in_obbt.clear()
     pyo.SolverFactory("gop").solve(_nmf(), max_iter=1, mode="tree", symmetry="off")
-    assert in_obbt[0] > 20, in_obbt
+    assert in_obbt[0] > 12, in_obbt
 
 
 def test_root_obbt_prints_progress_lines(monkeypatch, capsys):
@@ -204,7 +204,7 @@ def test_gop_mode_gives_the_same_result_under_a_perturbed_clock(monkeypatch):
     def solve():
         calls.clear()
         m = MODELS["bgmm_gaussian"]()
-        r = pyo.SolverFactory("gop").solve(m, mode="gop", rel_gap=1e-6).varopt_result
+        r = pyo.SolverFactory("gop").solve(m, mode="gop", rel_gap=1e-3).varopt_result
         x = np.array([pyo.value(v) for v in m.component_data_objects(pyo.Var)])
         return (r.status, r.lower_bound, r.upper_bound, r.iterations, r.info["n_subproblems"], len(calls)), x
 
