@@ -214,3 +214,23 @@ def test_gop_mode_gives_the_same_result_under_a_perturbed_clock(monkeypatch):
     b, xb = solve()
     assert a == b and np.array_equal(xa, xb), (a, b)
     assert a[0] == "optimal" and a[-1] >= 2
+
+
+def test_gop_mode_root_children_whose_relaxed_duals_all_fail(monkeypatch):
+    """mode='gop': when every relaxed dual of the root's children fails (LP solver failures), the children are
+    re-queued with their parent's bound and y; the root's y is the initial one (it was None, and the next primal
+    problem crashed). The run then goes on to the same certified optimum, with the failures counted."""
+    from varopt.solvers.gop import search as S
+    ref = pyo.SolverFactory("gop").solve(MODELS["bgmm_gaussian"](), mode="gop", rel_gap=1e-3).varopt_result
+    orig = S.GopSearch._solve_nodes
+    n = [0]
+
+    def first_batch_fails(self, rows, *a, **k):
+        n[0] += 1
+        out = orig(self, rows, *a, **k)
+        return [dict(r, status="failed") for r in out] if n[0] == 1 else out
+
+    monkeypatch.setattr(S.GopSearch, "_solve_nodes", first_batch_fails)
+    r = pyo.SolverFactory("gop").solve(MODELS["bgmm_gaussian"](), mode="gop", rel_gap=1e-3).varopt_result
+    assert r.status == "optimal" and r.info["failed_relaxations"] >= 1
+    assert abs(r.upper_bound - ref.upper_bound) <= 1e-3 * max(1.0, abs(ref.upper_bound))

@@ -673,7 +673,8 @@ class GopSearch:
         y = self._initial_y()
         if y is None:
             return self._infeasible(program, "the linear constraints of the relaxed-dual block are infeasible")
-        node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy())  # root: the whole of Y
+        # root: the whole of Y; its y serves a child whose relaxed dual fails (pushed with its parent's y)
+        node = _Node(-math.inf, next(seq), (), self.xlb.copy(), self.xub.copy(), y)
         self.lags = []
         self._rows_last = None   # (path, blo, bub, blocks) of the last node built by _node_rows
         self.chain, self.n_sym_pruned, self.n_failed = self._order_chain(), 0, 0
