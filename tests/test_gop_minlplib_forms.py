@@ -75,3 +75,14 @@ def test_truly_unbounded_concave_objective_is_still_reported():
     else:
         assert res.varopt_result.status == "unbounded", res.varopt_result.status
 
+
+def test_constant_over_a_variable_is_refused_with_a_message_that_says_so():
+    # MINLPLib `sample` writes 4/x1 + ...; the old message named "(affine)**2 / affine" as supported,
+    # which a constant numerator (an affine expression) seems to match
+    from varopt.errors import ModelStructureError
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(100, 1000))
+    m.obj = pyo.Objective(expr=m.x)
+    m.c = pyo.Constraint(expr=4 / m.x <= 0.01)
+    with pytest.raises(ModelStructureError, match=r"constant divided by a non-constant expression"):
+        pyo.SolverFactory("gop").solve(m)
