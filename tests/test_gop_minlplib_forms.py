@@ -3,6 +3,7 @@
 Each model is a small one re-derived by hand to reproduce what a MINLPLib instance exposed; the
 optimum is derived in the test (closed form), so a certificate is checked against an independent value.
 """
+import numpy as np
 import pyomo.environ as pyo
 import pytest
 
@@ -86,3 +87,27 @@ def test_constant_over_a_variable_is_refused_with_a_message_that_says_so():
     m.c = pyo.Constraint(expr=4 / m.x <= 0.01)
     with pytest.raises(ModelStructureError, match=r"constant divided by a non-constant expression"):
         pyo.SolverFactory("gop").solve(m)
+
+
+def test_a_large_objvar_does_not_loosen_the_feasibility_of_other_rows():
+    # min objvar, objvar == 29.4 x1 + 18 x2, 0.2458 x1^2 / x2 - x1 <= -6 (MINLPLib st_e17 with its >= row
+    # written as <=). The GOP incumbent check scaled its tolerance by the largest coordinate, objvar = 376, so a
+    # point 9.3e-6 outside the row (variables about 8) was accepted and certified 1.15e-6 under the optimum.
+    m = pyo.ConcreteModel()
+    m.objvar = pyo.Var()
+    m.x1 = pyo.Var(bounds=(0, 115.8))
+    m.x2 = pyo.Var(bounds=(1e-5, 30))
+    m.obj = pyo.Objective(expr=m.objvar)
+    m.e1 = pyo.Constraint(expr=0.2458 * m.x1 ** 2 / m.x2 - m.x1 <= -6)
+    m.e2 = pyo.Constraint(expr=-29.4 * m.x1 - 18 * m.x2 + m.objvar == 0)
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    # the row is active at the optimum: x2 = 0.2458 x1^2 / (x1 - 6), and d/dx1 [29.4 x1 + 18 x2] = 0 gives
+    # 29.4 (x1 - 6)^2 + 18 * 0.2458 (x1^2 - 12 x1) = 0
+    a = 18 * 0.2458
+    roots = np.roots([29.4 + a, -2 * 6 * 29.4 - 12 * a, 29.4 * 36])
+    x1 = max(float(v.real) for v in roots if abs(v.imag) < 1e-12 and v.real > 6)
+    opt = 29.4 * x1 + a * x1 ** 2 / (x1 - 6)
+    tol = 1e-6 * abs(opt)
+    assert r.status == "optimal", (r.status, r.message)
+    assert r.lower_bound <= opt + tol and abs(r.upper_bound - opt) <= tol, (r.upper_bound, opt)
+    assert pyo.value(m.e1.body) <= -6 + 1e-6 * 6
