@@ -12,6 +12,9 @@ All added after the held-out rule was fixed (``late=True``, held out by construc
   reverse-convex rows ``(x3 - 3)^2 + x4 >= 4``).
 * ``st_e24`` -- GLOBALLib ``st_e24`` (Sahinidis group collection): the product of two affine functions
   ``(5 + x1 - x2)(x1 + x2 - 1) + x1`` over a polytope, an indefinite quadratic.
+* ``st_cqpjk2``, ``st_qpc-m0``, ``st_z`` -- GLOBALLib models written as the MINLPLib model files write them
+  (a free ``objvar`` and a row ``objvar == f(x)``, no solver option): a convex QP and two concave QPs whose
+  variables are bounded only through their rows (they found two tree bugs, docs/gop.md §12b).
 """
 from __future__ import annotations
 
@@ -251,3 +254,58 @@ INSTANCES = [
 # spatial tree, which certifies them over the McCormick relaxation
 for _inst in INSTANCES:
     _inst.options = {"mode": "tree"}
+
+
+# Written the way MINLPLib writes them (a free objvar, the objective moved into a row objvar == f(x)); under
+# mode='auto' that nonlinear equality sends them to gop's tree. Each exposed a tree bug (docs/gop.md §12b).
+
+def _objvar_model(n, lb, ub):
+    m = pyo.ConcreteModel()
+    m.objvar = pyo.Var()
+    m.x = pyo.Var(pyo.RangeSet(1, n), bounds=(lb, ub))
+    m.obj = pyo.Objective(expr=m.objvar)
+    return m
+
+
+def st_cqpjk2():
+    """GLOBALLib ``st_cqpjk2``: a separable convex QP on the unit cube, through ``objvar == f(x)``."""
+    m = _objvar_model(3, 0, 1)
+    x = m.x
+    m.e1 = pyo.Constraint(expr=x[1] + x[2] + x[3] <= 1.0e10)
+    m.e2 = pyo.Constraint(expr=-(9 * x[1] * x[1] - 15 * x[1] + 9 * x[2] * x[2] - 12 * x[2] + 9 * x[3] * x[3]
+                                 - 9 * x[3]) + m.objvar == 0)
+    return m
+
+
+def st_qpc_m0():
+    """GLOBALLib ``st_qpc-m0``: a concave QP in two variables bounded only through two rows jointly."""
+    m = _objvar_model(2, 0, None)
+    x = m.x
+    m.e1 = pyo.Constraint(expr=x[1] - 4 * x[2] >= -8)
+    m.e2 = pyo.Constraint(expr=-3 * x[1] + x[2] >= -9)
+    m.e3 = pyo.Constraint(expr=-(2 * x[1] - x[1] * x[1] - x[2] * x[2] + 4 * x[2]) + m.objvar == 0)
+    return m
+
+
+def st_z():
+    """GLOBALLib ``st_z``: a concave QP in three variables, two of them free, bounded through five rows."""
+    m = _objvar_model(3, None, None)
+    x = m.x
+    x[2].setlb(0)
+    m.e1 = pyo.Constraint(expr=x[1] + x[2] - x[3] <= 0)
+    m.e2 = pyo.Constraint(expr=-x[1] + x[2] - x[3] <= 0)
+    m.e3 = pyo.Constraint(expr=12 * x[1] + 5 * x[2] + 12 * x[3] <= 22.8)
+    m.e4 = pyo.Constraint(expr=12 * x[1] + 12 * x[2] + 7 * x[3] <= 17.1)
+    m.e5 = pyo.Constraint(expr=-6 * x[1] + x[2] + x[3] <= 1.9)
+    m.e6 = pyo.Constraint(expr=-(-x[1] ** 2 - x[2] ** 2 - x[3] ** 2 + 2 * x[3]) + m.objvar == 0)
+    return m
+
+
+_MLIB = ("GLOBALLib/MINLPLib model {} (Sahinidis group test collection), written as in the MINLPLib model files "
+         "(objvar row); optimum as listed in MINLPLib")
+
+INSTANCES += [
+    Instance("st_cqpjk2", "bilinear", st_cqpjk2, -12.5, "min", _MLIB.format("st_cqpjk2"), late=True),
+    Instance("st_qpc-m0", "bilinear", st_qpc_m0, -5.0, "min", _MLIB.format("st_qpc-m0"), late=True),
+    Instance("st_z", "bilinear", st_z, 0.0, "min", _MLIB.format("st_z"), late=True),
+]

@@ -250,6 +250,11 @@ class _Walker(_Leaves):
             # sum_k c_k w_k u_k^2 / v  ->  quad_over_lin rows sharing the denominator v
             dl, db = d.lin, d.const
             return _Form(0.0, atoms=[("quad_over_lin", r[1], r[2], r[3], r[4], dl, db) for r in f.atoms])
+        if f.is_const:
+            # a constant is affine, so "(affine)**2 / affine" read as covering 4/x1 (MINLPLib's `sample`)
+            raise _Unsupported(node, "a constant divided by a non-constant expression (c/x) is not supported; "
+                                     "division by a non-constant expression is only supported as "
+                                     "(non-constant affine)**2 / affine")
         raise _Unsupported(node, "division by a non-constant expression is only supported as "
                                  "(affine)**2 / affine")
 

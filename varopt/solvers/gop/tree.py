@@ -118,6 +118,14 @@ class GopTree:
         v = set(lf.W.ravel().tolist()) | set(lf.Pw.tolist())
         return sorted(v)
 
+    def _term_vars(self):
+        """Every variable of a nonlinear term: products, atoms and atom multipliers."""
+        lf = self.lf
+        v = set(self._product_vars())
+        for a in lf.atoms:
+            v.update(a.idx.tolist())
+        return sorted(v)
+
     def _initial_tangents(self, l, u):
         ul, uh = self.lf.u_intervals(l, u)
         for t in range(self.lf.nT):
@@ -214,6 +222,21 @@ class GopTree:
         self._last_duals = r.row_duals
         return "optimal", float(r.objective), Z
 
+    def _cut_stalled_atoms(self, Z):
+        """Tangents at ``Z`` of every atom it violates, for a node whose bound did not rise above its parent's.
+
+        ``_solve_node`` stops cutting once each atom is within ``oa_tol`` of its convex ``g``, but the bound
+        carries the sum of those errors times the atoms' weights: three ``9 x_i^2`` terms each 1e-6 below
+        their tangents left the bound 1.5e-5 under the optimum, above the 1.25e-5 tolerance. Branching does
+        not remove that error: a child's secant only bounds ``T`` from above and the tangents are the pool's,
+        so the child containing ``Z`` returned ``Z`` again, node after node (MINLPLib ``st_cqpjk2``, a convex
+        3-variable QP, stalled for the whole time limit). A tangent at ``Z`` is exact there, so the children's
+        relaxations no longer contain it."""
+        lf = self.lf
+        _, vT, _, uval, g = lf.violations(Z)
+        for t in np.flatnonzero(-vT > 1e-12 * np.maximum(1.0, np.abs(g))):
+            self.pool.add(int(t), lf.tangent_at(int(t), float(uval[t])))
+
     # ------------------------------------------------------------------ branching
     def _branch_var(self, Z, l, u, l0, u0, tol):
         lf = self.lf
@@ -292,6 +315,7 @@ class GopTree:
         LB = -math.inf
         nodes = 0
         obbt_skip = obbt_wait = 0  # OBBT below obbt_depth: current back-off and nodes left to skip
+        atom_obbt_done = False  # OBBT for the term variables after an unbounded relaxation (tried once)
         ls_skip = ls_wait = 0  # the same back-off for local searches started only because Z is nearly feasible
         for _ in run.iterations():
             if not heap:
@@ -325,6 +349,22 @@ class GopTree:
             if not infeas:
                 oa = max(0.25 * tol, 1e-9) if math.isfinite(UB) else 1e-6
                 st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
+                if st == "unbounded" and not atom_obbt_done:
+                    # a secant (the upper envelope of a convex term with a negative sign, e.g. min -x1^2)
+                    # needs finite bounds, which rows may give only jointly (x1 - 4 x2 >= -8 and
+                    # x2 >= 3 x1 - 9 give x1 <= 4; FBBT, row by row, cannot; MINLPLib st_qpc-m0 was refused
+                    # as unbounded): OBBT over the rows for the term variables still unbounded, once
+                    atom_obbt_done = True
+                    free = [j for j in self._term_vars() if not (np.isfinite(nl[j]) and np.isfinite(nu[j]))]
+                    if free:
+                        nl, nu, nL, nU, infeas = self._obbt(nl, nu, nL, nU, free, math.inf)
+                        if infeas:
+                            st = "infeasible"
+                        else:
+                            self._initial_tangents(nl, nu)
+                            if depth == 0:  # bounds implied by the rows alone hold for the whole program
+                                l0, u0 = nl.copy(), nu.copy()
+                            st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
                 if st == "unbounded":
                     # children only add rows: an unbounded node LP is the root's. A feasible point lets
                     # the solver try to prove unboundedness (unbounded.py) before reporting the bounds
@@ -397,6 +437,8 @@ class GopTree:
                         if j is None:
                             closed_lb = min(closed_lb, val)  # cannot split further: keep its bound
                         else:
+                            if val <= nlb:
+                                self._cut_stalled_atoms(Z)
                             w = nu[j] - nl[j]
                             if not math.isfinite(w):
                                 p = _split_unbounded(nl[j], nu[j], Z[j])
