@@ -10,8 +10,9 @@ import pytest
 import varopt  # noqa: F401
 
 
+@pytest.mark.parametrize("presolve", [False, True])
 @pytest.mark.parametrize("a, b", [((9.0, 9.0, 9.0), (15.0, 12.0, 9.0)), ((4.0, 7.0, 11.0), (5.0, 3.0, 8.0))])
-def test_convex_qp_through_an_objvar_equality_is_certified(a, b):
+def test_convex_qp_through_an_objvar_equality_is_certified(a, b, presolve):
     # min objvar  s.t.  objvar == sum_i a_i x_i^2 - b_i x_i,  0 <= x <= 1 (MINLPLib st_cqpjk2's form).
     # The equality is not convex, so gop runs its tree; each node's tangents stopped within oa_tol of
     # every square, and the three errors times a_i left the bound 1.5e-5 under the optimum, over the
@@ -21,7 +22,9 @@ def test_convex_qp_through_an_objvar_equality_is_certified(a, b):
     m.x = pyo.Var(range(3), bounds=(0, 1))
     m.obj = pyo.Objective(expr=m.objvar)
     m.e = pyo.Constraint(expr=m.objvar == sum(a[i] * m.x[i] * m.x[i] - b[i] * m.x[i] for i in range(3)))
-    res = pyo.SolverFactory("gop").solve(m, time_limit=3)
+    # presolve=False keeps the equality (the tree's case above); the default substitutes objvar by its
+    # definition (objective_rows.py), a convex QP solved as one primal problem
+    res = pyo.SolverFactory("gop").solve(m, time_limit=3, presolve=presolve)
     r = res.varopt_result
     # the unconstrained minimiser b / (2a) lies inside [0, 1] for these data
     xs = [b[i] / (2 * a[i]) for i in range(3)]

@@ -1,0 +1,143 @@
+r"""Objective variables defined by an equality row (the form of MINLPLib and GLOBALLib) substituted back.
+
+Modelling collections move a nonlinear objective into a row: minimise ``objvar`` subject to
+``objvar == f(x)`` (MINLPLib writes ``f(x) - objvar == 0``). For gop the equality is the worst way to say
+it: ``f(x) - t = 0`` is convex in neither direction even when ``f`` is convex, so a convex QP becomes a
+nonconvex program (the tree relaxes the row's products one by one and branches; a 7-variable convex QP
+was not certified in 8 s), and GOP's primal problems do not take nonlinear rows.
+
+**Reduction.** In the internal minimisation, a column ``t`` is an *objective variable* when
+
+1. ``t`` enters the objective only linearly, with coefficient ``c_t != 0``;
+2. ``t`` enters exactly one constraint, an equality ``a t + g(z) = r`` (``g`` free of ``t``, ``a != 0``),
+   and only linearly;
+3. ``t`` is a continuous user column (not a front-end auxiliary one, which has its own definition).
+
+Then ``t = (r - g(z)) / a`` on every feasible point, and the program is rewritten exactly: the objective
+becomes ``c^T z - c_t t + c_t (r - g(z)) / a + ...`` (the rest of the objective unchanged), the row is
+replaced by the bounds of ``t`` on its definition, ``l_t <= (r - g(z)) / a <= u_t``, as a row over ``g``
+(dropped when both bounds are infinite), and ``t`` is fixed at 0, appearing nowhere. Both programs have
+the same feasible points (up to ``t``) with the same objective values, so bounds and certificates carry
+over; the completion ``t := (r - g(z)) / a`` maps a point back. Several objective variables (each with its
+own row) are substituted one after the other.
+
+For ``f`` convex the objective is then what the user would have written without ``objvar`` (docs/gop.md
+§12c).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...program import Constraint, Expression, Program
+from ...program.terms import QuadraticTerms
+
+
+@dataclass
+class ObjectiveRows:
+    """The reduced :attr:`program` (same columns as the original, each objective variable fixed at 0) and,
+    per objective variable, ``(t, k, a, r, g)``: its defining row ``a t + g(z) = r`` (row ``k`` of the
+    original program; ``g`` an expression over all columns without ``t``)."""
+
+    program: Program
+    rows: list
+
+    def complete(self, z) -> np.ndarray:
+        """``z`` with every objective variable at its definition ``t = (r - g(z)) / a``."""
+        z = np.array(z, dtype=float)
+        for t, _, a, r, g in self.rows:
+            z[t] = (r - g.value(z)) / a
+        return z
+
+    def describe(self, original: Program) -> list:
+        names = original.names
+        return [f"{names[t]} substituted by its definition in constraint {original.constraints[k].name}"
+                for t, k, _, _, _ in self.rows]
+
+
+def _nonlinear_columns(e) -> np.ndarray:
+    """Columns that enter ``e`` other than linearly (products, squares, atoms, multipliers)."""
+    q = e.quadratic
+    cols = [q.i, q.j]
+    for g in e.groups():
+        cols.append(g.A.indices)
+        cols.append(g.mult[g.mult >= 0])
+        if getattr(g, "A2", None) is not None:
+            cols.append(g.A2.indices)
+    return np.unique(np.concatenate([np.asarray(c, dtype=np.int64) for c in cols]))
+
+
+def _plus(e: Expression, k: float, f: Expression, const: float, drop: int) -> Expression:
+    """``e + k f + const`` with column ``drop``'s linear coefficient set to 0 (``e`` and ``f`` free of it
+    otherwise)."""
+    lin = e.linear + k * f.linear
+    lin[drop] = 0.0
+    q, p = e.quadratic, f.quadratic
+    Q = QuadraticTerms(np.concatenate([q.i, p.i]), np.concatenate([q.j, p.j]), np.concatenate([q.v, k * p.v]), e.n)
+    atoms = list(e.atoms) + [dataclasses.replace(g, coef=k * g.coef) for g in f.atoms]
+    lse = list(e.lse) + [dataclasses.replace(g, coef=k * g.coef) for g in f.lse]
+    return Expression(e.n, e.constant + k * f.constant + const, lin, Q, atoms, lse)
+
+
+def _without(e: Expression, t: int) -> Expression:
+    """``e`` with column ``t``'s linear coefficient set to 0."""
+    lin = np.array(e.linear)   # (a dense expression's linear is its own array)
+    lin[t] = 0.0
+    return Expression(e.n, e.constant, lin, e.quadratic, list(e.atoms), list(e.lse))
+
+
+def objective_rows(program: Program):
+    """:class:`ObjectiveRows` substituting every objective variable by its defining equality (module
+    docstring), or None when the program has none."""
+    c = program.objective.linear
+    cand = np.flatnonzero(c[:program.n_user] != 0)
+    if cand.size == 0 or not program.constraints:
+        return None
+    if program.binary is not None:
+        cand = cand[~program.binary[cand]]
+    cand = np.setdiff1d(cand, _nonlinear_columns(program.objective))
+    if cand.size == 0:
+        return None
+    where = {int(t): [] for t in cand}
+    for k, con in enumerate(program.constraints):
+        for t in np.intersect1d(con.body.support(), cand, assume_unique=True).tolist():
+            where[t].append(k)
+    obj, cons, lb, ub = program.objective, list(program.constraints), program.lb.copy(), program.ub.copy()
+    rows, drop, used = [], set(), set()
+    for t, ks in where.items():
+        if len(ks) != 1:
+            continue
+        k = ks[0]
+        if k in used:
+            continue   # the row of another objective variable, already substituted
+        used.add(k)
+        con = cons[k]
+        if con.lo != con.hi or not np.isfinite(con.lo) or t in _nonlinear_columns(con.body):
+            continue
+        a, r = float(con.body.linear[t]), float(con.lo)
+        ct = float(obj.linear[t])
+        if a == 0.0 or ct == 0.0:
+            continue   # (a previous substitution may have brought t's coefficient to 0)
+        g = _without(con.body, t)
+        # min ... + c_t t  with  t = (r - g) / a
+        obj = _plus(obj, -ct / a, g, ct * r / a, t)
+        # l_t <= (r - g) / a <= u_t  as a row over g
+        with np.errstate(invalid="ignore", over="ignore"):
+            ends = np.array([r - a * lb[t], r - a * ub[t]])
+        ends = np.where(np.isnan(ends), np.inf, ends)   # (only for a * inf - inf; does not occur: a != 0)
+        lo, hi = float(ends.min()), float(ends.max())
+        if np.isfinite(lo) or np.isfinite(hi):
+            cons[k] = Constraint(con.name, g, lo, hi)
+        else:
+            drop.add(k)
+        lb[t] = ub[t] = 0.0
+        rows.append((t, k, a, r, g))
+    if not rows:
+        return None
+    x0 = program.x0.copy()
+    x0[[t for t, *_ in rows]] = 0.0
+    reduced = dataclasses.replace(program, lb=lb, ub=ub, objective=obj, x0=x0,
+                                  constraints=[cc for k, cc in enumerate(cons) if k not in drop])
+    return ObjectiveRows(reduced, rows)
