@@ -100,10 +100,12 @@ def step_terms(XT, indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, 
 @njit(cache=True)
 def move_blocks(X, site, U, labels, bptr, members, theta, indptr, indices, data, buf, dirty):
     """One random-scan move (4.11): particle ``p`` redraws the block of site ``site[p]``, each of its sites
-    ``x_i = +1`` when ``U[p, i] < sigma(2 a_i)``, else -1, ``a_i = theta_i + sum_j J_ij x_j`` from the particle
-    before the move (the block's sites do not interact). ``X`` (particles x sites) is changed in place; a site
-    that changes marks itself and its neighbours in ``dirty`` (sites x particles)."""
+    ``x_i = +1`` when its uniform ``< sigma(2 a_i)``, else -1, ``a_i = theta_i + sum_j J_ij x_j`` from the particle
+    before the move (the block's sites do not interact). ``U`` holds the redrawn sites' uniforms particle after
+    particle, each block's sites in increasing order (:meth:`.RandomScanBlocks.draw`). ``X`` (particles x sites)
+    is changed in place; a site that changes marks itself and its neighbours in ``dirty`` (sites x particles)."""
     N = X.shape[0]
+    u = 0
     for p in range(N):
         b = labels[site[p]]
         s, e = bptr[b], bptr[b + 1]
@@ -114,7 +116,8 @@ def move_blocks(X, site, U, labels, bptr, members, theta, indptr, indices, data,
             for k in range(indptr[i], indptr[i + 1]):
                 acc += data[k] * xp[indices[k]]
             a = theta[i] + acc
-            buf[q - s] = 1.0 if U[p, i] < 1.0 / (1.0 + math.exp(-(2.0 * a))) else -1.0
+            buf[q - s] = 1.0 if U[u] < 1.0 / (1.0 + math.exp(-(2.0 * a))) else -1.0
+            u += 1
         for q in range(s, e):
             i = members[q]
             if xp[i] != buf[q - s]:

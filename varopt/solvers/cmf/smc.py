@@ -87,8 +87,6 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
     dp, dn = np.ascontiguousarray(Cp.data, dtype=float), np.ascontiguousarray(Cn.data, dtype=float)
     tp, tn = np.ascontiguousarray(tp, dtype=float), np.ascontiguousarray(tn, dtype=float)
     labels = kernel.labels.astype(np.int64)
-    order = np.argsort(labels, kind="stable")
-    bptr = np.r_[0, np.cumsum(kernel.sizes)].astype(np.int64)
     buf = np.empty(int(kernel.sizes.max()) if kernel.sizes.size else 0)
     N, n = X.shape
     nb = kernel.sizes.size
@@ -96,10 +94,9 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
     L, dirty = np.empty((n, N)), np.ones((n, N), dtype=np.uint8)  # step_terms' cache of the log conditionals
     X = np.ascontiguousarray(X)
 
-    def move(X, theta_g, data_g):  # RandomScanBlocks.move's draws, in its order
-        site = rng.integers(0, kernel.n, size=N)
-        U = rng.random(X.shape)
-        move_blocks(X, site, U, labels, bptr, order, theta_g, indptr, indices, data_g, buf, dirty)
+    def move(X, theta_g, data_g):  # RandomScanBlocks.move's draws
+        site, U = kernel.draw(N, rng)
+        move_blocks(X, site, U, labels, kernel.bptr, kernel.members, theta_g, indptr, indices, data_g, buf, dirty)
 
     for t in range(1, steps + 1):
         g0, g1 = (t - 1) / steps, t / steps
