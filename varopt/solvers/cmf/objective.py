@@ -35,6 +35,8 @@ import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.optimize import minimize
 
+from ...core.threads import one_thread_above
+
 
 def log2cosh(t):
     """``log 2cosh t = |t| + log1p(exp(-2|t|))`` (no overflow; half the time of ``logaddexp(t, -t)``)."""
@@ -94,42 +96,58 @@ def block_terms(theta_a, E, B, Jin, lam):
 
 
 def ascent_direction(g, Hm):
-    """``d = (-Hm + tau I)^-1 g`` with the smallest ``tau`` of the sequence 0, beta - min_i(-Hm_ii), doubling,
-    for which the Cholesky factorisation succeeds (Nocedal & Wright 2006, Algorithm 3.3, "Cholesky with added
-    multiple of the identity"; ``beta = 1e-3`` times the largest entry of -Hm, so that the shift scales with
-    the objective). ``-Hm + tau I`` is positive definite, so ``d`` is an ascent direction of F; ``tau = 0``
-    (the Newton step) wherever the Hessian is negative definite, near a strict local maximum in particular.
-    Returns ``(d, tau)``; ``d`` is None when no shift up to 1e300 factors (non-finite entries)."""
+    """An ascent direction ``d = M^-1 g`` of F from its gradient ``g`` and Hessian ``Hm``, ``M`` positive
+    definite, and which ``M`` it is (``'newton'``, ``'shift'`` or ``'eigen'``):
+
+    * ``'newton'``: ``M = -Hm`` when it has a Cholesky factor (the Hessian is negative definite);
+    * ``'eigen'``: when ``-Hm + beta I`` has one, i.e. the negative curvature is below ``beta`` = 1e-3 times the
+      largest entry of -Hm: ``M = V |Lambda| V^T`` from the eigendecomposition of -Hm, eigenvalues floored at
+      1e-6 of the largest (Nocedal & Wright 2006, §3.4). A shift would reduce the steps along these nearly flat
+      directions to ``g_i / beta``: near saturated spins, where F rises towards a supremum at infinity, that
+      stalled the grid's solves (200 iterations, gradient 7e-7 against a tolerance of 1.3e-7);
+    * ``'shift'``: ``M = -Hm + tau I`` with the smallest ``tau`` of ``max(2 beta, beta - min_i(-Hm_ii))``, doubling,
+      that has a Cholesky factor (Algorithm 3.3, "Cholesky with added multiple of the identity"). Started at
+      the target fields, the Hessians of the 30 x 30 torus's blocks of 450 spins have up to a hundred positive
+      eigenvalues; with the eigenvalue modification alone their solves took 60-90 iterations of a dense
+      eigendecomposition each, with the shift 14-19 Cholesky iterations, and end at an equal or larger F.
+
+    Returns ``(d, tau, kind)`` (``tau`` = 0 for 'newton', beta for 'eigen'); ``d`` is None when no shift up to
+    1e300 has a factor."""
     A = -Hm
     m = g.size
     beta = 1e-3 * max(float(np.abs(A).max(initial=0.0)), 1e-12)
-    dmin = float(A.diagonal().min(initial=np.inf))
-    tau = 0.0 if dmin > 0.0 else beta - dmin
     diag = np.diag_indices(m)
-    while tau < 1e300:
+
+    def factor(tau):
         S = A.copy()
         S[diag] += tau
         try:
-            c = cho_factor(S, check_finite=False)
+            return cho_factor(S, check_finite=False)
         except LinAlgError:
-            tau = max(2.0 * tau, beta)
-            continue
-        return cho_solve(c, g, check_finite=False), tau
-    return None, tau
+            return None
+
+    if (c := factor(0.0)) is not None:
+        return cho_solve(c, g, check_finite=False), 0.0, "newton"
+    if factor(beta) is not None:
+        lam_, V = np.linalg.eigh(A)
+        lam_ = np.maximum(np.abs(lam_), 1e-6 * max(float(np.abs(lam_).max(initial=0.0)), 1e-12))
+        return V @ ((V.T @ g) / lam_), beta, "eigen"
+    tau = max(2.0 * beta, beta - float(A.diagonal().min(initial=np.inf)))
+    while tau < 1e300:
+        if (c := factor(tau)) is not None:
+            return cho_solve(c, g, check_finite=False), tau, "shift"
+        tau *= 2.0
+    return None, tau, "shift"
 
 
 def solve_block(theta0, E, B, Jin, lam, max_iter, tol):
     """Maximise the block objective from ``theta0`` by a modified Newton method (the Hessian of -F shifted
-    by the smallest multiple of the identity that makes it positive definite: :func:`ascent_direction`;
-    Nocedal & Wright 2006, §3.4) and a backtracking (Armijo) line search. Returns ``(theta, ok,
-    iterations)``; converged when ``max |grad| <= tol * max(1, |F|)`` or the Newton decrement is at the
-    rounding level of F; ``ok`` is False when the gradient is not below ``tol`` after ``max_iter``
-    iterations or anything is not finite (the caller then keeps its previous parameters).
-
-    The shift replaced the eigendecomposition with |eigenvalues| (floored) of docs/cmf.md before
-    2026-11-25: on the 30 x 30 torus's blocks of 450 and 225 spins, started at the target fields where the
-    Hessian has up to a hundred positive eigenvalues, that took 30-90 iterations of a dense
-    eigendecomposition each; the shift takes 7-26 and ends at an equal or larger F (docs/cmf.md)."""
+    by a multiple of the identity that makes it positive definite: :func:`ascent_direction`;
+    Nocedal & Wright 2006, §3.4; the eigenvalue modification where the negative curvature is tiny) and a
+    backtracking (Armijo) line search. Returns ``(theta, ok, iterations)``; converged when
+    ``max |grad| <= tol * max(1, |F|)`` or the Newton decrement is at the rounding level of F; ``ok`` is False
+    when the gradient is not below ``tol`` after ``max_iter`` iterations or anything is not finite (the caller
+    then keeps its previous parameters)."""
     x = np.array(theta0, dtype=float)
     with np.errstate(all="ignore"):
         F, g, Hm = block_terms(x, E, B, Jin, lam)
@@ -139,7 +157,7 @@ def solve_block(theta0, E, B, Jin, lam, max_iter, tol):
             scale = max(1.0, abs(F))
             if float(np.abs(g).max(initial=0.0)) <= tol * scale:
                 return x, True, it - 1
-            d, _ = ascent_direction(g, Hm)
+            d = ascent_direction(g, Hm)[0]
             if d is None or not np.isfinite(d).all():
                 return np.array(theta0, dtype=float), False, it
             slope = float(g @ d)
@@ -194,14 +212,17 @@ class ConditionalObjective:
         theta = np.array(start, dtype=float)
         failed, iters = [], 0
         B_all = self.model.h + self.XJout
-        for b in np.unique(self.labels):
-            a = np.flatnonzero(self.labels == b)
-            Jin = block_couplings(self.Jin[a][:, a])
-            th, ok, it = solve_block(theta[a], self.XJout[:, a], B_all[:, a], Jin, self.lam, max_iter, tol)
-            iters += it
-            theta[a] = th if ok else fallback[a]
-            if not ok:
-                failed.append(int(b))
+        blocks, sizes = np.unique(self.labels, return_counts=True)
+        # Cholesky factors of blocks of hundreds of spins: a multi-threaded BLAS on a shared machine is slower
+        with one_thread_above(int(sizes.max(initial=0))):
+            for b in blocks:
+                a = np.flatnonzero(self.labels == b)
+                Jin = block_couplings(self.Jin[a][:, a])
+                th, ok, it = solve_block(theta[a], self.XJout[:, a], B_all[:, a], Jin, self.lam, max_iter, tol)
+                iters += it
+                theta[a] = th if ok else fallback[a]
+                if not ok:
+                    failed.append(int(b))
         return theta, failed, iters
 
     def _joint(self, p):
