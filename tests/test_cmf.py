@@ -80,8 +80,8 @@ def _ring_block(m=10, w=1.5, N=40, seed=0):
 
 
 def test_ascent_direction_branches():
-    """Newton where -H is positive definite, a shift tau I (tau > beta) where its negative curvature is large,
-    the |eigenvalue| modification where it is below beta (a shift would stall there)."""
+    """Newton where -H is positive definite, a shift tau I where its negative curvature is large, the
+    |eigenvalue| modification where it is small (a shift would stall there) or when shifts are switched off."""
     h, E, B, J, lam = _ring_block()
     F, g, H = block_terms(h, E, B, J, lam)
     assert np.linalg.eigvalsh(-H).min() < -0.1   # the start is not a local maximum
@@ -98,6 +98,9 @@ def test_ascent_direction_branches():
     g4 = np.array([0.3, -0.2, 0.1, 0.4])
     d4, _, kind4 = ascent_direction(g4, -(Q * ev) @ Q.T)
     assert kind4 == "eigen" and np.allclose(d4, Q @ ((Q.T @ g4) / np.abs(ev)))
+    d5, _, kind5 = ascent_direction(g, H, shift=False)
+    lam_, V = np.linalg.eigh(-H)
+    assert kind5 == "eigen" and np.allclose(d5, V @ ((V.T @ g) / np.abs(lam_)))
 
 
 def test_block_solve_from_a_saddle_region_ends_at_a_local_maximum():

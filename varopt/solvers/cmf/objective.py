@@ -95,24 +95,33 @@ def block_terms(theta_a, E, B, Jin, lam):
     return (F, *block_derivatives(state, B, Jin, lam))
 
 
-def ascent_direction(g, Hm):
+#: the shift of :func:`ascent_direction` for this many Newton iterations of a block, then the |eigenvalue| modification
+SHIFT_ITERATIONS = 30
+#: negative curvature below this many beta: the |eigenvalue| modification (a shift stalls on such nearly flat ridges)
+FLAT = 16.0
+
+
+def ascent_direction(g, Hm, shift=True):
     """An ascent direction ``d = M^-1 g`` of F from its gradient ``g`` and Hessian ``Hm``, ``M`` positive
-    definite, and which ``M`` it is (``'newton'``, ``'shift'`` or ``'eigen'``):
+    definite, and which ``M`` it is (``'newton'``, ``'eigen'`` or ``'shift'``), ``beta`` = 1e-3 times the largest
+    entry of -Hm:
 
     * ``'newton'``: ``M = -Hm`` when it has a Cholesky factor (the Hessian is negative definite);
-    * ``'eigen'``: when ``-Hm + beta I`` has one, i.e. the negative curvature is below ``beta`` = 1e-3 times the
-      largest entry of -Hm: ``M = V |Lambda| V^T`` from the eigendecomposition of -Hm, eigenvalues floored at
-      1e-6 of the largest (Nocedal & Wright 2006, §3.4). A shift would reduce the steps along these nearly flat
-      directions to ``g_i / beta``: near saturated spins, where F rises towards a supremum at infinity, that
-      stalled the grid's solves (200 iterations, gradient 7e-7 against a tolerance of 1.3e-7);
-    * ``'shift'``: ``M = -Hm + tau I`` with the smallest ``tau`` of ``max(2 beta, beta - min_i(-Hm_ii))``, doubling,
-      that has a Cholesky factor (Algorithm 3.3, "Cholesky with added multiple of the identity"). Started at
-      the target fields, the Hessians of the 30 x 30 torus's blocks of 450 spins have up to a hundred positive
-      eigenvalues; with the eigenvalue modification alone their solves took 60-90 iterations of a dense
-      eigendecomposition each, with the shift 14-19 Cholesky iterations, and end at an equal or larger F.
+    * ``'eigen'``: when ``-Hm + FLAT beta I`` has one (negative curvature below 1.6 % of the largest entry), or
+      ``shift`` is False: ``M = V |Lambda| V^T`` from the eigendecomposition of -Hm, eigenvalues floored at 1e-6
+      of the largest (Nocedal & Wright 2006, §3.4). A shift would cut the steps along these nearly flat
+      directions to ``g_i / tau``: on ridges that rise slowly towards saturated spins that stalled solves on
+      the 12 x 12 grid and the 30 x 30 torus (no convergence in 200 iterations; with this rule 102, with
+      the eigenvalue modification alone 35);
+    * ``'shift'``: ``M = -Hm + tau I`` with the smallest ``tau`` of ``max(2 FLAT beta, beta - min_i(-Hm_ii))``,
+      doubling, that has a Cholesky factor (Algorithm 3.3, "Cholesky with added multiple of the identity").
+      Started at the target fields, the Hessians of the 30 x 30 torus's blocks of 450 spins have up to a
+      hundred positive eigenvalues; with the eigenvalue modification alone their solves took 80 iterations
+      of a dense eigendecomposition each, with the shift 14-19 mostly Cholesky iterations, ending at a
+      larger F (378.14 and 378.07 against 373.12 and 377.68).
 
-    Returns ``(d, tau, kind)`` (``tau`` = 0 for 'newton', beta for 'eigen'); ``d`` is None when no shift up to
-    1e300 has a factor."""
+    Returns ``(d, tau, kind)`` (``tau`` = 0 for 'newton' and 'eigen'); ``d`` is None when no shift up to 1e300
+    has a factor."""
     A = -Hm
     m = g.size
     beta = 1e-3 * max(float(np.abs(A).max(initial=0.0)), 1e-12)
@@ -128,11 +137,11 @@ def ascent_direction(g, Hm):
 
     if (c := factor(0.0)) is not None:
         return cho_solve(c, g, check_finite=False), 0.0, "newton"
-    if factor(beta) is not None:
+    if not shift or factor(FLAT * beta) is not None:
         lam_, V = np.linalg.eigh(A)
         lam_ = np.maximum(np.abs(lam_), 1e-6 * max(float(np.abs(lam_).max(initial=0.0)), 1e-12))
-        return V @ ((V.T @ g) / lam_), beta, "eigen"
-    tau = max(2.0 * beta, beta - float(A.diagonal().min(initial=np.inf)))
+        return V @ ((V.T @ g) / lam_), 0.0, "eigen"
+    tau = max(2.0 * FLAT * beta, beta - float(A.diagonal().min(initial=np.inf)))
     while tau < 1e300:
         if (c := factor(tau)) is not None:
             return cho_solve(c, g, check_finite=False), tau, "shift"
@@ -142,8 +151,9 @@ def ascent_direction(g, Hm):
 
 def solve_block(theta0, E, B, Jin, lam, max_iter, tol):
     """Maximise the block objective from ``theta0`` by a modified Newton method (the Hessian of -F shifted
-    by a multiple of the identity that makes it positive definite: :func:`ascent_direction`;
-    Nocedal & Wright 2006, §3.4; the eigenvalue modification where the negative curvature is tiny) and a
+    by a multiple of the identity that makes it positive definite for the first ``SHIFT_ITERATIONS``
+    iterations, the eigenvalue modification where the negative curvature is small and after them:
+    :func:`ascent_direction`; Nocedal & Wright 2006, §3.4) and a
     backtracking (Armijo) line search. Returns ``(theta, ok, iterations)``; converged when
     ``max |grad| <= tol * max(1, |F|)`` or the Newton decrement is at the rounding level of F; ``ok`` is False
     when the gradient is not below ``tol`` after ``max_iter`` iterations or anything is not finite (the caller
@@ -157,7 +167,7 @@ def solve_block(theta0, E, B, Jin, lam, max_iter, tol):
             scale = max(1.0, abs(F))
             if float(np.abs(g).max(initial=0.0)) <= tol * scale:
                 return x, True, it - 1
-            d = ascent_direction(g, Hm)[0]
+            d = ascent_direction(g, Hm, shift=it <= SHIFT_ITERATIONS)[0]
             if d is None or not np.isfinite(d).all():
                 return np.array(theta0, dtype=float), False, it
             slope = float(g @ d)
