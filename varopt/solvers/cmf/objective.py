@@ -78,14 +78,17 @@ def block_derivatives(state, B, Jin, lam):
     return g, Hm
 
 
-def block_couplings(Jin):
-    """The block's couplings as :func:`block_value` takes them: scipy CSR on blocks of 64 spins or more with
-    at most a quarter of the entries nonzero (lattices: products over the edges), else dense (BLAS products
-    win on dense blocks, and scipy's per-call overhead on small ones)."""
-    m = Jin.shape[0]
-    if m >= 64 and Jin.nnz * 4 <= m * m:
-        return sp.csr_matrix(Jin)
-    return Jin.toarray()
+def block_couplings(m, i, j, w):
+    """The couplings ``w`` of the edges ``(i, j)`` (each once, local indices) of a block of ``m`` spins as
+    :func:`block_value` takes them: scipy CSR on blocks of 64 spins or more with at most a quarter of the
+    entries nonzero (lattices: products over the edges), else a dense symmetric array (BLAS products win on
+    dense blocks, and scipy's per-call overhead on small ones)."""
+    r, c, v = np.r_[i, j], np.r_[j, i], np.r_[w, w]
+    if m >= 64 and r.size * 4 <= m * m:
+        return sp.csr_matrix((v, (r, c)), shape=(m, m))
+    J = np.zeros((m, m))
+    np.add.at(J, (r, c), v)
+    return J
 
 
 def block_terms(theta_a, E, B, Jin, lam):
@@ -222,12 +225,23 @@ class ConditionalObjective:
         theta = np.array(start, dtype=float)
         failed, iters = [], 0
         B_all = self.model.h + self.XJout
-        blocks, sizes = np.unique(self.labels, return_counts=True)
+        m, n = self.model, self.model.n
+        blocks, inv, sizes = np.unique(self.labels, return_inverse=True, return_counts=True)
+        # sites grouped by block (increasing inside), their local indices, the inside edges grouped by block:
+        # slicing the sparse couplings per block cost as much as the solves of the small blocks
+        order = np.argsort(inv, kind="stable")
+        start = np.r_[0, np.cumsum(sizes)]
+        local = np.empty(n, dtype=np.int64)
+        local[order] = np.arange(n) - start[inv[order]]
+        inside = np.flatnonzero(self.labels[m.i] == self.labels[m.j])
+        inside = inside[np.argsort(inv[m.i[inside]], kind="stable")]
+        bounds = np.searchsorted(inv[m.i[inside]], np.arange(blocks.size + 1))
         # Cholesky factors of blocks of hundreds of spins: a multi-threaded BLAS on a shared machine is slower
         with one_thread_above(int(sizes.max(initial=0))):
-            for b in blocks:
-                a = np.flatnonzero(self.labels == b)
-                Jin = block_couplings(self.Jin[a][:, a])
+            for k, b in enumerate(blocks):
+                a = order[start[k]:start[k + 1]]
+                e = inside[bounds[k]:bounds[k + 1]]
+                Jin = block_couplings(a.size, local[m.i[e]], local[m.j[e]], m.w[e])
                 th, ok, it = solve_block(theta[a], self.XJout[:, a], B_all[:, a], Jin, self.lam, max_iter, tol)
                 iters += it
                 theta[a] = th if ok else fallback[a]
