@@ -10,8 +10,13 @@ import varopt
 from varopt.errors import InvalidOptionError, ModelStructureError
 from varopt.formulations import ising
 from varopt.program.energy import EnergyModel, spin_states
-from varopt.solvers.cmf.objective import (ConditionalObjective, ascent_direction, block_couplings, block_terms,
-                                         solve_block)
+from varopt.solvers.cmf.objective import (
+    ConditionalObjective,
+    ascent_direction,
+    block_couplings,
+    block_terms,
+    solve_block,
+)
 from varopt.solvers.cmf.partition import bisection_schedule
 from varopt.solvers.cmf.replicates import combine, visited_bound
 
@@ -83,7 +88,7 @@ def test_ascent_direction_branches():
     """Newton where -H is positive definite, a shift tau I where its negative curvature is large, the
     |eigenvalue| modification where it is small (a shift would stall there) or when shifts are switched off."""
     h, E, B, J, lam = _ring_block()
-    F, g, H = block_terms(h, E, B, J, lam)
+    _, g, H = block_terms(h, E, B, J, lam)
     assert np.linalg.eigvalsh(-H).min() < -0.1   # the start is not a local maximum
     d, tau, kind = ascent_direction(g, H)
     beta = 1e-3 * np.abs(H).max()
