@@ -75,7 +75,7 @@ def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, che
 def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, check):
     """:func:`move_along_path` with the kernels of :mod:`.compiled`: the same random draws, in the same order,
     and the same arithmetic; None (before any draw) when the two coupling matrices' patterns differ."""
-    from .compiled import move_blocks, step_terms
+    from .compiled import move_blocks, site_tables, step_terms
     (tp, Jp), (tn, Jn) = prev, new
     # rows of J^T (= columns of J, sorted): the order in which scipy's J.T @ X.T sums a local field
     Cp, Cn = Jp.tocsc(), Jn.tocsc()
@@ -92,6 +92,10 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
     nb = kernel.sizes.size
     Yp, Yn, PB = np.empty((n, N)), np.empty((n, N)), np.empty((nb, N))
     L, dirty = np.empty((n, N)), np.ones((n, N), dtype=np.uint8)  # step_terms' cache of the log conditionals
+    # sites whose 2^(degree + 1) spin patterns are at most half the particles: their log conditionals from tables
+    maxdeg = min(10, int(np.log2(max(N, 1) / 2.0)) - 1)
+    T0, T1 = np.empty((n, 1 << max(maxdeg + 1, 0))), np.empty((n, 1 << max(maxdeg + 1, 0)))
+    site_tables(indptr, indices, dp, dn, tp, tn, 0.0, maxdeg, T0)
     X = np.ascontiguousarray(X)
 
     def move(X, theta_g, data_g):  # RandomScanBlocks.move's draws
@@ -102,7 +106,9 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
         g0, g1 = (t - 1) / steps, t / steps
         theta_g, data_g = (1.0 - g1) * tp + g1 * tn, (1.0 - g1) * dp + g1 * dn
         move(X, theta_g, data_g)
-        step_terms(np.ascontiguousarray(X.T), indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, L, dirty)
+        step_terms(np.ascontiguousarray(X.T), indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, L, dirty,
+                   maxdeg, T0, T1)
+        T0, T1 = T1, T0  # this step's g1 is the next one's g0
         # the log densities as log_f computes them, on the products' layout (particles x sites, F-ordered)
         lp = X @ tp + 0.5 * np.einsum("ij,ij->i", X, Yp.T)
         ln = X @ tn + 0.5 * np.einsum("ij,ij->i", X, Yn.T)
