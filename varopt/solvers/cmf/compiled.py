@@ -141,12 +141,31 @@ def step_terms(XT, indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, 
 
 
 @njit(cache=True)
-def move_blocks(X, site, U, labels, bptr, members, theta, indptr, indices, data, buf, dirty):
+def up_tables(indptr, indices, data, theta, maxdeg, P):
+    """``P[i, q] = sigma(2 a_i)`` for every site ``i`` of degree ``d <= maxdeg`` and every pattern ``q`` of its
+    neighbours' spins (bit ``r``: the r-th neighbour in increasing order is +1), with :func:`move_blocks`'
+    operations in its order: the numbers it computes per particle and site."""
+    for i in range(theta.size):
+        s, e = indptr[i], indptr[i + 1]
+        d = e - s
+        if d > maxdeg:
+            continue
+        for q in range(1 << d):
+            acc = 0.0
+            for r in range(d):
+                acc += data[s + r] * (1.0 if (q >> r) & 1 else -1.0)
+            P[i, q] = 1.0 / (1.0 + math.exp(-(2.0 * (theta[i] + acc))))
+
+
+@njit(cache=True)
+def move_blocks(X, site, U, labels, bptr, members, theta, indptr, indices, data, buf, dirty, maxdeg, P):
     """One random-scan move (4.11): particle ``p`` redraws the block of site ``site[p]``, each of its sites
     ``x_i = +1`` when its uniform ``< sigma(2 a_i)``, else -1, ``a_i = theta_i + sum_j J_ij x_j`` from the particle
     before the move (the block's sites do not interact). ``U`` holds the redrawn sites' uniforms particle after
     particle, each block's sites in increasing order (:meth:`.RandomScanBlocks.draw`). ``X`` (particles x sites)
-    is changed in place; a site that changes marks itself and its neighbours in ``dirty`` (sites x particles)."""
+    is changed in place; a site that changes marks itself and its neighbours in ``dirty`` (sites x particles).
+    Sites of degree ``<= maxdeg`` look ``sigma(2 a_i)`` up in :func:`up_tables` (``P``, at this ``theta`` and
+    ``data``): no ``exp`` per particle."""
     N = X.shape[0]
     u = 0
     for p in range(N):
@@ -155,11 +174,18 @@ def move_blocks(X, site, U, labels, bptr, members, theta, indptr, indices, data,
         xp = X[p]
         for q in range(s, e):
             i = members[q]
-            acc = 0.0
-            for k in range(indptr[i], indptr[i + 1]):
-                acc += data[k] * xp[indices[k]]
-            a = theta[i] + acc
-            buf[q - s] = 1.0 if U[u] < 1.0 / (1.0 + math.exp(-(2.0 * a))) else -1.0
+            k0, k1 = indptr[i], indptr[i + 1]
+            if k1 - k0 <= maxdeg:
+                pat = 0
+                for k in range(k0, k1):
+                    pat |= (1 << (k - k0)) if xp[indices[k]] > 0.0 else 0
+                up = P[i, pat]
+            else:
+                acc = 0.0
+                for k in range(k0, k1):
+                    acc += data[k] * xp[indices[k]]
+                up = 1.0 / (1.0 + math.exp(-(2.0 * (theta[i] + acc))))
+            buf[q - s] = 1.0 if U[u] < up else -1.0
             u += 1
         for q in range(s, e):
             i = members[q]

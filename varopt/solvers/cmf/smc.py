@@ -75,7 +75,7 @@ def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, che
 def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, check):
     """:func:`move_along_path` with the kernels of :mod:`.compiled`: the same random draws, in the same order,
     and the same arithmetic; None (before any draw) when the two coupling matrices' patterns differ."""
-    from .compiled import move_blocks, site_tables, step_terms
+    from .compiled import move_blocks, site_tables, step_terms, up_tables
     (tp, Jp), (tn, Jn) = prev, new
     # rows of J^T (= columns of J, sorted): the order in which scipy's J.T @ X.T sums a local field
     Cp, Cn = Jp.tocsc(), Jn.tocsc()
@@ -96,15 +96,23 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
     maxdeg = min(10, int(np.log2(max(N, 1) / 2.0)) - 1)
     T0, T1 = np.empty((n, 1 << max(maxdeg + 1, 0))), np.empty((n, 1 << max(maxdeg + 1, 0)))
     site_tables(indptr, indices, dp, dn, tp, tn, 0.0, maxdeg, T0)
+    # move tables (2^degree entries per site, rebuilt every tempering step) where the moves' site updates per step
+    # (moves N sum |B|^2 / n) are at least twice the entries: the coarse partitions
+    small = np.diff(indptr)[np.diff(indptr) <= 10]
+    updates = moves * N * float(kernel.sizes @ kernel.sizes) / max(n, 1)
+    mdeg = int(small.max()) if small.size and updates >= 2.0 * float(np.exp2(small).sum()) else -1
+    P = np.empty((n, 1 << max(mdeg, 0)))
     X = np.ascontiguousarray(X)
 
     def move(X, theta_g, data_g):  # RandomScanBlocks.move's draws
         site, U = kernel.draw(N, rng)
-        move_blocks(X, site, U, labels, kernel.bptr, kernel.members, theta_g, indptr, indices, data_g, buf, dirty)
+        move_blocks(X, site, U, labels, kernel.bptr, kernel.members, theta_g, indptr, indices, data_g, buf, dirty,
+                    mdeg, P)
 
     for t in range(1, steps + 1):
         g0, g1 = (t - 1) / steps, t / steps
         theta_g, data_g = (1.0 - g1) * tp + g1 * tn, (1.0 - g1) * dp + g1 * dn
+        up_tables(indptr, indices, data_g, theta_g, mdeg, P)
         move(X, theta_g, data_g)
         step_terms(np.ascontiguousarray(X.T), indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, L, dirty,
                    maxdeg, T0, T1)
