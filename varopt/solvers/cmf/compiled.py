@@ -16,6 +16,11 @@ the redrawn block's sites only (:func:`move_blocks`) and the weight (4.23) is on
 * the per-block sums of the log-ratios in increasing site order (the indicator product of
   :meth:`.RandomScanBlocks.log_mixture`); everything else (random draws, the log densities' dot products, the
   log-sum-exp, reweighting, resampling) is the reference's own numpy code on arrays of the same layout.
+
+A site's conditional depends on a particle only through the spins of the site and its ``d`` neighbours: where the
+``2^d`` (moves: :func:`up_tables`) or ``2^(d+1)`` (weights: :func:`site_tables`) patterns are fewer than the
+particles' evaluations, the kernels compute each pattern once, with the operations above in their order, and look
+the particles' patterns up: the same numbers, one ``exp`` or ``log_expit`` per pattern instead of per particle.
 """
 from __future__ import annotations
 
