@@ -9,7 +9,7 @@ same run.
 * trw's edge appearance probabilities (``spanning_tree_probabilities``): selected inversion against the per-edge
   solves on tori and a random 3-regular graph, time, ratio and the largest difference.
 
-Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/cmf_scale.py`` (about 12 min, most of it the numpy
+Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/cmf_scale.py`` (about 3 min on a quiet machine, most of it the numpy
 reference on 30 x 30; ``--no-numpy-30`` skips that one; ``--seeds K --only-seeds``: the numba path's log Z error
 and standard error over seeds 1..K on both instances, nothing else). Timings are from a shared machine: the load average is
 printed with every row.

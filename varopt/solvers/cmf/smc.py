@@ -97,8 +97,9 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
     T0, T1 = np.empty((n, 1 << max(maxdeg + 1, 0))), np.empty((n, 1 << max(maxdeg + 1, 0)))
     site_tables(indptr, indices, dp, dn, tp, tn, 0.0, maxdeg, T0)
     # move tables (2^degree entries per site, rebuilt every tempering step) where the moves' site updates per step
-    # (moves N sum |B|^2 / n) are at least twice the entries: the coarse partitions
-    small = np.diff(indptr)[np.diff(indptr) <= 10]
+    # (moves N sum |B|^2 / n) are at least twice the entries: the coarse partitions; sites of higher degree per particle
+    deg = np.diff(indptr)
+    small = deg[deg <= min(10, int(np.log2(max(N, 1))))]  # no table wider than the particle arrays
     updates = moves * N * float(kernel.sizes @ kernel.sizes) / max(n, 1)
     mdeg = int(small.max()) if small.size and updates >= 2.0 * float(np.exp2(small).sum()) else -1
     P = np.empty((n, 1 << max(mdeg, 0)))
