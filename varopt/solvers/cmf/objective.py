@@ -24,9 +24,10 @@ states in exact mode). With ``r_i = b_i + sum_{j in A} w_ij mu_j - t_i`` (= dF_A
                                             - delta_ik sech^2 t_i (1 + 2 mu_i r_i)].
 
 With the connecting edges fixed at the target (default) the objective separates over blocks and
-each block is solved by a modified Newton method (analytic gradient and Hessian, the Hessian shifted
-to negative definiteness, line search) started at the target fields; with ``edges='optimize'`` fields and connecting couplings are solved jointly
-by L-BFGS (quasi-Newton) started at the target.
+each block is solved by a modified Newton method (analytic gradient and Hessian, made negative definite by
+a multiple of the identity or by |eigenvalues|: :func:`ascent_direction`; line search) started at the target
+fields; with ``edges='optimize'`` fields and connecting couplings are solved jointly by L-BFGS (quasi-Newton)
+started at the target.
 """
 from __future__ import annotations
 
