@@ -9,8 +9,9 @@ same run.
 * trw's edge appearance probabilities (``spanning_tree_probabilities``): selected inversion against the per-edge
   solves on tori and a random 3-regular graph, time, ratio and the largest difference.
 
-Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/cmf_scale.py`` (about 12 min, most of it the numpy
-reference on 30 x 30; ``--no-numpy-30`` skips that one). Timings are from a shared machine: the load average is
+Run: ``OPENBLAS_NUM_THREADS=1 PYTHONPATH=. python benchmarks/cmf_scale.py`` (about 3 min on a quiet machine, most of it the numpy
+reference on 30 x 30; ``--no-numpy-30`` skips that one; ``--seeds K --only-seeds``: the numba path's log Z error
+and standard error over seeds 1..K on both instances, nothing else). Timings are from a shared machine: the load average is
 printed with every row.
 """
 from __future__ import annotations
@@ -39,10 +40,10 @@ def reference(name):
     return kaufman_log_partition(1 / 2.5, 1 / 2.5, 30, 30)
 
 
-def run_cmf(name, backend):
+def run_cmf(name, backend, seed=0):
     import varopt
     t = time.perf_counter()
-    r = varopt.get_solver("cmf").solve(instance(name).to_program(), backend=backend, seed=0)
+    r = varopt.get_solver("cmf").solve(instance(name).to_program(), backend=backend, seed=seed)
     return time.perf_counter() - t, r.info
 
 
@@ -58,10 +59,37 @@ def load():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--no-numpy-30", action="store_true", help="skip the numpy reference on the 30 x 30 torus")
+    ap.add_argument("--seeds", type=int, default=0, help="then the numba path with seeds 1..SEEDS on both instances: "
+                    "log Z error against the exact value and its standard error per seed")
+    ap.add_argument("--only-seeds", action="store_true", help="skip the backend comparison and trw (with --seeds)")
     a = ap.parse_args()
     import warnings
     warnings.simplefilter("ignore", RuntimeWarning)  # the replicates' disagreement warning (in the message)
     run_cmf("grid12", "numba")  # compile (or load the cached kernels) outside the timings
+    if not a.only_seeds:
+        compare_backends(a)
+    if a.seeds:
+        seeds(a.seeds)
+    if not a.only_seeds:
+        trw_probabilities()
+
+
+def seeds(k):
+    """Accuracy over seeds: the error of log Z against the exact value, its SE and their ratio."""
+    print(f"\n{'instance':<10} {'seed':>4} {'time s':>8} {'log Z':>12} {'err':>8} {'se':>7} {'|err|/se':>8} "
+          f"{'disagree':>8} {'load':>5}")
+    for name in ("grid12", "torus30"):
+        ref = reference(name)
+        for seed in range(1, k + 1):
+            dt, info = run_cmf(name, "numba", seed)
+            err, se = info["log_partition"] - ref, info.get("log_partition_se")
+            ratio = "-" if not se else f"{abs(err) / se:.2f}"
+            print(f"{name:<10} {seed:>4} {dt:>8.1f} {info['log_partition']:>12.4f} {err:>+8.3f} "
+                  f"{'-' if se is None else format(se, '.3f'):>7} {ratio:>8} "
+                  f"{'yes' if info.get('replicates_disagree') else 'no':>8} {load():>5}", flush=True)
+
+
+def compare_backends(a):
     print(f"{'instance':<10} {'backend':<8} {'time s':>8} {'ratio':>6} {'log Z':>12} {'ref':>12} {'err':>8} "
           f"{'se':>7} {'identical':>9} {'load':>5}")
     for name in ("grid12", "torus30"):
@@ -79,6 +107,9 @@ def main():
             print(f"{name:<10} {backend:<8} {dt:>8.1f} {ratio:>6} {info['log_partition']:>12.4f} {ref:>12.4f} "
                   f"{info['log_partition'] - ref:>+8.3f} {'-' if se is None else format(se, '.3f'):>7} {ident:>9} "
                   f"{load():>5}")
+
+
+def trw_probabilities():
     import networkx as nx
 
     from varopt.formulations import ising

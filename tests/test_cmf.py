@@ -10,7 +10,13 @@ import varopt
 from varopt.errors import InvalidOptionError, ModelStructureError
 from varopt.formulations import ising
 from varopt.program.energy import EnergyModel, spin_states
-from varopt.solvers.cmf.objective import ConditionalObjective, block_terms
+from varopt.solvers.cmf.objective import (
+    ConditionalObjective,
+    ascent_direction,
+    block_couplings,
+    block_terms,
+    solve_block,
+)
 from varopt.solvers.cmf.partition import bisection_schedule
 from varopt.solvers.cmf.replicates import combine, visited_bound
 
@@ -66,6 +72,71 @@ def test_gradient_and_hessian_by_finite_differences():
         Fm, gm, _ = block_terms(th - e, E, B, J, lam)
         assert abs((Fp - Fm) / (2 * eps) - g[k]) < 1e-7
         assert np.allclose((gp - gm) / (2 * eps), H[:, k], atol=1e-7)
+
+
+def _ring_block(m=10, w=1.5, N=40, seed=0):
+    """A strongly coupled ferromagnetic ring block with random blankets: (4.13) is not concave there."""
+    rng = np.random.default_rng(seed)
+    J = np.zeros((m, m))
+    J[np.arange(m), (np.arange(m) + 1) % m] = J[(np.arange(m) + 1) % m, np.arange(m)] = w
+    E = 0.3 * rng.choice([-1.0, 1.0], size=(N, m))
+    h = 0.05 * rng.normal(size=m)
+    return h, E, h + E, J, rng.dirichlet(np.ones(N))
+
+
+def test_ascent_direction_branches():
+    """Newton where -H is positive definite, a shift tau I where its negative curvature is large, the
+    |eigenvalue| modification where it is small (a shift would stall there) or when shifts are switched off."""
+    h, E, B, J, lam = _ring_block()
+    _, g, H = block_terms(h, E, B, J, lam)
+    assert np.linalg.eigvalsh(-H).min() < -0.1   # the start is not a local maximum
+    d, tau, kind = ascent_direction(g, H)
+    beta = 1e-3 * np.abs(H).max()
+    assert kind == "shift" and tau > beta and np.linalg.eigvalsh(-H + tau * np.eye(h.size)).min() > 0
+    assert np.linalg.eigvalsh(-H + tau / 2 * np.eye(h.size)).min() < 0   # the smallest shift of the sequence
+    assert np.allclose((-H + tau * np.eye(h.size)) @ d, g) and g @ d > 0
+    A = -H + (tau + 1.0) * np.eye(h.size)       # negative definite Hessian: the plain Newton step
+    d0, tau0, kind0 = ascent_direction(g, -A)
+    assert kind0 == "newton" and tau0 == 0.0 and np.allclose(d0, np.linalg.solve(A, g))
+    Q = np.linalg.qr(np.random.default_rng(0).normal(size=(4, 4)))[0]
+    ev = np.array([2.0, 1.0, 0.5, -1e-5])          # negative curvature 1e-5 < beta = 2e-3 * max entry
+    g4 = np.array([0.3, -0.2, 0.1, 0.4])
+    d4, _, kind4 = ascent_direction(g4, -(Q * ev) @ Q.T)
+    assert kind4 == "eigen" and np.allclose(d4, Q @ ((Q.T @ g4) / np.abs(ev)))
+    d5, _, kind5 = ascent_direction(g, H, shift=False)
+    lam_, V = np.linalg.eigh(-H)
+    assert kind5 == "eigen" and np.allclose(d5, V @ ((V.T @ g) / np.abs(lam_)))
+
+
+def test_block_solve_from_a_saddle_region_ends_at_a_local_maximum():
+    """From the target fields, where the Hessian of (4.13) is indefinite, the shifted Newton solve ends at a
+    point with a vanishing gradient and a negative semidefinite Hessian (checked by finite differences of the
+    gradient, itself checked by finite differences above), higher than the start; plain Newton steps there
+    are not ascent directions."""
+    for seed in range(5):
+        h, E, B, J, lam = _ring_block(seed=seed)
+        x, ok, it = solve_block(h, E, B, J, lam, 200, 1e-9)
+        F, g, _ = block_terms(x, E, B, J, lam)
+        assert ok and it > 1 and np.abs(g).max() <= 1e-9 * max(1.0, abs(F))
+        assert F > block_terms(h, E, B, J, lam)[0] + 1e-3
+        eps = 1e-5
+        Hfd = np.array([(block_terms(x + eps * e, E, B, J, lam)[1] - block_terms(x - eps * e, E, B, J, lam)[1])
+                        / (2 * eps) for e in np.eye(h.size)])
+        assert np.linalg.eigvalsh((Hfd + Hfd.T) / 2).max() <= 1e-6
+
+
+def test_sparse_block_couplings_give_the_dense_terms():
+    import scipy.sparse as sp
+    e = ising.lattice(9, 9, 1.0, 0.2, True, 2.0)
+    Js = block_couplings(e.n, e.i, e.j, e.w)
+    iu = np.triu_indices(70, 1)
+    assert sp.issparse(Js) and isinstance(block_couplings(70, *iu, np.ones(iu[0].size)), np.ndarray)
+    assert np.array_equal(Js.toarray(), e.J.toarray())
+    rng = np.random.default_rng(1)
+    N = 25
+    E, B, lam, th = rng.normal(size=(N, e.n)), rng.normal(size=(N, e.n)), rng.dirichlet(np.ones(N)), rng.normal(size=e.n)
+    for a, b in zip(block_terms(th, E, B, Js, lam), block_terms(th, E, B, e.J.toarray(), lam)):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-12)
 
 
 def test_joint_edge_gradient_by_finite_differences():
@@ -338,3 +409,31 @@ def test_every_state_visited_gives_log_z_exactly():
 def test_bad_replicates(kw, match):
     with pytest.raises(InvalidOptionError, match=match):
         cmf(ising.four_node(), **kw)
+
+
+def test_random_scan_move_draws_only_the_redrawn_blocks_uniforms():
+    """A move takes a site per particle, then one uniform per site of that site's block (particle after
+    particle, block sites increasing), and redraws exactly that block from its conditional sigma(2 a_i)."""
+    from scipy.special import expit
+
+    from varopt.oracles.block_gibbs import RandomScanBlocks
+    labels = np.array([1, 0, 2, 1, 0, 1])
+    kernel = RandomScanBlocks(labels)
+    N, n = 20000, labels.size
+    a = np.array([0.3, -0.8, 1.1, 0.0, 0.5, -0.2])
+    X = np.ones((N, n))
+    kernel.move(X, np.tile(a, (N, 1)), rng := np.random.default_rng(3))
+    ref = np.random.default_rng(3)
+    site = ref.integers(0, n, size=N)
+    U = ref.random(int(np.bincount(labels)[labels[site]].sum()))
+    assert rng.random() == ref.random()      # the same stream, no more and no fewer draws
+    expect, u = np.ones((N, n)), 0
+    for p in range(N):
+        for i in np.flatnonzero(labels == labels[site[p]]):
+            expect[p, i] = 1.0 if U[u] < expit(2 * a[i]) else -1.0
+            u += 1
+    assert np.array_equal(X, expect)
+    drawn = labels[site][:, None] == labels[None, :]
+    freq = ((X == 1) & drawn).sum(0) / drawn.sum(0)
+    p = expit(2 * a)
+    assert np.all(np.abs(freq - p) <= 4.5 * np.sqrt(p * (1 - p) / drawn.sum(0)))

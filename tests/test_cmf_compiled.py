@@ -118,3 +118,29 @@ def test_auto_checks_the_kernels_formulas(monkeypatch):
     monkeypatch.setattr(compiled, "matches_scipy", lambda: False)
     r = varopt.get_solver("cmf").solve(ising.four_node().to_program(), particles=20, temper_steps=2, seed=0)
     assert r.info["backend"] == "numpy"
+
+
+@pytest.mark.parametrize("make", [lambda: ising.lattice(4, 5, 1.0, 0.2, True, 2.0), _irregular])
+def test_site_tables_give_the_per_particle_log_conditionals(make):
+    """step_terms' per-block sums from the pattern tables (every site, maxdeg = 10) equal, bit for bit, those
+    computed per particle (no site, maxdeg = -1): the tables index the same numbers."""
+    from varopt.solvers.cmf.compiled import site_tables, step_terms
+    e = make()
+    rng = np.random.default_rng(3)
+    C = coupling_matrix(e, e.w * rng.uniform(0.5, 1.5, e.m)).tocsc()
+    C.sort_indices()
+    indptr, indices = C.indptr.astype(np.int64), C.indices.astype(np.int64)
+    dp, dn = C.data.copy(), C.data * rng.normal(size=C.data.size)
+    tp, tn = rng.normal(size=e.n), rng.normal(size=e.n)
+    labels = bisection_schedule(e)[2].astype(np.int64)
+    N, nb = 50, int(labels.max()) + 1
+    XT = rng.choice([-1.0, 1.0], size=(e.n, N))
+    out = []
+    for maxdeg in (-1, 10):
+        T0, T1 = np.empty((e.n, 1 << 11)), np.empty((e.n, 1 << 11))
+        site_tables(indptr, indices, dp, dn, tp, tn, 0.3, maxdeg, T0)
+        Yp, Yn, PB, L = np.empty((e.n, N)), np.empty((e.n, N)), np.empty((nb, N)), np.empty((e.n, N))
+        step_terms(XT, indptr, indices, dp, dn, tp, tn, 0.3, 0.4, labels, Yp, Yn, PB, L,
+                   np.ones((e.n, N), dtype=np.uint8), maxdeg, T0, T1)
+        out.append(PB)
+    assert np.array_equal(out[0], out[1]) and np.abs(out[0]).max() > 0

@@ -34,15 +34,28 @@ class RandomScanBlocks:
         self.sizes = np.bincount(self.labels, minlength=nb)
         self.log_rho = np.log(self.sizes / max(self.n, 1))
         self.indicator = sp.csr_matrix((np.ones(self.n), (np.arange(self.n), self.labels)), shape=(self.n, nb))
+        # the sites of block b, increasing: members[bptr[b]:bptr[b + 1]]
+        self.members = np.argsort(self.labels, kind="stable")
+        self.bptr = np.r_[0, np.cumsum(self.sizes)].astype(np.int64)
+
+    def draw(self, N, rng):
+        """The random numbers of one move of ``N`` particles: ``site`` (N), a uniformly random site per particle,
+        whose block the particle redraws, and ``U``, one uniform per redrawn site, particle after particle, each
+        block's sites in increasing order (only the redrawn blocks': a full row per particle cost ~30 % of a move
+        on fine partitions)."""
+        site = rng.integers(0, self.n, size=N)
+        return site, rng.random(int(self.sizes[self.labels[site]].sum()))
 
     def move(self, X, A, rng):
         """Redraw one block per particle (rows of ``X``, in place) given the local fields ``A``
         computed from ``X`` (valid for the block's sites: they do not interact)."""
-        N = X.shape[0]
-        site = rng.integers(0, self.n, size=N)
-        mask = self.labels[None, :] == self.labels[site][:, None]
-        new = np.where(rng.random(X.shape) < expit(2.0 * A), 1.0, -1.0)
-        np.copyto(X, new, where=mask)
+        site, U = self.draw(X.shape[0], rng)
+        b = self.labels[site]
+        sz = self.sizes[b]
+        rows = np.repeat(np.arange(X.shape[0]), sz)
+        # position q of U belongs to particle rows[q], member q - (start of that particle's run) of its block
+        cols = self.members[np.repeat(self.bptr[b] - (np.cumsum(sz) - sz), sz) + np.arange(U.size)]
+        X[rows, cols] = np.where(U < expit(2.0 * A[rows, cols]), 1.0, -1.0)
         return X
 
     def log_mixture(self, D):

@@ -75,7 +75,7 @@ def move_along_path(X, pop, labels, prev, new, steps, moves, threshold, rng, che
 def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, check):
     """:func:`move_along_path` with the kernels of :mod:`.compiled`: the same random draws, in the same order,
     and the same arithmetic; None (before any draw) when the two coupling matrices' patterns differ."""
-    from .compiled import move_blocks, step_terms
+    from .compiled import move_blocks, site_tables, step_terms, up_tables
     (tp, Jp), (tn, Jn) = prev, new
     # rows of J^T (= columns of J, sorted): the order in which scipy's J.T @ X.T sums a local field
     Cp, Cn = Jp.tocsc(), Jn.tocsc()
@@ -87,25 +87,37 @@ def _compiled_path(X, pop, kernel, prev, new, steps, moves, threshold, rng, chec
     dp, dn = np.ascontiguousarray(Cp.data, dtype=float), np.ascontiguousarray(Cn.data, dtype=float)
     tp, tn = np.ascontiguousarray(tp, dtype=float), np.ascontiguousarray(tn, dtype=float)
     labels = kernel.labels.astype(np.int64)
-    order = np.argsort(labels, kind="stable")
-    bptr = np.r_[0, np.cumsum(kernel.sizes)].astype(np.int64)
     buf = np.empty(int(kernel.sizes.max()) if kernel.sizes.size else 0)
     N, n = X.shape
     nb = kernel.sizes.size
     Yp, Yn, PB = np.empty((n, N)), np.empty((n, N)), np.empty((nb, N))
     L, dirty = np.empty((n, N)), np.ones((n, N), dtype=np.uint8)  # step_terms' cache of the log conditionals
+    # sites whose 2^(degree + 1) spin patterns are at most half the particles: their log conditionals from tables
+    maxdeg = min(10, int(np.log2(max(N, 1) / 2.0)) - 1)
+    T0, T1 = np.empty((n, 1 << max(maxdeg + 1, 0))), np.empty((n, 1 << max(maxdeg + 1, 0)))
+    site_tables(indptr, indices, dp, dn, tp, tn, 0.0, maxdeg, T0)
+    # move tables (2^degree entries per site, rebuilt every tempering step) where the moves' site updates per step
+    # (moves N sum |B|^2 / n) are at least twice the entries: the coarse partitions; sites of higher degree per particle
+    deg = np.diff(indptr)
+    small = deg[deg <= min(10, int(np.log2(max(N, 1))))]  # no table wider than the particle arrays
+    updates = moves * N * float(kernel.sizes @ kernel.sizes) / max(n, 1)
+    mdeg = int(small.max()) if small.size and updates >= 2.0 * float(np.exp2(small).sum()) else -1
+    P = np.empty((n, 1 << max(mdeg, 0)))
     X = np.ascontiguousarray(X)
 
-    def move(X, theta_g, data_g):  # RandomScanBlocks.move's draws, in its order
-        site = rng.integers(0, kernel.n, size=N)
-        U = rng.random(X.shape)
-        move_blocks(X, site, U, labels, bptr, order, theta_g, indptr, indices, data_g, buf, dirty)
+    def move(X, theta_g, data_g):  # RandomScanBlocks.move's draws
+        site, U = kernel.draw(N, rng)
+        move_blocks(X, site, U, labels, kernel.bptr, kernel.members, theta_g, indptr, indices, data_g, buf, dirty,
+                    mdeg, P)
 
     for t in range(1, steps + 1):
         g0, g1 = (t - 1) / steps, t / steps
         theta_g, data_g = (1.0 - g1) * tp + g1 * tn, (1.0 - g1) * dp + g1 * dn
+        up_tables(indptr, indices, data_g, theta_g, mdeg, P)
         move(X, theta_g, data_g)
-        step_terms(np.ascontiguousarray(X.T), indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, L, dirty)
+        step_terms(np.ascontiguousarray(X.T), indptr, indices, dp, dn, tp, tn, g0, g1, labels, Yp, Yn, PB, L, dirty,
+                   maxdeg, T0, T1)
+        T0, T1 = T1, T0  # this step's g1 is the next one's g0
         # the log densities as log_f computes them, on the products' layout (particles x sites, F-ordered)
         lp = X @ tp + 0.5 * np.einsum("ij,ij->i", X, Yp.T)
         ln = X @ tn + 0.5 * np.einsum("ij,ij->i", X, Yn.T)
