@@ -144,3 +144,26 @@ def test_presolve_off_keeps_the_row():
     m, _ = _model(Q, c, A, b, "min, f - objvar == 0")
     r = pyo.SolverFactory("gop").solve(m, presolve=False, max_iter=3).varopt_result
     assert "objective_rows" not in r.info
+
+
+def test_a_ge_row_with_a_concave_body_is_solved_as_its_le_form():
+    # MINLPLib st_e17: min 29.4 x1 + 18 x2 s.t. x1 - 0.2458 x1^2/x2 >= 6 (a convex set; the body is concave):
+    # GOP's class takes nonlinear terms on the smaller side of a row only, so the row is handed on as
+    # 0.2458 x1^2/x2 - x1 <= -6. Reference: the same convex program in CVXPY with Clarabel.
+    m = pyo.ConcreteModel()
+    m.x1 = pyo.Var(bounds=(0, 115.8), initialize=1)
+    m.x2 = pyo.Var(bounds=(1e-5, 30), initialize=1)
+    m.objvar = pyo.Var()
+    m.obj = pyo.Objective(expr=m.objvar)
+    m.e1 = pyo.Constraint(expr=m.x1 - 0.2458 * m.x1 ** 2 / m.x2 >= 6)
+    m.e2 = pyo.Constraint(expr=-29.4 * m.x1 - 18 * m.x2 + m.objvar == 0)
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    x = cp.Variable(2)
+    p = cp.Problem(cp.Minimize(29.4 * x[0] + 18 * x[1]),
+                   [0.2458 * cp.quad_over_lin(x[0], x[1]) - x[0] <= -6, x >= [0, 1e-5], x <= [115.8, 30]])
+    p.solve(solver=cp.CLARABEL)
+    assert r.status == "optimal", (r.status, r.message)
+    assert r.info["rows_as_le"] == ["e1"]
+    assert pyo.value(m.obj) == pytest.approx(p.value, rel=1e-6)
+    assert r.lower_bound <= p.value * (1 + 1e-6)
+    assert pyo.value(m.e1.body) >= 6 - 1e-6

@@ -69,6 +69,32 @@ def _nonlinear_columns(e) -> np.ndarray:
     return np.unique(np.concatenate([np.asarray(c, dtype=np.int64) for c in cols]))
 
 
+def _scaled(e: Expression, k: float) -> Expression:
+    """``k e`` (new arrays where the signs change; ``e`` is left as it is)."""
+    q = e.quadratic
+    return Expression(e.n, k * e.constant, k * e.linear, QuadraticTerms(q.i, q.j, k * q.v, q.n),
+                      [dataclasses.replace(g, coef=k * g.coef) for g in e.atoms],
+                      [dataclasses.replace(g, coef=k * g.coef) for g in e.lse])
+
+
+def ge_rows_as_le(program: Program):
+    """``program`` with every one-sided row ``h(z) >= lo`` whose body is nonlinear within a variable (a square
+    or an atom: never affine in each block) written as ``-h(z) <= -lo``, or None when there is none.
+
+    The same set, but GOP's class takes nonlinear terms only on the smaller side of a row (convex ``<=`` rows):
+    MINLPLib's ``x1 - 0.2458 x1^2/x2 >= 6`` (st_e17) was refused where ``0.2458 x1^2/x2 - x1 <= -6`` is solved.
+    The solver uses it only where the original program is outside GOP's class and this one inside."""
+    cons, hit = [], False
+    for c in program.constraints:
+        q = c.body.quadratic
+        if np.isfinite(c.lo) and c.hi == np.inf and (c.body.atoms or c.body.lse or np.any(q.i == q.j)):
+            cons.append(Constraint(c.name, _scaled(c.body, -1.0), -np.inf, -c.lo))
+            hit = True
+        else:
+            cons.append(c)
+    return dataclasses.replace(program, constraints=cons) if hit else None
+
+
 def _plus(e: Expression, k: float, f: Expression, const: float, drop: int) -> Expression:
     """``e + k f + const`` with column ``drop``'s linear coefficient set to 0 (``e`` and ``f`` free of it
     otherwise)."""

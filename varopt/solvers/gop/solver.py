@@ -39,7 +39,7 @@ from ...program.symmetry import with_order_rows
 from ...result import Result
 from .partition import Partition, analyze
 from .epigraph import abs_epigraph
-from .objective_rows import objective_rows
+from .objective_rows import ge_rows_as_le, objective_rows
 from ...program.eliminate import eliminate_equalities
 from .relax import Lifted, NotRelaxable
 from .search import GopSearch
@@ -166,7 +166,20 @@ class GopSolver(Solver):
         # program in GOP's class (a convex QP written so: one primal problem instead of a tree that relaxes the
         # equality's products one by one); the tree keeps the row (on MINLPLib's concave QPs st_fp7a/b the tree
         # over the substituted objective took 2.5x the nodes of the tree over the row)
-        defn = objective_rows(program) if (opts.presolve and opts.mode != "tree") else None
+        rewrite = opts.presolve and opts.mode != "tree"
+        flipped = ge_rows_as_le(program) if rewrite else None
+        if flipped is not None:
+            # h(z) >= lo rows with squares or atoms as -h(z) <= -lo, where only that puts the program in GOP's class
+            try:
+                analyze(program, _resolve_partition(program, opts.partition))
+                flipped = None
+            except ModelStructureError:
+                try:
+                    analyze(flipped, _resolve_partition(flipped, opts.partition))
+                    program = flipped
+                except ModelStructureError:
+                    flipped = None
+        defn = objective_rows(program) if rewrite else None
         if defn is not None:
             try:
                 analyze(defn.program, _resolve_partition(defn.program, opts.partition))
@@ -357,6 +370,9 @@ class GopSolver(Solver):
                     if res.upper_bound is not None and f < res.upper_bound:
                         res.upper_bound = f
             res.info["objective_rows"] = defn.describe(user)
+            program = user
+        if flipped is not None:
+            res.info["rows_as_le"] = [c.name for c, d in zip(user.constraints, flipped.constraints) if c is not d]
             program = user
         if res.x is not None:
             if program.aux:
