@@ -167,3 +167,67 @@ def test_a_ge_row_with_a_concave_body_is_solved_as_its_le_form():
     assert pyo.value(m.obj) == pytest.approx(p.value, rel=1e-6)
     assert r.lower_bound <= p.value * (1 + 1e-6)
     assert pyo.value(m.e1.body) >= 6 - 1e-6
+
+@pytest.mark.parametrize("form", ["min t, t >= f", "max t, -t >= f", "min -2 t, t <= 1 - f", "min t, -1 <= t - f <= 1"])
+def test_epigraph_row_of_a_free_objvar_is_substituted(form):
+    # the epigraph form of a convex QP, min t s.t. t >= f(x) with t free: t sits on the row's end at every
+    # optimum, so the substitution is exact; the row as written went to a relaxed dual over the free t and
+    # was refused as "unbounded" (the program's optimum is Clarabel's)
+    Q, c, A, b = _qp_data(1, n=3)
+    ref = _clarabel(Q, c, A, b)
+    m, q = _model(Q, c, A, b, "min, f - objvar == 0")
+    m.del_component(m.obj)
+    m.del_component(m.e0)
+    t = m.objvar
+    if form == "min t, t >= f":
+        m.obj, m.e0, user = pyo.Objective(expr=t), pyo.Constraint(expr=t >= q), ref
+    elif form == "max t, -t >= f":
+        m.obj, m.e0, user = pyo.Objective(expr=t, sense=pyo.maximize), pyo.Constraint(expr=-t >= q), -ref
+    elif form == "min -2 t, t <= 1 - f":
+        m.obj, m.e0, user = pyo.Objective(expr=-2 * t), pyo.Constraint(expr=t <= 1 - q), 2 * ref - 2
+    else:
+        m.obj, m.e0, user = pyo.Objective(expr=t), pyo.Constraint(expr=pyo.inequality(-1, t - q, 1)), ref - 1
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    assert r.status == "optimal" and r.info["objective_rows"]
+    assert pyo.value(m.obj) == pytest.approx(user, abs=1e-5 * max(1.0, abs(user)))
+    lo, body, hi = pyo.value(m.e0.lower), pyo.value(m.e0.body), pyo.value(m.e0.upper)
+    assert (lo is None or body >= lo - 1e-9) and (hi is None or body <= hi + 1e-9)
+
+
+def test_epigraph_row_with_a_bound_on_the_pushed_side_is_not_substituted():
+    # min t s.t. t >= f(x), t >= -1: t = max(f(x), -1), not one expression; the bound on the other side is
+    # a row on f (t <= 2: f(x) <= 2), substituted
+    from varopt.frontends import compile_model
+    from varopt.solvers.gop.objective_rows import objective_rows
+    for bounds, substituted in (((-1, None), False), ((None, 2), True)):
+        m = pyo.ConcreteModel()
+        m.x = pyo.Var(bounds=(0, 3))
+        m.y = pyo.Var(bounds=(0, 3))
+        m.t = pyo.Var(bounds=bounds)
+        m.obj = pyo.Objective(expr=m.t)
+        m.e = pyo.Constraint(expr=m.t >= (m.x - 1) ** 2 - 2 * m.y)
+        d = objective_rows(compile_model(m)[0])
+        assert (d is not None) == substituted
+        if substituted:
+            (con,) = d.program.constraints
+            assert con.hi == pytest.approx(2.0) and not np.isfinite(con.lo)
+
+
+def test_unbounded_certificate_moves_the_objvar_along_its_definition():
+    # min objvar s.t. objvar == x y - z, z >= 0 free above: unbounded along z. The certificate was the reduced
+    # program's (objvar fixed at 0, the ray {z: 1}): along it the user's row objvar == x y - z failed
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1))
+    m.y = pyo.Var(bounds=(0, 1))
+    m.z = pyo.Var(bounds=(0, None))
+    m.objvar = pyo.Var()
+    m.obj = pyo.Objective(expr=m.objvar)
+    m.e = pyo.Constraint(expr=m.objvar == m.x * m.y - m.z)
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    assert r.status == "unbounded" and r.info["objective_rows"]
+    ray, z0 = r.info["unbounded_ray"], r.info["unbounded_from"]
+    assert ray.get("objvar") == pytest.approx(-ray["z"]) and ray["z"] > 0
+    for s in (0.0, 1.0, 1e3):
+        for v, x0 in zip(m.component_data_objects(pyo.Var), z0):
+            v.set_value(float(x0) + s * ray.get(v.name, 0.0), skip_validation=True)
+        assert abs(pyo.value(m.e.body) - pyo.value(m.e.upper)) <= 1e-9 * max(1.0, abs(pyo.value(m.objvar)))

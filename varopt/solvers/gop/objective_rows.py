@@ -10,10 +10,13 @@ was not certified in 8 s), and GOP's primal problems do not take nonlinear rows.
 
 1. ``t`` enters the objective only linearly, with coefficient ``c_t != 0``;
 2. ``t`` enters exactly one constraint, an equality ``a t + g(z) = r`` (``g`` free of ``t``, ``a != 0``),
-   and only linearly;
+   and only linearly; or a nonlinear inequality / range row ``lo <= a t + g(z) <= hi`` (the epigraph
+   ``t >= f(x)``) whose end ``r`` stops ``t`` in the direction the objective pushes it, ``t``'s own bound
+   on that side being infinite (:func:`_binding_end`): ``t`` sits on ``r`` at every optimum;
 3. ``t`` is a continuous user column (not a front-end auxiliary one, which has its own definition).
 
-Then ``t = (r - g(z)) / a`` on every feasible point, and the program is rewritten exactly: the objective
+Then ``t = (r - g(z)) / a`` on every feasible point (for an inequality row: at every optimum, and every
+feasible point maps to one so placed with no larger objective), and the program is rewritten exactly: the objective
 becomes ``c^T z - c_t t + c_t (r - g(z)) / a + ...`` (the rest of the objective unchanged), the row is
 replaced by the bounds of ``t`` on its definition, ``l_t <= (r - g(z)) / a <= u_t``, as a row over ``g``
 (dropped when both bounds are infinite), and ``t`` is fixed at 0, appearing nowhere. Both programs have
@@ -50,6 +53,22 @@ class ObjectiveRows:
         for t, _, a, r, g in self.rows:
             z[t] = (r - g.value(z)) / a
         return z
+
+    def complete_ray(self, z, d):
+        """The certificate ``(z, d)`` of the reduced program (``z + s d`` feasible for every ``s >= 0``, the
+        objective falling without bound) in the original columns, and the objective variables whose
+        definition is not affine along ``d`` (then ``z + s d`` with each objective variable at its definition
+        is the certificate, a curve; their ray entry is left at 0)."""
+        z, d = self.complete(z), np.array(d, dtype=float)
+        curved = []
+        for t, _, a, r, g in self.rows:
+            # g(z + s d) = g(z) + s g'(z) d + s^2 d'Hd / 2 for a quadratic g (from derivatives: z may lie at 1e30,
+            # where differences of values lose the slope)
+            if g.is_linear or (g.is_quadratic and abs(float(d @ (g.hessian(z) @ d))) <= 1e-12 * float(d @ d)):
+                d[t] = -float(g.gradient(z) @ d) / a
+            else:
+                curved.append(t)
+        return z, d, curved
 
     def describe(self, original: Program) -> list:
         names = original.names
@@ -114,6 +133,24 @@ def _without(e: Expression, t: int) -> Expression:
     return Expression(e.n, e.constant, lin, e.quadratic, list(e.atoms), list(e.lse))
 
 
+def _binding_end(con, a: float, ct: float, lt: float, ut: float):
+    """The end ``r`` of row ``lo <= a t + g <= hi`` that ``t`` sits on at every optimum, or None.
+
+    An equality gives ``r = lo``. For a nonlinear inequality or range row (``t >= f(x)``, the epigraph form) the
+    objective ``c_t t`` pushes ``t`` down when ``c_t > 0`` (up when ``c_t < 0``); when ``t``'s own bound
+    on that side is infinite, only the row stops it, at ``lo`` if ``c_t a > 0`` and at ``hi`` otherwise.
+    Any feasible ``(z, t)`` then moves to ``(z, (r - g(z)) / a)``, feasible with an objective no larger,
+    so the substitution is exact. A finite bound of ``t`` on that side would make ``t`` the larger of
+    two functions (not one expression): no substitution."""
+    if con.lo == con.hi:
+        return float(con.lo) if np.isfinite(con.lo) else None
+    if con.body.is_linear or not np.isinf(lt if ct > 0 else ut):
+        # (a linear row is in GOP's class as written: the rewrite would only change a linear program's columns)
+        return None
+    r = float(con.lo if ct * a > 0 else con.hi)
+    return r if np.isfinite(r) else None
+
+
 def objective_rows(program: Program):
     """:class:`ObjectiveRows` substituting every objective variable by its defining equality (module
     docstring), or None when the program has none."""
@@ -140,12 +177,14 @@ def objective_rows(program: Program):
             continue   # the row of another objective variable, already substituted
         used.add(k)
         con = cons[k]
-        if con.lo != con.hi or not np.isfinite(con.lo) or t in _nonlinear_columns(con.body):
+        if t in _nonlinear_columns(con.body):
             continue
-        a, r = float(con.body.linear[t]), float(con.lo)
-        ct = float(obj.linear[t])
+        a, ct = float(con.body.linear[t]), float(obj.linear[t])
         if a == 0.0 or ct == 0.0:
             continue   # (a previous substitution may have brought t's coefficient to 0)
+        r = _binding_end(con, a, ct, lb[t], ub[t])
+        if r is None:
+            continue
         g = _without(con.body, t)
         # min ... + c_t t  with  t = (r - g) / a
         obj = _plus(obj, -ct / a, g, ct * r / a, t)

@@ -327,6 +327,18 @@ class GopSolver(Solver):
                 raise
             # the ray's points have no finite optimum: no point is loaded, bounds are -inf
             z, d = proof
+            extra = {}
+            if defn is not None and list(program.names) == list(user.names):
+                # the certificate is one of the reduced program: each objective variable follows its definition
+                # along the ray (the user's rows hold along it only so)
+                z, d, curved = defn.complete_ray(z, d)
+                program = user
+                extra["objective_rows"] = defn.describe(user)
+                if curved:
+                    extra["unbounded_ray_note"] = (
+                        f"{', '.join(user.names[t] for t in curved)} follow(s) their defining rows along the ray, "
+                        "which are not affine along it: the certificate is z + s d with those variables at "
+                        "their definitions")
             ray = {program.names[j]: float(d[j]) for j in np.flatnonzero(d)}
             # in the user's sense: a maximised objective increases along the ray (the program minimises its negative)
             way = "increases" if user.maximize else "decreases"
@@ -334,7 +346,7 @@ class GopSolver(Solver):
                               f"(from a feasible point, moving {', '.join(list(ray)[:6])}); see "
                               "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
                               upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,
-                                                         unbounded_from=z))
+                                                         unbounded_from=z, **extra))
         if outside is not None:
             # the partition's named reason, for the user who expected GOP's primal/relaxed-dual iteration
             res.info["not_biconvex"] = f"{outside}; certified by the spatial tree (McCormick relaxation) instead"
