@@ -287,7 +287,6 @@ class GopSearch:
                 self._swapped = False
         if self._swapped is False:
             return None, math.inf
-        run = self.run
         # a heuristic for upper bounds only: its share of the run's work is capped (it solved ~170
         # swapped primal problems, 45 % of a 120 s K = 3 BGMM run, finding the incumbent once), and
         # it stops at the time limit
