@@ -13,21 +13,7 @@ from varopt.solvers.gop import local as LS
 from varopt.solvers.gop import relaxed_dual as RD
 from varopt.solvers.gop import search as S
 
-
-def _nmf_data(p, q, r, seed=0):
-    rng = np.random.default_rng(seed)
-    return rng.random((p, r)) @ rng.random((r, q)) + 0.05 * rng.random((p, q))
-
-
-def _nmf_model(X, r):
-    p, q = X.shape
-    ub = float(X.max())
-    m = pyo.ConcreteModel()
-    m.W = pyo.Var(range(p), range(r), bounds=(0, ub))
-    m.H = pyo.Var(range(r), range(q), bounds=(0, ub))
-    m.obj = pyo.Objective(expr=sum((X[i, j] - sum(m.W[i, k] * m.H[k, j] for k in range(r))) ** 2
-                                   for i in range(p) for j in range(q)))
-    return m
+from nmf_models import nmf_data, nmf_model
 
 
 def test_root_descent_reaches_the_alternating_minimum(monkeypatch):
@@ -36,9 +22,9 @@ def test_root_descent_reaches_the_alternating_minimum(monkeypatch):
     NNLS) to 1e-6, where the three alternation rounds of the node's local search stop far above it (docs/gop.md §8f:
     48-77 against 0.1274 on the 30 x 30 rank-5 NMF)."""
     monkeypatch.setattr(LS.LocalSearch, "max_polish_vars", 0)
-    X = _nmf_data(6, 5, 2, seed=4)
+    X = nmf_data(6, 5, 2, seed=4)
     ref = min(alternating_nnls(X, 2, s, rounds=3000, rtol=1e-14) for s in range(3))
-    m = _nmf_model(X, 2)
+    m = nmf_model(X, 2)
     res = pyo.SolverFactory("gop").solve(m, max_iter=1, bound_tightening=False)
     r = res.varopt_result
     assert r.upper_bound is not None and r.upper_bound <= ref * (1 + 1e-6) + 1e-12, (r.upper_bound, ref)
@@ -53,8 +39,8 @@ def test_root_descent_frees_the_auxiliary_columns():
     from varopt.frontends.pyomo_compile import compile_pyomo
     from varopt.solvers.gop.partition import analyze
     from varopt.solvers.gop.relax import Lifted
-    X = _nmf_data(5, 4, 2, seed=2)
-    prog, _ = compile_pyomo(_nmf_model(X, 2))
+    X = nmf_data(5, 4, 2, seed=2)
+    prog, _ = compile_pyomo(nmf_model(X, 2))
     assert prog.aux, "the squares of bilinear residuals are compiled with auxiliary columns"
     part = analyze(prog, None)
     ls = LS.LocalSearch(prog, part, Lifted(prog))
@@ -152,10 +138,10 @@ def test_root_descent_without_time_limit_does_not_read_the_clock(monkeypatch):
 
     from varopt.core import run as core_run
     monkeypatch.setattr(LS.LocalSearch, "max_polish_vars", 0)
-    X = _nmf_data(6, 5, 2, seed=4)
+    X = nmf_data(6, 5, 2, seed=4)
 
     def solve():
-        m = _nmf_model(X, 2)
+        m = nmf_model(X, 2)
         r = pyo.SolverFactory("gop").solve(m, max_iter=1, bound_tightening=False, seed=3).varopt_result
         return r.upper_bound, np.array([pyo.value(v) for v in m.component_data_objects(pyo.Var)])
 

@@ -20,17 +20,11 @@ from varopt.lpqp.model import HighsModel
 from varopt.program import symmetry as SYM
 from varopt.solvers.gop import tree as TREE
 
+from nmf_models import nmf_data, nmf_model
+
 
 def _nmf(p=6, q=5, r=2, seed=4):
-    rng = np.random.default_rng(seed)
-    X = rng.random((p, r)) @ rng.random((r, q)) + 0.05 * rng.random((p, q))
-    ub = float(X.max())
-    m = pyo.ConcreteModel()
-    m.W = pyo.Var(range(p), range(r), bounds=(0, ub))
-    m.H = pyo.Var(range(r), range(q), bounds=(0, ub))
-    m.obj = pyo.Objective(expr=sum((X[i, j] - sum(m.W[i, k] * m.H[k, j] for k in range(r))) ** 2
-                                   for i in range(p) for j in range(q)))
-    return m
+    return nmf_model(nmf_data(p, q, r, seed=seed), r)
 
 
 def _loaded_value(m):

@@ -36,19 +36,26 @@ def test_convex_qp_through_an_objvar_equality_is_certified(a, b, presolve):
     assert pyo.value(m.obj) == pytest.approx(opt, abs=tol)
 
 
-def test_concave_objective_bounded_only_jointly_by_rows_is_not_refused_as_unbounded():
-    # min objvar, objvar == 2 x1 - x1^2 - x2^2 + 4 x2 over x >= 0, x1 - 4 x2 >= -8, -3 x1 + x2 >= -9
-    # (MINLPLib st_qpc-m0). The secants of -x_i^2 need finite bounds; the two rows give x1 <= 4, x2 <= 3
-    # only together, which row-by-row tightening cannot see, so the tree's first relaxation was unbounded
-    # and gop raised "the relaxation is unbounded below" on a bounded program.
+def _qpc_m0(second_row=True):
+    """min objvar, objvar == 2 x1 - x1^2 - x2^2 + 4 x2 over x >= 0, x1 - 4 x2 >= -8 (and -3 x1 + x2 >= -9)."""
     m = pyo.ConcreteModel()
     m.objvar = pyo.Var()
     m.x1 = pyo.Var(bounds=(0, None))
     m.x2 = pyo.Var(bounds=(0, None))
     m.obj = pyo.Objective(expr=m.objvar)
     m.e1 = pyo.Constraint(expr=m.x1 - 4 * m.x2 >= -8)
-    m.e2 = pyo.Constraint(expr=-3 * m.x1 + m.x2 >= -9)
+    if second_row:
+        m.e2 = pyo.Constraint(expr=-3 * m.x1 + m.x2 >= -9)
     m.e3 = pyo.Constraint(expr=m.objvar == 2 * m.x1 - m.x1 * m.x1 - m.x2 * m.x2 + 4 * m.x2)
+    return m
+
+
+def test_concave_objective_bounded_only_jointly_by_rows_is_not_refused_as_unbounded():
+    # min objvar, objvar == 2 x1 - x1^2 - x2^2 + 4 x2 over x >= 0, x1 - 4 x2 >= -8, -3 x1 + x2 >= -9
+    # (MINLPLib st_qpc-m0). The secants of -x_i^2 need finite bounds; the two rows give x1 <= 4, x2 <= 3
+    # only together, which row-by-row tightening cannot see, so the tree's first relaxation was unbounded
+    # and gop raised "the relaxation is unbounded below" on a bounded program.
+    m = _qpc_m0()
     res = pyo.SolverFactory("gop").solve(m, time_limit=10)
     r = res.varopt_result
 
@@ -64,13 +71,7 @@ def test_concave_objective_bounded_only_jointly_by_rows_is_not_refused_as_unboun
 
 def test_truly_unbounded_concave_objective_is_still_reported():
     # the same form without the second row: x1 -> inf with x2 = (x1 + 8)/4 drives the objective to -inf
-    m = pyo.ConcreteModel()
-    m.objvar = pyo.Var()
-    m.x1 = pyo.Var(bounds=(0, None))
-    m.x2 = pyo.Var(bounds=(0, None))
-    m.obj = pyo.Objective(expr=m.objvar)
-    m.e1 = pyo.Constraint(expr=m.x1 - 4 * m.x2 >= -8)
-    m.e3 = pyo.Constraint(expr=m.objvar == 2 * m.x1 - m.x1 * m.x1 - m.x2 * m.x2 + 4 * m.x2)
+    m = _qpc_m0(second_row=False)
     from varopt.errors import ModelStructureError
     try:
         res = pyo.SolverFactory("gop").solve(m, time_limit=10)

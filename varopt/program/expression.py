@@ -212,7 +212,14 @@ class Expression:
     # --- structure ------------------------------------------------------------------------
     def support(self) -> np.ndarray:
         """Indices of the variables this expression depends on."""
-        cols = [self.linear_items()[0], self.quadratic.i, self.quadratic.j]
+        return self._columns([self.linear_items()[0]])
+
+    def nonlinear_support(self) -> np.ndarray:
+        """Indices of the variables that enter other than linearly (products, squares, atoms, multipliers)."""
+        return self._columns([])
+
+    def _columns(self, cols) -> np.ndarray:
+        cols = cols + [self.quadratic.i, self.quadratic.j]
         for g in self.groups():
             cols.append(g.A.indices)
             cols.append(g.mult[g.mult >= 0])

@@ -76,18 +76,6 @@ class ObjectiveRows:
                 for t, k, _, _, _ in self.rows]
 
 
-def _nonlinear_columns(e) -> np.ndarray:
-    """Columns that enter ``e`` other than linearly (products, squares, atoms, multipliers)."""
-    q = e.quadratic
-    cols = [q.i, q.j]
-    for g in e.groups():
-        cols.append(g.A.indices)
-        cols.append(g.mult[g.mult >= 0])
-        if getattr(g, "A2", None) is not None:
-            cols.append(g.A2.indices)
-    return np.unique(np.concatenate([np.asarray(c, dtype=np.int64) for c in cols]))
-
-
 def _scaled(e: Expression, k: float) -> Expression:
     """``k e`` (new arrays where the signs change; ``e`` is left as it is)."""
     q = e.quadratic
@@ -160,7 +148,7 @@ def objective_rows(program: Program):
         return None
     if program.binary is not None:
         cand = cand[~program.binary[cand]]
-    cand = np.setdiff1d(cand, _nonlinear_columns(program.objective))
+    cand = np.setdiff1d(cand, program.objective.nonlinear_support())
     if cand.size == 0:
         return None
     where = {int(t): [] for t in cand}
@@ -177,7 +165,7 @@ def objective_rows(program: Program):
             continue   # the row of another objective variable, already substituted
         used.add(k)
         con = cons[k]
-        if t in _nonlinear_columns(con.body):
+        if t in con.body.nonlinear_support():
             continue
         a, ct = float(con.body.linear[t]), float(obj.linear[t])
         if a == 0.0 or ct == 0.0:
