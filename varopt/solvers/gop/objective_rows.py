@@ -177,10 +177,8 @@ def objective_rows(program: Program):
         # min ... + c_t t  with  t = (r - g) / a
         obj = _plus(obj, -ct / a, g, ct * r / a, t)
         # l_t <= (r - g) / a <= u_t  as a row over g
-        with np.errstate(invalid="ignore", over="ignore"):
-            ends = np.array([r - a * lb[t], r - a * ub[t]])
-        ends = np.where(np.isnan(ends), np.inf, ends)   # (only for a * inf - inf; does not occur: a != 0)
-        lo, hi = float(ends.min()), float(ends.max())
+        ends = (r - a * lb[t], r - a * ub[t])   # (a != 0 and r finite: infinite bounds give infinite ends)
+        lo, hi = min(ends), max(ends)
         if np.isfinite(lo) or np.isfinite(hi):
             cons[k] = Constraint(con.name, g, lo, hi)
         else:

@@ -167,24 +167,24 @@ class GopSolver(Solver):
         # equality's products one by one); the tree keeps the row (on MINLPLib's concave QPs st_fp7a/b the tree
         # over the substituted objective took 2.5x the nodes of the tree over the row)
         rewrite = opts.presolve and opts.mode != "tree"
+        checked = {}   # id -> (program, partition or its error) of the class checks: no partition is computed twice
+
+        def in_class(p):
+            try:
+                checked[id(p)] = (p, analyze(p, _resolve_partition(p, opts.partition)))
+                return True
+            except ModelStructureError as exc:
+                checked[id(p)] = (p, exc)
+                return False
         flipped = ge_rows_as_le(program) if rewrite else None
+        # h(z) >= lo rows with squares or atoms as -h(z) <= -lo, where only that puts the program in GOP's class
+        if flipped is not None and (in_class(program) or not in_class(flipped)):
+            flipped = None
         if flipped is not None:
-            # h(z) >= lo rows with squares or atoms as -h(z) <= -lo, where only that puts the program in GOP's class
-            try:
-                analyze(program, _resolve_partition(program, opts.partition))
-                flipped = None
-            except ModelStructureError:
-                try:
-                    analyze(flipped, _resolve_partition(flipped, opts.partition))
-                    program = flipped
-                except ModelStructureError:
-                    flipped = None
+            program = flipped
         defn = objective_rows(program) if rewrite else None
-        if defn is not None:
-            try:
-                analyze(defn.program, _resolve_partition(defn.program, opts.partition))
-            except ModelStructureError:
-                defn = None
+        if defn is not None and not in_class(defn.program):
+            defn = None
         if defn is not None:
             program = defn.program
         epi = abs_epigraph(program)  # |u| rows -> t >= |u| (exact for convex uses; others rejected)
@@ -195,7 +195,11 @@ class GopSolver(Solver):
         xpart = _resolve_partition(program, opts.partition)
         mode, lifted = opts.mode, None
         try:
-            part, outside = analyze(program, xpart), None
+            known = checked.get(id(program))
+            if known is not None and known[0] is program and isinstance(known[1], ModelStructureError):
+                raise known[1]
+            part = known[1] if known is not None and known[0] is program else analyze(program, xpart)
+            outside = None
         except ModelStructureError as exc:
             # outside GOP's class (the defining row t^2 == e of a lifted norm, a concave square, an odd
             # cycle of products): the tree still certifies it when the McCormick relaxation covers every
