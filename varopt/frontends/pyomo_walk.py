@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from .pyomo_powers import PowerRules
 from .pyomo_terms import _MATH, _add_into, _BadData, _expr_str, _Form, _prune, _Unsupported
 
 
@@ -69,11 +70,13 @@ class _Leaves:
         return k
 
 
-class _Walker(_Leaves):
-    """Recursive walker from a Pyomo expression to a :class:`_Form`."""
+class _Walker(PowerRules, _Leaves):
+    """Recursive walker from a Pyomo expression to a :class:`_Form` (powers and divisions:
+    :mod:`.pyomo_powers`)."""
 
     def __init__(self):
         super().__init__()
+        self._bounds_init()
         self._handlers = {}
         #: lifted quantities ``(index, kind, defining form, term text)`` (:mod:`varopt.program.lifting`)
         self.aux = []
@@ -250,13 +253,7 @@ class _Walker(_Leaves):
             # sum_k c_k w_k u_k^2 / v  ->  quad_over_lin rows sharing the denominator v
             dl, db = d.lin, d.const
             return _Form(0.0, atoms=[("quad_over_lin", r[1], r[2], r[3], r[4], dl, db) for r in f.atoms])
-        if f.is_const:
-            # a constant is affine, so "(affine)**2 / affine" read as covering 4/x1 (MINLPLib's `sample`)
-            raise _Unsupported(node, "a constant divided by a non-constant expression (c/x) is not supported; "
-                                     "division by a non-constant expression is only supported as "
-                                     "(non-constant affine)**2 / affine")
-        raise _Unsupported(node, "division by a non-constant expression is only supported as "
-                                 "(affine)**2 / affine")
+        return self.divide(f, d, node)
 
     def pow(self, node):
         base, expo = node.args
@@ -289,7 +286,7 @@ class _Walker(_Leaves):
             return _Form(0.0, atoms=[("square", 1.0, b.lin, b.const, -1, None, 0.0)])
         if p == 0.5:
             return self.sqrt(b, node)
-        raise _Unsupported(node, f"the exponent {p:g} is not supported (only **2, **0.5, **1 and **0)")
+        return self.power(b, p, node)
 
     def sqrt(self, f, node):
         """``sqrt(e)`` -> an auxiliary ``t >= 0`` with ``e - t^2 == 0`` (a norm when ``e`` is a sum

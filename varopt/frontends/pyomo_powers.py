@@ -1,0 +1,178 @@
+r"""Powers ``(affine)**p`` and divisions by non-constant expressions in the Pyomo walker.
+
+Exact rewrites (Floudas & Visweswaran 1990 certify bilinear programs; every rewrite here ends in
+that class or in a convex atom of :mod:`varopt.program.powers`), with ``u`` affine and its interval
+``[lo, hi]`` from the declared bounds (interval arithmetic over the variables and earlier auxiliary
+columns):
+
+===================================  ==========================================================
+term                                 compiled as
+===================================  ==========================================================
+``u**n``, integer ``n >= 3``         ``q_2 = u^2`` (an auxiliary column and its defining row),
+                                     ``q_{2k} = q_k^2``, ``q_{k+1} = u q_k``; even ``n``:
+                                     the ``square`` atom of ``q_{n/2}``, odd ``n``: ``u q_{n-1}``
+``u**(k + 1/2)``, ``k >= 1``         ``s = sqrt(u)`` (needs ``lo >= 0``), then ``u^k s``
+``u**-n``, ``u**-(k + 1/2)``         ``r = 1/u`` (a ``ratio`` column, ``r u == 1``; needs ``u``
+                                     sign-definite), then ``r**n`` / ``r**(k + 1/2)`` as above
+other real ``p``                     the convex ``power(p)`` atom ``s u^p`` (needs ``lo >= 0``,
+                                     ``lo > 0`` for ``p < 0``)
+``c / u``, ``v / u`` (``v`` affine)  ``t`` with ``t u - v == 0`` (a ``ratio`` column; needs
+                                     ``u`` sign-definite on its bounds)
+``e / u`` (``e`` nonlinear)          ``e * r`` with ``r = 1/u``
+===================================  ==========================================================
+
+Every auxiliary column gets the interval bounds of the quantity it stands for, so the lifted
+program is bounded where the user's is. A domain the bounds do not imply is refused with a
+message that names the term and the bound to declare.
+"""
+from __future__ import annotations
+
+import math
+
+from ..program.powers import Power, power_kind
+from .pyomo_terms import _Form, _Unsupported
+
+
+def _ratio_interval(nlo, nhi, dlo, dhi):
+    """``[nlo, nhi] / [dlo, dhi]`` for a denominator interval that excludes 0."""
+    vals = []
+    for a in (nlo, nhi):
+        for b in (dlo, dhi):
+            if math.isinf(b):
+                vals.append(0.0)
+            elif math.isinf(a):
+                vals.append(a if b > 0 else -a)
+            else:
+                vals.append(a / b)
+    if dlo < 0 < dhi or dlo == 0 or dhi == 0:  # pragma: no cover - callers check sign-definiteness
+        return -math.inf, math.inf
+    return min(vals), max(vals)
+
+
+def _mul_interval(al, ah, bl, bh):
+    vals = []
+    for a in (al, ah):
+        for b in (bl, bh):
+            vals.append(0.0 if a == 0 or b == 0 else a * b)
+    return min(vals), max(vals)
+
+
+def _power_interval(lo, hi, n):
+    """Interval of ``u^n`` (integer ``n >= 2``) over ``[lo, hi]``."""
+    if n % 2 == 0:
+        a, b = abs(lo), abs(hi)
+        top = max(a, b) ** n if math.isfinite(max(a, b)) else math.inf
+        bottom = 0.0 if lo <= 0 <= hi else min(a, b) ** n
+        return bottom, top
+    f = (lambda v: v ** n if math.isfinite(v) else v)
+    return f(lo), f(hi)
+
+
+class PowerRules:
+    """Mixin of :class:`~.pyomo_walk._Walker`: the rules of the module docstring."""
+
+    def _bounds_init(self):
+        #: auxiliary index -> (lo, hi) interval of the quantity it stands for
+        self.aux_bounds = {}
+        #: ratio auxiliary index -> its denominator form
+        self.aux_den = {}
+
+    def interval(self, f):
+        """Interval of the affine form ``f`` over the declared bounds (``-inf``/``inf`` ends)."""
+        lo = hi = f.const
+        for k, c in f.lin.items():
+            v = self.vars[k]
+            if v is None:
+                a, b = self.aux_bounds.get(k, (-math.inf, math.inf))
+            else:
+                a = -math.inf if v.lb is None else float(v.lb)
+                b = math.inf if v.ub is None else float(v.ub)
+            if c < 0:
+                a, b = b, a
+            lo += c * a
+            hi += c * b
+        return lo, hi
+
+    def _bounded_lift(self, kind, form, node, lo, hi, den=None):
+        k = self._lift(kind, form, node)
+        self.aux_bounds[k] = (lo, hi)
+        if den is not None:
+            self.aux_den[k] = den
+        return _Form(0.0, {k: 1.0})
+
+    # ------------------------------------------------------------------ powers
+    def lift_power(self, u, n, node):
+        """An affine form (one auxiliary column, or ``u`` itself for ``n = 1``) equal to ``u^n``."""
+        if n == 1:
+            return u
+        lo, hi = self.interval(u)
+        if n % 2 == 0:
+            w = self.lift_power(u, n // 2, node)
+            definition = self._affine_product(w, w)
+        else:
+            definition = self._affine_product(u, self.lift_power(u, n - 1, node))
+        return self._bounded_lift("product", definition, node, *_power_interval(lo, hi, n))
+
+    def integer_power(self, u, n, node):
+        """The form of ``u^n`` for an integer ``n >= 2``."""
+        if n % 2 == 0:
+            w = self.lift_power(u, n // 2, node)
+            return _Form(0.0, atoms=[("square", 1.0, w.lin, w.const, -1, None, 0.0)])
+        return self._affine_product(u, self.lift_power(u, n - 1, node))
+
+    def reciprocal(self, u, node):
+        return self.ratio(_Form(1.0), u, node)
+
+    def power(self, b, p, node):
+        """``b**p`` for a constant ``p`` other than 0, 1, 2 and 0.5 (those keep their own rules)."""
+        u = self._affine_or_lift(b, node, "the power")
+        lo, hi = self.interval(u)
+        if float(p).is_integer():
+            n = int(p)
+            if n > 0:
+                return self.integer_power(u, n, node)
+            r = self.reciprocal(u, node)
+            return r if n == -1 else self.integer_power(r, -n, node)
+        twice = 2.0 * p
+        if twice.is_integer():
+            k = int(abs(twice)) // 2  # |p| = k + 1/2
+            if p < 0:
+                base = self.reciprocal(u, node)
+            else:
+                self._require_lower(node, p, lo, strict=False)
+                base = u
+            blo, bhi = self.interval(base)
+            s = self._bounded_lift("sqrt", base, node, math.sqrt(max(blo, 0.0)),
+                                   math.sqrt(bhi) if math.isfinite(bhi) else math.inf)
+            return s if k == 0 else self._affine_product(self.lift_power(base, k, node), s)
+        self._require_lower(node, p, lo, strict=p < 0)
+        kern = Power(p)
+        return _Form(0.0, atoms=[(power_kind(p), kern.sign, u.lin, u.const, -1, None, 0.0)])
+
+    def _require_lower(self, node, p, lo, strict):
+        if lo > 0 or (lo == 0 and not strict):
+            return
+        need = "> 0" if strict else ">= 0"
+        raise _Unsupported(node, f"the power with exponent {p:g} is defined (and convex) for a base {need}, but the "
+                                 f"declared bounds give the base the lower end {lo:g}; declare bounds that keep the "
+                                 f"base {need} (a lower bound on its variables)")
+
+    # ------------------------------------------------------------------ divisions
+    def ratio(self, num, den, node):
+        """``t = num / den`` (both affine) as a ``ratio`` column with ``t den - num == 0``."""
+        dlo, dhi = self.interval(den)
+        if not (dlo > 0 or dhi < 0):
+            raise _Unsupported(node, f"division by an expression that may be 0 or change sign: its declared bounds "
+                                     f"give it the range [{dlo:g}, {dhi:g}]; declare bounds that keep the "
+                                     "denominator > 0 (or < 0)")
+        nlo, nhi = self.interval(num)
+        return self._bounded_lift("ratio", num, node, *_ratio_interval(nlo, nhi, dlo, dhi), den=den)
+
+    def divide(self, f, d, node):
+        """``f / d`` for a non-constant ``d`` (the ``quad_over_lin`` rule has been tried first)."""
+        d = self._affine_or_lift(d, node, "the denominator")
+        if f.is_affine:
+            return self.ratio(f, d, node)
+        if not (f.atoms or f.lse):
+            return self.ratio(self._affine_or_lift(f, node, "the numerator"), d, node)
+        return self._times_affine(self.reciprocal(d, node), f, node)
