@@ -93,6 +93,30 @@ class PowerRules:
             hi += c * b
         return lo, hi
 
+    def quad_interval(self, quad):
+        """Interval of ``sum v_ij x_i x_j`` over the declared bounds (term by term)."""
+        lo = hi = 0.0
+        for (i, j), v in quad.items():
+            il, ih = self.interval(_Form(0.0, {i: 1.0}))
+            if i == j:
+                tl, th = _power_interval(il, ih, 2)
+            else:
+                tl, th = _mul_interval(il, ih, *self.interval(_Form(0.0, {j: 1.0})))
+            tl, th = (v * tl, v * th) if v > 0 else (v * th, v * tl)
+            lo, hi = lo + tl, hi + th
+        return lo, hi
+
+    def lift_products(self, g, node):
+        """``g`` with its products of variables replaced by one bounded auxiliary column ``q == products``, so a
+        variable times ``g`` (``x1 * x2**3``) stays bilinear."""
+        if not g.quad:
+            return g
+        q = self._bounded_lift("product", _Form(0.0, quad=dict(g.quad)), node, *self.quad_interval(g.quad))
+        lin = dict(g.lin)
+        (k, c), = q.lin.items()
+        lin[k] = c
+        return _Form(g.const, lin, None, list(g.atoms), list(g.lse))
+
     def _bounded_lift(self, kind, form, node, lo, hi, den=None):
         k = self._lift(kind, form, node)
         self.aux_bounds[k] = (lo, hi)

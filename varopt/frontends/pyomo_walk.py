@@ -210,8 +210,12 @@ class _Walker(PowerRules, _Leaves):
     def _times_affine(self, w, g, node):
         """``w * g`` with ``w`` affine and ``g`` a sum of multiplier-free rows, constants and linear terms."""
         if g.quad:
-            raise _Unsupported(node, "a variable times a quadratic expression is a cubic term, which is "
-                                     "not supported")
+            if g.atoms or g.lse:
+                raise _Unsupported(node, "a variable times a quadratic expression with other nonlinear terms is "
+                                         "not supported")
+            g = self.lift_products(g, node)  # x1 * x2**3 = x1 * q, q == x2 * (x2**2)
+            if g.is_affine:
+                return self._affine_product(w, g)
         if any(r[4] >= 0 for r in g.atoms) or any(r[1] >= 0 for r in g.lse):
             raise _Unsupported(node, "a product of three or more nonlinear factors (a variable times a "
                                      "term that already has a variable multiplier) is not supported")
