@@ -33,6 +33,11 @@ from ..program.powers import Power, power_kind
 from .pyomo_terms import _Form, _Unsupported
 
 
+def _key(f):
+    """A hashable key of the affine form ``f``."""
+    return f.const, tuple(sorted(f.lin.items()))
+
+
 def _ratio_interval(nlo, nhi, dlo, dhi):
     """``[nlo, nhi] / [dlo, dhi]`` for a denominator interval that excludes 0."""
     vals = []
@@ -76,6 +81,9 @@ class PowerRules:
         self.aux_bounds = {}
         #: ratio auxiliary index -> its denominator form
         self.aux_den = {}
+        #: (kind, operands) -> the lifted form: ``x**3`` and ``x**4`` share ``q = x**2``, a ratio written in
+        #: several rows (``x1/(x1 + 0.48 x2)``) is one column
+        self._memo = {}
 
     def interval(self, f):
         """Interval of the affine form ``f`` over the declared bounds (``-inf``/``inf`` ends)."""
@@ -129,6 +137,12 @@ class PowerRules:
         """An affine form (one auxiliary column, or ``u`` itself for ``n = 1``) equal to ``u^n``."""
         if n == 1:
             return u
+        key = ("power", _key(u), n)
+        if key not in self._memo:
+            self._memo[key] = self._lift_power(u, n, node)
+        return self._memo[key]
+
+    def _lift_power(self, u, n, node):
         lo, hi = self.interval(u)
         if n % 2 == 0:
             w = self.lift_power(u, n // 2, node)
@@ -189,8 +203,11 @@ class PowerRules:
             raise _Unsupported(node, f"division by an expression that may be 0 or change sign: its declared bounds "
                                      f"give it the range [{dlo:g}, {dhi:g}]; declare bounds that keep the "
                                      "denominator > 0 (or < 0)")
-        nlo, nhi = self.interval(num)
-        return self._bounded_lift("ratio", num, node, *_ratio_interval(nlo, nhi, dlo, dhi), den=den)
+        key = ("ratio", _key(num), _key(den))
+        if key not in self._memo:
+            nlo, nhi = self.interval(num)
+            self._memo[key] = self._bounded_lift("ratio", num, node, *_ratio_interval(nlo, nhi, dlo, dhi), den=den)
+        return self._memo[key]
 
     def divide(self, f, d, node):
         """``f / d`` for a non-constant ``d`` (the ``quad_over_lin`` rule has been tried first)."""
