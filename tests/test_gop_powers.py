@@ -254,3 +254,19 @@ def test_lifted_pyomo_powers_are_refused_by_solvers_without_auxiliary_columns():
     with pytest.raises(ModelStructureError):
         pyo.SolverFactory("majorize").solve(m)
     assert math.isfinite(pyo.SolverFactory("gop").solve(m).varopt_result.upper_bound)
+
+
+def test_products_of_polynomial_factors_against_the_grid():
+    # x*y**2*z and y**2 * z**3 (MINLPLib ex7_3_1 writes such monomials): each factor lifted to a bounded column
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(-1, 1), initialize=0)
+    m.y = pyo.Var(bounds=(0, 1.5), initialize=0)
+    m.z = pyo.Var(bounds=(-1, 1), initialize=0)
+    m.o = pyo.Objective(expr=m.x * m.y ** 2 * m.z + m.y ** 2 * m.z ** 3 - 0.5 * m.y + 0.3 * m.x ** 2)
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    X, Y, Z = np.meshgrid(*(np.linspace(a, b, 151) for a, b in ((-1, 1), (0, 1.5), (-1, 1))), indexing="ij")
+    best = float((X * Y ** 2 * Z + Y ** 2 * Z ** 3 - 0.5 * Y + 0.3 * X ** 2).min())
+    assert r.status == "optimal"
+    assert r.lower_bound <= best + 1e-9 and r.upper_bound == pytest.approx(best, abs=1e-3)
+    assert r.upper_bound <= best + 1e-9  # the grid holds the optimum's box corner region only approximately
+    assert pyo.value(m.o) == pytest.approx(r.upper_bound, abs=1e-9)

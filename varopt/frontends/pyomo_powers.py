@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 from ..program.powers import Power, power_kind
-from .pyomo_terms import _Form, _Unsupported
+from .pyomo_terms import _add_into, _Form, _prune, _Unsupported
 
 
 def _key(f):
@@ -124,6 +124,24 @@ class PowerRules:
         (k, c), = q.lin.items()
         lin[k] = c
         return _Form(g.const, lin, None, list(g.atoms), list(g.lse))
+
+    def polynomial_factor(self, f, node):
+        """An affine form equal to the polynomial factor ``f`` of a product (``x2**2`` in ``x2**2 * x3**3``):
+        ``f`` itself when affine, its products of variables (squares expanded) lifted to one bounded column
+        otherwise; None when ``f`` holds other nonlinear terms."""
+        if f.is_affine:
+            return f
+        if f.lse or any(r[0] != "square" for r in f.atoms):
+            return None
+        g = _Form(f.const, dict(f.lin), dict(f.quad))
+        for r in f.atoms:
+            u = _Form(r[3], r[2])
+            if r[4] >= 0:  # c w (a^T x + b)^2 = c w q with q == (a^T x + b)^2
+                _add_into(g, self._affine_product(_Form(0.0, {r[4]: 1.0}), self.lift_power(u, 2, node)).scaled(r[1]))
+            else:  # c (a^T x + b)^2 = c (a^T x)^2 + 2 c b a^T x + c b^2
+                _add_into(g, self._affine_product(u, u).scaled(r[1]))
+        g.lin, g.quad = _prune(g.lin), _prune(g.quad)
+        return self.lift_products(g, node)
 
     def _bounded_lift(self, kind, form, node, lo, hi, den=None):
         k = self._lift(kind, form, node)

@@ -185,10 +185,13 @@ class _Walker(PowerRules, _Leaves):
             return f.scaled(g.const)
         if f.is_affine and g.is_affine:
             return self._affine_product(f, g)
-        if f.is_affine:
-            return self._times_affine(f, g, node)
-        if g.is_affine:
-            return self._times_affine(g, f, node)
+        w, h = (f, g) if f.is_affine else (g, f)
+        if w.is_affine and not any(r[4] >= 0 for r in h.atoms):
+            return self._times_affine(w, h, node)
+        # polynomial factors (x2**2 * x3**3, (x*y) * z**2): each lifted to a bounded column, then bilinear
+        pf, pg = self.polynomial_factor(f, node), self.polynomial_factor(g, node)
+        if pf is not None and pg is not None:
+            return self._affine_product(pf, pg)
         raise _Unsupported(node, "a product of two nonlinear factors is not supported")
 
     @staticmethod
