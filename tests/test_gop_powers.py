@@ -84,6 +84,7 @@ def _one_var(expr, lo, hi):
 
 ONE_VAR = {
     "x**3 - 3x across 0": (lambda x: x ** 3 - 3 * x, -2.0, 2.0),
+    "x**3 - 3x, asymmetric box": (lambda x: x ** 3 - 3 * x, -2.5, 1.0),
     "x**4 - 3x**2 + x": (lambda x: x ** 4 - 3 * x ** 2 + x, -2.0, 2.0),
     "-x**5 + 2x": (lambda x: -x ** 5 + 2 * x, -1.5, 1.5),
     "x**6 - 15x**4 + 27x**2 (ex4_1_6 form)": (lambda x: x ** 6 - 15 * x ** 4 + 27 * x ** 2, -5.0, 5.0),
@@ -133,19 +134,19 @@ def test_two_variable_ratio_and_product_with_a_power_against_the_grid():
 
 def test_auxiliary_columns_get_interval_bounds_and_are_not_loaded():
     m = pyo.ConcreteModel()
-    m.x = pyo.Var(bounds=(-2, 3))
+    m.x = pyo.Var(bounds=(-3, 2))
     m.y = pyo.Var(bounds=(1, 4))
     m.o = pyo.Objective(expr=m.x ** 3 + 4 / m.y + m.y ** 1.5)
     prog, mapping = compile_pyomo(m)
     assert prog.n_user == 2 and len(mapping) == 2
     kinds = {a.kind: (prog.lb[a.index], prog.ub[a.index]) for a in prog.aux}
-    assert kinds["product"] == (0.0, 9.0)  # q = x^2 over [-2, 3]
+    assert kinds["product"] == (0.0, 9.0)  # q = x^2 over [-3, 2]
     assert kinds["ratio"] == (1.0, 4.0)  # t = 4/y over [1, 4]
     assert kinds["sqrt"] == (1.0, 2.0)  # s = sqrt(y)
     # the lifted program evaluates like the user's model at every point (auxiliary columns completed)
     rng = np.random.default_rng(0)
     for _ in range(5):
-        x, y = rng.uniform(-2, 3), rng.uniform(1, 4)
+        x, y = rng.uniform(-3, 2), rng.uniform(1, 4)
         z = prog.complete_aux(np.array([x, y]))
         assert prog.objective.value(z) == pytest.approx(x ** 3 + 4 / y + y ** 1.5, rel=1e-12)
         assert all(abs(c.body.value(z)) < 1e-9 for c in prog.constraints if c.name.startswith("_aux_"))
