@@ -271,3 +271,23 @@ def test_products_of_polynomial_factors_against_the_grid():
     assert r.lower_bound <= best + 1e-9 and r.upper_bound == pytest.approx(best, abs=1e-3)
     assert r.upper_bound <= best + 1e-9  # the grid holds the optimum's box corner region only approximately
     assert pyo.value(m.o) == pytest.approx(r.upper_bound, abs=1e-9)
+
+
+def test_quad_over_lin_in_a_nonconvex_position_is_lifted_and_certified():
+    # ex7_2_1 writes ... - 0.03762*x6**2/x5 <= 1: u^2/v with a negative weight in a <= row (and here in the
+    # objective) is concave; it becomes t with t v == q, q == u^2, which the tree relaxes
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 2), initialize=1)
+    m.y = pyo.Var(bounds=(0.5, 2), initialize=1)
+    m.o = pyo.Objective(expr=-(m.x - 0.5) ** 2 / m.y + 0.8 * m.x + 0.3 * m.y)
+    m.c = pyo.Constraint(expr=m.x + 0.4 * m.y - 0.25 * m.x ** 2 / m.y <= 2)
+    prog, _ = compile_pyomo(m)
+    assert "ratio" in {a.kind for a in prog.aux}
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    X, Y = np.meshgrid(np.linspace(0, 2, 2001), np.linspace(0.5, 2, 1501))
+    F = -(X - 0.5) ** 2 / Y + 0.8 * X + 0.3 * Y
+    F[X + 0.4 * Y - 0.25 * X ** 2 / Y > 2] = np.inf
+    best = float(F.min())
+    assert r.status == "optimal"
+    assert r.lower_bound <= best + 1e-9 and r.upper_bound == pytest.approx(best, abs=2e-3)
+    assert pyo.value(m.c.body) <= 2 + 1e-6

@@ -223,6 +223,7 @@ def compile_pyomo(model):
         maximize = obj.sense == pyo.maximize
         if maximize:
             fobj = fobj.scaled(-1.0)
+        fobj = walker.relocate_quad_over_lin(fobj, -np.inf, 0.0, obj.expr)  # minimised: as a <= row
         fcons = []
         for c in cons:
             where_c = _context("constraint", c)
@@ -234,7 +235,8 @@ def compile_pyomo(model):
             hi = np.inf if hi is None else float(hi)
             if math.isnan(lo) or math.isnan(hi) or lo == np.inf or hi == -np.inf:
                 raise InputDataError(f"{where_c}: invalid bounds ({lo}, {hi})")
-            fcons.append((c, _compile_expr(walker, c.body, where_c), lo, hi))
+            f = walker.relocate_quad_over_lin(_compile_expr(walker, c.body, where_c), lo, hi, c.body)
+            fcons.append((c, f, lo, hi))
     finally:
         sys.setrecursionlimit(old_limit)
 

@@ -213,6 +213,34 @@ class PowerRules:
                                  f"declared bounds give the base the lower end {lo:g}; declare bounds that keep the "
                                  f"base {need} (a lower bound on its variables)")
 
+    # ------------------------------------------------------------------ terms in a nonconvex position
+    def relocate_quad_over_lin(self, f, lo, hi, node):
+        """``f`` with every ``c u^2/v`` row that is not convex in its position (a negative coefficient in the
+        objective or a ``<=`` row, a positive one in a ``>=`` row, any in an equality or range row: ex7_2_1's
+        ``... - 0.03762 x6^2/x5 <= 1``) replaced by ``c t`` with the ratio column ``t v == q``, ``q == u^2``
+        (the spatial tree has no ``quad_over_lin`` relaxation; the bilinear rows it has). Rows whose ``v`` the
+        bounds do not keep positive stay as they are (and are refused downstream, as before)."""
+        if not any(r[0] == "quad_over_lin" for r in f.atoms):
+            return f
+        keep, out = [], _Form(f.const, dict(f.lin), dict(f.quad), None, list(f.lse))
+        for r in f.atoms:
+            c = r[1]
+            convex = (c > 0 and not math.isfinite(lo)) or (c < 0 and not math.isfinite(hi))
+            if r[0] != "quad_over_lin" or convex:
+                keep.append(r)
+                continue
+            v = _Form(r[6], r[5])
+            if not self.interval(v)[0] > 0:
+                keep.append(r)
+                continue
+            t = self.ratio(self.lift_power(_Form(r[3], r[2]), 2, node), v, node)
+            if r[4] >= 0:
+                t = self._affine_product(_Form(0.0, {r[4]: 1.0}), t)
+            _add_into(out, t.scaled(c))
+        out.atoms = keep
+        out.lin, out.quad = _prune(out.lin), _prune(out.quad)
+        return out
+
     # ------------------------------------------------------------------ divisions
     def ratio(self, num, den, node):
         """``t = num / den`` (both affine) as a ``ratio`` column with ``t den - num == 0``."""

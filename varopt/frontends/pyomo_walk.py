@@ -186,7 +186,10 @@ class _Walker(PowerRules, _Leaves):
         if f.is_affine and g.is_affine:
             return self._affine_product(f, g)
         w, h = (f, g) if f.is_affine else (g, f)
-        if w.is_affine and not any(r[4] >= 0 for r in h.atoms):
+        # an auxiliary multiplier (x1/x3 * x6**2: a ratio column times a square) is not a user's block variable:
+        # the product is lifted to the bilinear class below, not kept as a weighted convex term
+        lifted_w = any(self.vars[k] is None for k in w.lin)
+        if w.is_affine and not any(r[4] >= 0 for r in h.atoms) and not (lifted_w and h.atoms):
             return self._times_affine(w, h, node)
         # polynomial factors (x2**2 * x3**3, (x*y) * z**2): each lifted to a bounded column, then bilinear
         pf, pg = self.polynomial_factor(f, node), self.polynomial_factor(g, node)
