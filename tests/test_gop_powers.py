@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pyomo.environ as pyo
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import varopt  # noqa: F401  (registers the solvers)
 from varopt.errors import ModelStructureError

@@ -182,7 +182,7 @@ class PowerRules:
     def power(self, b, p, node):
         """``b**p`` for a constant ``p`` other than 0, 1, 2 and 0.5 (those keep their own rules)."""
         u = self._affine_or_lift(b, node, "the power")
-        lo, hi = self.interval(u)
+        lo = self.interval(u)[0]
         if float(p).is_integer():
             n = int(p)
             if n > 0:
