@@ -292,3 +292,34 @@ def test_quad_over_lin_in_a_nonconvex_position_is_lifted_and_certified():
     assert r.status == "optimal"
     assert r.lower_bound <= best + 1e-9 and r.upper_bound == pytest.approx(best, abs=2e-3)
     assert pyo.value(m.c.body) <= 2 + 1e-6
+
+
+def test_two_nearly_active_polynomial_rows_do_not_buy_objective():
+    # the form of ex4_1_9 (Floudas et al. 1999): both rows are active at the optimum; the local repair projected
+    # onto one violated row at a time and alternated, so an incumbent 9e-7 outside a row was certified 4e-6
+    # relatively below the optimum. Reference: y(x) = min(4, the two rows solved for y), maximised by brute force
+    # and a bounded scalar refinement
+    from scipy.optimize import minimize_scalar
+
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 3))
+    m.y = pyo.Var(bounds=(0, 4))
+    m.t = pyo.Var()
+    m.o = pyo.Objective(expr=m.t)
+    m.e1 = pyo.Constraint(expr=m.x + m.y + m.t == 0)
+    m.e2 = pyo.Constraint(expr=8 * m.x ** 3 - 2 * m.x ** 4 - 8 * m.x ** 2 + m.y <= 2)
+    m.e3 = pyo.Constraint(expr=32 * m.x ** 3 - 4 * m.x ** 4 - 88 * m.x ** 2 + 96 * m.x + m.y <= 36)
+
+    def y(x):
+        return min(4.0, 2 - (8 * x ** 3 - 2 * x ** 4 - 8 * x ** 2), 36 - (32 * x ** 3 - 4 * x ** 4 - 88 * x ** 2 + 96 * x))
+
+    g = np.linspace(0, 3, 30001)
+    f = np.array([-(x + y(x)) if y(x) >= 0 else np.inf for x in g])
+    x0 = g[np.argmin(f)]
+    opt = minimize_scalar(lambda x: -(x + y(x)) if y(x) >= 0 else np.inf, bounds=(x0 - 2e-4, x0 + 2e-4),
+                          method="bounded", options={"xatol": 1e-13}).fun
+    r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
+    assert r.status == "optimal"
+    assert r.lower_bound <= opt + 1e-9
+    assert r.upper_bound >= opt - 1e-6 * abs(opt), (r.upper_bound, opt)
+    assert pyo.value(m.e3.body) <= 36 + 1e-6 and pyo.value(m.e2.body) <= 2 + 1e-6
