@@ -16,7 +16,7 @@ Derivatives ``g' = s p u^(p-1)``, ``g'' = s p (p-1) u^(p-2)``; ``p (p-1) >= 0`` 
 ``(0, 1)`` and ``s = -1`` inside it, so ``g'' >= 0`` on the domain. An odd integer power is convex
 only on ``u >= 0`` (and concave on ``u <= 0``: ``u^p = -(-u)^p``), so the front-ends use this
 kernel for it only where the declared bounds keep the argument on one side of 0; across 0 they
-lift it exactly (:mod:`varopt.program.power_lift`). Interval bounds of a convex ``g`` on
+lift it exactly (:mod:`varopt.frontends.pyomo_powers`). Interval bounds of a convex ``g`` on
 ``[lo, hi]``: the maximum at an end point, the minimum at the clipped stationary point (``u = 0``
 for even ``p``) or the end point given by the monotonicity. Tangent points of the open or singular
 domains (``p < 1``: ``g'`` is infinite at 0) are lifted to ``tangent_floor``.
