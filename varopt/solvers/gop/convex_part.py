@@ -34,6 +34,8 @@ class ConvexPart:
     max_vars = 600
     #: cut points kept (the newest); every node LP gets one row per point
     max_points = 40
+    #: nonzeros of a node's rows that bound :attr:`max_points` on dense objectives
+    max_entries = 60000
 
     def __init__(self, idx, M, d, c, k, r0, k0, N):
         self.idx, self.M, self.d, self.c, self.k = idx, M, d, c, k
@@ -66,7 +68,11 @@ class ConvexPart:
         d = np.full(idx.size, delta)
         cz = np.zeros(lifted.N)    # the linear part of f (all variables) over the lifted columns
         cz[:program.n] = np.asarray(c, dtype=float)
-        return cls(idx, Hs + np.diag(d), d, cz, float(k), lifted.R[0].tocsr(), float(lifted.const[0]), lifted.N)
+        out = cls(idx, Hs + np.diag(d), d, cz, float(k), lifted.R[0].tocsr(), float(lifted.const[0]), lifted.N)
+        # each row repeats the objective row (all its products): on dense forms fewer points, so the rows of a
+        # node stay within ~max_entries nonzeros
+        out.max_points = int(min(cls.max_points, max(4, cls.max_entries // max(1, out.r0.nnz + idx.size))))
+        return out
 
     def add(self, p):
         """Add the cut point ``p`` (values of the variables of ``H``); the oldest is dropped past :attr:`max_points`."""
