@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-from gop_collection import _warm_imports, fmt, rel_diff  # noqa: E402
+from gop_collection import _warm_imports, fmt, rel_diff
 
 TOL = 1e-6
 
@@ -120,7 +120,7 @@ def _gop_child(spec, time_limit, queue):
 
         import varopt  # noqa: F401
         _warm_imports()
-        name, builder, args, sense, _ = spec
+        _, builder, args, sense, _ = spec
         m = builder(*args)
         t0 = time.perf_counter()
         res = pyo.SolverFactory("gop").solve(m, time_limit=time_limit, mode="tree")
@@ -162,7 +162,7 @@ def run_gop(spec, time_limit):
 
 def run_scip(spec, time_limit):
     from gop_instances.scip import solve_scip
-    name, builder, args, sense, _ = spec
+    _, builder, args, sense, _ = spec
     try:
         r = solve_scip(builder(*args), time_limit=time_limit, gap=1e-9)
     except Exception as e:

@@ -18,7 +18,7 @@ from varopt.solvers.gop.convex_part import ConvexPart
 from varopt.solvers.gop.relax import Lifted
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from gop_qp import boxqp_data, build_boxqp, build_polygon  # noqa: E402
+from gop_qp import boxqp_data, build_boxqp, build_polygon
 
 
 def _boxqp_brute(n, density, seed):
