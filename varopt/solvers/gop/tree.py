@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...lpqp import HighsModel
+from .convex_part import ConvexPart
 from .local import LocalSearch
 from .dualbt import reduced_cost_bounds
 from .relax import Lifted, TangentPool, rows_to_csr
@@ -75,6 +76,15 @@ class GopTree:
     root_starts = 4
     #: share of the time left that the root OBBT may use under a time limit
     obbt_share = 0.5
+    #: tangent-cut rounds of a node LP: at most ``cut_rounds``, and only while a round raises the value by at least
+    #: ``cut_min_gain`` of its distance to the cutoff (:meth:`_cuts_pay`)
+    cut_rounds = 12
+    cut_min_gain = 0.01
+    #: the scheduled local searches (first 16 nodes, every 8th) end with an SLSQP polish on programs with at most
+    #: this many variables (larger ones: at the first node only, and while no incumbent exists)
+    polish_scheduled_vars = 100
+    #: rows from the convex part of an indefinite quadratic objective (:mod:`.convex_part`)
+    convex_part = True
 
     def __init__(self, program, part, opts, run, lifted=None):
         self.program, self.part, self.opts, self.run = program, part, opts, run
@@ -85,6 +95,8 @@ class GopTree:
         self.local = LocalSearch(program, part, self.lf)
         self.local.stop = self._out_of_time   # never true without a time limit
         self.pool = TangentPool(self.lf.nT)  # tangent cuts, valid everywhere
+        # the convex part of an indefinite quadratic objective, kept whole (convex_part.py)
+        self.cpart = ConvexPart.build(program, self.lf) if self.convex_part else None
         self.n_lp = 0
         self.n_lp_failed = 0
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
@@ -137,6 +149,8 @@ class GopTree:
                 pts = [0.0, 1.0]
             for p in pts:
                 self.pool.add(t, self.lf.tangent_at(t, p))
+        if self.cpart is not None and not self.cpart.points and self.cpart._ok(l, u):
+            self.cpart.add(0.5 * (l[self.cpart.idx] + u[self.cpart.idx]))
 
     def _unbounded_message(self, l, u, need):
         program = self.program
@@ -165,6 +179,11 @@ class GopTree:
         hi0 = lf.hi[1:] - lf.const[1:]
         parts = [A0, A1, A2]
         los, his = [lo0, lo1, lo2], [hi0, hi1, hi2]
+        if self.cpart is not None:
+            A3, lo3, hi3 = self.cpart.rows(l, u)
+            parts.append(A3)
+            los.append(lo3)
+            his.append(hi3)
         if math.isfinite(cutoff):
             parts.append(lf.R[:1])
             los.append(np.array([-np.inf]))
@@ -175,18 +194,27 @@ class GopTree:
         return HighsModel(c, A, np.concatenate(los), np.concatenate(his), L, U, const=float(lf.const[0]))
 
     def _solve_node(self, l, u, L, U, cutoff, oa_tol):
-        """Relaxation value and point; adds tangent cuts until the atoms are within ``oa_tol``."""
+        """Relaxation value and point; adds tangent cuts until the atoms are within ``oa_tol`` or the cuts stop
+        paying (:meth:`_cuts_pay`).
+
+        The cuts of a round are appended to the round's LP (``add_rows``), so HiGHS re-solves from the last
+        basis (dual simplex on the new rows) instead of building and solving a fresh LP per round: on the polygon
+        QCQPs of ``benchmarks/gop_qp.py`` (30 squares of coordinate differences) a node ran ~7 rounds of cold LPs
+        (docs/gop.md §12e)."""
         lf = self.lf
         self._last_duals = None
         if self._out_of_time():
             # no time for an LP (building it alone takes 0.2-0.5 s on the largest programs of benchmarks/gop_instances):
             # the node keeps its parent's bound, as a node whose LP fails does
             return "failed", -math.inf, None
-        for rnd in range(12):
+        hm = None
+        prev = -math.inf
+        for rnd in range(self.cut_rounds):
             if rnd and self._out_of_time():
                 break  # a looser outer approximation is still a valid bound
             self.run.heartbeat(f"it {self.run.iteration:>7d}  node relaxation: LP round {rnd + 1}, {self.n_lp} LPs")
-            hm = self._lp(l, u, L, U, cutoff)
+            if hm is None:
+                hm = self._lp(l, u, L, U, cutoff)
             self._limit_lp(hm)   # one root LP of a 300-variable NMF takes seconds: the time limit must hold
             r = hm.solve()
             self.n_lp += 1
@@ -213,14 +241,42 @@ class GopTree:
                 self.n_lp_failed += 1
                 return "failed", -math.inf, None
             Z = r.x
-            _, vT, _, uval, _ = lf.violations(Z)
-            added = 0
-            for t in np.flatnonzero(-vT > oa_tol):
-                added += self.pool.add(int(t), lf.tangent_at(int(t), float(uval[t])))
-            if not added:
+            val = float(r.objective)
+            if rnd and not self._cuts_pay(prev, val, cutoff):
                 break
+            prev = val
+            _, vT, _, uval, _ = lf.violations(Z)
+            rows = []
+            for t in np.flatnonzero(-vT > oa_tol):
+                tg = lf.tangent_at(int(t), float(uval[t]))
+                if self.pool.add(int(t), tg):
+                    rows.append(tg[1])
+            A_new, lo_new, hi_new = rows_to_csr(rows, lf.N)
+            if self.cpart is not None and self.cpart.violation(Z, l, u) > oa_tol:
+                xk = Z[self.cpart.idx]
+                self.cpart.add(xk)
+                A3, lo3, hi3 = self.cpart.rows(l, u, [xk])
+                A_new, lo_new, hi_new = (sp.vstack([A_new, A3], format="csr"), np.concatenate([lo_new, lo3]),
+                                         np.concatenate([hi_new, hi3]))
+            if not A_new.shape[0]:
+                break
+            if rnd + 1 < self.cut_rounds:
+                hm.add_rows(A_new, lo_new, hi_new, check=False)
+                c, A, rlo, rhi = self._last_lp
+                self._last_lp = (c, sp.vstack([A, A_new], format="csr"), np.concatenate([rlo, lo_new]),
+                                 np.concatenate([rhi, hi_new]))
         self._last_duals = r.row_duals
         return "optimal", float(r.objective), Z
+
+    def _cuts_pay(self, prev, val, cutoff):
+        """Whether another round of tangent cuts is worth its LP: the last round raised the node's value by at
+        least :attr:`cut_min_gain` of the distance to the cutoff (or, without an incumbent, of ``max(1, |val|)``).
+        The cuts only tighten a bound that is valid after any round; a node far below the incumbent is branched
+        on anyway, and one near it keeps cutting while the cuts move it."""
+        gain = val - prev
+        if math.isfinite(cutoff):
+            return gain > self.cut_min_gain * max(cutoff - val, 1e-9 * max(1.0, abs(val)))
+        return gain > self.cut_min_gain * 1e-2 * max(1.0, abs(val))
 
     def _cut_stalled_atoms(self, Z):
         """Tangents at ``Z`` of every atom it violates, for a node whose bound did not rise above its parent's.
@@ -407,8 +463,12 @@ class GopTree:
                         # a relaxation point that is feasible with (nearly) the node's bound as its value
                         # closes the node: the search could gain at most 0.1 of the gap tolerance there
                         enough = val + 0.1 * self._tol(val)
-                        found = self.local.improve(Z, l0, u0, polish=nodes == 1 or (best is None and nodes % 32 == 0),
-                                                   cutoff=UB, enough=enough)
+                        # SLSQP from the relaxation point at every scheduled search of a small program: the block
+                        # alternation stops at partial optima (a degenerate pentagon, 0.657, on the hexagon QCQP
+                        # MINLPLib himmel16, whose optimum 0.866 SLSQP reaches from a node's point; docs/gop.md §12e)
+                        polish = (nodes == 1 or (best is None and nodes % 32 == 0)
+                                  or (scheduled and program.n <= self.polish_scheduled_vars))
+                        found = self.local.improve(Z, l0, u0, polish=polish, cutoff=UB, enough=enough)
                         if near:
                             if found is not None and found[0] < UB - self._tol(UB):
                                 ls_skip = ls_wait = 0
