@@ -31,6 +31,7 @@ from ..errors import InputDataError
 from .cvxpy_affine import _public
 from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
                           _first_index, _group_matrix)
+from .cvxpy_epigraph import _EpigraphTracer
 from .cvxpy_products import _ProductTracer
 
 
@@ -42,8 +43,8 @@ class NeedAux(Exception):
         self.needed = needed
 
 
-class _Tracer(_ProductTracer):
-    """The complete CVXPY tracer: tree walk, linear atoms, products and nonlinear atoms."""
+class _Tracer(_EpigraphTracer, _ProductTracer):
+    """The complete CVXPY tracer: tree walk, linear atoms, products, nonlinear atoms and epigraph atoms."""
 
     # --- auxiliary variables (varopt.program.lifting) ---------------------------------
     def _aux_columns(self, k, kind, definition, expr):

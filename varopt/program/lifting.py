@@ -12,6 +12,8 @@ kind        column                         defining constraint                  
 ``product`` ``q = Q(x)`` (the quadratic     ``q - Q(x) == 0``                        free
             part of the atom's argument)
 ``sqrt``    ``t = sqrt(e(x))``              ``e(x) - t^2 == 0``                      ``t >= 0``
+``epigraph`` ``t >= f_k(x)`` (a piece of     ``f_k(x) - t <= 0`` per piece (no equality; free
+            ``max``, ``huber``, ...)       :mod:`.epigraph_lift`)
 =========== ============================== ======================================== ===========
 
 Both rows are exact: with ``t >= 0``, ``t^2 = e`` holds iff ``t = sqrt(e)`` (and has no
@@ -34,7 +36,7 @@ import numpy as np
 from .expression import Expression
 
 #: kinds of auxiliary columns
-AUX_KINDS = ("product", "sqrt")
+AUX_KINDS = ("product", "sqrt", "epigraph")
 
 
 @dataclass
@@ -48,12 +50,17 @@ class AuxVariable:
     definition: Expression
     term: str
     constraint: str
+    #: ``epigraph`` columns: the :class:`~.epigraph_lift.EpigraphRule` giving the column's value at its optimum
+    #: (``definition`` is then None: the column is defined by inequality rows)
+    rule: object = None
 
     def __post_init__(self):
         if self.kind not in AUX_KINDS:
             raise ValueError(f"unknown auxiliary kind {self.kind!r}; known: {AUX_KINDS}")
 
     def value(self, x) -> float:
+        if self.rule is not None:
+            return self.rule.value(x)
         e = self.definition.value(x)
         return e if self.kind == "product" else float(np.sqrt(max(e, 0.0)))
 
