@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError
-from .cvxpy_affine import _public
+from .cvxpy_affine import _public, _shorten
 from .cvxpy_nodes import _Node, _add, _axis_groups, _broadcast_matrix, _group_matrix, _stack
 
 
@@ -36,7 +36,7 @@ class _EpigraphTracer:
         of the pieces ``pieces_i`` with ``pos_i = g`` (resolved into expressions by the compiler)."""
         cols = self._aux_columns(k, "epigraph", None, expr)
         self.epi_rules.append((cols, rule, pieces, np.asarray(pos, dtype=np.int64), kth, M, role,
-                               _public(str(expr))))
+                               _shorten(_public(str(expr)))))
         return cols
 
     def _columns_node(self, cols, shape):
@@ -51,7 +51,7 @@ class _EpigraphTracer:
         cols = self._epi_columns(m_out, "max", pieces, expr, pos)
         T = sp.csr_matrix((-np.ones(pos.size), (np.arange(pos.size), cols[pos])), shape=(pos.size, self.n))
         rows = _add([pieces, _Node((pos.size,), self.n, T)], (pos.size,))
-        self.epi_rows.append((rows, frozenset(cols.tolist()) | frozenset(exempt), _public(str(expr))))
+        self.epi_rows.append((rows, frozenset(cols.tolist()) | frozenset(exempt), _shorten(_public(str(expr)))))
         return self._columns_node(cols, shape)
 
     def _flat(self, expr, arg, shape=None):

@@ -169,12 +169,13 @@ class MajorizeSolver(Solver):
 
     def _solve(self, program, opts, run) -> Result:
         program = program.split_abs_rows()   # |a'x + b| <= r is the pair of linear rows +-(a'x + b) <= r
-        program.require_no_aux("majorize")
+        program.require_no_aux("majorize", epigraph_ok=True)
         lift = lift_abs_sums(program)        # norm1(e) <= t: linear rows on new columns s >= |e| (.abs_lift)
         if lift is not None:
             program = lift.program
             _users_view(run, lift)
-        program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
+        program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)",
+                                 epigraph_ok=True)
         check_reuse_options(opts)
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
