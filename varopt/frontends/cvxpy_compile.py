@@ -77,6 +77,7 @@ from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
 from ..program.epigraph_lift import Part, check_positions
+from .cvxpy_affine import _public, _shorten
 from .cvxpy_atoms import NeedAux, _Tracer
 from .cvxpy_epigraph import epigraph_parts
 from .cvxpy_nodes import _Node, _Rows, _add, _canonical, _csr, _entries, _shape, _size
@@ -254,7 +255,7 @@ def compile_cvxpy(problem):
             hi = np.inf if hi_inf else -const
             constraints.append(Constraint(lab, e, lo, hi))
             if parts is not None:
-                parts.append(Part(f"constraint {k} ({con})", e, 0.0 if lo_inf == hi_inf else (1.0 if lo_inf else -1.0)))
+                parts.append(Part(f"constraint {k} ({_shorten(_public(str(con)))})", e, 0.0 if lo_inf == hi_inf else (1.0 if lo_inf else -1.0)))
     for a in aux:
         if a.kind != "epigraph":
             constraints.append(Constraint(a.constraint, defining_body(a.index, a.kind, a.definition), 0.0, 0.0))

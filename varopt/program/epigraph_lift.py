@@ -98,8 +98,10 @@ def check_positions(parts, roles, n):
             if j in part.exempt:
                 continue
             role, term = roles[j]
+            if s == 0:
+                _refuse(part, term, None)
             if role == "free" or s * v < 0:
-                _refuse(part, term, "negated" if s != 0 else None)
+                _refuse(part, term, "negated")
         q = e.quadratic
         if len(q.v):
             hit = is_aux[q.i] | is_aux[q.j]
@@ -119,6 +121,8 @@ def check_positions(parts, roles, n):
                         continue
                     role, term = roles[j]
                     w = s * float(g.coef[r])
+                    if s == 0:
+                        _refuse(part, term, None)
                     if g.mult[r] >= 0:
                         _refuse(part, term, "product")
                     if role == "free":
@@ -135,6 +139,8 @@ def check_positions(parts, roles, n):
                     continue
                 grp = int(g.seg[r])
                 role, term = roles[j]
+                if s == 0:
+                    _refuse(part, term, None)
                 if role == "free" or g.mult[grp] >= 0 or a < 0 or s * float(g.coef[grp]) < 0:
                     _refuse(part, term, "atom", "log_sum_exp(...)")
 
