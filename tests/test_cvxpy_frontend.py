@@ -29,7 +29,7 @@ def _vars():
     (lambda x, y: cp.sum(cp.exp(cp.multiply(x, y))), "`exp(x * Promote(y"),
     (lambda x, y: cp.sum(cp.power(x, 1.5)), "(x, 1.5"),  # sqrt and norms are lifted (test_gop_multiconvex)
     (lambda x, y: cp.sum(cp.inv_pos(x)), "(x, -1"),
-    (lambda x, y: cp.max(x), "`max(x"),
+    (lambda x, y: -cp.max(x), "`max(x"),  # a maximised convex max (minimised: an epigraph column)
     (lambda x, y: cp.sum(cp.multiply(cp.exp(x), cp.log(x))), "`exp(x) * log(x)`"),
     (lambda x, y: y * cp.sum(cp.multiply(x, cp.exp(x))), "degree 3"),
 ])
