@@ -251,3 +251,20 @@ def test_gop_term_text_of_a_constant_affine_part():
     assert _affine_txt(names, [0, 1], [1.0, -2.0], -3.0) == "x - 2*y - 3"
     assert _affine_txt(names, [1], [-1.0]) == "-y"
     assert _affine_txt(names, [], []) == "0"
+
+
+@pytest.mark.parametrize("norm", ["inf", 1])
+def test_majorize_induced_matrix_norms(norm):
+    """``cp.norm(X, 'inf')`` / ``cp.norm(X, 1)`` of a matrix are maxima of sums of ``abs``: epigraph columns whose
+    rows majorize lifts again (its abs columns come after the epigraph columns; this raised a ValueError about the
+    column order before)."""
+    rng = np.random.default_rng(11)
+    M = rng.standard_normal((3, 4))
+    vals = []
+    for how in ("majorize", "CLARABEL"):
+        X = cp.Variable((3, 4))
+        prob = cp.Problem(cp.Minimize(cp.norm(X - M, norm) + cp.sum(X)), [cp.abs(X) <= 1])
+        vals.append(prob.solve(method=how) if how != "CLARABEL" else prob.solve(solver="CLARABEL"))
+        if how == "majorize":
+            assert _close(prob.value, vals[0], 1e-7)
+    assert _close(vals[0], vals[1]), vals

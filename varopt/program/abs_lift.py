@@ -124,6 +124,9 @@ def lift_abs_sums(program: Program) -> AbsLift | None:
         program, names=names, lb=np.concatenate((program.lb, np.full(K, -np.inf))),
         ub=np.concatenate((program.ub, np.full(K, np.inf))), objective=wide(program.objective), constraints=out,
         x0=lift.extend(x0),
-        binary=None if program.binary is None else np.concatenate((program.binary, np.zeros(K, dtype=bool))))
+        binary=None if program.binary is None else np.concatenate((program.binary, np.zeros(K, dtype=bool))),
+        # the front-end's auxiliary columns (epigraph columns of a max or norm_inf, which majorize takes) stay
+        # ordinary columns of the lifted program, which appends its own after them; the caller's program keeps them
+        aux=[])
     lift.program = new
     return lift
