@@ -126,7 +126,7 @@ def check_positions(parts, roles, n):
                     if g.mult[r] >= 0:
                         _refuse(part, term, "product")
                     if role == "free":
-                        ok = g.kind == "square" and w >= 0
+                        ok = kern.quadratic and w >= 0   # (u)^2: huber's s^2
                     else:
                         ok = not second and kern.convex and kern.monotone * a > 0 and w >= 0
                     if not ok:
