@@ -268,3 +268,12 @@ def test_majorize_induced_matrix_norms(norm):
         if how == "majorize":
             assert _close(prob.value, vals[0], 1e-7)
     assert _close(vals[0], vals[1]), vals
+
+
+def test_majorize_callback_sees_the_users_variables_only():
+    """The epigraph columns (and majorize's own abs columns) never reach the user's callback."""
+    x = cp.Variable(4)
+    seen = []
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x - 1) + cp.norm_inf(x)), [cp.norm1(x) <= 2])
+    prob.solve(method="majorize", callback=lambda k, z, f: seen.append(np.size(z)))
+    assert seen and set(seen) == {4}

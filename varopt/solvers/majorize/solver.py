@@ -170,10 +170,12 @@ class MajorizeSolver(Solver):
     def _solve(self, program, opts, run) -> Result:
         program = program.split_abs_rows()   # |a'x + b| <= r is the pair of linear rows +-(a'x + b) <= r
         program.require_no_aux("majorize", epigraph_ok=True)
+        n_user = program.n_user              # the front-end's epigraph columns (max, huber, ...) are not the user's
         lift = lift_abs_sums(program)        # norm1(e) <= t: linear rows on new columns s >= |e| (.abs_lift)
         if lift is not None:
             program = lift.program
-            _users_view(run, lift)
+        if program.n > n_user:
+            _users_view(run, n_user)
         program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)",
                                  epigraph_ok=True)
         check_reuse_options(opts)
@@ -209,17 +211,18 @@ class MajorizeSolver(Solver):
         return res
 
 
-def _users_view(run, lift):
+def _users_view(run, n_user):
     """The user's callback, and the point of a run interrupted by Ctrl-C (returned by the registry, past this
-    solver), hold the user's variables, not the lifted columns."""
+    solver), hold the user's ``n_user`` variables, not the lifted columns (abs sums, the front-end's epigraph
+    columns)."""
     fn = run.callback_fn
     if fn is not None:
-        run.callback_fn = lambda k, x, *extra: fn(k, lift.restrict(x), *extra)
+        run.callback_fn = lambda k, x, *extra: fn(k, None if x is None else np.asarray(x)[:n_user], *extra)
     interrupted = run.interrupted
 
     def restricted():
         res = interrupted()
-        res.x = lift.restrict(res.x)
+        res.x = None if res.x is None else np.asarray(res.x, dtype=float).ravel()[:n_user]
         return res
     run.interrupted = restricted
 
