@@ -115,7 +115,7 @@ def test_majorize_takes_the_epigraph_columns(atom, form):
     _check(FORMS[form], CONVEX[atom], "majorize", False)
 
 
-@pytest.mark.parametrize("penalty", ["norm_inf", "norm_inf_constraint", "norm1_constraint"])
+@pytest.mark.parametrize("penalty", ["norm_inf", "norm1", "norm_inf_constraint", "norm1_constraint"])
 def test_majorize_logistic_with_norm_penalties_and_constraints(penalty):
     """Logistic regression with an L-inf penalty, an L-inf ball or an L1 ball: majorize equals Clarabel."""
     rng = np.random.default_rng(7)
@@ -127,6 +127,8 @@ def test_majorize_logistic_with_norm_penalties_and_constraints(penalty):
         loss = cp.sum(cp.logistic(-cp.multiply(y, X @ w)))
         if penalty == "norm_inf":
             prob = cp.Problem(cp.Minimize(loss + 3.0 * cp.norm_inf(w)))
+        elif penalty == "norm1":   # the L1 penalty: majorize lifts the objective's abs rows (varopt.program.abs_lift)
+            prob = cp.Problem(cp.Minimize(loss + 2.0 * cp.norm1(w)))
         elif penalty == "norm_inf_constraint":
             prob = cp.Problem(cp.Minimize(loss), [cp.norm_inf(w) <= 0.4])
         else:
@@ -277,3 +279,11 @@ def test_majorize_callback_sees_the_users_variables_only():
     prob = cp.Problem(cp.Minimize(cp.sum_squares(x - 1) + cp.norm_inf(x)), [cp.norm1(x) <= 2])
     prob.solve(method="majorize", callback=lambda k, z, f: seen.append(np.size(z)))
     assert seen and set(seen) == {4}
+
+
+def test_majorize_refuses_a_concave_abs_in_the_objective():
+    """``-norm1`` is not a penalty: majorize does not lift it and names the nonsmooth row."""
+    w = cp.Variable(4)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(w - 1) - 0.1 * cp.norm1(w)))
+    with pytest.raises(ModelStructureError, match=r"majorize needs smooth terms and abs\(\.\.\.\)"):
+        prob.solve(method="majorize")

@@ -171,7 +171,8 @@ class MajorizeSolver(Solver):
         program = program.split_abs_rows()   # |a'x + b| <= r is the pair of linear rows +-(a'x + b) <= r
         program.require_no_aux("majorize", epigraph_ok=True)
         n_user = program.n_user              # the front-end's epigraph columns (max, huber, ...) are not the user's
-        lift = lift_abs_sums(program)        # norm1(e) <= t: linear rows on new columns s >= |e| (.abs_lift)
+        # norm1(e) <= t and an L1 penalty lam * norm1(e): linear rows on new columns s >= |e| (.abs_lift)
+        lift = lift_abs_sums(program, objective=True)
         if lift is not None:
             program = lift.program
         if program.n > n_user:
