@@ -155,7 +155,7 @@ BAD = {
     "ge_row": (lambda f, x: (cp.Minimize(C @ x), [f(x) >= 1.5]), "constraint 0 (", "opposite sign"),
     "eq_row": (lambda f, x: (cp.Minimize(C @ x), [f(x) == 1.5]), "constraint 0 (", "equality or range"),
     "times_variable": (lambda f, x: (cp.Minimize(x[0] * f(x)), []), "objective:", "multiplied by a variable"),
-    "squared": (lambda f, x: (cp.Minimize(cp.square(f(x))), []), "objective:", "argument of (...)^2"),
+    "squared": (lambda f, x: (cp.Minimize(cp.square(f(x) - 3.0)), []), "objective:", "argument of (...)^2"),
 }
 
 
@@ -287,3 +287,35 @@ def test_majorize_refuses_a_concave_abs_in_the_objective():
     prob = cp.Problem(cp.Minimize(cp.sum_squares(w - 1) - 0.1 * cp.norm1(w)))
     with pytest.raises(ModelStructureError, match=r"majorize needs smooth terms and abs\(\.\.\.\)"):
         prob.solve(method="majorize")
+
+
+SQUARED = {
+    # the squared hinge loss of an SVM, and squares of nonnegative maxima: square is nondecreasing where t >= 0
+    "squared_hinge": lambda w, X, y: cp.sum_squares(cp.pos(1 - cp.multiply(y, X @ w))) + cp.sum_squares(w),
+    "square_norm_inf": lambda w, X, y: cp.square(cp.norm_inf(X @ w - y)) + cp.sum(w),
+    "square_sum_pos": lambda w, X, y: cp.square(cp.sum(cp.pos(X @ w - y))) + cp.sum(w),
+    "square_maximum_floor": lambda w, X, y: cp.sum(cp.square(cp.maximum(X @ w - y, 0.5))),
+}
+
+
+@pytest.mark.parametrize("method", ["gop", "majorize"])
+@pytest.mark.parametrize("name", sorted(SQUARED))
+def test_squares_of_nonnegative_maxima_equal_clarabel(name, method):
+    rng = np.random.default_rng(4)
+    X, y = rng.standard_normal((40, 5)), np.sign(rng.standard_normal(40))
+    vals = []
+    for how in (method, "CLARABEL"):
+        w = cp.Variable(5)
+        prob = cp.Problem(cp.Minimize(SQUARED[name](w, X, y)), [cp.norm_inf(w) <= 3])
+        vals.append(prob.solve(method=how) if how != "CLARABEL" else prob.solve(solver="CLARABEL"))
+        if how != "CLARABEL":
+            assert _close(prob.value, vals[0], 1e-7)
+    assert _close(vals[0], vals[1]), vals
+
+
+@pytest.mark.parametrize("build", [lambda u: cp.square(cp.max(u)), lambda u: cp.sum(cp.square(cp.pos(u) - 1)),
+                                   lambda u: cp.square(cp.pos(u[0]) - cp.pos(u[1]))])
+def test_squares_of_possibly_negative_maxima_are_refused(build):
+    x = cp.Variable(4)
+    with pytest.raises(ModelStructureError, match=r"argument of \(\.\.\.\)\^2"):
+        compile_cvxpy(cp.Problem(cp.Minimize(build(_u(x)))))

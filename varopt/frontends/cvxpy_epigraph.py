@@ -31,24 +31,25 @@ class _EpigraphTracer:
         self.epi_rows = []   # (rows node: every entry <= 0, columns the rows define, term text)
         self.epi_rules = []  # (columns, rule kind, pieces node, piece -> column position, k, M, role, term text)
 
-    def _epi_columns(self, k, rule, pieces, expr, pos, kth=None, M=None, role="epi"):
+    def _epi_columns(self, k, rule, pieces, expr, pos, kth=None, M=None, role="epi", floor=-np.inf):
         """``k`` new epigraph columns; column ``g`` is ``rule`` (:class:`~varopt.program.epigraph_lift.EpigraphRule`)
-        of the pieces ``pieces_i`` with ``pos_i = g`` (resolved into expressions by the compiler)."""
+        of the pieces ``pieces_i`` with ``pos_i = g`` (resolved into expressions by the compiler); ``floor``: a lower
+        bound the rows imply beyond their constant pieces (``norm_inf >= 0``)."""
         cols = self._aux_columns(k, "epigraph", None, expr)
         self.epi_rules.append((cols, rule, pieces, np.asarray(pos, dtype=np.int64), kth, M, role,
-                               _shorten(_public(str(expr)))))
+                               _shorten(_public(str(expr))), floor))
         return cols
 
     def _columns_node(self, cols, shape):
         m = cols.size
         return _Node(shape, self.n, sp.csr_matrix((np.ones(m), (np.arange(m), cols)), shape=(m, self.n)))
 
-    def epi_max(self, expr, pieces, pos, m_out, shape, exempt=()):
+    def epi_max(self, expr, pieces, pos, m_out, shape, exempt=(), floor=-np.inf):
         """Node of ``t_g = max_{k: pos_k = g} pieces_k`` (``m_out`` new columns, F order of ``shape``) with the rows
         ``pieces_k - t_{pos_k} <= 0``."""
         pieces = _reshaped(pieces, (pieces.m,))
         pos = np.asarray(pos, dtype=np.int64)
-        cols = self._epi_columns(m_out, "max", pieces, expr, pos)
+        cols = self._epi_columns(m_out, "max", pieces, expr, pos, floor=floor)
         T = sp.csr_matrix((-np.ones(pos.size), (np.arange(pos.size), cols[pos])), shape=(pos.size, self.n))
         rows = _add([pieces, _Node((pos.size,), self.n, T)], (pos.size,))
         self.epi_rows.append((rows, frozenset(cols.tolist()) | frozenset(exempt), _shorten(_public(str(expr)))))
@@ -80,7 +81,7 @@ class _EpigraphTracer:
     def _norm_inf(self, expr, shape):
         z = self._flat(expr, expr.args[0])
         pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
-        return self.epi_max(expr, _stack([z, z.scale(-1.0)]), np.concatenate([pos, pos]), m_out, shape)
+        return self.epi_max(expr, _stack([z, z.scale(-1.0)]), np.concatenate([pos, pos]), m_out, shape, floor=0.0)
 
     def _sum_largest(self, expr, shape, sign=1.0):
         z = self._flat(expr, expr.args[0])
@@ -134,7 +135,7 @@ def epigraph_parts(tracer, n, to_expressions):
     from ..program.lifting import AuxVariable
 
     aux, roles = [], {}
-    for cols, rule, pieces, pos, k, M, role, text in tracer.epi_rules:
+    for cols, rule, pieces, pos, k, M, role, text, floor in tracer.epi_rules:
         exprs = to_expressions(pieces)
         order = np.argsort(pos, kind="stable")
         bounds = np.searchsorted(pos[order], np.arange(cols.size + 1))
@@ -142,7 +143,9 @@ def epigraph_parts(tracer, n, to_expressions):
             mine = [exprs[i] for i in order[bounds[g]:bounds[g + 1]].tolist()]
             aux.append(AuxVariable(col, "epigraph", None, text, f"_aux_epigraph[{col - tracer.n_user}]_def",
                                    rule=EpigraphRule(rule, mine, k, M)))
-            roles[col] = (role, text)
+            # t >= every constant piece (pos: t >= 0)
+            consts = [e.constant for e in mine if rule == "max" and e.is_linear and not e.linear_items()[0].size]
+            roles[col] = (role, text, max([floor] + consts))
     rows = []
     for node, exempt, text in tracer.epi_rows:
         for e in to_expressions(node):

@@ -83,9 +83,10 @@ class Part:
 
 def check_positions(parts, roles, n):
     """Raise :class:`ModelStructureError` when an epigraph column is used outside the convex position (module
-    docstring). ``roles`` maps column -> ``(role, term)``: role ``epi`` (a maximum: may enter linearly with a
-    nonnegative oriented coefficient, or a convex term nondecreasing in it) or ``free`` (``huber``'s ``s``: only
-    in a ``square`` row with a nonnegative oriented weight); ``term`` is the user's atom text."""
+    docstring). ``roles`` maps column -> ``(role, term, floor)``: role ``epi`` (a maximum: may enter linearly with
+    a nonnegative oriented coefficient, or a convex term nondecreasing in it over ``t >= floor``, the lower bound
+    its rows imply) or ``free`` (``huber``'s ``s``: only in a ``square`` row with a nonnegative oriented weight);
+    ``term`` is the user's atom text."""
     if not roles:
         return
     is_aux = np.zeros(n, dtype=bool)
@@ -97,7 +98,7 @@ def check_positions(parts, roles, n):
         for j, v in zip(idx[is_aux[idx]].tolist(), np.asarray(val)[is_aux[idx]].tolist()):
             if j in part.exempt:
                 continue
-            role, term = roles[j]
+            role, term = roles[j][:2]
             if s == 0:
                 _refuse(part, term, None)
             if role == "free" or s * v < 0:
@@ -119,7 +120,7 @@ def check_positions(parts, roles, n):
                 for r, j, a in zip(C.row[hit].tolist(), C.col[hit].tolist(), C.data[hit].tolist()):
                     if j in part.exempt:
                         continue
-                    role, term = roles[j]
+                    role, term = roles[j][:2]
                     w = s * float(g.coef[r])
                     if s == 0:
                         _refuse(part, term, None)
@@ -128,7 +129,10 @@ def check_positions(parts, roles, n):
                     if role == "free":
                         ok = kern.quadratic and w >= 0   # (u)^2: huber's s^2
                     else:
-                        ok = not second and kern.convex and kern.monotone * a > 0 and w >= 0
+                        # nondecreasing in t: exp(max(u)); or a square of t + b where t >= floor >= -b (the square
+                        # is nondecreasing there): the squared hinge sum_squares(pos(1 - y * (X @ w)))
+                        ok = not second and kern.convex and w >= 0 and (
+                            kern.monotone * a > 0 or (kern.quadratic and _nonneg_argument(A, r, g.b[r], roles)))
                     if not ok:
                         _refuse(part, term, "atom", kern.text.format(u="...", v="..."))
         for g in e.lse:
@@ -138,11 +142,24 @@ def check_positions(parts, roles, n):
                 if j in part.exempt:
                     continue
                 grp = int(g.seg[r])
-                role, term = roles[j]
+                role, term = roles[j][:2]
                 if s == 0:
                     _refuse(part, term, None)
                 if role == "free" or g.mult[grp] >= 0 or a < 0 or s * float(g.coef[grp]) < 0:
                     _refuse(part, term, "atom", "log_sum_exp(...)")
+
+
+def _nonneg_argument(A, r, b, roles) -> bool:
+    """Whether the argument ``sum_j a_j t_j + b`` of row ``r`` of csr ``A`` is made of epigraph columns only, each
+    with ``a_j > 0`` and a finite floor, and ``sum_j a_j floor_j + b >= 0``: then it is nonnegative, and a square of
+    it nondecreasing in every ``t_j`` (``square(pos(u))``, ``square(sum(pos(u)))``, ``square(norm_inf(u))``)."""
+    lo = float(b)
+    for j, a in zip(A.indices[A.indptr[r]:A.indptr[r + 1]].tolist(), A.data[A.indptr[r]:A.indptr[r + 1]].tolist()):
+        role = roles.get(j)
+        if role is None or role[0] != "epi" or a <= 0 or not np.isfinite(role[2]):
+            return False
+        lo += a * role[2]
+    return lo >= 0
 
 
 _RULE = ("it is convex, so it must be minimised: in a Minimize objective or a Maximize of its negative, on the "
