@@ -319,3 +319,18 @@ def test_squares_of_possibly_negative_maxima_are_refused(build):
     x = cp.Variable(4)
     with pytest.raises(ModelStructureError, match=r"argument of \(\.\.\.\)\^2"):
         compile_cvxpy(cp.Problem(cp.Minimize(build(_u(x)))))
+
+
+def test_majorize_start_is_the_users_point():
+    """Option ``x0`` and CVXPY's ``warm_start=True`` give the user's variables only; the epigraph (and abs) columns are
+    completed at their definitions (``x0`` of the user's length was refused before: the program counted the
+    epigraph columns)."""
+    x = cp.Variable(4)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x - 1) + cp.norm_inf(x)), [cp.norm1(x) <= 2])
+    ref = cp.Problem(prob.objective, prob.constraints).solve(solver="CLARABEL")
+    assert _close(prob.solve(method="majorize", x0=np.full(4, 0.1)), ref)
+    assert _close(prob.solve(method="majorize", warm_start=True), ref)
+    program = prob.varopt_program
+    assert program.aux and np.isfinite(program.x0).all()   # the hint with its epigraph column completed
+    with pytest.raises(varopt.errors.InvalidOptionError, match="has length 5, the program has 4 variables"):
+        prob.solve(method="majorize", x0=np.zeros(5))
