@@ -29,9 +29,9 @@ import scipy.sparse as sp
 from ..core.csr import take_rows
 from ..errors import InputDataError
 from .cvxpy_affine import _public
+from .cvxpy_epigraph import _EpigraphTracer
 from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
                           _first_index, _group_matrix)
-from .cvxpy_epigraph import _EpigraphTracer
 from .cvxpy_products import _ProductTracer
 
 

@@ -65,7 +65,7 @@ class EpigraphRule:
         if self.kind == "max":
             return float(v.max())
         if self.kind == "kth":
-            return float(np.sort(v)[::-1][int(math.ceil(self.k - 1e-12)) - 1])
+            return float(np.sort(v)[::-1][math.ceil(self.k - 1e-12) - 1])
         return float(np.clip(v[0], -self.M, self.M))
 
 
