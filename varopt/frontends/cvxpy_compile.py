@@ -43,7 +43,10 @@ objective/constraint and the CVXPY sub-expression):
   atom rows -> ``c`` times the rows plus, for each ``j``, the rows with multiplier ``x_j``
   (``phi * (x - mu)**2``, ``-phi * log(pi)``); ``x_v * log(alpha x_v)`` -> ``xlogx``;
 * ``rel_entr(x, y) = x log x - x log y`` and ``kl_div(x, y) = rel_entr - x + y`` for
-  affine ``x``, ``y``.
+  affine ``x``, ``y`` (a constant argument folded);
+* ``max``, ``maximum``, ``pos``, ``neg``, ``norm_inf``, ``sum_largest``, ``huber`` and the concave ``min``,
+  ``minimum``, ``sum_smallest`` -> epigraph columns with linear rows (:mod:`.cvxpy_epigraph`,
+  :mod:`varopt.program.epigraph_lift`), checked to be in the convex position once the problem is traced.
 
 Every atom row and log-sum-exp group carries a ``label`` (the finite-sum sample it belongs
 to): the index along the first axis of the atom's argument entry, or, for a product
@@ -60,7 +63,7 @@ rows ``abs(e) <= r`` or ``e <= r`` (the same set). Cone constraints are rejected
 
 Layout: :mod:`.cvxpy_nodes` (traced nodes and sparse index helpers), :mod:`.cvxpy_affine`
 (tree walk, constants, linear atoms), :mod:`.cvxpy_products` (products of two nodes),
-:mod:`.cvxpy_atoms` (nonlinear atoms); this module holds :func:`compile_cvxpy`, the
+:mod:`.cvxpy_atoms` (nonlinear atoms), :mod:`.cvxpy_epigraph` (piecewise-linear atoms); this module holds :func:`compile_cvxpy`, the
 variable bounds, the split of the traced nodes into :class:`~varopt.program.Expression`
 objects and :class:`CvxpyMapping`.
 """
