@@ -14,6 +14,8 @@ log-sum-exp groups (catalogue kinds of :mod:`varopt.program.terms`):
   per output entry, ``power(e, 0.5)``/``sqrt(e)`` -> ``t = sqrt(e)`` (:mod:`varopt.program.lifting`);
 * a square, ``abs``, ``norm1``, 2-norm or ``sum_squares`` argument with products of variables
   (``A - W @ H``) gets an auxiliary ``q == products`` per entry (the atom then applies to ``a + q``);
+* ``power(u, p)`` for other ``p`` (``inv_pos(u) = power(u, -1)``) -> ``power(p)`` rows
+  (:mod:`varopt.program.powers`), on CVXPY's domain;
 * ``exp`` -> ``exp`` rows; ``log(u)`` and ``log1p(u) = log(1 + u)`` -> ``neglog`` rows with
   coefficient ``-1``; ``entr(u) = -u log u`` -> ``xlogx`` rows with coefficient ``-1``;
 * ``rel_entr(x, y) = x log x - x log y``, ``kl_div(x, y) = rel_entr(x, y) - x + y``;
@@ -28,6 +30,8 @@ import scipy.sparse as sp
 
 from ..core.csr import take_rows
 from ..errors import InputDataError
+from ..program.atoms import ATOMS
+from ..program.powers import power_kind
 from .cvxpy_affine import _public
 from .cvxpy_epigraph import _EpigraphTracer
 from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
@@ -105,7 +109,7 @@ class _Tracer(_EpigraphTracer, _ProductTracer):
         if p == 0.5:
             return self.sqrt_node(expr, self.trace(expr.args[0]), shape)
         if p != 2:
-            self.fail(expr, f"power with exponent {p:g} (only 2 and 0.5 are recognised)")
+            return self.power_node(expr, p, shape)
         arg = expr.args[0]
         if type(arg).__name__ in ("Pnorm", "PnormApprox") and float(arg.p) == 2:
             # norm(u, 2)**2 = sum_k u_k^2 (the usual way to write an L2 penalty or a Gaussian prior): square rows,
@@ -114,6 +118,19 @@ class _Tracer(_EpigraphTracer, _ProductTracer):
             S = _group_matrix(*_axis_groups(z.shape, getattr(arg, "axis", None)))
             return self.atom_node("square", z, 1.0, z.shape).apply(S, shape)
         return self.atom_node("square", self.lifted_arg(expr, arg), 1.0, shape)
+
+    def power_node(self, expr, p, shape):
+        """``power(u, p)`` -> ``power(p)`` atom rows ``s u^p`` with coefficient ``s`` (:mod:`varopt.program.powers`:
+        ``s = -1`` for ``0 < p < 1``, where ``-u^p`` is the convex kernel). The kernel's domain is CVXPY's
+        (``u >= 0`` for ``p`` in ``(0, 1)`` or ``p > 1`` not a power of 2; ``u > 0`` for ``p < 0``; ``inv_pos(u)`` is
+        ``power(u, -1)``), except for even exponents that are not powers of 2, where CVXPY restricts to ``u >= 0``
+        a function that is convex on all ``u``: refused rather than solved with another domain."""
+        if float(p).is_integer() and p > 2 and int(p) % 2 == 0 and int(p) & (int(p) - 1):
+            self.fail(expr, f"power with the even exponent {p:g}, which is not a power of 2: CVXPY defines it for "
+                            f"u >= 0 only; write cp.power(cp.power(u, 2), {p / 2:g}) or add u >= 0 explicitly with "
+                            "a power of 2")
+        kern = ATOMS[power_kind(p)]
+        return self.atom_node(kern.kind, self.lifted_arg(expr, expr.args[0]), kern.sign, shape)
 
     _Power = _power
     _PowerApprox = _power

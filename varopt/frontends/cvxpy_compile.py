@@ -63,9 +63,9 @@ rows ``abs(e) <= r`` or ``e <= r`` (the same set). Cone constraints are rejected
 
 Layout: :mod:`.cvxpy_nodes` (traced nodes and sparse index helpers), :mod:`.cvxpy_affine`
 (tree walk, constants, linear atoms), :mod:`.cvxpy_products` (products of two nodes),
-:mod:`.cvxpy_atoms` (nonlinear atoms), :mod:`.cvxpy_epigraph` (piecewise-linear atoms); this module holds :func:`compile_cvxpy`, the
-variable bounds, the split of the traced nodes into :class:`~varopt.program.Expression`
-objects and :class:`CvxpyMapping`.
+:mod:`.cvxpy_atoms` (nonlinear atoms), :mod:`.cvxpy_epigraph` (piecewise-linear atoms); this module
+holds :func:`compile_cvxpy`, the variable bounds, the split of the traced nodes into
+:class:`~varopt.program.Expression` objects and :class:`CvxpyMapping`.
 """
 from __future__ import annotations
 

@@ -109,7 +109,8 @@ def _build_expression(f: _Form, perm: np.ndarray, n: int, where: str) -> Express
     for r in f.atoms:
         by_kind.setdefault(r[0], []).append(r)
     atoms = []
-    for kind in ATOM_KINDS:
+    # the fixed kinds in table order, then the power family by exponent (a deterministic order)
+    for kind in ATOM_KINDS + tuple(sorted(k for k in by_kind if k not in ATOM_KINDS)):
         rows = by_kind.get(kind)
         if not rows:
             continue
@@ -222,6 +223,7 @@ def compile_pyomo(model):
         maximize = obj.sense == pyo.maximize
         if maximize:
             fobj = fobj.scaled(-1.0)
+        fobj = walker.relocate_quad_over_lin(fobj, -np.inf, 0.0, obj.expr)  # minimised: as a <= row
         fcons = []
         for c in cons:
             where_c = _context("constraint", c)
@@ -233,7 +235,8 @@ def compile_pyomo(model):
             hi = np.inf if hi is None else float(hi)
             if math.isnan(lo) or math.isnan(hi) or lo == np.inf or hi == -np.inf:
                 raise InputDataError(f"{where_c}: invalid bounds ({lo}, {hi})")
-            fcons.append((c, _compile_expr(walker, c.body, where_c), lo, hi))
+            f = walker.relocate_quad_over_lin(_compile_expr(walker, c.body, where_c), lo, hi, c.body)
+            fcons.append((c, f, lo, hi))
     finally:
         sys.setrecursionlimit(old_limit)
 
@@ -282,11 +285,17 @@ def compile_pyomo(model):
     for j, (k, kind, form, text) in enumerate(walker.aux):
         col = int(perm[k])
         where_a = f"{kind} auxiliary variable for '{text}'"
-        aux.append(AuxVariable(col, kind, _build_expression(form, perm, n, where_a), text, f"_aux_{kind}[{j}]_def"))
+        den = walker.aux_den.get(k)
+        den = None if den is None else _build_expression(den, perm, n, where_a)
+        aux.append(AuxVariable(col, kind, _build_expression(form, perm, n, where_a), text, f"_aux_{kind}[{j}]_def",
+                               den))
         names.append(f"_aux_{kind}[{j}]")
         if kind == "sqrt":
             lb[col] = 0.0
-        constraints.append(Constraint(aux[-1].constraint, defining_body(col, kind, aux[-1].definition), 0.0, 0.0))
+        # interval bounds of the lifted quantity (pyomo_powers): the lifted program is bounded where the user's is
+        alo, ahi = walker.aux_bounds.get(k, (-np.inf, np.inf))
+        lb[col], ub[col] = max(lb[col], alo), min(ub[col], ahi)
+        constraints.append(Constraint(aux[-1].constraint, defining_body(col, kind, aux[-1].definition, den), 0.0, 0.0))
     program = Program(names, lb, ub, objective, constraints, maximize=maximize,
                       objective_name=obj.name, x0=start_values(aux, x0, n_user), aux=aux)
     return program, PyomoMapping(model, vars_, obj, [c for c, *_ in fcons], names[:n_user])

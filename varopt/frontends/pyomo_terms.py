@@ -20,8 +20,9 @@ SUPPORTED = (
     "supported terms are sums of: constants, linear terms, products of two affine expressions, "
     "(affine)**2, exp(affine), abs(affine), log(affine), squares and abs of affine expressions plus products of "
     "variables ((a - w*h)**2), sqrt(expression), v*log(v), log(sum_k c_k*exp(affine_k) [+ c0]) with "
-    "c_k, c0 > 0, sum_k (affine_k)**2/affine, and any of these atoms multiplied by a variable "
-    "(e.g. w*(x - mu)**2, w*log(v), w*exp(x))")
+    "c_k, c0 > 0, sum_k (affine_k)**2/affine, (affine)**p for a constant p (a base >= 0 on its declared bounds "
+    "for non-integer p), expression/(affine) with a denominator that is sign-definite on its declared bounds, and "
+    "any of these atoms multiplied by a variable (e.g. w*(x - mu)**2, w*log(v), w*exp(x))")
 
 
 class _Unsupported(Exception):

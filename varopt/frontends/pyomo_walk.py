@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from .pyomo_powers import PowerRules
 from .pyomo_terms import _MATH, _add_into, _BadData, _expr_str, _Form, _prune, _Unsupported
 
 
@@ -69,11 +70,13 @@ class _Leaves:
         return k
 
 
-class _Walker(_Leaves):
-    """Recursive walker from a Pyomo expression to a :class:`_Form`."""
+class _Walker(PowerRules, _Leaves):
+    """Recursive walker from a Pyomo expression to a :class:`_Form` (powers and divisions:
+    :mod:`.pyomo_powers`)."""
 
     def __init__(self):
         super().__init__()
+        self._bounds_init()
         self._handlers = {}
         #: lifted quantities ``(index, kind, defining form, term text)`` (:mod:`varopt.program.lifting`)
         self.aux = []
@@ -182,10 +185,16 @@ class _Walker(_Leaves):
             return f.scaled(g.const)
         if f.is_affine and g.is_affine:
             return self._affine_product(f, g)
-        if f.is_affine:
-            return self._times_affine(f, g, node)
-        if g.is_affine:
-            return self._times_affine(g, f, node)
+        w, h = (f, g) if f.is_affine else (g, f)
+        # an auxiliary multiplier (x1/x3 * x6**2: a ratio column times a square) is not a user's block variable:
+        # the product is lifted to the bilinear class below, not kept as a weighted convex term
+        lifted_w = any(self.vars[k] is None for k in w.lin)
+        if w.is_affine and not any(r[4] >= 0 for r in h.atoms) and not (lifted_w and h.atoms):
+            return self._times_affine(w, h, node)
+        # polynomial factors (x2**2 * x3**3, (x*y) * z**2): each lifted to a bounded column, then bilinear
+        pf, pg = self.polynomial_factor(f, node), self.polynomial_factor(g, node)
+        if pf is not None and pg is not None:
+            return self._affine_product(pf, pg)
         raise _Unsupported(node, "a product of two nonlinear factors is not supported")
 
     @staticmethod
@@ -207,8 +216,12 @@ class _Walker(_Leaves):
     def _times_affine(self, w, g, node):
         """``w * g`` with ``w`` affine and ``g`` a sum of multiplier-free rows, constants and linear terms."""
         if g.quad:
-            raise _Unsupported(node, "a variable times a quadratic expression is a cubic term, which is "
-                                     "not supported")
+            if g.atoms or g.lse:
+                raise _Unsupported(node, "a variable times a quadratic expression with other nonlinear terms is "
+                                         "not supported")
+            g = self.lift_products(g, node)  # x1 * x2**3 = x1 * q, q == x2 * (x2**2)
+            if g.is_affine:
+                return self._affine_product(w, g)
         if any(r[4] >= 0 for r in g.atoms) or any(r[1] >= 0 for r in g.lse):
             raise _Unsupported(node, "a product of three or more nonlinear factors (a variable times a "
                                      "term that already has a variable multiplier) is not supported")
@@ -250,13 +263,7 @@ class _Walker(_Leaves):
             # sum_k c_k w_k u_k^2 / v  ->  quad_over_lin rows sharing the denominator v
             dl, db = d.lin, d.const
             return _Form(0.0, atoms=[("quad_over_lin", r[1], r[2], r[3], r[4], dl, db) for r in f.atoms])
-        if f.is_const:
-            # a constant is affine, so "(affine)**2 / affine" read as covering 4/x1 (MINLPLib's `sample`)
-            raise _Unsupported(node, "a constant divided by a non-constant expression (c/x) is not supported; "
-                                     "division by a non-constant expression is only supported as "
-                                     "(non-constant affine)**2 / affine")
-        raise _Unsupported(node, "division by a non-constant expression is only supported as "
-                                 "(affine)**2 / affine")
+        return self.divide(f, d, node)
 
     def pow(self, node):
         base, expo = node.args
@@ -289,7 +296,7 @@ class _Walker(_Leaves):
             return _Form(0.0, atoms=[("square", 1.0, b.lin, b.const, -1, None, 0.0)])
         if p == 0.5:
             return self.sqrt(b, node)
-        raise _Unsupported(node, f"the exponent {p:g} is not supported (only **2, **0.5, **1 and **0)")
+        return self.power(b, p, node)
 
     def sqrt(self, f, node):
         """``sqrt(e)`` -> an auxiliary ``t >= 0`` with ``e - t^2 == 0`` (a norm when ``e`` is a sum

@@ -263,6 +263,28 @@ class Abs(AtomKernel):
         return np.maximum(np.abs(lo), np.abs(hi))
 
 
-#: kind -> kernel; the single source of the atom kinds
-ATOMS = {k.kind: k for k in (XLogX(), NegLog(), Exp(), Square(), QuadOverLin(), Abs())}
+class _AtomTable(dict):
+    """``kind -> kernel`` with the parameterised power family (:mod:`varopt.program.powers`):
+    ``ATOMS["power(3.0)"]`` is created on first use, so a program may hold any exponent."""
+
+    def __missing__(self, kind):
+        from .powers import power_kernel
+        k = power_kernel(kind)
+        if k is None:
+            raise KeyError(kind)
+        return k
+
+    def get(self, kind, default=None):
+        try:
+            return self[kind]
+        except KeyError:
+            return default
+
+    def __contains__(self, kind):
+        return self.get(kind) is not None
+
+
+#: kind -> kernel; the single source of the atom kinds (plus the ``power(p)`` family)
+ATOMS = _AtomTable({k.kind: k for k in (XLogX(), NegLog(), Exp(), Square(), QuadOverLin(), Abs())})
+#: the fixed kinds; ``kind in ATOMS`` also accepts the power family
 ATOM_KINDS = tuple(ATOMS)

@@ -12,6 +12,9 @@ kind        column                         defining constraint                  
 ``product`` ``q = Q(x)`` (the quadratic     ``q - Q(x) == 0``                        free
             part of the atom's argument)
 ``sqrt``    ``t = sqrt(e(x))``              ``e(x) - t^2 == 0``                      ``t >= 0``
+``ratio``   ``t = v(x) / d(x)`` (``d``      ``t d(x) - v(x) == 0``                   interval of
+            affine, sign-definite on the                                             ``v / d``
+            declared bounds)
 ``epigraph`` ``t >= f_k(x)`` (a piece of     ``f_k(x) - t <= 0`` per piece (no equality; free
             ``max``, ``huber``, ...)       :mod:`.epigraph_lift`)
 =========== ============================== ======================================== ===========
@@ -19,7 +22,7 @@ kind        column                         defining constraint                  
 Both rows are exact: with ``t >= 0``, ``t^2 = e`` holds iff ``t = sqrt(e)`` (and has no
 solution where ``e < 0``, outside the domain of ``sqrt``), so the lifted program has the same
 feasible set (projected on the user's variables) and the same objective values as the user's
-model. A norm ``||u||_2`` is ``sqrt(sum_k u_k^2)``. The atom then applies to an affine
+model (a ``ratio`` row is exact because ``d != 0`` on the box). A norm ``||u||_2`` is ``sqrt(sum_k u_k^2)``. The atom then applies to an affine
 argument: ``(a - q)^2`` is a ``square`` row, ``|a - q|`` an ``abs`` row.
 
 Auxiliary columns come after the user's variables (``program.n_user`` of them); they are never
@@ -36,7 +39,7 @@ import numpy as np
 from .expression import Expression
 
 #: kinds of auxiliary columns
-AUX_KINDS = ("product", "sqrt", "epigraph")
+AUX_KINDS = ("product", "sqrt", "ratio", "epigraph")
 
 
 @dataclass
@@ -50,6 +53,8 @@ class AuxVariable:
     definition: Expression
     term: str
     constraint: str
+    #: the affine denominator ``d(x)`` of a ``ratio`` column (its ``definition`` is the numerator)
+    denominator: Expression = None
     #: ``epigraph`` columns: the :class:`~.epigraph_lift.EpigraphRule` giving the column's value at its optimum
     #: (``definition`` is then None: the column is defined by inequality rows)
     rule: object = None
@@ -57,26 +62,44 @@ class AuxVariable:
     def __post_init__(self):
         if self.kind not in AUX_KINDS:
             raise ValueError(f"unknown auxiliary kind {self.kind!r}; known: {AUX_KINDS}")
+        if (self.kind == "ratio") != (self.denominator is not None):
+            raise ValueError("a ratio column needs its denominator (and only a ratio column has one)")
 
     def value(self, x) -> float:
         if self.rule is not None:
             return self.rule.value(x)
         e = self.definition.value(x)
+        if self.kind == "ratio":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return float(np.float64(e) / self.denominator.value(x))
         return e if self.kind == "product" else float(np.sqrt(max(e, 0.0)))
 
 
-def defining_body(aux_index: int, kind: str, definition: Expression) -> Expression:
-    """The body of the defining row (``== 0``): ``q - Q(x)`` or ``e(x) - t^2``."""
+def defining_body(aux_index: int, kind: str, definition: Expression, denominator: Expression = None) -> Expression:
+    """The body of the defining row (``== 0``): ``q - Q(x)``, ``e(x) - t^2`` or ``t d(x) - v(x)``."""
     from .terms import QuadraticTerms
     n = definition.n
     body = definition.copy()
-    if kind == "product":
+    if kind in ("product", "ratio"):
         body.constant, body.linear = -body.constant, -body.linear
         q = body.quadratic
         body.quadratic = QuadraticTerms(q.i, q.j, -q.v, n)
         for g in body.groups():
             g.coef = -g.coef
-        body.linear[aux_index] += 1.0
+        if kind == "product":
+            body.linear[aux_index] += 1.0
+            return body
+        # + t d(x) = t (d_0 + sum_j d_j x_j): the linear part d_0 t and the bilinear terms d_j t x_j
+        d = denominator
+        if len(d.quadratic) or d.atoms or d.lse:
+            raise ValueError("the denominator of a ratio column must be affine")
+        body.linear[aux_index] += d.constant
+        dl = d.linear
+        js = np.flatnonzero(dl)
+        q = body.quadratic
+        ii = np.minimum(js, aux_index)
+        jj = np.maximum(js, aux_index)
+        body.quadratic = QuadraticTerms(np.append(q.i, ii), np.append(q.j, jj), np.append(q.v, dl[js]), n)
         return body
     q = body.quadratic
     body.quadratic = QuadraticTerms(np.append(q.i, aux_index), np.append(q.j, aux_index), np.append(q.v, -1.0), n)

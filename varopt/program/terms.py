@@ -172,8 +172,8 @@ class AtomGroup:
     label: np.ndarray = None
 
     def __post_init__(self):
-        if self.kind not in ATOM_KINDS:
-            raise ValueError(f"unknown atom kind {self.kind!r}; known: {ATOM_KINDS}")
+        if self.kind not in ATOMS:
+            raise ValueError(f"unknown atom kind {self.kind!r}; known: {ATOM_KINDS} and power(p)")
         self.coef = np.asarray(self.coef, dtype=float).ravel()
         m = self.coef.size
         n = self.A.shape[1]

@@ -399,12 +399,16 @@ class LocalSearch:
         if not math.isfinite(vbest):
             return z
         cur = z
+        # the side each row has been pushed onto: a row stays in A once violated, so two nearly active rows
+        # (ex4_1_9: both active at the optimum) are projected onto together instead of in turns
+        side = np.where(lo == hi, lo, np.nan)
         with np.errstate(all="ignore"):
             for _ in range(steps):
                 v, J = self._evaluate(cur)
                 v, J = v[1:], J[1:]
-                r = np.where(v < lo, v - lo, np.where(v > hi, v - hi, 0.0))
-                act = (lo == hi) | (r != 0)
+                side = np.where(np.isnan(side) & (v < lo), lo, np.where(np.isnan(side) & (v > hi), hi, side))
+                act = ~np.isnan(side)
+                r = np.where(act, v - np.where(act, side, 0.0), 0.0)
                 free = (cur > lb) & (cur < ub)
                 if not act.any() or not free.any():
                     break
@@ -416,9 +420,14 @@ class LocalSearch:
                 nxt[free] += dz
                 nxt = np.clip(nxt, lb, ub)
                 vn = self.violation(nxt, own=False)
-                if not vn < vbest:
+                if not math.isfinite(vn):
                     break
-                best, vbest, cur = nxt, vn, nxt
+                # a step may push a nearly active row that was not in A over its side (ex4_1_9: both rows active at
+                # the optimum, one 3e-6 inside): that row is in A at the next step, so keep going from there
+                cur = nxt
+                if not vn < vbest:
+                    continue
+                best, vbest = nxt, vn
                 if vbest <= 1e-12:
                     break
         # only an exact projection replaces z: a partial one (clipped at bounds, slow) can turn a rejected
