@@ -335,3 +335,25 @@ def test_majorize_start_is_the_users_point():
     assert program.aux and np.isfinite(program.x0).all()   # the hint with its epigraph column completed
     with pytest.raises(varopt.errors.InvalidOptionError, match="has length 5, the program has 4 variables"):
         prob.solve(method="majorize", x0=np.zeros(5))
+
+
+POWERS = {
+    "power_of_pos": lambda x: cp.sum(cp.power(cp.pos(_u(x) + 3), 3)) + C @ x,
+    "power_of_norm_inf": lambda x: cp.power(cp.norm_inf(_u(x)), 1.5) + C @ x,
+    "inv_pos_of_bounded_max": lambda x: cp.inv_pos(8 - cp.max(_u(x))) + C @ x,
+}
+
+
+@pytest.mark.parametrize("name", sorted(POWERS))
+def test_power_atoms_of_epigraph_columns_equal_clarabel(name):
+    """power(p) rows (varopt.program.powers) of a maximum: nondecreasing in it, and their domain (u >= 0, or
+    8 - t > 0) holds wherever the maximum is defined."""
+    _check(FORMS["minimize"], lambda x: POWERS[name](x) - C @ x, "gop", False)
+
+
+def test_power_with_a_domain_the_maximum_may_leave_is_refused():
+    """``power(max(u), 3)`` is ``t^3`` on ``t >= 0``: over the epigraph ``t >= max(u)`` that is ``max(u, 0)^3``, not
+    CVXPY's ``max(u)^3`` with ``max(u) >= 0`` -- a relaxation, refused."""
+    x = cp.Variable(4)
+    with pytest.raises(ModelStructureError, match=r"argument of \(\.\.\.\)\^3"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.power(cp.max(_u(x)), 3))))

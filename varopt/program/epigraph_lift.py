@@ -131,8 +131,13 @@ def check_positions(parts, roles, n):
                     else:
                         # nondecreasing in t: exp(max(u)); or a square of t + b where t >= floor >= -b (the square
                         # is nondecreasing there): the squared hinge sum_squares(pos(1 - y * (X @ w)))
+                        # a domain bounding the argument from below (power(3), u >= 0) must already hold at t's
+                        # floor: power(max(u), 3) would otherwise be min over t >= max(u, 0), not CVXPY's max(u) >= 0
+                        lo, closed = kern.domain[0], kern.domain[2]
+                        floor = _argument_floor(A, r, g.b[r], roles)
+                        in_domain = a < 0 or not np.isfinite(lo) or (floor >= lo if closed else floor > lo)
                         ok = not second and kern.convex and w >= 0 and (
-                            kern.monotone * a > 0 or (kern.quadratic and _nonneg_argument(A, r, g.b[r], roles)))
+                            (kern.monotone * a > 0 and in_domain) or (kern.quadratic and floor >= 0))
                     if not ok:
                         _refuse(part, term, "atom", kern.text.format(u="...", v="..."))
         for g in e.lse:
@@ -149,17 +154,18 @@ def check_positions(parts, roles, n):
                     _refuse(part, term, "atom", "log_sum_exp(...)")
 
 
-def _nonneg_argument(A, r, b, roles) -> bool:
-    """Whether the argument ``sum_j a_j t_j + b`` of row ``r`` of csr ``A`` is made of epigraph columns only, each
-    with ``a_j > 0`` and a finite floor, and ``sum_j a_j floor_j + b >= 0``: then it is nonnegative, and a square of
-    it nondecreasing in every ``t_j`` (``square(pos(u))``, ``square(sum(pos(u)))``, ``square(norm_inf(u))``)."""
+def _argument_floor(A, r, b, roles) -> float:
+    """The lower bound ``sum_j a_j floor_j + b`` that the epigraph rows imply for the argument ``sum_j a_j t_j + b``
+    of row ``r`` of csr ``A`` when it is made of epigraph columns only, each with ``a_j > 0`` and a finite floor;
+    ``-inf`` otherwise. Nonnegative, it makes a square nondecreasing in every ``t_j`` (``square(pos(u))``,
+    ``square(sum(pos(u)))``, ``square(norm_inf(u))``)."""
     lo = float(b)
     for j, a in zip(A.indices[A.indptr[r]:A.indptr[r + 1]].tolist(), A.data[A.indptr[r]:A.indptr[r + 1]].tolist()):
         role = roles.get(j)
         if role is None or role[0] != "epi" or a <= 0 or not np.isfinite(role[2]):
-            return False
+            return -np.inf
         lo += a * role[2]
-    return lo >= 0
+    return lo
 
 
 _RULE = ("it is convex, so it must be minimised: in a Minimize objective or a Maximize of its negative, on the "
