@@ -29,7 +29,7 @@ def _vars():
     (lambda x, y: cp.sum(cp.abs(cp.square(x))), "of `abs` must be affine"),  # abs of an affine argument is an atom row
     (lambda x, y: cp.norm1(cp.square(x)), "of `norm1` must be affine"),  # norm1: a sum of abs rows of an affine map
     (lambda x, y: cp.sum(cp.exp(cp.multiply(x, y))), "`exp(x * Promote(y"),
-    (lambda x, y: cp.max(x), "`max(x"),
+    (lambda x, y: -cp.max(x), "`max(x"),  # a maximised convex max (minimised: an epigraph column)
     (lambda x, y: cp.sum(cp.multiply(cp.exp(x), cp.log(x))), "`exp(x) * log(x)`"),
     (lambda x, y: y * cp.sum(cp.multiply(x, cp.exp(x))), "degree 3"),
 ])

@@ -91,8 +91,16 @@ class Solver:
         res.solver = self.name
         res.names = list(program.names[:program.n_user])
         if program.aux and res.x is not None:
+            x = np.asarray(res.x, dtype=float).ravel()
+            if x.size == program.n and res.objective is not None and any(a.kind == "epigraph" for a in program.aux):
+                # epigraph columns (max, huber, ...) at their optimum: the objective at the user's point, never above
+                # the solver's (a column is only ever lowered onto its maximum, varopt.program.epigraph_lift)
+                with np.errstate(all="ignore"):
+                    f = float(program.objective.value(program.complete_aux(x)))
+                if np.isfinite(f) and f <= res.objective:
+                    res.objective = f
             # auxiliary columns (lifted squares/norms of bilinear terms) never reach the user's model
-            res.x = np.asarray(res.x, dtype=float).ravel()[:program.n_user]
+            res.x = x[:program.n_user]
             if "descent_direction" in res.info:
                 res.info["descent_direction"] = np.asarray(res.info["descent_direction"])[:program.n_user]
         res.maximize = program.maximize

@@ -33,6 +33,7 @@ from ..errors import InputDataError
 from ..program.atoms import ATOMS
 from ..program.powers import power_kind
 from .cvxpy_affine import _public
+from .cvxpy_epigraph import _EpigraphTracer
 from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
                           _first_index, _group_matrix)
 from .cvxpy_products import _ProductTracer
@@ -46,8 +47,8 @@ class NeedAux(Exception):
         self.needed = needed
 
 
-class _Tracer(_ProductTracer):
-    """The complete CVXPY tracer: tree walk, linear atoms, products and nonlinear atoms."""
+class _Tracer(_EpigraphTracer, _ProductTracer):
+    """The complete CVXPY tracer: tree walk, linear atoms, products, nonlinear atoms and epigraph atoms."""
 
     # --- auxiliary variables (varopt.program.lifting) ---------------------------------
     def _aux_columns(self, k, kind, definition, expr):
@@ -184,11 +185,25 @@ class _Tracer(_ProductTracer):
         return self.atom_node("xlogx", self.affine_arg(expr, expr.args[0]), -1.0, shape)
 
     def _rel_entr(self, expr, shape):
+        """``x log x - x log y``; a constant ``y > 0`` makes ``-x log y`` linear and a constant ``x >= 0`` makes
+        ``x log x`` a constant (no atom rows of a constant argument: as a product those became rows with a
+        multiplier, ``x_j * -log(2)``, which gop refused and ipsa solved wrongly)."""
         xa, ya = expr.args
         zx, zy = self.affine_arg(expr, xa), self.affine_arg(expr, ya)
         zx = zx.apply(_broadcast_matrix(zx.shape, shape), shape) if zx.shape != shape else zx
         zy = zy.apply(_broadcast_matrix(zy.shape, shape), shape) if zy.shape != shape else zy
-        xlogx = self.atom_node("xlogx", zx, 1.0, shape)
+        for z, side, closed in ((zx, "first", True), (zy, "second", False)):
+            if z.is_constant and not ((z.c >= 0) if closed else (z.c > 0)).all():
+                raise InputDataError(f"{self.where}: `{_public(str(expr))}` needs a {'nonnegative' if closed else 'positive'}"
+                                     f" {side} argument, got the constant {z.c[(z.c < 0) if closed else (z.c <= 0)][0]:g}")
+        if zx.is_constant:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                xlogx = self.const_node(shape, np.where(zx.c > 0, zx.c * np.log(np.where(zx.c > 0, zx.c, 1.0)), 0.0
+                                                        ).reshape(shape, order="F"))
+        else:
+            xlogx = self.atom_node("xlogx", zx, 1.0, shape)
+        if zy.is_constant:
+            return _add([xlogx, zx.scale(-np.log(zy.c))], shape)
         logy = self.atom_node("neglog", zy, -1.0, shape)
         return _add([xlogx, self.product(expr, zx, logy, shape).scale(-1.0)], shape)
 

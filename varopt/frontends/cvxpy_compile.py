@@ -43,7 +43,10 @@ objective/constraint and the CVXPY sub-expression):
   atom rows -> ``c`` times the rows plus, for each ``j``, the rows with multiplier ``x_j``
   (``phi * (x - mu)**2``, ``-phi * log(pi)``); ``x_v * log(alpha x_v)`` -> ``xlogx``;
 * ``rel_entr(x, y) = x log x - x log y`` and ``kl_div(x, y) = rel_entr - x + y`` for
-  affine ``x``, ``y``.
+  affine ``x``, ``y`` (a constant argument folded);
+* ``max``, ``maximum``, ``pos``, ``neg``, ``norm_inf``, ``sum_largest``, ``huber`` and the concave ``min``,
+  ``minimum``, ``sum_smallest`` -> epigraph columns with linear rows (:mod:`.cvxpy_epigraph`,
+  :mod:`varopt.program.epigraph_lift`), checked to be in the convex position once the problem is traced.
 
 Every atom row and log-sum-exp group carries a ``label`` (the finite-sum sample it belongs
 to): the index along the first axis of the atom's argument entry, or, for a product
@@ -60,9 +63,9 @@ rows ``abs(e) <= r`` or ``e <= r`` (the same set). Cone constraints are rejected
 
 Layout: :mod:`.cvxpy_nodes` (traced nodes and sparse index helpers), :mod:`.cvxpy_affine`
 (tree walk, constants, linear atoms), :mod:`.cvxpy_products` (products of two nodes),
-:mod:`.cvxpy_atoms` (nonlinear atoms); this module holds :func:`compile_cvxpy`, the
-variable bounds, the split of the traced nodes into :class:`~varopt.program.Expression`
-objects and :class:`CvxpyMapping`.
+:mod:`.cvxpy_atoms` (nonlinear atoms), :mod:`.cvxpy_epigraph` (piecewise-linear atoms); this module
+holds :func:`compile_cvxpy`, the variable bounds, the split of the traced nodes into
+:class:`~varopt.program.Expression` objects and :class:`CvxpyMapping`.
 """
 from __future__ import annotations
 
@@ -76,7 +79,10 @@ from . import energy_hint
 from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
+from ..program.epigraph_lift import Part, check_positions
+from .cvxpy_affine import _public, _shorten
 from .cvxpy_atoms import NeedAux, _Tracer
+from .cvxpy_epigraph import epigraph_parts
 from .cvxpy_nodes import _Node, _Rows, _add, _canonical, _csr, _entries, _shape, _size
 
 
@@ -230,14 +236,18 @@ def compile_cvxpy(problem):
     empty_q = _empty_quadratic(n)
     objective = _to_expressions(z, n, empty_q=empty_q)[0]
 
-    aux = []
+    epi_aux, epi_rows, epi_roles = epigraph_parts(tracer, n, lambda z: _to_expressions(z, n, empty_q=empty_q))
+    aux = list(epi_aux)
     for cols, kind, node, text in tracer.aux:
+        if kind == "epigraph":
+            continue
         for col, e in zip(cols.tolist(), _to_expressions(node, n, empty_q=empty_q)):
             j = len(aux)
             aux.append(AuxVariable(col, kind, e, text, f"_aux_{kind}[{j}]_def"))
     aux.sort(key=lambda a: a.index)
     constraints = []
-    for k, _con, body, lo_inf, hi_inf in cons:
+    parts = [Part("objective", objective, 1.0)] if epi_roles else None
+    for k, con, body, lo_inf, hi_inf in cons:
         shape = body.shape
         exprs = _to_expressions(body, n, order_c=True, empty_q=empty_q)
         labels = _index_names(f"c{k}", shape)
@@ -247,12 +257,24 @@ def compile_cvxpy(problem):
             lo = -np.inf if lo_inf else -const
             hi = np.inf if hi_inf else -const
             constraints.append(Constraint(lab, e, lo, hi))
+            if parts is not None:
+                parts.append(Part(f"constraint {k} ({_shorten(_public(str(con)))})", e, 0.0 if lo_inf == hi_inf else (1.0 if lo_inf else -1.0)))
     for a in aux:
-        constraints.append(Constraint(a.constraint, defining_body(a.index, a.kind, a.definition), 0.0, 0.0))
+        if a.kind != "epigraph":
+            constraints.append(Constraint(a.constraint, defining_body(a.index, a.kind, a.definition), 0.0, 0.0))
+            if parts is not None:
+                parts.append(Part(f"the defining row of the {a.kind} in the term '{a.term}'", constraints[-1].body,
+                                  0.0))
         names.append(a.constraint[:-4])
         lbs.append(np.array([0.0 if a.kind == "sqrt" else -np.inf]))
         ubs.append(np.array([np.inf]))
         x0s.append(np.array([np.nan]))
+    for con, exempt in epi_rows:
+        constraints.append(con)
+        parts.append(Part(f"the epigraph row {con.name}", con.body, 1.0, exempt))
+    if parts is not None:
+        # a max/huber/... column is exact only where it is minimised (varopt.program.epigraph_lift)
+        check_positions(parts, epi_roles, n)
     lb = np.concatenate(lbs) if lbs else np.zeros(0)
     x0 = np.concatenate(x0s) if x0s else np.zeros(0)
     program = Program(names, lb, np.concatenate(ubs) if ubs else np.zeros(0), objective, constraints, maximize,

@@ -49,6 +49,7 @@ import numpy as np
 from ..core.run import PROGRESS_STREAM
 from ..errors import InvalidOptionError
 from .. import registry
+from ..program.lifting import start_values
 from .cvxpy_compile import compile_cvxpy
 
 STATUS_MAP = {
@@ -87,8 +88,10 @@ def solve_problem(prob, name, *args, **options):
         program, mapping = compile_cvxpy_energy(prob, name)
     else:
         program, mapping = compile_cvxpy(prob)
-    if hint is not None and hint.size == program.n_user and not program.aux:
-        program.x0 = np.concatenate([hint, program.x0[program.n_user:]])
+    if hint is not None and hint.size == program.n_user:
+        # auxiliary columns (epigraph of a max, lifted norms) at their definitions from the hint
+        program.x0 = start_values(program.aux, np.concatenate([hint, np.full(program.n - program.n_user, np.nan)]),
+                                  program.n_user)
     token = PROGRESS_STREAM.set(sys.stdout if options.get("verbose") else None)
     try:
         res = solver.solve(program, opts)

@@ -15,6 +15,10 @@ vertex with ``a_r^T x + b_r = 0`` degenerate (both rows and the bound active: th
 singular there and every step would go to the general QP layer). A single ``abs`` row needs no column:
 :meth:`~varopt.program.Program.split_abs_rows` writes it as its two rows first.
 
+An L1 penalty in a minimised objective, ``sum_r c_r |a_r^T x + b_r|`` with every ``c_r > 0`` (``lam *
+cp.norm1(w)``), is lifted the same way with ``objective=True``: the same two rows per term and ``c_r s_r`` in the
+objective (exact: the objective only decreases as ``s_r`` falls to ``|a_r^T x + b_r|``).
+
 Used by solvers that take linear constraints but need smooth terms (``majorize``): they solve the lifted
 program and keep the first ``n`` entries of its point (:meth:`AbsLift.restrict`); a start for the user's
 variables is completed by :meth:`AbsLift.extend` (``s_r = |a_r^T x + b_r|``: feasible whenever ``x`` is).
@@ -69,14 +73,29 @@ class AbsLift:
         return None if z is None else np.asarray(z, dtype=float).ravel()[:self.n_user]
 
 
-def lift_abs_sums(program: Program) -> AbsLift | None:
+def _objective_abs(program: Program) -> list:
+    """The objective's ``abs`` groups when every one of their rows has a positive weight and no multiplier (an L1
+    penalty ``lam * norm1(w)`` in a minimisation: ``c_r |u_r|`` is ``c_r s_r`` with ``s_r >= |u_r|``, exact because
+    ``s_r`` is minimised); [] otherwise (the solver's smoothness check then names the row)."""
+    groups = [g for g in program.objective.atoms if ATOMS[g.kind].max_of_pm_u]
+    if not groups or any((g.mult >= 0).any() or (g.coef <= 0).any() for g in groups):
+        return []
+    return groups
+
+
+def lift_abs_sums(program: Program, objective: bool = False) -> AbsLift | None:
     """:class:`AbsLift` of ``program`` with every constraint that is a sum of absolute values (module docstring)
-    written as linear rows on new columns; None when no constraint is one."""
+    written as linear rows on new columns, and with ``objective=True`` also the objective's positively weighted
+    ``abs`` rows (the epigraph of an L1 penalty, the same rows); None when there is nothing to lift."""
     lifted = [(k, s) for k, con in enumerate(program.constraints) if (s := _orientation(con))]
-    if not lifted:
+    obj_groups = _objective_abs(program) if objective else []
+    if not lifted and not obj_groups:
         return None
     n = program.n
     rows, consts, owner = [], [], []
+    for g in obj_groups:
+        rows.append(g.A)
+        consts.append(g.b)
     for k, _ in lifted:
         for g in program.constraints[k].body.atoms:
             rows.append(g.A)
@@ -94,6 +113,26 @@ def lift_abs_sums(program: Program) -> AbsLift | None:
 
     A_wide = sp.hstack([A, sp.csr_matrix((K, K))], format="csr")
     out, col = [], n
+    obj = program.objective
+    if obj_groups:
+        kept = obj.copy()
+        kept.atoms = [g for g in kept.atoms if not ATOMS[g.kind].max_of_pm_u]
+        obj = wide(kept)
+        lin = obj.linear.copy()
+        for g in obj_groups:
+            for r in range(g.coef.size):
+                row = A_wide[col - n]
+                for pm, tag in ((1.0, "+"), (-1.0, "-")):   # +-(a_r^T x + b_r) - s_r <= 0
+                    out.append(Constraint(f"{program.objective_name} (abs term {col - n} {tag})",
+                                          Expression(m, pm * float(b[col - n]),
+                                                     (np.append(row.indices, col).astype(np.int64),
+                                                      np.append(pm * row.data, -1.0))),
+                                          -np.inf, 0.0))
+                lin[col] += g.coef[r]
+                col += 1
+        obj.linear = lin
+    else:
+        obj = wide(obj)
     lifted = dict(lifted)
     for k, con in enumerate(program.constraints):
         if k not in lifted:
@@ -122,8 +161,11 @@ def lift_abs_sums(program: Program) -> AbsLift | None:
     x0 = program.x0
     new = dataclasses.replace(
         program, names=names, lb=np.concatenate((program.lb, np.full(K, -np.inf))),
-        ub=np.concatenate((program.ub, np.full(K, np.inf))), objective=wide(program.objective), constraints=out,
+        ub=np.concatenate((program.ub, np.full(K, np.inf))), objective=obj, constraints=out,
         x0=lift.extend(x0),
-        binary=None if program.binary is None else np.concatenate((program.binary, np.zeros(K, dtype=bool))))
+        binary=None if program.binary is None else np.concatenate((program.binary, np.zeros(K, dtype=bool))),
+        # the front-end's auxiliary columns (epigraph columns of a max or norm_inf, which majorize takes) stay
+        # ordinary columns of the lifted program, which appends its own after them; the caller's program keeps them
+        aux=[])
     lift.program = new
     return lift

@@ -15,6 +15,8 @@ kind        column                         defining constraint                  
 ``ratio``   ``t = v(x) / d(x)`` (``d``      ``t d(x) - v(x) == 0``                   interval of
             affine, sign-definite on the                                             ``v / d``
             declared bounds)
+``epigraph`` ``t >= f_k(x)`` (a piece of     ``f_k(x) - t <= 0`` per piece (no equality; free
+            ``max``, ``huber``, ...)       :mod:`.epigraph_lift`)
 =========== ============================== ======================================== ===========
 
 Both rows are exact: with ``t >= 0``, ``t^2 = e`` holds iff ``t = sqrt(e)`` (and has no
@@ -37,7 +39,7 @@ import numpy as np
 from .expression import Expression
 
 #: kinds of auxiliary columns
-AUX_KINDS = ("product", "sqrt", "ratio")
+AUX_KINDS = ("product", "sqrt", "ratio", "epigraph")
 
 
 @dataclass
@@ -53,6 +55,9 @@ class AuxVariable:
     constraint: str
     #: the affine denominator ``d(x)`` of a ``ratio`` column (its ``definition`` is the numerator)
     denominator: Expression = None
+    #: ``epigraph`` columns: the :class:`~.epigraph_lift.EpigraphRule` giving the column's value at its optimum
+    #: (``definition`` is then None: the column is defined by inequality rows)
+    rule: object = None
 
     def __post_init__(self):
         if self.kind not in AUX_KINDS:
@@ -61,6 +66,8 @@ class AuxVariable:
             raise ValueError("a ratio column needs its denominator (and only a ratio column has one)")
 
     def value(self, x) -> float:
+        if self.rule is not None:
+            return self.rule.value(x)
         e = self.definition.value(x)
         if self.kind == "ratio":
             with np.errstate(divide="ignore", invalid="ignore"):

@@ -94,12 +94,24 @@ class Program:
         from .lifting import complete
         return complete(self.aux, x, self.n_user) if self.aux else np.asarray(x, dtype=float)
 
-    def require_no_aux(self, solver: str):
+    def require_no_aux(self, solver: str, epigraph_ok: bool = False):
         """Raise :class:`~varopt.errors.ModelStructureError` naming the first lifted term (a square
-        root, or a square, abs or norm of products of variables) for a solver that cannot handle its
-        defining row."""
+        root, or a square, abs or norm of products of variables; with ``epigraph_ok=False`` also a max, norm_inf,
+        huber, ... written as epigraph columns with inequality rows) for a solver that cannot handle its
+        defining rows. Epigraph columns are linear rows (a quadratic ``s^2`` for huber): a solver that takes
+        linear constraints and convex quadratics passes ``epigraph_ok=True``."""
+        for a in self.aux:
+            if a.kind != "epigraph":
+                break
+            if not epigraph_ok:
+                raise ModelStructureError(
+                    f"{solver} does not support the term '{a.term}': max, maximum, pos, norm_inf, sum_largest and "
+                    "huber (and their concave mirrors min, minimum, neg, sum_smallest) are compiled as epigraph "
+                    "columns with inequality rows, which this solver does not take; use gop (or majorize, which "
+                    "takes them)")
+        else:
+            return
         if self.aux:
-            a = self.aux[0]
             raise ModelStructureError(
                 f"{solver} does not support the term '{a.term}': a square root, or a square, abs or norm "
                 "of products of variables, is compiled with auxiliary variables and equality rows that "
@@ -305,10 +317,11 @@ class Program:
                 return False
         return True
 
-    def require_smooth(self, solver: str, alternatives: str = ""):
+    def require_smooth(self, solver: str, alternatives: str = "", epigraph_ok: bool = False):
         """Raise :class:`~varopt.errors.ModelStructureError` naming the first nonsmooth atom row
-        (``abs``) for a solver that needs derivatives of every term."""
-        self.require_no_aux(solver)
+        (``abs``) for a solver that needs derivatives of every term (and any auxiliary column,
+        :meth:`require_no_aux`)."""
+        self.require_no_aux(solver, epigraph_ok)
         # the part's name is formatted only for the message (programs have constraints by the thousand)
         for c, e in [(None, self.objective)] + [(c, c.body) for c in self.constraints if c.body.atoms]:
             for g in e.atoms:

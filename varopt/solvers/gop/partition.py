@@ -44,13 +44,16 @@ from .convexity import block_psd, constant_hessian, merge_convex_products
 
 
 def _affine_txt(names, row_idx, row_val, b=0.0, limit=3):
-    parts = []
-    for j, v in zip(row_idx[:limit], row_val[:limit]):
-        parts.append(names[j] if v == 1 else f"{v:g}*{names[j]}")
-    s = " + ".join(parts) + (" + ..." if len(row_idx) > limit else "")
+    """``a^T x + b`` as text (``x[0] - 2*x[1] + 3``; the constant alone when there are no variables)."""
+    s = ""
+    for k, (j, v) in enumerate(zip(row_idx[:limit], row_val[:limit])):
+        t = names[j] if abs(v) == 1 else f"{abs(v):g}*{names[j]}"
+        s += (t if v > 0 else f"-{t}") if k == 0 else (" + " if v > 0 else " - ") + t
+    if len(row_idx) > limit:
+        s += " + ..."
     if b:
-        s += f" + {b:g}"
-    return s or f"{b:g}"
+        s = f"{b:g}" if not s else s + (" + " if b > 0 else " - ") + f"{abs(b):g}"
+    return s or "0"
 
 
 def _row_txt(names, g, r):

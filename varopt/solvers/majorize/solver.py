@@ -169,18 +169,23 @@ class MajorizeSolver(Solver):
 
     def _solve(self, program, opts, run) -> Result:
         program = program.split_abs_rows()   # |a'x + b| <= r is the pair of linear rows +-(a'x + b) <= r
-        program.require_no_aux("majorize")
-        lift = lift_abs_sums(program)        # norm1(e) <= t: linear rows on new columns s >= |e| (.abs_lift)
+        program.require_no_aux("majorize", epigraph_ok=True)
+        n_user = program.n_user              # the front-end's epigraph columns (max, huber, ...) are not the user's
+        user = program
+        # norm1(e) <= t and an L1 penalty lam * norm1(e): linear rows on new columns s >= |e| (.abs_lift)
+        lift = lift_abs_sums(program, objective=True)
         if lift is not None:
             program = lift.program
-            _users_view(run, lift)
-        program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)")
+        if program.n > n_user:
+            _users_view(run, n_user)
+        program.require_smooth("majorize", "use proxsg (L1 penalties) or klprox (Laplace likelihoods)",
+                                 epigraph_ok=True)
         check_reuse_options(opts)
         with blas_limit(program.n, opts):
             model = MajorizeModel(program)
             check_step_solver(model, opts)
             qp = highs if model.constrained else None
-            x = _start(program, model, opts, qp, lift)
+            x = _start(program, model, opts, qp, lift, user)
             if isinstance(x, tuple):
                 return run.finish(*x)
             if model.constrained:
@@ -208,30 +213,36 @@ class MajorizeSolver(Solver):
         return res
 
 
-def _users_view(run, lift):
+def _users_view(run, n_user):
     """The user's callback, and the point of a run interrupted by Ctrl-C (returned by the registry, past this
-    solver), hold the user's variables, not the lifted columns."""
+    solver), hold the user's ``n_user`` variables, not the lifted columns (abs sums, the front-end's epigraph
+    columns)."""
     fn = run.callback_fn
     if fn is not None:
-        run.callback_fn = lambda k, x, *extra: fn(k, lift.restrict(x), *extra)
+        run.callback_fn = lambda k, x, *extra: fn(k, None if x is None else np.asarray(x)[:n_user], *extra)
     interrupted = run.interrupted
 
     def restricted():
         res = interrupted()
-        res.x = lift.restrict(res.x)
+        res.x = None if res.x is None else np.asarray(res.x, dtype=float).ravel()[:n_user]
         return res
     run.interrupted = restricted
 
 
-def _start(program, model, opts, qp, lift=None):
+def _start(program, model, opts, qp, lift=None, user=None):
     """The starting point (option ``x0``, the program's, or 0; NaN entries -> 0), projected onto the linear
     constraints and bounds when it violates them (few rows: :func:`.step_rows.project_start`, else or when that is
-    not certified the QP layer's projection); ``(status, message)`` when that fails. With sums of absolute values
-    lifted (``lift``, :mod:`varopt.program.abs_lift`) ``x0`` is the user's point, completed by ``s = |e(x0)|``."""
-    n = program.n if lift is None else lift.n_user
+    not certified the QP layer's projection); ``(status, message)`` when that fails. ``x0`` is the user's point
+    (``user``: the program before the lift, whose epigraph columns are completed at their definitions,
+    :mod:`varopt.program.epigraph_lift`); with sums of absolute values lifted (``lift``,
+    :mod:`varopt.program.abs_lift`) it is completed by ``s = |e(x0)|``."""
+    n = user.n_user if user is not None else (program.n if lift is None else lift.n_user)
     x = program.x0.copy() if opts.x0 is None else np.array(opts.x0, dtype=float).ravel()
     if opts.x0 is not None and x.size != n:
         raise InvalidOptionError(f"option 'x0' has length {x.size}, the program has {n} variables")
+    if opts.x0 is not None and user is not None and user.aux:
+        with np.errstate(all="ignore"):
+            x = user.complete_aux(np.concatenate([x, np.zeros(user.n - n)]))
     if opts.x0 is not None and lift is not None:
         x = lift.extend(x)
     x = np.where(np.isnan(x), 0.0, x)
