@@ -200,12 +200,26 @@ def _close(a, ref, rtol):
 
 
 def _compile_at(spec, pt):
+    """The compiled program at the user's point ``pt``. Terms that are not convex where they stand (a maximised
+    ``u**2/v``, docs/gop.md §13) are compiled with auxiliary columns; ``x`` then carries them, recomputed from the
+    user's variables, and every defining row must vanish there."""
     m = build_model(spec)
     prog, mp = compile_pyomo(m)
     idx = [int(v.index()) if v.index() is not None else None for v in mp.vars]
     x = np.array([pt[i] for i in idx], dtype=float)
     mp.load(x)
+    if prog.aux:
+        x = prog.complete_aux(x)
+        defs = [c for c in prog.constraints if c.name.startswith("_aux_")]
+        assert len(defs) == len(prog.aux)
+        for c in defs:
+            assert c.lo == c.hi == 0.0
+            assert abs(c.body.value(x)) <= 1e-9 * max(1.0, np.abs(x).max() ** 2), c.name
     return m, prog, mp, x
+
+
+def _user_rows(prog):
+    return [c for c in prog.constraints if not c.name.startswith("_aux_")]
 
 
 def _check_expression(compiled, pyomo_expr, sign, wrt, x):
@@ -231,7 +245,10 @@ def test_objective_matches_pyomo(spec, pt):
     idx = [v.index() for v in mp.vars]
     assert idx == sorted(idx)
     sign = -1.0 if prog.maximize else 1.0
-    _check_expression(prog.objective, m.obj.expr, sign, mp.vars, x)
+    if prog.aux:  # derivatives in the lifted columns are not Pyomo's; the values must agree
+        assert _close(sign * prog.objective.value(x), pyo.value(m.obj.expr), 1e-9)
+    else:
+        _check_expression(prog.objective, m.obj.expr, sign, mp.vars, x)
     assert _close(prog.user_value(prog.objective.value(x)), pyo.value(m.obj), 1e-9)
 
 
@@ -240,11 +257,14 @@ def test_objective_matches_pyomo(spec, pt):
 def test_constraints_match_pyomo(spec, pt):
     m, prog, mp, x = _compile_at(spec, pt)
     cons = list(m.c.values())
-    assert [c.name for c in prog.constraints] == [c.name for c in cons]
-    for pc, c in zip(prog.constraints, cons):
+    assert [c.name for c in _user_rows(prog)] == [c.name for c in cons]
+    for pc, c in zip(_user_rows(prog), cons):
         assert pc.lo == (-math.inf if c.lb is None else c.lb)
         assert pc.hi == (math.inf if c.ub is None else c.ub)
-        _check_expression(pc.body, c.body, 1.0, mp.vars, x)
+        if prog.aux:
+            assert _close(pc.body.value(x), pyo.value(c.body), 1e-9)
+        else:
+            _check_expression(pc.body, c.body, 1.0, mp.vars, x)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
