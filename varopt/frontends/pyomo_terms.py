@@ -89,6 +89,16 @@ def _prune(d):
     return {k: v for k, v in d.items() if v != 0.0}
 
 
+def _scaled_exp(f: _Form):
+    """``(c, lin, b)`` when ``f`` is exactly ``c exp(lin^T x + b)`` (one ``exp`` row, no multiplier), else None."""
+    if f.const or f.lin or f.quad or f.lse or len(f.atoms) != 1:
+        return None
+    r = f.atoms[0]
+    if r[0] != "exp" or r[4] >= 0 or r[5] is not None:
+        return None
+    return r[1], r[2], r[3]
+
+
 def _add_into(acc: _Form, f: _Form):
     acc.const += f.const
     lin = acc.lin

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from .pyomo_powers import PowerRules
-from .pyomo_terms import _MATH, _add_into, _BadData, _expr_str, _Form, _prune, _Unsupported
+from .pyomo_terms import _MATH, _add_into, _BadData, _expr_str, _Form, _prune, _scaled_exp, _Unsupported
 
 
 class _Leaves:
@@ -185,6 +185,12 @@ class _Walker(PowerRules, _Leaves):
             return f.scaled(g.const)
         if f.is_affine and g.is_affine:
             return self._affine_product(f, g)
+        ef, eg = _scaled_exp(f), _scaled_exp(g)
+        if ef is not None and eg is not None:  # c1 exp(u1) * c2 exp(u2) = c1 c2 exp(u1 + u2)
+            lin = dict(ef[1])
+            for k, v in eg[1].items():
+                lin[k] = lin.get(k, 0.0) + v
+            return _Form(0.0, atoms=[("exp", ef[0] * eg[0], _prune(lin), ef[2] + eg[2], -1, None, 0.0)])
         w, h = (f, g) if f.is_affine else (g, f)
         # an auxiliary multiplier (x1/x3 * x6**2: a ratio column times a square) is not a user's block variable:
         # the product is lifted to the bilinear class below, not kept as a weighted convex term
@@ -351,9 +357,10 @@ class _Walker(PowerRules, _Leaves):
     def _log_positive(self, node):
         """``log(node)`` as a form when ``node`` is a product or quotient of factors that are positive wherever
         they are defined: positive constants, ``exp`` of affine expressions and positive sums of them
-        (``log(1/(1 + exp(-z)))``, the log-sigmoid, is ``-log(1 + exp(-z))``); None otherwise, so the caller's
-        rules and messages apply. Affine factors are not split: ``log(x*y)`` is defined where ``log x + log y``
-        is not (``x, y < 0``)."""
+        (``log(1/(1 + exp(-z)))``, the log-sigmoid, is ``-log(1 + exp(-z))``), and affine factors whose declared
+        bounds keep them ``>= 0`` (``log(p*q)`` with ``p, q >= 0`` is ``log p + log q``); None otherwise, so the
+        caller's rules and messages apply. Other affine factors are not split: ``log(x*y)`` is defined where
+        ``log x + log y`` is not (``x, y < 0``)."""
         if type(node) not in self.native and node.is_expression_type():
             while node.is_named_expression_type():
                 node = node.expr
@@ -371,6 +378,8 @@ class _Walker(PowerRules, _Leaves):
         f = self.walk(node)
         if f.is_const:
             return _Form(math.log(f.const)) if f.const > 0.0 else None
+        if f.is_affine and self.interval(f)[0] >= 0.0:
+            return _Form(0.0, atoms=[("neglog", -1.0, f.lin, f.const, -1, None, 0.0)])
         return self._lse_row(f)
 
     @staticmethod
