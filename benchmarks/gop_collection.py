@@ -109,13 +109,14 @@ def _gop_child(name, time_limit, memory_gb, queue):
     queue.put(out)
 
 
-def run_gop(name, time_limit, hard_factor, memory_gb):
+def run_child(target, args, hard, killed_error, **killed_fields):
+    """``target(*args, queue)`` in a forked child; its answer, or a ``killed`` record when none arrives within
+    ``hard`` seconds (the child is then killed)."""
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=_gop_child, args=(name, time_limit, memory_gb, q))
+    p = ctx.Process(target=target, args=(*args, q))
     t0 = time.perf_counter()
     p.start()
-    hard = hard_factor * time_limit + 15.0
     res = None
     try:
         res = q.get(timeout=hard)
@@ -127,9 +128,15 @@ def run_gop(name, time_limit, hard_factor, memory_gb):
         p.join()
     if res is None:
         res = {"status": "killed", "value": None, "bound": None, "time": time.perf_counter() - t0,
-               "error": f"no answer within the hard limit {hard:.0f} s (time_limit={time_limit:g})",
-               "evaluates": None, "model_value": None}
+               "error": killed_error, **killed_fields}
     return res
+
+
+def run_gop(name, time_limit, hard_factor, memory_gb):
+    hard = hard_factor * time_limit + 15.0
+    return run_child(_gop_child, (name, time_limit, memory_gb), hard,
+                     f"no answer within the hard limit {hard:.0f} s (time_limit={time_limit:g})",
+                     evaluates=None, model_value=None)
 
 
 def run_scip(inst, time_limit):

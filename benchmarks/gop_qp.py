@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import multiprocessing as mp
 import os
 import statistics
 import sys
@@ -36,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-from gop_collection import _warm_imports, fmt, rel_diff
+from gop_collection import _warm_imports, fmt, rel_diff, run_child
 
 TOL = 1e-6
 
@@ -140,24 +139,8 @@ def _gop_child(spec, time_limit, queue):
 
 
 def run_gop(spec, time_limit):
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_gop_child, args=(spec, time_limit, q))
-    t0 = time.perf_counter()
-    p.start()
-    res = None
-    try:
-        res = q.get(timeout=2 * time_limit + 15)
-    except Exception:
-        pass
-    p.join(timeout=5)
-    if p.is_alive():
-        p.kill()
-        p.join()
-    if res is None:
-        res = {"status": "killed", "value": None, "bound": None, "time": time.perf_counter() - t0,
-               "error": "no answer within the hard limit", "model_value": None}
-    return res
+    return run_child(_gop_child, (spec, time_limit), 2 * time_limit + 15, "no answer within the hard limit",
+                     model_value=None)
 
 
 def run_scip(spec, time_limit):

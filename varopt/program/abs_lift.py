@@ -121,13 +121,8 @@ def lift_abs_sums(program: Program, objective: bool = False) -> AbsLift | None:
         lin = obj.linear.copy()
         for g in obj_groups:
             for r in range(g.coef.size):
-                row = A_wide[col - n]
-                for pm, tag in ((1.0, "+"), (-1.0, "-")):   # +-(a_r^T x + b_r) - s_r <= 0
-                    out.append(Constraint(f"{program.objective_name} (abs term {col - n} {tag})",
-                                          Expression(m, pm * float(b[col - n]),
-                                                     (np.append(row.indices, col).astype(np.int64),
-                                                      np.append(pm * row.data, -1.0))),
-                                          -np.inf, 0.0))
+                out.extend(_pm_rows(f"{program.objective_name} (abs term {col - n}", m, A_wide[col - n],
+                                    float(b[col - n]), col))
                 lin[col] += g.coef[r]
                 col += 1
         obj.linear = lin
@@ -143,13 +138,7 @@ def lift_abs_sums(program: Program, objective: bool = False) -> AbsLift | None:
         first = col
         for g in e.atoms:
             for _ in range(g.coef.size):
-                row = A_wide[col - n]
-                for pm, tag in ((1.0, "+"), (-1.0, "-")):   # +-(a_r^T x + b_r) - s_r <= 0
-                    out.append(Constraint(f"{con.name} (abs term {col - first} {tag})",
-                                          Expression(m, pm * float(b[col - n]),
-                                                     (np.append(row.indices, col).astype(np.int64),
-                                                      np.append(pm * row.data, -1.0))),
-                                          -np.inf, 0.0))
+                out.extend(_pm_rows(f"{con.name} (abs term {col - first}", m, A_wide[col - n], float(b[col - n]), col))
                 col += 1
         # c_r |u_r| replaced by c_r s_r (c_r < 0 in the mirrored form, whose side is lo)
         coef = np.concatenate([g.coef for g in e.atoms])
@@ -169,3 +158,11 @@ def lift_abs_sums(program: Program, objective: bool = False) -> AbsLift | None:
         aux=[])
     lift.program = new
     return lift
+
+
+def _pm_rows(label, m, row, b_r, col):
+    """The two rows ``+-(a_r^T x + b_r) - s_r <= 0`` of one ``abs`` term (``a_r`` a sparse row, ``s_r`` column
+    ``col``), named ``label + " +)"`` and ``label + " -)"``."""
+    idx = np.append(row.indices, col).astype(np.int64)
+    return [Constraint(f"{label} {tag})", Expression(m, pm * b_r, (idx, np.append(pm * row.data, -1.0))), -np.inf, 0.0)
+            for pm, tag in ((1.0, "+"), (-1.0, "-"))]
