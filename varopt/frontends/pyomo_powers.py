@@ -192,11 +192,10 @@ class PowerRules:
         twice = 2.0 * p
         if twice.is_integer():
             k = int(abs(twice)) // 2  # |p| = k + 1/2
-            if p < 0:
-                base = self.reciprocal(u, node)
-            else:
-                self._require_lower(node, p, lo, strict=False)
-                base = u
+            # a half-integer power needs a base >= 0 (> 0 for p < 0: u < 0 makes 1/u sign-definite but its
+            # square root undefined)
+            self._require_lower(node, p, lo, strict=p < 0)
+            base = self.reciprocal(u, node) if p < 0 else u
             blo, bhi = self.interval(base)
             s = self._bounded_lift("sqrt", base, node, math.sqrt(max(blo, 0.0)),
                                    math.sqrt(bhi) if math.isfinite(bhi) else math.inf)
