@@ -28,7 +28,8 @@ import scipy.sparse as sp
 
 
 class ConvexPart:
-    """``phi``'s data and a pool of cut points; :meth:`rows` gives the node rows, :meth:`violated` a new point."""
+    """``phi``'s data and a pool of cut points; :meth:`rows` gives the node rows, :meth:`violation` how far a
+    lifted point lies below its own row."""
 
     #: largest number of variables of ``H`` whose eigenvalues are computed (dense ``eigvalsh``)
     max_vars = 600
