@@ -295,7 +295,7 @@ def test_compile_model_dispatches_to_cvxpy():
 
 @pytest.mark.parametrize("status, cvx_status, value_min", [
     ("optimal", "optimal", 1.5), ("converged", "optimal_inaccurate", 1.5), ("time_limit", "user_limit", 1.5),
-    ("iteration_limit", "user_limit", 1.5), ("pass_limit", "user_limit", 1.5),
+    ("iteration_limit", "user_limit", 1.5), ("pass_limit", "user_limit", 1.5), ("numerical", "user_limit", 1.5),
     ("infeasible", "infeasible", math.inf), ("unbounded", "unbounded", -math.inf), ("error", "solver_error", None),
 ])
 @pytest.mark.parametrize("maximize", [False, True])

@@ -230,3 +230,43 @@ def test_a_partition_that_joins_the_factors_of_a_product_is_named_as_the_cause()
     assert "odd cycle" not in msg and "the products partition" not in msg
     assert "partition option puts x[0] in the primal block" in msg and "x[0]*y[0] is not convex" in msg
     assert gop(m, partition="y").varopt_result.status == "optimal"  # a partition that splits the products
+
+
+# ---------------------------------------------------------------- numerical
+def test_failed_relaxations_leaving_the_gap_open_give_status_numerical_with_the_point_loaded(monkeypatch):
+    """Node relaxations the LP layer cannot solve (here: every node below the root, as on MINLPLib's ex14_1_9 with
+    4.5e6 x exp(-7548/x)) leave the tree without nodes and the gap open. The incumbent is feasible and the bounds
+    valid, so the status is ``numerical`` (Pyomo warning/other, the point loaded; it was ``error`` with nothing
+    loaded), and the loaded point evaluates to the reported objective."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from gop_instances import get
+    from varopt.solvers.gop import tree as TREE
+    orig = TREE.GopTree._solve_node
+    calls = [0]
+
+    def fail_below_root(self, *a, **k):
+        calls[0] += 1
+        if calls[0] == 1:
+            return orig(self, *a, **k)
+        self.n_lp_failed += 1
+        return "failed", -math.inf, None
+
+    monkeypatch.setattr(TREE.GopTree, "_solve_node", fail_below_root)
+    monkeypatch.setattr(TREE.GopTree, "_widest", lambda self, *a: None)  # a failed box closes, it is not split
+    m = get("ex5_2_4").build()   # its root relaxation does not close the gap (59 nodes without the patch)
+    r = gop(m, mode="tree")
+    res = r.varopt_result
+    assert res.status == "numerical", (res.status, res.message)
+    assert "could not be solved" in res.message and res.info["failed_relaxations"] >= 2
+    assert r.solver.status == pyo.SolverStatus.warning
+    assert r.solver.termination_condition == pyo.TerminationCondition.other
+    assert not pyo.check_optimal_termination(r)
+    obj = next(m.component_data_objects(pyo.Objective, active=True))
+    assert res.lower_bound < res.upper_bound - 1.0      # the gap is open
+    assert res.lower_bound <= -450.0 + 1e-6             # a valid bound (optimum -450, SCIP and this collection)
+    assert abs(pyo.value(obj) - res.objective) <= 1e-9 * max(1.0, abs(res.objective))
+    for c in m.component_data_objects(pyo.Constraint, active=True):
+        v = pyo.value(c.body)
+        assert (c.lower is None or v >= pyo.value(c.lower) - 1e-6) and (c.upper is None or v <= pyo.value(c.upper) + 1e-6)

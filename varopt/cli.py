@@ -23,6 +23,9 @@ iteration_limit, time_limit,        3    stopped at a limit; the best point so f
 pass_limit                                is printed
 infeasible                          4    proved infeasible (objective null in JSON)
 unbounded                           5    proved unbounded
+numerical                           7    stopped by numerical difficulties; the
+                                          best feasible point is printed, the gap
+                                          is open
 error                               1    the solver failed (message on stderr)
 interrupted (Ctrl-C)              130    the best point so far is printed
 exception (bad model, option)       1    one line on stderr; ``--traceback`` for all
@@ -46,7 +49,7 @@ from .result import _plain
 
 #: result status -> exit status (module docstring)
 EXIT_CODES = {"optimal": 0, "converged": 0, "stationary": 6, "iteration_limit": 3, "time_limit": 3, "pass_limit": 3,
-              "infeasible": 4, "unbounded": 5, "error": 1, "interrupted": 130}
+              "infeasible": 4, "unbounded": 5, "numerical": 7, "error": 1, "interrupted": 130}
 
 
 def _parse_value(text: str):

@@ -17,8 +17,10 @@ import numpy as np
 #: ``interrupted``: stopped by the user (Ctrl-C); the best point so far, no optimality claim
 #: ``stationary``: first-order conditions hold but the point is not a local minimum (a feasible
 #: direction of negative curvature exists, ``info['descent_direction']``): a saddle or a maximum
+#: ``numerical``: stopped by numerical difficulties with a feasible incumbent (gop: node relaxations the LP
+#: layer could not solve left the gap open); the point and the proved bounds are valid, the gap is not closed
 STATUSES = ("optimal", "converged", "stationary", "iteration_limit", "time_limit", "pass_limit",
-            "infeasible", "unbounded", "error", "interrupted")
+            "infeasible", "unbounded", "numerical", "error", "interrupted")
 
 
 def _plain(v):

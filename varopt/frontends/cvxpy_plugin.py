@@ -30,8 +30,8 @@ hint that ipsa replaces when it is not strictly feasible).
 Status mapping (varopt -> CVXPY): ``optimal`` -> ``OPTIMAL``; ``converged`` (a local or
 stochastic method stopped by its convergence test, no optimality proof) ->
 ``OPTIMAL_INACCURATE`` (without CVXPY's "Solution may be inaccurate" warning: the solver's
-convergence test passed); ``iteration_limit``/``time_limit``/``pass_limit``/``interrupted`` (Ctrl-C) -> ``USER_LIMIT``
-(variables hold the best point found); ``infeasible`` -> ``INFEASIBLE`` (value ``+inf`` for
+convergence test passed); ``iteration_limit``/``time_limit``/``pass_limit``/``interrupted`` (Ctrl-C)/``numerical`` (stopped by
+numerical difficulties with a feasible incumbent) -> ``USER_LIMIT`` (variables hold the best point found); ``infeasible`` -> ``INFEASIBLE`` (value ``+inf`` for
 a minimisation, ``-inf`` for a maximisation); ``unbounded`` -> ``UNBOUNDED`` (value
 ``-inf``/``+inf``); ``error`` -> ``SOLVER_ERROR`` (value ``None``). The return value of
 ``prob.solve`` is ``prob.value``. Constraints' ``dual_value`` is None after a varopt solve (no
@@ -63,6 +63,7 @@ STATUS_MAP = {
     "unbounded": "unbounded",
     "error": "solver_error",
     "interrupted": "user_limit",
+    "numerical": "user_limit",
 }
 
 

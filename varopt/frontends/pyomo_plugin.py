@@ -29,6 +29,7 @@ infeasible problem, in which case the values are left untouched) and returns a s
   time_limit        aborted  maxTimeLimit
   infeasible        warning  infeasible
   unbounded         warning  unbounded
+  numerical         warning  other
   error             error    error
   interrupted       aborted  userInterrupt
   ================ ======== =================
@@ -80,12 +81,14 @@ STATUS_MAP = {
     "time_limit": ("aborted", "maxTimeLimit"),
     "infeasible": ("warning", "infeasible"),
     "unbounded": ("warning", "unbounded"),
+    "numerical": ("warning", "other"),
     "error": ("error", "error"),
     "interrupted": ("aborted", "userInterrupt"),
 }
 
 #: statuses whose point is written back into the model
-_LOADABLE = ("optimal", "converged", "stationary", "iteration_limit", "pass_limit", "time_limit", "interrupted")
+_LOADABLE = ("optimal", "converged", "stationary", "iteration_limit", "pass_limit", "time_limit", "interrupted",
+             "numerical")
 
 #: Pyomo-level options accepted besides the solver's own (``keepfiles``, ``symbolic_solver_labels``
 #: and ``report_timing`` are generic Pyomo arguments with no effect here: varopt writes no files)

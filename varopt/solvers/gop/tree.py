@@ -541,8 +541,8 @@ class GopTree:
         elif not heap and run.status is None:
             # every node was closed but some only with their parent's bound (relaxations HiGHS
             # could not solve, boxes too small to split): an honest open gap, not a certificate
-            run.stop("error", f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node "
-                     "relaxations could not be solved); the bounds are valid")
+            run.stop("numerical", f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node "
+                     "relaxations could not be solved); the point is feasible and the bounds are valid")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
 
     def _reported_lb(self, LB, UB):
