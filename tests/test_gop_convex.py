@@ -74,3 +74,31 @@ def test_convex_cycle_of_products_is_accepted_and_nonconvex_one_refused():
     v = cp.Variable(3)
     ref = cp.Problem(cp.Minimize(0.5 * cp.quad_form(v, H) - 2 * np.arange(3) @ v + 5), [v >= -2, v <= 2]).solve(solver="CLARABEL")
     assert res.objective == pytest.approx(ref, rel=1e-7, abs=1e-8)
+
+
+def test_convex_lp_without_relaxed_dual_block_is_one_primal_problem(monkeypatch):
+    """A quantile (pinball) regression, convex with no relaxed-dual variable: the primal problem is the whole program,
+    solved once and certified by its relaxed dual. The block alternation re-solved it twice (the swapped problem and
+    the primal again) for nothing: 3 primal solves, 0.6 s of a 2.0 s solve at 2,000 rows
+    (benchmarks/cvxpy_epigraph_atoms.py). The optimum equals Clarabel's."""
+    from varopt.solvers.gop import primal as P, search as S
+    calls = []
+    orig = P.solve_primal
+
+    def counted(*a, **k):
+        calls.append(1)
+        return orig(*a, **k)
+
+    monkeypatch.setattr(S, "solve_primal", counted)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((120, 4))
+    y = X @ rng.standard_normal(4) + rng.standard_t(2, 120)
+    w = cp.Variable(4)
+    r = X @ w - y
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.pos(r)) + 0.5 * cp.sum(r)))
+    v = prob.solve(method="gop")
+    res = prob.varopt_result
+    assert res.status == "optimal" and res.info["partition"].count("relaxed dual, 0") == 1
+    assert len(calls) == 1, len(calls)
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.pos(X @ w - y)) + 0.5 * cp.sum(X @ w - y))).solve(solver="CLARABEL")
+    assert v == pytest.approx(ref, rel=1e-7) and res.lower_bound <= v + 1e-9

@@ -103,6 +103,10 @@ def restrict(e: Expression, keep: np.ndarray, fixed: np.ndarray, vals: np.ndarra
     """
     keep = np.asarray(keep, dtype=np.int64)
     fixed = np.asarray(fixed, dtype=np.int64)
+    if fixed.size == 0 and keep.size == e.n and np.array_equal(keep, np.arange(e.n)):
+        # nothing fixed, the same order (a program without relaxed-dual variables): ``e`` itself (expressions are
+        # not modified in place); a plan per row cost 0.65 s on a 2,000-row LP
+        return e
     plans = e.__dict__.setdefault("_restrict_plans", {})
     key = (keep.tobytes(), fixed.tobytes())
     plan = plans.get(key)

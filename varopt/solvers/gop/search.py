@@ -277,6 +277,11 @@ class GopSearch:
         problem with the blocks swapped), then ``x`` for that ``y``; ``(z, value)`` of the best feasible
         point that improves ``val``, or ``(None, inf)``. ``UB``: the incumbent value; the share of the run's work
         the calls may use is halved after a call that does not improve it and restored when it improves."""
+        if self.bm.ny == 0:
+            # the primal problem is the whole program (convex: no relaxed-dual block): its solution cannot be
+            # improved by alternating, and the swapped problems re-solved it twice (a 2,000-row pinball LP in CVXPY:
+            # 0.6 s of a 2.0 s solve)
+            return None, math.inf
         if UB < self._alt_ub:
             self._alt_share_now = self.alt_share   # a new incumbent: its basin is worth descending
         self._alt_ub = min(self._alt_ub, UB)
