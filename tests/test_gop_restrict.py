@@ -100,3 +100,30 @@ def test_primal_interior_point_rows_without_primal_variables():
         assert r.lam[1] == 0.0
         r = _pdip(_xlogx_objective(n), A, lo, np.array([1.0, -1.0]), xlb, xub)
         assert r.status == "infeasible"
+
+
+@pytest.mark.parametrize("name,model", list(_models()), ids=lambda v: v if isinstance(v, str) else "")
+def test_restrict_with_nothing_or_everything_fixed(name, model):
+    """The two shortcuts of a program without relaxed-dual variables: nothing fixed in the original order gives the
+    expression itself; everything fixed gives the constant ``e(z)``; both equal the full expression (and the first
+    equals the cached plan of a permuted order, which takes the general path)."""
+    prog = compile_pyomo(model)[0]
+    n = prog.n
+    rng = np.random.default_rng(3)
+    lo = np.where(np.isfinite(prog.lb), prog.lb, -2.0)
+    hi = np.where(np.isfinite(prog.ub), prog.ub, 2.0)
+    allv, none = np.arange(n), np.zeros(0, dtype=np.int64)
+    for e in [prog.objective] + [c.body for c in prog.constraints]:
+        z = rng.uniform(lo, hi)
+        with np.errstate(all="ignore"):
+            want = e.value(z)
+        if not np.isfinite(want):
+            continue
+        same = restrict(e, allv, none, np.zeros(0))
+        assert same is e
+        perm = rng.permutation(n)
+        with np.errstate(all="ignore"):
+            general = restrict(e, perm, none, np.zeros(0))
+            assert general.value(z[perm]) == pytest.approx(want, rel=1e-12, abs=1e-12)
+        const = restrict(e, none, allv, z)
+        assert const.n == 0 and const.is_linear and const.constant == pytest.approx(want, rel=1e-12, abs=1e-12)

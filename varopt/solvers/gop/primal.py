@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from ...errors import ModelStructureError, SolverBugError
 from ...lpqp import solve_lp
 from ...program.atoms import ATOMS
+from ...program.expression import Expression
 from .unbounded import Unbounded
 
 
@@ -49,7 +50,11 @@ def _inf_norm(v) -> float:
 def _linear_rows(cons, nx):
     if not cons:
         return sp.csr_matrix((0, nx)), np.zeros(0)
-    A = sp.csr_matrix(np.vstack([c.linear for c in cons]))
+    # compressed rows from each row's own storage (a dense stack of 2,000 rows x 4,050 columns took 0.5 s)
+    indptr, idx, val = Expression.linear_rows(cons, nx)
+    A = sp.csr_matrix((val, idx, indptr), shape=(len(cons), nx))
+    A.sum_duplicates()
+    A.eliminate_zeros()
     k = np.array([c.constant for c in cons])
     return A, k
 
