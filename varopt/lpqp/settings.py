@@ -13,6 +13,8 @@ _DEFAULT_OPTIONS = {
     "random_seed": 0,
 }
 
+#: a cold QP with at least this many columns + rows goes to Clarabel first (HiGHS's active set after it)
+_CLARABEL_FIRST = 1500
 #: retries of HiGHS's active-set QP solver when it stops without a decision (it can
 #: report a singular PSD Hessian as "Non-convex" (model status "Not Set") and it can
 #: cycle on small degenerate QPs, ~5% of random 2..12-variable instances in testing)
