@@ -3,8 +3,11 @@ value against a grid or SCIP's optimum): each test fails without the fix it name
 import numpy as np
 import pyomo.environ as pyo
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import varopt  # noqa: F401  (registers the solvers)
+from varopt.errors import ModelStructureError
 from varopt.frontends.pyomo_compile import compile_pyomo
 from varopt.solvers.gop.objective_rows import objective_rows
 
@@ -102,7 +105,6 @@ def test_a_variable_without_bounds_is_named_not_its_auxiliary_column():
     """The tree needs finite bounds on the variables of lifted terms. ``x**4`` (a square of ``q = x**2``) said
     only 'the relaxation is unbounded below'; ``x/y`` with ``x >= 0`` unbounded above named the column
     ``_aux_ratio[0]``, which the user cannot bound."""
-    from varopt.errors import ModelStructureError
     m = pyo.ConcreteModel()
     m.x = pyo.Var(initialize=0.5)
     m.o = pyo.Objective(expr=m.x ** 4 - 3 * m.x)
@@ -115,3 +117,42 @@ def test_a_variable_without_bounds_is_named_not_its_auxiliary_column():
     with pytest.raises(ModelStructureError, match=r"finite bounds on x: it enters the term x/y") as info:
         pyo.SolverFactory("gop").solve(m)
     assert "m.x.setlb" in str(info.value) and "_aux_ratio[0].setlb" not in str(info.value)
+
+
+_LIFTED = [
+    lambda x, y: 1 / (x * y), lambda x, y: x / (x ** 2 + 1), lambda x, y: 1 / x ** 2, lambda x, y: pyo.exp(x * y),
+    lambda x, y: pyo.exp(-x ** 2), lambda x, y: pyo.log(x ** 2 + 1), lambda x, y: (x * y) ** 1.5,
+    lambda x, y: (x ** 2) ** 2, lambda x, y: (x * y - 0.5) ** -2, lambda x, y: (x ** 2 * y ** 2 + 1) ** -1.5,
+    lambda x, y: pyo.log(x * y), lambda x, y: (x + y) ** 3 / (y ** 2 + 0.5),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(0, len(_LIFTED) - 1), ends=st.lists(st.floats(-3, 3), min_size=4, max_size=4),
+       t=st.lists(st.floats(0, 1), min_size=2, max_size=2))
+def test_lifted_columns_hold_their_intervals_and_the_objective_evaluates(k, ends, t):
+    """Every auxiliary column at the completed point lies in the interval the front-end gave it, and the compiled
+    objective there equals Pyomo's value (a bound that cuts a value off would make the tree's certificate wrong)."""
+    a, b = sorted(ends[:2])
+    c, d = sorted(ends[2:])
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(a, b))
+    m.y = pyo.Var(bounds=(c, d))
+    m.o = pyo.Objective(expr=_LIFTED[k](m.x, m.y))
+    try:
+        prog, _ = compile_pyomo(m)
+    except ModelStructureError:
+        return   # (a denominator or base the bounds do not keep sign-definite: refused by name)
+    z = np.array([a + t[0] * (b - a), c + t[1] * (d - c)])
+    full = prog.complete_aux(z)
+    tol = 1e-9 * (1 + np.abs(full))
+    with np.errstate(invalid="ignore"):
+        inside = (full >= prog.lb - tol) & (full <= prog.ub + tol)
+    assert np.all(inside | ~np.isfinite(full)), [(prog.names[i], full[i], prog.lb[i], prog.ub[i])
+                                                 for i in np.flatnonzero(~inside)]
+    m.x.value, m.y.value = z
+    try:
+        want = pyo.value(m.o)
+    except (ValueError, ZeroDivisionError):
+        return   # (outside the term's domain: log of a negative product)
+    assert prog.objective.value(full) == pytest.approx(want, rel=1e-7, abs=1e-9)
