@@ -156,3 +156,21 @@ def test_lifted_columns_hold_their_intervals_and_the_objective_evaluates(k, ends
     except (ValueError, ZeroDivisionError):
         return   # (outside the term's domain: log of a negative product)
     assert prog.objective.value(full) == pytest.approx(want, rel=1e-7, abs=1e-9)
+
+
+@pytest.mark.parametrize("p", [-1.0, -1.5, -3.0])
+@pytest.mark.parametrize("lower", [None, 0.0])
+def test_cvxpy_negative_power_row_whose_argument_may_reach_zero(p, lower):
+    """``sum(power(x, p)) <= 2`` with ``p < 0`` and no positive lower bound on ``x`` (CVXPY's domain ``x > 0``):
+    the tree's tangent at ``u = 1e-8`` had the slope ``p 1e-8^(p-1)`` (-1e16 for p = -1) and HiGHS rejected the
+    node LP ('HiGHS rejected the model'). Equal to Clarabel."""
+    cp = pytest.importorskip("cvxpy")
+    vals = []
+    for how in ("gop", "CLARABEL"):
+        x = cp.Variable(3)
+        cons = [cp.sum(cp.power(x, p)) <= 2, x <= 3] + ([x >= lower] if lower is not None else [])
+        prob = cp.Problem(cp.Minimize(cp.sum(x) + 0.1 * x[0]), cons)
+        vals.append(prob.solve(method="gop", time_limit=20) if how == "gop" else prob.solve(solver="CLARABEL"))
+        if how == "gop":
+            assert prob.varopt_result.status == "optimal"
+    assert vals[0] == pytest.approx(vals[1], rel=1e-5)
