@@ -174,3 +174,16 @@ def test_cvxpy_negative_power_row_whose_argument_may_reach_zero(p, lower):
         if how == "gop":
             assert prob.varopt_result.status == "optimal"
     assert vals[0] == pytest.approx(vals[1], rel=1e-5)
+
+
+def test_a_concave_cvxpy_atom_in_a_convex_position_is_called_concave():
+    """``Minimize(min(x))`` is refused (min is concave); the message said 'it is convex, so it must be minimised'."""
+    cp = pytest.importorskip("cvxpy")
+    x = cp.Variable(3)
+    prob = cp.Problem(cp.Minimize(cp.min(x) + cp.sum_squares(x)), [x >= -2, x <= 2])
+    with pytest.raises(ModelStructureError, match="it is concave, so it must be maximised") as info:
+        prob.solve(method="gop")
+    assert "it is convex" not in str(info.value)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x)), [cp.max(x) >= 1, x >= -2, x <= 2])
+    with pytest.raises(ModelStructureError, match="it is convex, so it must be minimised"):
+        prob.solve(method="gop")
