@@ -169,18 +169,21 @@ class GopTree:
         tried = ", ".join(rows[:6]) + (", ..." if len(rows) > 6 else "") if rows else "none (no constraint contains it)"
         why = (f"it enters {what}, and neither its bounds nor the constraints bound it (bound tightening through "
                f"the rows {tried} left it in [{l[j]:g}, {u[j]:g}])")
-        if j >= program.n_user:
+        aux = next((a for a in program.aux if a.index == j), None)
+        if aux is not None:
             # an auxiliary column (x/y, x**1.5) is the user's term: name it and the user's variables in it
-            aux = program.aux[j - program.n_user]
-            users = sorted({int(v) for e in (aux.definition, aux.denominator) if e is not None
-                            for v in e.support() if v < program.n_user})
+            exprs = [aux.definition, aux.denominator] + (list(aux.rule.pieces) if aux.rule is not None else [])
+            users = sorted({int(v) for e in exprs if e is not None for v in e.support() if v < program.n_user})
             free = [program.names[v] for v in users if not finite[v]] or [program.names[v] for v in users]
             if free:
                 why = (f"it enters the term {aux.term}, whose auxiliary column {program.names[j]} neither the "
                        f"bounds nor the constraints bound (it was left in [{l[j]:g}, {u[j]:g}])")
                 nm = free[0]
+        # (a variable of a convex term only: the objective itself may be unbounded, as the generic message said)
+        head = ("GOP tree: the relaxation is unbounded below; the objective may be unbounded, or "
+                if what == "a nonlinear term" and aux is None else "")
         return (
-            f"GOP needs finite bounds on {nm}: {why}; declare bounds on {nm} (Pyomo: m.{nm}.setlb(...) / "
+            f"{head}GOP needs finite bounds on {nm}: {why}; declare bounds on {nm} (Pyomo: m.{nm}.setlb(...) / "
             f"setub(...); CVXPY: add {nm} >= ... and {nm} <= ... constraints)")
 
     # ------------------------------------------------------------------ relaxation LP
