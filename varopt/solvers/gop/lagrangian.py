@@ -303,6 +303,8 @@ def primal_row_error(program, is_x) -> str | None:
     across the blocks is fine): no atom row, no product of two primal variables."""
     dual = []
     for c in program.constraints:
+        if not (len(c.body.quadratic) or any(g for g in c.body.groups())):
+            continue   # (a linear row: nothing to check, and most rows are)
         sup = c.body.support()
         if sup.size and is_x[sup].any():
             cyy = split_expression(c.body, is_x)[0]
