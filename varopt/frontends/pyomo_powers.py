@@ -181,7 +181,8 @@ class PowerRules:
 
     def power(self, b, p, node):
         """``b**p`` for a constant ``p`` other than 0, 1, 2 and 0.5 (those keep their own rules)."""
-        u = self._affine_or_lift(b, node, "the power")
+        # (a fractional or negative power needs the base's interval: a bounded column for products in it)
+        u = self._affine_or_lift(b, node, "the power", bounded=not (float(p).is_integer() and p > 0))
         lo = self.interval(u)[0]
         if float(p).is_integer():
             n = int(p)
@@ -256,7 +257,7 @@ class PowerRules:
 
     def divide(self, f, d, node):
         """``f / d`` for a non-constant ``d`` (the ``quad_over_lin`` rule has been tried first)."""
-        d = self._affine_or_lift(d, node, "the denominator")
+        d = self._affine_or_lift(d, node, "the denominator", bounded=True)
         if f.is_affine:
             return self.ratio(f, d, node)
         if not (f.atoms or f.lse):

@@ -88,14 +88,23 @@ class _Walker(PowerRules, _Leaves):
         self.aux.append((k, kind, form, _expr_str(node)))
         return k
 
-    def _affine_or_lift(self, f, node, what):
+    def _affine_or_lift(self, f, node, what, bounded=False):
         """``f`` as an affine form: its quadratic part (products of variables) replaced by an
-        auxiliary variable ``q`` with ``q == quadratic part`` (a bilinear residual ``a - w*h``)."""
+        auxiliary variable ``q`` with ``q == quadratic part`` (a bilinear residual ``a - w*h``).
+
+        ``bounded``: the caller needs the interval of ``f`` (a denominator, the base of a fractional or
+        negative power, the argument of ``exp``/``log``): ``q`` gets the interval of the products over the
+        declared bounds. A polynomial ``f`` with squares (``x**2 + 1``, ``x**3``) is lifted the same way
+        (:meth:`polynomial_factor`)."""
         if f.is_affine:
             return f
+        if bounded or f.atoms or f.lse:
+            g = self.polynomial_factor(f, node)
+            if g is not None:
+                return g
         if f.atoms or f.lse:
             raise _Unsupported(node, f"{what} of an expression with nonlinear terms other than products "
-                                     "of variables is not supported")
+                                     "of variables and powers of affine expressions is not supported")
         k = self._lift("product", _Form(0.0, quad=dict(f.quad)), node)
         lin = dict(f.lin)
         lin[k] = 1.0
@@ -340,9 +349,9 @@ class _Walker(PowerRules, _Leaves):
         if name == "sqrt":
             return self.sqrt(f, node)
         if name == "exp":
-            if f.is_affine:
-                return _Form(0.0, atoms=[("exp", 1.0, f.lin, f.const, -1, None, 0.0)])
-            raise _Unsupported(node, "exp of a non-affine argument is not supported")
+            # exp(x*y), exp(-x**2): the polynomial argument lifted to one bounded column
+            f = self._affine_or_lift(f, node, "exp", bounded=True)
+            return _Form(0.0, atoms=[("exp", 1.0, f.lin, f.const, -1, None, 0.0)])
         if name in ("log", "log10"):
             scale = 1.0 if name == "log" else 1.0 / math.log(10.0)
             if f.is_affine:
@@ -350,6 +359,9 @@ class _Walker(PowerRules, _Leaves):
             lse = self._lse_row(f)
             if lse is not None:
                 return lse.scaled(scale)
+            g = self.polynomial_factor(f, node)  # log(x**2 + 1): the polynomial lifted to one bounded column
+            if g is not None:
+                return _Form(0.0, atoms=[("neglog", -scale, g.lin, g.const, -1, None, 0.0)])
             raise _Unsupported(node, f"{name} of an expression that is neither affine nor a positive sum "
                                      "of exponentials of affine expressions is not supported")
         raise _Unsupported(node, f"the function '{name}' of variables is not supported")

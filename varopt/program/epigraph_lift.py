@@ -173,7 +173,15 @@ _RULE = ("it is convex, so it must be minimised: in a Minimize objective or a Ma
          "nondecreasing function used so (CVXPY's DCP rules); varopt writes it exactly as an epigraph only there")
 
 
+#: the concave mirrors (CVXPY's ``min(u)`` is ``-max(-u)``): the same position rule, told the other way round
+_RULE_CONCAVE = ("it is concave, so it must be maximised: in a Maximize objective or a Minimize of its negative, on "
+                 "the larger side of an inequality (g >= c, c <= g), with a nonnegative coefficient (CVXPY's DCP "
+                 "rules); varopt writes it exactly as an epigraph only there")
+_CONCAVE_TERMS = ("min(", "minimum(", "sum_smallest(")
+
+
 def _refuse(part, term, why, atom=None):
+    rule = _RULE_CONCAVE if str(term).startswith(_CONCAVE_TERMS) else _RULE
     if why == "negated":
         how = "here it enters with the opposite sign (maximised, or on the wrong side of an inequality)"
     elif why == "product":
@@ -182,4 +190,4 @@ def _refuse(part, term, why, atom=None):
         how = f"here it is the argument of {atom}, which is not a nondecreasing convex use of it"
     else:
         how = "here it is in an equality or range constraint"
-    raise ModelStructureError(f"{part.where}: cannot compile `{term}`: {_RULE}; {how}")
+    raise ModelStructureError(f"{part.where}: cannot compile `{term}`: {rule}; {how}")

@@ -19,7 +19,8 @@ kernel for it only where the declared bounds keep the argument on one side of 0;
 lift it exactly (:mod:`varopt.frontends.pyomo_powers`). Interval bounds of a convex ``g`` on
 ``[lo, hi]``: the maximum at an end point, the minimum at the clipped stationary point (``u = 0``
 for even ``p``) or the end point given by the monotonicity. Tangent points of the open or singular
-domains (``p < 1``: ``g'`` is infinite at 0) are lifted to ``tangent_floor``.
+domains (``p < 1``: ``g'`` is infinite at 0) are lifted to ``tangent_floor`` (``1e-8``; for ``p < 0`` the point
+where ``|g'| = 1e8``, so a tangent stays a row an LP solver takes).
 """
 from __future__ import annotations
 
@@ -64,7 +65,10 @@ class Power(AtomKernel):
         elif p > 0.0:
             self.domain, self.monotone, self.tangent_floor = (0.0, np.inf, True), -1, 1e-8
         else:
-            self.domain, self.monotone, self.tangent_floor = (0.0, np.inf, False), -1, 1e-8
+            # g' = p u^(p-1) is -1e16 at u = 1e-8 for p = -1: a tangent there is a row HiGHS rejects (coefficients
+            # >= 1e15). The floor is where |g'| = 1e8, the slope of neglog's floor (u = 1e-4 for p = -1)
+            self.domain, self.monotone = (0.0, np.inf, False), -1
+            self.tangent_floor = max(1e-8, (1e8 / abs(p)) ** (1.0 / (p - 1.0)))
             self.user_open = True  # u**-1 raises at u = 0 in Pyomo
         self.text = ("-" if self.sign < 0 else "") + "({u})^" + (f"({_fmt(p)})" if p < 0 else _fmt(p))
 

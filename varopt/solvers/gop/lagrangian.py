@@ -304,6 +304,33 @@ class MixedHessian:
         return H
 
 
+def primal_row_error(program, is_x) -> str | None:
+    """Why GOP's primal problems cannot take a constraint of ``program`` with the primal block ``is_x``, or None.
+
+    A row that involves the primal block is dualised in the Lagrangian: it may not hold a nonlinear term of the
+    relaxed-dual block alone, and it must be linear in the primal variables for fixed relaxed-dual ones (bilinear
+    across the blocks is fine): no atom row, no product of two primal variables."""
+    dual = []
+    for c in program.constraints:
+        if not (len(c.body.quadratic) or any(g for g in c.body.groups())):
+            continue   # (a linear row: nothing to check, and most rows are)
+        sup = c.body.support()
+        if sup.size and is_x[sup].any():
+            cyy = split_expression(c.body, is_x)[0]
+            if len(cyy.quadratic) or cyy.atoms or cyy.lse:
+                return (f"constraint {c.name}: mixes the primal block with a nonlinear term of the relaxed-dual "
+                        f"block alone; varopt's GOP supports such terms only in the objective or in constraints "
+                        f"of the relaxed-dual variables alone")
+            dual.append(c)
+    for c in dual:
+        q = c.body.quadratic
+        if any(g for g in c.body.groups()) or np.any(is_x[q.i] & is_x[q.j]):
+            return (f"constraint {c.name}: nonlinear in the primal block; varopt's GOP primal supports "
+                    f"constraints that are linear in the primal variables for fixed relaxed-dual variables "
+                    f"(bilinear across the blocks is fine)")
+    return None
+
+
 class BlockModel:
     """Precomputed block structure of a program for a :class:`~.partition.Partition`.
 
@@ -319,6 +346,9 @@ class BlockModel:
         self.n = n
         self.is_x = np.zeros(n, dtype=bool)
         self.is_x[part.x] = True
+        msg = primal_row_error(program, self.is_x)
+        if msg is not None:
+            raise ModelStructureError(msg)
         self.xi, self.yi = part.x, part.y
         self.nx, self.ny = part.x.size, part.y.size
         self.conn = part.connected
@@ -333,12 +363,7 @@ class BlockModel:
         for k, c in enumerate(program.constraints):
             sup = c.body.support()
             if sup.size and self.is_x[sup].any():
-                cyy, cr = split_expression(c.body, self.is_x)
-                if len(cyy.quadratic) or cyy.atoms or cyy.lse:
-                    raise ModelStructureError(
-                        f"constraint {c.name}: mixes the primal block with a nonlinear term of the relaxed-dual "
-                        f"block alone; varopt's GOP supports such terms only in the objective or in constraints "
-                        f"of the relaxed-dual variables alone")
+                _, cr = split_expression(c.body, self.is_x)
                 self.dual_cons.append(k)
                 self.con_r.append(cr)
             else:
@@ -347,15 +372,6 @@ class BlockModel:
         cons = program.constraints
         self.dual_lo = np.array([cons[k].lo for k in self.dual_cons], dtype=float)
         self.dual_hi = np.array([cons[k].hi for k in self.dual_cons], dtype=float)
-        # linear-in-x check of the dualised constraints (needed by the primal paths)
-        for k, cr in zip(self.dual_cons, self.con_r):
-            e = cons[k].body
-            if any(g for g in e.groups()) or any(self.is_x[a] and self.is_x[b] for a, b in
-                                                 zip(e.quadratic.i.tolist(), e.quadratic.j.tolist())):
-                raise ModelStructureError(
-                    f"constraint {cons[k].name}: nonlinear in the primal block; varopt's GOP primal supports "
-                    f"constraints that are linear in the primal variables for fixed relaxed-dual variables "
-                    f"(bilinear across the blocks is fine)")
 
     # ------------------------------------------------------------------ primal views
     def primal_expressions(self, yval):

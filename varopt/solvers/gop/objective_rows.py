@@ -139,6 +139,19 @@ def _binding_end(con, a: float, ct: float, lt: float, ut: float):
     return r if np.isfinite(r) else None
 
 
+def _feeds_aux(program: Program) -> np.ndarray:
+    """The columns that :meth:`Program.complete_aux` reads: the supports of the auxiliary columns' definitions,
+    denominators and epigraph pieces."""
+    exprs = []
+    for a in program.aux:
+        exprs += [e for e in (a.definition, a.denominator) if e is not None]
+        if a.rule is not None:
+            exprs += list(a.rule.pieces)
+    if not exprs:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(np.concatenate([e.support() for e in exprs]))
+
+
 def objective_rows(program: Program):
     """:class:`ObjectiveRows` substituting every objective variable by its defining equality (module
     docstring), or None when the program has none."""
@@ -149,6 +162,9 @@ def objective_rows(program: Program):
     if program.binary is not None:
         cand = cand[~program.binary[cand]]
     cand = np.setdiff1d(cand, program.objective.nonlinear_support())
+    # a column an auxiliary column is computed from (``x`` in the ratio row ``t y - x == 0`` of ``x/y``) keeps
+    # its column: fixed at 0 in the reduced program, it would complete every point to ``t = 0/y``
+    cand = np.setdiff1d(cand, _feeds_aux(program))
     if cand.size == 0:
         return None
     where = {int(t): [] for t in cand}

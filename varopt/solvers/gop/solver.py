@@ -37,6 +37,7 @@ from ...program.evaluable import evaluable_point
 from ...program.scaling import scaling_pairs, with_scaling_rows
 from ...program.symmetry import with_order_rows
 from ...result import Result
+from .lagrangian import primal_row_error
 from .partition import Partition, analyze
 from .epigraph import abs_epigraph
 from .objective_rows import ge_rows_as_le, objective_rows
@@ -235,7 +236,10 @@ class GopSolver(Solver):
                                              f"use mode='gop'") from None
             # auto: the iteration where it is strong (ELBOs with multiplied atom rows; convex
             # programs, which are one primal problem when no variable is connected)
-            if mode == "auto" and outside is None and (lifted is None or lifted.nP or part.connected.size == 0):
+            # (not for rows GOP's primal problems cannot take: a convex ``x**2 + y**2 <= 2`` with no connected
+            # variable is in GOP's class but dualised in the Lagrangian, which is linear in the primal block)
+            if mode == "auto" and outside is None and (lifted is None or lifted.nP or part.connected.size == 0) \
+                    and (lifted is None or primal_row_error(program, _primal_mask(program.n, part)) is None):
                 lifted = None
         # scaling symmetries first: the permutation symmetries below are then those of the normalized
         # program, so both breakings hold together (docs/gop.md §8e)
@@ -464,3 +468,8 @@ def _load_evaluable(program, res, opts):
         res.x = z
         res.objective = float(program.objective.value(z))
 
+
+def _primal_mask(n, part):
+    is_x = np.zeros(n, dtype=bool)
+    is_x[part.x] = True
+    return is_x

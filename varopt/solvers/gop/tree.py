@@ -154,7 +154,12 @@ class GopTree:
 
     def _unbounded_message(self, l, u, need):
         program = self.program
-        bad = [j for j in need if not (np.isfinite(l[j]) and np.isfinite(u[j]))]
+        finite = np.isfinite(l) & np.isfinite(u)
+        bad = [j for j in need if not finite[j]]
+        what = "a product"
+        if not bad:   # (x**4 is a square of the column q = x^2: x enters a convex term, not a product)
+            bad = sorted({int(v) for a in self.lf.atoms for v in a.idx if not finite[v]})
+            what = "a nonlinear term"
         if not bad:
             return ("GOP tree: the relaxation is unbounded below; the objective may be unbounded or a variable "
                     "of a convex term needs bounds")
@@ -162,10 +167,24 @@ class GopTree:
         nm = program.names[j]
         rows = [c.name for c in program.constraints if j in set(c.body.support().tolist())]
         tried = ", ".join(rows[:6]) + (", ..." if len(rows) > 6 else "") if rows else "none (no constraint contains it)"
+        why = (f"it enters {what}, and neither its bounds nor the constraints bound it (bound tightening through "
+               f"the rows {tried} left it in [{l[j]:g}, {u[j]:g}])")
+        aux = next((a for a in program.aux if a.index == j), None)
+        if aux is not None:
+            # an auxiliary column (x/y, x**1.5) is the user's term: name it and the user's variables in it
+            exprs = [aux.definition, aux.denominator] + (list(aux.rule.pieces) if aux.rule is not None else [])
+            users = sorted({int(v) for e in exprs if e is not None for v in e.support() if v < program.n_user})
+            free = [program.names[v] for v in users if not finite[v]] or [program.names[v] for v in users]
+            if free:
+                why = (f"it enters the term {aux.term}, whose auxiliary column {program.names[j]} neither the "
+                       f"bounds nor the constraints bound (it was left in [{l[j]:g}, {u[j]:g}])")
+                nm = free[0]
+        # (a variable of a convex term only: the objective itself may be unbounded, as the generic message said)
+        head = ("GOP tree: the relaxation is unbounded below; the objective may be unbounded, or "
+                if what == "a nonlinear term" and aux is None else "")
         return (
-            f"GOP needs finite bounds on {nm}: it enters a product, and neither its bounds nor the constraints "
-            f"bound it (bound tightening through the rows {tried} left it in [{l[j]:g}, {u[j]:g}]); declare bounds "
-            f"on {nm} (Pyomo: m.{nm}.setlb(...) / setub(...); CVXPY: add {nm} >= ... and {nm} <= ... constraints)")
+            f"{head}GOP needs finite bounds on {nm}: {why}; declare bounds on {nm} (Pyomo: m.{nm}.setlb(...) / "
+            f"setub(...); CVXPY: add {nm} >= ... and {nm} <= ... constraints)")
 
     # ------------------------------------------------------------------ relaxation LP
     def _lp(self, l, u, L, U, cutoff):
