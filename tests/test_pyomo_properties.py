@@ -1,7 +1,7 @@
 """Hypothesis properties of the Pyomo compiler (varopt.frontends.pyomo_compile).
 
 Random small Pyomo models are built from every supported term (linear, bilinear, squares,
-square of an affine map, exp, log, log10, x*log x, a variable times each atom kind,
+square of an affine map, exp, log, log10, x*log x, (lam u)*log(u) of an affine u, a variable times each atom kind,
 quad_over_lin, weighted log-sum-exp, log(1 + exp), affine multipliers of several variables,
 fixed variables and mutable Params). Hypothesis runs derandomized (seeded) so the suite is
 reproducible.
@@ -30,7 +30,7 @@ NX = 4
 LO, HI = 0.2, 3.0
 KINDS = ("const", "lin", "bilinear", "sqaff", "exp", "log", "log10", "xlogx", "mult_sq", "mult_log",
          "mult_exp", "qol", "mult_qol", "lse", "log1pexp", "mult_lse", "fixed", "param", "mult_lin",
-         "affmult")
+         "affmult", "affent")
 
 coef = st.floats(-2.0, 2.0, allow_nan=False).filter(lambda v: abs(v) > 1e-3)
 small = st.floats(-1.0, 1.0, allow_nan=False)
@@ -80,6 +80,8 @@ def term(draw):
         par = (draw(ix), (draw(affine()), draw(affine())), (draw(pos), draw(pos)), draw(st.sampled_from([0.0, 1.0])))
     elif kind == "affmult":
         par = (draw(affine()), draw(affine()), draw(affine(positive=True)), draw(ix))
+    elif kind == "affent":  # (lam u) * log(u): the entropy of an affine map, one xlogx row
+        par = (draw(affine(positive=True)), draw(pos))
     else:  # fixed, param
         par = (draw(ix), draw(affine()))
     return (kind, c, par)
@@ -139,6 +141,9 @@ def build_term(m, spec):
         a0, a1, a2, i = par
         return c * _aff(m, a0) * (pyo.exp(_aff(m, a1)) + pyo.log(_aff(m, a2)) + pyo.log(x[i]) + _aff(m, a1) ** 2
                                   + x[i])
+    if kind == "affent":
+        u, lam = par
+        return c * (lam * _aff(m, u)) * pyo.log(_aff(m, u))
     raise AssertionError(kind)
 
 

@@ -19,6 +19,8 @@ other real ``p``                     the convex ``power(p)`` atom ``s u^p`` (nee
 ``c / u``, ``v / u`` (``v`` affine)  ``t`` with ``t u - v == 0`` (a ``ratio`` column; needs
                                      ``u`` sign-definite on its bounds)
 ``e / u`` (``e`` nonlinear)          ``e * r`` with ``r = 1/u``
+``e / d`` (``d`` nonlinear: ``x*y``,  ``d`` lifted whole to a column ``q == d`` with ``d``'s interval
+``y**0.67``, ``y**0.71 * z``)         (:meth:`PowerRules.form_interval`), then ``e / q`` as above
 ===================================  ==========================================================
 
 Every auxiliary column gets the interval bounds of the quantity it stands for, so the lifted
@@ -29,6 +31,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ..program.atoms import ATOMS
 from ..program.powers import Power, power_kind
 from .pyomo_terms import _add_into, _Form, _prune, _Unsupported
 
@@ -255,8 +260,36 @@ class PowerRules:
             self._memo[key] = self._bounded_lift("ratio", num, node, *_ratio_interval(nlo, nhi, dlo, dhi), den=den)
         return self._memo[key]
 
+    def form_interval(self, f):
+        """Interval of the form ``f`` over the declared bounds and the intervals of earlier auxiliary columns
+        (term by term; products, atom rows through their kernels' extremes, a multiplier's interval times its
+        row's); ``(-inf, inf)`` for log-sum-exp and two-argument rows."""
+        if f.lse or any(r[5] is not None for r in f.atoms):
+            return -math.inf, math.inf
+        lo, hi = self.interval(_Form(f.const, f.lin))
+        ql, qh = self.quad_interval(f.quad)
+        lo, hi = lo + ql, hi + qh
+        for kind, c, u, b, mult, _, _ in f.atoms:
+            ul, uh = self.interval(_Form(b, u))
+            kern = ATOMS[kind]
+            gl = float(kern.interval_min(np.array(ul), np.array(uh)))
+            gh = float(kern.interval_max(np.array(ul), np.array(uh)))
+            if mult >= 0:
+                gl, gh = _mul_interval(*self.interval(_Form(0.0, {mult: 1.0})), gl, gh)
+            tl, th = (c * gl, c * gh) if c > 0 else (c * gh, c * gl)
+            lo, hi = lo + tl, hi + th
+        return (lo, hi) if lo == lo and hi == hi else (-math.inf, math.inf)
+
     def divide(self, f, d, node):
-        """``f / d`` for a non-constant ``d`` (the ``quad_over_lin`` rule has been tried first)."""
+        """``f / d`` for a non-constant ``d`` (the ``quad_over_lin`` rule has been tried first). A nonlinear ``d`` is
+        first lifted whole to one auxiliary column with ``d``'s interval over the declared bounds, so the ratio's sign
+        test sees the range the bounds give ``d``: products and polynomials (``x1*x6``, ``x**2 + 1``) by
+        :meth:`_affine_or_lift`, atoms and powers (``x7**0.67``, ``x3**0.71 * x5``) by :meth:`form_interval`."""
+        if not d.is_affine and d.atoms:
+            if d.lse or any(r[5] is not None for r in d.atoms):
+                raise _Unsupported(node, "the denominator of an expression with nonlinear terms other than "
+                                         "products of variables, atoms and powers is not supported")
+            d = self._bounded_lift("product", d, node, *self.form_interval(d))
         d = self._affine_or_lift(d, node, "the denominator", bounded=True)
         if f.is_affine:
             return self.ratio(f, d, node)

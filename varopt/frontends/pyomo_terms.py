@@ -21,7 +21,8 @@ SUPPORTED = (
     "(affine)**2, exp(affine), abs(affine), log(affine), squares and abs of affine expressions plus products of "
     "variables ((a - w*h)**2), sqrt(expression), v*log(v), log(sum_k c_k*exp(affine_k) [+ c0]) with "
     "c_k, c0 > 0, sum_k (affine_k)**2/affine, (affine)**p for a constant p (a base >= 0 on its declared bounds "
-    "for non-integer p), expression/(affine) with a denominator that is sign-definite on its declared bounds, and "
+    "for non-integer p), expression/(denominator) with an affine denominator, or a product, power or atom of affine "
+    "expressions, that is sign-definite on its declared bounds, and "
     "any of these atoms multiplied by a variable (e.g. w*(x - mu)**2, w*log(v), w*exp(x))")
 
 

@@ -241,6 +241,14 @@ class _Walker(PowerRules, _Leaves):
             raise _Unsupported(node, "a product of three or more nonlinear factors (a variable times a "
                                      "term that already has a variable multiplier) is not supported")
         out = _Form(0.0)
+        ent = [(r, lam) for r in g.atoms for lam in (_proportion(w, r),) if lam is not None]
+        if ent:
+            # (lam u) * (-c log u) = -c lam * u log u: one convex xlogx row of the whole affine u (the entropy
+            # (a.x) log(a.x) of Gibbs free energies), not a product of log(u) with every variable of w
+            for r, lam in ent:
+                out.atoms.append(("xlogx", -r[1] * lam, r[2], r[3], -1, None, 0.0))
+            taken = {id(r) for r, _ in ent}
+            g = _Form(g.const, g.lin, g.quad, [r for r in g.atoms if id(r) not in taken], g.lse)
         if w.const:
             _add_into(out, g.scaled(w.const))
         lin, quad, atoms, lse = out.lin, out.quad, out.atoms, out.lse
@@ -415,3 +423,25 @@ class _Walker(PowerRules, _Leaves):
 
 # --------------------------------------------------------------------------------------
 # building program expressions from forms
+
+
+
+#: relative mismatch below which ``w`` counts as proportional to ``u`` in ``w log u``: MINLPLib's Gibbs free
+#: energies print ``(6.858 * 3.9235 x2 + ...) * log(3.9235 x2 + ...)`` with 15 digits, so the ratios agree to
+#: ~1e-15; the term left out, ``(w - lam u) log u``, is below ``1e-12 max|w_k| sum_k |x_k| |log u|``
+PROPORTIONAL_RTOL = 1e-12
+
+
+def _proportion(w, row):
+    """``lam`` with ``w == lam * u`` (linear part and constant, to :data:`PROPORTIONAL_RTOL` of the largest
+    coefficient of ``w``) when ``row`` is a multiplier-free ``neglog`` row of ``u`` (``-log u``), else None."""
+    kind, _, u, ub, mult = row[:5]
+    if kind != "neglog" or mult >= 0 or not u or set(w.lin) != set(u):
+        return None
+    k0 = max(u, key=lambda k: abs(u[k]))
+    lam = w.lin[k0] / u[k0]
+    scale = max(abs(v) for v in w.lin.values())
+    tol = PROPORTIONAL_RTOL * scale
+    if any(abs(w.lin[k] - lam * u[k]) > tol for k in u) or abs(w.const - lam * ub) > tol:
+        return None
+    return lam

@@ -98,6 +98,7 @@ class Lifted:
         self.pairs = {}  # (i, j) -> W index (0-based within W)
         self.atoms = []  # list[_AtomCol]
         self.mults = []  # (w variable, T index) per P column
+        self._atom_index, self._mult_index = {}, {}  # shared columns (:meth:`_atom_col`)
         exprs = [program.objective] + [c.body for c in program.constraints]
         staged = [self._stage(e) for e in exprs]
         self.nW, self.nT, self.nP = len(self.pairs), len(self.atoms), len(self.mults)
@@ -141,8 +142,7 @@ class Lifted:
         q = e.quadratic
         for i, j, v in zip(q.i.tolist(), q.j.tolist(), q.v.tolist()):
             if i == j:
-                self.atoms.append(_AtomCol("square", np.array([i]), np.array([1.0]), 0.0))
-                add(("T", len(self.atoms) - 1), v)
+                add(("T", self._atom_col("square", np.array([i]), np.array([1.0]), 0.0)), v)
             else:
                 key = (min(i, j), max(i, j))
                 k = self.pairs.setdefault(key, len(self.pairs))
@@ -153,14 +153,31 @@ class Lifted:
             A = g.A.tocsr()
             for r in range(len(g)):
                 sl = slice(A.indptr[r], A.indptr[r + 1])
-                self.atoms.append(_AtomCol(g.kind, A.indices[sl].astype(np.int64), A.data[sl].copy(), float(g.b[r])))
-                t = len(self.atoms) - 1
+                t = self._atom_col(g.kind, A.indices[sl].astype(np.int64), A.data[sl].copy(), float(g.b[r]))
                 if g.mult[r] >= 0:
-                    self.mults.append((int(g.mult[r]), t))
-                    add(("P", len(self.mults) - 1), float(g.coef[r]))
+                    key = (int(g.mult[r]), t)
+                    k = self._mult_index.get(key)
+                    if k is None:
+                        k = self._mult_index[key] = len(self.mults)
+                        self.mults.append(key)
+                    add(("P", k), float(g.coef[r]))
                 else:
                     add(("T", t), float(g.coef[r]))
         return e.constant, entries
+
+    def _atom_col(self, kind, idx, val, b):
+        """The ``T`` column of ``g(val . z[idx] + b)``: rows with the same atom of the same argument, in one
+        expression or several, share one column (and a multiplier and a column share one ``P``). Their
+        coefficients then add up in the linear rows, so the relaxation sees the net term (the Gibbs free
+        energies of MINLPLib ex6_2_* write ``18.3 x log x`` and ``-17.3 x log x``: net ``x log x``, convex,
+        where two separate columns relax a convex and a concave term independently)."""
+        order = np.argsort(idx, kind="stable")
+        key = (kind, idx[order].tobytes(), val[order].tobytes(), b)
+        t = self._atom_index.get(key)
+        if t is None:
+            t = self._atom_index[key] = len(self.atoms)
+            self.atoms.append(_AtomCol(kind, idx, val, b))
+        return t
 
     # ------------------------------------------------------------------ evaluation
     def lift(self, z):
