@@ -25,6 +25,7 @@ CVXPY                              columns and rows
 ``pnorm(x, p)``, ``p < 1``         ``q == sum_i x_i^p`` and ``q^(1/p)`` (``x >= 0`` for ``0 < p < 1``, ``x > 0``
                                    for ``p < 0``: the power atoms' domains, CVXPY's)
 ``harmonic_mean(x)``               CVXPY's ``n * pnorm(x, -1)``
+``xexp(x)``                        ``x * exp(x)`` (a product row, no column) and the rows ``x >= 0``
 =================================  ==========================================================================
 
 Why equality columns and not CVXPY's hypograph cones (``t <= sqrt(x y)``): those are exact only where the mean
@@ -180,3 +181,12 @@ class _RatioTracer:
             if (js < lb.size).all() and (vs >= 0).all():
                 out[e] = float(vs @ lb[js]) + z.c[e] >= 0 if js.size else z.c[e] >= 0
         return out
+
+    # --- x exp(x) ---------------------------------------------------------------------
+    def _xexp(self, expr, shape):
+        """``xexp(u) = u exp(u)``: the product of ``u`` with an ``exp`` row of ``u`` (a multiplier inside its own atom,
+        which gop's spatial tree relaxes; not GOP's biconvex class), on CVXPY's domain ``u >= 0`` (a row)."""
+        z = self.affine_arg(expr, expr.args[0])
+        self._ratio_init()
+        self.domain_rows.append((z, 0.0))
+        return self.product(expr, z, self.atom_node("exp", z, 1.0, z.shape), shape)

@@ -116,6 +116,19 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
                    "threads contending for shared cores made them 10x slower"))
 
 
+def primal_takes_rows(program, part) -> bool:
+    """Whether GOP's primal problems and Lagrangian take the constraints of ``program`` under ``part`` (linear in the
+    primal block for fixed relaxed-dual variables). A convex row such as ``sum(exp(v)) <= 3``, ``huber(u) <= 1`` or a
+    relative entropy ``<= 0.1`` over primal variables is not; under mode='auto' the spatial tree, which relaxes
+    nonlinear rows, takes such a program (docs/gop.md §8h) instead of failing in the iteration."""
+    from .lagrangian import BlockModel
+    try:
+        BlockModel(program, part)
+    except ModelStructureError:
+        return False
+    return True
+
+
 def _resolve_partition(program, names):
     if names is None:
         return None
@@ -211,7 +224,8 @@ class GopSolver(Solver):
                 raise
             # (the user's rows: a nonlinear objective the user wrote as a row, objvar == f(x), was substituted)
             rows = user.constraints if defn is not None else program.constraints
-            if mode == "auto" and not (user.aux or any(not c.body.is_linear for c in rows)):
+            if mode == "auto" and not (user.aux or any(not c.body.is_linear for c in rows)
+                                       or getattr(exc, "tree_ok", False)):
                 if type(exc) is not ModelStructureError:
                     raise
                 raise ModelStructureError(
@@ -235,7 +249,8 @@ class GopSolver(Solver):
                                              f"use mode='gop'") from None
             # auto: the iteration where it is strong (ELBOs with multiplied atom rows; convex
             # programs, which are one primal problem when no variable is connected)
-            if mode == "auto" and outside is None and (lifted is None or lifted.nP or part.connected.size == 0):
+            if mode == "auto" and outside is None and (lifted is None or lifted.nP or part.connected.size == 0) \
+                    and (lifted is None or primal_takes_rows(program, part)):
                 lifted = None
         # scaling symmetries first: the permutation symmetries below are then those of the normalized
         # program, so both breakings hold together (docs/gop.md §8e)
