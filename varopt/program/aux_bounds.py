@@ -38,7 +38,8 @@ def row_box(lb, ub, constraints, n_user):
     return lb, ub
 
 
-def _mul(al, ah, bl, bh):
+def mul_interval(al, ah, bl, bh):
+    """``[al, ah] * [bl, bh]`` (``0 * inf = 0``: a factor that is exactly 0 contributes 0)."""
     vals = [0.0 if a == 0 or b == 0 else a * b for a in (al, ah) for b in (bl, bh)]
     return min(vals), max(vals)
 
@@ -79,7 +80,7 @@ def expression_interval(e, lb, ub):
             tl = 0.0 if lb[i] <= 0 <= ub[i] else min(a, b) ** 2
             tl, th = tl, max(a, b) ** 2
         else:
-            tl, th = _mul(lb[i], ub[i], lb[j], ub[j])
+            tl, th = mul_interval(lb[i], ub[i], lb[j], ub[j])
         a, b = _scale(v, tl, th)
         lo, hi = lo + a, hi + b
     for g in e.atoms:
@@ -96,7 +97,7 @@ def expression_interval(e, lb, ub):
             gl, gh = float(kern.interval_min(ul, uh)), float(kern.interval_max(ul, uh))
             if g.mult[r] >= 0:
                 m = int(g.mult[r])
-                gl, gh = _mul(gl, gh, lb[m], ub[m])
+                gl, gh = mul_interval(gl, gh, lb[m], ub[m])
             a, b = _scale(float(g.coef[r]), gl, gh)
             lo, hi = lo + a, hi + b
     if e.lse:
