@@ -269,7 +269,7 @@ def compile_cvxpy(problem):
     bounded = getattr(tracer, "bounded_aux", {})
     aux_box = aux_intervals(aux, *row_box(np.concatenate(lbs + [np.full(n - n_user, -np.inf)]),
                                           np.concatenate(ubs + [np.full(n - n_user, np.inf)]), constraints, n_user),
-                            bounded, {c: w for c, w in bounded.items()}) if bounded else {}
+                            bounded, bounded) if bounded else {}
     for a in aux:
         if a.kind != "epigraph":
             constraints.append(Constraint(a.constraint, defining_body(a.index, a.kind, a.definition, a.denominator),

@@ -106,7 +106,7 @@ def expression_interval(e, lb, ub):
 
 
 def aux_intervals(aux, lb, ub, columns, where):
-    """Intervals of the auxiliary columns ``columns`` (a set) in column order over the box ``[lb, ub]`` of every
+    """Intervals of the auxiliary columns ``columns`` (a set or the keys of a dict) in column order over the box ``[lb, ub]`` of every
     column (auxiliary entries are filled as they are computed); returns ``{column: (lo, hi)}``. ``where`` maps a
     ratio column to the text of the model part it is in. Raises :class:`ModelStructureError` for a ratio whose
     denominator may be 0 or change sign."""

@@ -276,7 +276,7 @@ def _analyze(program, partition, merge) -> Partition:
                             f"({names[w]}); GOP needs the multiplier and the atom in different blocks")
                         # x log x - x log y of a relative entropy over shared variables, x exp(x): the spatial
                         # tree relaxes such a row (a McCormick product of the multiplier and the atom's column),
-                        # so mode='auto' takes the tree instead of refusing (docs/gop.md §8h)
+                        # so mode='auto' takes the tree instead of refusing (docs/gop.md §8i)
                         exc.tree_ok = True
                         raise exc
                     why = _Text(lambda txt=txt, w=w: f"{txt()} (needs {names[w]} in the relaxed-dual block)")
