@@ -37,6 +37,7 @@ from .cvxpy_epigraph import _EpigraphTracer
 from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
                           _first_index, _group_matrix)
 from .cvxpy_products import _ProductTracer
+from .cvxpy_ratios import _RatioTracer
 
 
 class NeedAux(Exception):
@@ -47,7 +48,7 @@ class NeedAux(Exception):
         self.needed = needed
 
 
-class _Tracer(_EpigraphTracer, _ProductTracer):
+class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
     """The complete CVXPY tracer: tree walk, linear atoms, products, nonlinear atoms and epigraph atoms."""
 
     # --- auxiliary variables (varopt.program.lifting) ---------------------------------
@@ -155,8 +156,10 @@ class _Tracer(_EpigraphTracer, _ProductTracer):
         p = float(expr.p)
         if p == 1:
             return self._norm1(expr, shape)
+        if not np.isfinite(p):
+            self.fail(expr, f"the {p:g}-norm here (norm_inf is recognised as an epigraph where it is minimised)")
         if p != 2:
-            self.fail(expr, f"the {p:g}-norm (only the 1- and 2-norms are recognised)")
+            return self.general_pnorm(expr, p, shape)
         z = self.lifted_arg(expr, expr.args[0])
         S = _group_matrix(*_axis_groups(z.shape, getattr(expr, "axis", None)))
         return self.sqrt_node(expr, self.atom_node("square", z, 1.0, z.shape).apply(S, (S.shape[0],)), shape)

@@ -78,6 +78,7 @@ from ..errors import InputDataError, ModelStructureError
 from . import energy_hint
 from ..program.atoms import ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
+from ..program.aux_bounds import aux_intervals, row_box
 from ..program.lifting import AuxVariable, defining_body, start_values
 from ..program.epigraph_lift import Part, check_positions
 from .cvxpy_affine import _public, _shorten
@@ -223,7 +224,7 @@ def compile_cvxpy(problem):
     cap, exact = 0, False
     while True:
         try:
-            tracer, z, cons = _trace(problem, var_cols, n_user, cap)
+            tracer, z, cons = _trace(problem, var_cols, n_user, cap, np.concatenate(lbs) if lbs else np.zeros(0))
         except NeedAux as exc:
             cap, exact = max(2 * cap, exc.needed + 16), False
             continue
@@ -238,12 +239,14 @@ def compile_cvxpy(problem):
 
     epi_aux, epi_rows, epi_roles = epigraph_parts(tracer, n, lambda z: _to_expressions(z, n, empty_q=empty_q))
     aux = list(epi_aux)
+    ratio_dens = getattr(tracer, "ratio_dens", {})
     for cols, kind, node, text in tracer.aux:
         if kind == "epigraph":
             continue
-        for col, e in zip(cols.tolist(), _to_expressions(node, n, empty_q=empty_q)):
+        dens = _to_expressions(ratio_dens[int(cols[0])], n, empty_q=empty_q) if kind == "ratio" else [None] * cols.size
+        for col, e, d in zip(cols.tolist(), _to_expressions(node, n, empty_q=empty_q), dens):
             j = len(aux)
-            aux.append(AuxVariable(col, kind, e, text, f"_aux_{kind}[{j}]_def"))
+            aux.append(AuxVariable(col, kind, e, text, f"_aux_{kind}[{j}]_def", denominator=d))
     aux.sort(key=lambda a: a.index)
     constraints = []
     parts = [Part("objective", objective, 1.0)] if epi_roles else None
@@ -259,15 +262,25 @@ def compile_cvxpy(problem):
             constraints.append(Constraint(lab, e, lo, hi))
             if parts is not None:
                 parts.append(Part(f"constraint {k} ({_shorten(_public(str(con)))})", e, 0.0 if lo_inf == hi_inf else (1.0 if lo_inf else -1.0)))
+    for k, (node, lo) in enumerate(getattr(tracer, "domain_rows", [])):
+        for e in _to_expressions(node, n, empty_q=empty_q):
+            constraints.append(Constraint(f"_domain[{k}]", e, lo, np.inf))
+    # divisions, means and p-norms: the interval of each column's quantity (a ratio's denominator checked here)
+    bounded = getattr(tracer, "bounded_aux", {})
+    aux_box = aux_intervals(aux, *row_box(np.concatenate(lbs + [np.full(n - n_user, -np.inf)]),
+                                          np.concatenate(ubs + [np.full(n - n_user, np.inf)]), constraints, n_user),
+                            bounded, bounded) if bounded else {}
     for a in aux:
         if a.kind != "epigraph":
-            constraints.append(Constraint(a.constraint, defining_body(a.index, a.kind, a.definition), 0.0, 0.0))
+            constraints.append(Constraint(a.constraint, defining_body(a.index, a.kind, a.definition, a.denominator),
+                                          0.0, 0.0))
             if parts is not None:
                 parts.append(Part(f"the defining row of the {a.kind} in the term '{a.term}'", constraints[-1].body,
                                   0.0))
         names.append(a.constraint[:-4])
-        lbs.append(np.array([0.0 if a.kind == "sqrt" else -np.inf]))
-        ubs.append(np.array([np.inf]))
+        lo, hi = aux_box.get(a.index, (0.0 if a.kind == "sqrt" else -np.inf, np.inf))
+        lbs.append(np.array([lo]))
+        ubs.append(np.array([hi]))
         x0s.append(np.array([np.nan]))
     for con, exempt in epi_rows:
         constraints.append(con)
@@ -290,13 +303,14 @@ def _constraint_classes():
     return Equality, Inequality, NonNeg, NonPos, Zero
 
 
-def _trace(problem, var_cols, n_user, cap):
+def _trace(problem, var_cols, n_user, cap, user_lb=None):
     """Trace the objective and the constraints: ``(tracer, objective node, [(k, constraint, body,
     lo_inf, hi_inf)])``."""
     import cvxpy as cp
     Equality, Inequality, NonNeg, NonPos, Zero = _constraint_classes()
 
     tracer = _Tracer(var_cols, n_user, cap)
+    tracer.user_lb = user_lb   # declared lower bounds: |x_i| of a p-norm needs no column where x_i >= 0
     obj = problem.objective
     tracer.where = "objective"
     z = tracer.trace(obj.args[0])

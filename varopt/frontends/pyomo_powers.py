@@ -34,6 +34,7 @@ import math
 import numpy as np
 
 from ..program.atoms import ATOMS
+from ..program.aux_bounds import mul_interval as _mul_interval, ratio_interval as _ratio_interval
 from ..program.powers import Power, power_kind
 from .pyomo_terms import _add_into, _Form, _prune, _Unsupported
 
@@ -41,30 +42,6 @@ from .pyomo_terms import _add_into, _Form, _prune, _Unsupported
 def _key(f):
     """A hashable key of the affine form ``f``."""
     return f.const, tuple(sorted(f.lin.items()))
-
-
-def _ratio_interval(nlo, nhi, dlo, dhi):
-    """``[nlo, nhi] / [dlo, dhi]`` for a denominator interval that excludes 0."""
-    vals = []
-    for a in (nlo, nhi):
-        for b in (dlo, dhi):
-            if math.isinf(b):
-                vals.append(0.0)
-            elif math.isinf(a):
-                vals.append(a if b > 0 else -a)
-            else:
-                vals.append(a / b)
-    if dlo < 0 < dhi or dlo == 0 or dhi == 0:  # pragma: no cover - callers check sign-definiteness
-        return -math.inf, math.inf
-    return min(vals), max(vals)
-
-
-def _mul_interval(al, ah, bl, bh):
-    vals = []
-    for a in (al, ah):
-        for b in (bl, bh):
-            vals.append(0.0 if a == 0 or b == 0 else a * b)
-    return min(vals), max(vals)
 
 
 def _power_interval(lo, hi, n):

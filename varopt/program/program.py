@@ -113,9 +113,10 @@ class Program:
             return
         if self.aux:
             raise ModelStructureError(
-                f"{solver} does not support the term '{a.term}': a square root, or a square, abs, norm, power, "
-                "division, exp or log of a non-affine argument (products or powers of variables), is compiled with "
-                "auxiliary variables and equality rows that only gop handles; use gop, or rewrite the term")
+                f"{solver} does not support the term '{a.term}': a square root, a division by a variable, a "
+                "geometric or harmonic mean, a p-norm other than 1, 2, inf, or a square, abs, norm, power, exp or log "
+                "of a non-affine argument (products or powers of variables), is compiled with auxiliary variables and "
+                "equality rows that only gop handles; use gop, or rewrite the term")
 
     # --- sense ----------------------------------------------------------------------------
     @property

@@ -271,9 +271,14 @@ def _analyze(program, partition, merge) -> Partition:
                 if w >= 0:
                     nonlin[w] = True
                     if w in vs:
-                        raise ModelStructureError(
+                        exc = ModelStructureError(
                             f"{ename}: the term {txt()} multiplies an atom by one of its own variables "
                             f"({names[w]}); GOP needs the multiplier and the atom in different blocks")
+                        # x log x - x log y of a relative entropy over shared variables, x exp(x): the spatial
+                        # tree relaxes such a row (a McCormick product of the multiplier and the atom's column),
+                        # so mode='auto' takes the tree instead of refusing (docs/gop.md §8i)
+                        exc.tree_ok = True
+                        raise exc
                     why = _Text(lambda txt=txt, w=w: f"{txt()} (needs {names[w]} in the relaxed-dual block)")
                     if not uf.union(w, Y, 0, why):
                         fail_cycle(w, Y, why, 0)

@@ -328,7 +328,12 @@ class Lifted:
             r = {col: 1.0}
             for v, c in zip(a.idx.tolist(), a.val.tolist()):
                 r[v] = r.get(v, 0.0) - s * c
-            rows.append((r, -np.inf, gl + s * (a.b - lo_t)))
+            hi = gl + s * (a.b - lo_t)
+            if abs(hi) >= _HUGE_CUT or max(map(abs, r.values())) >= _HUGE_CUT:
+                # exp over an interval hundreds wide: a slope HiGHS refuses (passModel kError); the secant is an
+                # upper estimate, so leaving it out keeps the node's bound valid (branching narrows the interval)
+                continue
+            rows.append((r, -np.inf, hi))
         return rows
 
     def tangent(self, t, point):
@@ -348,7 +353,13 @@ class Lifted:
         r = {self.oT + t: 1.0}
         for v, c in zip(a.idx.tolist(), a.val.tolist()):
             r[v] = r.get(v, 0.0) - d * c
-        return p, (r, g + d * (a.b - p), np.inf)
+        lo = g + d * (a.b - p)
+        # exp at an LP point far up an unbounded column (exp(max(v)) <= 3 with v unbounded above): HiGHS refuses
+        # matrix entries of 1e15 and more (addRows kError), and a side beyond 1e20 is infinite to it; such a cut is
+        # of no use to the LP, and leaving it out keeps the relaxation valid
+        if abs(lo) >= _HUGE_CUT or max(map(abs, r.values())) >= _HUGE_CUT:
+            return None
+        return p, (r, lo, np.inf)
 
     def domain_rows(self):
         """``u_t >= domain lower end`` for atoms with a bounded domain (``u log u``: ``u >= 0``)."""
@@ -394,6 +405,10 @@ def interval_lower_bound(program, l, u) -> float:
         return -math.inf
     L, U, _, _ = lf.column_bounds(np.asarray(l, dtype=float), np.asarray(u, dtype=float))
     return lf.objective_lower(L, U)
+
+
+#: tangent cuts with a coefficient or side this large are left out (:meth:`Lifted.tangent_at`)
+_HUGE_CUT = 1e14
 
 
 def rows_to_csr(rows, N):

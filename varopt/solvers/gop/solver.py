@@ -212,7 +212,8 @@ class GopSolver(Solver):
                 raise
             # (the user's rows: a nonlinear objective the user wrote as a row, objvar == f(x), was substituted)
             rows = user.constraints if defn is not None else program.constraints
-            if mode == "auto" and not (user.aux or any(not c.body.is_linear for c in rows)):
+            if mode == "auto" and not (user.aux or any(not c.body.is_linear for c in rows)
+                                       or getattr(exc, "tree_ok", False)):
                 if type(exc) is not ModelStructureError:
                     raise
                 raise ModelStructureError(
