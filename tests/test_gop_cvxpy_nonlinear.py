@@ -282,7 +282,7 @@ def test_convex_nonlinear_constraints_equal_clarabel(form):
 
 def test_huber_row_without_bounds_is_reported_as_needing_bounds():
     v = cp.Variable(3, name="v")
-    with pytest.raises(Exception, match="needs bounds"):
+    with pytest.raises(Exception, match=r"needs finite bounds on v\[0\]: it enters the term huber"):
         cp.Problem(cp.Minimize(cp.sum(v)), [cp.sum(cp.huber(v - 1, 1)) <= 1]).solve(method="gop")
 
 
