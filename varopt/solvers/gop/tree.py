@@ -38,6 +38,7 @@ from ...lpqp import HighsModel
 from .convex_part import ConvexPart
 from .local import LocalSearch
 from .dualbt import reduced_cost_bounds
+from .norm_cones import NormCones
 from .relax import Lifted, TangentPool, rows_to_csr
 from .tighten import Tightener
 from .unbounded import Unbounded
@@ -88,11 +89,15 @@ class GopTree:
 
     def __init__(self, program, part, opts, run, lifted=None):
         self.program, self.part, self.opts, self.run = program, part, opts, run
-        self.lf = lifted if lifted is not None else Lifted(program)
+        lifted = lifted if lifted is not None else Lifted(program)
+        # 2-norms in convex position: cones relaxed by gradient cuts, not their equality by McCormick (norm_cones.py);
+        # the local search keeps the exact rows
+        self.cones = NormCones.build(program)
+        self.lf = lifted if self.cones is None else Lifted(self.cones.relaxed)
         self.tight = Tightener(self.lf)
         self.conn = np.zeros(program.n, dtype=bool)
         self.conn[part.connected] = True
-        self.local = LocalSearch(program, part, self.lf)
+        self.local = LocalSearch(program, part, lifted)
         self.local.stop = self._out_of_time   # never true without a time limit
         self.pool = TangentPool(self.lf.nT)  # tangent cuts, valid everywhere
         # the convex part of an indefinite quadratic objective, kept whole (convex_part.py)
@@ -151,6 +156,8 @@ class GopTree:
                 self.pool.add(t, self.lf.tangent_at(t, p))
         if self.cpart is not None and not self.cpart.points and self.cpart._ok(l, u):
             self.cpart.add(0.5 * (l[self.cpart.idx] + u[self.cpart.idx]))
+        if self.cones is not None and not self.cones.cuts:
+            self.cones.initial_cuts()
 
     def _unbounded_message(self, l, u, need):
         program = self.program
@@ -198,6 +205,11 @@ class GopTree:
         hi0 = lf.hi[1:] - lf.const[1:]
         parts = [A0, A1, A2]
         los, his = [lo0, lo1, lo2], [hi0, hi1, hi2]
+        if self.cones is not None:
+            A4, lo4, hi4 = rows_to_csr(self.cones.cuts, lf.N)
+            parts.append(A4)
+            los.append(lo4)
+            his.append(hi4)
         if self.cpart is not None:
             A3, lo3, hi3 = self.cpart.rows(l, u)
             parts.append(A3)
@@ -270,6 +282,8 @@ class GopTree:
                 tg = lf.tangent_at(int(t), float(uval[t]))
                 if self.pool.add(int(t), tg):
                     rows.append(tg[1])
+            if self.cones is not None:
+                rows += self.cones.add_violated(Z, oa_tol)
             A_new, lo_new, hi_new = rows_to_csr(rows, lf.N)
             if self.cpart is not None and self.cpart.violation(Z, l, u) > oa_tol:
                 xk = Z[self.cpart.idx]
@@ -311,6 +325,8 @@ class GopTree:
         _, vT, _, uval, g = lf.violations(Z)
         for t in np.flatnonzero(-vT > 1e-12 * np.maximum(1.0, np.abs(g))):
             self.pool.add(int(t), lf.tangent_at(int(t), float(uval[t])))
+        if self.cones is not None:
+            self.cones.add_violated(Z, 1e-12 * max(1.0, float(np.abs(Z[:lf.n]).max(initial=0.0))))
 
     # ------------------------------------------------------------------ branching
     def _branch_var(self, Z, l, u, l0, u0, tol):
@@ -348,6 +364,15 @@ class GopTree:
                 for c in lf.atoms[lf.PT[k]].idx.tolist():
                     if open_[c]:
                         score[c] += 0.5 * vP[k] * rel[c]
+        if self.cones is not None:
+            # a cone the cuts have not closed yet: its variables (splitting moves the next cuts' points)
+            # (a free root variable bounded since by FBBT or OBBT counts as full width: rel is 0 there)
+            rel_c = np.where(ok | ~np.isfinite(width), rel, 1.0)
+            for c, v in zip(self.cones.cones, self.cones.violations(Z)):
+                if v > tol:
+                    for j in c.S.tolist():
+                        if open_[j]:
+                            score[j] += v * rel_c[j]
         if not np.any(score > 0):
             return None
         return int(np.argmax(score))
