@@ -160,3 +160,17 @@ def test_every_cut_holds_on_the_cone(m, k, seed, scale):
     z[-1] = 0.5 * z[-1] - 1e-3
     for row, lo, _ in cones.add_violated(z, 0.0):
         assert sum(v * z[j] for j, v in row.items()) < lo
+
+
+def test_norm_ball_still_bounds_the_factors_of_products():
+    """``norm(d) <= 1`` is the only bound of ``d``, which enters products ``d_i x``: with the cone row out of the
+    node relaxation, ``d`` must still be bounded (the root propagates the exact row; the initial cone cuts with
+    ``t <= 1`` bound it too) or the tree would ask for bounds.
+    The optimum: ``min_{||d|| <= 1, |x| <= 3} ||y - d x||^2 = 0`` for ``||y|| <= 3``; here ``||y|| = 5``:
+    ``(5 - 3)^2 = 4`` at ``d = y / 5``, ``x = 3``."""
+    y = np.array([3.0, 4.0])
+    d, x = cp.Variable(2), cp.Variable()
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(y - d * x)), [cp.norm(d, 2) <= 1, x >= -3, x <= 3])
+    val = prob.solve(method="gop", time_limit=20)
+    assert prob.varopt_result.status == "optimal", prob.varopt_result.message
+    assert abs(val - 4.0) <= 1e-6
