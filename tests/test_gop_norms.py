@@ -164,8 +164,8 @@ def test_every_cut_holds_on_the_cone(m, k, seed, scale):
 
 def test_norm_ball_still_bounds_the_factors_of_products():
     """``norm(d) <= 1`` is the only bound of ``d``, which enters products ``d_i x``: with the cone row out of the
-    node relaxation, ``d`` must still be bounded (the root propagates the exact row; the initial cone cuts with
-    ``t <= 1`` bound it too) or the tree would ask for bounds.
+    node relaxation, ``d`` must still be bounded (OBBT over the initial cone cuts with ``t <= 1`` bounds it) or the
+    tree would ask for bounds.
     The optimum: ``min_{||d|| <= 1, |x| <= 3} ||y - d x||^2 = 0`` for ``||y|| <= 3``; here ``||y|| = 5``:
     ``(5 - 3)^2 = 4`` at ``d = y / 5``, ``x = 3``."""
     y = np.array([3.0, 4.0])

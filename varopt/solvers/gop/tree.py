@@ -383,13 +383,6 @@ class GopTree:
         l, u = program.lb.astype(float).copy(), program.ub.astype(float).copy()
         if np.any(l > u):
             return run.finish("infeasible", "a variable has lower bound > upper bound", lower=math.inf, upper=math.inf)
-        if self.cones is not None:
-            # the cone rows are not in the node relaxation: propagate them once here, as equalities (valid for
-            # the user's program), so `norm(d, 2) <= 1` still bounds the entries of d for the products they enter
-            l, u, _, _, infeas = Tightener(self.local.lifted).tighten(l, u)
-            if infeas:
-                return run.finish("infeasible", "bound tightening proved the constraints infeasible",
-                                  lower=math.inf, upper=math.inf)
         l, u, L, U, infeas = self.tight.tighten(l, u)
         if infeas:
             return run.finish("infeasible", "bound tightening proved the constraints infeasible",
