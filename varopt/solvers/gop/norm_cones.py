@@ -32,6 +32,7 @@ import math
 import numpy as np
 
 from ...errors import ModelStructureError
+from ...program.atoms import ATOMS
 from ...program.epigraph_lift import Part, check_positions
 from ...program.terms import QuadraticTerms
 
@@ -141,7 +142,7 @@ class NormCones:
 def _quadratic_form(con, k, t):
     """The cone of the row ``e(z) - t^2 == lo`` when ``sqrt(e)`` is convex (module docstring), else None."""
     body = con.body
-    if body.lse or any(g.kind != "square" or g.A2 is not None for g in body.atoms):
+    if body.lse or any(not ATOMS[g.kind].quadratic or g.A2 is not None for g in body.atoms):
         return None
     q = body.quadratic
     own = (q.i == t) & (q.j == t)
