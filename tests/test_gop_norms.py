@@ -3,7 +3,6 @@ in convex position is relaxed as a second-order cone by gradient cuts (varopt/so
 branching on its argument; elsewhere it keeps its equality. References: Clarabel (an interior-point conic solver),
 brute-force grids."""
 import itertools
-import math
 
 import cvxpy as cp
 import numpy as np

@@ -49,28 +49,26 @@ def test_product_denominator_whose_bounds_cross_zero_is_refused_with_its_range()
         compile_pyomo(m)
 
 
-def test_power_over_power_is_certified():
-    # min x1 + x2  s.t.  x1**0.67 / x2**0.67 >= 2, x in [0.1, 10]: x1 >= k x2 with k = 2**(1/0.67),
-    # so x2 = 0.1 and x1 = 0.1 k
-    k = 2.0 ** (1 / 0.67)
-    m = pyo.ConcreteModel()
-    m.x1 = pyo.Var(bounds=(0.1, 10), initialize=5)
-    m.x2 = pyo.Var(bounds=(0.1, 10), initialize=1)
-    m.obj = pyo.Objective(expr=m.x1 + m.x2)
-    m.c = pyo.Constraint(expr=m.x1 ** 0.67 / m.x2 ** 0.67 >= 2)
-    _certified(m, 0.1 * (1 + k))
+_K = 2.0 ** (1 / 0.67)
+_X = 1.42 ** (1 / 1.71)
+POWER_ROWS = {
+    # min x + y  s.t.  x**0.67 / y**0.67 >= 2: x >= k y with k = 2**(1/0.67), so y = 0.1 and x = 0.1 k
+    "power_over_power": (lambda m: m.x ** 0.67 / m.y ** 0.67 >= 2, 0.1 * (1 + _K)),
+    # min x + y  s.t.  2/(x**0.71 * y) <= 1: y = 2 x**-0.71 at the optimum, and d/dx (x + 2 x**-0.71) = 0 at
+    # x = 1.42**(1/1.71)
+    "constant_over_power_times_variable": (lambda m: 2 / (m.x ** 0.71 * m.y) <= 1, _X + 2 * _X ** -0.71),
+}
 
 
-def test_constant_over_a_power_times_a_variable_is_certified():
-    # min x + y  s.t.  2/(x**0.71 * y) <= 1, x, y in [0.1, 10]: y = 2 x**-0.71 at the optimum, and
-    # d/dx (x + 2 x**-0.71) = 0 at x = 1.42**(1/1.71)
-    x = 1.42 ** (1 / 1.71)
+@pytest.mark.parametrize("name", sorted(POWER_ROWS))
+def test_rows_dividing_by_powers_are_certified(name):
+    row, opt = POWER_ROWS[name]
     m = pyo.ConcreteModel()
     m.x = pyo.Var(bounds=(0.1, 10), initialize=5)
-    m.y = pyo.Var(bounds=(0.1, 10), initialize=5)
+    m.y = pyo.Var(bounds=(0.1, 10), initialize=1)
     m.obj = pyo.Objective(expr=m.x + m.y)
-    m.c = pyo.Constraint(expr=2 / (m.x ** 0.71 * m.y) <= 1)
-    _certified(m, x + 2 * x ** -0.71)
+    m.c = pyo.Constraint(expr=row(m))
+    _certified(m, opt)
 
 
 def test_lifted_denominators_evaluate_like_pyomo():
