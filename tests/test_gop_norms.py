@@ -142,11 +142,17 @@ def test_every_cut_holds_on_the_cone(m, k, seed, scale):
         return program.complete_aux(z)
 
     cuts = list(cones.initial_cuts())
+    assert cones.rows(n)[0].shape == (len(cuts), n)
     for _ in range(5):
         z = point(rng.standard_normal(k) * 10 * rng.random())
         z[n - 2:] = 0.0   # t below the cone: violated
         cuts += cones.add_violated(z, 0.0)
     assert len(cuts) > 2
+    # the node LPs' rows, converted incrementally (one call after the initial cuts, one now), equal all the cuts
+    from varopt.solvers.gop.relax import rows_to_csr
+    R, r_lo, r_hi = cones.rows(n)
+    R_all, lo_all, hi_all = rows_to_csr(cones.cuts, n)
+    assert (R != R_all).nnz == 0 and np.array_equal(r_lo, lo_all) and np.array_equal(r_hi, hi_all)
     for _ in range(30):
         z = point(rng.standard_normal(k) * 10 * rng.random())
         assert np.allclose(z[-2:], [np.linalg.norm(A @ z[:k] - b), np.linalg.norm(z[:k])])

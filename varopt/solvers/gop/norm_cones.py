@@ -30,11 +30,13 @@ import dataclasses
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
 from ...errors import ModelStructureError
 from ...program.atoms import ATOMS
 from ...program.epigraph_lift import Part, check_positions
 from ...program.terms import QuadraticTerms
+from .relax import rows_to_csr
 
 #: above this many variables in one norm the dense quadratic form is not built (the row stays an equality)
 MAX_SUPPORT = 2000
@@ -70,6 +72,7 @@ class NormCones:
         self.relaxed = dataclasses.replace(
             program, constraints=[c for i, c in enumerate(program.constraints) if i not in drop])
         self.cuts = []   # ({col: coef}, lo, hi), valid everywhere
+        self._csr = (0, None)   # (number of cuts, their rows as (csr, lo, hi)): every node LP takes them all
 
     @classmethod
     def build(cls, program):
@@ -123,6 +126,17 @@ class NormCones:
                     rows.append((row, -float(a @ c.zstar) - c.shift, np.inf))
         self.cuts.extend(rows)
         return rows
+
+    def rows(self, N):
+        """All cuts as ``(csr, lo, hi)`` over ``N`` columns; only the cuts added since the last call are converted."""
+        done, got = self._csr
+        if got is None or done != len(self.cuts) or got[0].shape[1] != N:
+            if got is None or got[0].shape[1] != N:
+                done, got = 0, rows_to_csr([], N)
+            A, lo, hi = rows_to_csr(self.cuts[done:], N)
+            got = (sp.vstack([got[0], A], format="csr"), np.concatenate([got[1], lo]), np.concatenate([got[2], hi]))
+            self._csr = (len(self.cuts), got)
+        return got
 
     def violations(self, z):
         """``sqrt(e(z)) - t`` per cone (positive: the point is outside the cone)."""

@@ -210,7 +210,7 @@ class GopTree:
         parts = [A0, A1, A2]
         los, his = [lo0, lo1, lo2], [hi0, hi1, hi2]
         if self.cones is not None:
-            A4, lo4, hi4 = rows_to_csr(self.cones.cuts, lf.N)
+            A4, lo4, hi4 = self.cones.rows(lf.N)
             parts.append(A4)
             los.append(lo4)
             his.append(hi4)
