@@ -107,6 +107,10 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
             return self.trace(expr.args[0])
         if p == 0:
             return self.const_node(shape, 1.0)
+        if type(expr.args[0]).__name__ in ("GeoMean", "GeoMeanApprox"):
+            # geo_mean(x)^p is the root column of the mean's tree to one combined power (cp.inv_prod(x) is
+            # CVXPY's power(geo_mean(x), -n)): no column for the mean itself
+            return self._geo_mean(expr.args[0], shape, outer=p)
         if p == 0.5:
             return self.sqrt_node(expr, self.trace(expr.args[0]), shape)
         if p != 2:

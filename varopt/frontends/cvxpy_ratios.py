@@ -93,8 +93,9 @@ class _RatioTracer:
         return self._columns_node(cols, shape)
 
     # --- geometric means --------------------------------------------------------------
-    def _geo_mean(self, expr, shape):
-        """``geo_mean(x, p)`` as a balanced tree of ``sqrt`` columns (module docstring)."""
+    def _geo_mean(self, expr, shape, outer=1.0):
+        """``geo_mean(x, p)`` as a balanced tree of ``sqrt`` columns (module docstring); ``geo_mean(x, p)^outer``
+        (``inv_prod(x) = geo_mean(x)^(-n)``) as one power ``r^(outer 2^m / D)`` of the tree's root ``r >= 0``."""
         if getattr(expr, "axis", None) is not None:
             self.fail(expr, "geo_mean with an axis (write one geo_mean per slice)")
         z = self.affine_arg(expr, expr.args[0])
@@ -133,9 +134,12 @@ class _RatioTracer:
                 nxt.append(key)
             leaves = nxt
         root = nodes[leaves[0]]
-        if size == D:
+        p = outer * size / D
+        if p == 1:
             return _Node(shape, self.n, root.A, root.c, root.Q, root.rows, root.lse)
-        kern = ATOMS[power_kind(size / D)]
+        if p == 2:
+            return self.atom_node("square", root, 1.0, shape)
+        kern = ATOMS[power_kind(p)]
         return self.atom_node(kern.kind, root, kern.sign, shape)
 
     _GeoMean = _geo_mean
