@@ -26,6 +26,22 @@ NOT_ATOMS = {
 }
 
 
+def _xexp_min():
+    """``min_{0 <= x <= 3} sum_i x_i exp(x_i) - c_i x_i`` coordinatewise: ``x_i = 0`` where ``c_i <= 1``, else the root
+    of ``(1 + x) exp(x) = c_i`` (bisection); CVXPY does not take ``xexp`` of a variable without ``nonneg=True``."""
+    total = 0.0
+    for c in C3[C3 > 1]:
+        lo, hi = 0.0, 3.0
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if (1 + mid) * np.exp(mid) < c else (lo, mid)
+        total += lo * np.exp(lo) - c * lo
+    return total
+
+
+_XEXP_MIN = _xexp_min()
+
+
 def _x(n=3, **kw):
     return cp.Variable(n, name="x", **kw)
 
@@ -75,7 +91,7 @@ def _cases():
     case("neg:min")(lambda: (lambda x: P(cp.Minimize(cp.sum(cp.neg(x - C3)) + cp.sum_squares(x))))(_x()))
     case("huber:min")(lambda: (lambda x: P(cp.Minimize(cp.sum(cp.huber(x - C3, 0.5))), [cp.sum(x) == 0]))(_x()))
     case("logistic:min")(lambda: (lambda x: P(cp.Minimize(cp.sum(cp.logistic(x)) + cp.sum_squares(x - C3))))(_x()))
-    case("xexp:min")(lambda: (lambda x: P(cp.Minimize(cp.sum(cp.xexp(x)) - C3 @ x), [x >= 0]))(_x()))
+    case("xexp:min", _XEXP_MIN)(lambda: (lambda x: P(cp.Minimize(cp.sum(cp.xexp(x)) - C3 @ x), [x >= 0]))(_x()))
     case("kl_div:min")(lambda: (lambda x: P(cp.Minimize(cp.sum(cp.kl_div(x, np.array([0.2, 0.3, 0.5])))),
                                             [C3 @ x == 0.8]))(_x()))
     case("rel_entr:min")(lambda: (lambda x: P(cp.Minimize(cp.sum(cp.rel_entr(x, np.array([0.2, 0.3, 0.5])))),
@@ -88,7 +104,7 @@ def _cases():
     case("sum:min")(lambda: (lambda x: P(cp.Minimize(cp.sum(x) + cp.sum_squares(x))))(_x()))
     case("mean:min")(lambda: (lambda x: P(cp.Minimize(cp.square(cp.mean(x) - 1) + cp.sum_squares(x - C3))))(_x()))
     case("sum_squares:min")(lambda: (lambda x: P(cp.Minimize(cp.sum_squares(M23 @ x - C3[:2])), [cp.sum(x) == 1]))(_x()))
-    case("sum_squares:row")(lambda: (lambda x: P(cp.Minimize(C3 @ x), [cp.sum_squares(x) <= 1]))(_x()))
+    case("sum_squares:row", -np.sqrt(C3 @ C3))(lambda: (lambda x: P(cp.Minimize(C3 @ x), [cp.sum_squares(x) <= 1]))(_x()))
     case("norm:2")(lambda: (lambda x: P(cp.Minimize(cp.norm(M23 @ x - C3[:2], 2) + cp.sum(x)), _box(x)))(_x()))
     case("norm:row")(lambda: (lambda x: P(cp.Minimize(C3 @ x), [cp.norm(x, 2) <= 1]))(_x()))
     case("norm:fro")(lambda: (lambda X: P(cp.Minimize(cp.norm(X - M23, "fro") + cp.sum(X)), _box(X)))(
@@ -188,9 +204,12 @@ def _cases():
         "tr_inv": lambda: (lambda s: P(cp.Minimize(cp.tr_inv(s)), [cp.trace(s) <= 2]))(S()),
         "condition_number": lambda: (lambda s: P(cp.Minimize(cp.condition_number(s)), [s >> 0.1 * np.eye(2)]))(S()),
         "gen_lambda_max": lambda: (lambda s: P(cp.Minimize(cp.gen_lambda_max(s, np.eye(2))), [cp.trace(s) == 1]))(S()),
-        "von_neumann_entr": lambda: (lambda s: P(cp.Maximize(cp.von_neumann_entr(s)), [cp.trace(s) == 1]))(S()),
-        "quantum_rel_entr": lambda: (lambda s: P(cp.Minimize(cp.quantum_rel_entr(s, np.eye(2) / 2)), [cp.trace(s) == 1]))(S()),
-        "quantum_cond_entr": lambda: (lambda s: P(cp.Maximize(cp.quantum_cond_entr(s, (1, 2))), [cp.trace(s) == 1]))(S()),
+        "von_neumann_entr": lambda: (lambda s: P(cp.Maximize(cp.von_neumann_entr(cp.hermitian_wrap(s))),
+                                                 [cp.trace(s) == 1]))(S()),
+        "quantum_rel_entr": lambda: (lambda s: P(cp.Minimize(cp.quantum_rel_entr(cp.hermitian_wrap(s), np.eye(2) / 2)),
+                                                 [cp.trace(s) == 1]))(S()),
+        "quantum_cond_entr": lambda: (lambda s: P(cp.Maximize(cp.quantum_cond_entr(cp.hermitian_wrap(cp.kron(s, np.eye(2) / 2)),
+                                                                                   (2, 2))), [cp.trace(s) == 1]))(S()),
     }.items():
         out[f"{name}:matrix"] = (build, None)
 
@@ -205,7 +224,32 @@ def _cases():
         "gmatmul": lambda: (lambda p: P(cp.Minimize(cp.sum(cp.gmatmul(np.eye(2), p))), [p >= 1]))(pos()),
     }.items():
         out[f"{name}:dgp"] = (build, None)
-    return out
+    # --- variable attributes and CVXPY's transformation flags ------------------------------------------
+    V = lambda **kw: cp.Variable(3, name="v", **kw)  # noqa: E731
+    case("nonneg:attr")(lambda: P(cp.Minimize(_sq(V(nonneg=True), C3))))
+    case("nonpos:attr")(lambda: P(cp.Minimize(_sq(V(nonpos=True), C3))))
+    case("pos:attr")(lambda: P(cp.Minimize(_sq(V(pos=True), C3))))
+    case("bounds:attr")(lambda: P(cp.Minimize(_sq(V(bounds=[np.array([-1.0, -0.5, 0.0]), 1.0]), C3))))
+    for attr in ("boolean", "integer", "complex"):
+        out[f"{attr}:attr"] = ((lambda a: lambda: P(cp.Minimize(_sq(V(**{a: True}), C3))))(attr), None)
+    for attr in ("symmetric", "PSD", "diag"):
+        out[f"{attr}:attr"] = ((lambda a: lambda: P(cp.Minimize(_sq(cp.Variable((2, 2), name="W", **{a: True}),
+                                                                      np.eye(2)))))(attr), None)
+    out["gp:flag"] = (lambda: (lambda a, b: P(cp.Minimize(a * b + 1 / a), [a * b <= 4, a >= 0.5]))(
+        cp.Variable(pos=True, name="a"), cp.Variable(pos=True, name="b")), None, {"gp": True})
+    out["qcp:flag"] = (lambda: (lambda a: P(cp.Minimize(cp.ceil(a)), [a >= 0.5]))(cp.Variable(name="a")), None,
+                       {"qcp": True})
+    out["qcp=False:flag"] = (lambda: P(cp.Minimize(_sq(V(), C3))), "clarabel", {"qcp": False, "gp": False})
+    # a convex row whose relaxation needs bounds on the variables: refused without them, solved with them
+    case("log_sum_exp:row_boxed")(lambda: (lambda x: P(cp.Minimize(-cp.sum(x)), [cp.log_sum_exp(x) <= 1] + _box(x, 5)))(_x()))
+    case("xexp:min_boxed", _XEXP_MIN)(lambda: (lambda x: P(cp.Minimize(cp.sum(cp.xexp(x)) - C3 @ x), [x >= 0, x <= 3]))(_x()))
+    case("cummax:axis1")(lambda: (lambda X: P(cp.Minimize(cp.sum(cp.cummax(X - M23, axis=1)) + cp.sum_squares(X))))(X()))
+    case("dotsort:signed_w")(lambda: (lambda x: P(cp.Minimize(cp.dotsort(x - C3, np.array([2.0, -1.0, 0.5])) + cp.sum_squares(x))))(_x()))
+    case("dotsort:row")(lambda: (lambda x: P(cp.Minimize(-C3 @ x), [cp.dotsort(x, np.array([2.0, 1.0])) <= 1, x >= -1]))(_x()))
+    case("dotsort:maximised", None)(lambda: (lambda x: P(cp.Maximize(cp.dotsort(x, np.array([2.0, 1.0]))), [cp.abs(x) <= 1]))(_x()))
+    case("inv_prod:row")(lambda: (lambda x: P(cp.Minimize(cp.sum(x)), [cp.inv_prod(x) <= 8, x <= 4]))(_x()))
+    case("power:geo_mean")(lambda: (lambda x: P(cp.Maximize(cp.power(cp.geo_mean(x), 0.5)), [C3 @ x <= 1, x <= 2]))(_x()))
+    return {k: v if len(v) == 3 else (*v, {}) for k, v in out.items()}
 
 
 CASES = _cases()
@@ -225,7 +269,7 @@ def public_atoms():
 
 def reference(label):
     """The reference optimum of case ``label`` (Clarabel, or the hand-worked value); None for refused forms."""
-    build, ref = CASES[label]
+    build, ref, _ = CASES[label]
     if ref != "clarabel":
         return ref
     prob = build()
@@ -241,17 +285,23 @@ def run(label, method, ref, **options):
     relative, CVXPY's value at the loaded point agrees, every constraint holds to 1e-6), ``refused`` (a varopt error
     whose message names the atom), ``wrong``, ``unclear`` (a varopt error not naming the atom) or ``crash``."""
     from varopt.errors import VaroptError
-    build, _ = CASES[label]
+    build, _, flags = CASES[label]
     atom = atom_of(label)
     try:
         prob = build()
     except Exception as exc:  # the model cannot be built in this CVXPY
         return "n/a", f"{type(exc).__name__}: {exc}"
     try:
-        val = prob.solve(method=method, **options)
+        val = prob.solve(method=method, **flags, **options)
     except VaroptError as exc:
         msg = str(exc)
-        return ("refused" if atom in msg or atom.lower() in msg.lower() else "unclear"), msg
+        if atom in msg or atom.lower() in msg.lower():
+            return "refused", msg
+        if "gop takes" in msg or "use gop" in msg:  # majorize: names the term or row and the solver that takes it
+            return "refused", msg
+        if "bounds" in msg:     # a relaxation that needs finite bounds, naming the variables or the block
+            return "bounds", msg
+        return "unclear", msg
     except Exception as exc:
         return "crash", f"{type(exc).__name__}: {exc}"
     if ref is None:

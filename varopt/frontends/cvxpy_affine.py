@@ -71,7 +71,9 @@ def _cvxpy_classes():
 
 #: CVXPY atoms that its public functions build (the name a user looks for)
 _WRITTEN_BY = {"one_minus_pos": "cp.diff_pos", "eye_minus_inv": "cp.resolvent", "Prod": "cp.prod",
-               "MatrixFrac": "cp.matrix_frac"}
+               "MatrixFrac": "cp.matrix_frac", "lambda_max": "cp.lambda_max or cp.lambda_min",
+               "lambda_sum_largest": "cp.lambda_sum_largest or cp.lambda_sum_smallest",
+               "quantum_rel_entr": "cp.quantum_rel_entr or cp.quantum_cond_entr"}
 
 
 def _unsupported(expr, name):

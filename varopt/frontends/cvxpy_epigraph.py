@@ -106,10 +106,11 @@ class _EpigraphTracer:
             self.fail(expr, "dotsort with a non-constant second argument")
         z = self._flat(expr, ua)
         n = z.m
-        w = np.sort(np.asarray(self.const_value(wa), dtype=float).ravel())[::-1]
+        w = np.asarray(self.const_value(wa), dtype=float).ravel()
         if w.size > n:
             self.fail(expr, f"dotsort with more weights ({w.size}) than entries ({n})")
-        w = np.concatenate([w, np.zeros(n - w.size)])
+        # padded with zeros first (CVXPY's definition), then sorted: a negative weight sorts below the zeros
+        w = np.sort(np.concatenate([w, np.zeros(n - w.size)]))[::-1]
         one = np.zeros(n, dtype=np.int64)
         terms = [self.sum_largest_node(expr, z, float(k), one, 1).scale(w[k - 1] - w[k])
                  for k in range(1, n) if w[k - 1] > w[k]]
