@@ -89,3 +89,35 @@ def test_majorize_refusals_name_the_term_and_gop():
         cp.Problem(cp.Maximize(cp.sum(cp.entr(x))), [cp.sum(x) == 1]).solve(method="majorize")
     with pytest.raises(ModelStructureError, match=r"constraint 'c0' is nonlinear.*gop takes nonlinear constraints"):
         cp.Problem(cp.Minimize(C3 @ x), [cp.sum_squares(x) <= 1]).solve(method="majorize")
+
+
+def test_mixed_norm_row_closes_without_abs_rows_of_norm_columns():
+    """``mixed_norm(X, 2, 1) <= 1`` is ``norm1`` of the row norms' ``sqrt`` columns (>= 0): the ``abs`` rows of those
+    columns kept gop's tree at the time limit (user_limit after 20 s; the default has none). ``|t| = t`` for a
+    column the bounds keep >= 0."""
+    M = np.array([[1.0, 2.0], [-1.0, 0.5], [0.3, -2.0]])
+
+    def build():
+        X = cp.Variable((3, 2), name="X")
+        return cp.Problem(cp.Minimize(-cp.sum(cp.multiply(M, X))), [cp.mixed_norm(X, 2, 1) <= 1, cp.abs(X) <= 2])
+    ref = build().solve(solver="CLARABEL")
+    prob = build()
+    got = prob.solve(method="gop", time_limit=10)
+    assert prob.status == "optimal" and abs(got - ref) <= 1e-6 * max(1.0, abs(ref)), (prob.status, got, ref)
+    assert all(g.kind != "abs" for c in prob.varopt_program.constraints if c.name == "c0" for g in c.body.atoms)
+
+
+def test_norm1_of_declared_nonnegative_variables_is_their_sum():
+    x = cp.Variable(3, name="x", nonneg=True)
+    prob = cp.Problem(cp.Minimize(cp.norm1(x) + cp.sum_squares(x - C3)))
+    _agree(lambda: cp.Problem(cp.Minimize(cp.norm1(x) + cp.sum_squares(x - C3))))
+    prob.solve(method="gop")
+    assert not prob.varopt_program.objective.atoms or all(g.kind != "abs" for g in prob.varopt_program.objective.atoms)
+
+
+def test_logistic_row_refusal_names_both_methods():
+    x = cp.Variable(3, name="x")
+    prob = cp.Problem(cp.Minimize(-cp.sum(x)), [cp.sum(cp.logistic(x)) <= 2, cp.abs(x) <= 2])
+    with pytest.raises(ModelStructureError, match=r"nonlinear in the primal block.*the spatial tree \(mode='tree'\), "
+                                                  r"which takes nonlinear constraints, does not cover log-sum-exp"):
+        prob.solve(method="gop")

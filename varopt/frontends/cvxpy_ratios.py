@@ -174,15 +174,20 @@ class _RatioTracer:
 
     def _nonneg_entries(self, z):
         """Entries of the affine node ``z`` that the variables' declared lower bounds keep >= 0 (nonnegative
-        coefficients on user columns with finite lower bounds)."""
+        coefficients on columns with finite lower bounds: user columns, and the ``sqrt`` columns of 2-norms, which
+        are >= 0 by construction)."""
         lb = getattr(self, "user_lb", None)
         out = np.zeros(z.m, dtype=bool)
         if lb is None:
             return out
+        lb = np.concatenate([lb, np.full(self.n - lb.size, -np.inf)])
+        for cols, kind, _, _ in self.aux:
+            if kind == "sqrt":
+                lb[cols] = 0.0
         A = z.A.tocsr()
         for e in range(z.m):
             js, vs = A.indices[A.indptr[e]:A.indptr[e + 1]], A.data[A.indptr[e]:A.indptr[e + 1]]
-            if (js < lb.size).all() and (vs >= 0).all():
+            if (vs >= 0).all() and np.isfinite(lb[js]).all():
                 out[e] = float(vs @ lb[js]) + z.c[e] >= 0 if js.size else z.c[e] >= 0
         return out
 
