@@ -280,6 +280,32 @@ def _cases():
     for name, row in rows.items():
         out[f"{name}:row_in_box"] = ((lambda row: lambda: (lambda x: P(cp.Minimize(-(C4[:3] @ x)), [row(x)] + _box(x)))(
             _x()))(row), "clarabel")
+    # --- matrix variables in nonlinear atoms, with axes; Parameters inside atoms -------------------------
+    Xv = lambda: cp.Variable((2, 3), name="X")  # noqa: E731
+    mat = {
+        "exp": lambda X: cp.Minimize(cp.sum(cp.exp(X)) - cp.sum(cp.multiply(np.abs(M23), X))),
+        "log_sum_exp": lambda X: cp.Minimize(cp.sum(cp.log_sum_exp(X, axis=1)) - cp.sum(cp.multiply(M23, X)) / 4
+                                             + cp.sum_squares(X)),
+        "norm": lambda X: cp.Minimize(cp.sum(cp.norm(X - M23, 2, axis=0)) + 0.1 * cp.sum(X)),
+        "huber": lambda X: cp.Minimize(cp.sum(cp.huber(X - M23, 0.5))),
+        "max": lambda X: cp.Minimize(cp.sum(cp.max(X - M23, axis=0)) + cp.sum_squares(X)),
+        "sum_squares": lambda X: cp.Minimize(cp.sum_squares(X @ np.ones(3) - np.array([1.0, 2.0]))
+                                             + 0.1 * cp.sum_squares(X)),
+        "entr": lambda X: cp.Maximize(cp.sum(cp.entr(X)) + cp.sum(cp.multiply(M23, X))),
+        "square": lambda X: cp.Minimize(cp.sum(cp.square(X.T - M23.T))),
+        "abs": lambda X: cp.Minimize(cp.sum(cp.abs(X - M23)) + cp.sum_squares(X) / 10),
+    }
+    for name, obj in mat.items():
+        out[f"{name}:matrix_var"] = ((lambda obj: lambda: (lambda X: P(obj(X), [X >= -3, X <= 3]))(Xv()))(obj), "clarabel")
+    par = cp.Parameter  # a value set at build time, as a user sets it before solving
+    case("quad_form:parameter")(lambda: (lambda x, Pm: P(cp.Minimize(cp.quad_form(x, Pm) - C3 @ x)))(
+        _x(), par((3, 3), value=PSD3, PSD=True)))
+    case("huber:parameter")(lambda: (lambda x, Mp: P(cp.Minimize(cp.sum(cp.huber(x - C3, Mp)))))(
+        _x(), par(nonneg=True, value=0.3)))
+    case("sum_largest:parameter_data")(lambda: (lambda x, a: P(cp.Minimize(cp.sum_largest(x - a, 2) + cp.sum_squares(x))))(
+        _x(), par(3, value=C3)))
+    case("power:parameter_data")(lambda: (lambda x, a: P(cp.Minimize(cp.sum(cp.power(x, 3)) - a @ x), [x >= 0]))(
+        _x(), par(3, value=np.abs(C3))))
     return {k: v if len(v) == 3 else (*v, {}) for k, v in out.items()}
 
 

@@ -34,7 +34,9 @@ MAJORIZE_OK = {
     "quad_form:min", "matrix_frac:min", "vdot:min", "scalar_product:min", "real:min", "imag:min",
     "nonneg:attr", "nonpos:attr", "pos:attr", "bounds:attr", "qcp=False:flag",
 } | {f"{a}:row_in_box" for a in ("norm1", "norm_inf", "min", "max", "sum_largest", "sum_smallest", "cvar", "ptp", "tv",
-                                 "cummax", "dotsort", "scalene", "pos", "neg", "maximum", "minimum")} | {label for label in CASES if label.split(":")[1] in ("const", "vec", "mat") or (
+                                 "cummax", "dotsort", "scalene", "pos", "neg", "maximum", "minimum")} \
+  | {f"{a}:matrix_var" for a in ("log_sum_exp", "huber", "max", "sum_squares", "square", "abs")} \
+  | {"quad_form:parameter", "huber:parameter", "sum_largest:parameter_data"} | {label for label in CASES if label.split(":")[1] in ("const", "vec", "mat") or (
     label.endswith(":min") and atom_of(label) in (
         "cumsum", "diff", "conv", "convolve", "kron", "outer", "trace", "vec", "reshape", "transpose", "hstack",
         "vstack", "bmat", "concatenate", "stack", "upper_tri", "vec_to_upper_tri", "promote", "broadcast_to",

@@ -17,7 +17,7 @@ GOP_REFUSED = {"sin:min", "cos:min", "tan:min", "asin:min", "acos:min", "atan:mi
 #: majorize solves these (linear and convex quadratic terms, abs, linear rows); it refuses every other case
 MAJORIZE_OK = {"abs:min", "abs:row", "pow_int2:min", "pow_mutable_param:min", "quicksum:min", "sum_product:min",
                "LinearExpression:min", "Expression:min", "inequality:row", "tuple:row", "tuple_eq:row",
-               "Constraint.Skip:row", "deactivated:row", "two_objectives:min", "fixed:min"}
+               "Constraint.Skip:row", "deactivated:row", "two_objectives:min", "fixed:min", "abs:row_in_box"}
 
 
 def expected(label, method):
