@@ -107,14 +107,6 @@ def test_mixed_norm_row_closes_without_abs_rows_of_norm_columns():
     assert all(g.kind != "abs" for c in prob.varopt_program.constraints if c.name == "c0" for g in c.body.atoms)
 
 
-def test_norm1_of_declared_nonnegative_variables_is_their_sum():
-    x = cp.Variable(3, name="x", nonneg=True)
-    prob = cp.Problem(cp.Minimize(cp.norm1(x) + cp.sum_squares(x - C3)))
-    _agree(lambda: cp.Problem(cp.Minimize(cp.norm1(x) + cp.sum_squares(x - C3))))
-    prob.solve(method="gop")
-    assert not prob.varopt_program.objective.atoms or all(g.kind != "abs" for g in prob.varopt_program.objective.atoms)
-
-
 def test_logistic_row_refusal_names_both_methods():
     x = cp.Variable(3, name="x")
     prob = cp.Problem(cp.Minimize(-cp.sum(x)), [cp.sum(cp.logistic(x)) <= 2, cp.abs(x) <= 2])

@@ -150,10 +150,11 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
         return self.abs_node(self.lifted_arg(expr, expr.args[0]), shape)
 
     def abs_node(self, z, shape):
-        """``|z|`` per entry: ``abs`` rows, except for the entries the bounds keep >= 0 (``|u| = u``: a 2-norm's
-        column inside ``norm1``, as ``mixed_norm(X, 2, 1)`` writes it, where an ``abs`` row of the column sent gop's
-        tree after a sign the column cannot take)."""
-        nonneg = self._nonneg_entries(z) if z.m else np.zeros(0, dtype=bool)
+        """``|z|`` per entry: ``abs`` rows, except for the entries of 2-norms' columns (``|t| = t`` for ``t >= 0``:
+        ``norm1`` of row norms, as ``mixed_norm(X, 2, 1)`` writes it, where an ``abs`` row of the column sent gop's
+        tree after a sign the column cannot take). The user's own variables keep their ``abs`` rows even when declared
+        ``>= 0``: the L1 solvers (proxsg's working set, majorize's lift) read the penalty from them."""
+        nonneg = self._nonneg_entries(z, user_bounds=False) if z.m else np.zeros(0, dtype=bool)
         if not nonneg.any():
             return self.atom_node("abs", z, 1.0, shape)
         if nonneg.all():

@@ -172,15 +172,15 @@ class _RatioTracer:
         outer = ATOMS[power_kind(1.0 / p)]
         return self.atom_node(outer.kind, q, outer.sign, shape)
 
-    def _nonneg_entries(self, z):
-        """Entries of the affine node ``z`` that the variables' declared lower bounds keep >= 0 (nonnegative
-        coefficients on columns with finite lower bounds: user columns, and the ``sqrt`` columns of 2-norms, which
-        are >= 0 by construction)."""
+    def _nonneg_entries(self, z, user_bounds=True):
+        """Entries of the affine node ``z`` that the lower bounds keep >= 0 (nonnegative coefficients on columns with
+        finite lower bounds: user columns with declared bounds unless ``user_bounds`` is False, and the ``sqrt``
+        columns of 2-norms, which are >= 0 by construction)."""
         lb = getattr(self, "user_lb", None)
         out = np.zeros(z.m, dtype=bool)
         if lb is None:
             return out
-        lb = np.concatenate([lb, np.full(self.n - lb.size, -np.inf)])
+        lb = np.concatenate([lb if user_bounds else np.full(lb.size, -np.inf), np.full(self.n - lb.size, -np.inf)])
         for cols, kind, _, _ in self.aux:
             if kind == "sqrt":
                 lb[cols] = 0.0

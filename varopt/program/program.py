@@ -106,9 +106,9 @@ class Program:
             if not epigraph_ok:
                 raise ModelStructureError(
                     f"{solver} does not support the term '{a.term}': max, maximum, pos, norm_inf, sum_largest, "
-                    "huber, cummax and dotsort (and their concave mirrors min, minimum, neg, sum_smallest) are compiled as epigraph "
-                    "columns with inequality rows, which this solver does not take; use gop (or majorize, which "
-                    "takes them)")
+                    "huber, cummax and dotsort (and their concave mirrors min, minimum, neg, sum_smallest) are "
+                    "compiled as epigraph columns with inequality rows, which this solver does not take; use gop (or "
+                    "majorize, which takes them)")
         else:
             return
         if self.aux:
