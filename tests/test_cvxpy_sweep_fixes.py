@@ -113,3 +113,12 @@ def test_logistic_row_refusal_names_both_methods():
     with pytest.raises(ModelStructureError, match=r"nonlinear in the primal block.*the spatial tree \(mode='tree'\), "
                                                   r"which takes nonlinear constraints, does not cover log-sum-exp"):
         prob.solve(method="gop")
+
+
+def test_unbounded_convex_objective_is_a_model_error_naming_the_variables():
+    """``min sum(exp(x)) - c x`` with a negative ``c_i`` is unbounded below; gop raised ``SolverBugError`` (an internal
+    invariant) "a non-connected primal variable ... has a nonzero Lagrangian gradient"."""
+    x = cp.Variable(3, name="x")
+    with pytest.raises(ModelStructureError, match=r"unbounded below in the primal variable\(s\) x\[0\], x\[1\], "
+                                                  r"x\[2\].*declare bounds"):
+        cp.Problem(cp.Minimize(cp.sum(cp.exp(x)) - C3 @ x)).solve(method="gop")
