@@ -5,10 +5,6 @@
 objective is ``m.o``; ``ref`` is ``"scip"`` (SCIP through ``scip_direct``, gap 1e-9), a number worked out by hand,
 or None for forms that must be refused (the label's first part, or the text after ``~``, must be in the message).
 """
-import math
-
-import numpy as np
-
 import pyomo.environ as pyo
 
 C3 = [0.5, -1.0, 2.0]
@@ -32,7 +28,7 @@ def _max(m, e):
 
 
 def _sq(m):
-    return sum((m.x[i] - C3[i]) ** 2 for m_i in [0] for i in m.I)
+    return sum((m.x[i] - C3[i]) ** 2 for i in m.I)
 
 
 def _cases():

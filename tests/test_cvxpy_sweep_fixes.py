@@ -122,3 +122,17 @@ def test_unbounded_convex_objective_is_a_model_error_naming_the_variables():
     with pytest.raises(ModelStructureError, match=r"unbounded below in the primal variable\(s\) x\[0\], x\[1\], "
                                                   r"x\[2\].*declare bounds"):
         cp.Problem(cp.Minimize(cp.sum(cp.exp(x)) - C3 @ x)).solve(method="gop")
+
+
+def test_ipsa_takes_a_lower_bound_on_a_concave_body():
+    """``log(x) >= 0.5`` is the convex row ``-log(x) <= -0.5``; ipsa refused every lower bound on a nonlinear body
+    as "non-convex". Its point is feasible (ipsa is a stochastic method: ``user_limit`` at its pass limit, not the
+    optimum), and a lower bound on a convex body stays refused."""
+    x = cp.Variable(3, name="x")
+    prob = cp.Problem(cp.Minimize(cp.sum(x)), [cp.log(x) >= 0.5])
+    ref = 3 * np.exp(0.5)
+    got = prob.solve(method="ipsa", seed=0)
+    assert prob.status in ("optimal", "optimal_inaccurate", "user_limit"), prob.status
+    assert float(np.max(prob.constraints[0].violation())) <= 1e-9 and got >= ref - 1e-9, (got, ref)
+    with pytest.raises(ModelStructureError, match="lower bound on a nonlinear body that is not concave"):
+        cp.Problem(cp.Minimize(cp.sum(x)), [cp.sum_squares(x) >= 1, x >= 0]).solve(method="ipsa")
