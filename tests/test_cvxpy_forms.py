@@ -78,7 +78,7 @@ def test_user_forms_equal_clarabel_with_gop(name):
 
 
 @pytest.mark.parametrize("build, fragment", [
-    (lambda x: cp.Minimize(cp.dotsort(x - 1, np.array([3.0, 1.0]))), "the atom `dotsort` is not supported"),
+    (lambda x: cp.Minimize(cp.sum(cp.cumprod(x))), "the atom `cumprod` is not supported"),
     (lambda x: cp.Maximize(cp.log_det(cp.diag(x + 2))), "the atom `log_det` is not supported"),
 ])
 def test_atoms_outside_the_catalogue_are_refused_by_name(build, fragment):

@@ -548,8 +548,8 @@ def test_unsupported_constraints_named(cons, match):
 def test_unsupported_atoms_named():
     w = cp.Variable(D)
     # (huber is an epigraph column with a square row, which majorize takes: tests/test_cvxpy_epigraph.py)
-    with pytest.raises(ModelStructureError, match="the atom `dotsort` is not supported"):
-        cp.Problem(cp.Minimize(logit(w) + cp.dotsort(w, np.array([2.0, 1.0])))).solve(method="majorize")
+    with pytest.raises(ModelStructureError, match="the atom `cumprod` is not supported"):
+        cp.Problem(cp.Minimize(logit(w) + cp.sum(cp.cumprod(w)))).solve(method="majorize")
     with pytest.raises(ModelStructureError, match="'xlogx' atom"):
         cp.Problem(cp.Minimize(logit(w) - cp.sum(cp.entr(w))), [w >= 0]).solve(method="majorize")
     with pytest.raises(ModelStructureError, match="concave quadratic"):

@@ -69,6 +69,38 @@ def _cvxpy_classes():
     return Variable, Constant, Parameter, AffAtom
 
 
+#: CVXPY atoms that its public functions build (the name a user looks for)
+_WRITTEN_BY = {"one_minus_pos": "cp.diff_pos", "eye_minus_inv": "cp.resolvent", "Prod": "cp.prod",
+               "MatrixFrac": "cp.matrix_frac", "lambda_max": "cp.lambda_max or cp.lambda_min",
+               "lambda_sum_largest": "cp.lambda_sum_largest or cp.lambda_sum_smallest",
+               "quantum_rel_entr": "cp.quantum_rel_entr or cp.quantum_cond_entr"}
+
+
+def _unsupported(expr, name):
+    """The refusal of an atom no varopt solver takes: its name, the CVXPY function that builds it, and why (its class
+    in CVXPY's own rules: a semidefinite-cone atom, a log-log (DGP) or quasiconvex (DQCP) one)."""
+    from cvxpy.atoms import PSD_ATOMS
+
+    def atom_is(test):
+        try:
+            return bool(getattr(expr, test)())
+        except Exception:  # an atom without the test (or one that needs its arguments' signs)
+            return False
+    shown = f"`{name}`" + (f" (built by {_WRITTEN_BY[name]})" if name in _WRITTEN_BY else "")
+    if isinstance(expr, tuple(PSD_ATOMS)):
+        why = "it needs a semidefinite cone, which no varopt solver handles"
+    elif not (atom_is("is_atom_convex") or atom_is("is_atom_concave")) and (
+            atom_is("is_atom_log_log_convex") or atom_is("is_atom_log_log_concave")):
+        why = "it is a log-log (DGP, gp=True) atom, not a function varopt compiles"
+    elif not (atom_is("is_atom_convex") or atom_is("is_atom_concave")) and (
+            atom_is("is_atom_quasiconvex") or atom_is("is_atom_quasiconcave")):
+        why = "it is a quasiconvex/quasiconcave (DQCP, qcp=True) atom, not a function varopt compiles"
+    else:
+        why = "varopt has no rule for it"
+    return (f"the atom {shown} is not supported by any varopt solver: {why}; solve this problem with one of CVXPY's "
+            "solvers (prob.solve()), or write it with the atoms varopt.frontends.cvxpy_compile lists")
+
+
 class _AffineTracer:
     """Tree walk over CVXPY expressions; subclasses add products and nonlinear atoms."""
 
@@ -204,8 +236,7 @@ class _AffineTracer:
             return self._selection(expr, shape)
         if isinstance(expr, self._AffAtom) and expr.is_atom_affine():
             return self._probe(expr, shape)
-        self.fail(expr, f"the atom `{name}` is not supported by varopt "
-                  "(see varopt.frontends.cvxpy_compile for the recognised atoms)")
+        self.fail(expr, _unsupported(expr, name))
 
     def args(self, expr):
         return [self.trace(a) for a in expr.args]

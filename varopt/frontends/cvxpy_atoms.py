@@ -107,6 +107,10 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
             return self.trace(expr.args[0])
         if p == 0:
             return self.const_node(shape, 1.0)
+        if type(expr.args[0]).__name__ in ("GeoMean", "GeoMeanApprox"):
+            # geo_mean(x)^p is the root column of the mean's tree to one combined power (cp.inv_prod(x) is
+            # CVXPY's power(geo_mean(x), -n)): no column for the mean itself
+            return self._geo_mean(expr.args[0], shape, outer=p)
         if p == 0.5:
             return self.sqrt_node(expr, self.trace(expr.args[0]), shape)
         if p != 2:
@@ -143,12 +147,25 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
         return self.atom_node("exp", self.affine_arg(expr, expr.args[0]), 1.0, shape)
 
     def _abs(self, expr, shape):
-        return self.atom_node("abs", self.lifted_arg(expr, expr.args[0]), 1.0, shape)
+        return self.abs_node(self.lifted_arg(expr, expr.args[0]), shape)
+
+    def abs_node(self, z, shape):
+        """``|z|`` per entry: ``abs`` rows, except for the entries of 2-norms' columns (``|t| = t`` for ``t >= 0``:
+        ``norm1`` of row norms, as ``mixed_norm(X, 2, 1)`` writes it, where an ``abs`` row of the column sent gop's
+        tree after a sign the column cannot take). The user's own variables keep their ``abs`` rows even when declared
+        ``>= 0``: the L1 solvers (proxsg's working set, majorize's lift) read the penalty from them."""
+        nonneg = self._nonneg_entries(z, user_bounds=False) if z.m else np.zeros(0, dtype=bool)
+        if not nonneg.any():
+            return self.atom_node("abs", z, 1.0, shape)
+        if nonneg.all():
+            return _Node(shape, self.n, z.A, z.c)
+        keep = _diagonal(nonneg.astype(float))
+        return _add([z.apply(keep, shape), self.atom_node("abs", z, (~nonneg).astype(float), shape)], shape)
 
     def _norm1(self, expr, shape):
         z = self.lifted_arg(expr, expr.args[0])
         S = _group_matrix(*_axis_groups(z.shape, getattr(expr, "axis", None)))
-        return self.atom_node("abs", z, 1.0, z.shape).apply(S, shape)
+        return self.abs_node(z, z.shape).apply(S, shape)
 
     def _pnorm(self, expr, shape):
         """``norm(u, 2)``, ``norm2``, ``norm(U, 'fro')`` (``pnorm`` with ``p = 2``, any axis):

@@ -6,7 +6,9 @@
 * ``norm_inf(u, axis)`` (also ``norm(u, 'inf')``): ``t >= u_i``, ``t >= -u_i``;
 * ``sum_largest(u, k, axis)``: ``k t + sum_i s_i`` with ``s_i >= u_i - t``, ``s_i >= 0``; ``sum_smallest`` as its
   negative; ``k >= `` the entry count is the plain sum;
-* ``huber(u, M)``: ``s^2 + 2 M r`` with ``r >= |u - s|`` (``s`` free).
+* ``huber(u, M)``: ``s^2 + 2 M r`` with ``r >= |u - s|`` (``s`` free);
+* ``cummax(u, axis)``: one column per entry, the maximum of its prefix along ``axis``;
+* ``dotsort(u, w)`` (constant ``w``): ``sum_k (w_k - w_{k+1}) sum_largest(u, k) + w_n sum(u)`` over the sorted ``w``.
 
 The pieces are traced nodes (any recognised expression; the rows ``piece - t <= 0`` are then what the solver sees).
 Each column's rows are recorded in :attr:`epi_rows` for the compiler, which checks the convex position of every
@@ -83,6 +85,39 @@ class _EpigraphTracer:
         pos, m_out = _axis_groups(z.shape, getattr(expr, "axis", None))
         return self.epi_max(expr, _stack([z, z.scale(-1.0)]), np.concatenate([pos, pos]), m_out, shape, floor=0.0)
 
+    def _cummax(self, expr, shape):
+        """``cummax(u, axis)_k = max(u_0, ..., u_k)`` along ``axis``: one epigraph column per entry, the maximum of its
+        prefix (rows ``u_j - t_k <= 0``, ``j <= k``)."""
+        z = self._flat(expr, expr.args[0])
+        if not z.shape:
+            return z
+        idx = np.moveaxis(np.arange(z.m).reshape(z.shape, order="F"), int(expr.axis or 0), 0)
+        src = np.concatenate([idx[j].ravel() for k in range(idx.shape[0]) for j in range(k + 1)])
+        pos = np.concatenate([idx[k].ravel() for k in range(idx.shape[0]) for j in range(k + 1)])
+        sel = sp.csr_matrix((np.ones(src.size), (np.arange(src.size), src)), shape=(src.size, z.m))
+        return self.epi_max(expr, z.apply(sel, (src.size,)), pos, z.m, shape)
+
+    def _dotsort(self, expr, shape):
+        """``dotsort(u, w) = <sort(u), sort(w)>`` (both descending, ``w`` padded with zeros) as the nonnegative
+        combination ``sum_k (w_k - w_{k+1}) sum_largest(u, k) + w_n sum(u)`` (Abel summation of the sorted sums), each
+        ``sum_largest`` the epigraph columns above: exact where it is minimised, as every convex epigraph atom."""
+        ua, wa = expr.args
+        if self.has_vars(wa):
+            self.fail(expr, "dotsort with a non-constant second argument")
+        z = self._flat(expr, ua)
+        n = z.m
+        w = np.asarray(self.const_value(wa), dtype=float).ravel()
+        if w.size > n:
+            self.fail(expr, f"dotsort with more weights ({w.size}) than entries ({n})")
+        # padded with zeros first (CVXPY's definition), then sorted: a negative weight sorts below the zeros
+        w = np.sort(np.concatenate([w, np.zeros(n - w.size)]))[::-1]
+        one = np.zeros(n, dtype=np.int64)
+        terms = [self.sum_largest_node(expr, z, float(k), one, 1).scale(w[k - 1] - w[k])
+                 for k in range(1, n) if w[k - 1] > w[k]]
+        if w[-1] != 0:
+            terms.append(z.apply(_group_matrix(one, 1), (1,)).scale(w[-1]))
+        return _reshaped(_add(terms, (1,)) if terms else self.const_node((1,), 0.0), shape)
+
     def _sum_largest(self, expr, shape, sign=1.0):
         z = self._flat(expr, expr.args[0])
         k = float(np.asarray(expr.k.value if hasattr(expr.k, "value") else expr.k))
@@ -93,7 +128,11 @@ class _EpigraphTracer:
             raise InputDataError(f"{self.where}: `{_public(str(expr))}` needs a positive k, got {k!r}")
         if k >= size:  # every entry counts: the sum (the LP below would be unbounded in t for k > size)
             return z.apply(S, shape).scale(sign)
-        u = z.scale(sign)
+        return _reshaped(self.sum_largest_node(expr, z.scale(sign), k, pos, m_out), shape).scale(sign)
+
+    def sum_largest_node(self, expr, u, k, pos, m_out):
+        """``sum_largest`` of the entries ``u_i`` with ``pos_i = g``, per output entry ``g`` (``k`` below the group
+        size): ``k t_g + sum_i s_i`` with the epigraph columns ``t``, ``s``."""
         u = _reshaped(u, (u.m,))
         cols = self._epi_columns(m_out, "kth", u, expr, pos, kth=k)
         t = self._columns_node(cols, (m_out,))
@@ -102,7 +141,7 @@ class _EpigraphTracer:
                      (pos.size,))
         pieces = _stack([_add([u, tp.scale(-1.0)], (u.m,)), _Node((u.m,), self.n)])
         s = self.epi_max(expr, pieces, np.tile(np.arange(u.m), 2), u.m, (u.m,), exempt=cols.tolist())
-        return _reshaped(_add([t.scale(k), s.apply(S, (m_out,))], (m_out,)), shape).scale(sign)
+        return _add([t.scale(k), s.apply(_group_matrix(pos, m_out), (m_out,))], (m_out,))
 
     def _huber(self, expr, shape):
         z = self._flat(expr, expr.args[0])

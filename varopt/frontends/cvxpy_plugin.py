@@ -79,6 +79,7 @@ def solve_problem(prob, name, *args, **options):
         raise InvalidOptionError(f"varopt solver {name!r} takes keyword options only, got positional {args!r}")
     if "solver" in options:
         raise InvalidOptionError(f"method={name!r} selects the varopt solver; do not also pass solver=")
+    _cvxpy_transform_flags(name, options)
     solver = registry.get_solver(name)
     if "verbose" in options and "verbose" not in solver.options.names():
         options.pop("verbose")
@@ -144,6 +145,28 @@ def solve_problem(prob, name, *args, **options):
     # solver's objective is not the model at a point: klprox (-ELBO at the posterior, the model at
     # its mean) and the energy solvers (free energy; the variables stay unassigned, prob.value None)
     return value
+
+
+#: CVXPY's ``prob.solve`` flags that ask for a transformation of the problem before a cone solver sees it
+_TRANSFORMS = {
+    "gp": "CVXPY's log-log transformation of a geometric program (DGP, Agrawal, Xu & Boyd 2019)",
+    "qcp": "CVXPY's bisection over a quasiconvex program (DQCP, Agrawal & Boyd 2020)",
+}
+
+
+def _cvxpy_transform_flags(name, options):
+    """Refuse ``gp=True`` and ``qcp=True`` by name (``False``, CVXPY's default, is dropped): varopt compiles the
+    problem as written, and its products, ratios and powers of variables are solved as such (gop globally), which is
+    not what a user who asked for the transformation expects to be told silently."""
+    from ..errors import ModelStructureError
+    for flag, what in _TRANSFORMS.items():
+        if flag in options and not bool(options[flag]):
+            options.pop(flag)
+        elif flag in options:
+            raise ModelStructureError(
+                f"method={name!r} with {flag}=True: varopt's solvers do not apply {what}; they compile the problem "
+                f"as written. Solve it with a CVXPY solver (prob.solve({flag}=True)), or drop {flag}=True to solve "
+                "the problem as written (gop takes products, ratios and powers of variables)")
 
 
 @functools.cache

@@ -93,8 +93,9 @@ class _RatioTracer:
         return self._columns_node(cols, shape)
 
     # --- geometric means --------------------------------------------------------------
-    def _geo_mean(self, expr, shape):
-        """``geo_mean(x, p)`` as a balanced tree of ``sqrt`` columns (module docstring)."""
+    def _geo_mean(self, expr, shape, outer=1.0):
+        """``geo_mean(x, p)`` as a balanced tree of ``sqrt`` columns (module docstring); ``geo_mean(x, p)^outer``
+        (``inv_prod(x) = geo_mean(x)^(-n)``) as one power ``r^(outer 2^m / D)`` of the tree's root ``r >= 0``."""
         if getattr(expr, "axis", None) is not None:
             self.fail(expr, "geo_mean with an axis (write one geo_mean per slice)")
         z = self.affine_arg(expr, expr.args[0])
@@ -133,9 +134,12 @@ class _RatioTracer:
                 nxt.append(key)
             leaves = nxt
         root = nodes[leaves[0]]
-        if size == D:
+        p = outer * size / D
+        if p == 1:
             return _Node(shape, self.n, root.A, root.c, root.Q, root.rows, root.lse)
-        kern = ATOMS[power_kind(size / D)]
+        if p == 2:
+            return self.atom_node("square", root, 1.0, shape)
+        kern = ATOMS[power_kind(p)]
         return self.atom_node(kern.kind, root, kern.sign, shape)
 
     _GeoMean = _geo_mean
@@ -168,17 +172,22 @@ class _RatioTracer:
         outer = ATOMS[power_kind(1.0 / p)]
         return self.atom_node(outer.kind, q, outer.sign, shape)
 
-    def _nonneg_entries(self, z):
-        """Entries of the affine node ``z`` that the variables' declared lower bounds keep >= 0 (nonnegative
-        coefficients on user columns with finite lower bounds)."""
+    def _nonneg_entries(self, z, user_bounds=True):
+        """Entries of the affine node ``z`` that the lower bounds keep >= 0 (nonnegative coefficients on columns with
+        finite lower bounds: user columns with declared bounds unless ``user_bounds`` is False, and the ``sqrt``
+        columns of 2-norms, which are >= 0 by construction)."""
         lb = getattr(self, "user_lb", None)
         out = np.zeros(z.m, dtype=bool)
         if lb is None:
             return out
+        lb = np.concatenate([lb if user_bounds else np.full(lb.size, -np.inf), np.full(self.n - lb.size, -np.inf)])
+        for cols, kind, _, _ in self.aux:
+            if kind == "sqrt":
+                lb[cols] = 0.0
         A = z.A.tocsr()
         for e in range(z.m):
             js, vs = A.indices[A.indptr[e]:A.indptr[e + 1]], A.data[A.indptr[e]:A.indptr[e + 1]]
-            if (js < lb.size).all() and (vs >= 0).all():
+            if (vs >= 0).all() and np.isfinite(lb[js]).all():
                 out[e] = float(vs @ lb[js]) + z.c[e] >= 0 if js.size else z.c[e] >= 0
         return out
 

@@ -203,6 +203,34 @@ def the_objective(model):
     return objs[0]
 
 
+def _refuse_dropped_components(model):
+    """Refuse the active components that are constraints but not ``Constraint`` objects: SOS constraints (Pyomo's
+    ``Piecewise`` writes SOS2 sets with its default ``pw_repn``) and GDP disjunctions (their constraints sit in
+    ``Disjunct`` blocks, which a walk over ``Constraint`` data never enters). Dropping either would solve a
+    relaxation of the user's model and report it as the optimum."""
+    import pyomo.environ as pyo
+    from pyomo.core.base.block import Block
+
+    for sos in model.component_data_objects(pyo.SOSConstraint, active=True, descend_into=True):
+        raise ModelStructureError(
+            f"model '{model.name}': SOS constraint '{sos.name}' is not supported (Pyomo's Piecewise writes SOS2 "
+            "constraints with its default pw_repn='SOS2'; no varopt solver takes them, and dropping it would solve a "
+            "relaxation): write the function as an expression (x**2, exp(x), abs(x), ...) or use a MINLP solver")
+    try:
+        from pyomo.gdp import Disjunct, Disjunction
+    except ImportError:  # pragma: no cover - pyomo.gdp ships with Pyomo
+        return
+    for ctype in (Disjunction, Disjunct):
+        for d in model.component_data_objects(ctype, active=True, descend_into=(Block, Disjunct)):
+            if ctype is Disjunct and d.indicator_var.fixed and not d.indicator_var.value:
+                continue   # a disjunct fixed off (a transformed or deactivated alternative)
+            raise ModelStructureError(
+                f"model '{model.name}': GDP {ctype.__name__} '{d.name}' is not supported: no varopt solver takes "
+                "logical disjunctions (their constraints would be dropped, solving a relaxation), and the "
+                "gdp.bigm/gdp.hull transformations introduce binary variables, which the continuous solvers refuse; "
+                "use a MINLP solver, or fix the choice and solve each alternative")
+
+
 def compile_pyomo(model):
     """Compile the active objective and constraints of ``model``; return ``(Program, PyomoMapping)``.
 
@@ -212,6 +240,7 @@ def compile_pyomo(model):
     import pyomo.environ as pyo
 
     obj = the_objective(model)
+    _refuse_dropped_components(model)
     cons = list(model.component_data_objects(pyo.Constraint, active=True, descend_into=True))
 
     walker = _Walker()

@@ -159,7 +159,10 @@ class _Walker(PowerRules, _Leaves):
             all_const = False
         if all_const:
             return self._eval(node)
-        name = node.getname() if hasattr(node, "getname") else type(node).__name__
+        try:
+            name = node.getname()
+        except (AttributeError, NotImplementedError):  # relational expressions (Expr_if's IF) have no getname()
+            name = type(node).__name__
         raise _Unsupported(node, f"the operation '{name}' of variables is not supported")
 
     # --- operations -----------------------------------------------------------------

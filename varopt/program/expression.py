@@ -299,6 +299,14 @@ class Expression:
             if getattr(g, "A2", None) is not None:
                 require_finite(f"{where}: {kind} second affine data", g.A2, g.b2)
 
+    def scaled(self, k: float) -> "Expression":
+        """``k e`` (new arrays where the signs change; ``e`` is left as it is): a row ``h >= lo`` as ``-h <= -lo``."""
+        import dataclasses
+        q = self.quadratic
+        return Expression(self.n, k * self.constant, k * self.linear, QuadraticTerms(q.i, q.j, k * q.v, q.n),
+                          [dataclasses.replace(g, coef=k * g.coef) for g in self.atoms],
+                          [dataclasses.replace(g, coef=k * g.coef) for g in self.lse])
+
     def copy(self) -> "Expression":
         import copy
         return copy.deepcopy(self)

@@ -105,10 +105,10 @@ class Program:
                 break
             if not epigraph_ok:
                 raise ModelStructureError(
-                    f"{solver} does not support the term '{a.term}': max, maximum, pos, norm_inf, sum_largest and "
-                    "huber (and their concave mirrors min, minimum, neg, sum_smallest) are compiled as epigraph "
-                    "columns with inequality rows, which this solver does not take; use gop (or majorize, which "
-                    "takes them)")
+                    f"{solver} does not support the term '{a.term}': max, maximum, pos, norm_inf, sum_largest, "
+                    "huber, cummax and dotsort (and their concave mirrors min, minimum, neg, sum_smallest) are "
+                    "compiled as epigraph columns with inequality rows, which this solver does not take; use gop (or "
+                    "majorize, which takes them)")
         else:
             return
         if self.aux:

@@ -76,14 +76,6 @@ class ObjectiveRows:
                 for t, k, _, _, _ in self.rows]
 
 
-def _scaled(e: Expression, k: float) -> Expression:
-    """``k e`` (new arrays where the signs change; ``e`` is left as it is)."""
-    q = e.quadratic
-    return Expression(e.n, k * e.constant, k * e.linear, QuadraticTerms(q.i, q.j, k * q.v, q.n),
-                      [dataclasses.replace(g, coef=k * g.coef) for g in e.atoms],
-                      [dataclasses.replace(g, coef=k * g.coef) for g in e.lse])
-
-
 def ge_rows_as_le(program: Program):
     """``program`` with every one-sided row ``h(z) >= lo`` whose body is nonlinear within a variable (a square
     or an atom: never affine in each block) written as ``-h(z) <= -lo``, or None when there is none.
@@ -95,7 +87,7 @@ def ge_rows_as_le(program: Program):
     for c in program.constraints:
         q = c.body.quadratic
         if np.isfinite(c.lo) and c.hi == np.inf and (c.body.atoms or c.body.lse or np.any(q.i == q.j)):
-            cons.append(Constraint(c.name, _scaled(c.body, -1.0), -np.inf, -c.lo))
+            cons.append(Constraint(c.name, c.body.scaled(-1.0), -np.inf, -c.lo))
             hit = True
         else:
             cons.append(c)

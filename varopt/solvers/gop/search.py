@@ -29,6 +29,7 @@ from .primal import feasibility_primal, solve_primal
 from .relax import interval_lower_bound
 from .relaxed_dual import RDModel, _pad, dense_rows, solve_batch
 from .symmetry import order_box
+from .unbounded import Unbounded
 
 
 #: box-term coefficients of the node columns below this magnitude are rounded down (:meth:`GopSearch._box_terms`)
@@ -387,8 +388,11 @@ class GopSearch:
         chi = np.where(np.isinf(chi) & (np.abs(gnc) <= tiny), 0.0, chi)
         base_const = const + float(np.sum(np.minimum(clo, chi)))
         if not np.isfinite(base_const):
-            raise SolverBugError("GOP: a non-connected primal variable without finite bounds has a nonzero "
-                                 "Lagrangian gradient; declare bounds on the primal variables")
+            # the user's model, not an invariant: min sum(exp(x)) + x over a free x (unbounded below) gets here; an
+            # Unbounded lets the solver look for a certificate ray and otherwise names the missing bounds
+            bad = [self.program.names[bm.xi[int(j)]] for j in nonconn[~np.isfinite(np.minimum(clo, chi))]][:5]
+            raise Unbounded(f"GOP: the Lagrangian is unbounded below in the primal variable(s) {', '.join(bad)}, "
+                            "which have no finite bounds (the model may be unbounded); declare bounds on them")
         ny, ncol = bm.ny, self.ncol
         c = conn.size
         Q = np.zeros((c, ncol))

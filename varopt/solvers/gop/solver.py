@@ -235,6 +235,12 @@ class GopSolver(Solver):
                 if mode == "tree":
                     raise InvalidOptionError(f"option mode='tree': the McCormick relaxation does not cover {e}; "
                                              f"use mode='gop'") from None
+                row_err = primal_row_error(program, _primal_mask(program.n, part))
+                if row_err is not None:
+                    # neither method applies (sum(logistic(x)) <= 2): say both reasons, not only the iteration's
+                    # "nonlinear in the primal block" about a convex row the user expects a convex solver to take
+                    raise ModelStructureError(f"{row_err}; the spatial tree (mode='tree'), which takes nonlinear "
+                                              f"constraints, does not cover {e}") from None
             # auto: the iteration where it is strong (ELBOs with multiplied atom rows; convex
             # programs, which are one primal problem when no variable is connected)
             # (not for rows GOP's primal problems cannot take: a convex ``x**2 + y**2 <= 2`` with no connected

@@ -187,9 +187,14 @@ class ConstraintSet:
                 linear.append(body)
                 continue
             if np.isfinite(c.lo):
-                raise ModelStructureError(
-                    f"constraint {c.name!r}: a lower bound on a nonlinear body gives a non-convex constraint "
-                    "c(x) = lo - body(x) <= 0 (ipsa requires convex c)")
+                neg = body.scaled(-1.0)
+                if np.isfinite(c.hi) or not _expression_is_convex(neg):
+                    raise ModelStructureError(
+                        f"constraint {c.name!r}: a lower bound on a nonlinear body that is not concave gives a "
+                        "non-convex constraint c(x) = lo - body(x) <= 0 (ipsa requires convex c)")
+                # lo <= body with a concave body (log(x) >= 0.5, sum(entr(x)) >= 1): -body <= -lo, convex
+                self.nonlinear.append((c.name, _Body(neg), -float(c.lo)))
+                continue
             if not _expression_is_convex(body):
                 raise ModelStructureError(
                     f"constraint {c.name!r} is not convex: its body contains {_offending_term(body)}; "

@@ -60,8 +60,9 @@ def _check_atoms(program):
     for a in obj.atoms:
         if not ATOMS[a.kind].quadratic:
             raise ModelStructureError(
-                f"majorize: {oname!r} has a {a.kind!r} atom ({len(a)} row(s)); only log-sum-exp (partition "
-                "function) terms, linear terms and convex quadratic regularizers are log-linear/quadratic")
+                f"majorize: {oname!r} has a {a.kind!r} atom, terms {ATOMS[a.kind].text.format(u='u', v='v')} "
+                f"({len(a)} row(s)); only log-sum-exp (partition function) terms, linear terms and convex quadratic "
+                "regularizers are log-linear/quadratic; gop takes such terms")
         if (a.mult >= 0).any():
             r = int(np.flatnonzero(a.mult >= 0)[0])
             raise ModelStructureError(
@@ -196,7 +197,7 @@ class MajorizeModel:
             if not c.body.is_linear:
                 raise ModelStructureError(
                     f"majorize: constraint {c.name!r} is nonlinear; Algorithm 2 needs a convex set Lambda given by "
-                    "linear constraints and bounds")
+                    "linear constraints and bounds (gop takes nonlinear constraints)")
         self.A, self.lo, self.hi, _ = program.linear_constraints()
         for nm, arr in (("constraint matrix", self.A), ("variable lower bounds", program.lb),
                         ("variable upper bounds", program.ub)):
