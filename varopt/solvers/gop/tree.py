@@ -410,6 +410,7 @@ class GopTree:
         if found is not None:
             UB, best = found
             run.incumbent(best, objective=UB, upper=UB)
+            self._cone_cuts_at(best)
         if opts.bound_tightening:
             tl = run.time_limit
             # under a time limit the root OBBT gets a share of the time left: on a 300-variable NMF its ~600 LPs
@@ -540,6 +541,7 @@ class GopTree:
                     if found is not None and found[0] < UB:
                         UB, best = found
                         run.incumbent(best, objective=UB, upper=UB)
+                        self._cone_cuts_at(best)
                     tol = self._tol(UB)
                     empty = False
                     if val < UB - tol and math.isfinite(UB):
@@ -608,6 +610,13 @@ class GopTree:
             self._stop_open(f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node relaxations "
                             "could not be solved); the point is feasible and the bounds are valid", "numerical")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
+
+    def _cone_cuts_at(self, z):
+        """The cones' cuts at a new incumbent ``z`` (valid everywhere; :meth:`.NormCones.add_at`)."""
+        if self.cones is not None:
+            zz = np.zeros(self.lf.N)
+            zz[:z.size] = z
+            self.cones.add_at(zz)
 
     def _stop_open(self, message, status):
         """Stop a run whose nodes are all closed, some only with their parent's bound: at the time limit when a node
