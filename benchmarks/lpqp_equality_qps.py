@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 
 import cvxpy as cp
 import numpy as np
@@ -32,6 +33,15 @@ def problem(A, e, c, bounds):
     return cp.Problem(cp.Minimize(cp.sum_squares(x) + c @ x), cons)
 
 
+def solve_cvxpy(A, e, c, bounds, how):
+    return problem(A, e, c, bounds).solve(**how)
+
+
+def solve_layer(A, e, c, bounds):
+    n = A.shape[1]
+    return solve_qp(sp.identity(n, format="csr") * 2.0, c, sp.csr_matrix(A), e, e, *bounds).objective
+
+
 def timed(f):
     t = time.perf_counter()
     v = f()
@@ -49,21 +59,19 @@ def main():
         n, m = (int(v) for v in size.split("x"))
         for box in (False, True):
             A, e, c, bounds = instance(n, m, box)
-            ref, t_ref = timed(lambda: problem(A, e, c, bounds).solve(solver=cp.CLARABEL))
+            ref, t_ref = timed(partial(solve_cvxpy, A, e, c, bounds, {"solver": cp.CLARABEL}))
             for name in args.solvers.split(","):
                 if name in ("layer", "highs-first"):
                     saved = qp_ladder._CLARABEL_FIRST_EQ_NNZ
                     if name == "highs-first":
                         qp_ladder._CLARABEL_FIRST_EQ_NNZ = np.inf
                     try:
-                        res, t = timed(lambda: solve_qp(sp.identity(n, format="csr") * 2.0, c, sp.csr_matrix(A), e, e,
-                                                        *bounds))
+                        val, t = timed(partial(solve_layer, A, e, c, bounds))
                     finally:
                         qp_ladder._CLARABEL_FIRST_EQ_NNZ = saved
-                    val = res.objective
                 else:
-                    val, t = timed(lambda: problem(A, e, c, bounds).solve(method=name))
-                print(f"{size:>9} {str(box):>4} {name:>12} {val:16.10g} {abs(val - ref):9.2e} {t:8.3f} {t_ref:10.3f} "
+                    val, t = timed(partial(solve_cvxpy, A, e, c, bounds, {"method": name}))
+                print(f"{size:>9} {box!s:>4} {name:>12} {val:16.10g} {abs(val - ref):9.2e} {t:8.3f} {t_ref:10.3f} "
                       f"{t / t_ref:7.2f}", flush=True)
 
 
