@@ -387,3 +387,23 @@ def test_majorize_program_start_completes_epigraph_columns_without_a_projection(
         w.value = None
         assert _close(v, cp.Problem(cp.Minimize(f)).solve(solver="CLARABEL"))
         w.value = None
+
+
+def test_majorize_user_start_on_epigraph_atoms_raises_no_numpy_warnings():
+    """A user's start (``warm_start=True`` with the variables' values) on ``sum(pos(r))``: the step QP's working set
+    holds columns without any curvature (the epigraph columns of an LP step), where the fast path's closed form is
+    not finite and it declines to the QP layer. NumPy's 'invalid value encountered in matmul' reached the user as a
+    RuntimeWarning from varopt's internals; the optimum equals Clarabel's."""
+    import warnings
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, 3))
+    y = X @ rng.standard_normal(3) + rng.standard_t(2, 60)
+    w = cp.Variable(3)
+    f = cp.sum(cp.pos(X @ w - y)) + 0.5 * cp.sum(X @ w - y)
+    ref = cp.Problem(cp.Minimize(f), [w <= 3, w >= -3]).solve(solver="CLARABEL")
+    for start in ([0.3, -2.0, 1.0], [10.0, 10.0, 10.0]):
+        w.value = np.array(start)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            v = cp.Problem(cp.Minimize(f), [w <= 3, w >= -3]).solve(method="majorize", warm_start=True)
+        assert _close(v, ref)

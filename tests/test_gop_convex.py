@@ -102,3 +102,23 @@ def test_convex_lp_without_relaxed_dual_block_is_one_primal_problem(monkeypatch)
     assert len(calls) == 1, len(calls)
     ref = cp.Problem(cp.Minimize(cp.sum(cp.pos(X @ w - y)) + 0.5 * cp.sum(X @ w - y))).solve(solver="CLARABEL")
     assert v == pytest.approx(ref, rel=1e-7) and res.lower_bound <= v + 1e-9
+
+
+def test_convex_program_keeps_its_equalities_for_its_one_primal_problem():
+    """A projection onto an affine set (convex, no relaxed-dual variable: one primal problem) is solved with its
+    equality rows as they are. Eliminating them by substitution serves only the relaxed duals and fills the Hessian
+    with the substituted rows: on 1,000 columns and 500 dense equalities it cost 7 s of substitutions and 15 s of
+    HiGHS's QP on the filled Hessian (Clarabel: 0.3 s). The optimum equals Clarabel's and the loaded point
+    satisfies the equalities."""
+    rng = np.random.default_rng(3)
+    n, m = 40, 12
+    E, e, z = rng.standard_normal((m, n)), rng.standard_normal(m), 2 * rng.standard_normal(n)
+    x = cp.Variable(n)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x - z) + 0.1 * z @ x), [E @ x == e, x >= -3])
+    v = prob.solve(method="gop")
+    res = prob.varopt_result
+    assert res.status == "optimal" and res.info["partition"].count("relaxed dual, 0") == 1
+    assert not res.info.get("eliminated"), res.info.get("eliminated")
+    assert np.abs(E @ x.value - e).max() <= 1e-8
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(x - z) + 0.1 * z @ x), [E @ x == e, x >= -3]).solve(solver="CLARABEL")
+    assert v == pytest.approx(ref, rel=1e-8)

@@ -324,3 +324,24 @@ def test_pyomo_relative_entropy_forms_equal_clarabel(form, case):
     assert abs(got - want) <= REL * max(1.0, abs(want)), (got, want)
     if not shared:
         assert pyo.value(kl) <= 0.1 + 1e-6
+
+
+def test_a_multiplier_bounded_by_a_constraint_on_it_alone_is_nonnegative():
+    """``x * inv_pos(y)`` and ``x * exp(-y)`` with ``x >= 1`` written as a constraint (how CVXPY users bound a
+    variable): the multiplier is nonnegative at every feasible point, so the product is convex in the primal block.
+    It was refused with 'the multiplier x ... may be negative (lower bound -inf); ... CVXPY: add x >= 0', which the
+    user had done. A row on two variables does not bound the multiplier (still refused). References: the closed form
+    ``min x/y + y = 2 sqrt(x)`` at ``x = 1``; SCIP on the exponential."""
+    x, y = cp.Variable(name="x"), cp.Variable(name="y")
+    box = [y >= 0.5, y <= 3]
+    for mode in ("auto", "gop"):
+        _check(cp.Problem(cp.Minimize(cp.inv_pos(y) * x + y), [x >= 1, x <= 2] + box), 2.0, mode=mode)
+        _check(cp.Problem(cp.Minimize(cp.inv_pos(y) * x + y - 0.5 * x), [2 * x >= 0.6, -x >= -4] + box),
+               2 * np.sqrt(0.3) - 0.15, mode=mode)
+    m = pyo.ConcreteModel()
+    m.x, m.y = pyo.Var(bounds=(0.2, 4)), pyo.Var(bounds=(0.5, 3))
+    m.o = pyo.Objective(expr=m.x * pyo.exp(-m.y) + 0.3 * m.y - 0.1 * m.x)
+    _check(cp.Problem(cp.Minimize(x * cp.exp(-y) + 0.3 * y - 0.1 * x), [x >= 0.2, x <= 4] + box), _scip(m))
+    z = cp.Variable(name="z")
+    with pytest.raises(ModelStructureError, match=r"multiplier x of the convex term .* may be negative"):
+        cp.Problem(cp.Minimize(cp.inv_pos(y) * x + y), [x + z >= 1, z <= 0, x <= 4] + box).solve(method="gop")

@@ -91,3 +91,37 @@ def test_tree_obbt_lps_get_the_time_left(monkeypatch):
     res = get_solver("gop").solve(prog, mode="tree", time_limit=50.0)
     assert res.status == "optimal"
     assert given and all(0 < s <= 50.0 for s in given)
+
+
+def _sqrt_lasso():
+    import cvxpy as cp
+    rng = np.random.default_rng(0)
+    A, b = rng.standard_normal((100, 20)), rng.standard_normal(100)
+    x = cp.Variable(20)
+    return cp.Problem(cp.Minimize(cp.norm(A @ x - b, 2) + 0.1 * cp.norm1(x))), 9.177425326   # Clarabel's optimum
+
+
+def test_a_time_limit_before_the_first_node_lp_is_not_infeasibility():
+    """A square-root lasso (free variables: a node that cannot be solved cannot be split either) under a time limit
+    that ends before the root's LP: the node closed with its parent's bound and the tree, out of nodes without a
+    point, reported 'infeasible' ('every node of the tree is infeasible'). It is the time limit (CVXPY user_limit),
+    with no point and a valid lower bound."""
+    prob, opt = _sqrt_lasso()
+    prob.solve(method="gop", time_limit=1e-3)
+    res = prob.varopt_result
+    assert res.status == "time_limit" and prob.status == "user_limit", (res.status, res.message)
+    assert res.lower_bound <= opt
+
+
+def test_a_node_lp_stopped_by_highs_clock_is_the_time_limit(monkeypatch):
+    """HiGHS counts the time limit from when its model was built, so a node LP can stop ('Time limit reached')
+    just before the run's own clock says so (time limits of 0.03-0.1 s on the square-root lasso above). Such a node
+    is a time-limited one, not a numerically hard LP, and the run ends at the time limit, not 'infeasible' or
+    'error'. Simulated here by giving every node LP 1e-9 s."""
+    from varopt.solvers.gop import tree as TREE
+    monkeypatch.setattr(TREE.GopTree, "_limit_lp", lambda self, hm, stop=math.inf: hm.set_time_limit(1e-9))
+    prob, opt = _sqrt_lasso()
+    prob.solve(method="gop", time_limit=30)
+    res = prob.varopt_result
+    assert res.status == "time_limit", (res.status, res.message)
+    assert res.lower_bound <= opt

@@ -192,3 +192,20 @@ def test_square_root_lasso_100_by_20_closes_by_cuts_not_branching():
     assert prob.varopt_result.status == "optimal"
     assert abs(val - ref) <= 1e-6 * max(1.0, abs(ref))
     assert prob.varopt_result.info["nodes"] <= 50
+
+
+def test_cone_cuts_at_the_incumbent_close_a_convex_root():
+    """The cones' cuts at each new incumbent (valid everywhere) as well as at violating LP points: for a convex
+    program the cuts at its optimum make the node LP's optimum the same point (the KKT conditions agree), which
+    Kelley's cuts at LP points approach slowly in many dimensions. A 100 x 20 square-root lasso is certified within
+    5 nodes (benchmarks/gop_norms.py, seed 0: 100 x 20 9 -> 3 nodes; 200 x 50 time limit of 30 s at 52 nodes ->
+    3 nodes, 0.24 s); the optimum equals Clarabel's."""
+    rng = np.random.default_rng(7)
+    A, b = rng.standard_normal((100, 20)), rng.standard_normal(100)
+    x = cp.Variable(20)
+    prob = cp.Problem(cp.Minimize(cp.norm(A @ x - b, 2) + 0.1 * cp.norm1(x)))
+    ref = prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    val = prob.solve(method="gop", max_iter=5)
+    res = prob.varopt_result
+    assert res.status == "optimal", (res.status, res.info.get("nodes"))
+    assert abs(val - ref) <= 1e-6 * max(1.0, abs(ref)) and res.lower_bound <= ref + 1e-9

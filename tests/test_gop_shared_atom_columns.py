@@ -10,6 +10,7 @@ import pyomo.environ as pyo
 import pytest
 
 import varopt  # noqa: F401
+from varopt.errors import ModelStructureError
 from varopt.frontends.pyomo_compile import compile_pyomo
 from varopt.solvers.gop.relax import Lifted
 
@@ -50,3 +51,20 @@ def test_net_convex_entropy_is_certified_without_branching():
     assert pyo.value(m.obj) == pytest.approx(opt, abs=1e-6)
     # 3 nodes with the shared columns; 1,323 with one column per row (a convex program branched on)
     assert r.info["nodes"] <= 20, r.info["nodes"]
+
+
+def test_net_convex_entropy_is_solved_under_auto_as_one_convex_row():
+    """Under ``mode='auto'`` the same program (linear rows only) was refused: 'the term x[0]*log(x[0]) enters with a
+    negative coefficient -18.3, so it is concave'. Rows of one atom of one argument are merged into one row with the
+    summed coefficient (``gop/merged_atoms.py``) where only that puts the program in GOP's class: a convex program,
+    one primal problem. A net concave entropy stays refused."""
+    m, opt = _entropy_written_twice()
+    r = pyo.SolverFactory("gop").solve(m).varopt_result
+    assert r.status == "optimal", (r.status, r.message)
+    assert r.lower_bound <= opt + 1e-6 and abs(r.upper_bound - opt) <= 1e-6
+    assert pyo.value(m.obj) == pytest.approx(opt, abs=1e-6) and r.objective == pytest.approx(pyo.value(m.obj), abs=1e-9)
+    m2 = pyo.ConcreteModel()
+    m2.x = pyo.Var([0, 1], bounds=(1e-3, 1))
+    m2.obj = pyo.Objective(expr=2 * m2.x[0] * pyo.log(m2.x[0]) - 3 * m2.x[0] * pyo.log(m2.x[0]) + m2.x[1])
+    with pytest.raises(ModelStructureError, match=r"x\[0\]\)\*log\(x\[0\]\) enters with a negative coefficient"):
+        pyo.SolverFactory("gop").solve(m2)

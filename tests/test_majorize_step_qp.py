@@ -599,3 +599,34 @@ def test_active_set_answers_flat_columns_and_dependent_rows(dup):
         _assert_matches(fast, ref, Q, c, A, lo, hi, lb, ub)
         assert abs(_objective(Q, c, fast.x) - _clarabel(Q, c, A, lo, hi, lb, ub)) <= 1e-6 * max(1.0, abs(ref.objective))
     assert declined <= 1
+
+
+def test_large_cold_step_qp_at_zero_goes_to_the_qp_layer(monkeypatch):
+    """A step QP the fast path would start at ``D = 0`` with an empty working set, on a QP the QP layer answers faster
+    cold (here 100 dense equality rows in 300 columns: 30,000 nonzeros), goes to the QP layer (Clarabel first); its
+    answer seeds the fast path of the next step QPs. The fast path added one blocking bound per dense factorization:
+    a projection onto the simplex in 2,000 columns spent 60 of them (5 s) before declining (Clarabel 0.03 s;
+    benchmarks/lpqp_equality_qps.py). The optimum equals Clarabel's."""
+    import cvxpy as cp
+    starts = []
+    real = ActiveSetQP.solve
+
+    def recorded(self, Q, c, row_lo, row_hi, lb, ub, x0, *a, **k):
+        starts.append((bool(np.any(x0)), len(self.cols), sum(1 for s in self.rows.values() if s)))
+        return real(self, Q, c, row_lo, row_hi, lb, ub, x0, *a, **k)
+    monkeypatch.setattr(ActiveSetQP, "solve", recorded)
+    rng = np.random.default_rng(6)
+    n, m = 300, 100
+    A = rng.standard_normal((m, n)) / np.sqrt(n)
+    e = A @ rng.uniform(-1, 1, n)
+    c = 3 * rng.standard_normal(n)
+    x = cp.Variable(n)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(x) + c @ x), [A @ x == e, x >= -1.5, x <= 1.5])
+    v = prob.solve(method="majorize")
+    assert prob.status == "optimal"
+    assert (False, 0, 0) not in starts, starts
+    assert prob.varopt_result.info["step_qp"]["fallback"] >= 1
+    assert np.abs(A @ x.value - e).max() <= 1e-8 and np.abs(x.value).max() <= 1.5
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(x) + c @ x), [A @ x == e, x >= -1.5, x <= 1.5]).solve(
+        solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert v == pytest.approx(ref, rel=1e-8)

@@ -120,11 +120,14 @@ def _working_rows(QFF, cf, G, Qg, AWF, bW, g):
             if keep is None:
                 return None
         Ak, bk = AWF[keep], bW[keep]
-        S = Ak @ G[:, keep]
-        cs = _chol(0.5 * (S + S.T), 1e-14)
-        if cs is None:
-            continue   # dependent held rows: once more on an independent subset
-        yk = _cho_solve(cs, bk + Ak @ Qg)
+        # a Q_FF without any curvature (an LP step: every pivot is the regularization's, so _flat does not see it)
+        # gives G ~ 1e310: S and yk are not finite and the caller declines; numpy's warnings would reach the user
+        with np.errstate(invalid="ignore", over="ignore"):
+            S = Ak @ G[:, keep]
+            cs = _chol(0.5 * (S + S.T), 1e-14)
+            if cs is None:
+                continue   # dependent held rows: once more on an independent subset
+            yk = _cho_solve(cs, bk + Ak @ Qg)
         if yk is None:
             return None
         with np.errstate(invalid="ignore", over="ignore"):   # a singular Q_FF: not finite, declined by the caller

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from .errors import INF
 from .result import LPResult
-from .settings import _CLARABEL_FIRST, _KKT_ACCEPT, _QP_RETRIES
+from .settings import _CLARABEL_FIRST, _CLARABEL_FIRST_EQ_NNZ, _KKT_ACCEPT, _QP_RETRIES
 from .polish import _kkt_scale, _polish_kkt
 from .clarabel import _clarabel_solve
 from .psd import _PSD_CHECK_DENSE_N, _min_eig
@@ -48,10 +48,11 @@ class QPSolving:
         t_end = time.perf_counter() + saved["time_limit"]  # the limit covers all attempts
         try:
             ladder = ({},) + _QP_RETRIES + ("clarabel",)
-            if self._n + self._m >= _CLARABEL_FIRST and not warm:
+            if not warm and cold_prefers_clarabel(self._n, d["A"], d["row_lo"], d["row_hi"]):
                 # a large cold QP: HiGHS's active set needs one iteration per active bound or row, each dearer with
-                # the size (a projection onto 1,000 rows: 7.7 s, then its iteration limit; Clarabel 0.09 s);
-                # the answer is polished and verified the same way
+                # the size (a projection onto 1,000 rows: 7.7 s, then its iteration limit; Clarabel 0.09 s), and
+                # dense equality rows make each one dear below that size (500 in 900 columns: 12 s; Clarabel
+                # 0.33 s); the answer is polished and verified the same way
                 ladder = ("clarabel",) + ladder[:-1]
             for extra in ladder:
                 remaining = t_end - time.perf_counter()
@@ -189,3 +190,18 @@ class QPSolving:
                     res.row_activity, res.objective = cand.row_activity, cand.objective
                     res.info["polished"] = True
         res.info["kkt"] = best
+
+
+def cold_prefers_clarabel(n, A, row_lo, row_hi):
+    """Whether a cold QP in ``n`` columns with the rows ``row_lo <= A x <= row_hi`` (``A`` sparse or dense) is
+    solved faster by Clarabel than by an active set: at least ``_CLARABEL_FIRST`` columns + rows, or equality rows
+    holding at least ``_CLARABEL_FIRST_EQ_NNZ`` nonzeros (an active set pays a factorization per constraint it
+    adds or drops, dearer with the size and with dense equalities; an interior point a few dozen of them)."""
+    m = A.shape[0]
+    if n + m >= _CLARABEL_FIRST:
+        return True
+    eq = np.asarray(row_lo) == np.asarray(row_hi)
+    if not eq.any():
+        return False
+    per_row = np.diff(A.tocsr().indptr) if sp.issparse(A) else np.count_nonzero(A, axis=1)
+    return int(np.asarray(per_row)[eq].sum()) >= _CLARABEL_FIRST_EQ_NNZ

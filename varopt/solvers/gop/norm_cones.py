@@ -142,6 +142,16 @@ class NormCones:
         """``sqrt(e(z)) - t`` per cone (positive: the point is outside the cone)."""
         return np.array([c.h(z[c.S])[0] - c.shift - z[c.t] for c in self.cones])
 
+    def add_at(self, z):
+        """Cuts at ``z`` of every cone (a point on the cones, e.g. an incumbent: its cuts support them there); added
+        to the pool and returned. For a convex program, the cuts at an optimum ``z*`` (where ``e(z*) > 0``) make
+        the node LP's optimum ``z*`` too (the KKT conditions of the cone program at ``z*`` are those of the LP with
+        the cones replaced by their cuts there), which Kelley's cuts at LP points approach only slowly in many
+        dimensions."""
+        rows = [cut for cut in (self.cut_at(k, z) for k in range(len(self.cones))) if cut is not None]
+        self.cuts.extend(rows)
+        return rows
+
     def add_violated(self, z, tol):
         """Cuts at ``z`` of the cones it violates by more than ``tol``; added to the pool and returned."""
         rows = []

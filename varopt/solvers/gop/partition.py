@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import ModelStructureError
+from ...program.aux_bounds import row_box
 from ...program.terms import LseGroup
 from .convexity import block_psd, constant_hessian, merge_convex_products
 
@@ -360,7 +361,9 @@ def _analyze(program, partition, merge) -> Partition:
 
 def _check_conditions(program, is_x, names, same_block_products):
     """GOP conditions 1-4 (Saddiki, Trapp & Flaherty 2017, §2.1) for the chosen blocks; raise with the offending term."""
-    lb = program.lb
+    # the rows on one variable count (CVXPY bounds a multiplier with the constraint x >= 1 more often than with
+    # an attribute): every point the primal problems and relaxed duals take satisfies them
+    lb = row_box(program.lb, program.ub, program.constraints, program.n)[0]
     xs, ys = np.flatnonzero(is_x), np.flatnonzero(~is_x)
     for ename, e, kind in _iter_expressions(program):
         biaffine_only = kind in ("eq", "ge", "range")

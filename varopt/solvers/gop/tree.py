@@ -108,6 +108,7 @@ class GopTree:
         self.cpart = ConvexPart.build(program, self.lf) if self.convex_part else None
         self.n_lp = 0
         self.n_lp_failed = 0
+        self.lp_timed_out = False   # a node LP stopped by the time left (its node closed with its parent's bound)
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
         self._last_lp = None
         self._last_duals = None
@@ -260,9 +261,11 @@ class GopTree:
                 return "infeasible", math.inf, None
             if r.status == "unbounded":
                 return "unbounded", -math.inf, None
-            if r.status != "optimal" and self._out_of_time():
-                # stopped by the time left (_limit_lp), not by the cutoff row: no second LP without it
+            if r.status != "optimal" and (self._out_of_time() or r.model_status == "Time limit reached"):
+                # stopped by the time left (_limit_lp), not by the cutoff row: no second LP without it (HiGHS
+                # counts the time since the model was built, so it can stop just before our clock's limit)
                 self.n_lp_failed += 1
+                self.lp_timed_out = True
                 return "failed", -math.inf, None
             if r.status != "optimal" and math.isfinite(cutoff):
                 # the cutoff row makes near-optimal boxes degenerate (HiGHS and its phase-1
@@ -407,6 +410,7 @@ class GopTree:
         if found is not None:
             UB, best = found
             run.incumbent(best, objective=UB, upper=UB)
+            self._cone_cuts_at(best)
         if opts.bound_tightening:
             tl = run.time_limit
             # under a time limit the root OBBT gets a share of the time left: on a 300-variable NMF its ~600 LPs
@@ -537,6 +541,7 @@ class GopTree:
                     if found is not None and found[0] < UB:
                         UB, best = found
                         run.incumbent(best, objective=UB, upper=UB)
+                        self._cone_cuts_at(best)
                     tol = self._tol(UB)
                     empty = False
                     if val < UB - tol and math.isfinite(UB):
@@ -587,17 +592,40 @@ class GopTree:
                     connected=[program.names[i] for i in self.part.connected])
         if not math.isfinite(UB):
             if not heap and run.status is None:
-                return run.finish("infeasible", "every node of the tree is infeasible", lower=math.inf,
-                                  upper=math.inf, info=info)
+                if closed_lb == math.inf:
+                    return run.finish("infeasible", "every node of the tree is infeasible", lower=math.inf,
+                                      upper=math.inf, info=info)
+                # some node was closed with its parent's bound, not proved empty (no time left for its LP, or an
+                # LP HiGHS could not solve on a box that cannot be split): no point, and no proof that there is
+                # none (a 1e-3 s time limit on a square-root lasso read 'infeasible')
+                if self.lp_timed_out or not run.out_of_time():
+                    self._stop_open(f"the tree ran out of nodes without a feasible point ({self.n_lp_failed} node "
+                                    "relaxations could not be solved); the lower bound is valid", "error")
             return run.finish(x=None, objective=None, lower=LB, upper=None, info=info)
         if UB - LB <= self._tol(UB):
             run.stop("optimal")
         elif not heap and run.status is None:
             # every node was closed but some only with their parent's bound (relaxations HiGHS
             # could not solve, boxes too small to split): an honest open gap, not a certificate
-            run.stop("numerical", f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node "
-                     "relaxations could not be solved); the point is feasible and the bounds are valid")
+            self._stop_open(f"the tree ran out of nodes with the gap open ({self.n_lp_failed} node relaxations "
+                            "could not be solved); the point is feasible and the bounds are valid", "numerical")
         return run.finish(x=best, objective=UB, lower=LB, upper=UB, info=info)
+
+    def _cone_cuts_at(self, z):
+        """The cones' cuts at a new incumbent ``z`` (valid everywhere; :meth:`.NormCones.add_at`)."""
+        if self.cones is not None:
+            zz = np.zeros(self.lf.N)
+            zz[:z.size] = z
+            self.cones.add_at(zz)
+
+    def _stop_open(self, message, status):
+        """Stop a run whose nodes are all closed, some only with their parent's bound: at the time limit when a node
+        LP was stopped by the time left (a 0.01 s limit on a square-root lasso read 'infeasible'), else
+        ``status`` with ``message``."""
+        if self.lp_timed_out:
+            self.run.stop("time_limit", f"time_limit={self.run.time_limit:g} s reached")
+        else:
+            self.run.stop(status, message)
 
     def _reported_lb(self, LB, UB):
         """The tree's bound ``LB``, or where it is still ``-inf`` (a root box whose LP has not finished) the
