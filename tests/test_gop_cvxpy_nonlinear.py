@@ -269,9 +269,8 @@ def test_xexp_minimised_equals_the_stationary_point():
 @pytest.mark.parametrize("form", ["huber", "exp_max", "sum_exp"])
 def test_convex_nonlinear_constraints_equal_clarabel(form):
     """Convex rows over the primal block were refused under mode='auto' ("gop's primal takes linear constraints");
-    ``exp(max(v)) <= 3`` with ``v`` unbounded above also made HiGHS fail on an exp secant of slope 1e135. (With
-    ``v`` unbounded above, ``sum(exp(v)) <= 3`` runs to the time limit without an incumbent: the tree does not
-    derive ``v <= log 3`` from the row; docs/gop.md §8h.)"""
+    ``exp(max(v)) <= 3`` with ``v`` unbounded above also made HiGHS fail on an exp secant of slope 1e135. (``v`` without
+    an upper bound under ``sum(exp(v)) <= 3``: tests/test_gop_sublevel_bounds.py.)"""
     c = np.array([1.0, -0.5, 2.0])
     v = cp.Variable(3, name="v")
     row = {"huber": cp.sum(cp.huber(v - 1, 1)) <= 1, "exp_max": cp.exp(cp.max(v)) <= 3,
