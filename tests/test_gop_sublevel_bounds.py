@@ -67,9 +67,9 @@ def test_sum_of_exponentials_bounds_a_variable_without_an_upper_bound(lower):
 
 
 def test_bilinear_objective_over_a_free_vector_under_a_sum_of_exponentials():
-    """``max w.v`` with ``w`` in ``[0.1, 1]^3`` and ``v`` free: for fixed ``w`` the optimum is ``v_i = log(3 w_i / sum w)``,
-    so the value is ``max_w sum_i w_i log(3 w_i / sum w)``, a convex function of ``w`` maximised at a vertex of the box
-    (enumerated here)."""
+    """``max w.v`` with ``w`` in ``[0.1, 1]^3`` and ``v`` free: for fixed ``w`` the optimum is
+    ``v_i = log(3 w_i / sum w)``, so the value is ``max_w sum_i w_i log(3 w_i / sum w)``, a convex function of ``w``
+    maximised at a vertex of the box (enumerated here)."""
     import itertools
     v, w = cp.Variable(3, name="v"), cp.Variable(3, name="w")
     prob = cp.Problem(cp.Maximize(w @ v), [cp.sum(cp.exp(v)) <= 3, w >= 0.1, w <= 1])

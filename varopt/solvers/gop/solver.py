@@ -241,8 +241,9 @@ class GopSolver(Solver):
             # variable is in GOP's class but dualised in the Lagrangian, which is linear in the primal block)
             # (multiplied atom rows that pair one multiplier with one atom, as in a relative entropy
             # sum_i x_i log(x_i / y_i) over separate variables, go to the tree: docs/gop.md §8j)
-            if mode == "auto" and outside is None \
-                    and (lifted is None or (lifted.nP and not _paired_products(lifted)) or part.connected.size == 0) \
+            iteration_strong = lifted is None or (lifted.nP and not _paired_products(lifted)) \
+                or part.connected.size == 0
+            if mode == "auto" and outside is None and iteration_strong \
                     and (lifted is None or primal_row_error(program, _primal_mask(program.n, part)) is None):
                 lifted = None
         # scaling symmetries first: the permutation symmetries below are then those of the normalized
@@ -479,7 +480,8 @@ def _paired_products(lifted) -> bool:
     ``log pi_k`` among all ``phi_ik`` and each ``phi_ik`` also multiplies a square (Saddiki, Trapp & Flaherty 2017):
     the relaxed duals over the few connected ``pi``, ``mu`` are strong there and McCormick envelopes of every
     ``phi_ik T`` are not; with one-to-one pairs the tree's envelopes close pair by pair (docs/gop.md §8j)."""
-    return bool(lifted.nP) and len(set(lifted.PT.tolist())) == lifted.nP and len(set(lifted.Pw.tolist())) == lifted.nP
+    n = lifted.nP
+    return bool(n) and len(set(lifted.PT.tolist())) == n and len(set(lifted.Pw.tolist())) == n
 
 
 def _primal_mask(n, part):
