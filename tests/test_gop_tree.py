@@ -374,3 +374,47 @@ def test_sign_parts_store_no_zeros_and_leave_the_map_alone():
     inf = np.full(3, np.inf)
     assert not np.isnan(P @ inf).any() and not np.isnan(N @ inf).any()
     assert all(np.array_equal(a, b) for a, b in zip(before, (A.data, A.indices, A.indptr)))
+
+
+def test_a_variable_unbounded_at_the_root_is_scored_by_the_widest_box_it_has_had(monkeypatch):
+    """Branching weighs each relaxation error by the variable's width relative to the root box. A variable with an
+    infinite root interval (bounded later only through the incumbent cutoff, MINLPLib ex7_3_5's ``x2``) scored 0
+    once its node interval was finite, so the tree split its partner forever. It is now measured against the widest
+    finite interval it has had at a node: full weight at the first such node, relative weight below it."""
+    from varopt.solvers.gop import tree as T
+    trees = []
+    orig = T.GopTree._branch_var
+
+    def spy(self, *a):
+        trees.append(self)
+        return orig(self, *a)
+
+    monkeypatch.setattr(T.GopTree, "_branch_var", spy)
+    m = pyo.ConcreteModel()
+    m.t, m.x = pyo.Var(), pyo.Var()
+    m.y = pyo.Var(bounds=(0, 1))
+    m.c1 = pyo.Constraint(expr=m.t >= m.x - 1)
+    m.c2 = pyo.Constraint(expr=m.t >= 1 - m.x)
+    m.c3 = pyo.Constraint(expr=m.x * m.x * m.y - m.x * m.y == 1.5)
+    m.o = pyo.Objective(expr=m.t + 0.1 * m.y)
+    pyo.SolverFactory("gop").solve(m, mode="tree", max_iter=3)
+    tr = trees[0]
+    tr._free_widths = None
+    lf, names = tr.lf, tr.program.names
+    ix, iy = names.index("x"), names.index("y")
+    k = [n for n, (i, j) in enumerate(lf.W) if {int(i), int(j)} == {ix, iy}][0]
+    l0, u0 = tr.program.lb.astype(float).copy(), tr.program.ub.astype(float).copy()
+    l0[ix], u0[ix] = -math.inf, math.inf  # x unbounded at the root
+    l0[iy], u0[iy] = 0.0, 1.0
+
+    def choose(xl, xu, yl, yu):
+        l, u = l0.copy(), u0.copy()
+        l[ix], u[ix], l[iy], u[iy] = xl, xu, yl, yu
+        Z = np.zeros(lf.N)
+        Z[ix], Z[iy] = 0.5 * (xl + xu), 0.5 * (yl + yu)
+        Z[lf.oW + k] = Z[ix] * Z[iy] + 0.1  # only the product x * y is violated
+        return names[tr._branch_var(Z, l, u, l0, u0, 1e-9)]
+
+    assert choose(0.0, 2.0, 0.0, 1.0) == "x"   # first finite interval of x: full width, as wide as y's root box
+    assert choose(0.0, 1.0, 0.0, 0.9) == "y"   # x at half its widest interval, y at 90 % of its root width
+    assert choose(0.0, 1.9, 0.0, 0.5) == "x"   # 95 % against 50 %

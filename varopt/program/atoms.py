@@ -103,6 +103,17 @@ class AtomKernel:
         """``g``, ``g'`` or ``g''`` (``order`` 0, 1, 2)."""
         return (self.value, self.d1, self.d2)[order](u)
 
+    def sublevel(self, th: float):
+        """An interval ``(lo, hi)`` holding every ``u`` of the domain with ``g(u) <= th`` (a convex ``g`` has an
+        interval as sublevel set), widened outwards by rounding; None where the kernel has no closed form, or
+        ``th`` is below the infimum of ``g`` (an empty set: left to the LP) or not finite."""
+        return None
+
+
+def _outward(r, side):
+    """``r`` moved outwards (``side`` +1: up, -1: down) by more than the rounding of a ``log``, ``exp`` or ``**``."""
+    return float(r + side * 1e-12 * max(1.0, abs(r)))
+
 
 class XLogX(AtomKernel):
     """``g(u) = u log u`` on ``u >= 0`` (``0 log 0 = 0``); ``g' = log u + 1``, ``g'' = 1/u``; min ``-1/e`` at ``1/e``."""
@@ -158,6 +169,10 @@ class NegLog(AtomKernel):
     def interval_max(self, lo, hi):
         return self.value(np.maximum(lo, 0.0))
 
+    def sublevel(self, th):
+        # -log u <= th  <=>  u >= exp(-th)
+        return (_outward(np.exp(-th), -1), np.inf) if np.isfinite(th) else None
+
 
 class Exp(AtomKernel):
     """``g(u) = exp u`` on all ``u``; ``g' = g'' = exp u``; increasing."""
@@ -180,6 +195,10 @@ class Exp(AtomKernel):
 
     def interval_max(self, lo, hi):
         return self.value(hi)
+
+    def sublevel(self, th):
+        # exp u <= th  <=>  u <= log th (th > 0; empty otherwise)
+        return (-np.inf, _outward(np.log(th), 1)) if 0 < th < np.inf else None
 
 
 class Square(AtomKernel):
@@ -261,6 +280,9 @@ class Abs(AtomKernel):
 
     def interval_max(self, lo, hi):
         return np.maximum(np.abs(lo), np.abs(hi))
+
+    def sublevel(self, th):
+        return (-th, th) if 0 <= th < np.inf else None
 
 
 class _AtomTable(dict):

@@ -113,6 +113,22 @@ class Power(AtomKernel):
         return np.where(np.isinf(hi) | np.isinf(lo), np.inf, np.maximum(a, b))
 
 
+    def sublevel(self, th):
+        # s u^p <= th on the domain, s u^p convex: |u| <= th^(1/p) (even p), u <= th^(1/p) (p > 1),
+        # u >= (-th)^(1/p) (0 < p < 1, s = -1, th < 0), u >= th^(1/p) (p < 0, th > 0)
+        from .atoms import _outward
+        if not np.isfinite(th):
+            return None
+        if self.even:
+            r = _outward(th ** (1.0 / self.p), 1) if th >= 0 else None
+            return None if r is None else (-r, r)
+        if self.p > 1.0:
+            return (0.0, _outward(th ** (1.0 / self.p), 1)) if th >= 0 else None
+        if self.p > 0.0:
+            return (_outward((-th) ** (1.0 / self.p), -1), np.inf) if th < 0 else (0.0, np.inf)
+        return (_outward(th ** (1.0 / self.p), -1), np.inf) if th > 0 else None
+
+
 _CACHE: dict = {}
 
 

@@ -252,7 +252,11 @@ class GopSolver(Solver):
             # programs, which are one primal problem when no variable is connected)
             # (not for rows GOP's primal problems cannot take: a convex ``x**2 + y**2 <= 2`` with no connected
             # variable is in GOP's class but dualised in the Lagrangian, which is linear in the primal block)
-            if mode == "auto" and outside is None and (lifted is None or lifted.nP or part.connected.size == 0) \
+            # (multiplied atom rows that pair one multiplier with one atom, as in a relative entropy
+            # sum_i x_i log(x_i / y_i) over separate variables, go to the tree: docs/gop.md §8j)
+            iteration_strong = lifted is None or (lifted.nP and not _paired_products(lifted)) \
+                or part.connected.size == 0
+            if mode == "auto" and outside is None and iteration_strong \
                     and (lifted is None or primal_row_error(program, _primal_mask(program.n, part)) is None):
                 lifted = None
         # scaling symmetries first: the permutation symmetries below are then those of the normalized
@@ -484,6 +488,16 @@ def _load_evaluable(program, res, opts):
     if z is not res.x:
         res.x = z
         res.objective = float(program.objective.value(z))
+
+
+def _paired_products(lifted) -> bool:
+    """True when every multiplied atom column ``P = w T`` pairs its own atom with its own multiplier: no atom has two
+    multipliers and no multiplier two atoms (``sum_i x_i log y_i``). An ELBO's ``phi_ik log pi_k`` shares each
+    ``log pi_k`` among all ``phi_ik`` and each ``phi_ik`` also multiplies a square (Saddiki, Trapp & Flaherty 2017):
+    the relaxed duals over the few connected ``pi``, ``mu`` are strong there and McCormick envelopes of every
+    ``phi_ik T`` are not; with one-to-one pairs the tree's envelopes close pair by pair (docs/gop.md §8j)."""
+    n = lifted.nP
+    return bool(n) and len(set(lifted.PT.tolist())) == n and len(set(lifted.Pw.tolist())) == n
 
 
 def _primal_mask(n, part):

@@ -59,6 +59,10 @@ class Tightener:
         self.rlo = lifted.lo - lifted.const
         self.rhi = lifted.hi - lifted.const
         self.squares = [t for t, a in enumerate(lifted.atoms) if ATOMS[a.kind].quadratic]
+        # other one-argument atoms: an upper bound of T bounds the argument through g's sublevel set
+        # (exp(v) <= 3 gives v <= log 3; without it a free v of sum(exp(v)) <= 3 stayed unbounded above)
+        self.levels = [t for t, a in enumerate(lifted.atoms)
+                       if not ATOMS[a.kind].quadratic and ATOMS[a.kind].arity == 1]
 
     def tighten(self, l, u, cutoff=np.inf, rounds=10, colL=None, colU=None):
         """Returns ``(l, u, L, U, infeasible)``: the tightened box and bounds of every lifted column."""
@@ -94,6 +98,11 @@ class Tightener:
                     a = lf.atoms[t]
                     r = np.sqrt(max(th, 0.0))
                     extra.append((a, -r - a.b, r - a.b))
+            for t in self.levels:
+                a = lf.atoms[t]
+                iv = ATOMS[a.kind].sublevel(U1[lf.oT + t])
+                if iv is not None and (np.isfinite(iv[0]) or np.isfinite(iv[1])):
+                    extra.append((a, iv[0] - a.b, iv[1] - a.b))
             if extra:
                 M = sp.csr_matrix((np.concatenate([a.val for a, _, _ in extra]),
                                    np.concatenate([a.idx for a, _, _ in extra]),

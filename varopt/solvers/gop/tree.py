@@ -112,6 +112,7 @@ class GopTree:
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
         self._last_lp = None
         self._last_duals = None
+        self._free_widths = None  # largest finite widths of variables unbounded at the root (_reference_widths)
         #: disjunctions that split the root box (:meth:`_root_boxes`), set by the solver
         self.root_split = None
 
@@ -342,12 +343,26 @@ class GopTree:
             self.cones.add_violated(Z, 1e-12 * max(1.0, float(np.abs(Z[:lf.n]).max(initial=0.0))))
 
     # ------------------------------------------------------------------ branching
+    def _reference_widths(self, width, l0, u0):
+        """The width each variable's relative width is measured against: its root width where that is
+        finite, else the largest finite width it has had at any node so far (FBBT/OBBT with the incumbent
+        cutoff bound it). Scoring a variable unbounded at the root by 0 never branched it: MINLPLib
+        ex7_3_5's ``x2``, bounded only through ``objvar <= UBD``, carried the largest error while the tree
+        split ``x3`` to boxes 1e-9 wide (docs/gop.md §13d)."""
+        w0 = u0 - l0
+        seen = self._free_widths
+        if seen is None or seen.shape != w0.shape:
+            seen = self._free_widths = np.zeros_like(w0)
+        free = ~np.isfinite(w0) & np.isfinite(width)
+        seen[free] = np.maximum(seen[free], width[free])
+        return np.where(np.isfinite(w0), w0, np.where(seen > 0, seen, np.inf))
+
     def _branch_var(self, Z, l, u, l0, u0, tol):
         lf = self.lf
         n = lf.n
         vW, vT, vP, _, _ = lf.violations(Z)
         width = u - l
-        w0 = u0 - l0
+        w0 = self._reference_widths(width, l0, u0)
         ok = np.isfinite(width) & np.isfinite(w0) & (w0 > 0)
         # an unbounded direction counts as full width
         rel = np.where(ok, width / np.where(ok, w0, 1.0), np.where(np.isfinite(width), 0.0, 1.0))
@@ -379,13 +394,11 @@ class GopTree:
                         score[c] += 0.5 * vP[k] * rel[c]
         if self.cones is not None:
             # a cone the cuts have not closed yet: its variables (splitting moves the next cuts' points)
-            # (a free root variable bounded since by FBBT or OBBT counts as full width: rel is 0 there)
-            rel_c = np.where(ok | ~np.isfinite(width), rel, 1.0)
             for c, v in zip(self.cones.cones, self.cones.violations(Z)):
                 if v > tol:
                     for j in c.S.tolist():
                         if open_[j]:
-                            score[j] += v * rel_c[j]
+                            score[j] += v * rel[j]
         if not np.any(score > 0):
             return None
         return int(np.argmax(score))
