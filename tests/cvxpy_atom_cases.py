@@ -377,20 +377,5 @@ def run(label, method, ref, **options):
 
 
 if __name__ == "__main__":
-    import sys
-    import time
-
-    import varopt  # noqa: F401
-    methods = sys.argv[1].split(",") if len(sys.argv) > 1 else ["gop", "majorize"]
-    only = sys.argv[2:] or list(CASES)
-    for label in only:
-        try:
-            ref = reference(label)
-        except Exception as exc:
-            ref = f"ref failed {exc}"
-        cells = []
-        for m in methods:
-            t0 = time.perf_counter()
-            out, det = run(label, m, ref if not isinstance(ref, str) else None)
-            cells.append(f"{m}={out} ({time.perf_counter() - t0:.2f}s) {det[:200]}")
-        print(label, "|", " | ".join(cells), flush=True)
+    from sweep_cli import main
+    main(CASES, reference, run)

@@ -249,19 +249,5 @@ def run(label, method, ref):
 
 
 if __name__ == "__main__":
-    import sys
-    import time
-
-    import varopt  # noqa: F401
-    methods = sys.argv[1].split(",") if len(sys.argv) > 1 else ["gop", "majorize"]
-    for label in sys.argv[2:] or list(CASES):
-        try:
-            ref = reference(label)
-        except Exception as exc:
-            ref = f"ref failed: {exc}"
-        cells = []
-        for meth in methods:
-            t0 = time.perf_counter()
-            outc, det = run(label, meth, ref if not isinstance(ref, str) else None)
-            cells.append(f"{meth}={outc} ({time.perf_counter() - t0:.2f}s) {det[:220]}")
-        print(label, "|", " | ".join(cells), flush=True)
+    from sweep_cli import main
+    main(CASES, reference, run)
