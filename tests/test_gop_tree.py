@@ -418,3 +418,17 @@ def test_a_variable_unbounded_at_the_root_is_scored_by_the_widest_box_it_has_had
     assert choose(0.0, 2.0, 0.0, 1.0) == "x"   # first finite interval of x: full width, as wide as y's root box
     assert choose(0.0, 1.0, 0.0, 0.9) == "y"   # x at half its widest interval, y at 90 % of its root width
     assert choose(0.0, 1.9, 0.0, 0.5) == "x"   # 95 % against 50 %
+
+    # the fallback after a failed node LP (_widest) weighs widths the same way: x unbounded at the root, at its
+    # widest finite interval so far, is wider than y at 90 % of its root box (it scored 0 against an infinite root)
+    def widest(xl, xu, yl, yu):
+        # every other column (t, the lifted x*x) in a root box [0, 1], at 1 % of it at the node
+        L0, U0 = np.zeros_like(l0), np.ones_like(u0)
+        L0[ix], U0[ix], L0[iy], U0[iy] = l0[ix], u0[ix], l0[iy], u0[iy]
+        l, u = L0.copy(), np.full_like(U0, 0.01)
+        l[ix], u[ix], l[iy], u[iy] = xl, xu, yl, yu
+        return names[tr._widest(l, u, L0, U0)]
+
+    tr._free_widths = None
+    assert widest(0.0, 2.0, 0.0, 0.9) == "x"
+    assert widest(0.0, 1.0, 0.0, 0.9) == "y"   # half of x's widest interval

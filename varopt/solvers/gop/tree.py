@@ -768,9 +768,12 @@ class GopTree:
             return None
         need = np.array(sorted(set(need)))
         w = u[need] - l[need]
+        # relative to the same reference widths as _branch_var (a variable unbounded at the root is measured
+        # against the widest finite interval it has had, not scored 0)
+        ref = self._reference_widths(u - l, l0, u0)[need]
         with np.errstate(invalid="ignore"):
             # an infinite interval first (inf / inf would be NaN, and inf > inf False)
-            rel = np.where(np.isfinite(w), w / np.maximum(u0[need] - l0[need], 1e-300), np.inf)
+            rel = np.where(np.isfinite(w), w / np.maximum(ref, 1e-300), np.inf)
         k = int(np.argmax(rel))
         if not math.isfinite(w[k]):
             return int(need[k])
