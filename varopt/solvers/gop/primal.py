@@ -405,13 +405,13 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
             if s < 1e-14:
                 break
         xn = x + s * dx
-        if (m_in and np.any(G @ xn - h >= 0)) or not np.isfinite(f.value(xn)):
+        fn = f.value(xn)
+        if (m_in and np.any(G @ xn - h >= 0)) or not np.isfinite(fn):
             # the line search found no step that keeps the iterate strictly inside (a row's slack of 0 at
             # rounding level, min sum_largest(u, 2) + ||x||^2): stepping would put 0 in the barrier's
             # denominators (NaN); the current iterate is the best point this method reaches
             break
-        x, lam, nu = xn, lam + s * dlam, nu + s * dnu
-        fval = f.value(x)
+        x, lam, nu, fval = xn, lam + s * dlam, nu + s * dnu, fn
     return x, lam, nu, it, scale
 
 
