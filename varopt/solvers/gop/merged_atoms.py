@@ -18,16 +18,22 @@ import numpy as np
 from ...program import Constraint, Expression, Program
 
 
+def atom_key(kind, idx, val, b):
+    """What makes ``g(val . z[idx] + b)`` the same term as another: the atom and its argument, in sorted column
+    order (also the key of the tree's shared atom columns, ``relax.Lifted._atom_col``)."""
+    order = np.argsort(idx, kind="stable")
+    return kind, np.asarray(idx)[order].astype(np.int64).tobytes(), np.asarray(val, dtype=float)[order].tobytes(), \
+        float(b)
+
+
 def _row_key(g, r):
     """What makes row ``r`` of the atom group ``g`` the same term as another: the atom, its argument(s), the
-    multiplier (sorted column order)."""
+    multiplier."""
     def arg(A, b):
         sl = slice(A.indptr[r], A.indptr[r + 1])
-        idx, val = A.indices[sl], A.data[sl]
-        order = np.argsort(idx, kind="stable")
-        return idx[order].tobytes(), val[order].tobytes(), float(b[r])
+        return atom_key(g.kind, A.indices[sl], A.data[sl], b[r])
     second = None if g.A2 is None else arg(g.A2, g.b2)
-    return g.kind, arg(g.A, g.b), second, int(g.mult[r])
+    return arg(g.A, g.b), second, int(g.mult[r])
 
 
 def _merged(e: Expression):

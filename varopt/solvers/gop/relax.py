@@ -36,6 +36,7 @@ import scipy.sparse as sp
 
 from ...program.atoms import ATOMS
 from ...program.terms import LseGroup
+from .merged_atoms import atom_key
 
 
 class NotRelaxable(Exception):
@@ -171,8 +172,7 @@ class Lifted:
         coefficients then add up in the linear rows, so the relaxation sees the net term (the Gibbs free
         energies of MINLPLib ex6_2_* write ``18.3 x log x`` and ``-17.3 x log x``: net ``x log x``, convex,
         where two separate columns relax a convex and a concave term independently)."""
-        order = np.argsort(idx, kind="stable")
-        key = (kind, idx[order].tobytes(), val[order].tobytes(), b)
+        key = atom_key(kind, idx, val, b)
         t = self._atom_index.get(key)
         if t is None:
             t = self._atom_index[key] = len(self.atoms)
