@@ -254,14 +254,7 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
         if np.any(zero & ((hi < -1e-9) | (lo > 1e-9))):
             return PrimalResult("infeasible", path="pdip")
         up, dn, eq = up & ~zero, dn & ~zero, eq & ~zero
-    fixed = np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-12 * np.maximum(1.0, np.abs(xub)))
-    bup = np.isfinite(xub) & ~fixed
-    bdn = np.isfinite(xlb) & ~fixed
-    I = np.eye(nx)
-    G = np.vstack([Ad[up], -Ad[dn], I[bup], -I[bdn]])
-    h = np.concatenate([hi[up], -lo[dn], xub[bup], -xlb[bdn]])
-    E = np.vstack([Ad[eq], I[fixed]])
-    e = np.concatenate([hi[eq], xub[fixed]])
+    G, h, E, e = inequality_form(Ad, lo, hi, up, dn, eq, xlb, xub)
     m_in, m_eq = G.shape[0], E.shape[0]
     etol = tol * max(1.0, np.abs(e).max(initial=0))
     # most primal problems of a GOP run have their minimiser strictly inside the inequalities (BGMM: the means
@@ -297,6 +290,21 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     _pdip._last_x = x.copy()
     return PrimalResult("optimal", x=np.clip(x, xlb, xub), lam=lam_c, kkt=kkt,
                         path=f"newton({it} it)" if newton is not None else f"pdip({it} it)")
+
+
+def inequality_form(Ad, lo, hi, up, dn, eq, xlb, xub):
+    """``(G, h, E, e)``: the rows ``lo <= Ad x <= hi`` (their upper sides ``up``, lower sides ``dn``, equalities
+    ``eq``) and the box as ``G x <= h``, ``E x = e`` (a variable with ``xub - xlb <= 1e-12`` is an equality)."""
+    nx = Ad.shape[1]
+    fixed = np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-12 * np.maximum(1.0, np.abs(xub)))
+    bup = np.isfinite(xub) & ~fixed
+    bdn = np.isfinite(xlb) & ~fixed
+    I = np.eye(nx)
+    G = np.vstack([Ad[up], -Ad[dn], I[bup], -I[bdn]])
+    h = np.concatenate([hi[up], -lo[dn], xub[bup], -xlb[bdn]])
+    E = np.vstack([Ad[eq], I[fixed]])
+    e = np.concatenate([hi[eq], xub[fixed]])
+    return G, h, E, e
 
 
 def _interior_start(G, h, E, e, xlb, xub):
@@ -345,20 +353,39 @@ def _interior_start(G, h, E, e, xlb, xub):
     return np.linalg.lstsq(E, e, rcond=None)[0] if m_eq else np.zeros(nx)
 
 
-def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
+def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter, rows=()):
     """The primal-dual interior-point iterations (Boyd & Vandenberghe §11.7) from the strictly interior ``x``:
-    ``(x, lam, nu, iterations, scale)``."""
+    ``(x, lam, nu, iterations, scale)``.
+
+    ``rows`` are convex nonlinear inequalities ``r(x) <= 0`` (objects with ``value``, ``gradient`` and ``derivs``
+    like :class:`DenseExpr`; ``value`` is ``+inf`` outside the domain) after the linear rows ``G x <= h``: their
+    multipliers follow those of ``G`` in ``lam``, the Newton matrix gains ``sum_i lam_i Hess r_i`` and the rows of
+    the Jacobian ``J = [G; grad r_i^T]`` take the place of ``G`` (§11.7.1, eq. (11.54)). Without ``rows`` the
+    arithmetic is the linear one."""
     nx = x.size
-    m_in, m_eq = G.shape[0], E.shape[0]
+    m_lin, m_eq = G.shape[0], E.shape[0]
+    m_in = m_lin + len(rows)
     lam = np.ones(m_in)
     nu = np.zeros(m_eq)
     mu = 10.0
     alpha, beta = 0.01, 0.5
 
+    def ineq(x):
+        fi = G @ x - h
+        if not rows:
+            return fi
+        return np.concatenate([fi, [r.value(x) for r in rows]])
+
+    def jac(x):
+        if not rows:
+            return G
+        return np.vstack([G] + [r.gradient(x)[None, :] for r in rows])
+
     def resid(x, lam, nu, t):
         g = f.gradient(x)
-        fi = G @ x - h
-        rd = g + G.T @ lam + E.T @ nu
+        fi = ineq(x)
+        J = jac(x)
+        rd = g + J.T @ lam + E.T @ nu
         rc = -lam * fi - 1.0 / t
         rp = E @ x - e
         return rd, rc, rp, fi
@@ -367,7 +394,7 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
     it = 0
     scale = max(1.0, float(np.abs(f.gradient(x)).max()))
     for it in range(max_iter):
-        fi = G @ x - h
+        fi = ineq(x)
         eta = float(-fi @ lam) if m_in else 0.0
         t = mu * m_in / eta if (m_in and eta > 0) else 1e12
         rd, rc, rp, fi = resid(x, lam, nu, t)
@@ -375,9 +402,12 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
                 and eta <= tol * max(1.0, abs(fval))):
             break
         _, Hf = f.derivs(x)
+        J = jac(x)
+        for k, r in enumerate(rows):
+            Hf = Hf + lam[m_lin + k] * r.derivs(x)[1]
         D = -lam / fi if m_in else np.zeros(0)
-        Hpd = Hf + (G.T * D) @ G
-        rhs1 = -rd - (G.T @ (rc / fi) if m_in else 0.0)
+        Hpd = Hf + (J.T * D) @ J
+        rhs1 = -rd - (J.T @ (rc / fi) if m_in else 0.0)
         K = np.block([[Hpd, E.T], [E, np.zeros((m_eq, m_eq))]]) if m_eq else Hpd
         rhs = np.concatenate([rhs1, -rp]) if m_eq else rhs1
         try:
@@ -386,13 +416,13 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
             sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
         dx = sol[:nx]
         dnu = sol[nx:] if m_eq else np.zeros(0)
-        dlam = (rc - lam * (G @ dx)) / fi if m_in else np.zeros(0)
+        dlam = (rc - lam * (J @ dx)) / fi if m_in else np.zeros(0)
         neg = dlam < 0
         s = min(1.0, 0.99 * float(np.min(-lam[neg] / dlam[neg]))) if neg.any() else 1.0
         r0 = np.sqrt(np.sum(rd ** 2) + np.sum(rc ** 2) + np.sum(rp ** 2))
         while True:
             xn = x + s * dx
-            if m_in and np.any(G @ xn - h >= 0):
+            if m_in and np.any(ineq(xn) >= 0):
                 s *= beta
             elif not np.isfinite(f.value(xn)):
                 s *= beta
@@ -406,7 +436,7 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
                 break
         xn = x + s * dx
         fn = f.value(xn)
-        if (m_in and np.any(G @ xn - h >= 0)) or not np.isfinite(fn):
+        if (m_in and np.any(ineq(xn) >= 0)) or not np.isfinite(fn):
             # the line search found no step that keeps the iterate strictly inside (a row's slack of 0 at
             # rounding level, min sum_largest(u, 2) + ||x||^2): stepping would put 0 in the barrier's
             # denominators (NaN); the current iterate is the best point this method reaches
