@@ -273,7 +273,11 @@ class GopSolver(Solver):
         # a convex program in lifted form (norms, p-norms, convex nonlinear rows) that 'auto' would send to the
         # tree: one interior-point solve with a duality certificate instead (docs/gop.md §13e); the tree when it
         # is not recognised as convex or the solve does not reach its tolerances
-        if not tried and mode == "auto" and lifted is not None and xpart is None:
+        # (also a program without connected variables whose nonlinear rows GOP's iteration would outer-approximate
+        # in its relaxed duals, which need bounds: log_sum_exp(x) <= 1 over a free x)
+        if not tried and mode == "auto" and xpart is None and (
+                lifted is not None or (outside is None and part.connected.size == 0 and part.y.size
+                                       and any(not c.body.is_linear for c in program.constraints))):
             direct, convex_note = _solve_direct(program, opts, run, _completion(user, epi),
                                                 user.aux if epi is not None else None)
         # scaling symmetries first: the permutation symmetries below are then those of the normalized
