@@ -142,7 +142,7 @@ def test_monotone_atom_rows_become_the_exact_interval_of_their_argument(kind):
         iv = _preimage(k, c, c0, lo, hi)
         assert iv is not None
 
-        def row(u):
+        def row(u, c=c, c0=c0, lo=lo, hi=hi):
             with np.errstate(all="ignore"):
                 v = c0 + c * k.value(np.array([u]))[0]
             return k.in_domain(np.array([u]))[0] and lo - 1e-12 <= v <= hi + 1e-12

@@ -43,13 +43,11 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
-from ...program.atoms import ATOMS
+from ...lpqp import solve_lp
 from ...program.expression import Expression
-from ...program.terms import AtomGroup
 from .convexity import block_psd, constant_hessian
-from .primal import DenseExpr, _interior_start, _inf_norm, _ipm_iterations, inequality_form
+from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form
 
 
 @dataclass
@@ -109,9 +107,8 @@ def _direction(e: Expression, j: int):
             return None
         if g.kernel.arity == 2:
             col2 = np.asarray(g.A2[:, j].todense()).ravel()
-            if np.any(col != 0) or g.kind != "quad_over_lin":
-                if np.any(col != 0) or np.any(col2 != 0):
-                    return None
+            if np.any(col != 0) or (g.kind != "quad_over_lin" and np.any(col2 != 0)):
+                return None
             # u^2 / v is nonincreasing in v > 0
             signs.update(_sign(v) for v in -g.coef[col2 != 0] * col2[col2 != 0])
             continue
@@ -147,11 +144,11 @@ def _single_atom(e: Expression):
 
 
 def _inverse(k, target):
-    """The ``u`` of the domain with ``g(u) = target`` for the strictly monotone kernel ``k`` (bisection to adjacent
-    floats), ``-inf`` / ``+inf`` when ``target`` is below / above every value on the domain (for a nondecreasing
-    ``g``; mirrored for a nonincreasing one), as ``(u, where)`` with ``where`` in ``'in'``, ``'below'``,
-    ``'above'`` (``target`` below or above the range of ``g``)."""
-    lo_d, hi_d, closed = k.domain
+    """``((a, b), 'in')``: adjacent floats of the domain around the ``u`` with ``g(u) = target`` for the strictly
+    monotone kernel ``k`` (bisection; ``g(a) <= target < g(b)`` for a nondecreasing ``g``, ``g(a) >= target > g(b)``
+    for a nonincreasing one), or ``(None, 'below')`` / ``(None, 'above')`` when ``target`` is below / above every
+    value of ``g`` on the domain."""
+    lo_d, _hi_d, closed = k.domain
     inc = k.monotone > 0
     start = lo_d if (np.isfinite(lo_d) and closed) else (np.nextafter(lo_d, np.inf) if np.isfinite(lo_d) else None)
 
@@ -278,41 +275,41 @@ def _soc_rows(s, e: Expression, n):
 
 
 class Cone:
-    """The second-order-cone row ``||F x + f||_2 <= x_s`` in the row interface of :func:`.primal._ipm_iterations`,
-    as the smooth convex ``r(x) = ||u||^2 / x_s - x_s <= 0`` (``u = F x + f``, domain ``x_s > 0``; the
-    ``quad_over_lin`` form, Boyd & Vandenberghe 2004, §3.1.5). Its gradient ``(2 F^T u / s, -(|u| / s)^2 - 1)`` has no
-    limit at the apex ``u = 0, s = 0`` (a zero group of a group lasso), where the interior-point method stalls;
-    :func:`_solve_form` then solves with the apex fixed and checks the cone's dual condition (:func:`_apex`)."""
+    """The second-order-cone row ``||F x + f||_2 <= x_s`` (``s`` may be a list of columns whose sum is the cone's
+    height: the phase-I problem adds its ``sigma``), with the logarithmic barrier
+    ``psi = -log(x_s^2 - ||u||^2)``, ``u = F x + f`` (self-concordant, degree 2; Boyd & Vandenberghe 2004, §11.6.1).
+    Its gradient ``(2 u, -2 x_s) / D`` (``D = x_s^2 - ||u||^2``) stays bounded along the central path into the apex
+    (a zero group of a group lasso), where the smooth form ``||u||^2 / x_s - x_s`` stalled."""
+
+    degree = 2
 
     def __init__(self, F, f, s):
-        self.F, self.f, self.s = F, f, s
+        self.F, self.f = F, f
+        self.cols = [s] if np.ndim(s) == 0 else list(s)
+        self.s = self.cols[0]
 
-    def value(self, x):
-        v = x[self.s]
-        if not v > 0:
-            return math.inf
-        u = self.F @ x + self.f
-        return float(u @ u) / v - v
+    def height(self, x):
+        return float(sum(x[c] for c in self.cols))
 
-    def gradient(self, x):
-        v = x[self.s]
+    def slack(self, x):
+        """``x_s - ||u||`` (> 0 strictly inside)."""
         u = self.F @ x + self.f
-        g = self.F.T @ (2.0 * u / v)
-        g[self.s] -= float(u @ u) / v ** 2 + 1.0
-        return g
+        return self.height(x) - float(np.sqrt(u @ u))
 
-    def derivs(self, x, hessian=True):
-        g = self.gradient(x)
-        if not hessian:
-            return g, None
-        v = x[self.s]
+    def barrier(self, x):
+        """``(psi, gradient, Hessian)``, ``psi = inf`` outside the cone's interior."""
         u = self.F @ x + self.f
+        h = self.height(x)
+        D = h * h - float(u @ u)
+        if not (h > 0 and D > 0):
+            return math.inf, None, None
+        es = np.zeros(x.size)
+        es[self.cols] = 1.0
         Fu = self.F.T @ u
-        H = 2.0 / v * (self.F.T @ self.F)
-        H[:, self.s] -= 2.0 / v ** 2 * Fu
-        H[self.s, :] -= 2.0 / v ** 2 * Fu
-        H[self.s, self.s] += 2.0 * float(u @ u) / v ** 3
-        return g, H
+        g = (2.0 * Fu - 2.0 * h * es) / D
+        w = Fu - h * es            # D-gradient is -2 w: Hessian 2 (F^T F - es es^T) / D + 4 w w^T / D^2
+        H = 2.0 * (self.F.T @ self.F - np.outer(es, es)) / D + 4.0 * np.outer(w, w) / D ** 2
+        return -math.log(D), g, H
 
     def depends_on(self, j) -> bool:
         return bool(np.any(self.F[:, j] != 0))
@@ -437,44 +434,268 @@ def convex_form(program, aux=None):
     return ConvexForm(obj, linear, rows, lb, ub, outer, notes), None
 
 
-class _Shifted:
-    """``r(x) - sigma`` over ``(x, sigma)``: a row of the phase-I problem (Boyd & Vandenberghe 2004, §11.4.1)."""
-
-    def __init__(self, r):
-        self.r = r
-
-    def value(self, z):
-        return self.r.value(z[:-1]) - z[-1]
-
-    def gradient(self, z):
-        return np.append(self.r.gradient(z[:-1]), -1.0)
-
-    def derivs(self, z, hessian=True):
-        g, H = self.r.derivs(z[:-1], hessian)
-        g = np.append(g, -1.0)
-        if H is None:
-            return g, None
-        Hz = np.zeros((z.size, z.size))
-        Hz[:-1, :-1] = H
-        return g, Hz
+#: relative duality gap at which the barrier method stops
+TOL_GAP = 1e-8
+#: largest gradient of the Lagrangian (relative to the objective's gradient at the start) at which its value is taken
+#: as the dual function's: the centering is exact to the rounding of the Newton system only (1e-7 to 3e-5 measured on
+#: p-norm rows and cones at their apex at t ~ 1e10)
+DUAL_RESIDUAL = 1e-4
 
 
 class _Row:
-    """``body(x) - hi`` of a convex row, through :class:`.primal.DenseExpr`."""
+    """``body(x) - hi`` of a convex row, through :class:`.primal.DenseExpr`; ``shift`` a column subtracted (the
+    phase-I ``sigma``)."""
 
-    def __init__(self, body, hi):
+    def __init__(self, body, hi, n, shift=None):
+        self.f_body = body
         self.f = DenseExpr(body)
-        self.hi = hi
+        self.hi, self.n, self.shift = hi, n, shift
 
     def value(self, x):
-        v = self.f.value(x)
-        return v - self.hi if np.isfinite(v) else math.inf
+        v = self.f.value(x[:self.n])
+        if not np.isfinite(v):
+            return math.inf
+        return v - self.hi - (x[self.shift] if self.shift is not None else 0.0)
 
-    def gradient(self, x):
-        return self.f.gradient(x)
+    def derivs(self, x):
+        g, H = self.f.derivs(x[:self.n])
+        if x.size > self.n:
+            g = np.append(g, np.zeros(x.size - self.n))
+            Hz = np.zeros((x.size, x.size))
+            Hz[:self.n, :self.n] = H
+            H = Hz
+        if self.shift is not None:
+            g[self.shift] -= 1.0
+        return g, H
 
-    def derivs(self, x, hessian=True):
-        return self.f.derivs(x, hessian)
+
+def _phi(x, G, h, rows, cones, hessian=True):
+    """The barrier ``-sum log(h - G x) - sum log(-r_i(x)) + sum psi_c(x)``, its gradient and Hessian; ``inf`` outside
+    the interior. Also the number of barrier terms weighted by their degrees (the duality gap is that over ``t``)."""
+    sl = h - G @ x
+    if np.any(sl <= 0):
+        return math.inf, None, None
+    val = -float(np.sum(np.log(sl)))
+    d = 1.0 / sl
+    g = G.T @ d
+    H = (G.T * d * d) @ G if hessian else None
+    for r in rows:
+        v = r.value(x)
+        if not v < 0:
+            return math.inf, None, None
+        rg, rH = r.derivs(x)
+        val -= math.log(-v)
+        g = g + rg / -v
+        if hessian:
+            H = H + rH / -v + np.outer(rg, rg) / (v * v)
+    for c in cones:
+        v, cg, cH = c.barrier(x)
+        if not np.isfinite(v):
+            return math.inf, None, None
+        val += v
+        g = g + cg
+        if hessian:
+            H = H + cH
+    return val, g, H
+
+
+def _barrier_method(f, G, h, E, e, rows, cones, x, tol=TOL_GAP, stop=None, max_newton=400, clock=None):
+    """The barrier method (Boyd & Vandenberghe 2004, §11.3, Algorithm 11.1) from the strictly feasible ``x``
+    (``E x = e``): centering steps ``min t f(x) + phi(x)`` s.t. ``E x = e`` by Newton's method with backtracking
+    (Algorithm 10.2), ``t <- 20 t`` until the duality gap ``theta / t`` (``theta``: the barrier's degree) is below
+    ``tol max(1, |f|)``. ``stop(x)`` ends the iterations early (phase I: a strictly feasible point found); ``clock()``
+    True (the run's time limit) ends them unconverged.
+    Returns ``(x, t, nu, newton_steps, converged)``; ``nu`` the equality multipliers ``w / t``."""
+    theta = G.shape[0] + len(rows) + sum(c.degree for c in cones)
+    n, m_eq = x.size, E.shape[0]
+    fx = f.value(x)
+    t = 1.0 if theta == 0 else max(1.0, theta / max(1.0, abs(fx)))
+    nu = np.zeros(m_eq)
+    steps = 0
+    while True:
+        prev = math.inf
+        while steps < max_newton:
+            if clock is not None and clock():
+                return x, t, nu, steps, False
+            gf, Hf = f.derivs(x)
+            pv, pg, pH = _phi(x, G, h, rows, cones)
+            g = t * gf + pg
+            Hm = t * Hf + pH
+            if m_eq:
+                K = np.block([[Hm, E.T], [E, np.zeros((m_eq, m_eq))]])
+                rhs = np.concatenate([-g, e - E @ x])
+            else:
+                K, rhs = Hm, -g
+            try:
+                sol = np.linalg.solve(K, rhs)
+            except np.linalg.LinAlgError:
+                sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
+            dx, w = sol[:n], sol[n:]
+            steps += 1
+            dec = float(dx @ Hm @ dx)
+            if not np.isfinite(dec):
+                return x, t, nu, steps, False
+            nu = w / t
+            # centred: the decrement at its target, or stuck at the rounding level of the Newton system (large t)
+            if dec / 2.0 <= 1e-11 or (dec <= 1e-6 and dec > 0.25 * prev):
+                break
+            prev = dec
+            phi0 = t * fx + pv
+            slope = float(g @ dx)
+            s = 1.0
+            while True:
+                xn = x + s * dx
+                fn = f.value(xn)
+                pn = _phi(xn, G, h, rows, cones, hessian=False)[0] if np.isfinite(fn) else math.inf
+                if np.isfinite(pn) and (t * fn + pn <= phi0 + 0.25 * s * slope
+                                        or abs(s * slope) <= 1e-13 * max(1.0, abs(phi0))):
+                    break
+                s *= 0.5
+                if s < 1e-12:
+                    return x, t, nu, steps, False
+            x, fx = xn, fn
+            if stop is not None and stop(x):
+                return x, t, nu, steps, True
+            if not np.isfinite(fx) or _inf_norm(x) > 1e12:
+                return x, t, nu, steps, False      # running away: an unbounded objective
+        else:
+            return x, t, nu, steps, False
+        if theta == 0 or theta / t <= tol * max(1.0, abs(fx)):
+            return x, t, nu, steps, True
+        t *= 20.0
+
+
+def _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu, polish=True):
+    """``(L, residual)``: the Lagrangian at ``x`` with the central-path multipliers ``lambda = 1 / (t (h - G x))``,
+    ``1 / (t (-r_i))`` and the cones' ``y = -grad psi / t`` (inside the self-dual cone: ``||y_u|| <= y_s``), and the
+    infinity norm of its gradient; ``L`` is the dual function's value, a lower bound on the optimum (weak duality),
+    when the gradient vanishes (Boyd & Vandenberghe 2004, §11.2.2)."""
+    sl = h - G @ x
+    lam = 1.0 / (t * sl)
+    L = f.value(x) - float(lam @ sl)
+    grad = f.derivs(x)[0] + G.T @ lam
+    for r in rows:
+        v = r.value(x)
+        li = 1.0 / (t * -v)
+        L += li * v
+        grad = grad + li * r.derivs(x)[0]
+    for c in cones:
+        _, cg, _ = c.barrier(x)
+        y = cg / t        # = -(F^T y_u + y_s e_s) in the columns; the term -(y_u^T u + y_s s) = -2 / t
+        L -= 2.0 / t
+        grad = grad + y
+    if E.shape[0]:
+        # the equality multipliers that best cancel the gradient (the Newton system's are one step old)
+        nu = np.linalg.lstsq(E.T, -grad, rcond=None)[0]
+        L += float(nu @ (E @ x - e))
+        grad = grad + E.T @ nu
+    res = _inf_norm(grad)
+    if polish and res > 1e-9 * max(1.0, _inf_norm(grad - G.T @ lam)) and (G.shape[0] or E.shape[0]):
+        # the linear rows' multipliers chosen by an LP so that the gradient vanishes exactly (to HiGHS's
+        # tolerance): lambda >= 0, nu free with G^T lambda + E^T nu = -(the nonlinear terms' gradient), the largest
+        # Lagrangian, i.e. min lambda^T (h - G x); the nonlinear rows and cones keep their central-path multipliers
+        g0 = grad - G.T @ lam - (E.T @ nu if E.shape[0] else 0.0)
+        mG, mE = G.shape[0], E.shape[0]
+        Aeq = np.hstack([G.T, E.T]) if mE else G.T
+        cost = np.concatenate([sl, np.zeros(mE)])
+        lbv = np.concatenate([np.zeros(mG), np.full(mE, -np.inf)])
+        out = solve_lp(cost, Aeq, -g0, -g0, lbv, np.full(mG + mE, np.inf))
+        if out.status == "optimal":
+            lam2, nu2 = np.maximum(out.x[:mG], 0.0), out.x[mG:]
+            grad2 = g0 + G.T @ lam2 + (E.T @ nu2 if mE else 0.0)
+            L2 = L + float(lam @ sl) - float(lam2 @ sl)
+            if mE:
+                L2 += float((nu2 - nu) @ (E @ x - e))
+            # kept when it is the better certificate: exact stationarity at a bound as tight to the gap tolerance
+            if _inf_norm(grad2) < res and L - L2 <= TOL_GAP * max(1.0, abs(f.value(x))):
+                return L2, _inf_norm(grad2)
+    return L, res
+
+
+def _linear_form(form, n):
+    lin = form.linear
+    if lin:
+        Ad = np.vstack([e.linear for e, _, _ in lin])
+        k = np.array([e.constant for e, _, _ in lin])
+        lo = np.array([l for _, l, _ in lin]) - k
+        hi = np.array([u for _, _, u in lin]) - k
+    else:
+        Ad, lo, hi = np.zeros((0, n)), np.zeros(0), np.zeros(0)
+    eq = np.isfinite(lo) & np.isfinite(hi) & (np.abs(hi - lo) <= 1e-12 * np.maximum(1.0, np.abs(hi)))
+    up = np.isfinite(hi) & ~eq
+    dn = np.isfinite(lo) & ~eq
+    zero = ~np.any(Ad != 0, axis=1)
+    bad = bool(np.any(zero & ((hi < -1e-9) | (lo > 1e-9))))
+    up, dn, eq = up & ~zero, dn & ~zero, eq & ~zero
+    return Ad, lo, hi, up, dn, eq, bad
+
+
+def _solve_form(form, n, clock=None):
+    """The barrier-method solve of ``form`` over ``n`` columns: a dict with ``status`` ``'optimal'`` (``x``, the
+    Lagrangian bound ``L``), ``'infeasible'`` (``reason``), or ``'stalled'`` (``reason``; ``x0`` the strictly
+    feasible start when there was one); ``info`` holds the step counts."""
+    info = {"mode": "convex", "nodes": 0}
+    Ad, lo, hi, up, dn, eq, bad = _linear_form(form, n)
+    if bad:
+        return {"status": "infeasible", "reason": "a constant row is violated", "info": info}
+    if np.any(form.lb > form.ub):
+        return {"status": "infeasible", "reason": "a lower bound above its upper bound", "info": info}
+    G, h, E, e = inequality_form(Ad, lo, hi, up, dn, eq, form.lb, form.ub)
+    f = DenseExpr(form.objective)
+    rows = [_Row(b, u, n) for r in form.rows if not isinstance(r, Cone) for b, u in [r]]
+    cones = [r for r in form.rows if isinstance(r, Cone)]
+    x = _interior_start(G, h, E, e, form.lb, form.ub)
+    if not isinstance(x, np.ndarray):
+        if getattr(x, "status", None) == "infeasible":
+            return {"status": "infeasible", "reason": "the linear rows and bounds are infeasible", "info": info}
+        return {"status": "stalled", "reason": "no interior point of the linear rows", "info": info}
+    worst = max([r.value(x) for r in rows] + [-c.slack(x) for c in cones] + [-math.inf])
+    if worst >= 0:
+        if not np.isfinite(worst):
+            return {"status": "stalled", "reason": "the linear interior point is outside a nonlinear row's domain",
+                        "info": info}
+        # phase I (Boyd & Vandenberghe 2004, §11.4.1): min sigma s.t. r_i(x) <= sigma, ||u_c|| <= x_s + sigma, the
+        # linear rows, sigma >= -1; stopped at the first point with sigma < 0
+        m = n + 1
+        z = np.append(x, worst + 1.0)
+        Gz = np.vstack([np.hstack([G, np.zeros((G.shape[0], 1))]), np.append(np.zeros(n), -1.0)[None, :]])
+        hz = np.append(h, 1.0)
+        Ez = np.hstack([E, np.zeros((E.shape[0], 1))])
+        rows1 = [_Row(r.f_body, r.hi, n, shift=n) for r in rows]
+        cones1 = [Cone(np.hstack([c.F, np.zeros((c.F.shape[0], 1))]), c.f, c.cols + [n]) for c in cones]
+        c1 = np.zeros(m)
+        c1[-1] = 1.0
+        z, t1, nu1, st1, _ = _barrier_method(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, clock=clock,
+                                             stop=lambda zz: zz[-1] < -1e-9 * max(1.0, abs(worst)))
+        info["phase1_newton_steps"] = st1
+        x = z[:-1]
+        if not (all(r.value(x) < 0 for r in rows) and all(c.slack(x) > 0 for c in cones)
+                and (not G.shape[0] or np.all(G @ x - h < 0))):
+            if clock is not None and clock():
+                return {"status": "stalled", "info": info, "reason": "the time limit"}
+            L1, res1 = _lagrangian_bound(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, t1, nu1)
+            if res1 <= 1e-8 and L1 > 1e-8:
+                return {"status": "infeasible", "info": info,
+                            "reason": f"phase I: some row exceeds its side by at least {L1:.3g} at every point "
+                                   "(Lagrangian bound of the phase-I problem)"}
+            return {"status": "stalled", "info": info,
+                        "reason": "phase I found no strictly feasible point of the nonlinear rows (no Slater point?)"}
+    if not np.isfinite(f.value(x)):
+        return {"status": "stalled", "reason": "the objective is not finite at the interior start", "info": info}
+    x0 = x.copy()
+    x, t, nu, steps, ok = _barrier_method(f, G, h, E, e, rows, cones, x, clock=clock)
+    if clock is not None and clock():
+        return {"status": "stalled", "info": info, "reason": "the time limit"}
+    info["newton_steps"] = steps
+    L, res = _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu)
+    fx = f.value(x)
+    info["dual_residual"] = res
+    scale = max(1.0, _inf_norm(f.derivs(x0)[0]))
+    if not (ok and res <= DUAL_RESIDUAL * scale and np.isfinite(L) and fx - L <= 10 * TOL_GAP * max(1.0, abs(fx))):
+        return {"status": "stalled", "x0": x0, "info": info,
+                    "reason": f"the barrier method stopped short of its tolerances (dual residual {res:.2g}, gap "
+                           f"{fx - L:.2g}, |x| {_inf_norm(x):.2g})"}
+    return {"status": "optimal", "x": x, "L": L, "x0": x0, "info": info}
 
 
 class _Linear:
@@ -487,144 +708,8 @@ class _Linear:
     def value(self, z):
         return float(self.c @ z)
 
-    def gradient(self, z):
-        return self.c
-
     def derivs(self, z, hessian=True):
         return self.c, (self.H if hessian else None)
-
-
-def _lagrangian_bound(f, G, h, E, e, rows, x, lam, nu):
-    """``(L(x, lam, nu), |grad_x L|_inf, eta)``: the dual function's value at ``(lam, nu)`` when ``x`` minimises
-    the Lagrangian (``grad_x L = 0``), the gradient's residual and the surrogate gap ``-lam^T F(x)``."""
-    F = np.concatenate([G @ x - h, [r.value(x) for r in rows]])
-    J = np.vstack([G] + [r.gradient(x)[None, :] for r in rows]) if rows else G
-    rd = f.gradient(x) + J.T @ lam + E.T @ nu
-    L = f.value(x) + float(lam @ F) + (float(nu @ (E @ x - e)) if E.shape[0] else 0.0)
-    return L, _inf_norm(rd), float(-lam @ F)
-
-
-TOL = 1e-10
-
-def _solve_form(form, n):
-    """The interior-point solve of ``form`` over ``n`` columns: a dict with ``status`` ``'optimal'`` (``x``, the
-    Lagrangian bound ``L``), ``'infeasible'`` (``reason``), or ``'stalled'`` (``reason``; ``x0`` the strictly
-    feasible start when there was one); ``info`` holds the iteration counts."""
-    lin = form.linear
-    if lin:
-        Ad = np.vstack([e.linear for e, _, _ in lin])
-        k = np.array([e.constant for e, _, _ in lin])
-        lo = np.array([l for _, l, _ in lin]) - k
-        hi = np.array([u for _, _, u in lin]) - k
-    else:
-        Ad, lo, hi = np.zeros((0, n)), np.zeros(0), np.zeros(0)
-    info = {"mode": "convex", "nodes": 0}
-    eq = np.isfinite(lo) & np.isfinite(hi) & (np.abs(hi - lo) <= 1e-12 * np.maximum(1.0, np.abs(hi)))
-    up = np.isfinite(hi) & ~eq
-    dn = np.isfinite(lo) & ~eq
-    zero = ~np.any(Ad != 0, axis=1)
-    if np.any(zero & ((hi < -1e-9) | (lo > 1e-9))):
-        return dict(status="infeasible", reason="a constant row is violated", info=info)
-    up, dn, eq = up & ~zero, dn & ~zero, eq & ~zero
-    if np.any(form.lb > form.ub):
-        return dict(status="infeasible", reason="a lower bound above its upper bound", info=info)
-    G, h, E, e = inequality_form(Ad, lo, hi, up, dn, eq, form.lb, form.ub)
-    etol = TOL * max(1.0, np.abs(e).max(initial=0))
-    f = DenseExpr(form.objective)
-    rows = [r if isinstance(r, Cone) else _Row(*r) for r in form.rows]
-    x = _interior_start(G, h, E, e, form.lb, form.ub)
-    if not isinstance(x, np.ndarray):
-        if getattr(x, "status", None) == "infeasible":
-            return dict(status="infeasible", reason="the linear rows and bounds are infeasible", info=info)
-        return dict(status="stalled", reason="no interior point of the linear rows", info=info)
-    r0 = np.array([r.value(x) for r in rows])
-    if rows and not np.all(r0 < 0):
-        if not np.all(np.isfinite(r0)):
-            return dict(status="stalled", reason="the linear interior point is outside a nonlinear row's domain",
-                        info=info)
-        # phase I: min sigma s.t. r_i(x) <= sigma, the linear rows, sigma >= -1 (Boyd & Vandenberghe §11.4.1)
-        z = np.append(x, float(r0.max()) + 1.0)
-        Gz = np.vstack([np.hstack([G, np.zeros((G.shape[0], 1))]), np.append(np.zeros(x.size), -1.0)[None, :]])
-        hz = np.append(h, 1.0)
-        Ez = np.hstack([E, np.zeros((E.shape[0], 1))])
-        c1 = np.zeros(z.size)
-        c1[-1] = 1.0
-        f1, rows1 = _Linear(c1), [_Shifted(r) for r in rows]
-        z, lam1, nu1, it1, _ = _ipm_iterations(f1, Gz, hz, Ez, e, z, TOL, etol, 200, rows1)
-        info["phase1_iterations"] = it1 + 1
-        x = z[:-1]
-        if not np.all([r.value(x) < 0 for r in rows]) or (G.shape[0] and not np.all(G @ x - h < 0)):
-            L1, res1, _ = _lagrangian_bound(f1, Gz, hz, Ez, e, rows1, z, lam1, nu1)
-            if res1 <= 1e-9 and L1 > 1e-8:
-                return dict(status="infeasible", info=info,
-                            reason=f"phase I: some row exceeds its side by at least {L1:.3g} at every point "
-                                   "(Lagrangian bound of the phase-I problem)")
-            return dict(status="stalled", info=info,
-                        reason="phase I found no strictly feasible point of the nonlinear rows (no Slater point?)")
-    if not np.isfinite(f.value(x)):
-        return dict(status="stalled", reason="the objective is not finite at the interior start", info=info)
-    x0 = x.copy()
-    x, lam, nu, it, scale = _ipm_iterations(f, G, h, E, e, x, TOL, etol, 300, rows)
-    info["ipm_iterations"] = it + 1
-    L, res, eta = _lagrangian_bound(f, G, h, E, e, rows, x, lam, nu)
-    fx = f.value(x)
-    info["dual_residual"] = res
-    if not (res <= 1e-8 * scale and _inf_norm(E @ x - e) <= 1e3 * etol and eta <= 1e-8 * max(1.0, abs(fx))
-            and np.isfinite(L)):
-        apex = [k for k, r in enumerate(form.rows) if isinstance(r, Cone)
-                and x[r.s] <= 1e-5 * max(1.0, _inf_norm(x))] if eta <= 1e-6 * max(1.0, abs(fx)) else []
-        if apex:
-            out = _apex(form, n, apex)
-            if out is not None:
-                out["info"] = {**info, **out["info"], "apex_cones": len(apex)}
-                out["x0"] = x0
-                return out
-        return dict(status="stalled", x0=x0, info=info,
-                    reason=f"the interior-point method stopped short of its tolerances (dual residual {res:.2g}, "
-                           f"gap {eta:.2g}, |x| {_inf_norm(x):.2g})")
-    return dict(status="optimal", x=x, L=L, x0=x0, info=info, nu=nu, eq=eq, fixed=_fixed(form.lb, form.ub))
-
-
-def _fixed(lb, ub):
-    """The variables :func:`.primal.inequality_form` turns into equalities (``ub - lb <= 1e-12 max(1, |ub|)``)."""
-    return np.isfinite(lb) & np.isfinite(ub) & (ub - lb <= 1e-12 * np.maximum(1.0, np.abs(ub)))
-
-
-def _apex(form, n, apex):
-    """The solve with the cones ``apex`` at their apex (``F x + f = 0``, ``x_s = 0`` as equalities), accepted when
-    each cone's equality multipliers ``(nu_u, nu_s)`` satisfy the dual-cone condition ``||nu_u|| <= -nu_s``: then
-    ``nu_u^T u + nu_s s <= 0`` for every ``(u, s)`` with ``||u|| <= s``, so the restricted problem's Lagrangian is a
-    lower bound of the original program too (weak duality for the second-order cone, Boyd & Vandenberghe 2004,
-    §5.9), and the restricted optimum is feasible for it. None otherwise."""
-    cones = [form.rows[k] for k in apex]
-    rows = [r for k, r in enumerate(form.rows) if k not in set(apex)]
-    linear = list(form.linear)
-    first = len(linear)
-    for c in cones:
-        for i in range(c.F.shape[0]):
-            linear.append((Expression(n, float(c.f[i]), c.F[i]), 0.0, 0.0))
-    lb, ub = form.lb.copy(), form.ub.copy()
-    for c in cones:
-        lb[c.s] = ub[c.s] = 0.0
-    out = _solve_form(ConvexForm(form.objective, linear, rows, lb, ub, form.outer), n)
-    if out["status"] != "optimal":
-        return None
-    nu, eq, fixed = out["nu"], out["eq"], out["fixed"]
-    pos = np.full(len(linear), -1)
-    pos[np.flatnonzero(eq)] = np.arange(int(eq.sum()))
-    fpos = np.full(n, -1)
-    fpos[np.flatnonzero(fixed)] = int(eq.sum()) + np.arange(int(fixed.sum()))
-    k = first
-    for c in cones:
-        m = c.F.shape[0]
-        idx = pos[k:k + m]
-        k += m
-        if np.any(idx < 0) or fpos[c.s] < 0:
-            return None
-        nu_u, nu_s = nu[idx], nu[fpos[c.s]]
-        if not float(np.linalg.norm(nu_u)) <= -nu_s + 1e-9 * max(1.0, abs(nu_s)):
-            return None
-    return out
 
 
 def _recession_ray(form, n):
@@ -662,7 +747,7 @@ def _recession_ray(form, n):
     if np.any(d < lb) or np.any(d > ub):
         return None
     for r in rows:
-        if r.value(d) > 0:
+        if r.slack(d) < 0:
             return None
     return d
 
@@ -674,7 +759,7 @@ def solve_convex(program, form: ConvexForm, opts, run, complete=None):
     ``info``), or ``(None, reason)`` when the interior-point method did not reach its tolerances otherwise (the
     caller falls back to the tree)."""
     n = program.n
-    out = _solve_form(form, n)
+    out = _solve_form(form, n, clock=None if run is None else run.out_of_time)
     info = out["info"]
     if out["status"] == "infeasible":
         info["reason"] = out["reason"]

@@ -353,39 +353,20 @@ def _interior_start(G, h, E, e, xlb, xub):
     return np.linalg.lstsq(E, e, rcond=None)[0] if m_eq else np.zeros(nx)
 
 
-def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter, rows=()):
+def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
     """The primal-dual interior-point iterations (Boyd & Vandenberghe §11.7) from the strictly interior ``x``:
-    ``(x, lam, nu, iterations, scale)``.
-
-    ``rows`` are convex nonlinear inequalities ``r(x) <= 0`` (objects with ``value``, ``gradient`` and ``derivs``
-    like :class:`DenseExpr`; ``value`` is ``+inf`` outside the domain) after the linear rows ``G x <= h``: their
-    multipliers follow those of ``G`` in ``lam``, the Newton matrix gains ``sum_i lam_i Hess r_i`` and the rows of
-    the Jacobian ``J = [G; grad r_i^T]`` take the place of ``G`` (§11.7.1, eq. (11.54)). Without ``rows`` the
-    arithmetic is the linear one."""
+    ``(x, lam, nu, iterations, scale)``."""
     nx = x.size
-    m_lin, m_eq = G.shape[0], E.shape[0]
-    m_in = m_lin + len(rows)
+    m_in, m_eq = G.shape[0], E.shape[0]
     lam = np.ones(m_in)
     nu = np.zeros(m_eq)
     mu = 10.0
     alpha, beta = 0.01, 0.5
 
-    def ineq(x):
-        fi = G @ x - h
-        if not rows:
-            return fi
-        return np.concatenate([fi, [r.value(x) for r in rows]])
-
-    def jac(x):
-        if not rows:
-            return G
-        return np.vstack([G] + [r.gradient(x)[None, :] for r in rows])
-
     def resid(x, lam, nu, t):
         g = f.gradient(x)
-        fi = ineq(x)
-        J = jac(x)
-        rd = g + J.T @ lam + E.T @ nu
+        fi = G @ x - h
+        rd = g + G.T @ lam + E.T @ nu
         rc = -lam * fi - 1.0 / t
         rp = E @ x - e
         return rd, rc, rp, fi
@@ -394,7 +375,7 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter, rows=()):
     it = 0
     scale = max(1.0, float(np.abs(f.gradient(x)).max()))
     for it in range(max_iter):
-        fi = ineq(x)
+        fi = G @ x - h
         eta = float(-fi @ lam) if m_in else 0.0
         t = mu * m_in / eta if (m_in and eta > 0) else 1e12
         rd, rc, rp, fi = resid(x, lam, nu, t)
@@ -402,12 +383,9 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter, rows=()):
                 and eta <= tol * max(1.0, abs(fval))):
             break
         _, Hf = f.derivs(x)
-        J = jac(x)
-        for k, r in enumerate(rows):
-            Hf = Hf + lam[m_lin + k] * r.derivs(x)[1]
         D = -lam / fi if m_in else np.zeros(0)
-        Hpd = Hf + (J.T * D) @ J
-        rhs1 = -rd - (J.T @ (rc / fi) if m_in else 0.0)
+        Hpd = Hf + (G.T * D) @ G
+        rhs1 = -rd - (G.T @ (rc / fi) if m_in else 0.0)
         K = np.block([[Hpd, E.T], [E, np.zeros((m_eq, m_eq))]]) if m_eq else Hpd
         rhs = np.concatenate([rhs1, -rp]) if m_eq else rhs1
         try:
@@ -416,13 +394,13 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter, rows=()):
             sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
         dx = sol[:nx]
         dnu = sol[nx:] if m_eq else np.zeros(0)
-        dlam = (rc - lam * (J @ dx)) / fi if m_in else np.zeros(0)
+        dlam = (rc - lam * (G @ dx)) / fi if m_in else np.zeros(0)
         neg = dlam < 0
         s = min(1.0, 0.99 * float(np.min(-lam[neg] / dlam[neg]))) if neg.any() else 1.0
         r0 = np.sqrt(np.sum(rd ** 2) + np.sum(rc ** 2) + np.sum(rp ** 2))
         while True:
             xn = x + s * dx
-            if m_in and np.any(ineq(xn) >= 0):
+            if m_in and np.any(G @ xn - h >= 0):
                 s *= beta
             elif not np.isfinite(f.value(xn)):
                 s *= beta
@@ -436,7 +414,7 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter, rows=()):
                 break
         xn = x + s * dx
         fn = f.value(xn)
-        if (m_in and np.any(ineq(xn) >= 0)) or not np.isfinite(fn):
+        if (m_in and np.any(G @ xn - h >= 0)) or not np.isfinite(fn):
             # the line search found no step that keeps the iterate strictly inside (a row's slack of 0 at
             # rounding level, min sum_largest(u, 2) + ||x||^2): stepping would put 0 in the barrier's
             # denominators (NaN); the current iterate is the best point this method reaches
