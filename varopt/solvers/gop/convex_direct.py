@@ -674,7 +674,7 @@ def _solve_form(form, n, clock=None):
             if clock is not None and clock():
                 return {"status": "stalled", "info": info, "reason": "the time limit"}
             L1, res1 = _lagrangian_bound(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, t1, nu1)
-            if res1 <= 1e-8 and L1 > 1e-8:
+            if res1 <= DUAL_RESIDUAL and L1 > 1e-6:
                 return {"status": "infeasible", "info": info,
                             "reason": f"phase I: some row exceeds its side by at least {L1:.3g} at every point "
                                    "(Lagrangian bound of the phase-I problem)"}
