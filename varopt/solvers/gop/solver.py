@@ -96,7 +96,9 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
            "(ELBOs such as phi*log(pi)), the tree for the others and for lifted norms and nonlinear rows outside "
            "GOP's class; a program whose objective has no biconvex partition (concave or indefinite quadratics, "
            "odd cycles of products) is refused under 'auto' with the reason, and certified by 'tree' when its "
-           "McCormick relaxation covers every term (docs/gop.md §8, §8b)", str,
+           "McCormick relaxation covers every term (docs/gop.md §8, §8b); under 'auto' a program that is convex once its "
+           "lifted norms and p-norms are read as cones is solved by one barrier solve with a Lagrangian-duality "
+           "certificate instead (result.info['mode'] == 'convex'; docs/gop.md §13e)", str,
            lambda v: v in ("auto", "gop", "tree"), "must be 'auto', 'gop' or 'tree'"),
     Option("symmetry", "auto", "symmetry breaking (docs/gop.md §8c): 'auto' detects groups of variables whose "
            "exchange leaves the objective, the constraints and the bounds exactly invariant (mixture components) and "
