@@ -36,6 +36,8 @@ def _cases():
                                                       [cp.norm(y - 1, 2) <= 1.5]),
         "two norms": lambda: cp.Problem(cp.Minimize(t), [cp.norm(y - 1, 2) <= t, cp.norm(y + 1, 2) <= t]),
         "maximise over a ball": lambda: cp.Problem(cp.Maximize(C @ y), [cp.norm(y, 2) <= 1]),
+        # even p: sum y^4 - q <= 0 has no curvature at the start y = 0 (a singular Newton system)
+        "pnorm 4 row": lambda: cp.Problem(cp.Minimize(C @ y), [cp.pnorm(y, 4) <= 1.5]),
     }
 
 
@@ -152,3 +154,19 @@ def test_monotone_atom_rows_become_the_exact_interval_of_their_argument(kind):
         for end, step in ((iv[0], -1), (iv[1], 1)):
             if np.isfinite(end) and end + step * 1e-7 * max(1.0, abs(end)) > 0:
                 assert not row(end + step * 1e-6 * max(1.0, abs(end))), (end, iv, lo, hi, c)
+
+
+def test_an_outer_root_at_its_zero_optimum_keeps_a_valid_lower_bound():
+    """``min pnorm(A x - b, 4)`` with ``A x = b`` solvable (optimum 0, Clarabel ~1e-16): the convex path minimises
+    ``q = sum u_i^4`` and maps its bound through ``q^(1/4)``, which magnifies any error near 0; the lower bound must stay
+    at or below 0 (it was 4.4e-6 without the first-order margin) and the status must not claim more than the gap."""
+    rng = np.random.default_rng(32)
+    A, b = rng.normal(size=(3, 5)), rng.normal(size=3)
+    x = cp.Variable(5)
+    prob = cp.Problem(cp.Minimize(cp.pnorm(A @ x - b, 4)), [cp.sum(x) == 1])
+    prob.solve(method="gop")
+    res = result_of(prob)
+    assert res.lower_bound <= 1e-12, res.lower_bound
+    assert res.status == "optimal" or res.upper_bound - res.lower_bound > 1e-6
+    if res.status == "optimal":
+        assert res.upper_bound <= 1e-6
