@@ -1,5 +1,7 @@
 """gop on convex programs with Euclidean norms (square-root lasso, group lasso, norm ball, Pyomo sqrt(x^2+y^2))
-against Clarabel (CVXPY) in the same run: status, objective, relative difference, tree nodes, time and ratio.
+against Clarabel (CVXPY) in the same run: status, objective, relative difference, gop's path ('convex': the direct
+convex path of docs/gop.md §13e; 'tree'), tree nodes, time and ratio. ``--mode tree`` runs the spatial tree (its
+cone cuts, §8) instead of 'auto'.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/gop_norms.py [--sizes 20x5,100x20] [--time-limit 30]
 """
@@ -41,9 +43,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="20x5,100x20")
     ap.add_argument("--time-limit", type=float, default=30.0)
+    ap.add_argument("--mode", default="auto", choices=("auto", "tree"))
     args = ap.parse_args()
     print(f"{'model':12s} {'N x D':>7s} {'status':>10s} {'gop':>12s} {'Clarabel':>12s} {'rel diff':>9s} "
-          f"{'nodes':>6s} {'gop s':>7s} {'clar s':>7s} {'ratio':>7s}")
+          f"{'path':>6s} {'nodes':>6s} {'gop s':>7s} {'clar s':>7s} {'ratio':>7s}")
     for size in args.sizes.split(","):
         N, D = (int(v) for v in size.split("x"))
         for name, prob in models(N, D):
@@ -51,18 +54,18 @@ def main():
             ref = prob.solve(solver=cp.CLARABEL)
             tc = time.perf_counter() - t0
             t0 = time.perf_counter()
-            val = prob.solve(method="gop", time_limit=args.time_limit)
+            val = prob.solve(method="gop", time_limit=args.time_limit, mode=args.mode)
             tg = time.perf_counter() - t0
             nodes = _nodes(prob.varopt_result)
             print(f"{name:12s} {size:>7s} {prob.status:>10s} {val:12.8f} {ref:12.8f} "
-                  f"{abs(val - ref) / max(1.0, abs(ref)):9.1e} {nodes!s:>6s} {tg:7.2f} {tc:7.3f} {tg / tc:7.0f}")
+                  f"{abs(val - ref) / max(1.0, abs(ref)):9.1e} {prob.varopt_result.info.get('mode', '-'):>6s} {nodes!s:>6s} {tg:7.2f} {tc:7.3f} {tg / tc:7.0f}")
     import pyomo.environ as pyo
     m = pyomo_model()
     t0 = time.perf_counter()
-    r = pyo.SolverFactory("gop").solve(m, time_limit=args.time_limit).varopt_result
+    r = pyo.SolverFactory("gop").solve(m, time_limit=args.time_limit, mode=args.mode).varopt_result
     tg = time.perf_counter() - t0
     print(f"{'pyomo sqrt':12s} {'2':>7s} {str(r.status):>10s} {pyo.value(m.o):12.8f} {0.0:12.8f} "
-          f"{abs(pyo.value(m.o)):9.1e} {_nodes(r)!s:>6s} {tg:7.2f}")
+          f"{abs(pyo.value(m.o)):9.1e} {r.info.get('mode', '-'):>6s} {_nodes(r)!s:>6s} {tg:7.2f}")
 
 
 if __name__ == "__main__":

@@ -93,7 +93,11 @@ def test_gop_names_the_users_norm_and_what_the_tree_lacks():
     w = cp.Variable(4)
     prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(y, X @ w))) + cp.norm(w, 2)))
     with pytest.raises(ModelStructureError, match=r"sqrt in the term 'pnorm\(.*, 2\)'.*does not cover log-sum-exp"):
-        prob.solve(method="gop")
+        prob.solve(method="gop", mode="tree")
+    # (under 'auto' the program is convex and takes the direct convex path of docs/gop.md §13e)
+    ref = prob.solve(solver="CLARABEL")
+    assert abs(prob.solve(method="gop") - ref) < 1e-6 * abs(ref)
+    assert prob.varopt_result.info["mode"] == "convex"
     prob = cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y)), [cp.norm(w, 2) <= 0.5])
     ref = prob.solve(solver="CLARABEL")
     assert abs(prob.solve(method="gop") - ref) < 1e-6 * abs(ref)

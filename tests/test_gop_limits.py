@@ -107,10 +107,13 @@ def test_a_time_limit_before_the_first_node_lp_is_not_infeasibility():
     point, reported 'infeasible' ('every node of the tree is infeasible'). It is the time limit (CVXPY user_limit),
     with no point and a valid lower bound."""
     prob, opt = _sqrt_lasso()
-    prob.solve(method="gop", time_limit=1e-3)
-    res = prob.varopt_result
-    assert res.status == "time_limit" and prob.status == "user_limit", (res.status, res.message)
-    assert res.lower_bound <= opt
+    # (mode='tree': under 'auto' the convex program takes the direct convex path, docs/gop.md §13e, which stops at
+    # the same clock and leaves the run to the tree)
+    for mode in ("tree", "auto"):
+        prob.solve(method="gop", time_limit=1e-3, mode=mode)
+        res = prob.varopt_result
+        assert res.status == "time_limit" and prob.status == "user_limit", (mode, res.status, res.message)
+        assert res.lower_bound <= opt
 
 
 def test_a_node_lp_stopped_by_highs_clock_is_the_time_limit(monkeypatch):
@@ -121,7 +124,7 @@ def test_a_node_lp_stopped_by_highs_clock_is_the_time_limit(monkeypatch):
     from varopt.solvers.gop import tree as TREE
     monkeypatch.setattr(TREE.GopTree, "_limit_lp", lambda self, hm, stop=math.inf: hm.set_time_limit(1e-9))
     prob, opt = _sqrt_lasso()
-    prob.solve(method="gop", time_limit=30)
+    prob.solve(method="gop", time_limit=30, mode="tree")   # (the tree's node LPs; 'auto' takes the convex path)
     res = prob.varopt_result
     assert res.status == "time_limit", (res.status, res.message)
     assert res.lower_bound <= opt

@@ -254,14 +254,7 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
         if np.any(zero & ((hi < -1e-9) | (lo > 1e-9))):
             return PrimalResult("infeasible", path="pdip")
         up, dn, eq = up & ~zero, dn & ~zero, eq & ~zero
-    fixed = np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-12 * np.maximum(1.0, np.abs(xub)))
-    bup = np.isfinite(xub) & ~fixed
-    bdn = np.isfinite(xlb) & ~fixed
-    I = np.eye(nx)
-    G = np.vstack([Ad[up], -Ad[dn], I[bup], -I[bdn]])
-    h = np.concatenate([hi[up], -lo[dn], xub[bup], -xlb[bdn]])
-    E = np.vstack([Ad[eq], I[fixed]])
-    e = np.concatenate([hi[eq], xub[fixed]])
+    G, h, E, e = inequality_form(Ad, lo, hi, up, dn, eq, xlb, xub)
     m_in, m_eq = G.shape[0], E.shape[0]
     etol = tol * max(1.0, np.abs(e).max(initial=0))
     # most primal problems of a GOP run have their minimiser strictly inside the inequalities (BGMM: the means
@@ -297,6 +290,21 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     _pdip._last_x = x.copy()
     return PrimalResult("optimal", x=np.clip(x, xlb, xub), lam=lam_c, kkt=kkt,
                         path=f"newton({it} it)" if newton is not None else f"pdip({it} it)")
+
+
+def inequality_form(Ad, lo, hi, up, dn, eq, xlb, xub):
+    """``(G, h, E, e)``: the rows ``lo <= Ad x <= hi`` (their upper sides ``up``, lower sides ``dn``, equalities
+    ``eq``) and the box as ``G x <= h``, ``E x = e`` (a variable with ``xub - xlb <= 1e-12`` is an equality)."""
+    nx = Ad.shape[1]
+    fixed = np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-12 * np.maximum(1.0, np.abs(xub)))
+    bup = np.isfinite(xub) & ~fixed
+    bdn = np.isfinite(xlb) & ~fixed
+    I = np.eye(nx)
+    G = np.vstack([Ad[up], -Ad[dn], I[bup], -I[bdn]])
+    h = np.concatenate([hi[up], -lo[dn], xub[bup], -xlb[bdn]])
+    E = np.vstack([Ad[eq], I[fixed]])
+    e = np.concatenate([hi[eq], xub[fixed]])
+    return G, h, E, e
 
 
 def _interior_start(G, h, E, e, xlb, xub):

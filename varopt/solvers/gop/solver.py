@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ...errors import InvalidOptionError, ModelStructureError
+from ...errors import InvalidOptionError, ModelStructureError, SolverBugError
 from ...core.threads import SMALL_ORDER, blas_threads, option_threads
 from ...options import Option, Options, OptionSet, common_options, nonnegative, start_options, thread_options
 from ...registry import Solver, register_solver
@@ -39,6 +39,7 @@ from ...program.symmetry import with_order_rows
 from ...result import Result
 from .lagrangian import primal_row_error
 from .partition import Partition, analyze
+from .convex_direct import convex_form, solve_convex
 from .epigraph import abs_epigraph
 from .merged_atoms import merged_atom_rows
 from .objective_rows import ge_rows_as_le, objective_rows
@@ -95,7 +96,9 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
            "(ELBOs such as phi*log(pi)), the tree for the others and for lifted norms and nonlinear rows outside "
            "GOP's class; a program whose objective has no biconvex partition (concave or indefinite quadratics, "
            "odd cycles of products) is refused under 'auto' with the reason, and certified by 'tree' when its "
-           "McCormick relaxation covers every term (docs/gop.md §8, §8b)", str,
+           "McCormick relaxation covers every term (docs/gop.md §8, §8b); under 'auto' a program that is convex once its "
+           "lifted norms and p-norms are read as cones is solved by one barrier solve with a Lagrangian-duality "
+           "certificate instead (result.info['mode'] == 'convex'; docs/gop.md §13e)", str,
            lambda v: v in ("auto", "gop", "tree"), "must be 'auto', 'gop' or 'tree'"),
     Option("symmetry", "auto", "symmetry breaking (docs/gop.md §8c): 'auto' detects groups of variables whose "
            "exchange leaves the objective, the constraints and the bounds exactly invariant (mixture components) and "
@@ -230,24 +233,34 @@ class GopSolver(Solver):
             part, outside = Partition(x=np.arange(program.n), y=np.zeros(0, dtype=np.int64),
                                       connected=np.zeros(0, dtype=np.int64), names=list(program.names),
                                       notes=[f"not biconvex ({exc}); tree without primal problems"]), exc
+        direct, convex_note, tried = None, None, False
         if mode != "gop":
             try:
                 lifted = Lifted(program)
             except NotRelaxable as e:
-                if outside is not None:
+                # a convex program the tree cannot relax (log-sum-exp or two-argument atoms in its rows): the direct
+                # convex path before refusing (docs/gop.md §13e)
+                if mode == "auto" and xpart is None and (
+                        outside is not None or primal_row_error(program, _primal_mask(program.n, part)) is not None):
+                    direct, convex_note = _solve_direct(program, opts, run, _completion(user, epi),
+                                                        user.aux if epi is not None else None)
+                    tried = True
+                if direct is not None:
+                    pass
+                elif outside is not None:
                     # the tree is what takes such programs; say why it cannot (the partition's error alone sent the
                     # user to an auxiliary row of a norm they wrote next to a term the tree does not relax)
                     raise ModelStructureError(f"{outside}; the spatial tree (mode='tree'), which certifies such "
-                                              f"programs, does not cover {e}") from None
-                if mode == "tree":
+                                              f"programs, does not cover {e}{_also(convex_note)}") from None
+                elif mode == "tree":
                     raise InvalidOptionError(f"option mode='tree': the McCormick relaxation does not cover {e}; "
                                              f"use mode='gop'") from None
-                row_err = primal_row_error(program, _primal_mask(program.n, part))
+                row_err = None if direct is not None else primal_row_error(program, _primal_mask(program.n, part))
                 if row_err is not None:
                     # neither method applies (sum(logistic(x)) <= 2): say both reasons, not only the iteration's
                     # "nonlinear in the primal block" about a convex row the user expects a convex solver to take
                     raise ModelStructureError(f"{row_err}; the spatial tree (mode='tree'), which takes nonlinear "
-                                              f"constraints, does not cover {e}") from None
+                                              f"constraints, does not cover {e}{_also(convex_note)}") from None
             # auto: the iteration where it is strong (ELBOs with multiplied atom rows; convex
             # programs, which are one primal problem when no variable is connected)
             # (not for rows GOP's primal problems cannot take: a convex ``x**2 + y**2 <= 2`` with no connected
@@ -259,10 +272,20 @@ class GopSolver(Solver):
             if mode == "auto" and outside is None and iteration_strong \
                     and (lifted is None or primal_row_error(program, _primal_mask(program.n, part)) is None):
                 lifted = None
+        # a convex program in lifted form (norms, p-norms, convex nonlinear rows) that 'auto' would send to the
+        # tree: one interior-point solve with a duality certificate instead (docs/gop.md §13e); the tree when it
+        # is not recognised as convex or the solve does not reach its tolerances
+        # (also a program without connected variables whose nonlinear rows GOP's iteration would outer-approximate
+        # in its relaxed duals, which need bounds: log_sum_exp(x) <= 1 over a free x)
+        if not tried and mode == "auto" and xpart is None and (
+                lifted is not None or (outside is None and part.connected.size == 0 and part.y.size
+                                       and any(not c.body.is_linear for c in program.constraints))):
+            direct, convex_note = _solve_direct(program, opts, run, _completion(user, epi),
+                                                user.aux if epi is not None else None)
         # scaling symmetries first: the permutation symmetries below are then those of the normalized
         # program, so both breakings hold together (docs/gop.md §8e)
         scal_info, split = None, None
-        if opts.scaling == "auto" and opts.symmetry != "off":
+        if opts.scaling == "auto" and opts.symmetry != "off" and direct is None:
             base = program
             program, scal_info, split = _normalize_scaling(base, products=lifted is not None)
             if scal_info is not None and scal_info["rows"]:
@@ -293,7 +316,7 @@ class GopSolver(Solver):
                 return True
             return False
         orbits = orbits_for(program, opts.symmetry, stop=sym_stop) \
-            if (part.connected.size or opts.symmetry not in ("auto", "off")) else []
+            if direct is None and (part.connected.size or opts.symmetry not in ("auto", "off")) else []
         sym_note = None
         if sym_cut:
             sym_note = (f"symmetry detection stopped at {run.elapsed():.3g} s (its share {DETECT_SHARE:g} of the "
@@ -335,7 +358,9 @@ class GopSolver(Solver):
             keep = [program.index[orig.names[i]] for i in part.x if orig.names[i] in program.index]
             part = analyze(program, keep)
         try:
-            if lifted is not None:
+            if direct is not None:
+                res = direct
+            elif lifted is not None:
                 search = GopTree(program, part, opts, run, lifted)
                 search.local.complete = _completion(user, epi)
                 search.root_split = split
@@ -345,7 +370,8 @@ class GopSolver(Solver):
                     stick.accept if elim is None else (lambda z: stick.accept(elim.expand(z))))
                 search.order = None if order_names is None else np.array(
                     [program.index[nm] for nm in order_names], dtype=np.int64)
-            res = search.solve()
+            if direct is None:
+                res = search.solve()
         except KeyboardInterrupt:
             # the incumbent is a point of the reduced program: it is mapped back below like a finished run's
             res = run.interrupted()
@@ -376,7 +402,9 @@ class GopSolver(Solver):
                               "result.info['unbounded_ray']", x=None, objective=-math.inf, lower=-math.inf,
                               upper=-math.inf, info=dict(partition=part.describe(), unbounded_ray=ray,
                                                          unbounded_from=z, **extra))
-        if outside is not None:
+        if convex_note is not None:
+            res.info["convex_path"] = convex_note
+        if outside is not None and direct is None:
             # the partition's named reason, for the user who expected GOP's primal/relaxed-dual iteration
             res.info["not_biconvex"] = f"{outside}; certified by the spatial tree (McCormick relaxation) instead"
         if scal_info is not None:
@@ -423,6 +451,45 @@ class GopSolver(Solver):
                 res.objective = float(program.objective.value(res.x))
             _load_evaluable(program, res, opts)
         return res
+
+
+def _also(note):
+    """``note`` (why the direct convex path did not apply) as the tail of an error message."""
+    return "" if note is None else f" ({note})"
+
+
+def _solve_direct(program, opts, run, complete, aux=None):
+    """``(Result, note)`` of :func:`.convex_direct.solve_convex` when ``program`` is a convex program in lifted form
+    and the interior-point method reaches its tolerances, else ``(None, why)`` (the tree then runs, and ``why``
+    goes to ``result.info['convex_path']``)."""
+    form, why = convex_form(program, aux)
+    if form is None:
+        return None, None if why is None else f"not solved as a convex program: {why}"
+    try:
+        out = solve_convex(program, form, opts, run, complete)
+    except (ModelStructureError, SolverBugError, np.linalg.LinAlgError) as exc:
+        out = (None, str(exc))
+    if out[0] is None:
+        run.progress(f"gop: convex path abandoned ({out[1]}); spatial tree")
+        return None, f"convex path abandoned: {out[1]}; solved by the tree"
+    status, z, lower, upper, info = out
+    info["convex_form"] = form.notes
+    if status == "unbounded":
+        ray = [nm for nm in info["unbounded_ray"] if nm in program.index and program.index[nm] < program.n_user]
+        way = "increases" if program.maximize else "decreases"
+        return run.finish("unbounded", f"the objective {way} without bound along a feasible ray of the convex "
+                          f"program (from a feasible point, moving {', '.join(list(ray)[:6])}); see "
+                          "result.info['unbounded_ray']",
+                          x=None, objective=-math.inf, lower=-math.inf, upper=-math.inf, info=info), None
+    if status == "infeasible":
+        return run.finish("infeasible", f"the convex program is infeasible ({info.get('reason', '')})",
+                          lower=math.inf, upper=math.inf, info=info), None
+    gap = upper - lower
+    tol = max(opts.abs_gap or 0.0, opts.rel_gap * max(abs(upper), 1e-10))
+    run.stop("optimal" if gap <= tol else "converged",
+             "certified by Lagrangian duality at the interior-point solution" if gap <= tol else
+             f"the duality gap {gap:.3g} is above the tolerance {tol:.3g}")
+    return run.finish(x=z, objective=upper, lower=lower, upper=upper, info=info), None
 
 
 #: at most this many root boxes from the disjunctions of bounded scaling pairs (a product over the pairs)

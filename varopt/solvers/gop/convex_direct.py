@@ -1,0 +1,823 @@
+r"""Convex programs solved directly: one interior-point solve with a Lagrangian-duality certificate, no tree.
+
+A CVXPY or Pyomo model that is convex (``norm(A x - b) <= t``, ``pnorm(y, 1.5) <= 1``, ``min pnorm(X, 3)``)
+reaches gop in a lifted form: norms and p-norms are auxiliary columns with *equality* defining rows
+(:mod:`varopt.program.lifting`: ``e(x) - s^2 == 0``, ``q - sum_i a_i^p == 0``) and an outer ``q^(1/p)``, which
+are not convex rows, so ``mode='auto'`` sent them to the spatial tree (boxes, hundreds of nodes, and no root
+bound when a variable is free). :func:`convex_form` recognises when the lifted program is a convex program in
+disguise and writes that program:
+
+* **relaxed definitions** (the epigraph of a disciplined convex program; Grant & Boyd 2008): a ``sqrt`` column
+  ``s = sqrt(e(x))`` with ``e`` a sum of squares of affine functions becomes ``s >= sqrt(e(x))``, written as the
+  second-order-cone row ``||F x + f|| - s <= 0`` (:class:`Cone`; ``e = ||F x + f||^2`` from the
+  eigen-decomposition of ``e``'s quadratic form) or, for one square ``e = c u^2``, as the two linear rows
+  ``s >= +-sqrt(c) u``; a ``product`` column ``q = Q(x)`` with ``Q`` convex becomes ``Q(x) - q <= 0``. The
+  relaxation is exact when every other occurrence of the column is nondecreasing in it on the side that binds
+  (objective, ``<=`` rows; checked term by term with the atoms' monotonicity): lowering the column to its
+  definition then keeps every row and does not raise the objective, so the optimal values agree and the
+  column's value is recomputed from its definition afterwards (:meth:`Program.complete_aux`);
+* **monotone outer atoms**: a row ``lo <= c_0 + c g(a^T x + b) <= hi`` whose only term is one atom with ``g``
+  strictly monotone on its domain is the interval row ``u_lo <= a^T x + b <= u_hi`` (``q^(2/3) <= 1`` is
+  ``q <= 1``); an objective ``c_0 + c g(u)`` of that form is minimised through ``u`` (``min q^(1/3)`` as
+  ``min q``), its bound mapped back through the monotone ``phi(u) = c_0 + c g(u)``;
+* every remaining nonlinear row must be convex on its bounded side (atoms with ``c >= 0``, no multiplier, a PSD
+  quadratic part, log-sum-exp with ``c >= 0``) and every equality linear; anything else returns the reason and
+  the caller keeps the tree.
+
+:func:`solve_convex` then runs the primal-dual interior-point method of the GOP primal problem
+(:func:`.primal._ipm_iterations`, Boyd & Vandenberghe 2004, §11.7) with the nonlinear rows, from a strictly
+feasible point (the phase-I problem ``min sigma s.t. r_i(x) <= sigma``, §11.4.1, when the linear interior point
+violates a nonlinear row). Certificate (weak Lagrangian duality, §5.2): at the final ``(x, lambda, nu)`` with
+``grad_x L = 0`` (to the KKT tolerance),
+
+.. math::  d(\lambda, \nu) = L(x, \lambda, \nu) = f(x) + \sum_i \lambda_i r_i(x) + \nu^T (E x - e) \le f^\star,
+
+the lower bound reported; the upper bound is the objective at the point with the auxiliary columns at their
+definitions, after checking every row of the program there. A phase-I bound above 0 proves the program
+infeasible. When the iterations do not reach the tolerances (an unbounded objective, no Slater point, a
+numerical failure) the caller falls back to the tree, which reports unboundedness with a ray.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...lpqp import solve_lp
+from ...program.expression import Expression
+from .convexity import block_psd, constant_hessian
+from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form
+
+
+@dataclass
+class ConvexForm:
+    """A lifted program as the convex program it is: ``min f(x)`` s.t. linear rows ``lo <= a^T x + k <= hi``,
+    convex rows ``r(x) <= hi``, the program's box; ``outer`` maps a value of ``f`` to the user's objective
+    (monotone nondecreasing; None when ``f`` is the program's objective)."""
+
+    objective: Expression
+    linear: list            # (Expression, lo, hi)
+    rows: list              # (Expression, hi): body <= hi, body convex
+    lb: np.ndarray
+    ub: np.ndarray
+    outer: object = None    # (kernel, c, c0, sigma): user objective = c0 + c g(sigma * value)
+    notes: list = field(default_factory=list)
+
+
+def _sign(v, tol=0.0):
+    return 0 if abs(v) <= tol else (1 if v > 0 else -1)
+
+
+def convex_expression(e: Expression) -> str | None:
+    """None when ``e`` is a smooth convex function by its terms (atoms with ``c >= 0`` and no multiplier,
+    log-sum-exp with ``c >= 0``, a PSD constant Hessian), else the first reason it is not."""
+    for g in e.atoms:
+        k = g.kernel
+        if np.any(g.mult >= 0):
+            return "a product of a variable with an atom"
+        if np.any(g.coef < 0):
+            return f"a {g.kind} atom with a negative coefficient (concave)"
+        if not k.smooth:
+            return f"the nonsmooth atom {g.kind}"
+    for g in e.lse:
+        if np.any(g.mult >= 0) or np.any(g.coef < 0):
+            return "a log-sum-exp with a negative coefficient or a multiplier"
+    if len(e.quadratic) or any(g.kernel.quadratic for g in e.atoms):
+        sup = e.support()
+        if not block_psd(constant_hessian(e), sup):
+            return "an indefinite or concave quadratic"
+    return None
+
+
+def _direction(e: Expression, j: int):
+    """+1 when ``e`` is nondecreasing in column ``j`` everywhere on the atoms' domains, -1 nonincreasing, 0 when
+    ``e`` does not depend on it, None when neither can be told from the terms."""
+    signs = set()
+    lin = e.linear_items()
+    hit = np.flatnonzero(lin[0] == j)
+    if hit.size:
+        signs.add(_sign(lin[1][hit[0]]))
+    q = e.quadratic
+    if len(q) and np.any((q.i == j) | (q.j == j)):
+        return None
+    for g in e.atoms:
+        col = np.asarray(g.A[:, j].todense()).ravel()
+        if np.any(g.mult == j):
+            return None
+        if g.kernel.arity == 2:
+            col2 = np.asarray(g.A2[:, j].todense()).ravel()
+            if np.any(col != 0) or (g.kind != "quad_over_lin" and np.any(col2 != 0)):
+                return None
+            # u^2 / v is nonincreasing in v > 0
+            signs.update(_sign(v) for v in -g.coef[col2 != 0] * col2[col2 != 0])
+            continue
+        rows = np.flatnonzero(col != 0)
+        if rows.size:
+            m = g.kernel.monotone
+            if m == 0:
+                return None
+            signs.update(_sign(v) for v in g.coef[rows] * m * col[rows])
+    for g in e.lse:
+        col = np.asarray(g.A[:, j].todense()).ravel()
+        if np.any(g.mult == j):
+            return None
+        rows = np.flatnonzero(col != 0)
+        if rows.size:
+            signs.update(_sign(v) for v in g.coef[g.seg[rows]] * col[rows])
+    signs.discard(0)
+    if len(signs) > 1:
+        return None
+    return signs.pop() if signs else 0
+
+
+def _single_atom(e: Expression):
+    """``(kernel, c, a (dense), b, c0)`` when ``e = c0 + c g(a^T x + b)`` is one strictly monotone one-argument atom
+    and nothing else, else None."""
+    if len(e.quadratic) or e.lse or len(e.atoms) != 1 or len(e.atoms[0]) != 1 or e.linear_items()[0].size:
+        return None
+    g = e.atoms[0]
+    k = g.kernel
+    if k.arity != 1 or k.monotone == 0 or g.mult[0] >= 0 or g.coef[0] == 0:
+        return None
+    return k, float(g.coef[0]), np.asarray(g.A[0].todense()).ravel(), float(g.b[0]), float(e.constant)
+
+
+def _inverse(k, target):
+    """``((a, b), 'in')``: adjacent floats of the domain around the ``u`` with ``g(u) = target`` for the strictly
+    monotone kernel ``k`` (bisection; ``g(a) <= target < g(b)`` for a nondecreasing ``g``, ``g(a) >= target > g(b)``
+    for a nonincreasing one), or ``(None, 'below')`` / ``(None, 'above')`` when ``target`` is below / above every
+    value of ``g`` on the domain."""
+    lo_d, _hi_d, closed = k.domain
+    inc = k.monotone > 0
+    start = lo_d if (np.isfinite(lo_d) and closed) else (np.nextafter(lo_d, np.inf) if np.isfinite(lo_d) else None)
+
+    def val(u):
+        with np.errstate(all="ignore"):
+            return float(k.value(np.array([u]))[0])
+    # bracket [a, b] with g(a) and g(b) on the two sides of target
+    if start is not None:
+        a = start
+        ga = val(a)
+        if not np.isfinite(ga):   # -log(0): the domain's open end, g unbounded there
+            a = max(1e-300, a)
+            ga = val(a)
+        if (inc and ga > target) or (not inc and ga < target):
+            return None, ("below" if inc else "above")
+    else:
+        a = -1.0
+        while (val(a) > target if inc else val(a) < target):
+            a *= 2.0
+            if a < -1e300:
+                return None, ("below" if inc else "above")
+    b = max(1.0, abs(a) * 2.0)
+    while (val(b) <= target if inc else val(b) >= target):
+        b *= 2.0
+        if b > 1e300:
+            return None, ("above" if inc else "below")
+    for _ in range(2200):
+        m = 0.5 * (a + b)
+        if m <= a or m >= b:
+            break
+        if (val(m) <= target) if inc else (val(m) >= target):
+            a = m
+        else:
+            b = m
+    return (a, b), "in"
+
+
+def _preimage(k, c, c0, lo, hi):
+    """The interval ``[u_lo, u_hi]`` of domain points with ``lo <= c0 + c g(u) <= hi`` (inner by one bisection step,
+    so its points satisfy the row), None when it is empty."""
+    # c0 + c g(u) in [lo, hi]  <=>  g(u) in [tl, th]
+    tl, th = ((lo - c0) / c, (hi - c0) / c) if c > 0 else ((hi - c0) / c, (lo - c0) / c)
+    inc = k.monotone > 0
+    ulo, uhi = -math.inf, math.inf
+    for target, upper_side in ((th, True), (tl, False)):
+        if not np.isfinite(target):
+            continue
+        r, where = _inverse(k, target)
+        if where != "in":
+            # target outside the range of g: the side holds everywhere or nowhere
+            if not ((where == "above") if upper_side else (where == "below")):
+                return None
+            continue
+        # the bisection keeps g(a) <= target < g(b) (nondecreasing g) or g(a) >= target > g(b): the inner end of
+        # each side's half-line is the one that satisfies it
+        a, b = r
+        if upper_side:          # g(u) <= th
+            if inc:
+                uhi = min(uhi, a)
+            else:
+                ulo = max(ulo, b)
+        else:                   # g(u) >= tl
+            if inc:
+                ulo = max(ulo, b)
+            else:
+                uhi = min(uhi, a)
+    if ulo > uhi:
+        return None
+    return ulo, uhi
+
+
+def _soc_rows(s, e: Expression, n):
+    """Rows of ``s >= sqrt(e(x))`` (``e`` a sum of squares of affine functions plus a constant >= 0): two linear rows
+    for one square, else the :class:`Cone` ``||F x + f|| <= s`` with ``e = ||F x + f||^2`` (the eigen-decomposition of
+    ``e``'s quadratic form); ``(linear, rows)`` or a reason string."""
+    if e.lse or any(g.kind != "square" or np.any(g.mult >= 0) or np.any(g.coef < 0) for g in e.atoms):
+        return "its argument is not a sum of squares of affine functions"
+    lin_idx, lin_val = e.linear_items()
+    if (len(e.atoms) == 1 and len(e.atoms[0]) == 1 and not len(e.quadratic) and not lin_idx.size
+            and e.constant == 0.0):
+        g = e.atoms[0]
+        r = np.sqrt(g.coef[0])
+        a = np.asarray(g.A[0].todense()).ravel() * r
+        b = g.b[0] * r
+        rows = []
+        for sgn in (1.0, -1.0):   # s - sgn (a x + b) >= 0
+            lin = -sgn * a
+            lin[s] += 1.0
+            rows.append((Expression(n, -sgn * b, lin), 0.0, math.inf))
+        return rows, []
+    sup = e.support()
+    if s in set(sup.tolist()):
+        return "the norm's argument holds the norm's own column"
+    p = sup.size
+    pos = {int(v): k for k, v in enumerate(sup)}
+    M = np.zeros((p + 1, p + 1))
+    for g in e.atoms:
+        A = g.A[:, sup].toarray()
+        Ab = np.hstack([A, g.b[:, None]])
+        M += (Ab.T * g.coef) @ Ab
+    q = e.quadratic
+    for i, j, v in zip(q.i, q.j, q.v):
+        a, b = pos[int(i)], pos[int(j)]
+        if a == b:
+            M[a, a] += v
+        else:
+            M[a, b] += 0.5 * v
+            M[b, a] += 0.5 * v
+    for i, v in zip(lin_idx, lin_val):
+        M[pos[int(i)], p] += 0.5 * v
+        M[p, pos[int(i)]] += 0.5 * v
+    M[p, p] += e.constant
+    w, V = np.linalg.eigh(M)
+    scale = max(1.0, float(np.abs(w).max(initial=0.0)))
+    if w.min(initial=0.0) < -1e-10 * scale:
+        return "its argument is not a sum of squares (its quadratic form is indefinite)"
+    keep = w > 1e-14 * scale
+    if not keep.any():
+        return "its argument is identically 0"
+    F = (V[:, keep] * np.sqrt(w[keep])).T          # e = || F [x_sup; 1] ||^2
+    Fn = np.zeros((F.shape[0], n))
+    Fn[:, sup] = F[:, :p]
+    return [], [Cone(Fn, F[:, p], s)]
+
+
+class Cone:
+    """The second-order-cone row ``||F x + f||_2 <= x_s`` (``s`` may be a list of columns whose sum is the cone's
+    height: the phase-I problem adds its ``sigma``), with the logarithmic barrier
+    ``psi = -log(x_s^2 - ||u||^2)``, ``u = F x + f`` (self-concordant, degree 2; Boyd & Vandenberghe 2004, §11.6.1).
+    Its gradient ``(2 u, -2 x_s) / D`` (``D = x_s^2 - ||u||^2``) stays bounded along the central path into the apex
+    (a zero group of a group lasso), where the smooth form ``||u||^2 / x_s - x_s`` stalled."""
+
+    degree = 2
+
+    def __init__(self, F, f, s):
+        self.F, self.f = F, f
+        self.cols = [s] if np.ndim(s) == 0 else list(s)
+        self.s = self.cols[0]
+
+    def height(self, x):
+        return float(sum(x[c] for c in self.cols))
+
+    def slack(self, x):
+        """``x_s - ||u||`` (> 0 strictly inside)."""
+        u = self.F @ x + self.f
+        return self.height(x) - float(np.sqrt(u @ u))
+
+    def barrier(self, x):
+        """``(psi, gradient, Hessian)``, ``psi = inf`` outside the cone's interior."""
+        u = self.F @ x + self.f
+        h = self.height(x)
+        D = h * h - float(u @ u)
+        if not (h > 0 and D > 0):
+            return math.inf, None, None
+        es = np.zeros(x.size)
+        es[self.cols] = 1.0
+        Fu = self.F.T @ u
+        g = (2.0 * Fu - 2.0 * h * es) / D
+        w = Fu - h * es            # D-gradient is -2 w: Hessian 2 (F^T F - es es^T) / D + 4 w w^T / D^2
+        H = 2.0 * (self.F.T @ self.F - np.outer(es, es)) / D + 4.0 * np.outer(w, w) / D ** 2
+        return -math.log(D), g, H
+
+    def depends_on(self, j) -> bool:
+        return bool(np.any(self.F[:, j] != 0))
+
+
+#: tag of an atom's domain row (:func:`convex_form`)
+DOMAIN = -1
+
+
+def convex_form(program, aux=None):
+    """``(ConvexForm, None)`` when ``program`` is a convex program in the sense of the module docstring, else
+    ``(None, reason)``. ``aux``: the auxiliary columns when ``program`` no longer lists them (the abs epigraph's
+    program appends columns after them and drops the list; their indices and defining rows are unchanged)."""
+    n = program.n
+    if program.binary is not None and np.any(program.binary):
+        return None, "binary variables"
+    defs = {a.constraint: a for a in (program.aux or aux or []) if a.kind in ("sqrt", "product", "ratio")}
+    names = {c.name for c in program.constraints}
+    if any(nm not in names or defs[nm].index >= n for nm in defs):
+        return None, "an auxiliary column without its defining row"
+    lb, ub = program.lb.copy(), program.ub.copy()
+    linear, rows, tags = [], [], []     # tags[k]: the relaxed column whose definition row k is (None: a user row)
+    relaxed, notes = [], []
+
+    def add_lin(expr, lo, hi, tag=None):
+        linear.append((expr, lo, hi))
+        tags.append(("lin", len(linear) - 1, tag))
+
+    def add_row(expr, hi, tag=None):
+        rows.append((expr, hi))
+        tags.append(("row", len(rows) - 1, tag))
+
+    # the objective first: most nonconvex programs (bilinear, concave) fail here, before any row is examined
+    obj, outer = program.objective, None
+    why = convex_expression(obj)
+    if why is not None:
+        one = _single_atom(obj)
+        if one is None:
+            return None, f"the objective: {why}"
+        k, cc, av, bv, c0 = one
+        sigma = 1.0 if cc * k.monotone > 0 else -1.0
+        obj = Expression(n, sigma * bv, sigma * av)
+        outer = (k, cc, c0, sigma)
+        notes.append(f"objective {c0:g} + {cc:g} {k.kind}(u) minimised through u (monotone)")
+    for c in program.constraints:
+        a = defs.get(c.name)
+        if a is not None:
+            if a.kind == "ratio":
+                return None, f"the ratio column of {a.term} (a division by a variable)"
+            if a.kind == "sqrt":
+                out = _soc_rows(a.index, a.definition, n)
+                if isinstance(out, str):
+                    return None, f"{a.term}: {out}"
+                for expr, lo, hi in out[0]:
+                    add_lin(expr, lo, hi, a.index)
+                for cone in out[1]:
+                    rows.append(cone)
+                    tags.append(("row", len(rows) - 1, a.index))
+            else:
+                why = convex_expression(a.definition)
+                if why is not None:
+                    return None, f"{a.term}: {why}"
+                body = a.definition.copy()
+                lin = body.linear.copy()
+                lin[a.index] -= 1.0
+                body.linear = lin
+                add_row(body, 0.0, a.index)
+            relaxed.append(a.index)
+            continue
+        body = c.body
+        if body.is_linear:
+            add_lin(body, c.lo, c.hi)
+            continue
+        one = _single_atom(body)
+        if one is not None:
+            k, cc, av, bv, c0 = one
+            iv = _preimage(k, cc, c0, c.lo, c.hi)
+            if iv is None:
+                return None, f"constraint {c.name} has no point in the domain of its atom"
+            if np.isfinite(iv[0]) or np.isfinite(iv[1]):
+                add_lin(Expression(n, bv, av), iv[0], iv[1])
+            if np.isfinite(k.domain[0]) and not iv[0] >= k.domain[0]:
+                # the atom's domain, part of the row; not a side that binds a relaxed column (the point is checked
+                # on the program's own rows at the end)
+                add_lin(Expression(n, bv, av), k.domain[0], math.inf, DOMAIN)
+            notes.append(f"{c.name}: monotone {k.kind} row as a bound on its argument")
+            continue
+        if c.lo == c.hi or (np.isfinite(c.lo) and np.isfinite(c.hi)):
+            return None, f"constraint {c.name}: a nonlinear equality or range row"
+        expr, hi = (body, c.hi) if np.isfinite(c.hi) else (body.scaled(-1.0), -c.lo)
+        why = convex_expression(expr)
+        if why is not None:
+            return None, f"constraint {c.name}: {why}"
+        add_row(expr, hi)
+    # the relaxations are exact when each relaxed column only pushes the binding side up (module docstring)
+    for j in relaxed:
+        d = _direction(obj, j)
+        if d is None or d < 0:
+            return None, f"{program.names[j]} enters the objective not nondecreasingly"
+        for kind, k, tag in tags:
+            if tag == j or tag == DOMAIN:
+                continue
+            if kind == "row" and isinstance(rows[k], Cone):
+                if rows[k].depends_on(j):
+                    return None, f"{program.names[j]} enters a norm's argument"
+            elif kind == "row":
+                d = _direction(rows[k][0], j)
+                if d is None or d < 0:
+                    return None, f"{program.names[j]} enters a convex row not nondecreasingly"
+            else:
+                expr, lo, hi = linear[k]
+                idx, val = expr.linear_items()
+                hit = np.flatnonzero(idx == j)
+                if not hit.size:
+                    continue
+                v = val[hit[0]]
+                if (np.isfinite(lo) and np.isfinite(hi)) or (v > 0 and np.isfinite(lo)) or (v < 0 and np.isfinite(hi)):
+                    return None, f"{program.names[j]} enters a linear row on the side that would bind it from below"
+    if relaxed:
+        notes.append("definitions relaxed to convex rows: " + ", ".join(program.names[j] for j in relaxed[:6])
+                     + (", ..." if len(relaxed) > 6 else ""))
+    return ConvexForm(obj, linear, rows, lb, ub, outer, notes), None
+
+
+#: relative duality gap at which the barrier method stops
+TOL_GAP = 1e-8
+#: largest gradient of the Lagrangian (relative to the objective's gradient at the start) at which its value is taken
+#: as the dual function's: the centering is exact to the rounding of the Newton system only (1e-7 to 3e-5 measured on
+#: p-norm rows and cones at their apex at t ~ 1e10)
+DUAL_RESIDUAL = 1e-4
+
+
+class _Row:
+    """``body(x) - hi`` of a convex row, through :class:`.primal.DenseExpr`; ``shift`` a column subtracted (the
+    phase-I ``sigma``)."""
+
+    def __init__(self, body, hi, n, shift=None):
+        self.f_body = body
+        self.f = DenseExpr(body)
+        self.hi, self.n, self.shift = hi, n, shift
+
+    def value(self, x):
+        v = self.f.value(x[:self.n])
+        if not np.isfinite(v):
+            return math.inf
+        return v - self.hi - (x[self.shift] if self.shift is not None else 0.0)
+
+    def derivs(self, x):
+        g, H = self.f.derivs(x[:self.n])
+        if x.size > self.n:
+            g = np.append(g, np.zeros(x.size - self.n))
+            Hz = np.zeros((x.size, x.size))
+            Hz[:self.n, :self.n] = H
+            H = Hz
+        if self.shift is not None:
+            g[self.shift] -= 1.0
+        return g, H
+
+
+def _phi(x, G, h, rows, cones, hessian=True):
+    """The barrier ``-sum log(h - G x) - sum log(-r_i(x)) + sum psi_c(x)``, its gradient and Hessian; ``inf`` outside
+    the interior. Also the number of barrier terms weighted by their degrees (the duality gap is that over ``t``)."""
+    sl = h - G @ x
+    if np.any(sl <= 0):
+        return math.inf, None, None
+    val = -float(np.sum(np.log(sl)))
+    d = 1.0 / sl
+    g = G.T @ d
+    H = (G.T * d * d) @ G if hessian else None
+    for r in rows:
+        v = r.value(x)
+        if not v < 0:
+            return math.inf, None, None
+        rg, rH = r.derivs(x)
+        val -= math.log(-v)
+        g = g + rg / -v
+        if hessian:
+            H = H + rH / -v + np.outer(rg, rg) / (v * v)
+    for c in cones:
+        v, cg, cH = c.barrier(x)
+        if not np.isfinite(v):
+            return math.inf, None, None
+        val += v
+        g = g + cg
+        if hessian:
+            H = H + cH
+    return val, g, H
+
+
+def _barrier_method(f, G, h, E, e, rows, cones, x, tol=TOL_GAP, stop=None, max_newton=400, clock=None):
+    """The barrier method (Boyd & Vandenberghe 2004, §11.3, Algorithm 11.1) from the strictly feasible ``x``
+    (``E x = e``): centering steps ``min t f(x) + phi(x)`` s.t. ``E x = e`` by Newton's method with backtracking
+    (Algorithm 10.2), ``t <- 20 t`` until the duality gap ``theta / t`` (``theta``: the barrier's degree) is below
+    ``tol max(1, |f|)``. ``stop(x)`` ends the iterations early (phase I: a strictly feasible point found); ``clock()``
+    True (the run's time limit) ends them unconverged.
+    Returns ``(x, t, nu, newton_steps, converged)``; ``nu`` the equality multipliers ``w / t``."""
+    theta = G.shape[0] + len(rows) + sum(c.degree for c in cones)
+    n, m_eq = x.size, E.shape[0]
+    fx = f.value(x)
+    t = 1.0 if theta == 0 else max(1.0, theta / max(1.0, abs(fx)))
+    nu = np.zeros(m_eq)
+    steps = 0
+    while True:
+        prev = math.inf
+        while steps < max_newton:
+            if clock is not None and clock():
+                return x, t, nu, steps, False
+            gf, Hf = f.derivs(x)
+            pv, pg, pH = _phi(x, G, h, rows, cones)
+            g = t * gf + pg
+            Hm = t * Hf + pH
+            if m_eq:
+                K = np.block([[Hm, E.T], [E, np.zeros((m_eq, m_eq))]])
+                rhs = np.concatenate([-g, e - E @ x])
+            else:
+                K, rhs = Hm, -g
+            sol = _newton_solve(K, rhs, n)
+            dx, w = sol[:n], sol[n:]
+            steps += 1
+            dec = float(dx @ Hm @ dx)
+            if not np.isfinite(dec):
+                return x, t, nu, steps, False
+            nu = w / t
+            # centred: the decrement at its target, or stuck at the rounding level of the Newton system (large t)
+            if dec / 2.0 <= 1e-11 or (dec <= 1e-6 and dec > 0.25 * prev):
+                break
+            prev = dec
+            phi0 = t * fx + pv
+            slope = float(g @ dx)
+            s = 1.0
+            while True:
+                xn = x + s * dx
+                fn = f.value(xn)
+                pn = _phi(xn, G, h, rows, cones, hessian=False)[0] if np.isfinite(fn) else math.inf
+                if np.isfinite(pn) and (t * fn + pn <= phi0 + 0.25 * s * slope
+                                        or abs(s * slope) <= 1e-13 * max(1.0, abs(phi0))):
+                    break
+                s *= 0.5
+                if s < 1e-12:
+                    return x, t, nu, steps, False
+            x, fx = xn, fn
+            if stop is not None and stop(x):
+                return x, t, nu, steps, True
+            if not np.isfinite(fx) or _inf_norm(x) > 1e12:
+                return x, t, nu, steps, False      # running away: an unbounded objective
+        else:
+            return x, t, nu, steps, False
+        if theta == 0 or theta / t <= tol * max(1.0, abs(fx)):
+            return x, t, nu, steps, True
+        t *= 20.0
+
+
+def _newton_solve(K, rhs, n):
+    """The Newton system ``K sol = rhs`` (``K``'s leading ``n x n`` block the Hessian). A Hessian singular in some
+    direction (``x^4`` rows at ``x = 0``: no curvature, and the minimum-norm solution does not move there) is
+    regularised by ``delta I`` on that block, ``delta = 1e-8 (1 + max |H_ii|)``: a long step along the gradient, which
+    the line search shortens (Levenberg-Marquardt damping)."""
+    try:
+        sol = np.linalg.solve(K, rhs)
+        if np.all(np.isfinite(sol)) and np.linalg.norm(K @ sol - rhs) <= 1e-8 * max(1.0, np.linalg.norm(rhs)):
+            return sol
+    except np.linalg.LinAlgError:
+        pass
+    Kd = K.copy()
+    d = 1e-8 * (1.0 + float(np.abs(np.diag(K)[:n]).max(initial=0.0)))
+    Kd[np.arange(n), np.arange(n)] += d
+    try:
+        sol = np.linalg.solve(Kd, rhs)
+    except np.linalg.LinAlgError:
+        sol = np.linalg.lstsq(Kd, rhs, rcond=None)[0]
+    return sol
+
+
+def _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu, polish=True):
+    """``(L, residual)``: the Lagrangian at ``x`` with the central-path multipliers ``lambda = 1 / (t (h - G x))``,
+    ``1 / (t (-r_i))`` and the cones' ``y = -grad psi / t`` (inside the self-dual cone: ``||y_u|| <= y_s``), and the
+    infinity norm of its gradient; ``L`` is the dual function's value, a lower bound on the optimum (weak duality),
+    when the gradient vanishes (Boyd & Vandenberghe 2004, §11.2.2)."""
+    sl = h - G @ x
+    lam = 1.0 / (t * sl)
+    fx, gf = f.value(x), f.derivs(x)[0]
+    L = fx - float(lam @ sl)
+    grad = gf + G.T @ lam
+    rv = np.array([r.value(x) for r in rows])
+    rg = [r.derivs(x)[0] for r in rows]
+    for v, g in zip(rv, rg):
+        li = 1.0 / (t * -v)
+        L += li * v
+        grad = grad + li * g
+    cgs = [c.barrier(x)[1] / t for c in cones]   # = -(F^T y_u + y_s e_s); the term -(y_u^T u + y_s s) = -2 / t
+    for y in cgs:
+        L -= 2.0 / t
+        grad = grad + y
+    if E.shape[0]:
+        # the equality multipliers that best cancel the gradient (the Newton system's are one step old)
+        nu = np.linalg.lstsq(E.T, -grad, rcond=None)[0]
+        L += float(nu @ (E @ x - e))
+        grad = grad + E.T @ nu
+    res = _inf_norm(grad)
+    if polish and res > 1e-12 * max(1.0, _inf_norm(gf)):
+        # every multiplier re-chosen by an LP so that the gradient vanishes exactly (to HiGHS's tolerance), with the
+        # largest Lagrangian: lambda >= 0 for the linear and the nonlinear rows (their gradients at x), a scale
+        # alpha_c >= 0 of each cone's central-path multiplier (alpha y stays in the self-dual cone), nu free;
+        # maximise L = f(x) - lambda_G^T (h - G x) + lambda_r^T r(x) - sum_c 2 alpha_c / t + nu^T (E x - e)
+        mG, mR, mC, mE = G.shape[0], len(rows), len(cones), E.shape[0]
+        cols = [G.T] + ([np.column_stack(rg)] if mR else []) + ([np.column_stack(cgs)] if mC else []) \
+            + ([E.T] if mE else [])
+        Aeq = np.hstack(cols)
+        cost = np.concatenate([sl, -rv, np.full(mC, 2.0 / t), -(E @ x - e) if mE else np.zeros(0)])
+        k = mG + mR + mC
+        lbv = np.concatenate([np.zeros(k), np.full(mE, -np.inf)])
+        if Aeq.shape[1]:
+            out = solve_lp(cost, Aeq, -gf, -gf, lbv, np.full(k + mE, np.inf))
+            if out.status == "optimal":
+                z = np.concatenate([np.maximum(out.x[:k], 0.0), out.x[k:]])
+                grad2 = gf + Aeq @ z
+                L2 = fx - float(cost @ z)
+                # kept when it is the better certificate: exact stationarity at a bound as tight to the gap tolerance
+                if _inf_norm(grad2) < res and L - L2 <= TOL_GAP * max(1.0, abs(fx)):
+                    return L2, _inf_norm(grad2)
+    return L, res
+
+
+def _linear_form(form, n):
+    lin = form.linear
+    if lin:
+        Ad = np.vstack([e.linear for e, _, _ in lin])
+        k = np.array([e.constant for e, _, _ in lin])
+        lo = np.array([l for _, l, _ in lin]) - k
+        hi = np.array([u for _, _, u in lin]) - k
+    else:
+        Ad, lo, hi = np.zeros((0, n)), np.zeros(0), np.zeros(0)
+    eq = np.isfinite(lo) & np.isfinite(hi) & (np.abs(hi - lo) <= 1e-12 * np.maximum(1.0, np.abs(hi)))
+    up = np.isfinite(hi) & ~eq
+    dn = np.isfinite(lo) & ~eq
+    zero = ~np.any(Ad != 0, axis=1)
+    bad = bool(np.any(zero & ((hi < -1e-9) | (lo > 1e-9))))
+    up, dn, eq = up & ~zero, dn & ~zero, eq & ~zero
+    return Ad, lo, hi, up, dn, eq, bad
+
+
+def _solve_form(form, n, clock=None):
+    """The barrier-method solve of ``form`` over ``n`` columns: a dict with ``status`` ``'optimal'`` (``x``, the
+    Lagrangian bound ``L``), ``'infeasible'`` (``reason``), or ``'stalled'`` (``reason``; ``x0`` the strictly
+    feasible start when there was one); ``info`` holds the step counts."""
+    info = {"mode": "convex", "nodes": 0}
+    Ad, lo, hi, up, dn, eq, bad = _linear_form(form, n)
+    if bad:
+        return {"status": "infeasible", "reason": "a constant row is violated", "info": info}
+    if np.any(form.lb > form.ub):
+        return {"status": "infeasible", "reason": "a lower bound above its upper bound", "info": info}
+    G, h, E, e = inequality_form(Ad, lo, hi, up, dn, eq, form.lb, form.ub)
+    f = DenseExpr(form.objective)
+    rows = [_Row(b, u, n) for r in form.rows if not isinstance(r, Cone) for b, u in [r]]
+    cones = [r for r in form.rows if isinstance(r, Cone)]
+    x = _interior_start(G, h, E, e, form.lb, form.ub)
+    if not isinstance(x, np.ndarray):
+        if getattr(x, "status", None) == "infeasible":
+            return {"status": "infeasible", "reason": "the linear rows and bounds are infeasible", "info": info}
+        return {"status": "stalled", "reason": "no interior point of the linear rows", "info": info}
+    worst = max([r.value(x) for r in rows] + [-c.slack(x) for c in cones] + [-math.inf])
+    if worst >= 0:
+        if not np.isfinite(worst):
+            return {"status": "stalled", "reason": "the linear interior point is outside a nonlinear row's domain",
+                        "info": info}
+        # phase I (Boyd & Vandenberghe 2004, §11.4.1): min sigma s.t. r_i(x) <= sigma, ||u_c|| <= x_s + sigma, the
+        # linear rows, sigma >= -1; stopped at the first point with sigma < 0
+        m = n + 1
+        z = np.append(x, worst + 1.0)
+        Gz = np.vstack([np.hstack([G, np.zeros((G.shape[0], 1))]), np.append(np.zeros(n), -1.0)[None, :]])
+        hz = np.append(h, 1.0)
+        Ez = np.hstack([E, np.zeros((E.shape[0], 1))])
+        rows1 = [_Row(r.f_body, r.hi, n, shift=n) for r in rows]
+        cones1 = [Cone(np.hstack([c.F, np.zeros((c.F.shape[0], 1))]), c.f, c.cols + [n]) for c in cones]
+        c1 = np.zeros(m)
+        c1[-1] = 1.0
+        z, t1, nu1, st1, _ = _barrier_method(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, clock=clock,
+                                             stop=lambda zz: zz[-1] < -1e-9 * max(1.0, abs(worst)))
+        info["phase1_newton_steps"] = st1
+        x = z[:-1]
+        if not (all(r.value(x) < 0 for r in rows) and all(c.slack(x) > 0 for c in cones)
+                and (not G.shape[0] or np.all(G @ x - h < 0))):
+            if clock is not None and clock():
+                return {"status": "stalled", "info": info, "reason": "the time limit"}
+            L1, res1 = _lagrangian_bound(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, t1, nu1)
+            if res1 <= DUAL_RESIDUAL and L1 > 1e-6:
+                return {"status": "infeasible", "info": info,
+                            "reason": f"phase I: some row exceeds its side by at least {L1:.3g} at every point "
+                                   "(Lagrangian bound of the phase-I problem)"}
+            return {"status": "stalled", "info": info,
+                        "reason": "phase I found no strictly feasible point of the nonlinear rows (no Slater point?)"}
+    if not np.isfinite(f.value(x)):
+        return {"status": "stalled", "reason": "the objective is not finite at the interior start", "info": info}
+    x0 = x.copy()
+    x, t, nu, steps, ok = _barrier_method(f, G, h, E, e, rows, cones, x, clock=clock)
+    if clock is not None and clock():
+        return {"status": "stalled", "info": info, "reason": "the time limit"}
+    info["newton_steps"] = steps
+    L, res = _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu)
+    fx = f.value(x)
+    info["dual_residual"] = res
+    scale = max(1.0, _inf_norm(f.derivs(x0)[0]))
+    if not (ok and res <= DUAL_RESIDUAL * scale and np.isfinite(L) and fx - L <= 10 * TOL_GAP * max(1.0, abs(fx))):
+        return {"status": "stalled", "x0": x0, "info": info,
+                    "reason": f"the barrier method stopped short of its tolerances (dual residual {res:.2g}, gap "
+                           f"{fx - L:.2g}, |x| {_inf_norm(x):.2g})"}
+    return {"status": "optimal", "x": x, "L": L, "x0": x0, "info": info}
+
+
+class _Linear:
+    """A linear objective ``c^T z`` in :class:`.primal.DenseExpr`'s interface."""
+
+    def __init__(self, c):
+        self.c = c
+        self.H = np.zeros((c.size, c.size))
+
+    def value(self, z):
+        return float(self.c @ z)
+
+    def derivs(self, z, hessian=True):
+        return self.c, (self.H if hessian else None)
+
+
+def _recession_ray(form, n):
+    """A direction ``d`` with ``c^T d < 0`` in the recession cone of ``form``'s feasible set, or None; only for a
+    linear objective ``c^T x`` and linear and second-order-cone rows (``||F x + f|| <= x_s``), whose recession
+    cones are exact: ``a^T d <= 0`` for a finite upper side (``>= 0`` lower, ``= 0`` both), ``d_j >= 0`` for a
+    finite lower bound (``<= 0`` upper) and ``||F d|| <= d_s``.
+    Then ``||F (z + t d) + f|| <= ||F z + f|| + t ||F d|| <= z_s + t d_s`` for a feasible ``z`` and every
+    ``t >= 0`` (the triangle inequality), so ``z + t d`` is feasible and ``c^T (z + t d) -> -inf``. ``d``
+    minimises ``c^T d`` over the cone cut by ``-1 <= d <= 1`` (the same interior-point method)."""
+    if not form.objective.is_linear:
+        return None
+    rows = []
+    for r in form.rows:
+        if not isinstance(r, Cone):
+            return None
+        rows.append(Cone(r.F, np.zeros_like(r.f), r.s))
+    linear = [(Expression(n, 0.0, e.linear), 0.0 if np.isfinite(lo) else -math.inf,
+               0.0 if np.isfinite(hi) else math.inf) for e, lo, hi in form.linear]
+    lb = np.where(np.isfinite(form.lb), 0.0, -1.0)
+    ub = np.where(np.isfinite(form.ub), 0.0, 1.0)
+    c = form.objective.linear
+    cone = ConvexForm(Expression(n, 0.0, c), linear, rows, lb, ub)
+    out = _solve_form(cone, n)
+    if out["status"] != "optimal":
+        return None
+    d = out["x"]
+    if not c @ d < -1e-7 * max(1.0, _inf_norm(c)):
+        return None
+    # the cone's rows checked exactly at d (the interior point keeps them strict; clear rounding-level entries)
+    for e, lo, hi in linear:
+        v = e.linear @ d
+        if (hi == 0.0 and v > 0) or (lo == 0.0 and v < 0):
+            return None
+    if np.any(d < lb) or np.any(d > ub):
+        return None
+    for r in rows:
+        if r.slack(d) < 0:
+            return None
+    return d
+
+
+def solve_convex(program, form: ConvexForm, opts, run, complete=None):
+    """Solve ``form`` (:func:`convex_form` of ``program``); ``complete`` maps a point to the one with the auxiliary
+    columns at their definitions (:func:`.solver._completion`). ``(status, x, lower, upper, info)`` with status
+    ``'optimal'``, ``'infeasible'`` or ``'unbounded'`` (a feasible point and a ray of :func:`_recession_ray` in
+    ``info``), or ``(None, reason)`` when the interior-point method did not reach its tolerances otherwise (the
+    caller falls back to the tree)."""
+    n = program.n
+    out = _solve_form(form, n, clock=None if run is None else run.out_of_time)
+    info = out["info"]
+    if out["status"] == "infeasible":
+        info["reason"] = out["reason"]
+        return "infeasible", None, math.inf, math.inf, info
+    if out["status"] == "stalled":
+        d = _recession_ray(form, n) if out.get("x0") is not None else None
+        if d is None:
+            return None, out["reason"]
+        z0 = out["x0"]
+        if form.outer is not None:
+            return None, out["reason"]
+        zc = complete(z0) if complete is not None else z0
+        if program.max_violation(zc) > 1e-7 * max(1.0, _inf_norm(zc)):
+            return None, out["reason"]
+        d[np.abs(d) < 1e-12] = 0.0
+        info["unbounded_ray"] = {program.names[j]: float(d[j]) for j in np.flatnonzero(d)}
+        info["unbounded_from"] = zc
+        return "unbounded", None, -math.inf, -math.inf, info
+    x, L = out["x"], out["L"]
+    z = complete(x) if complete is not None else x
+    viol = program.max_violation(z)
+    if viol > 1e-7 * max(1.0, _inf_norm(z)):
+        return None, f"the point violates the program by {viol:.2g}"
+    upper = float(program.objective.value(z))
+    lower = L
+    if form.outer is not None:
+        kern, cc, c0, sigma = form.outer
+        # the bound on u less its first-order error (the Lagrangian's gradient residual times the point's scale): an
+        # outer root magnifies that error near the root's 0 (min pnorm(A x - b, 4) at 0: L = 4e-22 with a residual
+        # of 1e-9 mapped to 4.4e-6, above the optimum 0)
+        u = sigma * (L - info.get("dual_residual", 0.0) * max(1.0, _inf_norm(x)))
+        dlo = kern.domain[0]
+        if np.isfinite(dlo):
+            u = max(u, dlo)
+        with np.errstate(all="ignore"):
+            lower = float(c0 + cc * kern.value(np.array([u]))[0])
+        if not np.isfinite(lower):
+            return None, "the objective's bound is not finite through the outer atom"
+    lower = min(lower, upper)
+    return "optimal", z, lower, upper, info
