@@ -695,6 +695,9 @@ def _solve_form(form, n, clock=None):
             if clock is not None and clock():
                 return {"status": "stalled", "info": info, "reason": "the time limit"}
             L1, res1 = _lagrangian_bound(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, t1, nu1)
+            # the bound less its first-order error (residual times the point's scale), as for the optimum below:
+            # "infeasible" is a claim the user cannot check, so it must not rest on an unconverged centering
+            L1 -= res1 * max(1.0, _inf_norm(z))
             if res1 <= DUAL_RESIDUAL and L1 > 1e-6:
                 return {"status": "infeasible", "info": info,
                             "reason": f"phase I: some row exceeds its side by at least {L1:.3g} at every point "
@@ -805,13 +808,17 @@ def solve_convex(program, form: ConvexForm, opts, run, complete=None):
     if viol > 1e-7 * max(1.0, _inf_norm(z)):
         return None, f"the point violates the program by {viol:.2g}"
     upper = float(program.objective.value(z))
-    lower = L
+    # the bound less its first-order error (the Lagrangian's gradient residual times the point's scale): with a
+    # residual left by the centering, L is the dual function's value only to first order; after the multipliers' LP
+    # the residual is at rounding level and the margin negligible, otherwise the gap stays open (no certificate)
+    margin = info.get("dual_residual", 0.0) * max(1.0, _inf_norm(x))
+    lower = L - margin
     if form.outer is not None:
         kern, cc, c0, sigma = form.outer
         # the bound on u less its first-order error (the Lagrangian's gradient residual times the point's scale): an
         # outer root magnifies that error near the root's 0 (min pnorm(A x - b, 4) at 0: L = 4e-22 with a residual
         # of 1e-9 mapped to 4.4e-6, above the optimum 0)
-        u = sigma * (L - info.get("dual_residual", 0.0) * max(1.0, _inf_norm(x)))
+        u = sigma * (L - margin)
         dlo = kern.domain[0]
         if np.isfinite(dlo):
             u = max(u, dlo)
