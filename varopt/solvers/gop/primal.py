@@ -342,7 +342,15 @@ def _interior_start(G, h, E, e, xlb, xub):
                                       "Saddiki, Trapp & Flaherty 2017, §2.1 condition 4, fails); write implied equalities as equalities")
         _pdip._last_start = r.x[:nx].copy()
         return r.x[:nx]
-    return np.linalg.lstsq(E, e, rcond=None)[0] if m_eq else np.zeros(nx)
+    if not m_eq:
+        return np.zeros(nx)
+    x = np.linalg.lstsq(E, e, rcond=None)[0]
+    # no inequality, so no LP above to prove E x = e inconsistent: the least-squares residual does (x + y = 1,
+    # 2x + 2y = 2.5 over free x, y ran the interior-point iterations at the residual's minimiser forever, or read
+    # as 'unbounded', once gop stopped eliminating the equalities of programs without relaxed-dual variables)
+    if np.abs(E @ x - e).max() > 1e-9 * max(1.0, np.abs(e).max(), np.abs(E).max() * np.abs(x).max()):
+        return PrimalResult("infeasible", path="pdip")
+    return x
 
 
 def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
