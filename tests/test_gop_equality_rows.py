@@ -69,3 +69,22 @@ def test_elimination_leaves_rows_that_depend_on_the_eliminated_ones_without_vari
     res = prob.varopt_result
     assert prob.status == "optimal" and abs(res.objective - ref) <= 1e-6 * abs(ref), (res.objective, ref)
     assert res.lower_bound <= ref + 1e-9, (res.lower_bound, ref)
+
+
+def test_equalities_that_pin_every_variable_under_an_epigraph_objective():
+    """Two independent equalities in two variables pin ``x``; bound tightening through them left intervals ~1e-9
+    wide around the point, and the primal problem (kept with its equalities since gop stopped eliminating them on
+    convex programs) found no strict interior between those bounds: "Slater's condition fails" where 8626aa4
+    solved it. Reference: Clarabel."""
+    def build():
+        x = cp.Variable(2, name="x")
+        A1, b1 = np.array([[0.39, 1.37], [-2.58, 0.28], [0.22, -2.07]]), np.array([0.96, -1.84, 0.0])
+        A2, b2 = np.array([[0.77, -0.99], [1.15, -0.87], [-0.70, -1.07]]), np.array([-1.4, -1.23, 0.02])
+        E, e = np.array([[-0.06, 0.52], [-1.43, -1.00]]), np.array([0.28449559, -0.5069278])
+        return cp.Problem(cp.Minimize(cp.sum(cp.exp(A1 @ x + b1)) + cp.max(A2 @ x + b2) + np.array([0.8, -0.9]) @ x),
+                          [x >= -3, E @ x == e])
+    ref = build().solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    prob = build()
+    got = prob.solve(method="gop")
+    assert prob.status == "optimal" and abs(got - ref) <= 1e-6 * max(1.0, abs(ref)), (prob.status, got, ref)
+    assert max(float(np.max(c.violation())) for c in prob.constraints) <= 1e-6
