@@ -125,3 +125,21 @@ def test_bounds_that_pin_a_variable_are_eliminated_like_an_equality():
     np.testing.assert_allclose([m.w[j].value for j in range(3)], w.value, atol=1e-5)
     assert pyo.value(m.obj) == pytest.approx(pr.value, rel=1e-7)
     assert r.objective == pytest.approx(pyo.value(m.obj), rel=1e-12)
+
+
+@pytest.mark.parametrize("copy_rhs, status", [(2.0, "user_limit"), (2.5, "infeasible")])
+def test_a_copied_equality_is_a_constant_row_after_the_elimination(copy_rhs, status):
+    """``2 sum(w) = 2`` after ``sum(w) = 1`` is left without variables by the elimination: dropped when it holds (it
+    was refused as 'a nonlinear equality'), infeasible when it does not (``= 2.5``)."""
+    X, y = _data()
+    w = cp.Variable(X.shape[1], name="w")
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / len(y)),
+                      [w >= 0, cp.sum(w) == 1, 2 * cp.sum(w) == copy_rhs])
+    prob.solve(method="ipsa", seed=0)
+    if status == "infeasible":
+        assert prob.status == "infeasible", prob.status
+    else:
+        ref, _ = _reference(X, y)
+        assert prob.status in ("optimal", "optimal_inaccurate", "user_limit"), prob.status
+        assert abs(float(np.sum(w.value)) - 1.0) <= 1e-9 and float(w.value.min()) > 0
+        assert prob.value >= ref - 1e-9, (prob.value, ref)

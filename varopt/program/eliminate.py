@@ -26,6 +26,11 @@ from .terms import AtomGroup, LseGroup, QuadraticTerms
 def map_expression(e: Expression, T: sp.csr_matrix, t: np.ndarray, m: int, newpos: np.ndarray) -> Expression:
     const = e.constant + float(e.linear @ t)
     lin = np.asarray(T.T @ e.linear).ravel()
+    # rounding left by cancellation is zero: a row that depends on the rows eliminated (2 a^T x = 2 e after
+    # a^T x = e) maps to coefficients ~1e-16 of its terms, which the next step took as a pivot, x_v = (e - ...) / 1e-16
+    # (gop's presolve then certified a lower bound above the optimum, or stalled; a convex program read -38.4 for
+    # Clarabel's -376.2)
+    lin[np.abs(lin) <= 1e-12 * np.asarray(abs(T).T @ np.abs(e.linear)).ravel()] = 0.0
     H = e.quadratic.hessian_matrix
     if H.nnz:
         H2 = (T.T @ H @ T).tocsr()

@@ -263,7 +263,20 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     # interior-point iterations run when it does not
     newton = _try_newton(f, G, h, E, e, getattr(_pdip, "_last_x", None), tol, etol)
     if newton is None:
-        x = _interior_start(G, h, E, e, xlb, xub)
+        try:
+            x = _interior_start(G, h, E, e, xlb, xub)
+        except ModelStructureError:
+            # bounds ~1e-9 apart around a point that equality rows pin (bound tightening through those rows rounds
+            # outwards; a convex program keeps its equalities since gop stopped eliminating them there) leave no
+            # strict interior between them, while the rows already hold x inside: the iterations run without those
+            # bound rows (the last ones of G: no row multiplier moves), and the answer is clipped to them below
+            thin = ~fixed & np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-8 * np.maximum(1.0, np.abs(xub)))
+            if not (m_eq and thin.any()):
+                raise
+            keep = np.concatenate([np.ones(int(up.sum() + dn.sum()), dtype=bool), ~thin[bup], ~thin[bdn]])
+            G, h = G[keep], h[keep]
+            m_in = G.shape[0]
+            x = _interior_start(G, h, E, e, xlb, xub)
         if isinstance(x, PrimalResult):
             return x
         if not np.isfinite(f.value(x)):
@@ -350,7 +363,15 @@ def _interior_start(G, h, E, e, xlb, xub):
                                       "Saddiki, Trapp & Flaherty 2017, §2.1 condition 4, fails); write implied equalities as equalities")
         _pdip._last_start = r.x[:nx].copy()
         return r.x[:nx]
-    return np.linalg.lstsq(E, e, rcond=None)[0] if m_eq else np.zeros(nx)
+    if not m_eq:
+        return np.zeros(nx)
+    x = np.linalg.lstsq(E, e, rcond=None)[0]
+    # no inequality, so no LP above to prove E x = e inconsistent: the least-squares residual does (x + y = 1,
+    # 2x + 2y = 2.5 over free x, y ran the interior-point iterations at the residual's minimiser forever, or read
+    # as 'unbounded', once gop stopped eliminating the equalities of programs without relaxed-dual variables)
+    if np.abs(E @ x - e).max() > 1e-9 * max(1.0, np.abs(e).max(), np.abs(E).max() * np.abs(x).max()):
+        return PrimalResult("infeasible", path="pdip")
+    return x
 
 
 def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):

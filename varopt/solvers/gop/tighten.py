@@ -122,4 +122,7 @@ class Tightener:
             L[:n], U[:n] = l, u
             if not moved:
                 break
-        return l, u, L, U, False
+        # a column bounded below by +inf (above by -inf) takes no finite value in the box: the interval of
+        # (x - 0.5)^2 over x >= 4.3e159, a child of a split of a variable unbounded above, overflows; such a box
+        # holds no point the program can evaluate (the LP would refuse +inf as a lower bound)
+        return l, u, L, U, bool(np.any(L == np.inf) or np.any(U == -np.inf))

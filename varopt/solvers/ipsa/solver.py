@@ -138,16 +138,25 @@ class IpsaSolver(Solver):
         # interior', an equality as 'nonlinear'); dropped when it holds, else the program is infeasible
         program, violated = program.without_constant_constraints()
         if violated is not None:
-            name, value, lo, hi = violated
-            return run.finish("infeasible", f"constraint {name!r} has no free variable and its constant value {value:g} "
-                              f"is outside [{lo:g}, {hi:g}]", lower=math.inf, upper=math.inf)
+            return _constant_row_infeasible(violated, run)
         program = program.split_abs_rows()   # |w| <= u is the box form -u <= w <= u: two linear rows
         program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
         program = with_atom_domains(program)  # -log x over a free x: the iterates must stay where x > 0
         elim = eliminate_equalities(_pinned_as_equalities(program), max_elim=program.n, min_support=1)
         if elim is None:
             return run_ipsa(program, opts, run)
+        # the same for the rows that depend on the equalities eliminated (2 a^T x = 2 e after a^T x = e): constants
+        # now (refused as 'a nonlinear equality' before)
+        elim.program, violated = elim.program.without_constant_constraints()
+        if violated is not None:
+            return _constant_row_infeasible(violated, run)
         return _solve_reduced(program, elim, opts, run)
+
+
+def _constant_row_infeasible(violated, run: Run) -> Result:
+    name, value, lo, hi = violated
+    return run.finish("infeasible", f"constraint {name!r} has no free variable and its constant value {value:g} "
+                      f"is outside [{lo:g}, {hi:g}]", lower=math.inf, upper=math.inf)
 
 
 def _pinned_as_equalities(program: Program) -> Program:
