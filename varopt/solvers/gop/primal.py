@@ -270,6 +270,7 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
             # outwards; a convex program keeps its equalities since gop stopped eliminating them there) leave no
             # strict interior between them, while the rows already hold x inside: the iterations run without those
             # bound rows (the last ones of G: no row multiplier moves), and the answer is clipped to them below
+            fixed, bup, bdn = _box_sides(xlb, xub)
             thin = ~fixed & np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-8 * np.maximum(1.0, np.abs(xub)))
             if not (m_eq and thin.any()):
                 raise
@@ -305,13 +306,18 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
                         path=f"newton({it} it)" if newton is not None else f"pdip({it} it)")
 
 
+def _box_sides(xlb, xub):
+    """``(fixed, bup, bdn)``: the variables fixed by their bounds (``xub - xlb <= 1e-12``: equalities), and the others'
+    finite upper and lower bounds (the last rows of :func:`inequality_form`'s ``G``, in that order)."""
+    fixed = np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-12 * np.maximum(1.0, np.abs(xub)))
+    return fixed, np.isfinite(xub) & ~fixed, np.isfinite(xlb) & ~fixed
+
+
 def inequality_form(Ad, lo, hi, up, dn, eq, xlb, xub):
     """``(G, h, E, e)``: the rows ``lo <= Ad x <= hi`` (their upper sides ``up``, lower sides ``dn``, equalities
     ``eq``) and the box as ``G x <= h``, ``E x = e`` (a variable with ``xub - xlb <= 1e-12`` is an equality)."""
     nx = Ad.shape[1]
-    fixed = np.isfinite(xlb) & np.isfinite(xub) & (xub - xlb <= 1e-12 * np.maximum(1.0, np.abs(xub)))
-    bup = np.isfinite(xub) & ~fixed
-    bdn = np.isfinite(xlb) & ~fixed
+    fixed, bup, bdn = _box_sides(xlb, xub)
     I = np.eye(nx)
     G = np.vstack([Ad[up], -Ad[dn], I[bup], -I[bdn]])
     h = np.concatenate([hi[up], -lo[dn], xub[bup], -xlb[bdn]])
