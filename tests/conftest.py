@@ -52,3 +52,52 @@ def _gop_loaded_objective_evaluates():
     mp.setattr(VaroptPyomoSolver, "solve", wrap_solve(VaroptPyomoSolver.solve))
     yield
     mp.undo()
+
+
+# --- numba kernels compiled in the background (tests/numba_warm.py) -------------------------------------------
+_WARM = {}
+
+
+def pytest_collection_finish(session):
+    """Start tests/numba_warm.py when the session runs ipsa's kernels (files named *ipsa*, *l1*, *estimators*)
+    and numba's cache may be cold; not in an xdist worker, not when VAROPT_TEST_NO_NUMBA_WARM is set."""
+    import importlib.util
+    import os
+    import re
+    import subprocess
+    import tempfile
+
+    from numba_warm import DISABLE
+
+    if (session.config.option.collectonly or os.environ.get(DISABLE) or os.environ.get("PYTEST_XDIST_WORKER")
+            or importlib.util.find_spec("numba") is None):
+        return
+    if not any(re.search(r"ipsa|l1|estimators", item.path.name) for item in session.items):
+        return
+    log = tempfile.TemporaryFile()
+    _WARM["log"] = log
+    _WARM["proc"] = subprocess.Popen([sys.executable, str(HERE / "numba_warm.py")], stdout=log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def pytest_sessionfinish(session):
+    """Stop the warm-up if it still runs (a test compiles what it misses)."""
+    proc = _WARM.get("proc")
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+        _WARM["killed"] = True
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say so when the warm-up failed (the kernels were then compiled in the test process)."""
+    proc = _WARM.pop("proc", None)
+    if proc is None:
+        return
+    log = _WARM.pop("log")
+    if not _WARM.pop("killed", False) and proc.returncode != 0:
+        log.seek(0)
+        tail = log.read().decode(errors="replace").strip().splitlines()[-5:]
+        terminalreporter.write_line(f"numba warm-up (tests/numba_warm.py) failed with exit code {proc.returncode}; "
+                                    "the kernels were compiled in the test process: " + " | ".join(tail))
+    log.close()

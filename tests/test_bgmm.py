@@ -4,6 +4,8 @@ References are independent of the code under test: the mixture density from scip
 (closed-form profile), finite differences (stationarity), SCIP through Pyomo (global
 optimum), and a dense multistart on the profile.
 """
+import copy
+import functools
 import math
 
 import numpy as np
@@ -14,6 +16,18 @@ from varopt.baselines import bgmm_vem as V
 from varopt.formulations import bgmm as B
 
 import bgmm_reference as R  # benchmarks/ (independent references; path set in conftest)
+
+
+@functools.lru_cache(maxsize=None)
+def _multistart_once(x, K, family, lam, variance, n_starts, n_polish):
+    return R.profile_multistart(np.array(x), K, family, lam, variance, n_starts=n_starts, n_polish=n_polish)
+
+
+def _multistart(x, K, family, lam, variance, n_starts, n_polish):
+    """``R.profile_multistart`` (seeded: the same arguments give the same reference), run once per session for
+    each set of arguments that several tests share; a copy, so that no test sees another's changes."""
+    return copy.deepcopy(_multistart_once(tuple(np.asarray(x, float).tolist()), K, family, lam, variance,
+                                          n_starts, n_polish))
 
 COMBOS = [(f, v) for f in B.FAMILIES for v in (1.0, 2.5, "learned")]
 
@@ -283,8 +297,7 @@ def test_scip_matches_profile_multistart_tiny(family):
 def test_minimal_data_vem_mostly_local():
     d = B.MINIMAL_DATA
     x = np.array(d["x"])
-    ref = R.profile_multistart(x, d["K"], "point", d["prior_precision"], d["variance"], n_starts=2048,
-                               n_polish=16)
+    ref = _multistart(x, d["K"], "point", d["prior_precision"], d["variance"], n_starts=2048, n_polish=16)
     res = V.vem(x, d["K"], "point", d["prior_precision"], d["variance"], n_restarts=100, seed=0)
     assert np.all(res.values >= ref["value"] - 1e-7 * abs(ref["value"]))  # the reference is not beaten
     hits = res.count_global(ref["value"], 1e-6)
@@ -310,8 +323,7 @@ def test_gop_certifies_minimal_data(family):
     pyo, solver = _gop_factory()
     d = B.MINIMAL_DATA
     x = np.array(d["x"])
-    ref = R.profile_multistart(x, d["K"], family, d["prior_precision"], d["variance"], n_starts=2048,
-                               n_polish=16)
+    ref = _multistart(x, d["K"], family, d["prior_precision"], d["variance"], n_starts=2048, n_polish=16)
     m = B.bgmm_pyomo(**d, family=family)
     r = solver.solve(m, rel_gap=1e-7, time_limit=100).varopt_result
     assert r.status == "optimal"
@@ -328,8 +340,7 @@ def test_gop_random_starting_points_same_optimum():
     pyo, solver = _gop_factory()
     d = B.MINIMAL_DATA
     x = np.array(d["x"])
-    ref = R.profile_multistart(x, d["K"], "point", d["prior_precision"], d["variance"], n_starts=2048,
-                               n_polish=16)
+    ref = _multistart(x, d["K"], "point", d["prior_precision"], d["variance"], n_starts=2048, n_polish=16)
     rng = np.random.default_rng(123)
     for _ in range(3):
         m = B.bgmm_pyomo(**d, family="point")
@@ -478,7 +489,7 @@ def test_symmetry_breaking_keeps_a_global_optimum(mode, family, variance):
     pyo = pytest.importorskip("pyomo.environ")
     x = np.array(B.MINIMAL_DATA["x"])
     K, lam = 3, 1.0
-    ref = R.profile_multistart(x, K, family, lam, variance, n_starts=256, n_polish=8)
+    ref = _multistart(x, K, family, lam, variance, n_starts=256, n_polish=8)  # for both modes
     anchors = B.symmetry_anchors(x, K)
     p = _sorted_representative(ref["params"], K, mode, anchors)
     assert B.neg_elbo(p, x, family, lam, variance) == pytest.approx(ref["value"], rel=1e-9)

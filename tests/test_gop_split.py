@@ -59,9 +59,8 @@ def test_k3_lower_bounds_stay_below_the_scip_incumbent():
     split run is below SCIP's incumbent (a feasible value of the same model)."""
     pytest.importorskip("pyscipopt")
     x = (0.0, 4.1, 8.2)
-    s = pyo.SolverFactory("scip_direct").solve(bgmm_pyomo(x, 3, "point", 0.1, 1.0), load_solutions=False,
-                                               options={"limits/gap": 1e-9, "limits/time": 10})
-    s_up = float(s.problem.upper_bound)
+    from bgmm_scip_bounds import scip_bounds
+    s_up = scip_bounds(x, 3, "point", 0.1, 1.0, time_limit=10)[1]  # shared with test_gop_symmetry.py
     r = _solve(bgmm_pyomo(x, 3, "point", 0.1, 1.0), True, time_limit=15)
     assert "stick_breaking" in r.info and r.info["symmetry"]["breaking"] == "box"
     tol = 1e-6 * abs(s_up)

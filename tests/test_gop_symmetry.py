@@ -224,9 +224,8 @@ def test_k3_bounds_bracket_the_scip_optimum():
     pytest.importorskip("pyscipopt")
     x = (0.0, 4.1, 8.2)
     m = bgmm_pyomo(x, 3, "point", 0.1, 1.0)
-    s = pyo.SolverFactory("scip_direct").solve(bgmm_pyomo(x, 3, "point", 0.1, 1.0), load_solutions=False,
-                                               options={"limits/gap": 1e-9, "limits/time": 10})
-    s_lo, s_up = float(s.problem.lower_bound), float(s.problem.upper_bound)
+    from bgmm_scip_bounds import scip_bounds
+    s_lo, s_up = scip_bounds(x, 3, "point", 0.1, 1.0, time_limit=10)  # shared with test_gop_split.py
     r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
     assert "stick_breaking" in r.info and r.info["symmetry"]["breaking"] == "box"
     tol = 1e-6 * abs(s_up)
