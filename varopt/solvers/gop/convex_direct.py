@@ -24,18 +24,20 @@ disguise and writes that program:
   quadratic part, log-sum-exp with ``c >= 0``) and every equality linear; anything else returns the reason and
   the caller keeps the tree.
 
-:func:`solve_convex` then runs the primal-dual interior-point method of the GOP primal problem
-(:func:`.primal._ipm_iterations`, Boyd & Vandenberghe 2004, §11.7) with the nonlinear rows, from a strictly
-feasible point (the phase-I problem ``min sigma s.t. r_i(x) <= sigma``, §11.4.1, when the linear interior point
-violates a nonlinear row). Certificate (weak Lagrangian duality, §5.2): at the final ``(x, lambda, nu)`` with
-``grad_x L = 0`` (to the KKT tolerance),
+:func:`solve_convex` then runs the barrier method (Boyd & Vandenberghe 2004, Algorithm 11.1: Newton centering
+with the equality rows, the logarithmic barriers of the linear rows, the convex rows and each cone's
+``-log(s^2 - ||u||^2)``), from a strictly feasible point (the phase-I problem ``min sigma s.t. r_i(x) <= sigma``,
+§11.4.1, when the linear interior point violates a nonlinear row). Certificate (weak Lagrangian duality, §5.2): at
+the final ``x`` with multipliers ``(lambda, nu)`` re-chosen by one LP so that ``grad_x L = 0``,
 
 .. math::  d(\lambda, \nu) = L(x, \lambda, \nu) = f(x) + \sum_i \lambda_i r_i(x) + \nu^T (E x - e) \le f^\star,
 
-the lower bound reported; the upper bound is the objective at the point with the auxiliary columns at their
-definitions, after checking every row of the program there. A phase-I bound above 0 proves the program
-infeasible. When the iterations do not reach the tolerances (an unbounded objective, no Slater point, a
-numerical failure) the caller falls back to the tree, which reports unboundedness with a ray.
+the lower bound reported, less the Lagrangian's remaining gradient residual times ``max(1, |x|_inf)`` (its
+first-order error); the upper bound is the objective at the point with the auxiliary columns at their
+definitions, after checking every row of the program there. A phase-I bound above 0 (with the same margin)
+proves the program infeasible; a linear objective over linear and cone rows whose barrier method runs away is
+reported unbounded with a ray of the recession cone (:func:`_recession_ray`). Otherwise, when the method does not
+reach its tolerances (no Slater point, a numerical failure, the time limit), the caller falls back to the tree.
 """
 from __future__ import annotations
 
