@@ -60,6 +60,9 @@ class AtomKernel:
     max_of_pm_u: bool = False
     #: +1 nondecreasing, -1 nonincreasing, 0 neither (over the domain, in ``u``)
     monotone: int = 0
+    #: for arity 2, +1 / -1 when ``g(u, v)`` is nondecreasing / nonincreasing in ``v`` for every fixed ``u``
+    #: (``u^2 / v``: -1), 0 when neither
+    monotone_v: int = 0
     #: ``g(u) = u^2`` exactly: rows ``c (a^T x + b)^2`` expand into a quadratic form
     quadratic: bool = False
     #: tangent points are lifted to at least this value (None: any point of the domain)
@@ -232,6 +235,7 @@ class QuadOverLin(AtomKernel):
     """
 
     kind, text, arity, domain = "quad_over_lin", "({u})^2/({v})", 2, (0.0, np.inf, False)
+    monotone_v = -1
     user_open = True
 
     def value(self, u, v):

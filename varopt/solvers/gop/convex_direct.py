@@ -109,10 +109,10 @@ def _direction(e: Expression, j: int):
             return None
         if g.kernel.arity == 2:
             col2 = np.asarray(g.A2[:, j].todense()).ravel()
-            if np.any(col != 0) or (g.kind != "quad_over_lin" and np.any(col2 != 0)):
+            if np.any(col != 0) or (g.kernel.monotone_v == 0 and np.any(col2 != 0)):
                 return None
-            # u^2 / v is nonincreasing in v > 0
-            signs.update(_sign(v) for v in -g.coef[col2 != 0] * col2[col2 != 0])
+            # monotone in v for every u (u^2 / v is nonincreasing in v > 0)
+            signs.update(_sign(v) for v in g.kernel.monotone_v * g.coef[col2 != 0] * col2[col2 != 0])
             continue
         rows = np.flatnonzero(col != 0)
         if rows.size:
@@ -226,7 +226,7 @@ def _soc_rows(s, e: Expression, n):
     """Rows of ``s >= sqrt(e(x))`` (``e`` a sum of squares of affine functions plus a constant >= 0): two linear rows
     for one square, else the :class:`Cone` ``||F x + f|| <= s`` with ``e = ||F x + f||^2`` (the eigen-decomposition of
     ``e``'s quadratic form); ``(linear, rows)`` or a reason string."""
-    if e.lse or any(g.kind != "square" or np.any(g.mult >= 0) or np.any(g.coef < 0) for g in e.atoms):
+    if e.lse or any(not g.kernel.quadratic or np.any(g.mult >= 0) or np.any(g.coef < 0) for g in e.atoms):
         return "its argument is not a sum of squares of affine functions"
     lin_idx, lin_val = e.linear_items()
     if (len(e.atoms) == 1 and len(e.atoms[0]) == 1 and not len(e.quadratic) and not lin_idx.size
