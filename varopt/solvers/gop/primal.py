@@ -242,7 +242,6 @@ def reset_warm_starts():
 def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     """Primal-dual interior point for ``min f(x) s.t. lo <= A x <= hi, xlb <= x <= xub`` (f convex)."""
     f = DenseExpr(f)
-    nx = A.shape[1]
     Ad = A.toarray()
     eq = np.isfinite(lo) & np.isfinite(hi) & (np.abs(hi - lo) <= 1e-12 * np.maximum(1.0, np.abs(hi)))
     up = np.isfinite(hi) & ~eq
