@@ -49,7 +49,7 @@ import numpy as np
 from ...lpqp import solve_lp
 from ...program.expression import Expression
 from .convexity import block_psd, constant_hessian
-from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form
+from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form, row_sides
 
 
 @dataclass
@@ -644,13 +644,7 @@ def _linear_form(form, n):
         hi = np.array([u for _, _, u in lin]) - k
     else:
         Ad, lo, hi = np.zeros((0, n)), np.zeros(0), np.zeros(0)
-    eq = np.isfinite(lo) & np.isfinite(hi) & (np.abs(hi - lo) <= 1e-12 * np.maximum(1.0, np.abs(hi)))
-    up = np.isfinite(hi) & ~eq
-    dn = np.isfinite(lo) & ~eq
-    zero = ~np.any(Ad != 0, axis=1)
-    bad = bool(np.any(zero & ((hi < -1e-9) | (lo > 1e-9))))
-    up, dn, eq = up & ~zero, dn & ~zero, eq & ~zero
-    return Ad, lo, hi, up, dn, eq, bad
+    return (Ad, lo, hi) + row_sides(Ad, lo, hi)
 
 
 def _solve_form(form, n, clock=None):

@@ -243,16 +243,9 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     """Primal-dual interior point for ``min f(x) s.t. lo <= A x <= hi, xlb <= x <= xub`` (f convex)."""
     f = DenseExpr(f)
     Ad = A.toarray()
-    eq = np.isfinite(lo) & np.isfinite(hi) & (np.abs(hi - lo) <= 1e-12 * np.maximum(1.0, np.abs(hi)))
-    up = np.isfinite(hi) & ~eq
-    dn = np.isfinite(lo) & ~eq
-    zero = ~np.any(Ad != 0, axis=1)
-    if zero.any():
-        # rows whose primal part vanished in the restriction read lo <= 0 <= hi: no constraint on x
-        # (kept, their slack would be exactly 0 and the barrier undefined), or an infeasible primal
-        if np.any(zero & ((hi < -1e-9) | (lo > 1e-9))):
-            return PrimalResult("infeasible", path="pdip")
-        up, dn, eq = up & ~zero, dn & ~zero, eq & ~zero
+    up, dn, eq, bad = row_sides(Ad, lo, hi)
+    if bad:
+        return PrimalResult("infeasible", path="pdip")
     G, h, E, e = inequality_form(Ad, lo, hi, up, dn, eq, xlb, xub)
     m_in, m_eq = G.shape[0], E.shape[0]
     etol = tol * max(1.0, np.abs(e).max(initial=0))
@@ -303,6 +296,19 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
     _pdip._last_x = x.copy()
     return PrimalResult("optimal", x=np.clip(x, xlb, xub), lam=lam_c, kkt=kkt,
                         path=f"newton({it} it)" if newton is not None else f"pdip({it} it)")
+
+
+def row_sides(Ad, lo, hi):
+    """``(up, dn, eq, bad)``: the rows ``lo <= Ad x <= hi`` whose upper / lower side is finite and the equalities
+    (``|hi - lo| <= 1e-12``), without the rows with no variable; ``bad`` when one of those reads ``lo <= 0 <= hi``
+    falsely (an infeasible program). Rows with no variable are left out even when they hold: their slack would be
+    exactly 0 and the barrier undefined."""
+    eq = np.isfinite(lo) & np.isfinite(hi) & (np.abs(hi - lo) <= 1e-12 * np.maximum(1.0, np.abs(hi)))
+    up = np.isfinite(hi) & ~eq
+    dn = np.isfinite(lo) & ~eq
+    zero = ~np.any(Ad != 0, axis=1)
+    bad = bool(np.any(zero & ((hi < -1e-9) | (lo > 1e-9))))
+    return up & ~zero, dn & ~zero, eq & ~zero, bad
 
 
 def _box_sides(xlb, xub):
