@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...lpqp import active_set  # (its functions looked up at the call: tests wrap them)
+from ...lpqp import dual_active_set
 from ...lpqp.qp_ladder import cold_prefers_clarabel
 
 #: the fast path keeps a dense copy of the constraint rows when they are this few
@@ -24,6 +25,11 @@ MAX_DENSE_ROWS = 200
 DENSE_ENTRIES = 200_000
 #: the ratio test of a trial on Python floats up to this many finite sides (:meth:`StepQP.max_factor`)
 FEW_SIDES = 32
+#: more rows than MAX_DENSE_ROWS in at most this many columns: the step QP by the dual active set
+#: (:mod:`varopt.lpqp.dual_active_set`; ``Q`` factored once per step, ``n x n`` working-set matrices) ...
+DUAL_MAX_COLS = 400
+#: ... when the dense copy of the rows holds at most this many entries
+DUAL_ENTRIES = 2 ** 22
 
 
 class StepQP:
@@ -33,6 +39,9 @@ class StepQP:
         self.model, self.lpqp = model, lpqp
         m = model.A.shape[0]
         self._fast = None  # the active-set solver, built by the first step QP (most small solves take none: trials)
+        # many rows in few columns: the dual active set first (the primal one adds a blocking row per iteration from
+        # D = 0, and the QP layer pays an interior point or HiGHS's active set per step)
+        self._many_rows = m > MAX_DENSE_ROWS and model.n <= DUAL_MAX_COLS and m * model.n <= DUAL_ENTRIES
         self.stats = {"active_set": 0, "fallback": 0}
         self._y_rows = None   # the rows' multipliers of the last .step_rows answer (its warm start)
         # A z for the feasibility tests of every trial: a dense copy of a few rows multiplies without scipy's
@@ -53,8 +62,8 @@ class StepQP:
     @property
     def fast(self):
         """The warm-started active-set solver of :mod:`varopt.lpqp.active_set` (None with more than
-        ``MAX_DENSE_ROWS`` rows), built on first use."""
-        if self._fast is None and self.model.A.shape[0] <= MAX_DENSE_ROWS:
+        ``MAX_DENSE_ROWS`` rows, unless they are few columns' many rows), built on first use."""
+        if self._fast is None and (self.model.A.shape[0] <= MAX_DENSE_ROWS or self._many_rows):
             A = self._A if isinstance(self._A, np.ndarray) else self.model.A
             self._fast = active_set.ActiveSetQP(A)
         return self._fast
@@ -133,9 +142,17 @@ class StepQP:
         rlo, rhi, blo, bhi = self._shifted(x)
         res = None
         if self.fast is not None and not sp.issparse(Q):
-            x0, factor = self._cold_start(Q, u, rlo, rhi, blo, bhi)
-            if not self._cold_at_zero(x0, rlo, rhi, blo, bhi):
-                res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, x0, factor=factor)
+            factor = None
+            if self._many_rows:
+                factor = active_set._chol(Q, active_set.Q_EPS)
+                if factor is not None:
+                    res = dual_active_set.solve_dual(self.fast, Q, u, rlo, rhi, blo, bhi, factor=factor)
+                    if res is not None:
+                        self.stats["dual"] = self.stats.get("dual", 0) + 1
+            if res is None:
+                x0, factor = self._cold_start(Q, u, rlo, rhi, blo, bhi, factor)
+                if not self._cold_at_zero(x0, rlo, rhi, blo, bhi):
+                    res = self.fast.solve(Q, u, rlo, rhi, blo, bhi, x0, factor=factor)
         if res is not None:
             self.stats["active_set"] += 1
             self.stats["active_set_iterations"] = self.stats.get("active_set_iterations", 0) + res.iterations
@@ -164,7 +181,7 @@ class StepQP:
             return False    # equalities only: one factorization answers it
         return cold_prefers_clarabel(self.model.n, self._A, rlo, rhi)
 
-    def _cold_start(self, Q, u, rlo, rhi, blo, bhi):
+    def _cold_start(self, Q, u, rlo, rhi, blo, bhi, cf=None):
         """The fast path's start: ``D = 0`` (feasible at every iterate), or, when no working set is carried over (the
         first step QP, or after a rejected answer), the unconstrained step clipped to the bounds with the clipped
         bounds as the working set, if that point satisfies the rows. A cold start at ``D = 0`` adds one blocking bound
@@ -172,13 +189,13 @@ class StepQP:
         set, so a few multipliers of the wrong sign are released instead. Any start is feasible, and the answer is
         accepted only with the KKT certificate, so the start changes the cost, not the answer.
 
-        Returns ``(x0, factor)``: ``factor`` the Cholesky factor of ``Q`` computed here, handed to the fast path (its
-        first system when no bound is clipped), else None."""
+        Returns ``(x0, factor)``: ``factor`` the Cholesky factor of ``Q`` (``cf`` when the caller has it, else computed
+        here when needed), handed to the fast path (its first system when no bound is clipped), or None."""
         fast, n = self.fast, self.model.n
         zero = np.zeros(n)
         if fast.rows or fast.cols or not (np.isfinite(blo).any() or np.isfinite(bhi).any()):
-            return zero, None
-        cf = active_set._chol(Q, active_set.Q_EPS)
+            return zero, cf
+        cf = active_set._chol(Q, active_set.Q_EPS) if cf is None else cf
         if cf is None:
             return zero, None
         free = active_set._cho_solve(cf, -u)
