@@ -159,13 +159,14 @@ class _Working:
         return self.Y[:, :k] @ y - q, y
 
 
-def solve_dual(qp, Q, c, row_lo, row_hi, lb, ub, tol=1e-9, factor=None, max_iter=None):
+def solve_dual(qp, Q, c, row_lo, row_hi, lb, ub, tol=1e-9, factor=None, max_iter=None, row_tol=None):
     """The QP on the constraints of ``qp`` (an :class:`.active_set.ActiveSetQP`: its dense ``A``, and its working set
     ``rows``/``cols`` as the start) by the dual active-set method; an optimal certified :class:`.result.LPResult`
     (``info['method'] == 'dual-active-set'``), or None (see the module doc). On success the working set is stored back
     in ``qp`` (the next solve's start, for this method or the primal one). ``factor``: the caller's
     ``_chol(Q, Q_EPS)``. ``tol``: the primal feasibility tolerance, relative to ``max(1, |side|)`` (the primal
-    method's)."""
+    method's); ``row_tol``: absolute tolerances of the rows instead (the constraints outside the working set are
+    satisfied to within them)."""
     A, n, m = qp.A, qp.n, qp.m
     c = np.asarray(c, dtype=float)
     cf = _chol(Q, Q_EPS) if factor is None else factor
@@ -184,6 +185,8 @@ def solve_dual(qp, Q, c, row_lo, row_hi, lb, ub, tol=1e-9, factor=None, max_iter
     with np.errstate(invalid="ignore"):
         tol_lo = np.where(fin_lo, tol * np.maximum(1.0, np.abs(lo)), 0.0)
         tol_hi = np.where(fin_hi, tol * np.maximum(1.0, np.abs(hi)), 0.0)
+    if row_tol is not None:
+        tol_lo[:m] = tol_hi[:m] = row_tol
     ws = _Working(A, cf)
 
     def sides():

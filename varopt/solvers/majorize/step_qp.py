@@ -30,6 +30,10 @@ FEW_SIDES = 32
 DUAL_MAX_COLS = 400
 #: ... when the dense copy of the rows holds at most this many entries
 DUAL_ENTRIES = 2 ** 22
+#: the dual active set's step QP holds its rows this far (relative to ``max(1, |side|, |a||theta|)``) inside their
+#: sides, and every other row within half of it: the new iterate satisfies the rows strictly, not within rounding
+#: (outside by 1e-13, the secant trials' ratio test blocked every extrapolation along rows the step keeps active)
+ROW_MARGIN = 1e-12
 
 
 class StepQP:
@@ -42,6 +46,7 @@ class StepQP:
         # many rows in few columns: the dual active set first (the primal one adds a blocking row per iteration from
         # D = 0, and the QP layer pays an interior point or HiGHS's active set per step)
         self._many_rows = m > MAX_DENSE_ROWS and model.n <= DUAL_MAX_COLS and m * model.n <= DUAL_ENTRIES
+        self._abs_A = self._side_scale = None   # |A| and the sides' scale of the rows' margin, on first use
         self.stats = {"active_set": 0, "fallback": 0}
         self._y_rows = None   # the rows' multipliers of the last .step_rows answer (its warm start)
         # A z for the feasibility tests of every trial: a dense copy of a few rows multiplies without scipy's
@@ -146,7 +151,11 @@ class StepQP:
             if self._many_rows:
                 factor = active_set._chol(Q, active_set.Q_EPS)
                 if factor is not None:
-                    res = dual_active_set.solve_dual(self.fast, Q, u, rlo, rhi, blo, bhi, factor=factor)
+                    margin = self._row_margin(x)
+                    eq = rlo == rhi
+                    res = dual_active_set.solve_dual(self.fast, Q, u, np.where(eq, rlo, rlo + margin),
+                                                     np.where(eq, rhi, rhi - margin), blo, bhi, factor=factor,
+                                                     row_tol=0.5 * margin)
                     if res is not None:
                         self.stats["dual"] = self.stats.get("dual", 0) + 1
             if res is None:
@@ -168,6 +177,17 @@ class StepQP:
                 self.fast.seed(res, rlo, rhi, blo, bhi)
                 self.model.working_set_hint = len(self.fast.cols)
         return self._finish(x, u, res, lambda v: Q @ v)
+
+    def _row_margin(self, x):
+        """:data:`ROW_MARGIN` of each row in the step QP's units: relative to its largest finite side, to one and to
+        the rounding of ``A theta`` (``|A| |theta|``)."""
+        model = self.model
+        if self._abs_A is None:
+            self._abs_A = np.abs(self.fast.A)
+            with np.errstate(invalid="ignore"):
+                self._side_scale = np.maximum(1.0, np.maximum(np.where(np.isfinite(model.lo), np.abs(model.lo), 0.0),
+                                                              np.where(np.isfinite(model.hi), np.abs(model.hi), 0.0)))
+        return ROW_MARGIN * np.maximum(self._side_scale, self._abs_A @ np.abs(x))
 
     def _cold_at_zero(self, x0, rlo, rhi, blo, bhi):
         """Whether the fast path would start at ``D = 0`` with no inequality in its working set on a QP the QP layer
