@@ -110,6 +110,12 @@ free columns) "optimal" and some bounded ones "unbounded"; (ii)-(iv) hit ~5-10% 
    (for convex Q the QP is unbounded iff it is feasible and such a d exists); when no
    attempt verifies optimality, that LP is also run and a direction found gives "unbounded".
 
+Families of QPs with fixed constraints (majorize's step QPs) have two fast paths that use the same certificate
+(``kkt_residual`` at most ``1e-8 * scale``) and otherwise defer to :class:`HighsModel`: a warm-started primal
+active set (:mod:`.active_set`, dense ``Q`` or a factored operator) and, for many rows in few columns with a
+positive definite ``Q``, the dual active set of Goldfarb & Idnani (1983) (:mod:`.dual_active_set`: no feasible
+start needed, one factorization of ``Q``, the rows added by violation).
+
 With ``Q`` PSD a point with zero KKT residual is a global minimiser, so the KKT residual
 is the certificate. ``Q`` is checked for PSD when the model is built (n <= 800, or any n
 when diagonally dominant) and when HiGHS calls it non-convex.

@@ -8,7 +8,11 @@ curvature plus ``H``) changes smoothly, so the active set of one iteration is us
 the KKT certificate of the QP layer) and only when that does not apply or does not converge falls back
 to the general QP layer (HiGHS with its own verification, polish and fallbacks; its answer is not
 checked a second time). ``D = 0`` is feasible at every iterate, so the fast path always has a
-feasible start; infeasible constraint sets are found before the first step (the start projection).
+feasible start; infeasible constraint sets are found before the first step (the start projection). With many rows
+in few columns (more than ``MAX_DENSE_ROWS`` rows, at most ``DUAL_MAX_COLS`` columns) the dual active set of
+:mod:`varopt.lpqp.dual_active_set` (Goldfarb & Idnani 1983) comes first: it needs no feasible start, so the last
+working set is its start wherever the iterate moved, and it adds rows by violation instead of one blocking row per
+iteration from ``D = 0``.
 """
 from __future__ import annotations
 
