@@ -202,3 +202,29 @@ def test_majorize_many_rows_by_the_dual_active_set(warm):
     assert max(float(np.max(con.violation())) for con in prob.constraints) <= 1e-8
     assert all(b_ <= a_ + 1e-12 * max(1.0, abs(a_)) for a_, b_ in zip(seen, seen[1:]))
     assert int(np.count_nonzero(A @ x.value >= b - 1e-7)) >= 10
+
+
+def test_majorize_many_rows_singular_curvature_falls_back():
+    """Without the ridge the curvature (the log-sum-exp bound over 6 scores) is singular in 40 columns: the dual
+    active set declines (twice, then it is not tried again in the solve) and the step QPs take the primal active set
+    or the QP layer; the fit still equals Clarabel's and is feasible."""
+    import cvxpy as cp
+    rng = np.random.default_rng(2)
+    n, m = 40, 600
+    A = rng.normal(size=(m, n))
+    b = rng.uniform(0.5, 1.5, m)
+    W = rng.normal(size=(6, n))
+
+    def build():
+        x = cp.Variable(n)
+        return cp.Problem(cp.Minimize(cp.log_sum_exp(W @ x) - 1.5 * (W[0] @ x)), [A @ x <= b])
+
+    ref = build()
+    ref.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    prob = build()
+    got = prob.solve(method="majorize", tol=1e-12)
+    stats = prob.solver_stats.extra_stats["varopt_result"].info["step_qp"]
+    assert stats.get("dual", 0) == 0 and stats["dual_declined"] == 2
+    assert stats["active_set"] + stats["fallback"] >= 3
+    assert abs(got - ref.value) <= 1e-6 * max(1.0, abs(ref.value))
+    assert max(float(np.max(con.violation())) for con in prob.constraints) <= 1e-8

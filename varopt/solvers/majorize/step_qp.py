@@ -34,6 +34,9 @@ FEW_SIDES = 32
 DUAL_MAX_COLS = 400
 #: ... when the dense copy of the rows holds at most this many entries
 DUAL_ENTRIES = 2 ** 22
+#: after this many step QPs in a row that the dual active set declined it is not tried again in the solve (each
+#: decline can cost its whole iteration budget before the fallbacks run)
+DUAL_DECLINED_MAX = 2
 #: the dual active set's step QP holds its rows this far (relative to ``max(1, |side|, |a||theta|)``) inside their
 #: sides, and every other row within half of it: the new iterate satisfies the rows strictly, not within rounding
 #: (outside by 1e-13, the secant trials' ratio test blocked every extrapolation along rows the step keeps active)
@@ -51,6 +54,7 @@ class StepQP:
         # D = 0, and the QP layer pays an interior point or HiGHS's active set per step)
         self._many_rows = m > MAX_DENSE_ROWS and model.n <= DUAL_MAX_COLS and m * model.n <= DUAL_ENTRIES
         self._abs_A = self._side_scale = None   # |A| and the sides' scale of the rows' margin, on first use
+        self._dual_declined = 0   # the dual active set's declines in a row (DUAL_DECLINED_MAX: not tried again)
         self.stats = {"active_set": 0, "fallback": 0}
         self._y_rows = None   # the rows' multipliers of the last .step_rows answer (its warm start)
         # A z for the feasibility tests of every trial: a dense copy of a few rows multiplies without scipy's
@@ -152,16 +156,17 @@ class StepQP:
         res = None
         if self.fast is not None and not sp.issparse(Q):
             factor = None
-            if self._many_rows:
-                factor = active_set._chol(Q, active_set.Q_EPS)
+            if self._many_rows and self._dual_declined < DUAL_DECLINED_MAX:
+                factor = active_set._chol(Q, active_set.Q_EPS)   # None: Q is not (numerically) positive definite
                 if factor is not None:
                     margin = self._row_margin(x)
                     eq = rlo == rhi
                     res = dual_active_set.solve_dual(self.fast, Q, u, np.where(eq, rlo, rlo + margin),
                                                      np.where(eq, rhi, rhi - margin), blo, bhi, factor=factor,
                                                      row_tol=0.5 * margin)
-                    if res is not None:
-                        self.stats["dual"] = self.stats.get("dual", 0) + 1
+                key = "dual" if res is not None else "dual_declined"
+                self.stats[key] = self.stats.get(key, 0) + 1
+                self._dual_declined = 0 if res is not None else self._dual_declined + 1
             if res is None:
                 x0, factor = self._cold_start(Q, u, rlo, rhi, blo, bhi, factor)
                 if not self._cold_at_zero(x0, rlo, rhi, blo, bhi):
