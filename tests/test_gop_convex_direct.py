@@ -170,3 +170,118 @@ def test_an_outer_root_at_its_zero_optimum_keeps_a_valid_lower_bound():
     assert res.status == "optimal" or res.upper_bound - res.lower_bound > 1e-6
     if res.status == "optimal":
         assert res.upper_bound <= 1e-6
+
+
+def _assert_ray(prob, spans=(0.0, 1e2, 1e4)):
+    """``prob`` solved by gop as unbounded: its ray checked from the outside (the program's rows at ``z + s d`` with the
+    auxiliary columns at their definitions, and the objective decreasing)."""
+    assert prob.status == "unbounded", (prob.status, result_of(prob).message)
+    res = result_of(prob)
+    ray, z = res.info["unbounded_ray"], res.info["unbounded_from"]
+    prog = compile_cvxpy(prob)[0]
+    d = np.array([ray.get(nm, 0.0) for nm in prog.names])
+    vals = []
+    for s in spans:
+        p = prog.complete_aux(z + s * d)
+        assert prog.max_violation(p) <= 1e-7 * max(1.0, np.abs(p).max()), (s, prog.max_violation(p))
+        vals.append(prog.objective.value(p))
+    assert all(a > b for a, b in zip(vals, vals[1:])), vals
+
+
+def _curved_unbounded():
+    x, y, z, t = cp.Variable(3), cp.Variable(), cp.Variable(), cp.Variable()
+    d0 = np.array([1.0, -1.0, 0.5])
+    A4 = -np.abs(np.random.default_rng(5).normal(size=(4, 3))) * np.sign(d0)   # A4 d0 < 0: {A d <= 0} holds d0
+    return {
+        # the recession cone of {log_sum_exp(A x) <= 3} is {A d <= 0}
+        "log_sum_exp row": lambda: cp.Problem(cp.Minimize(-d0 @ x), [cp.log_sum_exp(A4 @ x) <= 3]),
+        "sum of exp row": lambda: cp.Problem(cp.Minimize(cp.sum(x)), [cp.sum(cp.exp(x)) <= 2]),
+        # GOP's primal problem is unbounded with no affine ray (exp(z) curves along every one): the convex path
+        "exp objective, linear row": lambda: cp.Problem(cp.Minimize(-y + cp.exp(z)), [y + z <= 0]),
+        "norm rhs and exp row": lambda: cp.Problem(cp.Minimize(t - 2 * cp.sum(x)),
+                                                   [cp.norm(x - 1, 2) <= t, cp.sum(cp.exp(-x)) <= 5]),
+        "pnorm row, a free column": lambda: cp.Problem(cp.Minimize(x[0]), [cp.pnorm(x[1:], 3) <= 1]),
+        "squares objective, exp row": lambda: cp.Problem(cp.Minimize(cp.sum_squares(x[:2] - 1) - x[2]),
+                                                         [cp.exp(x[0]) <= 2]),
+    }
+
+
+@pytest.mark.parametrize("name", list(_curved_unbounded()))
+def test_unbounded_programs_with_curved_rows_and_objectives_report_a_ray(name):
+    """Unbounded convex programs with a nonlinear row or objective (Clarabel: unbounded) raised "declare finite
+    bounds" (a GOP relaxed dual or the tree's relaxation unbounded); the recession functions of their terms give a
+    ray (``exp(a^T x)``: ``a^T d <= 0``; log-sum-exp: ``max_i A_i d``; squares: ``a^T d = 0``)."""
+    make = _curved_unbounded()[name]
+    ref = make()
+    ref.solve(solver="CLARABEL")
+    assert ref.status == "unbounded"
+    prob = make()
+    prob.solve(method="gop")
+    assert result_of(prob).info.get("mode") == "convex"
+    _assert_ray(prob)
+
+
+def _random_convex(seed):
+    """Random small convex programs whose status varies with the data (seeded): a linear objective over a
+    log-sum-exp ball, a sum of exponentials plus a linear term over a half-line, a linear objective over an
+    exponential row and a second-order cone."""
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(2, 5)), int(rng.integers(2, 6))
+    A, b, c = rng.normal(size=(m, n)), rng.normal(size=m), rng.normal(size=n)
+    x = cp.Variable(n)
+    if seed % 3 == 0:
+        return cp.Problem(cp.Minimize(c @ x), [cp.log_sum_exp(A @ x + b) <= 3])
+    if seed % 3 == 1:
+        return cp.Problem(cp.Minimize(c @ x + cp.sum(cp.exp(A @ x + b))), [x[0] >= -2])
+    B = rng.normal(size=(2, n))
+    return cp.Problem(cp.Minimize(c @ x), [cp.sum(cp.exp(A @ x)) <= 4, cp.norm(B @ x, 2) <= 1 + x[-1]])
+
+
+def test_random_convex_programs_agree_with_clarabel_on_status_value_and_bound():
+    """60 seeded programs (about half unbounded): gop's status equals Clarabel's; an optimum equals Clarabel's with
+    the lower bound below it (a converged run with an open gap is allowed: no certificate, but no wrong one); an
+    unbounded program's ray is checked from the outside. Before the recession rays 31 of these raised errors."""
+    seen = set()
+    for seed in range(60):
+        ref = _random_convex(seed)
+        ref.solve(solver="CLARABEL")
+        prob = _random_convex(seed)
+        prob.solve(method="gop", time_limit=20)
+        seen.add(ref.status)
+        if ref.status == "unbounded":
+            _assert_ray(prob, spans=(0.0, 10.0, 1e3))
+            continue
+        if ref.status == "infeasible":
+            assert prob.status == "infeasible", seed
+            continue
+        res = result_of(prob)
+        tol = 1e-6 * max(1.0, abs(ref.value))
+        assert prob.status in ("optimal", "optimal_inaccurate"), (seed, prob.status, res.message)
+        assert abs(prob.value - ref.value) <= tol and res.lower_bound <= ref.value + 1e-7 * max(1.0, abs(ref.value)), \
+            (seed, prob.value, ref.value, res.lower_bound)
+    assert {"optimal", "unbounded"} <= seen
+
+
+@pytest.mark.parametrize("kind", ["exp", "neglog", "xlogx", "square", "abs", "power(0.5)", "power(-1.0)",
+                                  "power(1.5)", "power(4.0)", "quad_over_lin"])
+def test_declared_recession_sides_are_directions_along_which_the_atom_does_not_grow(kind):
+    """The kernel's ``recession`` side ``sigma`` claims ``g_inf(s) = 0`` for ``sigma s >= 0`` (``s = 0`` when 0): by
+    convexity ``g(u + t s) <= g(u)`` for every ``t >= 0`` there (Rockafellar 1970, Theorem 8.5); checked at random
+    points, directions and steps. ``recession_v`` likewise in ``v``."""
+    from varopt.program.atoms import ATOMS
+    k = ATOMS[kind]
+    rng = np.random.default_rng(11)
+    assert k.recession in (-1, 0, 1) and k.recession_v in (-1, 0, 1)
+    lo = k.domain[0] if np.isfinite(k.domain[0]) else -3.0
+    for _ in range(50):
+        u = lo + rng.uniform(1e-3, 4.0)
+        s = k.recession * rng.uniform(0.0, 3.0)
+        r = k.recession_v * rng.uniform(0.0, 3.0)
+        for t in (0.5, 10.0, 1e3, 1e6):
+            with np.errstate(all="ignore"):
+                if k.arity == 2:
+                    v = rng.uniform(0.1, 4.0)
+                    g0, g1 = k.value(np.array([u]), np.array([v]))[0], k.value(np.array([u]), np.array([v + t * r]))[0]
+                else:
+                    g0, g1 = k.value(np.array([u]))[0], k.value(np.array([u + t * s]))[0]
+            assert np.isfinite(g1) and g1 <= g0 + 1e-12 * max(1.0, abs(g0)), (kind, u, s, r, t, g0, g1)

@@ -36,7 +36,7 @@ the lower bound reported, less the Lagrangian's remaining gradient residual time
 first-order error); the upper bound is the objective at the point with the auxiliary columns at their
 definitions, after checking every row of the program there. A phase-I bound above 0 (with the same margin)
 proves the program infeasible; a linear objective over linear and cone rows whose barrier method runs away is
-reported unbounded with a ray of the recession cone (:func:`_recession_ray`). Otherwise, when the method does not
+reported unbounded with a ray of the recession cone (:func:`.recession.recession_ray`). Otherwise, when the method does not
 reach its tolerances (no Slater point, a numerical failure, the time limit), the caller falls back to the tree.
 """
 from __future__ import annotations
@@ -50,6 +50,7 @@ from ...lpqp import solve_lp
 from ...program.expression import Expression
 from .convexity import block_psd, constant_hessian
 from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form, row_sides
+from .recession import recession_ray
 
 
 @dataclass
@@ -732,50 +733,45 @@ class _Linear:
         return self.c, (self.H if hessian else None)
 
 
-def _recession_ray(form, n):
-    """A direction ``d`` with ``c^T d < 0`` in the recession cone of ``form``'s feasible set, or None; only for a
-    linear objective ``c^T x`` and linear and second-order-cone rows (``||F x + f|| <= x_s``), whose recession
-    cones are exact: ``a^T d <= 0`` for a finite upper side (``>= 0`` lower, ``= 0`` both), ``d_j >= 0`` for a
-    finite lower bound (``<= 0`` upper) and ``||F d|| <= d_s``.
-    Then ``||F (z + t d) + f|| <= ||F z + f|| + t ||F d|| <= z_s + t d_s`` for a feasible ``z`` and every
-    ``t >= 0`` (the triangle inequality), so ``z + t d`` is feasible and ``c^T (z + t d) -> -inf``. ``d``
-    minimises ``c^T d`` over the cone cut by ``-1 <= d <= 1`` (the same interior-point method)."""
-    if not form.objective.is_linear:
-        return None
-    rows = []
-    for r in form.rows:
-        if not isinstance(r, Cone):
-            return None
-        rows.append(Cone(r.F, np.zeros_like(r.f), r.s))
-    linear = [(Expression(n, 0.0, e.linear), 0.0 if np.isfinite(lo) else -math.inf,
-               0.0 if np.isfinite(hi) else math.inf) for e, lo, hi in form.linear]
-    lb = np.where(np.isfinite(form.lb), 0.0, -1.0)
-    ub = np.where(np.isfinite(form.ub), 0.0, 1.0)
-    c = form.objective.linear
-    cone = ConvexForm(Expression(n, 0.0, c), linear, rows, lb, ub)
-    out = _solve_form(cone, n)
-    if out["status"] != "optimal":
-        return None
-    d = out["x"]
-    if not c @ d < -1e-7 * max(1.0, _inf_norm(c)):
-        return None
-    # the cone's rows checked exactly at d (the interior point keeps them strict; clear rounding-level entries)
-    for e, lo, hi in linear:
-        v = e.linear @ d
-        if (hi == 0.0 and v > 0) or (lo == 0.0 and v < 0):
-            return None
-    if np.any(d < lb) or np.any(d > ub):
-        return None
-    for r in rows:
-        if r.slack(d) < 0:
-            return None
-    return d
+def _cone_ray_solve(cost, linear, cones, lb, ub, N):
+    """The ray program of :func:`.recession.recession_ray` with second-order cones, by the barrier method: ``z`` or
+    None."""
+    form = ConvexForm(Expression(N, 0.0, cost), [(Expression(N, 0.0, a), lo, hi) for a, lo, hi in linear],
+                      cones, lb, ub)
+    out = _solve_form(form, N)
+    return out["x"] if out["status"] == "optimal" else None
 
 
-def solve_convex(program, form: ConvexForm, opts, run, complete=None):
+def _descends_feasibly(program, z, d, complete, aux=None):
+    """The program's rows hold at ``z + s d`` (the auxiliary columns at their definitions) and its objective
+    decreases, for ``s = 1, 10, 1000``: a check from the outside of the ray that :func:`.recession.recession_ray`
+    proved. The definitions themselves are not checked: ``complete`` computes them, and at ``|x| ~ 1e12`` a norm's
+    ``e(x) - t^2`` is rounding of order ``1e8``."""
+    defs = {a.constraint for a in (program.aux or aux or [])}
+    rows = [c for c in program.constraints if c.name not in defs]
+    prev = None
+    for s in (0.0, 1.0, 10.0, 1e3):
+        p = z + s * d
+        p = complete(p) if complete is not None else p
+        tol = 1e-7 * max(1.0, _inf_norm(p))
+        with np.errstate(all="ignore"):
+            v = float(program.objective.value(p))
+            vals = [c.body.value(p) for c in rows]
+        if not (np.isfinite(v) and all(np.isfinite(vals)) and np.all(p >= program.lb - tol)
+                and np.all(p <= program.ub + tol)):
+            return False
+        if any(g < c.lo - tol or g > c.hi + tol for c, g in zip(rows, vals)):
+            return False
+        if prev is not None and not v < prev:
+            return False
+        prev = v
+    return True
+
+
+def solve_convex(program, form: ConvexForm, opts, run, complete=None, aux=None):
     """Solve ``form`` (:func:`convex_form` of ``program``); ``complete`` maps a point to the one with the auxiliary
-    columns at their definitions (:func:`.solver._completion`). ``(status, x, lower, upper, info)`` with status
-    ``'optimal'``, ``'infeasible'`` or ``'unbounded'`` (a feasible point and a ray of :func:`_recession_ray` in
+    columns at their definitions (:func:`.solver._completion`), ``aux`` as for :func:`convex_form`.
+    ``(status, x, lower, upper, info)`` with status ``'optimal'``, ``'infeasible'`` or ``'unbounded'`` (a feasible point and a ray of :func:`.recession.recession_ray` in
     ``info``), or ``(None, reason)`` when the interior-point method did not reach its tolerances otherwise (the
     caller falls back to the tree)."""
     n = program.n
@@ -785,15 +781,18 @@ def solve_convex(program, form: ConvexForm, opts, run, complete=None):
         info["reason"] = out["reason"]
         return "infeasible", None, math.inf, math.inf, info
     if out["status"] == "stalled":
-        d = _recession_ray(form, n) if out.get("x0") is not None else None
+        if out.get("x0") is None or form.outer is not None:
+            return None, out["reason"]
+        d = recession_ray(form, n, _cone_ray_solve)
         if d is None:
             return None, out["reason"]
         z0 = out["x0"]
-        if form.outer is not None:
-            return None, out["reason"]
         zc = complete(z0) if complete is not None else z0
         if program.max_violation(zc) > 1e-7 * max(1.0, _inf_norm(zc)):
             return None, out["reason"]
+        # the ray proved by its recession functions (:mod:`.recession`), and checked on the program's own rows
+        if not _descends_feasibly(program, z0, d, complete, aux):
+            return None, out["reason"] + "; a recession ray was found but failed the check along it"
         d[np.abs(d) < 1e-12] = 0.0
         info["unbounded_ray"] = {program.names[j]: float(d[j]) for j in np.flatnonzero(d)}
         info["unbounded_from"] = zc
