@@ -223,6 +223,33 @@ def _preimage(k, c, c0, lo, hi):
     return ulo, uhi
 
 
+def _augmented_form(e: Expression):
+    """``(M, sup)``: ``e(x) = z^T M z`` with ``z = [x_sup; 1]`` for an ``e`` of squares of affine functions, products,
+    linear terms and a constant (``M`` symmetric)."""
+    sup = e.support()
+    p = sup.size
+    pos = {int(v): k for k, v in enumerate(sup)}
+    M = np.zeros((p + 1, p + 1))
+    for g in e.atoms:
+        A = g.A[:, sup].toarray()
+        Ab = np.hstack([A, g.b[:, None]])
+        M += (Ab.T * g.coef) @ Ab
+    q = e.quadratic
+    for i, j, v in zip(q.i, q.j, q.v):
+        a, b = pos[int(i)], pos[int(j)]
+        if a == b:
+            M[a, a] += v
+        else:
+            M[a, b] += 0.5 * v
+            M[b, a] += 0.5 * v
+    lin_idx, lin_val = e.linear_items()
+    for i, v in zip(lin_idx, lin_val):
+        M[pos[int(i)], p] += 0.5 * v
+        M[p, pos[int(i)]] += 0.5 * v
+    M[p, p] += e.constant
+    return M, sup
+
+
 def _soc_rows(s, e: Expression, n):
     """Rows of ``s >= sqrt(e(x))`` (``e`` a sum of squares of affine functions plus a constant >= 0): two linear rows
     for one square, else the :class:`Cone` ``||F x + f|| <= s`` with ``e = ||F x + f||^2`` (the eigen-decomposition of
@@ -242,28 +269,10 @@ def _soc_rows(s, e: Expression, n):
             lin[s] += 1.0
             rows.append((Expression(n, -sgn * b, lin), 0.0, math.inf))
         return rows, []
-    sup = e.support()
-    if s in set(sup.tolist()):
+    if s in set(e.support().tolist()):
         return "the norm's argument holds the norm's own column"
+    M, sup = _augmented_form(e)
     p = sup.size
-    pos = {int(v): k for k, v in enumerate(sup)}
-    M = np.zeros((p + 1, p + 1))
-    for g in e.atoms:
-        A = g.A[:, sup].toarray()
-        Ab = np.hstack([A, g.b[:, None]])
-        M += (Ab.T * g.coef) @ Ab
-    q = e.quadratic
-    for i, j, v in zip(q.i, q.j, q.v):
-        a, b = pos[int(i)], pos[int(j)]
-        if a == b:
-            M[a, a] += v
-        else:
-            M[a, b] += 0.5 * v
-            M[b, a] += 0.5 * v
-    for i, v in zip(lin_idx, lin_val):
-        M[pos[int(i)], p] += 0.5 * v
-        M[p, pos[int(i)]] += 0.5 * v
-    M[p, p] += e.constant
     w, V = np.linalg.eigh(M)
     scale = max(1.0, float(np.abs(w).max(initial=0.0)))
     if w.min(initial=0.0) < -1e-10 * scale:
@@ -274,28 +283,97 @@ def _soc_rows(s, e: Expression, n):
     F = (V[:, keep] * np.sqrt(w[keep])).T          # e = || F [x_sup; 1] ||^2
     Fn = np.zeros((F.shape[0], n))
     Fn[:, sup] = F[:, :p]
-    return [], [Cone(Fn, F[:, p], s)]
+    return [], [Cone.on_column(Fn, F[:, p], s)]
+
+
+def _hypograph_rows(s, e: Expression, n, nonneg):
+    """The rotated cone ``s^2 <= a(x) b(x)``, ``a, b >= 0``, i.e. ``||(2 s, a - b)|| <= a + b``, of a ``sqrt`` column
+    ``s = sqrt(a b)`` whose argument is a product of two affine functions (a geometric mean's tree: ``sqrt(x_1 x_2)``,
+    ``sqrt(x 1)``); ``e``'s augmented quadratic form ``M`` has one positive and one negative eigenvalue,
+    ``e = (sqrt(l_+) v_+ z)^2 - (sqrt(-l_-) v_- z)^2``, whose two factors are ``a`` and ``b`` up to a common sign, chosen
+    so that ``nonneg(vector, constant)`` proves both ``>= 0`` on the program's linear rows and bounds (without that
+    proof the rotated cone would cut off points where both are negative). A :class:`Cone` or a reason string."""
+    if e.lse or any(not g.kernel.quadratic or np.any(g.mult >= 0) for g in e.atoms):
+        return "its argument is not a quadratic form"
+    if s in set(e.support().tolist()):
+        return "the mean's argument holds its own column"
+    M, sup = _augmented_form(e)
+    p = sup.size
+    w, V = np.linalg.eigh(M)
+    scale = max(1.0, float(np.abs(w).max(initial=0.0)))
+    big = np.abs(w) > 1e-10 * scale
+    if big.sum() != 2 or not (w[big].min() < 0 < w[big].max()):
+        return "its argument is not a product of two affine functions"
+    vp, vm = V[:, np.argmax(w)] * math.sqrt(w.max()), V[:, np.argmin(w)] * math.sqrt(-w.min())
+    for sign in (1.0, -1.0):
+        fa, fb = sign * (vp - vm), sign * (vp + vm)        # e = (fa z) (fb z)
+        # each is a multiple of one factor up to rounding: clear the entries that are rounding of a zero (their signs
+        # decide the monotonicity of the cone in its columns)
+        for f in (fa, fb):
+            f[np.abs(f) <= 1e-12 * np.abs(f).max()] = 0.0
+        a, b = np.zeros(n), np.zeros(n)
+        a[sup], b[sup] = fa[:p], fb[:p]
+        if nonneg(a, fa[p]) and nonneg(b, fb[p]):
+            F = np.zeros((2, n))
+            F[0, s] = 2.0
+            F[1] = a - b
+            return Cone(F, np.array([0.0, fa[p] - fb[p]]), a + b, fa[p] + fb[p], factors=(a, fa[p], b, fb[p]))
+    return "the factors of its argument are not both nonnegative on the linear rows and bounds"
+
+
+class _LinearHull:
+    """The program's linear rows and bounds, a relaxation of its feasible set: ``self(a, a0)`` is True when
+    ``a^T x + a0 >= 0`` holds on it (a nonnegative combination of columns with nonnegative lower bounds, else an LP,
+    to ``1e-11`` of the factor's scale),
+    ``upper(a, a0)`` the largest ``a^T x + a0`` on it (an LP; ``inf`` when unbounded or not solved)."""
+
+    def __init__(self, program):
+        self.program = program
+        A, const, lo, hi, _ = program._linear_rows()
+        self.rows = (A, lo - const, hi - const) if A.shape[0] else (None, None, None)
+
+    def _min(self, a):
+        out = solve_lp(a, *self.rows, self.program.lb, self.program.ub)
+        return out.objective if out.status == "optimal" else -math.inf
+
+    def __call__(self, a, a0):
+        nz = np.flatnonzero(a)
+        if a0 >= 0 and np.all(a[nz] >= 0) and np.all(self.program.lb[nz] >= 0):
+            return True
+        # a factor that is a row's body has its minimum 0 at a vertex where the row binds: allow its rounding
+        return self._min(a) + a0 >= -1e-11 * max(1.0, abs(a0), float(np.abs(a).sum()))
+
+    def upper(self, a, a0):
+        return -self._min(-a) + a0
 
 
 class Cone:
-    """The second-order-cone row ``||F x + f||_2 <= x_s`` (``s`` may be a list of columns whose sum is the cone's
-    height: the phase-I problem adds its ``sigma``), with the logarithmic barrier
-    ``psi = -log(x_s^2 - ||u||^2)``, ``u = F x + f`` (self-concordant, degree 2; Boyd & Vandenberghe 2004, §11.6.1).
-    Its gradient ``(2 u, -2 x_s) / D`` (``D = x_s^2 - ||u||^2``) stays bounded along the central path into the apex
-    (a zero group of a group lasso), where the smooth form ``||u||^2 / x_s - x_s`` stalled."""
+    """The second-order-cone row ``||F x + f||_2 <= g^T x + g_0`` (the height: a column ``x_s`` for a norm, ``a + b``
+    for the rotated cone ``s^2 <= a b``; the phase-I problem adds its ``sigma``), with the logarithmic barrier
+    ``psi = -log(h^2 - ||u||^2)``, ``u = F x + f``, ``h = g^T x + g_0`` (self-concordant, degree 2; Boyd & Vandenberghe
+    2004, §11.6.1). Its gradient ``(2 F^T u - 2 h g) / D`` (``D = h^2 - ||u||^2``) stays bounded along the central path
+    into the apex (a zero group of a group lasso), where the smooth form ``||u||^2 / x_s - x_s`` stalled.
+    ``factors``: ``(a, a_0, b, b_0)`` of a rotated cone (:func:`_hypograph_rows`), else None."""
 
     degree = 2
 
-    def __init__(self, F, f, s):
+    def __init__(self, F, f, g, g0=0.0, factors=None):
         self.F, self.f = F, f
-        self.cols = [s] if np.ndim(s) == 0 else list(s)
-        self.s = self.cols[0]
+        self.g, self.g0 = np.asarray(g, dtype=float), float(g0)
+        self.factors = factors
+
+    @classmethod
+    def on_column(cls, F, f, s):
+        """``||F x + f|| <= x_s``."""
+        g = np.zeros(F.shape[1])
+        g[s] = 1.0
+        return cls(F, f, g)
 
     def height(self, x):
-        return float(sum(x[c] for c in self.cols))
+        return float(self.g @ x) + self.g0
 
     def slack(self, x):
-        """``x_s - ||u||`` (> 0 strictly inside)."""
+        """``h(x) - ||u||`` (> 0 strictly inside)."""
         u = self.F @ x + self.f
         return self.height(x) - float(np.sqrt(u @ u))
 
@@ -306,16 +384,37 @@ class Cone:
         D = h * h - float(u @ u)
         if not (h > 0 and D > 0):
             return math.inf, None, None
-        es = np.zeros(x.size)
-        es[self.cols] = 1.0
         Fu = self.F.T @ u
-        g = (2.0 * Fu - 2.0 * h * es) / D
-        w = Fu - h * es            # D-gradient is -2 w: Hessian 2 (F^T F - es es^T) / D + 4 w w^T / D^2
-        H = 2.0 * (self.F.T @ self.F - np.outer(es, es)) / D + 4.0 * np.outer(w, w) / D ** 2
-        return -math.log(D), g, H
+        gr = (2.0 * Fu - 2.0 * h * self.g) / D
+        w = Fu - h * self.g        # D-gradient is -2 w: Hessian 2 (F^T F - g g^T) / D + 4 w w^T / D^2
+        H = 2.0 * (self.F.T @ self.F - np.outer(self.g, self.g)) / D + 4.0 * np.outer(w, w) / D ** 2
+        return -math.log(D), gr, H
 
-    def depends_on(self, j) -> bool:
-        return bool(np.any(self.F[:, j] != 0))
+    def padded(self, k, sigma=False, homogeneous=False):
+        """The cone over ``k`` more columns (zeros), with the last one added to the height (``sigma``: phase I), or its
+        recession cone ``||F d|| <= g^T d`` (``homogeneous``)."""
+        F = np.hstack([self.F, np.zeros((self.F.shape[0], k))])
+        g = np.concatenate([self.g, np.zeros(k)])
+        if sigma:
+            g[-1] = 1.0
+        if homogeneous:
+            return Cone(F, np.zeros_like(self.f), g)
+        return Cone(F, self.f, g, self.g0)
+
+    def direction(self, j):
+        """+1 when the row ``||F x + f|| - h(x) <= 0`` (a rotated cone: ``s^2 - a b <= 0``, ``a, b >= 0``) is
+        nondecreasing in column ``j``, -1 nonincreasing, 0 independent, None when neither is known."""
+        if self.factors is not None:
+            a, _, b, _ = self.factors
+            if self.F[0, j] != 0:        # the cone's own s (2 s in the first entry of F)
+                return None
+            sa, sb = _sign(a[j]), _sign(b[j])
+            if sa * sb < 0:
+                return None
+            return -(sa or sb)
+        if np.any(self.F[:, j] != 0):
+            return None
+        return -_sign(self.g[j])
 
 
 #: tag of an atom's domain row (:func:`convex_form`)
@@ -335,7 +434,7 @@ def convex_form(program, aux=None):
         return None, "an auxiliary column without its defining row"
     lb, ub = program.lb.copy(), program.ub.copy()
     linear, rows, tags = [], [], []     # tags[k]: the relaxed column whose definition row k is (None: a user row)
-    relaxed, notes = [], []
+    relaxed, notes, nonneg = [], [], None
 
     def add_lin(expr, lo, hi, tag=None):
         linear.append((expr, lo, hi))
@@ -362,10 +461,22 @@ def convex_form(program, aux=None):
         if a is not None:
             if a.kind == "ratio":
                 return None, f"the ratio column of {a.term} (a division by a variable)"
+            want = 1     # the relaxed column must only push the binding side up (+1, an epigraph) or down (-1)
             if a.kind == "sqrt":
                 out = _soc_rows(a.index, a.definition, n)
                 if isinstance(out, str):
-                    return None, f"{a.term}: {out}"
+                    # a geometric mean's s = sqrt(a b): its hypograph, exact where s is wanted large
+                    nonneg = nonneg or _LinearHull(program)
+                    hyp = _hypograph_rows(a.index, a.definition, n, nonneg)
+                    if isinstance(hyp, str):
+                        return None, f"{a.term}: {out}; nor {hyp}"
+                    fa, fa0, fb, fb0 = hyp.factors
+                    if np.isfinite(ub[a.index]) and \
+                            not ub[a.index] ** 2 * (1 + 1e-9) >= nonneg.upper(fa, fa0) * nonneg.upper(fb, fb0):
+                        # raising s to sqrt(a b) must not cross its upper bound: only where the bound is implied by
+                        # the factors' own (a box propagated onto the column: y <= 5 gives s <= 5; to its rounding)
+                        return None, f"{a.term}: a mean's column with an upper bound below the product of its factors'"
+                    out, want = ([], [hyp]), -1
                 for expr, lo, hi in out[0]:
                     add_lin(expr, lo, hi, a.index)
                 for cone in out[1]:
@@ -380,7 +491,7 @@ def convex_form(program, aux=None):
                 lin[a.index] -= 1.0
                 body.linear = lin
                 add_row(body, 0.0, a.index)
-            relaxed.append(a.index)
+            relaxed.append((a.index, want))
             continue
         body = c.body
         if body.is_linear:
@@ -407,32 +518,34 @@ def convex_form(program, aux=None):
         if why is not None:
             return None, f"constraint {c.name}: {why}"
         add_row(expr, hi)
-    # the relaxations are exact when each relaxed column only pushes the binding side up (module docstring)
-    for j in relaxed:
+    # the relaxations are exact when each relaxed column only pushes the binding side up (an epigraph, want = +1) or
+    # only down (a hypograph, want = -1) (module docstring)
+    for j, want in relaxed:
+        way = "nondecreasingly" if want > 0 else "nonincreasingly"
         d = _direction(obj, j)
-        if d is None or d < 0:
-            return None, f"{program.names[j]} enters the objective not nondecreasingly"
+        if d is None or d * want < 0:
+            return None, f"{program.names[j]} enters the objective not {way}"
         for kind, k, tag in tags:
             if tag == j or tag == DOMAIN:
                 continue
-            if kind == "row" and isinstance(rows[k], Cone):
-                if rows[k].depends_on(j):
-                    return None, f"{program.names[j]} enters a norm's argument"
-            elif kind == "row":
-                d = _direction(rows[k][0], j)
-                if d is None or d < 0:
-                    return None, f"{program.names[j]} enters a convex row not nondecreasingly"
+            if kind == "row":
+                d = rows[k].direction(j) if isinstance(rows[k], Cone) else _direction(rows[k][0], j)
+                if d is None or d * want < 0:
+                    return None, (f"{program.names[j]} enters a norm's argument" if isinstance(rows[k], Cone)
+                                  and rows[k].factors is None and want > 0 else
+                                  f"{program.names[j]} enters a convex row not {way}")
             else:
                 expr, lo, hi = linear[k]
                 idx, val = expr.linear_items()
                 hit = np.flatnonzero(idx == j)
                 if not hit.size:
                     continue
-                v = val[hit[0]]
+                v = val[hit[0]] * want
                 if (np.isfinite(lo) and np.isfinite(hi)) or (v > 0 and np.isfinite(lo)) or (v < 0 and np.isfinite(hi)):
-                    return None, f"{program.names[j]} enters a linear row on the side that would bind it from below"
+                    return None, f"{program.names[j]} enters a linear row on the side that would bind it " + \
+                        ("from below" if want > 0 else "from above")
     if relaxed:
-        notes.append("definitions relaxed to convex rows: " + ", ".join(program.names[j] for j in relaxed[:6])
+        notes.append("definitions relaxed to convex rows: " + ", ".join(program.names[j] for j, _ in relaxed[:6])
                      + (", ..." if len(relaxed) > 6 else ""))
     return ConvexForm(obj, linear, rows, lb, ub, outer, notes), None
 
@@ -680,7 +793,7 @@ def _solve_form(form, n, clock=None):
         hz = np.append(h, 1.0)
         Ez = np.hstack([E, np.zeros((E.shape[0], 1))])
         rows1 = [_Row(r.f_body, r.hi, n, shift=n) for r in rows]
-        cones1 = [Cone(np.hstack([c.F, np.zeros((c.F.shape[0], 1))]), c.f, c.cols + [n]) for c in cones]
+        cones1 = [c.padded(1, sigma=True) for c in cones]
         c1 = np.zeros(m)
         c1[-1] = 1.0
         z, t1, nu1, st1, _ = _barrier_method(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, clock=clock,
@@ -742,6 +855,24 @@ def _cone_ray_solve(cost, linear, cones, lb, ub, N):
     return out["x"] if out["status"] == "optimal" else None
 
 
+def _outer_unbounded(outer):
+    """True when the user's objective ``c_0 + c g(sigma v)`` tends to ``-inf`` as ``v`` (the form's objective) does
+    (no outer atom: ``v`` is the objective). ``c g(sigma v)`` is nondecreasing in ``v``; its limit is ``c`` times ``g``'s
+    at the end of the domain that ``sigma v`` runs to (``max geo_mean(x)``: ``-r^(8/5)`` as ``r -> inf``; ``exp`` at
+    ``-inf`` is bounded)."""
+    if outer is None:
+        return True
+    k, cc, _c0, sigma = outer
+    with np.errstate(all="ignore"):
+        if sigma < 0:                       # sigma v -> +inf
+            g = k.interval_max(1.0, np.inf) if k.monotone > 0 else k.interval_min(1.0, np.inf)
+        elif np.isfinite(k.domain[0]):      # sigma v -> -inf leaves the domain: no such ray
+            return False
+        else:
+            g = k.interval_min(-np.inf, -1.0) if k.monotone > 0 else k.interval_max(-np.inf, -1.0)
+    return bool(np.isinf(g) and cc * float(g) < 0)
+
+
 def _descends_feasibly(program, z, d, complete, aux=None):
     """The program's rows hold at ``z + s d`` (the auxiliary columns at their definitions) and its objective
     decreases, for ``s = 1, 10, 1000``: a check from the outside of the ray that :func:`.recession.recession_ray`
@@ -781,7 +912,7 @@ def solve_convex(program, form: ConvexForm, opts, run, complete=None, aux=None):
         info["reason"] = out["reason"]
         return "infeasible", None, math.inf, math.inf, info
     if out["status"] == "stalled":
-        if out.get("x0") is None or form.outer is not None:
+        if out.get("x0") is None or not _outer_unbounded(form.outer):
             return None, out["reason"]
         d = recession_ray(form, n, _cone_ray_solve)
         if d is None:

@@ -142,8 +142,7 @@ def recession_ray(form, n, solve_cones=None):
     lb, ub = np.concatenate([dlb, -R]), np.concatenate([dub, R])
     if cones:
         z = solve_cones(cost, [(r, l, h) for r, l, h in zip(rows, lo, hi)],
-                        [Cone(np.hstack([c.F, np.zeros((c.F.shape[0], K))]), np.zeros_like(c.f), c.cols)
-                         for c in cones], lb, ub, N)
+                        [c.padded(K, homogeneous=True) for c in cones], lb, ub, N)
     else:
         A = sp.csr_matrix(np.array(rows)) if rows else None
         out = solve_lp(cost, A, np.array(lo) if rows else None, np.array(hi) if rows else None, lb, ub)
@@ -198,6 +197,6 @@ def _is_ray(d, cone, fobj, fns, cones, form, dlb, dub):
             return False
     for c in cones:
         u = c.F @ d
-        if float(np.sqrt(u @ u)) - float(sum(d[j] for j in c.cols)) > ROUNDING * max(1.0, float(np.abs(c.F).sum())):
+        if float(np.sqrt(u @ u)) - float(c.g @ d) > ROUNDING * max(1.0, float(np.abs(c.F).sum() + np.abs(c.g).sum())):
             return False
     return cone.value(fobj, d) < -DESCENT * max(1.0, float(np.abs(fobj[0]).max(initial=0.0)))
