@@ -340,3 +340,45 @@ def test_means_where_the_hypograph_is_not_exact_stay_with_the_tree():
         assert form is None and why, why
     form, why = convex_form(compile_cvxpy(cp.Problem(cp.Maximize(cp.geo_mean(x)), [cp.sum(x) <= 3]))[0])
     assert form is not None, why
+
+
+@pytest.mark.parametrize("p0, p1", [(1.5, 3.0), (2.5, 4.0), (1.25, 1.0)])
+def test_pyomo_powers_of_abs_are_compiled_and_solved_as_convex(p0, p1):
+    """Pyomo ``abs(u)**p`` was refused by the front-end ("the power of an expression with nonlinear terms"); it is the
+    power atom of ``a = sqrt(u^2) = |u|`` (the even ``p = 4``: ``u^4`` itself), which the convex path takes: the optimum
+    equals Clarabel's ``power(abs(u), p)`` and the bounds bracket it."""
+    m = pyo.ConcreteModel()
+    m.y = pyo.Var(range(2))
+    m.o = pyo.Objective(expr=abs(m.y[0] - 1) ** p0 + 2 * abs(m.y[1] + 2) ** p1 + m.y[0] - 0.5 * m.y[1])
+    y = cp.Variable(2)
+    ref = cp.Problem(cp.Minimize(cp.power(cp.abs(y[0] - 1), p0) + 2 * cp.power(cp.abs(y[1] + 2), p1) + y[0]
+                                 - 0.5 * y[1])).solve(solver="CLARABEL")
+    r = pyo.SolverFactory("gop").solve(m)
+    res = r.varopt_result
+    assert str(r.solver.termination_condition) == "optimal" and res.info.get("mode") == "convex", res.info
+    tol = 1e-7 * max(1.0, abs(ref))
+    assert abs(pyo.value(m.o) - ref) <= 10 * tol and res.lower_bound - tol <= ref <= res.upper_bound + tol, \
+        (pyo.value(m.o), ref, res.lower_bound, res.upper_bound)
+
+
+def test_pyomo_abs_power_row_and_a_concave_abs_power():
+    """``abs(y - 0.5)**1.5 <= t`` (a convex row) against Clarabel, and ``-abs(y - 1)**1.7`` (concave: the tree) against a
+    grid over the box."""
+    m = pyo.ConcreteModel()
+    m.y = pyo.Var(bounds=(-1, 2))
+    m.t = pyo.Var()
+    m.c = pyo.Constraint(expr=abs(m.y - 0.5) ** 1.5 <= m.t)
+    m.o = pyo.Objective(expr=m.t - m.y)
+    yy, tt = cp.Variable(), cp.Variable()
+    ref = cp.Problem(cp.Minimize(tt - yy), [cp.power(cp.abs(yy - 0.5), 1.5) <= tt, yy >= -1, yy <= 2]).solve(
+        solver="CLARABEL")
+    r = pyo.SolverFactory("gop").solve(m)
+    assert str(r.solver.termination_condition) == "optimal" and abs(pyo.value(m.o) - ref) <= 1e-6
+    m = pyo.ConcreteModel()
+    m.y = pyo.Var(bounds=(-2, 3))
+    m.o = pyo.Objective(expr=-abs(m.y - 1) ** 1.7 + 0.3 * m.y)
+    r = pyo.SolverFactory("gop").solve(m)
+    g = np.linspace(-2, 3, 20001)
+    best = float(np.min(-np.abs(g - 1) ** 1.7 + 0.3 * g))
+    assert str(r.solver.termination_condition) == "optimal" and abs(pyo.value(m.o) - best) <= 1e-6
+    assert r.varopt_result.lower_bound <= best + 1e-9

@@ -49,6 +49,7 @@ import numpy as np
 from ...lpqp import solve_lp
 from ...program.expression import Expression
 from .convexity import block_psd, constant_hessian
+from .epigraph import _widen
 from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form, row_sides
 from .recession import recession_ray
 
@@ -461,13 +462,15 @@ def convex_form(program, aux=None):
         if a is not None:
             if a.kind == "ratio":
                 return None, f"the ratio column of {a.term} (a division by a variable)"
+            # (the abs epigraph's program has columns after the definitions': widen them)
+            defn = a.definition if a.definition.n == n else _widen(a.definition, n)
             want = 1     # the relaxed column must only push the binding side up (+1, an epigraph) or down (-1)
             if a.kind == "sqrt":
-                out = _soc_rows(a.index, a.definition, n)
+                out = _soc_rows(a.index, defn, n)
                 if isinstance(out, str):
                     # a geometric mean's s = sqrt(a b): its hypograph, exact where s is wanted large
                     nonneg = nonneg or _LinearHull(program)
-                    hyp = _hypograph_rows(a.index, a.definition, n, nonneg)
+                    hyp = _hypograph_rows(a.index, defn, n, nonneg)
                     if isinstance(hyp, str):
                         return None, f"{a.term}: {out}; nor {hyp}"
                     fa, fa0, fb, fb0 = hyp.factors
@@ -483,10 +486,10 @@ def convex_form(program, aux=None):
                     rows.append(cone)
                     tags.append(("row", len(rows) - 1, a.index))
             else:
-                why = convex_expression(a.definition)
+                why = convex_expression(defn)
                 if why is not None:
                     return None, f"{a.term}: {why}"
-                body = a.definition.copy()
+                body = defn.copy()
                 lin = body.linear.copy()
                 lin[a.index] -= 1.0
                 body.linear = lin
