@@ -15,7 +15,10 @@ disguise and writes that program:
   relaxation is exact when every other occurrence of the column is nondecreasing in it on the side that binds
   (objective, ``<=`` rows; checked term by term with the atoms' monotonicity): lowering the column to its
   definition then keeps every row and does not raise the objective, so the optimal values agree and the
-  column's value is recomputed from its definition afterwards (:meth:`Program.complete_aux`);
+  column's value is recomputed from its definition afterwards (:meth:`Program.complete_aux`). A ``sqrt`` column
+  ``s = sqrt(a b)`` of a geometric mean's tree (``a``, ``b`` affine and provably ``>= 0``) becomes its hypograph, the
+  rotated cone ``||(2 s, a - b)|| <= a + b`` (:func:`_hypograph_rows`), exact where every other occurrence is
+  nonincreasing in ``s``;
 * **monotone outer atoms**: a row ``lo <= c_0 + c g(a^T x + b) <= hi`` whose only term is one atom with ``g``
   strictly monotone on its domain is the interval row ``u_lo <= a^T x + b <= u_hi`` (``q^(2/3) <= 1`` is
   ``q <= 1``); an objective ``c_0 + c g(u)`` of that form is minimised through ``u`` (``min q^(1/3)`` as
@@ -35,9 +38,10 @@ the final ``x`` with multipliers ``(lambda, nu)`` re-chosen by one LP so that ``
 the lower bound reported, less the Lagrangian's remaining gradient residual times ``max(1, |x|_inf)`` (its
 first-order error); the upper bound is the objective at the point with the auxiliary columns at their
 definitions, after checking every row of the program there. A phase-I bound above 0 (with the same margin)
-proves the program infeasible; a linear objective over linear and cone rows whose barrier method runs away is
-reported unbounded with a ray of the recession cone (:func:`.recession.recession_ray`). Otherwise, when the method does not
-reach its tolerances (no Slater point, a numerical failure, the time limit), the caller falls back to the tree.
+proves the program infeasible; a program whose barrier method runs away is reported unbounded with a ray along which
+every row's recession function is at most 0 and the objective's negative (:func:`.recession.recession_ray`).
+Otherwise, when the method does not reach its tolerances (no Slater point, a numerical failure, the time limit), the
+caller falls back to the tree.
 """
 from __future__ import annotations
 
