@@ -382,3 +382,48 @@ def test_pyomo_abs_power_row_and_a_concave_abs_power():
     best = float(np.min(-np.abs(g - 1) ** 1.7 + 0.3 * g))
     assert str(r.solver.termination_condition) == "optimal" and abs(pyo.value(m.o) - best) <= 1e-6
     assert r.varopt_result.lower_bound <= best + 1e-9
+
+
+def _random_pnorm_terms(seed):
+    """Random objectives with p-norms among other terms (seeded): ``||A y - b||_p + 0.5 ||y||^2 + 2 ||y||_p2`` and
+    ``c.y + 3 ||y - 1||_p`` over a ball, ``p, p2`` in {1.25, 1.5, 2.5, 3, 4}."""
+    rng = np.random.default_rng(seed)
+    ps = [1.5, 3.0, 4.0, 2.5, 1.25]
+    n, m = int(rng.integers(2, 5)), int(rng.integers(2, 6))
+    p, p2 = ps[seed % 5], ps[(seed // 5) % 5]
+    A, b, c = rng.normal(size=(m, n)), rng.normal(size=m), rng.normal(size=n)
+    y = cp.Variable(n)
+    if seed % 2 == 0:
+        return cp.Problem(cp.Minimize(cp.pnorm(A @ y - b, p) + 0.5 * cp.sum_squares(y) + 2 * cp.pnorm(y, p2)))
+    return cp.Problem(cp.Minimize(c @ y + 3 * cp.pnorm(y - 1, p)), [cp.norm(y, 2) <= 3])
+
+
+def test_pnorms_among_other_terms_are_power_cones_with_a_certificate():
+    """``c ||z||_p`` next to other terms lifts to ``c q^(1/p)``, ``q = sum |z_i|^p``: concave in ``q``, so the tree took
+    it (``t + pnorm(y - 1, 3)``: 157 nodes; ``norm_inf(x) + pnorm(w, 1.5)``: the time limit). As ``c s`` with the power
+    cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|``, ``sum r_i <= s`` it is one barrier solve: 30 seeded programs and the two
+    above, ``optimal`` on the convex path with Clarabel's value between the bounds."""
+    y, t, x, w = cp.Variable(3), cp.Variable(), cp.Variable(3), cp.Variable(3)
+    named = [lambda: cp.Problem(cp.Minimize(t + cp.pnorm(y - 1, 3)), [t >= cp.sum(y) - 2, t >= 0]),
+             lambda: cp.Problem(cp.Minimize(cp.norm_inf(x) + cp.pnorm(w, 1.5)), [x + w == np.array([1.0, -2.0, 0.5])])]
+    for seed, make in [(-1, named[0]), (-2, named[1])] + [(s, lambda s=s: _random_pnorm_terms(s)) for s in range(30)]:
+        ref = make()
+        ref.solve(solver="CLARABEL")
+        prob = make()
+        prob.solve(method="gop", time_limit=20)
+        res = result_of(prob)
+        assert prob.status == "optimal" and res.info.get("mode") == "convex", (seed, prob.status, res.info)
+        tol = 1e-7 * max(1.0, abs(ref.value))
+        lo, up = sorted((res.lower_bound, res.upper_bound))
+        assert abs(prob.value - ref.value) <= 10 * tol and lo - tol <= ref.value <= up + 2 * tol, \
+            (seed, prob.value, ref.value, lo, up)
+
+
+def test_pnorms_maximised_or_shared_are_not_power_cones():
+    """``max ||y||_p`` (concave objective) and a p-norm whose ``q`` also enters a row stay outside the power-cone form."""
+    y = cp.Variable(3, bounds=[-1, 2])
+    form, why = convex_form(compile_cvxpy(cp.Problem(cp.Maximize(cp.pnorm(y, 3) + cp.sum(y))))[0])
+    assert form is None and why, why
+    form, why = convex_form(compile_cvxpy(cp.Problem(cp.Minimize(cp.pnorm(y, 3) - cp.sum(y)),
+                                                     [cp.pnorm(y, 3) >= 0.5]))[0])
+    assert form is None and why, why

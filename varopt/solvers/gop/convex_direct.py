@@ -19,6 +19,9 @@ disguise and writes that program:
   ``s = sqrt(a b)`` of a geometric mean's tree (``a``, ``b`` affine and provably ``>= 0``) becomes its hypograph, the
   rotated cone ``||(2 s, a - b)|| <= a + b`` (:func:`_hypograph_rows`), exact where every other occurrence is
   nonincreasing in ``s``;
+* **p-norms among other terms**: an objective term ``c q^(1/p)`` of a column ``q = sum_i w_i z_i^p`` (``c ||W z||_p``)
+  becomes ``c s`` with the power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|``, ``sum_i r_i <= s`` over new columns
+  (:class:`PowerCone`, :func:`_pnorm_cones`);
 * **monotone outer atoms**: a row ``lo <= c_0 + c g(a^T x + b) <= hi`` whose only term is one atom with ``g``
   strictly monotone on its domain is the interval row ``u_lo <= a^T x + b <= u_hi`` (``q^(2/3) <= 1`` is
   ``q <= 1``); an objective ``c_0 + c g(u)`` of that form is minimised through ``u`` (``min q^(1/3)`` as
@@ -52,6 +55,7 @@ import numpy as np
 
 from ...lpqp import solve_lp
 from ...program.expression import Expression
+from ...program.terms import AtomGroup
 from .convexity import block_psd, constant_hessian
 from .epigraph import _widen
 from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form, row_sides
@@ -71,6 +75,7 @@ class ConvexForm:
     ub: np.ndarray
     outer: object = None    # (kernel, c, c0, sigma): user objective = c0 + c g(sigma * value)
     notes: list = field(default_factory=list)
+    ncols: int = None       # columns of the form (the program's, then the p-norm cones' s and r_i), None: the program's
 
 
 def _sign(v, tol=0.0):
@@ -406,6 +411,14 @@ class Cone:
             return Cone(F, np.zeros_like(self.f), g)
         return Cone(F, self.f, g, self.g0)
 
+    def ray_excess(self, d):
+        """``||F d|| - g^T d``: at most 0 on the recession cone."""
+        u = self.F @ d
+        return float(np.sqrt(u @ u)) - float(self.g @ d)
+
+    def scale(self):
+        return max(1.0, float(np.abs(self.F).sum() + np.abs(self.g).sum()))
+
     def direction(self, j):
         """+1 when the row ``||F x + f|| - h(x) <= 0`` (a rotated cone: ``s^2 - a b <= 0``, ``a, b >= 0``) is
         nondecreasing in column ``j``, -1 nonincreasing, 0 independent, None when neither is known."""
@@ -422,8 +435,163 @@ class Cone:
         return -_sign(self.g[j])
 
 
+class PowerCone(Cone):
+    """The power-cone row ``X^alpha Y^(1 - alpha) >= |Z|``, ``X, Y >= 0``, over affine ``X, Y, Z`` (rows of ``J``, offsets
+    ``u0``), with the barrier ``psi = -log(X^(2 alpha) Y^(2 - 2 alpha) - Z^2) - (1 - alpha) log X - alpha log Y``
+    (logarithmically homogeneous of degree 3; Chares 2009, Skajaa & Ye 2015). One entry ``|z_i|^p <= r_i s^(p - 1)`` of a
+    p-norm ``||z||_p <= s`` (``alpha = 1/p``; with ``sum_i r_i <= s``). ``z_nonneg``: ``Z >= 0`` holds on the program
+    (its domain row), so the row is nondecreasing in ``Z``."""
+
+    degree = 3
+
+    def __init__(self, J, u0, alpha, z_nonneg=False):
+        self.J, self.u0, self.alpha, self.z_nonneg = J, u0, float(alpha), z_nonneg
+        self.factors = None
+
+    def _u(self, x):
+        return self.J @ x + self.u0
+
+    def slack(self, x):
+        """``min(X, Y, X^alpha Y^(1 - alpha) - |Z|)`` (``min(X, Y) - |Z|`` off the quadrant): ``> 0`` strictly inside,
+        and ``sigma = 1 - slack`` puts ``(X + sigma, Y + sigma, Z)`` strictly inside (phase I)."""
+        X, Y, Z = self._u(x)
+        if X > 0 and Y > 0:
+            return min(X, Y, X ** self.alpha * Y ** (1.0 - self.alpha) - abs(Z))
+        return min(X, Y) - abs(Z)
+
+    def barrier(self, x):
+        X, Y, Z = self._u(x)
+        a = self.alpha
+        if not (X > 0 and Y > 0):
+            return math.inf, None, None
+        P = X ** (2 * a) * Y ** (2 - 2 * a)
+        phi = P - Z * Z
+        if not phi > 0:
+            return math.inf, None, None
+        dphi = np.array([2 * a * P / X, (2 - 2 * a) * P / Y, -2.0 * Z])
+        d2 = np.array([[2 * a * (2 * a - 1) * P / X ** 2, 2 * a * (2 - 2 * a) * P / (X * Y), 0.0],
+                       [2 * a * (2 - 2 * a) * P / (X * Y), (2 - 2 * a) * (1 - 2 * a) * P / Y ** 2, 0.0],
+                       [0.0, 0.0, -2.0]])
+        g3 = -dphi / phi - np.array([(1 - a) / X, a / Y, 0.0])
+        H3 = -d2 / phi + np.outer(dphi, dphi) / phi ** 2 + np.diag([(1 - a) / X ** 2, a / Y ** 2, 0.0])
+        val = -math.log(phi) - (1 - a) * math.log(X) - a * math.log(Y)
+        return val, self.J.T @ g3, self.J.T @ H3 @ self.J
+
+    def padded(self, k, sigma=False, homogeneous=False):
+        J = np.hstack([self.J, np.zeros((3, k))])
+        if sigma:
+            J[0, -1] = J[1, -1] = 1.0
+        return PowerCone(J, np.zeros(3) if homogeneous else self.u0, self.alpha, self.z_nonneg)
+
+    def direction(self, j):
+        cx, cy, cz = self.J[:, j]
+        if cz != 0 and not self.z_nonneg:
+            return None
+        signs = {-_sign(cx), -_sign(cy), _sign(cz)} - {0}
+        return None if len(signs) > 1 else (signs.pop() if signs else 0)
+
+    def ray_excess(self, d):
+        """``|Z d| - (X d)^alpha (Y d)^(1 - alpha)`` of the homogeneous map (``inf`` off the quadrant): at most 0 on the
+        cone's recession cone (the cone itself)."""
+        X, Y, Z = self.J @ d
+        if X < 0 or Y < 0:
+            return math.inf
+        return abs(Z) - X ** self.alpha * Y ** (1.0 - self.alpha)
+
+    def scale(self):
+        return max(1.0, float(np.abs(self.J).sum()))
+
+
 #: tag of an atom's domain row (:func:`convex_form`)
 DOMAIN = -1
+
+
+def _uses(e: Expression, j):
+    """The number of terms of ``e`` that hold column ``j`` (linear, quadratic, atom rows, log-sum-exp rows)."""
+    k = int(e.linear[j] != 0)
+    q = e.quadratic
+    k += int(np.sum((q.i == j) | (q.j == j))) if len(q) else 0
+    for g in e.groups():
+        k += int(np.count_nonzero(g.A[:, j].toarray()))
+        if getattr(g, "A2", None) is not None:
+            k += int(np.count_nonzero(g.A2[:, j].toarray()))
+    return k
+
+
+def _pnorm_terms(program, obj, defs, n):
+    """The objective's p-norm terms ``c (lam q)^(1/p)`` (``c > 0``; the atom ``-u^(1/p)`` with a negative coefficient) of a
+    ``product`` column ``q = sum_i w_i z_i^p`` (``w_i > 0``, ``z_i`` affine, ``p > 1``) that nothing else holds: ``(group,
+    row, q, c lam^(1/p), p, [(w_i^(1/p) A_i, w_i^(1/p) b_i)], definition row)``. Each is ``c ||W z||_p``, convex in
+    ``z``, which the lifted form hides (``q^(1/p)`` is concave in ``q``)."""
+    by_col = {a.index: a for a in defs.values() if a.kind == "product"}
+    out = []
+    for gi, g in enumerate(obj.atoms):
+        alpha = getattr(g.kernel, "p", None)
+        if alpha is None or not 0.0 < alpha < 1.0:
+            continue
+        for r in range(len(g)):
+            row = g.A[r]
+            if g.coef[r] >= 0 or g.mult[r] >= 0 or g.b[r] != 0 or row.nnz != 1 or row.data[0] <= 0:
+                continue
+            q = int(row.indices[0])
+            a = by_col.get(q)
+            if a is None:
+                continue
+            d = a.definition if a.definition.n == n else _widen(a.definition, n)
+            if (d.lse or len(d.quadratic) or d.constant != 0.0 or d.linear_items()[0].size or len(d.atoms) != 1
+                    or np.any(d.atoms[0].mult >= 0) or np.any(d.atoms[0].coef <= 0)):
+                continue
+            h = d.atoms[0]
+            P = getattr(h.kernel, "p", None)
+            if P is None or h.kernel.arity != 1 or abs(P * alpha - 1.0) > 1e-12:
+                continue
+            # q only in this term and its definition
+            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints if c.name != a.constraint):
+                continue
+            w = h.coef ** (1.0 / P)
+            args = [(np.asarray(h.A[i].todense()).ravel() * w[i], float(h.b[i] * w[i])) for i in range(len(h))]
+            out.append((gi, r, q, float(-g.coef[r] * row.data[0] ** alpha), P, args, a.constraint, h.kernel))
+    return out
+
+
+def _pnorm_cones(terms, obj, n, lb):
+    """``(objective without the terms, the new columns' objective coefficients (length ``ncols``), linear rows with
+    their tags, cones, ncols)``: each term ``c ||z||_p`` as ``c s`` with the power
+    cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|`` and ``sum_i r_i <= s`` (``||z||_p <= s`` iff such ``r`` exist: ``|z_i|^p <=
+    r_i s^(p - 1)`` summed), over the new columns ``s, r_1, ...`` after the program's ``n``; ``z_i >= 0`` rows where the
+    power's domain requires it (tagged as domain rows)."""
+    N = n + sum(1 + len(t[5]) for t in terms)
+    drop = {}
+    for gi, r, *_ in terms:
+        drop.setdefault(gi, []).append(r)
+    atoms = []
+    for gi, g in enumerate(obj.atoms):
+        keep = np.setdiff1d(np.arange(len(g)), drop.get(gi, []))
+        if keep.size:
+            atoms.append(AtomGroup(g.kind, g.coef[keep], g.A[keep], g.b[keep], g.mult[keep],
+                                   None if g.A2 is None else g.A2[keep], None if g.b2 is None else g.b2[keep]))
+    lin = np.zeros(N)
+    base = Expression(n, obj.constant, obj.linear.copy(), obj.quadratic, atoms, obj.lse)
+    linear, cones, col = [], [], n
+    for _gi, _r, _q, c, P, args, _name, kern in terms:
+        s, rs = col, list(range(col + 1, col + 1 + len(args)))
+        col += 1 + len(args)
+        lin[s] += c
+        row = np.zeros(N)
+        row[rs] = 1.0
+        row[s] = -1.0
+        linear.append((Expression(N, 0.0, row), -math.inf, 0.0, None))
+        for (a, b), ri in zip(args, rs):
+            J = np.zeros((3, N))
+            J[0, ri], J[1, s], J[2, :n] = 1.0, 1.0, a
+            nonneg = np.isfinite(kern.domain[0])
+            if nonneg:      # the power's domain z >= 0, part of the program's objective
+                linear.append((Expression(N, b, np.concatenate([a, np.zeros(N - n)])), 0.0, math.inf, DOMAIN))
+            else:
+                nz = np.flatnonzero(a)
+                nonneg = b >= 0 and bool(np.all(a[nz] >= 0)) and bool(np.all(lb[nz] >= 0))
+            cones.append(PowerCone(J, np.array([0.0, 0.0, b]), 1.0 / P, z_nonneg=nonneg))
+    return base, lin, linear, cones, N
 
 
 def convex_form(program, aux=None):
@@ -451,7 +619,16 @@ def convex_form(program, aux=None):
 
     # the objective first: most nonconvex programs (bilinear, concave) fail here, before any row is examined
     obj, outer = program.objective, None
+    terms = _pnorm_terms(program, obj, defs, n)
+    pnorm = None
+    if terms:
+        # p-norms among other terms as power cones (over new columns after the program's)
+        obj, s_cost, pn_linear, pn_cones, N = _pnorm_cones(terms, obj, n, lb)
+        pnorm = (s_cost, N, {t[6] for t in terms}, [t[2] for t in terms])
+        notes.append(f"{len(terms)} p-norm term(s) of the objective as power cones")
     why = convex_expression(obj)
+    if why is not None and pnorm is not None:
+        return None, f"the objective: {why}"
     if why is not None:
         one = _single_atom(obj)
         if one is None:
@@ -462,6 +639,8 @@ def convex_form(program, aux=None):
         outer = (k, cc, c0, sigma)
         notes.append(f"objective {c0:g} + {cc:g} {k.kind}(u) minimised through u (monotone)")
     for c in program.constraints:
+        if pnorm is not None and c.name in pnorm[2]:
+            continue      # a p-norm's q = sum z_i^p: replaced by its cones
         a = defs.get(c.name)
         if a is not None:
             if a.kind == "ratio":
@@ -525,6 +704,17 @@ def convex_form(program, aux=None):
         if why is not None:
             return None, f"constraint {c.name}: {why}"
         add_row(expr, hi)
+    if pnorm is not None:
+        for expr, lo, hi, tag in pn_linear:
+            add_lin(expr, lo, hi, tag)
+        for cone in pn_cones:
+            rows.append(cone)
+            tags.append(("row", len(rows) - 1, None))
+        for q in pnorm[3]:       # the p-norm's q is no column of the form any more: fixed at 0 (recomputed after)
+            lb[q], ub[q] = -math.inf, math.inf
+            e1 = np.zeros(n)
+            e1[q] = 1.0
+            add_lin(Expression(n, 0.0, e1), 0.0, 0.0, DOMAIN)
     # the relaxations are exact when each relaxed column only pushes the binding side up (an epigraph, want = +1) or
     # only down (a hypograph, want = -1) (module docstring)
     for j, want in relaxed:
@@ -554,7 +744,19 @@ def convex_form(program, aux=None):
     if relaxed:
         notes.append("definitions relaxed to convex rows: " + ", ".join(program.names[j] for j, _ in relaxed[:6])
                      + (", ..." if len(relaxed) > 6 else ""))
-    return ConvexForm(obj, linear, rows, lb, ub, outer, notes), None
+    if pnorm is None:
+        return ConvexForm(obj, linear, rows, lb, ub, outer, notes), None
+    s_cost, N, _, _ = pnorm
+    k = N - n
+
+    def wide(e):
+        return e if e.n == N else _widen(e, N)
+    obj = wide(obj)
+    obj.linear = obj.linear + s_cost
+    linear = [(wide(e), lo, hi) for e, lo, hi in linear]
+    rows = [r if isinstance(r, PowerCone) else r.padded(k) if isinstance(r, Cone) else (wide(r[0]), r[1]) for r in rows]
+    return ConvexForm(obj, linear, rows, np.concatenate([lb, np.full(k, -math.inf)]),
+                      np.concatenate([ub, np.full(k, math.inf)]), outer, notes, ncols=N), None
 
 
 #: relative duality gap at which the barrier method stops
@@ -722,9 +924,10 @@ def _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu, polish=True):
         li = 1.0 / (t * -v)
         L += li * v
         grad = grad + li * g
-    cgs = [c.barrier(x)[1] / t for c in cones]   # = -(F^T y_u + y_s e_s); the term -(y_u^T u + y_s s) = -2 / t
-    for y in cgs:
-        L -= 2.0 / t
+    # y_c = -grad_u psi_c / t in the dual cone; its term -y_c^T u_c(x) = -degree / t (logarithmic homogeneity)
+    cgs = [c.barrier(x)[1] / t for c in cones]
+    for c, y in zip(cones, cgs):
+        L -= c.degree / t
         grad = grad + y
     if E.shape[0]:
         # the equality multipliers that best cancel the gradient (the Newton system's are one step old)
@@ -741,7 +944,7 @@ def _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu, polish=True):
         cols = [G.T] + ([np.column_stack(rg)] if mR else []) + ([np.column_stack(cgs)] if mC else []) \
             + ([E.T] if mE else [])
         Aeq = np.hstack(cols)
-        cost = np.concatenate([sl, -rv, np.full(mC, 2.0 / t), -(E @ x - e) if mE else np.zeros(0)])
+        cost = np.concatenate([sl, -rv, np.array([c.degree / t for c in cones]), -(E @ x - e) if mE else np.zeros(0)])
         k = mG + mR + mC
         lbv = np.concatenate([np.zeros(k), np.full(mE, -np.inf)])
         if Aeq.shape[1]:
@@ -832,7 +1035,9 @@ def _solve_form(form, n, clock=None):
     fx = f.value(x)
     info["dual_residual"] = res
     scale = max(1.0, _inf_norm(f.derivs(x0)[0]))
-    if not (ok and res <= DUAL_RESIDUAL * scale and np.isfinite(L) and fx - L <= 10 * TOL_GAP * max(1.0, abs(fx))):
+    # (a method stopped by its step limit still certifies when its Lagrangian bound meets the point: the bound is
+    # weak duality at whatever point it reached; power cones at their apex end so, the Newton system near singular)
+    if not (res <= DUAL_RESIDUAL * scale and np.isfinite(L) and fx - L <= 10 * TOL_GAP * max(1.0, abs(fx))):
         return {"status": "stalled", "x0": x0, "info": info,
                     "reason": f"the barrier method stopped short of its tolerances (dual residual {res:.2g}, gap "
                            f"{fx - L:.2g}, |x| {_inf_norm(x):.2g})"}
@@ -913,7 +1118,11 @@ def solve_convex(program, form: ConvexForm, opts, run, complete=None, aux=None):
     ``info``), or ``(None, reason)`` when the interior-point method did not reach its tolerances otherwise (the
     caller falls back to the tree)."""
     n = program.n
-    out = _solve_form(form, n, clock=None if run is None else run.out_of_time)
+    N = form.ncols or n
+    out = _solve_form(form, N, clock=None if run is None else run.out_of_time)
+    for key in ("x", "x0"):     # the program's columns (a p-norm's cone columns dropped)
+        if out.get(key) is not None:
+            out[key] = out[key][:n]
     info = out["info"]
     if out["status"] == "infeasible":
         info["reason"] = out["reason"]
@@ -921,9 +1130,10 @@ def solve_convex(program, form: ConvexForm, opts, run, complete=None, aux=None):
     if out["status"] == "stalled":
         if out.get("x0") is None or not _outer_unbounded(form.outer):
             return None, out["reason"]
-        d = recession_ray(form, n, _cone_ray_solve)
+        d = recession_ray(form, N, _cone_ray_solve)
         if d is None:
             return None, out["reason"]
+        d = d[:n]
         z0 = out["x0"]
         zc = complete(z0) if complete is not None else z0
         if program.max_violation(zc) > 1e-7 * max(1.0, _inf_norm(zc)):

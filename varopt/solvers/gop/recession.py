@@ -196,7 +196,6 @@ def _is_ray(d, cone, fobj, fns, cones, form, dlb, dub):
         if cone.value(fn, d) > ROUNDING * cone.scale(fn):
             return False
     for c in cones:
-        u = c.F @ d
-        if float(np.sqrt(u @ u)) - float(c.g @ d) > ROUNDING * max(1.0, float(np.abs(c.F).sum() + np.abs(c.g).sum())):
+        if c.ray_excess(d) > ROUNDING * c.scale():
             return False
     return cone.value(fobj, d) < -DESCENT * max(1.0, float(np.abs(fobj[0]).max(initial=0.0)))
