@@ -119,13 +119,20 @@ def test_logistic_row_refusal_names_both_methods():
         prob.solve(method="gop", mode="gop")
 
 
-def test_unbounded_convex_objective_is_a_model_error_naming_the_variables():
-    """``min sum(exp(x)) - c x`` with a negative ``c_i`` is unbounded below; gop raised ``SolverBugError`` (an internal
-    invariant) "a non-connected primal variable ... has a nonzero Lagrangian gradient"."""
+def test_unbounded_convex_objective_is_reported_unbounded_with_its_ray():
+    """``min sum(exp(x)) - c x`` with a negative ``c_i`` is unbounded below (Clarabel: unbounded); gop raised
+    ``SolverBugError`` (an internal invariant) "a non-connected primal variable ... has a nonzero Lagrangian gradient",
+    then a model error asking for bounds; the convex path now reports it unbounded with the ray ``x[1] -> -inf``
+    (``exp`` is bounded along it: its recession function vanishes for a decreasing argument)."""
     x = cp.Variable(3, name="x")
-    with pytest.raises(ModelStructureError, match=r"unbounded below in the primal variable\(s\) x\[0\], x\[1\], "
-                                                  r"x\[2\].*declare bounds"):
-        cp.Problem(cp.Minimize(cp.sum(cp.exp(x)) - C3 @ x)).solve(method="gop")
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.exp(x)) - C3 @ x))
+    prob.solve(method="gop")
+    assert prob.status == "unbounded"
+    ray = prob.varopt_result.info["unbounded_ray"]
+    assert set(ray) == {"x[1]"} and ray["x[1]"] < 0, ray
+    ref = cp.Problem(cp.Minimize(cp.sum(cp.exp(x)) - C3 @ x))
+    ref.solve(solver="CLARABEL")
+    assert ref.status == "unbounded"
 
 
 def test_ipsa_takes_a_lower_bound_on_a_concave_body():

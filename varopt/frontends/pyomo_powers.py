@@ -21,6 +21,9 @@ other real ``p``                     the convex ``power(p)`` atom ``s u^p`` (nee
 ``e / u`` (``e`` nonlinear)          ``e * r`` with ``r = 1/u``
 ``e / d`` (``d`` nonlinear: ``x*y``,  ``d`` lifted whole to a column ``q == d`` with ``d``'s interval
 ``y**0.67``, ``y**0.71 * z``)         (:meth:`PowerRules.form_interval`), then ``e / q`` as above
+``abs(u)**p``, ``p > 0``             ``u**p`` for an even integer ``p``; else the ``power(p)`` atom of
+                                     ``a = |u|`` (``+-u`` where the bounds fix the sign of ``u``, else a
+                                     ``sqrt`` column ``a = sqrt(u^2)``)
 ===================================  ==========================================================
 
 Every auxiliary column gets the interval bounds of the quantity it stands for, so the lifted
@@ -186,6 +189,32 @@ class PowerRules:
         self._require_lower(node, p, lo, strict=p < 0)
         kern = Power(p)
         return _Form(0.0, atoms=[(power_kind(p), kern.sign, u.lin, u.const, -1, None, 0.0)])
+
+    def abs_power(self, b, p, node):
+        """``c |u|**p`` (``b`` one ``abs`` atom ``c |u|``, ``c > 0``, ``p > 0``) as the power atom of ``a = |u|`` (``u`` or
+        ``-u`` where the bounds give ``u`` one sign, else a ``sqrt`` column ``a = sqrt(u^2)``, CVXPY's p-norm
+        entries): ``c^p a^p`` is exact, and convex for ``p >= 1`` (an even integer ``p`` is the atom ``u^p`` itself).
+        None when ``b`` is not of that form."""
+        if not (len(b.atoms) == 1 and not (b.lin or b.quad or b.lse) and b.const == 0.0 and p > 0):
+            return None
+        kind, c, lin, const, mult = b.atoms[0][:5]
+        if kind != "abs" or mult >= 0 or not c > 0:
+            return None
+        u = _Form(const, dict(lin))
+        lo, hi = self.interval(u)
+        if float(p).is_integer() and int(p) % 2 == 0:
+            # |u|^p = u^p: the square, or the even power atom (convex on every u; not the tree of product columns)
+            kind = "square" if p == 2 else power_kind(p)
+            return _Form(0.0, atoms=[(kind, c ** p, u.lin, u.const, -1, None, 0.0)])
+        if lo >= 0 or hi <= 0:
+            a = u if lo >= 0 else u.scaled(-1.0)
+        else:
+            square = _Form(0.0, atoms=[("square", 1.0, u.lin, u.const, -1, None, 0.0)])
+            a = self._bounded_lift("sqrt", square, node, 0.0, max(-lo, hi))
+        if p == 1.0:
+            return a.scaled(c)
+        kern = Power(p)
+        return _Form(0.0, atoms=[(power_kind(p), kern.sign * c ** p, a.lin, a.const, -1, None, 0.0)])
 
     def _require_lower(self, node, p, lo, strict):
         if lo > 0 or (lo == 0 and not strict):

@@ -317,6 +317,9 @@ class _Walker(PowerRules, _Leaves):
             return _Form(1.0)
         if p == 1.0:
             return b
+        f = self.abs_power(b, p, node)
+        if f is not None:
+            return f
         if p == 2.0:
             b = self._affine_or_lift(b, node, "the square")
             return _Form(0.0, atoms=[("square", 1.0, b.lin, b.const, -1, None, 0.0)])

@@ -63,6 +63,14 @@ class AtomKernel:
     #: for arity 2, +1 / -1 when ``g(u, v)`` is nondecreasing / nonincreasing in ``v`` for every fixed ``u``
     #: (``u^2 / v``: -1), 0 when neither
     monotone_v: int = 0
+    #: where the recession function ``g_inf(s) = lim_{t -> inf} (g(u + t s) - g(u)) / t`` vanishes: +1 on ``s >= 0``,
+    #: -1 on ``s <= 0``, 0 only at ``s = 0``; it is taken as ``+inf`` elsewhere. Exact for the atoms that grow
+    #: superlinearly or leave their domain off that set; an inner description for ``|u|`` (``g_inf(s) = |s|``) and
+    #: ``u^2 / v`` (``s^2 / r``), so a ray built from it lies in the true recession cone (gop's
+    #: :mod:`~varopt.solvers.gop.recession`)
+    recession: int = 0
+    #: for arity 2, the same in ``v`` at ``s = 0`` (``u^2 / v``: +1, ``g_inf(0, r) = 0`` for ``r >= 0``)
+    recession_v: int = 0
     #: ``g(u) = u^2`` exactly: rows ``c (a^T x + b)^2`` expand into a quadratic form
     quadratic: bool = False
     #: tangent points are lifted to at least this value (None: any point of the domain)
@@ -150,6 +158,7 @@ class NegLog(AtomKernel):
     """``g(u) = -log u`` on ``u > 0`` (``-log 0 = +inf``); ``g' = -1/u``, ``g'' = 1/u^2``; decreasing."""
 
     kind, text, domain, monotone, tangent_floor = "neglog", "-log({u})", (0.0, np.inf, False), -1, 1e-8
+    recession = 1   # -log(u + t s) grows like log t for s > 0
     user_open = True
     splits_products = True
 
@@ -181,6 +190,7 @@ class Exp(AtomKernel):
     """``g(u) = exp u`` on all ``u``; ``g' = g'' = exp u``; increasing."""
 
     kind, text, monotone = "exp", "exp({u})", 1
+    recession = -1  # exp(u + t s) -> 0 for s < 0
 
     def value(self, u):
         with np.errstate(over="ignore"):
@@ -236,6 +246,7 @@ class QuadOverLin(AtomKernel):
 
     kind, text, arity, domain = "quad_over_lin", "({u})^2/({v})", 2, (0.0, np.inf, False)
     monotone_v = -1
+    recession_v = 1
     user_open = True
 
     def value(self, u, v):

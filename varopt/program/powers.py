@@ -70,6 +70,9 @@ class Power(AtomKernel):
             self.domain, self.monotone = (0.0, np.inf, False), -1
             self.tangent_floor = max(1e-8, (1e8 / abs(p)) ** (1.0 / (p - 1.0)))
             self.user_open = True  # u**-1 raises at u = 0 in Pyomo
+        # -u^p (0 < p < 1) grows sublinearly and u^p (p < 0) decreases along s > 0; the others grow superlinearly
+        # or leave the domain on both sides
+        self.recession = 1 if p < 1.0 else 0
         self.text = ("-" if self.sign < 0 else "") + "({u})^" + (f"({_fmt(p)})" if p < 0 else _fmt(p))
 
     def _pow(self, u, q):

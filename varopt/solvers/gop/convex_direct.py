@@ -15,7 +15,13 @@ disguise and writes that program:
   relaxation is exact when every other occurrence of the column is nondecreasing in it on the side that binds
   (objective, ``<=`` rows; checked term by term with the atoms' monotonicity): lowering the column to its
   definition then keeps every row and does not raise the objective, so the optimal values agree and the
-  column's value is recomputed from its definition afterwards (:meth:`Program.complete_aux`);
+  column's value is recomputed from its definition afterwards (:meth:`Program.complete_aux`). A ``sqrt`` column
+  ``s = sqrt(a b)`` of a geometric mean's tree (``a``, ``b`` affine and provably ``>= 0``) becomes its hypograph, the
+  rotated cone ``||(2 s, a - b)|| <= a + b`` (:func:`_hypograph_rows`), exact where every other occurrence is
+  nonincreasing in ``s``;
+* **p-norms among other terms**: an objective term ``c q^(1/p)`` of a column ``q = sum_i w_i z_i^p`` (``c ||W z||_p``)
+  becomes ``c s`` with the power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|``, ``sum_i r_i <= s`` over new columns
+  (:class:`PowerCone`, :func:`_pnorm_cones`);
 * **monotone outer atoms**: a row ``lo <= c_0 + c g(a^T x + b) <= hi`` whose only term is one atom with ``g``
   strictly monotone on its domain is the interval row ``u_lo <= a^T x + b <= u_hi`` (``q^(2/3) <= 1`` is
   ``q <= 1``); an objective ``c_0 + c g(u)`` of that form is minimised through ``u`` (``min q^(1/3)`` as
@@ -35,9 +41,10 @@ the final ``x`` with multipliers ``(lambda, nu)`` re-chosen by one LP so that ``
 the lower bound reported, less the Lagrangian's remaining gradient residual times ``max(1, |x|_inf)`` (its
 first-order error); the upper bound is the objective at the point with the auxiliary columns at their
 definitions, after checking every row of the program there. A phase-I bound above 0 (with the same margin)
-proves the program infeasible; a linear objective over linear and cone rows whose barrier method runs away is
-reported unbounded with a ray of the recession cone (:func:`_recession_ray`). Otherwise, when the method does not
-reach its tolerances (no Slater point, a numerical failure, the time limit), the caller falls back to the tree.
+proves the program infeasible; a program whose barrier method runs away is reported unbounded with a ray along which
+every row's recession function is at most 0 and the objective's negative (:func:`.recession.recession_ray`).
+Otherwise, when the method does not reach its tolerances (no Slater point, a numerical failure, the time limit), the
+caller falls back to the tree.
 """
 from __future__ import annotations
 
@@ -48,8 +55,11 @@ import numpy as np
 
 from ...lpqp import solve_lp
 from ...program.expression import Expression
+from ...program.terms import AtomGroup
 from .convexity import block_psd, constant_hessian
+from .epigraph import _widen
 from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form, row_sides
+from .recession import recession_ray
 
 
 @dataclass
@@ -65,6 +75,7 @@ class ConvexForm:
     ub: np.ndarray
     outer: object = None    # (kernel, c, c0, sigma): user objective = c0 + c g(sigma * value)
     notes: list = field(default_factory=list)
+    ncols: int = None       # columns of the form (the program's, then the p-norm cones' s and r_i), None: the program's
 
 
 def _sign(v, tol=0.0):
@@ -222,6 +233,33 @@ def _preimage(k, c, c0, lo, hi):
     return ulo, uhi
 
 
+def _augmented_form(e: Expression):
+    """``(M, sup)``: ``e(x) = z^T M z`` with ``z = [x_sup; 1]`` for an ``e`` of squares of affine functions, products,
+    linear terms and a constant (``M`` symmetric)."""
+    sup = e.support()
+    p = sup.size
+    pos = {int(v): k for k, v in enumerate(sup)}
+    M = np.zeros((p + 1, p + 1))
+    for g in e.atoms:
+        A = g.A[:, sup].toarray()
+        Ab = np.hstack([A, g.b[:, None]])
+        M += (Ab.T * g.coef) @ Ab
+    q = e.quadratic
+    for i, j, v in zip(q.i, q.j, q.v):
+        a, b = pos[int(i)], pos[int(j)]
+        if a == b:
+            M[a, a] += v
+        else:
+            M[a, b] += 0.5 * v
+            M[b, a] += 0.5 * v
+    lin_idx, lin_val = e.linear_items()
+    for i, v in zip(lin_idx, lin_val):
+        M[pos[int(i)], p] += 0.5 * v
+        M[p, pos[int(i)]] += 0.5 * v
+    M[p, p] += e.constant
+    return M, sup
+
+
 def _soc_rows(s, e: Expression, n):
     """Rows of ``s >= sqrt(e(x))`` (``e`` a sum of squares of affine functions plus a constant >= 0): two linear rows
     for one square, else the :class:`Cone` ``||F x + f|| <= s`` with ``e = ||F x + f||^2`` (the eigen-decomposition of
@@ -241,28 +279,10 @@ def _soc_rows(s, e: Expression, n):
             lin[s] += 1.0
             rows.append((Expression(n, -sgn * b, lin), 0.0, math.inf))
         return rows, []
-    sup = e.support()
-    if s in set(sup.tolist()):
+    if s in set(e.support().tolist()):
         return "the norm's argument holds the norm's own column"
+    M, sup = _augmented_form(e)
     p = sup.size
-    pos = {int(v): k for k, v in enumerate(sup)}
-    M = np.zeros((p + 1, p + 1))
-    for g in e.atoms:
-        A = g.A[:, sup].toarray()
-        Ab = np.hstack([A, g.b[:, None]])
-        M += (Ab.T * g.coef) @ Ab
-    q = e.quadratic
-    for i, j, v in zip(q.i, q.j, q.v):
-        a, b = pos[int(i)], pos[int(j)]
-        if a == b:
-            M[a, a] += v
-        else:
-            M[a, b] += 0.5 * v
-            M[b, a] += 0.5 * v
-    for i, v in zip(lin_idx, lin_val):
-        M[pos[int(i)], p] += 0.5 * v
-        M[p, pos[int(i)]] += 0.5 * v
-    M[p, p] += e.constant
     w, V = np.linalg.eigh(M)
     scale = max(1.0, float(np.abs(w).max(initial=0.0)))
     if w.min(initial=0.0) < -1e-10 * scale:
@@ -273,28 +293,97 @@ def _soc_rows(s, e: Expression, n):
     F = (V[:, keep] * np.sqrt(w[keep])).T          # e = || F [x_sup; 1] ||^2
     Fn = np.zeros((F.shape[0], n))
     Fn[:, sup] = F[:, :p]
-    return [], [Cone(Fn, F[:, p], s)]
+    return [], [Cone.on_column(Fn, F[:, p], s)]
+
+
+def _hypograph_rows(s, e: Expression, n, nonneg):
+    """The rotated cone ``s^2 <= a(x) b(x)``, ``a, b >= 0``, i.e. ``||(2 s, a - b)|| <= a + b``, of a ``sqrt`` column
+    ``s = sqrt(a b)`` whose argument is a product of two affine functions (a geometric mean's tree: ``sqrt(x_1 x_2)``,
+    ``sqrt(x 1)``); ``e``'s augmented quadratic form ``M`` has one positive and one negative eigenvalue,
+    ``e = (sqrt(l_+) v_+ z)^2 - (sqrt(-l_-) v_- z)^2``, whose two factors are ``a`` and ``b`` up to a common sign, chosen
+    so that ``nonneg(vector, constant)`` proves both ``>= 0`` on the program's linear rows and bounds (without that
+    proof the rotated cone would cut off points where both are negative). A :class:`Cone` or a reason string."""
+    if e.lse or any(not g.kernel.quadratic or np.any(g.mult >= 0) for g in e.atoms):
+        return "its argument is not a quadratic form"
+    if s in set(e.support().tolist()):
+        return "the mean's argument holds its own column"
+    M, sup = _augmented_form(e)
+    p = sup.size
+    w, V = np.linalg.eigh(M)
+    scale = max(1.0, float(np.abs(w).max(initial=0.0)))
+    big = np.abs(w) > 1e-10 * scale
+    if big.sum() != 2 or not (w[big].min() < 0 < w[big].max()):
+        return "its argument is not a product of two affine functions"
+    vp, vm = V[:, np.argmax(w)] * math.sqrt(w.max()), V[:, np.argmin(w)] * math.sqrt(-w.min())
+    for sign in (1.0, -1.0):
+        fa, fb = sign * (vp - vm), sign * (vp + vm)        # e = (fa z) (fb z)
+        # each is a multiple of one factor up to rounding: clear the entries that are rounding of a zero (their signs
+        # decide the monotonicity of the cone in its columns)
+        for f in (fa, fb):
+            f[np.abs(f) <= 1e-12 * np.abs(f).max()] = 0.0
+        a, b = np.zeros(n), np.zeros(n)
+        a[sup], b[sup] = fa[:p], fb[:p]
+        if nonneg(a, fa[p]) and nonneg(b, fb[p]):
+            F = np.zeros((2, n))
+            F[0, s] = 2.0
+            F[1] = a - b
+            return Cone(F, np.array([0.0, fa[p] - fb[p]]), a + b, fa[p] + fb[p], factors=(a, fa[p], b, fb[p]))
+    return "the factors of its argument are not both nonnegative on the linear rows and bounds"
+
+
+class _LinearHull:
+    """The program's linear rows and bounds, a relaxation of its feasible set: ``self(a, a0)`` is True when
+    ``a^T x + a0 >= 0`` holds on it (a nonnegative combination of columns with nonnegative lower bounds, else an LP,
+    to ``1e-11`` of the factor's scale),
+    ``upper(a, a0)`` the largest ``a^T x + a0`` on it (an LP; ``inf`` when unbounded or not solved)."""
+
+    def __init__(self, program):
+        self.program = program
+        A, const, lo, hi, _ = program._linear_rows()
+        self.rows = (A, lo - const, hi - const) if A.shape[0] else (None, None, None)
+
+    def _min(self, a):
+        out = solve_lp(a, *self.rows, self.program.lb, self.program.ub)
+        return out.objective if out.status == "optimal" else -math.inf
+
+    def __call__(self, a, a0):
+        nz = np.flatnonzero(a)
+        if a0 >= 0 and np.all(a[nz] >= 0) and np.all(self.program.lb[nz] >= 0):
+            return True
+        # a factor that is a row's body has its minimum 0 at a vertex where the row binds: allow its rounding
+        return self._min(a) + a0 >= -1e-11 * max(1.0, abs(a0), float(np.abs(a).sum()))
+
+    def upper(self, a, a0):
+        return -self._min(-a) + a0
 
 
 class Cone:
-    """The second-order-cone row ``||F x + f||_2 <= x_s`` (``s`` may be a list of columns whose sum is the cone's
-    height: the phase-I problem adds its ``sigma``), with the logarithmic barrier
-    ``psi = -log(x_s^2 - ||u||^2)``, ``u = F x + f`` (self-concordant, degree 2; Boyd & Vandenberghe 2004, §11.6.1).
-    Its gradient ``(2 u, -2 x_s) / D`` (``D = x_s^2 - ||u||^2``) stays bounded along the central path into the apex
-    (a zero group of a group lasso), where the smooth form ``||u||^2 / x_s - x_s`` stalled."""
+    """The second-order-cone row ``||F x + f||_2 <= g^T x + g_0`` (the height: a column ``x_s`` for a norm, ``a + b``
+    for the rotated cone ``s^2 <= a b``; the phase-I problem adds its ``sigma``), with the logarithmic barrier
+    ``psi = -log(h^2 - ||u||^2)``, ``u = F x + f``, ``h = g^T x + g_0`` (self-concordant, degree 2; Boyd & Vandenberghe
+    2004, §11.6.1). Its gradient ``(2 F^T u - 2 h g) / D`` (``D = h^2 - ||u||^2``) stays bounded along the central path
+    into the apex (a zero group of a group lasso), where the smooth form ``||u||^2 / x_s - x_s`` stalled.
+    ``factors``: ``(a, a_0, b, b_0)`` of a rotated cone (:func:`_hypograph_rows`), else None."""
 
     degree = 2
 
-    def __init__(self, F, f, s):
+    def __init__(self, F, f, g, g0=0.0, factors=None):
         self.F, self.f = F, f
-        self.cols = [s] if np.ndim(s) == 0 else list(s)
-        self.s = self.cols[0]
+        self.g, self.g0 = np.asarray(g, dtype=float), float(g0)
+        self.factors = factors
+
+    @classmethod
+    def on_column(cls, F, f, s):
+        """``||F x + f|| <= x_s``."""
+        g = np.zeros(F.shape[1])
+        g[s] = 1.0
+        return cls(F, f, g)
 
     def height(self, x):
-        return float(sum(x[c] for c in self.cols))
+        return float(self.g @ x) + self.g0
 
     def slack(self, x):
-        """``x_s - ||u||`` (> 0 strictly inside)."""
+        """``h(x) - ||u||`` (> 0 strictly inside)."""
         u = self.F @ x + self.f
         return self.height(x) - float(np.sqrt(u @ u))
 
@@ -305,20 +394,204 @@ class Cone:
         D = h * h - float(u @ u)
         if not (h > 0 and D > 0):
             return math.inf, None, None
-        es = np.zeros(x.size)
-        es[self.cols] = 1.0
         Fu = self.F.T @ u
-        g = (2.0 * Fu - 2.0 * h * es) / D
-        w = Fu - h * es            # D-gradient is -2 w: Hessian 2 (F^T F - es es^T) / D + 4 w w^T / D^2
-        H = 2.0 * (self.F.T @ self.F - np.outer(es, es)) / D + 4.0 * np.outer(w, w) / D ** 2
-        return -math.log(D), g, H
+        gr = (2.0 * Fu - 2.0 * h * self.g) / D
+        w = Fu - h * self.g        # D-gradient is -2 w: Hessian 2 (F^T F - g g^T) / D + 4 w w^T / D^2
+        H = 2.0 * (self.F.T @ self.F - np.outer(self.g, self.g)) / D + 4.0 * np.outer(w, w) / D ** 2
+        return -math.log(D), gr, H
 
-    def depends_on(self, j) -> bool:
-        return bool(np.any(self.F[:, j] != 0))
+    def padded(self, k, sigma=False, homogeneous=False):
+        """The cone over ``k`` more columns (zeros), with the last one added to the height (``sigma``: phase I), or its
+        recession cone ``||F d|| <= g^T d`` (``homogeneous``)."""
+        F = np.hstack([self.F, np.zeros((self.F.shape[0], k))])
+        g = np.concatenate([self.g, np.zeros(k)])
+        if sigma:
+            g[-1] = 1.0
+        if homogeneous:
+            return Cone(F, np.zeros_like(self.f), g)
+        return Cone(F, self.f, g, self.g0)
+
+    def ray_excess(self, d):
+        """``||F d|| - g^T d``: at most 0 on the recession cone."""
+        u = self.F @ d
+        return float(np.sqrt(u @ u)) - float(self.g @ d)
+
+    def scale(self):
+        return max(1.0, float(np.abs(self.F).sum() + np.abs(self.g).sum()))
+
+    def direction(self, j):
+        """+1 when the row ``||F x + f|| - h(x) <= 0`` (a rotated cone: ``s^2 - a b <= 0``, ``a, b >= 0``) is
+        nondecreasing in column ``j``, -1 nonincreasing, 0 independent, None when neither is known."""
+        if self.factors is not None:
+            a, _, b, _ = self.factors
+            if self.F[0, j] != 0:        # the cone's own s (2 s in the first entry of F)
+                return None
+            sa, sb = _sign(a[j]), _sign(b[j])
+            if sa * sb < 0:
+                return None
+            return -(sa or sb)
+        if np.any(self.F[:, j] != 0):
+            return None
+        return -_sign(self.g[j])
+
+
+class PowerCone(Cone):
+    """The power-cone row ``X^alpha Y^(1 - alpha) >= |Z|``, ``X, Y >= 0``, over affine ``X, Y, Z`` (rows of ``J``, offsets
+    ``u0``), with the barrier ``psi = -log(X^(2 alpha) Y^(2 - 2 alpha) - Z^2) - (1 - alpha) log X - alpha log Y``
+    (logarithmically homogeneous of degree 3; Chares 2009, Skajaa & Ye 2015). One entry ``|z_i|^p <= r_i s^(p - 1)`` of a
+    p-norm ``||z||_p <= s`` (``alpha = 1/p``; with ``sum_i r_i <= s``). ``z_nonneg``: ``Z >= 0`` holds on the program
+    (its domain row), so the row is nondecreasing in ``Z``."""
+
+    degree = 3
+
+    def __init__(self, J, u0, alpha, z_nonneg=False):
+        self.J, self.u0, self.alpha, self.z_nonneg = J, u0, float(alpha), z_nonneg
+        self.factors = None
+
+    def _u(self, x):
+        return self.J @ x + self.u0
+
+    def slack(self, x):
+        """``min(X, Y, X^alpha Y^(1 - alpha) - |Z|)`` (``min(X, Y) - |Z|`` off the quadrant): ``> 0`` strictly inside,
+        and ``sigma = 1 - slack`` puts ``(X + sigma, Y + sigma, Z)`` strictly inside (phase I)."""
+        X, Y, Z = self._u(x)
+        if X > 0 and Y > 0:
+            return min(X, Y, X ** self.alpha * Y ** (1.0 - self.alpha) - abs(Z))
+        return min(X, Y) - abs(Z)
+
+    def barrier(self, x):
+        X, Y, Z = self._u(x)
+        a = self.alpha
+        if not (X > 0 and Y > 0):
+            return math.inf, None, None
+        P = X ** (2 * a) * Y ** (2 - 2 * a)
+        phi = P - Z * Z
+        if not phi > 0:
+            return math.inf, None, None
+        dphi = np.array([2 * a * P / X, (2 - 2 * a) * P / Y, -2.0 * Z])
+        d2 = np.array([[2 * a * (2 * a - 1) * P / X ** 2, 2 * a * (2 - 2 * a) * P / (X * Y), 0.0],
+                       [2 * a * (2 - 2 * a) * P / (X * Y), (2 - 2 * a) * (1 - 2 * a) * P / Y ** 2, 0.0],
+                       [0.0, 0.0, -2.0]])
+        g3 = -dphi / phi - np.array([(1 - a) / X, a / Y, 0.0])
+        H3 = -d2 / phi + np.outer(dphi, dphi) / phi ** 2 + np.diag([(1 - a) / X ** 2, a / Y ** 2, 0.0])
+        val = -math.log(phi) - (1 - a) * math.log(X) - a * math.log(Y)
+        return val, self.J.T @ g3, self.J.T @ H3 @ self.J
+
+    def padded(self, k, sigma=False, homogeneous=False):
+        J = np.hstack([self.J, np.zeros((3, k))])
+        if sigma:
+            J[0, -1] = J[1, -1] = 1.0
+        return PowerCone(J, np.zeros(3) if homogeneous else self.u0, self.alpha, self.z_nonneg)
+
+    def direction(self, j):
+        cx, cy, cz = self.J[:, j]
+        if cz != 0 and not self.z_nonneg:
+            return None
+        signs = {-_sign(cx), -_sign(cy), _sign(cz)} - {0}
+        return None if len(signs) > 1 else (signs.pop() if signs else 0)
+
+    def ray_excess(self, d):
+        """``|Z d| - (X d)^alpha (Y d)^(1 - alpha)`` of the homogeneous map (``inf`` off the quadrant): at most 0 on the
+        cone's recession cone (the cone itself)."""
+        X, Y, Z = self.J @ d
+        if X < 0 or Y < 0:
+            return math.inf
+        return abs(Z) - X ** self.alpha * Y ** (1.0 - self.alpha)
+
+    def scale(self):
+        return max(1.0, float(np.abs(self.J).sum()))
 
 
 #: tag of an atom's domain row (:func:`convex_form`)
 DOMAIN = -1
+
+
+def _uses(e: Expression, j):
+    """The number of terms of ``e`` that hold column ``j`` (linear, quadratic, atom rows, log-sum-exp rows)."""
+    k = int(e.linear[j] != 0)
+    q = e.quadratic
+    k += int(np.sum((q.i == j) | (q.j == j))) if len(q) else 0
+    for g in e.groups():
+        k += int(np.count_nonzero(g.A[:, j].toarray()))
+        if getattr(g, "A2", None) is not None:
+            k += int(np.count_nonzero(g.A2[:, j].toarray()))
+    return k
+
+
+def _pnorm_terms(program, obj, defs, n):
+    """The objective's p-norm terms ``c (lam q)^(1/p)`` (``c > 0``; the atom ``-u^(1/p)`` with a negative coefficient) of a
+    ``product`` column ``q = sum_i w_i z_i^p`` (``w_i > 0``, ``z_i`` affine, ``p > 1``) that nothing else holds: ``(group,
+    row, q, c lam^(1/p), p, [(w_i^(1/p) A_i, w_i^(1/p) b_i)], definition row)``. Each is ``c ||W z||_p``, convex in
+    ``z``, which the lifted form hides (``q^(1/p)`` is concave in ``q``)."""
+    by_col = {a.index: a for a in defs.values() if a.kind == "product"}
+    out = []
+    for gi, g in enumerate(obj.atoms):
+        alpha = getattr(g.kernel, "p", None)
+        if alpha is None or not 0.0 < alpha < 1.0:
+            continue
+        for r in range(len(g)):
+            row = g.A[r]
+            if g.coef[r] >= 0 or g.mult[r] >= 0 or g.b[r] != 0 or row.nnz != 1 or row.data[0] <= 0:
+                continue
+            q = int(row.indices[0])
+            a = by_col.get(q)
+            if a is None:
+                continue
+            d = a.definition if a.definition.n == n else _widen(a.definition, n)
+            if (d.lse or len(d.quadratic) or d.constant != 0.0 or d.linear_items()[0].size or len(d.atoms) != 1
+                    or np.any(d.atoms[0].mult >= 0) or np.any(d.atoms[0].coef <= 0)):
+                continue
+            h = d.atoms[0]
+            P = getattr(h.kernel, "p", None)
+            if P is None or h.kernel.arity != 1 or abs(P * alpha - 1.0) > 1e-12:
+                continue
+            # q only in this term and its definition
+            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints if c.name != a.constraint):
+                continue
+            w = h.coef ** (1.0 / P)
+            args = [(np.asarray(h.A[i].todense()).ravel() * w[i], float(h.b[i] * w[i])) for i in range(len(h))]
+            out.append((gi, r, q, float(-g.coef[r] * row.data[0] ** alpha), P, args, a.constraint, h.kernel))
+    return out
+
+
+def _pnorm_cones(terms, obj, n, lb):
+    """``(objective without the terms, the new columns' objective coefficients (length ``ncols``), linear rows with
+    their tags, cones, ncols)``: each term ``c ||z||_p`` as ``c s`` with the power
+    cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|`` and ``sum_i r_i <= s`` (``||z||_p <= s`` iff such ``r`` exist: ``|z_i|^p <=
+    r_i s^(p - 1)`` summed), over the new columns ``s, r_1, ...`` after the program's ``n``; ``z_i >= 0`` rows where the
+    power's domain requires it (tagged as domain rows)."""
+    N = n + sum(1 + len(t[5]) for t in terms)
+    drop = {}
+    for gi, r, *_ in terms:
+        drop.setdefault(gi, []).append(r)
+    atoms = []
+    for gi, g in enumerate(obj.atoms):
+        keep = np.setdiff1d(np.arange(len(g)), drop.get(gi, []))
+        if keep.size:
+            atoms.append(AtomGroup(g.kind, g.coef[keep], g.A[keep], g.b[keep], g.mult[keep],
+                                   None if g.A2 is None else g.A2[keep], None if g.b2 is None else g.b2[keep]))
+    lin = np.zeros(N)
+    base = Expression(n, obj.constant, obj.linear.copy(), obj.quadratic, atoms, obj.lse)
+    linear, cones, col = [], [], n
+    for _gi, _r, _q, c, P, args, _name, kern in terms:
+        s, rs = col, list(range(col + 1, col + 1 + len(args)))
+        col += 1 + len(args)
+        lin[s] += c
+        row = np.zeros(N)
+        row[rs] = 1.0
+        row[s] = -1.0
+        linear.append((Expression(N, 0.0, row), -math.inf, 0.0, None))
+        for (a, b), ri in zip(args, rs):
+            J = np.zeros((3, N))
+            J[0, ri], J[1, s], J[2, :n] = 1.0, 1.0, a
+            nonneg = np.isfinite(kern.domain[0])
+            if nonneg:      # the power's domain z >= 0, part of the program's objective
+                linear.append((Expression(N, b, np.concatenate([a, np.zeros(N - n)])), 0.0, math.inf, DOMAIN))
+            else:
+                nz = np.flatnonzero(a)
+                nonneg = b >= 0 and bool(np.all(a[nz] >= 0)) and bool(np.all(lb[nz] >= 0))
+            cones.append(PowerCone(J, np.array([0.0, 0.0, b]), 1.0 / P, z_nonneg=nonneg))
+    return base, lin, linear, cones, N
 
 
 def convex_form(program, aux=None):
@@ -334,7 +607,7 @@ def convex_form(program, aux=None):
         return None, "an auxiliary column without its defining row"
     lb, ub = program.lb.copy(), program.ub.copy()
     linear, rows, tags = [], [], []     # tags[k]: the relaxed column whose definition row k is (None: a user row)
-    relaxed, notes = [], []
+    relaxed, notes, nonneg = [], [], None
 
     def add_lin(expr, lo, hi, tag=None):
         linear.append((expr, lo, hi))
@@ -346,7 +619,16 @@ def convex_form(program, aux=None):
 
     # the objective first: most nonconvex programs (bilinear, concave) fail here, before any row is examined
     obj, outer = program.objective, None
+    terms = _pnorm_terms(program, obj, defs, n)
+    pnorm = None
+    if terms:
+        # p-norms among other terms as power cones (over new columns after the program's)
+        obj, s_cost, pn_linear, pn_cones, N = _pnorm_cones(terms, obj, n, lb)
+        pnorm = (s_cost, N, {t[6] for t in terms}, [t[2] for t in terms])
+        notes.append(f"{len(terms)} p-norm term(s) of the objective as power cones")
     why = convex_expression(obj)
+    if why is not None and pnorm is not None:
+        return None, f"the objective: {why}"
     if why is not None:
         one = _single_atom(obj)
         if one is None:
@@ -357,29 +639,45 @@ def convex_form(program, aux=None):
         outer = (k, cc, c0, sigma)
         notes.append(f"objective {c0:g} + {cc:g} {k.kind}(u) minimised through u (monotone)")
     for c in program.constraints:
+        if pnorm is not None and c.name in pnorm[2]:
+            continue      # a p-norm's q = sum z_i^p: replaced by its cones
         a = defs.get(c.name)
         if a is not None:
             if a.kind == "ratio":
                 return None, f"the ratio column of {a.term} (a division by a variable)"
+            # (the abs epigraph's program has columns after the definitions': widen them)
+            defn = a.definition if a.definition.n == n else _widen(a.definition, n)
+            want = 1     # the relaxed column must only push the binding side up (+1, an epigraph) or down (-1)
             if a.kind == "sqrt":
-                out = _soc_rows(a.index, a.definition, n)
+                out = _soc_rows(a.index, defn, n)
                 if isinstance(out, str):
-                    return None, f"{a.term}: {out}"
+                    # a geometric mean's s = sqrt(a b): its hypograph, exact where s is wanted large
+                    nonneg = nonneg or _LinearHull(program)
+                    hyp = _hypograph_rows(a.index, defn, n, nonneg)
+                    if isinstance(hyp, str):
+                        return None, f"{a.term}: {out}; nor {hyp}"
+                    fa, fa0, fb, fb0 = hyp.factors
+                    if np.isfinite(ub[a.index]) and \
+                            not ub[a.index] ** 2 * (1 + 1e-9) >= nonneg.upper(fa, fa0) * nonneg.upper(fb, fb0):
+                        # raising s to sqrt(a b) must not cross its upper bound: only where the bound is implied by
+                        # the factors' own (a box propagated onto the column: y <= 5 gives s <= 5; to its rounding)
+                        return None, f"{a.term}: a mean's column with an upper bound below the product of its factors'"
+                    out, want = ([], [hyp]), -1
                 for expr, lo, hi in out[0]:
                     add_lin(expr, lo, hi, a.index)
                 for cone in out[1]:
                     rows.append(cone)
                     tags.append(("row", len(rows) - 1, a.index))
             else:
-                why = convex_expression(a.definition)
+                why = convex_expression(defn)
                 if why is not None:
                     return None, f"{a.term}: {why}"
-                body = a.definition.copy()
+                body = defn.copy()
                 lin = body.linear.copy()
                 lin[a.index] -= 1.0
                 body.linear = lin
                 add_row(body, 0.0, a.index)
-            relaxed.append(a.index)
+            relaxed.append((a.index, want))
             continue
         body = c.body
         if body.is_linear:
@@ -406,34 +704,59 @@ def convex_form(program, aux=None):
         if why is not None:
             return None, f"constraint {c.name}: {why}"
         add_row(expr, hi)
-    # the relaxations are exact when each relaxed column only pushes the binding side up (module docstring)
-    for j in relaxed:
+    if pnorm is not None:
+        for expr, lo, hi, tag in pn_linear:
+            add_lin(expr, lo, hi, tag)
+        for cone in pn_cones:
+            rows.append(cone)
+            tags.append(("row", len(rows) - 1, None))
+        for q in pnorm[3]:       # the p-norm's q is no column of the form any more: fixed at 0 (recomputed after)
+            lb[q], ub[q] = -math.inf, math.inf
+            e1 = np.zeros(n)
+            e1[q] = 1.0
+            add_lin(Expression(n, 0.0, e1), 0.0, 0.0, DOMAIN)
+    # the relaxations are exact when each relaxed column only pushes the binding side up (an epigraph, want = +1) or
+    # only down (a hypograph, want = -1) (module docstring)
+    for j, want in relaxed:
+        way = "nondecreasingly" if want > 0 else "nonincreasingly"
         d = _direction(obj, j)
-        if d is None or d < 0:
-            return None, f"{program.names[j]} enters the objective not nondecreasingly"
+        if d is None or d * want < 0:
+            return None, f"{program.names[j]} enters the objective not {way}"
         for kind, k, tag in tags:
             if tag == j or tag == DOMAIN:
                 continue
-            if kind == "row" and isinstance(rows[k], Cone):
-                if rows[k].depends_on(j):
-                    return None, f"{program.names[j]} enters a norm's argument"
-            elif kind == "row":
-                d = _direction(rows[k][0], j)
-                if d is None or d < 0:
-                    return None, f"{program.names[j]} enters a convex row not nondecreasingly"
+            if kind == "row":
+                d = rows[k].direction(j) if isinstance(rows[k], Cone) else _direction(rows[k][0], j)
+                if d is None or d * want < 0:
+                    return None, (f"{program.names[j]} enters a norm's argument" if isinstance(rows[k], Cone)
+                                  and rows[k].factors is None and want > 0 else
+                                  f"{program.names[j]} enters a convex row not {way}")
             else:
                 expr, lo, hi = linear[k]
                 idx, val = expr.linear_items()
                 hit = np.flatnonzero(idx == j)
                 if not hit.size:
                     continue
-                v = val[hit[0]]
+                v = val[hit[0]] * want
                 if (np.isfinite(lo) and np.isfinite(hi)) or (v > 0 and np.isfinite(lo)) or (v < 0 and np.isfinite(hi)):
-                    return None, f"{program.names[j]} enters a linear row on the side that would bind it from below"
+                    return None, f"{program.names[j]} enters a linear row on the side that would bind it " + \
+                        ("from below" if want > 0 else "from above")
     if relaxed:
-        notes.append("definitions relaxed to convex rows: " + ", ".join(program.names[j] for j in relaxed[:6])
+        notes.append("definitions relaxed to convex rows: " + ", ".join(program.names[j] for j, _ in relaxed[:6])
                      + (", ..." if len(relaxed) > 6 else ""))
-    return ConvexForm(obj, linear, rows, lb, ub, outer, notes), None
+    if pnorm is None:
+        return ConvexForm(obj, linear, rows, lb, ub, outer, notes), None
+    s_cost, N, _, _ = pnorm
+    k = N - n
+
+    def wide(e):
+        return e if e.n == N else _widen(e, N)
+    obj = wide(obj)
+    obj.linear = obj.linear + s_cost
+    linear = [(wide(e), lo, hi) for e, lo, hi in linear]
+    rows = [r if isinstance(r, PowerCone) else r.padded(k) if isinstance(r, Cone) else (wide(r[0]), r[1]) for r in rows]
+    return ConvexForm(obj, linear, rows, np.concatenate([lb, np.full(k, -math.inf)]),
+                      np.concatenate([ub, np.full(k, math.inf)]), outer, notes, ncols=N), None
 
 
 #: relative duality gap at which the barrier method stops
@@ -601,9 +924,10 @@ def _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu, polish=True):
         li = 1.0 / (t * -v)
         L += li * v
         grad = grad + li * g
-    cgs = [c.barrier(x)[1] / t for c in cones]   # = -(F^T y_u + y_s e_s); the term -(y_u^T u + y_s s) = -2 / t
-    for y in cgs:
-        L -= 2.0 / t
+    # y_c = -grad_u psi_c / t in the dual cone; its term -y_c^T u_c(x) = -degree / t (logarithmic homogeneity)
+    cgs = [c.barrier(x)[1] / t for c in cones]
+    for c, y in zip(cones, cgs):
+        L -= c.degree / t
         grad = grad + y
     if E.shape[0]:
         # the equality multipliers that best cancel the gradient (the Newton system's are one step old)
@@ -620,7 +944,7 @@ def _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu, polish=True):
         cols = [G.T] + ([np.column_stack(rg)] if mR else []) + ([np.column_stack(cgs)] if mC else []) \
             + ([E.T] if mE else [])
         Aeq = np.hstack(cols)
-        cost = np.concatenate([sl, -rv, np.full(mC, 2.0 / t), -(E @ x - e) if mE else np.zeros(0)])
+        cost = np.concatenate([sl, -rv, np.array([c.degree / t for c in cones]), -(E @ x - e) if mE else np.zeros(0)])
         k = mG + mR + mC
         lbv = np.concatenate([np.zeros(k), np.full(mE, -np.inf)])
         if Aeq.shape[1]:
@@ -679,7 +1003,7 @@ def _solve_form(form, n, clock=None):
         hz = np.append(h, 1.0)
         Ez = np.hstack([E, np.zeros((E.shape[0], 1))])
         rows1 = [_Row(r.f_body, r.hi, n, shift=n) for r in rows]
-        cones1 = [Cone(np.hstack([c.F, np.zeros((c.F.shape[0], 1))]), c.f, c.cols + [n]) for c in cones]
+        cones1 = [c.padded(1, sigma=True) for c in cones]
         c1 = np.zeros(m)
         c1[-1] = 1.0
         z, t1, nu1, st1, _ = _barrier_method(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, clock=clock,
@@ -711,7 +1035,9 @@ def _solve_form(form, n, clock=None):
     fx = f.value(x)
     info["dual_residual"] = res
     scale = max(1.0, _inf_norm(f.derivs(x0)[0]))
-    if not (ok and res <= DUAL_RESIDUAL * scale and np.isfinite(L) and fx - L <= 10 * TOL_GAP * max(1.0, abs(fx))):
+    # (a method stopped by its step limit still certifies when its Lagrangian bound meets the point: the bound is
+    # weak duality at whatever point it reached; power cones at their apex end so, the Newton system near singular)
+    if not (res <= DUAL_RESIDUAL * scale and np.isfinite(L) and fx - L <= 10 * TOL_GAP * max(1.0, abs(fx))):
         return {"status": "stalled", "x0": x0, "info": info,
                     "reason": f"the barrier method stopped short of its tolerances (dual residual {res:.2g}, gap "
                            f"{fx - L:.2g}, |x| {_inf_norm(x):.2g})"}
@@ -732,68 +1058,89 @@ class _Linear:
         return self.c, (self.H if hessian else None)
 
 
-def _recession_ray(form, n):
-    """A direction ``d`` with ``c^T d < 0`` in the recession cone of ``form``'s feasible set, or None; only for a
-    linear objective ``c^T x`` and linear and second-order-cone rows (``||F x + f|| <= x_s``), whose recession
-    cones are exact: ``a^T d <= 0`` for a finite upper side (``>= 0`` lower, ``= 0`` both), ``d_j >= 0`` for a
-    finite lower bound (``<= 0`` upper) and ``||F d|| <= d_s``.
-    Then ``||F (z + t d) + f|| <= ||F z + f|| + t ||F d|| <= z_s + t d_s`` for a feasible ``z`` and every
-    ``t >= 0`` (the triangle inequality), so ``z + t d`` is feasible and ``c^T (z + t d) -> -inf``. ``d``
-    minimises ``c^T d`` over the cone cut by ``-1 <= d <= 1`` (the same interior-point method)."""
-    if not form.objective.is_linear:
-        return None
-    rows = []
-    for r in form.rows:
-        if not isinstance(r, Cone):
-            return None
-        rows.append(Cone(r.F, np.zeros_like(r.f), r.s))
-    linear = [(Expression(n, 0.0, e.linear), 0.0 if np.isfinite(lo) else -math.inf,
-               0.0 if np.isfinite(hi) else math.inf) for e, lo, hi in form.linear]
-    lb = np.where(np.isfinite(form.lb), 0.0, -1.0)
-    ub = np.where(np.isfinite(form.ub), 0.0, 1.0)
-    c = form.objective.linear
-    cone = ConvexForm(Expression(n, 0.0, c), linear, rows, lb, ub)
-    out = _solve_form(cone, n)
-    if out["status"] != "optimal":
-        return None
-    d = out["x"]
-    if not c @ d < -1e-7 * max(1.0, _inf_norm(c)):
-        return None
-    # the cone's rows checked exactly at d (the interior point keeps them strict; clear rounding-level entries)
-    for e, lo, hi in linear:
-        v = e.linear @ d
-        if (hi == 0.0 and v > 0) or (lo == 0.0 and v < 0):
-            return None
-    if np.any(d < lb) or np.any(d > ub):
-        return None
-    for r in rows:
-        if r.slack(d) < 0:
-            return None
-    return d
+def _cone_ray_solve(cost, linear, cones, lb, ub, N):
+    """The ray program of :func:`.recession.recession_ray` with second-order cones, by the barrier method: ``z`` or
+    None."""
+    form = ConvexForm(Expression(N, 0.0, cost), [(Expression(N, 0.0, a), lo, hi) for a, lo, hi in linear],
+                      cones, lb, ub)
+    out = _solve_form(form, N)
+    return out["x"] if out["status"] == "optimal" else None
 
 
-def solve_convex(program, form: ConvexForm, opts, run, complete=None):
+def _outer_unbounded(outer):
+    """True when the user's objective ``c_0 + c g(sigma v)`` tends to ``-inf`` as ``v`` (the form's objective) does
+    (no outer atom: ``v`` is the objective). ``c g(sigma v)`` is nondecreasing in ``v``; its limit is ``c`` times ``g``'s
+    at the end of the domain that ``sigma v`` runs to (``max geo_mean(x)``: ``-r^(8/5)`` as ``r -> inf``; ``exp`` at
+    ``-inf`` is bounded)."""
+    if outer is None:
+        return True
+    k, cc, _c0, sigma = outer
+    with np.errstate(all="ignore"):
+        if sigma < 0:                       # sigma v -> +inf
+            g = k.interval_max(1.0, np.inf) if k.monotone > 0 else k.interval_min(1.0, np.inf)
+        elif np.isfinite(k.domain[0]):      # sigma v -> -inf leaves the domain: no such ray
+            return False
+        else:
+            g = k.interval_min(-np.inf, -1.0) if k.monotone > 0 else k.interval_max(-np.inf, -1.0)
+    return bool(np.isinf(g) and cc * float(g) < 0)
+
+
+def _descends_feasibly(program, z, d, complete, aux=None):
+    """The program's rows hold at ``z + s d`` (the auxiliary columns at their definitions) and its objective
+    decreases, for ``s = 1, 10, 1000``: a check from the outside of the ray that :func:`.recession.recession_ray`
+    proved. The definitions themselves are not checked: ``complete`` computes them, and at ``|x| ~ 1e12`` a norm's
+    ``e(x) - t^2`` is rounding of order ``1e8``."""
+    defs = {a.constraint for a in (program.aux or aux or [])}
+    rows = [c for c in program.constraints if c.name not in defs]
+    prev = None
+    for s in (0.0, 1.0, 10.0, 1e3):
+        p = z + s * d
+        p = complete(p) if complete is not None else p
+        tol = 1e-7 * max(1.0, _inf_norm(p))
+        with np.errstate(all="ignore"):
+            v = float(program.objective.value(p))
+            vals = [c.body.value(p) for c in rows]
+        if not (np.isfinite(v) and all(np.isfinite(vals)) and np.all(p >= program.lb - tol)
+                and np.all(p <= program.ub + tol)):
+            return False
+        if any(g < c.lo - tol or g > c.hi + tol for c, g in zip(rows, vals)):
+            return False
+        if prev is not None and not v < prev:
+            return False
+        prev = v
+    return True
+
+
+def solve_convex(program, form: ConvexForm, opts, run, complete=None, aux=None):
     """Solve ``form`` (:func:`convex_form` of ``program``); ``complete`` maps a point to the one with the auxiliary
-    columns at their definitions (:func:`.solver._completion`). ``(status, x, lower, upper, info)`` with status
-    ``'optimal'``, ``'infeasible'`` or ``'unbounded'`` (a feasible point and a ray of :func:`_recession_ray` in
+    columns at their definitions (:func:`.solver._completion`), ``aux`` as for :func:`convex_form`.
+    ``(status, x, lower, upper, info)`` with status ``'optimal'``, ``'infeasible'`` or ``'unbounded'`` (a feasible point and a ray of :func:`.recession.recession_ray` in
     ``info``), or ``(None, reason)`` when the interior-point method did not reach its tolerances otherwise (the
     caller falls back to the tree)."""
     n = program.n
-    out = _solve_form(form, n, clock=None if run is None else run.out_of_time)
+    N = form.ncols or n
+    out = _solve_form(form, N, clock=None if run is None else run.out_of_time)
+    for key in ("x", "x0"):     # the program's columns (a p-norm's cone columns dropped)
+        if out.get(key) is not None:
+            out[key] = out[key][:n]
     info = out["info"]
     if out["status"] == "infeasible":
         info["reason"] = out["reason"]
         return "infeasible", None, math.inf, math.inf, info
     if out["status"] == "stalled":
-        d = _recession_ray(form, n) if out.get("x0") is not None else None
+        if out.get("x0") is None or not _outer_unbounded(form.outer):
+            return None, out["reason"]
+        d = recession_ray(form, N, _cone_ray_solve)
         if d is None:
             return None, out["reason"]
+        d = d[:n]
         z0 = out["x0"]
-        if form.outer is not None:
-            return None, out["reason"]
         zc = complete(z0) if complete is not None else z0
         if program.max_violation(zc) > 1e-7 * max(1.0, _inf_norm(zc)):
             return None, out["reason"]
+        # the ray proved by its recession functions (:mod:`.recession`), and checked on the program's own rows
+        if not _descends_feasibly(program, z0, d, complete, aux):
+            return None, out["reason"] + "; a recession ray was found but failed the check along it"
         d[np.abs(d) < 1e-12] = 0.0
         info["unbounded_ray"] = {program.names[j]: float(d[j]) for j in np.flatnonzero(d)}
         info["unbounded_from"] = zc

@@ -282,6 +282,9 @@ class GopSolver(Solver):
                                        and any(not c.body.is_linear for c in program.constraints))):
             direct, convex_note = _solve_direct(program, opts, run, _completion(user, epi),
                                                 user.aux if epi is not None else None)
+        # the program the convex path sees (the reductions below change it): its fallback when GOP's iteration meets
+        # an unbounded subproblem it cannot settle
+        direct_program, direct_complete = program, _completion(user, epi)
         # scaling symmetries first: the permutation symmetries below are then those of the normalized
         # program, so both breakings hold together (docs/gop.md §8e)
         scal_info, split = None, None
@@ -357,6 +360,7 @@ class GopSolver(Solver):
             program = elim.program
             keep = [program.index[orig.names[i]] for i in part.x if orig.names[i] in program.index]
             part = analyze(program, keep)
+        proof = None
         try:
             if direct is not None:
                 res = direct
@@ -378,8 +382,18 @@ class GopSolver(Solver):
         except Unbounded as exc:
             proof = prove_unbounded(program, part, run.x, exc)
             run.x = None
-            if proof is None:
+            if proof is None and mode == "auto" and xpart is None and convex_note is None and not tried:
+                # no affine ray (an objective or a row curved along every ray: min -y + exp(z) s.t. y + z <= 0), or
+                # no ray at all (a relaxed dual unbounded for lack of bounds on a bounded convex program): a convex
+                # program is settled by the convex path, with its recession-function rays (docs/gop.md §13e)
+                direct, convex_note = _solve_direct(direct_program, opts, run, direct_complete,
+                                                    user.aux if epi is not None else None)
+                if direct is not None:
+                    proof, res = None, direct
+                    program, elim, stick, scal_info, sym_info = direct_program, None, None, None, None
+            if proof is None and direct is None:
                 raise
+        if direct is None and proof is not None:
             # the ray's points have no finite optimum: no point is loaded, bounds are -inf
             z, d = proof
             extra = {}
@@ -466,7 +480,7 @@ def _solve_direct(program, opts, run, complete, aux=None):
     if form is None:
         return None, None if why is None else f"not solved as a convex program: {why}"
     try:
-        out = solve_convex(program, form, opts, run, complete)
+        out = solve_convex(program, form, opts, run, complete, aux)
     except (ModelStructureError, SolverBugError, np.linalg.LinAlgError) as exc:
         out = (None, str(exc))
     if out[0] is None:
