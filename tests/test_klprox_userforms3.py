@@ -46,3 +46,40 @@ def test_covariance_is_exactly_symmetric(build):
     assert np.all(np.linalg.eigvalsh(V) > 0)
     if exact is not None:
         assert np.max(np.abs(V - exact)) <= 1e-12 * np.max(np.abs(exact))
+
+
+_X = np.random.default_rng(1).normal(size=(12, 2))
+_Y = (_X[:, 0] > 0).astype(float)
+
+
+@pytest.mark.parametrize("builder", ["glm_program", "build_cvxpy", "build_pyomo"])
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "2", True])
+def test_model_builders_name_a_bad_prior_variance(builder, bad):
+    """``build_cvxpy``/``build_pyomo`` did not check ``prior_var``: 0 and -1 failed deep inside (``math domain error``,
+    ``ZeroDivisionError``), NaN built a model of NaN constants, a string a TypeError; ``glm_program`` took ``True``."""
+    from varopt.errors import InputDataError
+    from varopt.formulations import bayes_glm
+    if builder == "build_pyomo":
+        pytest.importorskip("pyomo.environ")
+    with pytest.raises(InputDataError, match="prior_var must be a positive finite number"):
+        getattr(bayes_glm, builder)(_X, _Y, "logistic", prior_var=bad)
+
+
+@pytest.mark.parametrize("builder", ["glm_program", "build_cvxpy"])
+def test_model_builders_take_numpy_integers(builder):
+    """``glm_program(prior_var=np.int64(2))`` (a grid from ``np.arange``) was rejected as not a number; the posterior
+    equals the one at ``prior_var=2.0``."""
+    from varopt.formulations import bayes_glm
+    from varopt.registry import get_solver
+
+    def posterior(pv):
+        out = getattr(bayes_glm, builder)(_X, _Y, "logistic", prior_var=pv)
+        if builder == "glm_program":
+            r = get_solver("klprox").solve(out)
+            return r.x, r.objective
+        prob, w = out
+        prob.solve(method="klprox")
+        return np.ravel(w.value), prob.varopt_result.objective
+
+    (m1, f1), (m2, f2) = posterior(np.int64(2)), posterior(2.0)
+    assert np.array_equal(m1, m2) and f1 == f2
