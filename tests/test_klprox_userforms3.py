@@ -83,3 +83,35 @@ def test_model_builders_take_numpy_integers(builder):
 
     (m1, f1), (m2, f2) = posterior(np.int64(2)), posterior(2.0)
     assert np.array_equal(m1, m2) and f1 == f2
+
+
+def _wide_prior_logistic():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)) * 3
+    y = np.sign(X[:, 0] + rng.normal(size=40))
+    w = cp.Variable(3)
+    return cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(y, X @ w))) + cp.sum_squares(w) / 200)), w
+
+
+def test_a_diverging_fixed_step_says_so():
+    """``step_rule='fixed', beta=1`` on a wide prior (the paper's divergence at large delta) ran to max_iter and
+    returned a -ELBO 50 times the optimum's with the message 'max_iter=50 reached' only; the message now says the
+    ELBO fell under the constant step, from which value, and what to use. The adaptive default converges."""
+    prob, w = _wide_prior_logistic()
+    best = prob.solve(method="klprox")
+    assert prob.varopt_result.status == "converged"
+    prob.solve(method="klprox", step_rule="fixed", beta=1.0, max_iter=50)
+    r = prob.varopt_result
+    assert r.status == "iteration_limit" and prob.status == "user_limit"
+    assert r.objective > 10 * best
+    assert "the ELBO decreased under the fixed step beta=1" in r.message and "step_rule='adaptive'" in r.message
+    lowest = min(h["objective"] for h in r.history)
+    assert f"{lowest:.10g}" in r.message
+
+
+def test_a_converging_fixed_step_has_no_note():
+    prob, w = _wide_prior_logistic()
+    best = prob.solve(method="klprox")
+    prob.solve(method="klprox", step_rule="fixed", beta=0.05, max_iter=20)   # too few steps, but no divergence
+    r = prob.varopt_result
+    assert r.status == "iteration_limit" and r.message == "max_iter=20 reached" and r.objective >= best
