@@ -115,3 +115,30 @@ def test_a_converging_fixed_step_has_no_note():
     prob.solve(method="klprox", step_rule="fixed", beta=0.05, max_iter=20)   # too few steps, but no divergence
     r = prob.varopt_result
     assert r.status == "iteration_limit" and r.message == "max_iter=20 reached" and r.objective >= best
+
+
+def _view(likelihood, y, prior_var, X=None):
+    from varopt.formulations.bayes_glm import glm_program
+    from varopt.solvers.klprox.expectations import family_table
+    from varopt.solvers.klprox.view import likelihood_view
+    X = np.random.default_rng(1).normal(size=(50, 2)) if X is None else X
+    return likelihood_view(glm_program(X, y, likelihood, prior_var=prior_var), family_table())
+
+
+def test_a_failed_baseline_says_so():
+    """The Cholesky and mean-field baselines started where E[exp u] overflows (all-zero Poisson counts under a wide
+    prior: -ELBO 7.6e17 at the start) stopped after 2 L-BFGS iterations and returned that point as their answer, with
+    nothing to tell it from an optimum (klprox itself converges there: -ELBO -6.99). They now warn and return
+    ``success=False`` with L-BFGS-B's message; a converged run returns ``success=True`` without a warning."""
+    import warnings
+    from varopt.baselines.klprox import cholesky_vi, mean_field_vi
+    bad = _view("poisson", np.zeros(50), 1e3)
+    for baseline in (cholesky_vi, mean_field_vi):
+        with pytest.warns(RuntimeWarning, match="stopped far from a stationary point"):
+            out = baseline(bad)
+        assert out["success"] is False and out["neg_elbo"] > 1e10 and out["message"]
+    good = _view("logistic", (np.random.default_rng(2).random(50) < 0.5).astype(float), 2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out = cholesky_vi(good)
+    assert out["success"] is True
