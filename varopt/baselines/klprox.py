@@ -10,12 +10,14 @@ r"""Baselines of the KL-proximal solver, on the same likelihood view (Gaussian p
 The variational baselines minimise the same ``-ELBO`` as the solver (:func:`neg_elbo`, the
 closed forms / quadrature of :mod:`varopt.solvers.klprox.expectations`) with gradients
 ``d/dm = P(m - mu) + A^T alpha`` and ``d/dV = (P + A^T diag(gamma) A - V^-1) / 2``, chained through
-the factor. Each returns a dict with ``m``, ``V``, ``neg_elbo``, ``iterations``, ``time``.
+the factor. Each returns a dict with ``m``, ``V``, ``neg_elbo``, ``iterations``, ``time``, and ``success``/``message``
+(how L-BFGS-B ended; a run stopped with a gradient far from zero also warns: its answer is not an optimum).
 """
 from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 import scipy.optimize as so
@@ -71,7 +73,26 @@ def _lbfgs(fun, x0, gtol, maxiter, trace=None):
             return out
     res = so.minimize(fun, x0, jac=True, method="L-BFGS-B",
                       options={"gtol": gtol, "ftol": 1e-15, "maxiter": maxiter, "maxcor": 30})
+    res.far = _far(res)
+    if res.far:
+        # L-BFGS-B's own flag does not tell: 'ABNORMAL_TERMINATION_IN_LNSRCH' at the optimum (rounding), 'CONVERGENCE'
+        # 2 iterations from a start where E[exp u] overflows (-ELBO 1e17); the gradient does
+        warnings.warn(f"L-BFGS-B stopped far from a stationary point ({res.message}; value {float(res.fun):.6g}, largest "
+                      f"gradient entry {float(np.max(np.abs(res.jac))):.3g}): the baseline's answer is not an optimum",
+                      RuntimeWarning, stacklevel=3)
     return res, time.perf_counter() - t0
+
+
+def _far(res):
+    """A gradient entry above 1e-4 (1 + |value|), or not finite: whatever L-BFGS-B's flag says (from a start
+    where the -ELBO overflows it reports 'CONVERGENCE: RELATIVE REDUCTION OF F' after 2 iterations)."""
+    g = np.max(np.abs(res.jac)) if np.size(res.jac) else 0.0
+    return bool(not (np.isfinite(g) and np.isfinite(res.fun) and g <= 1e-4 * (1.0 + abs(float(res.fun)))))
+
+
+def _status(res):
+    """The fields every baseline returns on how L-BFGS-B ended."""
+    return {"success": not res.far, "message": str(res.message)}
 
 
 def map_estimate(view, gtol=1e-9, maxiter=20000):
@@ -83,7 +104,7 @@ def map_estimate(view, gtol=1e-9, maxiter=20000):
         return 0.5 * w @ view.P @ w + view.c @ w + view.k + lik, view.P @ w + view.c + view.A.T @ a
 
     res, t = _lbfgs(fun, _start(view)[0], gtol, maxiter)
-    return {"m": res.x, "value": float(res.fun), "iterations": int(res.nit), "time": t}
+    return {"m": res.x, "value": float(res.fun), "iterations": int(res.nit), "time": t, **_status(res)}
 
 
 def laplace(view, gtol=1e-9):
@@ -138,7 +159,7 @@ def cholesky_vi(view, gtol=1e-9, maxiter=50000, nodes=100, trace=None):
     res, t = _lbfgs(fun, x0, gtol, maxiter, trace)
     m, C = unpack(res.x)
     return {"m": m, "V": C @ C.T, "neg_elbo": float(res.fun), "iterations": int(res.nit), "evaluations": int(res.nfev),
-            "time": t}
+            "time": t, **_status(res)}
 
 
 def mean_field_vi(view, gtol=1e-9, maxiter=50000, nodes=100, trace=None):
@@ -162,4 +183,4 @@ def mean_field_vi(view, gtol=1e-9, maxiter=50000, nodes=100, trace=None):
     x0 = np.concatenate([m0, 0.5 * np.log(np.diag(V0))])
     res, t = _lbfgs(fun, x0, gtol, maxiter, trace)
     return {"m": res.x[:D], "V": np.diag(np.exp(2 * res.x[D:])), "neg_elbo": float(res.fun),
-            "iterations": int(res.nit), "evaluations": int(res.nfev), "time": t}
+            "iterations": int(res.nit), "evaluations": int(res.nfev), "time": t, **_status(res)}

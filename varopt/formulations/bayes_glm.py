@@ -71,7 +71,9 @@ def check_data(X, y, likelihood):
 
 
 def _positive(name, v):
-    if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v > 0):
+    # numpy integers are numbers (a grid from np.arange); booleans are not
+    if not (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+            and math.isfinite(v) and v > 0):
         raise InputDataError(f"{name} must be a positive finite number, got {v!r}")
     return float(v)
 
@@ -240,6 +242,7 @@ def build_cvxpy(F, y, likelihood="logistic", prior_var=1.0, noise=1.0, classes=N
     sum(Y * (F W))``)."""
     import cvxpy as cp
     F, y = check_data(F, y, likelihood)
+    prior_var = _positive("prior_var", prior_var)
     N, D = F.shape
     if likelihood == "multinomial":
         K = n_classes(y, classes)
@@ -269,6 +272,7 @@ def build_pyomo(F, y, likelihood="logistic", prior_var=1.0, noise=1.0, classes=N
     (multinomial: ``m.w[k, j]``, the likelihood ``log(sum_k exp(f_k)) - f_y`` per sample)."""
     import pyomo.environ as pe
     F, y = check_data(F, y, likelihood)
+    prior_var = _positive("prior_var", prior_var)
     N, D = F.shape
     if likelihood == "multinomial":
         K = n_classes(y, classes)

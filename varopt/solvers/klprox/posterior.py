@@ -667,7 +667,7 @@ class FullGaussian(_Base):
 
     def covariance(self, st):
         if getattr(st, "V", None) is not None:
-            return st.V.copy()
+            return _symmetrize(np.tril(st.V))
         Linv = st.Linv if getattr(st, "Linv", None) is not None else _tri_inv(self._factor(st))
         # V = L^-T L^-1 by LAPACK lauum (its lower triangle, D^3 / 3 flops against 2 D^3 of the product); Linv's
         # strict upper part is zero (_tri_inv of a factor from _chol)
@@ -808,7 +808,9 @@ class DualGaussian(_Base):
         s = self.view.prior_sqrt()
         Sigma = _cho_solve(self.view.P_chol, np.eye(self.D)) if s is None else np.diag((1.0 / s) * (1.0 / s))
         F = _tri(st.L, _hmul(st.sg, self._SA().T))          # L^-1 G^1/2 A Sigma
-        return Sigma - F.T @ F
+        # exactly symmetric (the difference of two products is symmetric only to rounding): users factor it and
+        # sample from it with routines that test symmetry
+        return _symmetrize(np.tril(Sigma - F.T @ F))
 
     def predict(self, st, A_new, b_new=0.0):
         A_new = A_new.toarray() if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))

@@ -846,6 +846,24 @@ class KLProx:
             # stopped before the first record (the start already stationary: a conjugate Gaussian model is exact
             # after the prior step): one record, so the history holds the answer and verbose / tee=True print it
             self.run.record(force=True, objective=cur.f)
+        if status is None and self.opts.step_rule == "fixed" and self.run.status != "converged":
+            note = self._fixed_rise(cur.f)
+            if note:   # stopped at max_iter or time_limit with an ELBO that fell under the constant step
+                return self.run.finish(self.run.status or "iteration_limit", f"{self.run.message}; {note}", x=m,
+                                       objective=cur.f, info=info)
         if status is None:
             return self.run.finish(x=m, objective=cur.f, info=info)
         return self.run.finish(status, msg, x=m, objective=cur.f, info=info)
+
+    def _fixed_rise(self, f):
+        """With ``step_rule='fixed'`` the ELBO can decrease (the constant step diverges, as the paper's beta = 1 on a1a
+        at large delta and on housing with the Laplace likelihood): a note for the message when the returned -ELBO
+        is above the lowest one recorded (beyond 1e-8 relative: not rounding), else ''."""
+        seen = [(h["objective"], h["iteration"]) for h in self.run.history if h.get("objective") is not None
+                and math.isfinite(h["objective"])]
+        best, at = min(seen, default=(math.inf, None))
+        if not f > best + 1e-8 * abs(best) + ROUNDING * self.scale:
+            return ""
+        return (f"the ELBO decreased under the fixed step beta={self.opts.beta:g}: the returned -ELBO {f:.10g} is above "
+                f"the lowest reached, {best:.10g} at iteration {at} (constant steps can diverge; "
+                "step_rule='adaptive', the default, accepts only steps that do not lower the ELBO)")
