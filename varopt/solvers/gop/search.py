@@ -198,6 +198,20 @@ class GopSearch:
         t = o.rel_gap * max(abs(UB), 1e-10) if math.isfinite(UB) else 0.0
         return max(t, o.abs_gap or 0.0)
 
+    def _contradiction(self, UB, bound):
+        """The message when ``bound``, the smallest bound of the closed and open regions (which cover the space),
+        lies above the incumbent ``UB`` by more than rounding: a region's Lagrangian bound is then not valid, so no
+        bound of this run is (a primal problem stopped far out along an unbounded direction whose gradient only
+        looked like rounding: ``max sum(log x)`` over an unbounded set). None when they are consistent."""
+        if not (math.isfinite(UB) and math.isfinite(bound)):
+            return None
+        if bound <= UB + 10.0 * self._tol(UB) + 1e-7 * max(1.0, abs(UB)):
+            return None
+        return (f"GOP: the relaxed-dual bound {bound:.10g} exceeds the incumbent {UB:.10g} (of the minimisation GOP "
+                "solves), so the Lagrangian bounds are not valid and the run certifies nothing; the primal problems "
+                "may have stopped far out along an unbounded direction (the model may be unbounded: check for "
+                "variables that need bounds)")
+
     def _cutoff(self, UB):
         """The value from which a relaxed dual is fathomed: half the gap tolerance below the incumbent ``UB``. A node
         proved ``>= UB - tol/2`` can lower the certified bound by at most ``tol/2``, so it is dropped and the run keeps
@@ -383,9 +397,14 @@ class GopSearch:
         with np.errstate(invalid="ignore"):
             clo = np.where(gnc == 0, 0.0, gnc * dlo[nonconn])
             chi = np.where(gnc == 0, 0.0, gnc * dhi[nonconn])
+        # a gradient at rounding level along an unbounded side is the primal solver's residual, not a direction of
+        # descent; it still costs its first-order error |g| max(1, |x^k|) (the convex path's margin, docs/gop.md
+        # §13e): dropping it certified max sum(log x) over an unbounded set as optimal where the solver stopped at
+        # x ~ 1e8 with |g| ~ 1e-8
         tiny = 1e-7 * max(1.0, float(np.abs(g0).max(initial=0)))
-        clo = np.where(np.isinf(clo) & (np.abs(gnc) <= tiny), 0.0, clo)
-        chi = np.where(np.isinf(chi) & (np.abs(gnc) <= tiny), 0.0, chi)
+        noise = -np.abs(gnc) * np.maximum(1.0, np.abs(xk[nonconn]))
+        clo = np.where(np.isinf(clo) & (np.abs(gnc) <= tiny), noise, clo)
+        chi = np.where(np.isinf(chi) & (np.abs(gnc) <= tiny), noise, chi)
         base_const = const + float(np.sum(np.minimum(clo, chi)))
         if not np.isfinite(base_const):
             # the user's model, not an invariant: min sum(exp(x)) + x over a free x (unbounded below) gets here; an
@@ -700,6 +719,9 @@ class GopSearch:
         # the smallest cutoff (or value) at which a relaxed dual below the incumbent was fathomed: a bound on the
         # regions dropped that way (_cutoff), so the lower bound never exceeds it
         floor = math.inf
+        # the smallest bound of any region closed so far, also above the incumbent: the closed and open regions
+        # cover the space, so their smallest bound above the incumbent contradicts it (_contradiction)
+        closed = math.inf
         best_z, run_best = None, math.inf
         heap = []
         seq = itertools.count()
@@ -776,12 +798,14 @@ class GopSearch:
                         continue
                     if r["status"] == "cutoff":
                         floor = min(floor, r["value"])   # the LP value is proved >= the cutoff
+                        closed = min(closed, r["value"])
                         continue
                     if r["status"] != "optimal":
                         continue  # infeasible region: fathomed
                     v = max(r["value"], node.value)  # children only add constraints
                     if v >= cut:
                         floor = min(floor, v) if v < UB else floor
+                        closed = min(closed, v)
                         continue
                     heapq.heappush(heap, _Node(v, next(seq), path, blo, bub, r["y"], r.get("oa_gap", 0.0)))
                 if exp.tick(n_all) and exp.done < exp.total:
@@ -810,10 +834,12 @@ class GopSearch:
                         heapq.heappush(heap, top)  # unchanged: its value still bounds its region
                     elif rr["status"] == "cutoff":
                         floor = min(floor, rr["value"])
+                        closed = min(closed, rr["value"])
                     elif rr["status"] == "optimal":
                         v = max(rr["value"], top.value)
                         if v >= cut:
                             floor = min(floor, v) if v < UB else floor
+                            closed = min(closed, v)
                         else:
                             top.value, top.y, top.oa_gap = v, rr["y"], rr.get("oa_gap", 0.0)
                             top.seq = next(seq)
@@ -826,7 +852,11 @@ class GopSearch:
             if run.status == "time_limit":
                 break
             if not heap or UB - LB <= self._tol(UB):
-                if math.isfinite(UB):
+                bad = self._contradiction(UB, min(closed, heap[0].value if heap else math.inf))
+                if bad is not None:
+                    run.stop("numerical", bad)
+                    LB = -math.inf
+                elif math.isfinite(UB):
                     run.stop("optimal")
                     LB = min(LB, UB)
                 else:
