@@ -14,7 +14,9 @@ benchmarks/klprox_gpc.py), ``housing`` (Laplace GP, noise e^-2, 4 x 4 of linspac
 standardized, delta = logspace(-1, 1, 7)), ``synth4`` (softmax, K = 4: 120 rows of 6 standard normal features, labels
 drawn from a random softmax model, seed 0, delta = logspace(-1, 1, 4)), ``breast`` (logistic, scikit-learn's breast
 cancer, standardized, all 569 rows, delta = logspace(-3, 2, 11)), ``poisson`` (36 Poisson regressions: 80 rows of 5
-normal features scaled by 0.5 or 1, counts drawn with log-rates 0, 3 or 1 + X w / 2, seeds 0-3, delta = 0.1, 0.3, 1).
+normal features scaled by 0.5 or 1, counts drawn with log-rates 0, 3 or 1 + X w / 2, seeds 0-3, delta = 0.1, 0.3, 1),
+``poisswide`` (all-zero counts, 50 rows of 2 normal features, delta = 10, 100, 1e3, 1e4; the 36 models of ``poisson`` at
+delta = 10, 100, 1000). ``--compare newton-fp``: without and with the fixed-point Newton step on exp rows (NEWTON_FP).
 ``--compare regrow`` compares the adaptive rule without and with its REGROW_WINDOW (no regrowth to a step size
 rejected in the last 5 iterations) instead; the cells then count rejected trial steps too. ``--compare first``: without
 and with the optimistic first steps (FIRST_STEPS = 2 steps tried at beta = 1000 from a cold start). The totals also
@@ -47,7 +49,8 @@ RULES = {"mean-step": ("AUTO_FIRST", "paper", "natural"),   # the natural mean s
          "regrow": ("REGROW_WINDOW", 0, 5),                 # no regrowth to a step size rejected 5 iterations ago
          "first": ("FIRST_STEPS", 0, 2),                    # two optimistic first steps at beta = 1000
          "anderson": ("ANDERSON_MEMORY", 0, KS.ANDERSON_MEMORY),  # Anderson-extrapolated steps (softmax rows)
-         "prior-step": ("PRIOR_STEP", 0, 1)}                # the start T(prior): no factorization of a gamma0 start  # Anderson-extrapolated steps (softmax rows)
+         "prior-step": ("PRIOR_STEP", 0, 1),               # the start T(prior): no factorization of a gamma0 start
+         "newton-fp": ("NEWTON_FP", 0, 1)}                  # the fixed-point Newton step on exp (Poisson) rows                # the start T(prior): no factorization of a gamma0 start  # Anderson-extrapolated steps (softmax rows)
 
 
 def problems(grids):
@@ -100,6 +103,22 @@ def problems(grids):
                 for d in (0.1, 0.3, 1.0):
                     yield (f"poisson{seed},{scale:g},{base:g}({d:g})",
                            lambda Xp=Xp, yp=yp, d=d: glm_program(Xp, yp, "poisson", prior_var=d))
+    if "poisswide" in grids:
+        # all-zero counts under wide priors (docs/klprox.md section 6d: 122 / 983 / 6095 / 38457 iterations before the
+        # fixed-point Newton step), and the 36 models of the poisson grid at delta = 10, 100, 1000
+        rng = np.random.default_rng(1)
+        X = rng.normal(size=(50, 2))
+        y = rng.poisson(np.exp(-6.0 + 0.3 * X[:, 0])).astype(float)
+        for d in (10.0, 100.0, 1e3, 1e4):
+            yield f"poiszero({d:g})", lambda d=d: glm_program(X, y, "poisson", prior_var=d)
+        for seed in range(4):
+            for scale, base in ((0.5, 0.0), (0.5, 3.0), (1.0, 1.0)):
+                rng = np.random.default_rng(seed)
+                Xp = rng.normal(size=(80, 5)) * scale
+                yp = rng.poisson(np.exp(base + Xp @ rng.normal(size=5) * 0.5)).astype(float)
+                for d in (10.0, 100.0, 1e3):
+                    yield (f"poisswide{seed},{scale:g},{base:g}({d:g})",
+                           lambda Xp=Xp, yp=yp, d=d: glm_program(Xp, yp, "poisson", prior_var=d))
     if "colon" in grids:
         X, y = load_colon()
         tr, _ = splits(len(y), 1)[0]
@@ -113,7 +132,7 @@ def main():
     ap.add_argument("--compare", choices=tuple(RULES), default="mean-step",
                     help="mean-step: AUTO_FIRST 'paper' against 'natural'; regrow: REGROW_WINDOW 0 against 5; first: "
                     "FIRST_STEPS 0 against 2; anderson: ANDERSON_MEMORY 0 against the default; prior-step: PRIOR_STEP "
-                    "0 against 1")
+                    "0 against 1; newton-fp: NEWTON_FP 0 against 1")
     args = ap.parse_args()
     S = get_solver("klprox")
     const, *values = RULES[args.compare]

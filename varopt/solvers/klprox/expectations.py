@@ -59,8 +59,15 @@ class Family:
     #: ``E = f(mt) + <Gamma, Vt>/2`` with a constant ``Gamma`` and ``d^2 f = Gamma`` on 1-D rows (``u^2``) or given by
     #: ``mean_hessian`` (groups): the mean and the covariance separate in the ELBO (``LikelihoodView.decoupled``)
     separable: bool = False
+    #: ``higher(mt, vt)`` is a closed form (the fixed-point Newton step of the solver, ``NEWTON_FP``)
+    higher_moments: bool = False
 
     def expect(self, mt, vt):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def higher(self, mt, vt):  # pragma: no cover - abstract
+        """``(E[l^(3)(u)], E[l^(4)(u)])``, ``u ~ N(mt, vt)``. By Price's theorem ``d(dE/dmt)/dvt = E[l^(3)]/2`` and
+        ``d(2 dE/dvt)/dvt = E[l^(4)]/2``: the derivatives of the fixed-point equations the Newton step needs."""
         raise NotImplementedError
 
 
@@ -68,10 +75,17 @@ class ExpFamily(Family):
     kind, name = "exp", "exp(u) (Poisson)"
     closed_form = True
 
+    higher_moments = True
+
     def expect(self, mt, vt):
         with np.errstate(over="ignore"):
             e = np.exp(mt + 0.5 * vt)
         return e, e, 0.5 * e
+
+    def higher(self, mt, vt):
+        with np.errstate(over="ignore"):
+            e = np.exp(mt + 0.5 * vt)
+        return e, e
 
 
 class AbsFamily(Family):
@@ -91,8 +105,14 @@ class SquareFamily(Family):
     closed_form = True
     separable = True
 
+    higher_moments = True
+
     def expect(self, mt, vt):
         return mt * mt + vt, 2.0 * mt, np.ones_like(mt)
+
+    def higher(self, mt, vt):
+        z = np.zeros_like(mt)
+        return z, z
 
 
 #: Gauss-Hermite nodes of the logistic expectation by predictor variance (at most the ``quadrature_nodes`` option):

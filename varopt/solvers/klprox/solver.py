@@ -176,6 +176,28 @@ RESOLUTION_EVERY = 10
 #: does not lower -ELBO beyond its rounding
 STALL_BETA = 1e-3
 
+#: the fixed-point Newton step (models whose rows are exp (Poisson) and squares, the deterministic adaptive method with
+#: mean_step='auto', the full parameterization, N + D <= NEWTON_FP_MAX; docs/klprox.md, section 4, "Newton steps on the
+#: fixed-point equations"). Why: E[exp u] = exp(mt + vt/2) grows exponentially with the predictor variance, so the map
+#: gt <- gamma has the slope -gamma vt^2/2 (about -50 at vt ~ 100: damped steps pass only at beta <~ 2/50) and the
+#: alternation of the mean and covariance updates contracts at about vt/(vt + 2) (the likelihood depends on mt + vt/2
+#: only): all-zero Poisson counts under prior variance 1e3 took 6095 iterations. The step solves the linearised
+#: equations g(m, gt) = 0, gamma(m, gt) = gt jointly, in (m, log gt) (a pseudo-precision never changes sign), each log
+#: moved by at most NEWTON_FP_LOG, tried at lengths 1, 1/2, ... down to NEWTON_FP_MIN under the exact-ELBO test; when none
+#: passes the plain step is taken and the Newton step is not tried for the next 1, 2, 4, ... NEWTON_FP_BACKOFF iterations
+#: (far from the optimum, where it fails, it costs few evaluations). 0: off
+NEWTON_FP = 1
+NEWTON_FP_MAX = 600
+NEWTON_FP_LOG = 5.0
+NEWTON_FP_MIN = 0.1
+NEWTON_FP_BACKOFF = 16
+#: the Newton step is tried only at iterates where the covariance map is stiff: max_n (t4_n vt_n^2 / 2) gt_n / gamma_n
+#: >= NEWTON_FP_STIFF (-d log gamma_n / d log gt_n, the slope of the map gt <- gamma on its own row; above 1 the undamped
+#: step overshoots; with gt, not gamma: a cold start's gt = gamma0 << gamma is far from the fixed point). Below it
+#: the damped steps are fast and cheaper than the Newton system (the 36 Poisson models of benchmarks/klprox_step_rules.py,
+#: delta <= 1, never reach it: trajectories unchanged)
+NEWTON_FP_STIFF = 1.0
+
 
 class Cur(NamedTuple):
     """An evaluated posterior state: ``-ELBO``, ``alpha``, ``gamma``, predictor moments, residuals."""
@@ -324,7 +346,11 @@ class KLProxSolver(Solver):
                 raise InvalidOptionError("klprox: algorithm='proximal-point' and batch_size use the full "
                                          "parameterization: use parameterization='full' or 'auto'")
             if kind == "auto":
-                kind = "dual" if view.N < view.D and not variant else "full"
+                # the fixed-point Newton step (NEWTON_FP) works on the full form's (m, gt); where it applies it
+                # replaces the dual form's damped steps (Poisson, N = 23 < D = 35: 3588 dual iterations against 102)
+                newton = (NEWTON_FP and opts.mean_step == "auto" and opts.step_rule == "adaptive" and not variant
+                          and view.stiff_variance(fams) and view.N + view.D <= NEWTON_FP_MAX)
+                kind = "dual" if view.N < view.D and not variant and not newton else "full"
             # the full form's state in the predictor space (Woodbury) for the proximal-gradient iterations; the
             # variants read the precision's factor of every state
             post = DualGaussian(view) if kind == "dual" else FullGaussian(view, woodbury=not variant)
@@ -367,6 +393,11 @@ class KLProx:
         # cost of a step (a separable view has the Newton mean step instead)
         self.anderson = (AndersonSteps(post, ANDERSON_MEMORY) if ANDERSON_MEMORY and self.auto and view.groups
                          and not self.newton and not fams["softmax"].bound and isinstance(post, FullGaussian) else None)
+        # NEWTON_FP: the fixed-point Newton step on exp (Poisson) rows; skip / backoff: iterations left without it, the
+        # next wait after a failure
+        self.fp_newton = bool(NEWTON_FP and self.auto and isinstance(post, FullGaussian) and view.stiff_variance(fams)
+                              and view.N + view.D <= NEWTON_FP_MAX)
+        self.fp_skip, self.fp_backoff, self.fp_accepted = 0, 1, 0
         # RESOLVE: the adaptive rule on softmax rows under the quadrature stops at the rule's accuracy
         self.resolve = bool(RESOLVE and view.groups and not fams["softmax"].bound and opts.step_rule == "adaptive")
         self.resolution = None                         # (state, iteration, value error, mean and covariance errors)
@@ -422,6 +453,74 @@ class KLProx:
                 return Cur(st2, f2, a2, g2, mt2, vt2, res2), True
         acc.reset()
         return None, True
+
+    def _stiff(self, cur):
+        """Whether the covariance map is stiff at ``cur`` (NEWTON_FP_STIFF): ``max_n (t4_n vt_n^2 / 2) gt_n / gamma_n``,
+        the slope ``-d log gamma_n / d log gt_n`` of the map ``gt <- gamma`` on its own row in the Newton step's
+        coordinates, at least NEWTON_FP_STIFF. (At a start far from the optimum, gt << gamma: not stiff yet.)"""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            t4 = self.view.higher_terms(self.fams, cur.mt, cur.vt)[1]
+            slope = 0.5 * t4 * np.square(cur.vt) * cur.st.gt / cur.gamma
+            slope = float(np.max(np.where(cur.gamma > 0, slope, 0.0), initial=0.0))
+        return not slope < NEWTON_FP_STIFF
+
+    def _fp_direction(self, cur):
+        """The Newton direction ``(dm, d log gt)`` of the fixed-point equations ``R_m = g = -(P m + c + A^T alpha) = 0``,
+        ``R_g = gamma - gt = 0`` at ``cur`` (NEWTON_FP). With ``Vt = A V A^T``, ``S = Vt * Vt`` (elementwise:
+        ``d vt_n = -sum_k S_nk d gt_k``) and Price's theorem (``t3``, ``t4`` of :meth:`LikelihoodView.higher_terms`)
+
+            dR_m = -(P + A^T diag(gamma) A) dm + A^T diag(t3) S dgt / 2
+            dR_g = diag(t3) A dm - (diag(t4) S / 2 + I) dgt,
+
+        solved for ``dgt = gt * d log gt`` (the columns scaled by ``gt``: pseudo-precisions spread over many decades)."""
+        post, view = self.post, self.view
+        A = view.A.toarray() if hasattr(view.A, "toarray") else np.asarray(view.A)
+        V = post.covariance(cur.st)
+        t3, t4 = view.higher_terms(self.fams, cur.mt, cur.vt)
+        S = np.square((A @ V) @ A.T)
+        gt = cur.st.gt
+        N, D = A.shape
+        J = np.empty((D + N, D + N))
+        J[:D, :D] = -(post.P + (A.T * cur.gamma) @ A)
+        J[:D, D:] = (0.5 * (A.T * t3) @ S) * gt
+        J[D:, :D] = t3[:, None] * A
+        J[D:, D:] = -(0.5 * t4[:, None] * S) * gt
+        J[D:, D:][np.diag_indices(N)] -= gt
+        rhs = -np.concatenate([post.gradient(cur.st, cur.alpha), cur.gamma - gt])
+        dx = np.linalg.solve(J, rhs)
+        return dx[:D], dx[D:]
+
+    def _fp_newton(self, cur):
+        """``(next state or None, rejected trials)``: the fixed-point Newton step (NEWTON_FP) from ``cur`` at lengths
+        1, 1/2, ... >= NEWTON_FP_MIN, the first that lowers -ELBO beyond the rounding of its sum (or within it and lowers
+        the largest residual, as every step of the rule); None (and the backoff) when none does."""
+        rejected = 0
+        try:
+            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                dm, dl = self._fp_direction(cur)
+        except (np.linalg.LinAlgError, ValueError):
+            dm = None
+        t = 1.0
+        while dm is not None and np.all(np.isfinite(dm)) and np.all(np.isfinite(dl)) and t >= NEWTON_FP_MIN:
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    st2 = self.post.state_of(cur.st.m + t * dm,
+                                             cur.st.gt * np.exp(np.clip(t * dl, -NEWTON_FP_LOG, NEWTON_FP_LOG)))
+                    f2, a2, g2, mt2, vt2 = self.evaluate(st2)
+            except np.linalg.LinAlgError:
+                f2 = math.nan
+            if math.isfinite(f2) and f2 - cur.f <= ROUNDING * self.scale:
+                res2 = self.post.residuals(st2, a2, g2, vt2)
+                if cur.f - f2 > ROUNDING * self.scale or max(res2) < max(cur.res):
+                    self.accepted += 1
+                    self.fp_accepted += 1
+                    self.fp_backoff = 1
+                    return Cur(st2, f2, a2, g2, mt2, vt2, res2), rejected
+            rejected += 1
+            t *= 0.5
+        self.fp_skip = self.fp_backoff
+        self.fp_backoff = min(2 * self.fp_backoff, NEWTON_FP_BACKOFF)
+        return None, rejected
 
     def _near_quadratic(self, cur):
         """Whether every predictor's standard deviation at the start is at most FIRST_SD (the scale on which the
@@ -589,6 +688,13 @@ class KLProx:
         fixed = opts.step_rule == "fixed"
         first, rejected = True, 0
         newton_dir = None
+        if self.fp_newton:
+            if self.fp_skip:
+                self.fp_skip -= 1
+            elif self._stiff(cur):
+                new, rejected = self._fp_newton(cur)
+                if new is not None:
+                    return new, beta, None, "", rejected
         if self.anderson is not None and not self.first_steps:
             new, proposed = self._anderson(cur)
             if new is not None:
@@ -719,6 +825,8 @@ class KLProx:
             extra["mean_step_switches"] = list(self.switches)
         if self.anderson is not None:
             extra["anderson_steps"] = self.anderson.accepted
+        if self.fp_newton:
+            extra["newton_steps"] = self.fp_accepted
         return self.finish(cur, status, msg, rejected=rejected, beta=beta, prior_evaluations=self.prior_evaluations,
                            **extra)
 

@@ -319,6 +319,23 @@ class LikelihoodView:
             out[ps] = (cf[:, None, None] * fam.mean_hessian(mt[rs].reshape(-1, J))).ravel()
         return out
 
+    def stiff_variance(self, fams) -> bool:
+        """Whether the fixed-point Newton step applies (the solver's ``NEWTON_FP``): 1-D rows only, every family with
+        closed-form third and fourth expected derivatives (``Family.higher_moments``), and at least one ``exp`` row,
+        whose expectation ``exp(mt + vt/2)`` grows exponentially with the predictor variance."""
+        return (self.diagonal and not self.groups and any(kind == "exp" for kind, _ in self.blocks)
+                and all(getattr(fams[kind], "higher_moments", False) for kind, _ in self.blocks))
+
+    def higher_terms(self, fams, mt, vt):
+        """``(t3, t4)`` per row, ``coef * E[l^(3)]`` and ``coef * E[l^(4)]`` (the linear parts have none), for a view with
+        :meth:`stiff_variance`: ``d alpha/d mt = gamma``, ``d alpha/d vt = t3/2``, ``d gamma/d mt = t3``,
+        ``d gamma/d vt = t4/2``."""
+        t3, t4 = np.empty(self.N), np.empty(self.N)
+        for kind, sl in self.blocks:
+            e3, e4 = fams[kind].higher(mt[sl], np.maximum(vt[sl], 1e-300))
+            t3[sl], t4[sl] = self.coef[sl] * e3, self.coef[sl] * e4
+        return t3, t4
+
     def terms(self, fams, mt, vt):
         """``(sum_n E[coef_n l_n + lin_n u_n], magnitude, alpha, gamma)`` at predictor means ``mt`` and pattern
         covariances ``vt``: ``alpha = dE/dmt`` (N), ``gamma = 2 dE/dVt`` on the pattern."""
