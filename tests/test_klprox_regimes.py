@@ -282,17 +282,17 @@ def test_poisson_counts_up_to_1e4_and_all_zero():
         _check_ref(r, *M.fit())
 
 
-def test_poisson_all_zero_counts_with_a_wide_prior_is_reported_as_not_converged():
+def test_poisson_all_zero_counts_with_a_wide_prior_converges():
     """All-zero counts with delta = 1e4: the posterior of the intercept sits at -100 or below with curvatures
-    E[exp u] ~ 1e-2 that change by e^{dv/2} with the variance; the damped steps crawl (docs/klprox.md, section 6c).
-    The run must say so (a limit status), and what it reports must be what it returns."""
+    E[exp u] ~ 1e-2 that change by e^{dv/2} with the variance. The damped steps crawled (docs/klprox.md, section 6c:
+    'iteration_limit' at 300 iterations, residual > 1e-3); the fixed-point Newton step (section 4) converges."""
     g = np.random.default_rng(3)
     X = g.normal(size=(150, 3))
     M = _glm_model(X, np.zeros(150), "poisson", 1e4)
     r = _solve(glm_program(X, np.zeros(150), "poisson", prior_var=1e4), max_iter=300)
-    assert r.status == "iteration_limit"
-    _check_run(r, M, converged=False)
-    assert M._residual(r.x, r.info["covariance"]) > 1e-3
+    _check_run(r, M)
+    assert r.info["newton_steps"] > 0
+    assert M._residual(r.x, r.info["covariance"]) <= 1e-7
 
 
 def test_laplace_with_outliers_of_1e4():

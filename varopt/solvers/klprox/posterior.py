@@ -652,9 +652,13 @@ class FullGaussian(_Base):
         if getattr(st, "LB", None) is not None:
             # g^T V g = g^T Sigma g - ||L_B^-1 G^1/2 A Sigma g||^2 (relative error ~ eps ||B|| <= WOODBURY_COND_TOL)
             g = self.gradient(st, alpha)
-            Sg, ASg = self._sigma_g(st, g)
-            u = st.LBinv @ (st.sg * ASg)
-            return (float(np.sqrt(max(float(g @ Sg - u @ u), 0.0))),
+            # a state whose exp rows overflow (a wide prior's start, E[exp u] ~ 1e76) has an infinite gradient: its
+            # residual is inf or nan (such states are rejected by the ELBO test), not a warning to the user
+            with np.errstate(over="ignore", invalid="ignore"):
+                Sg, ASg = self._sigma_g(st, g)
+                u = st.LBinv @ (st.sg * ASg)
+                rm = float(g @ Sg - u @ u)
+            return (float(np.sqrt(rm if rm > 0 else (0.0 if rm <= 0 else math.inf))),
                     self.view.curvature_residual(gamma, st.gt, vt))
         g = _tri(st.L, self.gradient(st, alpha))
         if st.gt is None:  # precision held directly (stochastic variant): ||L^-1 (P + A^T Gamma A) L^-T - I||_F
