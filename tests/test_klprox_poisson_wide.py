@@ -92,12 +92,13 @@ def _check(r, M, ftol=1e-10):
     assert np.max(np.abs(V - rV)) <= 1e-6 * np.max(np.abs(rV)), np.max(np.abs(V - rV))
 
 
-@pytest.mark.parametrize("delta,most", [(1e3, 150), (1e4, 400)])
+@pytest.mark.parametrize("delta,most", [(1e3, 150), (1e4, 300)])
 def test_all_zero_counts_under_a_wide_prior_converge_fast(delta, most):
     """Before: 6095 and 38457 iterations ('iteration_limit' at the default max_iter = 2000)."""
     X, y = _zero_counts()
     r = _solve(glm_program(X, y, "poisson", prior_var=delta))
-    assert r.iterations <= most, r.iterations
+    # iterations and rejected trials (evaluations): 71 and 240 here; without the cap on the log step 80 and 387
+    assert r.iterations + r.info["rejected_steps"] <= most, (r.iterations, r.info["rejected_steps"])
     assert r.info["newton_steps"] > 0
     F = np.hstack([X, np.ones((50, 1))])
     _check(r, _model(F, y, delta))
