@@ -72,7 +72,7 @@ def _lbfgs(M, sd0=0.05):
     x[D:][diag] = math.log(sd0)
     for _ in range(3):
         x = so.minimize(fun, x, jac=True, method="L-BFGS-B",
-                        options=dict(maxiter=20000, maxfun=40000, gtol=1e-12, ftol=1e-16, maxcor=30)).x
+                        options={"maxiter": 20000, "maxfun": 40000, "gtol": 1e-12, "ftol": 1e-16, "maxcor": 30}).x
     m, C = unpack(x)
     return m, C @ C.T, fun(x)[0]
 

@@ -197,6 +197,11 @@ NEWTON_FP_BACKOFF = 16
 #: the damped steps are fast and cheaper than the Newton system (the 36 Poisson models of benchmarks/klprox_step_rules.py,
 #: delta <= 1, never reach it: trajectories unchanged)
 NEWTON_FP_STIFF = 1.0
+#: parameterization='auto' on N < D: the full form (whose (m, gt) the Newton step works on) instead of the dual one when the
+#: Newton step applies and N + D <= NEWTON_FP_SWITCH. Beyond it the full form's D x D factors cost more than the dual
+#: steps save where the map is not stiff (N = 20, D = 200 / 500, delta = 1: 2x / 4x the time of the dual run), so the
+#: dual form (and its slow tail under wide priors) is kept there
+NEWTON_FP_SWITCH = 150
 
 
 class Cur(NamedTuple):
@@ -282,7 +287,9 @@ class KLProxSolver(Solver):
                float, positive, "must be positive"),
         Option("parameterization", "auto", "'full': N(m, V) with a D x D precision factor (updates (16)-(17)); "
                "'dual': the N-dimensional predictor space of update (19) (N < D, e.g. Gaussian processes); "
-               "'auto': dual when there are fewer likelihood terms than variables", ("auto", "full", "dual")),
+               "'auto': dual when there are fewer likelihood terms than variables (but full for models of exp and "
+               "square rows with N + D <= 150 under the default rule: Newton steps on stiff Poisson tails)",
+               ("auto", "full", "dual")),
         Option("quadrature_nodes", 100, "Gauss-Hermite nodes of the logistic expectation for predictor variances "
                "<= 2 (larger variances use a graded Gauss-Legendre rule)", int, lambda v: v >= 20,
                "must be >= 20"),
@@ -349,7 +356,7 @@ class KLProxSolver(Solver):
                 # the fixed-point Newton step (NEWTON_FP) works on the full form's (m, gt); where it applies it
                 # replaces the dual form's damped steps (Poisson, N = 23 < D = 35: 3588 dual iterations against 102)
                 newton = (NEWTON_FP and opts.mean_step == "auto" and opts.step_rule == "adaptive" and not variant
-                          and view.stiff_variance(fams) and view.N + view.D <= NEWTON_FP_MAX)
+                          and view.stiff_variance(fams) and view.N + view.D <= NEWTON_FP_SWITCH)
                 kind = "dual" if view.N < view.D and not variant and not newton else "full"
             # the full form's state in the predictor space (Woodbury) for the proximal-gradient iterations; the
             # variants read the precision's factor of every state
