@@ -36,6 +36,12 @@ VI with step ``1 - r``; at ``beta -> inf`` the Newton-like NGD step of learning 
 tail of GP classification with a large signal variance), and back when (16) stalls. Both steps pass the same
 exact-ELBO acceptance test and have the same fixed points (docs/klprox.md, section 4).
 
+Newton steps on the fixed-point equations (NEWTON_FP). On ``exp`` (Poisson) rows pushed far below zero by a wide prior
+``E[exp u] = exp(mt + vt/2)`` makes the covariance map stiff (slope ``-gamma vt^2 / 2``) and couples the mean and the
+variance along ``mt + vt/2``; there the step tried first is Newton's on ``g = 0``, ``gamma(m, gt) = gt`` in
+``(m, log gt)`` (Price's theorem for the derivatives), at lengths 1, 1/2, ... under the same exact-ELBO test
+(docs/klprox.md, section 4).
+
 Anderson steps (:mod:`.anderson`). On softmax rows under the quadrature (the deterministic adaptive method with
 ``mean_step='auto'``, full parameterization) the step tried first is Anderson's extrapolation of the last pairs of the
 undamped natural step; it replaces the plain step when it passes the same exact-ELBO test (docs/klprox.md, section 4).
