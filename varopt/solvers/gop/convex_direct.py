@@ -518,8 +518,8 @@ def _uses(e: Expression, j):
     return k
 
 
-def _pnorm_terms(program, obj, defs, n):
-    """The objective's p-norm terms ``c (lam q)^(1/p)`` (``c > 0``; the atom ``-u^(1/p)`` with a negative coefficient) of a
+def _pnorm_terms(program, obj, defs, n, owner=None):
+    """The p-norm terms of the objective (``owner`` None) or of the ``<=`` form ``obj`` of the row named ``owner`` ``c (lam q)^(1/p)`` (``c > 0``; the atom ``-u^(1/p)`` with a negative coefficient) of a
     ``product`` column ``q = sum_i w_i z_i^p`` (``w_i > 0``, ``z_i`` affine, ``p > 1``) that nothing else holds: ``(group,
     row, q, c lam^(1/p), p, [(w_i^(1/p) A_i, w_i^(1/p) b_i)], definition row)``. Each is ``c ||W z||_p``, convex in
     ``z``, which the lifted form hides (``q^(1/p)`` is concave in ``q``)."""
@@ -546,7 +546,10 @@ def _pnorm_terms(program, obj, defs, n):
             if P is None or h.kernel.arity != 1 or abs(P * alpha - 1.0) > 1e-12:
                 continue
             # q only in this term and its definition
-            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints if c.name != a.constraint):
+            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints
+                                         if c.name not in (a.constraint, owner)):
+                continue
+            if owner is not None and _uses(program.objective, q):
                 continue
             w = h.coef ** (1.0 / P)
             args = [(np.asarray(h.A[i].todense()).ravel() * w[i], float(h.b[i] * w[i])) for i in range(len(h))]
@@ -554,13 +557,15 @@ def _pnorm_terms(program, obj, defs, n):
     return out
 
 
-def _pnorm_cones(terms, obj, n, lb):
-    """``(objective without the terms, the new columns' objective coefficients (length ``ncols``), linear rows with
-    their tags, cones, ncols)``: each term ``c ||z||_p`` as ``c s`` with the power
-    cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|`` and ``sum_i r_i <= s`` (``||z||_p <= s`` iff such ``r`` exist: ``|z_i|^p <=
-    r_i s^(p - 1)`` summed), over the new columns ``s, r_1, ...`` after the program's ``n``; ``z_i >= 0`` rows where the
-    power's domain requires it (tagged as domain rows)."""
-    N = n + sum(1 + len(t[5]) for t in terms)
+def _pnorm_cones(terms, obj, n, lb, col=None, N=None):
+    """``(expression without the terms, the new columns' coefficients in it (length ``N``), linear rows with
+    their tags, cones, N)``: each term ``c ||z||_p`` of ``obj`` (the objective or a row's ``<=`` form) as ``c s`` with the
+    power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|`` and ``sum_i r_i <= s`` (``||z||_p <= s`` iff such ``r`` exist:
+    ``|z_i|^p <= r_i s^(p - 1)`` summed), over new columns ``s, r_1, ...`` from ``col`` (default the program's ``n``) of
+    the form's ``N``; ``z_i >= 0`` rows where the power's domain requires it (tagged as domain rows). In a row the
+    replacement is exact as in the objective: ``||z||_p <= s`` with ``s`` entering the row with a positive coefficient."""
+    col = n if col is None else col
+    N = n + sum(1 + len(t[5]) for t in terms) if N is None else N
     drop = {}
     for gi, r, *_ in terms:
         drop.setdefault(gi, []).append(r)
@@ -572,7 +577,7 @@ def _pnorm_cones(terms, obj, n, lb):
                                    None if g.A2 is None else g.A2[keep], None if g.b2 is None else g.b2[keep]))
     lin = np.zeros(N)
     base = Expression(n, obj.constant, obj.linear.copy(), obj.quadratic, atoms, obj.lse)
-    linear, cones, col = [], [], n
+    linear, cones = [], []
     for _gi, _r, _q, c, P, args, _name, kern in terms:
         s, rs = col, list(range(col + 1, col + 1 + len(args)))
         col += 1 + len(args)
@@ -620,14 +625,37 @@ def convex_form(program, aux=None):
     # the objective first: most nonconvex programs (bilinear, concave) fail here, before any row is examined
     obj, outer = program.objective, None
     terms = _pnorm_terms(program, obj, defs, n)
+    # p-norms in <= rows (norm(x, 4) <= t, pnorm(z, 3) + pnorm(w, 1.5) <= 1 - t): the same power cones
+    row_terms = {}
+    for c in program.constraints:
+        if (c.name in defs or c.body.is_linear or (np.isfinite(c.lo) and np.isfinite(c.hi))
+                or _single_atom(c.body) is not None):      # pnorm(y, 3) <= 1: an interval of q (below)
+            continue
+        expr, hi = (c.body, c.hi) if np.isfinite(c.hi) else (c.body.scaled(-1.0), -c.lo)
+        t = _pnorm_terms(program, expr, defs, n, owner=c.name)
+        if t:
+            row_terms[c.name] = (expr, hi, t)
+    all_terms = terms + [t for _e, _h, ts in row_terms.values() for t in ts]
     pnorm = None
-    if terms:
+    if all_terms:
         # p-norms among other terms as power cones (over new columns after the program's)
-        obj, s_cost, pn_linear, pn_cones, N = _pnorm_cones(terms, obj, n, lb)
-        pnorm = (s_cost, N, {t[6] for t in terms}, [t[2] for t in terms])
-        notes.append(f"{len(terms)} p-norm term(s) of the objective as power cones")
+        N = n + sum(1 + len(t[5]) for t in all_terms)
+        col = n
+        s_cost, pn_linear, pn_cones = np.zeros(N), [], []
+        if terms:
+            obj, s_cost, pn_linear, pn_cones, _ = _pnorm_cones(terms, obj, n, lb, col, N)
+            col += sum(1 + len(t[5]) for t in terms)
+        for name, (expr, hi, ts) in list(row_terms.items()):
+            base, s_row, lin_r, cones_r, _ = _pnorm_cones(ts, expr, n, lb, col, N)
+            col += sum(1 + len(t[5]) for t in ts)
+            row_terms[name] = (base, hi, s_row)
+            pn_linear += lin_r
+            pn_cones += cones_r
+        pnorm = (s_cost, N, {t[6] for t in all_terms}, [t[2] for t in all_terms])
+        notes.append(f"{len(all_terms)} p-norm term(s) as power cones"
+                     + (f" (in rows {', '.join(row_terms)})" if row_terms else ""))
     why = convex_expression(obj)
-    if why is not None and pnorm is not None:
+    if why is not None and terms:
         return None, f"the objective: {why}"
     if why is not None:
         one = _single_atom(obj)
@@ -682,6 +710,18 @@ def convex_form(program, aux=None):
         body = c.body
         if body.is_linear:
             add_lin(body, c.lo, c.hi)
+            continue
+        if c.name in row_terms:
+            base, hi, s_row = row_terms[c.name]
+            why = convex_expression(base)
+            if why is not None:
+                return None, f"constraint {c.name}: {why}"
+            expr = _widen(base, pnorm[1])
+            expr.linear = expr.linear + s_row
+            if expr.is_linear:      # norm(x, 4) <= t: s - t <= 0
+                add_lin(expr, -math.inf, hi)
+            else:
+                add_row(expr, hi)
             continue
         one = _single_atom(body)
         if one is not None:
@@ -998,6 +1038,7 @@ def _solve_form(form, n, clock=None):
         # phase I (Boyd & Vandenberghe 2004, §11.4.1): min sigma s.t. r_i(x) <= sigma, ||u_c|| <= x_s + sigma, the
         # linear rows, sigma >= -1; stopped at the first point with sigma < 0
         m = n + 1
+        x_start = x
         z = np.append(x, worst + 1.0)
         Gz = np.vstack([np.hstack([G, np.zeros((G.shape[0], 1))]), np.append(np.zeros(n), -1.0)[None, :]])
         hz = np.append(h, 1.0)
@@ -1010,8 +1051,26 @@ def _solve_form(form, n, clock=None):
                                              stop=lambda zz: zz[-1] < -1e-9 * max(1.0, abs(worst)))
         info["phase1_newton_steps"] = st1
         x = z[:-1]
-        if not (all(r.value(x) < 0 for r in rows) and all(c.slack(x) > 0 for c in cones)
-                and (not G.shape[0] or np.all(G @ x - h < 0))):
+
+        def strictly_inside(x):
+            return (all(r.value(x) < 0 for r in rows) and all(c.slack(x) > 0 for c in cones)
+                    and (not G.shape[0] or bool(np.all(G @ x - h < 0))))
+        if not strictly_inside(x) and not (clock is not None and clock()):
+            # the phase-I barrier can be unbounded below along columns no row bounds (a p-norm objective's cone
+            # columns s, r_i: their barrier falls as they grow, 1e11 after 39 steps with sigma still > 0 while a
+            # row's cone needed sigma < 0); once more inside a box around the start, which only adds rows: a point
+            # found is strictly feasible for the program, a failure proves nothing (no infeasibility claim from it)
+            M = 1e4 * max(1.0, _inf_norm(x_start))
+            I = np.eye(n)
+            Gb = np.vstack([Gz, np.hstack([I, np.zeros((n, 1))]), np.hstack([-I, np.zeros((n, 1))])])
+            hb = np.concatenate([hz, x_start + M, M - x_start])
+            zb, _, _, st2, _ = _barrier_method(_Linear(c1), Gb, hb, Ez, e, rows1, cones1,
+                                               np.append(x_start, worst + 1.0), clock=clock,
+                                               stop=lambda zz: zz[-1] < -1e-9 * max(1.0, abs(worst)))
+            info["phase1_newton_steps"] += st2
+            if strictly_inside(zb[:-1]):
+                x = zb[:-1]
+        if not strictly_inside(x):
             if clock is not None and clock():
                 return {"status": "stalled", "info": info, "reason": "the time limit"}
             L1, res1 = _lagrangian_bound(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, t1, nu1)
