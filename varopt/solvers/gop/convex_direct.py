@@ -19,9 +19,10 @@ disguise and writes that program:
   ``s = sqrt(a b)`` of a geometric mean's tree (``a``, ``b`` affine and provably ``>= 0``) becomes its hypograph, the
   rotated cone ``||(2 s, a - b)|| <= a + b`` (:func:`_hypograph_rows`), exact where every other occurrence is
   nonincreasing in ``s``;
-* **p-norms among other terms**: an objective term ``c q^(1/p)`` of a column ``q = sum_i w_i z_i^p`` (``c ||W z||_p``)
-  becomes ``c s`` with the power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|``, ``sum_i r_i <= s`` over new columns
-  (:class:`PowerCone`, :func:`_pnorm_cones`);
+* **p-norms among other terms**: a term ``c q^(1/p)`` (``c > 0``) of the objective or of a ``<=`` row (a ``>=`` row
+  negated; ``norm(x, 4) <= t``) of a column ``q = sum_i w_i z_i^p`` (``c ||W z||_p``) that nothing else holds becomes
+  ``c s`` with the power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|``, ``sum_i r_i <= s`` over new columns
+  (:class:`PowerCone`, :func:`_pnorm_cones`); a row with one term only keeps the monotone-atom rule below;
 * **monotone outer atoms**: a row ``lo <= c_0 + c g(a^T x + b) <= hi`` whose only term is one atom with ``g``
   strictly monotone on its domain is the interval row ``u_lo <= a^T x + b <= u_hi`` (``q^(2/3) <= 1`` is
   ``q <= 1``); an objective ``c_0 + c g(u)`` of that form is minimised through ``u`` (``min q^(1/3)`` as
@@ -33,7 +34,8 @@ disguise and writes that program:
 :func:`solve_convex` then runs the barrier method (Boyd & Vandenberghe 2004, Algorithm 11.1: Newton centering
 with the equality rows, the logarithmic barriers of the linear rows, the convex rows and each cone's
 ``-log(s^2 - ||u||^2)``), from a strictly feasible point (the phase-I problem ``min sigma s.t. r_i(x) <= sigma``,
-§11.4.1, when the linear interior point violates a nonlinear row). Certificate (weak Lagrangian duality, §5.2): at
+§11.4.1, when the linear interior point violates a nonlinear row; retried inside a box around the start when its
+barrier runs off along columns no row bounds, a retry that can find a point but proves nothing). Certificate (weak Lagrangian duality, §5.2): at
 the final ``x`` with multipliers ``(lambda, nu)`` re-chosen by one LP so that ``grad_x L = 0``,
 
 .. math::  d(\lambda, \nu) = L(x, \lambda, \nu) = f(x) + \sum_i \lambda_i r_i(x) + \nu^T (E x - e) \le f^\star,
