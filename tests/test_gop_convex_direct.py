@@ -490,3 +490,50 @@ def test_pnorm_rows_unbounded_report_a_ray_and_concave_uses_are_refused():
     prog.constraints[row] = dataclasses.replace(con, body=con.body.scaled(-1.0))
     form, why = convex_form(prog)
     assert form is None and why, why
+
+
+def _harmonic_terms():
+    v = cp.Variable(4)
+    B = np.array([[1.0, 2.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 1.0, 3.0]])
+    return {
+        "bounded box": lambda: cp.Problem(cp.Maximize(cp.harmonic_mean(v) - 0.5 * v[0]), [v <= 10]),
+        "affine argument and squares": lambda: cp.Problem(cp.Maximize(3 * cp.harmonic_mean(B @ v + 1)
+                                                                      - cp.sum_squares(v))),
+        "minimised form": lambda: cp.Problem(cp.Minimize(0.1 * cp.sum(v) - cp.harmonic_mean(v)),
+                                             [cp.sum(v) <= 4, v[0] <= 0.5]),
+    }
+
+
+@pytest.mark.parametrize("name", list(_harmonic_terms()))
+def test_harmonic_means_among_other_terms_are_rotated_cones(name):
+    """``harmonic_mean(z)`` next to other terms compiles to ``-K q^(-1)``, ``q = sum 1/z_i`` (concave in ``q``), which the
+    convex path refused; as ``-s`` with ``s^2 <= y_i z_i``, ``sum y_i <= K s`` it is one barrier solve, Clarabel's value
+    between the bounds."""
+    make = _harmonic_terms()[name]
+    ref = make()
+    ref.solve(solver="CLARABEL")
+    prob = make()
+    got = prob.solve(method="gop", time_limit=5)
+    res = result_of(prob)
+    assert prob.status == "optimal" and res.info.get("mode") == "convex", (prob.status, res.info)
+    tol = 1e-7 * max(1.0, abs(ref.value))
+    lo, up = sorted((res.lower_bound, res.upper_bound))
+    assert abs(got - ref.value) <= 1e-6 * max(1.0, abs(ref.value)) and lo - tol <= ref.value <= up + 2 * tol
+    assert abs(prob.objective.value - got) <= 1e-7 * max(1.0, abs(got))
+    for con in prob.constraints:
+        assert float(np.max(con.violation())) <= 1e-6
+
+
+def test_unbounded_harmonic_mean_objectives_are_not_certified_optimal():
+    """``max harmonic_mean(v) - 0.5 v[0]`` over a free ``v`` is unbounded (the mean grows like ``s`` along ``v = s 1``;
+    Clarabel: unbounded). The tree certified ``optimal 1e-4`` with lower = upper after one node (its bound tightening
+    pinned ``v`` at 2e-4 through LPs answered within HiGHS's tolerances, docs/gop.md §13h); now a checked ray."""
+    v = cp.Variable(4)
+    for make in (lambda: cp.Problem(cp.Maximize(cp.harmonic_mean(v) - 0.5 * v[0])),
+                 lambda: cp.Problem(cp.Maximize(cp.harmonic_mean(v) - 0.1 * cp.sum(v)))):
+        ref = make()
+        ref.solve(solver="CLARABEL")
+        assert ref.status == "unbounded"
+        prob = make()
+        prob.solve(method="gop", time_limit=5)
+        _assert_ray(prob)

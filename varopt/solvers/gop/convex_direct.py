@@ -23,6 +23,8 @@ disguise and writes that program:
   negated; ``norm(x, 4) <= t``) of a column ``q = sum_i w_i z_i^p`` (``c ||W z||_p``) that nothing else holds becomes
   ``c s`` with the power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|``, ``sum_i r_i <= s`` over new columns
   (:class:`PowerCone`, :func:`_pnorm_cones`); a row with one term only keeps the monotone-atom rule below;
+* **harmonic means among other objective terms** (when no p-norm term is taken): ``-K / q``, ``q = sum_i w_i / z_i``,
+  becomes ``-s`` with the rotated cones ``s^2 <= y_i z_i``, ``sum_i w_i y_i <= K s``, ``s >= 0`` (:func:`_harmonic_cones`);
 * **monotone outer atoms**: a row ``lo <= c_0 + c g(a^T x + b) <= hi`` whose only term is one atom with ``g``
   strictly monotone on its domain is the interval row ``u_lo <= a^T x + b <= u_hi`` (``q^(2/3) <= 1`` is
   ``q <= 1``); an objective ``c_0 + c g(u)`` of that form is minimised through ``u`` (``min q^(1/3)`` as
@@ -559,6 +561,76 @@ def _pnorm_terms(program, obj, defs, n, owner=None):
     return out
 
 
+def _harmonic_terms(program, obj, defs, n):
+    """The objective's harmonic-mean terms ``-K / q`` (the atom ``u^(-1)`` of ``lam q`` with a negative coefficient,
+    ``K = -coef / lam > 0``) of a ``product`` column ``q = sum_i w_i z_i^(-1)`` (``w_i > 0``, ``z_i`` affine) that
+    nothing else holds: ``(group, row, q, K, [w_i], [(A_i, b_i)], definition row)``. ``-K / sum_i (w_i / z_i)`` is
+    convex in ``z > 0`` (minus a weighted harmonic mean: CVXPY's ``harmonic_mean``), though ``-K / q`` is concave in
+    ``q``."""
+    by_col = {a.index: a for a in defs.values() if a.kind == "product"}
+    out = []
+    for gi, g in enumerate(obj.atoms):
+        if getattr(g.kernel, "p", None) != -1.0:
+            continue
+        for r in range(len(g)):
+            row = g.A[r]
+            if g.coef[r] >= 0 or g.mult[r] >= 0 or g.b[r] != 0 or row.nnz != 1 or row.data[0] <= 0:
+                continue
+            q = int(row.indices[0])
+            a = by_col.get(q)
+            if a is None:
+                continue
+            d = a.definition if a.definition.n == n else _widen(a.definition, n)
+            if (d.lse or len(d.quadratic) or d.constant != 0.0 or d.linear_items()[0].size or len(d.atoms) != 1
+                    or np.any(d.atoms[0].mult >= 0) or np.any(d.atoms[0].coef <= 0)
+                    or getattr(d.atoms[0].kernel, "p", None) != -1.0 or d.atoms[0].kernel.arity != 1):
+                continue
+            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints if c.name != a.constraint):
+                continue
+            h = d.atoms[0]
+            args = [(np.asarray(h.A[i].todense()).ravel(), float(h.b[i])) for i in range(len(h))]
+            out.append((gi, r, q, float(-g.coef[r] / row.data[0]), h.coef.astype(float), args, a.constraint))
+    return out
+
+
+def _harmonic_cones(terms, obj, n, N):
+    """``(objective without the terms, the new columns' objective coefficients, linear rows with tags, cones)``: each
+    ``-K / sum_i (w_i / z_i)`` as ``-s`` over new columns ``s, y_1, ...`` (after ``n``) with ``s >= 0``,
+    ``sum_i w_i y_i <= K s`` and the rotated cones ``s^2 <= y_i z_i`` (``||(2 s, y_i - z_i)|| <= y_i + z_i``): for
+    ``s > 0`` these give ``s sum_i w_i / z_i <= K``, i.e. ``s`` below the mean, and ``y_i = s^2 / z_i`` attains it, so
+    minimising ``-s`` is minimising the term (the mean is ``>= 0``, so ``s >= 0`` loses nothing)."""
+    drop = {}
+    for gi, r, *_ in terms:
+        drop.setdefault(gi, []).append(r)
+    atoms = []
+    for gi, g in enumerate(obj.atoms):
+        keep = np.setdiff1d(np.arange(len(g)), drop.get(gi, []))
+        if keep.size:
+            atoms.append(AtomGroup(g.kind, g.coef[keep], g.A[keep], g.b[keep], g.mult[keep],
+                                   None if g.A2 is None else g.A2[keep], None if g.b2 is None else g.b2[keep]))
+    base = Expression(n, obj.constant, obj.linear.copy(), obj.quadratic, atoms, obj.lse)
+    cost, linear, cones, col = np.zeros(N), [], [], n
+    for _gi, _r, _q, K, w, args, _name in terms:
+        s, ys = col, list(range(col + 1, col + 1 + len(args)))
+        col += 1 + len(args)
+        cost[s] = -1.0
+        e_s = np.zeros(N)
+        e_s[s] = 1.0
+        linear.append((Expression(N, 0.0, e_s), 0.0, math.inf, None))
+        row = np.zeros(N)
+        row[ys] = w
+        row[s] = -K
+        linear.append((Expression(N, 0.0, row), -math.inf, 0.0, None))
+        for (a, b), yi in zip(args, ys):
+            za = np.zeros(N)
+            za[:n] = a
+            e_y = np.zeros(N)
+            e_y[yi] = 1.0
+            F = np.vstack([2.0 * e_s, e_y - za])
+            cones.append(Cone(F, np.array([0.0, -b]), e_y + za, b, factors=(e_y, 0.0, za, b)))
+    return base, cost, linear, cones
+
+
 def _pnorm_cones(terms, obj, n, lb, col=None, N=None):
     """``(expression without the terms, the new columns' coefficients in it (length ``N``), linear rows with
     their tags, cones, N)``: each term ``c ||z||_p`` of ``obj`` (the objective or a row's ``<=`` form) as ``c s`` with the
@@ -639,6 +711,14 @@ def convex_form(program, aux=None):
             row_terms[c.name] = (expr, hi, t)
     all_terms = terms + [t for _e, _h, ts in row_terms.values() for t in ts]
     pnorm = None
+    hterms = [] if all_terms else _harmonic_terms(program, obj, defs, n)
+    if hterms:
+        # minus harmonic means (maximised harmonic_mean next to other terms) as rotated cones over new columns
+        N = n + sum(1 + len(t[5]) for t in hterms)
+        obj, s_cost, pn_linear, pn_cones = _harmonic_cones(hterms, obj, n, N)
+        pnorm = (s_cost, N, {t[6] for t in hterms}, [t[2] for t in hterms])
+        notes.append(f"{len(hterms)} harmonic-mean term(s) of the objective as rotated cones")
+        terms = hterms
     if all_terms:
         # p-norms among other terms as power cones (over new columns after the program's)
         N = n + sum(1 + len(t[5]) for t in all_terms)
@@ -796,7 +876,8 @@ def convex_form(program, aux=None):
     obj = wide(obj)
     obj.linear = obj.linear + s_cost
     linear = [(wide(e), lo, hi) for e, lo, hi in linear]
-    rows = [r if isinstance(r, PowerCone) else r.padded(k) if isinstance(r, Cone) else (wide(r[0]), r[1]) for r in rows]
+    rows = [r if isinstance(r, PowerCone) or (isinstance(r, Cone) and r.F.shape[1] == N)
+            else r.padded(k) if isinstance(r, Cone) else (wide(r[0]), r[1]) for r in rows]
     return ConvexForm(obj, linear, rows, np.concatenate([lb, np.full(k, -math.inf)]),
                       np.concatenate([ub, np.full(k, math.inf)]), outer, notes, ncols=N), None
 
