@@ -6,6 +6,8 @@ Reference: CVXPY + Clarabel on the same problem (convex, DCP). Each certified op
 1e-6 relative, its lower bound must not exceed Clarabel's value (the duality certificate checked from the outside),
 the values loaded into the user's variables must reproduce the objective and satisfy every constraint to 1e-6. Random
 data are seeded."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -427,3 +429,111 @@ def test_pnorms_maximised_or_shared_are_not_power_cones():
     form, why = convex_form(compile_cvxpy(cp.Problem(cp.Minimize(cp.pnorm(y, 3) - cp.sum(y)),
                                                      [cp.pnorm(y, 3) >= 0.5]))[0])
     assert form is None and why, why
+
+
+def _pnorm_rows():
+    """p-norms inside ``<=`` rows next to other terms (seeded data). Before, each raised "the relaxation is unbounded
+    below ... declare bounds" (the lifted ``q^(1/p)`` of a row is concave in ``q``, so the row was not convex and the tree
+    needed boxes) although Clarabel solves them."""
+    rng = np.random.default_rng(1)
+    A, b, c = rng.normal(size=(6, 4)), rng.normal(size=6), rng.normal(size=4)
+    v, t = cp.Variable(4), cp.Variable()
+    return {
+        "two p-norms <= t": lambda: cp.Problem(cp.Minimize(3 * t + c @ v), [cp.norm(v - 1, 4) + cp.norm(v, 1.5) <= t]),
+        "p-norm and squares <= 5": lambda: cp.Problem(cp.Maximize(c @ v),
+                                                     [cp.pnorm(A @ v - b, 3) + cp.sum_squares(v) <= 5]),
+        # an objective p-norm next to a row p-norm: phase I's barrier ran off along the objective's cone columns
+        # (1e11 with sigma still 1.37 > 0) and the convex path was abandoned for the tree (the time limit)
+        "p-norm row and objective": lambda: cp.Problem(cp.Minimize(cp.pnorm(A @ v - b, 3) + t),
+                                                      [cp.pnorm(v, 1.5) <= t, t <= 2]),
+    }
+
+
+@pytest.mark.parametrize("name", list(_pnorm_rows()))
+def test_pnorms_in_rows_are_power_cones_with_a_certificate(name):
+    make = _pnorm_rows()[name]
+    ref = make()
+    ref.solve(solver="CLARABEL")
+    assert ref.status == "optimal"
+    prob = make()
+    got = prob.solve(method="gop", time_limit=5)
+    res = result_of(prob)
+    assert prob.status == "optimal" and res.info.get("mode") == "convex", (prob.status, res.message, res.info)
+    tol = 1e-7 * max(1.0, abs(ref.value))
+    lo, up = sorted((res.lower_bound, res.upper_bound))
+    assert abs(got - ref.value) <= 1e-6 * max(1.0, abs(ref.value)) and lo - tol <= ref.value <= up + 2 * tol, \
+        (got, ref.value, lo, up)
+    assert abs(prob.objective.value - got) <= 1e-7 * max(1.0, abs(got))
+    for con in prob.constraints:
+        assert float(np.max(con.violation())) <= 1e-6, (str(con), con.violation())
+
+
+def test_pnorm_rows_unbounded_report_a_ray_and_concave_uses_are_refused():
+    """``min t + c.v`` s.t. ``norm(v, 4) <= t`` is unbounded when ``||c||_(4/3) > 1`` (Clarabel: unbounded); it raised
+    "declare bounds". Its ray is checked from the outside, in the ``<=`` and in the ``>=`` form. A p-norm bounded below
+    (``pnorm(v, 4) >= t``: concave in the row) must not become a cone."""
+    c = np.array([1.0, -0.8, 0.6, 0.9])
+    v, t = cp.Variable(4), cp.Variable()
+    for make in (lambda: cp.Problem(cp.Minimize(t + c @ v), [cp.norm(v, 4) <= t]),
+                 lambda: cp.Problem(cp.Maximize(t - c @ v), [-cp.pnorm(v - 1, 4) >= t - 2])):
+        ref = make()
+        ref.solve(solver="CLARABEL")
+        assert ref.status == "unbounded"
+        prob = make()
+        prob.solve(method="gop", time_limit=5)
+        assert result_of(prob).info.get("mode") == "convex", result_of(prob).info
+        _assert_ray(prob)
+    prog = compile_cvxpy(cp.Problem(cp.Minimize(t + c @ v), [cp.norm(v, 4) <= t]))[0]
+    row = next(k for k, con in enumerate(prog.constraints) if not con.name.startswith("_aux"))
+    con = prog.constraints[row]
+    # norm(v, 4) >= t: the row's body negated, same side
+    prog.constraints[row] = dataclasses.replace(con, body=con.body.scaled(-1.0))
+    form, why = convex_form(prog)
+    assert form is None and why, why
+
+
+def _harmonic_terms():
+    v = cp.Variable(4)
+    B = np.array([[1.0, 2.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0], [0.0, 0.0, 1.0, 3.0]])
+    return {
+        "bounded box": lambda: cp.Problem(cp.Maximize(cp.harmonic_mean(v) - 0.5 * v[0]), [v <= 10]),
+        "affine argument and squares": lambda: cp.Problem(cp.Maximize(3 * cp.harmonic_mean(B @ v + 1)
+                                                                      - cp.sum_squares(v))),
+        "minimised form": lambda: cp.Problem(cp.Minimize(0.1 * cp.sum(v) - cp.harmonic_mean(v)),
+                                             [cp.sum(v) <= 4, v[0] <= 0.5]),
+    }
+
+
+@pytest.mark.parametrize("name", list(_harmonic_terms()))
+def test_harmonic_means_among_other_terms_are_rotated_cones(name):
+    """``harmonic_mean(z)`` next to other terms compiles to ``-K q^(-1)``, ``q = sum 1/z_i`` (concave in ``q``), which the
+    convex path refused; as ``-s`` with ``s^2 <= y_i z_i``, ``sum y_i <= K s`` it is one barrier solve, Clarabel's value
+    between the bounds."""
+    make = _harmonic_terms()[name]
+    ref = make()
+    ref.solve(solver="CLARABEL")
+    prob = make()
+    got = prob.solve(method="gop", time_limit=5)
+    res = result_of(prob)
+    assert prob.status == "optimal" and res.info.get("mode") == "convex", (prob.status, res.info)
+    tol = 1e-7 * max(1.0, abs(ref.value))
+    lo, up = sorted((res.lower_bound, res.upper_bound))
+    assert abs(got - ref.value) <= 1e-6 * max(1.0, abs(ref.value)) and lo - tol <= ref.value <= up + 2 * tol
+    assert abs(prob.objective.value - got) <= 1e-7 * max(1.0, abs(got))
+    for con in prob.constraints:
+        assert float(np.max(con.violation())) <= 1e-6
+
+
+def test_unbounded_harmonic_mean_objectives_are_not_certified_optimal():
+    """``max harmonic_mean(v) - 0.5 v[0]`` over a free ``v`` is unbounded (the mean grows like ``s`` along ``v = s 1``;
+    Clarabel: unbounded). The tree certified ``optimal 1e-4`` with lower = upper after one node (its bound tightening
+    pinned ``v`` at 2e-4 through LPs answered within HiGHS's tolerances, docs/gop.md §13h); now a checked ray."""
+    v = cp.Variable(4)
+    for make in (lambda: cp.Problem(cp.Maximize(cp.harmonic_mean(v) - 0.5 * v[0])),
+                 lambda: cp.Problem(cp.Maximize(cp.harmonic_mean(v) - 0.1 * cp.sum(v)))):
+        ref = make()
+        ref.solve(solver="CLARABEL")
+        assert ref.status == "unbounded"
+        prob = make()
+        prob.solve(method="gop", time_limit=5)
+        _assert_ray(prob)

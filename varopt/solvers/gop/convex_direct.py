@@ -19,9 +19,12 @@ disguise and writes that program:
   ``s = sqrt(a b)`` of a geometric mean's tree (``a``, ``b`` affine and provably ``>= 0``) becomes its hypograph, the
   rotated cone ``||(2 s, a - b)|| <= a + b`` (:func:`_hypograph_rows`), exact where every other occurrence is
   nonincreasing in ``s``;
-* **p-norms among other terms**: an objective term ``c q^(1/p)`` of a column ``q = sum_i w_i z_i^p`` (``c ||W z||_p``)
-  becomes ``c s`` with the power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|``, ``sum_i r_i <= s`` over new columns
-  (:class:`PowerCone`, :func:`_pnorm_cones`);
+* **p-norms among other terms**: a term ``c q^(1/p)`` (``c > 0``) of the objective or of a ``<=`` row (a ``>=`` row
+  negated; ``norm(x, 4) <= t``) of a column ``q = sum_i w_i z_i^p`` (``c ||W z||_p``) that nothing else holds becomes
+  ``c s`` with the power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|``, ``sum_i r_i <= s`` over new columns
+  (:class:`PowerCone`, :func:`_pnorm_cones`); a row with one term only keeps the monotone-atom rule below;
+* **harmonic means among other objective terms** (when no p-norm term is taken): ``-K / q``, ``q = sum_i w_i / z_i``,
+  becomes ``-s`` with the rotated cones ``s^2 <= y_i z_i``, ``sum_i w_i y_i <= K s``, ``s >= 0`` (:func:`_harmonic_cones`);
 * **monotone outer atoms**: a row ``lo <= c_0 + c g(a^T x + b) <= hi`` whose only term is one atom with ``g``
   strictly monotone on its domain is the interval row ``u_lo <= a^T x + b <= u_hi`` (``q^(2/3) <= 1`` is
   ``q <= 1``); an objective ``c_0 + c g(u)`` of that form is minimised through ``u`` (``min q^(1/3)`` as
@@ -33,7 +36,8 @@ disguise and writes that program:
 :func:`solve_convex` then runs the barrier method (Boyd & Vandenberghe 2004, Algorithm 11.1: Newton centering
 with the equality rows, the logarithmic barriers of the linear rows, the convex rows and each cone's
 ``-log(s^2 - ||u||^2)``), from a strictly feasible point (the phase-I problem ``min sigma s.t. r_i(x) <= sigma``,
-§11.4.1, when the linear interior point violates a nonlinear row). Certificate (weak Lagrangian duality, §5.2): at
+§11.4.1, when the linear interior point violates a nonlinear row; retried inside a box around the start when its
+barrier runs off along columns no row bounds, a retry that can find a point but proves nothing). Certificate (weak Lagrangian duality, §5.2): at
 the final ``x`` with multipliers ``(lambda, nu)`` re-chosen by one LP so that ``grad_x L = 0``,
 
 .. math::  d(\lambda, \nu) = L(x, \lambda, \nu) = f(x) + \sum_i \lambda_i r_i(x) + \nu^T (E x - e) \le f^\star,
@@ -518,8 +522,8 @@ def _uses(e: Expression, j):
     return k
 
 
-def _pnorm_terms(program, obj, defs, n):
-    """The objective's p-norm terms ``c (lam q)^(1/p)`` (``c > 0``; the atom ``-u^(1/p)`` with a negative coefficient) of a
+def _pnorm_terms(program, obj, defs, n, owner=None):
+    """The p-norm terms of the objective (``owner`` None) or of the ``<=`` form ``obj`` of the row named ``owner`` ``c (lam q)^(1/p)`` (``c > 0``; the atom ``-u^(1/p)`` with a negative coefficient) of a
     ``product`` column ``q = sum_i w_i z_i^p`` (``w_i > 0``, ``z_i`` affine, ``p > 1``) that nothing else holds: ``(group,
     row, q, c lam^(1/p), p, [(w_i^(1/p) A_i, w_i^(1/p) b_i)], definition row)``. Each is ``c ||W z||_p``, convex in
     ``z``, which the lifted form hides (``q^(1/p)`` is concave in ``q``)."""
@@ -546,7 +550,10 @@ def _pnorm_terms(program, obj, defs, n):
             if P is None or h.kernel.arity != 1 or abs(P * alpha - 1.0) > 1e-12:
                 continue
             # q only in this term and its definition
-            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints if c.name != a.constraint):
+            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints
+                                         if c.name not in (a.constraint, owner)):
+                continue
+            if owner is not None and _uses(program.objective, q):
                 continue
             w = h.coef ** (1.0 / P)
             args = [(np.asarray(h.A[i].todense()).ravel() * w[i], float(h.b[i] * w[i])) for i in range(len(h))]
@@ -554,13 +561,85 @@ def _pnorm_terms(program, obj, defs, n):
     return out
 
 
-def _pnorm_cones(terms, obj, n, lb):
-    """``(objective without the terms, the new columns' objective coefficients (length ``ncols``), linear rows with
-    their tags, cones, ncols)``: each term ``c ||z||_p`` as ``c s`` with the power
-    cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|`` and ``sum_i r_i <= s`` (``||z||_p <= s`` iff such ``r`` exist: ``|z_i|^p <=
-    r_i s^(p - 1)`` summed), over the new columns ``s, r_1, ...`` after the program's ``n``; ``z_i >= 0`` rows where the
-    power's domain requires it (tagged as domain rows)."""
-    N = n + sum(1 + len(t[5]) for t in terms)
+def _harmonic_terms(program, obj, defs, n):
+    """The objective's harmonic-mean terms ``-K / q`` (the atom ``u^(-1)`` of ``lam q`` with a negative coefficient,
+    ``K = -coef / lam > 0``) of a ``product`` column ``q = sum_i w_i z_i^(-1)`` (``w_i > 0``, ``z_i`` affine) that
+    nothing else holds: ``(group, row, q, K, [w_i], [(A_i, b_i)], definition row)``. ``-K / sum_i (w_i / z_i)`` is
+    convex in ``z > 0`` (minus a weighted harmonic mean: CVXPY's ``harmonic_mean``), though ``-K / q`` is concave in
+    ``q``."""
+    by_col = {a.index: a for a in defs.values() if a.kind == "product"}
+    out = []
+    for gi, g in enumerate(obj.atoms):
+        if getattr(g.kernel, "p", None) != -1.0:
+            continue
+        for r in range(len(g)):
+            row = g.A[r]
+            if g.coef[r] >= 0 or g.mult[r] >= 0 or g.b[r] != 0 or row.nnz != 1 or row.data[0] <= 0:
+                continue
+            q = int(row.indices[0])
+            a = by_col.get(q)
+            if a is None:
+                continue
+            d = a.definition if a.definition.n == n else _widen(a.definition, n)
+            if (d.lse or len(d.quadratic) or d.constant != 0.0 or d.linear_items()[0].size or len(d.atoms) != 1
+                    or np.any(d.atoms[0].mult >= 0) or np.any(d.atoms[0].coef <= 0)
+                    or getattr(d.atoms[0].kernel, "p", None) != -1.0 or d.atoms[0].kernel.arity != 1):
+                continue
+            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints if c.name != a.constraint):
+                continue
+            h = d.atoms[0]
+            args = [(np.asarray(h.A[i].todense()).ravel(), float(h.b[i])) for i in range(len(h))]
+            out.append((gi, r, q, float(-g.coef[r] / row.data[0]), h.coef.astype(float), args, a.constraint))
+    return out
+
+
+def _harmonic_cones(terms, obj, n, N):
+    """``(objective without the terms, the new columns' objective coefficients, linear rows with tags, cones)``: each
+    ``-K / sum_i (w_i / z_i)`` as ``-s`` over new columns ``s, y_1, ...`` (after ``n``) with ``s >= 0``,
+    ``sum_i w_i y_i <= K s`` and the rotated cones ``s^2 <= y_i z_i`` (``||(2 s, y_i - z_i)|| <= y_i + z_i``): for
+    ``s > 0`` these give ``s sum_i w_i / z_i <= K``, i.e. ``s`` below the mean, and ``y_i = s^2 / z_i`` attains it, so
+    minimising ``-s`` is minimising the term (the mean is ``>= 0``, so ``s >= 0`` loses nothing)."""
+    drop = {}
+    for gi, r, *_ in terms:
+        drop.setdefault(gi, []).append(r)
+    atoms = []
+    for gi, g in enumerate(obj.atoms):
+        keep = np.setdiff1d(np.arange(len(g)), drop.get(gi, []))
+        if keep.size:
+            atoms.append(AtomGroup(g.kind, g.coef[keep], g.A[keep], g.b[keep], g.mult[keep],
+                                   None if g.A2 is None else g.A2[keep], None if g.b2 is None else g.b2[keep]))
+    base = Expression(n, obj.constant, obj.linear.copy(), obj.quadratic, atoms, obj.lse)
+    cost, linear, cones, col = np.zeros(N), [], [], n
+    for _gi, _r, _q, K, w, args, _name in terms:
+        s, ys = col, list(range(col + 1, col + 1 + len(args)))
+        col += 1 + len(args)
+        cost[s] = -1.0
+        e_s = np.zeros(N)
+        e_s[s] = 1.0
+        linear.append((Expression(N, 0.0, e_s), 0.0, math.inf, None))
+        row = np.zeros(N)
+        row[ys] = w
+        row[s] = -K
+        linear.append((Expression(N, 0.0, row), -math.inf, 0.0, None))
+        for (a, b), yi in zip(args, ys):
+            za = np.zeros(N)
+            za[:n] = a
+            e_y = np.zeros(N)
+            e_y[yi] = 1.0
+            F = np.vstack([2.0 * e_s, e_y - za])
+            cones.append(Cone(F, np.array([0.0, -b]), e_y + za, b, factors=(e_y, 0.0, za, b)))
+    return base, cost, linear, cones
+
+
+def _pnorm_cones(terms, obj, n, lb, col=None, N=None):
+    """``(expression without the terms, the new columns' coefficients in it (length ``N``), linear rows with
+    their tags, cones, N)``: each term ``c ||z||_p`` of ``obj`` (the objective or a row's ``<=`` form) as ``c s`` with the
+    power cones ``r_i^(1/p) s^(1 - 1/p) >= |z_i|`` and ``sum_i r_i <= s`` (``||z||_p <= s`` iff such ``r`` exist:
+    ``|z_i|^p <= r_i s^(p - 1)`` summed), over new columns ``s, r_1, ...`` from ``col`` (default the program's ``n``) of
+    the form's ``N``; ``z_i >= 0`` rows where the power's domain requires it (tagged as domain rows). In a row the
+    replacement is exact as in the objective: ``||z||_p <= s`` with ``s`` entering the row with a positive coefficient."""
+    col = n if col is None else col
+    N = n + sum(1 + len(t[5]) for t in terms) if N is None else N
     drop = {}
     for gi, r, *_ in terms:
         drop.setdefault(gi, []).append(r)
@@ -572,7 +651,7 @@ def _pnorm_cones(terms, obj, n, lb):
                                    None if g.A2 is None else g.A2[keep], None if g.b2 is None else g.b2[keep]))
     lin = np.zeros(N)
     base = Expression(n, obj.constant, obj.linear.copy(), obj.quadratic, atoms, obj.lse)
-    linear, cones, col = [], [], n
+    linear, cones = [], []
     for _gi, _r, _q, c, P, args, _name, kern in terms:
         s, rs = col, list(range(col + 1, col + 1 + len(args)))
         col += 1 + len(args)
@@ -620,14 +699,45 @@ def convex_form(program, aux=None):
     # the objective first: most nonconvex programs (bilinear, concave) fail here, before any row is examined
     obj, outer = program.objective, None
     terms = _pnorm_terms(program, obj, defs, n)
+    # p-norms in <= rows (norm(x, 4) <= t, pnorm(z, 3) + pnorm(w, 1.5) <= 1 - t): the same power cones
+    row_terms = {}
+    for c in program.constraints:
+        if (c.name in defs or c.body.is_linear or (np.isfinite(c.lo) and np.isfinite(c.hi))
+                or _single_atom(c.body) is not None):      # pnorm(y, 3) <= 1: an interval of q (below)
+            continue
+        expr, hi = (c.body, c.hi) if np.isfinite(c.hi) else (c.body.scaled(-1.0), -c.lo)
+        t = _pnorm_terms(program, expr, defs, n, owner=c.name)
+        if t:
+            row_terms[c.name] = (expr, hi, t)
+    all_terms = terms + [t for _e, _h, ts in row_terms.values() for t in ts]
     pnorm = None
-    if terms:
+    hterms = [] if all_terms else _harmonic_terms(program, obj, defs, n)
+    if hterms:
+        # minus harmonic means (maximised harmonic_mean next to other terms) as rotated cones over new columns
+        N = n + sum(1 + len(t[5]) for t in hterms)
+        obj, s_cost, pn_linear, pn_cones = _harmonic_cones(hterms, obj, n, N)
+        pnorm = (s_cost, N, {t[6] for t in hterms}, [t[2] for t in hterms])
+        notes.append(f"{len(hterms)} harmonic-mean term(s) of the objective as rotated cones")
+        terms = hterms
+    if all_terms:
         # p-norms among other terms as power cones (over new columns after the program's)
-        obj, s_cost, pn_linear, pn_cones, N = _pnorm_cones(terms, obj, n, lb)
-        pnorm = (s_cost, N, {t[6] for t in terms}, [t[2] for t in terms])
-        notes.append(f"{len(terms)} p-norm term(s) of the objective as power cones")
+        N = n + sum(1 + len(t[5]) for t in all_terms)
+        col = n
+        s_cost, pn_linear, pn_cones = np.zeros(N), [], []
+        if terms:
+            obj, s_cost, pn_linear, pn_cones, _ = _pnorm_cones(terms, obj, n, lb, col, N)
+            col += sum(1 + len(t[5]) for t in terms)
+        for name, (expr, hi, ts) in list(row_terms.items()):
+            base, s_row, lin_r, cones_r, _ = _pnorm_cones(ts, expr, n, lb, col, N)
+            col += sum(1 + len(t[5]) for t in ts)
+            row_terms[name] = (base, hi, s_row)
+            pn_linear += lin_r
+            pn_cones += cones_r
+        pnorm = (s_cost, N, {t[6] for t in all_terms}, [t[2] for t in all_terms])
+        notes.append(f"{len(all_terms)} p-norm term(s) as power cones"
+                     + (f" (in rows {', '.join(row_terms)})" if row_terms else ""))
     why = convex_expression(obj)
-    if why is not None and pnorm is not None:
+    if why is not None and terms:
         return None, f"the objective: {why}"
     if why is not None:
         one = _single_atom(obj)
@@ -682,6 +792,18 @@ def convex_form(program, aux=None):
         body = c.body
         if body.is_linear:
             add_lin(body, c.lo, c.hi)
+            continue
+        if c.name in row_terms:
+            base, hi, s_row = row_terms[c.name]
+            why = convex_expression(base)
+            if why is not None:
+                return None, f"constraint {c.name}: {why}"
+            expr = _widen(base, pnorm[1])
+            expr.linear = expr.linear + s_row
+            if expr.is_linear:      # norm(x, 4) <= t: s - t <= 0
+                add_lin(expr, -math.inf, hi)
+            else:
+                add_row(expr, hi)
             continue
         one = _single_atom(body)
         if one is not None:
@@ -754,7 +876,8 @@ def convex_form(program, aux=None):
     obj = wide(obj)
     obj.linear = obj.linear + s_cost
     linear = [(wide(e), lo, hi) for e, lo, hi in linear]
-    rows = [r if isinstance(r, PowerCone) else r.padded(k) if isinstance(r, Cone) else (wide(r[0]), r[1]) for r in rows]
+    rows = [r if isinstance(r, PowerCone) or (isinstance(r, Cone) and r.F.shape[1] == N)
+            else r.padded(k) if isinstance(r, Cone) else (wide(r[0]), r[1]) for r in rows]
     return ConvexForm(obj, linear, rows, np.concatenate([lb, np.full(k, -math.inf)]),
                       np.concatenate([ub, np.full(k, math.inf)]), outer, notes, ncols=N), None
 
@@ -998,6 +1121,7 @@ def _solve_form(form, n, clock=None):
         # phase I (Boyd & Vandenberghe 2004, §11.4.1): min sigma s.t. r_i(x) <= sigma, ||u_c|| <= x_s + sigma, the
         # linear rows, sigma >= -1; stopped at the first point with sigma < 0
         m = n + 1
+        x_start = x
         z = np.append(x, worst + 1.0)
         Gz = np.vstack([np.hstack([G, np.zeros((G.shape[0], 1))]), np.append(np.zeros(n), -1.0)[None, :]])
         hz = np.append(h, 1.0)
@@ -1010,8 +1134,26 @@ def _solve_form(form, n, clock=None):
                                              stop=lambda zz: zz[-1] < -1e-9 * max(1.0, abs(worst)))
         info["phase1_newton_steps"] = st1
         x = z[:-1]
-        if not (all(r.value(x) < 0 for r in rows) and all(c.slack(x) > 0 for c in cones)
-                and (not G.shape[0] or np.all(G @ x - h < 0))):
+
+        def strictly_inside(x):
+            return (all(r.value(x) < 0 for r in rows) and all(c.slack(x) > 0 for c in cones)
+                    and (not G.shape[0] or bool(np.all(G @ x - h < 0))))
+        if not strictly_inside(x) and not (clock is not None and clock()):
+            # the phase-I barrier can be unbounded below along columns no row bounds (a p-norm objective's cone
+            # columns s, r_i: their barrier falls as they grow, 1e11 after 39 steps with sigma still > 0 while a
+            # row's cone needed sigma < 0); once more inside a box around the start, which only adds rows: a point
+            # found is strictly feasible for the program, a failure proves nothing (no infeasibility claim from it)
+            M = 1e4 * max(1.0, _inf_norm(x_start))
+            I = np.eye(n)
+            Gb = np.vstack([Gz, np.hstack([I, np.zeros((n, 1))]), np.hstack([-I, np.zeros((n, 1))])])
+            hb = np.concatenate([hz, x_start + M, M - x_start])
+            zb, _, _, st2, _ = _barrier_method(_Linear(c1), Gb, hb, Ez, e, rows1, cones1,
+                                               np.append(x_start, worst + 1.0), clock=clock,
+                                               stop=lambda zz: zz[-1] < -1e-9 * max(1.0, abs(worst)))
+            info["phase1_newton_steps"] += st2
+            if strictly_inside(zb[:-1]):
+                x = zb[:-1]
+        if not strictly_inside(x):
             if clock is not None and clock():
                 return {"status": "stalled", "info": info, "reason": "the time limit"}
             L1, res1 = _lagrangian_bound(_Linear(c1), Gz, hz, Ez, e, rows1, cones1, z, t1, nu1)
