@@ -25,11 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def reduced_cost_bounds(c, A, r_lo, r_hi, L, U, y, cutoff, eps=1e-9):
-    """New column bounds ``(L', U')`` (never looser than ``(L, U)``) for the points of the LP with
-    ``c^T x <= cutoff``; ``None`` when the multipliers give nothing (an infinite term)."""
-    if y is None or not np.isfinite(cutoff):
-        return None
+def _terms(c, A, r_lo, r_hi, L, U, y):
+    """``(row_term, col_term, d)`` of the module docstring for the multipliers ``y`` (those that break the sign rule
+    set to 0); a column term is ``-inf`` where ``d`` selects an infinite bound."""
     y = np.asarray(y, dtype=float).copy()
     y[~np.isfinite(y)] = 0.0
     # a multiplier whose row bound is infinite on its side would make D = -inf: drop it
@@ -41,6 +39,32 @@ def reduced_cost_bounds(c, A, r_lo, r_hi, L, U, y, cutoff, eps=1e-9):
     with np.errstate(invalid="ignore"):
         col_term = np.where(d > 0, d * L, np.where(d < 0, d * U, 0.0))
     col_term = np.where(np.isnan(col_term), -np.inf, col_term)
+    return row_term, col_term, d
+
+
+def weak_dual_bound(c, A, r_lo, r_hi, L, U, y, eps=1e-9):
+    """``D`` of the module docstring, less the rounding of its sums: a lower bound on the LP's value that holds for
+    whatever multipliers ``y`` the LP solver returned (Neumaier & Shcherbina 2004), ``-inf`` when a term is infinite.
+    An LP solver's reported value is not one: on a node LP with a tangent of slope -1e8 (the cut of ``1/v`` at
+    ``v = 1e-4``), HiGHS's dual tolerance 1e-7 let it report vertices as optimal that were not (docs/gop.md §13i)."""
+    if y is None:
+        return -np.inf
+    row_term, col_term, d = _terms(c, A, r_lo, r_hi, L, U, y)
+    # reduced costs within HiGHS's dual feasibility tolerance of 0 count as 0 against an infinite bound (the rule of
+    # the relaxed duals' bound, relaxed_dual._row_term): a free column's term is otherwise -inf for any rounding
+    col_term = np.where(~np.isfinite(col_term) & (np.abs(d) <= eps), 0.0, col_term)
+    if not np.all(np.isfinite(col_term)):
+        return -np.inf
+    D = float(row_term.sum() + col_term.sum())
+    return D - eps * (float(np.abs(row_term).sum() + np.abs(col_term).sum()) + 1.0)
+
+
+def reduced_cost_bounds(c, A, r_lo, r_hi, L, U, y, cutoff, eps=1e-9):
+    """New column bounds ``(L', U')`` (never looser than ``(L, U)``) for the points of the LP with
+    ``c^T x <= cutoff``; ``None`` when the multipliers give nothing (an infinite term)."""
+    if y is None or not np.isfinite(cutoff):
+        return None
+    row_term, col_term, d = _terms(c, A, r_lo, r_hi, L, U, y)
     inf_cols = np.flatnonzero(~np.isfinite(col_term))
     if inf_cols.size > 1:
         return None

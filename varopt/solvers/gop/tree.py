@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from ...lpqp import HighsModel
 from .convex_part import ConvexPart
 from .local import LocalSearch
-from .dualbt import reduced_cost_bounds
+from .dualbt import reduced_cost_bounds, weak_dual_bound
 from .norm_cones import NormCones
 from .relax import Lifted, TangentPool, rows_to_csr
 from .tighten import Tightener
@@ -108,6 +108,8 @@ class GopTree:
         self.cpart = ConvexPart.build(program, self.lf) if self.convex_part else None
         self.n_lp = 0
         self.n_lp_failed = 0
+        self.n_unproved_infeasible = 0   # node LPs HiGHS called infeasible without a dual ray that proves it
+        self.n_unsafe_bounds = 0   # node bounds whose multipliers gave no finite weak-duality bound (reported value kept)
         self.lp_timed_out = False   # a node LP stopped by the time left (its node closed with its parent's bound)
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
         self._last_lp = None
@@ -259,7 +261,11 @@ class GopTree:
             r = hm.solve()
             self.n_lp += 1
             if r.status in ("infeasible",):
-                return "infeasible", math.inf, None
+                if self._infeasibility_proved(hm, L, U):
+                    return "infeasible", math.inf, None
+                self.n_lp_failed += 1
+                self.n_unproved_infeasible += 1
+                return "failed", -math.inf, None
             if r.status == "unbounded":
                 return "unbounded", -math.inf, None
             if r.status != "optimal" and (self._out_of_time() or r.model_status == "Time limit reached"):
@@ -277,7 +283,11 @@ class GopTree:
                 r = hm.solve()
                 self.n_lp += 1
                 if r.status == "infeasible":
-                    return "infeasible", math.inf, None
+                    if self._infeasibility_proved(hm, L, U):
+                        return "infeasible", math.inf, None
+                    self.n_lp_failed += 1
+                    self.n_unproved_infeasible += 1
+                    return "failed", -math.inf, None
             if r.status != "optimal":
                 # numerically hard LP: the node keeps its parent's bound, unexpanded
                 self.n_lp_failed += 1
@@ -313,7 +323,48 @@ class GopTree:
                 self._last_lp = (c, sp.vstack([A, A_new], format="csr"), np.concatenate([rlo, lo_new]),
                                  np.concatenate([rhi, hi_new]))
         self._last_duals = r.row_duals
-        return "optimal", float(r.objective), Z
+        # the node's bound from the LP's multipliers (weak duality) where they give one: the reported value is only
+        # the LP solver's, within its tolerances (docs/gop.md §13i)
+        c_, A_, rlo_, rhi_ = self._last_lp
+        w = weak_dual_bound(c_, A_, rlo_, rhi_, L, U, r.row_duals)
+        val = float(r.objective)
+        if math.isfinite(w):
+            val = min(val, w + float(lf.const[0]))
+        else:
+            self.n_unsafe_bounds += 1
+        return "optimal", val, Z
+
+    def _infeasibility_proved(self, hm, L, U):
+        """Whether HiGHS's dual ray of the node LP just reported infeasible proves it (Farkas, as weak duality with
+        cost 0: a ray ``y`` whose bound ``D(y)`` of :func:`.dualbt.weak_dual_bound` is positive). The status alone
+        is not a proof: with a tangent of slope -1e8 and column values near 1e-6, HiGHS called a node infeasible that
+        held the optimum (``max harmonic_mean(v) - v0/2``, ``v <= 1e6``), and the tree certified a wrong value
+        (docs/gop.md §13i). A presolve answer has no ray: the LP is solved once more without presolve."""
+        c, A, lo, hi = self._last_lp
+        has, ray = self._dual_ray(hm)
+        if not has:
+            hm.set_options(presolve="off")
+            try:
+                again = hm.solve()
+                self.n_lp += 1
+                if again.status != "infeasible":
+                    return False
+                has, ray = self._dual_ray(hm)
+            finally:
+                hm.set_options(presolve="choose")
+        if not has or ray.size != A.shape[0] or not np.all(np.isfinite(ray)):
+            return False
+        ray = ray / max(float(np.abs(ray).max(initial=0.0)), 1e-300)
+        zero = np.zeros(A.shape[1])
+        return any(weak_dual_bound(zero, A, lo, hi, L, U, sgn * ray) > 0.0 for sgn in (1.0, -1.0))
+
+    @staticmethod
+    def _dual_ray(hm):
+        try:
+            _, has, ray = hm.highs.getDualRay()
+        except Exception:   # a highspy without the call: no proof
+            return False, None
+        return bool(has), np.asarray(ray, dtype=float)
 
     def _cuts_pay(self, prev, val, cutoff):
         """Whether another round of tangent cuts is worth its LP: the last round raised the node's value by at
@@ -603,6 +654,10 @@ class GopTree:
         info = dict(mode="tree", nodes=nodes, n_subproblems=self.n_lp, failed_relaxations=self.n_lp_failed,
                     reduced_cost_tightenings=self.n_rc_tightened, partition=self.part.describe(),
                     connected=[program.names[i] for i in self.part.connected])
+        if self.n_unsafe_bounds:
+            info["unverified_node_bounds"] = self.n_unsafe_bounds
+        if self.n_unproved_infeasible:
+            info["unproved_infeasible_nodes"] = self.n_unproved_infeasible
         if not math.isfinite(UB):
             if not heap and run.status is None:
                 if closed_lb == math.inf:
@@ -826,7 +881,13 @@ class GopTree:
                     if r.x is not None:
                         np.minimum(seen_lo, r.x[:lf.N], out=seen_lo)
                         np.maximum(seen_hi, r.x[:lf.N], out=seen_hi)
-                    v = sgn * r.objective
+                    # the bound from the LP's multipliers (weak duality), not its reported value: a bound moved
+                    # past a feasible point loses it for good (HiGHS pinned v to [2e-4, 2e-4] next to a 1e8 slope)
+                    _, A_, rlo_, rhi_ = self._last_lp
+                    w = weak_dual_bound(c, A_, rlo_, rhi_, L, U, r.row_duals)
+                    if not math.isfinite(w):
+                        continue
+                    v = sgn * min(w, float(r.objective))
                     m = 1e-9 * max(1.0, abs(v))
                     if sgn > 0 and v - m > l[j] + 1e-7 * max(1.0, abs(l[j]) if np.isfinite(l[j]) else 1.0):
                         l[j] = v - m
