@@ -149,8 +149,10 @@ class ObjectiveBounds:
         return groups, K, blockers
 
     def objective_blockers(self, j, l, u):
-        """The variables other than ``j`` whose objective terms are unbounded below over the box ``[l, u]`` and
-        so keep the cutoff from bounding ``z_j`` (the cause to name when ``z_j`` stays unbounded)."""
+        """``(variables, products_only)``: the variables other than ``j`` whose objective terms are unbounded below
+        over the box ``[l, u]`` and so keep the cutoff from bounding ``z_j`` (the cause to name when ``z_j`` stays
+        unbounded); ``products_only`` when every such term is a product of two unbounded variables (the objective
+        may well be bounded: ``x y + x^2 + y^2``)."""
         lf = self.lf
         L, U, _, _ = lf.column_bounds(l, u)
         cols, vals = self.rows[0]
@@ -158,9 +160,11 @@ class ObjectiveBounds:
         out = set()
         for k in blockers:
             out.update(self._variables(np.array([k])))
-        out.update(i for i, g in groups.items() if _group_min(*g, l[i], u[i]) == -math.inf)
+        grown = [i for i, g in groups.items() if _group_min(*g, l[i], u[i]) == -math.inf]
+        out.update(grown)
+        products_only = bool(blockers) and not grown and all(lf.oW <= k < lf.oT for k in blockers)
         out.discard(j)
-        return sorted(out)
+        return sorted(out), products_only
 
     def tighten(self, l, u, cutoff=math.inf, rounds=5):
         """Tighten the infinite bounds of ``[l, u]`` with the rows and ``f <= cutoff``; returns ``(l, u, empty)``.

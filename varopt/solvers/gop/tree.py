@@ -206,7 +206,14 @@ class GopTree:
         # the incumbent cutoff bounds a product variable of a coercive objective (objective_bounds.py); when it
         # did not, the terms of other variables that are unbounded over their box are what kept it from doing so
         # (max x y - y^2 + log(z): z, not y, makes the objective unbounded): name them first
-        others = [v for v in self.obounds.objective_blockers(j, l, u) if v < program.n_user and v != j]
+        others, products_only = self.obounds.objective_blockers(j, l, u)
+        others = [v for v in others if v < program.n_user and v != j]
+        if others and products_only:
+            names = ", ".join(program.names[v] for v in others[:4])
+            return (f"GOP needs finite bounds on {nm}: {why}; it multiplies {names}, unbounded too, and the cutoff of "
+                    f"an incumbent bounds one factor of a product only when the other is bounded; declare bounds on "
+                    f"{nm} or {names} (Pyomo: m.<var>.setlb(...) / setub(...); CVXPY: add <var> >= ... and "
+                    "<var> <= ... constraints)")
         if others:
             names = ", ".join(program.names[v] for v in others[:4])
             cause = (f"the objective's terms in {names} are unbounded {way} over their bounds, so neither the "
