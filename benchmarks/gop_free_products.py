@@ -13,9 +13,10 @@ import time
 
 import numpy as np
 import pyomo.environ as pyo
+from gop_instances.scip import solve_scip
 
 import varopt  # noqa: F401  (registers 'gop')
-from gop_instances.scip import solve_scip
+from varopt.errors import ModelStructureError
 
 
 def factorisation(n, r, lam, seed):
@@ -83,7 +84,7 @@ def main(tl):
         try:
             r = pyo.SolverFactory("gop").solve(m, time_limit=tl).varopt_result
             st, val = r.status, r.objective
-        except Exception as e:   # a refusal is a result here
+        except ModelStructureError as e:   # a refusal ("needs finite bounds") is a result here
             st, val = type(e).__name__, float("nan")
         tg = time.perf_counter() - t
         cf = f"{closed:12.6f}" if closed is not None else f"{'-':>12s}"

@@ -6,7 +6,6 @@ incumbent bounds every variable of a coercive objective. References: the exact o
 (validity: no point with ``f <= UB`` is cut off), SCIP (``scip_direct``, gap 1e-9) for the optima, and
 unbounded models that must stay unbounded.
 """
-import math
 
 import numpy as np
 import pyomo.environ as pyo

@@ -184,8 +184,10 @@ def test_relaxation_unbounded_without_a_proof_names_the_variable_and_rows():
     m.v = pyo.Var(bounds=(0, 1))
     m.obj = pyo.Objective(expr=m.x * m.w + m.x ** 2 + m.w ** 2 - m.y * m.v)
     m.cap = pyo.Constraint(expr=m.x - m.x + m.y >= 1.5)  # mentions x but bounds nothing
-    with pytest.raises(ModelStructureError, match=r"finite bounds on x.*"):
+    with pytest.raises(ModelStructureError, match=r"finite bounds on x.*") as e:
         pyo.SolverFactory("gop").solve(m, mode="tree")
+    # the cause named: the other factor is unbounded too (not "the objective may be unbounded": it is bounded)
+    assert "it multiplies w, unbounded too" in str(e.value) and "may be unbounded" not in str(e.value)
 
 
 def test_free_product_variable_bounded_by_the_incumbent_cutoff():

@@ -4,22 +4,22 @@ A variable ``x_j`` of a product with no finite bound from its declaration or fro
 (:mod:`.tighten`) leaves McCormick's envelope without rows. Once an incumbent of value ``UB``
 exists, every point that can still improve on it satisfies ``f(x) <= UB``; SCIP and BARON
 tighten bounds with this cut (Ryoo & Sahinidis 1996; Belotti et al. 2009, §5). Here the cut
-gives bounds through a one-variable lower estimate of ``f`` (the objective row ``c^T Z``
-over the lifted columns ``Z = (z, W, T, P)`` of :mod:`.relax`):
+gives bounds through a separable lower estimate of ``f`` (the objective row ``c^T Z`` over the
+lifted columns ``Z = (z, W, T, P)`` of :mod:`.relax`), each column assigned to one variable ``z_i``:
 
-* the squares in ``x_j`` alone, ``c (v x_j + b)^2``, and ``x_j``'s linear coefficient are kept exactly:
-  ``A t^2 + B t + C``;
-* a product ``c x_j x_k`` is linear in ``x_j`` with a coefficient in ``c [l_k, u_k]``; the same for
-  ``c x_j g(u)`` (a ``P`` column) with ``g(u)`` in its interval, when ``u`` does not involve ``x_j``;
-  their sum is ``alpha t`` with ``alpha`` in ``[a_lo, a_hi]``, and ``min_alpha alpha t = min(a_lo t, a_hi t)``;
-* every other column is bounded below by its interval over the box, ``c L_k`` (``c > 0``) or ``c U_k``.
+* ``z_i`` and the squares of ``z_i`` alone, ``c (v z_i + b)^2``, exactly: ``A_i t^2 + B_i t`` (+ constant);
+* a product ``c z_i z_o`` whose other factor is bounded is linear in ``z_i`` with a coefficient in
+  ``c [l_o, u_o]``; the same for ``c z_i g(u)`` (a ``P`` column) with ``g(u)`` in a finite interval and ``u``
+  free of ``z_i``; their sum is ``alpha t``, ``alpha in [a_lo_i, a_hi_i]``, and
+  ``min_alpha alpha t = min(a_lo_i t, a_hi_i t)``;
+* every other column is bounded below by its interval over the box, ``c L_k`` (``c > 0``) or ``c U_k``: ``K``.
 
-So for every ``x`` in the box, ``f(x) >= phi(x_j) = A x_j^2 + B x_j + min(a_lo x_j, a_hi x_j) + K``
-and ``{x in box : f(x) <= UB}`` projects into ``{t : phi(t) <= UB}``: the union of the sublevel
-sets of the two quadratics ``A t^2 + (B + a) t + K`` (``a = a_lo, a_hi``), each an interval
-when ``A > 0`` (a half-line when ``A = 0`` and ``B + a != 0``). The hull of the union bounds
-``x_j``; no point with ``f <= UB`` is cut off. A new bound tightens the others' boxes, hence
-their coefficient intervals: the rows are swept until nothing moves.
+So for every ``z`` in the box ``c^T Z >= K + sum_i phi_i(z_i)``, ``phi_i(t) = A_i t^2 + B_i t +
+min(a_lo_i t, a_hi_i t)``. With ``m_i = min phi_i`` over ``z_i``'s interval, ``c^T Z <= UB`` gives
+``phi_j(z_j) <= UB - K - sum_{i != j} m_i``: the union of the sublevel sets of the two quadratics
+``A_j t^2 + (B_j + a) t`` (``a = a_lo_j, a_hi_j``), each an interval when ``A_j > 0`` (a half-line
+when ``A_j = 0``). Its hull bounds ``z_j``; no point with ``f <= UB`` is cut off. A new bound
+tightens the others' ``m_i`` and coefficient intervals: the rows are swept until nothing moves.
 
 Constraint rows ``lo <= c^T Z <= hi`` give the same with ``hi`` (and ``-c``, ``-lo``) in place
 of ``UB``; they need no incumbent.
