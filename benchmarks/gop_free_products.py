@@ -8,6 +8,7 @@ row bounds. Both solvers run in the same process with the same time limit; the t
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/gop_free_products.py [time_limit]
 """
+import multiprocessing as mp
 import sys
 import time
 
@@ -66,6 +67,20 @@ def pooling_row():
     return mk, None
 
 
+def _scip_guarded(mk, tl):
+    """SCIP in a forked child: on the rank-2 factorisation it ran past its time limit for minutes."""
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    pr = ctx.Process(target=lambda: q.put(solve_scip(mk(), time_limit=tl)))
+    pr.start()
+    pr.join(tl + 15)
+    if pr.is_alive():
+        pr.kill()
+        pr.join()
+        return {"status": "hung", "value": None}
+    return q.get(timeout=5)
+
+
 def main(tl):
     cases = [("factorisation 3x3 rank 1", *factorisation(3, 1, 0.1, 0)),
              ("factorisation 3x3 rank 1 (seed 1)", *factorisation(3, 1, 0.1, 1)),
@@ -77,7 +92,7 @@ def main(tl):
           f"{'SCIP t':>7s} {'closed form':>12s} {'t ratio':>7s}")
     for name, mk, closed in cases:
         t = time.perf_counter()
-        s = solve_scip(mk(), time_limit=tl)
+        s = _scip_guarded(mk, tl)
         ts = time.perf_counter() - t
         m = mk()
         t = time.perf_counter()

@@ -183,9 +183,11 @@ class ObjectiveBounds:
                 sides.append((r, -1.0, -(lf.lo[r] - lf.const[r])))
         for _ in range(rounds):
             moved = False
+            L, U, _, _ = lf.column_bounds(l, u)
             for r, sgn, rhs in sides:
                 cols, vals = self.rows[r]
-                L, U, _, _ = lf.column_bounds(l, u)
+                if moved:   # (the column bounds of the box as it stands: a row's new bound tightens the next row's)
+                    L, U, _, _ = lf.column_bounds(l, u)
                 groups, K, blockers = self._groups(cols, sgn * vals, l, u, L, U)
                 if blockers:
                     continue
