@@ -227,3 +227,28 @@ def test_maximised_relaxation_message_says_above():
     with pytest.raises(ModelStructureError) as e:
         pyo.SolverFactory("gop").solve(m, mode="tree", time_limit=20)
     assert "unbounded above (the objective is maximised)" in str(e.value), str(e.value)
+
+
+def test_wide_exponential_box_is_not_certified_wrong():
+    """Random-family seed 182 with ``x0 <= 40``: a tangent of ``exp(1.25 x0 - 0.42)`` with slope 9e9 in the node LP
+    made HiGHS report max x0 = 17.7 "optimal" (x0 = 40 is feasible), and the tree certified -76.626; the cutoff bounds
+    of a free x0 give such boxes. Both rows hold on the whole box, so the reference is the quadratic objective's
+    minimum: x0 in closed form on a grid of (x1, x2) that contains the box's vertices."""
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(3), bounds=(-3, 3))
+    m.x[0].setub(40)
+    m.x[2].setlb(0.05)
+    m.c1 = pyo.Constraint(expr=-0.9467 * pyo.exp(1.25 * m.x[0] - 0.42) <= 2.5)
+    m.c2 = pyo.Constraint(expr=1.9627 * m.x[2] ** -1 >= -3.44)
+    lin, b0, b1 = (-1.59, 0.04, 0.47), 1.47, 0.35
+
+    def f(x0, x1, x2):
+        return (lin[0] * x0 + lin[1] * x1 + lin[2] * x2 + b0 * x0 * x1 + b1 * x1 * x2
+                + 0.1 * ((x0 - 0.5) ** 2 + (x1 - 0.5) ** 2 + (x2 - 0.5) ** 2))
+    m.o = pyo.Objective(expr=f(m.x[0], m.x[1], m.x[2]))
+    x1, x2 = np.meshgrid(np.linspace(-3, 3, 301), np.linspace(0.05, 3, 296))
+    x0 = np.clip(-(lin[0] + b0 * x1 - 0.1) / 0.2, -3, 40)   # df/dx0 = 0, clipped to the box (f convex in x0)
+    ref = float(np.min(f(x0, x1, x2)))
+    r = pyo.SolverFactory("gop").solve(m, time_limit=30).varopt_result
+    assert r.status == "optimal"
+    assert pyo.value(m.o) == pytest.approx(ref, rel=1e-6), (pyo.value(m.o), ref)
