@@ -134,12 +134,26 @@ def test_bounded_with_an_implied_bound_is_not_unbounded():
 
 
 def test_missing_bound_on_a_bounded_problem_keeps_the_error():
-    # z is free but z**2 keeps the objective bounded: no ray certificate, so no "unbounded" status
+    # x and y are free but x**2 + y**2 keeps the objective bounded: no ray certificate, so no "unbounded" status;
+    # and x y with both factors free gives the incumbent cutoff no one-variable estimate (objective_bounds.py)
+    m = pyo.ConcreteModel()
+    m.x, m.y = pyo.Var(), pyo.Var()
+    m.s, m.t = pyo.Var(bounds=(0, 1)), pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=m.x * m.y + m.x ** 2 + m.y ** 2 - m.s * m.t)
+    with pytest.raises(ModelStructureError, match="bound"):
+        gop(m)
+
+
+def test_free_variable_bounded_by_the_incumbent_cutoff_is_solved():
+    # z is free but z**2 keeps the objective bounded: the cutoff f <= UB of an incumbent bounds z through
+    # z^2 + x z >= z^2 - |z| (x in [-1, 1]); refused before as missing a bound. min: x = -1, y = 1, z = 1/2
     m = pyo.ConcreteModel()
     m.x, m.y, m.z = pyo.Var(bounds=(-1, 1)), pyo.Var(bounds=(0, 1)), pyo.Var()
     m.obj = pyo.Objective(expr=m.x * m.y + m.x * m.z + m.z ** 2)
-    with pytest.raises(ModelStructureError, match="bound"):
-        gop(m)
+    res = gop(m).varopt_result
+    assert res.status == "optimal"
+    assert pyo.value(m.obj) == pytest.approx(-1.25, abs=1e-6)
+    assert res.lower_bound <= -1.25 + 1e-6
 
 
 # ---------------------------------------------------------------- bad inputs

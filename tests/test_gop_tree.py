@@ -174,15 +174,34 @@ def test_truly_unbounded_variable_names_it_and_the_rows():
 
 
 def test_relaxation_unbounded_without_a_proof_names_the_variable_and_rows():
-    # x*y with x free and y in [1, 2]: min x*y + x^2 is bounded (convex in x) but the McCormick
-    # relaxation of x*y is not, and no ray proves unboundedness: the error names x
+    # x*w with x and w free: min x*w + x^2 + w^2 - y*v is bounded (x^2 + x w + w^2 is convex) but the McCormick
+    # relaxation of x*w is not, no ray proves unboundedness, and no one-variable estimate of the objective bounds
+    # x (its coefficient w is free): the error names x
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var()
+    m.w = pyo.Var()
+    m.y = pyo.Var(bounds=(1, 2))
+    m.v = pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=m.x * m.w + m.x ** 2 + m.w ** 2 - m.y * m.v)
+    m.cap = pyo.Constraint(expr=m.x - m.x + m.y >= 1.5)  # mentions x but bounds nothing
+    with pytest.raises(ModelStructureError, match=r"finite bounds on x.*") as e:
+        pyo.SolverFactory("gop").solve(m, mode="tree")
+    # the cause named: the other factor is unbounded too (not "the objective may be unbounded": it is bounded)
+    assert "it multiplies w, unbounded too" in str(e.value) and "may be unbounded" not in str(e.value)
+
+
+def test_free_product_variable_bounded_by_the_incumbent_cutoff():
+    # x*y with x free and y in [1, 2]: min x*y + x^2 is bounded (convex in x) but the McCormick relaxation of x*y
+    # is not; the incumbent's cutoff x^2 + x y <= UB with x y >= min(x, 2x) bounds x (objective_bounds.py).
+    # Refused before as missing a bound. Optimum: y = 2, x = -1, value -1
     m = pyo.ConcreteModel()
     m.x = pyo.Var()
     m.y = pyo.Var(bounds=(1, 2))
     m.obj = pyo.Objective(expr=m.x * m.y + m.x ** 2)
-    m.cap = pyo.Constraint(expr=m.x - m.x + m.y >= 1.5)  # mentions x but bounds nothing
-    with pytest.raises(ModelStructureError, match=r"finite bounds on x.*"):
-        pyo.SolverFactory("gop").solve(m, mode="tree")
+    m.cap = pyo.Constraint(expr=m.x - m.x + m.y >= 1.5)
+    res = pyo.SolverFactory("gop").solve(m, mode="tree").varopt_result
+    assert res.status == "optimal"
+    assert pyo.value(m.obj) == pytest.approx(-1.0, abs=1e-6)
 
 
 def test_mode_option_is_validated():

@@ -39,9 +39,14 @@ from .convex_part import ConvexPart
 from .local import LocalSearch
 from .dualbt import reduced_cost_bounds, weak_dual_bound
 from .norm_cones import NormCones
+from .objective_bounds import ObjectiveBounds
 from .relax import Lifted, TangentPool, rows_to_csr
 from .tighten import Tightener
 from .unbounded import Unbounded
+
+
+#: column bounds larger than this on their inner side are left out of the node LP (:meth:`GopTree._lp`)
+_HIGHS_BIG = 1e18
 
 
 def _split_unbounded(lo, hi, v):
@@ -99,6 +104,7 @@ class GopTree:
         self.cones = NormCones.build(program)
         self.lf = lifted if self.cones is None else Lifted(self.cones.relaxed)
         self.tight = Tightener(self.lf)
+        self.obounds = ObjectiveBounds(self.lf)
         self.conn = np.zeros(program.n, dtype=bool)
         self.conn[part.connected] = True
         self.local = LocalSearch(program, part, lifted)
@@ -175,8 +181,10 @@ class GopTree:
         if not bad:   # (x**4 is a square of the column q = x^2: x enters a convex term, not a product)
             bad = sorted({int(v) for a in self.lf.atoms for v in a.idx if not finite[v]})
             what = "a nonlinear term"
+        # the program minimises; a maximised objective is unbounded *above* in the user's sense
+        way = "above (the objective is maximised)" if program.maximize else "below"
         if not bad:
-            return ("GOP tree: the relaxation is unbounded below; the objective may be unbounded or a variable "
+            return (f"GOP tree: the relaxation is unbounded {way}; the objective may be unbounded or a variable "
                     "of a convex term needs bounds")
         j = bad[0]
         nm = program.names[j]
@@ -195,8 +203,25 @@ class GopTree:
                        f"bounds nor the constraints bound (it was left in [{l[j]:g}, {u[j]:g}])")
                 nm = free[0]
         # (a variable of a convex term only: the objective itself may be unbounded, as the generic message said)
-        head = ("GOP tree: the relaxation is unbounded below; the objective may be unbounded, or "
+        head = (f"GOP tree: the relaxation is unbounded {way}; the objective may be unbounded, or "
                 if what == "a nonlinear term" and aux is None else "")
+        # the incumbent cutoff bounds a product variable of a coercive objective (objective_bounds.py); when it
+        # did not, the terms of other variables that are unbounded over their box are what kept it from doing so
+        # (max x y - y^2 + log(z): z, not y, makes the objective unbounded): name them first
+        others, products_only = self.obounds.objective_blockers(j, l, u)
+        others = [v for v in others if v < program.n_user and v != j]
+        if others and products_only:
+            names = ", ".join(program.names[v] for v in others[:4])
+            return (f"GOP needs finite bounds on {nm}: {why}; it multiplies {names}, unbounded too, and the cutoff of "
+                    f"an incumbent bounds one factor of a product only when the other is bounded; declare bounds on "
+                    f"{nm} or {names} (Pyomo: m.<var>.setlb(...) / setub(...); CVXPY: add <var> >= ... and "
+                    "<var> <= ... constraints)")
+        if others:
+            names = ", ".join(program.names[v] for v in others[:4])
+            cause = (f"the objective's terms in {names} are unbounded {way} over their bounds, so neither the "
+                     f"objective nor the constraints bound {nm}: the objective may be unbounded; ")
+            return (f"{cause}declare bounds on {names} (or on {nm}) (Pyomo: m.<var>.setlb(...) / setub(...); "
+                    f"CVXPY: add <var> >= ... and <var> <= ... constraints). GOP needs finite bounds on {nm}: {why}")
         return (
             f"{head}GOP needs finite bounds on {nm}: {why}; declare bounds on {nm} (Pyomo: m.{nm}.setlb(...) / "
             f"setub(...); CVXPY: add {nm} >= ... and {nm} <= ... constraints)")
@@ -230,6 +255,11 @@ class GopTree:
         A = sp.vstack(parts, format="csr")
         c = np.asarray(lf.R[0].todense()).ravel()
         self._last_lp = (c, A, np.concatenate(los), np.concatenate(his))
+        # a column bound beyond HiGHS's infinity (1e20) on its inner side is refused (passModel kError): exp(1.39 x)
+        # over x in [41, 50], a box the incumbent cutoff gives, has T >= 4e24. Dropping such a bound only loosens
+        # the relaxation (the rows still hold every point of the box)
+        L = np.where(L > _HIGHS_BIG, -np.inf, L)
+        U = np.where(U < -_HIGHS_BIG, np.inf, U)
         return HighsModel(c, A, np.concatenate(los), np.concatenate(his), L, U, const=float(lf.const[0]))
 
     def _solve_node(self, l, u, L, U, cutoff, oa_tol):
@@ -461,6 +491,12 @@ class GopTree:
         if np.any(l > u):
             return run.finish("infeasible", "a variable has lower bound > upper bound", lower=math.inf, upper=math.inf)
         l, u, L, U, infeas = self.tight.tighten(l, u)
+        if not infeas and not (np.all(np.isfinite(l)) and np.all(np.isfinite(u))):
+            # rows with a convex quadratic part in a free variable and a bounded rest (x^2 + x y <= 4, y in
+            # [-1, 1]) bound it; FBBT, which bounds x y by the box, cannot (objective_bounds.py)
+            bl, bu, infeas = self.obounds.tighten(l, u)
+            if not infeas and (np.any(bl > l) or np.any(bu < u)):
+                l, u, L, U, infeas = self.tight.tighten(bl, bu)
         if infeas:
             return run.finish("infeasible", "bound tightening proved the constraints infeasible",
                               lower=math.inf, upper=math.inf)
@@ -494,6 +530,7 @@ class GopTree:
         nodes = 0
         obbt_skip = obbt_wait = 0  # OBBT below obbt_depth: current back-off and nodes left to skip
         atom_obbt_done = False  # OBBT for the term variables after an unbounded relaxation (tried once)
+        cutoff_bt_done = False  # bounds from the incumbent cutoff after an unbounded relaxation (tried once)
         ls_skip = ls_wait = 0  # the same back-off for local searches started only because Z is nearly feasible
         for _ in run.iterations():
             if not heap:
@@ -543,14 +580,38 @@ class GopTree:
                             if depth == 0:  # bounds implied by the rows alone hold for the whole program
                                 l0, u0 = nl.copy(), nu.copy()
                             st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
+                if st == "unbounded" and not cutoff_bt_done:
+                    # a product variable no row bounds: a feasible point, the local search from it, and the cut
+                    # f <= UB through the separable lower estimate of f (objective_bounds.py) bound the variables
+                    # of a coercive objective (0.1 ||x||^2 + x0 x1: SCIP solves it, the relaxation had no rows)
+                    cutoff_bt_done = True
+                    found = self._feasible_start(nl, nu, nL, nU, l0, u0)
+                    if found is not None and found[0] < UB:
+                        UB, best = found
+                        run.incumbent(best, objective=UB, upper=UB)
+                    if math.isfinite(UB):
+                        bl, bu, empty = self.obounds.tighten(nl, nu, cutoff=UB)
+                        # only a product variable made finite on both sides gives the LP its McCormick rows; a
+                        # half-line (min x y - z: z >= -UB - 1) leaves it unbounded, and the incumbent of an
+                        # unbounded model can sit at 1e15, a bound HiGHS refuses
+                        fin = np.isfinite(bl) & np.isfinite(bu)
+                        gained = [j for j in need if fin[j] and not (np.isfinite(nl[j]) and np.isfinite(nu[j]))]
+                        if not empty and gained and np.all(np.abs(np.where(fin, np.maximum(
+                                np.abs(bl), np.abs(bu)), 0.0)) < 1e12):
+                            nl, nu, nL, nU, infeas = self.tight.tighten(bl, bu, cutoff=UB)
+                            if infeas:   # (the incumbent lies in the box: rounding only)
+                                nl, nu = bl, bu
+                                nL, nU, _, _ = self.lf.column_bounds(nl, nu)
+                            self._initial_tangents(nl, nu)
+                            if depth == 0:   # every point better than the incumbent lies in this box
+                                l0, u0 = nl.copy(), nu.copy()
+                            oa = max(0.25 * self._tol(UB), 1e-9)
+                            st, val, Z = self._solve_node(nl, nu, nL, nU, UB, oa)
                 if st == "unbounded":
                     # children only add rows: an unbounded node LP is the root's. A feasible point lets
                     # the solver try to prove unboundedness (unbounded.py) before reporting the bounds
-                    hm = self._lp(nl, nu, nL, nU, math.inf)
-                    hm.set_cost(np.zeros(self.lf.N))
-                    r0 = hm.solve()
-                    if r0.status == "optimal":
-                        found = self.local.improve(r0.x, l0, u0)
+                    if best is None:
+                        found = self._feasible_start(nl, nu, nL, nU, l0, u0)
                         if found is not None:
                             run.incumbent(found[1], objective=found[0], upper=found[0])
                     raise Unbounded(self._unbounded_message(nl, nu, need))
@@ -715,6 +776,15 @@ class GopTree:
             lo0, hi0 = np.where(flo, lo, 0.0), np.where(fhi, hi, 0.0)
             z[miss] = np.where(flo & fhi, lo0 + r * (hi0 - lo0), np.where(flo, lo0 + r, np.where(fhi, hi0 - r, r - 0.5)))
         return np.clip(z, l, u)
+
+    def _feasible_start(self, l, u, L, U, l0, u0):
+        """``(value, z)`` of the local search from a feasible point of the relaxation without cost, or None."""
+        hm = self._lp(l, u, L, U, math.inf)
+        hm.set_cost(np.zeros(self.lf.N))
+        r0 = hm.solve()
+        if r0.status != "optimal":
+            return None
+        return self.local.improve(r0.x, l0, u0)
 
     def _root_heuristic(self, l, u):
         """Alternating minimisation at the root, before OBBT: ``(value, z)`` of the best feasible point of
