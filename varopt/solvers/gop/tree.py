@@ -115,7 +115,8 @@ class GopTree:
         self.n_lp = 0
         self.n_lp_failed = 0
         self.n_unproved_infeasible = 0   # node LPs HiGHS called infeasible without a dual ray that proves it
-        self.n_unsafe_bounds = 0   # node bounds whose multipliers gave no finite weak-duality bound (reported value kept)
+        # node bounds whose multipliers gave no finite weak-duality bound (the reported value kept)
+        self.n_unsafe_bounds = 0
         self.lp_timed_out = False   # a node LP stopped by the time left (its node closed with its parent's bound)
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
         self._last_lp = None
@@ -355,8 +356,10 @@ class GopTree:
         self._last_duals = r.row_duals
         # the node's bound from the LP's multipliers (weak duality) where they give one: the reported value is only
         # the LP solver's, within its tolerances (docs/gop.md §13i)
+        # (rows a last round added after its LP, which the loop then left unsolved, come last: not r's rows)
         c_, A_, rlo_, rhi_ = self._last_lp
-        w = weak_dual_bound(c_, A_, rlo_, rhi_, L, U, r.row_duals)
+        k = 0 if r.row_duals is None else len(r.row_duals)
+        w = weak_dual_bound(c_, A_[:k], rlo_[:k], rhi_[:k], L, U, r.row_duals) if k <= A_.shape[0] else -math.inf
         val = float(r.objective)
         if math.isfinite(w):
             val = min(val, w + float(lf.const[0]))

@@ -61,6 +61,9 @@ class Family:
     separable: bool = False
     #: ``higher(mt, vt)`` is a closed form (the fixed-point Newton step of the solver, ``NEWTON_FP``)
     higher_moments: bool = False
+    #: the expectation grows exponentially with the predictor variance (``exp(mt + vt/2)``), which makes the
+    #: covariance map stiff under wide priors: the rows that call for the fixed-point Newton step
+    variance_stiff: bool = False
 
     def expect(self, mt, vt):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -74,8 +77,8 @@ class Family:
 class ExpFamily(Family):
     kind, name = "exp", "exp(u) (Poisson)"
     closed_form = True
-
     higher_moments = True
+    variance_stiff = True
 
     def expect(self, mt, vt):
         with np.errstate(over="ignore"):

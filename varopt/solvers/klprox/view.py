@@ -321,9 +321,11 @@ class LikelihoodView:
 
     def stiff_variance(self, fams) -> bool:
         """Whether the fixed-point Newton step applies (the solver's ``NEWTON_FP``): 1-D rows only, every family with
-        closed-form third and fourth expected derivatives (``Family.higher_moments``), and at least one ``exp`` row,
-        whose expectation ``exp(mt + vt/2)`` grows exponentially with the predictor variance."""
-        return (self.diagonal and not self.groups and any(kind == "exp" for kind, _ in self.blocks)
+        closed-form third and fourth expected derivatives (``Family.higher_moments``), and at least one ``exp`` row
+        (``Family.variance_stiff``), whose expectation ``exp(mt + vt/2)`` grows exponentially with the predictor
+        variance."""
+        return (self.diagonal and not self.groups
+                and any(getattr(fams[kind], "variance_stiff", False) for kind, _ in self.blocks)
                 and all(getattr(fams[kind], "higher_moments", False) for kind, _ in self.blocks))
 
     def higher_terms(self, fams, mt, vt):
