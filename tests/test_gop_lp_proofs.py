@@ -1,5 +1,5 @@
-"""Node bounds and infeasibility of gop's tree from the LP's multipliers, not from HiGHS's status alone
-(docs/gop.md §13i): weak duality gives a bound for any multipliers, a dual ray proves infeasibility."""
+"""Infeasibility of gop's tree nodes proved from the LP's dual ray, not from HiGHS's status alone, by the
+weak-duality bound that holds for any multipliers (docs/gop.md §13i)."""
 import cvxpy as cp
 import numpy as np
 import pytest

@@ -42,11 +42,12 @@ def _terms(c, A, r_lo, r_hi, L, U, y):
     return row_term, col_term, d
 
 
-def weak_dual_bound(c, A, r_lo, r_hi, L, U, y, eps=1e-9):
-    """``D`` of the module docstring, less the rounding of its sums: a lower bound on the LP's value that holds for
-    whatever multipliers ``y`` the LP solver returned (Neumaier & Shcherbina 2004), ``-inf`` when a term is infinite.
-    An LP solver's reported value is not one: on a node LP with a tangent of slope -1e8 (the cut of ``1/v`` at
-    ``v = 1e-4``), HiGHS's dual tolerance 1e-7 let it report vertices as optimal that were not (docs/gop.md §13i)."""
+def weak_dual_bound(c, A, r_lo, r_hi, L, U, y, eps=1e-9, rounding=1e-12):
+    """``D`` of the module docstring, less ``rounding`` times the sum of its terms' magnitudes: a lower bound on the
+    LP's value that holds for whatever multipliers ``y`` the LP solver returned (Neumaier & Shcherbina 2004), ``-inf``
+    when a term is infinite (reduced costs within ``eps`` of 0 count as 0 against an infinite bound). With cost 0 and
+    a dual ray ``y``, ``D > 0`` proves the LP infeasible (Farkas): the tree's check of HiGHS's "infeasible" nodes
+    (docs/gop.md §13i)."""
     if y is None:
         return -np.inf
     row_term, col_term, d = _terms(c, A, r_lo, r_hi, L, U, y)
@@ -56,7 +57,7 @@ def weak_dual_bound(c, A, r_lo, r_hi, L, U, y, eps=1e-9):
     if not np.all(np.isfinite(col_term)):
         return -np.inf
     D = float(row_term.sum() + col_term.sum())
-    return D - eps * (float(np.abs(row_term).sum() + np.abs(col_term).sum()) + 1.0)
+    return D - rounding * (float(np.abs(row_term).sum() + np.abs(col_term).sum()) + 1.0)
 
 
 def reduced_cost_bounds(c, A, r_lo, r_hi, L, U, y, cutoff, eps=1e-9):

@@ -115,8 +115,6 @@ class GopTree:
         self.n_lp = 0
         self.n_lp_failed = 0
         self.n_unproved_infeasible = 0   # node LPs HiGHS called infeasible without a dual ray that proves it
-        # node bounds whose multipliers gave no finite weak-duality bound (the reported value kept)
-        self.n_unsafe_bounds = 0
         self.lp_timed_out = False   # a node LP stopped by the time left (its node closed with its parent's bound)
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
         self._last_lp = None
@@ -292,11 +290,13 @@ class GopTree:
             r = hm.solve()
             self.n_lp += 1
             if r.status in ("infeasible",):
-                if self._infeasibility_proved(hm, L, U):
+                proved, r = self._infeasibility_proved(hm, L, U, r)
+                if proved:
                     return "infeasible", math.inf, None
-                self.n_lp_failed += 1
-                self.n_unproved_infeasible += 1
-                return "failed", -math.inf, None
+                if r.status != "optimal":
+                    self.n_lp_failed += 1
+                    self.n_unproved_infeasible += 1
+                    return "failed", -math.inf, None
             if r.status == "unbounded":
                 return "unbounded", -math.inf, None
             if r.status != "optimal" and (self._out_of_time() or r.model_status == "Time limit reached"):
@@ -314,11 +314,13 @@ class GopTree:
                 r = hm.solve()
                 self.n_lp += 1
                 if r.status == "infeasible":
-                    if self._infeasibility_proved(hm, L, U):
+                    proved, r = self._infeasibility_proved(hm, L, U, r)
+                    if proved:
                         return "infeasible", math.inf, None
-                    self.n_lp_failed += 1
-                    self.n_unproved_infeasible += 1
-                    return "failed", -math.inf, None
+                    if r.status != "optimal":
+                        self.n_lp_failed += 1
+                        self.n_unproved_infeasible += 1
+                        return "failed", -math.inf, None
             if r.status != "optimal":
                 # numerically hard LP: the node keeps its parent's bound, unexpanded
                 self.n_lp_failed += 1
@@ -354,25 +356,17 @@ class GopTree:
                 self._last_lp = (c, sp.vstack([A, A_new], format="csr"), np.concatenate([rlo, lo_new]),
                                  np.concatenate([rhi, hi_new]))
         self._last_duals = r.row_duals
-        # the node's bound from the LP's multipliers (weak duality) where they give one: the reported value is only
-        # the LP solver's, within its tolerances (docs/gop.md §13i)
-        # (rows a last round added after its LP, which the loop then left unsolved, come last: not r's rows)
-        c_, A_, rlo_, rhi_ = self._last_lp
-        k = 0 if r.row_duals is None else len(r.row_duals)
-        w = weak_dual_bound(c_, A_[:k], rlo_[:k], rhi_[:k], L, U, r.row_duals) if k <= A_.shape[0] else -math.inf
-        val = float(r.objective)
-        if math.isfinite(w):
-            val = min(val, w + float(lf.const[0]))
-        else:
-            self.n_unsafe_bounds += 1
-        return "optimal", val, Z
+        return "optimal", float(r.objective), Z
 
-    def _infeasibility_proved(self, hm, L, U):
+    def _infeasibility_proved(self, hm, L, U, r):
         """Whether HiGHS's dual ray of the node LP just reported infeasible proves it (Farkas, as weak duality with
         cost 0: a ray ``y`` whose bound ``D(y)`` of :func:`.dualbt.weak_dual_bound` is positive). The status alone
         is not a proof: with a tangent of slope -1e8 and column values near 1e-6, HiGHS called a node infeasible that
         held the optimum (``max harmonic_mean(v) - v0/2``, ``v <= 1e6``), and the tree certified a wrong value
-        (docs/gop.md §13i). A presolve answer has no ray: the LP is solved once more without presolve."""
+        (docs/gop.md §13i). A presolve answer has no ray: the LP is solved once more without presolve, and when that
+        solve finds it feasible its answer replaces ``r`` (ex4_1_2 met such a presolve answer).
+
+        Returns ``(proved, r)``: ``r`` the LP's answer to use when not proved (``r`` itself, or the re-solve's)."""
         c, A, lo, hi = self._last_lp
         has, ray = self._dual_ray(hm)
         if not has:
@@ -381,15 +375,18 @@ class GopTree:
                 again = hm.solve()
                 self.n_lp += 1
                 if again.status != "infeasible":
-                    return False
+                    return False, again
                 has, ray = self._dual_ray(hm)
             finally:
                 hm.set_options(presolve="choose")
         if not has or ray.size != A.shape[0] or not np.all(np.isfinite(ray)):
-            return False
+            return False, r
         ray = ray / max(float(np.abs(ray).max(initial=0.0)), 1e-300)
         zero = np.zeros(A.shape[1])
-        return any(weak_dual_bound(zero, A, lo, hi, L, U, sgn * ray) > 0.0 for sgn in (1.0, -1.0))
+        # D > 0 as computed, without the rounding allowance of a bound: terms that cancel to 1e-5 of their 1e11 sum
+        # (ex4_1_2's tiny boxes) are beyond any proof in floating point, where the wrong answers this catches have
+        # D clearly below 0 (-9e-5 of 1.3e-4 on the harmonic mean)
+        return any(weak_dual_bound(zero, A, lo, hi, L, U, sgn * ray, rounding=0.0) > 0.0 for sgn in (1.0, -1.0)), r
 
     @staticmethod
     def _dual_ray(hm):
@@ -718,8 +715,6 @@ class GopTree:
         info = dict(mode="tree", nodes=nodes, n_subproblems=self.n_lp, failed_relaxations=self.n_lp_failed,
                     reduced_cost_tightenings=self.n_rc_tightened, partition=self.part.describe(),
                     connected=[program.names[i] for i in self.part.connected])
-        if self.n_unsafe_bounds:
-            info["unverified_node_bounds"] = self.n_unsafe_bounds
         if self.n_unproved_infeasible:
             info["unproved_infeasible_nodes"] = self.n_unproved_infeasible
         if not math.isfinite(UB):
@@ -948,19 +943,16 @@ class GopTree:
                     r = hm.solve()
                     self.n_lp += 1
                     if r.status == "infeasible":
-                        return l, u, L, U, True
+                        proved, r = self._infeasibility_proved(hm, L, U, r)
+                        if proved:
+                            return l, u, L, U, True
+                        self.n_unproved_infeasible += r.status != "optimal"
                     if r.status != "optimal":
                         continue
                     if r.x is not None:
                         np.minimum(seen_lo, r.x[:lf.N], out=seen_lo)
                         np.maximum(seen_hi, r.x[:lf.N], out=seen_hi)
-                    # the bound from the LP's multipliers (weak duality), not its reported value: a bound moved
-                    # past a feasible point loses it for good (HiGHS pinned v to [2e-4, 2e-4] next to a 1e8 slope)
-                    _, A_, rlo_, rhi_ = self._last_lp
-                    w = weak_dual_bound(c, A_, rlo_, rhi_, L, U, r.row_duals)
-                    if not math.isfinite(w):
-                        continue
-                    v = sgn * min(w, float(r.objective))
+                    v = sgn * r.objective
                     m = 1e-9 * max(1.0, abs(v))
                     if sgn > 0 and v - m > l[j] + 1e-7 * max(1.0, abs(l[j]) if np.isfinite(l[j]) else 1.0):
                         l[j] = v - m
