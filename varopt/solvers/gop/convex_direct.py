@@ -522,16 +522,15 @@ def _uses(e: Expression, j):
     return k
 
 
-def _pnorm_terms(program, obj, defs, n, owner=None):
-    """The p-norm terms of the objective (``owner`` None) or of the ``<=`` form ``obj`` of the row named ``owner`` ``c (lam q)^(1/p)`` (``c > 0``; the atom ``-u^(1/p)`` with a negative coefficient) of a
-    ``product`` column ``q = sum_i w_i z_i^p`` (``w_i > 0``, ``z_i`` affine, ``p > 1``) that nothing else holds: ``(group,
-    row, q, c lam^(1/p), p, [(w_i^(1/p) A_i, w_i^(1/p) b_i)], definition row)``. Each is ``c ||W z||_p``, convex in
-    ``z``, which the lifted form hides (``q^(1/p)`` is concave in ``q``)."""
+def _outer_atom_rows(obj, defs, n, outer_ok):
+    """The rows ``(group, atom group, row, coefficient row, q, product def, widened definition)`` of the objective's
+    atom groups accepted by ``outer_ok(kernel)`` that are a negative multiple of the atom of ``lam q`` alone
+    (``lam > 0``, no multiplier, no constant) for a ``product`` column ``q`` defined by one positive atom group without
+    multipliers, constants, linear, quadratic or log-sum-exp terms: the shape shared by the p-norm and the
+    harmonic-mean terms."""
     by_col = {a.index: a for a in defs.values() if a.kind == "product"}
-    out = []
     for gi, g in enumerate(obj.atoms):
-        alpha = getattr(g.kernel, "p", None)
-        if alpha is None or not 0.0 < alpha < 1.0:
+        if not outer_ok(g.kernel):
             continue
         for r in range(len(g)):
             row = g.A[r]
@@ -545,19 +544,31 @@ def _pnorm_terms(program, obj, defs, n, owner=None):
             if (d.lse or len(d.quadratic) or d.constant != 0.0 or d.linear_items()[0].size or len(d.atoms) != 1
                     or np.any(d.atoms[0].mult >= 0) or np.any(d.atoms[0].coef <= 0)):
                 continue
-            h = d.atoms[0]
-            P = getattr(h.kernel, "p", None)
-            if P is None or h.kernel.arity != 1 or abs(P * alpha - 1.0) > 1e-12:
-                continue
-            # q only in this term and its definition
-            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints
-                                         if c.name not in (a.constraint, owner)):
-                continue
-            if owner is not None and _uses(program.objective, q):
-                continue
-            w = h.coef ** (1.0 / P)
-            args = [(np.asarray(h.A[i].todense()).ravel() * w[i], float(h.b[i] * w[i])) for i in range(len(h))]
-            out.append((gi, r, q, float(-g.coef[r] * row.data[0] ** alpha), P, args, a.constraint, h.kernel))
+            yield gi, g, r, row, q, a, d
+
+
+def _pnorm_terms(program, obj, defs, n, owner=None):
+    """The p-norm terms of the objective (``owner`` None) or of the ``<=`` form ``obj`` of the row named ``owner`` ``c (lam q)^(1/p)`` (``c > 0``; the atom ``-u^(1/p)`` with a negative coefficient) of a
+    ``product`` column ``q = sum_i w_i z_i^p`` (``w_i > 0``, ``z_i`` affine, ``p > 1``) that nothing else holds: ``(group,
+    row, q, c lam^(1/p), p, [(w_i^(1/p) A_i, w_i^(1/p) b_i)], definition row)``. Each is ``c ||W z||_p``, convex in
+    ``z``, which the lifted form hides (``q^(1/p)`` is concave in ``q``)."""
+    out = []
+    for gi, g, r, row, q, a, d in _outer_atom_rows(obj, defs, n,
+                                                   lambda k: 0.0 < (getattr(k, "p", None) or 0.0) < 1.0):
+        alpha = g.kernel.p
+        h = d.atoms[0]
+        P = getattr(h.kernel, "p", None)
+        if P is None or h.kernel.arity != 1 or abs(P * alpha - 1.0) > 1e-12:
+            continue
+        # q only in this term and its definition
+        if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints
+                                     if c.name not in (a.constraint, owner)):
+            continue
+        if owner is not None and _uses(program.objective, q):
+            continue
+        w = h.coef ** (1.0 / P)
+        args = [(np.asarray(h.A[i].todense()).ravel() * w[i], float(h.b[i] * w[i])) for i in range(len(h))]
+        out.append((gi, r, q, float(-g.coef[r] * row.data[0] ** alpha), P, args, a.constraint, h.kernel))
     return out
 
 
@@ -567,29 +578,15 @@ def _harmonic_terms(program, obj, defs, n):
     nothing else holds: ``(group, row, q, K, [w_i], [(A_i, b_i)], definition row)``. ``-K / sum_i (w_i / z_i)`` is
     convex in ``z > 0`` (minus a weighted harmonic mean: CVXPY's ``harmonic_mean``), though ``-K / q`` is concave in
     ``q``."""
-    by_col = {a.index: a for a in defs.values() if a.kind == "product"}
     out = []
-    for gi, g in enumerate(obj.atoms):
-        if getattr(g.kernel, "p", None) != -1.0:
+    for gi, g, r, row, q, a, d in _outer_atom_rows(obj, defs, n, lambda k: getattr(k, "p", None) == -1.0):
+        if getattr(d.atoms[0].kernel, "p", None) != -1.0 or d.atoms[0].kernel.arity != 1:
             continue
-        for r in range(len(g)):
-            row = g.A[r]
-            if g.coef[r] >= 0 or g.mult[r] >= 0 or g.b[r] != 0 or row.nnz != 1 or row.data[0] <= 0:
-                continue
-            q = int(row.indices[0])
-            a = by_col.get(q)
-            if a is None:
-                continue
-            d = a.definition if a.definition.n == n else _widen(a.definition, n)
-            if (d.lse or len(d.quadratic) or d.constant != 0.0 or d.linear_items()[0].size or len(d.atoms) != 1
-                    or np.any(d.atoms[0].mult >= 0) or np.any(d.atoms[0].coef <= 0)
-                    or getattr(d.atoms[0].kernel, "p", None) != -1.0 or d.atoms[0].kernel.arity != 1):
-                continue
-            if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints if c.name != a.constraint):
-                continue
-            h = d.atoms[0]
-            args = [(np.asarray(h.A[i].todense()).ravel(), float(h.b[i])) for i in range(len(h))]
-            out.append((gi, r, q, float(-g.coef[r] / row.data[0]), h.coef.astype(float), args, a.constraint))
+        if _uses(obj, q) != 1 or any(_uses(c.body, q) for c in program.constraints if c.name != a.constraint):
+            continue
+        h = d.atoms[0]
+        args = [(np.asarray(h.A[i].todense()).ravel(), float(h.b[i])) for i in range(len(h))]
+        out.append((gi, r, q, float(-g.coef[r] / row.data[0]), h.coef.astype(float), args, a.constraint))
     return out
 
 

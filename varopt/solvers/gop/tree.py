@@ -289,14 +289,10 @@ class GopTree:
             self._limit_lp(hm)   # one root LP of a 300-variable NMF takes seconds: the time limit must hold
             r = hm.solve()
             self.n_lp += 1
-            if r.status in ("infeasible",):
-                proved, r = self._infeasibility_proved(hm, L, U, r)
-                if proved:
-                    return "infeasible", math.inf, None
-                if r.status != "optimal":
-                    self.n_lp_failed += 1
-                    self.n_unproved_infeasible += 1
-                    return "failed", -math.inf, None
+            if r.status == "infeasible":
+                outcome, r = self._infeasible_node(hm, L, U, r)
+                if outcome is not None:
+                    return outcome
             if r.status == "unbounded":
                 return "unbounded", -math.inf, None
             if r.status != "optimal" and (self._out_of_time() or r.model_status == "Time limit reached"):
@@ -314,13 +310,9 @@ class GopTree:
                 r = hm.solve()
                 self.n_lp += 1
                 if r.status == "infeasible":
-                    proved, r = self._infeasibility_proved(hm, L, U, r)
-                    if proved:
-                        return "infeasible", math.inf, None
-                    if r.status != "optimal":
-                        self.n_lp_failed += 1
-                        self.n_unproved_infeasible += 1
-                        return "failed", -math.inf, None
+                    outcome, r = self._infeasible_node(hm, L, U, r)
+                    if outcome is not None:
+                        return outcome
             if r.status != "optimal":
                 # numerically hard LP: the node keeps its parent's bound, unexpanded
                 self.n_lp_failed += 1
@@ -357,6 +349,19 @@ class GopTree:
                                  np.concatenate([rhi, hi_new]))
         self._last_duals = r.row_duals
         return "optimal", float(r.objective), Z
+
+    def _infeasible_node(self, hm, L, U, r):
+        """``(outcome, r)`` for a node LP reported infeasible: ``outcome`` the node's return value when the ray proves
+        it (``infeasible``) or nothing usable is left (``failed``, with the parent's bound), else None and the
+        re-solve's optimal answer ``r`` (:meth:`_infeasibility_proved`)."""
+        proved, r = self._infeasibility_proved(hm, L, U, r)
+        if proved:
+            return ("infeasible", math.inf, None), r
+        if r.status != "optimal":
+            self.n_lp_failed += 1
+            self.n_unproved_infeasible += 1
+            return ("failed", -math.inf, None), r
+        return None, r
 
     def _infeasibility_proved(self, hm, L, U, r):
         """Whether HiGHS's dual ray of the node LP just reported infeasible proves it (Farkas, as weak duality with
