@@ -590,12 +590,8 @@ def _harmonic_terms(program, obj, defs, n):
     return out
 
 
-def _harmonic_cones(terms, obj, n, N):
-    """``(objective without the terms, the new columns' objective coefficients, linear rows with tags, cones)``: each
-    ``-K / sum_i (w_i / z_i)`` as ``-s`` over new columns ``s, y_1, ...`` (after ``n``) with ``s >= 0``,
-    ``sum_i w_i y_i <= K s`` and the rotated cones ``s^2 <= y_i z_i`` (``||(2 s, y_i - z_i)|| <= y_i + z_i``): for
-    ``s > 0`` these give ``s sum_i w_i / z_i <= K``, i.e. ``s`` below the mean, and ``y_i = s^2 / z_i`` attains it, so
-    minimising ``-s`` is minimising the term (the mean is ``>= 0``, so ``s >= 0`` loses nothing)."""
+def _atoms_without(obj, terms):
+    """The objective's atom groups without the rows ``(group, row, ...)`` of ``terms`` (replaced by cones)."""
     drop = {}
     for gi, r, *_ in terms:
         drop.setdefault(gi, []).append(r)
@@ -605,6 +601,16 @@ def _harmonic_cones(terms, obj, n, N):
         if keep.size:
             atoms.append(AtomGroup(g.kind, g.coef[keep], g.A[keep], g.b[keep], g.mult[keep],
                                    None if g.A2 is None else g.A2[keep], None if g.b2 is None else g.b2[keep]))
+    return atoms
+
+
+def _harmonic_cones(terms, obj, n, N):
+    """``(objective without the terms, the new columns' objective coefficients, linear rows with tags, cones)``: each
+    ``-K / sum_i (w_i / z_i)`` as ``-s`` over new columns ``s, y_1, ...`` (after ``n``) with ``s >= 0``,
+    ``sum_i w_i y_i <= K s`` and the rotated cones ``s^2 <= y_i z_i`` (``||(2 s, y_i - z_i)|| <= y_i + z_i``): for
+    ``s > 0`` these give ``s sum_i w_i / z_i <= K``, i.e. ``s`` below the mean, and ``y_i = s^2 / z_i`` attains it, so
+    minimising ``-s`` is minimising the term (the mean is ``>= 0``, so ``s >= 0`` loses nothing)."""
+    atoms = _atoms_without(obj, terms)
     base = Expression(n, obj.constant, obj.linear.copy(), obj.quadratic, atoms, obj.lse)
     cost, linear, cones, col = np.zeros(N), [], [], n
     for _gi, _r, _q, K, w, args, _name in terms:
@@ -637,15 +643,7 @@ def _pnorm_cones(terms, obj, n, lb, col=None, N=None):
     replacement is exact as in the objective: ``||z||_p <= s`` with ``s`` entering the row with a positive coefficient."""
     col = n if col is None else col
     N = n + sum(1 + len(t[5]) for t in terms) if N is None else N
-    drop = {}
-    for gi, r, *_ in terms:
-        drop.setdefault(gi, []).append(r)
-    atoms = []
-    for gi, g in enumerate(obj.atoms):
-        keep = np.setdiff1d(np.arange(len(g)), drop.get(gi, []))
-        if keep.size:
-            atoms.append(AtomGroup(g.kind, g.coef[keep], g.A[keep], g.b[keep], g.mult[keep],
-                                   None if g.A2 is None else g.A2[keep], None if g.b2 is None else g.b2[keep]))
+    atoms = _atoms_without(obj, terms)
     lin = np.zeros(N)
     base = Expression(n, obj.constant, obj.linear.copy(), obj.quadratic, atoms, obj.lse)
     linear, cones = [], []
