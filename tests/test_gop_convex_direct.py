@@ -289,6 +289,23 @@ def test_declared_recession_sides_are_directions_along_which_the_atom_does_not_g
             assert np.isfinite(g1) and g1 <= g0 + 1e-12 * max(1.0, abs(g0)), (kind, u, s, r, t, g0, g1)
 
 
+def _convex_path_matches_clarabel(make, seed):
+    """gop solves ``make()`` on the convex path, optimal at Clarabel's value (1e-6 relative) with bounds that bracket
+    it and a point that satisfies every constraint (CVXPY's violation)."""
+    ref = make()
+    ref.solve(solver="CLARABEL")
+    prob = make()
+    prob.solve(method="gop", time_limit=20)
+    res = result_of(prob)
+    assert prob.status == "optimal" and res.info.get("mode") == "convex", (seed, prob.status, res.info)
+    tol = 1e-7 * max(1.0, abs(ref.value))
+    lo, up = sorted((res.lower_bound, res.upper_bound))
+    assert abs(prob.value - ref.value) <= 10 * tol and lo - tol <= ref.value <= up + 2 * tol, \
+        (seed, prob.value, ref.value, lo, up)
+    for con in prob.constraints:
+        assert float(np.max(con.violation())) <= 1e-6, (seed, str(con))
+
+
 def _random_mean(seed):
     """Random programs with geometric means (seeded): a weighted mean of an affine map over a ball, ``inv_prod``
     under a budget, a linear objective over ``geo_mean(x) >= 1`` in a box, a power-of-two mean and ``inv_prod`` as
@@ -316,18 +333,7 @@ def test_geometric_means_take_the_convex_path_with_a_certificate_bracketing_clar
     bounds (before: 6 of the 30 certified by the tree within 5 s; 300 seeds of the same families, an ad hoc run: all
     300 so)."""
     for seed in range(30):
-        ref = _random_mean(seed)
-        ref.solve(solver="CLARABEL")
-        prob = _random_mean(seed)
-        prob.solve(method="gop", time_limit=20)
-        res = result_of(prob)
-        assert prob.status == "optimal" and res.info.get("mode") == "convex", (seed, prob.status, res.info)
-        tol = 1e-7 * max(1.0, abs(ref.value))
-        lo, up = sorted((res.lower_bound, res.upper_bound))
-        assert abs(prob.value - ref.value) <= 10 * tol and lo - tol <= ref.value <= up + 2 * tol, \
-            (seed, prob.value, ref.value, lo, up)
-        for con in prob.constraints:
-            assert float(np.max(con.violation())) <= 1e-6, (seed, str(con))
+        _convex_path_matches_clarabel(lambda: _random_mean(seed), seed)
 
 
 def test_means_where_the_hypograph_is_not_exact_stay_with_the_tree():
@@ -409,16 +415,7 @@ def test_pnorms_among_other_terms_are_power_cones_with_a_certificate():
     named = [lambda: cp.Problem(cp.Minimize(t + cp.pnorm(y - 1, 3)), [t >= cp.sum(y) - 2, t >= 0]),
              lambda: cp.Problem(cp.Minimize(cp.norm_inf(x) + cp.pnorm(w, 1.5)), [x + w == np.array([1.0, -2.0, 0.5])])]
     for seed, make in [(-1, named[0]), (-2, named[1])] + [(s, lambda s=s: _random_pnorm_terms(s)) for s in range(20)]:
-        ref = make()
-        ref.solve(solver="CLARABEL")
-        prob = make()
-        prob.solve(method="gop", time_limit=20)
-        res = result_of(prob)
-        assert prob.status == "optimal" and res.info.get("mode") == "convex", (seed, prob.status, res.info)
-        tol = 1e-7 * max(1.0, abs(ref.value))
-        lo, up = sorted((res.lower_bound, res.upper_bound))
-        assert abs(prob.value - ref.value) <= 10 * tol and lo - tol <= ref.value <= up + 2 * tol, \
-            (seed, prob.value, ref.value, lo, up)
+        _convex_path_matches_clarabel(make, seed)
 
 
 def test_pnorms_maximised_or_shared_are_not_power_cones():

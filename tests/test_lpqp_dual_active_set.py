@@ -7,23 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from varopt import lpqp
 from varopt.lpqp.active_set import ActiveSetQP
 from varopt.lpqp.dual_active_set import solve_dual
-
-
-def _clarabel(Q, c, A, lo, hi, lb, ub):
-    """``(value, x)`` of the QP by CVXPY + Clarabel (an independent interior point)."""
-    import cvxpy as cp
-    n = c.size
-    x = cp.Variable(n)
-    cons = []
-    for M, l, h in ((A, lo, hi), (np.eye(n), lb, ub)):
-        for v, s in ((l, 1), (h, -1)):
-            k = np.isfinite(v)
-            if k.any():
-                cons.append(s * (M[k] @ x) >= s * v[k])
-    Lf = np.linalg.cholesky(Q)
-    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(Lf.T @ x) + c @ x), cons)
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    return prob.value, x.value
+from qp_reference import clarabel_qp
 
 
 def _random_qp(seed, n, m, eq_frac=0.1, dup=False):
@@ -92,7 +76,7 @@ def test_dual_active_set_answers_many_rows_and_matches_clarabel():
         res = solve_dual(ActiveSetQP(A), Q, c, lo, hi, lb, ub)
         assert res is not None
         f = _check(res, Q, c, A, lo, hi, lb, ub)
-        v, xc = _clarabel(Q, c, A, lo, hi, lb, ub)
+        v, xc = clarabel_qp(Q, c, A, lo, hi, lb, ub)
         assert abs(f - v) <= 1e-7 * max(1.0, abs(v))
         assert np.abs(res.x - xc).max() <= 1e-5 * max(1.0, np.abs(xc).max())
         assert int(np.count_nonzero(res.row_duals)) >= 10   # not a trivial instance: many rows active
@@ -119,7 +103,7 @@ def test_dual_active_set_repairs_a_wrong_warm_working_set():
     c2 = 0.5 * c1 + 3.0 * rng.normal(size=n)
     res = solve_dual(qp, Q, c2, lo, hi, lb, ub)
     assert res is not None
-    v, xc = _clarabel(Q, c2, A, lo, hi, lb, ub)
+    v, xc = clarabel_qp(Q, c2, A, lo, hi, lb, ub)
     f = _check(res, Q, c2, A, lo, hi, lb, ub)
     assert abs(f - v) <= 1e-7 * max(1.0, abs(v))
     assert np.abs(res.x - xc).max() <= 1e-5

@@ -11,6 +11,7 @@ from varopt.formulations.logistic import build_cvxpy
 
 from shared_data import load_dataset  # benchmarks/ (path set in conftest)
 from varopt.lpqp.active_set import ActiveSetQP
+from qp_reference import clarabel_qp
 
 
 def _random_qp(seed, n, m, rank, start_active):
@@ -78,19 +79,7 @@ def _answers_nondegenerate_qps(solve):
 
 
 def _clarabel(Q, c, A, lo, hi, lb, ub):
-    import cvxpy as cp
-    n = c.size
-    x = cp.Variable(n)
-    cons = []
-    for M, l, h in ((A, lo, hi), (np.eye(n), lb, ub)):
-        for v, s in ((l, 1), (h, -1)):
-            k = np.isfinite(v)
-            if k.any():
-                cons.append(s * (M[k] @ x) >= s * v[k])
-    Lf = np.linalg.cholesky(Q + 1e-12 * np.eye(n))
-    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(Lf.T @ x) + c @ x), cons)
-    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    return prob.value
+    return clarabel_qp(Q, c, A, lo, hi, lb, ub, jitter=1e-12)[0]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

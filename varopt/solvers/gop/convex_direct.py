@@ -264,6 +264,14 @@ def _augmented_form(e: Expression):
     return M, sup
 
 
+def _augmented_eig(e: Expression):
+    """``(w, V, sup, scale)``: the eigenvalues and eigenvectors of :func:`_augmented_form`'s ``M``, its support and
+    ``max(1, |w|_inf)``, the scale of the rank and sign tests of the cone forms."""
+    M, sup = _augmented_form(e)
+    w, V = np.linalg.eigh(M)
+    return w, V, sup, max(1.0, float(np.abs(w).max(initial=0.0)))
+
+
 def _soc_rows(s, e: Expression, n):
     """Rows of ``s >= sqrt(e(x))`` (``e`` a sum of squares of affine functions plus a constant >= 0): two linear rows
     for one square, else the :class:`Cone` ``||F x + f|| <= s`` with ``e = ||F x + f||^2`` (the eigen-decomposition of
@@ -285,10 +293,8 @@ def _soc_rows(s, e: Expression, n):
         return rows, []
     if s in set(e.support().tolist()):
         return "the norm's argument holds the norm's own column"
-    M, sup = _augmented_form(e)
+    w, V, sup, scale = _augmented_eig(e)
     p = sup.size
-    w, V = np.linalg.eigh(M)
-    scale = max(1.0, float(np.abs(w).max(initial=0.0)))
     if w.min(initial=0.0) < -1e-10 * scale:
         return "its argument is not a sum of squares (its quadratic form is indefinite)"
     keep = w > 1e-14 * scale
@@ -311,10 +317,8 @@ def _hypograph_rows(s, e: Expression, n, nonneg):
         return "its argument is not a quadratic form"
     if s in set(e.support().tolist()):
         return "the mean's argument holds its own column"
-    M, sup = _augmented_form(e)
+    w, V, sup, scale = _augmented_eig(e)
     p = sup.size
-    w, V = np.linalg.eigh(M)
-    scale = max(1.0, float(np.abs(w).max(initial=0.0)))
     big = np.abs(w) > 1e-10 * scale
     if big.sum() != 2 or not (w[big].min() < 0 < w[big].max()):
         return "its argument is not a product of two affine functions"
