@@ -86,17 +86,33 @@ def test_narrow_prior_still_converges_to_gtol():
 
 
 def test_estimator_falls_back_to_the_bound_where_the_quadrature_cannot_resolve_the_elbo():
-    # prior_var 1000 on all of wine (sd ~110, -ELBO error 2e-4): the quadrature run stalls beyond its accuracy;
-    # before, fit raised RuntimeError ("klprox did not converge: error ...")
+    # wide priors on all of wine (predictor sd ~100, -ELBO error ~3e-4): the quadrature run either stops at the rule's
+    # accuracy (status converged, the solver's inaccuracy warning) or stalls beyond it (status error); which one
+    # depends on rounding along the run (prior_var 1000 and 3000 stopped, 300, 1e4 and 1e5 stalled with numpy 2.4,
+    # scipy 1.17; 1000 stalled with earlier versions). The estimator keeps a stopped run and refits a stalled one with
+    # Boehning's bound; before, fit raised RuntimeError ("klprox did not converge: error ...")
     X, y = _wine()
-    with pytest.warns(RuntimeWarning, match="fitted with softmax='bound' instead"):
-        est = BayesianMultinomialRegression(prior_var=1000.0).fit(X, y)
-    assert est.softmax_ == "bound" and est.result_.status == "converged"
-    assert (est.predict(X) == y).mean() >= 0.97
-    p = est.predict_proba(X)
-    assert np.all(np.isfinite(p)) and np.allclose(p.sum(axis=1), 1.0)
-    # the quadrature asked for explicitly: the failure is reported, pointing to the bound
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        with pytest.raises(RuntimeError, match="softmax='bound'"):
-            BayesianMultinomialRegression(prior_var=1000.0, solver_options={"softmax": "quadrature"}).fit(X, y)
+    fell_back = []
+    for prior_var in (1000.0, 1e5):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est = BayesianMultinomialRegression(prior_var=prior_var).fit(X, y)
+        msgs = [str(m.message) for m in caught if issubclass(m.category, RuntimeWarning)]
+        fell_back.append(any("fitted with softmax='bound' instead" in m for m in msgs))
+        assert est.result_.status == "converged", (prior_var, est.result_.message)
+        if fell_back[-1]:
+            assert est.softmax_ == "bound"
+            # the quadrature asked for explicitly: the failure is reported, pointing to the bound
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                with pytest.raises(RuntimeError, match="softmax='bound'"):
+                    BayesianMultinomialRegression(prior_var=prior_var,
+                                                  solver_options={"softmax": "quadrature"}).fit(X, y)
+        else:
+            assert est.softmax_ == "quadrature"
+            assert "stationary to the softmax quadrature's accuracy" in est.result_.message, est.result_.message
+            assert any("softmax expectation is inaccurate" in m for m in msgs), msgs
+        assert (est.predict(X) == y).mean() >= 0.97
+        p = est.predict_proba(X)
+        assert np.all(np.isfinite(p)) and np.allclose(p.sum(axis=1), 1.0)
+    assert any(fell_back), "neither wide prior stalled: the fallback was not exercised"
