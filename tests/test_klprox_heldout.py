@@ -125,3 +125,53 @@ def test_cvxpy_warm_start_after_weights_drop_rows():
     sw.value = s
     with pytest.raises(varopt.errors.InvalidOptionError, match="warm_start"):
         prob.solve(method="klprox", warm_start=first)
+
+
+def test_terms_that_cancel_in_part_are_merged():
+    """A leave-one-out model written as the full negative log joint minus one sample's term,
+    ``nlj - (cp.logistic(z[i]) - y[i] z[i])``, and a down-weighted sample ``... - 0.5 * cp.logistic(z[0])``, were
+    refused: "the term log-sum-exp ... has the negative coefficient -1; a likelihood term -log p must enter with a
+    positive coefficient", although each row's net coefficient is 0 or 0.5. Rows of one kind with the same affine
+    predictor are now summed before the sign check (only when some coefficient is negative: other models are
+    untouched); a net negative row keeps the error. Checked against the model written without the cancellation
+    and against the independent reference."""
+    rng = np.random.default_rng(11)
+    N, D = 30, 3
+    X, y = rng.normal(size=(N, D)), (rng.random(N) < 0.5).astype(float)
+    w = cp.Variable(D)
+    z = X @ w
+    nlj = cp.sum(cp.logistic(z)) - y @ z + cp.sum_squares(w) / 2
+    i = 7
+    loo = cp.Problem(cp.Minimize(nlj - (cp.logistic(z[i]) - y[i] * z[i])))
+    f_loo = loo.solve(method="klprox")
+    m_loo, V_loo = w.value.copy(), loo.varopt_result.info["covariance"]
+    keep = np.arange(N) != i
+    zk = X[keep] @ w
+    direct = cp.Problem(cp.Minimize(cp.sum(cp.logistic(zk)) - y[keep] @ zk + cp.sum_squares(w) / 2))
+    f_direct = direct.solve(method="klprox")
+    assert abs(f_loo - f_direct) <= 1e-12 * abs(f_direct)
+    assert np.allclose(m_loo, w.value, rtol=0, atol=1e-12) and np.allclose(V_loo, direct.varopt_result.info["covariance"],
+                                                                            rtol=0, atol=1e-12)
+    m, V = _reference_logistic(X[keep], y[keep], np.ones(N - 1), 1.0)
+    assert np.max(np.abs(m_loo - m)) <= 1e-7 * np.max(np.abs(m))
+    assert np.max(np.abs(V_loo - V)) <= 1e-7 * np.max(np.abs(V))
+    # a down-weighted sample: net coefficient 0.5 on row 0
+    s = np.ones(N)
+    s[0] = 0.5
+    half = cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) - 0.5 * cp.logistic(z[0]) - s * y @ z + cp.sum_squares(w) / 2))
+    half.solve(method="klprox")
+    m, V = _reference_logistic(X, y, s, 1.0)
+    assert np.max(np.abs(w.value - m)) <= 1e-7 * np.max(np.abs(m))
+    assert np.max(np.abs(half.varopt_result.info["covariance"] - V)) <= 1e-7 * np.max(np.abs(V))
+    # exp rows (Poisson) likewise; a net negative row is still refused, naming it
+    cnt = rng.poisson(1.0, N).astype(float)
+    pois = cp.Problem(cp.Minimize(cp.sum(cp.exp(z)) - cnt @ z - cp.exp(z[3]) + cnt[3] * z[3] + cp.sum_squares(w) / 2))
+    f_pois = pois.solve(method="klprox")
+    zk = X[np.arange(N) != 3] @ w
+    f_ref = cp.Problem(cp.Minimize(cp.sum(cp.exp(zk)) - cnt[np.arange(N) != 3] @ zk + cp.sum_squares(w) / 2)).solve(
+        method="klprox")
+    assert abs(f_pois - f_ref) <= 1e-12 * abs(f_ref)
+    with pytest.raises(varopt.errors.ModelStructureError, match=r"negative coefficient -1\b"):
+        cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) - 2 * cp.logistic(z[4]) + cp.sum_squares(w))).solve(method="klprox")
+    with pytest.raises(varopt.errors.ModelStructureError, match="negative coefficient"):
+        cp.Problem(cp.Minimize(cp.sum(cp.exp(z)) - cp.exp(2 * z[4]) + cp.sum_squares(w))).solve(method="klprox")
