@@ -567,3 +567,28 @@ def m38_pyomo_softmax_base_constant():
     # use generic: rows u = (0, f1, f2), variables W[:,1:], prior 1
     Y = np.eye(3)[y]
     return (lambda: _py(m, [m.W[j, k] for j in range(D) for k in [1, 2]])), ("softmax_ref0", X, Y, 1.0)
+
+
+@model
+def m39_bc_full_30_features_intercept():
+    X, y = bc()
+    N, D = X.shape
+    w = cp.Variable(D, name="w"); b = cp.Variable(name="b")
+    z = X @ w + b
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) - y @ z + cp.sum_squares(w) / 2 + cp.square(b) / 20))
+    A = np.hstack([X, np.ones((N, 1))])
+    ref = Model(np.diag([1.0] * D + [0.1]), g=-A.T @ y).add("logistic", A)
+    return (lambda: _cv(prob, [w, b])), ref
+
+
+@model
+def m40_digits_0v1_raw_pixels_pyomo():
+    X, y = datasets.load_digits(return_X_y=True)
+    sel = y < 2; X = X[sel] / 16.0; y = y[sel].astype(float)
+    N, D = X.shape
+    m = pyo.ConcreteModel(); m.J = pyo.RangeSet(0, D - 1); m.w = pyo.Var(m.J)
+    m.obj = pyo.Objective(expr=sum(pyo.log(1 + pyo.exp(sum(X[i, j] * m.w[j] for j in range(D) if X[i, j] != 0)))
+                                   - y[i] * sum(X[i, j] * m.w[j] for j in range(D) if X[i, j] != 0) for i in range(N))
+                          + sum(m.w[j] ** 2 for j in m.J) / 2)
+    ref = Model(np.eye(D), g=-X.T @ y).add("logistic", X)
+    return (lambda: _py(m, [m.w[j] for j in m.J])), ref
