@@ -175,3 +175,6 @@ def test_terms_that_cancel_in_part_are_merged():
         cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) - 2 * cp.logistic(z[4]) + cp.sum_squares(w))).solve(method="klprox")
     with pytest.raises(varopt.errors.ModelStructureError, match="negative coefficient"):
         cp.Problem(cp.Minimize(cp.sum(cp.exp(z)) - cp.exp(2 * z[4]) + cp.sum_squares(w))).solve(method="klprox")
+    # the same a_n with another offset b_n is another predictor: not merged
+    with pytest.raises(varopt.errors.ModelStructureError, match="negative coefficient"):
+        cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) - cp.logistic(z[4] + 1) + cp.sum_squares(w))).solve(method="klprox")
