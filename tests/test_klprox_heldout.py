@@ -178,3 +178,28 @@ def test_terms_that_cancel_in_part_are_merged():
     # the same a_n with another offset b_n is another predictor: not merged
     with pytest.raises(varopt.errors.ModelStructureError, match="negative coefficient"):
         cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) - cp.logistic(z[4] + 1) + cp.sum_squares(w))).solve(method="klprox")
+
+
+def test_probit_and_hinge_terms_are_refused_with_a_likelihood_message():
+    """A probit model written with ``cp.log_normcdf`` (CVXPY builds it from squares of ``maximum(.)``: a piecewise-
+    quadratic approximation) or a hinge ``cp.pos`` was refused with "klprox does not support the term 'maximum(...)':
+    ... use gop (or majorize, which takes them)": a term the user never wrote, and a pointer to solvers that return a
+    point, not a posterior. The message now says what the term is (``log_normcdf``, ``pos``/``maximum``, ...), that
+    klprox has no Gaussian expectation for it, and which likelihoods it reads (the logistic for binary data)."""
+    rng = np.random.default_rng(2)
+    X, s = rng.normal(size=(20, 3)), np.sign(rng.normal(size=20))
+    w = cp.Variable(3)
+    probit = cp.Problem(cp.Minimize(-cp.sum(cp.log_normcdf(cp.multiply(s, X @ w))) + cp.sum_squares(w) / 2))
+    hinge = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(s, X @ w))) + cp.sum_squares(w) / 2))
+    for prob in (probit, hinge):
+        with pytest.raises(varopt.errors.ModelStructureError) as err:
+            prob.solve(method="klprox")
+        msg = str(err.value)
+        assert "log_normcdf" in msg and "probit" in msg and "cp.logistic" in msg and "Laplace" in msg
+        assert "use gop" not in msg
+    # the other solvers keep their message
+    from varopt.frontends.cvxpy_compile import compile_cvxpy
+    prog = compile_cvxpy(hinge)
+    prog = prog[0] if isinstance(prog, tuple) else prog
+    with pytest.raises(varopt.errors.ModelStructureError, match="use gop"):
+        prog.require_no_aux("proxsg")
