@@ -197,6 +197,16 @@ def test_probit_and_hinge_terms_are_refused_with_a_likelihood_message():
         msg = str(err.value)
         assert "log_normcdf" in msg and "probit" in msg and "cp.logistic" in msg and "Laplace" in msg
         assert "use gop" not in msg
+    # a Student-t likelihood log(1 + r^2/nu) in Pyomo (a log of a non-affine argument): "only gop handles; use gop"
+    import pyomo.environ as pyo
+    m = pyo.ConcreteModel()
+    m.w = pyo.Var(range(3))
+    r = [s[i] - sum(X[i, j] * m.w[j] for j in range(3)) for i in range(20)]
+    m.obj = pyo.Objective(expr=sum(pyo.log(1 + r[i] ** 2 / 3) for i in range(20)) + sum(m.w[j] ** 2 for j in range(3)))
+    with pytest.raises(varopt.errors.ModelStructureError) as err:
+        pyo.SolverFactory("klprox").solve(m)
+    msg = str(err.value)
+    assert "likelihoods klprox reads" in msg and "Laplace" in msg and "use gop" not in msg
     # the other solvers keep their message
     from varopt.frontends.cvxpy_compile import compile_cvxpy
     prog = compile_cvxpy(hinge)

@@ -210,14 +210,15 @@ NEWTON_FP_STIFF = 1.0
 NEWTON_FP_SWITCH = 150
 
 
-#: klprox's reading of a max/pos/huber term (an epigraph column of the program): a likelihood without a Gaussian
-#: expectation here. CVXPY's cp.log_normcdf is built from squares of maximum(.) (its piecewise-quadratic approximation),
-#: so a probit model arrives as such a term; the users who write it want a binary likelihood klprox has.
-EPIGRAPH_HINT = ("klprox reads each term as a likelihood of an affine predictor and has no Gaussian expectation for "
-                 "these (CVXPY's cp.log_normcdf, a probit, is built from squares of maximum(.) terms, its "
-                 "piecewise-quadratic approximation). The likelihoods klprox reads: cp.logistic or log(1 + exp(u)) "
-                 "(binary data: the logistic in place of the probit), log-sum-exp rows (softmax), exp (Poisson), abs "
-                 "(Laplace) and squares (Gaussian)")
+#: klprox's reading of a term compiled with auxiliary columns (max/pos/huber epigraphs; a log, power or root of a
+#: non-affine argument such as a Student-t log(1 + r^2/nu)): a likelihood without a Gaussian expectation here, where
+#: the generic message points to gop, which returns a point, not a posterior. CVXPY's cp.log_normcdf is built from
+#: squares of maximum(.) (its piecewise-quadratic approximation), so a probit model arrives as such a term.
+LIKELIHOOD_HINT = ("klprox reads each term as a likelihood of an affine predictor and has no Gaussian expectation "
+                   "for this one (CVXPY's cp.log_normcdf, a probit, is built from squares of maximum(.) terms, its "
+                   "piecewise-quadratic approximation). The likelihoods klprox reads: cp.logistic or log(1 + exp(u)) "
+                   "(binary data: the logistic in place of the probit), log-sum-exp rows (softmax), exp (Poisson), "
+                   "abs (Laplace) and squares (Gaussian)")
 
 
 class Cur(NamedTuple):
@@ -353,7 +354,7 @@ class KLProxSolver(Solver):
                        "cores made them 30 times slower"))
 
     def _solve(self, program, opts, run):
-        program.require_no_aux("klprox", epigraph_hint=EPIGRAPH_HINT)
+        program.require_no_aux("klprox", hint=LIKELIHOOD_HINT)
         fams = family_table(opts.quadrature_nodes)
         if opts.softmax == "bound":
             fams["softmax"] = SoftmaxBoundFamily()
