@@ -194,7 +194,9 @@ def _cvxpy_warm_start(prob, name, solver, options):
     prev = getattr(prob, "varopt_result", None)
     prev = prev if bool(ws) and prev is not None and prev.solver == name and prev.x is not None else None
     if "warm_start" in names:
-        options["warm_start"] = prev
+        # a hint, as CVXPY's warm starts are: the previous solve's model may differ from this one in more than values
+        # (a sample weight set to 0 drops its likelihood row); the solver ignores a hint that does not fit
+        options["warm_start"] = None if prev is None else dict(prev.info, x=prev.x, hint=True)
         return
     options.pop("warm_start")
     if prev is not None and "x0" in names and options.get("x0") is None:

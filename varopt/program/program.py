@@ -94,12 +94,14 @@ class Program:
         from .lifting import complete
         return complete(self.aux, x, self.n_user) if self.aux else np.asarray(x, dtype=float)
 
-    def require_no_aux(self, solver: str, epigraph_ok: bool = False):
+    def require_no_aux(self, solver: str, epigraph_ok: bool = False, hint: str = None):
         """Raise :class:`~varopt.errors.ModelStructureError` naming the first lifted term (a square
         root, or a square, abs or norm of products of variables; with ``epigraph_ok=False`` also a max, norm_inf,
         huber, ... written as epigraph columns with inequality rows) for a solver that cannot handle its
         defining rows. Epigraph columns are linear rows (a quadratic ``s^2`` for huber): a solver that takes
-        linear constraints and convex quadratics passes ``epigraph_ok=True``."""
+        linear constraints and convex quadratics passes ``epigraph_ok=True``. ``hint``: the solver's own sentence in
+        place of the pointer to gop (and majorize) (klprox: such a term is a likelihood without a Gaussian expectation,
+        and its users want a posterior, not the point an optimizer returns)."""
         for a in self.aux:
             if a.kind != "epigraph":
                 break
@@ -107,8 +109,8 @@ class Program:
                 raise ModelStructureError(
                     f"{solver} does not support the term '{a.term}': max, maximum, pos, norm_inf, sum_largest, "
                     "huber, cummax and dotsort (and their concave mirrors min, minimum, neg, sum_smallest) are "
-                    "compiled as epigraph columns with inequality rows, which this solver does not take; use gop (or "
-                    "majorize, which takes them)")
+                    "compiled as epigraph columns with inequality rows, which this solver does not take; "
+                    + (hint or "use gop (or majorize, which takes them)"))
         else:
             return
         if self.aux:
@@ -116,7 +118,7 @@ class Program:
                 f"{solver} does not support the term '{a.term}': a square root, a division by a variable, a "
                 "geometric or harmonic mean, a p-norm other than 1, 2, inf, or a square, abs, norm, power, exp or log "
                 "of a non-affine argument (products or powers of variables), is compiled with auxiliary variables and "
-                "equality rows that only gop handles; use gop, or rewrite the term")
+                "equality rows that only gop handles; " + (hint or "use gop, or rewrite the term"))
 
     # --- sense ----------------------------------------------------------------------------
     @property

@@ -41,6 +41,8 @@ import scipy.sparse as sp
 from scipy.linalg import lapack
 from scipy.linalg.blas import dsyrk, dtrmm
 
+from ...errors import InputDataError
+
 
 _LOG2PI = np.log(2.0 * np.pi)
 _EPS = np.finfo(float).eps
@@ -679,9 +681,38 @@ class FullGaussian(_Base):
 
     def predict(self, st, A_new, b_new=0.0):
         """Mean and variance of ``A_new w + b_new`` under ``q``."""
-        A_new = sp.csr_matrix(A_new) if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))
+        A_new, b_new = _new_rows(A_new, b_new, self.D)
         Wn = _tri(self._factor(st), A_new.T.toarray() if sp.issparse(A_new) else A_new.T)
         return np.asarray(A_new @ st.m).ravel() + b_new, np.einsum("ij,ij->j", Wn, Wn)
+
+
+def _new_rows(A_new, b_new, D, dense=False):
+    """``info['predict']``'s arguments checked: ``A_new`` one row (length ``D``) or ``n x D`` (dense or sparse), ``b_new``
+    a scalar or ``n`` offsets, all finite. A wrong width otherwise reaches LAPACK (an "illegal value" error and a line
+    on stderr) or broadcasts silently; a NaN row would come back as NaN."""
+    A_new = sp.csr_matrix(A_new) if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))
+    if A_new.ndim != 2 or A_new.shape[1] != D:
+        raise InputDataError(f"klprox predict: A_new must have {D} columns (one per variable, in the order of "
+                             f"result.names), got {A_new.shape[1] if A_new.ndim == 2 else A_new.ndim} "
+                             f"(shape {A_new.shape})")
+    b = np.asarray(b_new, dtype=float)
+    if b.ndim > 1 or (b.ndim == 1 and b.shape[0] != A_new.shape[0]):
+        raise InputDataError(f"klprox predict: b_new must be a number or one offset per row of A_new "
+                             f"({A_new.shape[0]} rows), got shape {b.shape}")
+    for name, vals in (("A_new", A_new.data if sp.issparse(A_new) else A_new), ("b_new", b)):
+        bad = ~np.isfinite(vals)
+        if np.any(bad):
+            at = np.argwhere(bad)[0]
+            if name == "A_new" and sp.issparse(A_new):
+                coo = A_new.tocoo()
+                at = (int(coo.row[at[0]]), int(coo.col[at[0]]))
+            else:
+                at = tuple(int(i) for i in at)
+            what = "NaN" if np.isnan(vals[bad].flat[0]) else "inf"
+            raise InputDataError(f"klprox predict: {name} contains {what} (first at index {at})")
+    if dense and sp.issparse(A_new):
+        A_new = A_new.toarray()
+    return A_new, b
 
 
 def _site_shift(view, gt, alpha, mt):
@@ -817,7 +848,7 @@ class DualGaussian(_Base):
         return _symmetrize(np.tril(Sigma - F.T @ F))
 
     def predict(self, st, A_new, b_new=0.0):
-        A_new = A_new.toarray() if sp.issparse(A_new) else np.atleast_2d(np.asarray(A_new, dtype=float))
+        A_new, b_new = _new_rows(A_new, b_new, self.D, dense=True)
         Yn = _prior_tri(self.view, A_new.T)                  # Lp^-1 a^T
         F = _tri(st.L, _hmul(st.sg, self.Y.T @ Yn))          # L^-1 G^1/2 A Sigma a^T
         var = np.einsum("ij,ij->j", Yn, Yn) - np.einsum("ij,ij->j", F, F)

@@ -210,6 +210,17 @@ NEWTON_FP_STIFF = 1.0
 NEWTON_FP_SWITCH = 150
 
 
+#: klprox's reading of a term compiled with auxiliary columns (max/pos/huber epigraphs; a log, power or root of a
+#: non-affine argument such as a Student-t log(1 + r^2/nu)): a likelihood without a Gaussian expectation here, where
+#: the generic message points to gop, which returns a point, not a posterior. CVXPY's cp.log_normcdf is built from
+#: squares of maximum(.) (its piecewise-quadratic approximation), so a probit model arrives as such a term.
+LIKELIHOOD_HINT = ("klprox reads each term as a likelihood of an affine predictor and has no Gaussian expectation "
+                   "for this one (CVXPY's cp.log_normcdf, a probit, is built from squares of maximum(.) terms, its "
+                   "piecewise-quadratic approximation). The likelihoods klprox reads: cp.logistic or log(1 + exp(u)) "
+                   "(binary data: the logistic in place of the probit), log-sum-exp rows (softmax), exp (Poisson), "
+                   "abs (Laplace) and squares (Gaussian)")
+
+
 class Cur(NamedTuple):
     """An evaluated posterior state: ``-ELBO``, ``alpha``, ``gamma``, predictor moments, residuals."""
 
@@ -247,6 +258,7 @@ def _warm_one(v):
         out["predictor_mean"] = np.asarray(d["predictor_mean"], dtype=float).ravel()
         if not np.all(np.isfinite(out["predictor_mean"])):
             raise InvalidOptionError("option 'warm_start' holds NaN or inf")
+    out["hint"] = bool(d.get("hint", False))   # CVXPY's warm_start=True: used only where its sizes fit (warm())
     beta = d.get("beta")
     if beta is not None:           # the step size the previous run ended with: the first step size from there
         beta = float(beta)
@@ -305,7 +317,8 @@ class KLProxSolver(Solver):
                float, nonnegative, "must be >= 0"),
         Option("warm_start", None, "start from a previous klprox solution of a model with the same rows (e.g. the "
                "previous value of a hyperparameter sweep): its Result, or a dict with 'x', 'pseudo_precisions' and "
-               "'alpha' (optional: 'predictor_mean', and 'beta', its last step size), or a list of them (e.g. the "
+               "'alpha' (optional: 'predictor_mean', 'beta', its last step size, and 'hint': True, a start used only "
+               "when its sizes fit this model, as CVXPY's warm_start=True passes it), or a list of them (e.g. the "
                "solved neighbours of a grid point). Each gives its mean and pseudo-precisions as a start and, with "
                "the predictor means, its Gaussian sites under this model's prior (which carry over to a changed "
                "prior such as a new GP kernel); the start with the lowest -ELBO here is used (the default starts "
@@ -341,7 +354,7 @@ class KLProxSolver(Solver):
                        "cores made them 30 times slower"))
 
     def _solve(self, program, opts, run):
-        program.require_no_aux("klprox")
+        program.require_no_aux("klprox", hint=LIKELIHOOD_HINT)
         fams = family_table(opts.quadrature_nodes)
         if opts.softmax == "bound":
             fams["softmax"] = SoftmaxBoundFamily()
@@ -673,6 +686,13 @@ class KLProx:
         """``(state, first beta)`` of the ``warm_start`` option's starts, when their sizes fit this model."""
         v, out = self.view, []
         for w in self.opts.warm_start or ():
+            mt = w.get("predictor_mean")
+            fits = (w["x"].size == v.D and w["pseudo_precisions"].size == v.npat and w["alpha"].size == v.N
+                    and (mt is None or mt.size == v.N))
+            if w["hint"] and not fits:
+                # CVXPY's warm_start=True after a change of the model's rows (a Parameter weight set to 0 removes its
+                # row): a hint that does not apply, ignored as CVXPY's solvers ignore one; a cold start
+                continue
             if w["x"].size != v.D or w["pseudo_precisions"].size != v.npat or w["alpha"].size != v.N:
                 raise InvalidOptionError(f"option 'warm_start' has sizes (x {w['x'].size}, rows "
                                          f"{w['pseudo_precisions'].size}), this model has {v.D} variables and {v.N} "
@@ -682,7 +702,6 @@ class KLProx:
             # the step size the previous run ended with (accepted there): the first one here (adaptive rule only)
             beta = self.opts.beta if self.opts.step_rule == "fixed" else min(w.get("beta", self.opts.beta),
                                                                              self.beta_max)
-            mt = w.get("predictor_mean")
             if mt is not None and mt.size != v.N:
                 raise InvalidOptionError(f"option 'warm_start' has {mt.size} predictor means, this model has {v.N} rows")
             out += [(st, beta) for st in self.post.warm(w["x"], w["pseudo_precisions"], w["alpha"], mt)]

@@ -400,6 +400,7 @@ def likelihood_view(program, families) -> LikelihoodView:
     c = e.linear.copy()
     k = e.constant
     rows = {}  # kind -> list of (A, b, coef)
+    texts = {LOGISTIC: "log-sum-exp (cp.logistic, log(1 + exp(u)) or a softmax row)"}
     soft = {}  # J -> list of (A, b, coef per group): softmax groups of J + 1 entries
     for g in e.atoms:
         kern = g.kernel
@@ -421,13 +422,15 @@ def likelihood_view(program, families) -> LikelihoodView:
         if g.kind not in families:
             _fail(where, f"the term {text}", "has no Gaussian expectation available to klprox "
                   "(it is not defined for every value of a Gaussian predictor)")
-        _positive(where, text, g.coef, program.maximize)
+        texts[g.kind] = text      # the sign is checked per row once the rows of a kind are summed (below)
         rows.setdefault(g.kind, []).append((g.A, g.b, g.coef, g.label, False))
     for grp in e.lse:
         if np.any(grp.mult >= 0):
             _fail(where, "a log-sum-exp term multiplied by a variable", "is not a function of an affine predictor")
-        _positive(where, "log-sum-exp (cp.logistic, log(1 + exp(u)) or a softmax row)", grp.coef, program.maximize)
         sizes = np.diff(np.append(grp.starts, grp.seg.size))
+        # softmax groups (3 or more entries) are checked here; two-entry groups (logistic rows) after their rows of
+        # the same predictor are summed, one-entry groups are linear
+        _positive(where, texts[LOGISTIC], grp.coef[sizes > 2], program.maximize)
         jmax = families["softmax"].max_dim if "softmax" in families else MAX_SOFTMAX_DIM
         if jmax is not None and np.any(sizes > jmax + 1):
             g0 = int(np.flatnonzero(sizes > jmax + 1)[0])
@@ -470,8 +473,13 @@ def likelihood_view(program, families) -> LikelihoodView:
         A = _stack([p[0] for p in parts], fresh=all(p[4] for p in parts))
         b = np.concatenate([p[1] for p in parts])
         cf = np.concatenate([p[2] for p in parts])
+        lab = None if any(p[3] is None for p in parts) else np.concatenate([p[3] for p in parts])
+        if np.any(cf < 0):
+            # a term subtracted from a sum that holds it (leave-one-out: nlj - l(z_i)); rows of one predictor summed
+            A, b, cf, lab = _merge_rows(A, b, cf, lab)
+            _positive(where, texts[kind], cf, program.maximize)
         keep = cf > 0
-        labels.append(None if any(p[3] is None for p in parts) else np.concatenate([p[3] for p in parts])[keep])
+        labels.append(None if lab is None else lab[keep])
         if not keep.all():
             A, b, cf = A[keep], b[keep], cf[keep]
         if b.size:
@@ -578,6 +586,26 @@ def _rows(A, sel, nnz):
         np.subtract(p[sel + 1], lo, out=indptr[1:])
         return sp.csr_matrix((A.data[lo:].copy(), A.indices[lo:].copy(), indptr), shape=(sel.size, A.shape[1]))
     return A[sel]
+
+
+def _merge_rows(A, b, cf, lab):
+    """Rows with the same affine predictor (equal entries of ``A`` and ``b``) as one row with the summed coefficient:
+    ``c1 l(u) + c2 l(u) = (c1 + c2) l(u)``, so a likelihood term subtracted from a sum that contains it (a
+    leave-one-out model, a down-weighted sample) leaves a row of net coefficient 0 or c1 + c2 > 0 instead of a
+    "negative coefficient" error. Called only when some coefficient is negative; the rows keep their first order."""
+    A = sp.csr_matrix(A, copy=True)
+    A.sum_duplicates()
+    A.sort_indices()
+    A.eliminate_zeros()
+    first, where = {}, np.empty(b.size, dtype=np.int64)
+    for r in range(b.size):
+        lo, hi = A.indptr[r], A.indptr[r + 1]
+        key = (float(b[r]), A.indices[lo:hi].tobytes(), A.data[lo:hi].tobytes())
+        where[r] = first.setdefault(key, len(first))
+    heads = np.unique(where, return_index=True)[1]        # the first row of every predictor (labels in that order)
+    merged = np.zeros(len(first))
+    np.add.at(merged, where, cf)
+    return A[heads], b[heads], merged, (None if lab is None else np.asarray(lab)[heads])
 
 
 def _stack(mats, fresh=False):
