@@ -38,6 +38,7 @@ from ...lpqp import HighsModel
 from .convex_part import ConvexPart
 from .local import LocalSearch
 from .dualbt import reduced_cost_bounds, weak_dual_bound
+from .oa_budget import atom_prices, atoms_to_cut
 from .norm_cones import NormCones
 from .objective_bounds import ObjectiveBounds
 from .relax import Lifted, TangentPool, rows_to_csr
@@ -324,7 +325,10 @@ class GopTree:
             prev = val
             _, vT, _, uval, _ = lf.violations(Z)
             rows = []
-            for t in np.flatnonzero(-vT > oa_tol):
+            # the atoms whose errors, weighted by their LP prices, do not fit in oa_tol (oa_budget.py, §13j)
+            c_lp, A_lp = self._last_lp[0], self._last_lp[1]
+            price = atom_prices(c_lp, A_lp, r.row_duals, r.col_duals, lf.oT + np.arange(lf.nT))
+            for t in atoms_to_cut(-vT, price, oa_tol):
                 tg = lf.tangent_at(int(t), float(uval[t]))
                 if self.pool.add(int(t), tg):
                     rows.append(tg[1])
