@@ -263,8 +263,9 @@ class GopTree:
         return HighsModel(c, A, np.concatenate(los), np.concatenate(his), L, U, const=float(lf.const[0]))
 
     def _solve_node(self, l, u, L, U, cutoff, oa_tol):
-        """Relaxation value and point; adds tangent cuts until the atoms are within ``oa_tol`` or the cuts stop
-        paying (:meth:`_cuts_pay`).
+        """Relaxation value and point; adds tangent cuts until the atoms' errors weighted by their LP prices sum to at
+        most ``oa_tol`` (:mod:`.oa_budget`: a chain of squares multiplies each atom's error in the bound) or the cuts
+        stop paying (:meth:`_cuts_pay`).
 
         The cuts of a round are appended to the round's LP (``add_rows``), so HiGHS re-solves from the last
         basis (dual simplex on the new rows) instead of building and solving a fresh LP per round: on the polygon
