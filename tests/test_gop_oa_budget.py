@@ -140,3 +140,35 @@ def test_prices_without_multipliers_are_one():
     assert atom_prices(c, A, np.ones(3), None, [1]).tolist() == [1.0]          # wrong length
     assert atom_prices(c, A, np.array([np.nan, 1.0]), None, [1]).tolist() == [1.0]
     assert math.isclose(float(atom_prices(np.array([0.0, 3.0, 0.0]), A, np.array([1.0, 2.0]), None, [1])[0]), 3.0)
+
+
+# ---------------------------------------------------------------------------------------------- OBBT from the duals
+def test_obbt_bounds_come_from_what_the_multipliers_prove():
+    """``min objvar`` s.t. ``objvar == p(x) + q(x) y``, degree 22 on ``x in [0.64, 2.32]``, ``y in [-1, 1]`` (a random
+    polynomial of the scratch family of docs/gop.md §13j, seed 13): the lifted chain's McCormick rows have coefficients
+    of 5e7 next to 1, and HiGHS answered an OBBT LP ``max x`` with 2.07 where ``x = 2.32`` is feasible; the tree
+    certified -2,640,535 in 5 nodes where ``p(2.32, -1) = -19,831,724``. OBBT now takes the weak-duality bound of the
+    LP's multipliers when it is smaller than HiGHS's optimum. The reference: a 1501 x 1501 grid refined by L-BFGS-B
+    (SCIP 10: -19,831,727.6, at ``y = -1 - 1e-8``, within its feasibility tolerance)."""
+    from scipy.optimize import minimize
+    C = {2: 0.171, 4: 0.0419, 6: -0.0063, 14: 2.0422, 18: -0.1766, 20: -0.1004, 21: -1.9431, 22: 0.6793}
+    D = {2: 1.537, 4: 0.318, 6: 1.481}
+
+    def p(x, y):
+        return sum(c * x ** k for k, c in C.items()) + sum(c * x ** k * y for k, c in D.items()) + 0.5 * (y - 0.3) ** 2
+    X, Y = np.meshgrid(np.linspace(0.64, 2.32, 1501), np.linspace(-1, 1, 1501))
+    V = p(X, Y)
+    i = np.unravel_index(np.argmin(V), V.shape)
+    rr = minimize(lambda v: p(v[0], v[1]), [X[i], Y[i]], bounds=[(0.64, 2.32), (-1, 1)], method="L-BFGS-B")
+    ref = min(float(V[i]), float(rr.fun))
+    m = pyo.ConcreteModel()
+    m.objvar = pyo.Var()
+    m.x = pyo.Var(bounds=(0.64, 2.32))
+    m.y = pyo.Var(bounds=(-1, 1))
+    m.e = pyo.Constraint(expr=m.objvar == p(m.x, m.y))
+    m.o = pyo.Objective(expr=m.objvar)
+    r = pyo.SolverFactory("gop").solve(m, time_limit=8).varopt_result
+    tol = 1e-6 * abs(ref)
+    assert r.lower_bound <= ref + tol, (r.status, r.lower_bound, ref)
+    if r.status == "optimal":
+        assert abs(r.upper_bound - ref) <= 2 * tol, (r.upper_bound, ref)

@@ -398,6 +398,19 @@ class GopTree:
         # D clearly below 0 (-9e-5 of 1.3e-4 on the harmonic mean)
         return any(weak_dual_bound(zero, A, lo, hi, L, U, sgn * ray, rounding=0.0) > 0.0 for sgn in (1.0, -1.0)), r
 
+    def _safe_value(self, c, r, L, U):
+        """The value of the LP just solved (``self._last_lp``'s rows, cost ``c``) that its multipliers prove: the smaller
+        of HiGHS's optimum and the weak-duality bound ``D(y)`` of :func:`.dualbt.weak_dual_bound` (Neumaier &
+        Shcherbina 2004), valid for the exact LP whatever ``y`` is. HiGHS's optimum alone is not a proof: on a badly
+        scaled OBBT LP (McCormick rows with coefficients of 5e7 next to 1) it returned ``max x = 2.07`` where
+        ``x = 2.32`` was feasible, and the tree certified a wrong optimum (docs/gop.md §13j). Where ``D(y)`` is
+        infinite (a reduced cost against an infinite column bound: free columns) the reported optimum is kept."""
+        c_, A, lo, hi = self._last_lp
+        Lh = np.where(L > _HIGHS_BIG, -np.inf, L)
+        Uh = np.where(U < -_HIGHS_BIG, np.inf, U)
+        D = weak_dual_bound(c, A, lo, hi, Lh, Uh, r.row_duals)
+        return min(float(r.objective), D) if math.isfinite(D) else float(r.objective)
+
     @staticmethod
     def _dual_ray(hm):
         try:
@@ -962,7 +975,7 @@ class GopTree:
                     if r.x is not None:
                         np.minimum(seen_lo, r.x[:lf.N], out=seen_lo)
                         np.maximum(seen_hi, r.x[:lf.N], out=seen_hi)
-                    v = sgn * r.objective
+                    v = sgn * self._safe_value(c, r, L, U)
                     m = 1e-9 * max(1.0, abs(v))
                     if sgn > 0 and v - m > l[j] + 1e-7 * max(1.0, abs(l[j]) if np.isfinite(l[j]) else 1.0):
                         l[j] = v - m
