@@ -145,7 +145,7 @@ def test_prices_without_multipliers_are_one():
 # ---------------------------------------------------------------------------------------------- OBBT from the duals
 def test_obbt_bounds_come_from_what_the_multipliers_prove():
     """``min objvar`` s.t. ``objvar == p(x) + q(x) y``, degree 22 on ``x in [0.64, 2.32]``, ``y in [-1, 1]`` (a random
-    polynomial of the scratch family of docs/gop.md §13j, seed 13): the lifted chain's McCormick rows have coefficients
+    polynomial of benchmarks/gop_random_polynomials.py, seed 13): the lifted chain's McCormick rows have coefficients
     of 5e7 next to 1, and HiGHS answered an OBBT LP ``max x`` with 2.07 where ``x = 2.32`` is feasible; the tree
     certified -2,640,535 in 5 nodes where ``p(2.32, -1) = -19,831,724``. OBBT now takes the weak-duality bound of the
     LP's multipliers when it is smaller than HiGHS's optimum. The reference: a 1501 x 1501 grid refined by L-BFGS-B
