@@ -398,18 +398,20 @@ class GopTree:
         # D clearly below 0 (-9e-5 of 1.3e-4 on the harmonic mean)
         return any(weak_dual_bound(zero, A, lo, hi, L, U, sgn * ray, rounding=0.0) > 0.0 for sgn in (1.0, -1.0)), r
 
-    def _safe_value(self, c, r, L, U):
-        """The value of the LP just solved (``self._last_lp``'s rows, cost ``c``) that its multipliers prove: the smaller
-        of HiGHS's optimum and the weak-duality bound ``D(y)`` of :func:`.dualbt.weak_dual_bound` (Neumaier &
-        Shcherbina 2004), valid for the exact LP whatever ``y`` is. HiGHS's optimum alone is not a proof: on a badly
-        scaled OBBT LP (McCormick rows with coefficients of 5e7 next to 1) it returned ``max x = 2.07`` where
-        ``x = 2.32`` was feasible, and the tree certified a wrong optimum (docs/gop.md §13j). Where ``D(y)`` is
-        infinite (a reduced cost against an infinite column bound: free columns) the reported optimum is kept."""
-        c_, A, lo, hi = self._last_lp
+    def _proved_value(self, c, r, L, U, margin):
+        """HiGHS's optimum of the LP just solved (``self._last_lp``'s rows, cost ``c``) when its multipliers prove it to
+        within ``margin``, else what they prove: the weak-duality bound ``D(y)`` of :func:`.dualbt.weak_dual_bound`
+        (Neumaier & Shcherbina 2004), valid for the exact LP whatever ``y`` is. So ``value - margin`` is always a
+        proved lower bound of the LP. HiGHS's optimum alone is not a proof: on a badly scaled OBBT LP (McCormick rows
+        with coefficients of 5e7 next to 1) it returned ``max x = 2.07`` where ``x = 2.32`` was feasible, and the tree
+        certified a wrong optimum (docs/gop.md §13j). Where ``D(y)`` is infinite (a reduced cost against an infinite
+        column bound: free columns) the reported optimum is kept, as before."""
+        _, A, lo, hi = self._last_lp
         Lh = np.where(L > _HIGHS_BIG, -np.inf, L)
         Uh = np.where(U < -_HIGHS_BIG, np.inf, U)
         D = weak_dual_bound(c, A, lo, hi, Lh, Uh, r.row_duals)
-        return min(float(r.objective), D) if math.isfinite(D) else float(r.objective)
+        obj = float(r.objective)
+        return D if (math.isfinite(D) and D < obj - margin) else obj
 
     @staticmethod
     def _dual_ray(hm):
@@ -975,8 +977,8 @@ class GopTree:
                     if r.x is not None:
                         np.minimum(seen_lo, r.x[:lf.N], out=seen_lo)
                         np.maximum(seen_hi, r.x[:lf.N], out=seen_hi)
-                    v = sgn * self._safe_value(c, r, L, U)
-                    m = 1e-9 * max(1.0, abs(v))
+                    m = 1e-9 * max(1.0, abs(r.objective))
+                    v = sgn * self._proved_value(c, r, L, U, m)
                     if sgn > 0 and v - m > l[j] + 1e-7 * max(1.0, abs(l[j]) if np.isfinite(l[j]) else 1.0):
                         l[j] = v - m
                         changed = True
