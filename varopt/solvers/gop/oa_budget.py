@@ -13,9 +13,9 @@ times the gap tolerance), and the tree split such nodes until its time limit.
 ``y`` and reduced costs ``d``, stationarity is ``c_j = sum_r A_rj y_r + d_j`` for every column ``j``. The terms
 ``A_rj y_r`` (and ``d_j``) are the forces of the rows (bounds) on column ``j``; those pushing ``T_t`` up sum to
 ``(S_t + c_j)/2`` and those pushing it down to ``(S_t - c_j)/2``, ``S_t = sum_r |A_rj y_r| + |d_j|``. The larger,
-``pi_t = (S_t + |c_j|) / 2``, bounds the first-order change of the LP value when ``T_t``'s lower envelope rises:
-the tangent rows holding ``T_t`` down carry at most that force (the sensitivity of an LP's value to a row's side is
-its multiplier; Chvatal 1983, ch. 10).
+``pi_t = (S_t + |c_j|) / 2``, is an upper estimate of the rate at which the LP value rises with ``T_t``'s lower
+envelope while the basis stays: each tangent row holding ``T_t`` down carries at most that force, and the LP value
+moves with a row's side at the rate of its multiplier (Chvatal 1983, ch. 10; tested against finite differences).
 
 **Budget rule.** With ``e_t = max(1, pi_t) v_t`` the atoms are cut from the largest ``e_t`` down until the ones left
 sum to at most ``oa``: the estimated error of the bound left uncut is then ``<= oa``. Since ``max(1, pi_t) >= 1``,

@@ -401,8 +401,8 @@ class GopTree:
     def _proved_value(self, c, r, L, U, margin):
         """HiGHS's optimum of the LP just solved (``self._last_lp``'s rows, cost ``c``) when its multipliers prove it to
         within ``margin``, else what they prove: the weak-duality bound ``D(y)`` of :func:`.dualbt.weak_dual_bound`
-        (Neumaier & Shcherbina 2004), valid for the exact LP whatever ``y`` is. So ``value - margin`` is always a
-        proved lower bound of the LP. HiGHS's optimum alone is not a proof: on a badly scaled OBBT LP (McCormick rows
+        (Neumaier & Shcherbina 2004), valid for the exact LP whatever ``y`` is. So ``value - margin`` is a proved lower
+        bound of the LP wherever ``D(y)`` is finite. HiGHS's optimum alone is not a proof: on a badly scaled OBBT LP (McCormick rows
         with coefficients of 5e7 next to 1) it returned ``max x = 2.07`` where ``x = 2.32`` was feasible, and the tree
         certified a wrong optimum (docs/gop.md §13j). Where ``D(y)`` is infinite (a reduced cost against an infinite
         column bound: free columns) the reported optimum is kept, as before."""
