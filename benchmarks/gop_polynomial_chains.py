@@ -7,6 +7,8 @@ Instances (generated here, seeded by their definition; nothing is read from disk
   (docs/gop.md §13), whose McCormick rows are loose until the tree has split every variable.
 * ``norm2`` -- ``min sqrt(x^2 + y^2) - 0.5 x`` over ``[-2, 2]^2``: convex, the ``sqrt`` column at a nonsmooth optimum
   (value 0 at the origin).
+* ``ex4_1_2`` -- MINLPLib ex4_1_2 as MINLPLib writes it: ``min objvar`` s.t. ``objvar == p(x)``, ``p`` of degree 50,
+  ``x in [1, 2]``: a chain of 25 squares and 24 products whose errors add up in the bound (docs/gop.md §13j).
 
 gop (``mode='tree'``) and SCIP (``scip_direct``, gap 1e-9) run in the same process one after the other with the same
 time limit; the table gives the status, value, bound, time and the time ratio gop / SCIP.
@@ -48,8 +50,29 @@ def norm2():
     return m
 
 
+#: MINLPLib ex4_1_2's coefficients of x^k, as MINLPLib writes them
+EX4_1_2 = {2: 2.5, 1: -500, 3: 1.666666666, 4: 1.25, 5: 1, 6: 0.8333333, 7: 0.714285714, 8: 0.625, 9: 0.555555555,
+           10: 1, 11: -43.6363636, 12: 0.41666666, 13: 0.384615384, 14: 0.357142857, 15: 0.3333333, 16: 0.3125,
+           17: 0.294117647, 18: 0.277777777, 19: 0.263157894, 20: 0.25, 21: 0.238095238, 22: 0.227272727,
+           23: 0.217391304, 24: 0.208333333, 25: 0.2, 26: 0.192307692, 27: 0.185185185, 28: 0.178571428,
+           29: 0.344827586, 30: 0.6666666, 31: -15.48387097, 32: 0.15625, 33: 0.1515151, 34: 0.14705882,
+           35: 0.14285712, 36: 0.138888888, 37: 0.135135135, 38: 0.131578947, 39: 0.128205128, 40: 0.125,
+           41: 0.121951219, 42: 0.119047619, 43: 0.116279069, 44: 0.113636363, 45: 0.1111111, 46: 0.108695652,
+           47: 0.106382978, 48: 0.208333333, 49: 0.408163265, 50: 0.8}
+
+
+def ex4_1_2():
+    m = pyo.ConcreteModel()
+    m.objvar = pyo.Var()
+    m.x = pyo.Var([1], bounds=(1.0, 2.0))
+    x = m.x[1]
+    m.e1 = pyo.Constraint(expr=-(sum(c * x ** k if k > 1 else c * x for k, c in EX4_1_2.items())) + m.objvar == 0.0)
+    m.o = pyo.Objective(expr=m.objvar)
+    return m
+
+
 INSTANCES = {"quartic3": lambda: quartic(3), "quartic5": lambda: quartic(5), "quartic8": lambda: quartic(8),
-             "norm2": norm2}
+             "norm2": norm2, "ex4_1_2": ex4_1_2}
 
 
 def run_gop(build, time_limit):

@@ -38,6 +38,7 @@ from ...lpqp import HighsModel
 from .convex_part import ConvexPart
 from .local import LocalSearch
 from .dualbt import reduced_cost_bounds, weak_dual_bound
+from .oa_budget import atom_prices, atoms_to_cut
 from .norm_cones import NormCones
 from .objective_bounds import ObjectiveBounds
 from .relax import Lifted, TangentPool, rows_to_csr
@@ -262,8 +263,9 @@ class GopTree:
         return HighsModel(c, A, np.concatenate(los), np.concatenate(his), L, U, const=float(lf.const[0]))
 
     def _solve_node(self, l, u, L, U, cutoff, oa_tol):
-        """Relaxation value and point; adds tangent cuts until the atoms are within ``oa_tol`` or the cuts stop
-        paying (:meth:`_cuts_pay`).
+        """Relaxation value and point; adds tangent cuts until the atoms' errors weighted by their LP prices sum to at
+        most ``oa_tol`` (:mod:`.oa_budget`: a chain of squares multiplies each atom's error in the bound) or the cuts
+        stop paying (:meth:`_cuts_pay`).
 
         The cuts of a round are appended to the round's LP (``add_rows``), so HiGHS re-solves from the last
         basis (dual simplex on the new rows) instead of building and solving a fresh LP per round: on the polygon
@@ -324,7 +326,10 @@ class GopTree:
             prev = val
             _, vT, _, uval, _ = lf.violations(Z)
             rows = []
-            for t in np.flatnonzero(-vT > oa_tol):
+            # the atoms whose errors, weighted by their LP prices, do not fit in oa_tol (oa_budget.py, §13j)
+            c_lp, A_lp = self._last_lp[0], self._last_lp[1]
+            price = atom_prices(c_lp, A_lp, r.row_duals, r.col_duals, lf.oT + np.arange(lf.nT))
+            for t in atoms_to_cut(-vT, price, oa_tol):
                 tg = lf.tangent_at(int(t), float(uval[t]))
                 if self.pool.add(int(t), tg):
                     rows.append(tg[1])
@@ -392,6 +397,21 @@ class GopTree:
         # (ex4_1_2's tiny boxes) are beyond any proof in floating point, where the wrong answers this catches have
         # D clearly below 0 (-9e-5 of 1.3e-4 on the harmonic mean)
         return any(weak_dual_bound(zero, A, lo, hi, L, U, sgn * ray, rounding=0.0) > 0.0 for sgn in (1.0, -1.0)), r
+
+    def _proved_value(self, c, r, L, U, margin):
+        """HiGHS's optimum of the LP just solved (``self._last_lp``'s rows, cost ``c``) when its multipliers prove it to
+        within ``margin``, else what they prove: the weak-duality bound ``D(y)`` of :func:`.dualbt.weak_dual_bound`
+        (Neumaier & Shcherbina 2004), valid for the exact LP whatever ``y`` is. So ``value - margin`` is a proved lower
+        bound of the LP wherever ``D(y)`` is finite. HiGHS's optimum alone is not a proof: on a badly scaled OBBT LP (McCormick rows
+        with coefficients of 5e7 next to 1) it returned ``max x = 2.07`` where ``x = 2.32`` was feasible, and the tree
+        certified a wrong optimum (docs/gop.md §13j). Where ``D(y)`` is infinite (a reduced cost against an infinite
+        column bound: free columns) the reported optimum is kept, as before."""
+        _, A, lo, hi = self._last_lp
+        Lh = np.where(L > _HIGHS_BIG, -np.inf, L)
+        Uh = np.where(U < -_HIGHS_BIG, np.inf, U)
+        D = weak_dual_bound(c, A, lo, hi, Lh, Uh, r.row_duals)
+        obj = float(r.objective)
+        return D if (math.isfinite(D) and D < obj - margin) else obj
 
     @staticmethod
     def _dual_ray(hm):
@@ -957,8 +977,8 @@ class GopTree:
                     if r.x is not None:
                         np.minimum(seen_lo, r.x[:lf.N], out=seen_lo)
                         np.maximum(seen_hi, r.x[:lf.N], out=seen_hi)
-                    v = sgn * r.objective
-                    m = 1e-9 * max(1.0, abs(v))
+                    m = 1e-9 * max(1.0, abs(r.objective))
+                    v = sgn * self._proved_value(c, r, L, U, m)
                     if sgn > 0 and v - m > l[j] + 1e-7 * max(1.0, abs(l[j]) if np.isfinite(l[j]) else 1.0):
                         l[j] = v - m
                         changed = True
