@@ -86,6 +86,8 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     if not A.data[:A.indptr[-1]].all():  # stored zeros do not count as a row's entries (a copy: A is the caller's)
         A = A.copy()
         A.eliminate_zeros()
+    if A.shape[0] <= FEW_ROWS:
+        return _few_singleton_rows_to_bounds(A, lo, hi, lb, ub)
     single = (A.indptr[1:] - A.indptr[:-1]) == 1
     if not single.any():
         return A, lo, hi, lb, ub
@@ -106,6 +108,39 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
         np.fmin.at(ub, j, np.where(pos, h1, l1))
     keep = ~single
     return take_rows(A, np.flatnonzero(keep)), lo[keep], hi[keep], lb, ub
+
+
+#: :func:`singleton_rows_to_bounds` on Python floats up to this many rows (numpy's gathers beyond)
+FEW_ROWS = 32
+
+
+def _few_singleton_rows_to_bounds(A, lo, hi, lb, ub):
+    """:func:`singleton_rows_to_bounds` of a csr ``A`` without stored zeros and with at most ``FEW_ROWS``
+    rows, one row at a time on Python floats: the same IEEE divisions ``lo_i / a``, ``hi_i / a`` and the same
+    intersections as the numpy path's ``fmax``/``fmin``, applied in row order as ``ufunc.at`` applies them: a NaN side
+    leaves the bound, a tighter one replaces it. Only the sign of a zero bound can differ: on a side equal to the
+    bound (0.0 against -0.0) this keeps the bound, while numpy's ``fmax``/``fmin`` keep either zero depending on the
+    array's length and the loop (its own two forms differ there); the bounds are equal as numbers. A CVXPY ``x[:5] >= 0`` with one more row took ~15 numpy calls (~45 us, a tenth of a small
+    problem's set-up) for six rows."""
+    ptr = A.indptr.tolist()
+    m = len(ptr) - 1
+    single = [i for i in range(m) if ptr[i + 1] - ptr[i] == 1]
+    keep = [i for i in range(m) if ptr[i + 1] - ptr[i] != 1]
+    if not single:
+        return A, lo, hi, lb, ub
+    lb, ub = np.array(lb, dtype=float), np.array(ub, dtype=float)
+    lol, hil = lo.tolist(), hi.tolist()
+    for i in single:
+        j, a = int(A.indices[ptr[i]]), float(A.data[ptr[i]])
+        l1, h1 = lol[i] / a, hil[i] / a
+        if a < 0:
+            l1, h1 = h1, l1
+        if l1 > lb.item(j):
+            lb[j] = l1
+        if h1 < ub.item(j):
+            ub[j] = h1
+    keep = np.array(keep, dtype=np.int64)
+    return take_rows(A, keep), lo[keep], hi[keep], lb, ub
 
 
 class MajorizeModel:
