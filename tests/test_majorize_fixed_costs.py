@@ -129,3 +129,52 @@ def test_fixed_cost_shortcuts_give_the_numpy_paths_fit(backend, monkeypatch):
     np.testing.assert_array_equal(fast.x, slow.x)
     assert program.max_violation(fast.x) <= 1e-9
     assert fast.x[5] <= 0.04 + 1e-12 and fast.x[1] >= 0.005 - 1e-12
+
+
+def _lse_program(bad=()):
+    """A small program with one log-sum-exp group, a linear and a quadratic part; ``bad``: the inputs set to NaN
+    or inf (``'A'``, ``'b'``, ``'coef'``, ``'linear'``, ``'quad'``)."""
+    from varopt.program.terms import LseGroup, QuadraticTerms
+    n = 3
+    A = sp.csr_matrix(np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0], [1.0, 1.0, 0.0], [0.5, 0.0, 0.0]]))
+    b = np.array([0.0, -np.inf, 0.3, 0.1])   # a zero base measure (-inf) is allowed
+    coef = np.array([1.0, 2.0])
+    lin = np.array([0.1, -0.2, 0.3])
+    qv = np.array([0.5, 0.5, 0.5])
+    if "A" in bad:
+        A.data[1] = np.nan
+    if "b" in bad:
+        b[2] = np.inf
+    if "coef" in bad:
+        coef[1] = -np.inf
+    if "linear" in bad:
+        lin[0] = np.nan
+    if "quad" in bad:
+        qv[2] = np.inf
+    g = LseGroup(A, b, np.array([0, 0, 1, 1]), coef)
+    e = Expression(n, 0.0, lin, QuadraticTerms(np.arange(n), np.arange(n), qv, n), lse=[g])
+    return Program(["x0", "x1", "x2"], np.full(n, -np.inf), np.full(n, np.inf), e)
+
+
+NAMES = {"A": "log-sum-exp features", "b": "log-sum-exp offsets", "coef": "log-sum-exp coefficients",
+         "linear": "linear coefficients", "quad": "quadratic coefficients"}
+
+
+@pytest.mark.parametrize("few", [True, False])
+@pytest.mark.parametrize("bad", [(), ("A",), ("b",), ("coef",), ("linear",), ("quad",), ("b", "coef"),
+                                 ("coef", "linear"), ("A", "b"), ("linear", "quad"), ("b", "quad")])
+def test_objective_checks_in_one_pass_name_the_first_bad_input(bad, few, monkeypatch):
+    """The finite-value checks of the model, in one pass or array by array: a finite program passes, a bad one is
+    refused with the name of the first bad input in the order features, offsets, coefficients (per group), linear,
+    quadratic -- the order of the array-by-array checks."""
+    from varopt.errors import InputDataError
+    from varopt.solvers.majorize.model import MajorizeModel
+    if not few:
+        monkeypatch.setattr(model_mod, "FEW_CHECKED", -1)
+    program = _lse_program(bad)
+    if not bad:
+        MajorizeModel(program)
+        return
+    first = min(bad, key=["A", "b", "coef", "linear", "quad"].index)
+    with pytest.raises(InputDataError, match=NAMES[first]):
+        MajorizeModel(program)

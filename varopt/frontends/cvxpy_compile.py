@@ -453,11 +453,12 @@ def _to_expressions(z, n, order_c=False, empty_q=None):
             quad = QuadraticTerms(qi[t], qj[t], WQ.data[sl], n)
         # the Program puts its matrices into canonical form in place; traced matrices share arrays with other
         # nodes, so a non-canonical one is copied first (_canonical)
+        # (no term groups, e.g. a linear row: no generator per entry)
         atoms = [AtomGroup(r.kind, W.data[sl], _canonical(sub.A), sub.b, sub.mult,
                            None if sub.A2 is None else _canonical(sub.A2), sub.b2, sub.label)
-                 for r, W, sl, sub in _entries(rowsets, e, lambda r, idx: r.take(idx))]
+                 for r, W, sl, sub in _entries(rowsets, e, lambda r, idx: r.take(idx))] if rowsets else ()
         lses = [LseGroup(_canonical(sub.A), sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
-                for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))]
+                for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))] if lsesets else ()
         # a canonical csr row without stored zeros is a valid sparse linear part as it is
         out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses) if lin is not None else
                    Expression.from_sorted_row(n, z.c[e], cols64[lo:hi], A.data[lo:hi], quad, atoms, lses))
