@@ -1,7 +1,8 @@
 """The set-up shortcuts of small constrained majorize programs (docs/majorize.md section 6.0p) against the numpy paths
-they replace: each computes the same doubles on Python floats, so the bounds, rows, sides and whole fits must agree bit
-for bit (signs of zeros included, except a zero bound's: see the singleton rows' test) on random inputs with the awkward cases (infinite and NaN sides, signed zeros,
-repeated and unsorted variables, negative coefficients, stored zeros)."""
+they replace: each computes the same doubles on Python floats, so the bounds, rows, sides and whole fits must agree
+bit for bit (signs of zeros included, except a zero bound's: see the singleton rows' test) on random inputs with the
+awkward cases (infinite and NaN sides, signed zeros, repeated and unsorted variables, negative coefficients, stored
+zeros)."""
 from __future__ import annotations
 
 import types

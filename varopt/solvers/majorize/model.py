@@ -117,13 +117,13 @@ FEW_CHECKED = 100_000
 
 
 def _few_singleton_rows_to_bounds(A, lo, hi, lb, ub):
-    """:func:`singleton_rows_to_bounds` of a csr ``A`` without stored zeros and with at most ``FEW_ROWS``
-    rows, one row at a time on Python floats: the same IEEE divisions ``lo_i / a``, ``hi_i / a`` and the same
-    intersections as the numpy path's ``fmax``/``fmin``, applied in row order as ``ufunc.at`` applies them: a NaN side
-    leaves the bound, a tighter one replaces it. Only the sign of a zero bound can differ: on a side equal to the
-    bound (0.0 against -0.0) this keeps the bound, while numpy's ``fmax``/``fmin`` keep either zero depending on the
-    array's length and the loop (its own two forms differ there); the bounds are equal as numbers. A CVXPY ``x[:5] >= 0`` with one more row took ~15 numpy calls (~45 us, a tenth of a small
-    problem's set-up) for six rows."""
+    """:func:`singleton_rows_to_bounds` of a csr ``A`` without stored zeros and with at most ``FEW_ROWS`` rows, one row
+    at a time on Python floats: the same IEEE divisions ``lo_i / a``, ``hi_i / a`` and the same intersections as the
+    numpy path's ``fmax``/``fmin``, applied in row order as ``ufunc.at`` applies them: a NaN side leaves the bound,
+    a tighter one replaces it. Only the sign of a zero bound can differ: on a side equal to the bound (0.0 against
+    -0.0) this keeps the bound, while numpy's ``fmax``/``fmin`` keep either zero depending on the array's length and
+    the loop (its own two forms differ there); the bounds are equal as numbers. A CVXPY ``x[:5] >= 0`` with one more
+    row took ~15 numpy calls (~45 us, a tenth of a small problem's set-up) for six rows."""
     ptr = A.indptr.tolist()
     m = len(ptr) - 1
     single = [i for i in range(m) if ptr[i + 1] - ptr[i] == 1]
