@@ -199,8 +199,6 @@ def compile_cvxpy(problem):
     outside the recognised catalogue (module docstring) and :class:`InputDataError` for
     NaN/inf data or parameters without value.
     """
-    import cvxpy as cp
-
     variables = problem.variables()
     offsets, names, lbs, ubs, x0s = [], [], [], [], []
     var_cols = {}
@@ -232,7 +230,7 @@ def compile_cvxpy(problem):
             break
         cap, exact = tracer.n_aux, True
     n = tracer.n
-    maximize = isinstance(problem.objective, cp.Maximize)
+    maximize = isinstance(problem.objective, _constraint_classes()[5])
     # one empty quadratic part shared by every expression of this program (never mutated)
     empty_q = _empty_quadratic(n)
     objective = _to_expressions(z, n, empty_q=empty_q)[0]
@@ -297,17 +295,17 @@ def compile_cvxpy(problem):
 
 @functools.cache
 def _constraint_classes():
-    """CVXPY's ``Equality``, ``Inequality``, ``NonNeg``, ``NonPos``, ``Zero``, imported once (an import statement per
-    compile costs ~3 us)."""
+    """CVXPY's ``Equality``, ``Inequality``, ``NonNeg``, ``NonPos``, ``Zero`` and ``Maximize``, imported once (an import
+    statement per compile costs ~3 us)."""
     from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
-    return Equality, Inequality, NonNeg, NonPos, Zero
+    from cvxpy.problems.objective import Maximize
+    return Equality, Inequality, NonNeg, NonPos, Zero, Maximize
 
 
 def _trace(problem, var_cols, n_user, cap, user_lb=None):
     """Trace the objective and the constraints: ``(tracer, objective node, [(k, constraint, body,
     lo_inf, hi_inf)])``."""
-    import cvxpy as cp
-    Equality, Inequality, NonNeg, NonPos, Zero = _constraint_classes()
+    Equality, Inequality, NonNeg, NonPos, Zero, Maximize = _constraint_classes()
 
     tracer = _Tracer(var_cols, n_user, cap)
     tracer.user_lb = user_lb   # declared lower bounds: |x_i| of a p-norm needs no column where x_i >= 0
@@ -316,7 +314,7 @@ def _trace(problem, var_cols, n_user, cap, user_lb=None):
     z = tracer.trace(obj.args[0])
     if z.m != 1:
         raise ModelStructureError(f"objective: `{obj.args[0]}` is not scalar (shape {z.shape})")
-    if isinstance(obj, cp.Maximize):
+    if isinstance(obj, Maximize):
         z = z.scale(-1.0)
     cons = []
     for k, con in enumerate(problem.constraints):
@@ -326,7 +324,8 @@ def _trace(problem, var_cols, n_user, cap, user_lb=None):
             if isinstance(con, Inequality):
                 lhs = _max_bound_rows(lhs, rhs)
             sl, sr = _shape(lhs), _shape(rhs)
-            shape = sl if sl == sr else np.broadcast_shapes(sl, sr)
+            # (a scalar side broadcasts to the other's shape: np.broadcast_shapes costs ~4 us per constraint)
+            shape = sl if sl == sr or not sr else (sr if not sl else np.broadcast_shapes(sl, sr))
             # ``c <= g`` (e.g. ``x >= 0``) is kept as ``c <= g(x)``, anything else as ``lhs - rhs <= 0``
             flip = not tracer.has_vars(lhs) and tracer.has_vars(rhs)
             g, c = (rhs, lhs) if flip else (lhs, rhs)
@@ -454,11 +453,12 @@ def _to_expressions(z, n, order_c=False, empty_q=None):
             quad = QuadraticTerms(qi[t], qj[t], WQ.data[sl], n)
         # the Program puts its matrices into canonical form in place; traced matrices share arrays with other
         # nodes, so a non-canonical one is copied first (_canonical)
+        # (no term groups, e.g. a linear row: no generator per entry)
         atoms = [AtomGroup(r.kind, W.data[sl], _canonical(sub.A), sub.b, sub.mult,
                            None if sub.A2 is None else _canonical(sub.A2), sub.b2, sub.label)
-                 for r, W, sl, sub in _entries(rowsets, e, lambda r, idx: r.take(idx))]
+                 for r, W, sl, sub in _entries(rowsets, e, lambda r, idx: r.take(idx))] if rowsets else ()
         lses = [LseGroup(_canonical(sub.A), sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
-                for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))]
+                for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))] if lsesets else ()
         # a canonical csr row without stored zeros is a valid sparse linear part as it is
         out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses) if lin is not None else
                    Expression.from_sorted_row(n, z.c[e], cols64[lo:hi], A.data[lo:hi], quad, atoms, lses))

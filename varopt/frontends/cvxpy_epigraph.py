@@ -20,6 +20,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError
+from ..program import Constraint
+from ..program.epigraph_lift import EpigraphRule
+from ..program.lifting import AuxVariable
 from .cvxpy_affine import _public, _shorten
 from .cvxpy_nodes import _Node, _add, _axis_groups, _broadcast_matrix, _group_matrix, _stack
 
@@ -169,10 +172,6 @@ def epigraph_parts(tracer, n, to_expressions):
     epigraph column (with its :class:`~varopt.program.epigraph_lift.EpigraphRule`), the rows ``piece - t <= 0`` as
     ``(Constraint, columns they define)`` and ``{column: (role, term)}`` for the position check.
     ``to_expressions(node)`` splits a node into one expression per entry."""
-    from ..program import Constraint
-    from ..program.epigraph_lift import EpigraphRule
-    from ..program.lifting import AuxVariable
-
     aux, roles = [], {}
     for cols, rule, pieces, pos, k, M, role, text, floor in tracer.epi_rules:
         exprs = to_expressions(pieces)

@@ -47,7 +47,7 @@ import warnings
 import numpy as np
 
 from ..core.run import PROGRESS_STREAM
-from ..errors import InvalidOptionError
+from ..errors import InvalidOptionError, ModelStructureError
 from .. import registry
 from ..program.lifting import start_values
 from .cvxpy_compile import compile_cvxpy
@@ -158,7 +158,6 @@ def _cvxpy_transform_flags(name, options):
     """Refuse ``gp=True`` and ``qcp=True`` by name (``False``, CVXPY's default, is dropped): varopt compiles the
     problem as written, and its products, ratios and powers of variables are solved as such (gop globally), which is
     not what a user who asked for the transformation expects to be told silently."""
-    from ..errors import ModelStructureError
     for flag, what in _TRANSFORMS.items():
         if flag in options and not bool(options[flag]):
             options.pop(flag)
