@@ -1,5 +1,10 @@
 """Bad inputs and options for klprox (docs/klprox.md section 6e): each printed with the error it raises."""
-import numpy as np, cvxpy as cp, pyomo.environ as pyo, warnings, varopt
+import warnings
+
+import cvxpy as cp
+import numpy as np
+
+import varopt  # noqa: F401  (registers the solvers)
 rng = np.random.default_rng(1)
 N, D = 30, 3
 X = rng.normal(size=(N, D)); y = (rng.random(N) < .5).astype(float)

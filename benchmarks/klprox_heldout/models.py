@@ -264,7 +264,7 @@ def m14_laplace_pyomo_abs():
 @model
 def m15_multinomial_iris_lse():
     X, y = iris(); X = StandardScaler().fit_transform(X)[:, :2]
-    N = len(y); K = 3; Y = np.eye(K)[y]
+    K = 3; Y = np.eye(K)[y]
     W = cp.Variable((2, K), name="W")
     prob = cp.Problem(cp.Minimize(cp.sum(cp.log_sum_exp(X @ W, axis=1)) - cp.sum(cp.multiply(Y, X @ W)) + cp.sum_squares(W) / 2))
     return (lambda: _cv(prob, [W])), ("softmax", X, Y, 1.0)

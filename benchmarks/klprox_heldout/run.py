@@ -5,10 +5,10 @@ independent full-Gaussian VI of ref.py (or the exact conjugate posterior).
 
 Slow: the references take 0.1 s to 3 min per model (the softmax ones are tensor rules; SMNODES sets their nodes).
 """
-import sys, time, warnings, traceback
+import sys, time, warnings
 import numpy as np
 from models import MODELS
-from ref import Model, SoftmaxModel
+from ref import SoftmaxModel
 
 def rel(a, b):
     return float(np.max(np.abs(a - b)) / max(1e-300, np.max(np.abs(b))))

@@ -2,7 +2,7 @@
 models.py against the reference (docs/klprox.md section 6e)."""
 import numpy as np, cvxpy as cp, warnings, time
 import models
-from ref import Model
+
 def rel(a, b): return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
 opts_list = [dict(), dict(mean_step="paper"), dict(mean_step="natural"), dict(step_rule="fixed", beta=0.25), dict(parameterization="dual"),
              dict(parameterization="full"), dict(algorithm="proximal-point"), dict(gamma0=1.0), dict(beta=0.01), dict(batch_size=10, max_iter=3000)]
