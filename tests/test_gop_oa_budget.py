@@ -18,15 +18,7 @@ import varopt  # noqa: F401
 from varopt.lpqp import HighsModel
 from varopt.solvers.gop.oa_budget import atom_prices, atoms_to_cut
 
-# MINLPLib ex4_1_2 (global), coefficients as MINLPLib writes them
-EX4_1_2 = {2: 2.5, 1: -500, 3: 1.666666666, 4: 1.25, 5: 1, 6: 0.8333333, 7: 0.714285714, 8: 0.625, 9: 0.555555555,
-           10: 1, 11: -43.6363636, 12: 0.41666666, 13: 0.384615384, 14: 0.357142857, 15: 0.3333333, 16: 0.3125,
-           17: 0.294117647, 18: 0.277777777, 19: 0.263157894, 20: 0.25, 21: 0.238095238, 22: 0.227272727,
-           23: 0.217391304, 24: 0.208333333, 25: 0.2, 26: 0.192307692, 27: 0.185185185, 28: 0.178571428,
-           29: 0.344827586, 30: 0.6666666, 31: -15.48387097, 32: 0.15625, 33: 0.1515151, 34: 0.14705882,
-           35: 0.14285712, 36: 0.138888888, 37: 0.135135135, 38: 0.131578947, 39: 0.128205128, 40: 0.125,
-           41: 0.121951219, 42: 0.119047619, 43: 0.116279069, 44: 0.113636363, 45: 0.1111111, 46: 0.108695652,
-           47: 0.106382978, 48: 0.208333333, 49: 0.408163265, 50: 0.8}
+from gop_polynomial_chains import EX4_1_2, ex4_1_2   # MINLPLib ex4_1_2 as MINLPLib writes it (benchmarks/)
 
 
 def _poly(x):
@@ -49,12 +41,8 @@ def test_ex4_1_2_as_minlplib_writes_it_is_certified():
     the gap open (1,287 nodes in 30 s); weighted by their LP prices the cuts close it in about 25 nodes."""
     ref = _ex4_1_2_reference()
     assert ref == pytest.approx(-663.5000966, abs=1e-6)   # SCIP 10 (scip_direct): -663.5000972
-    m = pyo.ConcreteModel()
-    m.objvar = pyo.Var()
-    m.x = pyo.Var([1], bounds=(1.0, 2.0))
+    m = ex4_1_2()
     x = m.x[1]
-    m.e1 = pyo.Constraint(expr=-(sum(c * x ** k if k > 1 else c * x for k, c in EX4_1_2.items())) + m.objvar == 0.0)
-    m.obj = pyo.Objective(expr=m.objvar, sense=pyo.minimize)
     t0 = time.perf_counter()
     r = pyo.SolverFactory("gop").solve(m, time_limit=20).varopt_result
     took = time.perf_counter() - t0
