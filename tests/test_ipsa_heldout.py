@@ -1,0 +1,99 @@
+"""ipsa checked from the outside: models written the way users write them, against independent references.
+
+Each test comes from a held-out review (2026-11-26, docs/ipsa.md "Held-out review"): a user model, the
+user's own evaluation of the returned point (CVXPY ``.value``/``violation()``, Pyomo ``value()``) and an
+independent reference (Clarabel through CVXPY, scikit-learn's Lasso).
+"""
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+
+import varopt  # noqa: F401  (registers ipsa)
+
+
+def _nnls_pyomo(seed=0, n=30, d=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ np.array([1.0, -1.0, 0.0, 0.5]) + 0.1 * rng.normal(size=n)
+    m = pyo.ConcreteModel()
+    m.J = pyo.RangeSet(0, d - 1)
+    m.w = pyo.Var(m.J, within=pyo.NonNegativeReals)
+    m.o = pyo.Objective(expr=sum((y[i] - sum(X[i, j] * m.w[j] for j in m.J)) ** 2 for i in range(n)) / n)
+    return m, X, y
+
+
+def test_pyomo_verbose_prints_progress_on_stdout(capsys):
+    """The option text says verbose prints "to stdout from prob.solve and Pyomo solve"; Pyomo's
+    ``verbose=True`` (not ``tee``) printed on stderr."""
+    m, _, _ = _nnls_pyomo()
+    pyo.SolverFactory("ipsa").solve(m, passes=2, verbose=True)
+    out, err = capsys.readouterr()
+    assert "ipsa it" in out and "ipsa it" not in err
+
+
+def test_pyomo_nnls_matches_clarabel_and_stays_interior():
+    """NNLS as a Pyomo user writes it: feasible by the user's own evaluation, strictly inside the bounds,
+    objective within 5 % of Clarabel's after 100 passes, the same point for the same seed."""
+    m, X, y = _nnls_pyomo()
+    w = cp.Variable(X.shape[1], nonneg=True)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / len(y))).solve(solver="CLARABEL")
+    pyo.SolverFactory("ipsa").solve(m, passes=100, seed=3)
+    vals = np.array([pyo.value(m.w[j]) for j in m.J])
+    assert np.all(vals > 0)
+    assert ref <= pyo.value(m.o) <= ref + 0.05 * max(1.0, abs(ref))
+    m2, _, _ = _nnls_pyomo()
+    pyo.SolverFactory("ipsa").solve(m2, passes=100, seed=3)
+    assert np.array_equal(vals, [pyo.value(m2.w[j]) for j in m2.J])
+
+
+def test_cvxpy_user_oracle_simplex_budget_matches_clarabel():
+    """A user gradient callable on a CVXPY problem with bounds and a linear row: no violation by CVXPY's own
+    ``violation()``, objective near Clarabel's, reproducible for a seed."""
+    rng = np.random.default_rng(1)
+    n, d = 100, 5
+    X = rng.normal(size=(n, d))
+    y = X @ np.array([1.0, -1, 0, 0.5, 0]) + 0.1 * rng.normal(size=n)
+    w = cp.Variable(d)
+    p = cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / (2 * n)), [w >= 0, cp.sum(w) <= 1.2])
+    ref = p.solve(solver="CLARABEL")
+
+    def grad(x, r):
+        i = r.integers(n)
+        return X[i] * (X[i] @ x - y[i])
+
+    points = []
+    for _ in range(2):
+        w.value = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # CVXPY: 'Solution may be inaccurate' at a limit
+            p.solve(method="ipsa", oracle=grad, max_iter=4000, seed=5)
+        assert max(float(np.max(c.violation())) for c in p.constraints) == 0.0
+        assert ref <= p.objective.value <= ref + 0.05 * abs(ref)
+        points.append(w.value.copy())
+    assert np.array_equal(*points)
+
+
+@pytest.mark.xfail(strict=True, reason="L1LeastSquares(passes='auto') stops as converged 4 % above the Lasso "
+                   "optimum on columns of scales 10 and 0.1 without a warning (docs/ipsa.md, held-out review)")
+def test_l1_least_squares_auto_is_near_lasso_or_warns():
+    from sklearn.linear_model import Lasso
+
+    from varopt.estimators import L1LeastSquares
+    rng = np.random.default_rng(1)
+    n, d = 100, 5
+    X = rng.normal(size=(n, d))
+    y = X @ np.array([1.0, -1, 0, 0.5, 0]) + 0.1 * rng.normal(size=n)
+    Xs = X * np.array([1, 10, 0.1, 1, 1]) + 3
+
+    def obj(c, b):
+        return np.sum((y - Xs @ c - b) ** 2) / (2 * n) + 0.05 * np.abs(c).sum()
+
+    sk = Lasso(alpha=0.05, tol=1e-12, max_iter=10**6).fit(Xs, y)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = L1LeastSquares(alpha=0.05).fit(Xs, y)
+    gap = obj(est.coef_, est.intercept_) / obj(sk.coef_, sk.intercept_) - 1
+    assert gap <= 1e-2 or any("objective" in str(x.message) for x in caught)
