@@ -123,3 +123,73 @@ def test_cvxpy_warm_start_false_is_a_cold_start():
         v2 = p.solve(method="ipsa", passes=5, seed=1, warm_start=False)
     assert v1 == v0 == v2
     assert np.array_equal(x1, wf.value) and np.array_equal(w.value, wf.value)
+
+
+def _lasso_data(seed=0, n=80, d=6):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ np.array([1.5, -2, 0, 0, 0.5, 0])[:d] + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("form", ["penalty", "constraint"])
+def test_cvxpy_norm1_lasso_as_users_write_it(form):
+    """``lam * cp.norm1(w)`` in the objective and ``cp.norm1(w) <= t`` were rejected ('abs(...) is not
+    differentiable'); they are lifted to the box form (2.64) of Carbonetto (2009). The returned point satisfies the
+    constraint by CVXPY's own evaluation, the value returned is CVXPY's objective there, it is reproducible, and
+    after 500 passes the objective is within 6 % of Clarabel's (measured: 3.3 % penalty, 4.8 % constraint; after
+    50 passes 2.1 % and 49 %)."""
+    X, y = _lasso_data()
+    n, d = X.shape
+
+    def problem():
+        w = cp.Variable(d)
+        loss = cp.sum_squares(X @ w - y) / (2 * n)
+        if form == "penalty":
+            return cp.Problem(cp.Minimize(loss + 0.1 * cp.norm1(w))), w
+        return cp.Problem(cp.Minimize(loss), [cp.norm1(w) <= 3.0]), w
+
+    p, w = problem()
+    ref = p.solve(solver="CLARABEL")
+    points = []
+    for _ in range(2):
+        p, w = problem()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # CVXPY: 'Solution may be inaccurate' at a limit
+            val = p.solve(method="ipsa", passes=500, seed=1)
+        assert w.value.shape == (d,)
+        assert val == pytest.approx(p.objective.value, rel=1e-12)
+        if form == "constraint":
+            assert np.abs(w.value).sum() < 3.0          # strictly inside
+        assert ref <= p.objective.value <= ref * 1.06
+        points.append(w.value.copy())
+    assert np.array_equal(*points)
+
+
+def test_pyomo_l1_constraint_and_user_oracle_through_the_lift():
+    """Pyomo ``sum(abs(w[j])) <= t`` with a user gradient oracle: the oracle sees the user's ``d`` variables (not the
+    lifted columns), the callback too, and the point is strictly inside the L1 ball and near Clarabel's."""
+    X, y = _lasso_data(n=60, d=4)
+    n, d = X.shape
+    w = cp.Variable(d)
+    ref = cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / (2 * n)), [cp.norm1(w) <= 2.0]).solve(solver="CLARABEL")
+    m = pyo.ConcreteModel()
+    m.J = pyo.RangeSet(0, d - 1)
+    m.w = pyo.Var(m.J)
+    m.o = pyo.Objective(expr=sum((y[i] - sum(X[i, j] * m.w[j] for j in m.J)) ** 2 for i in range(n)) / (2 * n))
+    m.c = pyo.Constraint(expr=sum(abs(m.w[j]) for j in m.J) <= 2.0)
+    sizes = set()
+
+    def grad(x, r):
+        sizes.add(x.size)
+        i = r.integers(n)
+        return X[i] * (X[i] @ x - y[i])
+
+    seen = set()
+    pyo.SolverFactory("ipsa").solve(m, oracle=grad, max_iter=20000, seed=2,
+                                    callback=lambda k, x, *a: seen.add(np.asarray(x).size))
+    vals = np.array([pyo.value(m.w[j]) for j in m.J])
+    assert sizes == {d} and seen == {d}
+    assert np.abs(vals).sum() < 2.0
+    f = np.sum((y - X @ vals) ** 2) / (2 * n)
+    assert ref <= f <= ref * 1.05
