@@ -193,3 +193,21 @@ def test_pyomo_l1_constraint_and_user_oracle_through_the_lift():
     assert np.abs(vals).sum() < 2.0
     f = np.sum((y - X @ vals) ** 2) / (2 * n)
     assert ref <= f <= ref * 1.05
+
+
+def test_cvxpy_norm1_resolve_continues_from_the_previous_point():
+    """A re-solve starts from the variables' values (docs/ipsa.md, Start); with ``norm1(w) <= 3`` lifted, the start
+    ``s = |w| + 1`` left the L1 ball, so the re-solve silently restarted cold and returned the first run's 0.3814.
+    ``s = |w| + delta`` (largest strict ``delta``) continues: 0.2988 (Clarabel 0.2562)."""
+    X, y = _lasso_data()
+    n, d = X.shape
+    w = cp.Variable(d)
+    p = cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / (2 * n)), [cp.norm1(w) <= 3.0])
+    ref = p.solve(solver="CLARABEL")
+    w.value = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # CVXPY: 'Solution may be inaccurate' at a limit
+        first = p.solve(method="ipsa", passes=50, seed=1)
+        second = p.solve(method="ipsa", passes=50, seed=1)
+    assert ref < second < first - 0.5 * (first - ref)
+    assert np.abs(w.value).sum() < 3.0

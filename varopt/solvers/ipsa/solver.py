@@ -170,10 +170,10 @@ def _solve_lifted(solver, program: Program, lift, opts, run: Run) -> Result:
     from ...oracles import AffineOracle
     from .iteration import _oracle_for
     n, N = program.n, lift.program.n
-    # the model's values (a re-solve's previous point) give s = |e(x)|, on the new rows' boundary: one more keeps
-    # the start strictly feasible, which ipsa needs to use it (.start); NaN values leave the start to ipsa
-    x0 = lift.program.x0
-    x0[n:] = x0[n:] + 1.0 if np.all(np.isfinite(x0[:n])) else np.nan
+    # the model's values (a re-solve's previous point) give s = |e(x)|, on the new rows' boundary; ipsa uses a start
+    # only when strictly feasible (.start), so s = |e(x)| + delta with the largest delta in 1, 1/2, ... that keeps
+    # every row strict (an L1 ball sum s <= t the point nearly fills allows only a small one); else ipsa's own start
+    lift.program.x0 = _lifted_start(lift.program, n)
     o = Options(**vars(opts))
     o.given = getattr(opts, "given", ())
     if opts.oracle is not None:
@@ -196,6 +196,22 @@ def _solve_lifted(solver, program: Program, lift, opts, run: Run) -> Result:
             res.objective = float(program.objective.value(res.x))
     res.info["lifted_abs_columns"] = N - n
     return res
+
+
+def _lifted_start(lifted: Program, n: int) -> np.ndarray:
+    """``(x, |e(x)| + delta)`` strictly inside every row of ``lifted`` for the largest ``delta = 2^-k`` (k < 40),
+    or NaN in the new columns when ``x`` has NaN or no such ``delta`` exists (ipsa then takes its own start)."""
+    x0 = np.array(lifted.x0, dtype=float)
+    if not np.all(np.isfinite(x0[:n])):
+        x0[n:] = np.nan
+        return x0
+    base = x0[n:].copy()
+    for k in range(40):
+        x0[n:] = base + 0.5 ** k
+        if all(c.lo < (v := c.body.value(x0)) < c.hi for c in lifted.constraints):
+            return x0
+    x0[n:] = np.nan
+    return x0
 
 
 def _constant_row_infeasible(violated, run: Run) -> Result:
