@@ -83,6 +83,8 @@ def solve_problem(prob, name, *args, **options):
     solver = registry.get_solver(name)
     if "verbose" in options and "verbose" not in solver.options.names():
         options.pop("verbose")
+    ws = options.get("warm_start")
+    cold = isinstance(ws, (bool, np.bool_)) and not ws   # CVXPY's warm_start=False: a cold start
     hint = _cvxpy_warm_start(prob, name, solver, options)
     opts = solver.options.validate(options)  # fail on unknown/invalid options before compiling
     if getattr(solver, "accepts_binary", False):
@@ -90,7 +92,11 @@ def solve_problem(prob, name, *args, **options):
         program, mapping = compile_cvxpy_energy(prob, name)
     else:
         program, mapping = compile_cvxpy(prob)
-    if hint is not None and hint.size == program.n_user:
+    if cold:
+        # the variables' values (left by the previous solve) are the compiled start; a cold start ignores
+        # them, as Pyomo's warmstart=False does (before, warm_start=False still started from them)
+        program.x0 = np.full(program.n, np.nan)
+    elif hint is not None and hint.size == program.n_user:
         # auxiliary columns (epigraph of a max, lifted norms) at their definitions from the hint
         program.x0 = start_values(program.aux, np.concatenate([hint, np.full(program.n - program.n_user, np.nan)]),
                                   program.n_user)

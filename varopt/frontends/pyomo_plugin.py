@@ -218,7 +218,9 @@ class VaroptPyomoSolver:
         import sys
 
         from ..core.run import PROGRESS_STREAM
-        token = PROGRESS_STREAM.set(sys.stdout if config.tee else None)
+        # tee and verbose both print where Pyomo's solvers print: stdout (the option text and
+        # docs/conventions.md say so; verbose alone used to go to stderr)
+        token = PROGRESS_STREAM.set(sys.stdout if config.tee or getattr(opts, "verbose", False) else None)
         try:
             res = get_solver(self.name).solve(program, opts)
         finally:

@@ -36,6 +36,7 @@ from ...core.threads import blas_threads, option_threads
 from ...options import (Alias, Option, Options, OptionSet, limit_options, nonnegative, positive, progress_options,
                         start_options, thread_options)
 from ...program import Program
+from ...program.abs_lift import lift_abs_sums
 from ...program.eliminate import eliminate_equalities
 from ...program.domains import with_atom_domains
 from ...core.run import Run
@@ -140,6 +141,11 @@ class IpsaSolver(Solver):
         if violated is not None:
             return _constant_row_infeasible(violated, run)
         program = program.split_abs_rows()   # |w| <= u is the box form -u <= w <= u: two linear rows
+        # norm1(w) <= t and an L1 penalty lam * norm1(w): rows -s <= w <= s on new columns s (the box form (2.64)
+        # of Carbonetto 2009); a user oracle that replaces the objective cannot price the penalty's s: not lifted
+        lift = lift_abs_sums(program, objective=opts.oracle is None or bool(opts.oracle_adds_objective))
+        if lift is not None:
+            return _solve_lifted(self, program, lift, opts, run)
         program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
         program = with_atom_domains(program)  # -log x over a free x: the iterates must stay where x > 0
         elim = eliminate_equalities(_pinned_as_equalities(program), max_elim=program.n, min_support=1)
@@ -151,6 +157,61 @@ class IpsaSolver(Solver):
         if violated is not None:
             return _constant_row_infeasible(violated, run)
         return _solve_reduced(program, elim, opts, run)
+
+
+def _solve_lifted(solver, program: Program, lift, opts, run: Run) -> Result:
+    """IPSA on ``lift.program`` (:mod:`varopt.program.abs_lift`: each ``|e_r|`` of a sum of absolute values in a
+    constraint or of an L1 penalty becomes a column ``s_r`` with rows ``-s_r <= e_r <= s_r``). The lifted program
+    is ``x = [I 0] (x, s)`` in the user's variables, so a user oracle is served through that map (gradient 0 in
+    ``s``), ``x0`` is completed by ``s = |e(x0)| + 1`` (strictly inside the new rows), and the callback, step cap
+    and result see the user's ``n`` variables."""
+    import scipy.sparse as sp
+
+    from ...oracles import AffineOracle
+    from .iteration import _oracle_for
+    n, N = program.n, lift.program.n
+    # the model's values (a re-solve's previous point) give s = |e(x)|, on the new rows' boundary; ipsa uses a start
+    # only when strictly feasible (.start), so s = |e(x)| + delta with the largest delta in 1, 1/2, ... that keeps
+    # every row strict (an L1 ball sum s <= t the point nearly fills allows only a small one); else ipsa's own start
+    lift.program.x0 = _lifted_start(lift.program, n)
+    o = Options(**vars(opts))
+    o.given = getattr(opts, "given", ())
+    if opts.oracle is not None:
+        o.oracle = AffineOracle(_oracle_for(program, opts), sp.eye(n, N, format="csr"), np.zeros(n))
+    if opts.x0 is not None:
+        x0 = np.asarray(opts.x0, dtype=float).ravel()
+        if x0.size != n:
+            raise InputDataError(f"x0 has length {x0.size}, the program has {n} variables")
+        o.x0 = lift.extend(x0)
+        o.x0[n:] += 1.0
+    if opts.callback is not None:
+        o.callback = lambda it, x, *extra: opts.callback(it, np.asarray(x)[:n], *extra)
+        run.callback_fn = o.callback  # the run read the user's callback from opts when it was made
+    if opts.step_cap is not None:
+        o.step_cap = lambda x, dx, a_max: opts.step_cap(np.asarray(x)[:n], np.asarray(dx)[:n], a_max)
+    res = solver._solve(lift.program, o, run)
+    if res.x is not None:
+        res.x = lift.restrict(res.x)
+        if res.objective is not None and np.isfinite(res.objective):
+            res.objective = float(program.objective.value(res.x))
+    res.info["lifted_abs_columns"] = N - n
+    return res
+
+
+def _lifted_start(lifted: Program, n: int) -> np.ndarray:
+    """``(x, |e(x)| + delta)`` strictly inside every row of ``lifted`` for the largest ``delta = 2^-k`` (k < 40),
+    or NaN in the new columns when ``x`` has NaN or no such ``delta`` exists (ipsa then takes its own start)."""
+    x0 = np.array(lifted.x0, dtype=float)
+    if not np.all(np.isfinite(x0[:n])):
+        x0[n:] = np.nan
+        return x0
+    base = x0[n:].copy()
+    for k in range(40):
+        x0[n:] = base + 0.5 ** k
+        if all(c.lo < (v := c.body.value(x0)) < c.hi for c in lifted.constraints):
+            return x0
+    x0[n:] = np.nan
+    return x0
 
 
 def _constant_row_infeasible(violated, run: Run) -> Result:
