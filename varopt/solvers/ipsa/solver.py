@@ -208,7 +208,7 @@ def _lifted_start(lifted: Program, n: int) -> np.ndarray:
     base = x0[n:].copy()
     for k in range(40):
         x0[n:] = base + 0.5 ** k
-        if all(c.lo < (v := c.body.value(x0)) < c.hi for c in lifted.constraints):
+        if all(c.lo < c.body.value(x0) < c.hi for c in lifted.constraints):
             return x0
     x0[n:] = np.nan
     return x0
