@@ -140,7 +140,7 @@ def test_root_obbt_prints_progress_lines(monkeypatch, capsys):
     ticks = itertools.count()
     monkeypatch.setattr(RUN, "time", types.SimpleNamespace(perf_counter=lambda: 0.05 * next(ticks)))
     r = pyo.SolverFactory("gop").solve(_nmf(), max_iter=1, mode="tree", verbose=True).varopt_result
-    err = capsys.readouterr().err.splitlines()
+    err = capsys.readouterr().out.splitlines()   # Pyomo verbose prints on stdout, as tee does
     lines = [ln for ln in err if "root bound tightening" in ln]
     assert len(lines) >= 2, err[:20]
     assert all(ln.startswith("gop root bound tightening: round") for ln in lines), lines[:3]

@@ -31,7 +31,7 @@ from ..result import Result
 
 
 #: where progress lines go when a solve does not say: stderr, unless a front-end sets it (Pyomo's
-#: ``tee=True`` and CVXPY's ``verbose=True`` print to stdout, as those libraries' solvers do)
+#: ``tee=True`` or ``verbose=True`` and CVXPY's ``verbose=True`` print to stdout, as those libraries' solvers do)
 PROGRESS_STREAM = contextvars.ContextVar("varopt_progress_stream", default=None)
 
 
