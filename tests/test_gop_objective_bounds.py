@@ -19,6 +19,9 @@ from varopt.frontends.pyomo_compile import compile_pyomo
 from varopt.solvers.gop.objective_bounds import ObjectiveBounds, _sublevel
 from varopt.solvers.gop.relax import Lifted
 
+# flows bounded jointly by a row; the quality q is free, bounded only by q^2 + q f0 <= 20 with f0 in [1, 10]
+from gop_free_products import pooling_row  # noqa: E402  (benchmarks/, on the path by conftest)
+
 
 def _lifted(model):
     out = compile_pyomo(model)
@@ -125,18 +128,6 @@ def _rnd554():
     return m
 
 
-def _pool():
-    """Flows bounded jointly by a row; the quality q is free, bounded only by q^2 + q f0 <= 20 with f0 in [1, 10]."""
-    m = pyo.ConcreteModel()
-    m.f = pyo.Var(range(2), bounds=(0, None))
-    m.q = pyo.Var()
-    m.c1 = pyo.Constraint(expr=m.f[0] + m.f[1] <= 10)
-    m.c2 = pyo.Constraint(expr=m.q ** 2 + m.q * m.f[0] <= 20)
-    m.c3 = pyo.Constraint(expr=m.f[0] >= 1)
-    m.o = pyo.Objective(expr=-m.q * m.f[0] - 2 * m.f[1] + m.q * m.f[1])
-    return m
-
-
 def _mf(X, lam):
     """Rank-1 regularised factorisation ``||X - u v^T||^2 + lam (|u|^2 + |v|^2)``, u and v free (CVXPY cannot state it)."""
     n = X.shape[0]
@@ -163,7 +154,7 @@ def test_factorisation_with_free_factors_matches_the_svd():
     assert r.lower_bound <= ref + 1e-6
 
 
-@pytest.mark.parametrize("build", [_rnd554, _pool], ids=["free-product-variable", "pooling-row"])
+@pytest.mark.parametrize("build", [_rnd554, pooling_row()[0]], ids=["free-product-variable", "pooling-row"])
 def test_refused_before_now_certified_at_scips_optimum(build):
     ref = _scip(build)
     m = build()

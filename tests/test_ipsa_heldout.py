@@ -12,6 +12,7 @@ import pyomo.environ as pyo
 import pytest
 
 import varopt  # noqa: F401  (registers ipsa)
+from varopt.errors import InputDataError
 
 
 def _nnls_pyomo(seed=0, n=30, d=4):
@@ -211,3 +212,22 @@ def test_cvxpy_norm1_resolve_continues_from_the_previous_point():
         second = p.solve(method="ipsa", passes=50, seed=1)
     assert ref < second < first - 0.5 * (first - ref)
     assert np.abs(w.value).sum() < 3.0
+
+
+def test_norm1_row_takes_a_strictly_feasible_user_x0():
+    """An explicit ``x0`` inside the L1 ball (``|x0|_1 = 0.8 < 1``) was completed by ``s = |x0| + 1`` on the lifted
+    columns, outside the ball's row ``sum s <= 1``, and refused as "not strictly feasible" (slack -4.8); an ``x0``
+    outside the ball is still refused."""
+    rng = np.random.default_rng(0)
+    n, d = 60, 5
+    X = rng.normal(size=(n, d))
+    y = X @ np.array([1.0, -1, 0, 0.5, 0]) + 0.1 * rng.normal(size=n)
+    w = cp.Variable(d)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(X @ w - y) / n), [cp.norm1(w) <= 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # CVXPY: 'Solution may be inaccurate' at a limit
+        prob.solve(method="ipsa", passes=20, seed=1, x0=np.array([0.3, -0.3, 0.0, 0.2, 0.0]))
+        assert np.abs(w.value).sum() < 1.0
+        assert prob.constraints[0].violation() <= 0
+        with pytest.raises(InputDataError, match="not strictly feasible"):
+            prob.solve(method="ipsa", passes=5, seed=1, x0=np.array([1.0, -1, 0, 0, 0]))

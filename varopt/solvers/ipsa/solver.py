@@ -163,7 +163,7 @@ def _solve_lifted(solver, program: Program, lift, opts, run: Run) -> Result:
     """IPSA on ``lift.program`` (:mod:`varopt.program.abs_lift`: each ``|e_r|`` of a sum of absolute values in a
     constraint or of an L1 penalty becomes a column ``s_r`` with rows ``-s_r <= e_r <= s_r``). The lifted program
     is ``x = [I 0] (x, s)`` in the user's variables, so a user oracle is served through that map (gradient 0 in
-    ``s``), ``x0`` is completed by ``s = |e(x0)| + 1`` (strictly inside the new rows), and the callback, step cap
+    ``s``), ``x0`` is completed by ``s = |e(x0)| + delta`` (strictly inside the new rows, :func:`_lifted_start`), and the callback, step cap
     and result see the user's ``n`` variables."""
     import scipy.sparse as sp
 
@@ -173,7 +173,7 @@ def _solve_lifted(solver, program: Program, lift, opts, run: Run) -> Result:
     # the model's values (a re-solve's previous point) give s = |e(x)|, on the new rows' boundary; ipsa uses a start
     # only when strictly feasible (.start), so s = |e(x)| + delta with the largest delta in 1, 1/2, ... that keeps
     # every row strict (an L1 ball sum s <= t the point nearly fills allows only a small one); else ipsa's own start
-    lift.program.x0 = _lifted_start(lift.program, n)
+    lift.program.x0 = _lifted_start(lift.program, lift.program.x0, n)
     o = Options(**vars(opts))
     o.given = getattr(opts, "given", ())
     if opts.oracle is not None:
@@ -182,8 +182,12 @@ def _solve_lifted(solver, program: Program, lift, opts, run: Run) -> Result:
         x0 = np.asarray(opts.x0, dtype=float).ravel()
         if x0.size != n:
             raise InputDataError(f"x0 has length {x0.size}, the program has {n} variables")
-        o.x0 = lift.extend(x0)
-        o.x0[n:] += 1.0
+        # the same strict s as for the model's values; an x0 outside its own rows keeps s = |e(x0)|, and ipsa's
+        # start names the row it violates
+        z = lift.extend(x0)
+        o.x0 = _lifted_start(lift.program, z, n)
+        if not np.all(np.isfinite(o.x0)):
+            o.x0 = z
     if opts.callback is not None:
         o.callback = lambda it, x, *extra: opts.callback(it, np.asarray(x)[:n], *extra)
         run.callback_fn = o.callback  # the run read the user's callback from opts when it was made
@@ -198,10 +202,10 @@ def _solve_lifted(solver, program: Program, lift, opts, run: Run) -> Result:
     return res
 
 
-def _lifted_start(lifted: Program, n: int) -> np.ndarray:
-    """``(x, |e(x)| + delta)`` strictly inside every row of ``lifted`` for the largest ``delta = 2^-k`` (k < 40),
-    or NaN in the new columns when ``x`` has NaN or no such ``delta`` exists (ipsa then takes its own start)."""
-    x0 = np.array(lifted.x0, dtype=float)
+def _lifted_start(lifted: Program, z, n: int) -> np.ndarray:
+    """``(x, |e(x)| + delta)`` from ``z = (x, |e(x)|)``, strictly inside every row of ``lifted`` for the largest
+    ``delta = 2^-k`` (k < 40), or NaN in the new columns when ``x`` has NaN or no such ``delta`` exists."""
+    x0 = np.array(z, dtype=float)
     if not np.all(np.isfinite(x0[:n])):
         x0[n:] = np.nan
         return x0

@@ -86,8 +86,6 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     if not A.data[:A.indptr[-1]].all():  # stored zeros do not count as a row's entries (a copy: A is the caller's)
         A = A.copy()
         A.eliminate_zeros()
-    if A.shape[0] <= FEW_ROWS:
-        return _few_singleton_rows_to_bounds(A, lo, hi, lb, ub)
     single = (A.indptr[1:] - A.indptr[:-1]) == 1
     if not single.any():
         return A, lo, hi, lb, ub
@@ -110,41 +108,6 @@ def singleton_rows_to_bounds(A, lo, hi, lb, ub):
     return take_rows(A, np.flatnonzero(keep)), lo[keep], hi[keep], lb, ub
 
 
-#: :func:`singleton_rows_to_bounds` on Python floats up to this many rows (numpy's gathers beyond)
-FEW_ROWS = 32
-#: the objective's finite-value checks in one pass up to this many entries (array by array beyond)
-FEW_CHECKED = 100_000
-
-
-def _few_singleton_rows_to_bounds(A, lo, hi, lb, ub):
-    """:func:`singleton_rows_to_bounds` of a csr ``A`` without stored zeros and with at most ``FEW_ROWS`` rows, one row
-    at a time on Python floats: the same IEEE divisions ``lo_i / a``, ``hi_i / a`` and the same intersections as the
-    numpy path's ``fmax``/``fmin``, applied in row order as ``ufunc.at`` applies them: a NaN side leaves the bound,
-    a tighter one replaces it. Only the sign of a zero bound can differ: on a side equal to the bound (0.0 against
-    -0.0) this keeps the bound, while numpy's ``fmax``/``fmin`` keep either zero depending on the array's length and
-    the loop (its own two forms differ there); the bounds are equal as numbers. A CVXPY ``x[:5] >= 0`` with one more
-    row took ~15 numpy calls (~45 us, a tenth of a small problem's set-up) for six rows."""
-    ptr = A.indptr.tolist()
-    m = len(ptr) - 1
-    single = [i for i in range(m) if ptr[i + 1] - ptr[i] == 1]
-    keep = [i for i in range(m) if ptr[i + 1] - ptr[i] != 1]
-    if not single:
-        return A, lo, hi, lb, ub
-    lb, ub = np.array(lb, dtype=float), np.array(ub, dtype=float)
-    lol, hil = lo.tolist(), hi.tolist()
-    for i in single:
-        j, a = int(A.indices[ptr[i]]), float(A.data[ptr[i]])
-        l1, h1 = lol[i] / a, hil[i] / a
-        if a < 0:
-            l1, h1 = h1, l1
-        if l1 > lb.item(j):
-            lb[j] = l1
-        if h1 < ub.item(j):
-            ub[j] = h1
-    keep = np.array(keep, dtype=np.int64)
-    return take_rows(A, keep), lo[keep], hi[keep], lb, ub
-
-
 class MajorizeModel:
     """The program split into the pieces Algorithm 2 needs (checked once)."""
 
@@ -164,20 +127,11 @@ class MajorizeModel:
                 raise ModelStructureError(
                     f"majorize: {oname!r} has a product w*log-sum-exp: variable {program.names[g.mult[r]]!r} "
                     "multiplies a partition function; only constant coefficients are supported")
-        # the finite-value checks in one pass when everything is finite (the common case: one isfinite over the
-        # concatenated data instead of three calls per array, for small programs: the concatenation is a copy);
-        # otherwise array by array, in the order that names the first bad input
-        checked = [a for g in obj.lse for a in (g.A.data, g.coef)] + [obj.linear, obj.quadratic.v]
-        if sum(a.size for a in checked) > FEW_CHECKED or not np.isfinite(np.concatenate(checked)).all():
-            for g in obj.lse:
-                require_finite(f"log-sum-exp features of {oname!r}", g.A)
-                require_finite(f"log-sum-exp offsets (log base measure) of {oname!r}", g.b, allow_neginf=True)
-                require_finite(f"log-sum-exp coefficients of {oname!r}", g.coef)
-            require_finite(f"linear coefficients of {oname!r}", obj.linear)
-            require_finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
-        else:
-            for g in obj.lse:
-                require_finite(f"log-sum-exp offsets (log base measure) of {oname!r}", g.b, allow_neginf=True)
+            require_finite(f"log-sum-exp features of {oname!r}", g.A)
+            require_finite(f"log-sum-exp offsets (log base measure) of {oname!r}", g.b, allow_neginf=True)
+            require_finite(f"log-sum-exp coefficients of {oname!r}", g.coef)
+        require_finite(f"linear coefficients of {oname!r}", obj.linear)
+        require_finite(f"quadratic coefficients of {oname!r}", obj.quadratic.v)
         q = obj.quadratic
         if (q.i.shape == q.j.shape and bool((q.i == q.j).all())
                 and all(((a.A.indptr[1:] - a.A.indptr[:-1]) == 1).all() for a in obj.atoms)):

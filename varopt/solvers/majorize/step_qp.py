@@ -16,8 +16,6 @@ iteration from ``D = 0``.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.sparse as sp
 
@@ -31,9 +29,6 @@ MAX_DENSE_ROWS = 200
 DENSE_ENTRIES = 200_000
 #: the ratio test of a trial on Python floats up to this many finite sides (:meth:`StepQP.max_factor`)
 FEW_SIDES = 32
-#: the finite sides of the bounds and rows found on Python floats up to this many variables plus rows
-#: (:func:`_few_finite_sides`; numpy's masks beyond)
-FEW_SCAN = 128
 #: more rows than MAX_DENSE_ROWS in at most this many columns: the step QP by the dual active set
 #: (:mod:`varopt.lpqp.dual_active_set`; ``Q`` factored once per step, ``n x n`` working-set matrices) ...
 DUAL_MAX_COLS = 400
@@ -330,8 +325,6 @@ def _finite_sides(model, A, lo_tol, hi_tol):
     bound) and a dozen small numpy calls; None when the dense ``G`` would hold more than ``DENSE_ENTRIES`` entries.
     ``lo_tol``, ``hi_tol``: the rows' sides of the feasibility test."""
     n, m = model.n, A.shape[0]
-    if n + m <= FEW_SCAN:
-        return _few_finite_sides(model, A, lo_tol, hi_tol)
     sides = np.concatenate((model.lb, -model.ub, model.lo, -model.hi))
     fin = np.flatnonzero(np.isfinite(sides))
     k = fin.size
@@ -347,36 +340,3 @@ def _finite_sides(model, A, lo_tol, hi_tol):
     g_tol = np.concatenate((model.lb, -model.ub, lo_tol, -hi_tol))[fin]
     return G, sides[fin], g_tol
 
-
-
-def _few_finite_sides(model, A, lo_tol, hi_tol):
-    """:func:`_finite_sides` of a program with at most ``FEW_SCAN`` variables and rows: the finite sides found on
-    Python floats (the same sides in the same order, the same doubles: ``-v`` is exact) instead of masks, gathers
-    and a scattered ``G`` (about 15 numpy calls, ~25 us of a small problem's ~40 us step-QP set-up); None past
-    ``DENSE_ENTRIES`` as there."""
-    n = model.n
-    g, g_tol, bj, bs = [], [], [], []
-    for sign, vals in ((1.0, model.lb.tolist()), (-1.0, model.ub.tolist())):
-        for j, v in enumerate(vals):
-            if math.isfinite(v):
-                bj.append(j)
-                bs.append(sign)
-                g.append(sign * v)
-    g_tol = list(g)  # the bound sides are exact
-    ri, rs = [], []
-    for sign, vals, tols in ((1.0, model.lo.tolist(), lo_tol.tolist()), (-1.0, model.hi.tolist(), hi_tol.tolist())):
-        for i, v in enumerate(vals):
-            if math.isfinite(v):
-                ri.append(i)
-                rs.append(sign)
-                g.append(sign * v)
-                g_tol.append(sign * tols[i])
-    if len(g) * n > DENSE_ENTRIES:
-        return None
-    nb = len(bj)
-    G = np.zeros((len(g), n))
-    if nb:
-        G[np.arange(nb), bj] = bs
-    if ri:
-        G[nb:] = A[ri] * np.array(rs)[:, None]  # (a sign change is exact)
-    return G, np.array(g), np.array(g_tol)
