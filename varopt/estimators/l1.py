@@ -14,7 +14,8 @@ Parameters of ``fit`` (the rest are IPSA's options, docs/ipsa.md):
   ``max_passes`` passes with a ConvergenceWarning. The passes run on an exactly equivalent rescaled problem
   (centred, unit-scale columns with penalty weights ``1/s_j``; centred ``y`` for least squares;
   :mod:`varopt.estimators.l1_auto`), the data users give scikit-learn's linear models raw. ``objective_path_``:
-  the objective after every pass.
+  the objective after every pass; ``duality_gap_``: a proven bound on how far the stop is above the optimum
+  (Fenchel duality; a ConvergenceWarning when it exceeds ``GAP_TOL`` = 10 % of the objective).
 * ``passes=k`` (a number): exactly ``k`` on-line passes over the data as given (Carbonetto 2009, §2.5.7; what
   ``partial_fit`` over the same rows in chunks gives for ``k = 1``); no convergence test, no warning.
 
@@ -33,6 +34,8 @@ from .base import ClassifierMixin, RegressorMixin, VaroptEstimator, check_flag
 
 #: the training objective at the stop above its best pass by more than this (relative): a ConvergenceWarning
 DRIFT_TOL = 1e-3
+#: a stop whose duality gap exceeds this fraction of the training objective: a ConvergenceWarning
+GAP_TOL = 0.1
 
 
 def _warn_if_drifted(name, values):
@@ -52,6 +55,8 @@ def _warn_if_drifted(name, values):
                       "optimum instead of levelling off, and the fit can be well above it (compare with an exact "
                       "solver, e.g. scikit-learn's Lasso or LogisticRegression(penalty='l1'))", ConvergenceWarning,
                       stacklevel=4)
+        return True
+    return False
 
 
 class _L1Estimator(VaroptEstimator):
@@ -148,7 +153,8 @@ class _L1Estimator(VaroptEstimator):
         if monitor.converged:
             res.status, res.message = "converged", (f"{patience} passes without lowering the training objective "
                                                    f"by tol * F0 = {threshold:.3g}")
-            _warn_if_drifted(type(self).__name__, monitor.values)
+            drifted = _warn_if_drifted(type(self).__name__, monitor.values)
+            self._check_gap(F, res.x, scaling, fit_intercept, res, warn=not drifted)
         else:
             accept_result(res, "ipsa", where=f" in {type(self).__name__}.fit (passes='auto')",
                           kept=f"the fit is the last iterate; increase max_passes (now {max_passes}) or tol")
@@ -162,6 +168,32 @@ class _L1Estimator(VaroptEstimator):
         self.result_ = res
         return self
 
+    def _check_gap(self, F, x, scaling, fit_intercept, res, warn):
+        """``duality_gap_``: ``F(w, b)`` minus a Fenchel dual value (:func:`.l1_auto.dual_lower_bound`), a proven
+        bound on how far the stop is above the optimum; a ConvergenceWarning when it exceeds ``GAP_TOL * F``.
+        Why: the per-pass test stops where the on-line steps (harmonic step sizes, Carbonetto 2009, §2.5) no longer
+        lower the objective, which was 4 % above the Lasso optimum on columns of scales 10 and 0.1 (duality gap
+        92 % of F), and 0.6-4 % on seeded Gaussian designs, all reported 'converged'. The certificate is loose (it
+        shrinks like the square root of the excess), so it does not say how far above the stop is, only how far it
+        can be."""
+        import warnings
+
+        from .base import ConvergenceWarning
+        from .l1_auto import dual_lower_bound
+
+        w, b = weights_from_x(x, scaling.s.size, self.form, fit_intercept)
+        value = F(x)
+        self.duality_gap_ = max(value - dual_lower_bound(F.loss, F.X, F.y, F.alpha, F.weights, w, b, fit_intercept),
+                                0.0)
+        res.message += f"; duality gap {self.duality_gap_:.3g} (objective {value:.6g})"
+        if warn and self.duality_gap_ > GAP_TOL * abs(value) and float(self.alpha) > 0:
+            warnings.warn(f"{type(self).__name__}.fit (passes='auto'): the training objective {value:.6g} at the stop "
+                          f"is proven within {self.duality_gap_:.3g} of the optimum (duality gap), "
+                          f"{self.duality_gap_ / abs(value):.0%} of it: the on-line steps stopped improving before "
+                          "the fit could be certified close to the optimum. Increase n_iter_no_change or max_passes, "
+                          "or compare with an exact solver (e.g. scikit-learn's Lasso or "
+                          "LogisticRegression(penalty='l1'))", ConvergenceWarning, stacklevel=4)
+
     def fit(self, X, y):
         """Fit from scratch. ``passes='auto'`` (default): IPSA passes over (X, y) until the training objective
         stops improving (``tol``, ``n_iter_no_change``; at most ``max_passes``, else a ConvergenceWarning), on
@@ -169,7 +201,7 @@ class _L1Estimator(VaroptEstimator):
         :mod:`varopt.estimators.l1_auto`). ``passes=k`` (a number): exactly ``k`` on-line passes over the data
         as given, Carbonetto (2009, §2.5) (what ``partial_fit`` over the same rows in chunks gives for
         ``k = 1``)."""
-        for a in ("_x", "_z", "_k", "classes_", "objective_path_"):
+        for a in ("_x", "_z", "_k", "classes_", "objective_path_", "duality_gap_"):
             self.__dict__.pop(a, None)
         passes = self.passes
         if isinstance(passes, str) and passes != "auto":
