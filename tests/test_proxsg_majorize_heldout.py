@@ -10,6 +10,8 @@ Bugs found (each test below failed before its fix):
   backtracking ends at ``L > 1e300`` with a step of ~1e-300, and the prox-gradient residual test then passed.
 * ``SparseIsing`` (exact gradients) and ``ChainCRF`` stopped at ``max_iter`` without scikit-learn's
   ``ConvergenceWarning`` (``MajorizeLogisticRegression`` warns).
+* ``majorize``'s convergence left the message empty (Pyomo's ``results.solver.message``, the CLI's ``message``), where
+  docs/conventions.md says it tells why the solver stopped.
 """
 from __future__ import annotations
 
@@ -106,6 +108,19 @@ def test_chain_crf_warns_at_its_iteration_limit(method):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         ChainCRF(method=method).fit(X, Y)
+
+
+def test_majorize_says_why_it_stopped():
+    X, y = load_iris(return_X_y=True)
+    m = pyo.ConcreteModel()
+    m.w = pyo.Var(range(4))
+    z = [sum(float(X[i, j]) * m.w[j] for j in range(4)) for i in range(150)]
+    s = [1.0 if y[i] == 2 else -1.0 for i in range(150)]
+    m.o = pyo.Objective(expr=sum(pyo.log(1 + pyo.exp(-s[i] * z[i])) for i in range(150)) / 150
+                        + 0.01 * sum(m.w[j] ** 2 for j in range(4)))
+    r = pyo.SolverFactory("majorize").solve(m)
+    pyo.assert_optimal_termination(r)
+    assert "tol=1e-08" in r.solver.message and "tol=1e-08" in r.varopt_result.message
 
 
 # --- user forms against independent references (all agreed) ----------------------------------------------------------
