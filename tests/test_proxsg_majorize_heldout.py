@@ -10,6 +10,9 @@ Bugs found (each test below failed before its fix):
   backtracking ends at ``L > 1e300`` with a step of ~1e-300, and the prox-gradient residual test then passed.
 * ``SparseIsing`` (exact gradients) and ``ChainCRF`` stopped at ``max_iter`` without scikit-learn's
   ``ConvergenceWarning`` (``MajorizeLogisticRegression`` warns).
+* ``proxsg`` started where the smooth part overflows (``sum(exp(A @ x))`` at ``x = 400``) printed LAPACK's
+  "On entry to DLASCL parameter number 4 had an illegal value" (the Lipschitz estimate's eigenvalue of an inf
+  Hessian) before its own error.
 * ``majorize``'s convergence left the message empty (Pyomo's ``results.solver.message``, the CLI's ``message``), where
   docs/conventions.md says it tells why the solver stopped.
 """
@@ -83,6 +86,23 @@ def test_proxsg_diverging_iterates_are_not_reported_converged_cvxpy(variant):
     assert prob.status == "user_limit"
     assert np.isfinite(val) and np.isfinite(prob.value)
     assert val == pytest.approx(prob.value, rel=1e-9)
+
+
+def test_proxsg_start_where_the_objective_overflows_is_named_without_lapack_noise(capfd):
+    from varopt.errors import InputDataError
+    A = np.random.default_rng(0).standard_normal((20, 3))
+    x = cp.Variable(3)
+    x.value = np.full(3, 400.0)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.exp(A @ x)) / 20 + 0.1 * cp.norm1(x)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(InputDataError, match="NaN or inf"):
+            prob.solve(method="proxsg")
+    out, err = capfd.readouterr()
+    assert "DLASCL" not in out + err                    # OpenBLAS's xerbla prints on stdout
+    x.value = np.zeros(3)                              # from a sane start: Clarabel's optimum
+    val = prob.solve(method="proxsg")
+    assert val == pytest.approx(prob.solve(solver="CLARABEL"), rel=1e-7)
 
 
 def test_sparse_ising_warns_at_its_iteration_limit_with_exact_gradients():

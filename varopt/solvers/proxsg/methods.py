@@ -112,16 +112,21 @@ class ProxRun:
                 return p, L, gp
             L *= 2.0
 
-    def _diverged(self, k, where, value, x_ok):
+    def _diverged(self, k, where, value, x_ok, at_start=False):
         """Status and message of a run whose objective stopped being a finite number (``value`` at ``where``):
         the iterates ran off (a smooth part unbounded below along them, e.g. not convex: the descent lemma
         holds trivially for a concave ``g``, so backtracking never stops them), or the backtracking found no
         step. The last iterate with a finite objective is the output, with status ``numerical``."""
         size = float(np.max(np.abs(where))) if where.size else 0.0
-        what = (f"backtracking raised L above 1e300 at iteration {k} without a descent step" if math.isfinite(value)
-                else f"the objective is not finite at iteration {k} (value {value:.6g}, |x|_inf = {size:.3g}): the "
-                "iterates diverged (is the smooth part convex and bounded below? proxsg's convergence needs a convex "
-                "smooth part, Honorio 2012)")
+        if math.isfinite(value):
+            what = f"backtracking raised L above 1e300 at iteration {k} without a descent step"
+        elif at_start:
+            return "numerical", (f"the objective is not finite at the starting point (value {value:.6g}, |x|_inf = "
+                                 f"{size:.3g}); start elsewhere (option x0 or the variables' values)"), x_ok
+        else:
+            what = (f"the objective is not finite at iteration {k} (value {value:.6g}, |x|_inf = {size:.3g}): the "
+                    "iterates diverged (is the smooth part convex and bounded below? proxsg's convergence needs a "
+                    "convex smooth part, Honorio 2012)")
         return "numerical", what + "; the last iterate with a finite objective is returned", x_ok
 
     def proximal_gradient(self, accelerated):
@@ -141,7 +146,7 @@ class ProxRun:
             if backtrack and not (math.isfinite(gy) and math.isfinite(gp) and L <= 1e300):
                 self.x, self.info["lipschitz"] = x_ok, L
                 return self._diverged(k, y if not math.isfinite(gy) else p, gy if not math.isfinite(gy) else gp,
-                                      x_ok)
+                                      x_ok, at_start=k == 1 and not math.isfinite(gy))
             x_ok = p if backtrack else x_ok
             shrink = shrink and L == L_before
             done = self._converged(y, p, L, g)
