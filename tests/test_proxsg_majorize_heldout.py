@@ -13,6 +13,10 @@ Bugs found (each test below failed before its fix):
 * ``proxsg`` started where the smooth part overflows (``sum(exp(A @ x))`` at ``x = 400``) printed LAPACK's
   "On entry to DLASCL parameter number 4 had an illegal value" (the Lipschitz estimate's eigenvalue of an inf
   Hessian) before its own error.
+* ``logistic_program(X, y, lam, classes=...)`` (varopt.formulations.logistic) mapped labels by
+  ``np.searchsorted(classes, y)``: a label outside ``classes`` became a neighbouring class without a word (y in {0, 1}
+  with ``classes=[-1, 1]``: every sample class 1, the fit w = 0), unsorted classes gave garbage, repeated classes an
+  empty class.
 * ``majorize``'s convergence left the message empty (Pyomo's ``results.solver.message``, the CLI's ``message``), where
   docs/conventions.md says it tells why the solver stopped.
 """
@@ -128,6 +132,27 @@ def test_chain_crf_warns_at_its_iteration_limit(method):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         ChainCRF(method=method).fit(X, Y)
+
+
+def test_logistic_program_checks_labels_against_classes():
+    from varopt.errors import InputDataError
+    from varopt.formulations.logistic import logistic_program
+    X, y = load_iris(return_X_y=True)
+    yb = (y == 2).astype(int)
+    solve = varopt.get_solver("majorize").solve
+    with pytest.raises(InputDataError, match=r"y\[0\] = 0 is not one of classes \[-1, 1\]"):
+        logistic_program(X, yb, 0.1, classes=[-1, 1])
+    with pytest.raises(InputDataError, match="not one of classes"):
+        logistic_program(X, y, 0.1, classes=[0, 1])           # label 2 is not a class
+    with pytest.raises(InputDataError, match="repeated"):
+        logistic_program(X, yb, 0.1, classes=[0, 0, 1])
+    # classes in another order: the same fit with the roles swapped (block k is classes[k])
+    a = solve(logistic_program(X, yb, 0.1)).x
+    b = solve(logistic_program(X, yb, 0.1, classes=[1, 0])).x
+    assert np.abs(a + b).max() < 1e-6
+    # a class without samples is allowed (scikit-learn's labels=): its weights are only regularized
+    r = solve(logistic_program(X, y, 0.1, classes=[0, 1, 2, 3]))
+    assert r.status == "optimal"
 
 
 def test_majorize_says_why_it_stopped():
