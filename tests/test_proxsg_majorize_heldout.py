@@ -146,6 +146,11 @@ def test_logistic_program_checks_labels_against_classes():
         logistic_program(X, y, 0.1, classes=[0, 1])           # label 2 is not a class
     with pytest.raises(InputDataError, match="repeated"):
         logistic_program(X, yb, 0.1, classes=[0, 0, 1])
+    from varopt.formulations.latent_likelihood import fit_em, latent_program   # the same mapping (section 3)
+    with pytest.raises(InputDataError, match="not one of classes"):
+        latent_program(X[:, :2], y, 2, 0.1, classes=np.array([0, 1]))
+    with pytest.raises(InputDataError, match="not one of classes"):
+        fit_em(X[:, :2], y, 2, classes=np.array([0, 1]))
     # classes in another order: the same fit with the roles swapped (block k is classes[k])
     a = solve(logistic_program(X, yb, 0.1)).x
     b = solve(logistic_program(X, yb, 0.1, classes=[1, 0])).x
