@@ -32,11 +32,12 @@ cp = pytest.importorskip("cvxpy")
 pyo = pytest.importorskip("pyomo.environ")
 sklearn = pytest.importorskip("sklearn")
 
-import varopt  # noqa: E402,F401  (registers the solvers)
-from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
-from scipy.special import logsumexp  # noqa: E402
+from scipy.special import logsumexp
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+
+import varopt
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +147,10 @@ def test_logistic_program_checks_labels_against_classes():
         logistic_program(X, y, 0.1, classes=[0, 1])           # label 2 is not a class
     with pytest.raises(InputDataError, match="repeated"):
         logistic_program(X, yb, 0.1, classes=[0, 0, 1])
-    from varopt.formulations.latent_likelihood import fit_em, latent_program   # the same mapping (section 3)
+    from varopt.formulations.latent_likelihood import (  # the same mapping (section 3)
+        fit_em,
+        latent_program,
+    )
     with pytest.raises(InputDataError, match="not one of classes"):
         latent_program(X[:, :2], y, 2, 0.1, classes=np.array([0, 1]))
     with pytest.raises(InputDataError, match="not one of classes"):
@@ -336,7 +340,7 @@ def test_chain_crf_objective_matches_brute_force_enumeration():
                 phi[t, crf.vocab_[f]] += 1
         S = phi @ W.T
 
-        def score(ys):
+        def score(ys, S=S):
             return sum(S[t, ys[t]] for t in range(len(ys))) + sum(Tr[ys[t - 1], ys[t]] for t in range(1, len(ys)))
         total += logsumexp([score(ys) for ys in itertools.product(range(K), repeat=len(sent))]) \
             - score([crf.label_index_[g] for g in tags])
