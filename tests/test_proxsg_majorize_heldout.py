@@ -17,6 +17,8 @@ Bugs found (each test below failed before its fix):
   ``np.searchsorted(classes, y)``: a label outside ``classes`` became a neighbouring class without a word (y in {0, 1}
   with ``classes=[-1, 1]``: every sample class 1, the fit w = 0), unsorted classes gave garbage, repeated classes an
   empty class.
+* ``proxsg``'s penalty value was NaN at a far start (``|x| ~ 1e300``): ``l2 @ (x * x)`` is ``0 * inf`` for the
+  variables without an elastic-net term, so a run from there reported a NaN objective.
 * ``majorize``'s convergence left the message empty (Pyomo's ``results.solver.message``, the CLI's ``message``), where
   docs/conventions.md says it tells why the solver stopped.
 """
@@ -108,6 +110,15 @@ def test_proxsg_start_where_the_objective_overflows_is_named_without_lapack_nois
     x.value = np.zeros(3)                              # from a sane start: Clarabel's optimum
     val = prob.solve(method="proxsg")
     assert val == pytest.approx(prob.solve(solver="CLARABEL"), rel=1e-7)
+
+
+def test_proxsg_penalty_value_is_finite_far_out():
+    from varopt.solvers.proxsg.penalty import SeparablePenalty
+    pen = SeparablePenalty([0.1, 0.0, 0.2], [0.0, 0.0, 1.0], [0.0, 0.0, 0.5], [-np.inf] * 3, [np.inf] * 3)
+    x = np.array([1e300, -1e300, 3.0])
+    assert pen.value(x) == pytest.approx(0.1 * 1e300 + 0.2 * 2.0 + 0.5 * 9.0, rel=1e-15)
+    x = np.array([-2.0, 5.0, 3.0])                          # the definition, term by term
+    assert pen.value(x) == pytest.approx(0.1 * 2.0 + 0.2 * 2.0 + 0.5 * 9.0, rel=1e-15)
 
 
 def test_sparse_ising_warns_at_its_iteration_limit_with_exact_gradients():
