@@ -28,13 +28,14 @@ Dense ``Sigma`` is ``d x d`` with ``d = K F + K^2``: keep the feature count ``F`
 from __future__ import annotations
 
 import time
+import warnings
 from collections import Counter
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputDataError, InvalidOptionError
-from .base import VaroptEstimator
+from .base import LIMITS, ConvergenceWarning, VaroptEstimator, accept_result
 from .crf_features import FeatureBatch, use_sparse
 from ..solvers.majorize.bound_oracle import minimize as majorize
 from ..solvers.majorize.junction_tree import chain_bound, chain_curvature
@@ -352,7 +353,6 @@ class ChainCRF(VaroptEstimator):
         (the old interface) still works for this call, with a DeprecationWarning."""
         params = self.get_params()
         if overrides:
-            import warnings
             bad = [k for k in overrides if k not in params]
             if bad:
                 raise TypeError(f"ChainCRF.fit() got unexpected keyword arguments {bad}")
@@ -407,6 +407,10 @@ class ChainCRF(VaroptEstimator):
                            options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-10, "maxcor": int(memory)})
             self.theta_ = res.x
             self.n_iter_ = res.nit
+            if not res.success:
+                # scikit-learn's convention (as its own L-BFGS fits): keep the last iterate, warn
+                warnings.warn(f"L-BFGS-B stopped before converging in ChainCRF.fit: {res.message}; the fit is the "
+                              "last iterate", ConvergenceWarning, stacklevel=2)
         elif method == "majorize":
             def cb(it, th, f):
                 callback(th, f)  # the estimator's callback(theta, J) never stops the run
@@ -414,6 +418,8 @@ class ChainCRF(VaroptEstimator):
                            time_limit=time_limit, verbose=verbose, callback=cb if callback else None, extrapolate=extrapolate,
                            bound_reuse=bound_reuse,
                            **({"reuse_metric": reuse_metric, "reuse_pairs": int(memory)} if bound_reuse else {}))
+            if res.status in LIMITS:
+                accept_result(res, "majorize", where=" in ChainCRF.fit")  # ConvergenceWarning at a limit
             self.result_ = res
             self.history_ = res.history
             self.theta_ = res.x

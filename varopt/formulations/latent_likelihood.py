@@ -25,6 +25,7 @@ from ..errors import InputDataError
 from ..program import Program
 from ..program.expression import Expression
 from ..program.terms import LseGroup, QuadraticTerms
+from .logistic import _class_index
 
 
 def _block_rows(X, blocks, nblocks):
@@ -46,7 +47,7 @@ def latent_program(X, y, m: int, lam: float = 0.0, classes=None) -> Program:
     if m < 1:
         raise InputDataError(f"the number of hidden states m must be >= 1, got {m}")
     classes = np.unique(y) if classes is None else np.asarray(classes)
-    yi = np.searchsorted(classes, y)
+    yi = _class_index(np.asarray(y), classes)  # exact: a label outside classes is an error, not a neighbour
     t, d = X.shape
     C = classes.size
     nb = C * m
@@ -92,7 +93,7 @@ def fit_em(X, y, m: int, classes=None, n_iter: int = 200, seed: int = 0, tol: fl
     rng = np.random.default_rng(seed)
     X = np.asarray(X, dtype=float)
     classes = np.unique(y) if classes is None else np.asarray(classes)
-    yi = np.searchsorted(classes, y)
+    yi = _class_index(np.asarray(y), classes)  # exact: a label outside classes is an error, not a neighbour
     t, d = X.shape
     theta = np.zeros((classes.size, m, d + 1))
     for c in range(classes.size):

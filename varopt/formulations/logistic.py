@@ -43,6 +43,25 @@ def _check_xy(X, y):
     return X, y
 
 
+def _class_index(y, classes):
+    """Index of each label of ``y`` in ``classes`` (the given order: class ``k``'s parameters are block ``k``).
+    ``np.searchsorted(classes, y)`` alone needs sorted classes and maps a label that is not a class to a neighbour's
+    index without a word: y in {0, 1} with ``classes=[-1, 1]`` made every sample class 1, and a label 2 with
+    ``classes=[0, 1]`` class 0. Labels outside ``classes`` and repeated classes are InputDataError."""
+    if np.unique(classes).size != classes.size:
+        raise InputDataError(f"classes has repeated entries: {classes.tolist()}")
+    order = np.argsort(classes, kind="stable")
+    srt = classes[order]
+    pos = np.minimum(np.searchsorted(srt, y), srt.size - 1)
+    bad = np.flatnonzero(srt[pos] != y)
+    if bad.size:
+        i = int(bad[0])
+        yv = y[i].item() if hasattr(y[i], "item") else y[i]
+        raise InputDataError(f"y[{i}] = {yv!r} is not one of classes {classes.tolist()} ({bad.size} labels are "
+                             "outside it)")
+    return order[pos]
+
+
 def _class_rows(Xs, C, d, n, fit_intercept):
     """The ``t C`` rows of the multinomial groups, sample-major: row ``i C + c`` is ``x_i`` on the columns
     ``c d + j`` (then ``1`` on ``C d + c`` with an intercept), built from the CSR arrays of ``Xs`` (the arrays scipy's
@@ -84,7 +103,7 @@ def logistic_program(X, y, lam: float, fit_intercept: bool = True, classes=None,
     if s is not None and not (s > 0).all():
         keep = np.flatnonzero(s > 0)
         X, y, s = X[keep], y[keep], s[keep]
-    yi = np.searchsorted(classes, y)
+    yi = _class_index(y, classes)
     t, d = X.shape
     if fit_intercept:
         Xa = sp.hstack([X, np.ones((t, 1))]).tocsr() if sp.issparse(X) else np.hstack([X, np.ones((t, 1))])

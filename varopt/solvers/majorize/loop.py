@@ -255,5 +255,8 @@ class Majorization:
                              f"{self.f0:.6g} to {f_new:.6g}; the objective is unbounded below or its "
                              "infimum is not attained (add regularization or bounds)")
         if rel_f <= tol and rest <= tol and rel_x <= math.sqrt(tol):
-            return ("optimal" if self.model.convex else "converged"), ""
+            # say why it stopped (docs/conventions.md: Pyomo's results.solver.message, the CLI's "message")
+            return ("optimal" if self.model.convex else "converged"), (
+                f"relative objective change {rel_f:.3g} and its extrapolated remainder {rest:.3g} <= tol={tol:g}, "
+                f"relative step {rel_x:.3g} <= sqrt(tol)")
         return None

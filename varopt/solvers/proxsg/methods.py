@@ -99,16 +99,35 @@ class ProxRun:
         return res <= self.opts.kkt_tol * max(1.0, float(np.max(np.abs(g))) if g.size else 1.0)
 
     def _prox_step(self, y, g, L, backtrack, gy):
-        """``p = prox_{h/L}(y - g/L)`` with backtracking on ``L``; returns ``(p, L)``."""
+        """``p = prox_{h/L}(y - g/L)`` with backtracking on ``L``; returns ``(p, L, g(p))`` (``g(p)`` None
+        without backtracking). ``L > 1e300`` ends the search: the caller treats it as a failure (a NaN ``g(p)``
+        never passes the test, and the step it leaves, ``~1e-300``, made the residual test pass)."""
         while True:
             p = self.pen.prox(y - g / L, 1.0 / L)
             if not backtrack:
-                return p, L
+                return p, L, None
             d = p - y
             gp = self.src.value(p)
             if gp <= gy + g @ d + 0.5 * L * (d @ d) + 1e-12 * max(1.0, abs(gy)) or L > 1e300:
-                return p, L
+                return p, L, gp
             L *= 2.0
+
+    def _diverged(self, k, where, value, x_ok, at_start=False):
+        """Status and message of a run whose objective stopped being a finite number (``value`` at ``where``):
+        the iterates ran off (a smooth part unbounded below along them, e.g. not convex: the descent lemma
+        holds trivially for a concave ``g``, so backtracking never stops them), or the backtracking found no
+        step. The last iterate with a finite objective is the output, with status ``numerical``."""
+        size = float(np.max(np.abs(where))) if where.size else 0.0
+        if math.isfinite(value):
+            what = f"backtracking raised L above 1e300 at iteration {k} without a descent step"
+        elif at_start:
+            return "numerical", (f"the objective is not finite at the starting point (value {value:.6g}, |x|_inf = "
+                                 f"{size:.3g}); start elsewhere (option x0 or the variables' values)"), x_ok
+        else:
+            what = (f"the objective is not finite at iteration {k} (value {value:.6g}, |x|_inf = {size:.3g}): the "
+                    "iterates diverged (is the smooth part convex and bounded below? proxsg's convergence needs a "
+                    "convex smooth part, Honorio 2012)")
+        return "numerical", what + "; the last iterate with a finite objective is returned", x_ok
 
     def proximal_gradient(self, accelerated):
         run, src, o = self.run, self.src, self.opts
@@ -116,13 +135,19 @@ class ProxRun:
         self.info["lipschitz_initial"] = L
         x = self.x
         y, t, shrink = x.copy(), 1.0, True
+        x_ok = x  # the last iterate whose objective is known finite (the output if the values stop being finite)
         for k in run.iterations():
             g, _ = src.grad(y, k)
             gy = src.value(y) if backtrack else None
             if backtrack and shrink:
                 L *= 0.8  # from a loose hint, shrink L until the first backtrack (monotone after it)
             L_before = L
-            p, L = self._prox_step(y, g, L, backtrack, gy)
+            p, L, gp = self._prox_step(y, g, L, backtrack, gy)
+            if backtrack and not (math.isfinite(gy) and math.isfinite(gp) and L <= 1e300):
+                self.x, self.info["lipschitz"] = x_ok, L
+                return self._diverged(k, y if not math.isfinite(gy) else p, gy if not math.isfinite(gy) else gp,
+                                      x_ok, at_start=k == 1 and not math.isfinite(gy))
+            x_ok = p if backtrack else x_ok
             shrink = shrink and L == L_before
             done = self._converged(y, p, L, g)
             if accelerated:

@@ -48,6 +48,7 @@ class SeparablePenalty:
     def __init__(self, l1, center, l2, lb, ub):
         self.l1, self.center, self.l2 = (np.asarray(a, dtype=float) for a in (l1, center, l2))
         self.lb, self.ub = np.asarray(lb, dtype=float), np.asarray(ub, dtype=float)
+        self._l2_idx = np.flatnonzero(self.l2)  # value(): 0 * x^2 is NaN once x^2 overflows (a far start)
 
     @property
     def n(self):
@@ -68,7 +69,8 @@ class SeparablePenalty:
         x = np.asarray(x, dtype=float)
         if (x < self.lb).any() or (x > self.ub).any():
             return np.inf
-        return float(self.l1 @ np.abs(x - self.center) + self.l2 @ (x * x))
+        q = x[self._l2_idx]
+        return float(self.l1 @ np.abs(x - self.center) + self.l2[self._l2_idx] @ (q * q))
 
     def prox(self, v, t) -> np.ndarray:
         """``argmin_x ||x - v||^2/2 + t h(x)`` (``t`` a scalar step or an array per variable)."""

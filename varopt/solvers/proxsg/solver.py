@@ -8,6 +8,8 @@ sample sizes ``S_k`` from a schedule (:mod:`.schedules`).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import InputDataError, InvalidOptionError
@@ -154,6 +156,12 @@ class ProxSG(Solver):
         info.update(last=last, support=[program.names[j] for j in supp], support_size=int(supp.size),
                     samples_total=src.samples_total, exact_gradients=src.exact,
                     samples_capped=bool(src.schedule.capped) if src.schedule is not None else False)
+        if obj is not None and not math.isfinite(obj) and status != "numerical":
+            # a non-finite objective at the output is no answer, whatever stopped the run (the residual test
+            # passes on a NaN iterate; an iteration limit reached with NaN is not a best point)
+            status, msg = "numerical", (f"the objective at the returned point is not finite ({obj:.6g}): the "
+                                        "iterates diverged or started where the objective overflows (is the smooth "
+                                        "part convex and bounded below?)")
         if status is None:
             return run.finish(x=out, objective=obj, info=info)
         return run.finish(status, msg, x=out, objective=obj, info=info)

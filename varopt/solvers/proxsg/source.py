@@ -131,6 +131,8 @@ class GradientSource:
             return float(L)
         if isinstance(self.oracle, FiniteSumOracle) or self.add is not None:
             H = self.smooth.hessian(x)
+            if H.nnz and not np.isfinite(H.data).all():
+                return None  # overflow at x (a far start): LAPACK would print an error; the gradient check names it
             if H.nnz:
                 from scipy.sparse.linalg import eigsh
                 try:
