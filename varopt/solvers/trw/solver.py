@@ -4,8 +4,10 @@ For edge appearance probabilities ``rho`` of a distribution over spanning trees 
 spanning-tree polytope), log Z <= max over the local polytope of
 ``B(tau) = <theta, tau> + sum_i H(tau_i) - sum_e rho_e I_e(tau_e)`` (concave), and the fixed
 points of the reweighted messages (:mod:`varopt.solvers.lbp.messages`) are its maximisers. The
-value at the pseudo-marginals is reported as the upper bound on log Z **only when the messages
-converged** (``tol``); otherwise it is an estimate, with no bound.
+value at the pseudo-marginals is reported as ``log_partition`` (the TRW estimate). **When the messages
+converged** (``tol``) an upper bound on log Z is reported as ``log_partition_upper``: not that value, which
+at messages stopped at ``tol`` can lie O(tol) below max B and below log Z, but the certificate of
+:mod:`.certificate` (B at a point of the local polytope plus a first-order slack), valid for any messages.
 
 ``edge_probs='uniform'`` (default) takes ``rho`` of the *uniform distribution over spanning
 trees*: by Kirchhoff's theorem ``rho_e`` is the effective resistance between the ends of ``e``
@@ -35,6 +37,7 @@ from ...registry import Solver, register_solver
 from ..energy_result import finish, log_potential
 from ..lbp.messages import Messages, run_messages
 from ..lbp.solver import message_options
+from .certificate import certified_upper_bound
 from .polytope import MAX_NODES, forest_excess
 
 #: ``method='auto'`` uses selected inversion from this many edges: below, the per-edge solves take under 0.3 s,
@@ -151,8 +154,17 @@ class TreeReweightedBP(Solver):
             else:
                 slack = eps * math.log(2.0) * float(rho.sum())   # polytope.py: rho/(1 + eps) is inside
         if converged and why is None:
-            return finish(run, program, opts, model, val, mu, corr, upper=val + slack, status="converged",
-                          message="messages converged; upper bound on log Z", info=info)
+            # B at messages stopped at tol is below max B by O(tol), and can be below log Z: the bound is
+            # certified from the messages instead (certificate.py: B at a point of LOCAL + first-order slack)
+            bound, det = certified_upper_bound(msgs)
+            info.update(bound_value=det["value"], bound_slack=det["slack"], bound_rounding=det["rounding"],
+                        bound_max_gradient=det["max_gradient"], log_partition_messages=val)
+            bound += slack
+            # log_partition stays the TRW value at the messages (the estimate, O(tol) from max B either way);
+            # the certified bound is log_partition_upper (and the Result's lower bound on the free energy)
+            return finish(run, program, opts, model, val, mu, corr, upper=bound, status="converged",
+                          message="messages converged; upper bound on log Z in info['log_partition_upper'] "
+                          "(certified from the messages)", info=info)
         if converged:
             return finish(run, program, opts, model, val, mu, corr, status="converged",
                           message=f"messages converged; no bound reported: {why}", info=info)
