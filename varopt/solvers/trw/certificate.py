@@ -1,6 +1,6 @@
 """A certified TRW upper bound from messages that are only approximately a fixed point.
 
-The TRW bound (Wainwright, Jaakkola & Willsky 2005, Thm. 1 / eq. (25)) is ``log Z <= max_{tau in LOCAL} B(tau)``
+The TRW bound (Wainwright, Jaakkola & Willsky 2005) is ``log Z <= max_{tau in LOCAL} B(tau)``
 with the concave (for ``rho`` in the spanning-tree or forest polytope)
 
     B(tau) = const + h.m + sum_e w_e m_e + sum_s c_s H(tau_s) + sum_e rho_e H(tau_e),   c_s = 1 - sum_{e ∋ s} rho_e,
