@@ -157,7 +157,9 @@ def test_trw_bound_on_a_chain_bounds_log_z():
         lz, _ = brute(f, n, sense, beta)
         r, _ = solve_pyomo("trw", n, f, sense, beta)
         if r.status == "converged":
-            assert 0 <= r.info["log_partition_upper"] - r.info["log_partition"] <= 1e-4
+            # close to the TRW value (which is no bound: it may exceed max B, and the bound, by O(tol))
+            assert r.info["log_partition_upper"] >= lz
+            assert abs(r.info["log_partition_upper"] - r.info["log_partition"]) <= 1e-4
 
 
 def test_trw_certificate_bounds_for_any_messages():

@@ -23,6 +23,7 @@ otherwise the value is an estimate (``info['edge_probs_excess']``, the message s
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -103,6 +104,25 @@ def spanning_tree_probabilities(n, i, j, block=512, check=None, method="auto"):
     return np.clip(R, 1e-12, 1.0)
 
 
+def _polish(msgs, damping, run, sweeps=200):
+    """A copy of ``msgs`` swept on until the largest change is at rounding level (1e-15 of the largest
+    message), stalls for 5 sweeps, ``sweeps`` are done or time runs out; None if the messages turn non-finite."""
+    p = copy.copy(msgs)
+    p.u = msgs.u.copy()
+    p.sweeps, best, stall = 0, math.inf, 0
+    for _ in range(sweeps):
+        d = p.step(damping)
+        p.sweeps += 1
+        if not np.isfinite(d):
+            return None
+        if d <= 1e-15 * (1.0 + float(np.abs(p.u).max(initial=0.0))) or (run.time_limit is not None and run.elapsed() >= run.time_limit):
+            break                                   # (not run.out_of_time(): that would stop the converged run)
+        best, stall = (d, 0) if d < best else (best, stall + 1)
+        if stall >= 5:
+            break
+    return p
+
+
 def _edge_probs(v):
     if isinstance(v, str):
         if v != "uniform":
@@ -157,6 +177,14 @@ class TreeReweightedBP(Solver):
             # B at messages stopped at tol is below max B by O(tol), and can be below log Z: the bound is
             # certified from the messages instead (certificate.py: B at a point of LOCAL + first-order slack)
             bound, det = certified_upper_bound(msgs)
+            polished = _polish(msgs, opts.damping, run)
+            if polished is not None:
+                # the slack is the residual amplified by up to cosh^2(w/rho): sweeps past tol shrink it (random
+                # models with |w| ~ 3: largest excess over the TRW value 3.5 -> 0.017); both bounds are valid
+                b2, d2 = certified_upper_bound(polished)
+                if b2 < bound:
+                    bound, det = b2, d2
+                info["bound_polish_sweeps"] = polished.sweeps
             info.update(bound_value=det["value"], bound_slack=det["slack"], bound_rounding=det["rounding"],
                         bound_max_gradient=det["max_gradient"], log_partition_messages=val)
             bound += slack
