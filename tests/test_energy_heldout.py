@@ -187,6 +187,21 @@ def test_trw_certificate_bounds_for_any_messages():
     assert below >= 20      # the slack is what makes it a bound
 
 
+def test_trw_bound_with_edge_probs_just_outside_the_polytope():
+    # user edge_probs 1e-4 above the uniform spanning-tree ones: excess 8e-4 accepted, the bound is certified
+    # for rho/(1 + eps) (inside the polytope) and bounds log Z
+    from varopt.solvers.trw.solver import spanning_tree_probabilities
+    rng = np.random.default_rng(0)
+    E = [(3 * r + c, 3 * r + c + 1) for r in range(3) for c in range(2)] + [(k, k + 3) for k in range(6)]
+    i, j = map(np.array, zip(*E))
+    e = EnergyModel(rng.normal(0, 1, 9), i, j, rng.normal(0, 1.5, len(E)))
+    lz = _enumerate(e)
+    r = varopt.get_solver("trw").solve(e.to_program(),
+                                       edge_probs=spanning_tree_probabilities(9, i, j) * (1 + 1e-4))
+    assert 0 < r.info["edge_probs_excess"] <= 1e-3
+    assert lz <= r.info["log_partition_upper"] <= lz + 2
+
+
 # --- cmf: the marginals must belong to the reported log Z -----------------------------------------------
 @pytest.mark.parametrize("name", ["chain7_strong", "cycle5_frustrated"])
 def test_cmf_marginals_agree_with_its_visited_states_bound(name):

@@ -18,7 +18,7 @@ diagonal and the edges by selected inversion of its sparse LDL^T factor (:mod:`.
 without it one sparse LU solve per edge). An array gives
 ``rho`` directly (in the order of ``info['edges']``); the bound is then reported only when the
 array is checked to lie in the forest polytope, below the spanning-tree polytope
-(:mod:`.polytope`: one max-flow per node, up to 3000 nodes), with the slack of that check added;
+(:mod:`.polytope`: one max-flow per node, up to 3000 nodes; within eps the bound is certified for rho/(1 + eps));
 otherwise the value is an estimate (``info['edge_probs_excess']``, the message says why).
 """
 from __future__ import annotations
@@ -115,8 +115,9 @@ def _polish(msgs, damping, run, sweeps=200):
         p.sweeps += 1
         if not np.isfinite(d):
             return None
-        if d <= 1e-15 * (1.0 + float(np.abs(p.u).max(initial=0.0))) or (run.time_limit is not None and run.elapsed() >= run.time_limit):
-            break                                   # (not run.out_of_time(): that would stop the converged run)
+        late = run.time_limit is not None and run.elapsed() >= run.time_limit   # not run.out_of_time(): it
+        if d <= 1e-15 * (1.0 + float(np.abs(p.u).max(initial=0.0))) or late:  # would stop the converged run
+            break
         best, stall = (d, 0) if d < best else (best, stall + 1)
         if stall >= 5:
             break
@@ -162,7 +163,7 @@ class TreeReweightedBP(Solver):
         converged, delta = run_messages(msgs, opts, run, self.name)
         val, mu, corr = msgs.objective()
         info = {"converged": converged, "max_change": delta, "edge_probs": rho}
-        slack, why = 0.0, None
+        why = None
         if not isinstance(opts.edge_probs, str):
             eps, node = forest_excess(model.n, model.i, model.j, rho)
             info["edge_probs_excess"] = eps
@@ -171,13 +172,19 @@ class TreeReweightedBP(Solver):
             elif eps > 1e-3:
                 why = (f"edge_probs is not in the spanning-tree polytope: a set S of nodes containing "
                        f"{program.names[node]!r} has rho(E(S)) = |S| - 1 + {eps:.3g}")
-            else:
-                slack = eps * math.log(2.0) * float(rho.sum())   # polytope.py: rho/(1 + eps) is inside
+            # else: rho/(1 + eps) is inside (polytope.py), and the certificate below is taken for it
         if converged and why is None:
             # B at messages stopped at tol is below max B by O(tol), and can be below log Z: the bound is
             # certified from the messages instead (certificate.py: B at a point of LOCAL + first-order slack)
-            bound, det = certified_upper_bound(msgs)
-            polished = _polish(msgs, opts.damping, run)
+            cert = msgs
+            if info.get("edge_probs_excess"):
+                # rho = edge_probs lies eps outside the forest polytope, where B_rho need not be concave (the
+                # certificate assumes it): certify max B_{rho/(1+eps)} instead (inside; polytope.py), which
+                # bounds log Z by itself, from the same messages (any messages are valid)
+                cert = Messages(model, rho / (1.0 + info["edge_probs_excess"]))
+                cert.u = msgs.u.copy()
+            bound, det = certified_upper_bound(cert)
+            polished = _polish(cert, opts.damping, run)
             if polished is not None:
                 # the slack is the residual amplified by up to cosh^2(w/rho): sweeps past tol shrink it (random
                 # models with |w| ~ 3: largest excess over the TRW value 3.5 -> 0.017); both bounds are valid
@@ -186,8 +193,7 @@ class TreeReweightedBP(Solver):
                     bound, det = b2, d2
                 info["bound_polish_sweeps"] = polished.sweeps
             info.update(bound_value=det["value"], bound_slack=det["slack"], bound_rounding=det["rounding"],
-                        bound_max_gradient=det["max_gradient"], log_partition_messages=val)
-            bound += slack
+                        bound_max_gradient=det["max_gradient"])
             # log_partition stays the TRW value at the messages (the estimate, O(tol) from max B either way);
             # the certified bound is log_partition_upper (and the Result's lower bound on the free energy)
             return finish(run, program, opts, model, val, mu, corr, upper=bound, status="converged",
