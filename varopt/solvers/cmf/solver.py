@@ -297,7 +297,7 @@ class ConditionalMeanField(Solver):
                "events"))
         if failures:
             msg += f"; the (4.13) solve failed in {sum(len(f) for _, f in failures)} block(s) (previous fields kept)"
-        lower, source = mf_bound, "mean-field"
+        lower, source, U = mf_bound, "mean-field", None
         if pop is not None:
             seen, U = visited_bound(model, [X for o in runs for X in o["snapshots"]])
             info["visited_states_bound"], info["visited_states"] = seen, U.shape[0]
@@ -331,5 +331,15 @@ class ConditionalMeanField(Solver):
                     "(degenerate particles or a missed mode: raise particles, temper_steps or replicates), "
                     "log Z is reported as that bound, without a standard error")
             log_z, se = lower, None
+            if source == "visited-states":
+                # The moments must describe the distribution whose log-normaliser is reported: p restricted to
+                # the visited set U. Its total-variation distance to p is 1 - Z_U/Z = 1 - exp(-(log Z - bound)),
+                # which bounds the error of every marginal and correlation by the (reported) log Z gap; the
+                # degenerate population's moments have no such bound (a 4 x 4 frustrated grid: bound 8e-4
+                # below log Z, particle marginals 0.83 off; held-out review, docs/energy.md).
+                p = np.exp(model.value(U) - lower)
+                means, corr = p @ U, p @ (U[:, model.i] * U[:, model.j])
+                info["marginals_source"] = "visited-states"
+                msg += "; the marginals are those of the visited states (the distribution of that bound)"
         return finish(run, program, opts, model, log_z, means, corr, lower=lower, se=se, status=status,
                       message=msg, info=info)
