@@ -236,3 +236,11 @@ def test_ex8_4_1_honours_the_time_limit_with_a_valid_bound():
     if out.upper_bound is not None and math.isfinite(out.upper_bound):
         assert out.upper_bound >= ref - tol, (out.upper_bound, ref)
         assert _rows_hold(m)[0]
+
+
+def test_ex8_4_1_is_certified_again():
+    """Certified by ``8626aa4`` and ``e3e0f7d`` (37 nodes), not in 30 s since the tangent-cut budget of §13j took the
+    tree through LPs on which HiGHS stalls; with the LPs' iteration limits it is certified in about 19 nodes."""
+    ref = 0.6185727594370373   # the closed-form reference of the test above (and a 40-start SLSQP, rows to 1e-10)
+    m = _ex8_4_1()
+    _certified_at(m, ref, time_limit=25)
