@@ -93,6 +93,9 @@ class LPSolving:
         g.setOptionValue("solver", "simplex")
         tl = self._get_option("time_limit")
         g.setOptionValue("time_limit", tl)
+        # a check, not the answer: stop it where a healthy simplex has long decided. On a gop OBBT LP of MINLPLib
+        # ex8_4_1 (583 rows, 53 columns) HiGHS stalled here for 690,000 iterations, the whole time left
+        g.setOptionValue("simplex_iteration_limit", int(max(5_000, 20 * (self._m + self._n))))
         g.passModel(lp)
         with _native_stdout_silenced():
             g.run()

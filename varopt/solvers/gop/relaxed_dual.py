@@ -230,6 +230,14 @@ class RDModel:
         k = self.node_rows[0].shape[0] if self.node_rows is not None else -1
         if not self._keep_duals or k < 0:
             return
+        # only a ray the simplex left: getDualRay would otherwise solve a feasibility LP outside the time limit
+        # (tree.GopTree._dual_ray, docs/gop.md §13k)
+        try:
+            _, exists = self.hm.highs.getDualRayExist()
+        except AttributeError:   # a highspy whose getDualRay only reports a stored ray
+            exists = True
+        if not exists:
+            return
         _, has, ray = self.hm.highs.getDualRay()
         ray = np.asarray(ray, dtype=float)
         if not has or ray.size != self.m_base + k or not np.all(np.isfinite(ray)) or not np.any(ray):

@@ -136,6 +136,10 @@ class GopTree:
         end = min(stop, tl if tl is not None else math.inf)
         if math.isfinite(end):
             hm.set_time_limit(max(1e-3, end - self.run.elapsed()))
+        # and a simplex iteration limit far above what these LPs take warm (100-700 on ex8_4_1's 583 x 53 LPs):
+        # HiGHS stalled on some of them for 200,000-700,000 iterations, the whole time left (docs/gop.md §13k); an
+        # LP stopped by it is a failed node LP (its parent's bound) or a skipped OBBT bound, both valid
+        hm.set_options(simplex_iteration_limit=int(max(20_000, 50 * (hm.num_rows + hm.num_cols))))
 
     # ------------------------------------------------------------------ tolerances
     def _tol(self, UB):
@@ -380,6 +384,11 @@ class GopTree:
         c, A, lo, hi = self._last_lp
         has, ray = self._dual_ray(hm)
         if not has:
+            if self._out_of_time():
+                return False, r
+            # the time left now, not the limit set before the first solve: that solve may have used all of it
+            # (ex8_4_1: a phase-1 LP stalled for its whole 27.6 s, and this re-solve got another 27.6 s)
+            self._limit_lp(hm)
             hm.set_options(presolve="off")
             try:
                 again = hm.solve()
@@ -415,6 +424,20 @@ class GopTree:
 
     @staticmethod
     def _dual_ray(hm):
+        """HiGHS's dual ray of the LP just reported infeasible, only when its simplex left one (``getDualRayExist``).
+        Without one, ``getDualRay`` of HiGHS >= 1.8 computes it by solving the feasibility LP without presolve under
+        whatever time limit the LP had: on MINLPLib ex8_4_1 one such call ran 695,220 simplex iterations (27.8 s)
+        after the LP had used its time, and the run took 57.7 s under ``time_limit=30`` (docs/gop.md §13k). The
+        caller re-solves without presolve itself, under the time left, which leaves a ray when the LP is
+        infeasible."""
+        try:
+            _, exists = hm.highs.getDualRayExist()
+        except AttributeError:   # an older highspy: its getDualRay only reports a stored ray
+            exists = True
+        except Exception:
+            return False, None
+        if not exists:
+            return False, None
         try:
             _, has, ray = hm.highs.getDualRay()
         except Exception:   # a highspy without the call: no proof
