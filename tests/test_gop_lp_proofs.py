@@ -54,3 +54,58 @@ def test_harmonic_mean_with_large_box_is_not_certified_wrong():
     assert r.upper_bound is None or r.upper_bound >= ref - 1e-6 * ref
     if r.status == "optimal":
         assert abs(r.objective - ref) <= 1e-5 * ref
+
+
+
+@pytest.mark.parametrize("seed", [6, 8])
+def test_tree_node_bounds_are_what_the_multipliers_prove(monkeypatch, seed):
+    """The tree's node bound is the weak-duality value of HiGHS's multipliers, not HiGHS's reported optimum (which
+    was wrong on a badly scaled OBBT LP, §13j). Planted: every optimal LP reports its optimum 100 too high. The
+    certificate must still be right (vertex enumeration of a multilinear objective over a box). Before the node LPs
+    were proved, the tree pruned the optimum's nodes and certified -1.44 (seed 6) and -5.74 (seed 8) where the
+    optima are -18.70 and -26.88."""
+    import itertools
+
+    import pyomo.environ as pyo
+
+    orig = HighsModel.solve
+
+    def lying_solve(self):
+        r = orig(self)
+        if r.status == "optimal" and r.objective is not None:
+            r.objective = float(r.objective) + 100.0
+        return r
+
+    rng = np.random.default_rng(seed)
+    n = 7
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.5]
+    coef = {p: float(rng.normal()) for p in pairs}
+    lin = rng.normal(size=n).round(3)
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(n), bounds=(-1, 2), initialize=0.5)
+    m.obj = pyo.Objective(expr=sum(c * m.x[i] * m.x[j] for (i, j), c in coef.items())
+                          + sum(float(a) * m.x[i] for i, a in enumerate(lin)))
+
+    def f(x):
+        return sum(c * x[i] * x[j] for (i, j), c in coef.items()) + sum(a * x[i] for i, a in enumerate(lin))
+    opt = min(f(v) for v in itertools.product((-1.0, 2.0), repeat=n))   # multilinear: a vertex is optimal
+    monkeypatch.setattr(HighsModel, "solve", lying_solve)
+    res = pyo.SolverFactory("gop").solve(m, mode="tree", time_limit=20)
+    assert res.problem.lower_bound <= opt + 1e-6
+    if str(res.solver.termination_condition) == "optimal":
+        assert pyo.value(m.obj) <= opt + 1e-6 * max(1.0, abs(opt))
+
+
+def test_barely_infeasible_nodes_are_bounded_by_their_widened_lp():
+    """Haverly-type pooling RT2 in the P-formulation (Adhya et al. 1999): ten degenerate boxes near the optimum that
+    HiGHS calls infeasible without a proof (rays with D(y) = -1e-16) were closed with their parent's bound, and the
+    run ended with the gap open (-4399.84 against the optimum -4391.83; 'the tree ran out of nodes'). Their LPs with
+    rows widened by 1e-7 relative are relaxations whose proved values close them (docs/gop.md §13l)."""
+    import pyomo.environ as pyo
+    from gop_instances import get
+
+    inst = get("rt2_p")
+    res = pyo.SolverFactory("gop").solve(inst.build(), time_limit=60, **(inst.options or {}))
+    assert str(res.solver.termination_condition) == "optimal"
+    tol = 1e-6 * abs(inst.optimum)
+    assert res.problem.lower_bound <= inst.optimum + tol <= res.problem.upper_bound + 2 * tol

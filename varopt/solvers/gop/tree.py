@@ -119,6 +119,7 @@ class GopTree:
         self.lp_timed_out = False   # a node LP stopped by the time left (its node closed with its parent's bound)
         self.n_rc_tightened = 0  # bounds moved by reduced-cost tightening
         self._last_lp = None
+        self.n_widened = 0   # nodes bounded by their widened LP (_widened_bound)
         self._last_duals = None
         self._free_widths = None  # largest finite widths of variables unbounded at the root (_reference_widths)
         #: disjunctions that split the root box (:meth:`_root_boxes`), set by the solver
@@ -324,7 +325,10 @@ class GopTree:
                 self.n_lp_failed += 1
                 return "failed", -math.inf, None
             Z = r.x
-            val = float(r.objective)
+            # the node's bound is what HiGHS's multipliers prove, not its reported optimum (the OBBT rule, §13j):
+            # over the gop tests the two differed 4 times, by 1e-9 to 4.5e-7 (docs/gop.md §13k)
+            val = self._proved_value(self._last_lp[0], r, L, U, 1e-9 * max(1.0, abs(float(r.objective))),
+                                     const=float(lf.const[0]))
             if rnd and not (val > prev if cone_only else self._cuts_pay(prev, val, cutoff)):
                 break
             prev = val
@@ -357,7 +361,7 @@ class GopTree:
                 self._last_lp = (c, sp.vstack([A, A_new], format="csr"), np.concatenate([rlo, lo_new]),
                                  np.concatenate([rhi, hi_new]))
         self._last_duals = r.row_duals
-        return "optimal", float(r.objective), Z
+        return "optimal", val, Z
 
     def _infeasible_node(self, hm, L, U, r):
         """``(outcome, r)`` for a node LP reported infeasible: ``outcome`` the node's return value when the ray proves
@@ -367,10 +371,42 @@ class GopTree:
         if proved:
             return ("infeasible", math.inf, None), r
         if r.status != "optimal":
+            widened = self._widened_bound(L, U)
+            if widened is not None:
+                return widened, r
             self.n_lp_failed += 1
             self.n_unproved_infeasible += 1
             return ("failed", -math.inf, None), r
         return None, r
+
+    def _widened_bound(self, L, U):
+        """The node's bound from its LP with every row widened by ``w (1 + |bound|)`` (``w`` = 1e-7, then 1e-5), for a
+        node HiGHS calls infeasible without a proof: the widened LP is a relaxation of the node's, so its value, as
+        its multipliers prove it (:meth:`_proved_value`), bounds the node from below. Such nodes are degenerate boxes
+        infeasible by less than HiGHS's tolerance: on the pooling P-formulation RT2, ten of them (rays with
+        ``D(y) = -1e-16``) kept the tree's bound at -4399.84 against the optimum -4391.83; widened by 1e-7 their value is
+        -4391.826048, within the gap tolerance of the incumbent (docs/gop.md §13l). ``None`` when the widened LPs are
+        not solved to optimality either."""
+        c, A, lo, hi = self._last_lp
+        mag = 1.0 + np.maximum(np.abs(np.where(np.isfinite(lo), lo, 0.0)), np.abs(np.where(np.isfinite(hi), hi, 0.0)))
+        Lh = np.where(L > _HIGHS_BIG, -np.inf, L)
+        Uh = np.where(U < -_HIGHS_BIG, np.inf, U)
+        const = float(self.lf.const[0])
+        for w in (1e-7, 1e-5):
+            lo_w, hi_w = lo - w * mag, hi + w * mag
+            hw = HighsModel(c, A, lo_w, hi_w, Lh, Uh, const=const)
+            self._limit_lp(hw)
+            r = hw.solve()
+            self.n_lp += 1
+            if r.status != "optimal":
+                continue
+            obj = float(r.objective)
+            D = weak_dual_bound(c, A, lo_w, hi_w, Lh, Uh, r.row_duals) + const
+            val = D if (math.isfinite(D) and D < obj - 1e-9 * max(1.0, abs(obj))) else obj
+            self._last_duals = r.row_duals   # any multipliers are valid for the reduced-cost rule over the node's rows
+            self.n_widened += 1
+            return "optimal", val, r.x
+        return None
 
     def _infeasibility_proved(self, hm, L, U, r):
         """Whether HiGHS's dual ray of the node LP just reported infeasible proves it (Farkas, as weak duality with
@@ -407,18 +443,19 @@ class GopTree:
         # D clearly below 0 (-9e-5 of 1.3e-4 on the harmonic mean)
         return any(weak_dual_bound(zero, A, lo, hi, L, U, sgn * ray, rounding=0.0) > 0.0 for sgn in (1.0, -1.0)), r
 
-    def _proved_value(self, c, r, L, U, margin):
+    def _proved_value(self, c, r, L, U, margin, const=0.0):
         """HiGHS's optimum of the LP just solved (``self._last_lp``'s rows, cost ``c``) when its multipliers prove it to
         within ``margin``, else what they prove: the weak-duality bound ``D(y)`` of :func:`.dualbt.weak_dual_bound`
         (Neumaier & Shcherbina 2004), valid for the exact LP whatever ``y`` is. So ``value - margin`` is a proved lower
         bound of the LP wherever ``D(y)`` is finite. HiGHS's optimum alone is not a proof: on a badly scaled OBBT LP (McCormick rows
         with coefficients of 5e7 next to 1) it returned ``max x = 2.07`` where ``x = 2.32`` was feasible, and the tree
-        certified a wrong optimum (docs/gop.md §13j). Where ``D(y)`` is infinite (a reduced cost against an infinite
+        certified a wrong optimum (docs/gop.md §13j). ``const``: the constant of the LP's objective, in ``r.objective``
+        and not in ``c``. Where ``D(y)`` is infinite (a reduced cost against an infinite
         column bound: free columns) the reported optimum is kept, as before."""
         _, A, lo, hi = self._last_lp
         Lh = np.where(L > _HIGHS_BIG, -np.inf, L)
         Uh = np.where(U < -_HIGHS_BIG, np.inf, U)
-        D = weak_dual_bound(c, A, lo, hi, Lh, Uh, r.row_duals)
+        D = weak_dual_bound(c, A, lo, hi, Lh, Uh, r.row_duals) + const
         obj = float(r.objective)
         return D if (math.isfinite(D) and D < obj - margin) else obj
 
@@ -765,6 +802,8 @@ class GopTree:
                     connected=[program.names[i] for i in self.part.connected])
         if self.n_unproved_infeasible:
             info["unproved_infeasible_nodes"] = self.n_unproved_infeasible
+        if self.n_widened:
+            info["widened_nodes"] = self.n_widened
         if not math.isfinite(UB):
             if not heap and run.status is None:
                 if closed_lb == math.inf:
