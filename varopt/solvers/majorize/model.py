@@ -432,6 +432,18 @@ class MajorizeModel:
         A, b, seg, coef = self.pos
         return gram(compute_bound(A, b, seg, x, coef).R)
 
+    def recession(self, x):
+        """A direction of strict decrease from every feasible point (:func:`.recession.recession_direction`:
+        the infimum is not attained), or None. Unconstrained with a diagonal quadratic part, the weights at the
+        converged ``x`` usually prove there is none (:func:`.recession.attained_certificate`) without the LP."""
+        from .recession import attained_certificate, recession_direction
+        if not self.convex or self.pos is None:
+            return None
+        if (not self.constrained and self.H_diagonal
+                and attained_certificate(*self.pos[:4], self.c, np.asarray(x, dtype=float), self.Hd > 0)):
+            return None
+        return recession_direction(self)
+
     def final_value(self, x, f, S):
         """The exact ``f(x)`` when the last scores came by linearity (``f`` otherwise)."""
         return self.evaluate(x)[0] if S is not None and S[2] is not None else f
