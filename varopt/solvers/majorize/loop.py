@@ -132,7 +132,7 @@ class Majorization:
         self.attainment = {"seconds": time.perf_counter() - t0, "verdict": "attained" if rec is None else rec.kind}
         if rec is None:
             return
-        self.attainment.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups)
+        self.attainment.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups, found_by=rec.source)
         names = getattr(getattr(model, "program", None), "names", None)
         where = rec.describe(names)
         if rec.kind == "unbounded":

@@ -442,7 +442,7 @@ class MajorizeModel:
         if (not self.constrained and self.H_diagonal
                 and attained_certificate(*self.pos[:4], self.c, np.asarray(x, dtype=float), self.Hd > 0)):
             return None
-        return recession_direction(self)
+        return recession_direction(self, x=x)
 
     def final_value(self, x, f, S):
         """The exact ``f(x)`` when the last scores came by linearity (``f`` otherwise)."""

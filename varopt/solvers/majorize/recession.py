@@ -56,6 +56,7 @@ class Recession:
 
     def __init__(self, kind, v, slope, decrease, groups):
         self.kind, self.v, self.slope, self.decrease, self.groups = kind, v, slope, decrease, groups
+        self.source = None   # 'iterate' (the solver's own direction passed the exact test) or 'LP'
 
     def describe(self, names=None, top=3):
         """A sentence for the solver's message: the direction's largest entries by name."""
@@ -66,11 +67,13 @@ class Recession:
         return f"a direction v ({dirn}{', ...' if np.count_nonzero(self.v) > len(idx) else ''})"
 
 
-def recession_direction(model, lp=None):
+def recession_direction(model, lp=None, x=None):
     """A direction along which the convex compiled ``model`` (:class:`.model.MajorizeModel`) strictly decreases
     from every feasible point (:class:`Recession`), or None when there is none (the LP's optimum is 0 to its
-    tolerance, or the model has no partition function or no direction free of curvature). ``lp``: the LP layer
-    (:mod:`varopt.lpqp`; a test may pass another)."""
+    tolerance, or the model has no partition function or no direction free of curvature). ``x``: the solver's last
+    iterate; its own direction (on the free columns) is tried first, exactly, without the LP -- for separable data
+    the iterates of a descent method grow along a separating direction (Soudry et al. 2018), so it usually passes.
+    ``lp``: the LP layer (:mod:`varopt.lpqp`; a test may pass another)."""
     if not model.convex or model.pos is None:
         return None
     if lp is None:
@@ -94,14 +97,52 @@ def recession_direction(model, lp=None):
     A = sp.csr_matrix(A)
     keep = np.isfinite(b)           # a configuration with log base measure -inf does not exist
     AF = A[keep][:, free].tocsr()
-    gk = np.asarray(seg)[keep]
-    _, gk = np.unique(gk, return_inverse=True)
+    sk = np.asarray(seg)[keep]
+    order = np.argsort(sk, kind="stable") if not (np.diff(sk) >= 0).all() else None
+    if order is not None:           # (merged groups come sorted by id; kept safe)
+        AF, sk = AF[order], sk[order]
+    _, gk = np.unique(sk, return_inverse=True)
     G = int(gk.max()) + 1
-    cg = np.asarray(coef, dtype=float)[np.unique(np.asarray(seg)[keep])]
+    cg = np.asarray(coef, dtype=float)[np.unique(sk)]
     K = AF.shape[0]
     nf = free.size
     cF = np.asarray(model.c, dtype=float)[free]
     per_row = cg[gk]
+    starts = np.flatnonzero(np.concatenate(([True], gk[1:] != gk[:-1])))
+    # the largest value the terms can take in the box |v_j| <= 1: the tolerances are relative to it
+    scale = max(float(np.abs(cF).sum() + np.asarray(abs(AF).sum(axis=1)).ravel() @ per_row), 1e-300)
+    Ac, clo, chi = _constraint_recession(model, free)
+
+    def verdict(vF):
+        """The exact verdict on ``vF`` (free columns), on the objective's own arrays (not the LP's rows)."""
+        mx = float(np.abs(vF).max(initial=0.0))
+        if not mx > 0 or not np.isfinite(mx):
+            return None
+        vF = vF / mx
+        if ((vF < vlo[free]) | (vF > vhi[free])).any():
+            return None
+        if not _feasible_direction(model, free, vF, Ac, clo, chi, Hrows):
+            return None
+        z = AF @ vF
+        mg = np.maximum.reduceat(z, starts)
+        gap = mg[gk] - z
+        slope = float(cF @ vF + cg @ mg)
+        per_group = np.bincount(gk, weights=gap, minlength=G)
+        decrease = float(cg @ per_group)
+        v = np.zeros(n)
+        v[free] = vF
+        if slope < -UNBOUNDED_TOL * scale:
+            return Recession("unbounded", v, slope, decrease, int((per_group > 0).sum()))
+        if decrease > STRICT_TOL * scale and slope <= FLAT_TOL * scale:
+            strict = int(np.count_nonzero(per_group > STRICT_TOL * scale / max(G, 1)))
+            return Recession("not_attained", v, slope, decrease, strict)
+        return None
+
+    if x is not None:
+        rec = verdict(np.asarray(x, dtype=float)[free])
+        if rec is not None:
+            rec.source = "iterate"
+            return rec
     # objective (minimised): -(sum_k c_g (m_g - A_k v) + r) with r = -(c^T v + sum_g c_g m_g)
     Jg = np.bincount(gk, minlength=G).astype(float)
     obj_v = np.asarray(AF.T @ per_row).ravel() + cF
@@ -118,7 +159,6 @@ def recession_direction(model, lp=None):
         blocks.append(sp.hstack([Hrows, sp.csr_matrix((Hrows.shape[0], G))]))
         lo.append(np.zeros(Hrows.shape[0]))
         hi.append(np.zeros(Hrows.shape[0]))
-    Ac, clo, chi = _constraint_recession(model, free)
     if Ac is not None:
         blocks.append(sp.hstack([Ac, sp.csr_matrix((Ac.shape[0], G))]))
         lo.append(clo)
@@ -129,37 +169,10 @@ def recession_direction(model, lp=None):
                       np.concatenate([vhi[free], np.full(G, np.inf)]), options=LP_OPTIONS)
     if res.status != "optimal" or res.x is None:
         return None
-    vF = np.asarray(res.x[:nf], dtype=float)
-    # the verdict on the objective's own arrays (not the LP's rows): slopes of every configuration along v
-    z = AF @ vF
-    starts = np.flatnonzero(np.concatenate(([True], gk[1:] != gk[:-1])))
-    order = None
-    if not (np.diff(gk) >= 0).all():  # (merged groups are sorted by id; keep the check cheap and safe)
-        order = np.argsort(gk, kind="stable")
-        z, gk_s = z[order], gk[order]
-        starts = np.flatnonzero(np.concatenate(([True], gk_s[1:] != gk_s[:-1])))
-    else:
-        gk_s = gk
-    mg = np.maximum.reduceat(z, starts)
-    gap = mg[gk_s] - z
-    slope = float(cF @ vF + cg @ mg)
-    per_group = np.bincount(gk_s, weights=gap, minlength=G)
-    decrease = float(cg @ per_group)
-    # the largest value the terms can take in the box |v_j| <= 1: the tolerances are relative to it
-    scale = max(float(np.abs(cF).sum() + np.asarray(abs(AF).sum(axis=1)).ravel() @ per_row), 1e-300)
-    if not _feasible_direction(model, free, vF, Ac, clo, chi, Hrows):
-        return None
-    v = np.zeros(n)
-    v[free] = vF
-    mx = float(np.abs(v).max())
-    if mx == 0:
-        return None
-    if slope < -UNBOUNDED_TOL * scale:
-        return Recession("unbounded", v / mx, slope / mx, decrease / mx, int((per_group > 0).sum()))
-    if decrease > STRICT_TOL * scale and slope <= FLAT_TOL * scale:
-        strict = int(np.count_nonzero(per_group > STRICT_TOL * scale / max(G, 1)))
-        return Recession("not_attained", v / mx, slope / mx, decrease / mx, strict)
-    return None
+    rec = verdict(np.clip(np.asarray(res.x[:nf], dtype=float), vlo[free], vhi[free]))
+    if rec is not None:
+        rec.source = "LP"
+    return rec
 
 
 def _constraint_recession(model, free):
@@ -214,7 +227,10 @@ def program_recession(program, x=None, smooth=None, pen=None):
         model = MajorizeModel(prog)
     except (ModelStructureError, InputDataError, ValueError):
         return None
-    rec = recession_direction(model)
+    xl = None
+    if x is not None:
+        xl = lift.extend(np.asarray(x, dtype=float)) if lift is not None else np.asarray(x, dtype=float)
+    rec = recession_direction(model, x=xl)
     if rec is not None:
         rec.v = rec.v[:program.n]
     return rec
@@ -231,6 +247,8 @@ def not_attained_message(rec, names, f, xnorm):
 
 #: largest number of unpenalized free columns for which :func:`attained_certificate` forms their Hessian
 CERTIFICATE_MAX_COLS = 2000
+#: ... and largest rows x columns^2 of that product (digits without penalty, 17970 x 650^2, is left to the other tests)
+CERTIFICATE_MAX_WORK = 4e8
 
 
 def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
@@ -243,7 +261,7 @@ def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
     >= (c + sum_k c_g p'_k A_k + u)^T v = 0``, with equality only where every group is flat along ``v`` (``p' > 0``):
     no strict decrease, no unbounded ray. The softmax weights ``p`` at ``x`` are positive and nearly satisfy it (the
     gradient is small); the correction ``p' = p (1 + (A_kU - abar_g) y)`` with ``y`` the Newton step
-    ``H_UU y = -g_U`` on the unpenalized columns ``U`` keeps the group sums, zeroes ``g_U`` exactly, and stays
+    ``H_UU y = -g_U`` on the unpenalized columns ``U`` (in the complement of the directions of constancy) keeps the group sums, zeroes ``g_U`` exactly, and stays
     positive when ``max |(A_kU - abar_g) y| <= 1/2``; the L1 columns then need ``|g_j'| <= l1_j``. L1 columns away
     from their kink (``x_j != center_j``) join ``U`` with the target ``g_j' = -l1_j sign(x_j - center_j)`` (the
     solver's answer meets it only to its tolerance). ``pinned``: columns
@@ -257,7 +275,7 @@ def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
     U = np.flatnonzero(J & ((l1 == 0) | off))
     L = np.flatnonzero(J & (l1 > 0) & ~off)
     target = -(l1 * np.sign(x - (0.0 if center is None else np.asarray(center, dtype=float))))[U]
-    if U.size > CERTIFICATE_MAX_COLS:
+    if U.size > CERTIFICATE_MAX_COLS or A.shape[0] * float(U.size) ** 2 > CERTIFICATE_MAX_WORK:
         return False
     A = sp.csr_matrix(A)
     keep = np.isfinite(b)
@@ -286,11 +304,21 @@ def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
         gU = c[U] + AU.T @ w - target
         R = np.sqrt(w)[:, None] * D
         Hm = R.T @ R
+        # directions of constancy (a multinomial's common intercept shift: every configuration of every group moves
+        # alike) make H_UU singular for every x; they are the null space of the within-group differences, a property
+        # of the features, so y is sought in its complement Q, by Cholesky without truncation. (A truncated solve,
+        # lstsq with rcond, dropped the near-null direction of a quasi-separated set -- hepatitis -- and "proved" a
+        # minimum the LP refutes: near-singular there is the answer, not noise.)
+        first = np.zeros(AU.shape[0], dtype=bool)
+        first[starts] = True
+        Dl = AU[~first] - AU[starts[gid[~first]]]
+        ev, Q = np.linalg.eigh(Dl.T @ Dl)
+        Q = Q[:, ev > 1e-12 * max(float(ev.max(initial=0.0)), 1e-300)]
         try:
-            Lc = np.linalg.cholesky(Hm)
+            Lc = np.linalg.cholesky(Q.T @ Hm @ Q)
         except np.linalg.LinAlgError:
             return False
-        y = -np.linalg.solve(Lc.T, np.linalg.solve(Lc, gU))
+        y = -Q @ np.linalg.solve(Lc.T, np.linalg.solve(Lc, Q.T @ gU))
         if not np.isfinite(y).all():
             return False
         t = D @ y

@@ -188,7 +188,7 @@ def _check_attained(program, status, msg, x, obj, info, smooth=None, pen=None):
     info["attainment"] = att
     if rec is None:
         return status, msg
-    att.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups)
+    att.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups, found_by=rec.source)
     if rec.kind == "unbounded":
         info["unbounded_ray"] = rec.v
         return "unbounded", (f"the objective is unbounded below: along {rec.describe(program.names)} its slope at "
