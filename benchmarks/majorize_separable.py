@@ -5,7 +5,8 @@ For every set: the L2 logistic program (``lam = 1``, intercept unpenalized, as i
 unpenalized one (``lam = 0``, scikit-learn's ``C = inf``), solved by ``get_solver('majorize')`` with the default
 ``check_attained=True`` and with ``check_attained=False``, alternating run by run (same load), best of ``--repeat``
 wall times each; the check's own time is ``result.info['attainment']['seconds']`` (best over the runs), and how it
-decided (``cert``: the dual certificate at the converged point, no LP; ``LP``: the recession LP). Separability is
+decided (``cert``: the dual certificate at the converged point, no LP; ``iterate``: the last iterate's own direction
+passed the exact test, no LP; ``LP``: the recession LP ran). Separability is
 also decided independently (scipy ``linprog``: ``y_i (x_i^T w + b) >= 1`` feasible, binary sets only).
 
 Usage: ``python benchmarks/majorize_separable.py [--sets a,b] [--repeat 5]`` (BLAS pinned to 1 thread).
@@ -94,7 +95,9 @@ def main():
                 get_solver("majorize").solve(prog, check_attained=False)
                 off.append(time.perf_counter() - t)
             verdict = res.info.get("attainment", {}).get("verdict", "-")
-            dec = ("LP" if lps else "cert") if "attainment" in res.info else "-"
+            att = res.info.get("attainment", {})
+            dec = (att.get("found_by") if att.get("verdict") not in (None, "attained")
+                   else ("LP" if lps else "cert") if att else "-")
             print(f"| {name} | {X.shape[0]} x {X.shape[1]}, {np.unique(y).size} | {lam:g} | "
                   f"{'-' if sep is None else sep} | {res.status} ({verdict}) | {dec} | {min(chk):.4f} | "
                   f"{min(on):.4f} / {min(off):.4f} | {min(on) / min(off):.2f} |", flush=True)
