@@ -23,14 +23,13 @@ import time
 
 import numpy as np
 import scipy.optimize as so
+from shared_data import load_dataset
 
-import varopt  # noqa: F401
+import varopt
 import varopt.solvers.majorize  # noqa: F401
 from varopt import get_solver
 from varopt.formulations.logistic import logistic_program
 from varopt.solvers.majorize import recession as R
-
-from shared_data import load_dataset
 
 SETS = ["breast_cancer", "wine", "digits", "bupa", "heart_statlog", "hepatitis", "srbct"]
 
@@ -63,12 +62,17 @@ class LPCount:
         R.recession_direction = self.orig
 
 
+def load():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
+    print(f"load average: {load()}")
     print("| set | n x d, classes | lam | separable (scipy LP) | status with check | decided by | check s | "
           "solve s, check on / off | ratio |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -101,7 +105,7 @@ def main():
             print(f"| {name} | {X.shape[0]} x {X.shape[1]}, {np.unique(y).size} | {lam:g} | "
                   f"{'-' if sep is None else sep} | {res.status} ({verdict}) | {dec} | {min(chk):.4f} | "
                   f"{min(on):.4f} / {min(off):.4f} | {min(on) / min(off):.2f} |", flush=True)
-    print(f"load average: {open('/proc/loadavg').read().split()[:3]}")
+    print(f"load average: {load()}")
 
 
 if __name__ == "__main__":

@@ -17,16 +17,16 @@ import scipy.optimize as so
 cp = pytest.importorskip("cvxpy")
 pe = pytest.importorskip("pyomo.environ")
 sklearn = pytest.importorskip("sklearn")
-from sklearn.datasets import load_breast_cancer, load_iris  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
 
-import varopt  # noqa: E402,F401
-from varopt.estimators import MajorizeLogisticRegression  # noqa: E402
-from varopt.formulations.logistic import logistic_program  # noqa: E402
-from varopt.registry import get_solver  # noqa: E402
-from varopt.solvers.majorize.model import MajorizeModel  # noqa: E402
-from varopt.solvers.majorize.recession import attained_certificate, recession_direction  # noqa: E402
+import varopt  # noqa: F401
+from varopt.estimators import MajorizeLogisticRegression
+from varopt.formulations.logistic import logistic_program
+from varopt.registry import get_solver
+from varopt.solvers.majorize.model import MajorizeModel
+from varopt.solvers.majorize.recession import attained_certificate, recession_direction
 
 
 def _bc():
@@ -173,7 +173,7 @@ def test_minimizer_exists_still_optimal(case):
     if case == "flipped":
         assert not separable(X, y)
     lam = {"flipped": 0.0, "ridge": 1e-3, "l1": 0.01}[case]
-    prob, w, _ = _cvxpy(X, y, lam, l1=case == "l1")
+    prob, _, _ = _cvxpy(X, y, lam, l1=case == "l1")
     ref = prob.solve(solver=cp.CLARABEL)
     prob.solve(method="majorize")
     res = prob.varopt_result
@@ -188,7 +188,7 @@ def test_minimizer_exists_still_optimal(case):
 @pytest.mark.parametrize("variant", ["PN", "PA"])
 def test_proxsg_separable_not_converged(variant):
     X, y = _bc()
-    prob, w, b = _cvxpy(X, y)
+    prob, _, _ = _cvxpy(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prob.solve(method="proxsg", variant=variant)

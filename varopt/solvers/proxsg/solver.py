@@ -181,6 +181,7 @@ def _check_attained(program, status, msg, x, obj, info, smooth=None, pen=None):
     turns ``converged`` into ``numerical`` (no minimizer exists; the last point is returned) and adds the reason to an
     iteration limit's message; a ray of linear decrease is ``unbounded``. ``(status, message)``."""
     import time
+
     from ..majorize.recession import not_attained_message, program_recession
     t0 = time.perf_counter()
     rec = program_recession(program, x, smooth, pen)
