@@ -554,9 +554,14 @@ def test_unbounded_along_a_flat_direction(n):
 
 def test_diverging_iterates_reported():
     """f = log(1 + exp(2 x)) - 3 x -> -inf as x -> inf, but the bound's curvature never vanishes (no
-    flat direction): the iterates diverge and the solver stops with an error naming it, not 'optimal'."""
+    flat direction): the iterates diverge, and the recession LP (majorize/recession.py) then proves the problem
+    unbounded (slope at infinity 2 - 3 = -1 along x = +1), not 'optimal'. Without that check the diverging-iterates
+    rule stops it with an error naming it."""
     prog = _lse_program(1, [np.array([[2.0], [0.0]])], [0.0], [-3.0])
     res = get_solver("majorize").solve(prog, max_iter=100000)
+    assert res.status == "unbounded" and res.objective == -np.inf and "slope at infinity" in res.message
+    assert res.info["unbounded_ray"][0] > 0 and res.info["attainment"]["slope"] < 0
+    res = get_solver("majorize").solve(prog, max_iter=100000, check_attained=False)
     assert res.status == "error" and "diverging iterates" in res.message
     assert res.objective < -1e19
 

@@ -171,8 +171,16 @@ def test_logistic_program_checks_labels_against_classes():
     b = solve(logistic_program(X, yb, 0.1, classes=[1, 0])).x
     assert np.abs(a + b).max() < 1e-6
     # a class without samples is allowed (scikit-learn's labels=): its weights are only regularized
-    r = solve(logistic_program(X, y, 0.1, classes=[0, 1, 2, 3]))
+    r = solve(logistic_program(X, y, 0.1, False, classes=[0, 1, 2, 3]))
     assert r.status == "optimal"
+    # ... but its intercept is not: b[3] -> -inf lowers every sample's loss, so no minimizer exists and the
+    # attainment check says so (docs/majorize.md, "Separable data"; before it this was 'optimal' at b[3] ~ -20)
+    prog = logistic_program(X, y, 0.1, classes=[0, 1, 2, 3])
+    r = solve(prog)
+    assert r.status == "numerical" and "not attained" in r.message
+    v = r.info["attainment"]["direction"]
+    bv = v[[prog.names.index(f"b[{k}]") for k in range(4)]]   # up to the common intercept shift (constancy)
+    assert np.ptp(bv[:3]) < 1e-9 and bv[3] < bv[0] - 0.5 and np.abs(v[:16]).max() == 0   # W pinned by the ridge
 
 
 def test_majorize_says_why_it_stopped():

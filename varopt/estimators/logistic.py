@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import InputDataError
 from ..formulations.logistic import _check_xy, logistic_program, unpack
-from .base import ClassifierMixin, VaroptEstimator, accept_result, check_flag
+from .base import ClassifierMixin, ConvergenceWarning, VaroptEstimator, accept_result, check_flag
 
 
 class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
@@ -45,7 +45,18 @@ class MajorizeLogisticRegression(ClassifierMixin, VaroptEstimator):
         self.program_ = prog
         res = get_solver("majorize").solve(prog, tol=self.tol, max_iter=self.max_iter, bound=self.bound,
                                            rank=self.rank, verbose=self.verbose, step_solver=self.step_solver)
-        self.result_ = accept_result(res, "majorize")   # an iteration limit warns, as scikit-learn's solvers do
+        if res.status == "numerical" and res.info.get("attainment", {}).get("verdict") == "not_attained":
+            # separable classes and C = inf: no maximum-likelihood estimate exists (the solver's LP found a direction
+            # of strict improvement); keep the last iterate, warn as scikit-learn's solvers do when they cannot converge
+            import warnings
+            warnings.warn(f"{type(self).__name__}(C=inf): the classes are separable by the features (complete or "
+                          "quasi-complete separation), so the unpenalized likelihood has no maximizer and the "
+                          "coefficients grow without bound (here ||coef|| = "
+                          f"{float(np.linalg.norm(res.x)):.3g}); coef_ is the last iterate. Use a finite C "
+                          f"(a ridge penalty). Solver: {res.message}", ConvergenceWarning, stacklevel=2)
+            self.result_ = res
+        else:
+            self.result_ = accept_result(res, "majorize")   # an iteration limit warns, as scikit-learn's solvers do
         self.coef_, self.intercept_ = unpack(res.x, X.shape[1], self.classes_.size, self.fit_intercept)
         self.n_iter_ = res.iterations
         return self

@@ -76,6 +76,7 @@ class Majorization:
         self.rel_fs = []   # the last RATE_WINDOW + 1 relative decreases
         self.u_scale = None
         self._xx = None  # (x, float(x @ x)) of the last accepted point
+        self.diverged = False  # stopped by the diverging-iterates rule (then the attainment check runs)
         # option backend: compiled trials and log-sum-exp evaluations on small programs (.compiled_trial, their
         # size limits), else the numpy path
         K = trial_kernels(getattr(opts, "backend", "numpy"))
@@ -105,9 +106,45 @@ class Majorization:
         if run.history[-1]["iteration"] != run.iteration:
             run.record(force=True, upper=self.f, objective=self.f)
         f = self.model.final_value(self.x, self.f, self.S)
+        self._check_attained(f)
         if run.status == "unbounded":
             f = -np.inf  # x is the last iterate; the infimum is -inf
         return run.finish(x=self.x, objective=f, upper=f)
+
+    #: the verdict of the attainment check (:mod:`.recession`): None when not run, else a dict for ``Result.info``
+    attainment = None
+
+    def _check_attained(self, f):
+        """Before claiming ``optimal`` (or after diverging iterates, or at the iteration limit): is the infimum
+        attained? A convex compiled model without curvature in some direction (no ridge on it, no bounds) can
+        decrease strictly along a recession direction from every point (separable data in an unregularized
+        logistic regression): then no minimizer exists, and the last iterate only approaches the infimum
+        (:mod:`.recession`, one LP). Status ``numerical`` (finite infimum not attained; the last iterate is
+        returned and loaded, docs/conventions.md) or ``unbounded`` (a ray of linear decrease)."""
+        run, model = self.run, self.model
+        check = getattr(model, "recession", None)
+        if (check is None or not getattr(self.opts, "check_attained", True)
+                or not (run.status in ("optimal", "iteration_limit") or self.diverged)):
+            return
+        import time
+        t0 = time.perf_counter()
+        rec = check(self.x)
+        self.attainment = {"seconds": time.perf_counter() - t0, "verdict": "attained" if rec is None else rec.kind}
+        if rec is None:
+            return
+        self.attainment.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups, found_by=rec.source)
+        names = getattr(getattr(model, "program", None), "names", None)
+        where = rec.describe(names)
+        if rec.kind == "unbounded":
+            run.finish("unbounded", f"the objective is unbounded below: along {where} (a recession direction of the "
+                       f"constraints on which no quadratic term curves) its slope at infinity is {rec.slope:.3g} < 0")
+            return
+        from .recession import not_attained_message
+        note = not_attained_message(rec, names, f, math.sqrt(float(self.x @ self.x)))
+        if run.status == "iteration_limit":
+            run.finish("iteration_limit", f"{run.message}; {note}")
+        else:
+            run.finish("numerical", note)
 
     # --- one iteration --------------------------------------------------------------------------------------------
     def iterate(self, it):
@@ -249,6 +286,7 @@ class Majorization:
         if run.callback(x_new, f_new):
             return None  # the callback stopped the run (status set by Run.callback)
         if not xx_new <= DIVERGED * DIVERGED:
+            self.diverged = True
             # monotone decrease with ||theta|| -> inf (IPOPT's "diverging iterates" rule): f is unbounded
             # below or its infimum is not attained (e.g. separable data without regularization)
             return "error", (f"diverging iterates: ||theta|| > {DIVERGED:g} while the objective decreased from "

@@ -160,6 +160,11 @@ class MajorizeSolver(Solver):
                "larger programs keep numpy), auto (numba when installed, else numpy); result.info['backend'] says "
                "which ran",
                ("auto", "numpy", "numba")),
+        Option("check_attained", True, "before reporting 'optimal' on a convex program with directions free of "
+               "curvature (no quadratic term, no bounds), solve one LP for a direction along which the objective "
+               "decreases strictly from every point (e.g. separable data without penalty): then no minimizer exists "
+               "and the status is 'numerical' ('unbounded' for a ray of linear decrease) with the last iterate; "
+               "result.info['attainment'] says what was found and its cost", bool),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
                bool),
     ] + progress_options("called as callback(iteration, x, f) after every iteration (f in the internal, "
@@ -207,6 +212,15 @@ class MajorizeSolver(Solver):
             res.info["reuse_metric"] = opts.reuse_metric  # 'auto' resolved (.line_metric.line_pays)
         if step_qp is not None:
             res.info["step_qp"] = dict(step_qp.stats)  # steps by the active-set fast path / the general layer
+        if maj.attainment is not None:
+            att = dict(maj.attainment)
+            if "direction" in att:
+                v = att.pop("direction")
+                v = lift.restrict(v) if lift is not None else v
+                att["direction"] = v[:n_user]
+                if res.status == "unbounded":
+                    res.info["unbounded_ray"] = att["direction"]   # as gop's (docs/conventions.md)
+            res.info["attainment"] = att
         if lift is not None:
             res.x = lift.restrict(res.x)   # the user's variables; the columns s >= |e| are the lift's
             res.info["abs_columns"] = program.n - lift.n_user

@@ -74,6 +74,11 @@ OPTIONS = OptionSet(limit_options(max_iter=1000) + progress_options() + start_op
     Option("kkt_tol", 1e-10, "with exact gradients (PB, PA, FL): stop when the prox-gradient mapping is below "
            "kkt_tol (relative to max(1, |grad|_inf)); PN: the least-norm subgradient", float, nonnegative,
            "must be >= 0"),
+    Option("check_attained", True, "with the program's exact gradients, before reporting 'converged' (or at the "
+           "iteration limit): one LP for a direction along which the objective decreases strictly from every point "
+           "(e.g. separable data in a logistic regression without penalty; majorize's check, docs/majorize.md): then "
+           "no minimizer exists and the status is 'numerical' ('unbounded' for a ray of linear decrease) with the last "
+           "point; result.info['attainment'] says what was found and its cost", bool),
     Option("history_objective", True, "evaluate the exact objective at history records when available", bool),
 ])
 
@@ -162,6 +167,34 @@ class ProxSG(Solver):
             status, msg = "numerical", (f"the objective at the returned point is not finite ({obj:.6g}): the "
                                         "iterates diverged or started where the objective overflows (is the smooth "
                                         "part convex and bounded below?)")
+        if (opts.check_attained and src.exact and opts.oracle is None and obj is not None and math.isfinite(obj)
+                and status in (None, "converged", "iteration_limit")):
+            status, msg = _check_attained(program, status, msg, out, obj, info, smooth, pen)
         if status is None:
             return run.finish(x=out, objective=obj, info=info)
         return run.finish(status, msg, x=out, objective=obj, info=info)
+
+
+def _check_attained(program, status, msg, x, obj, info, smooth=None, pen=None):
+    """Is the infimum attained? (:func:`varopt.solvers.majorize.recession.program_recession`: one LP on the
+    program's log-sum-exp terms, L1 and ridge penalties and bounds.) A direction of strict decrease from every point
+    turns ``converged`` into ``numerical`` (no minimizer exists; the last point is returned) and adds the reason to an
+    iteration limit's message; a ray of linear decrease is ``unbounded``. ``(status, message)``."""
+    import time
+
+    from ..majorize.recession import not_attained_message, program_recession
+    t0 = time.perf_counter()
+    rec = program_recession(program, x, smooth, pen)
+    att = {"seconds": time.perf_counter() - t0, "verdict": "attained" if rec is None else rec.kind}
+    info["attainment"] = att
+    if rec is None:
+        return status, msg
+    att.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups, found_by=rec.source)
+    if rec.kind == "unbounded":
+        info["unbounded_ray"] = rec.v
+        return "unbounded", (f"the objective is unbounded below: along {rec.describe(program.names)} its slope at "
+                             f"infinity is {rec.slope:.3g} < 0")
+    note = not_attained_message(rec, program.names, obj, float(np.linalg.norm(x)))
+    if status == "iteration_limit":
+        return status, f"{msg}; {note}"
+    return "numerical", note
