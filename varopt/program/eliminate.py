@@ -69,9 +69,14 @@ class Elimination:
         return None if zr is None else np.asarray(self.T @ zr).ravel() + self.t
 
 
-def eliminate_equalities(program: Program, xset: set | None = None, max_elim: int = 50, min_support: int = 2):
+def eliminate_equalities(program: Program, xset: set | None = None, max_elim: int = 50, min_support: int = 2,
+                         stop=None):
     """Eliminate linear equalities with at least ``min_support`` variables, all in ``xset`` (None:
-    every variable), one at a time, at most ``max_elim``; returns an :class:`Elimination` or None."""
+    every variable), one at a time, at most ``max_elim``; returns an :class:`Elimination` or None.
+
+    ``stop()`` (None: never) is asked before each elimination after the first: when it says True the
+    eliminations made so far are kept (each one is an exact substitution, so any prefix of them is).
+    """
     if not any(c.lo == c.hi for c in program.constraints):
         return None  # no equality (one pass; the search below also tests each row's support)
     n = program.n
@@ -81,6 +86,8 @@ def eliminate_equalities(program: Program, xset: set | None = None, max_elim: in
     keep_idx = np.arange(n)  # original index of each reduced variable
     eliminated = []
     for _ in range(max_elim):
+        if eliminated and stop is not None and stop():
+            break
         cand = None
         for ci, c in enumerate(prog.constraints):
             if c.lo != c.hi or not c.body.is_linear:
