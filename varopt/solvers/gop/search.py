@@ -768,6 +768,11 @@ class GopSearch:
                 self.n_primal_infeasible += 1
                 pr = feasibility_primal(bm, y, self.xlb, self.xub)
                 feas = True
+            if run.out_of_time():
+                # the primal problem used the time left: the Lagrangian and the node's relaxed duals would run past
+                # the limit (0.3-0.5 s on foulds5 in the pq form, docs/gop.md §13m). LB, taken while this node was
+                # on the heap, stays valid; the primal's point is already the incumbent if it is one
+                break
             xbar = pr.x.copy()
             if opts.reduction and self.branchable.size:
                 # linearise the branchable variables at a point in the middle part of the node box so
