@@ -104,13 +104,13 @@ class QPSolving:
                         self._qp_start = start if extra != "clarabel" else None
                         break
                 elif res.status == "infeasible":
-                    feas, it = self._phase1()
+                    feas, it = self._phase1(t_end)
                     iters += it
                     if feas is False:
                         best = res
                         break
                 elif res.status == "unbounded":
-                    unb, it = self._recession_check(d)
+                    unb, it = self._recession_check(d, t_end)
                     iters += it
                     if unb:
                         best = res
@@ -127,7 +127,7 @@ class QPSolving:
         if unverified and best.model_status != "Time limit reached":
             # HiGHS calls some unbounded QPs "optimal" (KKT residual O(1)) and Clarabel then
             # stalls: look for a certificate of unboundedness before giving up
-            unb, it = self._recession_check(d)
+            unb, it = self._recession_check(d, t_end)
             iters += it
             tries.append("recession check: " + ("unbounded" if unb else "no direction"))
             if unb:
@@ -144,11 +144,15 @@ class QPSolving:
             best.info["fallback"] = tries[-1]
         return best
 
-    def _recession_check(self, d):
+    def _recession_check(self, d, t_end=INF):
         """Certify unboundedness of the convex QP: phase-1 feasible and
-        ``min c'd s.t. Q d = 0, d in the recession cone of the constraints, -1 <= d <= 1 < 0``."""
-        feas, it = self._phase1()
+        ``min c'd s.t. Q d = 0, d in the recession cone of the constraints, -1 <= d <= 1 < 0``; both LPs within
+        the time left before ``t_end`` (no certificate when none is left)."""
+        feas, it = self._phase1(t_end)
         if feas is not True:
+            return False, it
+        left = t_end - time.perf_counter()
+        if left <= 0:
             return False, it
         A, Q, c = d["A"], d["Q"], d["c"]
         n = c.size
@@ -159,7 +163,8 @@ class QPSolving:
         M = sp.vstack([A, Q], format="csr") if Q is not None else A
         lo = np.concatenate([rlo, np.zeros(n)]) if Q is not None else rlo
         hi = np.concatenate([rhi, np.zeros(n)]) if Q is not None else rhi
-        r = type(self)(c, M, lo, hi, clo, chi, options={"presolve": "off"}).solve()
+        r = type(self)(c, M, lo, hi, clo, chi, options={"presolve": "off"},
+                       time_limit=left if np.isfinite(left) else None).solve()
         thr = -1e-9 * max(1.0, float(np.abs(c).max()) if n else 1.0)
         return bool(r.status == "optimal" and r.objective < thr), it + r.iterations
 

@@ -233,10 +233,12 @@ def _box_center(xlb, xub, E, e):
     return c
 
 
-def reset_warm_starts():
-    """Forget the interior start and the last solution that :func:`_pdip` reuses (called at the start of a solve)."""
+def reset_warm_starts(stop=None):
+    """Forget the interior start and the last solution that :func:`_pdip` reuses (called at the start of a solve);
+    ``stop()`` (None: never) is the run's deadline, asked once per interior-point iteration."""
     _pdip._last_start = None
     _pdip._last_x = None
+    _pdip._stop = stop
 
 
 def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
@@ -279,7 +281,8 @@ def _pdip(f, A, lo, hi, xlb, xub, tol=1e-10, max_iter=200) -> PrimalResult:
         x, nu, it, scale = newton
         lam = np.zeros(m_in)
     else:
-        x, lam, nu, it, scale = _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter)
+        x, lam, nu, it, scale = _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter,
+                                                getattr(_pdip, "_stop", None))
     # multipliers of the original rows (convention: lambda_c > 0 when the upper side binds)
     m = A.shape[0]
     lam_c = np.zeros(m)
@@ -385,9 +388,12 @@ def _interior_start(G, h, E, e, xlb, xub):
     return x
 
 
-def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
+def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter, stop=None):
     """The primal-dual interior-point iterations (Boyd & Vandenberghe §11.7) from the strictly interior ``x``:
-    ``(x, lam, nu, iterations, scale)``."""
+    ``(x, lam, nu, iterations, scale)``; they end early when ``stop()`` says so (the run's time limit). The iterate
+    is then strictly inside the inequalities with ``lam > 0``: the Lagrangian built from it is a valid one (GOP's
+    bound holds for any multipliers >= 0), and the search checks the point's feasibility before it is an
+    incumbent."""
     nx = x.size
     m_in, m_eq = G.shape[0], E.shape[0]
     lam = np.ones(m_in)
@@ -407,6 +413,10 @@ def _ipm_iterations(f, G, h, E, e, x, tol, etol, max_iter):
     it = 0
     scale = max(1.0, float(np.abs(f.gradient(x)).max()))
     for it in range(max_iter):
+        if stop is not None and it and stop():
+            # an unbounded primal problem ran all 200 iterations with ~40 line-search steps each, 2.5 s past
+            # time_limit=0.05 (docs/gop.md §13m)
+            break
         fi = G @ x - h
         eta = float(-fi @ lam) if m_in else 0.0
         t = mu * m_in / eta if (m_in and eta > 0) else 1e12

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -118,6 +119,19 @@ class RDModel:
         # every node's dual simplex re-enter the active node rows (~70 iterations a node on the K = 3 BGMM)
         self.node_rows = None     # (CSR rows, lo, hi) of the rows at m_base .. m_base + k, or None
         self._defining = (None, None, None)   # (node rows, their rows defining the node columns, coefficients)
+        #: ``time.perf_counter()`` at which the run's time limit runs out (inf: none); the clock is
+        #: CLOCK_MONOTONIC, shared by the executor's worker processes on the machine
+        self.deadline = np.inf
+
+    def _limit_lp(self):
+        """Give the next LP the time left before :attr:`deadline` and a simplex iteration limit far above what
+        these warm LPs take (docs/gop.md §13m: they had neither, so one LP could run past the time limit; the
+        tree's LPs got both in §13k). An LP stopped by either is a failed round: the node keeps its last
+        round's value or its parent's bound, both valid."""
+        hm = self.hm
+        if np.isfinite(self.deadline):
+            hm.set_time_limit(max(1e-3, self.deadline - time.perf_counter()))
+        hm.set_options(simplex_iteration_limit=int(max(20_000, 50 * (hm.num_rows + hm.num_cols))))
 
     def _ensure_cols(self, width):
         """Add node columns (cost 0, bounds ``[0, inf)``, no entries) until the LP has ``width`` columns."""
@@ -378,6 +392,12 @@ class RDModel:
         res = None
         try:
             for _ in range(max_rounds):
+                if time.perf_counter() >= self.deadline:
+                    # out of time before this round: the previous round bounds the node, else its parent
+                    out = (dict(status="optimal", value=last[0], y=last[1], oa_gap=last[2]) if last is not None
+                           else dict(status="failed", value=-np.inf, y=None, message="time limit reached"))
+                    break
+                self._limit_lp()
                 res = hm.solve()
                 self.n_solves += 1
                 if res.status == "error" and np.isfinite(self._cutoff) and \
@@ -385,6 +405,7 @@ class RDModel:
                     # HiGHS can stop with "Unknown" when the objective bound is set: solve without it
                     cut = self._cutoff
                     self._set_cutoff(np.inf)
+                    self._limit_lp()
                     res = hm.solve()
                     self._set_cutoff(cut)
                 if res.status == "infeasible":
@@ -560,5 +581,6 @@ def solve_batch(payload):
             model.add_base_rows(A, lo, hi)
     st[1] = log_start + len(log)
     oa_tol, cutoff = payload["oa_tol"], payload["cutoff"]
+    model.deadline = payload.get("deadline", np.inf)
     results = [model.solve_node(A, lo, hi, oa_tol, cutoff=cutoff) for (A, lo, hi) in payload["nodes"]]
     return results, model.take_new_cuts(), token, st[1]

@@ -148,6 +148,7 @@ class GopSearch:
         ubc = np.concatenate([self.yub, np.full(self.pieces.n_eta, np.inf), np.full(1 + self.split.size, np.inf)])
         self.col_lb, self.col_ub = lbc, ubc
         self.rd = RDModel(self._base_payload())
+        self.rd.deadline = self._deadline()
         self._payload_cache = None
         # executor state: cut blocks collected from all solvers (origin, A, lo, hi), the log
         # position each worker has applied, and a key naming this solve in the workers
@@ -671,6 +672,11 @@ class GopSearch:
                 continue
             yield node.path + ((k, B),), blo, bub
 
+    def _deadline(self):
+        """``time.perf_counter()`` at which the run's time limit runs out (inf without one)."""
+        tl = self.run.time_limit
+        return self.run.t0 + tl if tl is not None else np.inf
+
     def _solve_nodes(self, node_rows, oa_tol, cutoff=np.inf):
         """node_rows: list of full (A, lo, hi) for each node -> list of result dicts.
 
@@ -697,7 +703,7 @@ class GopSearch:
         start = max(start, self._log_start)
         log = self._cut_log[start - self._log_start:]
         payloads = [dict(key=self._key, base=self._payload_cache, log_start=start, log=log, nodes=ch,
-                         oa_tol=oa_tol, cutoff=cutoff) for ch in chunks]
+                         oa_tol=oa_tol, cutoff=cutoff, deadline=self._deadline()) for ch in chunks]
         outs = list(ex.map(solve_batch, payloads))
         results = []
         for res, cuts, token, seen in outs:
@@ -762,6 +768,11 @@ class GopSearch:
                 self.n_primal_infeasible += 1
                 pr = feasibility_primal(bm, y, self.xlb, self.xub)
                 feas = True
+            if run.out_of_time():
+                # the primal problem used the time left: the Lagrangian and the node's relaxed duals would run past
+                # the limit (0.3-0.5 s on foulds5 in the pq form, docs/gop.md §13m). LB, taken while this node was
+                # on the heap, stays valid; the primal's point is already the incumbent if it is one
+                break
             xbar = pr.x.copy()
             if opts.reduction and self.branchable.size:
                 # linearise the branchable variables at a point in the middle part of the node box so

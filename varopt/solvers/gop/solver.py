@@ -70,6 +70,9 @@ def _executor_domain(v):
                     "dask Client.get_executor()) or None")
 
 
+#: share of the time left the equality elimination of GOP's loop may take (docs/gop.md §13m)
+ELIM_SHARE = 0.3
+
 OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
     seed_doc="seed of the random initial point of the relaxed-dual block (used when the model gives no starting "
              "values)")[1:] + [
@@ -160,7 +163,8 @@ class GopSolver(Solver):
         # the primal's warm starts carry over between the primal problems of one solve, not between solves (a
         # solve's iterates do not depend on what the process solved before)
         from .primal import reset_warm_starts
-        reset_warm_starts()
+        reset_warm_starts(None if run.time_limit is None
+                          else (lambda: run.elapsed() >= run.time_limit))
         with blas_threads(option_threads(opts.blas_threads, _auto_threads(program))):
             return self._solve_program(program, opts, run)
 
@@ -354,7 +358,11 @@ class GopSolver(Solver):
         # relaxed duals, and its substitutions fill the Hessian (50 rows of a 1,000-column projection: 7 s to
         # eliminate, then 15 s in HiGHS's QP on the filled Hessian; Clarabel 0.3 s)
         if opts.presolve and lifted is None and part.y.size:
-            elim = eliminate_equalities(program, set(part.x.tolist()))
+            # a share of the time left (no clock without a time limit): on the pooling programs foulds3-5 in the
+            # pq form with mode='gop' the 50 eliminations took 1.0-1.6 s, past time_limit=0.5 (docs/gop.md §13m)
+            elim_end = run.phase_end(ELIM_SHARE)
+            elim = eliminate_equalities(program, set(part.x.tolist()),
+                                        stop=None if math.isinf(elim_end) else (lambda: run.elapsed() >= elim_end))
         if elim is not None:
             orig = program
             program = elim.program
