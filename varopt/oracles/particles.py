@@ -23,7 +23,11 @@ and R resampling events,
 
 an unbiased estimate of Var(Zhat)/Z^2 (scaled by Zhat^2) for multinomial resampling; with no
 resampling it is the sample variance of the weights over N (plain importance sampling). With
-stratified resampling it is used as an approximation. ``sqrt`` of it is the standard error of
+stratified resampling it is biased low: stratified offspring counts are nearly deterministic, so the
+(N / (N - 1)) factor, which undoes the share of pairs that multinomial resampling gives one
+ancestor, adds back about 1/N of relative variance per event that was never lost (a complete
+graph on 7 spins, one event, N = 100: half the variance; docs/sasmc.md, "Standard errors"). Use
+multinomial resampling where the standard error matters. ``sqrt`` of it is the standard error of
 log Zhat (delta method).
 """
 from __future__ import annotations

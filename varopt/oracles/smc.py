@@ -185,12 +185,15 @@ class SMCOracle(Oracle):
         self.moves += 1
         self.path.append(theta)
 
-    def replay(self, rng, path=None):
-        """A fresh population (same family and settings) moved along ``path`` (default: this one's):
-        its Zhat is unbiased for the fixed path, which no longer depends on its particles."""
+    def replay(self, rng, path=None, resampling=None):
+        """A fresh population (same family and settings; ``resampling`` overrides the scheme) moved
+        along ``path`` (default: this one's): its Zhat is unbiased for the fixed path, which no
+        longer depends on its particles."""
         o = SMCOracle.__new__(SMCOracle)
         o.__dict__.update({k: v for k, v in self.__dict__.items()
                            if k not in ("X", "pop", "theta_pop", "log_c", "path", "kernel", "rng")})
+        if resampling is not None:
+            o.resampling = resampling
         o.start(rng)
         for theta in (self.path if path is None else path):
             o.move_to(theta)
