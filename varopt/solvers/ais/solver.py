@@ -77,7 +77,9 @@ class AnnealedIS(Solver):
         Option("particles", 100, "number of particles", int, _at_least_two, "must be an integer >= 2"),
         fraction_option("ess_threshold", 0.5, "resample when the effective sample size falls below this "
                         "fraction of the particles, in (0, 1]"),
-        Option("resampling", "stratified", "resampling scheme", RESAMPLING),
+        Option("resampling", "multinomial", "resampling scheme; the standard error of Lee & Whiteley (2018) is unbiased "
+               "under multinomial resampling and about halved where stratified resampling acts (both keep Zhat "
+               "unbiased)", RESAMPLING),
         Option("schedule", "auto", "inverse-temperature path: 'linear' or 'auto' (linear while the local "
                "fields are moderate, then geometric; see the solver's documentation)", ("auto", "linear")),
         Option("sweeps", 1, "Gibbs sweeps per tempering step", int, positive, "must be a positive integer"),

@@ -251,6 +251,22 @@ CERTIFICATE_MAX_COLS = 2000
 CERTIFICATE_MAX_WORK = 4e8
 
 
+def _dense_columns(A, cols):
+    """``A[:, cols]`` as a dense array, from the CSR arrays directly (scipy's column fancy-indexing costs ~100 us
+    per call on the few-hundred-row matrices of small fits, more than the rest of the certificate)."""
+    if not sp.issparse(A):
+        return np.asarray(A, dtype=float)[:, cols]
+    A = sp.csr_matrix(A)
+    pos = np.full(A.shape[1], -1)
+    pos[cols] = np.arange(len(cols))
+    p = pos[A.indices]
+    hit = p >= 0
+    rows = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    out = np.zeros((A.shape[0], len(cols)))
+    np.add.at(out, (rows[hit], p[hit]), A.data[hit])
+    return out
+
+
 def one_column_attained(A, b, seg, coef, c, j):
     """True when neither ``v = e_j`` nor ``v = -e_j`` is a direction of strict decrease (the only directions when
     ``j`` is the one column no curvature pins, e.g. an unpenalized intercept next to a ridge): then the minimum is
@@ -259,13 +275,7 @@ def one_column_attained(A, b, seg, coef, c, j):
     them may be (the caller then runs the full check). ``f_inf(v) = c^T v + sum_g coef_g max_k A_k v`` and the strict
     decrease ``sum_g coef_g sum_k (max_g - A_k v)`` of the module docstring, with a margin of 1e-9 of the terms'
     scale."""
-    if sp.isspmatrix_csr(A) or isinstance(A, sp.csr_array):
-        # the column from the CSR arrays directly (scipy's column slice costs ~100 us on a 310 x 20 matrix)
-        col = np.zeros(A.shape[0])
-        hit = A.indices == j
-        col[np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))[hit]] = A.data[hit]
-    else:
-        col = np.asarray(A[:, j].toarray() if sp.issparse(A) else A[:, j], dtype=float).ravel()
+    col = _dense_columns(A, np.array([j]))[:, 0]
     keep = np.isfinite(b)
     col, segk = col[keep], np.asarray(seg)[keep]
     if segk.size == 0 or not (np.diff(segk) >= 0).all():
@@ -332,7 +342,7 @@ def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
     c = np.asarray(c, dtype=float)
     t = np.zeros(p.size)
     if U.size:
-        AU = A[:, U].toarray()
+        AU = _dense_columns(A, U)
         abar = np.add.reduceat(p[:, None] * AU, starts, axis=0)
         D = AU - abar[gid]
         gU = c[U] + AU.T @ w - target
