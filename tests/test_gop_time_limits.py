@@ -101,7 +101,7 @@ def _ex6_1_4():
     m = pyo.ConcreteModel()
     m.objvar = pyo.Var()
     m.x = pyo.Var(range(3), bounds=(1e-6, 1.0))
-    m.w = pyo.Var(range(3), bounds=(0.0, None))
+    m.w = pyo.Var(range(3), bounds=(0.0, 1.0))   # implied (D_jj = 1, D >= 0): GOP's relaxed duals need it
     x, w = m.x, m.w
     m.e1 = pyo.Constraint(expr=-(sum(x[i] * (_E614_LIN[i] + pyo.log(x[i])) for i in range(3))
                                  + sum(x[i] * sum(_E614_B[i][j] * w[j] for j in range(3) if _E614_B[i][j])

@@ -32,6 +32,14 @@ from .symmetry import order_box
 from .unbounded import Unbounded
 
 
+class _Degenerate:
+    """A primal problem without a strictly feasible point (treated as infeasible: the feasibility cut)."""
+    status = "degenerate"
+
+
+PrimalDegenerate = _Degenerate()
+
+
 #: box-term coefficients of the node columns below this magnitude are rounded down (:meth:`GopSearch._box_terms`)
 TINY_BOX_TERM = 1e-8
 
@@ -744,9 +752,19 @@ class GopSearch:
             raise SolverBugError("GOP: the symmetry ordering left the root box empty")
         self.alpha = getattr(self, "alpha_override", 0.05)
         self.n_primal_infeasible = 0
+        self.n_primal_degenerate = 0
         for it in run.iterations():
             # ---- step 1: primal at y
-            pr = solve_primal(bm, y, self.xlb, self.xub)
+            try:
+                pr = solve_primal(bm, y, self.xlb, self.xub)
+            except ModelStructureError:
+                if not math.isfinite(UB):
+                    raise   # the model's own primal problem has no strict interior: the user's to fix (message)
+                # a primal problem without a strict interior at a y the relaxed duals chose, after primal problems
+                # that had one (MINLPLib ex6_1_4 in mode='gop': three equalities in two x at that y, their one point
+                # on a bound, 1.4 s into the run). The feasibility problem's cut holds for every feasible (x, y)
+                # whatever y is, so it replaces the primal's cut here; only this y's upper bound is lost
+                pr = PrimalDegenerate
             feas = False
             if pr.status == "optimal":
                 z = np.zeros(program.n)
@@ -766,6 +784,7 @@ class GopSearch:
                     run.incumbent(best_z, objective=UB, upper=UB)
             else:
                 self.n_primal_infeasible += 1
+                self.n_primal_degenerate += pr is PrimalDegenerate
                 pr = feasibility_primal(bm, y, self.xlb, self.xub)
                 feas = True
             if run.out_of_time():
@@ -880,6 +899,8 @@ class GopSearch:
         info = dict(partition=self.part.describe(), connected=[program.names[i] for i in self.part.connected],
                     primal_block=[program.names[i] for i in self.part.x], n_subproblems=n_sub,
                     infeasible_primals=self.n_primal_infeasible)
+        if self.n_primal_degenerate:
+            info["degenerate_primals"] = self.n_primal_degenerate   # counted in infeasible_primals too
         if self.chain is not None:
             info["symmetry_pruned_regions"] = self.n_sym_pruned
         if self.n_failed:
