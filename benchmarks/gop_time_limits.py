@@ -16,7 +16,7 @@ import json, multiprocessing as mp, os, sys, time
 KIT = os.environ.get("VAROPT_MINLP_KIT", "")
 if KIT:
     sys.path.insert(0, KIT)
-import numpy as np
+import numpy as np  # noqa: F401  (imported before the clocks start, as the solvers use it)
 import pyomo.environ as pyo
 import varopt, highspy  # noqa
 import threadpoolctl  # noqa
