@@ -84,6 +84,12 @@ def diab():
 
 
 # ---------------------------------------------------------------- models
+def _coin_data(N, D):
+    """Gaussian features, fair-coin labels in {0, 1} (drawn in that order from ``rng``) and the CVXPY weights."""
+    X = rng.normal(size=(N, D))
+    return X, (rng.random(N) < 0.5).astype(float), cp.Variable(D, name="w")
+
+
 @model
 def m01_bc_logistic_pm1_cvx():
     X, y = bc(); X = X[:200, :8]; y = y[:200]
@@ -351,8 +357,7 @@ def m21_mixed_families():
 @model
 def m22_logistic_maximize_loglik():
     N, D = 50, 4
-    X = rng.normal(size=(N, D)); y = (rng.random(N) < 0.5).astype(float)
-    w = cp.Variable(D, name="w")
+    X, y, w = _coin_data(N, D)
     z = X @ w
     prob = cp.Problem(cp.Maximize(y @ z - cp.sum(cp.logistic(z)) - 0.5 * cp.sum_squares(w)))
     ref = Model(np.eye(D), g=-X.T @ y).add("logistic", X)
@@ -483,8 +488,7 @@ def m31_gaussian_full_noise_cov():
 @model
 def m32_same_predictor_twice():
     N, D = 30, 3
-    X = rng.normal(size=(N, D)); yv = (rng.random(N) < 0.5).astype(float)
-    w = cp.Variable(D, name="w")
+    X, yv, w = _coin_data(N, D)
     z = X @ w
     prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(z)) + 0.5 * cp.sum(cp.logistic(z)) - 1.5 * yv @ z + cp.sum_squares(w) / 2))
     ref = Model(np.eye(D), g=-1.5 * X.T @ yv).add("logistic", X, c=np.full(N, 1.5))

@@ -326,7 +326,7 @@ class GopTree:
                 return "failed", -math.inf, None
             Z = r.x
             # the node's bound is what HiGHS's multipliers prove, not its reported optimum (the OBBT rule, §13j):
-            # over the gop tests the two differed 4 times, by 1e-9 to 4.5e-7 (docs/gop.md §13k)
+            # over the gop tests the two differed 4 times, by 1e-9 to 4.5e-7 (docs/gop.md §13l)
             val = self._proved_value(self._last_lp[0], r, L, U, 1e-9 * max(1.0, abs(float(r.objective))),
                                      const=float(lf.const[0]))
             if rnd and not (val > prev if cone_only else self._cuts_pay(prev, val, cutoff)):
@@ -400,9 +400,8 @@ class GopTree:
             self.n_lp += 1
             if r.status != "optimal":
                 continue
-            obj = float(r.objective)
-            D = weak_dual_bound(c, A, lo_w, hi_w, Lh, Uh, r.row_duals) + const
-            val = D if (math.isfinite(D) and D < obj - 1e-9 * max(1.0, abs(obj))) else obj
+            val = self._proved_value(c, r, L, U, 1e-9 * max(1.0, abs(float(r.objective))), const=const,
+                                     rows=(lo_w, hi_w))
             self._last_duals = r.row_duals   # any multipliers are valid for the reduced-cost rule over the node's rows
             self.n_widened += 1
             return "optimal", val, r.x
@@ -443,16 +442,19 @@ class GopTree:
         # D clearly below 0 (-9e-5 of 1.3e-4 on the harmonic mean)
         return any(weak_dual_bound(zero, A, lo, hi, L, U, sgn * ray, rounding=0.0) > 0.0 for sgn in (1.0, -1.0)), r
 
-    def _proved_value(self, c, r, L, U, margin, const=0.0):
+    def _proved_value(self, c, r, L, U, margin, const=0.0, rows=None):
         """HiGHS's optimum of the LP just solved (``self._last_lp``'s rows, cost ``c``) when its multipliers prove it to
         within ``margin``, else what they prove: the weak-duality bound ``D(y)`` of :func:`.dualbt.weak_dual_bound`
         (Neumaier & Shcherbina 2004), valid for the exact LP whatever ``y`` is. So ``value - margin`` is a proved lower
         bound of the LP wherever ``D(y)`` is finite. HiGHS's optimum alone is not a proof: on a badly scaled OBBT LP (McCormick rows
         with coefficients of 5e7 next to 1) it returned ``max x = 2.07`` where ``x = 2.32`` was feasible, and the tree
         certified a wrong optimum (docs/gop.md §13j). ``const``: the constant of the LP's objective, in ``r.objective``
-        and not in ``c``. Where ``D(y)`` is infinite (a reduced cost against an infinite
+        and not in ``c``; ``rows``: the row bounds ``(lo, hi)`` of that LP when they are not ``self._last_lp``'s (the
+        widened LP of :meth:`_widened_bound`). Where ``D(y)`` is infinite (a reduced cost against an infinite
         column bound: free columns) the reported optimum is kept, as before."""
         _, A, lo, hi = self._last_lp
+        if rows is not None:
+            lo, hi = rows
         Lh = np.where(L > _HIGHS_BIG, -np.inf, L)
         Uh = np.where(U < -_HIGHS_BIG, np.inf, U)
         D = weak_dual_bound(c, A, lo, hi, Lh, Uh, r.row_duals) + const

@@ -126,25 +126,11 @@ class Majorization:
         if (check is None or not getattr(self.opts, "check_attained", True)
                 or not (run.status in ("optimal", "iteration_limit") or self.diverged)):
             return
-        import time
-        t0 = time.perf_counter()
-        rec = check(self.x)
-        self.attainment = {"seconds": time.perf_counter() - t0, "verdict": "attained" if rec is None else rec.kind}
-        if rec is None:
-            return
-        self.attainment.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups, found_by=rec.source)
+        from .recession import checked_outcome
         names = getattr(getattr(model, "program", None), "names", None)
-        where = rec.describe(names)
-        if rec.kind == "unbounded":
-            run.finish("unbounded", f"the objective is unbounded below: along {where} (a recession direction of the "
-                       f"constraints on which no quadratic term curves) its slope at infinity is {rec.slope:.3g} < 0")
-            return
-        from .recession import not_attained_message
-        note = not_attained_message(rec, names, f, math.sqrt(float(self.x @ self.x)))
-        if run.status == "iteration_limit":
-            run.finish("iteration_limit", f"{run.message}; {note}")
-        else:
-            run.finish("numerical", note)
+        status, message, self.attainment = checked_outcome(check, self.x, names, f, run.status, run.message)
+        if (status, message) != (run.status, run.message):
+            run.finish(status, message)
 
     # --- one iteration --------------------------------------------------------------------------------------------
     def iterate(self, it):

@@ -236,6 +236,30 @@ def program_recession(program, x=None, smooth=None, pen=None):
     return rec
 
 
+def checked_outcome(check, x, names, f, status, message):
+    """The attainment check shared by majorize and proxsg: ``check(x)`` (a :class:`Recession` or None), timed, and
+    what it makes of a run that ended with ``status``/``message`` at ``x`` with objective ``f``:
+    ``(status, message, info)``. A ray of linear decrease is ``unbounded``; a finite infimum not attained turns the
+    status into ``numerical`` (the last iterate is the output, docs/conventions.md) except at an iteration limit,
+    whose message gets the reason; ``info`` is ``result.info['attainment']`` (verdict, cost, direction)."""
+    import time
+
+    t0 = time.perf_counter()
+    rec = check(x)
+    info = {"seconds": time.perf_counter() - t0, "verdict": "attained" if rec is None else rec.kind}
+    if rec is None:
+        return status, message, info
+    info.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups, found_by=rec.source)
+    if rec.kind == "unbounded":
+        return "unbounded", (f"the objective is unbounded below: along {rec.describe(names)} (a recession direction "
+                             f"of the constraints on which no quadratic term curves) its slope at infinity is "
+                             f"{rec.slope:.3g} < 0"), info
+    note = not_attained_message(rec, names, f, float(np.linalg.norm(x)))
+    if status == "iteration_limit":
+        return status, f"{message}; {note}", info
+    return "numerical", note, info
+
+
 def not_attained_message(rec, names, f, xnorm):
     """The solver message of a finite infimum that is not attained (status ``numerical``)."""
     return (f"the infimum is not attained (no minimizer exists): along {rec.describe(names)} every log-sum-exp term "

@@ -177,24 +177,11 @@ class ProxSG(Solver):
 
 def _check_attained(program, status, msg, x, obj, info, smooth=None, pen=None):
     """Is the infimum attained? (:func:`varopt.solvers.majorize.recession.program_recession`: one LP on the
-    program's log-sum-exp terms, L1 and ridge penalties and bounds.) A direction of strict decrease from every point
-    turns ``converged`` into ``numerical`` (no minimizer exists; the last point is returned) and adds the reason to an
-    iteration limit's message; a ray of linear decrease is ``unbounded``. ``(status, message)``."""
-    import time
-
-    from ..majorize.recession import not_attained_message, program_recession
-    t0 = time.perf_counter()
-    rec = program_recession(program, x, smooth, pen)
-    att = {"seconds": time.perf_counter() - t0, "verdict": "attained" if rec is None else rec.kind}
-    info["attainment"] = att
-    if rec is None:
-        return status, msg
-    att.update(direction=rec.v, slope=rec.slope, strict_groups=rec.groups, found_by=rec.source)
-    if rec.kind == "unbounded":
-        info["unbounded_ray"] = rec.v
-        return "unbounded", (f"the objective is unbounded below: along {rec.describe(program.names)} its slope at "
-                             f"infinity is {rec.slope:.3g} < 0")
-    note = not_attained_message(rec, program.names, obj, float(np.linalg.norm(x)))
-    if status == "iteration_limit":
-        return status, f"{msg}; {note}"
-    return "numerical", note
+    program's log-sum-exp terms, L1 and ridge penalties and bounds; the verdict as majorize's,
+    :func:`~varopt.solvers.majorize.recession.checked_outcome`.) ``(status, message)``."""
+    from ..majorize.recession import checked_outcome, program_recession
+    status, msg, info["attainment"] = checked_outcome(lambda z: program_recession(program, z, smooth, pen), x,
+                                                      program.names, obj, status, msg)
+    if status == "unbounded":
+        info["unbounded_ray"] = info["attainment"]["direction"]
+    return status, msg
