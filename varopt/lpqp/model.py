@@ -125,6 +125,24 @@ class HighsModel(LPSolving, QPSolving):
         """Wall-clock limit per ``solve()`` (``None``/inf: none); reaching it gives status "error"."""
         self._set_options({"time_limit": INF if seconds is None else float(seconds)})
 
+    def limit_simplex_iterations(self, per_entry=50, floor=20_000):
+        """A simplex iteration limit of ``max(floor, per_entry (rows + cols))`` per ``solve()``: far above what warm
+        re-solves take (100-700 on MINLPLib ex8_4_1's 583 x 53 tree LPs), below the 200,000-700,000 iterations
+        HiGHS stalled there for the whole time left (docs/gop.md §13k). Reaching it gives status "error"."""
+        self.set_options(simplex_iteration_limit=int(max(floor, per_entry * (self.num_rows + self.num_cols))))
+
+    def dual_ray_exists(self):
+        """Whether the simplex left a dual ray for the LP just reported infeasible (``getDualRayExist``). Without
+        one, ``getDualRay`` of HiGHS >= 1.8 solves a feasibility LP to compute it, outside any time limit (27.8 s
+        on ex8_4_1, docs/gop.md §13k). A highspy without the call reports only stored rays: True."""
+        try:
+            _, exists = self._h.getDualRayExist()
+        except AttributeError:
+            return True
+        except Exception:
+            return False
+        return bool(exists)
+
     # ------------------------------------------------------------------ sizes
     @property
     def num_cols(self) -> int:

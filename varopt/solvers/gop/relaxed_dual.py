@@ -131,7 +131,7 @@ class RDModel:
         hm = self.hm
         if np.isfinite(self.deadline):
             hm.set_time_limit(max(1e-3, self.deadline - time.perf_counter()))
-        hm.set_options(simplex_iteration_limit=int(max(20_000, 50 * (hm.num_rows + hm.num_cols))))
+        hm.limit_simplex_iterations()
 
     def _ensure_cols(self, width):
         """Add node columns (cost 0, bounds ``[0, inf)``, no entries) until the LP has ``width`` columns."""
@@ -246,11 +246,7 @@ class RDModel:
             return
         # only a ray the simplex left: getDualRay would otherwise solve a feasibility LP outside the time limit
         # (tree.GopTree._dual_ray, docs/gop.md §13k)
-        try:
-            _, exists = self.hm.highs.getDualRayExist()
-        except AttributeError:   # a highspy whose getDualRay only reports a stored ray
-            exists = True
-        if not exists:
+        if not self.hm.dual_ray_exists():
             return
         _, has, ray = self.hm.highs.getDualRay()
         ray = np.asarray(ray, dtype=float)

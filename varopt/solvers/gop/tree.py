@@ -137,10 +137,9 @@ class GopTree:
         end = min(stop, tl if tl is not None else math.inf)
         if math.isfinite(end):
             hm.set_time_limit(max(1e-3, end - self.run.elapsed()))
-        # and a simplex iteration limit far above what these LPs take warm (100-700 on ex8_4_1's 583 x 53 LPs):
-        # HiGHS stalled on some of them for 200,000-700,000 iterations, the whole time left (docs/gop.md §13k); an
-        # LP stopped by it is a failed node LP (its parent's bound) or a skipped OBBT bound, both valid
-        hm.set_options(simplex_iteration_limit=int(max(20_000, 50 * (hm.num_rows + hm.num_cols))))
+        # an LP stopped by the iteration limit is a failed node LP (its parent's bound) or a skipped OBBT bound,
+        # both valid
+        hm.limit_simplex_iterations()
 
     # ------------------------------------------------------------------ tolerances
     def _tol(self, UB):
@@ -469,13 +468,7 @@ class GopTree:
         after the LP had used its time, and the run took 57.7 s under ``time_limit=30`` (docs/gop.md §13k). The
         caller re-solves without presolve itself, under the time left, which leaves a ray when the LP is
         infeasible."""
-        try:
-            _, exists = hm.highs.getDualRayExist()
-        except AttributeError:   # an older highspy: its getDualRay only reports a stored ray
-            exists = True
-        except Exception:
-            return False, None
-        if not exists:
+        if not hm.dual_ray_exists():
             return False, None
         try:
             _, has, ray = hm.highs.getDualRay()

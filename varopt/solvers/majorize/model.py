@@ -450,9 +450,8 @@ class MajorizeModel:
                 return None      # curvature on every column: level sets bounded
             if free.size == 1 and one_column_attained(*self.pos[:4], self.c, int(free[0])):
                 return None
-        if (self.H_diagonal
-                and attained_certificate(*self.pos[:4], self.c, np.asarray(x, dtype=float), self.Hd > 0)):
-            return None
+            if attained_certificate(*self.pos[:4], self.c, np.asarray(x, dtype=float), self.Hd > 0):
+                return None
         return recession_direction(self, x=x)
 
     def final_value(self, x, f, S):
