@@ -69,6 +69,13 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
         if z.has_nonlinear:
             self.fail(expr, f"the argument `{arg}` of `{type(expr).__name__}` must be affine or affine plus "
                       "products of variables")
+        return self.lift_quadratic(expr, z)
+
+    def lift_quadratic(self, expr, z, bounded=False):
+        """``z`` (affine plus products of variables) as an affine node: each entry with products gets an auxiliary
+        ``q_e == quadratic part of entry e``. ``bounded``: the columns get the interval of their products over the
+        box (:mod:`varopt.program.aux_bounds`), which the spatial tree needs when ``q_e`` is itself a factor of a
+        product (``x * y * z`` as ``q * z``)."""
         WQ = sp.hstack([W for _, W in z.Q], format="csr")
         WQ.eliminate_zeros()
         ent = np.flatnonzero(np.diff(WQ.indptr) > 0)
@@ -76,7 +83,7 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
             return _Node(z.shape, self.n, z.A, z.c)
         sel = sp.csr_matrix((np.ones(ent.size), (np.arange(ent.size), ent)), shape=(ent.size, z.m))
         qdef = _Node(z.shape, self.n, Q=z.Q).apply(sel, (ent.size,))
-        cols = self._aux_columns(ent.size, "product", qdef, expr)
+        cols = (self._bounded_columns if bounded else self._aux_columns)(ent.size, "product", qdef, expr)
         E = sp.csr_matrix((np.ones(ent.size), (ent, cols)), shape=(z.m, self.n))
         return _Node(z.shape, self.n, z.A + E, z.c)
 

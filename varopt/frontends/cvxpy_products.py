@@ -11,8 +11,9 @@
 * ``x_j * (-log(alpha x_j))`` is rewritten exactly as the ``xlogx`` row
   ``-(1/alpha) (alpha x_j) log(alpha x_j)``.
 
-Products of degree three (a multiplier on a term that already has one, a variable times a
-quadratic) raise :class:`~varopt.errors.ModelStructureError`.
+A variable times a quadratic (``x * y * z``) lifts the quadratic's products into bounded auxiliary columns
+``q == x * y`` and multiplies them bilinearly; a multiplier on a term that already has one (degree three in
+atoms) raises :class:`~varopt.errors.ModelStructureError`.
 """
 from __future__ import annotations
 
@@ -52,7 +53,11 @@ class _ProductTracer(_AffineTracer):
             self.fail(expr, "product of two nonlinear expressions (only an affine expression times "
                       "recognised atoms is supported)")
         if other.has_quad:
-            self.fail(expr, "product of a variable with a quadratic expression (degree 3)")
+            if other.has_nonlinear:
+                self.fail(expr, "product of a variable with a quadratic expression and other nonlinear terms")
+            # x * y * z (degree 3): the products of the quadratic factor become bounded auxiliary columns
+            # q == x * y, and q * z is bilinear (as the Pyomo front-end lifts x * y * z; the tree branches on q)
+            return self.product(expr, F, self.lift_quadratic(expr, other, bounded=True), shape)
         m = F.m
         AF = F.A.copy()  # sum_duplicates and eliminate_zeros work in place; F.A shares its arrays
         AF.sum_duplicates()

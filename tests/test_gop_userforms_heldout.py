@@ -1,0 +1,48 @@
+"""gop on models written the way Pyomo and CVXPY users write them (held-out review, branch gopuser, 2026-11-26;
+docs/gop.md, "Held-out review with user-written models"). The whole set with SCIP is benchmarks/gop_user_models.py;
+each test here is a bug that review found, with a reference computed independently of gop (a closed form, or
+SCIP's optimum stored once: ``scip_direct`` with ``limits/gap = 1e-9``, via that benchmark)."""
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+
+import varopt  # noqa: F401  (registers the solvers)
+from varopt.errors import ModelStructureError
+
+
+def _check_cvxpy(prob, opt, maximize=False):
+    """The certificate from the outside: status, the bound on the right side of ``opt``, the loaded point feasible
+    (CVXPY's own ``violation``) with CVXPY's objective value equal to the reported incumbent and to ``opt``."""
+    r = prob.varopt_result
+    assert prob.status == "optimal" and r.status == "optimal"
+    bound = r.upper_bound if maximize else r.lower_bound
+    inc = r.lower_bound if maximize else r.upper_bound
+    assert (bound >= opt - 1e-6) if maximize else (bound <= opt + 1e-6)
+    assert max([0.0] + [float(np.max(np.atleast_1d(c.violation()))) for c in prob.constraints]) <= 1e-6
+    assert abs(prob.objective.value - inc) <= 1e-6 * max(1.0, abs(inc))
+    assert abs(inc - opt) <= 1e-5 * max(1.0, abs(opt))
+
+
+def test_cvxpy_product_of_three_variables_is_lifted():
+    """``x * y * z`` in CVXPY raised "cannot compile `var1 * var2 * var3`: product of a variable with a quadratic
+    expression (degree 3)" where the same model in Pyomo is certified (the Pyomo front-end lifts ``x * y`` into a
+    bounded column). ``max x y (z - 2)  s.t.  x z <= 2`` on ``[-1, 2] x [-2, 1] x [0.5, 3]``: ``z - 2`` lies in
+    ``[-1.5, 1]``; at ``z = 0.5`` the value is ``-1.5 x y <= 6`` (``x y >= -4``, at ``x = 2, y = -2``, where
+    ``x z = 1 <= 2``), at ``z - 2 > 0`` it is at most ``1 * 2``: the optimum is 6 (SCIP: 6)."""
+    x = cp.Variable(bounds=[-1, 2])
+    y = cp.Variable(bounds=[-2, 1])
+    z = cp.Variable(bounds=[0.5, 3])
+    prob = cp.Problem(cp.Maximize(x * y * z - 2 * x * y), [x * z <= 2])
+    prob.solve(method="gop", time_limit=30)
+    _check_cvxpy(prob, 6.0, maximize=True)
+    # the same in vector form: sum(multiply(multiply(a, b), c))
+    a = cp.Variable(2, bounds=[-1, 1])
+    b = cp.Variable(2, bounds=[-1, 1])
+    c = cp.Variable(2, bounds=[0, 2])
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(cp.multiply(a, b), c)) + cp.sum(c)))
+    prob.solve(method="gop", time_limit=30)
+    # each entry min over the box of a b c + c: a b = -1 at c = 2 gives -2 + 2 = 0, c = 0 gives 0: optimum 0
+    _check_cvxpy(prob, 0.0)
