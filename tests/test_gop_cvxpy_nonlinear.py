@@ -331,7 +331,8 @@ def test_a_multiplier_bounded_by_a_constraint_on_it_alone_is_nonnegative():
     """``x * inv_pos(y)`` and ``x * exp(-y)`` with ``x >= 1`` written as a constraint (how CVXPY users bound a
     variable): the multiplier is nonnegative at every feasible point, so the product is convex in the primal block.
     It was refused with 'the multiplier x ... may be negative (lower bound -inf); ... CVXPY: add x >= 0', which the
-    user had done. A row on two variables does not bound the multiplier (still refused). References: the closed form
+    user had done. A row on two variables does not bound the multiplier (still refused by GOP's iteration; since the
+    gopuser review 'auto' then takes the tree, which certifies it). References: the closed form
     ``min x/y + y = 2 sqrt(x)`` at ``x = 1``; SCIP on the exponential."""
     x, y = cp.Variable(name="x"), cp.Variable(name="y")
     box = [y >= 0.5, y <= 3]
@@ -345,7 +346,9 @@ def test_a_multiplier_bounded_by_a_constraint_on_it_alone_is_nonnegative():
     _check(cp.Problem(cp.Minimize(x * cp.exp(-y) + 0.3 * y - 0.1 * x), [x >= 0.2, x <= 4] + box), _scip(m))
     z = cp.Variable(name="z")
     with pytest.raises(ModelStructureError, match=r"multiplier x of the convex term .* may be negative"):
-        cp.Problem(cp.Minimize(cp.inv_pos(y) * x + y), [x + z >= 1, z <= 0, x <= 4] + box).solve(method="gop")
+        cp.Problem(cp.Minimize(cp.inv_pos(y) * x + y), [x + z >= 1, z <= 0, x <= 4] + box).solve(method="gop",
+                                                                                               mode="gop")
+    _check(cp.Problem(cp.Minimize(cp.inv_pos(y) * x + y), [x + z >= 1, z <= 0, x <= 4] + box), 2.0)
 
 
 def test_auto_takes_the_tree_for_a_relative_entropy_over_separate_simplices():

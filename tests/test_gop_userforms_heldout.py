@@ -46,3 +46,29 @@ def test_cvxpy_product_of_three_variables_is_lifted():
     prob.solve(method="gop", time_limit=30)
     # each entry min over the box of a b c + c: a b = -1 at c = 2 gives -2 + 2 = 0, c = 0 gives 0: optimum 0
     _check_cvxpy(prob, 0.0)
+
+
+def test_cvxpy_square_times_a_signed_variable_takes_the_tree_as_pyomo_does():
+    """``min square(x) * y - x**3 + 0.5 y^2`` on ``[-2, 2] x [-1, 3]``: the Pyomo form ``x**2 * y`` is certified under
+    mode='auto' (lifted to a bounded column, then the tree), the CVXPY form was refused: "the multiplier var2 of the
+    convex term ... may be negative; declare var2 >= 0", advice that changes the model. 'auto' now takes the tree for
+    it. Reference by enumeration: the objective is quadratic in y with y* = clip(-x^2, -1, 3) for fixed x, a 1-D
+    function of x minimised on a fine grid plus its stationary points: -11.5 at x = 2, y = -1 (8 * -1 - 8 + 0.5)."""
+    xs = np.linspace(-2, 2, 400001)
+    ys = np.clip(-xs ** 2, -1, 3)
+    ref = float(np.min(xs ** 2 * ys - xs ** 3 + 0.5 * ys ** 2))
+    assert abs(ref - (-11.5)) < 1e-9
+    x = cp.Variable(bounds=[-2, 2])
+    y = cp.Variable(bounds=[-1, 3])
+    prob = cp.Problem(cp.Minimize(cp.square(x) * y - x ** 3 + 0.5 * cp.square(y)))
+    prob.solve(method="gop", time_limit=30)
+    _check_cvxpy(prob, ref)
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(-2, 2))
+    m.y = pyo.Var(bounds=(-1, 3))
+    m.obj = pyo.Objective(expr=m.x ** 2 * m.y - m.x ** 3 + 0.5 * m.y ** 2)
+    r = pyo.SolverFactory("gop").solve(m, time_limit=30).varopt_result
+    assert r.status == "optimal" and abs(pyo.value(m.obj) - ref) < 1e-6 and r.lower_bound <= ref + 1e-6
+    # GOP's own iteration still refuses it, with the reason
+    with pytest.raises(ModelStructureError, match="may be negative"):
+        cp.Problem(cp.Minimize(cp.square(x) * y - x ** 3)).solve(method="gop", mode="gop")

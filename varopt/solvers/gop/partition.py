@@ -415,20 +415,30 @@ def _check_conditions(program, is_x, names, same_block_products):
                     raise ModelStructureError(
                         f"constraint {ename}: the term {txt} is nonlinear; equality, >= and range constraints "
                         f"must be affine in each GOP block (Saddiki, Trapp & Flaherty 2017, §2.1, condition 3)")
+                w = int(g.mult[r])
                 if g.coef[r] < 0:
-                    raise ModelStructureError(
+                    exc = ModelStructureError(
                         f"{ename}: the term {txt} enters with a negative coefficient {g.coef[r]:g}, so it is concave "
                         f"({kind_txt} is convex); GOP needs convexity in each block")
-                w = int(g.mult[r])
+                    # -y * square(x): a polynomial term the tree relaxes (McCormick of y and the atom's column),
+                    # as the Pyomo front-end's lifted -x**2 * y is (gopuser review, docs/gop.md)
+                    exc.tree_ok = w >= 0
+                    raise exc
                 if w >= 0:
                     if is_x[w]:
                         raise ModelStructureError(f"{ename}: the multiplier {names[w]} of {txt} must be in the "
                                                   f"relaxed-dual block")
                     if not (lb[w] >= 0):
-                        raise ModelStructureError(
+                        exc = ModelStructureError(
                             f"{ename}: the multiplier {names[w]} of the convex term {txt} may be negative "
-                            f"(lower bound {lb[w]:g}); declare {names[w]} >= 0 (Pyomo: m.{names[w]}.setlb(0); "
-                            f"CVXPY: add {names[w]} >= 0) so that the product stays convex in the primal block")
+                            f"(lower bound {lb[w]:g}), so the term is not convex in the primal block; if "
+                            f"{names[w]} is nonnegative in your model, declare it (Pyomo: m.{names[w]}.setlb(0); "
+                            f"CVXPY: add {names[w]} >= 0)")
+                        # CVXPY's square(x) * y with y in [-1, 3] (a polynomial x^2 y): mode='auto' takes the tree,
+                        # which relaxes the product of y and the atom's column, as it does for the Pyomo form
+                        # x**2 * y (lifted to a bounded column); before, 'auto' refused the CVXPY form only
+                        exc.tree_ok = True
+                        raise exc
                 vs = _row_vars(g, r)
                 if w >= 0 and not np.all(is_x[vs]):
                     raise ModelStructureError(f"{ename}: the atom of {txt} must lie in the primal block")
