@@ -72,3 +72,33 @@ def test_cvxpy_square_times_a_signed_variable_takes_the_tree_as_pyomo_does():
     # GOP's own iteration still refuses it, with the reason
     with pytest.raises(ModelStructureError, match="may be negative"):
         cp.Problem(cp.Minimize(cp.square(x) * y - x ** 3)).solve(method="gop", mode="gop")
+
+
+def test_flat_direction_of_a_convex_quadratic_is_proved_unbounded():
+    """``min x y + x^2/2 + y^2/2 - x`` over free ``x, y`` equals ``(x + y)^2 / 2 - x``: unbounded below along
+    ``(1, -1)``. Written with ``cp.square(x + y)`` it got status 'unbounded'; written with the product (Pyomo or
+    CVXPY) gop raised ``Unbounded: GOP: the Lagrangian is unbounded below ...; declare bounds on them`` (every variable
+    is in a quadratic term, so the affine ray LP had nothing to move, and the form has no negative curvature). The
+    zero-eigenvalue direction is now checked with exact rational curvature. Bounded neighbours stay bounded: the
+    row ``x <= 3`` gives -3 at (3, -3); the nearly singular ``(1 - 1e-9) x y`` gives ``-1 / (2 (1 - a^2))``."""
+    m = pyo.ConcreteModel()
+    m.x, m.y = pyo.Var(), pyo.Var()
+    m.obj = pyo.Objective(expr=m.x * m.y + 0.5 * m.x ** 2 + 0.5 * m.y ** 2 - m.x)
+    r = pyo.SolverFactory("gop").solve(m, time_limit=30).varopt_result
+    assert r.status == "unbounded" and r.lower_bound == -np.inf
+    d = np.array([r.info["unbounded_ray"].get("x", 0.0), r.info["unbounded_ray"].get("y", 0.0)])
+    assert d[0] + d[1] == 0 and d[0] > 0  # along (1, -1) the objective is -x
+    x, y = cp.Variable(), cp.Variable()
+    prob = cp.Problem(cp.Minimize(x * y + 0.5 * cp.square(x) + 0.5 * cp.square(y) - x))
+    prob.solve(method="gop", time_limit=30)
+    assert prob.status == "unbounded"
+    m.c = pyo.Constraint(expr=m.x <= 3)
+    r = pyo.SolverFactory("gop").solve(m, time_limit=30).varopt_result
+    assert r.status == "optimal" and abs(r.upper_bound + 3) < 1e-6 and r.lower_bound <= -3 + 1e-6
+    a = 1 - 1e-9
+    m2 = pyo.ConcreteModel()
+    m2.x, m2.y = pyo.Var(), pyo.Var()
+    m2.obj = pyo.Objective(expr=a * m2.x * m2.y + 0.5 * m2.x ** 2 + 0.5 * m2.y ** 2 - m2.x)
+    r = pyo.SolverFactory("gop").solve(m2, time_limit=30).varopt_result
+    ref = -1 / (2 * (1 - a * a))
+    assert r.status == "optimal" and abs(r.upper_bound - ref) <= 1e-6 * abs(ref)

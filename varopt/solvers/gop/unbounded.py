@@ -31,6 +31,11 @@ a concave diagonal term or a concave square ``c (a^T z + b)^2`` (``c < 0``): the
 ``min sum_{k != p} |d_k|`` over the cone with ``d_p = +-1`` (the sparsest ray moving ``x_p``). Every
 candidate is accepted only after ``q(d) < 0`` and the constraints' sides are evaluated at it (plain
 squares ``c (a^T z + b)^2`` of the objective count in ``q`` as ``c (a^T d)^2``).
+
+*Flat directions of a convex form.* An eigenvector of a zero eigenvalue, rounded to a dyadic grid, with
+``q(d) == 0`` in exact rational arithmetic and ``grad f(z)^T d < 0`` in the cone proves unboundedness as an affine
+ray does (``x y + x^2/2 + y^2/2 - x`` along ``(1, -1)``, where every variable is in a quadratic term, so the affine
+LP above has no column to move; gopuser review, docs/gop.md).
 """
 from __future__ import annotations
 
@@ -153,6 +158,21 @@ def curvature_ray(program, z, S, tol=1e-9):
                     out = accept(d)
                     if out is not None:
                         return out
+        # a flat direction of a convex form with descent (x*y + x^2/2 + y^2/2 - x along (1, -1)): q(d) == 0
+        # *exactly* (rational arithmetic on the float coefficients, d rounded to a dyadic grid), so the objective
+        # is affine along d, and the slope decides (module docstring, affine rays)
+        g = program.objective.gradient(z)[J]
+        for t in np.flatnonzero(np.abs(lam) <= tol * scale):
+            for sign in (1.0, -1.0):
+                d = np.round(sign * V[:, t] / np.abs(V[:, t]).max() * 2.0 ** 20) / 2.0 ** 20
+                slope = float(g @ d)
+                if not (np.all(d >= lb) and np.all(d <= ub)) or not slope < -tol * max(1.0, float(np.abs(g).max())):
+                    continue
+                if _exact_curvature(qi, qj, qv, sq, d) != 0 or _drifts(A, lo, hi, d, abs(slope)):
+                    continue
+                out = np.zeros(program.n)
+                out[J] = d
+                return out
     # d = u - w, u, w >= 0: min sum_{k != p} (u_k + w_k), d_p fixed at +-1
     A2 = None if A is None else sp.hstack([A, -A]).tocsr()
     for p in sorted(starts):
@@ -173,6 +193,21 @@ def curvature_ray(program, z, S, tol=1e-9):
             if out is not None:
                 return out
     return None
+
+
+def _exact_curvature(qi, qj, qv, sq, d):
+    """``q(d)`` of :func:`curvature_ray` in exact rational arithmetic (floats are dyadic rationals)."""
+    from fractions import Fraction
+    D = [Fraction(float(v)) for v in d]
+    k = sum((Fraction(float(v)) * D[i] * D[j] for i, j, v in zip(qi.tolist(), qj.tolist(), qv.tolist())), Fraction(0))
+    for coef, AJ in sq:
+        AJ = AJ.tocsr()
+        for r in range(AJ.shape[0]):
+            lo, hi = AJ.indptr[r], AJ.indptr[r + 1]
+            ad = sum((Fraction(float(a)) * D[c] for a, c in zip(AJ.data[lo:hi].tolist(), AJ.indices[lo:hi].tolist())),
+                     Fraction(0))
+            k += Fraction(float(coef[r])) * ad * ad
+    return k
 
 
 def unbounded_ray(program, z, S, tol=1e-9):
