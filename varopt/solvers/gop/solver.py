@@ -98,7 +98,8 @@ OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
            "(Floudas 2000, ch. 3; McCormick 1976); 'auto': the iteration for programs with multiplied atom rows "
            "(ELBOs such as phi*log(pi)), the tree for the others and for lifted norms and nonlinear rows outside "
            "GOP's class; a program whose objective has no biconvex partition (concave or indefinite quadratics, "
-           "odd cycles of products) is refused under 'auto' with the reason, and certified by 'tree' when its "
+           "odd cycles of products) is refused under 'auto' with the reason (a multiplied atom such as square(x) * y with y "
+           "of both signs takes the tree, as Pyomo's lifted x**2 * y does), and certified by 'tree' when its "
            "McCormick relaxation covers every term (docs/gop.md §8, §8b); under 'auto' a program that is convex once its "
            "lifted norms and p-norms are read as cones is solved by one barrier solve with a Lagrangian-duality "
            "certificate instead (result.info['mode'] == 'convex'; docs/gop.md §13e)", str,
