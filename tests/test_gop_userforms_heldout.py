@@ -102,3 +102,19 @@ def test_flat_direction_of_a_convex_quadratic_is_proved_unbounded():
     r = pyo.SolverFactory("gop").solve(m2, time_limit=30).varopt_result
     ref = -1 / (2 * (1 - a * a))
     assert r.status == "optimal" and abs(r.upper_bound - ref) <= 1e-6 * abs(ref)
+
+
+def test_refused_multiplied_abs_names_the_objective_once():
+    """``abs(x) * y`` is outside gop's epigraph rule (a multiplied ``|u|``); the CVXPY message began "objective
+    objective:" (the default objective name repeated), the Pyomo one names the objective component."""
+    x = cp.Variable(bounds=[-1, 2])
+    y = cp.Variable(bounds=[0, 1])
+    with pytest.raises(ModelStructureError, match=r"^objective: gop needs abs\(u\) with a nonnegative weight") as info:
+        cp.Problem(cp.Minimize(cp.abs(x) * y - x * y + 0.1 * x)).solve(method="gop")
+    assert "objective objective" not in str(info.value)
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(-1, 2))
+    m.y = pyo.Var(bounds=(0, 1))
+    m.obj = pyo.Objective(expr=abs(m.x) * m.y - m.x * m.y)
+    with pytest.raises(ModelStructureError, match=r"^objective obj: gop needs abs\(u\)"):
+        pyo.SolverFactory("gop").solve(m)

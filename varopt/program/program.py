@@ -81,6 +81,12 @@ class Program:
             self.binary = np.asarray(self.binary, dtype=bool).ravel()
 
     @property
+    def objective_label(self) -> str:
+        """``objective NAME`` for messages; ``objective`` when the model gave no name (CVXPY), not "objective
+        objective"."""
+        return "objective" if self.objective_name == "objective" else f"objective {self.objective_name}"
+
+    @property
     def n(self) -> int:
         return len(self.names)
 
@@ -329,7 +335,7 @@ class Program:
         for c, e in [(None, self.objective)] + [(c, c.body) for c in self.constraints if c.body.atoms]:
             for g in e.atoms:
                 if not ATOMS[g.kind].smooth:
-                    where = f"objective {self.objective_name}" if c is None else f"constraint {c.name}"
+                    where = self.objective_label if c is None else f"constraint {c.name}"
                     raise ModelStructureError(
                         f"{where}: {solver} needs smooth terms and {ATOMS[g.kind].text.format(u='...')} is not "
                         f"differentiable at 0" + (f"; {alternatives}" if alternatives else ""))
@@ -337,7 +343,7 @@ class Program:
     def check_finite(self):
         """Raise :class:`~varopt.errors.InputDataError` naming the objective, constraint or variable
         whose data holds NaN or inf (bounds may be infinite, not NaN)."""
-        self.objective.check_finite(f"objective {self.objective_name}")
+        self.objective.check_finite(self.objective_label)
         # linear rows in one vectorised pass (10^5 rows: a per-row check costs seconds); a row
         # is looked at by itself only to name it
         lin = [c for c in self.constraints if c.body.is_linear]

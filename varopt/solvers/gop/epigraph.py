@@ -45,7 +45,7 @@ def abs_epigraph(program: Program):
     """``(program2, n, U, b)``: ``program2`` has every nonsmooth row in epigraph form (its first ``n``
     columns are the columns of ``program``, auxiliary information dropped; column ``n + r`` is
     ``t_r >= |U_r z + b_r|``); ``None`` when the program has no nonsmooth row."""
-    places = [(f"objective {program.objective_name}", program.objective, 1.0)]
+    places = [(program.objective_label, program.objective, 1.0)]
     for c in program.constraints:
         places.append((f"constraint {c.name}", c.body, None))
     if not any(_nonsmooth(e) for _, e, _ in places):
