@@ -291,15 +291,15 @@ def _dense_columns(A, cols):
     return out
 
 
-def one_column_attained(A, b, seg, coef, c, j):
+def one_column_attained(A, b, seg, coef, c, j, col=None):
     """True when neither ``v = e_j`` nor ``v = -e_j`` is a direction of strict decrease (the only directions when
     ``j`` is the one column no curvature pins, e.g. an unpenalized intercept next to a ridge): then the minimum is
     attained (:func:`attained_certificate`'s conclusion, in O(nnz of the column) instead of its dense algebra; on the
     small sets of ``benchmarks/majorize_constrained.py`` 0.45-1.1 ms became tens of microseconds). False when one of
     them may be (the caller then runs the full check). ``f_inf(v) = c^T v + sum_g coef_g max_k A_k v`` and the strict
     decrease ``sum_g coef_g sum_k (max_g - A_k v)`` of the module docstring, with a margin of 1e-9 of the terms'
-    scale."""
-    col = _dense_columns(A, np.array([j]))[:, 0]
+    scale. ``col``: the column ``A[:, j]`` as a dense array when the caller holds it (else read from ``A``)."""
+    col = _dense_columns(A, np.array([j]))[:, 0] if col is None else np.asarray(col, dtype=float)
     keep = np.isfinite(b)
     col, segk = col[keep], np.asarray(seg)[keep]
     if segk.size == 0 or not (np.diff(segk) >= 0).all():
@@ -319,7 +319,7 @@ def one_column_attained(A, b, seg, coef, c, j):
     return True
 
 
-def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
+def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None, dense=None):
     """True when the weights at ``x`` prove that no direction of strict decrease exists, so the LP of
     :func:`recession_direction` is not needed (the common case: a minimizer exists and ``x`` is near it).
 
@@ -335,7 +335,8 @@ def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
     solver's answer meets it only to its tolerance). ``pinned``: columns
     fixed by curvature (a positive diagonal quadratic) or bounds; the caller leaves out models with other
     constraints (their cone needs the LP). False when the test does not pass (separable data: ``H_UU`` nearly
-    singular, ``y`` huge) or cannot be formed; the LP then decides."""
+    singular, ``y`` huge) or cannot be formed; the LP then decides. ``dense``: ``A`` as a dense array when the
+    caller holds one (the columns ``A[:, U]`` are then a slice instead of a pass over the CSR arrays)."""
     n = x.size
     l1 = np.zeros(n) if l1 is None else np.asarray(l1, dtype=float)
     J = ~np.asarray(pinned, dtype=bool)
@@ -345,10 +346,11 @@ def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
     target = -(l1 * np.sign(x - (0.0 if center is None else np.asarray(center, dtype=float))))[U]
     if U.size > CERTIFICATE_MAX_COLS or A.shape[0] * float(U.size) ** 2 > CERTIFICATE_MAX_WORK:
         return False
-    A = sp.csr_matrix(A)
+    A = A if sp.isspmatrix_csr(A) else sp.csr_matrix(A)   # (a CSR copy's format checks cost ~13 us)
     keep = np.isfinite(b)
     if not keep.all():
         A, b, seg = A[keep], b[keep], np.asarray(seg)[keep]
+        dense = None if dense is None else dense[keep]
     seg = np.asarray(seg)
     if seg.size == 0 or not (np.diff(seg) >= 0).all():
         return False
@@ -366,7 +368,7 @@ def attained_certificate(A, b, seg, coef, c, x, pinned, l1=None, center=None):
     c = np.asarray(c, dtype=float)
     t = np.zeros(p.size)
     if U.size:
-        AU = _dense_columns(A, U)
+        AU = _dense_columns(A, U) if dense is None else dense[:, U]
         abar = np.add.reduceat(p[:, None] * AU, starts, axis=0)
         D = AU - abar[gid]
         gU = c[U] + AU.T @ w - target
