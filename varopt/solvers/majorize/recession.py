@@ -291,6 +291,34 @@ def _dense_columns(A, cols):
     return out
 
 
+def class_intercepts_attained(AU, b, size, coef, cU):
+    """True when the free columns are class intercepts and every class has positive weight in the linear term: then
+    the minimum is attained (the conclusion of :func:`attained_certificate`, here in O(K m) without the weights at
+    the solver's point and without dense algebra; wine: ~0.25 ms less per solve). ``AU`` (K x m, dense): the free
+    columns of the features, rows in group order; ``size``: every group's number of rows (the groups are equal);
+    ``coef``: the groups' coefficients; ``cU``: the linear coefficients of the free columns.
+
+    The case: every group's rows restricted to the free columns form a permutation matrix (configuration ``k`` of
+    group ``g`` holds a 1 in intercept column ``pi_g(k)`` and nothing else: multinomial logistic regression's
+    intercepts). Then ``max_k A_k v = max_j v_j`` in every group, so with ``C = sum_g coef_g`` and ``q = -cU / C``
+    the slope at infinity of the module docstring is ``f_inf(v) = cU^T v + C max_j v_j = C (max_j v_j - q^T v)``.
+    When ``q > 0`` and ``sum_j q_j = 1`` (a point of the open simplex: the class frequencies), ``f_inf(v) >= 0`` with
+    equality only for constant ``v``, along which every configuration of every group moves alike (a direction of
+    constancy, no strict decrease): no direction of strict decrease and no unbounded ray. False when the structure
+    differs or ``q`` is not such a point to rounding (a class without samples: its intercept decreases without
+    bound; the general tests then decide)."""
+    K, m = AU.shape
+    if m != size or K % size or not np.isfinite(b).all():
+        return False
+    P = AU.reshape(K // size, size, m)
+    # entries 0 or 1, one 1 per row (a configuration's one intercept) and per column within each group
+    if not (((P == 0) | (P == 1)).all() and (P.sum(axis=2) == 1).all() and (P.sum(axis=1) == 1).all()):
+        return False
+    C = float(np.sum(coef))
+    q = -np.asarray(cU, dtype=float) / C
+    return bool(C > 0 and q.min() > 1e-12 and abs(q.sum() - 1.0) <= 1e-12 * m)
+
+
 def one_column_attained(A, b, seg, coef, c, j, col=None):
     """True when neither ``v = e_j`` nor ``v = -e_j`` is a direction of strict decrease (the only directions when
     ``j`` is the one column no curvature pins, e.g. an unpenalized intercept next to a ridge): then the minimum is
