@@ -1,13 +1,14 @@
-"""The attainment check's shortcuts read the free columns from the padded groups' dense features: same verdicts as
-the recession-direction LP (docs/majorize.md "Constrained solves' fixed costs").
+"""The attainment check's shortcuts: same verdicts as the recession-direction LP (docs/majorize.md "Constrained
+solves' fixed costs").
 
 ``MajorizeModel.recession`` proves "attained" without the LP by the dual certificate, for one free column by the
 O(nnz) test of ``one_column_attained``, and for a multinomial's free class intercepts by the O(K m) test of
 ``class_intercepts_attained``; all take the columns from ``PaddedGroups.dense_rows`` when the groups hold a dense
-copy. On random binary and multinomial logistic programs -- separable, quasi-separable (ties on the
-boundary; a class without samples; every sample in one class), overlapping; ridge on the weights with free intercepts, or no penalty -- the
-verdict (attained or not) must be the LP's (``recession_direction`` without the iterate: the LP alone), and the
-shortcuts must give the same answer with and without the dense columns.
+copy. On random binary and multinomial logistic programs -- separable, quasi-separable (ties on the boundary; a class
+without samples; every sample in one class), overlapping; ridge on the weights with free intercepts, or no penalty --
+the verdict (attained or not) must be the LP's (``recession_direction`` without the iterate: the LP alone), and the
+shortcuts must give the same answer with and without the dense columns. ``class_intercepts_attained`` is also checked
+against scipy's ``linprog`` on random intercept blocks.
 """
 import numpy as np
 import pytest
