@@ -12,8 +12,9 @@ unconstrained problem and ``prob.solve(solver="CLARABEL")`` on the constrained o
 ``--phases`` also prints, per set and problem, the median microseconds of each phase of majorize's solve, measured
 by CPU-time wrappers around single functions (each adds well under a microsecond): CVXPY tracing, the expressions
 and the rest of ``compile_cvxpy``, the model, the start, the step QP's set-up, the other set-up, the iterations,
-CVXPY's ``unpack_results`` (which evaluates the objective at the loaded point, for every solver), and the rest
-(options, the result, the CVXPY entry).
+the attainment check after them (``MajorizeModel.recession``, docs/majorize.md "Separable data"), CVXPY's
+``unpack_results`` (which evaluates the objective at the loaded point, for every solver), and the rest (options,
+the result, the CVXPY entry).
 
 Usage: ``python benchmarks/majorize_phases.py [--sets hepatitis,wine] [--n 300] [--every 5] [--phases] [--backend numba]``.
 """
@@ -36,7 +37,7 @@ from majorize_constrained import constrained_problem
 from tracing import datasets
 
 PHASES = ["trace", "to_expressions", "compile rest", "MajorizeModel", "start", "StepQP", "other set-up",
-          "iterations", "unpack_results", "rest"]
+          "iterations", "attainment", "unpack_results", "rest"]
 
 
 def install_phase_timers(acc):
@@ -47,6 +48,7 @@ def install_phase_timers(acc):
     import varopt.frontends.cvxpy_plugin as PL
     import varopt.registry as R
     import varopt.solvers.majorize.loop as L
+    import varopt.solvers.majorize.model as M
     import varopt.solvers.majorize.solver as S
 
     def wrap(owner, attr, label):
@@ -71,13 +73,15 @@ def install_phase_timers(acc):
     wrap(S, "_start", "start")
     wrap(S, "StepQP", "StepQP")
     wrap(L.Majorization, "solve", "iterations")
+    wrap(M.MajorizeModel, "recession", "attainment")   # (inside Majorization.solve: taken out of the iterations)
     wrap(cp.Problem, "unpack_results", "unpack_results")
 
 
 def phases_of(acc, total):
     """The table's phases from one solve's accumulated times."""
-    out = {k: acc[k] for k in ("trace", "to_expressions", "MajorizeModel", "start", "StepQP", "iterations",
+    out = {k: acc[k] for k in ("trace", "to_expressions", "MajorizeModel", "start", "StepQP", "attainment",
                                "unpack_results")}
+    out["iterations"] = acc["iterations"] - acc["attainment"]
     out["compile rest"] = acc["compile"] - acc["trace"] - acc["to_expressions"]
     out["other set-up"] = acc["solve"] - sum(acc[k] for k in ("MajorizeModel", "start", "StepQP", "iterations"))
     out["rest"] = total - acc["compile"] - acc["solve"] - acc["unpack_results"]

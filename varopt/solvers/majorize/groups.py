@@ -76,6 +76,7 @@ class PaddedGroups:
         # the largest group (starts[1:] - starts[:-1] and the last group's size: no np.diff / np.append wrappers)
         c = max(int((starts[1:] - starts[:-1]).max(initial=0)), K - int(starts[-1]))
         self.G, self.c, self.d = G, c, d
+        self._unpadded = G * c == K   # every group has c rows: the padded rows are the original rows, in order
         self.coef = np.asarray(coef, dtype=float).ravel()
         if G * c == K:  # equal sizes: the padded rows are the rows, in order
             logh = np.array(b, dtype=float)
@@ -148,6 +149,11 @@ class PaddedGroups:
         if self._dense is None:
             self._dense = self.Apad.toarray().reshape(self.G, self.c, self.d)
         return self._dense
+
+    def dense_rows(self):
+        """The features as a dense ``K x d`` array in the original row order, when a dense copy is already held
+        and no group was padded (else None): the attainment check reads its columns from it (:mod:`.recession`)."""
+        return self._dense2 if self._unpadded and self._dense2_rows is None else None
 
     @classmethod
     def dense_fits(cls, G, c, d) -> bool:
