@@ -234,7 +234,9 @@ BAD = {
     "div_var": lambda v: cp.sum(v.x / v.s),
     "log_nonaffine": lambda v: cp.sum(cp.log(v.p + cp.square(v.x))),
     "exp_product": lambda v: cp.sum(cp.exp(cp.multiply(v.x, v.p))),
-    "triple_product": lambda v: cp.sum(cp.multiply(v.p, cp.multiply(v.x, v.x))),
+    # a variable times a quadratic (p * x * x) is lifted into bounded product columns (test_gop_userforms_heldout.py);
+    # times a quadratic plus an atom it is not
+    "var_times_quad_and_atom": lambda v: cp.sum(cp.multiply(v.p, cp.multiply(v.x, v.x) + cp.exp(v.x))),
     "atom_times_atom": lambda v: cp.sum(cp.multiply(cp.exp(v.x), cp.square(v.p))),
     # a bare ``max(e) <= r`` is compiled as its rows (test_majorize.py::test_box_constraints_written_with_abs_or_a_maximum);
     # a minimised maximum or huber is an epigraph column (test_cvxpy_epigraph.py), a maximised one is refused
