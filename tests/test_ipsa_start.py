@@ -186,8 +186,8 @@ def _mirror_pairs(rng, pairs, n, p=None, c=None):
     return sp.csr_matrix(np.vstack(rows)), perm
 
 
-def _mirror_program(G, n, x_lp):
-    """A program whose linear rows are ``G x <= 0``, no bounds, with start hint ``x_lp``."""
+def _mirror_program(G, n):
+    """A program whose linear rows are ``G x <= 0``, no bounds."""
     cons = [Constraint(f"r{k}", Expression(n, linear=G[k].toarray().ravel()), -np.inf, 0.0) for k in range(G.shape[0])]
     return Program([f"x{i}" for i in range(n)], np.full(n, -np.inf), np.full(n, np.inf), Expression(n, linear=np.ones(n)),
                    cons)
@@ -205,7 +205,7 @@ def test_mirror_pair_centre_is_the_centring_point(seed):
     x_lp = rng.normal(size=n)
     x_lp[pair[:, 0]] = 0.0
     x_lp[pair[:, 1]] = rng.uniform(0.1, 4.0, size=4)
-    cons = ConstraintSet(_mirror_program(G, n, x_lp))
+    cons = ConstraintSet(_mirror_program(G, n))
     x = start.mirror_pair_centre(cons, x_lp)
     Gu, hu = start._linear_rows(cons)
     s = hu - Gu @ x
@@ -215,6 +215,23 @@ def test_mirror_pair_centre_is_the_centring_point(seed):
     np.testing.assert_allclose(x, start.centre(x_lp, Gu, hu), rtol=0, atol=1e-5)
     x_lp[pair[:, 1]] = 1.0
     assert np.array_equal(start.mirror_pair_centre(cons, x_lp)[pair[:, 1]], np.full(4, 2.0))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mirror_pair_start_is_the_loosened_point_centred(seed, monkeypatch):
+    """For mirror pairs the start skips loosened_interior's search: the same point as its (w = 0, u = 1) centred
+    in closed form, i.e. u = 2 (random coefficients and column order, variables in no row), strictly feasible."""
+    rng = np.random.default_rng(seed)
+    n = 9
+    G, pair = _mirror_pairs(rng, 3, n)
+    P = _mirror_program(G, n)
+    cons = ConstraintSet(P)
+    x0 = start.loosened_interior(cons, P.lb, P.ub)
+    _no_lp(monkeypatch)
+    x = start.strictly_feasible_start(cons, P)
+    assert np.array_equal(x, start.mirror_pair_centre(cons, x0))
+    assert np.array_equal(x[pair[:, 1]], np.full(3, 2.0)) and not np.any(np.delete(x, pair[:, 1]))
+    assert _strict(P, x)
 
 
 def test_mirror_pair_centre_declines_other_rows():
@@ -227,7 +244,7 @@ def test_mirror_pair_centre_declines_other_rows():
     G, pair = _mirror_pairs(rng, 2, n, p=1.5, c=0.5)
     x = np.zeros(n)
     x[pair[:, 1]] = 1.0
-    P = _mirror_program(G, n, x)
+    P = _mirror_program(G, n)
     assert start.mirror_pair_centre(ConstraintSet(P), x) is not None
     shifted = Program(P.names, P.lb, P.ub, P.objective, [Constraint(c.name, c.body, c.lo, 0.5) for c in P.constraints])
     assert start.mirror_pair_centre(ConstraintSet(shifted), x) is None
@@ -236,11 +253,11 @@ def test_mirror_pair_centre_declines_other_rows():
         w, u = pair[0]
         D[1, u] = -0.25 if edit == "unequal" else 0.5
         D[0, u] = D[0, u] if edit == "unequal" else 0.5
-        assert start.mirror_pair_centre(ConstraintSet(_mirror_program(sp.csr_matrix(D), n, x)), x) is None
+        assert start.mirror_pair_centre(ConstraintSet(_mirror_program(sp.csr_matrix(D), n)), x) is None
     D = G.toarray()
     D[2:, :] = 0.0
     D[2, pair[0, 1]], D[2, pair[1, 1]], D[3, pair[0, 1]], D[3, pair[1, 1]] = 1.0, -0.5, -1.0, -0.5  # u_0 in two pairs
-    assert start.mirror_pair_centre(ConstraintSet(_mirror_program(sp.csr_matrix(D), n, x)), x) is None
+    assert start.mirror_pair_centre(ConstraintSet(_mirror_program(sp.csr_matrix(D), n)), x) is None
     lb = np.full(n, -np.inf)
     lb[pair[0, 1]] = 0.0
     bounded = Program(P.names, lb, P.ub, P.objective, P.constraints)
