@@ -16,7 +16,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-
 from ipsa_throughput import load_a1a
 
 import varopt
@@ -71,7 +70,7 @@ def main():
     out = [f"{Path(varopt.__file__).parents[1].name}: load {os.getloadavg()[0]:.2f}"]
     for name, P, h in (("identity", split, "identity"), ("bb", split, "bb"), ("diagonal", split, "diagonal"),
                        ("box", box, "identity")):
-        run, r = kernel_loop(P, h)
+        run, _ = kernel_loop(P, h)
         run(samples)
         best = np.inf
         for _ in range(args.reps):
