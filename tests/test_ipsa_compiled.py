@@ -414,7 +414,12 @@ def test_pair_kernel_margin_screen_with_rows_of_different_scales(ulps):
     ([1e8 - 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61),
     # 17 ulps: slack 2.5e-7, inside the margin, not inside half of it (the box form's single screen bound)
     ([1e8 - 17 * 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61),
-    ([-1e8 + 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61)])
+    ([-1e8 + 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 61),
+    # 30 and 40 ulps: slack 4.5e-7 and 6e-7, outside the margin but inside twice it, the kernel's first screen
+    # (an upper bound of max|x|, up to 2 max|x|, in place of max|x|): flagged there, passed by the exact test
+    # (accepted after the one halving of the first case)
+    ([1e8 - 30 * 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 1),
+    ([1e8 - 40 * 2 ** -26, 1e8, 1.0 + 2 ** -52, 3.0], 1)])
 def test_pair_kernel_trial_rejections_equal_numpy(x, backtracks):
     """One step of the box kernel of :mod:`.compiled_pairs` from a point where the trial point of Fig. 2.1
     step 5 is rejected by a row's rounding margin or by a bound rounded onto its boundary: the backtracking

@@ -92,3 +92,36 @@ def test_a_far_minimum_and_an_objective_unbounded_below_are_not_divergence():
     assert res.status == "converged" and abs(res.x[0] - 1e8) < 1e-3 and DivergedWarning not in cats
     res, cats = _solve(cp.Problem(cp.Minimize(-1e3 * x), [x >= -1]), max_iter=300, **UNSTABLE)
     assert res.status == "iteration_limit" and res.x[0] > 1e4 and DivergedWarning not in cats
+
+
+@pytest.mark.parametrize("history_objective", [False, True])
+def test_start_objective_is_evaluated_only_when_a_rule_needs_it(history_objective, monkeypatch):
+    """The watch evaluates the start's objective lazily: a stable run without recorded objectives evaluates the
+    objective once (the result's), not also at the start; with recorded objectives the history rule gets the
+    start's value (the objective at x0, evaluated on a copy of it)."""
+    from varopt.solvers.ipsa import iteration
+    A, b = _data()
+    w = cp.Variable(8)
+    P = compile_cvxpy(cp.Problem(cp.Minimize(cp.sum_squares(A @ w - b)), [w >= -5]))[0]
+    seen, watches = [], []
+    orig = iteration.IpsaRun.objective
+    init = iteration.DivergenceWatch.__init__
+
+    def counted(self, xv):
+        seen.append(np.array(xv, copy=True))
+        return orig(self, xv)
+
+    def keep(self, r):
+        init(self, r)
+        watches.append((self, r.x.copy()))
+
+    monkeypatch.setattr(iteration.IpsaRun, "objective", counted)
+    monkeypatch.setattr(iteration.DivergenceWatch, "__init__", keep)
+    res = varopt.get_solver("ipsa").solve(P, max_iter=50, history_objective=history_objective, backend="numpy")
+    assert res.status == "iteration_limit"
+    watch, x0 = watches[0]
+    if not history_objective:
+        assert len(seen) == 1 and not watch._f0_known
+    else:
+        assert watch._f0_known and watch.f0 == orig(watch.r, x0)
+        assert any(np.array_equal(x, x0) for x in seen)

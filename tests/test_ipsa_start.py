@@ -34,7 +34,8 @@ def _no_lp(monkeypatch):
 
 def test_box_form_starts_at_w0_u1_without_the_lp(monkeypatch):
     """The closed form gives w = 0, u = 1; the start is that point centred (as the phase-1 LP's point is), without
-    the LP."""
+    the LP: the centre w = 0, u = 2 in closed form (start.mirror_pair_centre), where the Newton steps of
+    start.centre stop within their tolerance."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 5))
     P = l1_logistic_program(X, np.where(X[:, 0] > 0, 1.0, -1.0), 0.1, "box")  # w (5), u (5), b
@@ -44,7 +45,8 @@ def test_box_form_starts_at_w0_u1_without_the_lp(monkeypatch):
     assert np.array_equal(x0, np.r_[np.zeros(5), np.ones(5), 0.0])
     G, h = start._linear_rows(cons)
     x = start.strictly_feasible_start(cons, P)
-    np.testing.assert_array_equal(x, start.centre(x0, G, h))
+    assert np.array_equal(x, np.r_[np.zeros(5), np.full(5, 2.0), 0.0])
+    np.testing.assert_allclose(x, start.centre(x0, G, h), rtol=0, atol=1e-8)
     assert _strict(P, x0) and _strict(P, x)
     r = varopt.get_solver("ipsa").solve(P, max_iter=3, backend="numpy", history_objective=False)
     assert r.iterations == 3
@@ -166,6 +168,126 @@ def test_centred_start_is_the_analytic_centre():
     assert np.all(s > 0)
     # stopped on the Newton decrement g^T H^-1 g < 1e-10: |g| ~ 1e-5 sqrt(|H|) at most
     assert np.abs(G.T @ (1.0 / s) + (x - x_lp)).max() < 1e-6
+
+
+def _mirror_pairs(rng, pairs, n, p=None, c=None):
+    """Rows ``p w - c u <= 0``, ``-p w - c u <= 0`` on disjoint variable pairs ``(w, u)`` (random ones of ``n``) with
+    coefficients ``p != 0`` and ``c > 0`` drawn per pair unless given, the pair's columns in either order."""
+    import scipy.sparse as sp
+    perm = rng.permutation(n)[:2 * pairs].reshape(pairs, 2)
+    p = rng.choice([-1.0, 1.0], pairs) * rng.uniform(0.2, 3.0, pairs) if p is None else np.full(pairs, p)
+    c = rng.uniform(0.2, 3.0, pairs) if c is None else np.full(pairs, c)
+    rows = []
+    for (w, u), pk, ck in zip(perm, p, c):
+        for sign in (1.0, -1.0):
+            r = np.zeros(n)
+            r[w], r[u] = sign * pk, -ck
+            rows.append(r)
+    return sp.csr_matrix(np.vstack(rows)), perm
+
+
+def _mirror_program(G, n):
+    """A program whose linear rows are ``G x <= 0``, no bounds."""
+    cons = [Constraint(f"r{k}", Expression(n, linear=G[k].toarray().ravel()), -np.inf, 0.0) for k in range(G.shape[0])]
+    return Program([f"x{i}" for i in range(n)], np.full(n, -np.inf), np.full(n, np.inf), Expression(n, linear=np.ones(n)),
+                   cons)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_mirror_pair_centre_is_the_centring_point(seed):
+    """start.mirror_pair_centre (the box form's centre in closed form): from points w = 0, u > 0 of random mirror
+    pairs (coefficients, column order, free variables in no row) the point where the gradient of the centring's
+    objective -sum log(h - G x) + ||x - x_lp||^2 / 2 (unit-norm rows) is zero, and what start.centre's Newton steps
+    reach to their tolerance; from u = 1 the point u = 2 exactly."""
+    rng = np.random.default_rng(seed)
+    n = 11
+    G, pair = _mirror_pairs(rng, 4, n)
+    x_lp = rng.normal(size=n)
+    x_lp[pair[:, 0]] = 0.0
+    x_lp[pair[:, 1]] = rng.uniform(0.1, 4.0, size=4)
+    cons = ConstraintSet(_mirror_program(G, n))
+    x = start.mirror_pair_centre(cons, x_lp)
+    Gu, hu = start._linear_rows(cons)
+    s = hu - Gu @ x
+    assert np.all(s > 0)
+    assert np.abs(Gu.T @ (1.0 / s) + (x - x_lp)).max() < 1e-14 * (1 + np.abs(x).max())
+    # the Newton steps stop on the decrement g^T H^-1 g < 1e-10: within ~1e-5 of the centre
+    np.testing.assert_allclose(x, start.centre(x_lp, Gu, hu), rtol=0, atol=1e-5)
+    x_lp[pair[:, 1]] = 1.0
+    assert np.array_equal(start.mirror_pair_centre(cons, x_lp)[pair[:, 1]], np.full(4, 2.0))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mirror_pair_start_is_the_loosened_point_centred(seed, monkeypatch):
+    """For mirror pairs the start skips loosened_interior's search: the same point as its (w = 0, u = 1) centred
+    in closed form, i.e. u = 2 (random coefficients and column order, variables in no row), strictly feasible."""
+    rng = np.random.default_rng(seed)
+    n = 9
+    G, pair = _mirror_pairs(rng, 3, n)
+    P = _mirror_program(G, n)
+    cons = ConstraintSet(P)
+    x0 = start.loosened_interior(cons, P.lb, P.ub)
+    _no_lp(monkeypatch)
+    x = start.strictly_feasible_start(cons, P)
+    assert np.array_equal(x, start.mirror_pair_centre(cons, x0))
+    assert np.array_equal(x[pair[:, 1]], np.full(3, 2.0)) and not np.any(np.delete(x, pair[:, 1]))
+    assert _strict(P, x)
+
+
+def test_mirror_pair_centre_declines_other_rows():
+    """Rows that are not mirror pairs on disjoint pairs, or a start off w = 0, get None (the Newton centring):
+    a nonzero right-hand side, unequal u coefficients, a u coefficient of the loosening-downward sign, a
+    variable in two pairs, a bound, w != 0."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(7)
+    n = 6
+    G, pair = _mirror_pairs(rng, 2, n, p=1.5, c=0.5)
+    x = np.zeros(n)
+    x[pair[:, 1]] = 1.0
+    P = _mirror_program(G, n)
+    assert start.mirror_pair_centre(ConstraintSet(P), x) is not None
+    shifted = Program(P.names, P.lb, P.ub, P.objective, [Constraint(c.name, c.body, c.lo, 0.5) for c in P.constraints])
+    assert start.mirror_pair_centre(ConstraintSet(shifted), x) is None
+    for edit in ("unequal", "sign"):
+        D = G.toarray()
+        u = pair[0, 1]
+        D[1, u] = -0.25 if edit == "unequal" else 0.5
+        D[0, u] = D[0, u] if edit == "unequal" else 0.5
+        assert start.mirror_pair_centre(ConstraintSet(_mirror_program(sp.csr_matrix(D), n)), x) is None
+    D = G.toarray()
+    D[2:, :] = 0.0
+    D[2, pair[0, 1]], D[2, pair[1, 1]], D[3, pair[0, 1]], D[3, pair[1, 1]] = 1.0, -0.5, -1.0, -0.5  # u_0 in two pairs
+    assert start.mirror_pair_centre(ConstraintSet(_mirror_program(sp.csr_matrix(D), n)), x) is None
+    lb = np.full(n, -np.inf)
+    lb[pair[0, 1]] = 0.0
+    bounded = Program(P.names, lb, P.ub, P.objective, P.constraints)
+    assert start.mirror_pair_centre(ConstraintSet(bounded), x) is None
+    xw = x.copy()
+    xw[pair[0, 0]] = 0.1
+    assert start.mirror_pair_centre(ConstraintSet(P), xw) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_row_components_of_variable_pairs_are_scipys(seed):
+    """constraints.row_components on rows that link each variable to at most one other (the box form's pairs: its
+    fast path without scipy's graph) and on rows that do not (scipy's): the components and labels of the pattern
+    of |G|^T |G| + I, rows of one or two terms, repeated rows, variables in no row."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    from varopt.solvers.ipsa.constraints import _matching_components, row_components
+    rng = np.random.default_rng(seed)
+    n = 25
+    G, _ = _mirror_pairs(rng, 8, n)
+    singles = sp.csr_matrix(np.eye(n)[rng.choice(n, size=5)])
+    for k, M in enumerate((G, sp.vstack([singles, G]).tocsr(), sp.vstack([G, _random_rows(rng, 3, n, 3)]).tocsr())):
+        rid = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
+        link = np.flatnonzero(rid[1:] == rid[:-1])
+        fast = _matching_components(M.indices[link], M.indices[link + 1], n)
+        assert fast is not None or k == 2  # the pairs (with or without one-variable rows) take the fast path
+        ref = connected_components((abs(M).T @ abs(M)).tocsr() + sp.identity(n, format="csr"), directed=False)
+        got = row_components(M, n)
+        assert got[0] == ref[0] and np.array_equal(got[1], ref[1]) and got[1].dtype == ref[1].dtype
 
 
 @pytest.mark.parametrize("seed", range(4))

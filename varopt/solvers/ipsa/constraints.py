@@ -41,8 +41,30 @@ def row_components(G, n):
     G = sp.csr_matrix(G)
     rid = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
     link = np.flatnonzero(rid[1:] == rid[:-1])  # entry p and p + 1 in the same row
-    A = sp.csr_matrix((np.ones(link.size), (G.indices[link], G.indices[link + 1])), shape=(n, n))
+    a, b = G.indices[link], G.indices[link + 1]
+    pairs = _matching_components(a, b, n)
+    if pairs is not None:
+        return pairs
+    A = sp.csr_matrix((np.ones(link.size), (a, b)), shape=(n, n))
     return connected_components(A, directed=False)
+
+
+def _matching_components(a, b, n):
+    """The components of the links ``(a_k, b_k)`` when they pair each variable with at most one other
+    (the L1 box form: each row on ``w_j``, ``u_j``), else None: the linked pairs and the single variables,
+    labelled in the order of their smallest variable as scipy's ``connected_components`` labels them
+    (int32), without its graph (about 0.3 ms of the box form's set-up on a1a)."""
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    loop = lo == hi  # a repeated column in a row links a variable to itself
+    key = np.unique(lo[~loop].astype(np.int64) * n + hi[~loop])
+    lo, hi = key // n, key % n
+    if np.bincount(np.concatenate([lo, hi]), minlength=n).max(initial=0) > 1:
+        return None
+    rep = np.arange(n)
+    rep[hi] = lo  # each variable's component by its smallest variable
+    root = rep == np.arange(n)
+    label = (np.cumsum(root) - 1).astype(np.int32)
+    return int(root.sum()), label[rep]
 
 
 def block_layout(lab, sizes):
