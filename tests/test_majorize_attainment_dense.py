@@ -148,3 +148,33 @@ def test_class_intercepts_against_reference(seed, G, m, shape):
         assert not got
     if shape == "freq":
         assert got
+
+
+@pytest.mark.parametrize("K,kind,attained", [(3, "overlap", True), (4, "overlap", True), (3, "absent", False),
+                                             (3, "one_class", False), (3, "tie", True)])
+def test_intercepts_without_a_dense_copy(monkeypatch, K, kind, attained):
+    """Models too large for the padded groups' dense copy (digits: 17,970 x 650) read the free class intercepts from
+    the sparse rows (``MajorizeModel._class_columns``): same verdict as the LP, and the O(K m) test is the one that
+    decides the attained cases (the certificate is switched off here, so a wrong column read cannot hide)."""
+    from varopt.solvers.majorize import recession as rec
+    X, y, classes = _data(7, 60, 3, K, kind)
+    prog = logistic_program(X, y, 0.5, True, classes=classes)
+    res = get_solver("majorize").solve(prog, check_attained=False, max_iter=200)
+    model = MajorizeModel(prog)
+    assert model.groups is not None
+    monkeypatch.setattr(model.groups, "dense_rows", lambda: None)    # as on digits (G c d above the dense limit)
+    lp = recession_direction(model)
+    assert (lp is None) == attained, lp
+    free = np.flatnonzero(~(model.Hd > 0))
+    AU = model._class_columns(free)
+    assert AU is not None and np.array_equal(AU, model.pos[0].toarray()[:, free])
+    monkeypatch.setattr(rec, "attained_certificate", lambda *a, **k: False)
+    if attained:   # decided by the O(K m) test, not by the LP
+
+        def no_lp(*a, **k):
+            raise AssertionError("the LP ran where the class intercepts decide")
+        monkeypatch.setattr(rec, "recession_direction", no_lp)
+    fast = model.recession(res.x)
+    assert (fast is None) == attained, fast
+    if attained:
+        assert class_intercepts_attained(AU, model.pos[1], model.groups.c, model.pos[3], model.c[free])

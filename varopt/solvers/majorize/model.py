@@ -458,12 +458,27 @@ class MajorizeModel:
             if free.size == 1 and one_column_attained(*self.pos[:4], self.c, j,
                                                       col=None if dense is None else dense[:, j]):
                 return None
-            if dense is not None and class_intercepts_attained(dense[:, free], self.pos[1], self.groups.c,
-                                                               self.pos[3], self.c[free]):
+            AU = dense[:, free] if dense is not None else self._class_columns(free)
+            if AU is not None and class_intercepts_attained(AU, self.pos[1], self.groups.c, self.pos[3],
+                                                            self.c[free]):
                 return None      # (multinomial intercepts; wine: the certificate's dense algebra cost ~0.3 ms)
             if attained_certificate(*self.pos[:4], self.c, np.asarray(x, dtype=float), self.Hd > 0, dense=dense):
                 return None
         return recession_direction(self, x=x)
+
+    def _class_columns(self, free):
+        """The free columns ``A[:, free]`` of the positive groups as a dense array, when they may be a multinomial's
+        class intercepts (as many free columns as rows per group, every group that size, rows in group order), for
+        :func:`.recession.class_intercepts_attained` on models without a dense feature copy; else None. digits
+        (17,970 x 650, ten free intercepts): 1.7 ms for the columns + 1.1 ms for the test, where the dense
+        certificate took 8 ms of a 60 ms solve."""
+        if self.groups is None or free.size < 2 or free.size != self.groups.c:
+            return None
+        A, _, seg = self.pos[:3]
+        G = int(seg[-1]) + 1
+        if A.shape[0] != G * free.size or not np.array_equal(seg, np.repeat(np.arange(G), free.size)):
+            return None
+        return A[:, free].toarray() if sp.issparse(A) else np.asarray(A, dtype=float)[:, free]
 
     def final_value(self, x, f, S):
         """The exact ``f(x)`` when the last scores came by linearity (``f`` otherwise)."""
