@@ -98,8 +98,8 @@ def main():
                 t = time.perf_counter()
                 get_solver("majorize").solve(prog, check_attained=False)
                 off.append(time.perf_counter() - t)
-            verdict = res.info.get("attainment", {}).get("verdict", "-")
             att = res.info.get("attainment", {})
+            verdict = att.get("verdict", "-")
             dec = (att.get("found_by") if att.get("verdict") not in (None, "attained")
                    else ("LP" if lps else "cert") if att else "-")
             print(f"| {name} | {X.shape[0]} x {X.shape[1]}, {np.unique(y).size} | {lam:g} | "
