@@ -161,8 +161,9 @@ class MajorizeSolver(Solver):
                "which ran",
                ("auto", "numpy", "numba")),
         Option("check_attained", True, "before reporting 'optimal' on a convex program with directions free of "
-               "curvature (no quadratic term, no bounds), solve one LP for a direction along which the objective "
-               "decreases strictly from every point (e.g. separable data without penalty): then no minimizer exists "
+               "curvature (no quadratic term, no bounds), test for a direction along which the objective "
+               "decreases strictly from every point, e.g. separable data without penalty (exact tests for free "
+               "intercepts, a dual certificate at the converged point, else one LP): then no minimizer exists "
                "and the status is 'numerical' ('unbounded' for a ray of linear decrease) with the last iterate; "
                "result.info['attainment'] says what was found and its cost", bool),
         Option("check_bound", True, "check f(theta_new) <= majorizer every iteration (SolverBugError otherwise)",
