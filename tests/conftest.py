@@ -1,6 +1,13 @@
 """Test configuration: make tests/ importable and register the test-only solver plugin."""
+import os
 import sys
 from pathlib import Path
+
+# Under pytest-xdist (the README's `-n 2`) every worker is a process of its own: one BLAS thread each, so two
+# workers on two cores do not run four threads (set before numpy is first imported, below)
+if "PYTEST_XDIST_WORKER" in os.environ:
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 import pytest
 
@@ -18,7 +25,7 @@ from hypothesis import settings as _hyp_settings  # noqa: E402
 
 _hyp_settings.register_profile("derandomized", derandomize=True)
 _hyp_settings.register_profile("explore", derandomize=False)
-_hyp_settings.load_profile(__import__("os").environ.get("HYPOTHESIS_PROFILE", "derandomized"))
+_hyp_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "derandomized"))
 
 #: ../shared/data relative to the repository root
 DATA = (HERE.parent / ".." / "shared" / "data").resolve()
