@@ -67,8 +67,9 @@ def ranges(starts, counts):
     total = int(counts.sum())
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + offs
+    # (the array methods: numpy's function wrappers cost ~1 us a call on these small arrays)
+    offs = np.arange(total, dtype=np.int64) - (counts.cumsum() - counts).repeat(counts)
+    return np.asarray(starts, dtype=np.int64).repeat(counts) + offs
 
 
 def take_rows(M, rows):
@@ -77,7 +78,7 @@ def take_rows(M, rows):
     gives a canonical result."""
     rows = np.asarray(rows, dtype=np.int64)
     k = rows.size
-    if k and rows[0] >= 0 and int(rows[-1]) - int(rows[0]) == k - 1 and (k == 1 or bool((rows[1:] > rows[:-1]).all())):
+    if k and rows[0] >= 0 and int(rows[-1]) - int(rows[0]) == k - 1 and (k == 1 or not np.count_nonzero(rows[1:] <= rows[:-1])):
         # consecutive rows r0 .. r0 + k - 1 (a slice, the rows left after singleton rows leave): one block of
         # the arrays, copied (the result owns its arrays, as the gather below gives)
         r0 = int(rows[0])
@@ -88,7 +89,7 @@ def take_rows(M, rows):
     counts = M.indptr[rows + 1] - M.indptr[rows]
     idx = ranges(M.indptr[rows], counts)
     indptr = np.zeros(rows.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
+    counts.cumsum(out=indptr[1:])
     return csr_raw(M.data[idx], M.indices[idx], indptr, (rows.size, M.shape[1]))
 
 
@@ -98,7 +99,7 @@ def dense_to_csr(val):
     its column indices repeat ``0 .. q-1``. The result owns its arrays (never a view of ``val``)."""
     p, q = val.shape
     nz = val != 0
-    if nz.all():
+    if np.count_nonzero(nz) == nz.size:
         return csr_raw(np.array(val, dtype=float).reshape(-1), np.tile(np.arange(q), p), np.arange(p + 1) * q, (p, q))
     flat = np.flatnonzero(nz)  # row-major positions: row flat // q, column flat % q
     # (the column as flat - (flat // q) q: numpy's integer % costs twice a floor division and a product)

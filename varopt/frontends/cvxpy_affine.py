@@ -164,13 +164,14 @@ class _AffineTracer:
             params = [p for p in expr.parameters()] if hasattr(expr, "parameters") else []
             missing = [p.name() for p in params if p.value is None] or [str(expr)]
             raise InputDataError(f"{self.where}: parameter {missing[0]!r} has no value")
-        if sp.issparse(val):
-            val = val.toarray()
-        val = np.asarray(val)
-        if np.iscomplexobj(val):
+        if type(val) is not np.ndarray:  # (CVXPY's constants are float arrays: no further test for them)
+            if sp.issparse(val):
+                val = val.toarray()
+            val = np.asarray(val)
+        if val.dtype.kind == "c":
             self.fail(expr, "complex data is not supported")
         val = val.astype(float, copy=False)  # never written to: CVXPY's own float array is used as it is
-        if not np.isfinite(val).all():
+        if np.count_nonzero(np.isfinite(val)) != val.size:
             if isinstance(expr, Parameter):
                 what = f"parameter {expr.name()!r}"
             else:
@@ -268,10 +269,7 @@ class _AffineTracer:
         src = np.asarray(np.arange(z.m).reshape(_shape(expr.args[0]), order="F")[key]).ravel(order="F")
         if src.size != _size(shape):
             return self._selection(expr, shape)
-        m = src.size
-        L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, z.m))
-        L._varopt_selection = True  # basic indexing never repeats an entry
-        return z.apply(L, shape)
+        return z.take(src, shape)  # the unit selection, without its matrix
 
     def _reshape(self, expr, shape):
         """``reshape(x, shape, order)`` (also ``vec``): output entry ``e`` (column-major, as nodes store entries) is
@@ -288,9 +286,7 @@ class _AffineTracer:
         src = np.arange(m).reshape(z.shape, order="F").reshape(shape, order=order).ravel(order="F")
         if order == "F" or np.array_equal(src, np.arange(m)):
             return _Node(shape, self.n, z.A, z.c, list(z.Q), list(z.rows), list(z.lse))
-        L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, m))
-        L._varopt_selection = True  # a permutation: distinct entries
-        return z.apply(L, shape)
+        return z.take(src, shape)  # a permutation
 
     def _probe(self, expr, shape):
         """Other affine atoms (cumsum, diff, kron/conv with a constant, ...): probe ``numeric``.
@@ -343,14 +339,15 @@ class _AffineTracer:
         z = self.trace(expr.args[0])
         if z.m != 1:
             return self._selection(expr, shape)
-        m = _size(shape)
-        return z.apply(_csr_raw(np.ones(m), np.zeros(m, np.int64), np.arange(m + 1), (m, 1)), shape)
+        return z.take(np.zeros(_size(shape), np.int64), shape)
 
     def _NegExpression(self, expr, shape):
         return self.trace(expr.args[0]).scale(-1.0)
 
     def _Sum(self, expr, shape):
         z = self.trace(expr.args[0])
+        if expr.axis is None and z.m > 1:  # everything: the sums of the parts' rows, without the row of ones
+            return z.sum_all(shape)
         return z.apply(_group_matrix(*_axis_groups(z.shape, expr.axis)), shape)
 
     def _Trace(self, expr, shape):

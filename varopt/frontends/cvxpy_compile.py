@@ -394,7 +394,8 @@ def _to_expressions(z, n, order_c=False, empty_q=None):
     if order_c and z.shape:
         entries = np.arange(m).reshape(z.shape, order="F").ravel(order="C")
     A = _canonical(z.A)
-    if not A.data[:A.indptr[-1]].all():  # stored zeros (x - x): dropped once here, not per row
+    k = A.indptr[-1]
+    if np.count_nonzero(A.data[:k]) != k:  # stored zeros (x - x): dropped once here, not per row
         A = A.copy()
         A.eliminate_zeros()
     cols64 = A.indices.astype(np.int64)  # every row's columns as views of one conversion
@@ -406,7 +407,7 @@ def _to_expressions(z, n, order_c=False, empty_q=None):
             return None, None
         if len(pairs) == 1:  # one object: its weights as they are (no hstack), canonical and without stored zeros
             W = _canonical(pairs[0][1])
-            if not W.data[:W.indptr[-1]].all():
+            if np.count_nonzero(W.data[:W.indptr[-1]]) != W.indptr[-1]:
                 W = W.copy()
                 W.eliminate_zeros()
             return [get(pairs[0][0])], W
