@@ -64,12 +64,13 @@ csr_raw = csr_unchecked if unchecked_works() else csr_checked
 def ranges(starts, counts):
     """Concatenation of ``arange(s, s + c)`` for every (s, c), vectorized."""
     counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
+    ends = counts.cumsum()
+    total = int(ends[-1]) if ends.size else 0
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    # (the array methods: numpy's function wrappers cost ~1 us a call on these small arrays)
-    offs = np.arange(total, dtype=np.int64) - (counts.cumsum() - counts).repeat(counts)
-    return np.asarray(starts, dtype=np.int64).repeat(counts) + offs
+    # entry t of range k is starts[k] + (t - first position of range k): one repeat of the per-range shift
+    # (starts - first positions) over all entries instead of two (integers: the same values)
+    return (np.asarray(starts, dtype=np.int64) - (ends - counts)).repeat(counts) + np.arange(total, dtype=np.int64)
 
 
 def take_rows(M, rows):
@@ -100,7 +101,9 @@ def dense_to_csr(val):
     p, q = val.shape
     nz = val != 0
     if np.count_nonzero(nz) == nz.size:
-        return csr_raw(np.array(val, dtype=float).reshape(-1), np.tile(np.arange(q), p), np.arange(p + 1) * q, (p, q))
+        # (the column numbers by a 2-D repeat: np.tile's wrapper costs twice as much on these sizes)
+        return csr_raw(np.array(val, dtype=float).reshape(-1), np.arange(q)[None, :].repeat(p, axis=0).ravel(),
+                       np.arange(p + 1) * q, (p, q))
     flat = np.flatnonzero(nz)  # row-major positions: row flat // q, column flat % q
     # (the column as flat - (flat // q) q: numpy's integer % costs twice a floor division and a product)
     return csr_raw(val[nz], flat - (flat // q) * q, np.searchsorted(flat, np.arange(p + 1) * q), (p, q))

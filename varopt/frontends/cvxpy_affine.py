@@ -345,10 +345,7 @@ class _AffineTracer:
         return self.trace(expr.args[0]).scale(-1.0)
 
     def _Sum(self, expr, shape):
-        z = self.trace(expr.args[0])
-        if expr.axis is None and z.m > 1:  # everything: the sums of the parts' rows, without the row of ones
-            return z.sum_all(shape)
-        return z.apply(_group_matrix(*_axis_groups(z.shape, expr.axis)), shape)
+        return self.trace(expr.args[0]).reduce(expr.axis, shape)
 
     def _Trace(self, expr, shape):
         z = self.trace(expr.args[0])

@@ -409,6 +409,13 @@ class _Node:
                            [(r, sel(W)) for r, W in self.rows] if self.rows else [],
                            [(g, sel(V)) for g, V in self.lse] if self.lse else [])
 
+    def reduce(self, axis, shape):
+        """The sums over ``axis`` (CVXPY's ``axis``; None: all entries) as the node of ``shape``: :meth:`sum_all`
+        for a sum of everything, else the 0/1 matrix of :func:`_group_matrix` applied."""
+        if axis is None and self.m > 1:
+            return self.sum_all(shape)
+        return self.apply(_group_matrix(*_axis_groups(self.shape, axis)), shape)
+
     def sum_all(self, shape):
         """The node ``1^T self`` (``cp.sum(x)`` without an axis) of a node of at least two entries, without the row
         of ones: the arrays :meth:`apply` gives with it (:func:`_sum_rows`; the constant by ``cumsum``, the same
@@ -454,7 +461,8 @@ def _repeat_diag(C, r):
     off = np.arange(r)
     indptr = np.concatenate([(C.indptr[:-1][None, :] + nnz * off[:, None]).ravel(), [r * nnz]])
     indices = (C.indices[:nnz][None, :] + q * off[:, None]).ravel()
-    return _csr_raw(np.tile(C.data[:nnz], r), indices, indptr, (r * p, r * q))
+    # (np.tile(data, r) by a 2-D repeat: the same array, without np.tile's wrapper)
+    return _csr_raw(C.data[:nnz][None, :].repeat(r, axis=0).ravel(), indices, indptr, (r * p, r * q))
 
 
 def _bcast(z, shape):
@@ -555,9 +563,14 @@ def _axis_groups(shape, axis):
     axes = tuple(int(a) % len(shape) for a in axes)
     keep = [d for d in range(len(shape)) if d not in axes]
     out_shape = tuple(shape[d] for d in keep)
-    idx = np.indices(shape).reshape(len(shape), -1, order="F")
     if not keep:
         return np.zeros(_size(shape), dtype=np.int64), 1
+    if len(shape) == 2 and len(keep) == 1:  # a matrix's row sums (entry i + p j -> i) or column sums (-> j)
+        p, r = shape
+        pos = np.arange(p, dtype=np.int64)[None, :].repeat(r, axis=0).ravel() if keep[0] == 0 else \
+            np.arange(r, dtype=np.int64).repeat(p)
+        return pos, _size(out_shape)
+    idx = np.indices(shape).reshape(len(shape), -1, order="F")
     pos = np.ravel_multi_index(tuple(idx[d] for d in keep), out_shape, order="F")
     return pos.astype(np.int64), _size(out_shape)
 
