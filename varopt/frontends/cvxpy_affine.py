@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
 from ..core.csr import dense_to_csr
-from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _group_matrix, _repeat_diag,
+from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _empty, _group_matrix, _repeat_diag,
                           _selection_matrix, _shape, _size, _stack)
 
 # classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments
@@ -192,14 +192,23 @@ class _AffineTracer:
                 bad = "NaN" if np.isnan(M.data).any() else "inf"
                 raise InputDataError(f"{self.where}: sparse constant of shape {M.shape} contains {bad}")
             return M.reshape(shape2d) if M.shape != shape2d else M
-        val = np.broadcast_to(self.const_value(expr), _shape(expr)).reshape(shape2d)
-        return dense_to_csr(val)
+        val = self.const_value(expr)
+        shape = _shape(expr)
+        # (np.broadcast_to only when CVXPY's value has another shape: it costs ~5 us)
+        return dense_to_csr((val if val.shape == shape else np.broadcast_to(val, shape)).reshape(shape2d))
 
     def const_node(self, shape, val):
         val = np.asarray(val, dtype=float)
         # the node's own entries (never a view of the user's constant), broadcast when the shapes differ
-        c = val.flatten(order="F") if val.shape == tuple(shape) else np.broadcast_to(val, shape).ravel(order="F")
-        return _Node(shape, self.n, c=c)
+        shape = tuple(shape)
+        m = _size(shape)
+        if val.shape == shape:
+            c = val.flatten(order="F")
+        elif val.size == 1:  # a scalar repeated (np.broadcast_to costs ~5 us)
+            c = np.full(m, float(val.reshape(-1)[0]))
+        else:
+            c = np.broadcast_to(val, shape).ravel(order="F")
+        return _Node._make(shape, m, self.n, _empty(m, self.n), c, [], [], [])
 
     # --- the tree walk ------------------------------------------------------------------
     def trace(self, expr):
@@ -226,7 +235,7 @@ class _AffineTracer:
                 A = _csr_raw(np.ones(cols.size), cols, np.arange(cols.size + 1), (cols.size, self.n))
                 A._varopt_selection = True  # distinct columns: a variable's entries are distinct program columns
                 self._var_rows[id(expr)] = A
-            return _Node(shape, self.n, A)
+            return _Node._make(shape, A.shape[0], self.n, A, np.zeros(A.shape[0]), [], [], [])
         if not self.has_vars(expr):
             return self.const_node(shape, self.const_value(expr))
         name = type(expr).__name__

@@ -520,7 +520,7 @@ def _add(nodes, shape):
         Q += z.Q
         rows += z.rows
         lse += z.lse
-    return _Node(shape, n, A, c, Q, rows, lse)
+    return _Node._make(shape, nodes[0].m, n, A, c, Q, rows, lse)
 
 
 def _stack(nodes):
