@@ -447,8 +447,8 @@ class _Node:
             return _csr_raw(M.data[:k] * f, M.indices[:k].copy(),
                             M.indptr.copy(), M.shape)
 
-        return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
-                     [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
+        return _Node._make(self.shape, self.m, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
+                           [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
 
 
 def _repeat_diag(C, r):
