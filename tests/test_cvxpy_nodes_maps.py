@@ -143,3 +143,19 @@ def test_repeat_diag_is_scipys_kron():
         want = sp.kron(sp.identity(r), C, format="csr")
         want.sort_indices()
         assert _arrays_equal(got, want)
+
+
+def test_take_rows_is_scipys_row_indexing():
+    from varopt.core.csr import take_rows
+    rng = np.random.default_rng(6)
+    for _ in range(30):
+        m, n = int(rng.integers(1, 9)), int(rng.integers(1, 7))
+        M = sp.random(m, n, density=0.5, format="csr", random_state=rng)
+        for rows in (rng.integers(0, m, int(rng.integers(0, 12))), rng.permutation(m), np.arange(m)[::-1],
+                     np.arange(1, m)):
+            got = take_rows(M, rows)
+            want = M[np.asarray(rows, dtype=np.int64)]
+            assert got.shape == want.shape
+            np.testing.assert_array_equal(got.indptr, want.indptr)
+            np.testing.assert_array_equal(got.indices, want.indices)
+            assert got.data.tobytes() == want.data.tobytes()
