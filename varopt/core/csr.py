@@ -64,11 +64,13 @@ csr_raw = csr_unchecked if unchecked_works() else csr_checked
 def ranges(starts, counts):
     """Concatenation of ``arange(s, s + c)`` for every (s, c), vectorized."""
     counts = np.asarray(counts, dtype=np.int64)
-    total = int(counts.sum())
+    ends = counts.cumsum()
+    total = int(ends[-1]) if ends.size else 0
     if total == 0:
         return np.zeros(0, dtype=np.int64)
-    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(np.asarray(starts, dtype=np.int64), counts) + offs
+    # entry t of range k is starts[k] + (t - first position of range k): one repeat of the per-range shift
+    # (starts - first positions) over all entries instead of two (integers: the same values)
+    return (np.asarray(starts, dtype=np.int64) - (ends - counts)).repeat(counts) + np.arange(total, dtype=np.int64)
 
 
 def take_rows(M, rows):
@@ -77,7 +79,7 @@ def take_rows(M, rows):
     gives a canonical result."""
     rows = np.asarray(rows, dtype=np.int64)
     k = rows.size
-    if k and rows[0] >= 0 and int(rows[-1]) - int(rows[0]) == k - 1 and (k == 1 or bool((rows[1:] > rows[:-1]).all())):
+    if k and rows[0] >= 0 and int(rows[-1]) - int(rows[0]) == k - 1 and (k == 1 or not np.count_nonzero(rows[1:] <= rows[:-1])):
         # consecutive rows r0 .. r0 + k - 1 (a slice, the rows left after singleton rows leave): one block of
         # the arrays, copied (the result owns its arrays, as the gather below gives)
         r0 = int(rows[0])
@@ -85,11 +87,14 @@ def take_rows(M, rows):
         indptr = M.indptr[r0:r0 + k + 1].astype(np.int64)
         indptr -= s
         return csr_raw(M.data[s:e].copy(), M.indices[s:e].copy(), indptr, (k, M.shape[1]))
-    counts = M.indptr[rows + 1] - M.indptr[rows]
-    idx = ranges(M.indptr[rows], counts)
-    indptr = np.zeros(rows.size + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return csr_raw(M.data[idx], M.indices[idx], indptr, (rows.size, M.shape[1]))
+    # the rows' entries: ranges(starts, counts) with the starts gathered once and the result's indptr (the
+    # counts' cumulative sums) as the ranges' first positions (numpy calls cost ~1-2 us each at these sizes)
+    starts = M.indptr[rows]
+    counts = M.indptr[rows + 1] - starts
+    indptr = np.zeros(k + 1, dtype=np.int64)
+    counts.cumsum(out=indptr[1:])
+    idx = (starts - indptr[:-1]).repeat(counts) + np.arange(int(indptr[-1]), dtype=np.int64)
+    return csr_raw(M.data[idx], M.indices[idx], indptr, (k, M.shape[1]))
 
 
 def dense_to_csr(val):
@@ -98,8 +103,10 @@ def dense_to_csr(val):
     its column indices repeat ``0 .. q-1``. The result owns its arrays (never a view of ``val``)."""
     p, q = val.shape
     nz = val != 0
-    if nz.all():
-        return csr_raw(np.array(val, dtype=float).reshape(-1), np.tile(np.arange(q), p), np.arange(p + 1) * q, (p, q))
+    if np.count_nonzero(nz) == nz.size:
+        # (the column numbers by a 2-D repeat: np.tile's wrapper costs twice as much on these sizes)
+        return csr_raw(np.array(val, dtype=float).reshape(-1), np.arange(q)[None, :].repeat(p, axis=0).ravel(),
+                       np.arange(p + 1) * q, (p, q))
     flat = np.flatnonzero(nz)  # row-major positions: row flat // q, column flat % q
     # (the column as flat - (flat // q) q: numpy's integer % costs twice a floor division and a product)
     return csr_raw(val[nz], flat - (flat // q) * q, np.searchsorted(flat, np.arange(p + 1) * q), (p, q))

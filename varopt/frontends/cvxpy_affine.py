@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
 from ..core.csr import dense_to_csr
-from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _group_matrix, _repeat_diag,
+from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _empty, _group_matrix, _repeat_diag,
                           _selection_matrix, _shape, _size, _stack)
 
 # classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments
@@ -164,13 +164,14 @@ class _AffineTracer:
             params = [p for p in expr.parameters()] if hasattr(expr, "parameters") else []
             missing = [p.name() for p in params if p.value is None] or [str(expr)]
             raise InputDataError(f"{self.where}: parameter {missing[0]!r} has no value")
-        if sp.issparse(val):
-            val = val.toarray()
-        val = np.asarray(val)
-        if np.iscomplexobj(val):
+        if type(val) is not np.ndarray:  # (CVXPY's constants are float arrays: no further test for them)
+            if sp.issparse(val):
+                val = val.toarray()
+            val = np.asarray(val)
+        if val.dtype.kind == "c":
             self.fail(expr, "complex data is not supported")
         val = val.astype(float, copy=False)  # never written to: CVXPY's own float array is used as it is
-        if not np.isfinite(val).all():
+        if np.count_nonzero(np.isfinite(val)) != val.size:
             if isinstance(expr, Parameter):
                 what = f"parameter {expr.name()!r}"
             else:
@@ -191,14 +192,23 @@ class _AffineTracer:
                 bad = "NaN" if np.isnan(M.data).any() else "inf"
                 raise InputDataError(f"{self.where}: sparse constant of shape {M.shape} contains {bad}")
             return M.reshape(shape2d) if M.shape != shape2d else M
-        val = np.broadcast_to(self.const_value(expr), _shape(expr)).reshape(shape2d)
-        return dense_to_csr(val)
+        val = self.const_value(expr)
+        shape = _shape(expr)
+        # (np.broadcast_to only when CVXPY's value has another shape: it costs ~5 us)
+        return dense_to_csr((val if val.shape == shape else np.broadcast_to(val, shape)).reshape(shape2d))
 
     def const_node(self, shape, val):
         val = np.asarray(val, dtype=float)
         # the node's own entries (never a view of the user's constant), broadcast when the shapes differ
-        c = val.flatten(order="F") if val.shape == tuple(shape) else np.broadcast_to(val, shape).ravel(order="F")
-        return _Node(shape, self.n, c=c)
+        shape = tuple(shape)
+        m = _size(shape)
+        if val.shape == shape:
+            c = val.flatten(order="F")
+        elif val.size == 1:  # a scalar repeated (np.broadcast_to costs ~5 us)
+            c = np.full(m, float(val.reshape(-1)[0]))
+        else:
+            c = np.broadcast_to(val, shape).ravel(order="F")
+        return _Node._make(shape, m, self.n, _empty(m, self.n), c, [], [], [])
 
     # --- the tree walk ------------------------------------------------------------------
     def trace(self, expr):
@@ -225,7 +235,7 @@ class _AffineTracer:
                 A = _csr_raw(np.ones(cols.size), cols, np.arange(cols.size + 1), (cols.size, self.n))
                 A._varopt_selection = True  # distinct columns: a variable's entries are distinct program columns
                 self._var_rows[id(expr)] = A
-            return _Node(shape, self.n, A)
+            return _Node._make(shape, A.shape[0], self.n, A, np.zeros(A.shape[0]), [], [], [])
         if not self.has_vars(expr):
             return self.const_node(shape, self.const_value(expr))
         name = type(expr).__name__
@@ -268,10 +278,7 @@ class _AffineTracer:
         src = np.asarray(np.arange(z.m).reshape(_shape(expr.args[0]), order="F")[key]).ravel(order="F")
         if src.size != _size(shape):
             return self._selection(expr, shape)
-        m = src.size
-        L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, z.m))
-        L._varopt_selection = True  # basic indexing never repeats an entry
-        return z.apply(L, shape)
+        return z.take(src, shape)  # the unit selection, without its matrix
 
     def _reshape(self, expr, shape):
         """``reshape(x, shape, order)`` (also ``vec``): output entry ``e`` (column-major, as nodes store entries) is
@@ -288,9 +295,7 @@ class _AffineTracer:
         src = np.arange(m).reshape(z.shape, order="F").reshape(shape, order=order).ravel(order="F")
         if order == "F" or np.array_equal(src, np.arange(m)):
             return _Node(shape, self.n, z.A, z.c, list(z.Q), list(z.rows), list(z.lse))
-        L = _csr_raw(np.ones(m), src, np.arange(m + 1), (m, m))
-        L._varopt_selection = True  # a permutation: distinct entries
-        return z.apply(L, shape)
+        return z.take(src, shape)  # a permutation
 
     def _probe(self, expr, shape):
         """Other affine atoms (cumsum, diff, kron/conv with a constant, ...): probe ``numeric``.
@@ -343,15 +348,13 @@ class _AffineTracer:
         z = self.trace(expr.args[0])
         if z.m != 1:
             return self._selection(expr, shape)
-        m = _size(shape)
-        return z.apply(_csr_raw(np.ones(m), np.zeros(m, np.int64), np.arange(m + 1), (m, 1)), shape)
+        return z.take(np.zeros(_size(shape), np.int64), shape)
 
     def _NegExpression(self, expr, shape):
         return self.trace(expr.args[0]).scale(-1.0)
 
     def _Sum(self, expr, shape):
-        z = self.trace(expr.args[0])
-        return z.apply(_group_matrix(*_axis_groups(z.shape, expr.axis)), shape)
+        return self.trace(expr.args[0]).reduce(expr.axis, shape)
 
     def _Trace(self, expr, shape):
         z = self.trace(expr.args[0])

@@ -127,8 +127,7 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
             # norm(u, 2)**2 = sum_k u_k^2 (the usual way to write an L2 penalty or a Gaussian prior): square rows,
             # as sum_squares, instead of an auxiliary t = sqrt(sum u^2) that only gop handles
             z = self.lifted_arg(arg, arg.args[0])
-            S = _group_matrix(*_axis_groups(z.shape, getattr(arg, "axis", None)))
-            return self.atom_node("square", z, 1.0, z.shape).apply(S, shape)
+            return self.atom_node("square", z, 1.0, z.shape).reduce(getattr(arg, "axis", None), shape)
         return self.atom_node("square", self.lifted_arg(expr, arg), 1.0, shape)
 
     def power_node(self, expr, p, shape):
@@ -171,8 +170,7 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
 
     def _norm1(self, expr, shape):
         z = self.lifted_arg(expr, expr.args[0])
-        S = _group_matrix(*_axis_groups(z.shape, getattr(expr, "axis", None)))
-        return self.abs_node(z, z.shape).apply(S, shape)
+        return self.abs_node(z, z.shape).reduce(getattr(expr, "axis", None), shape)
 
     def _pnorm(self, expr, shape):
         """``norm(u, 2)``, ``norm2``, ``norm(U, 'fro')`` (``pnorm`` with ``p = 2``, any axis):
@@ -244,19 +242,17 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
     def _quad_over_lin(self, expr, shape):
         xa, ya = expr.args
         z = self.lifted_arg(expr, xa)
-        S = _group_matrix(*_axis_groups(z.shape, getattr(expr, "axis", None)))
+        axis = getattr(expr, "axis", None)
         if not self.has_vars(ya):
             y = float(np.asarray(self.const_value(ya)).ravel()[0])
             if y <= 0:
                 raise InputDataError(f"{self.where}: `{expr}` needs a positive denominator, got {y!r}")
-            node = self.atom_node("square", z, 1.0 / y, z.shape)
-            return node.apply(S, shape)
+            return self.atom_node("square", z, 1.0 / y, z.shape).reduce(axis, shape)
         zy = self.affine_arg(expr, ya)
         if zy.m != 1:
             self.fail(expr, "quad_over_lin with a non-scalar denominator")
         A2 = sp.csr_matrix(sp.vstack([zy.A] * z.m)) if z.m > 1 else zy.A
-        node = self.atom_node("quad_over_lin", z, 1.0, z.shape, A2, np.full(z.m, zy.c[0]))
-        return node.apply(S, shape)
+        return self.atom_node("quad_over_lin", z, 1.0, z.shape, A2, np.full(z.m, zy.c[0])).reduce(axis, shape)
 
     def _QuadForm(self, expr, shape):
         xa, Pa = expr.args

@@ -354,8 +354,13 @@ def _minus_constant(tracer, g, c, shape):
     if z.shape != tuple(shape):
         return None
     val = np.asarray(tracer.const_value(c), dtype=float)
-    neg = -1.0 * (val.ravel(order="F") if val.shape == z.shape else np.broadcast_to(val, z.shape).ravel(order="F"))
-    return _Node(z.shape, z.n, z.A, z.c + neg, list(z.Q), list(z.rows), list(z.lse))
+    if val.shape == z.shape:
+        neg = -1.0 * val.ravel(order="F")
+    elif val.size == 1:  # a scalar bound (x >= 0, sum(x) <= 1): its negation in every entry (np.broadcast_to: ~5 us)
+        neg = np.full(z.m, -1.0 * float(val.reshape(-1)[0]))
+    else:
+        neg = -1.0 * np.broadcast_to(val, z.shape).ravel(order="F")
+    return _Node._make(z.shape, z.m, z.n, z.A, z.c + neg, list(z.Q), list(z.rows), list(z.lse))
 
 
 _MAX_ATOMS = []  # CVXPY's norm_inf and max classes (imported on first use)
@@ -390,11 +395,12 @@ def _to_expressions(z, n, order_c=False, empty_q=None):
     quadratic part of entries without one (shared; built here when not given).
     """
     m = z.m
-    entries = np.arange(m)
-    if order_c and z.shape:
-        entries = np.arange(m).reshape(z.shape, order="F").ravel(order="C")
+    entries = range(m)
+    if order_c and len(z.shape) > 1:  # (a vector's F and C orders agree)
+        entries = np.arange(m).reshape(z.shape, order="F").ravel(order="C").tolist()
     A = _canonical(z.A)
-    if not A.data[:A.indptr[-1]].all():  # stored zeros (x - x): dropped once here, not per row
+    k = A.indptr[-1]
+    if np.count_nonzero(A.data[:k]) != k:  # stored zeros (x - x): dropped once here, not per row
         A = A.copy()
         A.eliminate_zeros()
     cols64 = A.indices.astype(np.int64)  # every row's columns as views of one conversion
@@ -406,7 +412,7 @@ def _to_expressions(z, n, order_c=False, empty_q=None):
             return None, None
         if len(pairs) == 1:  # one object: its weights as they are (no hstack), canonical and without stored zeros
             W = _canonical(pairs[0][1])
-            if not W.data[:W.indptr[-1]].all():
+            if np.count_nonzero(W.data[:W.indptr[-1]]) != W.indptr[-1]:
                 W = W.copy()
                 W.eliminate_zeros()
             return [get(pairs[0][0])], W
@@ -440,8 +446,10 @@ def _to_expressions(z, n, order_c=False, empty_q=None):
         empty_q = _empty_quadratic(n)
 
     out = []
+    # row bounds and constants as Python numbers (numpy's scalar indexing costs ~0.1 us a read; the same values)
+    ip, cvals = A.indptr.tolist(), z.c.tolist()
     for e in entries:
-        lo, hi = A.indptr[e], A.indptr[e + 1]
+        lo, hi = ip[e], ip[e + 1]
         lin = None
         if 4 * (hi - lo) > n:  # dense storage costs less than index + value arrays
             lin = np.zeros(n)
@@ -460,6 +468,6 @@ def _to_expressions(z, n, order_c=False, empty_q=None):
         lses = [LseGroup(_canonical(sub.A), sub.b, sub.seg, V.data[sl], sub.mult, sub.label)
                 for g, V, sl, sub in _entries(lsesets, e, lambda g, idx: g.take_groups(idx))] if lsesets else ()
         # a canonical csr row without stored zeros is a valid sparse linear part as it is
-        out.append(Expression(n, float(z.c[e]), lin, quad, atoms, lses) if lin is not None else
-                   Expression.from_sorted_row(n, z.c[e], cols64[lo:hi], A.data[lo:hi], quad, atoms, lses))
+        out.append(Expression(n, cvals[e], lin, quad, atoms, lses) if lin is not None else
+                   Expression.from_sorted_row(n, cvals[e], cols64[lo:hi], A.data[lo:hi], quad, atoms, lses))
     return out

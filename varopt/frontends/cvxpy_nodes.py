@@ -30,6 +30,10 @@ import scipy.sparse as sp
 
 from ..core import csr as _csrmod
 
+#: ``np.count_nonzero``: the tracer's tests of tiny arrays (``not _count(a != b)`` for ``(a == b).all()``) cost
+#: ~0.5 us where numpy's ``all``/``any`` reductions cost ~2 us; a small compile makes dozens of them
+_count = np.count_nonzero
+
 
 def _shape(expr):
     return tuple(map(int, expr.shape))  # (map: a generator costs twice as much, and these run ~60 times a compile)
@@ -89,7 +93,7 @@ class _Lse:
             return self  # all groups in order (the objective's single entry): immutable, shared
         cnt = self.starts[groups + 1] - self.starts[groups]
         rows = _ranges(self.starts[groups], cnt)
-        seg = np.repeat(np.arange(groups.size), cnt)
+        seg = np.arange(groups.size).repeat(cnt)
         return _Lse(_csrmod.take_rows(self.A, rows), self.b[rows], seg, self.mult[groups] if mult is None else mult,
                     self.label[groups] if label is None else label)
 
@@ -97,7 +101,7 @@ class _Lse:
 def _is_range(idx, size):
     """Whether the index array ``idx`` is ``0, 1, ..., size - 1``."""
     return idx.size == size and (size == 0 or (idx[0] == 0 and idx[-1] == size - 1
-                                               and bool(((idx[1:] - idx[:-1]) == 1).all())))
+                                               and not _count((idx[1:] - idx[:-1]) != 1)))
 
 
 def _first_index(shape):
@@ -189,8 +193,10 @@ def _diagonal(d, m=None):
         return _empty(m, m)
     d = np.asarray(d, dtype=float)
     keep = d != 0
-    M = _csr_raw(d[keep], np.flatnonzero(keep), np.concatenate([[0], np.cumsum(keep)]), (d.size, d.size))
-    if keep.all():
+    indptr = np.zeros(d.size + 1, dtype=np.int64)
+    keep.cumsum(out=indptr[1:])
+    M = _csr_raw(d[keep], np.flatnonzero(keep), indptr, (d.size, d.size))
+    if indptr[-1] == d.size:  # no zero on the diagonal
         M._varopt_selection = True
     return M
 
@@ -201,7 +207,8 @@ def _group_matrix(pos, m_out):
     if m_out == 1:  # a sum of everything (cp.sum(x))
         return _csr_raw(np.ones(pos.size), np.arange(pos.size), np.array([0, pos.size]), (1, pos.size))
     order = np.argsort(pos, kind="stable")
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(pos, minlength=m_out))])
+    indptr = np.zeros(m_out + 1, dtype=np.int64)
+    np.bincount(pos, minlength=m_out).cumsum(out=indptr[1:])
     return _csr_raw(np.ones(pos.size), order, indptr, (m_out, pos.size))
 
 
@@ -211,10 +218,11 @@ def _one_per_row_distinct(M):
     got = getattr(M, "_varopt_selection", None)
     if got is None:
         k = M.indptr[-1]
-        got = k == M.shape[0] and bool(((M.indptr[1:] - M.indptr[:-1]) == 1).all())
+        # (count_nonzero instead of .all(): a ufunc reduction costs ~2 us on a handful of entries)
+        got = k == M.shape[0] and not _count(M.indptr[1:] - M.indptr[:-1] - 1)
         if got and k > 1:  # distinct columns: no two equal neighbours once sorted
             srt = np.sort(M.indices[:k])
-            got = bool((srt[1:] != srt[:-1]).all())
+            got = not _count(srt[1:] == srt[:-1])
         M._varopt_selection = got
     return got
 
@@ -232,13 +240,50 @@ def _matmul(L, M):
         Li = L.indices[:k]
         # M's weights are mostly ones (a variable's rows, an index of them): then L's weights as they are (x * 1.0 is
         # x), copied instead of gathered; the test is over M's few entries, made only when L has many more
-        unit = k >= 4 * M.shape[0] and bool((M.data[:M.indptr[-1]] == 1.0).all())
+        unit = k >= 4 * M.shape[0] and not _count(M.data[:M.indptr[-1]] != 1.0)
         return _csr_raw(L.data[:k].copy() if unit else L.data[:k] * M.data[Li], M.indices[Li], L.indptr, (rows, cols))
     if M.has_canonical_format and _at_most_one_per_row(L):
         return _scaled_rows(L, M)
     if rows == 1 and L.has_canonical_format:
         return _row_product(L, M)
     return _csr(L @ M)
+
+
+def _select_rows(M, src, ip):
+    """``L @ M`` for the unit selection ``L`` (row ``e``: a one in column ``src[e]``; ``ip = arange(len(src) + 1)``,
+    its indptr) by the path :func:`_matmul` takes for it, without ``L``: an empty ``M`` gives an empty product, ``M``
+    with one entry per row in distinct columns the gathered entries, a canonical ``M`` its rows ``src`` without
+    stored zeros (:func:`_scaled_rows` with unit weights); anything else ``L`` and :func:`_matmul`."""
+    m = src.size
+    if M.indptr[-1] == 0:
+        return _empty(m, M.shape[1])
+    if _one_per_row_distinct(M):
+        return _csr_raw(M.data[src], M.indices[src], ip, (m, M.shape[1]))
+    if M.has_canonical_format:
+        T = _csrmod.take_rows(M, src)
+        if _count(T.data) == T.data.size:
+            return T
+        keep = T.data != 0
+        indptr = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(np.bincount(np.arange(m).repeat(T.indptr[1:] - T.indptr[:-1])[keep], minlength=m), out=indptr[1:])
+        return _csr_raw(T.data[keep], T.indices[keep], indptr, (m, M.shape[1]))
+    return _matmul(_csr_raw(np.ones(m), src, ip, (m, M.shape[0])), M)
+
+
+def _sum_rows(M):
+    """``1^T M`` (the sum of the rows of csr ``M``, at least two) by the path :func:`_matmul` takes for the row of
+    ones, without it: an empty ``M`` gives an empty row, ``M`` with one entry per row in distinct columns its
+    entries in their order, anything else the column sums by ``bincount`` in storage order (:func:`_row_product`;
+    zero sums dropped)."""
+    cols = M.shape[1]
+    k = M.indptr[-1]
+    if k == 0:
+        return _empty(1, cols)
+    if _one_per_row_distinct(M):
+        return _csr_raw(M.data[:k] * 1.0, M.indices[:k].copy(), np.array([0, k]), (1, cols))
+    out = np.bincount(M.indices[:k], weights=M.data[:k], minlength=cols)
+    nz = np.flatnonzero(out)
+    return _csr_raw(out[nz], nz, np.array([0, nz.size]), (1, cols))
 
 
 def _row_product(L, M):
@@ -248,7 +293,7 @@ def _row_product(L, M):
     sums dropped as scipy drops them."""
     k = L.indptr[-1]
     T = _csrmod.take_rows(M, L.indices[:k])
-    w = np.repeat(L.data[:k], T.indptr[1:] - T.indptr[:-1]) * T.data
+    w = L.data[:k].repeat(T.indptr[1:] - T.indptr[:-1]) * T.data
     out = np.bincount(T.indices, weights=w, minlength=M.shape[1]) if w.size else np.zeros(M.shape[1])
     nz = np.flatnonzero(out)
     return _csr_raw(out[nz], nz, np.array([0, nz.size]), (1, M.shape[1]))
@@ -256,7 +301,7 @@ def _row_product(L, M):
 
 def _at_most_one_per_row(L):
     """Whether every row of csr ``L`` holds at most one stored entry (selections, broadcasts, partial diagonals)."""
-    return L.indptr[-1] <= L.shape[0] and bool(((L.indptr[1:] - L.indptr[:-1]) <= 1).all())
+    return L.indptr[-1] <= L.shape[0] and not _count((L.indptr[1:] - L.indptr[:-1]) > 1)
 
 
 def _scaled_rows(L, M):
@@ -265,11 +310,11 @@ def _scaled_rows(L, M):
     k = L.indptr[-1]
     T = _csrmod.take_rows(M, L.indices[:k])
     cnt = T.indptr[1:] - T.indptr[:-1]
-    data = T.data * np.repeat(L.data[:k], cnt)
+    data = T.data * L.data[:k].repeat(cnt)
     indices = T.indices
-    if not data.all():
+    if _count(data) != data.size:
         keep = data != 0
-        cnt = np.bincount(np.repeat(np.arange(k), cnt)[keep], minlength=k)
+        cnt = np.bincount(np.arange(k).repeat(cnt)[keep], minlength=k)
         data, indices = data[keep], indices[keep]
     rowcnt = np.zeros(L.shape[0], dtype=np.int64)
     rowcnt[(L.indptr[1:] - L.indptr[:-1]) == 1] = cnt
@@ -303,6 +348,15 @@ class _Node:
         self.rows = rows or []  # list of (_Rows, W m x R csr)
         self.lse = lse or []  # list of (_Lse, V m x G csr)
 
+    @classmethod
+    def _make(cls, shape, m, n, A, c, Q, rows, lse):
+        """The node of these parts as they are: ``shape`` a tuple of ints with ``m`` entries, ``A`` a csr matrix,
+        ``c`` a float array of ``m`` entries, the lists owned by the new node (the tracer's own results; the
+        constructor's conversions cost ~1.5 us a node)."""
+        z = cls.__new__(cls)
+        z.shape, z.m, z.n, z.A, z.c, z.Q, z.rows, z.lse = shape, m, n, A, c, Q, rows, lse
+        return z
+
     # --- classification --------------------------------------------------------------
     @property
     def has_quad(self):
@@ -334,9 +388,43 @@ class _Node:
     def apply(self, L, shape):
         """The node ``L @ self`` (``L``: m' x m sparse) with the given output shape."""
         L = _csr(L)
-        c = L @ self.c if self.c.any() else np.zeros(L.shape[0])
-        return _Node(shape, self.n, _matmul(L, self.A), c, [(q, _matmul(L, W)) for q, W in self.Q],
-                     [(r, _matmul(L, W)) for r, W in self.rows], [(g, _matmul(L, V)) for g, V in self.lse])
+        c = L @ self.c if _count(self.c) else np.zeros(L.shape[0])
+        return _Node._make(tuple(shape), L.shape[0], self.n, _matmul(L, self.A), c,
+                           [(q, _matmul(L, W)) for q, W in self.Q] if self.Q else [],
+                           [(r, _matmul(L, W)) for r, W in self.rows] if self.rows else [],
+                           [(g, _matmul(L, V)) for g, V in self.lse] if self.lse else [])
+
+    def take(self, src, shape):
+        """The node ``L @ self`` for the selection ``L`` whose row ``e`` is the unit row of entry ``src[e]``
+        (``src``: int64 entry numbers, repeats allowed: an index, a transpose, a broadcast), without building
+        ``L``: row ``e`` of every part is row ``src[e]`` of the argument's (:func:`_select_rows`), ``c[src]``.
+        The same arrays :meth:`apply` gives (its products with unit weights are the gathers; ``+ 0.0`` is the
+        product's sum from ``0.0``, which turns a ``-0.0`` constant into ``0.0``)."""
+        m = src.size
+        c = self.c[src] + 0.0 if _count(self.c) else np.zeros(m)
+        ip = np.arange(m + 1)
+        sel = lambda M: _select_rows(M, src, ip)  # noqa: E731
+        return _Node._make(tuple(shape), m, self.n, sel(self.A), c,
+                           [(q, sel(W)) for q, W in self.Q] if self.Q else [],
+                           [(r, sel(W)) for r, W in self.rows] if self.rows else [],
+                           [(g, sel(V)) for g, V in self.lse] if self.lse else [])
+
+    def reduce(self, axis, shape):
+        """The sums over ``axis`` (CVXPY's ``axis``; None: all entries) as the node of ``shape``: :meth:`sum_all`
+        for a sum of everything, else the 0/1 matrix of :func:`_group_matrix` applied."""
+        if axis is None and self.m > 1:
+            return self.sum_all(shape)
+        return self.apply(_group_matrix(*_axis_groups(self.shape, axis)), shape)
+
+    def sum_all(self, shape):
+        """The node ``1^T self`` (``cp.sum(x)`` without an axis) of a node of at least two entries, without the row
+        of ones: the arrays :meth:`apply` gives with it (:func:`_sum_rows`; the constant by ``cumsum``, the same
+        sequential sum as the product's, which starts from ``0.0`` -- equal once an entry is nonzero)."""
+        c = self.c.cumsum()[-1:] if _count(self.c) else np.zeros(1)
+        return _Node._make(tuple(shape), 1, self.n, _sum_rows(self.A), c,
+                           [(q, _sum_rows(W)) for q, W in self.Q] if self.Q else [],
+                           [(r, _sum_rows(W)) for r, W in self.rows] if self.rows else [],
+                           [(g, _sum_rows(V)) for g, V in self.lse] if self.lse else [])
 
     def scale(self, d):
         """``diag(d) @ self``. Rows are scaled in place of a sparse product (the compile of a GLM scales
@@ -348,19 +436,19 @@ class _Node:
             d = np.asarray(d, dtype=float)
             if d.shape != (self.m,):
                 d = np.broadcast_to(d, (self.m,))
-            if not (d != 0).all():
+            if _count(d) != d.size:
                 return self.apply(_diagonal(d), self.shape)
 
         def rs(M):
             # own index arrays: a matrix sharing M's indices but not its data would be corrupted by an in-place
             # sort of either (scipy's sum_duplicates / sort_indices)
             k = M.indptr[-1]
-            f = d if scalar else np.repeat(d, M.indptr[1:] - M.indptr[:-1])
+            f = d if scalar else d.repeat(M.indptr[1:] - M.indptr[:-1])
             return _csr_raw(M.data[:k] * f, M.indices[:k].copy(),
                             M.indptr.copy(), M.shape)
 
-        return _Node(self.shape, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
-                     [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
+        return _Node._make(self.shape, self.m, self.n, rs(self.A), d * self.c, [(q, rs(W)) for q, W in self.Q],
+                           [(r, rs(W)) for r, W in self.rows], [(g, rs(V)) for g, V in self.lse])
 
 
 def _repeat_diag(C, r):
@@ -373,7 +461,8 @@ def _repeat_diag(C, r):
     off = np.arange(r)
     indptr = np.concatenate([(C.indptr[:-1][None, :] + nnz * off[:, None]).ravel(), [r * nnz]])
     indices = (C.indices[:nnz][None, :] + q * off[:, None]).ravel()
-    return _csr_raw(np.tile(C.data[:nnz], r), indices, indptr, (r * p, r * q))
+    # (np.tile(data, r) by a 2-D repeat: the same array, without np.tile's wrapper)
+    return _csr_raw(C.data[:nnz][None, :].repeat(r, axis=0).ravel(), indices, indptr, (r * p, r * q))
 
 
 def _bcast(z, shape):
@@ -400,16 +489,16 @@ def _csr_sum(A, B):
     indptr = np.zeros(ca.size + 1, dtype=np.int64)
     np.cumsum(ca + cb, out=indptr[1:])
     # position of every entry of A and of B in the merged rows
-    pa = np.arange(ka) + np.repeat(B.indptr[:-1], ca)
-    pb = np.arange(kb) + np.repeat(A.indptr[1:], cb)
+    pa = np.arange(ka) + B.indptr[:-1].repeat(ca)
+    pb = np.arange(kb) + A.indptr[1:].repeat(cb)
     data = np.empty(ka + kb)
     idx = np.empty(ka + kb, dtype=np.int64)
     data[pa], data[pb] = A.data[:ka], B.data[:kb]
     idx[pa], idx[pb] = ai, bi
-    if not data.all():
+    if _count(data) != data.size:
         keep = data != 0
         data, idx = data[keep], idx[keep]
-        rows = np.repeat(np.arange(ca.size), ca + cb)
+        rows = np.arange(ca.size).repeat(ca + cb)
         np.cumsum(np.bincount(rows[keep], minlength=ca.size), out=indptr[1:])
     return _csr_raw(data, idx, indptr, A.shape)
 
@@ -431,7 +520,7 @@ def _add(nodes, shape):
         Q += z.Q
         rows += z.rows
         lse += z.lse
-    return _Node(shape, n, A, c, Q, rows, lse)
+    return _Node._make(shape, nodes[0].m, n, A, c, Q, rows, lse)
 
 
 def _stack(nodes):
@@ -474,9 +563,14 @@ def _axis_groups(shape, axis):
     axes = tuple(int(a) % len(shape) for a in axes)
     keep = [d for d in range(len(shape)) if d not in axes]
     out_shape = tuple(shape[d] for d in keep)
-    idx = np.indices(shape).reshape(len(shape), -1, order="F")
     if not keep:
         return np.zeros(_size(shape), dtype=np.int64), 1
+    if len(shape) == 2 and len(keep) == 1:  # a matrix's row sums (entry i + p j -> i) or column sums (-> j)
+        p, r = shape
+        pos = np.arange(p, dtype=np.int64)[None, :].repeat(r, axis=0).ravel() if keep[0] == 0 else \
+            np.arange(r, dtype=np.int64).repeat(p)
+        return pos, _size(out_shape)
+    idx = np.indices(shape).reshape(len(shape), -1, order="F")
     pos = np.ravel_multi_index(tuple(idx[d] for d in keep), out_shape, order="F")
     return pos.astype(np.int64), _size(out_shape)
 
