@@ -327,3 +327,20 @@ def test_options_off_add_nothing():
         r = pyo.SolverFactory("gop").solve(_rank1(A_R1[:2, :2], [(-2, 2)] * 2, [(-2, 2)] * 2),
                                            time_limit=2, **kw).varopt_result
         assert "scaling" not in r.info
+
+
+def test_orbits_kept_only_when_they_permute_the_split():
+    """A permutation symmetry keeps the split's set only when it maps each disjunction onto one of them
+    (docs/gop.md §8e-s): exchanging u[0] and u[1] (both in the split, same value) does; exchanging u and v
+    (the split is on u only) does not; nor does a swap of variables with different split values."""
+    from varopt.solvers.gop.solver import _keeps_split
+
+    split = [[(0, 2.0), (1, 2.0), (2, 2.0)]]
+    ident = np.arange(6)
+    assert _keeps_split(ident, split)
+    assert _keeps_split(np.array([1, 0, 2, 3, 4, 5]), split)
+    assert not _keeps_split(np.array([3, 4, 5, 0, 1, 2]), split)
+    assert not _keeps_split(np.array([1, 0, 2, 3, 4, 5]), [[(0, 2.0), (1, 3.0), (2, 2.0)]])
+    # two pairs whose disjunctions are exchanged (rank-2 NMF's column swap)
+    two = [[(0, 1.0), (1, 1.0)], [(2, 1.0), (3, 1.0)]]
+    assert _keeps_split(np.array([2, 3, 0, 1]), two)
