@@ -195,7 +195,14 @@ def test_unbounded_connected_variable_names_the_variable():
         gop(prog, partition="mu", mode="gop")
     assert "mu" in str(e.value) and "setub" in str(e.value)
     res = gop(prog, partition="mu")  # the tree proves it: a feasible point and a ray of descent
-    assert res.status == "unbounded" and res.info["unbounded_ray"] == {"mu": 1.0}
+    # mu -> inf at phi = -1 or, as the signed scaling normalization of docs/gop.md §8e-s puts phi at its upper
+    # bound (the flip (mu, phi) -> (-mu, -phi) is a symmetry), mu -> -inf at phi = 1: checked as a ray
+    ray = res.info["unbounded_ray"]
+    assert res.status == "unbounded" and set(ray) == {"mu"} and abs(ray["mu"]) == 1.0
+    z = np.asarray(res.info["unbounded_from"], dtype=float)
+    assert -1.0 <= z[1] <= 1.0 and abs(abs(z[1]) - 1.0) < 1e-9
+    f = lambda s: (z[0] + s * ray["mu"]) * z[1]  # noqa: E731 (the objective along the ray, phi fixed)
+    assert f(1e6) < f(0.0) - 1e5 and f(2e6) - f(1e6) == pytest.approx(f(1e6) - f(0.0))
 
 
 def test_bounds_from_linear_constraints_are_found():

@@ -6,9 +6,8 @@ under ``x -> c x``, ``y -> y / c`` for every ``c > 0`` (as far as the bounds all
 ``min ||A - W H||`` has one pair per factor, ``(W[:, k], H[k, :])``. Detected on the compiled
 program (nothing here imports Pyomo or CVXPY) as the components of a signed graph:
 
-* a variable is a *candidate* when it is not binary, its bounds are one of ``[0, 0]``, ``[0, U]``,
-  ``[0, inf]``, ``[-U, 0]``, ``[-inf, 0]``, ``[-inf, inf]`` (after single-variable rows are folded
-  into bounds), and it occurs only (a) in bilinear monomials ``v w`` (``v != w``) of the objective or
+* a variable is a *candidate* when it is not binary, its box contains 0 (``[0, U]``, ``[-inf, 0]``,
+  ``[-inf, inf]``, ``[-L, U]``, ...; after single-variable rows are folded into bounds), and it occurs only (a) in bilinear monomials ``v w`` (``v != w``) of the objective or
   of any row, and (b) linearly in *conical* rows: linear, no constant, sides in ``{-inf, 0, inf}``.
   Never linearly elsewhere, never squared, never in an atom, a multiplier or a log-sum-exp;
 * a monomial ``v w`` with a non-candidate disqualifies both, as does a conical row with a
@@ -31,6 +30,13 @@ when infinite) and its partner block ``T``:
 * otherwise ``sum_S w_v s_v z_v >= 1``; when every variable of ``S`` has a finite bound the stronger
   disjunction *some* ``z_v = s_v U_v`` (``v in S``) holds at some optimum too, and the tree can split
   its root box on it (:attr:`ScalingPair.split`).
+
+**Signed factors** (docs/gop.md §8e-s). When neither block is sign-constrained but one, ``S``, has boxes
+``[L_v, U_v]`` containing 0 whose nonzero sides are finite, some optimum has ``z_v = U_v`` or ``z_v = L_v``
+for some ``v in S`` (scaling by ``c = 1 / max_v rho_v(z) >= 1``, ``rho_v(z) = z_v / U_v`` for ``z_v > 0``,
+``z_v / L_v`` for ``z_v < 0``): a split of the root box into up to ``2 |S|`` boxes, no row (``kind='split'``).
+When the flip ``(z_X, z_Y) -> (-z_X, -z_Y)`` is a symmetry too (every box of the pair ``[-a, a]``, no conical
+row on the pair; checked by evaluation at random points), the ``L_v`` side is dropped: ``|S|`` boxes.
 """
 from __future__ import annotations
 
@@ -58,12 +64,20 @@ class ScalingPair:
     #: the partner block and its signs (0 for a free variable)
     T: list = field(default_factory=list)
     tsigns: np.ndarray = None
+    #: True when the flip ``(z_X, z_Y) -> (-z_X, -z_Y)`` is a verified symmetry (signed factors; the split then
+    #: keeps only the ``+U_v`` side)
+    flip: bool = False
 
     def describe(self, names, limit=4):
         def block(b):
             s = ", ".join(names[v] for v in b[:limit])
             return s + (f", ... ({len(b)})" if len(b) > limit else "")
         return f"{block(self.X)} ~ {block(self.Y)} (x -> c x, y -> y / c)"
+
+    def split_text(self, names, limit=6):
+        """The disjunction of a signed pair (``kind == 'split'``): ``u[0] == 2 or u[0] == -2 or ...``."""
+        terms = [f"{names[v]} == {val:.6g}" for v, val in self.split]
+        return " or ".join(terms[:limit]) + (f" or ... ({len(terms)})" if len(terms) > limit else "")
 
     def row_text(self, names, limit=4):
         terms = [f"{'-' if s < 0 else ''}{'' if w == 1 else f'{w:.6g} '}{names[v]}"
@@ -73,10 +87,11 @@ class ScalingPair:
 
 
 def _bound_pattern_ok(lb, ub):
-    """Bounds that a scaling toward 0 keeps, and a scaling away from 0 keeps up to a finite bound:
-    ``[0, 0], [0, U], [0, inf], [-U, 0], [-inf, 0], [-inf, inf]``."""
-    lo0, hi0 = lb == 0, ub == 0
-    return (lo0 & (ub >= 0)) | (hi0 & (lb <= 0)) | (np.isneginf(lb) & np.isposinf(ub))
+    """Bounds that a scaling toward 0 keeps, and a scaling away from 0 keeps up to a finite bound: every
+    box that contains 0 (``[0, U]``, ``[-inf, 0]``, ``[-inf, inf]``, and since the signed factors of
+    docs/gop.md §8e-s also ``[L, U]`` with ``L < 0 < U``): a box is convex, so with 0 it holds the segment
+    from each of its points to 0."""
+    return (lb <= 0) & (ub >= 0)
 
 
 def _is_conical(c):
@@ -168,12 +183,13 @@ def scaling_pairs(program):
         Y = sorted(v for v in comp if colour[v] == 1)
         if not consistent or not X or not Y:
             continue
-        pairs.append(_normalize(ScalingPair(X, Y), lb, ub, row_of))
+        pairs.append(_normalize(ScalingPair(X, Y), lb, ub, row_of, p))
     return pairs
 
 
-def _normalize(pair, lb, ub, row_of):
-    """Choose the normalized block and its row (module docstring; docs/gop.md §8e)."""
+def _normalize(pair, lb, ub, row_of, program=None):
+    """Choose the normalized block and its row (module docstring; docs/gop.md §8e), or for signed factors
+    the disjunction of the root split (:func:`_normalize_signed`; docs/gop.md §8e-s)."""
     def eligible(S):
         S = np.asarray(S)
         signed = (lb[S] == 0) | (ub[S] == 0)
@@ -196,8 +212,7 @@ def _normalize(pair, lb, ub, row_of):
             # prefer an equality, then a block whose disjunction can split the root, then fewer variables
             opts.append((not partner_free(T), not finite(S), len(S), S[0], S, T))
     if not opts:
-        pair.reason = "no block is sign-constrained without rows of its own: no normalization"
-        return pair
+        return _normalize_signed(pair, lb, ub, row_of, program)
     eq_not, fin_not, _, _, S, T = min(opts)
     S = np.asarray(S)
     S = S[~((lb[S] == 0) & (ub[S] == 0))]
@@ -217,6 +232,80 @@ def _normalize(pair, lb, ub, row_of):
     return pair
 
 
+def _normalize_signed(pair, lb, ub, row_of, program):
+    """Signed factors (docs/gop.md §8e-s, Claims 3-4): a block ``S`` whose variables have boxes
+    ``[L_v, U_v]`` with ``L_v <= 0 <= U_v``, finite on every nonzero side, not all ``[0, 0]``, no conical row
+    of two or more variables. Some optimum has ``z_v = U_v`` (``U_v > 0``) or ``z_v = L_v`` (``L_v < 0``) for
+    some ``v in S`` (Claim 3); with the flip symmetry only ``z_v = U_v`` (Claim 4). ``kind = 'split'``: no
+    row (``max_v rho_v(z) >= 1`` is not convex), only :attr:`ScalingPair.split`."""
+    def eligible(S):
+        S = np.asarray(S)
+        zero = (lb[S] == 0) & (ub[S] == 0)
+        finite = np.where(lb[S] < 0, np.isfinite(lb[S]), True) & np.where(ub[S] > 0, np.isfinite(ub[S]), True)
+        return bool(finite.all() and (~zero).any() and not any(v in row_of for v in S.tolist()))
+
+    both = np.asarray(pair.X + pair.Y)
+    # the flip is a symmetry when every term of the pair is invariant (monomials across X x Y are, by the
+    # two-colouring; a conical row would change its sign) and every box of the pair is [-a, a]
+    flip = bool(np.all(lb[both] == -ub[both]) and not any(v in row_of for v in both.tolist()))
+    flip_note = ""
+    if flip and program is not None:
+        flip = flip_invariant(program, pair.X, pair.Y)
+        if not flip:
+            flip_note = "; the flip (x, y) -> (-x, -y) changed the program at a random point: not used"
+
+    def sides(v):
+        out = []
+        if ub[v] > 0:
+            out.append((int(v), float(ub[v])))
+        if lb[v] < 0 and not flip:
+            out.append((int(v), float(lb[v])))
+        return out
+
+    opts = []
+    for S, T in ((pair.X, pair.Y), (pair.Y, pair.X)):
+        if eligible(S):
+            split = [d for v in S for d in sides(v)]
+            # fewer root boxes first, then fewer variables
+            opts.append((len(split), len(S), S[0], S, T, split))
+    if not opts:
+        pair.reason = ("no block is sign-constrained without rows of its own, nor boxed around 0 on its finite "
+                       "sides: no normalization")
+        return pair
+    _, _, _, S, T, split = min(opts)
+    pair.S, pair.T, pair.split, pair.flip, pair.kind = list(S), list(T), split, flip, "split"
+    pair.reason = ("the boxes of the normalized block contain 0: no linear row is valid; some optimum has one "
+                   "of its variables at a bound (the side its sign points to)"
+                   + ("; the flip (x, y) -> (-x, -y) is a symmetry (boxes [-a, a], no conical row; verified at "
+                      "random points): only the upper bounds" if flip else flip_note))
+    return pair
+
+
+def flip_invariant(program, X, Y, points=3, seed=0):
+    """True when the objective and every row body of ``program`` take the same values at ``z`` and at
+    ``z`` with ``z_X``, ``z_Y`` negated, at ``points`` random points of the box (clipped to ``[-3, 3]``;
+    auxiliary columns completed from their definitions). The structural rule of :func:`_normalize_signed`
+    proves this; the evaluation guards it against a term the detection does not see (docs/gop.md §8e-s)."""
+    rng = np.random.default_rng(seed)
+    lo = np.clip(program.lb, -3.0, 3.0)
+    hi = np.clip(program.ub, -3.0, 3.0)
+    hi = np.maximum(hi, lo)
+    idx = np.asarray(list(X) + list(Y), dtype=np.int64)
+    for _ in range(points):
+        z = lo + (hi - lo) * rng.uniform(0.05, 0.95, program.n)
+        z = program.complete_aux(z)
+        z2 = z.copy()
+        z2[idx] = -z[idx]
+        z2 = program.complete_aux(z2)
+        with np.errstate(all="ignore"):
+            a = [program.objective.value(z)] + [c.body.value(z) for c in program.constraints]
+            b = [program.objective.value(z2)] + [c.body.value(z2) for c in program.constraints]
+        a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+        if not np.allclose(a, b, rtol=1e-9, atol=1e-12, equal_nan=True):
+            return False
+    return True
+
+
 def with_scaling_rows(program, pairs, products=False, name="scaling_normalization"):
     """A copy of ``program`` with the normalization row ``r(z) = sum_S w_v s_v z_v (== or >=) 1`` of
     every pair that has one; with ``products`` also the row times each partner variable ``t`` (RLT,
@@ -232,7 +321,7 @@ def with_scaling_rows(program, pairs, products=False, name="scaling_normalizatio
     out.constraints = list(program.constraints)
     n = program.n
     for k, pr in enumerate(pairs):
-        if pr.kind is None:
+        if pr.kind not in ("==", ">="):   # None, or 'split' (signed factors: no row, only the root split)
             continue
         S = np.asarray(pr.S, dtype=np.int64)
         a = pr.signs * pr.weights

@@ -311,8 +311,18 @@ class GopSolver(Solver):
                     split = None
                 run.progress("gop: scaling symmetry " + "; ".join(scal_info["pairs"]) + "; rows "
                              + "; ".join(scal_info["rows"]) + (f"; {scal_info['split']}" if split else ""))
+            elif scal_info is not None and scal_info.get("disjunctions"):
+                # signed factors only (docs/gop.md §8e-s): no row, the disjunction is used by the tree's root split
+                if lifted is None:
+                    split = None
+                if split is not None:
+                    run.progress("gop: scaling symmetry " + "; ".join(scal_info["pairs"]) + "; "
+                                 + "; ".join(scal_info["disjunctions"]) + f"; {scal_info['split']}")
             if split is None and scal_info is not None:
                 scal_info.pop("split", None)
+                if scal_info.get("disjunctions"):
+                    scal_info["disjunctions"] = [d + " [not used: no root split (plain GOP, or more than "
+                                                 f"{MAX_SPLIT_BOXES} boxes)]" for d in scal_info["disjunctions"]]
         sym_info, order_names = None, None
         # a program without connected variables is solved as one convex primal problem: nothing to break
         sym_end, sym_cut = run.phase_end(DETECT_SHARE), []
@@ -325,6 +335,14 @@ class GopSolver(Solver):
             return False
         orbits = orbits_for(program, opts.symmetry, stop=sym_stop) \
             if direct is None and (part.connected.size or opts.symmetry not in ("auto", "off")) else []
+        if split and orbits:
+            # the root split is no row of the program: a permutation symmetry keeps the split's set only when it
+            # permutes the disjunctions among themselves (docs/gop.md §8e-s); other orbits are not broken
+            kept = [o for o in orbits if all(_keeps_split(p, split) for p in o.perms)]
+            if len(kept) < len(orbits):
+                run.progress(f"gop: {len(orbits) - len(kept)} symmetry orbit(s) move the scaling split's "
+                             "variables elsewhere: not broken")
+            orbits = kept
         sym_note = None
         if sym_cut:
             sym_note = (f"symmetry detection stopped at {run.elapsed():.3g} s (its share {DETECT_SHARE:g} of the "
@@ -528,13 +546,17 @@ def _normalize_scaling(program, products=False):
     if not pairs:
         return program, None, None
     names = program.names
-    used = [pr for pr in pairs if pr.kind is not None]
+    used = [pr for pr in pairs if pr.kind in ("==", ">=")]
+    signed = [pr for pr in pairs if pr.kind == "split"]
     info = {"pairs": [pr.describe(names) for pr in pairs],
             "rows": [f"{pr.row_text(names)} ({pr.reason})" for pr in used],
             "skipped": [f"{pr.describe(names)}: {pr.reason}" for pr in pairs if pr.kind is None]}
+    if signed:
+        # signed factors (docs/gop.md §8e-s): a disjunction for the root split, no row
+        info["disjunctions"] = [f"{pr.split_text(names)} ({pr.reason})" for pr in signed]
     if not info["skipped"]:
         del info["skipped"]
-    split = [pr.split for pr in used if pr.split]
+    split = [pr.split for pr in pairs if pr.kind is not None and pr.split]
     boxes = math.prod(len(d) for d in split) if split else 0
     if split and boxes <= MAX_SPLIT_BOXES:
         info["split"] = (f"root box split into {boxes} boxes: in each pair some variable of the normalized "
@@ -547,6 +569,14 @@ def _normalize_scaling(program, products=False):
             info["rows"].append("each row times each variable of the partner block (implied rows; they bound the "
                                 "partner block through the products in the relaxation)")
     return program, info, split
+
+
+def _keeps_split(p, split):
+    """True when the permutation ``p`` (variable ``v`` renamed ``p[v]``) maps every disjunction of ``split`` (a set
+    of ``(v, value)``) onto one of them. Then, since ``p`` keeps bounds and values, it maps the set of points
+    satisfying one term of every disjunction onto itself, and ordering rows (§8c) may be added to the split."""
+    sets = {frozenset((int(v), float(val)) for v, val in d) for d in split}
+    return all(frozenset((int(p[v]), float(val)) for v, val in d) in sets for d in split)
 
 
 def _completion(user, epi):
