@@ -445,3 +445,31 @@ def test_pair_kernel_trial_rejections_equal_numpy(x, backtracks):
     for a, b in zip(out["numpy"][:3], out["numba"][:3]):
         assert_close(a, b)
     assert np.all(out["numba"][1] > 0)
+
+
+def test_compile_note_is_printed_exactly_when_numba_must_compile(monkeypatch, capsys):
+    """``fast.needs_compile``: a dispatcher never called and without a disk cache must compile, not once called;
+    a new dispatcher of a kernel numba has cached on disk need not. A verbose run prints its one-line note exactly
+    when ``needs_compile`` says so (a cold compile takes seconds with no other progress line)."""
+    import numba
+
+    from varopt.solvers.ipsa import compiled_bounds
+
+    P = CASES["ls-split"]()
+    S.solve(P, backend="numba", max_iter=3)  # compiled or loaded here, and in numba's disk cache
+    kernel = compiled_bounds.RUN_BOUNDS[fast.HESSIANS["identity"]]
+    assert not fast.needs_compile(kernel)
+    assert not fast.needs_compile(numba.njit(cache=True)(kernel.py_func))  # same function: its disk cache
+    f = numba.njit(lambda a: a + 1)
+    assert fast.needs_compile(f)
+    f(1)
+    assert not fast.needs_compile(f)
+    note = ("ipsa: compiling the numba kernel run_bounds_identity (first use; numba caches it on disk for later "
+            "solves)")
+    for verbose, must in ((True, False), (True, True), (False, True)):
+        monkeypatch.setattr(fast, "needs_compile", lambda k, must=must: must)
+        r = S.solve(P, backend="numba", max_iter=40, verbose=verbose)
+        err = capsys.readouterr().err.splitlines()
+        assert [line for line in err if "compiling" in line] == ([note] if verbose and must else [])
+        if verbose and must:  # before the lines of the iterations the kernel runs
+            assert err.index(note) < len(err) - 1 and r.iterations == 40

@@ -89,6 +89,21 @@ def select(r):
     return FastLoop(r)
 
 
+def needs_compile(kernel) -> bool:
+    """True when numba will compile ``kernel`` at its next call: no compiled copy in this process and none in
+    numba's on-disk cache (``cache=True``; an index of another numba version or of an older source counts as
+    none). False when unknown (numba's cache internals changed): the caller then says nothing."""
+    if kernel.overloads:
+        return False
+    cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
+    if cache_file is None:  # no on-disk cache
+        return True
+    try:
+        return not cache_file._load_index()
+    except Exception:  # noqa: BLE001  (numba private API: never let the note break a solve)
+        return False
+
+
 def _i64(a):
     return np.ascontiguousarray(a, dtype=np.int64)
 
@@ -280,6 +295,10 @@ class FastLoop:
         run = r.run
         run.incumbent(r.x)
         r.record()
+        if run.progress.verbose and needs_compile(self.kernel):
+            # a cold compile takes 5-15 s (docs/ipsa.md, "Cold compile") with no other line meanwhile
+            run.progress(f"ipsa: compiling the numba kernel {self.kernel.__name__} (first use; numba caches it "
+                         "on disk for later solves)")
         while not r._stopped():
             count = self._chunk_length()
             samples = self.take(count)
