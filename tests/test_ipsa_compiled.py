@@ -473,3 +473,22 @@ def test_compile_note_is_printed_exactly_when_numba_must_compile(monkeypatch, ca
         assert [line for line in err if "compiling" in line] == ([note] if verbose and must else [])
         if verbose and must:  # before the lines of the iterations the kernel runs
             assert err.index(note) < len(err) - 1 and r.iterations == 40
+
+
+def test_each_kernel_gets_one_argument_signature_for_these_problems():
+    """The fused kernels take the samples' support and the permuted row indices in the rows' own index type
+    (scipy's int32 here) instead of int64 for some: numba compiles a kernel once per argument signature, each a
+    cold compile of seconds, so one signature per kernel serves all these problems (dense and sparse rows,
+    square atoms and log-sum-exp groups, permuted pairs or not)."""
+    from numba import typeof
+
+    from varopt.core.run import Run
+    from varopt.solvers.ipsa.iteration import IpsaRun
+
+    opts = S.options.validate(dict(backend="numba", max_iter=5))
+    sigs = {}
+    for case in sorted(CASES):
+        loop = IpsaRun(CASES[case](), opts, Run("ipsa", opts)).fast
+        sigs.setdefault(loop.kernel.__name__, set()).add(tuple(str(typeof(a)) for a in loop.static))
+    assert sorted(sigs) == ["run_bounds_identity", "run_chunk", "run_pairs_identity"]
+    assert {name: len(s) for name, s in sigs.items()} == {name: 1 for name in sigs}
