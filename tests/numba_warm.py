@@ -2,8 +2,8 @@
 tests/numba_warm.py``), while the test session runs the tests that need no kernel.
 
 Why: in a fresh clone the cache is empty, and each (kernel, argument types) pair the suite runs costs
-15-35 s of numba compilation (type inference of the inlined steps dominates; ``NUMBA_OPT=0`` saves
-little), about four of the suite's minutes in one process. conftest.py starts this script at the
+5-15 s of numba compilation (15-40 s before 2026-11-26: docs/ipsa.md, "Cold compile"), about a minute
+of the suite in one process. conftest.py starts this script at the
 start of a session that collects kernel users; it uses the second core, and a test that reaches a
 kernel loads it from the cache instead of compiling it (numba looks the cache up on every new
 signature). Nothing the tests check changes: the cached kernel is the machine code numba compiles
@@ -11,7 +11,8 @@ in the test process for the same function and types (``cache=True`` in varopt's 
 test that comes first simply compiles it as before.
 
 The kernels are reached by solving, for a few iterations, the programs of tests/test_ipsa_compiled.py
-(every kernel, for each Hessian, with both index layouts of the fused kernels), the order
+(every kernel, for each Hessian; the fused kernels take the support and permuted row indices in the rows'
+index type, so each is compiled for one signature), the order
 following the suite's: the default Hessian first, the L1 split forms first of all (the estimators' tests
 come before ipsa's and run those)."""
 import os

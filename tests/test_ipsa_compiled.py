@@ -170,10 +170,19 @@ def assert_close(a, b, rtol=1e-12):
 
 @pytest.mark.parametrize("hessian", ["identity", "bb", "diagonal"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_compiled_iterates_equal_numpy_iterates(case, hessian):
+def test_compiled_iterates_equal_numpy_iterates(case, hessian, monkeypatch):
+    from varopt.solvers.ipsa.iteration import IpsaRun
+
     P = CASES[case]()
     rn, xn, zn = traced(P, "numpy", hessian=hessian)
+    # every step taken by the kernel: a step it declines is replayed on the numpy path (IpsaRun.step), which
+    # would hide a wrong kernel (a kernel compiled for another Hessian passed this test that way)
+    replays = []
+    step = IpsaRun.step
+    monkeypatch.setattr(IpsaRun, "step", lambda self, *a, **k: replays.append(1) or step(self, *a, **k))
     rc, xc, zc = traced(P, "numba", hessian=hessian)
+    monkeypatch.undo()
+    assert not replays
     assert rn.info["backend"].startswith("numpy") and rc.info["backend"] == "numba"
     assert len(xn) == ITERS
     assert_close(xn, xc)
@@ -445,3 +454,50 @@ def test_pair_kernel_trial_rejections_equal_numpy(x, backtracks):
     for a, b in zip(out["numpy"][:3], out["numba"][:3]):
         assert_close(a, b)
     assert np.all(out["numba"][1] > 0)
+
+
+def test_compile_note_is_printed_exactly_when_numba_must_compile(monkeypatch, capsys):
+    """``fast.needs_compile``: a dispatcher never called and without a disk cache must compile, not once called;
+    a new dispatcher of a kernel numba has cached on disk need not. A verbose run prints its one-line note exactly
+    when ``needs_compile`` says so (a cold compile takes seconds with no other progress line)."""
+    import numba
+
+    from varopt.solvers.ipsa import compiled_bounds
+
+    P = CASES["ls-split"]()
+    S.solve(P, backend="numba", max_iter=3)  # compiled or loaded here, and in numba's disk cache
+    kernel = compiled_bounds.RUN_BOUNDS[fast.HESSIANS["identity"]]
+    assert not fast.needs_compile(kernel)
+    assert not fast.needs_compile(numba.njit(cache=True)(kernel.py_func))  # same function: its disk cache
+    f = numba.njit(lambda a: a + 1)
+    assert fast.needs_compile(f)
+    f(1)
+    assert not fast.needs_compile(f)
+    note = ("ipsa: compiling the numba kernel run_bounds_identity (first use; numba caches it on disk for later "
+            "solves)")
+    for verbose, must in ((True, False), (True, True), (False, True)):
+        monkeypatch.setattr(fast, "needs_compile", lambda k, must=must: must)
+        r = S.solve(P, backend="numba", max_iter=40, verbose=verbose)
+        err = capsys.readouterr().err.splitlines()
+        assert [line for line in err if "compiling" in line] == ([note] if verbose and must else [])
+        if verbose and must:  # before the lines of the iterations the kernel runs
+            assert err.index(note) < len(err) - 1 and r.iterations == 40
+
+
+def test_each_kernel_gets_one_argument_signature_for_these_problems():
+    """The fused kernels take the samples' support and the permuted row indices in the rows' own index type
+    (scipy's int32 here) instead of int64 for some: numba compiles a kernel once per argument signature, each a
+    cold compile of seconds, so one signature per kernel serves all these problems (dense and sparse rows,
+    square atoms and log-sum-exp groups, permuted pairs or not)."""
+    from numba import typeof
+
+    from varopt.core.run import Run
+    from varopt.solvers.ipsa.iteration import IpsaRun
+
+    opts = S.options.validate(dict(backend="numba", max_iter=5))
+    sigs = {}
+    for case in sorted(CASES):
+        loop = IpsaRun(CASES[case](), opts, Run("ipsa", opts)).fast
+        sigs.setdefault(loop.kernel.__name__, set()).add(tuple(str(typeof(a)) for a in loop.static))
+    assert sorted(sigs) == ["run_bounds_identity", "run_chunk", "run_pairs_identity"]
+    assert {name: len(s) for name, s in sigs.items()} == {name: 1 for name in sigs}

@@ -28,8 +28,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, row_gradient, save_record,
-                           step_lengths, step_stats)
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, copy_into, fill, row_gradient,
+                           save_record, step_lengths, step_stats)
 
 EPS = float(np.finfo(float).eps)
 
@@ -178,16 +178,16 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
         if nbad:
             return it, 1, nrec
         if hess == 0:
-            B[:] = Bvec
+            copy_into(B, Bvec)
         elif hess == 1:
-            B[:] = st[5]
+            fill(B, st[5])
         else:
             if np.isfinite(h).all():
                 for j in range(n):
                     Dn[j] = max((1.0 - ahat) * Bvec[j] + ahat * max(h[j], 0.0), d_min)
             else:
-                Dn[:] = Bvec
-            B[:] = Dn
+                copy_into(Dn, Bvec)
+            copy_into(B, Dn)
         for i in range(m):
             inv[i] = 1.0 / s[i]
             d[i] = z[i] * inv[i]
@@ -261,8 +261,8 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
                 break
             ap, ad, n_bt = backtrack(ap, ad, same, n_bt)
             if n_bt > MAX_BACKTRACKS:
-                x_new[:] = x
-                s_new[:] = s
+                copy_into(x_new, x)
+                copy_into(s_new, s)
                 break
         if m:
             zmin = np.inf
@@ -283,12 +283,12 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
                     sy += sj * (g2[j] - g[j])
                 bb_secant(st, sti, ahat, sy, ss, beta_min)
         elif hess == 2:
-            Bvec[:] = Dn
+            copy_into(Bvec, Dn)
         step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
-        x[:] = x_new
+        copy_into(x, x_new)
         if m:
-            s[:] = s_new
-            z[:] = z_new
+            copy_into(s, s_new)
+            copy_into(z, z_new)
         if trace_x.shape[0] > it:
             trace_x[it] = x
             trace_z[it] = z

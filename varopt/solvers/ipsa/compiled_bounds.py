@@ -42,8 +42,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, per_hessian, row_gradient,
-                           save_record, step_lengths, step_stats)
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, copy_into, fill, per_hessian,
+                           row_gradient, save_record, step_lengths, step_stats)
 
 
 
@@ -164,11 +164,16 @@ def _maxabs4(a, n):
     return max(max(c0, c1), max(c2, c3))
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+#: the Hessian of a compiled copy of :func:`_run_bounds` (0 identity, 1 damped BB, 2 running diagonal): each copy
+#: has its own value (:func:`.kernel_steps.per_hessian`)
+HESS = 0
+
+
 def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-                S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, hess):
+                S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
     """Up to ``rows.size`` IPSA iterations in place; returns ``(done, code, records)`` (module docstring);
-    ``hess`` (0 identity, 1 damped BB, 2 running diagonal) is a constant of each compiled kernel below."""
+    the Hessian ``HESS`` is a constant of each compiled copy (:data:`RUN_BOUNDS`)."""
+    hess = HESS
     k0, step_power, sigma, ks, sigma_power, mu_min, frac, inv_m, weight, beta_min, d_min = (
         fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
     n, m, kind, same = ip[0], ip[1], ip[2], ip[9]
@@ -227,7 +232,7 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
                     v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
                     Dn[j] = v if v > d_min else d_min
             else:
-                Dn[:n] = Bv
+                copy_into(Dn, Bv)
         # direction (2.20) and dual direction (2.21); short loops over few arrays, which LLVM
         # vectorises (the divisions dominate the step)
         for i in range(m):
@@ -256,8 +261,8 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
                 dx[j] = v
                 nbad += 0 if math.isfinite(v) else 1
         else:
-            t[:] = 0.0
-            bd[:] = 0.0
+            fill(t, 0.0)
+            fill(bd, 0.0)
             for i in range(m):  # lower bounds first, then upper: the numpy path's order
                 j = svar[i]
                 t[j] -= ssg[i] * inv[i]
@@ -312,8 +317,8 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
                 break
             ap, ad, n_bt = backtrack(ap, ad, same, n_bt)
             if n_bt > MAX_BACKTRACKS:
-                xn[:n] = x
-                sn[:m] = s
+                copy_into(xn, x)
+                copy_into(sn, s)
                 break
         if hess == 1 and ap > 0:  # damped BB: the sample's gradient at the new point, for bb_commit
             sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
@@ -347,31 +352,23 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
                 hs[S_idx[q]] = 0.0
                 Bm[S_idx[q]] = 0.0
         if trace_x.shape[0] > it:
-            trace_x[it, :] = x
-            trace_z[it, :] = z
+            copy_into(trace_x[it], x)
+            copy_into(trace_z[it], z)
         due -= 1
         if due == 0 and nrec < rec.shape[0]:
             nrec = save_record(rec, rec_x, nrec, k, mu, eta, ap, ad, a_prim, a_dual, n_bt, x)
         if due == 0:
             due = every
     if flip:
-        x0[:] = x
-        s0[:] = s
-        z0[:] = z
+        copy_into(x0, x)
+        copy_into(s0, s)
+        copy_into(z0, z)
         if hess == 2:
-            Bvec0[:] = Bv
+            copy_into(Bvec0, Bv)
     return done, code, nrec
 
 
 
-def _bounds_kernel(hess):
-    def run(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-            S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
-        return _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-                           S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z, hess)
-    return run
-
-
 #: the kernel of each Hessian (index ``fast.HESSIANS[name]``): ``run_bounds_identity``, ``run_bounds_bb``,
 #: ``run_bounds_diagonal`` (:func:`.kernel_steps.per_hessian`)
-RUN_BOUNDS = per_hessian("run_bounds", _bounds_kernel)
+RUN_BOUNDS = per_hessian("run_bounds", _run_bounds)

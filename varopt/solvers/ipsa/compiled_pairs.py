@@ -48,8 +48,8 @@ import numpy as np
 from numba import njit
 
 from .compiled_bounds import _dot, _max4, _maxabs4, _min4, bb_commit, sample_gradient
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, per_hessian, save_record, step_lengths,
-                           step_stats)
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, copy_into, fill, per_hessian, save_record,
+                           step_lengths, step_stats)
 
 EPS = float(np.finfo(float).eps)
 
@@ -103,15 +103,19 @@ def pair_layout(cons, system):
                     np.asarray(cons.G_norm1, dtype=float)[slot_rows])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_idx, svar, ssg, sbnd, pairdata,
-               it0, every, rec, rec_x, trace_x, trace_z, hess):
+#: the Hessian of a compiled copy of :func:`_run_pairs` (0 identity, 1 damped BB, 2 running diagonal): each copy
+#: has its own value (:func:`.kernel_steps.per_hessian`)
+HESS = 0
+
+
+def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+               S_ptr, S_idx, svar, ssg, sbnd, n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1,
+               it0, every, rec, rec_x, trace_x, trace_z):
     """Up to ``rows.size`` IPSA iterations in place, in the layout of :func:`pair_layout` (variables,
     constraints, ``lin``, ``B``, ``A_idx``, ``S_idx`` and ``svar`` permuted by the caller); returns
-    ``(done, code, records)`` (module docstring). ``hess`` (0 identity, 1 damped BB, 2 running diagonal)
-    is a constant of each compiled kernel below; the sample rows and the pair arrays come as tuples."""
-    A_ptr, A_idx, A_val, ab, coef, lse_ptr = rowdata
-    n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1 = pairdata
+    ``(done, code, records)`` (module docstring). The Hessian ``HESS`` is a constant of each compiled copy
+    (:data:`RUN_PAIRS`)."""
+    hess = HESS
     k0, step_power, sigma, ks, sigma_power, mu_min, frac, inv_m, weight, beta_min, d_min = (
         fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
     n, m, kind, same = ip[0], ip[1], ip[2], ip[9]
@@ -191,7 +195,7 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
                     v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
                     Dn[j] = v if v > d_min else d_min
             else:
-                Dn[:n] = Bv
+                copy_into(Dn, Bv)
         for i in range(m):
             v = 1.0 / s[i]
             inv[i] = v
@@ -226,11 +230,11 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
         else:
             # ... then each block's rows in ascending order (slot-major: flat loops over the blocks);
             # the block matrix [a b; b e] of (2.20): T d summed in the same order
-            tl0[:] = 0.0
-            tl1[:] = 0.0
-            Ma[:] = 0.0
-            Mb[:] = 0.0
-            Me[:] = 0.0
+            fill(tl0, 0.0)
+            fill(tl1, 0.0)
+            fill(Ma, 0.0)
+            fill(Mb, 0.0)
+            fill(Me, 0.0)
             # (slices, not offset indices: loops over a slice with a range index are contiguous to LLVM)
             for q in range(R):
                 lo, hi = q * n2, (q + 1) * n2
@@ -355,8 +359,8 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
                     break
             ap, ad, n_bt = backtrack(ap, ad, same, n_bt)
             if n_bt > MAX_BACKTRACKS:
-                xn[:n] = x
-                sn[:m] = s
+                copy_into(xn, x)
+                copy_into(sn, s)
                 break
         if hess == 1 and ap > 0:  # damped BB: the sample's gradient at the new point, for bb_commit
             sample_gradient(kind, r, xn, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs2, False, hs, Bm, sv,
@@ -391,32 +395,22 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, rowdata, S_ptr, S_
                 hs[S_idx[q]] = 0.0
                 Bm[S_idx[q]] = 0.0
         if trace_x.shape[0] > it:
-            trace_x[it, :] = x
-            trace_z[it, :] = z
+            copy_into(trace_x[it], x)
+            copy_into(trace_z[it], z)
         due -= 1
         if due == 0 and nrec < rec.shape[0]:
             nrec = save_record(rec, rec_x, nrec, k, mu, eta, ap, ad, a_prim, a_dual, n_bt, x)
         if due == 0:
             due = every
     if flip:
-        x0[:] = x
-        s0[:] = s
-        z0[:] = z
+        copy_into(x0, x)
+        copy_into(s0, s)
+        copy_into(z0, z)
         if hess == 2:
-            Bvec0[:] = Bv
+            copy_into(Bvec0, Bv)
     return done, code, nrec
-
-
-def _pairs_kernel(hess):
-    def run(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
-            S_ptr, S_idx, svar, ssg, sbnd, n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1,
-            it0, every, rec, rec_x, trace_x, trace_z):
-        return _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, (A_ptr, A_idx, A_val, ab, coef, lse_ptr),
-                          S_ptr, S_idx, svar, ssg, sbnd, (n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1),
-                          it0, every, rec, rec_x, trace_x, trace_z, hess)
-    return run
 
 
 #: the kernel of each Hessian (index ``fast.HESSIANS[name]``): ``run_pairs_identity``, ``run_pairs_bb``,
 #: ``run_pairs_diagonal`` (:func:`.kernel_steps.per_hessian`, as :data:`.compiled_bounds.RUN_BOUNDS`)
-RUN_PAIRS = per_hessian("run_pairs", _pairs_kernel)
+RUN_PAIRS = per_hessian("run_pairs", _run_pairs)

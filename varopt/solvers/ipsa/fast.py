@@ -89,6 +89,21 @@ def select(r):
     return FastLoop(r)
 
 
+def needs_compile(kernel) -> bool:
+    """True when numba will compile ``kernel`` at its next call: no compiled copy in this process and none in
+    numba's on-disk cache (``cache=True``; an index of another numba version or of an older source counts as
+    none). False when unknown (numba's cache internals changed): the caller then says nothing."""
+    if kernel.overloads:
+        return False
+    cache_file = getattr(getattr(kernel, "_cache", None), "_cache_file", None)
+    if cache_file is None:  # no on-disk cache
+        return True
+    try:
+        return not cache_file._load_index()
+    except Exception:  # noqa: BLE001  (numba private API: never let the note break a solve)
+        return False
+
+
 def _i64(a):
     return np.ascontiguousarray(a, dtype=np.int64)
 
@@ -147,6 +162,8 @@ class FastLoop:
             else:
                 support = compiled_bounds.group_support(
                     A_ptr, A_idx, lse_ptr if kind == 1 else np.arange(A.shape[0] + 1), r.n)
+                # in the rows' index types: one compiled signature per kernel for both (a cold compile each)
+                support = (support[0].astype(A_ptr.dtype, copy=False), support[1].astype(A_idx.dtype, copy=False))
             bounds = (np.concatenate([lb_idx, ub_idx]), np.concatenate([np.ones(cons.n_lb), -np.ones(cons.n_ub)]),
                       np.concatenate([_f64(cons.lb), _f64(cons.ub)]))
             if pairs is not None:  # the kernel works in its own order of variables and constraints
@@ -154,10 +171,18 @@ class FastLoop:
                 self.perm = (px, pc, np.argsort(px), np.argsort(pc))
                 # original variable index -> kernel's (none needed when the program's order is the kernel's:
                 # the L1 box form's (w, u, intercept))
-                to_k = _i64 if np.array_equal(px, np.arange(px.size)) else self.perm[2].__getitem__
+                if np.array_equal(px, np.arange(px.size)):
+                    def to_k(a, dtype=np.int64):
+                        return np.ascontiguousarray(a, dtype=dtype)
+                else:
+                    def to_k(a, dtype=np.int64, _ix=self.perm[2]):
+                        return _ix[a].astype(dtype, copy=False)
                 self.kernel = compiled_pairs.RUN_PAIRS[HESSIANS[opts.hessian]]  # compiled per Hessian
                 self.lin = self.lin[px]
-                self.static = (A_ptr, to_k(A_idx), *self.rowdata[2:], support[0], to_k(support[1]), to_k(bounds[0]),
+                # the sample rows' coordinates in their stored index type (as in the bounds kernel: one compiled
+                # signature for both kernels' usual input, scipy's int32)
+                self.static = (A_ptr, to_k(A_idx, A_idx.dtype), *self.rowdata[2:], support[0],
+                               to_k(support[1], A_idx.dtype), to_k(bounds[0]),
                                *bounds[1:], *arrays)
                 return
             self.kernel = compiled_bounds.RUN_BOUNDS[HESSIANS[opts.hessian]]  # compiled per Hessian
@@ -270,6 +295,10 @@ class FastLoop:
         run = r.run
         run.incumbent(r.x)
         r.record()
+        if run.progress.verbose and needs_compile(self.kernel):
+            # a cold compile takes 5-15 s (docs/ipsa.md, "Cold compile") with no other line meanwhile
+            run.progress(f"ipsa: compiling the numba kernel {self.kernel.__name__} (first use; numba caches it "
+                         "on disk for later solves)")
         while not r._stopped():
             count = self._chunk_length()
             samples = self.take(count)

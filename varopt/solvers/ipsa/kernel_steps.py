@@ -14,6 +14,7 @@ arithmetic, in the same order, as the numpy reference in :mod:`.iteration`:
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 from numba import njit
@@ -77,12 +78,28 @@ def step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat):
     st[6] += ap / ahat
 
 
+@njit(cache=True)
+def copy_into(dst, src):
+    """``dst[:] = src`` (same sizes) as an explicit loop: a slice assignment makes numba compile its
+    broadcasting ``setitem`` and the function raising its shape-mismatch error at every use, 0.2-0.4 s of the
+    cold compile each; this compiles once per signature (and LLVM inlines it)."""
+    for i in range(dst.size):
+        dst[i] = src[i]
+
+
+@njit(cache=True)
+def fill(dst, v):
+    """``dst[:] = v`` as an explicit loop (see :func:`copy_into`)."""
+    for i in range(dst.size):
+        dst[i] = v
+
+
 @njit(cache=True, inline="always")
 def save_record(rec, rec_x, nrec, k, mu, eta, ap, ad, a_prim, a_dual, n_bt, x):
     rec[nrec, 0], rec[nrec, 1], rec[nrec, 2], rec[nrec, 3] = k, mu, eta, ap
     rec[nrec, 4], rec[nrec, 5], rec[nrec, 6], rec[nrec, 7] = ad, a_prim, a_dual, n_bt
     if rec_x.shape[0] > nrec:
-        rec_x[nrec, :] = x
+        copy_into(rec_x[nrec], x)
     return nrec + 1
 
 
@@ -139,16 +156,18 @@ def row_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, 
     return cw
 
 
-def per_hessian(prefix, make):
-    """One compiled kernel per Hessian, in the order of ``fast.HESSIANS``: ``make(hess)`` returns the Python
-    function that calls an inlined kernel with ``hess`` (0 identity, 1 damped BB, 2 running diagonal) fixed. The
-    Hessian is a closure constant of each compilation, so LLVM folds the other two Hessians' code away (measured
-    on a1a, kernel only, same process: identity -15 %, damped BB -10 %, diagonal -5 % per step against one
-    compilation reading the Hessian from ``ip[8]``; same iterates). Each is named ``<prefix>_<hessian>`` (its own
-    cache entry) and compiled on its first call."""
+def per_hessian(prefix, func):
+    """One compiled kernel per Hessian, in the order of ``fast.HESSIANS``: copies of ``func`` (same code) whose
+    global ``HESS`` is the Hessian (0 identity, 1 damped BB, 2 running diagonal). Numba freezes a global as a
+    constant, so LLVM folds the other two Hessians' code away (measured on a1a, kernel only, same process:
+    identity -15 %, damped BB -10 %, diagonal -5 % per step against one compilation reading the Hessian from
+    ``ip[8]``; same iterates). Each copy is named ``<prefix>_<hessian>`` (its own cache entry) and compiled on
+    its first call. A copy rather than a wrapper calling an ``inline='always'`` kernel: numba's IR inlining of
+    the whole kernel into each wrapper cost about half of the cold compile."""
     kernels = []
     for name, hess in sorted(HESSIANS.items(), key=lambda kv: kv[1]):
-        f = make(hess)
-        f.__name__ = f.__qualname__ = f"{prefix}_{name}"
+        glb = dict(func.__globals__, HESS=hess)
+        f = types.FunctionType(func.__code__, glb, f"{prefix}_{name}", func.__defaults__, func.__closure__)
+        f.__qualname__, f.__module__, f.__doc__ = f.__name__, func.__module__, func.__doc__
         kernels.append(njit(cache=True, error_model="numpy")(f))
     return tuple(kernels)
