@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
 from ..core.csr import dense_to_csr
-from .cvxpy_nodes import (_Node, _add, _axis_groups, _broadcast_matrix, _csr_raw, _empty, _group_matrix, _repeat_diag,
+from .cvxpy_nodes import (_Node, _add, _broadcast_matrix, _csr_raw, _empty, _repeat_diag,
                           _selection_matrix, _shape, _size, _stack)
 
 # classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments

@@ -45,7 +45,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
 from .compiled_bounds import _dot, _max4, _maxabs4, _min4, bb_commit, sample_gradient
 from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, copy_into, fill, per_hessian, save_record,
