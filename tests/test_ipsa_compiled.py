@@ -501,3 +501,31 @@ def test_each_kernel_gets_one_argument_signature_for_these_problems():
         sigs.setdefault(loop.kernel.__name__, set()).add(tuple(str(typeof(a)) for a in loop.static))
     assert sorted(sigs) == ["run_bounds_identity", "run_chunk", "run_pairs_identity"]
     assert {name: len(s) for name, s in sigs.items()} == {name: 1 for name in sigs}
+
+
+def test_stale_kernel_cache_indexes_are_dropped(tmp_path, monkeypatch):
+    """numba stamps a cached kernel with its own file only; an index older than any of the kernel sources (an
+    edit to kernel_steps.py, whose helpers the kernels compile in) must be deleted before a first call, a newer
+    one kept, and one whose kernel is already loaded in the process left alone."""
+    import os
+    from types import SimpleNamespace
+    from varopt.solvers.ipsa import fast, kernel_steps
+
+    def fake(name, age, loaded=False):
+        p = tmp_path / f"{name}.nbi"
+        p.write_bytes(b"x")
+        here = os.path.dirname(os.path.abspath(fast.__file__))
+        newest = max(os.path.getmtime(os.path.join(here, f)) for f in fast.KERNEL_SOURCES)
+        os.utime(p, (newest + age, newest + age))
+        d = SimpleNamespace(_cache=SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(p))),
+                            overloads={"sig": 1} if loaded else {})
+        monkeypatch.setattr(kernel_steps, f"_fake_{name}", d, raising=False)
+        return p
+
+    old, new, busy = fake("old", -100.0), fake("new", +100.0), fake("busy", -100.0, loaded=True)
+    pair = fake("pair_old", -5.0)
+    monkeypatch.setattr(kernel_steps, "_fake_pair", (kernel_steps._fake_pair_old,), raising=False)
+    dropped = fast.drop_stale_caches(force=True)
+    assert str(old) in dropped and not old.exists()
+    assert str(pair) in dropped and not pair.exists()      # dispatchers held in tuples (per-Hessian kernels)
+    assert new.exists() and busy.exists() and str(new) not in dropped and str(busy) not in dropped

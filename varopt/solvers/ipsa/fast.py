@@ -24,6 +24,7 @@ each call); ``hessian`` ``identity``, ``bb`` or ``diagonal``; ``batch_size=1``.
 """
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -86,7 +87,49 @@ def select(r):
         r.backend_note = f"numpy ({why})"
         return None
     r.backend_note = "numba"
+    drop_stale_caches()
     return FastLoop(r)
+
+
+#: the files whose code or constants the kernels compile in: helpers inlined from kernel_steps.py and
+#: compiled_bounds.py, iteration.MAX_BACKTRACKS, this module's HESSIANS
+KERNEL_SOURCES = ("kernel_steps.py", "compiled.py", "compiled_bounds.py", "compiled_pairs.py", "iteration.py", "fast.py")
+_stale_checked = False
+
+
+def drop_stale_caches(force=False):
+    """Delete numba's on-disk cache indexes of the ipsa kernels that are older than the newest of
+    :data:`KERNEL_SOURCES`, once per process (before any kernel's first call in it).
+
+    numba stamps a cached kernel with its *own* source file only; the kernels here compile in helpers and
+    constants of the other files, so after an edit to one of those (an editable install, a checkout) the
+    cache would load the old machine code and run it silently. Without its index numba compiles again and
+    writes a new one. An installed release never changes its files, so this deletes nothing there."""
+    global _stale_checked
+    if _stale_checked and not force:
+        return []
+    _stale_checked = True
+    from . import compiled, compiled_bounds, compiled_pairs, kernel_steps
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        newest = max(os.path.getmtime(os.path.join(here, f)) for f in KERNEL_SOURCES)
+    except OSError:
+        return []
+    seen, dropped = set(), []
+    for mod in (kernel_steps, compiled, compiled_bounds, compiled_pairs):
+        for obj in list(vars(mod).values()):
+            for d in (obj if isinstance(obj, tuple) else (obj,)):
+                index = getattr(getattr(getattr(d, "_cache", None), "_cache_file", None), "_index_path", None)
+                if not isinstance(index, str) or index in seen or d.overloads:
+                    continue
+                seen.add(index)
+                try:
+                    if os.path.getmtime(index) < newest:
+                        os.remove(index)
+                        dropped.append(index)
+                except OSError:  # no index yet, or another process removed or rewrote it meanwhile
+                    pass
+    return dropped
 
 
 def needs_compile(kernel) -> bool:
