@@ -511,7 +511,7 @@ def test_stale_kernel_cache_indexes_are_dropped(tmp_path, monkeypatch):
     from types import SimpleNamespace
     from varopt.solvers.ipsa import fast, kernel_steps
 
-    def fake(name, age, loaded=False):
+    def fake(name, age, loaded=False, in_tuple=False):
         p = tmp_path / f"{name}.nbi"
         p.write_bytes(b"x")
         here = os.path.dirname(os.path.abspath(fast.__file__))
@@ -519,12 +519,12 @@ def test_stale_kernel_cache_indexes_are_dropped(tmp_path, monkeypatch):
         os.utime(p, (newest + age, newest + age))
         d = SimpleNamespace(_cache=SimpleNamespace(_cache_file=SimpleNamespace(_index_path=str(p))),
                             overloads={"sig": 1} if loaded else {})
-        monkeypatch.setattr(kernel_steps, f"_fake_{name}", d, raising=False)
+        # a module attribute as a dispatcher, or inside a tuple as the per-Hessian kernels are held
+        monkeypatch.setattr(kernel_steps, f"_fake_{name}", (d,) if in_tuple else d, raising=False)
         return p
 
     old, new, busy = fake("old", -100.0), fake("new", +100.0), fake("busy", -100.0, loaded=True)
-    pair = fake("pair_old", -5.0)
-    monkeypatch.setattr(kernel_steps, "_fake_pair", (kernel_steps._fake_pair_old,), raising=False)
+    pair = fake("pair_old", -5.0, in_tuple=True)
     dropped = fast.drop_stale_caches(force=True)
     assert str(old) in dropped and not old.exists()
     assert str(pair) in dropped and not pair.exists()      # dispatchers held in tuples (per-Hessian kernels)
