@@ -36,6 +36,7 @@ from ...core.checks import DIVERGING_ITERATES
 from ...errors import InputDataError, SolverBugError
 from .extrapolate import MEMORY, secant_extrapolate
 from .line_metric import line_bound_step, line_curvature
+from .recession import checked_outcome
 from .reuse import ScaledCurvature, trial_kernels
 from .step import dense_step
 
@@ -126,7 +127,6 @@ class Majorization:
         if (check is None or not getattr(self.opts, "check_attained", True)
                 or not (run.status in ("optimal", "iteration_limit") or self.diverged)):
             return
-        from .recession import checked_outcome
         names = getattr(getattr(model, "program", None), "names", None)
         status, message, self.attainment = checked_outcome(check, self.x, names, f, run.status, run.message)
         if (status, message) != (run.status, run.message):
@@ -191,11 +191,15 @@ class Majorization:
             x_new, f_new, S_new, alpha = self._extrapolate(x, u, S, step, x_new, f_new, S_new, FD, lin, limit)
             step = x_new - x
             info = dict(info, alpha=alpha)
-        if self.reuse is not None:
+        stop = self._accept(x_new, f_new, S_new, step, mval, info)
+        if self.reuse is not None and stop is None and self.run.status is None:
+            # the pair (s, y) of this move is for the next trial: none follows a stop (converged, diverged, the
+            # callback's), so neither the gradient at x_new nor the pair is computed then (the run's last gradient
+            # was one of a small solve's ~16 evaluations; on large programs one full gradient)
             if self.u_next is None:
                 self.u_next = model.gradient_at(x_new, S_new)
             self.reuse.moved(x_new - x, self.u_next - u, model, opts)
-        return self._accept(x_new, f_new, S_new, step, mval, info)
+        return stop
 
     def _trial(self, it, x, f, S, step, mval, FD):
         """``f(x + D)`` (scores by linearity when safe) and the majorizer and monotonicity checks."""

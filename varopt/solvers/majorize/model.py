@@ -23,6 +23,7 @@ from ...core.checks import require_finite
 from ...core.csr import take_rows
 from ...program.atoms import ATOMS
 from .groups import PaddedGroups
+from . import recession as _recession  # (its functions looked up at the call: tests replace them)
 from . import reuse_metric as _reuse_metric  # (its classes looked up at the call: tests replace them)
 from .step import majorizer_step
 from .structured import SMALL_N, KronHessian, StructuredSigma, choose_step_solver, kron_preconditioner_fits
@@ -443,8 +444,6 @@ class MajorizeModel:
         and 1.1 s on digits. Cheaper exact tests come first where they apply: one free column (a binary model's
         intercept, :func:`.recession.one_column_attained`) and a multinomial's free class intercepts
         (:func:`.recession.class_intercepts_attained`), both O(nnz) and independent of ``x``."""
-        from .recession import (attained_certificate, class_intercepts_attained, one_column_attained,
-                                 recession_direction)
         if not self.convex or self.pos is None:
             return None
         if self.H_diagonal:
@@ -455,16 +454,17 @@ class MajorizeModel:
             # check's 130 us went to reading one column from the CSR arrays)
             dense = self.groups.dense_rows() if self.groups is not None else None
             j = int(free[0])
-            if free.size == 1 and one_column_attained(*self.pos[:4], self.c, j,
-                                                      col=None if dense is None else dense[:, j]):
+            if free.size == 1 and _recession.one_column_attained(*self.pos[:4], self.c, j,
+                                                                 col=None if dense is None else dense[:, j]):
                 return None
             AU = dense[:, free] if dense is not None else self._class_columns(free)
-            if AU is not None and class_intercepts_attained(AU, self.pos[1], self.groups.c, self.pos[3],
-                                                            self.c[free]):
+            if AU is not None and _recession.class_intercepts_attained(AU, self.pos[1], self.groups.c,
+                                                                       self.pos[3], self.c[free]):
                 return None      # (multinomial intercepts; wine: the certificate's dense algebra cost ~0.3 ms)
-            if attained_certificate(*self.pos[:4], self.c, np.asarray(x, dtype=float), self.Hd > 0, dense=dense):
+            if _recession.attained_certificate(*self.pos[:4], self.c, np.asarray(x, dtype=float), self.Hd > 0,
+                                               dense=dense):
                 return None
-        return recession_direction(self, x=x)
+        return _recession.recession_direction(self, x=x)
 
     def _class_columns(self, free):
         """The free columns ``A[:, free]`` of the positive groups as a dense array, when they may be a multinomial's

@@ -328,20 +328,27 @@ def one_column_attained(A, b, seg, coef, c, j, col=None):
     decrease ``sum_g coef_g sum_k (max_g - A_k v)`` of the module docstring, with a margin of 1e-9 of the terms'
     scale. ``col``: the column ``A[:, j]`` as a dense array when the caller holds it (else read from ``A``)."""
     col = _dense_columns(A, np.array([j]))[:, 0] if col is None else np.asarray(col, dtype=float)
+    seg = np.asarray(seg)
     keep = np.isfinite(b)
-    col, segk = col[keep], np.asarray(seg)[keep]
-    if segk.size == 0 or not (np.diff(segk) >= 0).all():
+    if not keep.all():   # rows with h = 0 (offset -inf) are no configuration; without them no gather (no copies)
+        col, seg = col[keep], seg[keep]
+    if seg.size == 0 or not (seg[1:] >= seg[:-1]).all():
         return False
-    starts = np.flatnonzero(np.concatenate(([True], segk[1:] != segk[:-1])))
-    coef_g = np.asarray(coef, dtype=float)[segk[starts]]
-    counts = np.diff(np.append(starts, segk.size))
+    starts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+    coef_g = np.asarray(coef, dtype=float)[seg[starts]]
+    counts = np.empty(starts.size, dtype=starts.dtype)
+    counts[:-1] = starts[1:] - starts[:-1]
+    counts[-1] = seg.size - starts[-1]
     cj = float(np.asarray(c, dtype=float)[j])
-    scale = abs(cj) + float(coef_g @ np.maximum.reduceat(np.abs(col), starts)) + 1e-300
-    for sgn in (1.0, -1.0):
-        z = sgn * col
-        mg = np.maximum.reduceat(z, starts)
+    # both signs from one pass each of max, min and sum over the groups, with the same doubles as reducing
+    # z = +-col: max(-col) = -min(col), sum(-col) = -sum(col) and max |col| = max(max col, -min col) exactly
+    mx = np.maximum.reduceat(col, starts)
+    mn = np.minimum.reduceat(col, starts)
+    tot = np.add.reduceat(col, starts)
+    scale = abs(cj) + float(coef_g @ np.maximum(mx, -mn)) + 1e-300
+    for sgn, mg, zsum in ((1.0, mx, tot), (-1.0, -mn, -tot)):
         slope = sgn * cj + float(coef_g @ mg)
-        gap = float(coef_g @ (mg * counts - np.add.reduceat(z, starts)))
+        gap = float(coef_g @ (mg * counts - zsum))
         if slope < 1e-9 * scale or (slope <= 1e-9 * scale and gap > 0):
             return False
     return True
