@@ -161,7 +161,8 @@ def cmd_solve(args) -> int:
         if args.evid:
             raise ValueError("--evid applies to .uai model files only")
         model = _load_build(args.model)
-        program, mapping = varopt.compile_model(model, binary=solver.accepts_binary)
+        program, mapping = varopt.compile_model(model, binary=solver.accepts_binary,
+                                                   native_atoms=solver.native_atoms)
     result = solver.solve(program, opts)
     if result.x is not None and mapping is not None:
         mapping.load(result.x)
