@@ -212,13 +212,13 @@ NEWTON_FP_SWITCH = 150
 
 #: klprox's reading of a term compiled with auxiliary columns (max/pos/huber epigraphs; a log, power or root of a
 #: non-affine argument such as a Student-t log(1 + r^2/nu)): a likelihood without a Gaussian expectation here, where
-#: the generic message points to gop, which returns a point, not a posterior. CVXPY's cp.log_normcdf is built from
-#: squares of maximum(.) (its piecewise-quadratic approximation), so a probit model arrives as such a term.
+#: the generic message points to gop, which returns a point, not a posterior. Squared hinges of an affine argument
+#: (square(pos(u)), and CVXPY's cp.log_normcdf, a probit, built from them) are sqpos rows, not epigraphs.
 LIKELIHOOD_HINT = ("klprox reads each term as a likelihood of an affine predictor and has no Gaussian expectation "
-                   "for this one (CVXPY's cp.log_normcdf, a probit, is built from squares of maximum(.) terms, its "
-                   "piecewise-quadratic approximation). The likelihoods klprox reads: cp.logistic or log(1 + exp(u)) "
-                   "(binary data: the logistic in place of the probit), log-sum-exp rows (softmax), exp (Poisson), "
-                   "abs (Laplace) and squares (Gaussian)")
+                   "for this one. The likelihoods klprox reads: squared hinges of an affine u (cp.square(cp.pos(u)), "
+                   "cp.sum_squares(cp.pos(u)), and cp.log_normcdf, CVXPY's piecewise-quadratic probit), "
+                   "cp.logistic or log(1 + exp(u)), log-sum-exp rows (softmax), exp (Poisson), abs (Laplace) and "
+                   "squares (Gaussian)")
 
 
 class Cur(NamedTuple):
