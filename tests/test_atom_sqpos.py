@@ -160,3 +160,28 @@ def test_non_native_solvers_receive_the_epigraph_program(method):
         for c1, c2 in zip(got.constraints, base.constraints):
             assert c1.body.value(z) == c2.body.value(z) and (c1.lo, c1.hi) == (c2.lo, c2.hi)
         assert abs(prob.value - ref) <= 1e-6 * max(1.0, abs(ref))
+
+
+@pytest.mark.parametrize("with_bound", [False, True])
+def test_a_program_holding_sqpos_rows_given_directly(with_bound):
+    """A Program built with sqpos rows (here by compile_cvxpy(native_atoms=...); any caller may build one) handed to
+    a solver without the atom in native_atoms: gop (convex atom, by the kernel table) and proxsg (C^1, smooth) equal
+    Clarabel; majorize refuses it by name."""
+    w = cp.Variable(3)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(cp.pos(_margin(w))) + 0.5 * cp.sum_squares(w)),
+                      [w >= 0] if with_bound else [])
+    ref = prob.solve(solver="CLARABEL")
+    prog, _ = compile_cvxpy(prob, native_atoms=NATIVE)
+    for name in ("gop", "proxsg"):
+        r = get_solver(name).solve(prog)
+        assert r.status in ("optimal", "converged") and abs(r.objective - ref) <= 1e-6 * max(1.0, abs(ref)), name
+    with pytest.raises(ModelStructureError, match="sqpos"):
+        get_solver("majorize").solve(prog)
+
+
+def test_varopt_solvers_names_the_atom(capsys):
+    from varopt.cli import main
+    main(["solvers", "klprox"])
+    assert "atoms taken as such: sqpos (pos(u)^2)" in capsys.readouterr().out
+    main(["solvers", "gop"])
+    assert "sqpos" not in capsys.readouterr().out

@@ -132,9 +132,15 @@ def _plot(result, path: str):
 
 def cmd_solvers(args) -> int:
     import varopt
+    from .program.atoms import ATOMS
     if args.name:
         cls = varopt.get_solver(args.name)  # unknown names raise with the list of registered ones
-        print(f"{args.name}: {cls.summary}\noptions:")
+        print(f"{args.name}: {cls.summary}")
+        if cls.native_atoms:
+            # atoms the front-ends emit only for this solver (others get their lifted form; docs/architecture.md)
+            texts = ", ".join(f"{k} ({ATOMS[k].text.format(u='u')})" for k in sorted(cls.native_atoms))
+            print(f"atoms taken as such: {texts}")
+        print("options:")
         for line in cls.options.doc().splitlines():
             print(f"  {line}")
         return 0
