@@ -185,3 +185,18 @@ def test_varopt_solvers_names_the_atom(capsys):
     assert "atoms taken as such: sqpos (pos(u)^2)" in capsys.readouterr().out
     main(["solvers", "gop"])
     assert "sqpos" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("shape", [(12,), (4, 3)])
+def test_log_normcdf_rows_are_labelled_by_data_entry(shape):
+    """The seven pieces of entry j of x share the label of entry j (first-axis index, as for any elementwise atom of
+    x): the finite-sum samples of ipsa's and klprox's batch_size are data points, not pieces."""
+    x = cp.Variable(shape)
+    prog, _ = compile_cvxpy(cp.Problem(cp.Minimize(-cp.sum(cp.log_normcdf(x)))), native_atoms=NATIVE)
+    (g,) = prog.objective.atoms
+    assert g.coef.size == 7 * x.size
+    # the row's variable (C-order column of x) and its label agree: label = first-axis index of that entry
+    cols = np.array([g.A[r].indices[0] for r in range(g.coef.size)])
+    first = np.unravel_index(cols, shape, order="C")[0]
+    np.testing.assert_array_equal(g.label, first)
+    assert np.all(np.bincount(g.label) == 7 * (x.size // shape[0]))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cvxpy_nodes import _broadcast_matrix
+from .cvxpy_nodes import _Rows, _broadcast_matrix
 
 #: CVXPY classes of a hinge and of its mirror (older CVXPY versions have ``pos``/``neg`` atoms of their own)
 _MAX_NAMES = ("maximum",)
@@ -55,6 +55,9 @@ class _HingeTracer:
             a, b = arg.args
             u = a if self._zero_constant(b) else (b if self._zero_constant(a) else None)
             return (u, 1.0, 1.0) if u is not None and u.is_affine() else None
+        return self._other_hinge(arg, name)
+
+    def _other_hinge(self, arg, name):
         if name in _POS_NAMES:
             u = arg.args[0]
             return (u, 1.0, 1.0) if u.is_affine() else None
@@ -93,6 +96,7 @@ class _HingeTracer:
             return None
         u, sign, scale = parts
         z = self.trace(u)
+        label = _log_normcdf_labels(u, z.shape)
         if not z.is_affine:   # (CVXPY's is_affine() held: a guard, not a path)
             return None
         shape = tuple(shape)
@@ -104,4 +108,32 @@ class _HingeTracer:
         w = w * w * weight
         if w.ndim:
             w = np.broadcast_to(w, shape).ravel(order="F")   # the nodes' entries are in F order
-        return self.atom_node("sqpos", z, w if w.ndim else float(w), shape)
+        node = self.atom_node("sqpos", z, w if w.ndim else float(w), shape)
+        if label is not None and z.shape == shape:
+            rows, W = node.rows[0]
+            node.rows[0] = (_Rows("sqpos", rows.A, rows.b, None, None, None, label), W)
+        return node
+
+
+def _log_normcdf_labels(u, shape):
+    """The sample labels of CVXPY's ``log_normcdf(x)`` pieces, or None for any other hinge argument.
+
+    ``log_normcdf`` builds ``u = A @ (b @ 1^T - 1 @ reshape(x, (1, size), 'F'))`` (shape ``(7, size)``; column ``j``
+    holds the seven pieces of entry ``j`` of ``x``). The tracer's rule labels a row by the first-axis index of its
+    argument entry, which here is the piece ``k``: the finite-sum samples (ipsa's and klprox's ``batch_size``) would be
+    the seven pieces across all data. The label of column ``j`` is instead the first-axis index of entry ``j`` of
+    ``x`` (F order), as for any other elementwise atom of ``x``."""
+    if type(u).__name__ != "MulExpression" or len(shape) != 2 or len(u.args) != 2:
+        return None
+    diff = u.args[1]
+    if type(diff).__name__ != "AddExpression" or len(diff.args) != 2:
+        return None
+    neg = diff.args[1]
+    if type(neg).__name__ != "NegExpression" or type(neg.args[0]).__name__ != "MulExpression":
+        return None
+    flat = neg.args[0].args[1]
+    if type(flat).__name__ != "reshape" or tuple(flat.shape) != (1, shape[1]):
+        return None
+    x_shape = tuple(flat.args[0].shape)
+    col = np.arange(shape[0] * shape[1], dtype=np.int64) // shape[0]    # F order over (7, size): entry e in column e // 7
+    return col % x_shape[0] if x_shape else np.zeros(col.size, dtype=np.int64)
