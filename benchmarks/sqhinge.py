@@ -41,6 +41,11 @@ def models(X, y):
     return out
 
 
+def _loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[:3]
+
+
 def timed(fn, repeat):
     ts, val = [], None
     for _ in range(repeat):
@@ -61,26 +66,26 @@ def main():
     from varopt.frontends.cvxpy_compile import compile_cvxpy
     from varopt.solvers.klprox.expectations import family_table
     from varopt.solvers.klprox.view import likelihood_view
-    print(f"N={a.N} D={a.D} repeat={a.repeat} loadavg={open('/proc/loadavg').read().split()[:3]} "
+    print(f"N={a.N} D={a.D} repeat={a.repeat} loadavg={_loadavg()} "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
     X, y = data(a.N, a.D)
-    ipsa_opts = dict(batch_size=10 ** 9, hessian="exact", step_power=0, max_iter=300, kkt_tol=1e-10)
+    ipsa_opts = {"batch_size": 10 ** 9, "hessian": "exact", "step_power": 0, "max_iter": 300, "kkt_tol": 1e-10}
     print(f"{'model':14s} {'solver':9s} {'columns':>7s} {'rows':>6s} {'status':18s} {'time s':>8s} {'ratio':>6s} "
           f"{'rel err':>9s}")
     for name, prob in models(X, y).items():
-        tref, ref = timed(lambda: prob.solve(solver="CLARABEL"), a.repeat)
+        tref, ref = timed(lambda prob=prob: prob.solve(solver="CLARABEL"), a.repeat)
         print(f"{name:14s} {'clarabel':9s} {'':>7s} {'':>6s} {prob.status:18s} {tref:8.3f} {1.0:6.2f} {0.0:9.1e}")
         for m in ("gop", "majorize", "ipsa"):
             opts = ipsa_opts if m == "ipsa" else {}
-            t, val = timed(lambda: prob.solve(method=m, warm_start=False, **opts), a.repeat)   # cold: not from Clarabel's w
+            t, val = timed(lambda prob=prob, m=m, opts=opts: prob.solve(method=m, warm_start=False, **opts), a.repeat)   # cold: not from Clarabel's w
             pr = prob.varopt_program
             print(f"{name:14s} {m:9s} {pr.n:7d} {len(pr.constraints):6d} {prob.varopt_result.status:18s} {t:8.3f} "
                   f"{t / tref:6.2f} {abs(val - ref) / max(1.0, abs(ref)):9.1e}")
         if name == "probit":
-            t, _ = timed(lambda: prob.solve(method="klprox", warm_start=False), a.repeat)
+            t, _ = timed(lambda prob=prob: prob.solve(method="klprox", warm_start=False), a.repeat)
             r = prob.varopt_result
             prog, _ = compile_cvxpy(prob, native_atoms={"sqpos"})
-            tb, b = timed(lambda: cholesky_vi(likelihood_view(prog, family_table(100))), 1)
+            tb, b = timed(lambda prog=prog: cholesky_vi(likelihood_view(prog, family_table(100))), 1)
             print(f"{name:14s} {'klprox':9s} {prog.n:7d} {0:6d} {r.status:18s} {t:8.3f} {t / tref:6.2f}   "
                   f"-ELBO {r.info['neg_elbo']:.10f} ({r.iterations} iterations)")
             print(f"{name:14s} {'chol-VI':9s} {'':>7s} {'':>6s} {'':18s} {tb:8.3f} {tb / tref:6.2f}   "

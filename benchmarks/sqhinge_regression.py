@@ -7,9 +7,15 @@ Usage: run once with the main tree and once with the branch on ``PYTHONPATH`` an
     PYTHONPATH=/path/to/main python benchmarks/sqhinge_regression.py > main.json
     PYTHONPATH=/path/to/branch python benchmarks/sqhinge_regression.py > branch.json && diff main.json branch.json
 """
-import hashlib, json, sys
-import numpy as np, cvxpy as cp, varopt
+import hashlib
+import json
+import sys
+
+import cvxpy as cp
+import numpy as np
+
 from varopt.frontends.cvxpy_compile import compile_cvxpy
+
 rng=np.random.default_rng(0); X=rng.normal(size=(40,3)); y=np.sign(X@[1,-1,0.5]+0.3*rng.normal(size=40))
 w=cp.Variable(3)
 models={"sqhinge": (cp.sum(cp.square(cp.pos(1-cp.multiply(y, X@w))))+0.5*cp.sum_squares(w), []),
@@ -31,5 +37,5 @@ for name,(obj,cons) in models.items():
     for m in ["gop","majorize"]:
         w.value=None
         p.solve(method=m); r=p.varopt_result
-        out[f"{name}/{m}"]=dict(status=r.status, obj=repr(r.objective), x=[repr(v) for v in r.x], it=r.iterations)
+        out[f"{name}/{m}"]={"status": r.status, "obj": repr(r.objective), "x": [repr(v) for v in r.x], "it": r.iterations}
 json.dump(out, sys.stdout, indent=1)

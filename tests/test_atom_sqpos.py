@@ -3,15 +3,16 @@ solvers that list it in ``native_atoms`` (ipsa, klprox), and that every other so
 program (no auxiliary column may appear or disappear for them)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 cp = pytest.importorskip("cvxpy")
 
-import varopt  # noqa: E402,F401  (registers the solve methods)
-from varopt.errors import ModelStructureError  # noqa: E402
-from varopt.frontends.cvxpy_compile import compile_cvxpy  # noqa: E402
-from varopt.program.atoms import ATOMS  # noqa: E402
-from varopt.registry import get_solver  # noqa: E402
+import varopt  # noqa: F401  (registers the solve methods)
+from varopt.errors import ModelStructureError
+from varopt.frontends.cvxpy_compile import compile_cvxpy
+from varopt.program.atoms import ATOMS
+from varopt.registry import get_solver
 
 K = ATOMS["sqpos"]
 RNG = np.random.default_rng(20261126)

@@ -39,6 +39,8 @@ def test_every_kernel_defines_every_attribute(kind):
     assert lo < hi and hi == np.inf and isinstance(closed, bool)
     assert isinstance(k.convex, bool) and k.monotone in (-1, 0, 1) and isinstance(k.quadratic, bool)
     assert k.tangent_floor is None or np.isfinite(k.tangent_floor)
+    # twice_smooth (g'' continuous) implies smooth (C^1)
+    assert isinstance(k.smooth, bool) and isinstance(k.twice_smooth, bool) and (k.smooth or not k.twice_smooth)
     for name in ("value", "interval_min", "interval_max", "in_domain", "tangent_point"):
         assert callable(getattr(k, name)), name
     if k.arity == 1:

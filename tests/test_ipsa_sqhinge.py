@@ -6,8 +6,8 @@ import pytest
 
 cp = pytest.importorskip("cvxpy")
 
-import varopt  # noqa: E402,F401
-from varopt.errors import InvalidOptionError  # noqa: E402
+import varopt  # noqa: F401
+from varopt.errors import InvalidOptionError
 
 RNG = np.random.default_rng(7)
 X = RNG.standard_normal((40, 3))

@@ -6,17 +6,18 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate
 
 cp = pytest.importorskip("cvxpy")
 mp = pytest.importorskip("mpmath")
 
-import varopt  # noqa: E402,F401
-from varopt.baselines.klprox import cholesky_vi  # noqa: E402
-from varopt.frontends.cvxpy_compile import compile_cvxpy  # noqa: E402
-from varopt.solvers.klprox.expectations import SqPosFamily, family_table  # noqa: E402
-from varopt.solvers.klprox.view import likelihood_view  # noqa: E402
+import varopt
+from varopt.baselines.klprox import cholesky_vi
+from varopt.frontends.cvxpy_compile import compile_cvxpy
+from varopt.solvers.klprox.expectations import SqPosFamily, family_table
+from varopt.solvers.klprox.view import likelihood_view
 
 FAM = SqPosFamily()
 
@@ -82,12 +83,12 @@ def test_expectation_against_adaptive_quadrature_and_finite_differences(m, v):
     """The closed form against scipy's adaptive quadrature of the definition, and its derivatives against central
     differences of the value (the derivation of docs/klprox.md §2, checked independently)."""
     s = math.sqrt(v)
-    dens = lambda u: math.exp(-0.5 * ((u - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))  # noqa: E731
+    dens = lambda u: math.exp(-0.5 * ((u - m) / s) ** 2) / (s * math.sqrt(2 * math.pi))
     ref, _ = integrate.quad(lambda u: u * u * dens(u), 0.0, np.inf, epsabs=0, epsrel=1e-13, limit=200)
     E, d1, d2 = (float(x[0]) for x in FAM.expect(np.array([m]), np.array([v])))
     assert abs(E - ref) <= 1e-11 * max(ref, 1e-300) + 1e-300
     h = 1e-5
-    f = lambda mm, vv: float(FAM.expect(np.array([mm]), np.array([vv]))[0][0])  # noqa: E731
+    f = lambda mm, vv: float(FAM.expect(np.array([mm]), np.array([vv]))[0][0])
     assert abs((f(m + h, v) - f(m - h, v)) / (2 * h) - d1) <= 1e-7 * max(1.0, abs(d1))
     hv = 1e-5 * v
     assert abs((f(m, v + hv) - f(m, v - hv)) / (2 * hv) - d2) <= 1e-7 * max(1.0, abs(d2))
@@ -144,7 +145,7 @@ CASES = [(40, 3, 1.0, 0), (120, 5, 3.0, 1)]   # the second with large margins: p
 
 @pytest.mark.parametrize("N,D,scale,seed", CASES)
 def test_probit_posterior_neg_elbo_and_baseline(N, D, scale, seed):
-    X, y, w, prob = _data(N, D, scale, seed)
+    X, y, _, prob = _data(N, D, scale, seed)
     seen = []
     prob.solve(method="klprox", callback=lambda it, m, f: seen.append(f) and None)
     r = prob.varopt_result
@@ -165,7 +166,7 @@ def test_probit_posterior_neg_elbo_and_baseline(N, D, scale, seed):
 def test_probit_posterior_is_stationary_for_the_independent_elbo():
     """The baseline shares the expectation code; stationarity is therefore also checked on the independent ELBO:
     its central differences in m and in the Cholesky factor of V vanish at klprox's answer."""
-    X, y, w, prob = _data(40, 3, 1.0, 0)
+    X, y, _, prob = _data(40, 3, 1.0, 0)
     prob.solve(method="klprox")
     m, V = np.asarray(prob.varopt_result.x), np.asarray(prob.varopt_result.info["covariance"])
     L = np.linalg.cholesky(V)
@@ -200,7 +201,7 @@ def test_probit_stochastic_steps_sample_data_points():
     """batch_size=10 of 40 data points (labels: data entries, each with its seven pieces): a stochastic run whose
     tail-averaged -ELBO is within 1e-5 of the deterministic one (8.5e-7 measured), and not equal to it (a batch of all
     rows would be: the pieces were once the labels, seven of them, all inside any batch of 10)."""
-    X, y, w, prob = _data(40, 3, 1.0, 0)
+    _, _, _, prob = _data(40, 3, 1.0, 0)
     prob.solve(method="klprox")
     full = prob.varopt_result.info["neg_elbo"]
     prob.solve(method="klprox", batch_size=10, max_iter=3000, seed=0, warm_start=False)

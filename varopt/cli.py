@@ -132,6 +132,7 @@ def _plot(result, path: str):
 
 def cmd_solvers(args) -> int:
     import varopt
+
     from .program.atoms import ATOMS
     if args.name:
         cls = varopt.get_solver(args.name)  # unknown names raise with the list of registered ones

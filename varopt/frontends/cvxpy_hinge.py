@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cvxpy_nodes import _Rows, _broadcast_matrix
+from ..errors import InputDataError
+from .cvxpy_nodes import _broadcast_matrix, _Rows
 
 #: CVXPY classes of a hinge and of its mirror (older CVXPY versions have ``pos``/``neg`` atoms of their own)
 _MAX_NAMES = ("maximum",)
@@ -41,7 +42,8 @@ class _HingeTracer:
             return False
         try:
             return bool(np.all(np.asarray(self.const_value(e), dtype=float) == 0.0))
-        except Exception:   # a Parameter without value: not a hinge (the general path names the problem)
+        except (InputDataError, TypeError, ValueError):   # a Parameter without value: not a hinge (the general path
+            # names the problem)
             return False
 
     def hinge_parts(self, arg):

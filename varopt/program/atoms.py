@@ -293,6 +293,7 @@ class Abs(AtomKernel):
     min 0 at ``u = 0``; nonsmooth (``smooth = False``)."""
 
     kind, text, smooth = "abs", "abs({u})", False
+    twice_smooth = False   # (read by no solver: smooth = False already says more)
     max_of_pm_u = True
 
     def value(self, u):

@@ -151,7 +151,7 @@ TAIL_NODES = 40
 TAIL_SWITCH = 2.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _laguerre(k):
     from scipy.special import roots_genlaguerre
     y, w = roots_genlaguerre(TAIL_NODES, k)
