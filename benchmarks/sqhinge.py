@@ -9,7 +9,9 @@ with every solver that takes them, against Clarabel.
 
 Prints, per model and solver: the compiled program's size, the median wall time of ``--repeat`` solves, its ratio to
 Clarabel's and the relative error of the optimal value. Usage: ``python benchmarks/sqhinge.py [N] [D] [--repeat R]``
-(default 1000 x 10, 3); run with ``OPENBLAS_NUM_THREADS=1`` and note the load average (shared machine).
+(default 1000 x 10, 3); ``--a1a`` takes a1a's training rows instead (``--solvers ipsa`` to skip gop and majorize,
+whose epigraph programs have a column per hinge); run with ``OPENBLAS_NUM_THREADS=1`` and note the load average
+(shared machine).
 """
 from __future__ import annotations
 
@@ -60,6 +62,9 @@ def main():
     ap.add_argument("N", nargs="?", type=int, default=1000)
     ap.add_argument("D", nargs="?", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--a1a", action="store_true", help="a1a's 1605 training rows (123 features + intercept, labels "
+                    "+-1) in place of the Gaussian data")
+    ap.add_argument("--solvers", default="gop,majorize,ipsa", help="comma-separated MAP solvers besides Clarabel")
     a = ap.parse_args()
     import varopt  # noqa: F401
     from varopt.baselines.klprox import cholesky_vi
@@ -68,14 +73,20 @@ def main():
     from varopt.solvers.klprox.view import likelihood_view
     print(f"N={a.N} D={a.D} repeat={a.repeat} loadavg={_loadavg()} "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
-    X, y = data(a.N, a.D)
+    if a.a1a:
+        from shared_data import load_a1a
+        Xa, ya = load_a1a()[:2]
+        X, y = np.hstack([Xa, np.ones((Xa.shape[0], 1))]), 2.0 * ya - 1.0
+        print(f"a1a: N={X.shape[0]} D={X.shape[1]} (the N, D arguments are ignored)")
+    else:
+        X, y = data(a.N, a.D)
     ipsa_opts = {"batch_size": 10 ** 9, "hessian": "exact", "step_power": 0, "max_iter": 300, "kkt_tol": 1e-10}
     print(f"{'model':14s} {'solver':9s} {'columns':>7s} {'rows':>6s} {'status':18s} {'time s':>8s} {'ratio':>6s} "
           f"{'rel err':>9s}")
     for name, prob in models(X, y).items():
         tref, ref = timed(lambda prob=prob: prob.solve(solver="CLARABEL"), a.repeat)
         print(f"{name:14s} {'clarabel':9s} {'':>7s} {'':>6s} {prob.status:18s} {tref:8.3f} {1.0:6.2f} {0.0:9.1e}")
-        for m in ("gop", "majorize", "ipsa"):
+        for m in [m for m in a.solvers.split(",") if m]:
             opts = ipsa_opts if m == "ipsa" else {}
             t, val = timed(lambda prob=prob, m=m, opts=opts: prob.solve(method=m, warm_start=False, **opts), a.repeat)   # cold: not from Clarabel's w
             pr = prob.varopt_program
