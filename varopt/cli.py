@@ -132,9 +132,16 @@ def _plot(result, path: str):
 
 def cmd_solvers(args) -> int:
     import varopt
+
+    from .program.atoms import ATOMS
     if args.name:
         cls = varopt.get_solver(args.name)  # unknown names raise with the list of registered ones
-        print(f"{args.name}: {cls.summary}\noptions:")
+        print(f"{args.name}: {cls.summary}")
+        if cls.native_atoms:
+            # atoms the front-ends emit only for this solver (others get their lifted form; docs/architecture.md)
+            texts = ", ".join(f"{k} ({ATOMS[k].text.format(u='u')})" for k in sorted(cls.native_atoms))
+            print(f"atoms taken as such: {texts}")
+        print("options:")
         for line in cls.options.doc().splitlines():
             print(f"  {line}")
         return 0
@@ -161,7 +168,8 @@ def cmd_solve(args) -> int:
         if args.evid:
             raise ValueError("--evid applies to .uai model files only")
         model = _load_build(args.model)
-        program, mapping = varopt.compile_model(model, binary=solver.accepts_binary)
+        program, mapping = varopt.compile_model(model, binary=solver.accepts_binary,
+                                                   native_atoms=solver.native_atoms)
     result = solver.solve(program, opts)
     if result.x is not None and mapping is not None:
         mapping.load(result.x)

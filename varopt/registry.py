@@ -57,6 +57,11 @@ class Solver:
     #: nonconvex program the point is then checked for negative curvature on the active face
     #: (:mod:`varopt.core.second_order`) and reported as ``stationary`` when it is not a local minimum
     checks_second_order: bool = False
+    #: atom kinds (:data:`varopt.program.atoms.ATOMS`) that the front-ends emit for this solver in place of the form
+    #: other solvers receive: ``sqpos`` (``max(u, 0)^2``, CVXPY's ``square(pos(u))`` and ``log_normcdf``) reaches a
+    #: solver listing it as one atom row of an affine ``u``, any other solver as today's epigraph columns and rows
+    #: (:mod:`varopt.program.epigraph_lift`)
+    native_atoms: frozenset = frozenset()
 
     def second_order_skip(self, opts) -> str | None:
         """Why the second-order check cannot apply to this solve (e.g. the gradient came from a

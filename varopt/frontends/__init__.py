@@ -2,8 +2,11 @@
 and write solutions back. Only this package imports Pyomo or CVXPY."""
 
 
-def compile_model(model, binary=False):
+def compile_model(model, binary=False, native_atoms=()):
     """Compile a Pyomo model or CVXPY problem; returns ``(program, mapping)``.
+
+    ``native_atoms``: the solver's :attr:`~varopt.registry.Solver.native_atoms` (CVXPY: ``square(pos(u))`` as
+    ``sqpos`` rows when it holds ``"sqpos"``; Pyomo has no such expression).
 
     ``mapping.load(x)`` writes a solution vector back into the model. ``binary=True`` compiles an
     energy model over binary variables (for solvers with ``accepts_binary``).
@@ -14,7 +17,7 @@ def compile_model(model, binary=False):
             from .cvxpy_energy import compile_cvxpy_energy
             return compile_cvxpy_energy(model)
         from .cvxpy_compile import compile_cvxpy
-        return compile_cvxpy(model)
+        return compile_cvxpy(model, native_atoms=native_atoms)
     if binary:
         from .pyomo_energy import compile_pyomo_energy
         return compile_pyomo_energy(model)

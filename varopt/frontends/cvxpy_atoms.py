@@ -34,6 +34,7 @@ from ..program.atoms import ATOMS
 from ..program.powers import power_kind
 from .cvxpy_affine import _public
 from .cvxpy_epigraph import _EpigraphTracer
+from .cvxpy_hinge import _HingeTracer
 from .cvxpy_nodes import (_Lse, _Node, _QTerms, _Rows, _add, _axis_groups, _broadcast_matrix, _csr_raw, _diagonal,
                           _first_index, _group_matrix)
 from .cvxpy_products import _ProductTracer
@@ -48,7 +49,7 @@ class NeedAux(Exception):
         self.needed = needed
 
 
-class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
+class _Tracer(_HingeTracer, _RatioTracer, _EpigraphTracer, _ProductTracer):
     """The complete CVXPY tracer: tree walk, linear atoms, products, nonlinear atoms and epigraph atoms."""
 
     # --- auxiliary variables (varopt.program.lifting) ---------------------------------
@@ -123,6 +124,9 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
         if p != 2:
             return self.power_node(expr, p, shape)
         arg = expr.args[0]
+        hinge = self.sqpos_node(arg, shape) if self.native_atoms else None
+        if hinge is not None:   # square(pos(u)): sqpos rows for a solver that takes them (.cvxpy_hinge)
+            return hinge
         if type(arg).__name__ in ("Pnorm", "PnormApprox") and float(arg.p) == 2:
             # norm(u, 2)**2 = sum_k u_k^2 (the usual way to write an L2 penalty or a Gaussian prior): square rows,
             # as sum_squares, instead of an auxiliary t = sqrt(sum u^2) that only gop handles
@@ -241,8 +245,14 @@ class _Tracer(_RatioTracer, _EpigraphTracer, _ProductTracer):
 
     def _quad_over_lin(self, expr, shape):
         xa, ya = expr.args
-        z = self.lifted_arg(expr, xa)
         axis = getattr(expr, "axis", None)
+        if self.native_atoms and not self.has_vars(ya):
+            y = float(np.asarray(self.const_value(ya)).ravel()[0])
+            # sum_squares(pos(u)) = quad_over_lin(pos(u), 1): sqpos rows for a solver that takes them (.cvxpy_hinge)
+            hinge = self.sqpos_node(xa, xa.shape, 1.0 / y) if y > 0 else None
+            if hinge is not None:
+                return hinge.reduce(axis, shape)
+        z = self.lifted_arg(expr, xa)
         if not self.has_vars(ya):
             y = float(np.asarray(self.const_value(ya)).ravel()[0])
             if y <= 0:

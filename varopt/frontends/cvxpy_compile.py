@@ -46,7 +46,10 @@ objective/constraint and the CVXPY sub-expression):
   affine ``x``, ``y`` (a constant argument folded);
 * ``max``, ``maximum``, ``pos``, ``neg``, ``norm_inf``, ``sum_largest``, ``huber`` and the concave ``min``,
   ``minimum``, ``sum_smallest`` -> epigraph columns with linear rows (:mod:`.cvxpy_epigraph`,
-  :mod:`varopt.program.epigraph_lift`), checked to be in the convex position once the problem is traced.
+  :mod:`varopt.program.epigraph_lift`), checked to be in the convex position once the problem is traced;
+* for a solver whose ``native_atoms`` hold ``sqpos``: ``square``/``power(., 2)``/``**2``/``sum_squares``/
+  ``quad_over_lin(., c)`` of ``pos(u)``, ``maximum(u, 0)``, ``neg(u)`` (``= pos(-u)``), constant multiples of them,
+  for an affine ``u`` (also the squares inside ``log_normcdf``) -> ``sqpos`` rows (:mod:`.cvxpy_hinge`).
 
 Every atom row and log-sum-exp group carries a ``label`` (the finite-sum sample it belongs
 to): the index along the first axis of the atom's argument entry, or, for a product
@@ -190,8 +193,12 @@ def layout_variable(var, off, used):
     return m, _index_names(base, shape), cols, x0
 
 
-def compile_cvxpy(problem):
+def compile_cvxpy(problem, native_atoms=()):
     """Compile ``problem`` (a ``cvxpy.Problem``) into ``(Program, CvxpyMapping)``.
+
+    ``native_atoms``: atom kinds the target solver takes in place of their lifted form
+    (:attr:`varopt.registry.Solver.native_atoms`); with ``"sqpos"`` a square of ``pos``/``maximum(., 0)``/``neg``
+    of an affine argument becomes ``sqpos`` rows (:mod:`.cvxpy_hinge`), without it epigraph columns as before.
 
     Program variables are the entries of ``problem.variables()`` (each in C order),
     named like Pyomo (``t``, ``x[0]``, ``phi[0,1]``). A maximisation is stored negated
@@ -222,7 +229,8 @@ def compile_cvxpy(problem):
     cap, exact = 0, False
     while True:
         try:
-            tracer, z, cons = _trace(problem, var_cols, n_user, cap, np.concatenate(lbs) if lbs else np.zeros(0))
+            tracer, z, cons = _trace(problem, var_cols, n_user, cap, np.concatenate(lbs) if lbs else np.zeros(0),
+                                     native_atoms)
         except NeedAux as exc:
             cap, exact = max(2 * cap, exc.needed + 16), False
             continue
@@ -302,12 +310,13 @@ def _constraint_classes():
     return Equality, Inequality, NonNeg, NonPos, Zero, Maximize
 
 
-def _trace(problem, var_cols, n_user, cap, user_lb=None):
+def _trace(problem, var_cols, n_user, cap, user_lb=None, native_atoms=()):
     """Trace the objective and the constraints: ``(tracer, objective node, [(k, constraint, body,
     lo_inf, hi_inf)])``."""
     Equality, Inequality, NonNeg, NonPos, Zero, Maximize = _constraint_classes()
 
     tracer = _Tracer(var_cols, n_user, cap)
+    tracer.native_atoms = frozenset(native_atoms or ())
     tracer.user_lb = user_lb   # declared lower bounds: |x_i| of a p-norm needs no column where x_i >= 0
     obj = problem.objective
     tracer.where = "objective"

@@ -91,7 +91,8 @@ def solve_problem(prob, name, *args, **options):
         from .cvxpy_energy import compile_cvxpy_energy
         program, mapping = compile_cvxpy_energy(prob, name)
     else:
-        program, mapping = compile_cvxpy(prob)
+        # sqpos rows for a solver that takes them (Solver.native_atoms), today's epigraph form for the others
+        program, mapping = compile_cvxpy(prob, native_atoms=getattr(solver, "native_atoms", ()))
     if cold:
         # the variables' values (left by the previous solve) are the compiled start; a cold start ignores
         # them, as Pyomo's warmstart=False does (before, warm_start=False still started from them)

@@ -13,6 +13,8 @@ kind               ``g``                  domain              ``g'``, ``g''``   
 ``square``         ``u^2``                all ``u``           ``2u``, ``2``         no
 ``quad_over_lin``  ``u^2 / v``            ``v > 0``           see below             no
 ``abs``            ``|u|``                all ``u``           ``sign u``, ``0``     no
+``sqpos``          ``max(u, 0)^2``        all ``u``           ``2 max(u, 0)``,      nondecr.
+                                                              ``2 [u > 0]``
 =================  =====================  ==================  ====================  ============
 
 ``abs`` is the one nonsmooth atom (``smooth = False``): ``d1`` returns the subgradient
@@ -20,6 +22,14 @@ kind               ``g``                  domain              ``g'``, ``g''``   
 needs second derivatives must check ``smooth``. It is the Laplace likelihood ``|y - x^T w| / b``
 of the KL-proximal solver (Khan, Baque, Fleuret & Fua 2015), whose Gaussian expectations are
 smooth.
+
+``sqpos`` is the squared hinge ``max(u, 0)^2``: the L2-SVM loss ``max(1 - y x^T w, 0)^2`` and the seven pieces of
+CVXPY's ``log_normcdf`` (``-sum_k a_k^2 max(b_k - u, 0)^2``). It is differentiable (``C^1``, ``smooth = True``: ``d1``
+is its gradient) but its second derivative jumps at 0 (``twice_smooth = False``): ``d2`` returns the one-sided value
+``2 [u > 0]`` (0 at ``u = 0``), an element of Clarke's generalized Hessian, so a Newton-type step on it is a
+semismooth Newton step (Mangasarian 2002 for the L2-SVM). The front-ends emit it only for solvers that list it in
+``native_atoms`` (:class:`~varopt.registry.Solver`); every other solver receives the epigraph form ``t >= u``,
+``t >= 0``, ``t^2`` (:mod:`varopt.program.epigraph_lift`), as before the atom existed.
 
 ``user_open`` marks the atoms whose domain argument must be strictly positive in the point
 loaded into a user's model: every way of writing them then evaluates (``phi*log(phi)`` in Pyomo
@@ -80,8 +90,12 @@ class AtomKernel:
     #: here); a solution loaded into a user's model is moved inside (:mod:`varopt.program.evaluable`)
     user_open: bool = False
     #: ``False`` for atoms with kinks (``abs``): ``d1`` is then a subgradient and ``d2`` holds only
-    #: almost everywhere
+    #: almost everywhere. ``True`` means differentiable everywhere (``C^1``): ``d1`` is the gradient
     smooth: bool = True
+    #: ``False`` when ``g''`` is discontinuous (``max(u, 0)^2`` at 0): ``d2`` is then a one-sided second derivative
+    #: (an element of the generalized Hessian), exact except on a null set, and a method whose convergence rests on a
+    #: Lipschitz Hessian (Newton's quadratic rate) gets only its semismooth version
+    twice_smooth: bool = True
     #: ``g(s t) = g(s) + g(t)`` for ``s, t`` in the domain (``-log``): a product in the argument splits
     #: into a sum of atoms (gop's stick-breaking presolve, docs/gop.md §2b)
     splits_products: bool = False
@@ -279,6 +293,7 @@ class Abs(AtomKernel):
     min 0 at ``u = 0``; nonsmooth (``smooth = False``)."""
 
     kind, text, smooth = "abs", "abs({u})", False
+    twice_smooth = False   # (read by no solver: smooth = False already says more)
     max_of_pm_u = True
 
     def value(self, u):
@@ -298,6 +313,40 @@ class Abs(AtomKernel):
 
     def sublevel(self, th):
         return (-th, th) if 0 <= th < np.inf else None
+
+
+class SqPos(AtomKernel):
+    """``g(u) = max(u, 0)^2`` on all ``u`` (the squared hinge); ``g' = 2 max(u, 0)``, ``g'' = 2 [u > 0]`` (one-sided,
+    0 at ``u = 0``); nondecreasing; min 0 on ``u <= 0``; ``C^1`` but not ``C^2`` (``twice_smooth = False``).
+
+    Recession function ``g_inf(s) = 0`` for ``s <= 0`` and ``+inf`` for ``s > 0`` (exact: ``recession = -1``).
+    Sublevel sets ``{g <= th} = (-inf, sqrt(th)]`` for ``th >= 0``. Tangent cuts ``g(u0) + g'(u0) (u - u0)`` are
+    valid at every ``u0`` (``g'`` is finite everywhere)."""
+
+    kind, text, monotone = "sqpos", "pos({u})^2", 1
+    recession = -1      # max(u + t s, 0)^2 stays 0 for s < 0 (and s = 0), grows like t^2 for s > 0
+    twice_smooth = False
+
+    def value(self, u):
+        p = np.maximum(u, 0.0)
+        return p * p
+
+    def d1(self, u):
+        return 2.0 * np.maximum(u, 0.0)
+
+    def d2(self, u):
+        return np.where(np.asarray(u) > 0, 2.0, 0.0)
+
+    def interval_min(self, lo, hi):
+        # nondecreasing: the minimum is at the lower end (0 for lo <= 0, also lo = -inf)
+        return self.value(np.asarray(lo, dtype=float))
+
+    def interval_max(self, lo, hi):
+        return self.value(np.asarray(hi, dtype=float))
+
+    def sublevel(self, th):
+        # max(u, 0)^2 <= th  <=>  u <= sqrt(th) (th >= 0; empty for th < 0)
+        return (-np.inf, _outward(np.sqrt(th), 1)) if 0 <= th < np.inf else None
 
 
 class _AtomTable(dict):
@@ -322,6 +371,6 @@ class _AtomTable(dict):
 
 
 #: kind -> kernel; the single source of the atom kinds (plus the ``power(p)`` family)
-ATOMS = _AtomTable({k.kind: k for k in (XLogX(), NegLog(), Exp(), Square(), QuadOverLin(), Abs())})
+ATOMS = _AtomTable({k.kind: k for k in (XLogX(), NegLog(), Exp(), Square(), QuadOverLin(), Abs(), SqPos())})
 #: the fixed kinds; ``kind in ATOMS`` also accepts the power family
 ATOM_KINDS = tuple(ATOMS)

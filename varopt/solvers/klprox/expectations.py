@@ -103,6 +103,87 @@ class AbsFamily(Family):
         return mt * (2.0 * cdf - 1.0) + 2.0 * s * pdf, 2.0 * cdf - 1.0, pdf / s
 
 
+class SqPosFamily(Family):
+    r"""``l(u) = max(u, 0)^2`` (the squared hinge: CVXPY's ``log_normcdf`` pieces, the L2-SVM loss). With
+    ``s = sqrt(vt)``, ``z = mt / s`` (derivation in docs/klprox.md §2):
+
+        E = (mt^2 + vt) Phi(z) + mt s phi(z),   dE/dmt = 2 (mt Phi(z) + s phi(z)),   dE/dvt = Phi(z)
+
+    (``dE/dvt = E[l'']/2 = P(u > 0)``: Price's theorem). For ``z >= 0`` every term is nonnegative. For ``z < 0`` the
+    terms cancel (``E`` is ``O(phi(z) / |z|^3)`` while the terms are ``O(phi(z) / |z|)``); there, with ``t = -z > 0``,
+
+        E = vt phi(t) M2(t),   dE/dmt = 2 s phi(t) M1(t),   M_k(t) = int_0^inf r^k exp(-t r - r^2/2) dr
+
+    (``M_k = psi_k / phi`` with the tail moments ``psi_k(t) = int_t^inf (x - t)^k phi(x) dx``; substitute
+    ``x = t + r``). ``M1 = 1 - t R``, ``M2 = (1 + t^2) R - t`` with the Mills ratio ``R = Phi(-t)/phi(t)``
+    (``scipy.special.erfcx``) for ``t <= 2``, where they lose at most 1.5 digits; beyond, the integrals of positive
+    terms by generalized Gauss-Laguerre (``r = y/t``: weight ``y^k e^-y``, smooth factor ``exp(-y^2 / (2 t^2))``;
+    40 nodes: 1.3e-15 relative at ``t = 2``, rounding beyond). ``vt = 0`` gives the point values ``(max(mt, 0)^2,
+    2 max(mt, 0), [mt > 0])``."""
+
+    kind, name = "sqpos", "max(u, 0)^2 (squared hinge; probit via log_normcdf)"
+    closed_form = True
+
+    def expect(self, mt, vt):
+        mt, vt = np.asarray(mt, dtype=float), np.asarray(vt, dtype=float)
+        pos = vt > 0
+        s = np.sqrt(np.where(pos, vt, 1.0))
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = np.where(pos, mt / s, 0.0)
+            cdf = ndtr(z)
+            ph = _phi(z)
+            tail = z < 0
+            E = (mt * mt + vt) * cdf + mt * s * ph
+            d1 = 2.0 * (mt * cdf + s * ph)
+            if np.any(tail):
+                t = -z[tail]
+                m1, m2 = tail_moments(t)
+                E[tail] = vt[tail] * ph[tail] * m2
+                d1[tail] = 2.0 * s[tail] * ph[tail] * m1
+        pm = np.maximum(mt, 0.0)
+        return (np.where(pos, E, pm * pm), np.where(pos, d1, 2.0 * pm),
+                np.where(pos, cdf, (mt > 0).astype(float)))
+
+
+#: generalized Gauss-Laguerre nodes of :func:`tail_moments` beyond ``TAIL_SWITCH`` (measured against 40-digit
+#: mpmath: 1.3e-15 relative at t = 2, 4.4e-16 at t = 3 and beyond; 30 nodes: 5e-13 at t = 2)
+TAIL_NODES = 40
+TAIL_SWITCH = 2.0
+
+
+@functools.cache
+def _laguerre(k):
+    from scipy.special import roots_genlaguerre
+    y, w = roots_genlaguerre(TAIL_NODES, k)
+    y.flags.writeable = w.flags.writeable = False
+    return y, w
+
+
+def tail_moments(t):
+    """``(M1(t), M2(t))``, ``M_k(t) = int_0^inf r^k exp(-t r - r^2/2) dr`` for ``t > 0`` (:class:`SqPosFamily`):
+    through the Mills ratio for ``t <= TAIL_SWITCH``, by Gauss-Laguerre in ``y = t r`` beyond,
+    ``M_k = t^-(k+1) int_0^inf y^k e^-y exp(-y^2 / (2 t^2)) dy``, a sum of positive terms."""
+    from scipy.special import erfcx
+    t = np.asarray(t, dtype=float)
+    m1, m2 = np.empty_like(t), np.empty_like(t)
+    near = t <= TAIL_SWITCH
+    if np.any(near):
+        tn = t[near]
+        R = np.sqrt(np.pi / 2.0) * erfcx(tn / _SQRT2)
+        m1[near] = 1.0 - tn * R
+        m2[near] = (1.0 + tn * tn) * R - tn
+    far = ~near
+    if np.any(far):
+        tf = t[far]
+        with np.errstate(divide="ignore", over="ignore"):
+            inv = 1.0 / tf
+            for k, out in ((1, m1), (2, m2)):
+                y, w = _laguerre(k)
+                f = np.exp(-0.5 * np.square(np.outer(inv, y)))      # (rows, nodes)
+                out[far] = (f @ w) * inv ** (k + 1)
+    return m1, m2
+
+
 class SquareFamily(Family):
     kind, name = "square", "u^2 (Gaussian)"
     closed_form = True
@@ -543,5 +624,6 @@ def family_table(nodes: int = 100) -> dict:
     """``kind -> Family``: atom kinds of :data:`varopt.program.atoms.ATOMS` that have a Gaussian
     expectation, plus ``logistic`` (two-entry log-sum-exp groups) and ``softmax`` (groups of K > 2
     entries, a (K-1)-dimensional predictor)."""
-    return {f.kind: f for f in (ExpFamily(), AbsFamily(), SquareFamily(), LogisticFamily(nodes), SoftmaxFamily())}
+    return {f.kind: f for f in (ExpFamily(), AbsFamily(), SqPosFamily(), SquareFamily(), LogisticFamily(nodes),
+                                     SoftmaxFamily())}
 

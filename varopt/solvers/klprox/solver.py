@@ -212,13 +212,13 @@ NEWTON_FP_SWITCH = 150
 
 #: klprox's reading of a term compiled with auxiliary columns (max/pos/huber epigraphs; a log, power or root of a
 #: non-affine argument such as a Student-t log(1 + r^2/nu)): a likelihood without a Gaussian expectation here, where
-#: the generic message points to gop, which returns a point, not a posterior. CVXPY's cp.log_normcdf is built from
-#: squares of maximum(.) (its piecewise-quadratic approximation), so a probit model arrives as such a term.
+#: the generic message points to gop, which returns a point, not a posterior. Squared hinges of an affine argument
+#: (square(pos(u)), and CVXPY's cp.log_normcdf, a probit, built from them) are sqpos rows, not epigraphs.
 LIKELIHOOD_HINT = ("klprox reads each term as a likelihood of an affine predictor and has no Gaussian expectation "
-                   "for this one (CVXPY's cp.log_normcdf, a probit, is built from squares of maximum(.) terms, its "
-                   "piecewise-quadratic approximation). The likelihoods klprox reads: cp.logistic or log(1 + exp(u)) "
-                   "(binary data: the logistic in place of the probit), log-sum-exp rows (softmax), exp (Poisson), "
-                   "abs (Laplace) and squares (Gaussian)")
+                   "for this one. The likelihoods klprox reads: squared hinges of an affine u (cp.square(cp.pos(u)), "
+                   "cp.sum_squares(cp.pos(u)), and cp.log_normcdf, CVXPY's piecewise-quadratic probit), "
+                   "cp.logistic or log(1 + exp(u)), log-sum-exp rows (softmax), exp (Poisson), abs (Laplace) and "
+                   "squares (Gaussian)")
 
 
 class Cur(NamedTuple):
@@ -273,6 +273,9 @@ class KLProxSolver(Solver):
     name = "klprox"
     summary = ("KL-proximal variational inference: Gaussian posterior N(m, V) of a Gaussian prior times "
                "likelihoods of linear predictors (Khan, Baque, Fleuret & Fua 2015)")
+    #: square(pos(u)) (CVXPY's log_normcdf, a probit) as one sqpos likelihood row of an affine u, whose Gaussian
+    #: expectation is closed-form (expectations.SqPosFamily); the epigraph form has none
+    native_atoms = frozenset({"sqpos"})
     options = OptionSet(common_options(max_iter=2000) + [
         Option("beta", 1.0, "step size beta > 0 of the proximal steps (16)-(19) (r = 1/(1 + beta)): the first "
                "step of the adaptive rule, or the constant step of step_rule='fixed' (the paper uses 0.25 for "
