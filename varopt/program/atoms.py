@@ -83,6 +83,9 @@ class AtomKernel:
     recession_v: int = 0
     #: ``g(u) = u^2`` exactly: rows ``c (a^T x + b)^2`` expand into a quadratic form
     quadratic: bool = False
+    #: ``g(u) = max(u, 0)^2`` exactly (``g' = 2 max(u, 0)``, ``g'' = 2 [u > 0]``): ipsa's compiled per-sample loop
+    #: evaluates such rows in place (:mod:`varopt.solvers.ipsa.kernel_steps`)
+    squared_hinge: bool = False
     #: tangent points are lifted to at least this value (None: any point of the domain)
     tangent_floor: float = None
     #: ``True`` when the domain argument must lie *strictly* above ``domain[0]`` for every way a user
@@ -324,6 +327,7 @@ class SqPos(AtomKernel):
     valid at every ``u0`` (``g'`` is finite everywhere)."""
 
     kind, text, monotone = "sqpos", "pos({u})^2", 1
+    squared_hinge = True
     recession = -1      # max(u + t s, 0)^2 stays 0 for s < 0 (and s = 0), grows like t^2 for s > 0
     twice_smooth = False
 

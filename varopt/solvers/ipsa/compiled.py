@@ -53,9 +53,9 @@ def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g
         for j in range(n):
             h[j] = 0.0
             Bm[j] = 0.0
-    sv = np.empty(0 if kind == 0 else lse_ptr[r + 1] - lse_ptr[r])
+    sv = np.empty(0 if kind != 1 else lse_ptr[r + 1] - lse_ptr[r])  # scratch of a log-sum-exp group only
     cw = row_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, want_h, h, Bm, sv)
-    if kind != 0 and want_h:
+    if kind == 1 and want_h:  # a log-sum-exp group (kind 1) completes its diagonal
         for j in range(n):
             h[j] = h[j] - cw * (Bm[j] * Bm[j])
     for j in range(n):

@@ -54,7 +54,7 @@ def sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, 
     (both zero on the sample's coordinates ``S_idx[S_ptr[r]:S_ptr[r + 1]]`` on entry), the formulas
     of :func:`.compiled._gradient`."""
     cw = row_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, want_h, hs, Bm, sv)
-    if kind != 0 and want_h:
+    if kind == 1 and want_h:  # a log-sum-exp group (kind 1) completes its diagonal
         for q in range(S_ptr[r], S_ptr[r + 1]):
             j = S_idx[q]
             hs[j] = hs[j] - cw * (Bm[j] * Bm[j])

@@ -14,8 +14,9 @@ numpy loop reads the clock every 16 iterations), where the user's callback is du
 iteration by default: it sees every iterate; option ``callback_every``), and when the kernel meets
 an iteration the numpy path would reject (that iteration is replayed by :meth:`.IpsaRun.step`, which raises its usual error).
 
-Covered: the program objective as a finite sum of ``square`` atom rows (least squares) or
-log-sum-exp groups (logistic, multinomial), one row/group per sample, plus a linear term, dense
+Covered: the program objective as a finite sum of ``square`` atom rows (least squares), squared
+hinges ``max(u, 0)^2`` (``sqpos`` rows: the L2-SVM) or log-sum-exp groups (logistic, multinomial),
+one row/group per sample, plus a linear term, dense
 or sparse data; bounds (the L1 split form), and linear rows whose reduced system is block
 diagonal with blocks of at most 16 variables (rows with few nonzeros; the L1 box form
 ``-u <= w <= u`` and other variable pairs with equally many rows each run the kernel of
@@ -36,6 +37,10 @@ from ...oracles.rows import _AtomRows, _LseRows
 from ...program.atoms import ATOMS
 
 HESSIANS = {"identity": 0, "bb": 1, "diagonal": 2}
+#: the kernels' sample-row kinds (``ip[2]``, a run-time integer: one compiled signature per kernel): an atom row
+#: whose atom is ``u^2`` (``AtomKernel.quadratic``), a log-sum-exp group, an atom row whose atom is ``max(u, 0)^2``
+#: (``AtomKernel.squared_hinge``: the L2-SVM loss)
+ROW_KINDS = {"quadratic": 0, "lse": 1, "squared_hinge": 2}
 #: most iterations per kernel call; most history records per call (saved by the kernel)
 CHUNK, RECORDS = 4096, 64
 #: wall time aimed at per kernel call under a time limit (the clock is read between calls)
@@ -63,10 +68,20 @@ def unsupported(r) -> str | None:
     if not oracle._unit[id(ptr)] or ptr.size != oracle.n_samples + 1:
         return "samples with more than one row"
     if isinstance(helper, _AtomRows):
-        if not helper.simple or not ATOMS[helper.g.kind].quadratic:
-            return f"atom rows of kind {helper.g.kind!r} (compiled: square, log-sum-exp)"
+        if not helper.simple or _atom_row_kind(helper.g.kind) is None:
+            return f"atom rows of kind {helper.g.kind!r} (compiled: square, squared hinge, log-sum-exp)"
     elif not isinstance(helper, _LseRows) or helper.has_mult:
         return "log-sum-exp rows with variable multipliers"
+    return None
+
+
+def _atom_row_kind(kind):
+    """The kernels' row kind (:data:`ROW_KINDS`) of atom rows of ``kind``, or None (not compiled)."""
+    atom = ATOMS[kind]
+    if atom.quadratic:
+        return ROW_KINDS["quadratic"]
+    if atom.squared_hinge:
+        return ROW_KINDS["squared_hinge"]
     return None
 
 
@@ -173,10 +188,11 @@ class FastLoop:
         opts, cons, oracle, hess = r.opts, r.cons, r.oracle, r.hess
         helper, _, order = oracle.parts[0]
         self.order = _i64(order)
-        kind = 0 if isinstance(helper, _AtomRows) else 1
+        lse = ROW_KINDS["lse"]
+        kind = _atom_row_kind(helper.g.kind) if isinstance(helper, _AtomRows) else lse
         g = helper.g
         A = helper.A.csr
-        lse_ptr = _i64(helper.ptr) if kind == 1 else np.zeros(1, dtype=np.int64)
+        lse_ptr = _i64(helper.ptr) if kind == lse else np.zeros(1, dtype=np.int64)
         self.rowdata = (_index(A.indptr), _index(A.indices), _f64(A.data), _f64(g.b), _f64(g.coef), lse_ptr)
         self.lin = _f64(oracle.lin)
         self.fp = np.array([opts.k0, opts.step_power, opts.sigma, r.ks, opts.sigma_power, opts.mu_min,
@@ -200,11 +216,11 @@ class FastLoop:
             from . import compiled_bounds
             lb_idx, ub_idx = _i64(cons.lb_idx), _i64(cons.ub_idx)
             A_ptr, A_idx = self.rowdata[:2]
-            if kind == 0 and A.has_canonical_format:  # each row's coordinates are distinct
+            if kind != lse and A.has_canonical_format:  # each row's coordinates are distinct
                 support = (A_ptr, A_idx)
             else:
                 support = compiled_bounds.group_support(
-                    A_ptr, A_idx, lse_ptr if kind == 1 else np.arange(A.shape[0] + 1), r.n)
+                    A_ptr, A_idx, lse_ptr if kind == lse else np.arange(A.shape[0] + 1), r.n)
                 # in the rows' index types: one compiled signature per kernel for both (a cold compile each)
                 support = (support[0].astype(A_ptr.dtype, copy=False), support[1].astype(A_idx.dtype, copy=False))
             bounds = (np.concatenate([lb_idx, ub_idx]), np.concatenate([np.ones(cons.n_lb), -np.ones(cons.n_ub)]),

@@ -9,7 +9,8 @@ arithmetic, in the same order, as the numpy reference in :mod:`.iteration`:
   counted) when it is not finite or falls below ``beta_min``;
 * :func:`step_stats`, :func:`save_record`: the per-step statistics and one history record;
 * :func:`row_gradient`: ``weight * grad f_r(x)`` of one sample row (and its Hessian diagonal before
-  the log-sum-exp correction), added onto the row's coordinates only.
+  the log-sum-exp correction), added onto the row's coordinates only; the row's kind (square atom,
+  log-sum-exp group, squared hinge) is a run-time integer, so each kernel keeps one compiled signature.
 """
 from __future__ import annotations
 
@@ -109,22 +110,31 @@ def row_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, 
     f_r(x)`` to ``h`` on the coordinates of sample row ``r`` (:class:`varopt.oracles.rows._AtomRows`
     / ``_LseRows``); ``sv`` is scratch of the group's size.
 
-    Square atom ``coef (a^T x + b)^2``: ``g += 2 c w u a``, ``h += 2 c w a^2`` (complete). Log-sum-exp
-    group ``coef log sum_k exp(a_k^T x + b_k)`` with softmax ``p``: ``g += c w sum_k p_k a_k``,
+    ``kind`` (:data:`.fast.ROW_KINDS`): 0 square atom ``coef (a^T x + b)^2``: ``g += 2 c w u a``, ``h += 2 c w a^2``
+    (complete). 2 squared hinge ``coef max(a^T x + b, 0)^2`` (the L2-SVM loss; Mangasarian 2002):
+    ``g += 2 c w max(u, 0) a``, ``h += 2 c w [u > 0] a^2`` (complete; the one-sided ``g''`` of
+    :class:`varopt.program.atoms.SqPos`, 0 at ``u = 0``). 1 log-sum-exp group
+    ``coef log sum_k exp(a_k^T x + b_k)`` with softmax ``p``: ``g += c w sum_k p_k a_k``,
     ``h += c w sum_k p_k a_k^2`` and ``Bm += sum_k p_k a_k``; the caller completes the diagonal with
-    ``h_j -= c w Bm_j^2`` on the coordinates it tracks, ``c w`` being the returned value (0 for a
-    square atom)."""
-    if kind == 0:  # square atom: u = a_r^T x + b_r, coef * u^2
+    ``h_j -= c w Bm_j^2`` on the coordinates it tracks, ``c w`` being the returned value (0 for an
+    atom row)."""
+    if kind != 1:  # one atom row: u = a_r^T x + b_r
         u = 0.0
         for p in range(A_ptr[r], A_ptr[r + 1]):
             u += A_val[p] * x[A_idx[p]]
         u = u + ab[r]
         cw = coef[r] * weight
-        w = cw * (2.0 * u)
+        if kind == 0:  # coef * u^2
+            d1, d2 = 2.0 * u, 2.0
+        else:  # coef * max(u, 0)^2: np.maximum(u, 0.0) (a NaN u stays NaN, so the step is declined and the
+            # numpy path raises) and np.where(u > 0, 2.0, 0.0), as SqPos.d1 / d2 on the numpy path
+            d1 = 2.0 * (0.0 if u <= 0.0 else u)
+            d2 = 2.0 if u > 0.0 else 0.0
+        w = cw * d1
         for p in range(A_ptr[r], A_ptr[r + 1]):
             g[A_idx[p]] += A_val[p] * w
         if want_h:
-            hw = cw * 2.0
+            hw = cw * d2
             for p in range(A_ptr[r], A_ptr[r + 1]):
                 v = A_val[p]
                 h[A_idx[p]] += v * v * hw
