@@ -1,6 +1,7 @@
 """The compiled (numba) per-sample IPSA loop against the numpy reference path: iterate-by-iterate
 equality on seeded problems for every covered case, automatic fallback for the rest, the option's
-errors, the strict-interior promise and the oracle-error path on the compiled loop."""
+errors, the strict-interior promise and the oracle-error path on the compiled loop. The problems hold square atom
+rows, log-sum-exp groups and squared hinges (``sqpos`` rows, the L2-SVM loss), each a row kind of the kernels."""
 import math
 
 import numpy as np
@@ -142,11 +143,64 @@ def general_box_pairs():
             Constraint("q1", Expression(n, linear=np.r_[0, 0, 0, 0.5, 0]), -1.0, np.inf)]
     return Program(_names(n), lb, ub, e, cons)
 
+def hinge_l1(form, sparse, fit_intercept, alpha=0.02):
+    """An L1-penalised L2-SVM, squared-hinge rows ``(1/N') max(1 - y_i (x_i^T w + b), 0)^2`` (``sqpos`` atoms) in the
+    L1 split or box form of :mod:`varopt.formulations.l1`, dense (the numpy path's dense copy of the rows) or sparse
+    data. Features 0 and 1 are one column twice, so their variables stay bit-identical along a run (the same
+    arithmetic on the same numbers, on both paths), and the last sample ``max(x_0 - x_1, 0)^2`` sits at ``u = 0``
+    exactly at every iterate: its gradient is 0 and its ``g''`` the one-sided 0 (a ``2 [u >= 0]`` would move the
+    running diagonal). The features are scaled so that samples cross the hinge within the first steps
+    (:func:`test_hinge_cases_cross_the_hinge_and_sit_at_zero`)."""
+    from varopt.formulations.l1 import _design, _penalty_and_constraints, variable_layout
+
+    rng = np.random.default_rng(12 if sparse else 13)
+    N, m = 90, 6
+    X = rng.normal(size=(N, m)) * 3.0
+    if sparse:
+        X *= rng.random((N, m)) < 0.2
+    X[:, 1] = X[:, 0]
+    y = np.where(X @ rng.normal(size=m) + rng.normal(size=N) > 0, 1.0, -1.0)
+    names, lb, ub = variable_layout(m, form, fit_intercept)
+    D = _design(sp.csr_matrix(X) if sparse else X, form, fit_intercept)
+    lin, cons = _penalty_and_constraints(m, form, alpha, len(names))
+    zero = sp.csr_matrix((np.array([1.0, -1.0]), np.array([0, 1]), np.array([0, 2])), shape=(1, len(names)))
+    A = sp.vstack([sp.diags(-y) @ D, zero]).tocsr()
+    b = np.r_[np.ones(N), 0.0]
+    e = Expression(len(names), linear=lin,
+                   atoms=[AtomGroup("sqpos", np.full(N + 1, 1.0 / (N + 1)), A, b, label=np.arange(N + 1))])
+    return Program(names, lb, ub, e, cons)
+
+
+def hinge_rows_and_bounds():
+    """:func:`rows_and_bounds` (range rows, a 3x3 block: the general kernel) with squared-hinge rows: offsets of both
+    signs, so samples start on both sides of the hinge."""
+    P = rows_and_bounds()
+    g = P.objective.atoms[0]
+    e = Expression(P.n, linear=P.objective.linear, atoms=[AtomGroup("sqpos", g.coef, g.A, g.b, label=g.label)])
+    return Program(P.names, P.lb, P.ub, e, P.constraints)
+
+
+def hinge_mixed_bounds():
+    """:func:`mixed_bounds` (interleaved lower/upper/two-sided/free bounds: the bounds kernel's indexed layout) with
+    squared-hinge rows."""
+    P = mixed_bounds()
+    g = P.objective.atoms[0]
+    e = Expression(P.n, linear=P.objective.linear, atoms=[AtomGroup("sqpos", g.coef, g.A, g.b, label=g.label)])
+    return Program(P.names, P.lb, P.ub, e)
+
+
 CASES = {"ls-split": lambda: ls_dense("split"), "ls-box": lambda: ls_dense("box"),
          "logistic-split": lambda: logistic_sparse("split"), "logistic-box": lambda: logistic_sparse("box"),
          "rows-bounds": rows_and_bounds, "multinomial": multinomial, "mixed-bounds": mixed_bounds,
          "unconstrained": lambda: mixed_bounds(False), "pair-rows": pair_rows, "uniform-pairs": uniform_pairs,
-         "general-box-pairs": general_box_pairs}
+         "general-box-pairs": general_box_pairs,
+         # squared hinges (sqpos rows, the kernels' row kind 2)
+         "hinge-split-dense": lambda: hinge_l1("split", False, True),
+         "hinge-split-sparse": lambda: hinge_l1("split", True, False),
+         "hinge-box-dense": lambda: hinge_l1("box", False, False),
+         "hinge-box-sparse": lambda: hinge_l1("box", True, True),
+         "hinge-mixed-bounds": hinge_mixed_bounds, "hinge-rows-bounds": hinge_rows_and_bounds}
+HINGE_CASES = sorted(c for c in CASES if c.startswith("hinge-"))
 
 
 def traced(P, backend, **kw):
@@ -192,10 +246,29 @@ def test_compiled_iterates_equal_numpy_iterates(case, hessian, monkeypatch):
     assert rn.info["bb_beta"] == pytest.approx(rc.info["bb_beta"], rel=1e-12) if hessian == "bb" else True
 
 
+@pytest.mark.parametrize("case", HINGE_CASES)
+def test_hinge_cases_cross_the_hinge_and_sit_at_zero(case):
+    """The squared-hinge cases reach what the equality test above must see: samples on both sides of the hinge
+    during the run (``u = a^T x + b`` changes sign; the kernels' ``max(u, 0)`` and ``[u > 0]`` both matter), and in
+    the L1 forms a sample at ``u = 0`` exactly at every iterate of both paths, visited by the cyclic order (the
+    one-sided ``g''``). ``u`` evaluated here from the traced iterates with ``math.fsum`` (exact sums)."""
+    P = CASES[case]()
+    g = P.objective.atoms[0]
+    A = g.A.toarray()
+    for backend in ("numpy", "numba"):
+        r, xs, _ = traced(P, backend, hessian="diagonal")
+        U = np.array([[math.fsum(a * x) + b for a, b in zip(A, g.b)] for x in xs])
+        crossing = (U > 0).any(axis=0) & (U < 0).any(axis=0)
+        assert crossing.sum() >= 5 and np.sum(np.diff(np.sign(U), axis=0) != 0) >= 10
+        if case.startswith(("hinge-split", "hinge-box")):
+            assert np.all(U[:, -1] == 0.0) and len(xs) > 2 * A.shape[0]
+
+
 @pytest.mark.parametrize("sampling", ["cyclic", "permutation", "uniform"])
 @pytest.mark.parametrize("case, every", [("ls-box", 37), ("logistic-split", 37), ("rows-bounds", 37), ("uniform-pairs", 5),
                                          ("general-box-pairs", 5),
-                                         ("ls-split", 3), ("rows-bounds", 2)])
+                                         ("ls-split", 3), ("rows-bounds", 2), ("hinge-split-sparse", 37),
+                                         ("hinge-box-dense", 5)])
 def test_chunked_runs_equal_numpy_runs(case, every, sampling):
     """Without a callback the compiled loop runs chunks of iterations and its kernel saves the
     history records (64 per call, so small ``history_every`` spans several calls): the end point,
@@ -245,7 +318,10 @@ def test_history_fields_follow_their_formulas(backend):
                                           ("multinomial", "run_bounds"), ("ls-box", "run_pairs"),
                                           ("logistic-box", "run_pairs"), ("uniform-pairs", "run_pairs"),
                                           ("general-box-pairs", "run_pairs"), ("pair-rows", "run_chunk"),
-                                          ("rows-bounds", "run_chunk")])
+                                          ("rows-bounds", "run_chunk"), ("hinge-split-dense", "run_bounds"),
+                                          ("hinge-split-sparse", "run_bounds"), ("hinge-mixed-bounds", "run_bounds"),
+                                          ("hinge-box-dense", "run_pairs"), ("hinge-box-sparse", "run_pairs"),
+                                          ("hinge-rows-bounds", "run_chunk")])
 @pytest.mark.parametrize("hessian", ["identity", "bb", "diagonal"])
 def test_bounds_only_problems_run_the_fused_kernel(case, kernel, hessian):
     """The iterate-equality tests above cover the three kernels: bounds only (prefix layout of the L1
@@ -259,6 +335,16 @@ def test_bounds_only_problems_run_the_fused_kernel(case, kernel, hessian):
     if kernel in ("run_bounds", "run_pairs"):  # compiled once per Hessian
         kernel = f"{kernel}_{hessian}"
     assert IpsaRun(CASES[case](), opts, Run("ipsa", opts)).fast.kernel.__name__ == kernel
+
+
+@pytest.mark.parametrize("case, dense", [("hinge-split-dense", True), ("hinge-box-dense", True),
+                                         ("hinge-split-sparse", False), ("hinge-box-sparse", False)])
+def test_hinge_cases_take_the_numpy_paths_they_name(case, dense):
+    """The numpy reference evaluates the rows from its dense copy (BLAS products) or from the CSR arrays, by
+    density: the dense and sparse squared-hinge cases compare the kernels with both."""
+    from varopt.oracles.rows import RowMatrix
+
+    assert (RowMatrix(CASES[case]().objective.atoms[0].A).dense is not None) == dense
 
 
 def test_time_limit_and_max_iter_stop_like_numpy():

@@ -1,6 +1,6 @@
 """ipsa on squared hinges (``sqpos`` rows): L2-SVMs and a box-constrained probit against Clarabel, with exact
 gradients (batch_size = all rows) and the tolerances of tests/test_ipsa_equalities.py, every iterate strictly
-interior; the compiled (numba) kernels do not take the atom and say so."""
+interior; per-sample steps of the L2-SVM run on the compiled (numba) kernels."""
 import numpy as np
 import pytest
 
@@ -52,19 +52,30 @@ def test_l2svm_and_probit_match_clarabel_strictly_inside(name, hessian):
     assert seen and min(seen) > 0 and slack(w.value) > 0
 
 
-def test_stochastic_steps_run_on_the_numpy_path():
-    """Per-sample steps (batch_size=1): the compiled kernels cover square and log-sum-exp rows only, so a program
-    with sqpos rows runs on the numpy path under backend='auto' and is refused by name under backend='numba'."""
+def test_stochastic_steps_run_compiled_and_equal_the_numpy_path():
+    """Per-sample steps (batch_size=1): the compiled kernels take squared-hinge rows (one per sample, the L2-SVM), so
+    backend='auto' runs them and ends where the numpy path ends (iterate equality step by step is in
+    tests/test_ipsa_compiled.py); the probit's seven hinges per sample in seven row groups stay on the numpy path,
+    and backend='numba' refuses them by name."""
+    pytest.importorskip("numba")
     w = cp.Variable(3)
     prob = cp.Problem(cp.Minimize(_hinge(w)), [cp.norm1(w) <= 1.0])
     ref = prob.solve(solver="CLARABEL")
     # the running diagonal Hessian: 1.0e-4 relative gap after 20000 steps here, as on the same model with square in
-    # place of sqpos (the numba path; docs/ipsa.md, sqhinge section). The identity Hessian stalls near 3% on both.
-    prob.solve(method="ipsa", warm_start=False, max_iter=20000, seed=0, hessian="diagonal")
-    r = prob.varopt_result
-    assert r.info["backend"].startswith("numpy") and "sqpos" in r.info["backend"]
-    assert abs(float(prob.value) - ref) <= 1e-3 * max(1.0, abs(ref))
-    assert np.abs(w.value).sum() < 1.0
-    pytest.importorskip("numba")
-    with pytest.raises(InvalidOptionError, match="sqpos"):
-        prob.solve(method="ipsa", backend="numba", max_iter=10)
+    # place of sqpos (docs/ipsa.md, sqhinge section). The identity Hessian stalls near 3% on both.
+    out = {}
+    for backend in ("auto", "numpy"):
+        prob.solve(method="ipsa", warm_start=False, max_iter=20000, seed=0, hessian="diagonal", backend=backend)
+        r = prob.varopt_result
+        out[backend] = (r.info["backend"], float(prob.value), w.value.copy())
+    assert out["auto"][0] == "numba" and out["numpy"][0].startswith("numpy")
+    assert abs(out["auto"][1] - out["numpy"][1]) <= 1e-10 * abs(ref)
+    np.testing.assert_allclose(out["auto"][2], out["numpy"][2], rtol=0, atol=1e-10)
+    assert abs(out["auto"][1] - ref) <= 1e-3 * max(1.0, abs(ref))
+    assert np.abs(out["auto"][2]).sum() < 1.0
+    obj, cons, _ = CASES["probit_box"]
+    probit = cp.Problem(cp.Minimize(obj(w)), cons(w))
+    probit.solve(method="ipsa", warm_start=False, max_iter=50, seed=0)
+    assert probit.varopt_result.info["backend"].startswith("numpy (")
+    with pytest.raises(InvalidOptionError, match="backend='numba' does not cover"):
+        probit.solve(method="ipsa", backend="numba", max_iter=10)
