@@ -98,7 +98,7 @@ def run(name, X, y, Xt, yt):
     # linear in the margin, amplifies: |w| reaches ~1e13 on a1a after one pass; 'invscaling' with eta0 = 0.1 was
     # the best of a few settings on a1a (optimal, invscaling 0.01 / 0.1, constant 0.01 / 0.001, adaptive 0.01)
     for pen, rate, eta0 in (("l1", "optimal", 0.01), ("l1", "invscaling", 0.1), ("l2", "optimal", 0.01)):
-        t = best_of(lambda: sgd(pen, rate, eta0)) if rate != "optimal" else (t_l1 if pen == "l1" else t_l2)
+        t = best_of(lambda p=pen, r=rate, e=eta0: sgd(p, r, e)) if rate != "optimal" else (t_l1 if pen == "l1" else t_l2)
         c = sgd(pen, rate, eta0)
         w, b = c.coef_.ravel(), float(c.intercept_[0])
         gap = (objective(X, y, w, b, ALPHA) - f_opt) / f_opt if pen == "l1" else float("nan")
@@ -108,7 +108,7 @@ def run(name, X, y, Xt, yt):
         P = l1_squared_hinge_program(X, y, ALPHA, form)
         for h in hessians:
             for backend in ("numba", "numpy"):
-                def solve():
+                def solve(P=P, h=h, backend=backend):
                     return solver.solve(P, passes=1, hessian=h, history_objective=False, backend=backend)
                 t = best_of(solve)
                 r = solve()

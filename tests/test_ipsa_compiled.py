@@ -256,7 +256,7 @@ def test_hinge_cases_cross_the_hinge_and_sit_at_zero(case):
     g = P.objective.atoms[0]
     A = g.A.toarray()
     for backend in ("numpy", "numba"):
-        r, xs, _ = traced(P, backend, hessian="diagonal")
+        _, xs, _ = traced(P, backend, hessian="diagonal")
         U = np.array([[math.fsum(a * x) + b for a, b in zip(A, g.b)] for x in xs])
         crossing = (U > 0).any(axis=0) & (U < 0).any(axis=0)
         assert crossing.sum() >= 5 and np.sum(np.diff(np.sign(U), axis=0) != 0) >= 10

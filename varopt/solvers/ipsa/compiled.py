@@ -2,8 +2,8 @@
 
 :func:`run_chunk` performs up to ``rows.size`` iterations of :meth:`.IpsaRun.step` (Carbonetto
 2009, Fig. 2.1 steps 1-7) in compiled code, for the cases :mod:`.fast` admits: a finite sum of
-``square`` atom rows (least squares) or log-sum-exp groups (logistic, multinomial) read off the
-program objective, one row/group per sample; bounds and linear rows whose reduced system (2.20)
+``square`` atom rows (least squares), squared hinges ``max(u, 0)^2`` (``sqpos`` rows: the L2-SVM) or
+log-sum-exp groups (logistic, multinomial) read off the program objective, one row/group per sample; bounds and linear rows whose reduced system (2.20)
 is diagonal or block diagonal (``ReducedSystem.mode`` ``diag`` / ``blocks``); identity, damped
 Barzilai-Borwein (2.45) or running-diagonal (§2.5.8) Hessians. Every formula is the numpy
 path's, evaluated in the same order where the order is ours (reductions done by BLAS in the numpy
