@@ -6,8 +6,11 @@ be a function of one affine predictor: the epigraph form of ``pos(u)`` (a column
 
 * ``square(pos(u))``, ``power(pos(u), 2)``, ``pos(u)**2``, ``square(maximum(u, 0))``, ``maximum(0, u)**2``;
 * ``square(neg(u))`` (CVXPY's ``neg(u) = -minimum(u, 0) = pos(-u)``), ``square(-pos(u))``;
-* ``square(c * pos(u))`` with a constant ``c`` (scalar or elementwise; ``(c t)^2 = c^2 t^2``);
-* ``sum_squares(h)`` and ``quad_over_lin(h, y)`` (constant ``y > 0``) of such an ``h``, with their axis;
+* ``square(c * pos(u))`` with a constant ``c`` (scalar or elementwise; ``(c t)^2 = c^2 t^2``), also ``pos(u) / c``;
+* a hinge seen through a map that selects, reorders or stacks entries: ``pos(u)[idx]`` (slices, integer and boolean
+  index arrays), ``reshape``/``vec``, ``.T``, ``hstack``/``vstack`` of hinges (since branch ``sqout``);
+* ``sum_squares(h)``, ``quad_over_lin(h, y)`` (constant ``y > 0``) and ``norm(h, 2)**2`` of such an ``h``, with their
+  axis;
 
 is one ``sqpos`` row per entry, ``w max(u, 0)^2`` with the weight ``w`` (``c^2``, ``1/y``). Sums, nonnegative or
 negative scalings and reshapes around it are the tracer's linear maps (CVXPY's ``log_normcdf(x)`` is
