@@ -429,3 +429,31 @@ def test_squared_hinges_and_log_normcdf_in_rows(name):
         r = _solve(prob, method, **opts)
         assert r.status in ("converged", "optimal"), (method, r.status, r.message)
         assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref)) and _violation(prob) <= 1e-9
+
+
+_PINV = (lambda A: A @ A.T + np.eye(D))(np.random.default_rng(5).standard_normal((D, D)))
+MORE = {
+    "diff_monotone_penalty": lambda w: cp.sum_squares(X @ w - y) + 10 * cp.sum_squares(cp.pos(cp.diff(w))),
+    "quad_form_prior_probit": lambda w: -cp.sum(cp.log_normcdf(_m(w))) + 0.5 * cp.quad_form(w, _PINV),
+    "maximum_nonneg_parameter_zero": lambda w: cp.sum(cp.maximum(1 - _m(w), cp.Parameter(nonneg=True, value=0.0)) ** 2)
+    + 0.5 * cp.sum_squares(w),
+    "log_normcdf_matrix_axis1": lambda w: -cp.sum(cp.sum(cp.log_normcdf(cp.reshape(_m(w), (10, 3), order="C")), axis=1))
+    + 0.5 * cp.sum_squares(w),
+    "pos_of_row_sums": lambda w: cp.sum_squares(cp.pos(cp.sum(cp.reshape(1 - _m(w), (10, 3), order="C"), axis=1)))
+    + 0.5 * cp.sum_squares(w),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE))
+def test_more_user_forms_ipsa_and_klprox(name):
+    """ipsa's optimum is Clarabel's; klprox's posterior the Cholesky-VI baseline's (a full prior precision too)."""
+    w = cp.Variable(D)
+    prob = cp.Problem(cp.Minimize(MORE[name](w)))
+    ref = _reference(name, prob)
+    r = _solve(prob, "ipsa", **IPSA)
+    assert r.status == "converged" and prob.varopt_program.n == D
+    assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref))
+    r = _solve(prob, "klprox")
+    assert r.status == "converged" and prob.varopt_program.n == D
+    base = cholesky_vi(likelihood_view(compile_cvxpy(prob, native_atoms={"sqpos"})[0], family_table(100)))
+    assert np.abs(base["m"] - r.x).max() <= 1e-6 and np.abs(base["V"] - r.info["covariance"]).max() <= 1e-6
