@@ -14,16 +14,13 @@ import sys
 import time
 import warnings
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-import cvxpy as cp  # noqa: E402
-
-import test_sqpos_userforms as T  # noqa: E402
+import cvxpy as cp
+import test_sqpos_userforms as T
 
 warnings.filterwarnings("ignore")
-SOLVERS = [("ipsa", T.IPSA), ("ipsa b=5", dict(batch_size=5, hessian="diagonal", passes=200)),
-           ("gop", dict(time_limit=60)), ("majorize", {}), ("klprox", {})]
+SOLVERS = [("ipsa", T.IPSA), ("ipsa b=5", {"batch_size": 5, "hessian": "diagonal", "passes": 200}),
+           ("gop", {"time_limit": 60}), ("majorize", {}), ("klprox", {})]
 
 
 def _cell(name, prob, ref, method, opts):
@@ -61,7 +58,7 @@ def _models():
 
 def main():
     import varopt
-    print(f"varopt from {os.path.dirname(varopt.__file__)}; loadavg {open('/proc/loadavg').read().split()[:3]}; "
+    print(f"varopt from {os.path.dirname(varopt.__file__)}; loadavg {os.getloadavg()}; "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
     print("| group | model | Clarabel | " + " | ".join(s for s, _ in SOLVERS) + " |")
     print("|---|---|---|" + "---|" * len(SOLVERS))

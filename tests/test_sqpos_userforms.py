@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 
 cp = pytest.importorskip("cvxpy")
-import varopt  # noqa: E402,F401
-from varopt.baselines.klprox import cholesky_vi  # noqa: E402
-from varopt.errors import ModelStructureError  # noqa: E402
-from varopt.frontends.cvxpy_compile import compile_cvxpy  # noqa: E402
-from varopt.solvers.klprox.expectations import family_table  # noqa: E402
-from varopt.solvers.klprox.view import likelihood_view  # noqa: E402
+import varopt  # noqa: F401
+from varopt.baselines.klprox import cholesky_vi
+from varopt.errors import ModelStructureError
+from varopt.frontends.cvxpy_compile import compile_cvxpy
+from varopt.solvers.klprox.expectations import family_table
+from varopt.solvers.klprox.view import likelihood_view
 
 integrate = pytest.importorskip("scipy.integrate")
 stats = pytest.importorskip("scipy.stats")
@@ -36,7 +36,7 @@ stats = pytest.importorskip("scipy.stats")
 A2 = np.array([0.02301291, 0.08070214, 0.16411522, 0.09003495, 0.08200854, 0.01371543, 0.04641081])
 BK = np.array([3.0, 2.0, 1.0, 0.0, -1.0, -2.5, -3.5])
 N, D, K = 30, 4, 3
-IPSA = dict(batch_size=10 ** 9, hessian="exact", step_power=0, max_iter=300, kkt_tol=1e-10)
+IPSA = {"batch_size": 10 ** 9, "hessian": "exact", "step_power": 0, "max_iter": 300, "kkt_tol": 1e-10}
 
 
 def _data():
@@ -88,9 +88,9 @@ def _ovr_intercept(W, b):
     return cp.Problem(cp.Minimize(cp.sum(cp.sum(cp.square(cp.pos(1 - marg)), axis=0)) + 0.5 * cp.sum_squares(W)))
 
 
-V1 = lambda: [cp.Variable(D)]                       # noqa: E731
-V2 = lambda: [cp.Variable(D), cp.Variable()]        # noqa: E731
-VW = lambda: [cp.Variable((D, K))]                  # noqa: E731
+V1 = lambda: [cp.Variable(D)]
+V2 = lambda: [cp.Variable(D), cp.Variable()]
+VW = lambda: [cp.Variable((D, K))]
 
 #: name -> (variables, problem builder, solvers besides ipsa); "kl" marks a negative log joint for klprox
 SOLVED = {
@@ -230,9 +230,9 @@ def test_gop_and_majorize_equal_clarabel(name):
 
 def _kl_spec(name):
     """``(rows, prior precision diagonal)``; a row is ``(a, b, f, kinks)`` with the term ``f(a^T w + b)``."""
-    pad = lambda a, extra=0.0: np.append(a, extra)   # noqa: E731  (the intercept column, last)
-    hinge = lambda c=1.0: ((lambda u, c=c: c * max(1.0 - u, 0.0) ** 2), [1.0])      # noqa: E731
-    probit = lambda c=1.0: ((lambda u, c=c: c * float(A2 @ np.maximum(BK - u, 0.0) ** 2)), list(BK))   # noqa: E731
+    pad = lambda a, extra=0.0: np.append(a, extra)
+    hinge = lambda c=1.0: ((lambda u, c=c: c * max(1.0 - u, 0.0) ** 2), [1.0])
+    probit = lambda c=1.0: ((lambda u, c=c: c * float(A2 @ np.maximum(BK - u, 0.0) ** 2)), list(BK))
     ym = [y[i] * X[i] for i in range(N)]
     if name in ("svm_sum_squares_pos", "svm_loop_of_scalars", "svm_parameters"):
         return [(a, 0.0) + hinge() for a in ym], np.full(D, 1.0)
@@ -245,7 +245,7 @@ def _kl_spec(name):
     if name == "svm_C_over_2":
         return [(a, 0.0) + hinge(5.0) for a in ym], np.full(D, 1.0)
     if name == "eps_insensitive_squared":
-        sq = lambda u: max(u, 0.0) ** 2   # noqa: E731
+        sq = lambda u: max(u, 0.0) ** 2
         return ([(X[i], -y[i] - 0.2, sq, [0.0]) for i in range(N)] + [(-X[i], y[i] - 0.2, sq, [0.0]) for i in range(N)],
                 np.full(D, 0.2))
     if name in ("probit_vector", "probit_column", "probit_maximize", "probit_loop_of_scalars"):
@@ -267,7 +267,7 @@ def _kl_spec(name):
     if name == "tobit":
         ys = X @ np.array([1.0, 0.5, -0.5, 0.2]) + 0.3 * np.random.default_rng(2).standard_normal(N)
         c = ys > 0.8
-        sq = lambda u: 0.5 * u * u   # noqa: E731
+        sq = lambda u: 0.5 * u * u
         rows = [(-X[i], ys[i], sq, []) for i in np.flatnonzero(~c)]
         return rows + [(X[i], -0.8) + probit() for i in np.flatnonzero(c)], np.full(D, 0.1)
     raise KeyError(name)
@@ -280,7 +280,7 @@ def _independent_neg_elbo(rows, prec, m, V):
     for a, b, f, kinks in rows:
         mt, s = a @ m + b, math.sqrt(a @ V @ a)
         pts = sorted({(k - mt) / s for k in kinks if abs(k - mt) < 14 * s}) or None
-        val += integrate.quad(lambda x: f(mt + s * x) * stats.norm.pdf(x), -14, 14, points=pts, limit=400,
+        val += integrate.quad(lambda x, f=f, mt=mt, s=s: f(mt + s * x) * stats.norm.pdf(x), -14, 14, points=pts, limit=400,
                               epsabs=1e-13, epsrel=1e-12)[0]
     return val - 0.5 * (m.size * (1 + math.log(2 * math.pi)) + np.linalg.slogdet(V)[1])
 
@@ -341,7 +341,7 @@ def test_parameter_values_are_read_at_every_solve():
 def test_stochastic_ipsa_samples_data_points(name):
     """``batch_size`` samples data points (the first axis of the data, as for any elementwise atom), and the
     tail of a stochastic run is near the optimum."""
-    prob, vs, _ = _build(name)
+    prob, _, _ = _build(name)
     ref = _reference(name, prob)
     r = _solve(prob, "ipsa", batch_size=5, hessian="diagonal", passes=200)
     assert r.info["n_samples"] == N
@@ -415,7 +415,7 @@ ROWS = {
     # centring, not the atom (docs/klprox.md §2d); a slower centring converges
     "epigraph_of_sum_squares_pos": (lambda w, t: t + 0.5 * cp.sum_squares(w),
                                     lambda w, t: [cp.sum_squares(cp.pos(1 - _m(w))) <= t],
-                                    dict(sigma=0.9, sigma_power=0.5)),
+                                    {"sigma": 0.9, "sigma_power": 0.5}),
 }
 
 
@@ -431,7 +431,8 @@ def test_squared_hinges_and_log_normcdf_in_rows(name):
         assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref)) and _violation(prob) <= 1e-9
 
 
-_PINV = (lambda A: A @ A.T + np.eye(D))(np.random.default_rng(5).standard_normal((D, D)))
+_A5 = np.random.default_rng(5).standard_normal((D, D))
+_PINV = _A5 @ _A5.T + np.eye(D)
 MORE = {
     "diff_monotone_penalty": lambda w: cp.sum_squares(X @ w - y) + 10 * cp.sum_squares(cp.pos(cp.diff(w))),
     "quad_form_prior_probit": lambda w: -cp.sum(cp.log_normcdf(_m(w))) + 0.5 * cp.quad_form(w, _PINV),
