@@ -130,7 +130,11 @@ class _Tracer(_HingeTracer, _RatioTracer, _EpigraphTracer, _ProductTracer):
         if type(arg).__name__ in ("Pnorm", "PnormApprox") and float(arg.p) == 2:
             # norm(u, 2)**2 = sum_k u_k^2 (the usual way to write an L2 penalty or a Gaussian prior): square rows,
             # as sum_squares, instead of an auxiliary t = sqrt(sum u^2) that only gop handles
-            z = self.lifted_arg(arg, arg.args[0])
+            inner = arg.args[0]
+            hinge = self.sqpos_node(inner, inner.shape) if self.native_atoms else None
+            if hinge is not None:   # norm(pos(u), 2)**2 = sum_squares(pos(u)): sqpos rows (.cvxpy_hinge)
+                return hinge.reduce(getattr(arg, "axis", None), shape)
+            z = self.lifted_arg(arg, inner)
             return self.atom_node("square", z, 1.0, z.shape).reduce(getattr(arg, "axis", None), shape)
         return self.atom_node("square", self.lifted_arg(expr, arg), 1.0, shape)
 

@@ -6,8 +6,11 @@ be a function of one affine predictor: the epigraph form of ``pos(u)`` (a column
 
 * ``square(pos(u))``, ``power(pos(u), 2)``, ``pos(u)**2``, ``square(maximum(u, 0))``, ``maximum(0, u)**2``;
 * ``square(neg(u))`` (CVXPY's ``neg(u) = -minimum(u, 0) = pos(-u)``), ``square(-pos(u))``;
-* ``square(c * pos(u))`` with a constant ``c`` (scalar or elementwise; ``(c t)^2 = c^2 t^2``);
-* ``sum_squares(h)`` and ``quad_over_lin(h, y)`` (constant ``y > 0``) of such an ``h``, with their axis;
+* ``square(c * pos(u))`` with a constant ``c`` (scalar or elementwise; ``(c t)^2 = c^2 t^2``), also ``pos(u) / c``;
+* a hinge seen through a map that selects, reorders or stacks entries: ``pos(u)[idx]`` (slices, integer and boolean
+  index arrays), ``reshape``/``vec``, ``.T``, ``hstack``/``vstack`` of hinges (since branch ``sqout``);
+* ``sum_squares(h)``, ``quad_over_lin(h, y)`` (constant ``y > 0``) and ``norm(h, 2)**2`` of such an ``h``, with their
+  axis;
 
 is one ``sqpos`` row per entry, ``w max(u, 0)^2`` with the weight ``w`` (``c^2``, ``1/y``). Sums, nonnegative or
 negative scalings and reshapes around it are the tracer's linear maps (CVXPY's ``log_normcdf(x)`` is
@@ -28,6 +31,8 @@ _MAX_NAMES = ("maximum",)
 _POS_NAMES = ("pos",)
 _NEG_NAMES = ("neg",)
 _MIN_NAMES = ("minimum",)
+#: CVXPY maps that select, reorder or stack entries: a hinge seen through them is a hinge of the mapped argument
+_SELECTIONS = ("index", "special_index", "reshape", "transpose", "Hstack", "Vstack", "Concatenate", "Promote")
 
 
 class _HingeTracer:
@@ -88,7 +93,36 @@ class _HingeTracer:
             if name == "MulExpression":
                 c = c.reshape(())
             return parts[0], parts[1], parts[2] * c
+        if name == "DivExpression" and len(arg.args) == 2 and not self.has_vars(arg.args[1]):
+            # pos(u) / c = (1/c) pos(u) for a constant c (scalar or elementwise), e.g. sum_squares(pos(u) / sqrt(2))
+            parts = self.hinge_parts(arg.args[0])
+            if parts is None:
+                return None
+            c = np.asarray(self.const_value(arg.args[1]), dtype=float)
+            return (parts[0], parts[1], parts[2] / c) if np.all(c != 0) else None
+        if name in _SELECTIONS:
+            return self._selected_hinge(arg)
         return None
+
+    def _selected_hinge(self, arg):
+        """A hinge seen through a map that only selects, reorders or stacks entries (``pos(u)[idx]``, ``reshape``,
+        ``vec``, ``.T``, ``hstack``/``vstack`` of hinges): ``max(., 0)`` is elementwise, so ``S(c * max(s u, 0)) =
+        S(c) * max(S(s u), 0)`` for such an ``S``; the new argument is ``S`` applied (as a CVXPY expression) to the signed
+        arguments, and the scale ``S`` applied to the scales."""
+        kids = [self.hinge_parts(a) for a in arg.args]
+        if not kids or any(k is None for k in kids):
+            return None
+        us = [u if sign > 0 else -u for (u, sign, _) in kids]
+        scales = [scale for (_, _, scale) in kids]
+        if all(np.ndim(c) == 0 for c in scales) and len({float(c) for c in scales}) == 1:
+            scale = float(scales[0])
+        else:
+            # the same selection applied to the scales, each broadcast to its argument's shape
+            import cvxpy as cp
+            scale = np.asarray(arg.copy([cp.Constant(np.broadcast_to(np.asarray(c, dtype=float), a.shape).copy())
+                                         for c, a in zip(scales, arg.args)]).value, dtype=float)
+        u = arg.copy(us)
+        return (u, 1.0, scale) if u.is_affine() else None
 
     def sqpos_node(self, arg, shape, weight=1.0):
         """The node of ``weight * arg**2`` (shape ``shape``, the shape of ``arg``) as ``sqpos`` rows when ``arg`` is a

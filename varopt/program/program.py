@@ -326,11 +326,11 @@ class Program:
                 return False
         return True
 
-    def require_smooth(self, solver: str, alternatives: str = "", epigraph_ok: bool = False):
+    def require_smooth(self, solver: str, alternatives: str = "", epigraph_ok: bool = False, hint: str = None):
         """Raise :class:`~varopt.errors.ModelStructureError` naming the first nonsmooth atom row
         (``abs``) for a solver that needs derivatives of every term (and any auxiliary column,
-        :meth:`require_no_aux`)."""
-        self.require_no_aux(solver, epigraph_ok)
+        :meth:`require_no_aux`, with its ``hint``)."""
+        self.require_no_aux(solver, epigraph_ok, hint)
         # the part's name is formatted only for the message (programs have constraints by the thousand)
         for c, e in [(None, self.objective)] + [(c, c.body) for c in self.constraints if c.body.atoms]:
             for g in e.atoms:

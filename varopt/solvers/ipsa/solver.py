@@ -123,6 +123,11 @@ OPTIONS = OptionSet(limit_options(max_iter=None) + progress_options(
            _callable_cap),
 ], aliases=[Alias("tol", "kkt_tol", "ipsa's tolerance is a relative KKT residual")])
 
+#: the refusal of a hinge's epigraph names the squares of hinges ipsa does take (sqpos rows, docs/ipsa.md)
+EPIGRAPH_HINT = ("a square of a hinge of an affine u (cp.square(cp.pos(u)), cp.sum_squares(cp.pos(u)), "
+                 "cp.maximum(u, 0)**2, cp.log_normcdf(u)) is taken as such; for the others use gop (or majorize, "
+                 "which takes them)")
+
 
 @register_solver
 class IpsaSolver(Solver):
@@ -148,7 +153,8 @@ class IpsaSolver(Solver):
         lift = lift_abs_sums(program, objective=opts.oracle is None or bool(opts.oracle_adds_objective))
         if lift is not None:
             return _solve_lifted(self, program, lift, opts, run)
-        program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg")
+        program.require_smooth("ipsa", "write |u| as u = u_plus - u_minus with u_plus, u_minus >= 0 (the split form of Carbonetto 2009, §2.5), or use proxsg",
+                               hint=EPIGRAPH_HINT)
         program = with_atom_domains(program)  # -log x over a free x: the iterates must stay where x > 0
         elim = eliminate_equalities(_pinned_as_equalities(program), max_elim=program.n, min_support=1)
         if elim is None:

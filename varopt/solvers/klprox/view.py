@@ -375,7 +375,8 @@ class LikelihoodView:
 def _fail(where, what, why):
     raise ModelStructureError(f"klprox: {where}: {what} {why}. The KL-proximal solver needs a negative log "
                               "joint = a Gaussian prior (a positive definite quadratic) + terms c*l(a^T w + b), "
-                              "c > 0, with l one of log(1 + exp(u)), exp(u), abs(u), u**2, or log-sum-exp rows of up to 4 entries")
+                              "c > 0, with l one of log(1 + exp(u)), exp(u), abs(u), u**2, max(u, 0)**2 (squared hinges of an affine u, "
+                              "cp.log_normcdf), or log-sum-exp rows of up to 4 entries")
 
 
 def likelihood_view(program, families) -> LikelihoodView:
