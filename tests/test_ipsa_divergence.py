@@ -125,3 +125,38 @@ def test_start_objective_is_evaluated_only_when_a_rule_needs_it(history_objectiv
     else:
         assert watch._f0_known and watch.f0 == orig(watch.r, x0)
         assert any(np.array_equal(x, x0) for x in seen)
+
+
+@pytest.mark.parametrize("kw, advised, not_advised", [
+    (dict(step_power=0, hessian="identity"), ["step_power > 0", "larger k0 (now 50)", "a scaled Hessian"], []),
+    (dict(step_power=1, k0=1, hessian="identity"), ["larger k0 (now 1)", "a scaled Hessian"],
+     ["step_power > 0", "unbounded below"]),
+    (dict(step_power=1, k0=1, hessian="bb"), ["larger k0 (now 1)"], ["step_power > 0", "a scaled Hessian", "unbounded"]),
+])
+def test_divergence_advice_names_only_options_not_already_set(kw, advised, not_advised):
+    """The advice after a divergence: a decreasing step only when the step is constant (it used to advise
+    'step_power > 0, e.g. the default 1' at step_power=1), a scaled Hessian only with hessian='identity', and the
+    model's unboundedness only when the rule that fired did not see the objective grow."""
+    rng = np.random.default_rng(0)
+    A, b = 100 * rng.standard_normal((40, 8)), rng.standard_normal(40)
+    w = cp.Variable(8)
+    res, cats = _solve(cp.Problem(cp.Minimize(cp.sum_squares(A @ w - b))), backend="numpy", max_iter=2000, **kw)
+    assert res.status == "error" and res.message.startswith("diverging iterates") and DivergedWarning in cats
+    for text in advised:
+        assert text in res.message, (text, res.message)
+    for text in not_advised:
+        assert text not in res.message, (text, res.message)
+
+
+def test_divergence_advice_names_an_unbounded_model_when_the_objective_was_not_seen_growing():
+    """A huge or non-finite iterate without a growing objective may be a model unbounded below (no step size helps):
+    the advice says so; after the growth rules (the objective above the start or the best) it does not."""
+    from types import SimpleNamespace
+    from varopt.solvers.ipsa.divergence import divergence_hint
+    opts = SimpleNamespace(step_power=1.0, k0=50.0, hessian="exact")
+    for why in ("||x||_inf = 1e+21 > 1e+20", "a non-finite iterate ('w[0]' = inf)"):
+        hint = divergence_hint(opts, why)
+        assert "unbounded below" in hint and "step_power > 0" not in hint and "scaled Hessian" not in hint
+    for why in ("||x||_inf = 1e+09, 1e+06 times past the start's scale 1, at objective 5 above the start's 1",
+                "objective 1e+12 at iteration 10, orders of magnitude above the best 3 (start 3)"):
+        assert "unbounded" not in divergence_hint(opts, why)

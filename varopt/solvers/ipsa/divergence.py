@@ -114,10 +114,27 @@ class DivergenceWatch:
     def stop(self, why):
         """Stop the run with status ``error`` and a warning that say why and what to change."""
         opts, r = self.r.opts, self.r
-        hint = ("the maximum step a_k = 1/(k0 + k)^step_power is too long for the curvature: use a decreasing step "
-                "(step_power > 0, e.g. the default 1), a larger k0, or a scaled Hessian (hessian='bb', 'diagonal' or "
-                "'exact')")
+        hint = divergence_hint(opts, why)
         msg = (f"diverging iterates at iteration {r.it}: {why} (step_power={opts.step_power:g}, k0={opts.k0:g}, "
                f"hessian={opts.hessian!r}); {hint}")
         warnings.warn(f"ipsa: {msg}", DivergedWarning, stacklevel=2)
         r.run.stop("error", msg)
+
+
+def divergence_hint(opts, why):
+    """What to change after a divergence ``why`` (a message of :meth:`DivergenceWatch.check`): only the step
+    options not already at the remedy (a decreasing step is no advice when ``step_power > 0``), and, when the rule
+    that fired does not see the objective grow (a non-finite or huge iterate), the model itself: an objective
+    unbounded below on the feasible set also makes the iterates run away, and no step size helps there."""
+    fixes = []
+    if opts.step_power <= 0:
+        fixes.append("a decreasing step (step_power > 0, e.g. the default 1)")
+    fixes.append(f"a larger k0 (now {opts.k0:g})")
+    if opts.hessian == "identity":
+        fixes.append("a scaled Hessian (hessian='bb', 'diagonal' or 'exact')")
+    hint = ("the maximum step a_k = 1/(k0 + k)^step_power may be too long for the curvature: try "
+            + ", ".join(fixes[:-1]) + (" or " if len(fixes) > 1 else "") + fixes[-1])
+    if "above the start" not in why and "above the best" not in why:
+        hint += ("; if the objective decreases without bound along these iterates, the model is unbounded below on "
+                 "its feasible set (a missing bound, constraint or penalty), which no step size fixes")
+    return hint
