@@ -407,3 +407,21 @@ def test_majorize_user_start_on_epigraph_atoms_raises_no_numpy_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             v = cp.Problem(cp.Minimize(f), [w <= 3, w >= -3]).solve(method="majorize", warm_start=True)
         assert _close(v, ref)
+
+
+def test_quad_over_lin_of_a_nonnegative_maximum_over_a_variable_equals_clarabel():
+    """``quad_over_lin(pos(u), s)`` with a variable ``s``: ``u^2/s`` is even and convex in ``u``, hence nondecreasing
+    on ``u >= 0``, so the epigraph column of ``pos`` may be its numerator (it was refused as 'not a nondecreasing
+    convex use', CVXPY's DCP accepts it); with ``pos(u) - 1`` (may be negative) it stays refused."""
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((20, 3)), np.sign(rng.standard_normal(20))
+    vals = []
+    for how in ("gop", "CLARABEL"):
+        w, s = cp.Variable(3), cp.Variable(pos=True)
+        prob = cp.Problem(cp.Minimize(cp.quad_over_lin(cp.pos(1 - cp.multiply(y, X @ w)), s) + s
+                                      + 0.1 * cp.sum_squares(w)), [s <= 10])
+        vals.append(prob.solve(method=how) if how != "CLARABEL" else prob.solve(solver="CLARABEL"))
+    assert _close(vals[0], vals[1]), vals
+    x, s = cp.Variable(4), cp.Variable(pos=True)
+    with pytest.raises(ModelStructureError, match=r"argument of \(\.\.\.\)\^2/\(\.\.\.\)"):
+        compile_cvxpy(cp.Problem(cp.Minimize(cp.quad_over_lin(cp.pos(_u(x)) - 1, s) + s), [s <= 10]))

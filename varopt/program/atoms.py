@@ -83,6 +83,10 @@ class AtomKernel:
     recession_v: int = 0
     #: ``g(u) = u^2`` exactly: rows ``c (a^T x + b)^2`` expand into a quadratic form
     quadratic: bool = False
+    #: ``g(-u) = g(u)`` (``u^2``, ``u^2 / v``, ``|u|``): a convex even ``g`` is nondecreasing in ``u`` on ``u >= 0``, so
+    #: an epigraph column of a nonnegative maximum may be its argument (``quad_over_lin(pos(u), t)``,
+    #: :func:`varopt.program.epigraph_lift.check_positions`)
+    even: bool = False
     #: ``g(u) = max(u, 0)^2`` exactly (``g' = 2 max(u, 0)``, ``g'' = 2 [u > 0]``): ipsa's compiled per-sample loop
     #: evaluates such rows in place (:mod:`varopt.solvers.ipsa.kernel_steps`)
     squared_hinge: bool = False
@@ -234,7 +238,7 @@ class Exp(AtomKernel):
 class Square(AtomKernel):
     """``g(u) = u^2`` on all ``u``; ``g' = 2u``, ``g'' = 2``; min 0 at ``u = 0``."""
 
-    kind, text, quadratic = "square", "({u})^2", True
+    kind, text, quadratic, even = "square", "({u})^2", True, True
 
     # no errstate context: the least-squares case is hot and cannot raise floating point errors
     def value(self, u):
@@ -262,6 +266,7 @@ class QuadOverLin(AtomKernel):
     """
 
     kind, text, arity, domain = "quad_over_lin", "({u})^2/({v})", 2, (0.0, np.inf, False)
+    even = True   # in u
     monotone_v = -1
     recession_v = 1
     user_open = True
@@ -295,7 +300,7 @@ class Abs(AtomKernel):
     """``g(u) = |u|`` on all ``u``; subgradient ``sign u`` (0 at 0), ``g'' = 0`` almost everywhere;
     min 0 at ``u = 0``; nonsmooth (``smooth = False``)."""
 
-    kind, text, smooth = "abs", "abs({u})", False
+    kind, text, smooth, even = "abs", "abs({u})", False, True
     twice_smooth = False   # (read by no solver: smooth = False already says more)
     max_of_pm_u = True
 

@@ -129,15 +129,16 @@ def check_positions(parts, roles, n):
                     if role == "free":
                         ok = kern.quadratic and w >= 0   # (u)^2: huber's s^2
                     else:
-                        # nondecreasing in t: exp(max(u)); or a square of t + b where t >= floor >= -b (the square
-                        # is nondecreasing there): the squared hinge sum_squares(pos(1 - y * (X @ w)))
+                        # nondecreasing in t: exp(max(u)); or a convex even atom (a square, u^2/v in u, |u|) of
+                        # t + b where t >= floor >= -b (nondecreasing there): the squared hinge
+                        # sum_squares(pos(1 - y * (X @ w))), quad_over_lin(pos(u), s) with a variable s
                         # a domain bounding the argument from below (power(3), u >= 0) must already hold at t's
                         # floor: power(max(u), 3) would otherwise be min over t >= max(u, 0), not CVXPY's max(u) >= 0
                         lo, closed = kern.domain[0], kern.domain[2]
                         floor = _argument_floor(A, r, g.b[r], roles)
                         in_domain = a < 0 or not np.isfinite(lo) or (floor >= lo if closed else floor > lo)
                         ok = not second and kern.convex and w >= 0 and (
-                            (kern.monotone * a > 0 and in_domain) or (kern.quadratic and floor >= 0))
+                            (kern.monotone * a > 0 and in_domain) or (kern.even and floor >= 0))
                     if not ok:
                         _refuse(part, term, "atom", kern.text.format(u="...", v="..."))
         for g in e.lse:
