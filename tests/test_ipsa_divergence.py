@@ -160,3 +160,27 @@ def test_divergence_advice_names_an_unbounded_model_when_the_objective_was_not_s
     for why in ("||x||_inf = 1e+09, 1e+06 times past the start's scale 1, at objective 5 above the start's 1",
                 "objective 1e+12 at iteration 10, orders of magnitude above the best 3 (start 3)"):
         assert "unbounded" not in divergence_hint(opts, why)
+
+
+def test_an_overflow_of_the_programs_own_terms_is_not_blamed_on_a_gradient_oracle():
+    """``min -sum(exp(x))`` (unbounded below): the iterates run until exp overflows. The error used to say 'the
+    gradient oracle returned a non-finite value' although no oracle was given; it now says the model's terms
+    overflow, with the divergence advice when the iterates ran far (here), and names the data when they did not."""
+    from varopt.solvers.ipsa import IpsaOracleError
+    x = cp.Variable(2)
+    P = compile_cvxpy(cp.Problem(cp.Minimize(-cp.sum(cp.exp(x))), [x >= -1]))[0]
+    with pytest.raises(IpsaOracleError) as ei:
+        varopt.get_solver("ipsa").solve(P, max_iter=3000, backend="numpy")
+    msg = str(ei.value)
+    assert "gradient oracle" not in msg and "terms overflow" in msg and "unbounded below" in msg, msg
+    assert np.isfinite(ei.value.x).all()
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((40, 8))
+    A[17] *= 1e200
+    w = cp.Variable(8)
+    P = compile_cvxpy(cp.Problem(cp.Minimize(cp.sum_squares(A @ w - 1)), [w >= -1]))[0]
+    with pytest.raises(IpsaOracleError) as ei, warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        varopt.get_solver("ipsa").solve(P, passes=2, backend="numpy", history_objective=False)
+    msg = str(ei.value)
+    assert "too large for double precision" in msg and "unbounded" not in msg, msg

@@ -19,7 +19,7 @@ from ...oracles import FiniteSumOracle, Oracle, UserOracle
 from . import hessian as hs
 from .constraints import ConstraintSet
 from .direction import ReducedSystem
-from .divergence import DivergenceWatch
+from .divergence import DivergenceWatch, divergence_hint
 from .fast import select as select_backend
 from .start import strictly_feasible_start
 
@@ -258,6 +258,17 @@ class IpsaRun:
             msg = (f"ipsa iteration {it + 1}: the gradient oracle returned a non-finite value "
                    f"(component {bad}, {self.program.names[bad]!r}); the last good iterate is kept in the error's "
                    "x / result")
+            if self.opts.oracle is None:
+                # the program's own terms overflowed (exp of a large argument): not a faulty oracle, but iterates
+                # that ran to where the model overflows in double precision
+                xmax = float(np.max(np.abs(x))) if x.size else 0.0
+                scale = self.watch.x0_scale
+                why = (f"the iterates ran to {xmax:.3g}, {xmax / scale:.3g} times the start's scale {scale:.3g}; "
+                       + divergence_hint(self.opts, "a non-finite gradient")) if xmax > 100.0 * scale else (
+                    "the data or the terms' constants are too large for double precision at this iterate")
+                msg = (f"ipsa iteration {it + 1}: the objective's sampled gradient is not finite (component {bad}, "
+                       f"{self.program.names[bad]!r}) at an iterate with ||x||_inf = {xmax:.3g}: the model's terms "
+                       f"overflow there ({why}). The last good iterate is kept in the error's x / result")
             raise IpsaOracleError(msg, it + 1, self.x.copy(), self.z.copy(), self.result("error", msg))
         return g
 
