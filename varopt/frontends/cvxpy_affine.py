@@ -20,7 +20,7 @@ import scipy.sparse as sp
 
 from ..errors import InputDataError, ModelStructureError
 from ..core.csr import dense_to_csr
-from .cvxpy_nodes import (_Node, _add, _broadcast_matrix, _csr_raw, _empty, _repeat_diag,
+from .cvxpy_nodes import (_Node, _add, _broadcast_matrix, _csr_raw, _empty, _label_terms, _repeat_diag,
                           _selection_matrix, _shape, _size, _stack)
 
 # classes whose ``numeric`` only selects / copies / zero-fills entries of its arguments
@@ -341,6 +341,8 @@ class _AffineTracer:
             if z.shape != shape:
                 z = z.apply(_broadcast_matrix(z.shape, shape), shape)
             nodes.append(z)
+        if len(nodes) > 1 and not any(d != 1 for d in shape):
+            nodes = _label_terms(nodes)
         return _add(nodes, shape)
 
     def _Promote(self, expr, shape):

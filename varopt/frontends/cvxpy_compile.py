@@ -55,7 +55,9 @@ Every atom row and log-sum-exp group carries a ``label`` (the finite-sum sample 
 to): the index along the first axis of the atom's argument entry, or, for a product
 with a variable array, of the product entry (so in ``cp.multiply(phi, cp.square(y[:, None]
 - mu[None, :]))`` with ``phi`` of shape ``(N, K)`` the rows of data point ``n`` share label
-``n``); for ``log_sum_exp(., axis)`` and ``logistic`` the first-axis index of the output entry.
+``n``); for ``log_sum_exp(., axis)`` and ``logistic`` the first-axis index of the output entry. A scalar sum of
+terms that each hold one label (a Python loop over data points) labels term ``k`` with ``k``
+(:func:`.cvxpy_nodes._label_terms`).
 
 Constraints ``<=``, ``>=``, ``==`` (and ``Zero``/``NonNeg``/``NonPos``) become one
 :class:`~varopt.program.Constraint` per entry (named ``c{k}`` or ``c{k}[i,j]``, C-style

@@ -503,6 +503,34 @@ def _csr_sum(A, B):
     return _csr_raw(data, idx, indptr, A.shape)
 
 
+def _label_terms(nodes):
+    """Finite-sum labels of a scalar sum written term by term (a Python loop, ``sum(cp.logistic(y[i] * (X[i] @ w))
+    for i in range(n))``): every term's rows carry the first-axis index of a scalar, 0, so the whole loop would be
+    one sample (ipsa's and klprox's ``batch_size`` then take the full sum at every step). When every term that holds
+    atom rows or log-sum-exp groups has one label value, term ``k`` gets label ``k``: the samples are the terms, as
+    the entries of the vectorized sum are (the rows of one term, e.g. ``log_normcdf``'s seven pieces, stay together).
+    A term with several labels (a vectorized sum ``cp.sum(cp.logistic(X @ w))`` beside a penalty) leaves every label
+    as traced. Nodes and rows are never modified (memoized, shared): the result is a new list with relabelled
+    copies."""
+    holders = [i for i, z in enumerate(nodes) if z.rows or z.lse]
+    if len(holders) < 2:
+        return nodes
+    for i in holders:
+        for R, _ in nodes[i].rows:
+            if R.label.size and np.any(R.label != R.label[0]):
+                return nodes
+        for L, _ in nodes[i].lse:
+            if L.label.size and np.any(L.label != L.label[0]):
+                return nodes
+    out = list(nodes)
+    for k, i in enumerate(holders):
+        z = nodes[i]
+        rows = [(R.take(np.arange(R.b.size), label=np.full(R.b.size, k, dtype=np.int64)), W) for R, W in z.rows]
+        lse = [(L.take_groups(np.arange(L.G), label=np.full(L.G, k, dtype=np.int64)), V) for L, V in z.lse]
+        out[i] = _Node._make(z.shape, z.m, z.n, z.A, z.c, z.Q, rows, lse)
+    return out
+
+
 def _add(nodes, shape):
     shape = tuple(shape)
     nodes = [_bcast(z, shape) for z in nodes]
