@@ -212,8 +212,8 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin0, qd, Bvec0, rows, A_ptr, A_idx
     for j in range(qd.size):
         if not math.isfinite(qd[j]):
             return 0, 1, 0
-    # (a buffer in both cases: a fresh array, which LLVM knows aliases no other, rather than a choice between two
-    # arrays, which cost the damped-BB step 5-9 % without Q)
+    # (a buffer in both cases rather than a choice between two arrays, which cost the damped-BB step 5-9 % without
+    # Q on a1a; likely LLVM's aliasing of a fresh array, not checked)
     lin = np.empty(n)
     copy_into(lin, lin0)
     gs, hs, gs2, Bm = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
