@@ -12,7 +12,7 @@ import varopt
 import varopt.solvers.ipsa  # noqa: F401
 from varopt.errors import InvalidOptionError
 from varopt.formulations.l1 import l1_least_squares_program, l1_logistic_program
-from varopt.program import AtomGroup, Constraint, Expression, LseGroup, Program
+from varopt.program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from varopt.solvers.ipsa import IpsaOracleError, fast
 
 pytest.importorskip("numba")
@@ -189,6 +189,22 @@ def hinge_mixed_bounds():
     return Program(P.names, P.lb, P.ub, e)
 
 
+def with_l2(P, seed=0, zero=True):
+    """``P`` plus a diagonal quadratic term outside the sampled rows, ``sum_j (d_j / 2) x_j^2`` (Hessian
+    ``Q = diag(d)``; an L2 penalty with per-coordinate weights, of different sizes so that a weight read at the
+    wrong coordinate shows), ``d_j = 0`` on the last coordinate (no stored entry: ``(Q x)_j = 0``) when ``zero``.
+    The weights are large enough to move the iterates: against the run without them, the iterates differ by
+    far more than the equality test's 1e-12 (:func:`test_l2_cases_are_moved_by_their_quadratic_term`)."""
+    rng = np.random.default_rng(100 + seed)
+    d = rng.uniform(0.05, 0.8, size=P.n)
+    if zero:
+        d[-1] = 0.0
+    e = P.objective
+    q = QuadraticTerms(np.arange(P.n), np.arange(P.n), 0.5 * d, P.n)
+    return Program(P.names, P.lb, P.ub, Expression(P.n, linear=e.linear, quadratic=q, atoms=e.atoms, lse=e.lse),
+                   P.constraints)
+
+
 CASES = {"ls-split": lambda: ls_dense("split"), "ls-box": lambda: ls_dense("box"),
          "logistic-split": lambda: logistic_sparse("split"), "logistic-box": lambda: logistic_sparse("box"),
          "rows-bounds": rows_and_bounds, "multinomial": multinomial, "mixed-bounds": mixed_bounds,
@@ -199,8 +215,21 @@ CASES = {"ls-split": lambda: ls_dense("split"), "ls-box": lambda: ls_dense("box"
          "hinge-split-sparse": lambda: hinge_l1("split", True, False),
          "hinge-box-dense": lambda: hinge_l1("box", False, False),
          "hinge-box-sparse": lambda: hinge_l1("box", True, True),
-         "hinge-mixed-bounds": hinge_mixed_bounds, "hinge-rows-bounds": hinge_rows_and_bounds}
+         "hinge-mixed-bounds": hinge_mixed_bounds, "hinge-rows-bounds": hinge_rows_and_bounds,
+         # a diagonal quadratic term (an L2 penalty) beside the sampled rows: square, log-sum-exp and squared-hinge
+         # rows; each kernel (bounds: split form and no constraints; pairs: box form; general rows); dense and
+         # sparse rows
+         "l2-ls-split": lambda: with_l2(ls_dense("split"), 0),
+         "l2-logistic-split": lambda: with_l2(logistic_sparse("split"), 1),
+         "l2-logistic-box": lambda: with_l2(logistic_sparse("box"), 2),
+         "l2-multinomial": lambda: with_l2(multinomial(), 3, zero=False),
+         "l2-unconstrained": lambda: with_l2(mixed_bounds(False), 4),
+         "l2-hinge-split-dense": lambda: with_l2(hinge_l1("split", False, True), 5),
+         "l2-hinge-box-sparse": lambda: with_l2(hinge_l1("box", True, True), 6),
+         "l2-hinge-rows-bounds": lambda: with_l2(hinge_rows_and_bounds(), 7),
+         "l2-rows-bounds": lambda: with_l2(rows_and_bounds(), 8)}
 HINGE_CASES = sorted(c for c in CASES if c.startswith("hinge-"))
+L2_CASES = sorted(c for c in CASES if c.startswith("l2-"))
 
 
 def traced(P, backend, **kw):
@@ -268,7 +297,8 @@ def test_hinge_cases_cross_the_hinge_and_sit_at_zero(case):
 @pytest.mark.parametrize("case, every", [("ls-box", 37), ("logistic-split", 37), ("rows-bounds", 37), ("uniform-pairs", 5),
                                          ("general-box-pairs", 5),
                                          ("ls-split", 3), ("rows-bounds", 2), ("hinge-split-sparse", 37),
-                                         ("hinge-box-dense", 5)])
+                                         ("hinge-box-dense", 5), ("l2-logistic-box", 5), ("l2-hinge-split-dense", 37),
+                                         ("l2-rows-bounds", 37)])
 def test_chunked_runs_equal_numpy_runs(case, every, sampling):
     """Without a callback the compiled loop runs chunks of iterations and its kernel saves the
     history records (64 per call, so small ``history_every`` spans several calls): the end point,
@@ -321,7 +351,11 @@ def test_history_fields_follow_their_formulas(backend):
                                           ("rows-bounds", "run_chunk"), ("hinge-split-dense", "run_bounds"),
                                           ("hinge-split-sparse", "run_bounds"), ("hinge-mixed-bounds", "run_bounds"),
                                           ("hinge-box-dense", "run_pairs"), ("hinge-box-sparse", "run_pairs"),
-                                          ("hinge-rows-bounds", "run_chunk")])
+                                          ("hinge-rows-bounds", "run_chunk"), ("l2-ls-split", "run_bounds"),
+                                          ("l2-logistic-split", "run_bounds"), ("l2-multinomial", "run_bounds"),
+                                          ("l2-unconstrained", "run_bounds"), ("l2-hinge-split-dense", "run_bounds"),
+                                          ("l2-logistic-box", "run_pairs"), ("l2-hinge-box-sparse", "run_pairs"),
+                                          ("l2-hinge-rows-bounds", "run_chunk"), ("l2-rows-bounds", "run_chunk")])
 @pytest.mark.parametrize("hessian", ["identity", "bb", "diagonal"])
 def test_bounds_only_problems_run_the_fused_kernel(case, kernel, hessian):
     """The iterate-equality tests above cover the three kernels: bounds only (prefix layout of the L1
@@ -371,6 +405,85 @@ def test_unsupported_cases_fall_back_to_numpy_and_numba_says_why(kw, reason):
     assert np.array_equal(r.x, ref.x)
     with pytest.raises(InvalidOptionError, match=r"backend='numba' does not cover this problem"):
         S.solve(P, max_iter=20, backend="numba", **kw)
+
+
+@pytest.mark.parametrize("case", L2_CASES)
+def test_l2_cases_are_moved_by_their_quadratic_term(case):
+    """The diagonal quadratic term of each L2 case changes the run far beyond the equality test's tolerance: a kernel
+    that dropped it (or read it with the wrong weight) could not pass that test by a near miss."""
+    P = CASES[case]()
+    base = Program(P.names, P.lb, P.ub, Expression(P.n, linear=P.objective.linear, atoms=P.objective.atoms,
+                                                   lse=P.objective.lse), P.constraints)
+    assert fast.q_diagonal(P.objective.quadratic.hessian_matrix) is not None
+    xq = S.solve(P, backend="numba", max_iter=ITERS, history_objective=False, seed=5).x
+    x0 = S.solve(base, backend="numba", max_iter=ITERS, history_objective=False, seed=5).x
+    assert np.max(np.abs(xq - x0) / np.maximum(1.0, np.abs(x0))) > 1e-4
+
+
+def test_non_diagonal_quadratic_term_stays_on_numpy_and_says_why():
+    """A quadratic term coupling two variables (``x_0 x_1``) is not compiled: backend='auto' runs the numpy path and
+    names the reason, backend='numba' refuses; ``fast.q_diagonal`` takes a diagonal ``Q`` (also with a stored zero
+    off the diagonal) and refuses a coupling entry or a row with two stored diagonal entries (scipy would sum them
+    in its own order)."""
+    P = CASES["l2-ls-split"]()
+    q = P.objective.quadratic
+    q2 = QuadraticTerms(np.r_[q.i, 0], np.r_[q.j, 1], np.r_[q.v, 0.05], P.n)
+    P2 = Program(P.names, P.lb, P.ub, Expression(P.n, linear=P.objective.linear, quadratic=q2,
+                                                 atoms=P.objective.atoms), P.constraints)
+    r = S.solve(P2, max_iter=20, history_objective=False)
+    assert r.info["backend"].startswith("numpy (a quadratic term coupling variables")
+    ref = S.solve(P2, max_iter=20, history_objective=False, backend="numpy")
+    assert np.array_equal(r.x, ref.x)
+    with pytest.raises(InvalidOptionError, match="does not cover this problem: a quadratic term coupling"):
+        S.solve(P2, max_iter=20, backend="numba")
+    d = np.array([1.0, 0.0, 2.5])
+    assert np.array_equal(fast.q_diagonal(sp.diags(d).tocsr()), d)
+    stored_zero = sp.csr_matrix((np.array([1.0, 0.0, 2.5]), np.array([0, 2, 2]), np.array([0, 2, 2, 3])), shape=(3, 3))
+    assert np.array_equal(fast.q_diagonal(stored_zero), d)
+    assert fast.q_diagonal(sp.csr_matrix(np.array([[1.0, 0.1, 0], [0.1, 0, 0], [0, 0, 2.5]]))) is None
+    dup = sp.csr_matrix((np.array([0.5, 0.5, 2.5]), np.array([0, 0, 2]), np.array([0, 2, 2, 3])), shape=(3, 3))
+    assert not dup.has_canonical_format and fast.q_diagonal(dup) is None
+
+
+@pytest.mark.parametrize("model", ["logistic", "l2svm"])
+def test_l2_penalised_programs_run_compiled_at_batch_1(model):
+    """The usual on-line models with an L2 penalty as programs with a quadratic term: the L2-regularised logistic
+    regression of ``varopt.formulations.logistic.logistic_program`` (what ``varopt.estimators``' logistic
+    regression solves), ``sum_i log(1 + exp(-y_i (x_i^T w + b))) + (lam/2) ||w||^2``, and the L2-SVM ``(1/N) sum_i
+    max(1 - y_i (x_i^T w + b), 0)^2 + (lam/2) ||w||^2`` (``sqpos`` rows): at batch 1 they run the compiled loop (the
+    numpy loop before), end where backend='numpy' ends, and near Clarabel's optimum of the same objective written
+    in CVXPY. The CVXPY problems themselves still run the numpy loop: CVXPY's ``sum_squares(w)`` comes in as
+    ``square`` rows labelled ``0..m-1``, i.e. as a second group of sampled rows, not as a quadratic term."""
+    cp = pytest.importorskip("cvxpy")
+    from varopt.formulations.logistic import logistic_program
+
+    rng = np.random.default_rng(21)
+    N, m, lam = 200, 5, 0.5
+    X = rng.normal(size=(N, m))
+    y = np.where(X @ rng.normal(size=m) + 0.5 * rng.normal(size=N) > 0, 1.0, -1.0)
+    w, b = cp.Variable(m), cp.Variable()
+    if model == "logistic":
+        P = logistic_program(X, y, lam)
+        obj = cp.sum(cp.logistic(-cp.multiply(y, X @ w + b))) + lam / 2 * cp.sum_squares(w)
+    else:
+        A = sp.csr_matrix(-y[:, None] * np.c_[X, np.ones(N)])
+        e = Expression(m + 1, quadratic=QuadraticTerms(np.arange(m), np.arange(m), np.full(m, lam / 2), m + 1),
+                       atoms=[AtomGroup("sqpos", np.full(N, 1.0 / N), A, np.ones(N), label=np.arange(N))])
+        P = Program(_names(m + 1), np.full(m + 1, -np.inf), np.full(m + 1, np.inf), e)
+        obj = cp.sum(cp.square(cp.pos(1 - cp.multiply(y, X @ w + b)))) / N + lam / 2 * cp.sum_squares(w)
+    prob = cp.Problem(cp.Minimize(obj))
+    ref = prob.solve(solver="CLARABEL")
+    kw = dict(batch_size=1, passes=30, seed=0, hessian="diagonal", history_objective=False)
+    rc, rn = S.solve(P, **kw), S.solve(P, backend="numpy", **kw)
+    assert rc.info["backend"] == "numba" and rn.info["backend"].startswith("numpy")
+    assert rc.iterations == rn.iterations == 30 * N
+    np.testing.assert_allclose(rc.x, rn.x, rtol=0, atol=1e-10)
+    assert abs(P.objective.value(rc.x) - P.objective.value(rn.x)) <= 1e-10 * abs(ref)
+    # stochastic steps: about 1e-2 relative after 30 passes (measured 7.6e-3 logistic); the point is that the
+    # penalty's gradient and curvature are those of the objective Clarabel solves
+    assert abs(P.objective.value(rc.x) - ref) <= 1e-2 * abs(ref)
+    prob.solve(method="ipsa", warm_start=False, batch_size=1, max_iter=10, seed=0)
+    assert prob.varopt_result.info["backend"] == "numpy (more than one group of sampled rows)"
 
 
 def test_dense_coupling_row_and_nonsquare_atoms_fall_back():
@@ -584,7 +697,8 @@ def test_each_kernel_gets_one_argument_signature_for_these_problems():
     sigs = {}
     for case in sorted(CASES):
         loop = IpsaRun(CASES[case](), opts, Run("ipsa", opts)).fast
-        sigs.setdefault(loop.kernel.__name__, set()).add(tuple(str(typeof(a)) for a in loop.static))
+        sigs.setdefault(loop.kernel.__name__, set()).add(tuple(str(typeof(a)) for a in (loop.lin, loop.qd,
+                                                                                         *loop.static)))
     assert sorted(sigs) == ["run_bounds_identity", "run_chunk", "run_pairs_identity"]
     assert {name: len(s) for name, s in sigs.items()} == {name: 1 for name in sigs}
 

@@ -43,9 +43,12 @@ def _rowdot(ptr, idx, val, r, x):
 
 
 @njit(cache=True, inline='always')
-def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, want_h, h, Bm):
+def _gradient(kind, r, x, lin, qd, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, want_h, h, Bm):
     """``g = lin + weight * grad f_r(x)`` and (``want_h``) ``h = weight * diag Hess f_r(x)`` of sample
-    row ``r`` (:class:`varopt.oracles.rows._AtomRows` / ``_LseRows``)."""
+    row ``r`` (:class:`varopt.oracles.rows._AtomRows` / ``_LseRows``); with a diagonal quadratic term
+    ``Q = diag(qd)`` (``qd`` empty when there is none) ``g = (lin + Q x) + weight * grad f_r(x)`` and
+    ``h = qd + weight * diag Hess f_r(x)``, the numpy path's order (:class:`varopt.oracles.FiniteSumOracle`;
+    scipy's CSR product sums each row of ``Q x`` from 0.0)."""
     n = x.size
     for j in range(n):
         g[j] = 0.0
@@ -58,8 +61,15 @@ def _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g
     if kind == 1 and want_h:  # a log-sum-exp group (kind 1) completes its diagonal
         for j in range(n):
             h[j] = h[j] - cw * (Bm[j] * Bm[j])
-    for j in range(n):
-        g[j] = lin[j] + g[j]
+    if qd.size:
+        for j in range(n):
+            g[j] = (lin[j] + (0.0 + qd[j] * x[j])) + g[j]
+        if want_h:
+            for j in range(n):
+                h[j] = qd[j] + h[j]
+    else:
+        for j in range(n):
+            g[j] = lin[j] + g[j]
 
 
 @njit(cache=True, inline='always')
@@ -147,7 +157,7 @@ def _solve_blocks(flat, rhs, dx, blk_ptr, blk_vars, blk_off):
 
 
 @njit(cache=True)
-def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
+def run_chunk(fp, ip, st, sti, x, s, z, lin, qd, Bvec, rows,
               A_ptr, A_idx, A_val, ab, coef, lse_ptr,
               lb_idx, lb, ub_idx, ub, G_ptr, G_idx, G_val, hh, GT_ptr, GT_idx, GT_val, G_terms, G_norm1,
               T_ptr, T_idx, T_val, diag_pos, blk_ptr, blk_vars, blk_off, it0, every, rec, rec_x, trace_x, trace_z):
@@ -171,7 +181,7 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
         for i in range(m):
             eta += s[i] * z[i]
         mu = max(mu_min, sig * eta * inv_m) if m else 0.0
-        _gradient(kind, r, x, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, hess == 2, h, Bm)
+        _gradient(kind, r, x, lin, qd, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g, hess == 2, h, Bm)
         nbad = 0
         for j in range(n):  # no temporary array
             nbad += 0 if math.isfinite(g[j]) else 1
@@ -273,7 +283,7 @@ def run_chunk(fp, ip, st, sti, x, s, z, lin, Bvec, rows,
                 return it, 1, nrec
         # --- commit ---------------------------------------------------------------------------
         if hess == 1 and ap > 0:
-            _gradient(kind, r, x_new, lin, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g2, False, h, Bm)
+            _gradient(kind, r, x_new, lin, qd, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, g2, False, h, Bm)
             if np.isfinite(g2).all():
                 ss = 0.0
                 sy = 0.0

@@ -119,6 +119,32 @@ def bb_commit(xn, x, gs, gs2, S_idx, q0, q1_, lin, st, sti, ahat, beta_min, n):
         bb_secant(st, sti, ahat, sy, _sqdist(xn, x, n), beta_min)
 
 
+@njit(cache=True, inline="always")
+def bb_commit_q(xn, x, gs, gs2, S_idx, q0, q1_, lin, qd, lq, st, sti, ahat, beta_min, n):
+    """:func:`bb_commit` with a diagonal quadratic term ``qd`` (``lq = lin + Q x`` at the old point): ``y_j =
+    g(xn)_j - g(x)_j`` is ``qd_j (xn_j - x_j)`` off the sample's coordinates, no longer 0, so ``s^T y`` and the
+    finiteness test run over all ``n`` entries (as the numpy path's ``s @ y``, summed in another order: ~1e-16
+    relative); ``g(xn)_j = (lin_j + (0 + qd_j xn_j)) + gs2_j``, the numpy path's ``(lin + Q @ xn) + sampled``."""
+    fin = True
+    sy = 0.0
+    for j in range(n):
+        g2j = (lin[j] + (0.0 + qd[j] * xn[j])) + gs2[j]
+        fin = fin and math.isfinite(g2j)
+        sy += (xn[j] - x[j]) * (g2j - (lq[j] + gs[j]))
+    for q in range(q0, q1_):
+        gs2[S_idx[q]] = 0.0
+    if fin:
+        bb_secant(st, sti, ahat, sy, _sqdist(xn, x, n), beta_min)
+
+
+@njit(cache=True, inline="always")
+def lin_plus_q(lq, lin, qd, x, n):
+    """``lq = lin + Q x`` for a diagonal ``Q = diag(qd)``, entry by entry as the numpy path's ``g = lin.copy();
+    g += Q @ x`` (scipy's CSR product sums each row from 0.0: ``0.0 + qd_j x_j``)."""
+    for j in range(n):
+        lq[j] = lin[j] + (0.0 + qd[j] * x[j])
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _min4(a, n):
     c0 = c1 = c2 = c3 = np.inf
@@ -169,7 +195,7 @@ def _maxabs4(a, n):
 HESS = 0
 
 
-def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin0, qd, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
                 S_ptr, S_idx, svar, ssg, sbnd, prefix, it0, every, rec, rec_x, trace_x, trace_z):
     """Up to ``rows.size`` IPSA iterations in place; returns ``(done, code, records)`` (module docstring);
     the Hessian ``HESS`` is a constant of each compiled copy (:data:`RUN_BOUNDS`)."""
@@ -178,8 +204,18 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
         fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
     n, m, kind, same = ip[0], ip[1], ip[2], ip[9]
     for j in range(n):
-        if not math.isfinite(lin[j]):
+        if not math.isfinite(lin0[j]):
             return 0, 1, 0
+    # a diagonal quadratic term Q = diag(qd) outside the sampled rows (empty when there is none): the passes
+    # below read lin = lin0 + Q x, refreshed at each step (lin0 itself without one)
+    hasq = qd.size > 0
+    for j in range(qd.size):
+        if not math.isfinite(qd[j]):
+            return 0, 1, 0
+    # (a buffer in both cases rather than a choice between two arrays, which cost the damped-BB step 5-9 % without
+    # Q on a1a; likely LLVM's aliasing of a fresh array, not checked)
+    lin = np.empty(n)
+    copy_into(lin, lin0)
     gs, hs, gs2, Bm = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     width = 1
     for q in range(lse_ptr.size - 1):
@@ -205,13 +241,15 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
         sig = sigma * (ks / (ks + k)) if sigma_power == 1.0 else sigma * (ks / (ks + k)) ** sigma_power
         mu = max(mu_min, sig * eta * inv_m) if m else 0.0
         q0, q1_ = S_ptr[r], S_ptr[r + 1]
+        if hasq:
+            lin_plus_q(lin, lin0, qd, x, n)
         sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, hess == 2, hs, Bm, sv,
                         S_ptr, S_idx)
         # a non-finite g_j makes dx_j non-finite (checked below): no separate test
         hfin = True
-        if hess == 2:
+        if hess == 2:  # the Hessian diagonal qd + hs is finite off the sample's coordinates (qd is finite)
             for q in range(q0, q1_):
-                if not math.isfinite(hs[S_idx[q]]):
+                if not math.isfinite(hs[S_idx[q]] + (qd[S_idx[q]] if hasq else 0.0)):
                     hfin = False
         # B: identity (Bvec), damped BB (beta), running diagonal (Dn, committed with the step)
         if hess == 0:
@@ -225,6 +263,12 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
                     beta_filled = st[5]
                     for j in range(n):
                         Dn[j] = beta_filled
+            elif hfin and hasq:  # h = Q.diagonal() + sampled, the numpy path's order
+                a1 = 1.0 - ahat
+                for j in range(n):
+                    hj = qd[j] + hs[j]
+                    v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
+                    Dn[j] = v if v > d_min else d_min
             elif hfin:
                 a1 = 1.0 - ahat
                 for j in range(n):  # finite operands: these selects are np.maximum
@@ -335,7 +379,9 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_v
                 break
             eta_new = _dot(sn, zn, m)
         # --- commit ---------------------------------------------------------------------------
-        if hess == 1 and ap > 0:
+        if hess == 1 and ap > 0 and hasq:
+            bb_commit_q(xn, x, gs, gs2, S_idx, q0, q1_, lin0, qd, lin, st, sti, ahat, beta_min, n)
+        elif hess == 1 and ap > 0:
             bb_commit(xn, x, gs, gs2, S_idx, q0, q1_, lin, st, sti, ahat, beta_min, n)
         step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x, xn = xn, x

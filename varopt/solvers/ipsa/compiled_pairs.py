@@ -46,7 +46,7 @@ import math
 
 import numpy as np
 
-from .compiled_bounds import _dot, _max4, _maxabs4, _min4, bb_commit, sample_gradient
+from .compiled_bounds import _dot, _max4, _maxabs4, _min4, bb_commit, bb_commit_q, lin_plus_q, sample_gradient
 from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, copy_into, fill, per_hessian, save_record,
                            step_lengths, step_stats)
 
@@ -107,7 +107,7 @@ def pair_layout(cons, system):
 HESS = 0
 
 
-def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
+def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin0, qd, Bvec0, rows, A_ptr, A_idx, A_val, ab, coef, lse_ptr,
                S_ptr, S_idx, svar, ssg, sbnd, n2, c0, c1, t00, t01, t11, hh, r_habs, r_marg, r_norm1,
                it0, every, rec, rec_x, trace_x, trace_z):
     """Up to ``rows.size`` IPSA iterations in place, in the layout of :func:`pair_layout` (variables,
@@ -122,8 +122,18 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
     o = nb  # constraint of row slot q * n2 + b: o + q * n2 + b
     R = nl // n2
     for j in range(n):
-        if not math.isfinite(lin[j]):
+        if not math.isfinite(lin0[j]):
             return 0, 1, 0
+    # a diagonal quadratic term Q = diag(qd) (permuted as lin; empty when there is none): the passes below read
+    # lin = lin0 + Q x, refreshed at each step (lin0 itself without one), as in compiled_bounds
+    hasq = qd.size > 0
+    for j in range(qd.size):
+        if not math.isfinite(qd[j]):
+            return 0, 1, 0
+    # (a buffer in both cases rather than a choice between two arrays, which cost the damped-BB step 5-9 % without
+    # Q on a1a; likely LLVM's aliasing of a fresh array, not checked)
+    lin = np.empty(n)
+    copy_into(lin, lin0)
     gs, hs, gs2, Bm = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     width = 1
     for q in range(lse_ptr.size - 1):
@@ -171,12 +181,14 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
         sig = sigma * (ks / (ks + k)) if sigma_power == 1.0 else sigma * (ks / (ks + k)) ** sigma_power
         mu = max(mu_min, sig * eta * inv_m)
         q0, q1_ = S_ptr[r], S_ptr[r + 1]
+        if hasq:
+            lin_plus_q(lin, lin0, qd, x, n)
         sample_gradient(kind, r, x, A_ptr, A_idx, A_val, ab, coef, lse_ptr, weight, gs, hess == 2, hs, Bm, sv,
                         S_ptr, S_idx)
         hfin = True
-        if hess == 2:
+        if hess == 2:  # the Hessian diagonal qd + hs is finite off the sample's coordinates (qd is finite)
             for q in range(q0, q1_):
-                if not math.isfinite(hs[S_idx[q]]):
+                if not math.isfinite(hs[S_idx[q]] + (qd[S_idx[q]] if hasq else 0.0)):
                     hfin = False
         if hess == 0:
             Bc, Bc1, Bc2 = Bv, Bv1, Bv2
@@ -187,6 +199,12 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
                     beta_filled = st[5]
                     for j in range(n):
                         Dn[j] = beta_filled
+            elif hfin and hasq:  # h = Q.diagonal() + sampled, the numpy path's order
+                a1 = 1.0 - ahat
+                for j in range(n):
+                    hj = qd[j] + hs[j]
+                    v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
+                    Dn[j] = v if v > d_min else d_min
             elif hfin:
                 a1 = 1.0 - ahat
                 for j in range(n):
@@ -374,7 +392,9 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin, Bvec0, rows, A_ptr, A_idx, A_va
             break
         eta_new = _dot(sn, zn, m)
         # --- commit ---------------------------------------------------------------------------
-        if hess == 1 and ap > 0:
+        if hess == 1 and ap > 0 and hasq:
+            bb_commit_q(xn, x, gs, gs2, S_idx, q0, q1_, lin0, qd, lin, st, sti, ahat, beta_min, n)
+        elif hess == 1 and ap > 0:
             bb_commit(xn, x, gs, gs2, S_idx, q0, q1_, lin, st, sti, ahat, beta_min, n)
         step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat)
         x, xn = xn, x

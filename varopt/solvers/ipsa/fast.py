@@ -16,7 +16,7 @@ an iteration the numpy path would reject (that iteration is replayed by :meth:`.
 
 Covered: the program objective as a finite sum of ``square`` atom rows (least squares), squared
 hinges ``max(u, 0)^2`` (``sqpos`` rows: the L2-SVM) or log-sum-exp groups (logistic, multinomial),
-one row/group per sample, plus a linear term, dense
+one row/group per sample, plus a linear term and a diagonal quadratic term (an L2 penalty), dense
 or sparse data; bounds (the L1 split form), and linear rows whose reduced system is block
 diagonal with blocks of at most 16 variables (rows with few nonzeros; the L1 box form
 ``-u <= w <= u`` and other variable pairs with equally many rows each run the kernel of
@@ -60,8 +60,9 @@ def unsupported(r) -> str | None:
         return "nonlinear constraints"
     if r.system.mode not in ("diag", "blocks"):
         return "linear rows coupling more than 16 variables (general reduced system)"
-    if oracle.Q is not None:
-        return "quadratic terms outside the sampled rows"
+    if oracle.Q is not None and q_diagonal(oracle.Q) is None:
+        return ("a quadratic term coupling variables outside the sampled rows (compiled: a diagonal one, "
+                "such as an L2 penalty)")
     if len(oracle.parts) != 1:
         return "more than one group of sampled rows"
     helper, ptr, _ = oracle.parts[0]
@@ -73,6 +74,21 @@ def unsupported(r) -> str | None:
     elif not isinstance(helper, _LseRows) or helper.has_mult:
         return "log-sum-exp rows with variable multipliers"
     return None
+
+
+def q_diagonal(Q):
+    """The diagonal of the quadratic term's Hessian ``Q`` (``grad = lin + Q x`` outside the sampled rows) when
+    ``Q`` is diagonal (every off-diagonal entry zero: an L2 penalty, per-coordinate weights), else None. The
+    kernels compute ``Q x`` as ``0.0 + Q_jj x_j``, which is scipy's product when each row holds at most one
+    stored entry, so a row with duplicate entries is also refused."""
+    Q = Q.tocsr()
+    if Q.shape[0] != Q.shape[1]:
+        return None
+    rows = np.repeat(np.arange(Q.shape[0]), np.diff(Q.indptr))
+    on = Q.indices == rows
+    if np.any(Q.data[~on] != 0) or np.any(np.bincount(rows[on], minlength=Q.shape[0]) > 1):
+        return None
+    return _f64(Q.diagonal())
 
 
 def _atom_row_kind(kind):
@@ -195,6 +211,9 @@ class FastLoop:
         lse_ptr = _i64(helper.ptr) if kind == lse else np.zeros(1, dtype=np.int64)
         self.rowdata = (_index(A.indptr), _index(A.indices), _f64(A.data), _f64(g.b), _f64(g.coef), lse_ptr)
         self.lin = _f64(oracle.lin)
+        # the diagonal quadratic term (an L2 penalty) read by every kernel: empty when there is none, so each
+        # kernel keeps one compiled signature
+        self.qd = q_diagonal(oracle.Q) if oracle.Q is not None else np.zeros(0)
         self.fp = np.array([opts.k0, opts.step_power, opts.sigma, r.ks, opts.sigma_power, opts.mu_min,
                             opts.step_fraction, r.inv_m, oracle.n_samples / 1.0,
                             getattr(hess, "beta_min", 0.0), getattr(hess, "d_min", 0.0)], dtype=float)
@@ -238,6 +257,7 @@ class FastLoop:
                         return _ix[a].astype(dtype, copy=False)
                 self.kernel = compiled_pairs.RUN_PAIRS[HESSIANS[opts.hessian]]  # compiled per Hessian
                 self.lin = self.lin[px]
+                self.qd = self.qd[px] if self.qd.size else self.qd
                 # the sample rows' coordinates in their stored index type (as in the bounds kernel: one compiled
                 # signature for both kernels' usual input, scipy's int32)
                 self.static = (A_ptr, to_k(A_idx, A_idx.dtype), *self.rowdata[2:], support[0],
@@ -299,8 +319,8 @@ class FastLoop:
             px, pc, ix, ic = self.perm
             x, s, z = r.x[px], r.s[pc], r.z[pc]
             Bvec = Bvec[px] if Bvec.size else Bvec
-        done, code, nrec = self.kernel(self.fp, self.ip, st, sti, x, s, z, self.lin, Bvec, self.order[samples],
-                                       *self.static, r.it, r.run.history_every, self.rec, self.rec_x, tx, tz)
+        done, code, nrec = self.kernel(self.fp, self.ip, st, sti, x, s, z, self.lin, self.qd, Bvec,
+                                       self.order[samples], *self.static, r.it, r.run.history_every, self.rec, self.rec_x, tx, tz)
         if self.perm is not None:  # back to the program's order
             x, s, z = x[ix], s[ic], z[ic]
             if r.opts.hessian == "diagonal":
