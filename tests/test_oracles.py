@@ -3,6 +3,7 @@ import ast
 import pathlib
 
 import numpy as np
+import scipy.sparse as sp
 
 from varopt.oracles import FiniteSumOracle, Oracle, Sampler, StreamOracle, UserOracle
 
@@ -110,3 +111,44 @@ def test_bound_oracle_is_a_gradient_oracle_and_bounds_log_z():
         BoundOracle(42, n)
     with pytest.raises(InputDataError, match="length"):
         BoundOracle(lambda t, w: (0.0, np.zeros(n + 1), None), n).gradient(theta)
+
+
+def test_a_penalty_on_coordinates_is_the_finite_sums_quadratic_term_not_samples():
+    """``lam * sum_j w_j**2`` as both front-ends emit it (``square`` rows of single coordinates, b = 0) is part of the
+    deterministic ``d``: Pyomo's model has N samples (it had N + m: each penalty row was a sample of its own), CVXPY's
+    labels no longer tie penalty row j to data point j; every single-sample estimate stays unbiased (their mean is
+    the exact gradient) and the full batch is exact. Data rows with one feature but an offset, rows with a multiplier
+    variable and a negatively weighted square stay samples."""
+    import cvxpy as cp
+    import pyomo.environ as pyo
+    from varopt.frontends import compile_model
+    from varopt.oracles.finite_sum import _coordinate_squares
+    from varopt.program import AtomGroup
+    rng = np.random.default_rng(5)
+    N, m, lam = 15, 3, 0.7
+    X, y = rng.standard_normal((N, m)), np.sign(rng.standard_normal(N))
+    M = pyo.ConcreteModel()
+    M.w = pyo.Var(range(m), initialize=0)
+    M.o = pyo.Objective(expr=sum(pyo.log(1 + pyo.exp(-y[i] * sum(X[i, j] * M.w[j] for j in range(m))))
+                                 for i in range(N)) + lam * sum(M.w[j] ** 2 for j in range(m)))
+    w = cp.Variable(m)
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.logistic(-cp.multiply(y, X @ w))) + lam * cp.sum_squares(w)))
+    x = rng.standard_normal(m)
+    for model in (M, prob):
+        P, _ = compile_model(model)
+        orc = FiniteSumOracle(P.objective)
+        assert orc.n_samples == N
+        np.testing.assert_allclose(orc.Q.toarray(), 2 * lam * np.eye(m), rtol=1e-14)
+        orc.start(np.random.default_rng(0), 1, "cyclic")
+        mean = np.mean([orc.gradient(x, np.array([i])) for i in range(N)], axis=0)
+        np.testing.assert_allclose(mean, P.objective.gradient(x), rtol=1e-10)
+        np.testing.assert_allclose(orc.gradient(x, np.arange(N)), P.objective.gradient(x), rtol=1e-12)
+    one = sp.csr_matrix(np.eye(2))
+    assert _coordinate_squares(AtomGroup("square", [1.0, 1.0], one, [0.0, -1.0])) is None      # an offset: data
+    assert _coordinate_squares(AtomGroup("square", [1.0, -1.0], one, [0.0, 0.0])) is None      # concave part
+    assert _coordinate_squares(AtomGroup("square", [1.0, 1.0], one, [0.0, 0.0], mult=[0, -1])) is None
+    assert _coordinate_squares(AtomGroup("abs", [1.0, 1.0], one, [0.0, 0.0])) is None
+    assert _coordinate_squares(AtomGroup("square", [1.0], sp.csr_matrix(np.ones((1, 2))), [0.0])) is None
+    D = _coordinate_squares(AtomGroup("square", [0.5, 2.0, 1.0], sp.csr_matrix(np.array([[3.0, 0], [0, 1], [1, 0]])),
+                                      [0.0, 0.0, 0.0]))
+    np.testing.assert_allclose(D.toarray(), np.diag([2 * 0.5 * 9 + 2 * 1.0, 2 * 2.0]))

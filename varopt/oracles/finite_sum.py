@@ -5,6 +5,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..program import AtomGroup, Expression
+from ..program.atoms import ATOMS
 from .protocol import Oracle
 from .rows import _AtomRows, _LseRows, _ranges
 from .sampling import Sampler
@@ -19,7 +20,13 @@ class FiniteSumOracle(Oracle):
         self.lin = expr.linear
         self.Q = expr.quadratic.hessian_matrix if len(expr.quadratic) else None
         self.parts = []  # (rows helper, ptr over samples, rows sorted by sample)
-        groups = list(expr.groups())
+        groups = []
+        for g in expr.groups():
+            D = _coordinate_squares(g)
+            if D is None:
+                groups.append(g)
+            else:   # a penalty on coordinates: part of the deterministic d (see protocol)
+                self.Q = D if self.Q is None else (self.Q + D).tocsr()
         labels = [getattr(g, "label", None) for g in groups]
         if groups and all(lb is not None for lb in labels):
             allv = np.concatenate([np.asarray(lb) for lb in labels])
@@ -99,3 +106,20 @@ class FiniteSumOracle(Oracle):
 
     def value(self, x):
         return self.expr.value(x)
+
+
+def _coordinate_squares(g):
+    """The Hessian ``sum_r 2 c_r a_r^2 e_j e_j^T`` (csr) of an atom group made only of nonnegatively weighted squares
+    of single scaled coordinates, ``c_r (a_r x_j)^2`` (an L2 penalty: ``lam * cp.sum_squares(w)``, Pyomo's
+    ``sum(w[j]**2 ...)``, which both front-ends emit as ``square`` rows), else None. Such a group is a penalty, not data:
+    the finite sum takes it into the deterministic part ``d`` (exact at every step, as scikit-learn's SGD applies its
+    penalty) instead of drawing its rows as samples (CVXPY labels them 0..m-1, so they joined data points 0..m-1; Pyomo
+    rows are samples of their own, so the penalty added m samples to the sum)."""
+    if not isinstance(g, AtomGroup) or not ATOMS[g.kind].quadratic or g.A2 is not None or not len(g):
+        return None
+    A = g.A.tocsr()
+    if (np.diff(A.indptr) != 1).any() or np.any(g.b != 0.0) or np.any(g.mult >= 0) or np.any(g.coef < 0):
+        return None
+    n = A.shape[1]
+    d = np.bincount(A.indices, weights=2.0 * g.coef * A.data * A.data, minlength=n)
+    return sp.diags(d, format="csr")

@@ -20,7 +20,8 @@ mini-batch object for streams. The same ``batch`` must always identify the same 
 **Finite sums** (:class:`FiniteSumOracle`): the objective ``f(x) = d(x) + sum_{i=1}^N f_i(x)``
 where ``d`` is the deterministic linear + quadratic part of the program objective and the
 samples ``f_i`` are the rows of its atom groups and log-sum-exp groups (rows sharing a
-``label`` form one sample; without labels every row is its own sample). The estimate is
+``label`` form one sample; without labels every row is its own sample), except a group of squares of
+single coordinates, ``lam * sum_j w_j^2`` (a penalty, not data), which joins ``d``. The estimate is
 
     g = grad d(x) + (N / |B|) sum_{i in B} grad f_i(x),
 
