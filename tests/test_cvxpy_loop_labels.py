@@ -61,7 +61,7 @@ def test_a_loop_of_terms_has_one_sample_per_term_like_the_vectorized_sum(name, s
 def test_ipsa_batches_sample_the_terms_of_a_loop():
     w = cp.Variable(D)
     prob = cp.Problem(cp.Minimize(sum(cp.square(X[i] @ w - Y[i]) for i in range(N))))
-    res = prob.solve(method="ipsa", batch_size=3, passes=2, backend="numpy", warm_start=False)
+    prob.solve(method="ipsa", batch_size=3, passes=2, backend="numpy", warm_start=False)
     assert prob.solver_stats.num_iters == 2 * N // 3, prob.solver_stats.num_iters   # 4 batches a pass, not 1
 
 
