@@ -43,7 +43,7 @@ import numpy as np
 from numba import njit
 
 from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, copy_into, fill, per_hessian,
-                           row_gradient, save_record, step_lengths, step_stats)
+                           row_gradient, running_diagonal_q, save_record, step_lengths, step_stats)
 
 
 
@@ -264,11 +264,7 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin0, qd, Bvec0, rows, A_ptr, A_idx
                     for j in range(n):
                         Dn[j] = beta_filled
             elif hfin and hasq:  # h = Q.diagonal() + sampled, the numpy path's order
-                a1 = 1.0 - ahat
-                for j in range(n):
-                    hj = qd[j] + hs[j]
-                    v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
-                    Dn[j] = v if v > d_min else d_min
+                running_diagonal_q(Dn, Bv, qd, hs, ahat, d_min, n)
             elif hfin:
                 a1 = 1.0 - ahat
                 for j in range(n):  # finite operands: these selects are np.maximum

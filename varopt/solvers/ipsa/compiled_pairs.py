@@ -47,8 +47,8 @@ import math
 import numpy as np
 
 from .compiled_bounds import _dot, _max4, _maxabs4, _min4, bb_commit, bb_commit_q, lin_plus_q, sample_gradient
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, copy_into, fill, per_hessian, save_record,
-                           step_lengths, step_stats)
+from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, copy_into, fill, per_hessian,
+                           running_diagonal_q, save_record, step_lengths, step_stats)
 
 EPS = float(np.finfo(float).eps)
 
@@ -200,11 +200,7 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin0, qd, Bvec0, rows, A_ptr, A_idx,
                     for j in range(n):
                         Dn[j] = beta_filled
             elif hfin and hasq:  # h = Q.diagonal() + sampled, the numpy path's order
-                a1 = 1.0 - ahat
-                for j in range(n):
-                    hj = qd[j] + hs[j]
-                    v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
-                    Dn[j] = v if v > d_min else d_min
+                running_diagonal_q(Dn, Bv, qd, hs, ahat, d_min, n)
             elif hfin:
                 a1 = 1.0 - ahat
                 for j in range(n):

@@ -79,6 +79,18 @@ def step_stats(st, sti, k, n_bt, ap, ad, a_prim, a_dual, mu, ahat):
     st[6] += ap / ahat
 
 
+@njit(cache=True, inline="always")
+def running_diagonal_q(Dn, Bv, qd, hs, ahat, d_min, n):
+    """The running diagonal (§2.5.8) with a diagonal quadratic term ``qd`` outside the sampled rows:
+    ``Dn = max((1 - ahat) Bv + ahat max(qd + hs, 0), d_min)``, ``h = Q.diagonal() + sampled`` in the numpy path's
+    order (the bounds and pairs kernels)."""
+    a1 = 1.0 - ahat
+    for j in range(n):
+        hj = qd[j] + hs[j]
+        v = a1 * Bv[j] + ahat * (hj if hj > 0.0 else 0.0)
+        Dn[j] = v if v > d_min else d_min
+
+
 @njit(cache=True)
 def copy_into(dst, src):
     """``dst[:] = src`` (same sizes) as an explicit loop: a slice assignment makes numba compile its
