@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ipsa_throughput import CLOCK, DATA, load_a1a
+from ipsa_throughput import DATA, best_of, load_a1a, test_error
 
 import varopt
 import varopt.solvers.ipsa  # noqa: F401
@@ -71,20 +71,6 @@ def clarabel(X, y, alpha, loss):
     return w.value, float(b.value)
 
 
-def best_of(fn):
-    fn()
-    ts = []
-    for _ in range(REPS):
-        t = CLOCK()
-        fn()
-        ts.append(CLOCK() - t)
-    return min(ts)
-
-
-def test_error(Xt, yt, w, b):
-    return float(np.mean(np.where(Xt @ w + b > 0, 1.0, -1.0) != yt))
-
-
 def run(name, X, y, Xt, yt, loss):
     from sklearn.linear_model import SGDClassifier
 
@@ -99,7 +85,7 @@ def run(name, X, y, Xt, yt, loss):
     def sgd():
         return SGDClassifier(loss=loss, penalty="l2", alpha=ALPHA, max_iter=1, tol=None, shuffle=False).fit(X, y)
 
-    t_sk = best_of(sgd)
+    t_sk = best_of(sgd, REPS, warm=True)
     c = sgd()
     w, b = c.coef_.ravel(), float(c.intercept_[0])
     rows = [("sklearn SGDClassifier l2", N / t_sk, (objective(X, y, w, b, ALPHA, loss) - f_opt) / f_opt,
@@ -109,7 +95,7 @@ def run(name, X, y, Xt, yt, loss):
         for backend in ("numba", "numpy"):
             def solve(h=h, backend=backend):
                 return solver.solve(P, passes=1, hessian=h, history_objective=False, backend=backend)
-            t = best_of(solve)
+            t = best_of(solve, REPS, warm=True)
             r = solve()
             assert r.info["backend"].startswith(backend), r.info["backend"]
             w, b = r.x[:m], float(r.x[m])

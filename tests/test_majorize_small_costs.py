@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from majorize_checks import assert_same_pairs, restricted_reference
+from majorize_checks import assert_same_pairs, restricted_reference, small_constrained_logistic
 from varopt import lpqp
 from varopt.formulations.logistic import logistic_program
 from varopt.program import Constraint, Expression, Program
@@ -327,16 +327,9 @@ def test_python_float_shortcuts_give_the_numpy_paths_fit(monkeypatch):
     """A constrained fit whose trials meet bounds and a row, with the shortcuts (held variables and ratios on
     Python floats) and without them (numpy's free set and the gathered ratio test): the same iterations, trial
     statistics and, bit for bit, objective and point."""
-    rng = np.random.default_rng(30)
-    X = rng.standard_normal((80, 12))
-    y = (X @ rng.standard_normal(12) + 0.5 * rng.standard_normal(80) > 0).astype(int)
-    prog = logistic_program(X, y, 0.05)
+    prog, lb, ub, row = small_constrained_logistic(30)
     n = prog.n
-    lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
-    lb[:4] = 0.0
     ub[4:6] = 0.05
-    row = np.zeros(n)
-    row[6:10] = 1.0
     cons = [Constraint("sum", Expression(n, linear=row), -np.inf, 0.3),
             Constraint("pair", Expression(n, linear=np.eye(n)[10] - np.eye(n)[11]), -0.1, np.inf)]
     program = Program(prog.names, lb, ub, prog.objective, cons)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from varopt.formulations.logistic import logistic_program
+from majorize_checks import small_constrained_logistic
 from varopt.program import Constraint, Expression, Program
 from varopt.registry import get_solver
 from varopt.solvers.majorize.model import MajorizeModel
@@ -22,16 +22,9 @@ from varopt.solvers.majorize.reuse import ScaledCurvature
 
 
 def _constrained_program(seed=30):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((80, 12))
-    y = (X @ rng.standard_normal(12) + 0.5 * rng.standard_normal(80) > 0).astype(int)
-    prog = logistic_program(X, y, 0.05)
-    n = prog.n
-    lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
-    lb[:4] = 0.0
-    row = np.zeros(n)
-    row[6:10] = 1.0
-    return Program(prog.names, lb, ub, prog.objective, [Constraint("sum", Expression(n, linear=row), -np.inf, 0.3)])
+    prog, lb, ub, row = small_constrained_logistic(seed)
+    return Program(prog.names, lb, ub, prog.objective,
+                   [Constraint("sum", Expression(prog.n, linear=row), -np.inf, 0.3)])
 
 
 class _Counts:
