@@ -183,7 +183,8 @@ def test_a_program_holding_sqpos_rows_given_directly(with_bound):
 def test_varopt_solvers_names_the_atom(capsys):
     from varopt.cli import main
     main(["solvers", "klprox"])
-    assert "atoms taken as such: sqpos (pos(u)^2)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "atoms taken as such: abs (abs(u)), sqpos (pos(u)^2)" in out and "(hinges pos(u), neg(u))" in out
     main(["solvers", "gop"])
     assert "sqpos" not in capsys.readouterr().out
 

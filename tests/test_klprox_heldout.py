@@ -190,9 +190,11 @@ def test_hinge_terms_are_refused_with_a_likelihood_message_and_the_probit_solves
     X, s = rng.normal(size=(20, 3)), np.sign(rng.normal(size=20))
     w = cp.Variable(3)
     probit = cp.Problem(cp.Minimize(-cp.sum(cp.log_normcdf(cp.multiply(s, X @ w))) + cp.sum_squares(w) / 2))
-    hinge = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(s, X @ w))) + cp.sum_squares(w) / 2))
+    # a maximum of three affine pieces (a plain hinge, maximum of two, is |u|/2 + u/2 since 2026-11-26:
+    # tests/test_hinge_abs_split.py)
+    hinge = cp.Problem(cp.Minimize(cp.sum(cp.maximum(1 - cp.multiply(s, X @ w), 0, -X @ w)) + cp.sum_squares(w) / 2))
     # since branch sqhinge the probit's squared hinges are sqpos rows with a closed-form expectation: solved
-    # (tests/test_klprox_probit.py checks the posterior); a plain hinge (no square) is still refused
+    # (tests/test_klprox_probit.py checks the posterior)
     probit.solve(method="klprox")
     assert probit.varopt_result.status == "converged"
     with pytest.raises(varopt.errors.ModelStructureError) as err:

@@ -60,7 +60,9 @@ class Solver:
     #: atom kinds (:data:`varopt.program.atoms.ATOMS`) that the front-ends emit for this solver in place of the form
     #: other solvers receive: ``sqpos`` (``max(u, 0)^2``, CVXPY's ``square(pos(u))`` and ``log_normcdf``) reaches a
     #: solver listing it as one atom row of an affine ``u``, any other solver as today's epigraph columns and rows
-    #: (:mod:`varopt.program.epigraph_lift`)
+    #: (:mod:`varopt.program.epigraph_lift`); ``abs``: ``maximum``/``minimum`` of two affine expressions (hinges
+    #: ``pos(u)``, ``neg(u)``) reach the solver as ``(a + b)/2 ± |a - b|/2``, a linear term and one ``abs`` row
+    #: (:meth:`varopt.frontends.cvxpy_epigraph._EpigraphTracer.abs_split`), not as epigraph columns
     native_atoms: frozenset = frozenset()
 
     def second_order_skip(self, opts) -> str | None:

@@ -64,7 +64,7 @@ class _Tracer(_HingeTracer, _RatioTracer, _EpigraphTracer, _ProductTracer):
     def lifted_arg(self, expr, arg):
         """The argument as an affine node; entries with products of variables (``A - W @ H``) get an
         auxiliary ``q_e == quadratic part of entry e``, and the node uses ``q_e`` instead."""
-        z = self.trace(arg)
+        z = self.trace_unsplit(arg)
         if z.is_affine:
             return z
         if z.has_nonlinear:
@@ -94,7 +94,7 @@ class _Tracer(_HingeTracer, _RatioTracer, _EpigraphTracer, _ProductTracer):
         return _Node(shape, self.n, sp.csr_matrix((np.ones(z.m), (np.arange(z.m), cols)), shape=(z.m, self.n)))
 
     def affine_arg(self, expr, arg):
-        z = self.trace(arg)
+        z = self.trace_unsplit(arg)
         if not z.is_affine:
             self.fail(expr, f"the argument `{arg}` of `{type(expr).__name__}` must be affine")
         return z

@@ -35,6 +35,7 @@ class _EpigraphTracer:
         super().__init__(*args, **kwargs)
         self.epi_rows = []   # (rows node: every entry <= 0, columns the rows define, term text)
         self.epi_rules = []  # (columns, rule kind, pieces node, piece -> column position, k, M, role, term text)
+        self._no_split = False  # True while trace_unsplit re-traces an atom's argument
 
     def _epi_columns(self, k, rule, pieces, expr, pos, kth=None, M=None, role="epi", floor=-np.inf):
         """``k`` new epigraph columns; column ``g`` is ``rule`` (:class:`~varopt.program.epigraph_lift.EpigraphRule`)
@@ -76,12 +77,42 @@ class _EpigraphTracer:
 
     def _maximum(self, expr, shape, sign=1.0):
         nodes = [self._flat(expr, a, shape) for a in expr.args]
+        if "abs" in self.native_atoms and len(nodes) == 2 and not self._no_split:
+            split = self.abs_split(nodes[0].scale(sign), nodes[1].scale(sign), shape)
+            if split is not None:
+                return split.scale(sign)
         m = nodes[0].m
         pos = np.tile(np.arange(m), len(nodes))
         return self.epi_max(expr, _stack([z.scale(sign) for z in nodes]), pos, m, shape).scale(sign)
 
     def _minimum(self, expr, shape):
         return self._maximum(expr, shape, -1.0)
+
+    def trace_unsplit(self, arg):
+        """The node of ``arg`` where an atom needs an affine argument: a hinge inside it that :meth:`abs_split` made
+        nonlinear is traced again as its epigraph column (an affine node), with a memo of its own so that the split
+        nodes memoized elsewhere are not reused; the solver then judges the columns as it would without the split."""
+        z = self.trace(arg)
+        if z.is_affine or self._no_split:
+            return z
+        memo, self._memo, self._no_split = self._memo, {}, True
+        try:
+            return self.trace(arg)
+        finally:
+            self._memo, self._no_split = memo, False
+
+    def abs_split(self, a, b, shape):
+        """``max(a, b) = (a + b)/2 + |a - b|/2`` per entry, for a solver that lists ``abs`` in its
+        :attr:`~varopt.registry.Solver.native_atoms` (ipsa, klprox): a hinge ``pos(u) = maximum(u, 0)`` of an affine
+        ``u`` is then a linear term and one ``abs`` row of ``u`` (a function of one affine predictor, which those
+        solvers need; the epigraph column ``t >= u, t >= 0`` is not), exactly. None (the epigraph form) unless both
+        are affine and every entry of ``a - b`` depends on a variable (a constant entry has no ``abs`` row)."""
+        if not (a.is_affine and b.is_affine):
+            return None
+        d = _add([a, b.scale(-1.0)], shape)
+        if d.m == 0 or not np.all(np.diff(d.A.indptr) > 0):
+            return None
+        return _add([_add([a, b], shape).scale(0.5), self.abs_node(d, shape).scale(0.5)], shape)
 
     def _norm_inf(self, expr, shape):
         z = self._flat(expr, expr.args[0])

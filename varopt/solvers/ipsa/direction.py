@@ -147,4 +147,7 @@ class ReducedSystem:
                     return np.linalg.solve(M, rhs)
                 except np.linalg.LinAlgError as exc:
                     raise SolverBugError(f"reduced system (2.20) is singular: {exc}") from None
-        return spla.spsolve(sp.csc_matrix(M), rhs)
+        # M is symmetric: a minimum-degree ordering of M + M^T (SuperLU's default COLAMD orders for M^T M, and on
+        # the arrow matrix of per-sample abs columns (hinge or absolute losses, n = N + d) it filled the N x N
+        # block: 0.39 s against 0.046 s a solve on a1a's hinge loss, N = 1605, d = 124; docs/ipsa.md)
+        return spla.spsolve(sp.csc_matrix(M), rhs, permc_spec="MMD_AT_PLUS_A")

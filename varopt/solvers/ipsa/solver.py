@@ -136,7 +136,7 @@ class IpsaSolver(Solver):
     options = OPTIONS
     checks_second_order = True
     #: square(pos(u)) as one sqpos row of an affine u (ipsa needs every term of one affine map; docs/ipsa.md)
-    native_atoms = frozenset({"sqpos"})
+    native_atoms = frozenset({"sqpos", "abs"})
 
     def second_order_skip(self, opts):
         return None if opts.oracle is None else "the gradient came from a user oracle, not from the program"

@@ -318,7 +318,7 @@ def centre(x, G, h, iters=30, layout=None):
         else:
             H = newton.csc(1.0 / s ** 2)
             if H.nnz <= 0.05 * x.size ** 2:  # sparse LU
-                dx = -spla.spsolve(H, grad)
+                dx = -spla.spsolve(H, grad, permc_spec="MMD_AT_PLUS_A")   # H symmetric (see direction.py)
             else:
                 dx = -np.linalg.solve(H.toarray(), grad)
         dec = float(-grad @ dx)
