@@ -184,7 +184,7 @@ def test_varopt_solvers_names_the_atom(capsys):
     from varopt.cli import main
     main(["solvers", "klprox"])
     out = capsys.readouterr().out
-    assert "atoms taken as such: abs (abs(u)), sqpos (pos(u)^2)" in out and "(hinges pos(u), neg(u))" in out
+    assert "atoms taken as such: abs (abs(u)), sqpos (pos(u)^2)" in out and "(hinges pos(u), maximum(u, 0), neg(u))" in out
     main(["solvers", "gop"])
     assert "sqpos" not in capsys.readouterr().out
 

@@ -141,9 +141,8 @@ def cmd_solvers(args) -> int:
             # atoms the front-ends emit only for this solver (others get their lifted form; docs/architecture.md)
             texts = ", ".join(f"{k} ({ATOMS[k].text.format(u='u')})" for k in sorted(cls.native_atoms))
             print(f"atoms taken as such: {texts}")
-            if "abs" in cls.native_atoms:
-                print("  maximum(a, b) / minimum(a, b) of affine a, b (hinges pos(u), neg(u)) as "
-                      "(a + b)/2 + abs(a - b)/2 / (a + b)/2 - abs(a - b)/2")
+            for k in sorted(cls.native_atoms):
+                print(f"  {k} rows from CVXPY's {ATOMS[k].hinge_forms}")
         print("options:")
         for line in cls.options.doc().splitlines():
             print(f"  {line}")

@@ -22,7 +22,12 @@ from .core import second_order
 from .core.run import Run
 from .options import Options, OptionSet
 from .program import Program
+from .program.atoms import ATOMS
 from .result import Result
+
+#: atom kinds the CVXPY front-end can emit in place of an epigraph form (``AtomKernel.hinge_forms``): a solver that
+#: needs every term to be a function of one affine predictor (ipsa, klprox) lists them all in ``native_atoms``
+PREDICTOR_ATOMS = frozenset(k for k, a in ATOMS.items() if a.hinge_forms)
 
 _REGISTRY: dict = {}
 _SUBSCRIBERS: list = []
@@ -62,7 +67,8 @@ class Solver:
     #: solver listing it as one atom row of an affine ``u``, any other solver as today's epigraph columns and rows
     #: (:mod:`varopt.program.epigraph_lift`); ``abs``: ``maximum``/``minimum`` of two affine expressions (hinges
     #: ``pos(u)``, ``neg(u)``) reach the solver as ``(a + b)/2 ± |a - b|/2``, a linear term and one ``abs`` row
-    #: (:meth:`varopt.frontends.cvxpy_epigraph._EpigraphTracer.abs_split`), not as epigraph columns
+    #: (:meth:`varopt.frontends.cvxpy_epigraph._EpigraphTracer.abs_split`), not as epigraph columns. The forms are
+    #: the table's ``AtomKernel.hinge_forms``; :data:`PREDICTOR_ATOMS` holds every kind that has some
     native_atoms: frozenset = frozenset()
 
     def second_order_skip(self, opts) -> str | None:

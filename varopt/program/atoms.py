@@ -90,6 +90,11 @@ class AtomKernel:
     #: ``g(u) = max(u, 0)^2`` exactly (``g' = 2 max(u, 0)``, ``g'' = 2 [u > 0]``): ipsa's compiled per-sample loop
     #: evaluates such rows in place (:mod:`varopt.solvers.ipsa.kernel_steps`)
     squared_hinge: bool = False
+    #: the CVXPY hinge forms a solver receives as rows of this kind when it lists the kind in
+    #: :attr:`varopt.registry.Solver.native_atoms` (other solvers get epigraph columns); "" when there are none.
+    #: A solver that needs every term to be a function of one affine predictor (ipsa, klprox) lists every kind with
+    #: such forms (:data:`varopt.registry.PREDICTOR_ATOMS`); ``varopt solvers NAME`` prints the text
+    hinge_forms: str = ""
     #: tangent points are lifted to at least this value (None: any point of the domain)
     tangent_floor: float = None
     #: ``True`` when the domain argument must lie *strictly* above ``domain[0]`` for every way a user
@@ -303,6 +308,8 @@ class Abs(AtomKernel):
     kind, text, smooth, even = "abs", "abs({u})", False, True
     twice_smooth = False   # (read by no solver: smooth = False already says more)
     max_of_pm_u = True
+    hinge_forms = ("maximum(a, b) of affine a, b as (a + b)/2 + abs(a - b)/2 (hinges pos(u), maximum(u, 0), neg(u)); "
+                   "minimum(a, b) as (a + b)/2 - abs(a - b)/2")
 
     def value(self, u):
         return np.abs(u)
@@ -333,6 +340,7 @@ class SqPos(AtomKernel):
 
     kind, text, monotone = "sqpos", "pos({u})^2", 1
     squared_hinge = True
+    hinge_forms = "square(pos(u)), sum_squares(pos(u)), maximum(u, 0)**2 and the like; log_normcdf(u)"
     recession = -1      # max(u + t s, 0)^2 stays 0 for s < 0 (and s = 0), grows like t^2 for s > 0
     twice_smooth = False
 

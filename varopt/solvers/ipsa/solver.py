@@ -40,7 +40,7 @@ from ...program.abs_lift import lift_abs_sums
 from ...program.eliminate import eliminate_equalities
 from ...program.domains import with_atom_domains
 from ...core.run import Run
-from ...registry import Solver, register_solver
+from ...registry import PREDICTOR_ATOMS, Solver, register_solver
 from ...result import Result
 from ...oracles import Oracle
 from .start import InfeasibleStart
@@ -136,7 +136,7 @@ class IpsaSolver(Solver):
     options = OPTIONS
     checks_second_order = True
     #: square(pos(u)) as one sqpos row of an affine u (ipsa needs every term of one affine map; docs/ipsa.md)
-    native_atoms = frozenset({"sqpos", "abs"})
+    native_atoms = PREDICTOR_ATOMS
 
     def second_order_skip(self, opts):
         return None if opts.oracle is None else "the gradient came from a user oracle, not from the program"

@@ -75,7 +75,7 @@ from ...options import (
     seed_option,
     thread_options,
 )
-from ...registry import Solver, register_solver
+from ...registry import PREDICTOR_ATOMS, Solver, register_solver
 from .anderson import AndersonSteps
 from .expectations import SoftmaxBoundFamily, SoftmaxFamily, family_table
 from .posterior import DualGaussian, FullGaussian
@@ -275,7 +275,7 @@ class KLProxSolver(Solver):
                "likelihoods of linear predictors (Khan, Baque, Fleuret & Fua 2015)")
     #: square(pos(u)) (CVXPY's log_normcdf, a probit) as one sqpos likelihood row of an affine u, whose Gaussian
     #: expectation is closed-form (expectations.SqPosFamily); the epigraph form has none
-    native_atoms = frozenset({"sqpos", "abs"})
+    native_atoms = PREDICTOR_ATOMS
     options = OptionSet(common_options(max_iter=2000) + [
         Option("beta", 1.0, "step size beta > 0 of the proximal steps (16)-(19) (r = 1/(1 + beta)): the first "
                "step of the adaptive rule, or the constant step of step_rule='fixed' (the paper uses 0.25 for "
