@@ -174,3 +174,15 @@ def test_random_epigraphs_stay_strictly_inside_and_converge(seed, n, d, kind, la
     if not noisy:
         assert r.status == "converged", (r.status, r.message)
         assert abs(prob.objective.value - ref) <= 1e-6 * max(1.0, abs(ref)), (prob.objective.value, ref)
+
+
+def test_defaults_with_exact_gradients_name_the_deterministic_settings():
+    """ipsa's defaults are for sampled gradients (steps 1/(50 + k)); on the reproduction nothing is sampled, the steps
+    sum to ~3 over the default 1000 iterations and the run stops 9x above the optimum with or without the guard (the
+    step schedule, not the centring): the message names the deterministic settings, which converge."""
+    prob = MODELS["epigraph_sum_squares_pos"]
+    ref = _clarabel(prob)
+    r = _ipsa(prob)
+    assert r.status == "iteration_limit" and "step_power=0 with hessian='exact'" in r.message
+    r = _ipsa(prob, step_power=0, hessian="exact")
+    assert r.status == "converged" and abs(prob.objective.value - ref) <= 1e-7 * abs(ref)

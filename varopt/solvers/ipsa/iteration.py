@@ -234,6 +234,11 @@ class IpsaRun:
                    if by_pass else f"max_iter={self.max_iter} reached{unmet}")
             if self.defaulted or opts.max_iter is None and not by_pass:
                 msg += " (default when no stopping rule is given: set passes, max_iter or time_limit)"
+            if unmet and opts.oracle is None and opts.step_power > 0:
+                # nothing is sampled, yet the steps shrink as 1/(k0 + k)^p (Robbins-Monro, for noisy gradients): over
+                # 1000 steps they sum to ln(1050/50) = 3 with the defaults (docs/ipsa.md, "Active nonlinear rows")
+                msg += ("; the gradients are exact (nothing is sampled): step_power=0 with hessian='exact' (or "
+                        "'bfgs') is the deterministic interior-point method, whose steps do not shrink")
             run.stop("pass_limit" if by_pass else "iteration_limit", msg)
             return True
         # the clock every 16 iterations: per-sample steps take microseconds
