@@ -51,6 +51,10 @@ def cvx_models():
     def m(w):
         return cp.multiply(y, X @ w)
 
+    def epi_box():
+        w, t = cp.Variable(D), cp.Variable()
+        return cp.Problem(cp.Minimize(t), [cp.sum_squares(X @ w - B) <= t, w >= -1, w <= 1]), False
+
     def two_epi():
         w, t1, t2 = cp.Variable(D), cp.Variable(), cp.Variable()
         return cp.Problem(cp.Minimize(t1 + 2 * t2 + 0.1 * cp.sum_squares(w)),
@@ -82,9 +86,7 @@ def cvx_models():
         "epi_sumsq": epi(lambda w: cp.sum_squares(1 - m(w))),
         "epi_log_sum_exp": epi(lambda w: cp.log_sum_exp(1 - m(w))),
         "epi_logistic": epi(lambda w: cp.sum(cp.logistic(-m(w)))),
-        "epi_sumsq_noreg_box": lambda: (lambda w, t: (cp.Problem(cp.Minimize(t), [cp.sum_squares(X @ w - B) <= t,
-                                                                                  w >= -1, w <= 1]), False))(
-            cp.Variable(D), cp.Variable()),
+        "epi_sumsq_noreg_box": epi_box,
         "two_epigraphs": two_epi,
         "lasso_epigraph": lasso_epi,
         "ball_lp": ball_lp,
@@ -137,7 +139,7 @@ def violation_cvx(prob):
 
 
 def run_cvx(name, build, setting, opts):
-    prob, finite = build()
+    prob, _ = build()
     ref = prob.solve(solver="CLARABEL")
     for v in prob.variables():
         v.value = None
