@@ -82,7 +82,7 @@ class IpsaRun:
         # sigma_k = sigma_0 (ks/(ks + k))^q; ks >= 1 keeps the schedule alive for k0 = 0
         self.ks = max(opts.k0, 1.0)
         run.history_every = opts.history_every or max(1, (self.total or 1000) // 200)
-        self.stats = {"steps": 0, "boundary_limited": 0, "backtracks": 0, "sum_step_ratio": 0.0}
+        self.stats = {"steps": 0, "boundary_limited": 0, "backtracks": 0, "sum_step_ratio": 0.0, "mu_held": 0}
         self.it, self.k = 0, opts.iteration_offset
         self.ap = self.ad = 0.0
         self.a_prim = self.a_dual = np.inf
@@ -181,6 +181,7 @@ class IpsaRun:
                                      "mean_step_ratio": stats["sum_step_ratio"] / max(1, stats["steps"]),
                                      "boundary_limited_steps": stats["boundary_limited"],
                                      "backtracks": stats["backtracks"],
+                                     "mu_held_steps": stats["mu_held"],
                                      "bb_beta": getattr(self.hess, "beta", None)})
 
     # --- the loop ---------------------------------------------------------------------------------
@@ -233,6 +234,11 @@ class IpsaRun:
                    if by_pass else f"max_iter={self.max_iter} reached{unmet}")
             if self.defaulted or opts.max_iter is None and not by_pass:
                 msg += " (default when no stopping rule is given: set passes, max_iter or time_limit)"
+            if unmet and opts.oracle is None and opts.step_power > 0:
+                # nothing is sampled, yet the steps shrink as 1/(k0 + k)^p (Robbins-Monro, for noisy gradients): over
+                # 1000 steps they sum to ln(1050/50) = 3 with the defaults (docs/ipsa.md, "Active nonlinear rows")
+                msg += ("; the gradients are exact (nothing is sampled): step_power=0 with hessian='exact' (or "
+                        "'bfgs') is the deterministic interior-point method, whose steps do not shrink")
             run.stop("pass_limit" if by_pass else "iteration_limit", msg)
             return True
         # the clock every 16 iterations: per-sample steps take microseconds
@@ -280,7 +286,11 @@ class IpsaRun:
         ahat = (opts.k0 + k) ** -opts.step_power
         sig = opts.sigma * (self.ks / (self.ks + k)) ** opts.sigma_power
         eta = float(s @ z)
-        mu = self.mu = max(opts.mu_min, sig * eta * self.inv_m) if m else 0.0
+        mu = max(opts.mu_min, sig * eta * self.inv_m) if m else 0.0
+        if cons.n_nl and opts.centrality_guard and self.mu > 0 and self._off_centre():
+            mu = max(mu, self.mu)  # re-centre on the previous barrier problem before lowering mu
+            self.stats["mu_held"] += 1
+        self.mu = mu
 
         g = self.gradient(x, batch)
         B = self.hess.matrix(x, self.oracle, batch, ahat)
@@ -346,6 +356,22 @@ class IpsaRun:
             self.hess.update(x_new - x, None, ahat)
         self.x, self.s = x_new, s_new
         return g
+
+    def _off_centre(self) -> bool:
+        """The centrality guard (option ``centrality_guard``; docs/ipsa.md, "Active nonlinear rows: centring
+        safeguard"): True when the last step, aimed at ``s_i z_i = mu`` on every row (2.21), was cut by the
+        backtracking on the nonlinear rows (its linearisation overestimated their slack) or left a nonlinear row
+        with ``s_i z_i < mu/2``. The Newton step of (2.20) only sees ``c`` to first order; on a curved row the
+        curvature term ``a^2 dx^T (Hess c) dx / 2`` must stay below the slack, so a slack driven to ~mu_min while
+        the tangential move still has length O(1) cuts every later step to ``a ~ sqrt(s)`` (the jam). Keeping
+        ``mu`` is the monotone barrier rule (Fiacco-McCormick; Nocedal and Wright 2006, §19.3): the next steps
+        solve the same barrier problem, whose centre has ``s_i = mu/z_i``, and (2.18) resumes once a full step
+        lands in the neighbourhood ``s_i z_i >= mu/2`` (the one-sided neighbourhood of path-following methods,
+        Nocedal and Wright §14.1, with gamma = 1/2 of the previous target)."""
+        if self.n_bt > 0:
+            return True
+        sl = self.cons.sl_nl
+        return float((self.s[sl] * self.z[sl]).min()) < 0.5 * self.mu
 
     def _singular_exact(self):
         """The error for a singular reduced system under ``hessian='exact'``: the other approximations are

@@ -6,6 +6,8 @@ For ``min f(x) s.t. c(x) <= 0`` (convex ``c``, Slater's condition) with noisy gr
 1. maximum step ``a_k = 1/(k0 + k)^step_power`` and centring ``sigma_k = sigma (k0'/(k0'+k))^sigma_power``
    with ``k0' = max(k0, 1)``;
 2. barrier ``mu_k = max(mu_min, sigma_k eta_k / m)`` with duality measure ``eta_k = -c(x)^T z`` (2.13, 2.18);
+   with nonlinear rows, ``mu_k = max(that, mu_{k-1})`` after a step the backtracking cut or that left a
+   nonlinear row off-centre (``s_i z_i < mu_{k-1}/2``; option ``centrality_guard``, :meth:`.IpsaRun._off_centre`);
 3. gradient observation ``g_k`` from the oracle (:mod:`.oracles`);
 4. primal-dual direction from the reduced system (2.20)-(2.21) with ``g_k`` in place of
    ``grad f`` and a Hessian approximation ``B`` (:mod:`.hessian`, :mod:`.direction`);
@@ -95,6 +97,9 @@ OPTIONS = OptionSet(limit_options(max_iter=None) + progress_options(
     Option("sigma_power", 1.0, "centring schedule sigma_k = sigma_0 (k0'/(k0'+k))^sigma_power -> 0, "
            "k0' = max(k0, 1)", float,
            nonnegative, "must be >= 0"),
+    Option("centrality_guard", True, "with nonlinear rows: keep the barrier parameter mu (no decrease) after a "
+           "step that the backtracking cut or that left a nonlinear row's s_i z_i below mu/2, so that an active "
+           "curved row (an epigraph f(x) <= t) does not jam at its boundary; False: the rule (2.18) alone", bool),
     Option("mu_min", 1e-9, "floor of the barrier parameter", float, nonnegative, "must be >= 0"),
     Option("z0", 1.0, "initial dual variables (positive scalar or array of length m)", _float_or_array),
     Option("iteration_offset", 0, "start the step-size counter at k = offset + 1 (warm restarts)", int,
