@@ -10,7 +10,9 @@ status and bounds, the load average.
 SOURCES (comma list): ``coll`` / ``collgop`` (``gop_instances`` with their options / with ``mode='gop'``), ``poly``
 (``gop_random_polynomials.py`` seeds 0-15), ``free`` (``gop_free_products.py``), ``convex`` (``gop_convex_cases.py``
 through CVXPY), ``kit`` / ``kitgop`` (MINLPLib instances in JuMP form, translated by the kit's ``jump2pyomo``; the
-kit lives outside the repository: set ``VAROPT_MINLP_KIT`` to its directory).
+kit lives outside the repository: set ``VAROPT_MINLP_KIT`` to its directory), ``large`` (``gop_large_models.py``:
+hundreds to thousands of variables, Pyomo and CVXPY; also records the user's own evaluation of the loaded point,
+``user_obj`` and ``viol``).
 """
 import json, multiprocessing as mp, os, sys, time
 KIT = os.environ.get("VAROPT_MINLP_KIT", "")
@@ -40,6 +42,9 @@ def cases(sources):
     if "convex" in sources:
         import gop_convex_cases as C
         for i, (nm, _) in enumerate(C.cases()): out.append(("convex", str(i), {}))
+    if "large" in sources:
+        import gop_large_models as G
+        for nm in G.MODELS: out.append(("large", nm, {}))
     return out
 
 def build(src, name):
@@ -60,6 +65,9 @@ def build(src, name):
     if src == "convex":
         import gop_convex_cases as C
         return list(C.cases())[int(name)][1]()
+    if src == "large":
+        import gop_large_models as G
+        return G.MODELS[name][1]()
 
 def child(src, name, opts, tl, q):
     import resource
@@ -68,7 +76,19 @@ def child(src, name, opts, tl, q):
     try:
         m = build(src, name)
         t0 = time.perf_counter()
-        if src == "convex":
+        if src == "large":
+            import gop_large_models as G
+            front = G.MODELS[name][0]
+            if front == "cvxpy":
+                m[0].solve(method="gop", time_limit=tl, **opts)
+                r = m[0].varopt_result
+            else:
+                r = pyo.SolverFactory("gop").solve(m, time_limit=tl, load_solutions=True, **opts).varopt_result
+            out["wall"] = time.perf_counter() - t0
+            obj, viol = G.evaluate(front, m)
+            out.update(status=r.status, run=r.wall_time, lower=r.lower_bound, upper=r.upper_bound,
+                       mode=(r.info or {}).get("mode"), user_obj=obj, viol=viol, maximize=bool(getattr(r, "maximize", False)))
+        elif src == "convex":
             m.solve(method="gop", time_limit=tl, **opts)
             out["wall"] = time.perf_counter() - t0
             r = getattr(m, "solver_stats", None)
