@@ -14,11 +14,28 @@ tree, phase 1 and the relaxed duals); this module only adds
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import numpy as np
 
+from ...lpqp import solve_lp
 from ...lpqp.settings import _LIMIT_STATUSES
+
+#: the run of the gop solve under way in this thread (set by the solver around its work): the one-shot LPs of the
+#: modules below it read its deadline here instead of each taking a ``run`` argument through five call layers
+_RUN = contextvars.ContextVar("varopt_gop_run", default=None)
+
+
+@contextlib.contextmanager
+def running(run):
+    """Make ``run`` the deadline of :func:`timed_lp` inside the ``with`` block."""
+    token = _RUN.set(run)
+    try:
+        yield
+    finally:
+        _RUN.reset(token)
 
 
 class OutOfTime(Exception):
@@ -48,6 +65,27 @@ def lp_time_limit(left):
 def stopped_by_limit(res) -> bool:
     """True when an LP result was stopped by a limit (time, iterations) rather than decided."""
     return res.status != "optimal" and res.model_status in _LIMIT_STATUSES
+
+
+def current_time_limit():
+    """HiGHS's ``time_limit`` for an LP of the current run (:func:`running`): the time left, None without one."""
+    return lp_time_limit(seconds_left(_RUN.get()))
+
+
+def timed_lp(c, A=None, row_lo=None, row_hi=None, lb=None, ub=None, **kw):
+    """:func:`varopt.lpqp.solve_lp` with the time left before the current run's limit (:func:`running`; none
+    outside a run or without a limit). Raises :class:`OutOfTime` when no time is left or HiGHS stops on the time
+    limit: a caller that reads a non-optimal status as "no ray" or "failed" would otherwise give a wrong
+    verdict or a confusing error (GOP's primal problem, the recession and unbounded-ray LPs, phase 1)."""
+    run = _RUN.get()
+    left = seconds_left(run)
+    if left is not None and left <= 0:
+        raise OutOfTime("time limit reached during a one-shot LP")
+    res = solve_lp(c, A, row_lo, row_hi, lb, ub, time_limit=lp_time_limit(left), **kw)
+    if left is not None and res.status not in ("optimal", "infeasible", "unbounded") and (
+            res.model_status == "Time limit reached" or seconds_left(run) <= 0):
+        raise OutOfTime("time limit reached during a one-shot LP")
+    return res
 
 
 def limit_lp(hm, run, stop=math.inf):

@@ -29,7 +29,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ...lpqp import solve_lp
+from .clock import timed_lp
 from ...program.expression import Expression
 
 #: rounding allowance of a homogeneous row ``a^T d`` at the accepted ray, relative to ``max(1, |a|_1)`` (``|d| <= 1``)
@@ -145,7 +145,8 @@ def recession_ray(form, n, solve_cones=None):
                         [c.padded(K, homogeneous=True) for c in cones], lb, ub, N)
     else:
         A = sp.csr_matrix(np.array(rows)) if rows else None
-        out = solve_lp(cost, A, np.array(lo) if rows else None, np.array(hi) if rows else None, lb, ub)
+        # stopped by the time limit: OutOfTime, not "no ray" (a verdict the LP did not reach)
+        out = timed_lp(cost, A, np.array(lo) if rows else None, np.array(hi) if rows else None, lb, ub)
         z = out.x if out.status == "optimal" else None
     if z is None:
         return None

@@ -39,7 +39,7 @@ from ...program.symmetry import with_order_rows
 from ...result import Result
 from .lagrangian import primal_row_error
 from .partition import Partition, analyze
-from .clock import OutOfTime, check as check_clock, starting_point, timed_out
+from .clock import OutOfTime, check as check_clock, running, starting_point, timed_out
 from .convex_direct import convex_form, solve_convex
 from .epigraph import abs_epigraph
 from .merged_atoms import merged_atom_rows
@@ -169,7 +169,7 @@ class GopSolver(Solver):
         from .primal import reset_warm_starts
         reset_warm_starts(None if run.time_limit is None
                           else (lambda: run.elapsed() >= run.time_limit))
-        with blas_threads(option_threads(opts.blas_threads, _auto_threads(program))):
+        with blas_threads(option_threads(opts.blas_threads, _auto_threads(program))), running(run):
             try:
                 return self._solve_program(program, opts, run)
             except OutOfTime as exc:
