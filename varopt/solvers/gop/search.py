@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from ...errors import ModelStructureError, SolverBugError
 from ...lpqp.project import project
 from .bounds import fbbt, obbt
-from .clock import OutOfTime, seconds_left
+from .clock import OutOfTime, current_time_limit, seconds_left
 from .cuts import ConvexConstraints, ConvexPieces
 from .expansion import Expansion, batches
 from .lagrangian import BlockModel, restrict
@@ -201,7 +201,8 @@ class GopSearch:
         A0, lo0, hi0 = self.base_blocks[0]
         ny = bm.ny
         if A0.shape[0]:
-            r = project(y0, A0[:, :ny], lo0, hi0, self.ylb, self.yub, norm="l1")
+            # the time left (stopped by it: y0 unprojected; the primal problem at it is checked anyway)
+            r = project(y0, A0[:, :ny], lo0, hi0, self.ylb, self.yub, norm="l1", time_limit=current_time_limit())
             if r.status == "infeasible":
                 return None
             if r.status == "optimal":
