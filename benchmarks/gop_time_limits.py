@@ -5,7 +5,7 @@ child (3 GB address space, killed at 3 t + 60 s); one JSON line per solve: the s
 (``result.wall_time``, from the start of the run), the wall clock around ``solve`` (the difference is the compile),
 status and bounds, the load average.
 
-    python benchmarks/gop_time_limits.py OUT.jsonl 0.5,2,0.05 coll,collgop,poly,free,convex [name filter]
+    python benchmarks/gop_time_limits.py OUT.jsonl 0.5,2,0.05 coll,collgop,poly,free,convex [name filter, or =name]
 
 SOURCES (comma list): ``coll`` / ``collgop`` (``gop_instances`` with their options / with ``mode='gop'``), ``poly``
 (``gop_random_polynomials.py`` seeds 0-15), ``free`` (``gop_free_products.py``), ``convex`` (``gop_convex_cases.py``
@@ -109,7 +109,8 @@ def main():
     path, limits, sources = sys.argv[1], [float(x) for x in sys.argv[2].split(",")], sys.argv[3].split(",")
     filt = sys.argv[4] if len(sys.argv) > 4 else None
     cs = cases(sources)
-    if filt: cs = [c for c in cs if filt in c[1]]
+    if filt:  # a substring of the names, or "=name" for one name exactly
+        cs = [c for c in cs if (c[1] == filt[1:] if filt.startswith("=") else filt in c[1])]
     ctx = mp.get_context("fork")
     with open(path, "a") as f:
         for tl in limits:
