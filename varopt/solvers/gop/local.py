@@ -284,12 +284,14 @@ class LocalSearch:
         if self._descent_bms is None:
             program, part = self.program, self._part
             aux = np.arange(program.n_user, program.n, dtype=np.int64)
-            bms = self.bms
-            if self._bms is None:
-                return []   # stopped by the time limit while building them
-            if not aux.size or not bms:
+            if not aux.size:
+                bms = self.bms
+                if self._bms is None:
+                    return []   # stopped by the time limit while building them
                 self._descent_bms = bms
             else:
+                # the descent's own models first; :attr:`bms` (two more block models: 3 s each on a 50 x 60 rank-5
+                # factorisation) only when one of them fails
                 out = []
                 for a, b in ((part.x, part.y), (part.y, part.x)):
                     if self.stop():
@@ -300,6 +302,8 @@ class LocalSearch:
                         out.append(BlockModel(program, p))
                     except ModelStructureError:
                         out = self.bms
+                        if self._bms is None:
+                            return []
                         break
                 self._descent_bms = out
         return self._descent_bms

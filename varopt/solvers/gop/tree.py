@@ -884,7 +884,7 @@ class GopTree:
         tl = run.time_limit
         big = self.program.n > self.local.max_polish_vars or lf.nW + lf.nP >= self.root_min_products
         # the clock before the block models are built (seconds on thousands of terms)
-        if not big or (tl is not None and run.elapsed() >= tl) or not self.local.bms:
+        if not big or (tl is not None and run.elapsed() >= tl) or not self.local.descent_models():
             return None
         if tl is not None and math.isfinite(tl):
             stop = run.elapsed() + self.root_share * max(0.0, tl - run.elapsed())
