@@ -221,7 +221,7 @@ def evaluate(front, model, tol=1e-5):
             if v.ub is not None:
                 viol = max(viol, v.value - v.ub)
         return float(obj), float(viol)
-    prob, variables = model
+    prob = model[0]
     if any(v.value is None for v in prob.variables()):
         return None, None
     viol = max([0.0] + [float(np.max(c.violation())) for c in prob.constraints])

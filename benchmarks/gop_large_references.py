@@ -9,8 +9,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-import gop_large_models as G  # noqa: E402
-from gop_instances.scip import solve_scip  # noqa: E402
+import gop_large_models as G
+from gop_instances.scip import solve_scip
 
 #: the Pyomo model with the same data as each CVXPY model
 TWIN = {"bmf_cvxpy": "bmf_pyomo", "qcqp_cvxpy": "qcqp_pyomo", "bgmm_cvxpy": "bgmm_pyomo"}
@@ -20,7 +20,7 @@ def main():
     out, tl = sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
     done = {}
     with open(out, "a") as f:
-        for name, (front, mk) in G.MODELS.items():
+        for name in G.MODELS:
             src = TWIN.get(name, name)
             if src not in done:
                 m = G.MODELS[src][1]()

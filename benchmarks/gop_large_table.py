@@ -12,9 +12,10 @@ import sys
 
 def load(path):
     out = {}
-    for line in open(path):
-        d = json.loads(line)
-        out[(d["name"], float(d["tl"]))] = d
+    with open(path) as f:
+        for line in f:
+            d = json.loads(line)
+            out[(d["name"], float(d["tl"]))] = d
     return out
 
 
@@ -40,9 +41,10 @@ def main():
     before, after = load(sys.argv[1]), load(sys.argv[2])
     refs = {}
     if len(sys.argv) > 3:
-        for line in open(sys.argv[3]):
-            d = json.loads(line)
-            refs[d["name"]] = d
+        with open(sys.argv[3]) as f:
+            for line in f:
+                d = json.loads(line)
+                refs[d["name"]] = d
     print("| model | limit s | before: wall (overrun), clock | before: status, point, bound | after: wall (overrun), "
           "clock | after: status, point, bound | load |")
     print("|---|---|---|---|---|---|---|")

@@ -117,7 +117,7 @@ def test_obbt_stops_at_the_deadline_and_keeps_a_valid_bound(monkeypatch):
 class _StoppedLP(lpmodel.HighsModel):
     """A one-shot LP that runs out of its time: it honours the limit it is given (at most 1.5 s without one, as
     a large LP would take) and reports HiGHS's "Time limit reached"."""
-    seen = []
+    seen = None   # the time limits given, set by the test
 
     def solve(self):
         tl = self._get_option("time_limit")

@@ -296,10 +296,10 @@ class Expression:
         require_finite(lambda: f"{where}: quadratic coefficients", self.quadratic.v)
         for g in self.groups():
             kind = getattr(g, "kind", "log-sum-exp")
-            require_finite(lambda: f"{where}: {kind} coefficients", g.coef)
-            require_finite(lambda: f"{where}: {kind} affine data", g.A, g.b)
+            require_finite(lambda kind=kind: f"{where}: {kind} coefficients", g.coef)
+            require_finite(lambda kind=kind: f"{where}: {kind} affine data", g.A, g.b)
             if getattr(g, "A2", None) is not None:
-                require_finite(lambda: f"{where}: {kind} second affine data", g.A2, g.b2)
+                require_finite(lambda kind=kind: f"{where}: {kind} second affine data", g.A2, g.b2)
 
     def scaled(self, k: float) -> "Expression":
         """``k e`` (new arrays where the signs change; ``e`` is left as it is): a row ``h >= lo`` as ``-h <= -lo``."""

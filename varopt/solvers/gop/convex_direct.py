@@ -58,9 +58,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...lpqp import solve_lp
-from .clock import current_time_limit, timed_lp
 from ...program.expression import Expression
 from ...program.terms import AtomGroup
+from .clock import current_time_limit, timed_lp
 from .convexity import block_psd, constant_hessian
 from .epigraph import _widen
 from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form, row_sides

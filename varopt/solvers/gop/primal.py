@@ -27,9 +27,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import ModelStructureError, SolverBugError
-from .clock import timed_lp
 from ...program.atoms import ATOMS
 from ...program.expression import Expression
+from .clock import timed_lp
 from .unbounded import Unbounded
 
 

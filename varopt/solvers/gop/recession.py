@@ -29,8 +29,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .clock import timed_lp
 from ...program.expression import Expression
+from .clock import timed_lp
 
 #: rounding allowance of a homogeneous row ``a^T d`` at the accepted ray, relative to ``max(1, |a|_1)`` (``|d| <= 1``)
 ROUNDING = 1e-12
@@ -94,7 +94,7 @@ def recession_ray(form, n, solve_cones=None):
     (module docstring), or None. ``form``: a :class:`.convex_direct.ConvexForm` without an outer objective atom;
     ``solve_cones(objective, linear, cones, lb, ub, N)``: the barrier solve of the ray program when ``form`` has
     second-order cones (``(z, ok)``)."""
-    from .convex_direct import Cone   # (convex_direct imports this module)
+    from .convex_direct import Cone  # (convex_direct imports this module)
     cone = RecessionCone(n)
     fobj = cone.function(form.objective)
     if fobj is None:

@@ -43,8 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import ModelStructureError
-from .clock import timed_lp
 from ...program.atoms import ATOMS
+from .clock import timed_lp
 
 
 class Unbounded(ModelStructureError):
