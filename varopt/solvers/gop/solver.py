@@ -178,6 +178,10 @@ class GopSolver(Solver):
                 # limits on larger models")
                 run.x = run.objective = None
                 return timed_out(run, program, str(exc).split("during ")[-1])
+            finally:
+                # the run's deadline must not outlive the run: the primal functions called on their own after a
+                # time-limited solve stopped at once (a test of the interior point after one, in the same process)
+                reset_warm_starts(None)
 
     def _solve_program(self, program, opts, run) -> Result:
         program.check_finite()
