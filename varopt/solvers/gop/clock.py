@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ...errors import ModelStructureError
 from ...lpqp import solve_lp
 from ...lpqp.settings import _LIMIT_STATUSES
 
@@ -152,7 +153,10 @@ def timed_out(run, program, why: str, lb=None, ub=None):
             x, f = start
     lower = run.lower
     if lower is None or not math.isfinite(lower):
-        lower = interval_lower_bound(program, program.lb if lb is None else lb, program.ub if ub is None else ub)
+        try:
+            lower = interval_lower_bound(program, program.lb if lb is None else lb, program.ub if ub is None else ub)
+        except (ModelStructureError, ValueError):
+            lower = -math.inf   # a program the relaxation does not take: no bound, still a time_limit result
     if f is not None and lower > f:
         lower = f
     shown = "no feasible point yet" if x is None else "the best point so far is returned"
