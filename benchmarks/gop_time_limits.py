@@ -5,12 +5,14 @@ child (3 GB address space, killed at 3 t + 60 s); one JSON line per solve: the s
 (``result.wall_time``, from the start of the run), the wall clock around ``solve`` (the difference is the compile),
 status and bounds, the load average.
 
-    python benchmarks/gop_time_limits.py OUT.jsonl 0.5,2,0.05 coll,collgop,poly,free,convex [name filter]
+    python benchmarks/gop_time_limits.py OUT.jsonl 0.5,2,0.05 coll,collgop,poly,free,convex [name filter, or =name]
 
 SOURCES (comma list): ``coll`` / ``collgop`` (``gop_instances`` with their options / with ``mode='gop'``), ``poly``
 (``gop_random_polynomials.py`` seeds 0-15), ``free`` (``gop_free_products.py``), ``convex`` (``gop_convex_cases.py``
 through CVXPY), ``kit`` / ``kitgop`` (MINLPLib instances in JuMP form, translated by the kit's ``jump2pyomo``; the
-kit lives outside the repository: set ``VAROPT_MINLP_KIT`` to its directory).
+kit lives outside the repository: set ``VAROPT_MINLP_KIT`` to its directory), ``large`` (``gop_large_models.py``:
+hundreds to thousands of variables, Pyomo and CVXPY; also records the user's own evaluation of the loaded point,
+``user_obj`` and ``viol``).
 """
 import json, multiprocessing as mp, os, sys, time
 KIT = os.environ.get("VAROPT_MINLP_KIT", "")
@@ -40,6 +42,9 @@ def cases(sources):
     if "convex" in sources:
         import gop_convex_cases as C
         for i, (nm, _) in enumerate(C.cases()): out.append(("convex", str(i), {}))
+    if "large" in sources:
+        import gop_large_models as G
+        for nm in G.MODELS: out.append(("large", nm, {}))
     return out
 
 def build(src, name):
@@ -60,6 +65,9 @@ def build(src, name):
     if src == "convex":
         import gop_convex_cases as C
         return list(C.cases())[int(name)][1]()
+    if src == "large":
+        import gop_large_models as G
+        return G.MODELS[name][1]()
 
 def child(src, name, opts, tl, q):
     import resource
@@ -68,7 +76,19 @@ def child(src, name, opts, tl, q):
     try:
         m = build(src, name)
         t0 = time.perf_counter()
-        if src == "convex":
+        if src == "large":
+            import gop_large_models as G
+            front = G.MODELS[name][0]
+            if front == "cvxpy":
+                m[0].solve(method="gop", time_limit=tl, **opts)
+                r = m[0].varopt_result
+            else:
+                r = pyo.SolverFactory("gop").solve(m, time_limit=tl, load_solutions=True, **opts).varopt_result
+            out["wall"] = time.perf_counter() - t0
+            obj, viol = G.evaluate(front, m)
+            out.update(status=r.status, run=r.wall_time, lower=r.lower_bound, upper=r.upper_bound,
+                       mode=(r.info or {}).get("mode"), user_obj=obj, viol=viol, maximize=bool(getattr(r, "maximize", False)))
+        elif src == "convex":
             m.solve(method="gop", time_limit=tl, **opts)
             out["wall"] = time.perf_counter() - t0
             r = getattr(m, "solver_stats", None)
@@ -89,7 +109,8 @@ def main():
     path, limits, sources = sys.argv[1], [float(x) for x in sys.argv[2].split(",")], sys.argv[3].split(",")
     filt = sys.argv[4] if len(sys.argv) > 4 else None
     cs = cases(sources)
-    if filt: cs = [c for c in cs if filt in c[1]]
+    if filt:  # a substring of the names, or "=name" for one name exactly
+        cs = [c for c in cs if (c[1] == filt[1:] if filt.startswith("=") else filt in c[1])]
     ctx = mp.get_context("fork")
     with open(path, "a") as f:
         for tl in limits:

@@ -72,7 +72,7 @@ from . import energy_hint
 from ..program.atoms import ATOM_KINDS, ATOMS
 from ..program import AtomGroup, Constraint, Expression, LseGroup, Program, QuadraticTerms
 from ..program.lifting import AuxVariable, defining_body, start_values
-from .pyomo_terms import SUPPORTED, _BadData, _expr_str, _Form, _Unsupported
+from .pyomo_terms import SUPPORTED, _BadData, _expr_str, _Form, _Unsupported, LazyText
 from .pyomo_walk import _Walker
 
 
@@ -313,7 +313,7 @@ def compile_pyomo(model):
     aux = []
     for j, (k, kind, form, text) in enumerate(walker.aux):
         col = int(perm[k])
-        where_a = f"{kind} auxiliary variable for '{text}'"
+        where_a = LazyText(lambda kind=kind, text=text: f"{kind} auxiliary variable for '{text}'")
         den = walker.aux_den.get(k)
         den = None if den is None else _build_expression(den, perm, n, where_a)
         aux.append(AuxVariable(col, kind, _build_expression(form, perm, n, where_a), text, f"_aux_{kind}[{j}]_def",

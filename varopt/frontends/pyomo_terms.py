@@ -40,6 +40,47 @@ class _BadData(Exception):
         self.reason = reason
 
 
+class LazyText:
+    """Text computed when first shown: the term text of a lifted column (``str`` of a Pyomo expression, ~0.5 ms
+    each) is only read by error messages, and 3,000 of them took 1 s of the compile of a 50 x 60 factorisation's
+    objective (docs/gop.md, "Time limits on larger models")."""
+
+    __slots__ = ("_fn", "_s")
+
+    def __init__(self, fn):
+        self._fn, self._s = fn, None
+
+    def __str__(self):
+        if self._s is None:
+            self._s = str(self._fn())
+            self._fn = None
+        return self._s
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+    def __repr__(self):
+        return repr(str(self))
+
+    def __eq__(self, other):
+        return str(self) == str(other)
+
+    def __hash__(self):
+        return hash(str(self))
+
+    def __len__(self):
+        return len(str(self))
+
+    def __contains__(self, item):
+        return item in str(self)
+
+    def __add__(self, other):
+        return str(self) + other
+
+    def __radd__(self, other):
+        return other + str(self)
+
+
 def _expr_str(node) -> str:
     try:
         s = str(node)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from .pyomo_powers import PowerRules
-from .pyomo_terms import _MATH, _add_into, _BadData, _expr_str, _Form, _prune, _scaled_exp, _Unsupported
+from .pyomo_terms import _MATH, _add_into, _BadData, _expr_str, _Form, _prune, _scaled_exp, _Unsupported, LazyText
 
 
 class _Leaves:
@@ -85,7 +85,7 @@ class _Walker(PowerRules, _Leaves):
         """A new auxiliary index for ``q = form`` (``kind='product'``) or ``t = sqrt(form)``."""
         k = len(self.vars)
         self.vars.append(None)
-        self.aux.append((k, kind, form, _expr_str(node)))
+        self.aux.append((k, kind, form, LazyText(lambda: _expr_str(node))))
         return k
 
     def _affine_or_lift(self, f, node, what, bounded=False):

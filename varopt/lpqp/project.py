@@ -19,7 +19,8 @@ import scipy.sparse as sp
 from .solve import solve_lp
 
 
-def project(x, A=None, lo=None, hi=None, lb=None, ub=None, *, norm: str = "l2"):
+def project(x, A=None, lo=None, hi=None, lb=None, ub=None, *, norm: str = "l2", time_limit=None):
+    """See the module docstring; ``time_limit``: HiGHS's, in seconds (None: none)."""
     x = np.asarray(x, dtype=float).ravel()
     n = x.size
     lb = np.full(n, -np.inf) if lb is None else np.asarray(lb, dtype=float)
@@ -28,7 +29,7 @@ def project(x, A=None, lo=None, hi=None, lb=None, ub=None, *, norm: str = "l2"):
     if norm == "l2":
         return solve_lp(-x, A=A if has_rows else None, row_lo=lo if has_rows else None,
                         row_hi=hi if has_rows else None, lb=lb, ub=ub, Q=sp.identity(n, format="csr"),
-                        const=0.5 * float(x @ x))
+                        const=0.5 * float(x @ x), time_limit=time_limit)
     if norm != "l1":
         raise ValueError(f"norm must be 'l2' or 'l1', got {norm!r}")
     I = sp.identity(n, format="csr")
@@ -40,7 +41,7 @@ def project(x, A=None, lo=None, hi=None, lb=None, ub=None, *, norm: str = "l2"):
         rhi.insert(0, np.asarray(hi, dtype=float))
     res = solve_lp(np.concatenate([np.zeros(n), np.ones(2 * n)]), sp.vstack(blocks, format="csr"),
                    np.concatenate(rlo), np.concatenate(rhi), np.concatenate([lb, np.zeros(2 * n)]),
-                   np.concatenate([ub, np.full(2 * n, np.inf)]))
+                   np.concatenate([ub, np.full(2 * n, np.inf)]), time_limit=time_limit)
     if res.x is not None:
         res.x = np.asarray(res.x[:n], dtype=float)
     return res

@@ -288,16 +288,18 @@ class Expression:
         c = self.constant
         # a Python float (or int) checked directly; the dense linear part whole (its zeros are finite): the same
         # verdicts without forming arrays (a tenth of a small GP solve's set-up went to these checks)
+        # the labels are formatted only on an error (``where`` may be a lazily printed Pyomo expression)
         if not (isinstance(c, (float, int)) and math.isfinite(c)):
-            require_finite(f"{where}: constant", [c])
-        require_finite(f"{where}: linear coefficients", self._lin if self._lin is not None else self.linear_items()[1])
-        require_finite(f"{where}: quadratic coefficients", self.quadratic.v)
+            require_finite(lambda: f"{where}: constant", [c])
+        require_finite(lambda: f"{where}: linear coefficients",
+                       self._lin if self._lin is not None else self.linear_items()[1])
+        require_finite(lambda: f"{where}: quadratic coefficients", self.quadratic.v)
         for g in self.groups():
             kind = getattr(g, "kind", "log-sum-exp")
-            require_finite(f"{where}: {kind} coefficients", g.coef)
-            require_finite(f"{where}: {kind} affine data", g.A, g.b)
+            require_finite(lambda kind=kind: f"{where}: {kind} coefficients", g.coef)
+            require_finite(lambda kind=kind: f"{where}: {kind} affine data", g.A, g.b)
             if getattr(g, "A2", None) is not None:
-                require_finite(f"{where}: {kind} second affine data", g.A2, g.b2)
+                require_finite(lambda kind=kind: f"{where}: {kind} second affine data", g.A2, g.b2)
 
     def scaled(self, k: float) -> "Expression":
         """``k e`` (new arrays where the signs change; ``e`` is left as it is): a row ``h >= lo`` as ``-h <= -lo``."""

@@ -100,8 +100,10 @@ def _is_conical(c):
             and c.lo <= c.hi)
 
 
-def scaling_pairs(program):
-    """The scaling pairs of ``program`` (a list of :class:`ScalingPair`, normalization chosen)."""
+def scaling_pairs(program, stop=None):
+    """The scaling pairs of ``program`` (a list of :class:`ScalingPair`, normalization chosen). ``stop()`` (None:
+    never) is asked before each pair's normalization and each point of the flip check; once it says True no pair
+    is returned (adding none is always valid: the rows and splits only remove symmetric copies of optima)."""
     p = program.fold_bound_rows()
     lb, ub = p.lb, p.ub
     ok = _bound_pattern_ok(lb, ub)
@@ -183,11 +185,15 @@ def scaling_pairs(program):
         Y = sorted(v for v in comp if colour[v] == 1)
         if not consistent or not X or not Y:
             continue
-        pairs.append(_normalize(ScalingPair(X, Y), lb, ub, row_of, p))
+        if stop is not None and stop():
+            return []
+        pairs.append(_normalize(ScalingPair(X, Y), lb, ub, row_of, p, stop))
+    if stop is not None and stop():
+        return []   # a flip check was cut short: its pair's answer is not known
     return pairs
 
 
-def _normalize(pair, lb, ub, row_of, program=None):
+def _normalize(pair, lb, ub, row_of, program=None, stop=None):
     """Choose the normalized block and its row (module docstring; docs/gop.md §8e), or for signed factors
     the disjunction of the root split (:func:`_normalize_signed`; docs/gop.md §8e-s)."""
     def eligible(S):
@@ -212,7 +218,7 @@ def _normalize(pair, lb, ub, row_of, program=None):
             # prefer an equality, then a block whose disjunction can split the root, then fewer variables
             opts.append((not partner_free(T), not finite(S), len(S), S[0], S, T))
     if not opts:
-        return _normalize_signed(pair, lb, ub, row_of, program)
+        return _normalize_signed(pair, lb, ub, row_of, program, stop)
     eq_not, fin_not, _, _, S, T = min(opts)
     S = np.asarray(S)
     S = S[~((lb[S] == 0) & (ub[S] == 0))]
@@ -232,7 +238,7 @@ def _normalize(pair, lb, ub, row_of, program=None):
     return pair
 
 
-def _normalize_signed(pair, lb, ub, row_of, program):
+def _normalize_signed(pair, lb, ub, row_of, program, stop=None):
     """Signed factors (docs/gop.md §8e-s, Claims 3-4): a block ``S`` whose variables have boxes
     ``[L_v, U_v]`` with ``L_v <= 0 <= U_v``, finite on every nonzero side, not all ``[0, 0]``, no conical row
     of two or more variables. Some optimum has ``z_v = U_v`` (``U_v > 0``) or ``z_v = L_v`` (``L_v < 0``) for
@@ -250,7 +256,7 @@ def _normalize_signed(pair, lb, ub, row_of, program):
     flip = bool(np.all(lb[both] == -ub[both]) and not any(v in row_of for v in both.tolist()))
     flip_note = ""
     if flip and program is not None:
-        flip = flip_invariant(program, pair.X, pair.Y)
+        flip = flip_invariant(program, pair.X, pair.Y, stop=stop)
         if not flip:
             flip_note = "; the flip (x, y) -> (-x, -y) changed the program at a random point: not used"
 
@@ -281,17 +287,20 @@ def _normalize_signed(pair, lb, ub, row_of, program):
     return pair
 
 
-def flip_invariant(program, X, Y, points=3, seed=0):
+def flip_invariant(program, X, Y, points=3, seed=0, stop=None):
     """True when the objective and every row body of ``program`` take the same values at ``z`` and at
     ``z`` with ``z_X``, ``z_Y`` negated, at ``points`` random points of the box (clipped to ``[-3, 3]``;
     auxiliary columns completed from their definitions). The structural rule of :func:`_normalize_signed`
-    proves this; the evaluation guards it against a term the detection does not see (docs/gop.md §8e-s)."""
+    proves this; the evaluation guards it against a term the detection does not see (docs/gop.md §8e-s).
+    False when ``stop()`` says True before a point (not verified: the flip is then not used)."""
     rng = np.random.default_rng(seed)
     lo = np.clip(program.lb, -3.0, 3.0)
     hi = np.clip(program.ub, -3.0, 3.0)
     hi = np.maximum(hi, lo)
     idx = np.asarray(list(X) + list(Y), dtype=np.int64)
     for _ in range(points):
+        if stop is not None and stop():
+            return False
         z = lo + (hi - lo) * rng.uniform(0.05, 0.95, program.n)
         z = program.complete_aux(z)
         z2 = z.copy()

@@ -71,16 +71,29 @@ def fbbt(A, lo, hi, lb, ub, rounds=20, tol=1e-9):
     return lb, np.maximum(ub, lb), False
 
 
-def obbt(A, lo, hi, lb, ub, idx):
-    """Tighten the bounds of ``idx`` by LPs over the linear constraints; returns (lb, ub, infeasible)."""
+def obbt(A, lo, hi, lb, ub, idx, run=None):
+    """Tighten the bounds of ``idx`` by LPs over the linear constraints; returns (lb, ub, infeasible).
+
+    ``run`` (None: no clock): under its time limit every LP gets the time left and no LP starts after it; the
+    bounds tightened so far are kept (each is an LP optimum over a relaxation, valid on its own), an LP stopped by
+    the limit moves nothing."""
+    from .clock import limit_lp, seconds_left
     lb = lb.copy()
     ub = ub.copy()
     n = lb.size
     if A.shape[0] == 0 or len(idx) == 0:
         return lb, ub, False
+    left = seconds_left(run)
+    if left is not None and left <= 0:
+        return lb, ub, False
     hm = HighsModel(np.zeros(n), A, lo, hi, lb, ub)
     for j in idx:
         for sgn in (1.0, -1.0):
+            left = seconds_left(run)
+            if left is not None:
+                if left <= 0:
+                    return lb, ub, False
+                limit_lp(hm, run)
             c = np.zeros(n)
             c[j] = sgn
             hm.set_cost(c)

@@ -60,6 +60,7 @@ import numpy as np
 from ...lpqp import solve_lp
 from ...program.expression import Expression
 from ...program.terms import AtomGroup
+from .clock import current_time_limit, timed_lp
 from .convexity import block_psd, constant_hessian
 from .epigraph import _widen
 from .primal import DenseExpr, _inf_norm, _interior_start, inequality_form, row_sides
@@ -351,7 +352,8 @@ class _LinearHull:
         self.rows = (A, lo - const, hi - const) if A.shape[0] else (None, None, None)
 
     def _min(self, a):
-        out = solve_lp(a, *self.rows, self.program.lb, self.program.ub)
+        # stopped by the time limit: OutOfTime, not "not nonnegative"
+        out = timed_lp(a, *self.rows, self.program.lb, self.program.ub)
         return out.objective if out.status == "optimal" else -math.inf
 
     def __call__(self, a, a0):
@@ -1070,7 +1072,8 @@ def _lagrangian_bound(f, G, h, E, e, rows, cones, x, t, nu, polish=True):
         k = mG + mR + mC
         lbv = np.concatenate([np.zeros(k), np.full(mE, -np.inf)])
         if Aeq.shape[1]:
-            out = solve_lp(cost, Aeq, -gf, -gf, lbv, np.full(k + mE, np.inf))
+            # the time left (a polish stopped by it keeps the certificate above, valid)
+            out = solve_lp(cost, Aeq, -gf, -gf, lbv, np.full(k + mE, np.inf), time_limit=current_time_limit())
             if out.status == "optimal":
                 z = np.concatenate([np.maximum(out.x[:k], 0.0), out.x[k:]])
                 grad2 = gf + Aeq @ z

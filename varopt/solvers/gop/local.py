@@ -54,12 +54,7 @@ class LocalSearch:
     def __init__(self, program, part, lifted):
         self.program, self.lifted = program, lifted
         self._cache = None
-        self.bms = []
-        for p in (part, swapped(part)):
-            try:  # a program outside GOP's class (lifted norms) has no primal problems: SLSQP only
-                self.bms.append(BlockModel(program, p))
-            except ModelStructureError:
-                pass
+        self._bms = None
         #: ``z -> z'`` with auxiliary columns (lifted products, norms, abs epigraphs) recomputed from the
         #: user's variables; a candidate is checked at ``z'`` first (exact definitions, no objective
         #: bought by the tolerance on their rows), then as it is
@@ -73,6 +68,23 @@ class LocalSearch:
         #: the alternations and before the polish, which end early, with the points found, once it says True.
         #: Never a clock without a time limit (the searches then count rounds only)
         self.stop = _never
+
+    @property
+    def bms(self):
+        """GOP's block models of the program and of its swapped partition (those that exist), built at the first
+        use: 2-3 s on a 50 x 60 rank-5 factorisation, which a run stopped by its time limit before the first
+        local search never needs."""
+        if self._bms is None:
+            out = []
+            for p in (self._part, swapped(self._part)):
+                if self.stop():
+                    return out   # the time limit came: what was built, not kept (a later call builds all)
+                try:  # a program outside GOP's class (lifted norms) has no primal problems: SLSQP only
+                    out.append(BlockModel(self.program, p))
+                except ModelStructureError:
+                    pass
+            self._bms = out
+        return self._bms
 
     def violation(self, z, own=True):
         """Largest row violation relative to ``max(1, |side|, 0.01 sum_k |term_k|)``; ``inf`` outside
@@ -272,17 +284,26 @@ class LocalSearch:
         if self._descent_bms is None:
             program, part = self.program, self._part
             aux = np.arange(program.n_user, program.n, dtype=np.int64)
-            if not aux.size or not self.bms:
-                self._descent_bms = self.bms
+            if not aux.size:
+                bms = self.bms
+                if self._bms is None:
+                    return []   # stopped by the time limit while building them
+                self._descent_bms = bms
             else:
+                # the descent's own models first; :attr:`bms` (two more block models: 3 s each on a 50 x 60 rank-5
+                # factorisation) only when one of them fails
                 out = []
                 for a, b in ((part.x, part.y), (part.y, part.x)):
+                    if self.stop():
+                        return []   # out of time (not cached): no descent
                     p = Partition(x=np.union1d(a, aux), y=np.setdiff1d(b, aux),
                                   connected=np.zeros(0, dtype=np.int64), names=program.names)
                     try:
                         out.append(BlockModel(program, p))
                     except ModelStructureError:
                         out = self.bms
+                        if self._bms is None:
+                            return []
                         break
                 self._descent_bms = out
         return self._descent_bms
@@ -303,7 +324,7 @@ class LocalSearch:
         less than ``rtol max(1, |f|)`` in total, at ``out_of_time()`` (asked once per round: a budget of rounds
         or seconds), or between two half-steps when :attr:`stop` says the run's time is up."""
         bms = self.descent_models()
-        if len(bms) != 2:
+        if len(bms) != 2 or self.stop():
             return None
         b1, b2 = bms
         y2 = b1.yi          # the second block: fixed in the first half-step

@@ -27,9 +27,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import ModelStructureError, SolverBugError
-from ...lpqp import solve_lp
 from ...program.atoms import ATOMS
 from ...program.expression import Expression
+from .clock import timed_lp
 from .unbounded import Unbounded
 
 
@@ -74,7 +74,9 @@ def solve_primal(bm, yval, xlb, xub) -> PrimalResult:
                 return _pdip(f, A, lo, hi, xlb, xub)
             except (ModelStructureError, SolverBugError, np.linalg.LinAlgError):
                 pass
-        res = solve_lp(c, A if A.shape[0] else None, lo if A.shape[0] else None, hi if A.shape[0] else None,
+        # the time left before the run's limit; stopped by it: OutOfTime, the solve returns time_limit (docs/gop.md,
+        # "Time limits on larger models")
+        res = timed_lp(c, A if A.shape[0] else None, lo if A.shape[0] else None, hi if A.shape[0] else None,
                        xlb, xub, Q=Q, const=k0)
         if res.status == "infeasible":
             return PrimalResult("infeasible", path="highs")
@@ -103,7 +105,7 @@ def feasibility_primal(bm, yval, xlb, xub) -> PrimalResult:
     c = np.concatenate([np.zeros(nx), np.ones(2 * m)])
     lb = np.concatenate([xlb, np.zeros(2 * m)])
     ub = np.concatenate([xub, np.full(2 * m, np.inf)])
-    res = solve_lp(c, Aa, lo, hi, lb, ub)
+    res = timed_lp(c, Aa, lo, hi, lb, ub)
     if res.status != "optimal":
         raise SolverBugError(f"the GOP feasibility problem failed: {res.status} {res.message}")
     return PrimalResult("infeasible", x=np.clip(res.x[:nx], xlb, xub), value=float(res.objective),
@@ -362,7 +364,7 @@ def _interior_start(G, h, E, e, xlb, xub):
         rhi = np.concatenate([h, e])
         lb = np.concatenate([np.full(nx, -np.inf), [-np.inf]])
         ub = np.concatenate([np.full(nx, np.inf), [1.0]])
-        r = solve_lp(c, AA, rlo, rhi, lb, ub)
+        r = timed_lp(c, AA, rlo, rhi, lb, ub)
         if r.status == "infeasible":
             return PrimalResult("infeasible", path="pdip")
         if r.status != "optimal":

@@ -29,8 +29,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ...lpqp import solve_lp
 from ...program.expression import Expression
+from .clock import timed_lp
 
 #: rounding allowance of a homogeneous row ``a^T d`` at the accepted ray, relative to ``max(1, |a|_1)`` (``|d| <= 1``)
 ROUNDING = 1e-12
@@ -94,7 +94,7 @@ def recession_ray(form, n, solve_cones=None):
     (module docstring), or None. ``form``: a :class:`.convex_direct.ConvexForm` without an outer objective atom;
     ``solve_cones(objective, linear, cones, lb, ub, N)``: the barrier solve of the ray program when ``form`` has
     second-order cones (``(z, ok)``)."""
-    from .convex_direct import Cone   # (convex_direct imports this module)
+    from .convex_direct import Cone  # (convex_direct imports this module)
     cone = RecessionCone(n)
     fobj = cone.function(form.objective)
     if fobj is None:
@@ -145,7 +145,8 @@ def recession_ray(form, n, solve_cones=None):
                         [c.padded(K, homogeneous=True) for c in cones], lb, ub, N)
     else:
         A = sp.csr_matrix(np.array(rows)) if rows else None
-        out = solve_lp(cost, A, np.array(lo) if rows else None, np.array(hi) if rows else None, lb, ub)
+        # stopped by the time limit: OutOfTime, not "no ray" (a verdict the LP did not reach)
+        out = timed_lp(cost, A, np.array(lo) if rows else None, np.array(hi) if rows else None, lb, ub)
         z = out.x if out.status == "optimal" else None
     if z is None:
         return None

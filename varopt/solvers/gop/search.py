@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from ...errors import ModelStructureError, SolverBugError
 from ...lpqp.project import project
 from .bounds import fbbt, obbt
+from .clock import OutOfTime, current_time_limit, seconds_left
 from .cuts import ConvexConstraints, ConvexPieces
 from .expansion import Expansion, batches
 from .lagrangian import BlockModel, restrict
@@ -102,11 +103,17 @@ class GopSearch:
             if not infeas:
                 need = [j for j in part.connected if not (np.isfinite(lb[j]) and np.isfinite(ub[j]))]
                 need += [j for j in part.connected if j not in need]
-                lb, ub, infeas = obbt(A, lo, hi, lb, ub, sorted(set(need)))
+                # under a time limit: stops at the deadline with the bounds tightened so far (docs/gop.md, "Time
+                # limits on larger models")
+                lb, ub, infeas = obbt(A, lo, hi, lb, ub, sorted(set(need)), run=self.run)
             if infeas:
                 return self._infeasible(program, "bound tightening over the linear constraints proved infeasibility")
         for j in part.connected:
             if not (np.isfinite(lb[j]) and np.isfinite(ub[j])):
+                left = seconds_left(self.run)
+                if opts.bound_tightening and left is not None and left <= 0:
+                    # the time limit stopped OBBT before it bounded this variable: not the model's fault
+                    raise OutOfTime("time limit reached during the bound tightening")
                 nm = program.names[j]
                 raise ModelStructureError(
                     f"GOP needs finite bounds on the connected variable {nm} (it multiplies relaxed-dual variables; "
@@ -194,7 +201,8 @@ class GopSearch:
         A0, lo0, hi0 = self.base_blocks[0]
         ny = bm.ny
         if A0.shape[0]:
-            r = project(y0, A0[:, :ny], lo0, hi0, self.ylb, self.yub, norm="l1")
+            # the time left (stopped by it: y0 unprojected; the primal problem at it is checked anyway)
+            r = project(y0, A0[:, :ny], lo0, hi0, self.ylb, self.yub, norm="l1", time_limit=current_time_limit())
             if r.status == "infeasible":
                 return None
             if r.status == "optimal":

@@ -39,6 +39,7 @@ from ...program.symmetry import with_order_rows
 from ...result import Result
 from .lagrangian import primal_row_error
 from .partition import Partition, analyze
+from .clock import OutOfTime, check as check_clock, running, starting_point, timed_out
 from .convex_direct import convex_form, solve_convex
 from .epigraph import abs_epigraph
 from .merged_atoms import merged_atom_rows
@@ -72,6 +73,8 @@ def _executor_domain(v):
 
 #: share of the time left the equality elimination of GOP's loop may take (docs/gop.md §13m)
 ELIM_SHARE = 0.3
+#: share of the time left the scaling symmetry detection may take (docs/gop.md, "Time limits on larger models")
+SCALING_SHARE = 0.2
 
 OPTIONS = OptionSet(common_options(max_iter=100000) + start_options(
     seed_doc="seed of the random initial point of the relaxed-dual block (used when the model gives no starting "
@@ -166,8 +169,19 @@ class GopSolver(Solver):
         from .primal import reset_warm_starts
         reset_warm_starts(None if run.time_limit is None
                           else (lambda: run.elapsed() >= run.time_limit))
-        with blas_threads(option_threads(opts.blas_threads, _auto_threads(program))):
-            return self._solve_program(program, opts, run)
+        with blas_threads(option_threads(opts.blas_threads, _auto_threads(program))), running(run):
+            try:
+                return self._solve_program(program, opts, run)
+            except OutOfTime as exc:
+                # stopped in the presolve, before the search had a point of the reduced program: the user's
+                # starting point when feasible, the interval bound over the user's box (docs/gop.md, "Time
+                # limits on larger models")
+                run.x = run.objective = None
+                return timed_out(run, program, str(exc).split("during ")[-1])
+            finally:
+                # the run's deadline must not outlive the run: the primal functions called on their own after a
+                # time-limited solve stopped at once (a test of the interior point after one, in the same process)
+                reset_warm_starts(None)
 
     def _solve_program(self, program, opts, run) -> Result:
         program.check_finite()
@@ -239,6 +253,10 @@ class GopSolver(Solver):
                                       connected=np.zeros(0, dtype=np.int64), names=list(program.names),
                                       notes=[f"not biconvex ({exc}); tree without primal problems"]), exc
         direct, convex_note, tried = None, None, False
+        # the presolve's phases below take seconds on programs of thousands of terms (a 50 x 60 rank-5
+        # factorisation: the partition, the convexity test, the scaling and symmetry detection 1-2 s each); the
+        # clock is read between them (docs/gop.md, "Time limits on larger models")
+        check_clock(run, "the partition")
         if mode != "gop":
             try:
                 lifted = Lifted(program)
@@ -282,6 +300,7 @@ class GopSolver(Solver):
         # is not recognised as convex or the solve does not reach its tolerances
         # (also a program without connected variables whose nonlinear rows GOP's iteration would outer-approximate
         # in its relaxed duals, which need bounds: log_sum_exp(x) <= 1 over a free x)
+        check_clock(run, "the relaxation's lifted form")
         if not tried and mode == "auto" and xpart is None and (
                 lifted is not None or (outside is None and part.connected.size == 0 and part.y.size
                                        and any(not c.body.is_linear for c in program.constraints))):
@@ -293,9 +312,15 @@ class GopSolver(Solver):
         # scaling symmetries first: the permutation symmetries below are then those of the normalized
         # program, so both breakings hold together (docs/gop.md §8e)
         scal_info, split = None, None
+        if direct is None:
+            check_clock(run, "the convexity test")
         if opts.scaling == "auto" and opts.symmetry != "off" and direct is None:
             base = program
-            program, scal_info, split = _normalize_scaling(base, products=lifted is not None)
+            # a share of the time left (no clock without a time limit): its flip checks evaluate every row at six
+            # points per pair (4 s on a 50 x 60 rank-5 factorisation at load 7); stopped, no pair is used
+            scal_end = run.phase_end(SCALING_SHARE)
+            scal_stop = None if math.isinf(scal_end) else (lambda: run.elapsed() >= scal_end)
+            program, scal_info, split = _normalize_scaling(base, products=lifted is not None, stop=scal_stop)
             if scal_info is not None and scal_info["rows"]:
                 if outside is None:
                     try:
@@ -324,6 +349,8 @@ class GopSolver(Solver):
                     scal_info["disjunctions"] = [d + " [not used: no root split (plain GOP, or more than "
                                                  f"{MAX_SPLIT_BOXES} boxes)]" for d in scal_info["disjunctions"]]
         sym_info, order_names = None, None
+        if direct is None:
+            check_clock(run, "the scaling symmetry detection")
         # a program without connected variables is solved as one convex primal problem: nothing to break
         sym_end, sym_cut = run.phase_end(DETECT_SHARE), []
 
@@ -391,6 +418,10 @@ class GopSolver(Solver):
         try:
             if direct is not None:
                 res = direct
+            else:
+                check_clock(run, "the presolve")
+            if direct is not None:
+                pass
             elif lifted is not None:
                 search = GopTree(program, part, opts, run, lifted)
                 search.local.complete = _completion(user, epi)
@@ -403,9 +434,17 @@ class GopSolver(Solver):
                     [program.index[nm] for nm in order_names], dtype=np.int64)
             if direct is None:
                 res = search.solve()
+                if res.status == "time_limit" and res.x is None:
+                    # no point from the search in the time given: the model's start, or 0 or the box's midpoint,
+                    # when feasible (checked), so the user gets a point where the model evaluates
+                    res = _with_start(res, program)
         except KeyboardInterrupt:
             # the incumbent is a point of the reduced program: it is mapped back below like a finished run's
             res = run.interrupted()
+        except OutOfTime as exc:
+            # a one-shot LP or a setup step of the search stopped by the time limit: the run's incumbent (a point
+            # of the reduced program, mapped back below) or the program's feasible start, and a valid bound
+            res = timed_out(run, program, str(exc).split("during ")[-1])
         except Unbounded as exc:
             proof = prove_unbounded(program, part, run.x, exc)
             run.x = None
@@ -494,6 +533,18 @@ class GopSolver(Solver):
         return res
 
 
+def _with_start(res, program):
+    """``res`` with :func:`.clock.starting_point` of ``program`` as its point and upper bound when one is feasible."""
+    start = starting_point(program)
+    if start is not None:
+        res.x, res.objective = start
+        res.upper_bound = start[1] if res.upper_bound is None else min(res.upper_bound, start[1])
+        if res.lower_bound is not None and res.lower_bound > res.objective:
+            res.lower_bound = res.objective
+        res.info["loaded_point"] = "the time limit came before the search found a point: a feasible start"
+    return res
+
+
 def _also(note):
     """``note`` (why the direct convex path did not apply) as the tail of an error message."""
     return "" if note is None else f" ({note})"
@@ -537,12 +588,12 @@ def _solve_direct(program, opts, run, complete, aux=None):
 MAX_SPLIT_BOXES = 64
 
 
-def _normalize_scaling(program, products=False):
+def _normalize_scaling(program, products=False, stop=None):
     """``(program', info, split)``: ``program`` with the normalization row of every scaling pair
     (:mod:`varopt.program.scaling`; docs/gop.md §8e), the description for ``result.info['scaling']``
     and the root split of the tree (a list of ``[(v, value), ...]`` disjunctions, one per bounded pair,
     or None when there is none or the product of their sizes exceeds :data:`MAX_SPLIT_BOXES`)."""
-    pairs = scaling_pairs(program)
+    pairs = scaling_pairs(program, stop=stop)
     if not pairs:
         return program, None, None
     names = program.names

@@ -43,8 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...errors import ModelStructureError
-from ...lpqp import solve_lp
 from ...program.atoms import ATOMS
+from .clock import timed_lp
 
 
 class Unbounded(ModelStructureError):
@@ -185,7 +185,7 @@ def curvature_ray(program, z, S, tol=1e-9):
             wlo, whi = np.zeros(m), np.maximum(-lb, 0.0)
             ulo[p] = uhi[p] = max(sign, 0.0)
             wlo[p] = whi[p] = max(-sign, 0.0)
-            r = solve_lp(c, A2, lo if A is not None else None, hi if A is not None else None,
+            r = timed_lp(c, A2, lo if A is not None else None, hi if A is not None else None,
                          np.concatenate([ulo, wlo]), np.concatenate([uhi, whi]))
             if r.status != "optimal":
                 continue
@@ -217,7 +217,8 @@ def unbounded_ray(program, z, S, tol=1e-9):
     if J.size:
         g = program.objective.gradient(z)[J]
         A, lo, hi, lb, ub = _cone(program, z, J)
-        r = solve_lp(g, A, lo if A is not None else None, hi if A is not None else None, lb, ub)
+        # stopped by the time limit: OutOfTime, not "no ray"
+        r = timed_lp(g, A, lo if A is not None else None, hi if A is not None else None, lb, ub)
         if r.status == "optimal":
             d = np.clip(r.x, lb, ub)
             slope = float(g @ d)
