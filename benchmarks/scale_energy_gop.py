@@ -89,17 +89,10 @@ def gop_model(name):
         m.ax = pyo.Constraint(range(rows), rule=lambda m, r: sum(A[r, i] * m.x[i] for i in range(n)) <= 2.5 * n)
         m.by = pyo.Constraint(range(rows), rule=lambda m, r: sum(B[r, i] * m.y[i] for i in range(n)) <= 2.5 * n)
         return m
-    if kind == "nmf":
-        p, q, r = int(a[0]), int(a[1]), int(a[2])
-        rng = np.random.default_rng(0)
-        X = rng.random((p, r)) @ rng.random((r, q)) + 0.05 * rng.random((p, q))
-        m = pyo.ConcreteModel()
-        m.W = pyo.Var(range(p), range(r), bounds=(0, float(X.max())))
-        m.H = pyo.Var(range(r), range(q), bounds=(0, float(X.max())))
-        m.obj = pyo.Objective(expr=sum((X[i, j] - sum(m.W[i, k] * m.H[k, j] for k in range(r))) ** 2
-                                       for i in range(p) for j in range(q)))
-        return m
     sys.path.insert(0, ROOT)
+    if kind == "nmf":
+        from benchmarks.gop_large_models import nmf_pyomo
+        return nmf_pyomo(seed=0, p=int(a[0]), q=int(a[1]), r=int(a[2]))
     from benchmarks.gop_instances import get
     inst = get(kind)
     return inst.builder(*inst.args)

@@ -9,7 +9,6 @@ expression at random points; ipsa's optima equal Clarabel's and the loaded point
 klprox's posterior of ``pos(u)`` equals the posterior of the same loss written with ``abs`` in CVXPY and in Pyomo;
 an atom that needs an affine argument still sees the epigraph column (its refusal text is unchanged); other solvers
 still get the epigraph form."""
-import warnings
 
 import numpy as np
 import pytest
@@ -19,6 +18,7 @@ cp = pytest.importorskip("cvxpy")
 import varopt  # noqa: E402,F401  (registers the solve methods)
 from varopt.errors import ModelStructureError  # noqa: E402
 from varopt.frontends.cvxpy_compile import compile_cvxpy  # noqa: E402
+from cvxpy_solve import solve_fresh  # noqa: E402  (tests/cvxpy_solve.py)
 
 N, D = 30, 4
 _R = np.random.default_rng(7)
@@ -50,13 +50,6 @@ LOSSES = {
 }
 
 
-def _solve(prob, method, **opts):
-    for v in prob.variables():
-        v.value = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prob.solve(method=method, warm_start=False, **opts)
-    return prob.varopt_result
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
@@ -90,7 +83,7 @@ def test_ipsa_solves_hinge_losses_to_clarabels_optimum(name):
     w = cp.Variable(D)
     prob = cp.Problem(cp.Minimize(LOSSES[name](w) + 0.5 * cp.sum_squares(w)))
     ref = prob.solve(solver="CLARABEL")
-    r = _solve(prob, "ipsa", **IPSA)
+    r = solve_fresh(prob, "ipsa", **IPSA)
     assert r.status == "converged", (name, r.status, r.message)
     assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref)), (name, prob.objective.value, ref)
     assert abs(r.objective - prob.objective.value) <= 1e-9 * max(1.0, abs(ref))
@@ -101,13 +94,13 @@ def test_ipsa_hinge_in_a_constraint_and_a_concave_minimum_in_a_maximised_objecti
     cons = [cp.sum(cp.pos(1 - _m(w))) <= 0.5 * N]
     prob = cp.Problem(cp.Minimize(cp.sum_squares(w)), cons)
     ref = prob.solve(solver="CLARABEL")
-    r = _solve(prob, "ipsa", **IPSA)
+    r = solve_fresh(prob, "ipsa", **IPSA)
     assert r.status == "converged" and abs(prob.objective.value - ref) <= 1e-7 * max(1.0, ref)
     assert cons[0].violation() <= 1e-9
     # the concave mirror: maximise sum(min(m, 1)) - |w|^2 (a "capped margin")
     cap = cp.Problem(cp.Maximize(cp.sum(cp.minimum(_m(w), 1)) - cp.sum_squares(w)))
     ref = cap.solve(solver="CLARABEL")
-    r = _solve(cap, "ipsa", **IPSA)
+    r = solve_fresh(cap, "ipsa", **IPSA)
     assert r.status == "converged" and abs(cap.objective.value - ref) <= 1e-7 * max(1.0, abs(ref))
 
 
@@ -117,7 +110,7 @@ def test_a_minimum_in_a_minimised_objective_is_refused():
     prob = cp.Problem(cp.Minimize(cp.sum_squares(w) + cp.sum(cp.minimum(_m(w), 1))))
     for method in ("ipsa", "klprox"):
         with pytest.raises(ModelStructureError):
-            _solve(prob, method, **(IPSA if method == "ipsa" else {}))
+            solve_fresh(prob, method, **(IPSA if method == "ipsa" else {}))
 
 
 def test_an_atom_that_needs_an_affine_argument_still_gets_the_column():
@@ -126,9 +119,9 @@ def test_an_atom_that_needs_an_affine_argument_still_gets_the_column():
     w = cp.Variable(D)
     prob = cp.Problem(cp.Minimize(cp.sum(cp.exp(cp.maximum(0.3 * (X @ w), 0.5))) + cp.sum_squares(w)))
     with pytest.raises(ModelStructureError) as e:
-        _solve(prob, "ipsa", **IPSA)
+        solve_fresh(prob, "ipsa", **IPSA)
     assert "must be affine" not in str(e.value) and "epigraph" in str(e.value)
-    assert _solve(prob, "gop", time_limit=60).status == "optimal"
+    assert solve_fresh(prob, "gop", time_limit=60).status == "optimal"
 
 
 def test_klprox_hinge_posterior_equals_the_abs_form_in_cvxpy_and_pyomo():
@@ -139,7 +132,7 @@ def test_klprox_hinge_posterior_equals_the_abs_form_in_cvxpy_and_pyomo():
     u = 1 - _m(w)
     hinge = cp.Problem(cp.Minimize(cp.sum(cp.pos(u)) + 0.5 * cp.sum_squares(w)))
     absform = cp.Problem(cp.Minimize(cp.sum(u + cp.abs(u)) / 2 + 0.5 * cp.sum_squares(w)))
-    rh, ra = _solve(hinge, "klprox"), _solve(absform, "klprox")
+    rh, ra = solve_fresh(hinge, "klprox"), solve_fresh(absform, "klprox")
     m = pe.ConcreteModel()
     m.w = pe.Var(range(D), initialize=0.0)
     us = [1 - Y[n] * sum(X[n, j] * m.w[j] for j in range(D)) for n in range(N)]
@@ -162,5 +155,5 @@ def test_ipsa_hinge_svm_past_the_dense_size_solves_through_the_sparse_system():
     w = cp.Variable(d)
     prob = cp.Problem(cp.Minimize(cp.sum(cp.pos(1 - cp.multiply(yl, Xl @ w))) / n + 0.05 * cp.sum_squares(w)))
     ref = prob.solve(solver="CLARABEL")
-    r = _solve(prob, "ipsa", **IPSA)
+    r = solve_fresh(prob, "ipsa", **IPSA)
     assert r.status == "converged" and abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref))

@@ -28,6 +28,7 @@ from varopt.errors import ModelStructureError
 from varopt.frontends.cvxpy_compile import compile_cvxpy
 from varopt.solvers.klprox.expectations import family_table
 from varopt.solvers.klprox.view import likelihood_view
+from cvxpy_solve import solve_fresh  # noqa: E402  (tests/cvxpy_solve.py)
 
 integrate = pytest.importorskip("scipy.integrate")
 stats = pytest.importorskip("scipy.stats")
@@ -171,13 +172,6 @@ def _violation(prob):
     return max([float(np.max(c.violation())) for c in prob.constraints], default=0.0)
 
 
-def _solve(prob, method, **opts):
-    for v in prob.variables():
-        v.value = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        prob.solve(method=method, warm_start=False, **opts)
-    return prob.varopt_result
 
 
 def _reference(name, prob):
@@ -208,7 +202,7 @@ def _n_user(vs):
 def test_ipsa_equals_the_reference(name):
     prob, vs, _ = _build(name)
     ref = _reference(name, prob)
-    r = _solve(prob, "ipsa", **IPSA)
+    r = solve_fresh(prob, "ipsa", **IPSA)
     assert r.status == "converged", (r.status, r.message)
     assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref)), (prob.objective.value, ref)
     assert _violation(prob) <= 1e-9
@@ -221,7 +215,7 @@ def test_gop_and_majorize_equal_clarabel(name):
     prob, vs, flags = _build(name)
     ref = _reference(name, prob)
     for method in ("gop", "majorize") if "m" in flags else ("gop",):
-        r = _solve(prob, method, **({"time_limit": 60} if method == "gop" else {}))
+        r = solve_fresh(prob, method, **({"time_limit": 60} if method == "gop" else {}))
         assert r.status == "optimal", (method, r.status, r.message)
         assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref)), (method, prob.objective.value, ref)
         assert _violation(prob) <= 1e-8
@@ -288,7 +282,7 @@ def _independent_neg_elbo(rows, prec, m, V):
 @pytest.mark.parametrize("name", sorted(n for n in SOLVED if "kl" in SOLVED[n][2]))
 def test_klprox_posterior_equals_cholesky_vi_and_quadrature(name):
     prob, vs, _ = _build(name)
-    r = _solve(prob, "klprox")
+    r = solve_fresh(prob, "klprox")
     assert r.status == "converged", (r.status, r.message)
     assert prob.varopt_program.n == _n_user(vs)
     V = r.info["covariance"]
@@ -313,7 +307,7 @@ def test_hinges_through_divisions_norms_and_selections_are_atom_rows(name, metho
     prob = cp.Problem(cp.Minimize(FIXED[name](w) + 0.5 * cp.sum_squares(w)))
     ref = _reference(name, prob)
     ref_w = w.value.copy()
-    r = _solve(prob, method, **(IPSA if method == "ipsa" else {}))
+    r = solve_fresh(prob, method, **(IPSA if method == "ipsa" else {}))
     assert r.status == "converged", (r.status, r.message)
     assert prob.varopt_program.n == D                 # no epigraph column
     if method == "ipsa":
@@ -322,18 +316,18 @@ def test_hinges_through_divisions_norms_and_selections_are_atom_rows(name, metho
         base = cholesky_vi(likelihood_view(compile_cvxpy(prob, native_atoms={"sqpos"})[0], family_table(100)))
         assert np.abs(base["m"] - r.x).max() <= 1e-6 and np.abs(base["V"] - r.info["covariance"]).max() <= 1e-6
     # a solver without the atom still gets the epigraph program, and solves it
-    r = _solve(prob, "majorize")
+    r = solve_fresh(prob, "majorize")
     assert prob.varopt_program.n > D and abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref))
 
 
-def test_parameter_values_are_read_at_every_solve():
+def test_parameter_values_are_read_at_everysolve_fresh():
     w = cp.Variable(D)
     lam, shift = cp.Parameter(nonneg=True, value=0.5), cp.Parameter(value=1.0)
     prob = cp.Problem(cp.Minimize(cp.sum_squares(cp.pos(shift - _m(w))) + lam * cp.sum_squares(w)))
     for lv, sv in ((0.5, 1.0), (3.0, 0.2), (0.01, 2.0)):
         lam.value, shift.value = lv, sv
         ref = _reference("", prob)
-        _solve(prob, "ipsa", **IPSA)
+        solve_fresh(prob, "ipsa", **IPSA)
         assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref))
 
 
@@ -343,7 +337,7 @@ def test_stochastic_ipsa_samples_data_points(name):
     tail of a stochastic run is near the optimum."""
     prob, _, _ = _build(name)
     ref = _reference(name, prob)
-    r = _solve(prob, "ipsa", batch_size=5, hessian="diagonal", passes=200)
+    r = solve_fresh(prob, "ipsa", batch_size=5, hessian="diagonal", passes=200)
     assert r.info["n_samples"] == N
     assert abs(prob.objective.value - ref) <= 2e-2 * max(1.0, abs(ref))
 
@@ -374,17 +368,17 @@ def test_refused_forms_name_the_term(name):
     prob = cp.Problem(cp.Minimize(obj(w)), cons(w) if cons else [])
     for method in methods:
         with pytest.raises(ModelStructureError) as e:
-            _solve(prob, method)
+            solve_fresh(prob, method)
         msg = str(e.value)
         assert all(wd in msg for wd in words), (method, msg)
     if name == "negative_weight":   # for klprox: a likelihood term with a negative coefficient
         with pytest.raises(ModelStructureError, match="negative coefficient") as e:
-            _solve(prob, "klprox")
+            solve_fresh(prob, "klprox")
         # the list of the likelihoods klprox reads names the squared hinge (it did not before branch sqout)
         assert "max(u, 0)**2" in str(e.value)
     if name == "maximum_with_half":   # ipsa's refusal names the squares of hinges it does take
         with pytest.raises(ModelStructureError) as e:
-            _solve(prob, "ipsa")
+            solve_fresh(prob, "ipsa")
         assert "cp.square(cp.pos(u))" in str(e.value) and "use gop" in str(e.value)
 
 
@@ -394,7 +388,7 @@ def test_lifted_forms_are_solved_by_gop():
         w = cp.Variable(D)
         prob = cp.Problem(cp.Minimize(obj(w)))
         ref = _reference("", prob)
-        r = _solve(prob, "gop", time_limit=60)
+        r = solve_fresh(prob, "gop", time_limit=60)
         assert r.status == "optimal" and abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref))
 
 
@@ -403,7 +397,7 @@ def test_klprox_refuses_a_flat_intercept_by_name():
     w, b = cp.Variable(D), cp.Variable(name="b")
     prob = cp.Problem(cp.Minimize(cp.sum_squares(cp.pos(1 - cp.multiply(y, X @ w + b))) + 0.1 * cp.sum_squares(w)))
     with pytest.raises(ModelStructureError, match="no Gaussian prior on 'b'"):
-        _solve(prob, "klprox")
+        solve_fresh(prob, "klprox")
 
 
 ROWS = {
@@ -425,7 +419,7 @@ def test_squared_hinges_and_log_normcdf_in_rows(name):
     prob = cp.Problem(cp.Minimize(obj(w, t)), cons(w, t))
     ref = _reference(name, prob)
     for method, opts in (("ipsa", dict(IPSA, **extra)), ("gop", {"time_limit": 60})):
-        r = _solve(prob, method, **opts)
+        r = solve_fresh(prob, method, **opts)
         assert r.status in ("converged", "optimal"), (method, r.status, r.message)
         assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref)) and _violation(prob) <= 1e-9
 
@@ -450,10 +444,10 @@ def test_more_user_forms_ipsa_and_klprox(name):
     w = cp.Variable(D)
     prob = cp.Problem(cp.Minimize(MORE[name](w)))
     ref = _reference(name, prob)
-    r = _solve(prob, "ipsa", **IPSA)
+    r = solve_fresh(prob, "ipsa", **IPSA)
     assert r.status == "converged" and prob.varopt_program.n == D
     assert abs(prob.objective.value - ref) <= 1e-7 * max(1.0, abs(ref))
-    r = _solve(prob, "klprox")
+    r = solve_fresh(prob, "klprox")
     assert r.status == "converged" and prob.varopt_program.n == D
     base = cholesky_vi(likelihood_view(compile_cvxpy(prob, native_atoms={"sqpos"})[0], family_table(100)))
     assert np.abs(base["m"] - r.x).max() <= 1e-6 and np.abs(base["V"] - r.info["covariance"]).max() <= 1e-6
