@@ -416,12 +416,10 @@ class GopSolver(Solver):
             part = analyze(program, keep)
         proof = None
         try:
-            if direct is not None:
-                res = direct
-            else:
+            if direct is None:
                 check_clock(run, "the presolve")
             if direct is not None:
-                pass
+                res = direct
             elif lifted is not None:
                 search = GopTree(program, part, opts, run, lifted)
                 search.local.complete = _completion(user, epi)
