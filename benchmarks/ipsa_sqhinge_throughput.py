@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-from ipsa_throughput import DATA, best_of, load_a1a, test_error
+from ipsa_throughput import DATA, best_of, clock_line, load_a1a, one_pass, test_error
 
 import varopt
 import varopt.solvers.ipsa  # noqa: F401
@@ -94,11 +94,7 @@ def run(name, X, y, Xt, yt):
         P = l1_squared_hinge_program(X, y, ALPHA, form)
         for h in hessians:
             for backend in ("numba", "numpy"):
-                def solve(P=P, h=h, backend=backend):
-                    return solver.solve(P, passes=1, hessian=h, history_objective=False, backend=backend)
-                t = best_of(solve, REPS, warm=True)
-                r = solve()
-                assert r.info["backend"].startswith(backend), r.info["backend"]
+                t, r = one_pass(solver, P, h, backend, REPS)
                 w, b = weights_from_x(r.x, m, form, True)
                 rows.append((f"ipsa {form} {h} {backend}", N / t, (objective(X, y, w, b, ALPHA) - f_opt) / f_opt,
                              test_error(Xt, yt, w, b)))
@@ -108,8 +104,7 @@ def run(name, X, y, Xt, yt):
 
 def main():
     warnings.simplefilter("ignore")
-    print(f"clock: {'process CPU time' if '--cpu' in sys.argv else 'wall time'}; load average "
-          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())} on {os.cpu_count()} cores; best of {REPS}")
+    print(clock_line(REPS))
     a1a = load_a1a()
     if a1a is not None:
         X, y = a1a

@@ -65,6 +65,23 @@ def best_of(fn, reps=7, warm=False):
     return min(ts)
 
 
+def one_pass(solver, P, hessian, backend, reps=7):
+    """``(seconds, result)``: the best of ``reps`` one-pass batch-1 runs of ``solver`` on the program ``P`` with
+    ``hessian`` and ``backend`` (after a warm-up), and a last run's result, checked to have used ``backend``."""
+    def solve():
+        return solver.solve(P, passes=1, hessian=hessian, history_objective=False, backend=backend)
+    t = best_of(solve, reps, warm=True)
+    r = solve()
+    assert r.info["backend"].startswith(backend), r.info["backend"]
+    return t, r
+
+
+def clock_line(reps):
+    """The header line of a throughput table: which clock, the load, best of how many."""
+    return (f"clock: {'process CPU time' if '--cpu' in sys.argv else 'wall time'}; load average "
+            f"{' '.join(f'{v:.2f}' for v in os.getloadavg())} on {os.cpu_count()} cores; best of {reps}")
+
+
 def test_error(Xt, yt, w, b):
     """The share of test points ``sign(Xt w + b)`` gets wrong (labels +-1)."""
     return float(np.mean(np.where(Xt @ w + b > 0, 1.0, -1.0) != yt))

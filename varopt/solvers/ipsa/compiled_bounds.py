@@ -42,8 +42,9 @@ import math
 import numpy as np
 from numba import njit
 
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, bb_secant, boundary_steps, copy_into, fill, per_hessian,
-                           row_gradient, running_diagonal_q, save_record, step_lengths, step_stats)
+from .kernel_steps import (MAX_BACKTRACKS, all_finite, backtrack, bb_secant, boundary_steps, copy_into, fill,
+                           group_width, per_hessian, row_gradient, running_diagonal_q, save_record, step_lengths,
+                           step_stats)
 
 
 
@@ -203,24 +204,17 @@ def _run_bounds(fp, ip, st, sti, x0, s0, z0, lin0, qd, Bvec0, rows, A_ptr, A_idx
     k0, step_power, sigma, ks, sigma_power, mu_min, frac, inv_m, weight, beta_min, d_min = (
         fp[0], fp[1], fp[2], fp[3], fp[4], fp[5], fp[6], fp[7], fp[8], fp[9], fp[10])
     n, m, kind, same = ip[0], ip[1], ip[2], ip[9]
-    for j in range(n):
-        if not math.isfinite(lin0[j]):
-            return 0, 1, 0
+    if not (all_finite(lin0) and all_finite(qd)):
+        return 0, 1, 0
     # a diagonal quadratic term Q = diag(qd) outside the sampled rows (empty when there is none): the passes
     # below read lin = lin0 + Q x, refreshed at each step (lin0 itself without one)
     hasq = qd.size > 0
-    for j in range(qd.size):
-        if not math.isfinite(qd[j]):
-            return 0, 1, 0
     # (a buffer in both cases rather than a choice between two arrays, which cost the damped-BB step 5-9 % without
     # Q on a1a; likely LLVM's aliasing of a fresh array, not checked)
     lin = np.empty(n)
     copy_into(lin, lin0)
     gs, hs, gs2, Bm = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    width = 1
-    for q in range(lse_ptr.size - 1):
-        width = max(width, lse_ptr[q + 1] - lse_ptr[q])
-    sv = np.empty(width)
+    sv = np.empty(group_width(lse_ptr))
     dx, t, bd, xn, Dn = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     inv, d, dz, q1, q2, sn, zn, Jdx = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
                                        np.empty(m), np.empty(m), np.empty(m))

@@ -47,8 +47,8 @@ import math
 import numpy as np
 
 from .compiled_bounds import _dot, _max4, _maxabs4, _min4, bb_commit, bb_commit_q, lin_plus_q, sample_gradient
-from .kernel_steps import (MAX_BACKTRACKS, backtrack, boundary_steps, copy_into, fill, per_hessian,
-                           running_diagonal_q, save_record, step_lengths, step_stats)
+from .kernel_steps import (MAX_BACKTRACKS, all_finite, backtrack, boundary_steps, copy_into, fill, group_width,
+                           per_hessian, running_diagonal_q, save_record, step_lengths, step_stats)
 
 EPS = float(np.finfo(float).eps)
 
@@ -121,24 +121,17 @@ def _run_pairs(fp, ip, st, sti, x0, s0, z0, lin0, qd, Bvec0, rows, A_ptr, A_idx,
     nb, nl = svar.size, c0.size
     o = nb  # constraint of row slot q * n2 + b: o + q * n2 + b
     R = nl // n2
-    for j in range(n):
-        if not math.isfinite(lin0[j]):
-            return 0, 1, 0
+    if not (all_finite(lin0) and all_finite(qd)):
+        return 0, 1, 0
     # a diagonal quadratic term Q = diag(qd) (permuted as lin; empty when there is none): the passes below read
     # lin = lin0 + Q x, refreshed at each step (lin0 itself without one), as in compiled_bounds
     hasq = qd.size > 0
-    for j in range(qd.size):
-        if not math.isfinite(qd[j]):
-            return 0, 1, 0
     # (a buffer in both cases rather than a choice between two arrays, which cost the damped-BB step 5-9 % without
     # Q on a1a; likely LLVM's aliasing of a fresh array, not checked)
     lin = np.empty(n)
     copy_into(lin, lin0)
     gs, hs, gs2, Bm = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
-    width = 1
-    for q in range(lse_ptr.size - 1):
-        width = max(width, lse_ptr[q + 1] - lse_ptr[q])
-    sv = np.empty(width)
+    sv = np.empty(group_width(lse_ptr))
     dx, xn, Dn = np.empty(n), np.empty(n), np.empty(n)
     t, bd = np.zeros(n), np.zeros(n)  # zero off the bounded variables for good (re-zeroed per step on them)
     tl0, tl1, Ma, Mb, Me = np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2), np.empty(n2)

@@ -91,6 +91,24 @@ def running_diagonal_q(Dn, Bv, qd, hs, ahat, d_min, n):
         Dn[j] = v if v > d_min else d_min
 
 
+@njit(cache=True, inline="always")
+def all_finite(a):
+    """True when no entry of ``a`` is NaN or inf (a kernel's data checked once before its passes)."""
+    for j in range(a.size):
+        if not math.isfinite(a[j]):
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def group_width(lse_ptr):
+    """The largest log-sum-exp group (at least 1): the size of the kernels' scratch vector ``sv``."""
+    width = 1
+    for q in range(lse_ptr.size - 1):
+        width = max(width, lse_ptr[q + 1] - lse_ptr[q])
+    return width
+
+
 @njit(cache=True)
 def copy_into(dst, src):
     """``dst[:] = src`` (same sizes) as an explicit loop: a slice assignment makes numba compile its
